@@ -1,0 +1,101 @@
+# nodelay - plain make is the build.
+#
+#   make                 optimised server: build/release/nodelay
+#   make debug           debug server (debugtime command): build/debug/nodelay
+#   make CONFIG=asan     any target under ASan+UBSan (also: tsan, debug, release)
+#   make EVENT=poll      the portable poll(2) backend instead of epoll
+#   make unit            unit tests (cmocka)
+#   make test            everything CI runs (see scripts/test-all.sh)
+#   make fuzz            libFuzzer harnesses, briefly (clang)
+#   make bench           side-by-side benchmark against memcached
+
+CONFIG ?= release
+UNAME := $(shell uname -s)
+ifeq ($(UNAME),Linux)
+EVENT ?= epoll
+else
+EVENT ?= poll
+endif
+
+CC ?= cc
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+BASE_CFLAGS := -std=gnu11 -pthread -Isrc $(WARN) -MMD -MP -DNODELAY_EVENT_$(EVENT)
+LDLIBS := -pthread -lxxhash
+
+ifeq ($(CONFIG),release)
+CFLAGS_CONFIG := -O2 -g -DNODELAY_NO_DEBUG_LOG
+else ifeq ($(CONFIG),debug)
+CFLAGS_CONFIG := -O0 -g3 -DNODELAY_DEBUG
+else ifeq ($(CONFIG),asan)
+CFLAGS_CONFIG := -O1 -g -DNODELAY_DEBUG -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDFLAGS_CONFIG := -fsanitize=address,undefined
+else ifeq ($(CONFIG),tsan)
+CFLAGS_CONFIG := -O1 -g -DNODELAY_DEBUG -fsanitize=thread
+LDFLAGS_CONFIG := -fsanitize=thread
+else
+$(error CONFIG must be release, debug, asan or tsan)
+endif
+
+CFLAGS ?=
+LDFLAGS ?=
+ALL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS_CONFIG) $(CFLAGS)
+ALL_LDFLAGS := $(LDFLAGS_CONFIG) $(LDFLAGS)
+
+OUT := build/$(CONFIG)-$(EVENT)
+
+# Every .c under src/ is part of the server; main.c alone is left out of the
+# library that unit tests and fuzzers link, and only one event backend is built.
+OTHER_EVENT := $(if $(filter epoll,$(EVENT)),poll,epoll)
+LIB_SRC := $(filter-out src/main.c src/event/event_$(OTHER_EVENT).c, \
+             $(wildcard src/*.c src/*/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o)
+LIB := $(OUT)/libnodelay.a
+SERVER := $(OUT)/nodelay
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
+
+.PHONY: all server debug unit test fuzz bench clean run
+.DEFAULT_GOAL := all
+
+all: server
+server: $(SERVER)
+	@ln -sf $(CONFIG)-$(EVENT)/nodelay build/nodelay-$(CONFIG)
+
+debug:
+	$(MAKE) CONFIG=debug server
+
+$(OUT)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(SERVER): $(OUT)/src/main.o $(LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(OUT)/tests/%: $(OUT)/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# The whole suite, every configuration CI runs.
+test:
+	bash scripts/test-all.sh
+
+FUZZ_SECONDS ?= 20
+fuzz:
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+run: server
+	$(SERVER) -u root
+
+clean:
+	rm -rf build
+
+-include bench/bench.mk
+-include $(LIB_OBJ:.o=.d) $(OUT)/src/main.d $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/unit/%.d)

@@ -1,0 +1,94 @@
+#include "clock.h"
+
+#include <stdatomic.h>
+
+/* Start-up is placed this many seconds in the past so that rel_time_t values
+ * are never 0 or 1 (reserved), as memcached does with process_started. */
+#define CLOCK_START_SLACK 2
+
+static struct timespec clock_mono_start;
+static time_t clock_unix_start;
+static _Atomic uint32_t clock_debug_offset;
+static _Atomic uint32_t clock_paused_at; /* 0 = running */
+
+void clock_setup(void)
+{
+    clock_gettime(CLOCK_MONOTONIC, &clock_mono_start);
+    clock_unix_start = time(NULL) - CLOCK_START_SLACK;
+    atomic_store(&clock_debug_offset, 0);
+    atomic_store(&clock_paused_at, 0);
+}
+
+static rel_time_t clock_running_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    time_t elapsed = ts.tv_sec - clock_mono_start.tv_sec;
+    if (ts.tv_nsec < clock_mono_start.tv_nsec)
+        elapsed--;
+    return (rel_time_t)elapsed + CLOCK_START_SLACK +
+           atomic_load_explicit(&clock_debug_offset, memory_order_relaxed);
+}
+
+rel_time_t clock_now(void)
+{
+    uint32_t paused = atomic_load_explicit(&clock_paused_at, memory_order_relaxed);
+    return paused ? paused : clock_running_now();
+}
+
+time_t clock_epoch(void)
+{
+    return clock_unix_start;
+}
+
+time_t clock_unix_now(void)
+{
+    return clock_unix_start + (time_t)clock_now();
+}
+
+rel_time_t clock_exptime(int64_t exptime)
+{
+    if (exptime == 0)
+        return REL_TIME_NEVER;
+    if (exptime < 0)
+        return REL_TIME_EXPIRED;
+    if (exptime > CLOCK_MAX_RELATIVE) {
+        if (exptime <= (int64_t)clock_unix_start)
+            return REL_TIME_EXPIRED;
+        int64_t rel = exptime - (int64_t)clock_unix_start;
+        return rel > UINT32_MAX ? UINT32_MAX : (rel_time_t)rel;
+    }
+    uint64_t rel = (uint64_t)exptime + clock_now();
+    return rel > UINT32_MAX ? UINT32_MAX : (rel_time_t)rel;
+}
+
+#ifdef NODELAY_DEBUG
+void clock_debug_advance(uint32_t seconds)
+{
+    atomic_fetch_add(&clock_debug_offset, seconds);
+    uint32_t paused = atomic_load(&clock_paused_at);
+    if (paused)
+        atomic_store(&clock_paused_at, paused + seconds);
+}
+
+void clock_debug_pause(bool paused)
+{
+    if (paused) {
+        atomic_store(&clock_paused_at, clock_running_now());
+    } else {
+        /* Resume where the paused clock stood: fold the paused span into the offset. */
+        uint32_t at = atomic_load(&clock_paused_at);
+        if (!at)
+            return;
+        rel_time_t running = clock_running_now();
+        if (at > running)
+            atomic_fetch_add(&clock_debug_offset, at - running);
+        else
+            atomic_fetch_sub(&clock_debug_offset,
+                             (running - at) > atomic_load(&clock_debug_offset)
+                                 ? atomic_load(&clock_debug_offset)
+                                 : (running - at));
+        atomic_store(&clock_paused_at, 0);
+    }
+}
+#endif

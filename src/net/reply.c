@@ -1,0 +1,280 @@
+#include "net/reply.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+
+/* Copied bytes are packed into blocks of this size; a larger single copy gets
+ * a block of its own size. 16 KiB holds a full pipeline of short replies. */
+#define REPLY_BLOCK_SIZE (16 * 1024)
+
+struct reply_block {
+    struct reply_block *next;
+    size_t size;
+    size_t used;
+    size_t refs; /* segments pointing into this block */
+    char data[];
+};
+
+void reply_init(struct reply_queue *q)
+{
+    memset(q, 0, sizeof *q);
+}
+
+static void reply_block_free_all(struct reply_block *b)
+{
+    while (b) {
+        struct reply_block *next = b->next;
+        free(b);
+        b = next;
+    }
+}
+
+void reply_release(struct reply_queue *q)
+{
+    for (size_t i = q->head; i < q->nseg; i++)
+        if (q->segs[i].pin)
+            store_pin_release(q->segs[i].pin);
+    free(q->segs);
+    reply_block_free_all(q->first);
+    free(q->spare);
+    memset(q, 0, sizeof *q);
+}
+
+static struct reply_seg *reply_seg_add(struct reply_queue *q)
+{
+    if (q->nseg == q->cap) {
+        if (q->head > 0) {
+            memmove(q->segs, q->segs + q->head, (q->nseg - q->head) * sizeof *q->segs);
+            q->nseg -= q->head;
+            q->head = 0;
+        } else {
+            size_t cap = q->cap ? q->cap * 2 : 64;
+            struct reply_seg *segs = realloc(q->segs, cap * sizeof *segs);
+            if (!segs)
+                return NULL;
+            q->segs = segs;
+            q->cap = cap;
+        }
+    }
+    return &q->segs[q->nseg++];
+}
+
+/* A block with at least `len` free bytes at the tail. */
+static struct reply_block *reply_block_room(struct reply_queue *q, size_t len)
+{
+    if (q->tail && q->tail->size - q->tail->used >= len)
+        return q->tail;
+    struct reply_block *b;
+    if (len <= REPLY_BLOCK_SIZE && q->spare) {
+        b = q->spare;
+        q->spare = NULL;
+    } else {
+        size_t size = len > REPLY_BLOCK_SIZE ? len : REPLY_BLOCK_SIZE;
+        b = malloc(sizeof *b + size);
+        if (!b)
+            return NULL;
+        b->size = size;
+    }
+    b->next = NULL;
+    b->used = 0;
+    b->refs = 0;
+    if (q->tail)
+        q->tail->next = b;
+    else
+        q->first = b;
+    q->tail = b;
+    return b;
+}
+
+char *reply_reserve(struct reply_queue *q, size_t len)
+{
+    struct reply_block *b = reply_block_room(q, len);
+    return b ? b->data + b->used : NULL;
+}
+
+void reply_commit(struct reply_queue *q, size_t n)
+{
+    if (n == 0)
+        return;
+    struct reply_block *b = q->tail;
+    char *at = b->data + b->used;
+    struct reply_seg *last = q->nseg > q->head ? &q->segs[q->nseg - 1] : NULL;
+    if (last && last->block == b && last->data + last->len == at) {
+        last->len += n; /* contiguous with the previous copy: one iovec */
+    } else {
+        struct reply_seg *s = reply_seg_add(q);
+        if (!s)
+            return; /* cannot happen after a successful reserve unless OOM; bytes dropped */
+        s->data = at;
+        s->len = n;
+        s->block = b;
+        s->pin = NULL;
+        b->refs++;
+    }
+    b->used += n;
+    q->pending += n;
+    q->copied += n;
+}
+
+int reply_copy(struct reply_queue *q, const void *data, size_t len)
+{
+    if (len == 0)
+        return 0;
+    /* Make sure a segment slot exists before reserving, so commit cannot fail. */
+    if (!reply_seg_add(q))
+        return -1;
+    q->nseg--;
+    char *dst = reply_reserve(q, len);
+    if (!dst)
+        return -1;
+    memcpy(dst, data, len);
+    reply_commit(q, len);
+    return 0;
+}
+
+int reply_str(struct reply_queue *q, const char *s)
+{
+    return reply_copy(q, s, strlen(s));
+}
+
+int reply_printf(struct reply_queue *q, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    if ((size_t)n < sizeof small)
+        return reply_copy(q, small, (size_t)n);
+    char *big = malloc((size_t)n + 1);
+    if (!big)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int rc = reply_copy(q, big, (size_t)n);
+    free(big);
+    return rc;
+}
+
+int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin)
+{
+    if (len == 0) {
+        if (pin)
+            store_pin_release(pin);
+        return 0;
+    }
+    struct reply_seg *s = reply_seg_add(q);
+    if (!s) {
+        if (pin)
+            store_pin_release(pin);
+        return -1;
+    }
+    s->data = data;
+    s->len = len;
+    s->block = NULL;
+    s->pin = pin;
+    q->pending += len;
+    return 0;
+}
+
+void reply_get_mark(const struct reply_queue *q, struct reply_mark *m)
+{
+    m->nseg = q->nseg;
+    m->pending = q->pending;
+    m->copied = q->copied;
+    m->tail = q->tail;
+    m->tail_used = q->tail ? q->tail->used : 0;
+    m->last_len = q->nseg > q->head ? q->segs[q->nseg - 1].len : 0;
+}
+
+/* Drop a block's reference from a segment that is gone. Blocks are used in
+ * FIFO order, so an unreferenced block that is not the tail is the first. */
+static void reply_block_unref(struct reply_queue *q, struct reply_block *b)
+{
+    if (--b->refs > 0)
+        return;
+    if (b == q->tail) {
+        b->used = 0;
+        return;
+    }
+    if (b == q->first) {
+        q->first = b->next;
+        if (b->size == REPLY_BLOCK_SIZE && !q->spare)
+            q->spare = b;
+        else
+            free(b);
+    }
+}
+
+void reply_rollback(struct reply_queue *q, const struct reply_mark *m)
+{
+    for (size_t i = m->nseg; i < q->nseg; i++) {
+        struct reply_seg *s = &q->segs[i];
+        if (s->pin)
+            store_pin_release(s->pin);
+        if (s->block)
+            s->block->refs--;
+    }
+    q->nseg = m->nseg;
+    if (q->nseg > q->head)
+        q->segs[q->nseg - 1].len = m->last_len;
+    /* Free the blocks added after the mark. */
+    struct reply_block *extra = m->tail ? m->tail->next : q->first;
+    if (m->tail)
+        m->tail->next = NULL;
+    else
+        q->first = NULL;
+    reply_block_free_all(extra);
+    q->tail = m->tail;
+    if (q->tail)
+        q->tail->used = m->tail_used;
+    q->pending = m->pending;
+    q->copied = m->copied;
+    if (q->head == q->nseg)
+        q->head = q->nseg = 0;
+}
+
+int reply_iov(const struct reply_queue *q, struct iovec *iov, int max)
+{
+    int n = 0;
+    size_t off = q->head_sent;
+    for (size_t i = q->head; i < q->nseg && n < max; i++) {
+        iov[n].iov_base = (void *)(q->segs[i].data + off);
+        iov[n].iov_len = q->segs[i].len - off;
+        off = 0;
+        n++;
+    }
+    return n;
+}
+
+void reply_consume(struct reply_queue *q, size_t n)
+{
+    q->pending -= n;
+    while (n > 0 && q->head < q->nseg) {
+        struct reply_seg *s = &q->segs[q->head];
+        size_t left = s->len - q->head_sent;
+        if (n < left) {
+            q->head_sent += n;
+            if (s->block)
+                q->copied -= n;
+            return;
+        }
+        n -= left;
+        if (s->block) {
+            q->copied -= left;
+            reply_block_unref(q, s->block);
+        }
+        if (s->pin)
+            store_pin_release(s->pin);
+        q->head++;
+        q->head_sent = 0;
+    }
+    if (q->head == q->nseg)
+        q->head = q->nseg = 0;
+}

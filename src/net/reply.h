@@ -1,0 +1,85 @@
+/* The reply queue: everything a connection owes its client, in order.
+ *
+ * Composers append to it; the connection drains it with one writev per
+ * wake-up, so all replies to the requests parsed from one read leave in a
+ * single system call (DESIGN.md, "The lesson that names the project").
+ *
+ * Two kinds of bytes live here:
+ *  - copied bytes (headers, short replies) in blocks the queue owns;
+ *  - referenced bytes (item values) pointing into store memory, each with a
+ *    store_pin that the queue releases once those bytes are sent or dropped.
+ *
+ * It never touches a socket: reply_iov() hands out iovecs and reply_consume()
+ * is told how much was written, so protocols can be tested without one.
+ */
+#ifndef NODELAY_REPLY_H
+#define NODELAY_REPLY_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/uio.h>
+
+struct store_pin;
+struct reply_block;
+
+struct reply_seg {
+    const char *data;
+    size_t len;
+    struct reply_block *block; /* owning block for copied bytes, else NULL */
+    struct store_pin *pin;     /* for referenced bytes, else NULL */
+};
+
+struct reply_queue {
+    struct reply_seg *segs; /* segs[head .. nseg) are pending */
+    size_t head;
+    size_t nseg;
+    size_t cap;
+    size_t head_sent;       /* bytes of segs[head] already written */
+    size_t pending;         /* bytes not yet written */
+    size_t copied;          /* of which held in our own blocks */
+    struct reply_block *first, *tail; /* blocks in FIFO order */
+    struct reply_block *spare;        /* one empty block kept for reuse */
+};
+
+/* A point to roll back to (a multiget whose later key is bad discards what it
+ * had already composed, as memcached does). */
+struct reply_mark {
+    size_t nseg;
+    size_t pending;
+    size_t copied;
+    struct reply_block *tail;
+    size_t tail_used;
+    size_t last_len; /* length of segs[nseg-1] at the mark (copies coalesce) */
+};
+
+void reply_init(struct reply_queue *q);
+/* Drop everything pending, releasing pins, and free all memory. */
+void reply_release(struct reply_queue *q);
+
+/* Append a copy of len bytes. Returns 0, or -1 when out of memory. */
+int reply_copy(struct reply_queue *q, const void *data, size_t len);
+int reply_str(struct reply_queue *q, const char *s);
+int reply_printf(struct reply_queue *q, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Room for at least `len` bytes to compose into; finish with reply_commit(n)
+ * (n <= len). Returns NULL when out of memory. */
+char *reply_reserve(struct reply_queue *q, size_t len);
+void reply_commit(struct reply_queue *q, size_t n);
+
+/* Append len bytes by reference. Takes ownership of pin (may be NULL for
+ * static data): it is released when the bytes are consumed or dropped, even
+ * when this call fails (-1, out of memory). */
+int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin);
+
+static inline size_t reply_pending(const struct reply_queue *q) { return q->pending; }
+
+void reply_get_mark(const struct reply_queue *q, struct reply_mark *m);
+void reply_rollback(struct reply_queue *q, const struct reply_mark *m);
+
+/* Fill up to max iovecs from the head of the queue; returns how many. */
+int reply_iov(const struct reply_queue *q, struct iovec *iov, int max);
+/* n bytes from the head were written: advance, free blocks, release pins. */
+void reply_consume(struct reply_queue *q, size_t n);
+
+#endif

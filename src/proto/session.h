@@ -1,0 +1,50 @@
+/* A session is the protocols' view of one connection: everything a request
+ * needs (store, counters, settings, the reply queue) and the state a protocol
+ * keeps between reads, with no socket in it, so protocols are testable alone. */
+#ifndef NODELAY_SESSION_H
+#define NODELAY_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "net/reply.h"
+#include "proto/binary.h"
+#include "proto/text.h"
+
+struct store_ctx;
+struct stats_thread;
+struct settings;
+
+enum proto_kind {
+    PROTO_KIND_NEGOTIATING, /* -B auto: the first byte decides */
+    PROTO_KIND_TEXT,        /* classic text and meta */
+    PROTO_KIND_BINARY,
+};
+
+struct session {
+    /* Provided by the connection; borrowed. */
+    struct store_ctx *store;
+    struct stats_thread *stats;
+    const struct settings *settings;
+
+    /* Owned: what this connection owes its client. */
+    struct reply_queue reply;
+
+    enum proto_kind kind;
+    bool authenticated; /* -Y ascii auth or SASL; true when neither is on */
+
+    /* Direct read target, see proto_sink_filled(). */
+    char *sink;
+    size_t sink_len;
+
+    /* Per-protocol state between reads. */
+    struct text_state text;
+    struct bin_state bin;
+};
+
+void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
+                  const struct settings *settings);
+/* Abort any value being received, release the reply queue. */
+void session_release(struct session *s);
+
+#endif

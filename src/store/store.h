@@ -1,0 +1,245 @@
+/* The store: nodelay's cache, and the one interface every protocol uses.
+ *
+ * It knows nothing of sockets or wire formats. Items live in fixed-size
+ * segments (see docs/design.md "The store"); this header is the contract:
+ *
+ *  - A worker thread owns one `struct store_ctx` and passes it to every call;
+ *    it holds the worker's open segment and counters, so writers on different
+ *    workers never share an allocation point and counters are never contended.
+ *  - Reads return a `struct store_item` view pointing into segment memory, with
+ *    a `store_pin` that keeps that memory valid (no copy) until the caller
+ *    releases it, typically when the reply bytes have been written to the
+ *    socket. An overwrite, delete or eviction meanwhile never changes bytes a
+ *    pinned view points at.
+ *  - Writes are reserve -> fill -> commit, so a value is received straight into
+ *    its final place; store_store() is the copying shortcut.
+ *  - All times are rel_time_t on the server clock (clock.h); callers convert
+ *    wire exptimes with clock_exptime().
+ *  - Functions return a status; the protocol decides what to say.
+ */
+#ifndef NODELAY_STORE_H
+#define NODELAY_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+
+#define STORE_KEY_MAX 250
+
+struct store;     /* the cache, shared by all workers */
+struct store_ctx; /* one per worker thread */
+struct store_pin; /* a held reference keeping an item's bytes valid */
+
+struct store_options {
+    size_t mem_limit;     /* -m in bytes: exact cap on item memory */
+    size_t item_size_max; /* -I in bytes: largest key + value + header */
+    bool evictions;       /* false with -M: refuse with STORE_NO_MEMORY instead */
+    bool cas_enabled;     /* false with -C: every CAS reads as 0 */
+    unsigned hashpower;   /* -o hashpower: initial index size 2^n, 0 = default */
+    bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
+};
+
+enum store_status {
+    STORE_OK,          /* done; for get, a hit */
+    STORE_MISS,        /* no live item under that key */
+    STORE_NOT_STORED,  /* add on a live key; replace/append/prepend on a missing one */
+    STORE_EXISTS,      /* CAS given and it did not match */
+    STORE_TOO_LARGE,   /* larger than item_size_max */
+    STORE_NO_MEMORY,   /* cannot make room (-M, or everything pinned) */
+    STORE_NON_NUMERIC, /* incr/decr on a value that is not a decimal u64 */
+};
+
+int store_create(struct store **out, const struct store_options *opt);
+void store_destroy(struct store **store);
+
+struct store_ctx *store_ctx_create(struct store *store);
+void store_ctx_destroy(struct store_ctx **ctx);
+
+/* A view of one item. Every pointer stays valid until store_pin_release(pin);
+ * without a pin (want_value false) only the scalar fields are meaningful. */
+struct store_item {
+    const char *key;
+    const char *value;
+    uint32_t nvalue;
+    uint8_t nkey;
+    uint8_t class_id;       /* pseudo slab class for tools (me, metadump, stats items) */
+    uint32_t flags;         /* client flags */
+    uint64_t cas;           /* 0 when CAS is disabled */
+    rel_time_t exptime;     /* REL_TIME_NEVER or when it expires */
+    rel_time_t last_access; /* as it was before this request */
+    bool fetched;           /* had been fetched before this request (mg h) */
+    bool stale;             /* invalidated by md I / ms I (mg X) */
+    bool won;               /* this request won the recache token (mg W) */
+    bool win_sent;          /* another request already holds the token (mg Z) */
+    struct store_pin *pin;  /* NULL unless a value was pinned */
+};
+
+void store_pin_release(struct store_pin *pin);
+
+/* Options for a read. Zero-initialised means a plain `get`. */
+struct store_get_req {
+    bool want_value;          /* pin and return the value */
+    bool no_update;           /* mg u: leave access time, access bit and fetched alone */
+    bool touch;               /* gat / touch / mg T: set a new expiry */
+    rel_time_t exptime;       /* the new expiry when touch */
+    bool vivify;              /* mg N: on a miss create an empty item and win it */
+    rel_time_t vivify_exptime;
+    bool recache;             /* mg R: win if the remaining TTL is below recache_below */
+    rel_time_t recache_below; /* seconds */
+    uint64_t cas_new;         /* mg E: CAS to give the item if this request modifies it (0 = next) */
+};
+
+/* Look a key up. STORE_OK fills *out (a hit); STORE_MISS on a miss, in which
+ * case with req->vivify an empty item was created and out->won is set.
+ * Expired and flushed items read as misses and are counted (get_expired,
+ * get_flushed). */
+enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
+                            const struct store_get_req *req, struct store_item *out);
+
+/* touch: new expiry, no value. STORE_OK or STORE_MISS. */
+enum store_status store_touch(struct store_ctx *ctx, const char *key, size_t nkey,
+                              rel_time_t exptime);
+
+enum store_mode {
+    STORE_MODE_SET,
+    STORE_MODE_ADD,
+    STORE_MODE_REPLACE,
+    STORE_MODE_APPEND, /* flags and exptime of the request are ignored */
+    STORE_MODE_PREPEND,
+    STORE_MODE_CAS,    /* set only if cas_compare matches: EXISTS / MISS otherwise */
+};
+
+struct store_set_req {
+    enum store_mode mode;
+    uint32_t flags;
+    rel_time_t exptime;
+    uint64_t cas_compare;   /* STORE_MODE_CAS, or ms C with another mode; 0 = none */
+    uint64_t cas_new;       /* ms E: client-chosen CAS, 0 = next from the counter */
+    bool invalidate;        /* ms I: with cas_compare, an older CAS is accepted and the item is marked stale */
+    bool vivify;            /* ms N with append/prepend: create when missing */
+    rel_time_t vivify_exptime;
+};
+
+/* Space for one value, reserved in segment memory and filled by the caller.
+ * The fields under "private" belong to the store. */
+struct store_reservation {
+    char *value;     /* write nvalue bytes here */
+    uint32_t nvalue;
+    /* private */
+    void *seg;
+    void *item;
+};
+
+/* Reserve room for an item of this key and value size. STORE_TOO_LARGE when
+ * it can never fit (-I), STORE_NO_MEMORY when no room can be made. The caller
+ * must end every successful reservation with store_commit or store_abort.
+ * Note: for `set`, memcached deletes the old value when the new one is too
+ * large or cannot be stored; that is the caller's decision (store_delete). */
+enum store_status store_reserve(struct store_ctx *ctx, const char *key, size_t nkey,
+                                size_t nvalue, struct store_reservation *res);
+
+/* Link a filled reservation under its key by req's rules. On STORE_OK,
+ * *cas_out (if not NULL) is the item's CAS and *size_out (if not NULL) its
+ * final value length (after append/prepend). The reservation is consumed
+ * whatever the outcome. */
+enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
+                               const struct store_set_req *req, uint64_t *cas_out,
+                               uint32_t *size_out);
+
+/* Give up a reservation (client vanished, bad data chunk). */
+void store_abort(struct store_ctx *ctx, struct store_reservation *res);
+
+/* reserve + memcpy + commit. */
+enum store_status store_store(struct store_ctx *ctx, const char *key, size_t nkey,
+                              const void *value, size_t nvalue,
+                              const struct store_set_req *req, uint64_t *cas_out);
+
+struct store_delete_req {
+    uint64_t cas_compare; /* md C: 0 = any */
+    uint64_t cas_new;     /* md E */
+    bool invalidate;      /* md I: mark stale and bump CAS instead of removing */
+    bool touch;           /* md T (with I): new expiry */
+    rel_time_t exptime;
+    bool drop_value;      /* md x: keep the item, empty its value, clear its flags */
+};
+
+/* STORE_OK (deleted), STORE_MISS, STORE_EXISTS (CAS mismatch). req may be NULL. */
+enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nkey,
+                               const struct store_delete_req *req);
+
+struct store_arith_req {
+    bool incr;              /* false = decr */
+    uint64_t delta;
+    bool create;            /* ma N / binary with exptime != 0xffffffff: create on miss */
+    uint64_t initial;       /* value when created */
+    rel_time_t create_exptime;
+    uint64_t cas_compare;   /* 0 = none */
+    uint64_t cas_new;       /* 0 = next */
+    bool touch;             /* ma T */
+    rel_time_t exptime;
+};
+
+struct store_arith_res {
+    uint64_t value;      /* the new value */
+    uint64_t cas;
+    rel_time_t exptime;
+    bool created;
+};
+
+/* memcached's rules: the value must be a decimal u64; incr wraps at 2^64,
+ * decr stops at 0; a shorter result keeps the old length, padded with
+ * spaces. STORE_OK, STORE_MISS, STORE_NON_NUMERIC, STORE_EXISTS,
+ * STORE_NO_MEMORY. */
+enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nkey,
+                              const struct store_arith_req *req, struct store_arith_res *res);
+
+/* flush_all: items stored at or before `when` become invisible once `when`
+ * has come (when = clock_now() for an immediate flush). */
+void store_flush(struct store *store, rel_time_t when);
+
+/* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
+int store_set_mem_limit(struct store *store, size_t bytes);
+
+/* Walk live items for lru_crawler metadump/mgdump. Visits at most `max`
+ * items from *cursor on and advances it; *cursor is 0 at the start and
+ * UINT64_MAX when the walk is complete. The view passed to fn is valid only
+ * during the call (no pin is taken). Returns how many were visited. */
+typedef void (*store_walk_fn)(const struct store_item *item, void *arg);
+size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_fn fn,
+                  void *arg);
+
+/* The store's counters, memcached's names where memcached has them. */
+#define STORE_STATS(X)                                                          \
+    X(curr_items)          /* live items */                                      \
+    X(total_items)         /* items ever stored */                               \
+    X(bytes)               /* bytes used by live items */                        \
+    X(limit_maxbytes)      /* -m */                                              \
+    X(evictions)           /* live items dropped to make room */                 \
+    X(evicted_unfetched)   /* ... that were never fetched */                     \
+    X(evicted_active)      /* ... that were accessed recently */                 \
+    X(expired_unfetched)   /* expired items reclaimed that were never fetched */ \
+    X(reclaimed)           /* expired or dead space reused */                    \
+    X(get_expired)         /* reads that found an expired item */                \
+    X(get_flushed)         /* reads that found a flushed item */                 \
+    X(hash_power_level)                                                          \
+    X(hash_bytes)          /* index memory, outside -m */                        \
+    X(hash_is_expanding)                                                         \
+    X(seg_size)            /* bytes per segment */                               \
+    X(seg_total)           /* segments that fit in -m */                         \
+    X(seg_used)            /* segments holding items */                          \
+    X(seg_evicted)         /* segments reclaimed by eviction */                  \
+    X(seg_expired)         /* segments reclaimed whole because all expired */    \
+    X(items_reinserted)    /* live, accessed items carried forward at eviction */\
+    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */
+
+struct store_stats {
+#define STORE_STATS_FIELD(name) uint64_t name;
+    STORE_STATS(STORE_STATS_FIELD)
+#undef STORE_STATS_FIELD
+};
+
+void store_stats(struct store *store, struct store_stats *out);
+
+#endif
