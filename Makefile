@@ -18,7 +18,7 @@ EVENT ?= poll
 endif
 
 CC ?= cc
-WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -pthread -Isrc $(WARN) -MMD -MP -DNODELAY_EVENT_$(EVENT)
 LDLIBS := -pthread -lxxhash
 
