@@ -114,6 +114,40 @@ static enum store_status store_relocate(struct store_ctx *ctx, struct store_rese
     return st;
 }
 
+/* When the reservation is still the last thing in the worker's open
+ * segment and the committed fields need fewer header bytes than were
+ * reserved (store_reserve cannot know flags and expiry), slide the key and
+ * value down and give the bytes back. Only the owner appends to its open
+ * segment, so nothing else can see these bytes yet. */
+#define STORE_SHRINK_MAX 4096
+
+static void store_shrink(struct store_ctx *ctx, struct store_reservation *res, uint8_t layout)
+{
+    struct store *s = ctx->store;
+    struct seg *seg = res->seg;
+    struct item_hdr h;
+    item_decode(res->item, &h);
+    layout &= (uint8_t)~ITEM_L_MARK;
+    uint8_t have = h.layout & (uint8_t)~ITEM_L_MARK;
+    if (layout == have || (layout & ~have) || h.nvalue > STORE_SHRINK_MAX ||
+        ctx->open[res->group] != seg)
+        return;
+    uint32_t off = (uint32_t)((char *)res->item - seg->data);
+    if (store_align(s, off + item_total(&h)) != seg->write_off)
+        return;
+    char *p = res->item;
+    uint32_t hlen = item_hdr_len(layout, h.nvalue);
+    char tmp[ITEM_HDR_MAX];
+    /* New header in front of the key and value moved down. */
+    memmove(p + hlen, p + h.hlen, (size_t)h.nkey + h.nvalue);
+    item_init(tmp, layout, "", 0, h.nvalue);
+    memcpy(p, tmp, 2);
+    p[1] = (char)h.nkey;
+    memcpy(p + 2, tmp + 2, hlen - 2);
+    seg->write_off = (uint32_t)store_align(s, off + hlen + h.nkey + h.nvalue);
+    res->value = p + hlen + h.nkey;
+}
+
 static bool store_gen_moved(const struct store_reservation *res)
 {
     return __atomic_load_n(&((struct seg *)res->seg)->gen, __ATOMIC_ACQUIRE) != res->gen;
@@ -147,6 +181,16 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
     uint32_t tag = index_tag(hv);
     uint64_t *b = index_bucket(&s->index, hv);
     uint8_t extra = 0;
+
+    if (cas_on || req->flags || req->exptime) {
+        uint64_t peek = req->cas_new ? req->cas_new
+                                     : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
+        store_shrink(ctx, res,
+                     item_layout_for(req->flags, req->exptime, cas_on, peek,
+                                     ((struct seg *)res->seg)->cas_base));
+    } else {
+        store_shrink(ctx, res, 0);
+    }
 
     for (;;) {
         struct seg *seg = res->seg;
