@@ -97,6 +97,8 @@ static void seg_unmap(struct store *s, struct seg *seg)
     list_push(&s->unused, seg);
 }
 
+static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t cas_base);
+
 /* A segment with no items in use, or NULL (pool lock held). */
 static struct seg *seg_take_free(struct store *s)
 {
@@ -127,6 +129,14 @@ static struct seg *seg_take_free(struct store *s)
         list_remove(&s->unused, u);
         u->data = p;
         s->seg_alloc++;
+        if (!s->spare && s->opt.evictions && s->seg_limit >= 3 &&
+            s->seg_alloc == s->seg_limit) {
+            /* The last segment -m allows is kept spare: eviction needs room
+             * to carry live items forward before the victim is free. */
+            u->state = SEG_FREE;
+            s->spare = u;
+            return NULL;
+        }
         return u;
     }
     return NULL;
@@ -181,12 +191,16 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
     uint32_t size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
     size_t align = (size_t)1 << s->off_shift;
     if (!r || r->write_off + size > s->seg_size) {
-        if (r)
-            seg_seal(s, r);
-        s->reinsert = r = seg_take_free(s);
+        /* The full one stays where it is in the FIFO; the spare takes over
+         * and the next victim to drain becomes the spare (seg_evict). */
+        s->reinsert = NULL;
+        r = s->spare;
         if (!r)
             return 0;
+        s->spare = NULL;
         seg_reset(s, r, 0, cas);
+        seg_seal(s, r); /* in the FIFO from now, at its age, still appended to */
+        s->reinsert = r;
         base = cas;
         layout = (layout & ~(ITEM_L_CAS32 | ITEM_L_CAS64)) | (h->cas_off ? ITEM_L_CAS32 : 0);
         size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
@@ -218,6 +232,8 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
     size_t align = (size_t)1 << s->off_shift;
     bool any_evicted = false;
 
+    if (v == s->reinsert)
+        s->reinsert = NULL;
     list_remove(&s->fifo, v);
     v->state = SEG_DRAINING;
     /* A reservation still being filled in here sees this and relocates. */
@@ -278,6 +294,12 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         CTR_INC(ctx, seg_evicted);
     else
         CTR_INC(ctx, seg_expired);
+    if (!s->spare && s->opt.evictions && s->seg_alloc <= s->seg_limit &&
+        s->seg_limit >= 3 && __atomic_load_n(&v->refcount, __ATOMIC_ACQUIRE) == 0) {
+        v->state = SEG_FREE;
+        s->spare = v;
+        return;
+    }
     list_push(&s->draining, v);
 }
 

@@ -190,6 +190,7 @@ struct store {
     uint32_t seg_alloc;        /* segments holding memory */
     struct seg_list unused, free, fifo, draining;
     struct seg *reinsert;      /* where eviction carries live items (pool lock) */
+    struct seg *spare;         /* kept free so carrying forward always has room */
     _Atomic size_t mem_limit;
 
     _Atomic uint64_t cas_next;     /* last CAS handed out */
