@@ -328,6 +328,7 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     if (ctx->open[g]) {
         seg_seal(s, ctx->open[g]);
         ctx->open[g] = NULL;
+        __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
     struct seg *seg;
     /* Each pass frees at least a quarter segment, so this ends. */
@@ -338,6 +339,7 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     if (seg) {
         seg_reset(s, seg, g, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
         ctx->open[g] = seg;
+        __atomic_fetch_add(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&s->pool_lock);
     return seg;
@@ -347,6 +349,7 @@ void seg_close(struct store_ctx *ctx, struct seg *seg)
 {
     struct store *s = ctx->store;
     pthread_mutex_lock(&s->pool_lock);
+    __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     if (seg->write_off == 0 && __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE) == 0) {
         seg->state = SEG_FREE;
         list_push(&s->free, seg);

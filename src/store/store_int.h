@@ -191,6 +191,8 @@ struct store {
     struct seg_list unused, free, fifo, draining;
     struct seg *reinsert;      /* where eviction carries live items (pool lock) */
     struct seg *spare;         /* kept free so carrying forward always has room */
+    _Atomic uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t open_max;          /* budget for them: an eighth of -m */
     _Atomic size_t mem_limit;
 
     _Atomic uint64_t cas_next;     /* last CAS handed out */
