@@ -225,9 +225,18 @@ static void test_stress(void **state)
     void *(*fn[7])(void *) = {writer, writer, reader, reader, reader, deleter, flusher};
     for (int i = 0; i < 7; i++)
         pthread_create(&th[i], NULL, fn[i], (void *)(uintptr_t)(i + 1));
+    /* Run for STORE_STRESS_SECONDS (default 3), longer if evictions have
+     * not started yet (sanitizer builds are slow), at most 15 s. */
     const char *secs = getenv("STORE_STRESS_SECONDS");
-    struct timespec ts = {secs ? atoi(secs) : 3, 0};
-    nanosleep(&ts, NULL);
+    int want = (secs ? atoi(secs) : 3) * 10;
+    for (int tick = 0; tick < 150; tick++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        struct store_stats now;
+        store_stats(g_store, &now);
+        if (tick >= want && now.evictions > 0)
+            break;
+    }
     __atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < 7; i++)
         pthread_join(th[i], NULL);
