@@ -5,20 +5,6 @@
 
 #include "net/reply.h"
 
-void bin_header_encode(unsigned char *out, const struct bin_resp *r, uint16_t keylen,
-                       uint8_t extlen, uint32_t bodylen)
-{
-    out[0] = BIN_MAGIC_RES;
-    out[1] = r->opcode;
-    bin_store16(out + 2, keylen);
-    out[4] = extlen;
-    out[5] = 0; /* datatype: raw bytes */
-    bin_store16(out + 6, r->status);
-    bin_store32(out + 8, bodylen);
-    memcpy(out + 12, &r->opaque, 4);
-    bin_store64(out + 16, r->cas);
-}
-
 int bin_compose(struct reply_queue *q, const struct bin_resp *r, const void *ext,
                 uint8_t extlen, const void *key, uint16_t keylen, const void *body,
                 uint32_t bodylen)

@@ -300,9 +300,13 @@ enum proto_status bin_exec(struct session *s, const struct bin_header *h, enum b
     case BIN_KIND_UNKNOWN:
     case BIN_KIND_INVALID:
     default: {
-        /* memcached discards bodylen bytes after the extras and key. */
+        /* The rest of the body is discarded. memcached discards bodylen
+         * bytes counted after the extras and key it already consumed, which
+         * eats into the next request when there are extras or a key (it then
+         * closes the connection on the garbage without sending this reply);
+         * we skip exactly this request's bytes. */
         enum proto_status rc = bin_error(s, h, BIN_STATUS_UNKNOWN_COMMAND);
-        bin_swallow(s, h->bodylen);
+        bin_swallow(s, bin_value_len(h));
         return rc;
     }
     }

@@ -3,7 +3,7 @@
  * A request is a 24-byte header, then `extlen` bytes of extras, `keylen`
  * bytes of key and the rest of `bodylen` as the value. The framing is split
  * in three, so each can be tested alone:
- *  - bin_parse.c   decodes a header and checks its lengths (pure, no session);
+ *  - bin_wire.c    decodes and encodes headers, checks lengths (pure);
  *  - bin_compose.c appends response packets to a reply queue;
  *  - bin_exec.c, bin_stat.c, bin_sasl.c run the opcodes against the store;
  *  - bin_process.c is the resumable loop: headers, value receiving (straight
@@ -97,7 +97,7 @@ struct bin_header {
     uint64_t cas;
 };
 
-/* ---- bin_parse.c: pure functions over bytes ---- */
+/* ---- bin_wire.c: pure functions over bytes ---- */
 
 /* Decode the 24 bytes at p. */
 void bin_header_decode(const unsigned char *p, struct bin_header *h);
@@ -140,17 +140,6 @@ static inline size_t bin_value_len(const struct bin_header *h)
     return (size_t)h->bodylen - h->keylen - h->extlen;
 }
 
-/* Big-endian loads and stores, unaligned. */
-uint32_t bin_load32(const unsigned char *p);
-uint64_t bin_load64(const unsigned char *p);
-void bin_store16(unsigned char *p, uint16_t v);
-void bin_store32(unsigned char *p, uint32_t v);
-void bin_store64(unsigned char *p, uint64_t v);
-
-/* ---- bin_compose.c: responses ---- */
-
-struct reply_queue;
-
 /* Everything a response header carries besides the lengths. */
 struct bin_resp {
     uint8_t opcode;
@@ -162,6 +151,17 @@ struct bin_resp {
 /* Encode a response header into out[24]. */
 void bin_header_encode(unsigned char *out, const struct bin_resp *r, uint16_t keylen,
                        uint8_t extlen, uint32_t bodylen);
+
+/* Big-endian loads and stores, unaligned. */
+uint32_t bin_load32(const unsigned char *p);
+uint64_t bin_load64(const unsigned char *p);
+void bin_store16(unsigned char *p, uint16_t v);
+void bin_store32(unsigned char *p, uint32_t v);
+void bin_store64(unsigned char *p, uint64_t v);
+
+/* ---- bin_compose.c: responses appended to a reply queue ---- */
+
+struct reply_queue;
 
 /* Append one response: header, then extras, key and body copied. Returns 0 or
  * -1 (out of memory). */

@@ -1,4 +1,5 @@
-/* Binary protocol: header decoding and memcached's length rules.
+/* Binary protocol: the wire format (header decoding and encoding) and
+ * memcached's length rules.
  *
  * Every check here runs on the header alone, in 64-bit arithmetic, before any
  * length is used to index a buffer: memcached's CVE-2011-4971,
@@ -49,6 +50,20 @@ void bin_header_decode(const unsigned char *p, struct bin_header *h)
     h->bodylen = bin_load32(p + 8);
     memcpy(&h->opaque, p + 12, 4); /* echoed as sent */
     h->cas = bin_load64(p + 16);
+}
+
+void bin_header_encode(unsigned char *out, const struct bin_resp *r, uint16_t keylen,
+                       uint8_t extlen, uint32_t bodylen)
+{
+    out[0] = BIN_MAGIC_RES;
+    out[1] = r->opcode;
+    bin_store16(out + 2, keylen);
+    out[4] = extlen;
+    out[5] = 0; /* datatype: raw bytes */
+    bin_store16(out + 6, r->status);
+    bin_store32(out + 8, bodylen);
+    memcpy(out + 12, &r->opaque, 4);
+    bin_store64(out + 16, r->cas);
 }
 
 uint8_t bin_opcode_base(uint8_t opcode, bool *quiet)
