@@ -17,6 +17,7 @@ struct lg_config {
     int conns;      /* total, spread over threads */
     int depth;      /* requests in flight per connection */
     uint32_t keys;
+    uint32_t key_base; /* keys are key_base .. key_base + keys - 1 */
     double zipf;    /* 0 = uniform */
     uint32_t vmin, vmax;
     double get_ratio, del_ratio; /* the rest are sets */

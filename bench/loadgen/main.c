@@ -18,6 +18,7 @@ static void usage(FILE *f)
 "  -c, --conns N              connections in total (50)\n"
 "  -d, --depth N              requests in flight per connection (1)\n"
 "  -k, --keys N               key space key:0000000000.. (100000)\n"
+"      --key-base N           first key index (0)\n"
 "      --zipf S               Zipf exponent for key popularity (0 = uniform)\n"
 "  -v, --value N|MIN-MAX      value bytes (100)\n"
 "  -g, --get-ratio F          fraction of requests that are gets (0.9)\n"
@@ -143,10 +144,10 @@ int main(int argc, char **argv)
         .keys = 100000, .vmin = 100, .vmax = 100, .get_ratio = 0.9, .multi = 1,
         .proto = LG_TEXT, .duration = 5, .seed = 1,
     };
-    enum { O_ZIPF = 256, O_DEL, O_PREFILL, O_TTL, O_SEED, O_JSON, O_STRICT, O_DISC, O_MR };
+    enum { O_BASE = 255, O_ZIPF = 256, O_DEL, O_PREFILL, O_TTL, O_SEED, O_JSON, O_STRICT, O_DISC, O_MR };
     static const struct option opts[] = {
         { "server", 1, 0, 's' }, { "threads", 1, 0, 't' }, { "conns", 1, 0, 'c' },
-        { "depth", 1, 0, 'd' }, { "keys", 1, 0, 'k' }, { "zipf", 1, 0, O_ZIPF },
+        { "depth", 1, 0, 'd' }, { "keys", 1, 0, 'k' }, { "zipf", 1, 0, O_ZIPF }, { "key-base", 1, 0, O_BASE },
         { "value", 1, 0, 'v' }, { "get-ratio", 1, 0, 'g' }, { "del-ratio", 1, 0, O_DEL },
         { "multi", 1, 0, 'm' }, { "multi-random", 0, 0, O_MR }, { "proto", 1, 0, 'p' },
         { "requests", 1, 0, 'n' }, { "duration", 1, 0, 'D' }, { "rate", 1, 0, 'r' },
@@ -169,6 +170,7 @@ int main(int argc, char **argv)
         case 'd': cfg.depth = atoi(optarg); break;
         case 'k': cfg.keys = (uint32_t)strtoul(optarg, NULL, 10); break;
         case O_ZIPF: cfg.zipf = atof(optarg); break;
+        case O_BASE: cfg.key_base = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'v':
             if (parse_range(optarg, &cfg.vmin, &cfg.vmax) != 0) {
                 fprintf(stderr, "bad --value %s\n", optarg);
@@ -205,7 +207,7 @@ int main(int argc, char **argv)
     }
     if (cfg.threads < 1 || cfg.conns < cfg.threads || cfg.depth < 1 || cfg.depth > 4096 ||
         cfg.multi < 1 || cfg.multi > LG_MAX_MULTI || cfg.keys < 1 ||
-        (cfg.strict && cfg.keys < (uint32_t)cfg.conns)) {
+        (cfg.strict && (cfg.keys < (uint32_t)cfg.conns || cfg.key_base))) {
         fprintf(stderr, "bad option combination (see --help)\n");
         return 2;
     }

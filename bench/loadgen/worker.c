@@ -110,7 +110,7 @@ static uint32_t pick_key(struct worker *w, struct conn *c)
         if (k >= cfg->keys)
             k = (uint32_t)c->gid;
     }
-    return k;
+    return k + cfg->key_base;
 }
 
 static int conn_open(struct worker *w, struct conn *c)
@@ -545,8 +545,8 @@ int lg_run_load(struct lg_shared *sh, struct lg_stats *total, double *elapsed_s)
         if (cfg->requests)
             w->quota = cfg->requests / (uint64_t)T + ((uint64_t)t < cfg->requests % (uint64_t)T);
         w->deadline = start + (uint64_t)(cfg->duration * 1e9);
-        w->prefill_next = (uint32_t)((uint64_t)cfg->keys * (uint64_t)t / (uint64_t)T);
-        w->prefill_end = (uint32_t)((uint64_t)cfg->keys * (uint64_t)(t + 1) / (uint64_t)T);
+        w->prefill_next = cfg->key_base + (uint32_t)((uint64_t)cfg->keys * (uint64_t)t / (uint64_t)T);
+        w->prefill_end = cfg->key_base + (uint32_t)((uint64_t)cfg->keys * (uint64_t)(t + 1) / (uint64_t)T);
         for (int i = 0; i < w->nconns; i++, gid++) {
             struct conn *c = &w->conns[i];
             c->fd = -1;
