@@ -205,8 +205,10 @@ static void test_touch_gat_delete(void **state)
     EXPECT(t, "delete a\r\ndelete a\r\n", "DELETED\r\nNOT_FOUND\r\n");
     EXPECT(t, "set a 0 0 1\r\nx\r\ndelete a 0\r\n", "STORED\r\nDELETED\r\n");
     EXPECT(t, "delete\r\n", "CLIENT_ERROR bad command line format\r\n");
+    EXPECT(t, "delete a b c d e\r\ndelete a b noreply\r\ndelete a b c noreply\r\n",
+           "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
     assert_int_equal(t->stats.delete_hits, 2);
-    assert_int_equal(t->stats.delete_misses, 1);
+    assert_int_equal(t->stats.delete_misses, 2); /* "delete a b noreply" ran */
     tt_free(t);
 }
 
