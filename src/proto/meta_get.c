@@ -90,7 +90,8 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
     meta_line_send(s, &l);
 
     if (value) {
-        if (it->nvalue > 0 && it->pin) {
+        if (it->nvalue > 0) {
+            /* by reference: the pin keeps the bytes until they are sent */
             reply_ref(&s->reply, it->value, it->nvalue, it->pin);
             it->pin = NULL;
         }
