@@ -258,8 +258,11 @@ static void test_md(void **state)
     assert_int_equal(f->stats.delete_misses, 3);
     /* the k of a base64 key comes back encoded */
     RT("md Zm9v b k\r\n", "NF kZm9v b\r\n");
-    /* md x (1.6.45): the value and client flags go, the item and TTL stay */
-    RT("ms fx 2 F7 T100\r\nab\r\nmd fx x\r\nmg fx v f t\r\n", "HD\r\nHD\r\nVA 0 f0 t100\r\n\r\n");
+    /* md x (1.6.45): the item stays, emptied, without flags; its TTL is
+     * T's, or none */
+    RT("ms fx 2 F7 T100\r\nab\r\nmd fx x\r\nmg fx v f t\r\n", "HD\r\nHD\r\nVA 0 f0 t-1\r\n\r\n");
+    RT("ms fx 2 F7 T100\r\nab\r\nmd fx x T30\r\nmg fx v f t\r\n",
+       "HD\r\nHD\r\nVA 0 f0 t30\r\n\r\n");
     /* any known flag is accepted, even one md does not use */
     RT("md fx v\r\n", "HD\r\n");
 }
