@@ -22,8 +22,6 @@
 #define BIN_HEADER_LEN 24
 #define BIN_MAGIC_REQ 0x80
 #define BIN_MAGIC_RES 0x81
-/* What `version` answers: nodelay implements memcached 1.6.45's protocol. */
-#define BIN_VERSION_STRING "1.6.45"
 /* memcached's MAX_SASL_MECH_LEN */
 #define BIN_SASL_MECH_MAX 32
 /* SASL data kept for one AUTH/STEP; longer data can never match a pwdb line
@@ -199,7 +197,6 @@ struct bin_state {
     bool have_res;
     struct store_reservation res;
     struct store_set_req set_req;
-    char key[STORE_KEY_MAX];
     /* SASL: a PLAIN exchange in progress, and its outcome. */
     bool sasl_authed;   /* only set by a successful AUTH/STEP, cleared by every attempt */
     bool sasl_started;  /* AUTH answered AUTH_CONTINUE; STEP may follow */
