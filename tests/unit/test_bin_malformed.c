@@ -48,6 +48,7 @@ static void reopen(struct th *t)
     session_release(&t->s);
     th_session(t);
     t->closed = false;
+    t->nin = 0;
     th_clear(t);
 }
 
