@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "bin_harness.h"
+#include "test_bin_harness.h"
 #include "proto/sasl.h"
 
 #define MSG(lit) lit, sizeof(lit) - 1

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "bin_harness.h"
+#include "test_bin_harness.h"
 
 static int setup(void **state)
 {
