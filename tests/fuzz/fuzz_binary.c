@@ -3,9 +3,12 @@
  * Self-contained: a small store, one session forced to binary, the input fed
  * in input-derived chunk sizes (so requests and values split at every
  * boundary, and values arrive both through the buffer and through the sink),
- * replies drained as a connection would, everything released. The first
- * input byte picks options: bit 0 turns -S on (with a known user), bit 1 -C,
- * bit 2 -F; the second byte seeds the chunk sizes. */
+ * replies drained as a connection would, everything released.
+ *
+ * An input that starts with 0x80 is plain traffic (so recorded client
+ * streams make good seeds). Otherwise the first byte picks options (bit 0
+ * turns -S on, with a known user "user:pass"; bit 1 -C; bit 2 -F) and the
+ * second seeds the chunk sizes. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,12 +70,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!fuzz_store)
         fuzz_setup();
-    if (size < 2)
-        return 0;
-    uint8_t opts = data[0];
-    uint32_t seed = data[1];
-    data += 2;
-    size -= 2;
+    uint8_t opts = 0;
+    uint32_t seed = (uint32_t)size;
+    if (size > 0 && data[0] != 0x80) {
+        if (size < 2)
+            return 0;
+        opts = data[0];
+        seed = data[1];
+        data += 2;
+        size -= 2;
+    }
 
     struct settings settings;
     settings_defaults(&settings);
