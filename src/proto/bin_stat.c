@@ -53,10 +53,8 @@ static bool bin_stat_is_error(const char *text, size_t len)
            bin_stat_has_prefix(text, len, "SERVER_ERROR");
 }
 
-/* Append one packet per "STAT name value" line of text. Returns 0, 1 when the
- * text holds an error line, -1 out of memory. */
-static int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, const char *text,
-                          size_t len)
+int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, const char *text,
+                   size_t len)
 {
     size_t off = 0;
     while (off < len) {

@@ -167,6 +167,12 @@ int bin_compose(struct reply_queue *q, const struct bin_resp *r, const void *ext
                 uint8_t extlen, const void *key, uint16_t keylen, const void *body,
                 uint32_t bodylen);
 
+/* bin_stat.c: one STAT packet per "STAT name value" line of text (END,
+ * RESET and OK lines are skipped). Returns 0, 1 when the text holds an error
+ * line, -1 out of memory. */
+int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, const char *text,
+                   size_t len);
+
 /* memcached's text for an error status ("Not found", ...). */
 const char *bin_status_text(uint16_t status);
 

@@ -330,7 +330,6 @@ static void test_flush(void **state)
 static void test_flush_disabled(void **state)
 {
     struct th *t = *state;
-    session_release(&t->s);
     t->settings.flush_enabled = false;
     th_session(t);
     size_t pos = 0;
@@ -346,7 +345,6 @@ static void test_flush_disabled(void **state)
 static void test_cas_disabled(void **state)
 {
     struct th *t = *state;
-    session_release(&t->s);
     t->settings.cas_enabled = false;
     th_session(t);
     size_t pos = 0;
@@ -360,7 +358,77 @@ static void test_cas_disabled(void **state)
     th_do(t, BIN_OP_GET, NULL, 0, "k", NULL, 0, 0);
     struct th_resp r = expect(t, &pos, BIN_OP_GET, 0);
     expect_item(&r, 0, NULL, "wx");
+    assert_true(r.cas == 0);
+    /* ... but items carry none, so a conditional delete or incr fails */
+    th_do(t, BIN_OP_DELETE, NULL, 0, "k", NULL, 0, 77);
+    expect(t, &pos, BIN_OP_DELETE, BIN_STATUS_KEY_EEXISTS);
+    th_set(t, BIN_OP_SET, "n", "1", 0, 0, 0);
+    expect(t, &pos, BIN_OP_SET, 0);
+    th_arith(t, BIN_OP_INCREMENT, "n", 1, 0, 0, 77);
+    expect(t, &pos, BIN_OP_INCREMENT, BIN_STATUS_KEY_EEXISTS);
     expect_end(t, pos);
+}
+
+/* A value leaves by reference to item memory, pinned until it is sent. */
+static void test_value_by_reference(void **state)
+{
+    struct th *t = *state;
+    th_set(t, BIN_OP_SET, "k", "referenced value", 0, 0, 0);
+    th_drain(t);
+    unsigned char req[64];
+    size_t n = th_req(req, BIN_OP_GET, NULL, 0, "k", NULL, 0, 0);
+    size_t consumed = 0;
+    assert_int_equal(proto_process(&t->s, (const char *)req, n, &consumed), PROTO_OK);
+    assert_int_equal(consumed, n);
+    struct reply_queue *q = &t->s.reply;
+    assert_true(q->nseg > q->head);
+    const struct reply_seg *last = &q->segs[q->nseg - 1];
+    assert_non_null(last->pin);
+    assert_null(last->block);
+    assert_int_equal(last->len, 16);
+    assert_memory_equal(last->data, "referenced value", 16);
+    th_drain(t); /* releases the pin */
+}
+
+/* STAT: the text lines the server core composes become packets. */
+static void test_stat_lines(void **state)
+{
+    struct th *t = *state;
+    static const char text[] = "STAT pid 42\r\nSTAT version 1.6.45\r\nSTAT empty \r\n"
+                               "STAT inter 127.0.0.1 ::1\r\nEND\r\n";
+    struct bin_resp r = {.opcode = BIN_OP_STAT, .opaque = 7};
+    assert_int_equal(bin_stat_lines(&t->s.reply, &r, text, sizeof text - 1), 0);
+    th_drain(t);
+    size_t pos = 0;
+    struct th_resp p;
+    static const char *const want[][2] = {
+        {"pid", "42"}, {"version", "1.6.45"}, {"empty", ""}, {"inter", "127.0.0.1 ::1"}};
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(th_next(t, &pos, &p));
+        assert_int_equal(p.opcode, BIN_OP_STAT);
+        assert_int_equal(p.status, 0);
+        assert_int_equal(p.extlen, 0);
+        assert_int_equal(p.keylen, strlen(want[i][0]));
+        assert_memory_equal(p.key, want[i][0], p.keylen);
+        assert_int_equal(p.nvalue, strlen(want[i][1]));
+        assert_memory_equal(p.value, want[i][1], p.nvalue);
+    }
+    expect_end(t, pos);
+    static const char bad[] = "CLIENT_ERROR usage: stats detail on|off|dump\r\n";
+    assert_int_equal(bin_stat_lines(&t->s.reply, &r, bad, sizeof bad - 1), 1);
+}
+
+/* Without a running server core there is no stats group to show. */
+static void test_stat_unknown_group(void **state)
+{
+    struct th *t = *state;
+    size_t pos = 0;
+    th_do(t, BIN_OP_STAT, NULL, 0, "conns", NULL, 0, 0);
+    expect(t, &pos, BIN_OP_STAT, BIN_STATUS_KEY_ENOENT);
+    th_do(t, BIN_OP_STAT, NULL, 0, "detail bogus", NULL, 0, 0);
+    expect(t, &pos, BIN_OP_STAT, BIN_STATUS_KEY_ENOENT);
+    expect_end(t, pos);
+    assert_false(t->closed);
 }
 
 static void test_too_large(void **state)
@@ -459,7 +527,6 @@ static void test_split_everywhere(void **state)
 static void test_yield(void **state)
 {
     struct th *t = *state;
-    session_release(&t->s);
     t->settings.reqs_per_event = 2;
     th_session(t);
     unsigned char req[24 * 5];
@@ -495,6 +562,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_large_value_sink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_everywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_yield, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_value_by_reference, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stat_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stat_unknown_group, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

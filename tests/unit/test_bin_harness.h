@@ -73,7 +73,7 @@ static inline void th_drain(struct th *t)
     }
 }
 
-/* Create a store and a binary session; tweak t->settings before th_session. */
+/* Settings for a binary session; tweak t->settings, then th_session(). */
 static inline struct th *th_create(void)
 {
     struct th *t = calloc(1, sizeof *t);
@@ -82,21 +82,32 @@ static inline struct th *th_create(void)
     clock_setup();
     settings_defaults(&t->settings);
     t->settings.binding_protocol = "binary";
+    return t;
+}
+
+/* (Re)start: a fresh store made from t->settings, and a fresh session. */
+static inline void th_session(struct th *t)
+{
+    if (t->store) {
+        session_release(&t->s);
+        store_ctx_destroy(&t->ctx);
+        store_destroy(&t->store);
+    }
     struct store_options opt = {
         .mem_limit = 8u << 20,
-        .item_size_max = 1u << 20,
-        .evictions = true,
-        .cas_enabled = true,
+        .item_size_max = t->settings.item_size_max,
+        .evictions = t->settings.evictions,
+        .cas_enabled = t->settings.cas_enabled,
     };
     if (store_create(&t->store, &opt) != 0)
         abort();
     t->ctx = store_ctx_create(t->store);
-    return t;
-}
-
-static inline void th_session(struct th *t)
-{
+    if (!t->ctx)
+        abort();
     session_init(&t->s, t->ctx, &t->stats, &t->settings);
+    t->closed = false;
+    t->nin = 0;
+    t->nout = 0;
 }
 
 static inline void th_destroy(struct th *t)

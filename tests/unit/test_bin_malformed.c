@@ -45,11 +45,7 @@ static int send_header(struct th *t, uint8_t magic, uint8_t op, uint16_t keylen,
 
 static void reopen(struct th *t)
 {
-    session_release(&t->s);
     th_session(t);
-    t->closed = false;
-    t->nin = 0;
-    th_clear(t);
 }
 
 static void test_bad_magic(void **state)
