@@ -1,0 +1,115 @@
+/* Binary protocol: STAT [group].
+ *
+ * The server core composes every stats group once, as the text protocol's
+ * "STAT name value" lines (server_stats); this file turns those lines into
+ * memcached's binary form: one packet per stat (key = name, body = value),
+ * then an empty packet that ends the list. `stats detail dump` is one packet
+ * named "detailed" holding the whole dump, as memcached sends it. */
+#include "proto/binary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/reply.h"
+#include "proto/proto.h"
+#include "proto/session.h"
+#include "server.h"
+
+/* Everything a reply queue holds, as one malloc'd string. */
+static char *bin_stat_flatten(struct reply_queue *q, size_t *len)
+{
+    size_t total = reply_pending(q);
+    char *buf = malloc(total + 1);
+    if (!buf)
+        return NULL;
+    size_t off = 0;
+    struct iovec iov[64];
+    while (reply_pending(q) > 0) {
+        int n = reply_iov(q, iov, 64);
+        size_t got = 0;
+        for (int i = 0; i < n; i++) {
+            memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+            off += iov[i].iov_len;
+            got += iov[i].iov_len;
+        }
+        reply_consume(q, got);
+    }
+    buf[off] = '\0';
+    *len = off;
+    return buf;
+}
+
+static bool bin_stat_has_prefix(const char *s, size_t n, const char *prefix)
+{
+    size_t np = strlen(prefix);
+    return n >= np && memcmp(s, prefix, np) == 0;
+}
+
+/* Append one packet per "STAT name value" line of text. Returns 0, 1 when the
+ * text is an error line (the group does not exist), -1 out of memory. */
+static int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, const char *text,
+                          size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        const char *line = text + off;
+        const char *nl = memchr(line, '\n', len - off);
+        size_t n = nl ? (size_t)(nl - line) : len - off;
+        off += nl ? n + 1 : n;
+        if (n > 0 && line[n - 1] == '\r')
+            n--;
+        if (bin_stat_has_prefix(line, n, "ERROR") || bin_stat_has_prefix(line, n, "CLIENT_ERROR") ||
+            bin_stat_has_prefix(line, n, "SERVER_ERROR"))
+            return 1;
+        if (!bin_stat_has_prefix(line, n, "STAT "))
+            continue; /* END, RESET, OK */
+        const char *name = line + 5;
+        size_t rest = n - 5;
+        const char *sp = memchr(name, ' ', rest);
+        size_t nname = sp ? (size_t)(sp - name) : rest;
+        const char *value = sp ? sp + 1 : name + rest;
+        size_t nvalue = sp ? rest - nname - 1 : 0;
+        if (nname > UINT16_MAX)
+            continue;
+        if (bin_compose(out, r, NULL, 0, name, (uint16_t)nname, value, (uint32_t)nvalue) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+enum proto_status bin_stat(struct session *s, const struct bin_header *h, const char *key)
+{
+    struct reply_queue text;
+    reply_init(&text);
+    int rc = server_stats(key, h->keylen, &text);
+    size_t len = 0;
+    char *buf = rc == 0 ? bin_stat_flatten(&text, &len) : NULL;
+    reply_release(&text);
+    if (rc != 0)
+        return bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_KEY_ENOENT) == 0
+                   ? PROTO_OK
+                   : PROTO_CLOSE;
+    if (!buf)
+        return bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_ENOMEM) == 0
+                   ? PROTO_OK
+                   : PROTO_CLOSE;
+
+    struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque};
+    struct reply_mark mark;
+    reply_get_mark(&s->reply, &mark);
+    int res;
+    if (bin_stat_has_prefix(key, h->keylen, "detail dump"))
+        res = bin_compose(&s->reply, &r, NULL, 0, "detailed", 8, buf, (uint32_t)len);
+    else
+        res = bin_stat_lines(&s->reply, &r, buf, len);
+    free(buf);
+    if (res == 1) {
+        reply_rollback(&s->reply, &mark);
+        return bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_KEY_ENOENT) == 0
+                   ? PROTO_OK
+                   : PROTO_CLOSE;
+    }
+    if (res != 0 || bin_compose(&s->reply, &r, NULL, 0, NULL, 0, NULL, 0) != 0)
+        return PROTO_CLOSE;
+    return PROTO_OK;
+}
