@@ -309,6 +309,11 @@ void store_destroy(struct store **sp)
     *sp = NULL;
 }
 
+struct store *store_ctx_store(struct store_ctx *ctx)
+{
+    return ctx->store;
+}
+
 struct store_ctx *store_ctx_create(struct store *s)
 {
     struct store_ctx *c = calloc(1, sizeof(*c));

@@ -56,6 +56,9 @@ void store_destroy(struct store **store);
 
 struct store_ctx *store_ctx_create(struct store *store);
 void store_ctx_destroy(struct store_ctx **ctx);
+/* The store a worker context belongs to (flush_all and lru_crawler metadump
+ * act on the whole store, and protocols hold only their worker's ctx). */
+struct store *store_ctx_store(struct store_ctx *ctx);
 
 /* A view of one item. Every pointer stays valid until store_pin_release(pin);
  * without a pin (want_value false) only the scalar fields are meaningful. */

@@ -1,0 +1,32 @@
+# The benchmark's tools, built from bench/ (never part of libnodelay.a).
+#   make bench                the side-by-side comparison (bench/compare.sh)
+#   make loadgen              build/bench/loadgen only
+# Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
+
+LOADGEN := build/bench/loadgen
+LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
+LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
+LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
+
+.PHONY: loadgen bench-soak
+
+loadgen: $(LOADGEN)
+
+build/bench/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LOADGEN_CFLAGS) -c $< -o $@
+
+$(LOADGEN): $(LOADGEN_OBJ)
+	$(CC) -pthread -o $@ $^ -lm
+
+BENCH_ARGS ?=
+bench: $(LOADGEN)
+	$(MAKE) CONFIG=release EVENT=epoll server
+	bash bench/compare.sh $(BENCH_ARGS)
+
+SOAK_SECONDS ?= 300
+bench-soak: $(LOADGEN)
+	$(MAKE) CONFIG=release EVENT=epoll server
+	bench/soak --server build/release-epoll/nodelay --duration $(SOAK_SECONDS)
+
+-include $(LOADGEN_OBJ:.o=.d)

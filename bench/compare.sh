@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# Side by side: Debian's memcached (A) against nodelay (B), plus a second
+# memcached (A') so the report shows the noise floor (A'/A). Run by
+# `make bench`; see docs/benchmark.md for what each number means.
+#
+#   bench/compare.sh [--duration S] [--rounds N] [--threads T] [--memory MB]
+#                    [--rate OPS] [--replay-requests N] [--scan N]
+#                    [--skip-fill] [--skip-replay] [--workloads a,b,...]
+#                    [--nodelay PATH] [--memcached PATH] [--out DIR]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+DURATION=3          # seconds per measured run
+SYSCALL_DURATION=1  # seconds of the separate run that counts syscalls
+ROUNDS=3
+THREADS=1
+MEMORY=256          # -m of the workload servers (no eviction there)
+RATE=20000          # offered ops/s of the fixed-rate latency run
+REPLAY_REQUESTS=5000000
+SCAN=2000000
+SKIP_FILL=0
+SKIP_REPLAY=0
+WORKLOADS=""
+NODELAY=$ROOT/build/release-epoll/nodelay
+MEMCACHED=/usr/bin/memcached
+OUT=""
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --duration) DURATION=$2; shift ;;
+    --syscall-duration) SYSCALL_DURATION=$2; shift ;;
+    --rounds) ROUNDS=$2; shift ;;
+    --threads) THREADS=$2; shift ;;
+    --memory) MEMORY=$2; shift ;;
+    --rate) RATE=$2; shift ;;
+    --replay-requests) REPLAY_REQUESTS=$2; shift ;;
+    --scan) SCAN=$2; shift ;;
+    --skip-fill) SKIP_FILL=1 ;;
+    --skip-replay) SKIP_REPLAY=1 ;;
+    --workloads) WORKLOADS=$2; shift ;;
+    --nodelay) NODELAY=$2; shift ;;
+    --memcached) MEMCACHED=$2; shift ;;
+    --out) OUT=$2; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+LOADGEN=$ROOT/build/bench/loadgen
+make -s loadgen >/dev/null
+[ -x "$NODELAY" ] || { echo "compare.sh: no nodelay at $NODELAY (make CONFIG=release server)" >&2; exit 1; }
+[ -x "$MEMCACHED" ] || { echo "compare.sh: no memcached at $MEMCACHED" >&2; exit 1; }
+
+STAMP=$(date -u +%Y-%m-%dT%H%MZ)
+OUT=${OUT:-$ROOT/bench/results/$STAMP}
+mkdir -p "$OUT/runs"
+RUNS=$OUT/runs.tsv
+: >"$RUNS"
+
+# Servers on the last core(s), the load generator on core 0: they never
+# compete for a core with each other (other processes on the machine still may).
+NCPU=$(nproc)
+if [ "$NCPU" -ge 2 ]; then
+    LG_CPUS=0
+    if [ "$NCPU" -gt "$THREADS" ]; then
+        SRV_CPUS="1-$THREADS"
+    else
+        SRV_CPUS="1-$((NCPU - 1))"
+    fi
+    LG_PIN=(taskset -c "$LG_CPUS")
+    SRV_PIN=(taskset -c "$SRV_CPUS")
+else
+    LG_PIN=()
+    SRV_PIN=()
+    SRV_CPUS=all
+    LG_CPUS=all
+fi
+USER_FLAG=()
+[ "$(id -u)" = 0 ] && USER_FLAG=(-u root)
+CLK_TCK=$(getconf CLK_TCK)
+
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT INT TERM
+
+free_port() {
+    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_server NAME BINARY MEMORY -> sets SPID and SPORT
+start_server() {
+    local name=$1 bin=$2 mem=$3
+    SPORT=$(free_port)
+    "${SRV_PIN[@]}" "$bin" -p "$SPORT" -U 0 -l 127.0.0.1 -t "$THREADS" -m "$mem" -c 4096 \
+        "${USER_FLAG[@]}" >"$OUT/$name.log" 2>&1 &
+    SPID=$!
+    PIDS+=("$SPID")
+    for _ in $(seq 50); do
+        if "$LOADGEN" -s "127.0.0.1:$SPORT" -c 1 -n 1 -k 1 -g 1 -q 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "compare.sh: $name ($bin) did not start; see $OUT/$name.log" >&2
+    exit 1
+}
+
+stop_server() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# Workloads: name | loadgen arguments. Each key set is prefilled first.
+declare -A WL
+WL[get90_p1]="-c 50 -d 1 -g 0.9 -v 100 -k 100000"
+WL[get90_p16]="-c 50 -d 16 -g 0.9 -v 100 -k 100000"
+WL[get90_rate]="-c 50 -d 1 -g 0.9 -v 100 -k 100000 -r $RATE"
+WL[mget16]="-c 50 -d 1 -g 1 -m 16 -v 100 -k 100000"
+WL[large100k]="-c 10 -d 1 -g 0.9 -v 102400 -k 200 --key-base 1000000"
+WL[set90]="-c 50 -d 1 -g 0.1 -v 100 -k 100000"
+WL[meta_mg_p16]="-c 50 -d 16 -g 1 -p meta -v 100 -k 100000"
+ORDER=(get90_p1 get90_p16 get90_rate mget16 large100k set90 meta_mg_p16)
+if [ -n "$WORKLOADS" ]; then
+    IFS=, read -r -a ORDER <<<"$WORKLOADS"
+fi
+
+prefill() {
+    local port=$1
+    "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" -q --prefill -c 10 -d 16 -k 100000 -v 100
+    "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" -q --prefill -c 4 -d 2 -k 200 \
+        --key-base 1000000 -v 102400
+}
+
+uptime >"$OUT/load-before.txt"
+echo "compare.sh: results in $OUT"
+
+# ---- workloads: A, B, A' in turn, ROUNDS times ----
+declare -A SRV_PID SRV_PORT
+start_server A "$MEMCACHED" "$MEMORY"; SRV_PID[A]=$SPID; SRV_PORT[A]=$SPORT
+start_server B "$NODELAY" "$MEMORY"; SRV_PID[B]=$SPID; SRV_PORT[B]=$SPORT
+start_server A2 "$MEMCACHED" "$MEMORY"; SRV_PID[A2]=$SPID; SRV_PORT[A2]=$SPORT
+for s in A B A2; do prefill "${SRV_PORT[$s]}"; done
+
+for round in $(seq "$ROUNDS"); do
+    for w in "${ORDER[@]}"; do
+        args=${WL[$w]:?unknown workload $w}
+        for s in A B A2; do
+            pid=${SRV_PID[$s]}
+            port=${SRV_PORT[$s]}
+            base=$OUT/runs/$w.$s.$round
+            # CPU: utime+stime of every server thread over the measured run
+            t0=$(cpu_ticks "$pid")
+            # shellcheck disable=SC2086
+            "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args -D "$DURATION" -q \
+                --seed "$round" --json "$base.json" || echo "loadgen exit $? ($w $s)" >&2
+            t1=$(cpu_ticks "$pid")
+            # syscalls: a separate, shorter run, so tracing never inflates the CPU figure
+            perf stat -e raw_syscalls:sys_enter -x , -p "$pid" -o "$base.perf" &
+            pp=$!
+            sleep 0.2
+            # shellcheck disable=SC2086
+            "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args -D "$SYSCALL_DURATION" -q \
+                --seed "$((round + 100))" --json "$base.sys.json" || true
+            kill -INT "$pp" 2>/dev/null || true
+            wait "$pp" 2>/dev/null || true
+            sys=$(awk -F, '/raw_syscalls/ {print $1}' "$base.perf" 2>/dev/null | head -1)
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$s" "$round" "$((t1 - t0))" \
+                "$CLK_TCK" "${sys:-NA}" "$base" >>"$RUNS"
+            echo "  round $round $w $s: $(grep -o '"ops_per_s": [0-9.]*' "$base.json")"
+        done
+    done
+done
+for s in A B A2; do stop_server "${SRV_PID[$s]}"; done
+
+# ---- memory per item: fill -m 64 until evictions begin ----
+: >"$OUT/fill.tsv"
+if [ "$SKIP_FILL" = 0 ]; then
+    for v in 10 100 1000; do
+        for s in A B; do
+            bin=$MEMCACHED; [ $s = B ] && bin=$NODELAY
+            start_server "fill-$s-$v" "$bin" 64
+            "${LG_PIN[@]}" "$LOADGEN" fill -s "127.0.0.1:$SPORT" -v "$v" \
+                --json "$OUT/runs/fill.$s.$v.json" >/dev/null || echo "fill failed ($s $v)" >&2
+            stop_server "$SPID"
+            printf '%s\t%s\t%s\n' "$s" "$v" "$OUT/runs/fill.$s.$v.json" >>"$OUT/fill.tsv"
+            echo "  fill $s $v B: $(cat "$OUT/runs/fill.$s.$v.json" 2>/dev/null)"
+        done
+    done
+fi
+
+# ---- miss ratio: deterministic Zipf replay at -m 64, with and without a scan ----
+: >"$OUT/replay.tsv"
+if [ "$SKIP_REPLAY" = 0 ]; then
+    for variant in plain scan; do
+        scan=0; [ $variant = scan ] && scan=$SCAN
+        for s in A B; do
+            bin=$MEMCACHED; [ $s = B ] && bin=$NODELAY
+            start_server "replay-$s-$variant" "$bin" 64
+            "${LG_PIN[@]}" "$LOADGEN" replay -s "127.0.0.1:$SPORT" -n "$REPLAY_REQUESTS" \
+                --scan "$scan" --json "$OUT/runs/replay.$s.$variant.json" >/dev/null ||
+                echo "replay failed ($s $variant)" >&2
+            stop_server "$SPID"
+            printf '%s\t%s\t%s\n' "$s" "$variant" "$OUT/runs/replay.$s.$variant.json" >>"$OUT/replay.tsv"
+            echo "  replay $s $variant: $(cat "$OUT/runs/replay.$s.$variant.json" 2>/dev/null)"
+        done
+    done
+fi
+uptime >"$OUT/load-after.txt"
+
+# ---- the report ----
+{
+    echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "nproc=$NCPU"
+    echo "cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+    echo "kernel=$(uname -sr)"
+    echo "memcached=$("$MEMCACHED" -V 2>&1 | head -1)"
+    echo "nodelay=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown) $NODELAY"
+    echo "threads=$THREADS"
+    echo "memory=$MEMORY"
+    echo "duration=$DURATION"
+    echo "syscall_duration=$SYSCALL_DURATION"
+    echo "rounds=$ROUNDS"
+    echo "rate=$RATE"
+    echo "replay_requests=$REPLAY_REQUESTS"
+    echo "scan=$SCAN"
+    echo "server_cpus=$SRV_CPUS"
+    echo "loadgen_cpus=$LG_CPUS"
+    echo "load_before=$(cat "$OUT/load-before.txt")"
+    echo "load_after=$(cat "$OUT/load-after.txt")"
+    for w in "${ORDER[@]}"; do echo "workload.$w=${WL[$w]}"; done
+} >"$OUT/machine.txt"
+/usr/bin/python3 "$ROOT/bench/report.py" "$OUT"
+if [ -z "${BENCH_NO_LATEST:-}" ]; then
+    sed -e 's/](latency\.png)/](latest-latency.png)/' -e 's/](ratios\.png)/](latest-ratios.png)/' \
+        "$OUT/report.md" >"$ROOT/bench/results/latest.md"
+    for png in "$OUT"/*.png; do
+        [ -e "$png" ] && cp "$png" "$ROOT/bench/results/latest-$(basename "$png")"
+    done
+fi
+echo "compare.sh: wrote $OUT/report.md"

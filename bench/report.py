@@ -1,0 +1,307 @@
+#!/usr/bin/python3
+"""Turns one compare.sh result directory into report.md and PNG charts.
+
+Every number in the report is the median over rounds of what the runs
+recorded; ratios are B/A (nodelay over memcached) and A'/A (memcached over a
+second memcached: the noise floor). Nothing here is measured, only summarised.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+OUT = sys.argv[1]
+NAMES = {"A": "memcached", "B": "nodelay", "A2": "memcached #2"}
+
+DESCRIPTIONS = {
+    "get90_p1": "50 conns, 90 % get / 10 % set, 100 B, pipeline 1",
+    "get90_p16": "50 conns, 90 % get / 10 % set, 100 B, pipeline 16",
+    "get90_rate": "as get90_p1 at a fixed offered rate (open loop)",
+    "mget16": "50 conns, get of 16 keys, 100 B",
+    "large100k": "10 conns, 90 % get / 10 % set, 100 KiB values",
+    "set90": "50 conns, 10 % get / 90 % set, 100 B",
+    "meta_mg_p16": "50 conns, meta mg, pipeline 16",
+}
+
+
+def load_machine():
+    m = {}
+    with open(os.path.join(OUT, "machine.txt")) as f:
+        for line in f:
+            if "=" in line:
+                k, v = line.rstrip("\n").split("=", 1)
+                m[k] = v
+    return m
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def ratio(b, a):
+    if a is None or b is None or a == 0:
+        return None
+    return b / a
+
+
+def fmt(x, digits=2):
+    if x is None:
+        return "–"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.{digits}f}"
+
+
+def load_runs():
+    runs = {}  # (workload, server) -> list of dicts
+    order = []
+    path = os.path.join(OUT, "runs.tsv")
+    if not os.path.exists(path):
+        return runs, order
+    with open(path) as f:
+        for line in f:
+            w, s, rnd, ticks, clk, sysc, base = line.rstrip("\n").split("\t")
+            if w not in order:
+                order.append(w)
+            j = read_json(base + ".json")
+            js = read_json(base + ".sys.json")
+            if not j:
+                continue
+            req = j["requests"] or 1
+            r = {
+                "cpu_us": int(ticks) * 1e6 / int(clk) / req,
+                "sys": (int(sysc) / js["requests"]) if (js and sysc.isdigit() and js["requests"]) else None,
+                "ops": j["ops_per_s"],
+                "p50": j["lat_us"]["p50"],
+                "p99": j["lat_us"]["p99"],
+                "p999": j["lat_us"]["p999"],
+                "max": j["lat_us"]["max"],
+                "hits": j["hits"],
+                "misses": j["misses"],
+                "errors": j["errors"] + j["verify_failures"],
+                "pct": j["percentiles"],
+            }
+            runs.setdefault((w, s), []).append(r)
+    return runs, order
+
+
+MEASURES = [
+    ("cpu_us", "server CPU µs / request", 2),
+    ("sys", "server syscalls / request", 3),
+    ("ops", "ops/s", 0),
+    ("p50", "p50 µs", 1),
+    ("p99", "p99 µs", 1),
+    ("p999", "p99.9 µs", 1),
+    ("max", "max µs", 1),
+]
+
+
+def med(runs, w, s, key):
+    return median([r[key] for r in runs.get((w, s), [])])
+
+
+def main():
+    m = load_machine()
+    runs, order = load_runs()
+    lines = []
+    add = lines.append
+    add(f"# nodelay vs memcached: benchmark of {m.get('date')}")
+    add("")
+    add(f"Machine: {m.get('nproc')} × {m.get('cpu')}, {m.get('kernel')}. "
+        f"A = {m.get('memcached')} (Debian), B = nodelay {m.get('nodelay').split()[0]}; "
+        f"both `-t {m.get('threads')}`, pinned to CPU {m.get('server_cpus')}, load generator on "
+        f"CPU {m.get('loadgen_cpus')}. {m.get('rounds')} rounds of A B A' per workload, "
+        f"{m.get('duration')} s each (syscalls counted in a separate {m.get('syscall_duration')} s run); "
+        f"medians shown. A' is a second memcached: A'/A is the noise floor.")
+    add("")
+    add(f"Load average before / after: `{m.get('load_before', '').strip()}` / "
+        f"`{m.get('load_after', '').strip()}` (the machine is shared; see docs/benchmark.md).")
+    add("")
+    if order:
+        add("## Throughput, CPU and syscalls per request")
+        add("")
+        add("| workload | CPU µs/req A → B | B/A | A'/A | syscalls/req A → B | B/A | ops/s A → B | B/A | p99 µs A → B | p99.9 µs A → B |")
+        add("|---|---|---|---|---|---|---|---|---|---|")
+        for w in order:
+            a = {k: med(runs, w, "A", k) for k, _, _ in MEASURES}
+            b = {k: med(runs, w, "B", k) for k, _, _ in MEASURES}
+            a2 = {k: med(runs, w, "A2", k) for k, _, _ in MEASURES}
+            add(f"| {w} | {fmt(a['cpu_us'])} → {fmt(b['cpu_us'])} | {fmt(ratio(b['cpu_us'], a['cpu_us']))} "
+                f"| {fmt(ratio(a2['cpu_us'], a['cpu_us']))} "
+                f"| {fmt(a['sys'], 3)} → {fmt(b['sys'], 3)} | {fmt(ratio(b['sys'], a['sys']))} "
+                f"| {fmt(a['ops'])} → {fmt(b['ops'])} | {fmt(ratio(b['ops'], a['ops']))} "
+                f"| {fmt(a['p99'], 0)} → {fmt(b['p99'], 0)} | {fmt(a['p999'], 0)} → {fmt(b['p999'], 0)} |")
+        add("")
+        add("Workloads: " + "; ".join(f"**{w}**: {DESCRIPTIONS.get(w, m.get('workload.' + w, ''))} "
+                                      f"(`{m.get('workload.' + w, '')}`)" for w in order) + ".")
+        add("")
+        add("![latency percentiles](latency.png)")
+        add("")
+        add("![B/A ratios](ratios.png)")
+        add("")
+        add("### Every measure, per workload (median of rounds)")
+        add("")
+        add("| workload | measure | A memcached | B nodelay | B/A | A' memcached | A'/A |")
+        add("|---|---|---|---|---|---|---|")
+        for w in order:
+            for key, label, d in MEASURES:
+                a, b, a2 = med(runs, w, "A", key), med(runs, w, "B", key), med(runs, w, "A2", key)
+                add(f"| {w} | {label} | {fmt(a, d)} | {fmt(b, d)} | {fmt(ratio(b, a))} | {fmt(a2, d)} | {fmt(ratio(a2, a))} |")
+            errs = {s: sum(r["errors"] for r in runs.get((w, s), [])) for s in ("A", "B", "A2")}
+            if any(errs.values()):
+                add(f"| {w} | errors + wrong values (sum) | {errs['A']} | {errs['B']} | | {errs['A2']} | |")
+        add("")
+
+    fills = []
+    fpath = os.path.join(OUT, "fill.tsv")
+    if os.path.exists(fpath):
+        for line in open(fpath):
+            s, v, p = line.rstrip("\n").split("\t")
+            fills.append((s, int(v), read_json(p)))
+    if fills:
+        add("## Memory per item (fill at -m 64 until evictions begin)")
+        add("")
+        add("| value bytes | items held A → B | B/A | bytes per item beyond key + value A → B | target |")
+        add("|---|---|---|---|---|")
+        targets = {10: 24, 100: 24, 1000: 32}
+        for v in sorted({v for _, v, _ in fills}):
+            a = next((j for s, vv, j in fills if s == "A" and vv == v), None)
+            b = next((j for s, vv, j in fills if s == "B" and vv == v), None)
+            ia, ib = (a or {}).get("curr_items"), (b or {}).get("curr_items")
+            oa, ob = (a or {}).get("overhead"), (b or {}).get("overhead")
+            ok = "" if ob is None else (" ✔" if ob <= targets.get(v, 0) else " ✘")
+            add(f"| {v} | {fmt(ia)} → {fmt(ib)} | {fmt(ratio(ib, ia))} | {fmt(oa, 1)} → {fmt(ob, 1)} | ≤ {targets.get(v)}{ok} |")
+        add("")
+        add("Command: `build/bench/loadgen fill -s HOST:PORT -v BYTES` against a server started with `-m 64`.")
+        add("")
+
+    replays = []
+    rpath = os.path.join(OUT, "replay.tsv")
+    if os.path.exists(rpath):
+        for line in open(rpath):
+            s, variant, p = line.rstrip("\n").split("\t")
+            replays.append((s, variant, read_json(p)))
+    if replays:
+        add("## Miss ratio (deterministic Zipf replay at -m 64)")
+        add("")
+        add("| trace | miss ratio A → B | B/A | target |")
+        add("|---|---|---|---|")
+        for variant, label in (("plain", f"Zipf 0.99, 1M keys × 200 B, {m.get('replay_requests')} requests, second half"),
+                               ("scan", f"the same with a one-pass scan of {m.get('scan')} fresh keys")):
+            a = next((j for s, vv, j in replays if s == "A" and vv == variant), None)
+            b = next((j for s, vv, j in replays if s == "B" and vv == variant), None)
+            if not a and not b:
+                continue
+            ra, rb = (a or {}).get("miss_ratio"), (b or {}).get("miss_ratio")
+            tgt = "≤ 12.0 %" if variant == "plain" else "≤ memcached's"
+            lim = 0.12 if variant == "plain" else ra
+            ok = "" if rb is None or lim is None else (" ✔" if rb <= lim else " ✘")
+            pa = None if ra is None else ra * 100
+            pb = None if rb is None else rb * 100
+            add(f"| {label} | {fmt(pa)} % → {fmt(pb)} % | {fmt(ratio(rb, ra))} | {tgt}{ok} |")
+        add("")
+        add("Command: `build/bench/loadgen replay -s HOST:PORT [--scan 2000000]` (seed 42, batches of 128 "
+            "gets then the sets for their misses).")
+        add("")
+
+    if order:
+        add("## Against the targets of issue 5")
+        add("")
+        def line(label, val, lim, unit=""):
+            if val is None:
+                add(f"- {label}: not measured")
+            else:
+                add(f"- {label}: {fmt(val, 3)}{unit} (target ≤ {fmt(lim, 3)}{unit}) {'✔' if val <= lim else '✘'}")
+        if "get90_p16" in order:
+            line("pipeline 16, nodelay CPU µs/request", med(runs, "get90_p16", "B", "cpu_us"), 0.8)
+            line("pipeline 16, nodelay syscalls/request", med(runs, "get90_p16", "B", "sys"), 0.2)
+        if "get90_p1" in order:
+            line("pipeline 1, nodelay CPU µs/request vs memcached's", med(runs, "get90_p1", "B", "cpu_us"),
+                 med(runs, "get90_p1", "A", "cpu_us") or 0)
+        if "get90_rate" in order:
+            line(f"p99.9 µs at {m.get('rate')} ops/s offered, vs memcached's", med(runs, "get90_rate", "B", "p999"),
+                 med(runs, "get90_rate", "A", "p999") or 0)
+        add("")
+
+    with open(os.path.join(OUT, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if order:
+        charts(runs, order)
+
+
+def charts(runs, order):
+    # latency percentile curves: x = "nines" so the tail is readable
+    dat = os.path.join(OUT, "latency.dat")
+    with open(dat, "w") as f:
+        for w in order:
+            for s in ("A", "B", "A2"):
+                rs = runs.get((w, s), [])
+                f.write(f"# {w} {s}\n")
+                if rs:
+                    for i, (q, _) in enumerate(rs[0]["pct"]):
+                        v = median([r["pct"][i][1] for r in rs if len(r["pct"]) > i])
+                        x = 1 / (1 - q / 100) if q < 100 else 1e5
+                        f.write(f"{x} {v} {q}\n")
+                f.write("\n\n")
+    n = len(order)
+    cols = 3 if n > 4 else 2
+    rows = (n + cols - 1) // cols
+    gp = [f"set terminal pngcairo size {420 * cols},{320 * rows} font ',9'",
+          f"set output '{os.path.join(OUT, 'latency.png')}'",
+          f"set multiplot layout {rows},{cols} title 'Latency percentiles (µs, log) — A memcached, B nodelay, A2 memcached'",
+          "set termoption noenhanced", "set logscale xy", "set grid",
+          "set xtics ('p50' 2, 'p90' 10, 'p99' 100, 'p99.9' 1000, 'p99.99' 10000, 'max' 100000)",
+          "set key top left"]
+    idx = 0
+    for w in order:
+        gp.append(f"set title '{w}'")
+        gp.append(f"plot '{dat}' index {idx} using 1:2 with linespoints title 'A', "
+                  f"'' index {idx + 1} using 1:2 with linespoints title 'B', "
+                  f"'' index {idx + 2} using 1:2 with lines dashtype 2 title 'A2'")
+        idx += 3
+    gp.append("unset multiplot")
+    run_gnuplot(gp)
+
+    rdat = os.path.join(OUT, "ratios.dat")
+    with open(rdat, "w") as f:
+        f.write("# workload cpu sys ops p99 aa_cpu\n")
+        for w in order:
+            vals = [ratio(med(runs, w, "B", k), med(runs, w, "A", k)) for k in ("cpu_us", "sys", "ops", "p99")]
+            vals.append(ratio(med(runs, w, "A2", "cpu_us"), med(runs, w, "A", "cpu_us")))
+            f.write(w + " " + " ".join("NaN" if v is None else f"{v:.4f}" for v in vals) + "\n")
+    gp = ["set terminal pngcairo size 1100,450 font ',9'",
+          f"set output '{os.path.join(OUT, 'ratios.png')}'",
+          "set termoption noenhanced",
+          "set title 'B/A (nodelay / memcached): below 1 is better for CPU, syscalls, p99; above 1 for ops/s'",
+          "set style data histograms", "set style histogram clustered gap 1",
+          "set style fill solid 0.8 border -1", "set grid ytics", "set yrange [0:*]",
+          "set key outside right", "set xtics rotate by -20",
+          "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 2 lw 2",
+          f"plot '{rdat}' using 2:xtic(1) title 'CPU/req', '' using 3 title 'syscalls/req', "
+          "'' using 4 title 'ops/s', '' using 5 title 'p99', '' using 6 title \"A'/A CPU (noise)\""]
+    run_gnuplot(gp)
+
+
+def run_gnuplot(script):
+    try:
+        subprocess.run(["gnuplot"], input="\n".join(script) + "\n", text=True, check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        err = getattr(e, "stderr", "") or str(e)
+        print(f"report.py: gnuplot failed: {err}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
