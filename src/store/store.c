@@ -172,7 +172,11 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
         if (want & ITEM_L_CAS64)
             want &= (uint8_t)~ITEM_L_CAS32;
         want &= (uint8_t)~ITEM_L_MARK;
-        __atomic_fetch_add(&f.seg->refcount, 1, __ATOMIC_RELAXED);
+        if (!seg_try_pin(f.seg)) {
+            index_unlock(b);
+            seg_wait_compacted(f.seg);
+            continue;
+        }
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
         index_unlock(b);
 
@@ -436,6 +440,13 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                 return st;
             continue;
         }
+        /* Pin first: if the segment is being compacted we look again, and
+         * nothing below may have been applied twice. */
+        if (req->want_value && !seg_try_pin(f.seg)) {
+            index_unlock(b);
+            seg_wait_compacted(f.seg);
+            continue;
+        }
         store_fill_item(s, &f, out);
         if (req->touch) {
             if (f.h.exp_off) {
@@ -466,7 +477,6 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         }
         item_put_u32(f.p, f.h.atime_off, st);
         if (req->want_value) {
-            __atomic_fetch_add(&f.seg->refcount, 1, __ATOMIC_RELAXED);
             out->pin = (struct store_pin *)f.seg;
         } else {
             out->key = out->value = NULL;

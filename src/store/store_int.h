@@ -125,7 +125,7 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 
 /* ---- segments (seg.c) -------------------------------------------------- */
 
-enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_DRAINING };
+enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
 #define STORE_TTL_GROUPS 8
 #define SEG_EXP_NEVER UINT32_MAX
@@ -142,7 +142,7 @@ struct seg {
     _Atomic uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
-    uint8_t state;                /* enum seg_state, under the pool lock */
+    uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
     uint8_t group;
     struct seg *prev, *next;      /* in free / fifo / draining lists */
 };
@@ -189,8 +189,6 @@ struct store {
     uint32_t seg_limit;        /* segments -m allows */
     uint32_t seg_alloc;        /* segments holding memory */
     struct seg_list unused, free, fifo, draining;
-    struct seg *reinsert;      /* where eviction carries live items (pool lock) */
-    struct seg *spare;         /* kept free so carrying forward always has room */
     _Atomic uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
     _Atomic size_t mem_limit;
@@ -228,6 +226,10 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct store_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
+/* Take a pin on the segment of an item found under its bucket lock; false
+ * while eviction is compacting it: unlock, seg_wait_compacted, look again. */
+bool seg_try_pin(struct seg *seg);
+void seg_wait_compacted(struct seg *seg);
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas);
 void seg_note_gone(struct seg *seg, uint32_t size);
 void seg_note_exptime(struct seg *seg, rel_time_t exptime);

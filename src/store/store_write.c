@@ -329,7 +329,11 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         const char *op = f.p;
         uint32_t flags = item_get_u32(op, oh.flags_off);
         rel_time_t exp = item_get_u32(op, oh.exp_off);
-        __atomic_fetch_add(&oseg->refcount, 1, __ATOMIC_RELAXED);
+        if (!seg_try_pin(oseg)) {
+            index_unlock(b);
+            seg_wait_compacted(oseg);
+            continue;
+        }
         index_unlock(b);
 
         size_t total = (size_t)oh.nvalue + res->nvalue;
