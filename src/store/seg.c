@@ -34,8 +34,10 @@
 #include <xxhash.h>
 
 /* At most this share of a victim may be carried forward. */
+#ifndef SEG_RETAIN_NUM
 #define SEG_RETAIN_NUM 3
 #define SEG_RETAIN_DEN 4
+#endif
 /* Victim search looks this far into the FIFO for an all-dead segment. */
 #define SEG_DEAD_SCAN 1024
 
@@ -244,14 +246,18 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         if (slot) {
             uint32_t status = item_get_u32(p, h.atime_off);
             bool fetched = status & ITEM_S_FETCHED;
-            bool accessed = *slot & SLOT_ACCESS;
+            unsigned freq = slot_freq(*slot);
+            bool accessed = freq > 0;
             enum item_life life = store_item_life(s, p, &h, v->cas_base, now);
-            if (compact && life == ITEM_LIVE && accessed && budget >= size) {
+            /* Kept when read since it was written or last kept; it then
+             * owes one read (S3-FIFO's decrement), so items read often
+             * survive passes without a read, once-read ones only one. */
+            if (compact && life == ITEM_LIVE && freq > 0 && budget >= size) {
                 /* Only dead or already moved bytes lie below: nothing that
                  * a slot or a pin refers to is overwritten. */
                 if (w != off)
                     memmove(v->data + w, p, size);
-                *slot = slot_make(tag, v->id, (uint32_t)(w >> s->off_shift));
+                *slot = slot_make(tag, v->id, (uint32_t)(w >> s->off_shift)) | (freq - 1);
                 w = (w + size + align - 1) & ~(align - 1);
                 budget -= size;
                 CTR_INC(ctx, items_reinserted);

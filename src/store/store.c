@@ -205,7 +205,7 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
                 if (nh.exp_off)
                     item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
                 item_put_cas(r.item, &nh, cas, ns->cas_base);
-                uint64_t access = *g.slot & SLOT_ACCESS;
+                uint64_t access = *g.slot & SLOT_FREQ;
                 store_link(s, &g, true, &r, tag);
                 *g.slot |= access;
                 index_unlock(b);
@@ -468,7 +468,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         if (won)
             st |= ITEM_S_TOKEN;
         if (!req->no_update) {
-            *f.slot |= SLOT_ACCESS;
+            *f.slot = slot_hit(*f.slot);
             /* memcached marks the first fetch and bumps the time on later ones. */
             if (st & ITEM_S_FETCHED)
                 st = (st & ITEM_S_MASK) | now;

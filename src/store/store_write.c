@@ -235,7 +235,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             uint32_t st = item_get_u32(f.p, f.h.atime_off);
             if ((st & ~ITEM_S_MASK) + 60 < now)
                 item_put_u32(f.p, f.h.atime_off, (st & ITEM_S_MASK) | now);
-            *f.slot |= SLOT_ACCESS;
+            *f.slot = slot_hit(*f.slot);
             refuse = STORE_NOT_STORED;
         } else if (mode == STORE_MODE_REPLACE && !found) {
             refuse = STORE_NOT_STORED;
