@@ -79,9 +79,10 @@ static void list_remove(struct seg_list *l, struct seg *s)
 
 int seg_pool_init(struct store *s)
 {
-    uint64_t cap = (uint64_t)s->seg_limit * 64;
-    if (cap < 1024)
-        cap = 1024;
+    /* cache_memlimit may raise -m sixteenfold at run time. */
+    uint64_t cap = (uint64_t)s->seg_limit * 16;
+    if (cap < 256)
+        cap = 256;
     if (cap > SLOT_MAX_SEGS)
         cap = SLOT_MAX_SEGS;
     s->seg_cap = (uint32_t)cap;
@@ -234,8 +235,8 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         uint64_t hv = XXH3_64bits(p + h.hlen, h.nkey);
         uint32_t tag = index_tag(hv);
         uint64_t want = slot_make(tag, v->id, (uint32_t)(off >> s->off_shift));
-        uint64_t *b = index_bucket(&s->index, hv);
-        index_lock(b);
+        uint64_t *b = NULL;
+        b = index_lock_hash(&s->index, hv);
         uint64_t *slot = NULL;
         for (uint64_t *cur = b; cur && !slot; cur = index_next(&s->index, cur))
             for (int i = 1; i <= INDEX_SLOTS; i++)
