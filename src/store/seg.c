@@ -157,6 +157,7 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     __atomic_store_n(&seg->live_items, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->live_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_exptime, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&seg->min_exptime, SEG_EXP_NEVER, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_cas, 0, __ATOMIC_RELAXED);
     seg->cas_base = cas_base;
     seg->created = clock_now();
@@ -387,6 +388,13 @@ static void atomic_max64(_Atomic uint64_t *p, uint64_t v)
 void seg_note_exptime(struct seg *seg, rel_time_t exptime)
 {
     atomic_max32(&seg->max_exptime, exptime == REL_TIME_NEVER ? SEG_EXP_NEVER : exptime);
+    if (exptime != REL_TIME_NEVER) {
+        uint32_t cur = __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED);
+        while (exptime < cur && !__atomic_compare_exchange_n(&seg->min_exptime, &cur, exptime,
+                                                             true, __ATOMIC_RELAXED,
+                                                             __ATOMIC_RELAXED))
+            ;
+    }
 }
 
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas)

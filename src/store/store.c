@@ -368,16 +368,66 @@ static void *store_housekeeper(void *arg)
         if (s->house_stop)
             break;
         pthread_mutex_unlock(&s->house_lock);
-        seg_reclaim_expired(s->house);
+        store_housekeep(s);
         pthread_mutex_lock(&s->house_lock);
     }
     pthread_mutex_unlock(&s->house_lock);
     return NULL;
 }
 
+#define STORE_CRAWL_BUCKETS (1u << 20)
+
+size_t store_crawl(struct store_ctx *ctx, uint64_t max)
+{
+    struct store *s = ctx->store;
+    size_t gone = 0;
+    uint64_t nb = 0;
+    rel_time_t now = clock_now();
+    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    bool flushing = ol && ol <= now;
+    for (uint64_t n = 0; n < max; n++) {
+        uint64_t *b = index_lock_nth(&s->index, s->crawl_cursor, &nb);
+        if (!b) {
+            s->crawl_cursor = 0;
+            if (nb == 0 || n >= nb)
+                break;
+            continue;
+        }
+        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
+            for (int j = 1; j <= INDEX_SLOTS; j++) {
+                uint64_t sl = cur[j];
+                if (!sl)
+                    continue;
+                struct seg *seg = seg_of(s, slot_seg(sl));
+                if (!flushing && __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED) > now)
+                    continue; /* nothing in that segment has expired yet */
+                struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(s, sl),
+                                        .seg = seg};
+                item_decode(f.p, &f.h);
+                enum item_life life = store_item_life(s, f.p, &f.h, seg->cas_base, now);
+                if (life == ITEM_LIVE)
+                    continue;
+                bool fetched = item_get_u32(f.p, f.h.atime_off) & ITEM_S_FETCHED;
+                store_unlink(s, &f);
+                CTR_INC(ctx, reclaimed);
+                if (life == ITEM_EXPIRED && !fetched)
+                    CTR_INC(ctx, expired_unfetched);
+                gone++;
+                /* The chain may have lost a bucket: start this one over. */
+                cur = b;
+                j = 0;
+            }
+        }
+        index_unlock(b);
+        s->crawl_cursor++;
+    }
+    return gone;
+}
+
 void store_housekeep(struct store *s)
 {
     seg_reclaim_expired(s->house);
+    store_crawl(s->house, STORE_CRAWL_BUCKETS);
 }
 
 /* ---- reads ------------------------------------------------------------- */

@@ -171,6 +171,7 @@ struct seg {
     _Atomic uint32_t live_items;
     _Atomic uint64_t live_bytes;
     _Atomic uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
+    _Atomic uint32_t min_exptime; /* earliest expiry of its items that expire, or SEG_EXP_NEVER */
     _Atomic uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
@@ -233,6 +234,7 @@ struct store {
     struct store_ctx *ctxs;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
     struct store_ctx *house;        /* the housekeeper's own ctx */
+    uint64_t crawl_cursor;          /* next bucket for store_crawl (housekeeper) */
 
     pthread_t house_thread;
     bool house_running;
@@ -323,6 +325,9 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
                                   const struct store_set_req *req, uint32_t status,
                                   uint64_t expect_slot, uint64_t *cas_out);
 void store_housekeep(struct store *s);
+/* Unlink expired and flushed items from up to max buckets of the index,
+ * reading only items whose segment may hold some (housekeeper). */
+size_t store_crawl(struct store_ctx *ctx, uint64_t max);
 /* memcached's safe_strtoull over a value (store_arith.c). */
 bool store_parse_u64(const char *p, size_t n, uint64_t *out);
 
