@@ -160,6 +160,8 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
 #define STORE_TTL_GROUPS 8
+#define SEG_Q_MAIN 0
+#define SEG_Q_SMALL 1
 #define SEG_EXP_NEVER UINT32_MAX
 
 struct seg {
@@ -177,6 +179,7 @@ struct seg {
     rel_time_t created;
     uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
     uint8_t group;
+    uint8_t queue;                /* SEG_Q_SMALL or SEG_Q_MAIN while sealed */
     struct seg *prev, *next;      /* in free / fifo / draining lists */
 };
 
@@ -221,7 +224,8 @@ struct store {
     uint32_t seg_cap;          /* ids 0..seg_cap-1 */
     uint32_t seg_limit;        /* segments -m allows */
     uint32_t seg_alloc;        /* segments holding memory */
-    struct seg_list unused, free, fifo, draining;
+    struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
+    struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
     _Atomic uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
     _Atomic size_t mem_limit;
