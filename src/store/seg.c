@@ -331,6 +331,8 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
                 seg_note_gone(v, size);
                 if (life == ITEM_LIVE) {
                     any_evicted = true;
+                    if (from_small)
+                        store_ghost_add(s, hv);
                     CTR_INC(ctx, evictions);
                     if (!fetched)
                         CTR_INC(ctx, evicted_unfetched);

@@ -246,6 +246,8 @@ struct store {
     pthread_cond_t house_cond;
     bool house_stop;
 
+    uint32_t *ghost;           /* see store_ghost_add */
+    uint64_t ghost_mask;
     uint32_t class_size[64];   /* memcached-like class sizes for class_id */
     unsigned nclasses;
 };
@@ -315,7 +317,9 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
 /* Link reservation res (filled, header fields set) in place of f->slot or
  * in a free slot; false when the index is out of memory. Bucket lock held. */
 bool store_link(struct store *s, struct store_found *f, bool have_old,
-                struct store_reservation *res, uint32_t tag);
+                struct store_reservation *res, uint32_t tag, uint64_t hv);
+/* Remember a key that left the small queue unread (the ghost queue). */
+void store_ghost_add(struct store *s, uint64_t hv);
 /* The layout bits item fields need beyond what `have` has; 0 if it fits. */
 uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
                              uint64_t cas, uint64_t cas_base);

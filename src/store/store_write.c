@@ -269,7 +269,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             continue;
         }
         store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg->cas_base);
-        if (!store_link(s, &f, found, res, tag)) {
+        if (!store_link(s, &f, found, res, tag, hv)) {
             index_unlock(b);
             store_abort(ctx, res);
             return STORE_NO_MEMORY;
@@ -378,7 +378,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             extra = store_missing_layout(nh.layout, flags, exp, cas_on, cas, ns->cas_base);
             if (!extra) {
                 store_put_fields(r.item, &nh, now, flags, exp, cas, ns->cas_base);
-                store_link(s, &f, true, &r, tag);
+                store_link(s, &f, true, &r, tag, hv);
                 CTR_INC(ctx, total_items);
                 index_unlock(b);
                 store_abort(ctx, &r);
