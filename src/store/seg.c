@@ -1,27 +1,25 @@
-/* Segments: allocation, the FIFO of sealed segments, eviction and expiry.
+/* Segments: allocation, the queues of sealed segments, eviction, expiry.
  *
  * Every byte of item data lives in a segment of seg_size bytes; -m allows
  * seg_limit of them. A worker appends to its own open segment per TTL group;
- * a full one is sealed onto the FIFO tail. When a worker needs a segment and
- * -m is used up, the oldest sealed segment is evicted whole: each item in it
- * that is still linked is either dropped or, if it was read since it was
- * written (the slot's access bit), kept with its bit cleared (second chance,
- * as in CLOCK / S3-FIFO). Kept items are slid down to the start of the
- * victim, which then becomes the worker's new open segment: they start a new
- * lap behind every other segment, and no memory is set aside for carrying
- * them. New items that are never read again (scans, one-hit wonders) leave at
- * their first pass; at most 3/4 of a victim is kept, so each eviction frees
- * room.
+ * a full one is sealed onto the small queue. When a worker needs a segment
+ * and -m is used up, a whole segment is evicted, S3-FIFO style (seg_evict):
+ * from the small queue while it holds more than a tenth of the segments,
+ * else from the main queue. Items read since they were written (small) or
+ * since the last pass (main) are kept, copied to the main open segment;
+ * when that is full the victim is compacted in place and takes its place.
+ * The rest leave; keys that leave the small queue unread go to the ghost
+ * (store_ghost_add). At most half a victim is kept, so room is always made.
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
  * ahead of need.
  *
  * Pins: readers hold a segment's refcount while they send from it. A pinned
- * victim is not compacted: its items are unlinked (so no new pin can be
- * taken) and it waits in `draining` until its refcount drops to zero. While a
- * victim is being compacted (SEG_COMPACTING) a reader may not pin it: it
- * waits and looks again (seg_try_pin).
+ * victim is not compacted: its items are unlinked or copied out (so no new
+ * pin can be taken) and it waits in `draining` until its refcount drops to
+ * zero. While a victim is being compacted (SEG_COMPACTING) a reader may not
+ * pin it: it waits and looks again (seg_try_pin).
  *
  * Lock order: pool_lock, then bucket locks, then the index pool lock.
  */
