@@ -16,6 +16,12 @@
 #include "stats/stats.h"
 #include "version.h"
 
+/* `stats detail on|off` flips this while workers run. */
+static bool bin_detail_enabled(const struct session *s)
+{
+    return __atomic_load_n(&s->settings->detail_enabled, __ATOMIC_RELAXED);
+}
+
 static struct bin_resp bin_resp_ok(const struct bin_header *h, uint64_t cas)
 {
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque,
@@ -84,7 +90,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
         else
             STAT_INC(s->stats, get_misses);
     }
-    if (s->settings->detail_enabled)
+    if (bin_detail_enabled(s))
         server_stats_detail(key, h->keylen, 'g', hit);
 
     if (!hit) {
@@ -132,7 +138,7 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
     bool cas = h->cas != 0 && s->settings->cas_enabled;
     struct store_set_req req = {0};
 
-    if (s->settings->detail_enabled)
+    if (bin_detail_enabled(s))
         server_stats_detail(key, h->keylen, 's', false);
 
     switch (op) {
@@ -223,7 +229,7 @@ void bin_update_complete(struct session *s)
 static enum proto_status bin_delete(struct session *s, const struct bin_header *h, bool quiet,
                                     const char *key)
 {
-    if (s->settings->detail_enabled)
+    if (bin_detail_enabled(s))
         server_stats_detail(key, h->keylen, 'd', false);
     struct store_delete_req req = {.cas_compare = h->cas};
     switch (store_delete(s->store, key, h->keylen, &req)) {
