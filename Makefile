@@ -59,8 +59,9 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 .DEFAULT_GOAL := all
 
 all: server
+# build/nodelay is the optimised server, whatever backend built it last.
 server: $(SERVER)
-	@ln -sf $(CONFIG)-$(EVENT)/nodelay build/nodelay-$(CONFIG)
+	@ln -sf $(CONFIG)-$(EVENT)/nodelay build/nodelay$(if $(filter release,$(CONFIG)),,-$(CONFIG))
 
 debug:
 	$(MAKE) CONFIG=debug server
@@ -92,7 +93,7 @@ fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 run: server
-	$(SERVER) -u root
+	$(SERVER) -u nobody
 
 clean:
 	rm -rf build

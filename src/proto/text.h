@@ -40,6 +40,8 @@ typedef void (*text_value_done_fn)(struct session *s, bool chunk_ok);
 struct text_state {
     bool receiving;              /* a value (+ "\r\n") is arriving */
     bool have_res;               /* into `res`; otherwise it is swallowed */
+    char *dest;                  /* where the value goes (res.value, the auth
+                                    buffer) or NULL to swallow it */
     struct store_reservation res;
     size_t need;                 /* value bytes still to come */
     size_t filled;               /* value bytes received so far */
@@ -50,6 +52,10 @@ struct text_state {
     struct store_set_req set_req;
     bool set_noreply;
     struct meta_state meta;      /* the meta ms command waiting for its value */
+    /* the command being executed */
+    bool noreply;                /* classic `noreply`: suppress every reply */
+    bool closing;                /* quit, HTTP guard, shutdown, out of memory */
+    char *auth_buf;              /* -Y: the "user pass" token being received */
 };
 
 /* Receive the next nvalue bytes and the "\r\n" after them for the command
@@ -59,6 +65,18 @@ void text_expect_value(struct session *s, size_t nvalue, bool have_res, text_val
 
 enum proto_status text_process(struct session *s, const char *buf, size_t len,
                                size_t *consumed);
+/* The connection read n bytes straight into s->sink (proto_sink_filled). */
+void text_sink_filled(struct session *s, size_t n);
+/* Abort a value being received (its reservation included: meta_state_release
+ * must not abort s->text.res again), release meta's and auth's state. */
 void text_state_release(struct session *s);
+
+/* -Y ascii authentication: load (or, on SIGHUP, reload) the file of
+ * "user:pass" lines. Safe to call while workers run; not from a signal
+ * handler. Returns 0, or -1 (errno set) when the file cannot be read, in
+ * which case the previous list stays in force. */
+int text_auth_load(const char *path);
+/* Free the loaded list (at exit). */
+void text_auth_unload(void);
 
 #endif

@@ -56,6 +56,9 @@ void store_destroy(struct store **store);
 
 struct store_ctx *store_ctx_create(struct store *store);
 void store_ctx_destroy(struct store_ctx **ctx);
+/* The store a worker context belongs to (flush_all and lru_crawler metadump
+ * act on the whole store, and protocols hold only their worker's ctx). */
+struct store *store_ctx_store(struct store_ctx *ctx);
 
 /* A view of one item. Every pointer stays valid until store_pin_release(pin);
  * without a pin (want_value false) only the scalar fields are meaningful. */
@@ -130,6 +133,8 @@ struct store_reservation {
     /* private */
     void *seg;
     void *item;
+    uint32_t gen;   /* the segment's generation when reserved */
+    uint8_t group;  /* TTL group it was reserved in */
 };
 
 /* Reserve room for an item of this key and value size. STORE_TOO_LARGE when
@@ -139,6 +144,14 @@ struct store_reservation {
  * large or cannot be stored; that is the caller's decision (store_delete). */
 enum store_status store_reserve(struct store_ctx *ctx, const char *key, size_t nkey,
                                 size_t nvalue, struct store_reservation *res);
+
+/* store_reserve with the flags and expiry the caller will commit, when it
+ * knows them (classic set, binary set, ms): the item is laid out for them,
+ * so fewer header bytes, and placed with items of similar expiry. They are
+ * hints: a commit with other values still works (at the cost of a copy). */
+enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size_t nkey,
+                                    size_t nvalue, uint32_t flags, rel_time_t exptime,
+                                    struct store_reservation *res);
 
 /* Link a filled reservation under its key by req's rules. On STORE_OK,
  * *cas_out (if not NULL) is the item's CAS and *size_out (if not NULL) its

@@ -1,0 +1,253 @@
+/* nodelay: start-up, signals and the shutdown order.
+ *
+ * Start: settings -> root check / -u -> -d -> store -> listeners -> workers.
+ * Stop (SIGINT/SIGTERM, or SIGUSR1 = graceful; `shutdown` raises these):
+ * workers stop accepting, close their connections and are joined; then the
+ * listeners, the store and the pid file go, and the process exits 0. */
+#define _GNU_SOURCE /* strsignal */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "event/event.h"
+#include "log.h"
+#include "net/core.h"
+#include "net/listener.h"
+#include "net/registry.h"
+#include "settings.h"
+#include "store/store.h"
+#include "version.h"
+
+#define MAIN_EX_USAGE 64
+#define MAIN_EX_OSERR 71
+/* Descriptors beyond -c: listeners, worker loops and pipes, stdio, spare. */
+#define MAIN_FD_RESERVE 64
+
+/* memcached refuses to run as root unless -u says so; -u drops to that
+ * user (-u root keeps root). */
+static int main_drop_privileges(const struct settings *s)
+{
+    if (getuid() != 0 && geteuid() != 0)
+        return 0;
+    if (!s->username) {
+        fprintf(stderr, "can't run as root without the -u switch\n");
+        return -1;
+    }
+    struct passwd *pw = getpwnam(s->username);
+    if (!pw) {
+        fprintf(stderr, "can't find the user %s to switch to\n", s->username);
+        return -1;
+    }
+    if (pw->pw_uid == 0)
+        return 0;
+    if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0) {
+        fprintf(stderr, "failed to assume identity of user %s: %s\n", s->username,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void main_raise_limits(const struct settings *s)
+{
+    struct rlimit rl;
+    if (s->enable_coredumps) {
+        if (getrlimit(RLIMIT_CORE, &rl) == 0) {
+            rl.rlim_cur = rl.rlim_max;
+            if (setrlimit(RLIMIT_CORE, &rl) < 0)
+                log_info("failed to raise the core file limit: %s", strerror(errno));
+        }
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rlim_t want = (rlim_t)s->maxconns + MAIN_FD_RESERVE;
+        if (rl.rlim_cur < want) {
+            rl.rlim_cur = want <= rl.rlim_max || rl.rlim_max == RLIM_INFINITY ? want : rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+                log_info("file descriptor limit is below -c %d + %d; connections beyond it "
+                         "will wait",
+                         s->maxconns, MAIN_FD_RESERVE);
+        }
+    }
+}
+
+static int main_daemonize(bool keep_stderr)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    if (setsid() < 0)
+        return -1;
+    if (chdir("/") < 0)
+        return -1;
+    int fd = open("/dev/null", O_RDWR);
+    if (fd < 0)
+        return -1;
+    dup2(fd, STDIN_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    if (!keep_stderr)
+        dup2(fd, STDERR_FILENO);
+    if (fd > STDERR_FILENO)
+        close(fd);
+    return 0;
+}
+
+static int main_write_pid(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("Could not open the pid file %s for writing: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "%ld\n", (long)getpid());
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Every signal we act on is blocked in all threads and taken by sigwait
+ * here, so the workers never run a signal handler. */
+static int main_wait_for_stop(const sigset_t *set, bool *graceful)
+{
+    for (;;) {
+        int sig;
+        if (sigwait(set, &sig) != 0)
+            return -1;
+        switch (sig) {
+        case SIGINT:
+        case SIGTERM:
+            log_info("Signal handled: %s.", strsignal(sig));
+            *graceful = false;
+            return 0;
+        case SIGUSR1:
+            log_info("Graceful shutdown signal handled: %s.", strsignal(sig));
+            *graceful = true;
+            return 0;
+        case SIGHUP:
+            log_info("SIGHUP: nothing to reload");
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct settings s;
+    settings_defaults(&s);
+    int code = 0;
+    if (settings_parse(&s, argc, argv, stdout, stderr, &code) != SETTINGS_RUN) {
+        settings_release(&s);
+        return code;
+    }
+    log_set_verbosity(s.verbosity);
+
+    main_raise_limits(&s);
+    if (main_drop_privileges(&s) < 0) {
+        settings_release(&s);
+        return MAIN_EX_USAGE;
+    }
+    if (s.memory_file)
+        log_error("-e %s: nodelay does not restore a cache from a memory file; "
+                  "starting empty", s.memory_file);
+    if (s.daemonize) {
+        if (main_daemonize(s.verbosity > 0) < 0) {
+            fprintf(stderr, "failed to daemonize: %s\n", strerror(errno));
+            settings_release(&s);
+            return MAIN_EX_OSERR;
+        }
+        if (s.pid_file)
+            main_write_pid(s.pid_file);
+    }
+    if (s.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+        log_error("warning: -k invalid, mlockall() failed: %s", strerror(errno));
+
+    /* Block the stop signals before any thread exists, so all inherit it. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    clock_setup();
+    int rc = MAIN_EX_OSERR;
+    struct core core = {.settings = &s};
+    struct store_options opt = {
+        .mem_limit = s.maxbytes,
+        .item_size_max = s.item_size_max,
+        .evictions = s.evictions,
+        .cas_enabled = s.cas_enabled,
+        .hashpower = (unsigned)s.hashpower_init,
+        .background = true,
+    };
+    if (store_create(&core.store, &opt) != 0) {
+        log_error("failed to create the store (-m %zu MB)", s.maxbytes >> 20);
+        goto out_settings;
+    }
+    if (registry_init(&core.registry) < 0)
+        goto out_store;
+    if (listener_open_all(&s, &core.listeners) < 0)
+        goto out_registry;
+    if (core.listeners.n == 0)
+        log_info("no listening sockets (-p 0 and no -s): nothing can connect");
+    const char *port_file = getenv("MEMCACHED_PORT_FILENAME");
+    if (port_file && listener_write_port_file(&core.listeners, port_file) < 0)
+        log_error("could not write %s: %s", port_file, strerror(errno));
+
+    struct registry_entry *lentries = calloc(core.listeners.n + 1, sizeof *lentries);
+    if (!lentries)
+        goto out_listeners;
+    for (size_t i = 0; i < core.listeners.n; i++) {
+        struct listener *l = &core.listeners.l[i];
+        lentries[i] = (struct registry_entry){.fd = l->fd, .state = REGISTRY_LISTENING,
+                                              .last_cmd = clock_now()};
+        snprintf(lentries[i].addr, sizeof lentries[i].addr, "%s", l->name);
+        registry_add(&core.registry, &lentries[i]);
+        log_verbose("<%d server listening (%s) on %s", l->fd,
+                    strcmp(s.binding_protocol, "auto") == 0 ? "auto-negotiate"
+                                                            : s.binding_protocol,
+                    l->name);
+    }
+
+    server_attach(&core);
+    if (core_start(&core) < 0) {
+        server_attach(NULL);
+        goto out_entries;
+    }
+    log_info("nodelay %s (memcached %s protocol): %d worker threads, %s, -m %zu MB", NODELAY_VERSION,
+             NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(), s.maxbytes >> 20);
+
+    bool graceful = false;
+    main_wait_for_stop(&set, &graceful);
+    core_stop(&core, graceful);
+    server_attach(NULL);
+    rc = 0;
+out_entries:
+    for (size_t i = 0; i < core.listeners.n; i++)
+        registry_remove(&core.registry, &lentries[i]);
+    free(lentries);
+out_listeners:
+    listener_close_all(&core.listeners);
+out_registry:
+    registry_release(&core.registry);
+out_store:
+    store_destroy(&core.store);
+out_settings:
+    if (s.daemonize && s.pid_file)
+        unlink(s.pid_file);
+    settings_release(&s);
+    return rc;
+}

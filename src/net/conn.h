@@ -1,0 +1,66 @@
+/* One client connection: its read buffer, its session (protocol state and
+ * reply queue), backpressure and limits. Owned by exactly one worker. */
+#ifndef NODELAY_CONN_H
+#define NODELAY_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "clock.h"
+#include "net/registry.h"
+#include "proto/session.h"
+#include "net/worker.h"
+
+/* Read buffers start (and are cached) at this size; a longer request (a big
+ * multiget line) grows its connection's buffer up to CONN_RBUF_MAX. */
+#define CONN_RBUF_SIZE (16 * 1024)
+#define CONN_RBUF_MAX (64u * 1024 * 1024)
+/* Values at least this large are read straight into item memory. */
+#define CONN_DIRECT_MIN (4 * 1024)
+/* Stop reading a connection's requests while it owes this much. */
+#define CONN_REPLY_SOFT_LIMIT (4u * 1024 * 1024)
+/* Cut off a client that takes none of its replies for this long. */
+#define CONN_WRITE_STALL_SECS 60
+
+struct conn {
+    struct watch watch; /* event pointer */
+    struct worker *w;
+    int fd;
+    bool tcp;
+    unsigned interest;  /* EVENT_READ / EVENT_WRITE currently asked for */
+    bool blocked;       /* last write hit EAGAIN */
+    bool closing;       /* send what is queued, then close */
+    bool yielded;       /* complete requests left buffered (-R budget spent) */
+    bool in_ready;
+    bool dead;
+
+    char *rbuf;
+    size_t rsize, rpos, rlen; /* unconsumed bytes: rbuf[rpos .. rpos+rlen) */
+
+    size_t accounted;       /* reply bytes counted in the worker's gauge */
+    rel_time_t last_active; /* last byte received */
+    rel_time_t stall_since; /* blocked with no write progress since, 0 = not */
+
+    struct session sess;
+    struct registry_entry entry;
+    struct conn *prev, *next, *ready_next, *dead_next;
+};
+
+/* Take over an accepted, non-blocking socket. Returns the connection, or NULL
+ * (the fd is then closed). */
+struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
+                         const char *listen_addr);
+/* Event handlers. */
+void conn_on_event(struct conn *c, unsigned events);
+/* Run requests already buffered (after a -R yield or when backpressure lifts). */
+void conn_resume(struct conn *c);
+/* Close now: queued replies are dropped, pins and reservations released. */
+void conn_close(struct conn *c, const char *why);
+/* Free a closed connection (end of the loop turn). */
+void conn_free(struct conn *c);
+/* Once a second: idle timeout and stalled writers. */
+void conn_tick(struct conn *c, rel_time_t now);
+/* Try to send what is queued; used at shutdown. */
+void conn_flush(struct conn *c);
+
+#endif

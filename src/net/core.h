@@ -1,0 +1,41 @@
+/* The running server: what every worker shares. Built by main.c, read by
+ * workers and by server.c (the hooks protocols call). */
+#ifndef NODELAY_CORE_H
+#define NODELAY_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "net/listener.h"
+#include "net/registry.h"
+
+struct settings;
+struct store;
+struct worker;
+
+struct core {
+    struct settings *settings; /* verbosity, maxbytes and detail change at run time */
+    struct store *store;
+    struct listener_set listeners;
+    struct registry registry;
+    struct worker *workers;
+    int nworkers;
+    int curr_conns;           /* client connections, atomic (the -c limit) */
+    int accepting;            /* 1 unless accept hit the fd limit, atomic */
+    unsigned listen_disabled; /* times accept was paused on EMFILE, atomic */
+    bool stopping;            /* atomic */
+    bool graceful;            /* atomic */
+};
+
+/* Start nworkers threads (settings->num_threads), each watching every
+ * listener. Returns 0, or -1 after stopping whatever had started. */
+int core_start(struct core *c);
+/* Ask every worker to stop (graceful: let queued replies drain first) and
+ * wait for them. Safe to call once after core_start succeeded. */
+void core_stop(struct core *c, bool graceful);
+
+/* server.c: the instance the server_* hooks act on. */
+void server_attach(struct core *c);
+
+#endif

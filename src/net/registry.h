@@ -1,0 +1,59 @@
+/* Who is connected, for `stats conns`: every listener and connection has an
+ * entry, indexed by fd. Entries change only at accept and close (under one
+ * mutex); the per-request fields are relaxed atomics written by the owning
+ * worker, so the request path never takes the lock. */
+#ifndef NODELAY_REGISTRY_H
+#define NODELAY_REGISTRY_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "clock.h"
+
+struct reply_queue;
+
+enum registry_state {
+    REGISTRY_LISTENING,
+    REGISTRY_NEW_CMD,   /* idle, waiting for a request */
+    REGISTRY_READ,      /* part of a request line is buffered */
+    REGISTRY_PARSE_CMD, /* running requests */
+    REGISTRY_NREAD,     /* a value is arriving */
+    REGISTRY_MWRITE,    /* the client is slow to take its replies */
+    REGISTRY_CLOSING,
+};
+
+struct registry_entry {
+    int fd;
+    char addr[128];
+    const char *listen_addr; /* NULL for a listener */
+    int state;               /* enum registry_state, relaxed atomic */
+    rel_time_t last_cmd;     /* relaxed atomic */
+};
+
+struct registry {
+    pthread_mutex_t lock;
+    struct registry_entry **by_fd;
+    size_t cap;
+};
+
+int registry_init(struct registry *r);
+void registry_release(struct registry *r);
+int registry_add(struct registry *r, struct registry_entry *e);
+void registry_remove(struct registry *r, struct registry_entry *e);
+
+static inline void registry_set_state(struct registry_entry *e, enum registry_state st)
+{
+    __atomic_store_n(&e->state, (int)st, __ATOMIC_RELAXED);
+}
+static inline void registry_touch(struct registry_entry *e, rel_time_t now)
+{
+    __atomic_store_n(&e->last_cmd, now, __ATOMIC_RELAXED);
+}
+
+/* memcached's state names ("conn_new_cmd", ...). */
+const char *registry_state_name(int state);
+
+/* `stats conns` body (no END), in fd order. Returns 0 or -1 (out of memory). */
+int registry_compose(struct registry *r, rel_time_t now, struct reply_queue *out);
+
+#endif

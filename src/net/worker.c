@@ -1,0 +1,310 @@
+/* A worker: its event loop, accepting, the -R ready list and the once-a-second
+ * housekeeping (idle timeout, stalled readers, re-enabling accept). */
+#define _GNU_SOURCE /* accept4, pipe2 */
+#include "net/worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "event/event.h"
+#include "log.h"
+#include "net/conn.h"
+#include "net/core.h"
+#include "net/sockopt.h"
+#include "settings.h"
+#include "store/store.h"
+
+#define WORKER_EVENTS 256
+#define WORKER_ACCEPT_BATCH 64
+/* How long a graceful stop waits for clients to take their replies. */
+#define WORKER_DRAIN_MS 2000
+
+static const char worker_too_many[] = "ERROR Too many open connections\r\n";
+
+int worker_init(struct worker *w, struct core *core, int id)
+{
+    memset(w, 0, sizeof *w);
+    w->core = core;
+    w->id = id;
+    w->wake[0] = w->wake[1] = -1;
+    if (event_loop_create(&w->loop) < 0)
+        return -1;
+    if (pipe(w->wake) < 0)
+        goto fail;
+    for (int i = 0; i < 2; i++)
+        if (sockopt_nonblock(w->wake[i]) < 0 || fcntl(w->wake[i], F_SETFD, FD_CLOEXEC) < 0)
+            goto fail;
+    w->wake_watch = (struct watch){WATCH_WAKE, w};
+    if (event_add(w->loop, w->wake[0], EVENT_READ, &w->wake_watch) < 0)
+        goto fail;
+    w->store = store_ctx_create(core->store);
+    if (!w->store)
+        goto fail;
+    size_t nl = core->listeners.n;
+    w->listen_watch = calloc(nl ? nl : 1, sizeof *w->listen_watch);
+    if (!w->listen_watch)
+        goto fail;
+    for (size_t i = 0; i < nl; i++) {
+        w->listen_watch[i] = (struct watch){WATCH_LISTENER, &core->listeners.l[i]};
+        if (event_add(w->loop, core->listeners.l[i].fd, EVENT_READ | EVENT_EXCLUSIVE,
+                      &w->listen_watch[i]) < 0)
+            goto fail;
+    }
+    w->listening = true;
+    return 0;
+fail:
+    log_error("worker %d: setup failed: %s", id, strerror(errno));
+    worker_release(w);
+    return -1;
+}
+
+void worker_release(struct worker *w)
+{
+    while (w->conns)
+        conn_close(w->conns, NULL);
+    w->ready = NULL; /* every connection is closed: all are on the dead list */
+    while (w->dead) {
+        struct conn *c = w->dead;
+        w->dead = c->dead_next;
+        conn_free(c);
+    }
+    for (size_t i = 0; i < w->nbuf_cache; i++)
+        free(w->buf_cache[i]);
+    w->nbuf_cache = 0;
+    if (w->store)
+        store_ctx_destroy(&w->store);
+    event_loop_destroy(&w->loop);
+    for (int i = 0; i < 2; i++)
+        if (w->wake[i] >= 0)
+            close(w->wake[i]);
+    w->wake[0] = w->wake[1] = -1;
+    free(w->listen_watch);
+    w->listen_watch = NULL;
+}
+
+void worker_wake(struct worker *w)
+{
+    char b = 1;
+    ssize_t rc = write(w->wake[1], &b, 1);
+    (void)rc; /* a full pipe already means "wake up" */
+}
+
+char *worker_buf_get(struct worker *w)
+{
+    if (w->nbuf_cache > 0)
+        return w->buf_cache[--w->nbuf_cache];
+    return malloc(CONN_RBUF_SIZE);
+}
+
+void worker_buf_put(struct worker *w, char *buf)
+{
+    if (w->nbuf_cache < WORKER_BUF_CACHE)
+        w->buf_cache[w->nbuf_cache++] = buf;
+    else
+        free(buf);
+}
+
+void worker_ready_push(struct worker *w, struct conn *c)
+{
+    c->in_ready = true;
+    c->ready_next = w->ready;
+    w->ready = c;
+}
+
+static void worker_listen_enable(struct worker *w, bool on)
+{
+    struct listener_set *ls = &w->core->listeners;
+    for (size_t i = 0; i < ls->n; i++) {
+        if (on)
+            event_add(w->loop, ls->l[i].fd, EVENT_READ | EVENT_EXCLUSIVE, &w->listen_watch[i]);
+        else
+            event_delete(w->loop, ls->l[i].fd);
+    }
+    w->listening = on;
+}
+
+static void worker_accept(struct worker *w, struct listener *l)
+{
+    struct core *core = w->core;
+    for (int i = 0; i < WORKER_ACCEPT_BATCH; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+#ifdef __linux__
+        int fd = accept4(l->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+#else
+        int fd = accept(l->fd, (struct sockaddr *)&ss, &len);
+        if (fd >= 0 && (sockopt_nonblock(fd) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)) {
+            close(fd);
+            continue;
+        }
+#endif
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE) {
+                /* Out of descriptors: stop accepting for a second rather than
+                 * spin on a listener that stays readable. */
+                log_info("accept(): %s; pausing accept for 1 s", strerror(errno));
+                __atomic_fetch_add(&core->listen_disabled, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&core->accepting, 0, __ATOMIC_RELAXED);
+                worker_listen_enable(w, false);
+                w->relisten_at = clock_now() + 1;
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                log_info("accept(): %s", strerror(errno));
+            }
+            return; /* EAGAIN: another worker took it, or none left */
+        }
+        int maxconns = core->settings->maxconns;
+        if (__atomic_fetch_add(&core->curr_conns, 1, __ATOMIC_RELAXED) >= maxconns) {
+            __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
+            ssize_t rc = write(fd, worker_too_many, sizeof worker_too_many - 1);
+            (void)rc; /* best effort, as memcached */
+            close(fd);
+            STAT_INC(&w->stats, rejected_connections);
+            log_info("Too many open connections (-c %d)", maxconns);
+            continue;
+        }
+        if (l->tcp && sockopt_nodelay(fd) < 0) {
+            STAT_INC(&w->stats, nodelay_failures);
+            log_info("<%d setsockopt(TCP_NODELAY): %s", fd, strerror(errno));
+        }
+        char addr[128];
+        if (l->tcp) {
+            listener_format_addr((struct sockaddr *)&ss, true, NULL, addr, sizeof addr);
+        } else {
+            snprintf(addr, sizeof addr, "%s", l->name);
+        }
+        struct conn *c = conn_create(w, fd, l->tcp, addr, l->name);
+        if (!c) {
+            __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
+            continue;
+        }
+        STAT_INC(&w->stats, total_connections);
+        log_verbose("<%d new %s client connection from %s", fd,
+                    strcmp(core->settings->binding_protocol, "auto") == 0
+                        ? "auto-negotiating"
+                        : core->settings->binding_protocol,
+                    addr);
+    }
+}
+
+static void worker_tick(struct worker *w, rel_time_t now)
+{
+    for (struct conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        conn_tick(c, now);
+    }
+    if (!w->listening && now >= w->relisten_at && !__atomic_load_n(&w->core->stopping, __ATOMIC_RELAXED)) {
+        worker_listen_enable(w, true);
+        __atomic_store_n(&w->core->accepting, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* Free connections closed this turn; one still on the ready list is kept
+ * until worker_run_ready has taken it off. */
+static void worker_free_dead(struct worker *w)
+{
+    struct conn *keep = NULL;
+    while (w->dead) {
+        struct conn *c = w->dead;
+        w->dead = c->dead_next;
+        if (c->in_ready) {
+            c->dead_next = keep;
+            keep = c;
+        } else {
+            conn_free(c);
+        }
+    }
+    w->dead = keep;
+}
+
+/* Run the connections queued for another turn. Those that queue themselves
+ * again wait for the next turn, so a pipelining client cannot starve others. */
+static void worker_run_ready(struct worker *w)
+{
+    struct conn *list = w->ready;
+    w->ready = NULL;
+    while (list) {
+        struct conn *c = list;
+        list = c->ready_next;
+        c->in_ready = false;
+        conn_resume(c);
+    }
+}
+
+/* Stopping: no new clients; graceful gives queued replies a short while. */
+static void worker_shutdown(struct worker *w)
+{
+    if (w->listening)
+        worker_listen_enable(w, false);
+    bool graceful = __atomic_load_n(&w->core->graceful, __ATOMIC_RELAXED);
+    if (graceful) {
+        struct event_fired ev[WORKER_EVENTS];
+        for (int waited = 0; waited < WORKER_DRAIN_MS; waited += 50) {
+            bool owed = false;
+            for (struct conn *c = w->conns; c; c = c->next)
+                if (reply_pending(&c->sess.reply) > 0)
+                    owed = true;
+            if (!owed)
+                break;
+            int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
+            for (int i = 0; i < n; i++) {
+                struct watch *wt = ev[i].ptr;
+                if (wt->kind == WATCH_CONN && (ev[i].events & EVENT_WRITE))
+                    conn_on_event(wt->obj, EVENT_WRITE);
+            }
+            worker_free_dead(w);
+        }
+    }
+    while (w->conns)
+        conn_close(w->conns, "server stopping");
+    worker_free_dead(w);
+}
+
+void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct core *core = w->core;
+    struct event_fired ev[WORKER_EVENTS];
+    rel_time_t last_tick = clock_now();
+    while (!__atomic_load_n(&core->stopping, __ATOMIC_ACQUIRE)) {
+        int timeout = w->ready ? 0 : 1000;
+        int n = event_wait(w->loop, ev, WORKER_EVENTS, timeout);
+        if (n < 0) {
+            log_error("worker %d: event_wait: %s", w->id, strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            struct watch *wt = ev[i].ptr;
+            switch (wt->kind) {
+            case WATCH_CONN:
+                conn_on_event(wt->obj, ev[i].events);
+                break;
+            case WATCH_LISTENER:
+                if (w->listening)
+                    worker_accept(w, wt->obj);
+                break;
+            case WATCH_WAKE: {
+                char buf[64];
+                while (read(w->wake[0], buf, sizeof buf) > 0)
+                    ;
+                break;
+            }
+            }
+        }
+        worker_run_ready(w);
+        worker_free_dead(w);
+        rel_time_t now = clock_now();
+        if (now != last_tick) {
+            last_tick = now;
+            worker_tick(w, now);
+            worker_free_dead(w);
+        }
+    }
+    worker_shutdown(w);
+    return NULL;
+}

@@ -1,0 +1,66 @@
+/* A worker thread: one event loop owning its connections end to end, its own
+ * store context and counters. Listeners are watched by every worker. */
+#ifndef NODELAY_WORKER_H
+#define NODELAY_WORKER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/uio.h>
+
+#include "clock.h"
+#include "stats/stats.h"
+
+struct core;
+struct conn;
+struct event_loop;
+struct store_ctx;
+
+/* What an event's pointer refers to. */
+enum watch_kind { WATCH_CONN, WATCH_LISTENER, WATCH_WAKE };
+struct watch {
+    enum watch_kind kind;
+    void *obj;
+};
+
+#define WORKER_IOV_MAX 1024
+#define WORKER_BUF_CACHE 32
+
+struct worker {
+    struct core *core;
+    int id;
+    pthread_t thread;
+    bool started;
+    struct event_loop *loop;
+    struct store_ctx *store;
+    struct stats_thread stats;
+    int wake[2];                  /* pipe: core_stop writes, the loop reads */
+    struct watch wake_watch;
+    struct watch *listen_watch;   /* one per listener */
+    bool listening;
+    rel_time_t relisten_at;       /* after EMFILE: try accepting again then */
+
+    struct conn *conns;           /* every live connection (doubly linked) */
+    size_t nconns;
+    struct conn *ready;           /* to run again next turn (-R yield, unpaused) */
+    struct conn *dead;            /* closed this turn, freed at its end */
+
+    char *buf_cache[WORKER_BUF_CACHE]; /* spare read buffers */
+    size_t nbuf_cache;
+    struct iovec iov[WORKER_IOV_MAX];
+
+    size_t reply_bytes;           /* bytes queued for clients, relaxed atomic */
+    size_t rbuf_bytes;            /* read buffer bytes held, relaxed atomic */
+};
+
+int worker_init(struct worker *w, struct core *core, int id);
+void worker_release(struct worker *w);
+void *worker_main(void *arg);
+/* From another thread: wake the loop so it notices core->stopping. */
+void worker_wake(struct worker *w);
+
+/* For conn.c */
+char *worker_buf_get(struct worker *w);
+void worker_buf_put(struct worker *w, char *buf);
+void worker_ready_push(struct worker *w, struct conn *c);
+
+#endif

@@ -1,0 +1,328 @@
+/* Binary protocol: the opcodes, run against the store.
+ *
+ * Replies follow memcached's proto_bin.c: errors are always sent, even for a
+ * quiet opcode; a quiet opcode's success is not; GETQ/GETKQ/GATQ/GATKQ are
+ * silent on a miss but answer a hit. */
+#include "proto/binary.h"
+
+#include <string.h>
+
+#include "clock.h"
+#include "net/reply.h"
+#include "proto/proto.h"
+#include "proto/session.h"
+#include "server.h"
+#include "settings.h"
+#include "stats/stats.h"
+#include "version.h"
+
+static struct bin_resp bin_resp_ok(const struct bin_header *h, uint64_t cas)
+{
+    struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque,
+                         .cas = cas};
+    return r;
+}
+
+/* Out of memory while composing: nothing sensible can be sent, so end the
+ * connection rather than leave the client waiting for a reply. */
+static enum proto_status bin_result(int rc)
+{
+    return rc == 0 ? PROTO_OK : PROTO_CLOSE;
+}
+
+static enum proto_status bin_error(struct session *s, const struct bin_header *h,
+                                   uint16_t status)
+{
+    return bin_result(bin_compose_error(&s->reply, h->opcode, h->opaque, status));
+}
+
+/* A success with an optional body, unless the opcode is quiet. */
+static enum proto_status bin_success(struct session *s, const struct bin_header *h, bool quiet,
+                                     uint64_t cas, const void *body, uint32_t bodylen)
+{
+    if (quiet)
+        return PROTO_OK;
+    struct bin_resp r = bin_resp_ok(h, cas);
+    return bin_result(bin_compose(&s->reply, &r, NULL, 0, NULL, 0, body, bodylen));
+}
+
+/* GET GETQ GETK GETKQ TOUCH GAT GATQ GATK GATKQ */
+static enum proto_status bin_get(struct session *s, const struct bin_header *h, uint8_t op,
+                                 bool quiet, const unsigned char *ext, const char *key)
+{
+    bool touch = op == BIN_OP_TOUCH || op == BIN_OP_GAT || op == BIN_OP_GATK;
+    bool with_key = op == BIN_OP_GETK || op == BIN_OP_GATK;
+    bool with_value = op != BIN_OP_TOUCH;
+    struct store_get_req req = {.want_value = with_value};
+    if (touch) {
+        req.touch = true;
+        req.exptime = clock_exptime((int64_t)bin_load32(ext));
+    }
+    struct store_item it;
+    enum store_status st = store_get(s->store, key, h->keylen, &req, &it);
+    bool hit = st == STORE_OK;
+
+    if (touch) {
+        STAT_INC(s->stats, cmd_touch);
+        if (hit)
+            STAT_INC(s->stats, touch_hits);
+        else
+            STAT_INC(s->stats, touch_misses);
+    } else {
+        STAT_INC(s->stats, cmd_get);
+        if (hit)
+            STAT_INC(s->stats, get_hits);
+        else
+            STAT_INC(s->stats, get_misses);
+    }
+    if (s->settings->detail_enabled)
+        server_stats_detail(key, h->keylen, 'g', hit);
+
+    if (!hit) {
+        if (quiet)
+            return PROTO_OK;
+        if (!with_key)
+            return bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+        /* GETK/GATK: the key is the body, without the usual text. */
+        struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_KEY_ENOENT,
+                             .opaque = h->opaque};
+        return bin_result(bin_compose(&s->reply, &r, NULL, 0, key, h->keylen, NULL, 0));
+    }
+
+    uint32_t nvalue = with_value ? it.nvalue : 0;
+    uint16_t nkey = with_key ? h->keylen : 0;
+    size_t head = BIN_HEADER_LEN + 4 + (size_t)nkey;
+    unsigned char *p = (unsigned char *)reply_reserve(&s->reply, head);
+    if (!p) {
+        if (it.pin)
+            store_pin_release(it.pin);
+        return PROTO_CLOSE;
+    }
+    struct bin_resp r = bin_resp_ok(h, it.cas);
+    bin_header_encode(p, &r, nkey, 4, 4 + (uint32_t)nkey + nvalue);
+    bin_store32(p + BIN_HEADER_LEN, it.flags);
+    if (nkey)
+        memcpy(p + BIN_HEADER_LEN + 4, key, nkey);
+    reply_commit(&s->reply, head);
+    if (!with_value) {
+        if (it.pin)
+            store_pin_release(it.pin);
+        return PROTO_OK;
+    }
+    /* The value leaves from item memory; the queue releases the pin. */
+    return bin_result(reply_ref(&s->reply, it.value, nvalue, it.pin));
+}
+
+/* SET ADD REPLACE APPEND PREPEND (+Q): reserve room, then receive the value. */
+static enum proto_status bin_update_start(struct session *s, const struct bin_header *h,
+                                          uint8_t op, bool quiet, const unsigned char *ext,
+                                          const char *key)
+{
+    struct bin_state *st = &s->bin;
+    size_t vlen = bin_value_len(h);
+    bool cas = h->cas != 0 && s->settings->cas_enabled;
+    struct store_set_req req = {0};
+
+    if (s->settings->detail_enabled)
+        server_stats_detail(key, h->keylen, 's', false);
+
+    switch (op) {
+    case BIN_OP_SET: req.mode = STORE_MODE_SET; break;
+    case BIN_OP_ADD: req.mode = STORE_MODE_ADD; break;
+    case BIN_OP_REPLACE: req.mode = STORE_MODE_REPLACE; break;
+    case BIN_OP_APPEND: req.mode = STORE_MODE_APPEND; break;
+    default: req.mode = STORE_MODE_PREPEND; break;
+    }
+    if (op == BIN_OP_SET || op == BIN_OP_ADD || op == BIN_OP_REPLACE) {
+        req.flags = bin_load32(ext);
+        req.exptime = clock_exptime((int64_t)bin_load32(ext + 4));
+        /* memcached turns any of the three into a CAS when a CAS is given
+         * (and ignores it under -C, where items carry none). */
+        if (cas) {
+            req.mode = STORE_MODE_CAS;
+            req.cas_compare = h->cas;
+        }
+    } else if (cas) {
+        req.cas_compare = h->cas;
+    }
+
+    enum store_status rs = store_reserve(s->store, key, h->keylen, vlen, &st->res);
+    if (rs != STORE_OK) {
+        uint16_t status = rs == STORE_TOO_LARGE ? BIN_STATUS_E2BIG : BIN_STATUS_ENOMEM;
+        /* A failed set must not leave the old value readable. */
+        if (op == BIN_OP_SET)
+            store_delete(s->store, key, h->keylen, NULL);
+        enum proto_status rc = bin_error(s, h, status);
+        bin_swallow(s, vlen);
+        return rc;
+    }
+    st->hdr = *h;
+    st->base_op = op;
+    st->quiet = quiet;
+    st->set_req = req;
+    st->recv = BIN_RECV_STORE;
+    st->need = vlen;
+    st->filled = 0;
+    return PROTO_OK;
+}
+
+void bin_update_complete(struct session *s)
+{
+    struct bin_state *st = &s->bin;
+    const struct bin_header *h = &st->hdr;
+    uint64_t cas = 0;
+
+    STAT_INC(s->stats, cmd_set);
+    enum store_status rs = store_commit(s->store, &st->res, &st->set_req, &cas, NULL);
+    if (st->set_req.mode == STORE_MODE_CAS) {
+        if (rs == STORE_OK)
+            STAT_INC(s->stats, cas_hits);
+        else if (rs == STORE_EXISTS)
+            STAT_INC(s->stats, cas_badval);
+        else if (rs == STORE_MISS)
+            STAT_INC(s->stats, cas_misses);
+    }
+
+    switch (rs) {
+    case STORE_OK:
+        bin_success(s, h, st->quiet, cas, NULL, 0);
+        return;
+    case STORE_EXISTS:
+        bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
+        return;
+    case STORE_MISS:
+        bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+        return;
+    default:
+        if (st->set_req.mode == STORE_MODE_ADD)
+            bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
+        else if (st->set_req.mode == STORE_MODE_REPLACE)
+            bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+        else
+            bin_error(s, h, BIN_STATUS_NOT_STORED);
+        return;
+    }
+}
+
+static enum proto_status bin_delete(struct session *s, const struct bin_header *h, bool quiet,
+                                    const char *key)
+{
+    if (s->settings->detail_enabled)
+        server_stats_detail(key, h->keylen, 'd', false);
+    struct store_delete_req req = {.cas_compare = h->cas};
+    switch (store_delete(s->store, key, h->keylen, &req)) {
+    case STORE_OK:
+        STAT_INC(s->stats, delete_hits);
+        return bin_success(s, h, quiet, 0, NULL, 0);
+    case STORE_EXISTS:
+        return bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
+    default:
+        STAT_INC(s->stats, delete_misses);
+        return bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+    }
+}
+
+/* INCREMENT DECREMENT (+Q). Extras: delta u64, initial u64, exptime u32;
+ * exptime 0xffffffff means a miss is not created. */
+static enum proto_status bin_arith(struct session *s, const struct bin_header *h, uint8_t op,
+                                   bool quiet, const unsigned char *ext, const char *key)
+{
+    uint32_t exptime = bin_load32(ext + 16);
+    struct store_arith_req req = {
+        .incr = op == BIN_OP_INCREMENT,
+        .delta = bin_load64(ext),
+        .create = exptime != 0xffffffffu,
+        .initial = bin_load64(ext + 8),
+        .create_exptime = clock_exptime((int64_t)exptime),
+        .cas_compare = h->cas,
+    };
+    struct store_arith_res res = {0};
+    switch (store_arith(s->store, key, h->keylen, &req, &res)) {
+    case STORE_OK: {
+        if (!res.created) {
+            if (req.incr)
+                STAT_INC(s->stats, incr_hits);
+            else
+                STAT_INC(s->stats, decr_hits);
+        }
+        unsigned char body[8];
+        bin_store64(body, res.value);
+        return bin_success(s, h, quiet, res.cas, body, sizeof body);
+    }
+    case STORE_MISS:
+        if (req.incr)
+            STAT_INC(s->stats, incr_misses);
+        else
+            STAT_INC(s->stats, decr_misses);
+        return bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+    case STORE_NON_NUMERIC:
+        return bin_error(s, h, BIN_STATUS_DELTA_BADVAL);
+    case STORE_EXISTS:
+        return bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
+    case STORE_NOT_STORED:
+        return bin_error(s, h, BIN_STATUS_NOT_STORED);
+    default:
+        return bin_error(s, h, BIN_STATUS_ENOMEM);
+    }
+}
+
+/* FLUSH FLUSHQ, with an optional delay (exptime rules). */
+static enum proto_status bin_flush(struct session *s, const struct bin_header *h, bool quiet,
+                                   const unsigned char *ext)
+{
+    if (!s->settings->flush_enabled)
+        return bin_error(s, h, BIN_STATUS_AUTH_ERROR); /* memcached's answer to -F */
+    uint32_t delay = h->extlen == 4 ? bin_load32(ext) : 0;
+    rel_time_t when = delay > 0 ? clock_exptime((int64_t)delay) : clock_now();
+    store_flush(store_ctx_store(s->store), when);
+    STAT_INC(s->stats, cmd_flush);
+    return bin_success(s, h, quiet, 0, NULL, 0);
+}
+
+enum proto_status bin_exec(struct session *s, const struct bin_header *h, enum bin_kind kind,
+                           const unsigned char *ext, const char *key)
+{
+    bool quiet;
+    uint8_t op = bin_opcode_base(h->opcode, &quiet);
+
+    switch (kind) {
+    case BIN_KIND_GET:
+    case BIN_KIND_TOUCH:
+        return bin_get(s, h, op, quiet, ext, key);
+    case BIN_KIND_UPDATE:
+    case BIN_KIND_APPEND:
+        return bin_update_start(s, h, op, quiet, ext, key);
+    case BIN_KIND_DELETE:
+        return bin_delete(s, h, quiet, key);
+    case BIN_KIND_ARITH:
+        return bin_arith(s, h, op, quiet, ext, key);
+    case BIN_KIND_NOOP:
+        return bin_success(s, h, false, 0, NULL, 0);
+    case BIN_KIND_VERSION:
+        return bin_success(s, h, false, 0, NODELAY_PROTOCOL_VERSION,
+                           (uint32_t)strlen(NODELAY_PROTOCOL_VERSION));
+    case BIN_KIND_QUIT:
+        bin_success(s, h, quiet, 0, NULL, 0);
+        return PROTO_CLOSE;
+    case BIN_KIND_SASL_LIST:
+        return bin_sasl_list(s, h);
+    case BIN_KIND_SASL_AUTH:
+        return bin_sasl_start(s, h, key);
+    case BIN_KIND_STAT:
+        return bin_stat(s, h, key);
+    case BIN_KIND_FLUSH:
+        return bin_flush(s, h, quiet, ext);
+    case BIN_KIND_UNKNOWN:
+    case BIN_KIND_INVALID:
+    default: {
+        /* The rest of the body is discarded. memcached discards bodylen
+         * bytes counted after the extras and key it already consumed, which
+         * eats into the next request when there are extras or a key (it then
+         * closes the connection on the garbage without sending this reply);
+         * we skip exactly this request's bytes. */
+        enum proto_status rc = bin_error(s, h, BIN_STATUS_UNKNOWN_COMMAND);
+        bin_swallow(s, bin_value_len(h));
+        return rc;
+    }
+    }
+}

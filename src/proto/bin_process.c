@@ -1,0 +1,166 @@
+/* Binary protocol: the resumable request loop.
+ *
+ * Each call consumes whole requests (header + extras + key) and any value
+ * bytes that have arrived; a value is received straight into its reserved
+ * item memory (or into the SASL buffer, or discarded), and when the buffered
+ * bytes run out the rest is offered to the connection as s->sink so it can
+ * read there directly. */
+#include "proto/binary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "proto/proto.h"
+#include "proto/session.h"
+#include "settings.h"
+#include "stats/stats.h"
+
+static void bin_recv_done(struct session *s)
+{
+    struct bin_state *st = &s->bin;
+    enum bin_recv what = st->recv;
+    st->recv = BIN_RECV_NONE;
+    s->sink = NULL;
+    s->sink_len = 0;
+    if (what == BIN_RECV_STORE)
+        bin_update_complete(s);
+    else if (what == BIN_RECV_SASL)
+        bin_sasl_complete(s);
+}
+
+/* Take value bytes from p; returns how many were used. */
+static size_t bin_recv_feed(struct session *s, const char *p, size_t avail)
+{
+    struct bin_state *st = &s->bin;
+    size_t want = st->need - st->filled;
+    size_t n = avail < want ? avail : want;
+    if (n > 0) {
+        if (st->recv == BIN_RECV_STORE)
+            memcpy(st->res.value + st->filled, p, n);
+        else if (st->recv == BIN_RECV_SASL && !st->sasl_overflow)
+            memcpy(st->sasl_data + st->filled, p, n);
+        st->filled += n;
+    }
+    if (st->filled == st->need) {
+        bin_recv_done(s);
+    } else if (st->recv == BIN_RECV_STORE) {
+        /* The rest may be read straight into item memory. */
+        s->sink = st->res.value + st->filled;
+        s->sink_len = st->need - st->filled;
+    }
+    return n;
+}
+
+void bin_sink_filled(struct session *s, size_t n)
+{
+    struct bin_state *st = &s->bin;
+    if (st->recv != BIN_RECV_STORE || n > s->sink_len)
+        return;
+    st->filled += n;
+    s->sink += n;
+    s->sink_len -= n;
+    if (st->filled == st->need)
+        bin_recv_done(s);
+}
+
+void bin_swallow(struct session *s, size_t n)
+{
+    struct bin_state *st = &s->bin;
+    st->recv = BIN_RECV_SWALLOW;
+    st->need = n;
+    st->filled = 0;
+}
+
+/* A request that ends the connection: reply, then close. */
+static enum proto_status bin_fatal(struct session *s, const struct bin_header *h,
+                                   uint16_t status)
+{
+    bin_compose_error(&s->reply, h->opcode, h->opaque, status);
+    log_info("binary protocol error (opcode %02x), closing connection", h->opcode);
+    return PROTO_CLOSE;
+}
+
+static bool bin_allowed_unauthenticated(uint8_t opcode)
+{
+    return opcode == BIN_OP_SASL_LIST_MECHS || opcode == BIN_OP_SASL_AUTH ||
+           opcode == BIN_OP_SASL_STEP || opcode == BIN_OP_VERSION;
+}
+
+/* One request at p. *used = 0 with PROTO_OK means more bytes are needed. */
+static enum proto_status bin_request(struct session *s, const unsigned char *p, size_t avail,
+                                     size_t *used)
+{
+    struct bin_header h;
+    bin_header_decode(p, &h);
+    *used = 0;
+
+    if (h.magic != BIN_MAGIC_REQ) {
+        log_info("invalid binary magic %02x, closing connection", h.magic);
+        return PROTO_CLOSE;
+    }
+    /* The checks that close the connection need only the header, so a
+     * hostile length never makes us wait for (or buffer) its bytes. */
+    if (bin_lengths_inconsistent(&h))
+        return bin_fatal(s, &h, BIN_STATUS_UNKNOWN_COMMAND);
+    if (s->settings->sasl && !s->bin.sasl_authed && !bin_allowed_unauthenticated(h.opcode))
+        return bin_fatal(s, &h, BIN_STATUS_AUTH_ERROR);
+    if (h.keylen > STORE_KEY_MAX)
+        return bin_fatal(s, &h, BIN_STATUS_EINVAL);
+
+    size_t head = (size_t)BIN_HEADER_LEN + h.extlen + h.keylen;
+    if (avail < head)
+        return PROTO_OK;
+    *used = head;
+
+    enum bin_kind kind = bin_classify(&h);
+    if (kind == BIN_KIND_INVALID)
+        return bin_fatal(s, &h, BIN_STATUS_EINVAL);
+    return bin_exec(s, &h, kind, p + BIN_HEADER_LEN,
+                    (const char *)p + BIN_HEADER_LEN + h.extlen);
+}
+
+enum proto_status bin_process(struct session *s, const char *buf, size_t len,
+                              size_t *consumed)
+{
+    struct bin_state *st = &s->bin;
+    int budget = s->settings->reqs_per_event;
+    int done = 0;
+    size_t off = 0;
+    enum proto_status rc = PROTO_OK;
+
+    s->sink = NULL;
+    s->sink_len = 0;
+    for (;;) {
+        if (st->recv != BIN_RECV_NONE) {
+            off += bin_recv_feed(s, buf + off, len - off);
+            if (st->recv != BIN_RECV_NONE)
+                break; /* the value is still arriving */
+            continue;
+        }
+        if (len - off < BIN_HEADER_LEN)
+            break;
+        if (budget > 0 && done >= budget) {
+            rc = PROTO_YIELD;
+            break;
+        }
+        size_t used;
+        rc = bin_request(s, (const unsigned char *)buf + off, len - off, &used);
+        off += used;
+        if (rc != PROTO_OK || used == 0)
+            break;
+        done++;
+    }
+    *consumed = off;
+    return rc;
+}
+
+void bin_state_release(struct session *s)
+{
+    struct bin_state *st = &s->bin;
+    if (st->recv == BIN_RECV_STORE)
+        store_abort(s->store, &st->res);
+    st->recv = BIN_RECV_NONE;
+    free(st->sasl_data);
+    st->sasl_data = NULL;
+}

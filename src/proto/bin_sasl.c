@@ -1,0 +1,126 @@
+/* Binary protocol: SASL_LIST_MECHS, SASL_AUTH and SASL_STEP (-S).
+ *
+ * Every AUTH or STEP (and LIST_MECHS, which restarts an exchange in
+ * memcached) first drops the connection's authentication, so a failed attempt
+ * after a successful one never leaves it authenticated (memcached's
+ * CVE-2013-7239). PLAIN sends everything at once; an AUTH without data gets
+ * AUTH_CONTINUE and the credentials then come in a STEP, as Cyrus answers. */
+#include "proto/binary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/reply.h"
+#include "proto/proto.h"
+#include "proto/sasl.h"
+#include "proto/session.h"
+#include "settings.h"
+#include "stats/stats.h"
+
+static void bin_sasl_reset(struct session *s)
+{
+    s->bin.sasl_authed = false;
+    s->authenticated = false;
+}
+
+/* Without -S the SASL opcodes are unknown, and their data is discarded. */
+static enum proto_status bin_sasl_disabled(struct session *s, const struct bin_header *h)
+{
+    int rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_UNKNOWN_COMMAND);
+    bin_swallow(s, (size_t)h->bodylen - h->keylen - h->extlen);
+    return rc == 0 ? PROTO_OK : PROTO_CLOSE;
+}
+
+enum proto_status bin_sasl_list(struct session *s, const struct bin_header *h)
+{
+    if (!s->settings->sasl)
+        return bin_sasl_disabled(s, h);
+    bin_sasl_reset(s);
+    s->bin.sasl_started = false;
+    struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque};
+    int rc = bin_compose(&s->reply, &r, NULL, 0, NULL, 0, SASL_MECHS, strlen(SASL_MECHS));
+    return rc == 0 ? PROTO_OK : PROTO_CLOSE;
+}
+
+enum proto_status bin_sasl_start(struct session *s, const struct bin_header *h,
+                                 const char *key)
+{
+    struct bin_state *st = &s->bin;
+    if (!s->settings->sasl)
+        return bin_sasl_disabled(s, h);
+    size_t vlen = bin_value_len(h);
+    if (h->keylen > BIN_SASL_MECH_MAX) {
+        int rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_EINVAL);
+        bin_swallow(s, vlen);
+        return rc == 0 ? PROTO_OK : PROTO_CLOSE;
+    }
+    /* memcached holds the data in an item: more than -I cannot be. */
+    if (vlen + h->keylen > s->settings->item_size_max) {
+        int rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_ENOMEM);
+        bin_swallow(s, vlen);
+        return rc == 0 ? PROTO_OK : PROTO_CLOSE;
+    }
+    if (!st->sasl_data) {
+        st->sasl_data = malloc(BIN_SASL_DATA_MAX);
+        if (!st->sasl_data)
+            return PROTO_CLOSE;
+    }
+    st->hdr = *h;
+    memcpy(st->sasl_mech, key, h->keylen);
+    st->sasl_nmech = (uint8_t)h->keylen;
+    st->sasl_overflow = vlen > BIN_SASL_DATA_MAX;
+    st->recv = BIN_RECV_SASL;
+    st->need = vlen;
+    st->filled = 0;
+    return PROTO_OK;
+}
+
+enum bin_sasl_result { BIN_SASL_OK, BIN_SASL_CONTINUE, BIN_SASL_FAIL };
+
+static enum bin_sasl_result bin_sasl_run(struct bin_state *st)
+{
+    const struct bin_header *h = &st->hdr;
+    size_t n = st->need;
+    if (h->opcode == BIN_OP_SASL_AUTH) {
+        if (!sasl_mech_supported(st->sasl_mech, st->sasl_nmech))
+            return BIN_SASL_FAIL;
+        if (n == 0)
+            return BIN_SASL_CONTINUE;
+    } else if (!st->sasl_started) {
+        return BIN_SASL_FAIL; /* STEP without AUTH */
+    }
+    if (st->sasl_overflow)
+        return BIN_SASL_FAIL;
+    return sasl_plain_check(st->sasl_data, n) ? BIN_SASL_OK : BIN_SASL_FAIL;
+}
+
+void bin_sasl_complete(struct session *s)
+{
+    struct bin_state *st = &s->bin;
+    const struct bin_header *h = &st->hdr;
+    bin_sasl_reset(s);
+    enum bin_sasl_result res = bin_sasl_run(st);
+    st->sasl_started = res == BIN_SASL_CONTINUE;
+    struct bin_resp r = {.opcode = h->opcode, .opaque = h->opaque};
+
+    switch (res) {
+    case BIN_SASL_OK:
+        st->sasl_authed = true;
+        s->authenticated = true;
+        STAT_INC(s->stats, auth_cmds);
+        r.status = BIN_STATUS_OK;
+        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, "Authenticated", 13);
+        break;
+    case BIN_SASL_CONTINUE:
+        r.status = BIN_STATUS_AUTH_CONTINUE;
+        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, NULL, 0);
+        break;
+    case BIN_SASL_FAIL:
+        STAT_INC(s->stats, auth_cmds);
+        STAT_INC(s->stats, auth_errors);
+        bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_AUTH_ERROR);
+        break;
+    }
+    /* The credentials are not kept beyond the check. */
+    memset(st->sasl_data, 0, BIN_SASL_DATA_MAX);
+}

@@ -1,0 +1,181 @@
+/* mg (meta get) and me (meta debug). */
+#include <string.h>
+
+#include "clock.h"
+#include "net/reply.h"
+#include "proto/meta.h"
+#include "proto/session.h"
+#include "stats/stats.h"
+
+/* R<ttl>: win the recache when the item's remaining TTL is below this many
+ * seconds; ttl follows the exptime rules, so compute it the same way. */
+static rel_time_t meta_recache_below(int64_t ttl)
+{
+    rel_time_t when = meta_exptime(ttl);
+    rel_time_t now = clock_now();
+    if (when == REL_TIME_NEVER || when <= now)
+        return 0;
+    return when - now;
+}
+
+static void meta_get_miss(struct session *s, const struct meta_req *req)
+{
+    if (req->quiet)
+        return;
+    struct meta_line l = {.len = 0};
+    meta_line_mem(&l, "EN", 2);
+    for (size_t i = 0; i < req->norder; i++) {
+        if (req->order[i] == 'O')
+            meta_line_opaque(&l, req->opaque, req->nopaque);
+        else if (req->order[i] == 'k')
+            meta_line_key(&l, req->key, req->nkey, req->base64_key);
+    }
+    meta_line_send(s, &l);
+}
+
+static void meta_get_hit(struct session *s, const struct meta_req *req, struct store_item *it)
+{
+    /* 1.6.45 mg C<cas>: the client already holds this version; skip the value */
+    bool value = req->value && !(meta_has(req, 'C') && req->cas == it->cas);
+    rel_time_t now = clock_now();
+    struct meta_line l = {.len = 0};
+
+    if (value) {
+        meta_line_mem(&l, "VA ", 3);
+        meta_line_u64(&l, it->nvalue);
+    } else {
+        meta_line_mem(&l, "HD", 2);
+    }
+    for (size_t i = 0; i < req->norder; i++) {
+        switch (req->order[i]) {
+        case 's':
+            meta_line_flag_u64(&l, 's', it->nvalue);
+            break;
+        case 't':
+            meta_line_mem(&l, " t", 2);
+            if (it->exptime == REL_TIME_NEVER)
+                meta_line_mem(&l, "-1", 2);
+            else
+                meta_line_u64(&l, it->exptime > now ? it->exptime - now : 0);
+            break;
+        case 'c':
+            meta_line_flag_u64(&l, 'c', it->cas);
+            break;
+        case 'f':
+            meta_line_flag_u64(&l, 'f', it->flags);
+            break;
+        case 'l':
+            meta_line_flag_u64(&l, 'l', now > it->last_access ? now - it->last_access : 0);
+            break;
+        case 'h':
+            meta_line_mem(&l, it->fetched ? " h1" : " h0", 3);
+            break;
+        case 'O':
+            meta_line_opaque(&l, req->opaque, req->nopaque);
+            break;
+        case 'k':
+            meta_line_key(&l, req->key, req->nkey, req->base64_key);
+            break;
+        default:
+            break;
+        }
+    }
+    /* memcached's order: Z (a win already went out), X (stale), W (you won) */
+    if (it->win_sent)
+        meta_line_mem(&l, " Z", 2);
+    if (it->stale)
+        meta_line_mem(&l, " X", 2);
+    if (it->won)
+        meta_line_mem(&l, " W", 2);
+    meta_line_send(s, &l);
+
+    if (value) {
+        if (it->nvalue > 0) {
+            /* by reference: the pin keeps the bytes until they are sent */
+            reply_ref(&s->reply, it->value, it->nvalue, it->pin);
+            it->pin = NULL;
+        }
+        reply_copy(&s->reply, "\r\n", 2);
+    }
+}
+
+void meta_get(struct session *s, const struct meta_req *req)
+{
+    struct store_get_req g = {
+        .want_value = req->value,
+        .no_update = req->no_update,
+        .touch = req->has_ttl,
+        .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
+        .vivify = req->has_vivify,
+        .vivify_exptime = req->has_vivify ? meta_exptime(req->vivify_ttl) : 0,
+        .recache = req->has_recache,
+        .recache_below = req->has_recache ? meta_recache_below(req->recache_ttl) : 0,
+        .cas_new = req->has_cas_new ? req->cas_new : 0,
+    };
+    struct store_item it;
+    memset(&it, 0, sizeof it);
+    enum store_status st = store_get(s->store, req->key, req->nkey, &g, &it);
+
+    /* a vivified miss answers as a hit on the new, empty item (memcached
+     * counts it as one too) */
+    bool hit = st == STORE_OK || (st == STORE_MISS && req->has_vivify && it.won);
+    if (hit) {
+        if (req->has_ttl) {
+            STAT_INC(s->stats, cmd_touch);
+            STAT_INC(s->stats, touch_hits);
+        } else {
+            STAT_INC(s->stats, cmd_get);
+            STAT_INC(s->stats, get_hits);
+        }
+        meta_get_hit(s, req, &it);
+    } else {
+        /* memcached counts a touching miss as a get miss */
+        STAT_INC(s->stats, cmd_get);
+        STAT_INC(s->stats, get_misses);
+        meta_get_miss(s, req);
+    }
+    if (it.pin)
+        store_pin_release(it.pin);
+}
+
+void meta_debug(struct session *s, const struct meta_req *req)
+{
+    struct store_get_req g = {.no_update = true};
+    struct store_item it;
+    memset(&it, 0, sizeof it);
+    if (store_get(s->store, req->key, req->nkey, &g, &it) != STORE_OK) {
+        reply_copy(&s->reply, "EN\r\n", 4);
+        if (it.pin)
+            store_pin_release(it.pin);
+        return;
+    }
+    rel_time_t now = clock_now();
+    struct meta_line l = {.len = 0};
+    meta_line_mem(&l, "ME ", 3);
+    if (req->base64_key) {
+        char enc[(STORE_KEY_MAX + 2) / 3 * 4];
+        meta_line_mem(&l, enc, meta_base64_encode((const unsigned char *)req->key, req->nkey, enc));
+    } else {
+        meta_line_mem(&l, req->key, req->nkey);
+    }
+    meta_line_str(&l, " exp=");
+    if (it.exptime == REL_TIME_NEVER)
+        meta_line_str(&l, "-1");
+    else
+        meta_line_i64(&l, (int64_t)it.exptime - (int64_t)now);
+    meta_line_str(&l, " la=");
+    meta_line_u64(&l, now > it.last_access ? now - it.last_access : 0);
+    meta_line_str(&l, " cas=");
+    meta_line_u64(&l, it.cas);
+    meta_line_str(&l, it.fetched ? " fetch=yes cls=" : " fetch=no cls=");
+    meta_line_u64(&l, it.class_id);
+    /* size: what memcached's item of this key and value would take (its
+     * 56-byte header with CAS, key + NUL, value + CRLF, 4 bytes of non-zero
+     * flags), so tools comparing me output across servers see the same
+     * number; nodelay's own, smaller header is reported by stats. */
+    meta_line_str(&l, " size=");
+    meta_line_u64(&l, 56 + (uint64_t)it.nkey + 1 + it.nvalue + 2 + (it.flags ? 4 : 0));
+    meta_line_send(s, &l);
+    if (it.pin)
+        store_pin_release(it.pin);
+}

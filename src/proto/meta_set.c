@@ -1,0 +1,160 @@
+/* ms (meta set): reserve, let the text framing receive the value, then
+ * commit and reply. What the reply needs is kept in s->text.meta meanwhile. */
+#include <stddef.h>
+#include <string.h>
+
+#include "net/reply.h"
+#include "proto/meta.h"
+#include "proto/session.h"
+#include "proto/text.h"
+#include "stats/stats.h"
+
+static enum store_mode meta_set_mode(char mode)
+{
+    switch (mode) {
+    case 'E': case 'e': return STORE_MODE_ADD;
+    case 'A': case 'a': return STORE_MODE_APPEND;
+    case 'P': case 'p': return STORE_MODE_PREPEND;
+    case 'R': case 'r': return STORE_MODE_REPLACE;
+    default: return STORE_MODE_SET;
+    }
+}
+
+static void meta_set_reply(struct session *s, const struct meta_state *m, enum store_status st,
+                           uint64_t cas, uint32_t size)
+{
+    struct meta_line l = {.len = 0};
+    switch (st) {
+    case STORE_OK:
+        if (m->quiet)
+            return;
+        meta_line_mem(&l, "HD", 2);
+        break;
+    case STORE_EXISTS:
+        meta_line_mem(&l, "EX", 2);
+        break;
+    case STORE_MISS:
+        meta_line_mem(&l, "NF", 2);
+        break;
+    case STORE_NOT_STORED:
+        meta_line_mem(&l, "NS", 2);
+        break;
+    case STORE_TOO_LARGE:
+        meta_reply_error(s, "SERVER_ERROR object too large for cache");
+        return;
+    case STORE_NO_MEMORY:
+        meta_reply_error(s, "SERVER_ERROR out of memory storing object");
+        return;
+    default:
+        meta_reply_error(s, "SERVER_ERROR Unhandled storage type.");
+        return;
+    }
+    for (size_t i = 0; i < m->nret; i++) {
+        switch (m->ret[i]) {
+        case 'O':
+            meta_line_opaque(&l, m->opaque, m->nopaque);
+            break;
+        case 'k':
+            meta_line_key(&l, m->key, m->nkey, m->base64_key);
+            break;
+        case 'c':
+            /* memcached reports 0 when nothing was stored */
+            meta_line_flag_u64(&l, 'c', st == STORE_OK ? cas : 0);
+            break;
+        case 's':
+            meta_line_flag_u64(&l, 's', st == STORE_OK ? size : m->datalen);
+            break;
+        default:
+            break;
+        }
+    }
+    meta_line_send(s, &l);
+}
+
+static void meta_set_count(struct session *s, const struct meta_state *m, enum store_status st)
+{
+    STAT_INC(s->stats, cmd_set);
+    if (!m->cas_mode)
+        return;
+    if (st == STORE_OK)
+        STAT_INC(s->stats, cas_hits);
+    else if (st == STORE_EXISTS)
+        STAT_INC(s->stats, cas_badval);
+    else if (st == STORE_MISS)
+        STAT_INC(s->stats, cas_misses);
+}
+
+static void meta_set_done(struct session *s, bool chunk_ok)
+{
+    struct meta_state *m = &s->text.meta;
+    m->active = false;
+    if (!chunk_ok) {
+        store_abort(s->store, &s->text.res);
+        STAT_INC(s->stats, cmd_set);
+        /* sent even with q: the client must learn its stream is off */
+        meta_reply_error(s, "CLIENT_ERROR bad data chunk");
+        return;
+    }
+    uint64_t cas = 0;
+    uint32_t size = 0;
+    enum store_status st = store_commit(s->store, &s->text.res, &m->req, &cas, &size);
+    meta_set_count(s, m, st);
+    meta_set_reply(s, m, st, cas, size);
+}
+
+void meta_set(struct session *s, const struct meta_req *req)
+{
+    struct meta_state *m = &s->text.meta;
+    memset(m, 0, offsetof(struct meta_state, key));
+    m->nopaque = 0;
+    m->nret = 0;
+    m->quiet = req->quiet;
+    m->base64_key = req->base64_key;
+    m->datalen = req->datalen;
+    memcpy(m->key, req->key, req->nkey);
+    m->nkey = (uint8_t)req->nkey;
+    if (req->opaque) {
+        memcpy(m->opaque, req->opaque, req->nopaque);
+        m->nopaque = (uint8_t)req->nopaque;
+    }
+    for (size_t i = 0; i < req->norder; i++) {
+        char f = req->order[i];
+        if (f == 'O' || f == 'k' || f == 'c' || f == 's')
+            m->ret[m->nret++] = f;
+    }
+
+    struct store_set_req *r = &m->req;
+    r->mode = meta_set_mode(req->mode);
+    r->flags = req->client_flags;
+    r->exptime = req->has_ttl ? meta_exptime(req->ttl) : REL_TIME_NEVER;
+    r->cas_new = req->has_cas_new ? req->cas_new : 0;
+    if (req->has_cas) {
+        /* memcached turns set and replace with a CAS into a cas command */
+        if (r->mode == STORE_MODE_SET || r->mode == STORE_MODE_REPLACE) {
+            r->mode = STORE_MODE_CAS;
+            m->cas_mode = true;
+        }
+        r->cas_compare = req->cas;
+        r->invalidate = req->invalidate;
+    }
+    if (req->has_vivify && (r->mode == STORE_MODE_APPEND || r->mode == STORE_MODE_PREPEND)) {
+        r->vivify = true;
+        r->vivify_exptime = meta_exptime(req->vivify_ttl);
+    }
+
+    enum store_status st = store_reserve(s->store, req->key, req->nkey, req->datalen,
+                                         &s->text.res);
+    if (st != STORE_OK) {
+        if (st == STORE_TOO_LARGE)
+            STAT_INC(s->stats, store_too_large);
+        else
+            STAT_INC(s->stats, store_no_memory);
+        /* as memcached: a failed store leaves no stale value behind */
+        store_delete(s->store, req->key, req->nkey, NULL);
+        meta_set_reply(s, m, st, 0, 0);
+        text_expect_value(s, req->datalen, false, meta_swallow_done);
+        return;
+    }
+    m->active = true;
+    text_expect_value(s, req->datalen, true, meta_set_done);
+}

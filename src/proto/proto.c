@@ -1,0 +1,30 @@
+/* Which protocol a connection speaks. With -B auto its first byte decides,
+ * as in memcached: 0x80 (the binary request magic) is binary, anything else
+ * text; -B ascii / -B binary force one. */
+#include "proto/proto.h"
+#include "proto/session.h"
+
+#define PROTO_BINARY_REQ_MAGIC 0x80
+
+enum proto_status proto_process(struct session *s, const char *buf, size_t len, size_t *consumed)
+{
+    if (s->kind == PROTO_KIND_NEGOTIATING) {
+        if (len == 0) {
+            *consumed = 0;
+            return PROTO_OK;
+        }
+        s->kind = (unsigned char)buf[0] == PROTO_BINARY_REQ_MAGIC ? PROTO_KIND_BINARY
+                                                                  : PROTO_KIND_TEXT;
+    }
+    if (s->kind == PROTO_KIND_BINARY)
+        return bin_process(s, buf, len, consumed);
+    return text_process(s, buf, len, consumed);
+}
+
+void proto_sink_filled(struct session *s, size_t n)
+{
+    if (s->kind == PROTO_KIND_BINARY)
+        bin_sink_filled(s, n);
+    else
+        text_sink_filled(s, n);
+}

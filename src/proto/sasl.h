@@ -1,0 +1,42 @@
+/* SASL for the binary protocol: the PLAIN mechanism against a password file.
+ *
+ * nodelay implements PLAIN itself instead of linking Cyrus SASL: PLAIN is a
+ * dozen lines (RFC 4616), Cyrus brings a plugin loader, configuration files
+ * and a global library state that is awkward to use from several worker
+ * threads, and memcached's own plaintext database (MEMCACHED_SASL_PWDB, lines
+ * of user:password) is all that memcached users of PLAIN configure. See
+ * docs/protocol-binary.md for the file format.
+ */
+#ifndef NODELAY_PROTO_SASL_H
+#define NODELAY_PROTO_SASL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct settings;
+
+/* The mechanisms LIST_MECHS answers, space-separated. */
+#define SASL_MECHS "PLAIN"
+
+/* Load the password file named by MEMCACHED_SASL_PWDB. Call once at start-up
+ * when settings->sasl is on (before workers start). Returns 0, or -1 with a
+ * message logged when the variable is set but the file cannot be read. With
+ * the variable unset it logs a warning and returns 0: every AUTH then fails. */
+int sasl_setup(const struct settings *settings);
+
+/* Free the loaded passwords. */
+void sasl_teardown(void);
+
+/* Load entries from the text of a password file (replacing any loaded).
+ * Returns 0, or -1 when out of memory. Used by sasl_setup and by tests. */
+int sasl_load_text(const char *text, size_t len);
+
+/* True when mech (not NUL-terminated) names a mechanism we offer. */
+bool sasl_mech_supported(const char *mech, size_t len);
+
+/* Check a PLAIN message: [authzid] NUL authcid NUL password. True only when
+ * the authzid is empty or equal to the authcid and the user and password
+ * match an entry. Runs in time independent of where the strings differ. */
+bool sasl_plain_check(const char *msg, size_t len);
+
+#endif

@@ -1,0 +1,33 @@
+#include "proto/session.h"
+
+#include <string.h>
+
+#include "settings.h"
+
+void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
+                  const struct settings *settings)
+{
+    memset(s, 0, sizeof *s);
+    s->store = store;
+    s->stats = stats;
+    s->settings = settings;
+    reply_init(&s->reply);
+    /* -Y speaks ascii only (memcached forces -B ascii with it). */
+    const char *bind = settings->binding_protocol;
+    if (settings->auth_file || (bind && strcmp(bind, "ascii") == 0))
+        s->kind = PROTO_KIND_TEXT;
+    else if (bind && strcmp(bind, "binary") == 0)
+        s->kind = PROTO_KIND_BINARY;
+    else
+        s->kind = PROTO_KIND_NEGOTIATING;
+    s->authenticated = !settings->auth_file && !settings->sasl;
+}
+
+void session_release(struct session *s)
+{
+    text_state_release(s);
+    bin_state_release(s);
+    s->sink = NULL;
+    s->sink_len = 0;
+    reply_release(&s->reply);
+}

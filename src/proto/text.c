@@ -1,0 +1,395 @@
+/* The text protocol's framing: split the read bytes into lines, run each
+ * line's command, and receive values straight into item memory.
+ *
+ * Lines end in "\n" (a "\r" before it is dropped). A line that has no
+ * newline within TEXT_LINE_MAX bytes closes the connection, unless it is a
+ * multiget, which may be any length (memcached's rule). A value announced
+ * by a command is received into the place text_expect_value() was given;
+ * when it is not all buffered yet, s->sink lets the connection read the
+ * rest of it directly there (no copy through the read buffer).
+ */
+#include <string.h>
+
+#include "log.h"
+#include "proto/meta.h"
+#include "proto/proto.h"
+#include "proto/session.h"
+#include "proto/text_internal.h"
+#include "settings.h"
+#include "stats/stats.h"
+
+static void text_tokenize(struct text_line *l, const char *raw, size_t len)
+{
+    l->raw = raw;
+    l->len = len;
+    l->ntok = 0;
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && raw[i] == ' ')
+            i++;
+        if (i == len)
+            break;
+        if (l->ntok == TEXT_MAX_TOKENS - 1) {
+            /* The last token keeps the unsplit rest, as memcached's tokenizer. */
+            size_t e = len;
+            while (e > i && raw[e - 1] == ' ')
+                e--;
+            l->tok[l->ntok].s = raw + i;
+            l->tok[l->ntok].len = e - i;
+            l->ntok++;
+            return;
+        }
+        size_t start = i;
+        while (i < len && raw[i] != ' ')
+            i++;
+        l->tok[l->ntok].s = raw + start;
+        l->tok[l->ntok].len = i - start;
+        l->ntok++;
+    }
+}
+
+/* The last space-separated word of the line, however many tokens it has. */
+static struct text_token text_last_word(const struct text_line *l)
+{
+    size_t e = l->len;
+    while (e > 0 && l->raw[e - 1] == ' ')
+        e--;
+    size_t b = e;
+    while (b > 0 && l->raw[b - 1] != ' ')
+        b--;
+    return (struct text_token){l->raw + b, e - b};
+}
+
+bool text_line_noreply(const struct text_line *line)
+{
+    struct text_token last = text_last_word(line);
+    return line->ntok > 1 && TEXT_TOK_IS(&last, "noreply");
+}
+
+/* A command memcached does not know. A request line of a web client
+ * ("GET / HTTP/1.1") closes the connection instead of answering ERROR. */
+static void text_unknown(struct session *s, const struct text_line *l)
+{
+    struct text_token last = text_last_word(l);
+    if (last.len >= 5 && memcmp(last.s, "HTTP/", 5) == 0) {
+        s->text.closing = true;
+        return;
+    }
+    TEXT_OUT(s, "ERROR");
+}
+
+/* memcached 1.6.45 answers a known command with too few arguments with
+ * CLIENT_ERROR (1.6.18 said ERROR). */
+static bool text_want(struct session *s, const struct text_line *l, size_t min)
+{
+    if (l->ntok >= min)
+        return true;
+    TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+    return false;
+}
+
+#define CMD_IS(c, lit) TEXT_TOK_IS((c), lit)
+
+static void text_dispatch(struct session *s, const struct text_line *l)
+{
+    s->text.noreply = false;
+    if (l->ntok == 0) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return;
+    }
+    const struct text_token *c = &l->tok[0];
+    switch (c->len) {
+    case 2:
+        if (meta_is_command(l)) {
+            meta_command(s, l);
+            return;
+        }
+        break;
+    case 3:
+        if (CMD_IS(c, "get")) {
+            if (text_want(s, l, 2))
+                text_cmd_get(s, l, false, false);
+            return;
+        }
+        if (CMD_IS(c, "set")) {
+            text_cmd_storage(s, l, STORE_MODE_SET);
+            return;
+        }
+        if (CMD_IS(c, "add")) {
+            text_cmd_storage(s, l, STORE_MODE_ADD);
+            return;
+        }
+        if (CMD_IS(c, "cas")) {
+            text_cmd_storage(s, l, STORE_MODE_CAS);
+            return;
+        }
+        if (CMD_IS(c, "gat")) {
+            if (text_want(s, l, 3))
+                text_cmd_get(s, l, false, true);
+            return;
+        }
+        if (CMD_IS(c, "lru")) {
+            text_cmd_lru(s, l);
+            return;
+        }
+        break;
+    case 4:
+        if (CMD_IS(c, "gets")) {
+            if (text_want(s, l, 2))
+                text_cmd_get(s, l, true, false);
+            return;
+        }
+        if (CMD_IS(c, "incr") || CMD_IS(c, "decr")) {
+            if (text_want(s, l, 3))
+                text_cmd_arith(s, l, c->s[0] == 'i');
+            return;
+        }
+        if (CMD_IS(c, "gats")) {
+            if (text_want(s, l, 3))
+                text_cmd_get(s, l, true, true);
+            return;
+        }
+        if (CMD_IS(c, "quit")) {
+            s->text.closing = true;
+            return;
+        }
+        if (CMD_IS(c, "bget")) { /* ancient alias memcached still keeps */
+            if (text_want(s, l, 2))
+                text_cmd_get(s, l, false, false);
+            return;
+        }
+        break;
+    case 5:
+        if (CMD_IS(c, "touch")) {
+            if (text_want(s, l, 3))
+                text_cmd_touch(s, l);
+            return;
+        }
+        if (CMD_IS(c, "stats")) {
+            text_cmd_stats(s, l);
+            return;
+        }
+        if (CMD_IS(c, "slabs")) {
+            text_cmd_slabs(s, l);
+            return;
+        }
+        if (CMD_IS(c, "watch")) {
+            text_cmd_watch(s, l);
+            return;
+        }
+        break;
+    case 6:
+        if (CMD_IS(c, "delete")) {
+            if (text_want(s, l, 2))
+                text_cmd_delete(s, l);
+            return;
+        }
+        if (CMD_IS(c, "append")) {
+            text_cmd_storage(s, l, STORE_MODE_APPEND);
+            return;
+        }
+        break;
+    case 7:
+        if (CMD_IS(c, "replace")) {
+            text_cmd_storage(s, l, STORE_MODE_REPLACE);
+            return;
+        }
+        if (CMD_IS(c, "prepend")) {
+            text_cmd_storage(s, l, STORE_MODE_PREPEND);
+            return;
+        }
+        if (CMD_IS(c, "version")) {
+            text_cmd_version(s, l);
+            return;
+        }
+        break;
+    case 8:
+        if (CMD_IS(c, "shutdown")) {
+            text_cmd_shutdown(s, l);
+            return;
+        }
+        break;
+    case 9:
+        if (CMD_IS(c, "flush_all")) {
+            text_cmd_flush_all(s, l);
+            return;
+        }
+        if (CMD_IS(c, "verbosity")) {
+            text_cmd_verbosity(s, l);
+            return;
+        }
+#ifdef NODELAY_DEBUG
+        if (CMD_IS(c, "debugtime")) {
+            text_cmd_debugtime(s, l);
+            return;
+        }
+#endif
+        break;
+    case 11:
+        if (CMD_IS(c, "lru_crawler")) {
+            text_cmd_lru_crawler(s, l);
+            return;
+        }
+        break;
+    case 13:
+        if (CMD_IS(c, "refresh_certs")) {
+            text_cmd_refresh_certs(s, l);
+            return;
+        }
+        break;
+    case 14:
+        if (CMD_IS(c, "cache_memlimit")) {
+            text_cmd_memlimit(s, l);
+            return;
+        }
+        break;
+    }
+    /* extstore exists only in extstore builds of memcached (Debian's is
+     * not one); like a build without it we do not know it. */
+    text_unknown(s, l);
+}
+
+void text_expect_into(struct session *s, char *dest, size_t nvalue, text_value_done_fn done)
+{
+    struct text_state *t = &s->text;
+    t->receiving = true;
+    t->dest = dest;
+    t->need = nvalue;
+    t->filled = 0;
+    t->term_got = 0;
+    t->done = done;
+}
+
+void text_expect_value(struct session *s, size_t nvalue, bool have_res, text_value_done_fn done)
+{
+    s->text.have_res = have_res;
+    text_expect_into(s, have_res ? s->text.res.value : NULL, nvalue, done);
+}
+
+void text_swallowed(struct session *s, bool chunk_ok)
+{
+    (void)s;
+    (void)chunk_ok;
+}
+
+/* Feed bytes to the value being received; returns how many were used. */
+static size_t text_receive(struct session *s, const char *buf, size_t len)
+{
+    struct text_state *t = &s->text;
+    size_t pos = 0;
+    if (t->filled < t->need) {
+        size_t n = t->need - t->filled;
+        if (n > len)
+            n = len;
+        if (t->dest)
+            memcpy(t->dest + t->filled, buf, n);
+        t->filled += n;
+        pos = n;
+    }
+    if (t->filled == t->need) {
+        while (t->term_got < 2 && pos < len)
+            t->term[t->term_got++] = buf[pos++];
+    }
+    if (t->filled == t->need && t->term_got == 2) {
+        bool ok = t->term[0] == '\r' && t->term[1] == '\n';
+        text_value_done_fn done = t->done;
+        t->receiving = false;
+        t->dest = NULL;
+        t->done = NULL;
+        s->sink = NULL;
+        s->sink_len = 0;
+        done(s, ok);
+        if (!t->receiving)
+            t->have_res = false;
+    } else if (t->dest && t->filled < t->need) {
+        s->sink = t->dest + t->filled;
+        s->sink_len = t->need - t->filled;
+    }
+    return pos;
+}
+
+void text_sink_filled(struct session *s, size_t n)
+{
+    struct text_state *t = &s->text;
+    t->filled += n;
+    if (n >= s->sink_len) {
+        s->sink = NULL;
+        s->sink_len = 0;
+    } else {
+        s->sink += n;
+        s->sink_len -= n;
+    }
+}
+
+/* A line still without its newline past TEXT_LINE_MAX may go on only if it
+ * is a multiget (memcached allows up to 100 leading spaces). */
+static bool text_long_line_ok(const char *buf, size_t len)
+{
+    size_t i = 0;
+    while (i < len && buf[i] == ' ')
+        i++;
+    if (i > 100)
+        return false;
+    buf += i;
+    len -= i;
+    return (len >= 4 && (memcmp(buf, "get ", 4) == 0 || memcmp(buf, "gat ", 4) == 0)) ||
+           (len >= 5 && (memcmp(buf, "gets ", 5) == 0 || memcmp(buf, "gats ", 5) == 0));
+}
+
+enum proto_status text_process(struct session *s, const char *buf, size_t len, size_t *consumed)
+{
+    struct text_state *t = &s->text;
+    int budget = s->settings->reqs_per_event;
+    int handled = 0;
+    size_t pos = 0;
+    enum proto_status st = PROTO_OK;
+
+    while (!t->closing) {
+        if (t->receiving) {
+            pos += text_receive(s, buf + pos, len - pos);
+            if (t->receiving)
+                break;
+            continue;
+        }
+        if (pos == len)
+            break;
+        const char *nl = memchr(buf + pos, '\n', len - pos);
+        if (!nl) {
+            if (len - pos > TEXT_LINE_MAX &&
+                (!s->authenticated || !text_long_line_ok(buf + pos, len - pos)))
+                t->closing = true;
+            break;
+        }
+        if (budget > 0 && handled >= budget) {
+            st = PROTO_YIELD;
+            break;
+        }
+        size_t end = (size_t)(nl - buf);
+        size_t next = end + 1;
+        if (end > pos && buf[end - 1] == '\r')
+            end--;
+        struct text_line line;
+        text_tokenize(&line, buf + pos, end - pos);
+        pos = next;
+        log_verbose("<%.*s", (int)line.len, line.raw);
+        if (s->authenticated)
+            text_dispatch(s, &line);
+        else
+            text_auth_line(s, &line);
+        handled++;
+    }
+    *consumed = pos;
+    return t->closing ? PROTO_CLOSE : st;
+}
+
+void text_state_release(struct session *s)
+{
+    struct text_state *t = &s->text;
+    if (t->receiving && t->have_res)
+        store_abort(s->store, &t->res);
+    t->receiving = false;
+    t->have_res = false;
+    t->dest = NULL;
+    meta_state_release(s);
+    text_auth_release(s);
+}

@@ -1,0 +1,162 @@
+/* flush_all, version, verbosity, shutdown, cache_memlimit, stats, debugtime. */
+#include "clock.h"
+#include "proto/session.h"
+#include "proto/text_internal.h"
+#include "server.h"
+#include "settings.h"
+#include "stats/stats.h"
+#include "store/store.h"
+
+#define TEXT_VERSION "1.6.45"
+
+void text_cmd_flush_all(struct session *s, const struct text_line *l)
+{
+    if (l->ntok > 3) {
+        TEXT_OUT(s, "ERROR");
+        return;
+    }
+    s->text.noreply = text_line_noreply(l);
+    STAT_INC(s->stats, cmd_flush); /* counted even when refused, as memcached */
+    if (!s->settings->flush_enabled) {
+        TEXT_OUT(s, "CLIENT_ERROR flush_all not allowed");
+        return;
+    }
+    int32_t delay = 0;
+    if (l->ntok != (s->text.noreply ? 2u : 1u) && !text_parse_i32(&l->tok[1], &delay)) {
+        TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
+        return;
+    }
+    /* A delay uses exptime rules; zero or negative means now. */
+    store_flush(store_ctx_store(s->store), delay > 0 ? clock_exptime(delay) : clock_now());
+    TEXT_OUT(s, "OK");
+}
+
+void text_cmd_version(struct session *s, const struct text_line *l)
+{
+    (void)l;
+    TEXT_OUT(s, "VERSION " TEXT_VERSION);
+}
+
+void text_cmd_verbosity(struct session *s, const struct text_line *l)
+{
+    s->text.noreply = text_line_noreply(l);
+    uint32_t level;
+    if (l->ntok < 2 || !text_parse_u32(&l->tok[1], &level)) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return;
+    }
+    server_set_verbosity(level);
+    TEXT_OUT(s, "OK");
+}
+
+void text_cmd_shutdown(struct session *s, const struct text_line *l)
+{
+    if (!s->settings->shutdown_command) {
+        TEXT_OUT(s, "SERVER_ERROR: shutdown not enabled");
+        return;
+    }
+    if (l->ntok == 1) {
+        server_shutdown(false);
+        s->text.closing = true;
+    } else if (l->ntok == 2 && TEXT_TOK_IS(&l->tok[1], "graceful")) {
+        server_shutdown(true);
+        s->text.closing = true;
+    } else {
+        TEXT_OUT(s, "CLIENT_ERROR invalid shutdown mode");
+    }
+}
+
+void text_cmd_memlimit(struct session *s, const struct text_line *l)
+{
+    if (l->ntok < 2 || l->ntok > 3) {
+        TEXT_OUT(s, "ERROR");
+        return;
+    }
+    s->text.noreply = text_line_noreply(l);
+    uint32_t mb;
+    if (!text_parse_u32(&l->tok[1], &mb))
+        TEXT_OUT(s, "ERROR");
+    else if (mb < 8)
+        TEXT_OUT(s, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+    else if (mb > 1000000000)
+        TEXT_OUT(s, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
+    else if (server_set_memlimit(mb) != 0)
+        TEXT_OUT(s, "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust");
+    else
+        TEXT_OUT(s, "OK");
+}
+
+/* memcached has 64 slab classes; ids at or above that are refused. */
+#define TEXT_MAX_CLASSES 64
+
+void text_cmd_stats(struct session *s, const struct text_line *l)
+{
+    const char *args = "";
+    size_t nargs = 0;
+    if (l->ntok > 1) {
+        args = l->tok[1].s;
+        nargs = (size_t)(l->raw + l->len - args);
+        while (nargs > 0 && args[nargs - 1] == ' ')
+            nargs--;
+        const struct text_token *sub = &l->tok[1];
+        if (TEXT_TOK_IS(sub, "detail")) {
+            if (!s->settings->dump_enabled) {
+                TEXT_OUT(s, "CLIENT_ERROR stats detail not allowed");
+                return;
+            }
+            if (l->ntok < 3 || !(TEXT_TOK_IS(&l->tok[2], "on") || TEXT_TOK_IS(&l->tok[2], "off") ||
+                                 TEXT_TOK_IS(&l->tok[2], "dump"))) {
+                TEXT_OUT(s, "CLIENT_ERROR usage: stats detail on|off|dump");
+                return;
+            }
+        } else if (TEXT_TOK_IS(sub, "cachedump")) {
+            uint32_t id, limit;
+            if (!s->settings->dump_enabled) {
+                TEXT_OUT(s, "CLIENT_ERROR stats cachedump not allowed");
+                return;
+            }
+            if (l->ntok < 4) {
+                TEXT_OUT(s, "CLIENT_ERROR bad command line");
+                return;
+            }
+            if (!text_parse_u32(&l->tok[2], &id) || !text_parse_u32(&l->tok[3], &limit)) {
+                TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+                return;
+            }
+            if (id >= TEXT_MAX_CLASSES) {
+                TEXT_OUT(s, "CLIENT_ERROR Illegal slab id");
+                return;
+            }
+        }
+    }
+    struct reply_mark mark;
+    reply_get_mark(&s->reply, &mark);
+    if (server_stats(args, nargs, &s->reply) != 0) {
+        reply_rollback(&s->reply, &mark);
+        TEXT_OUT(s, "ERROR");
+    }
+}
+
+#ifdef NODELAY_DEBUG
+void text_cmd_debugtime(struct session *s, const struct text_line *l)
+{
+    if (l->ntok < 2) {
+        TEXT_OUT(s, "ERROR");
+        return;
+    }
+    int64_t delta;
+    if (TEXT_TOK_IS(&l->tok[1], "p")) {
+        clock_debug_pause(true);
+    } else if (TEXT_TOK_IS(&l->tok[1], "r")) {
+        clock_debug_pause(false);
+    } else if (!text_parse_i64(&l->tok[1], &delta)) {
+        TEXT_OUT(s, "ERROR");
+        return;
+    } else if (delta > 0) {
+        /* Our clock only moves forward: a negative step would break the
+         * ordering the store relies on. */
+        clock_debug_advance(delta > UINT32_MAX ? UINT32_MAX : (uint32_t)delta);
+    }
+    TEXT_OUT(s, "OK");
+}
+#endif

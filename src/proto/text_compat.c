@@ -1,0 +1,216 @@
+/* memcached commands that tune machinery our store does not have (slab
+ * classes, the segmented LRU, the LRU crawler, log watchers). They are
+ * validated exactly as memcached validates them and then answered as
+ * memcached answers when it accepts a request it has nothing to do for, so
+ * existing scripts and tools keep working. See docs/protocol-text.md. */
+#include <string.h>
+
+#include "proto/session.h"
+#include "proto/text_internal.h"
+#include "settings.h"
+
+/* Our store has one pseudo slab class (1) and never moves pages between
+ * classes, so a reassignment is answered as memcached answers for a class
+ * with no spare page, after memcached's own checks. */
+static void text_slabs_reassign(struct session *s, const struct text_line *l)
+{
+    int32_t src, dst;
+    if (!s->settings->slab_reassign)
+        TEXT_OUT(s, "CLIENT_ERROR slab reassignment disabled");
+    else if (!text_parse_i32(&l->tok[2], &src) || !text_parse_i32(&l->tok[3], &dst))
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+    else if (src == dst)
+        TEXT_OUT(s, "SAME src and dst class are identical");
+    else if (src != 1 || dst < 0 || dst > 1)
+        TEXT_OUT(s, "BADCLASS invalid src or dst class id");
+    else
+        TEXT_OUT(s, "NOSPARE source class has no spare pages");
+}
+
+void text_cmd_slabs(struct session *s, const struct text_line *l)
+{
+    if (l->ntok == 4 && TEXT_TOK_IS(&l->tok[1], "reassign")) {
+        text_slabs_reassign(s, l);
+        return;
+    }
+    if (l->ntok < 3 || !TEXT_TOK_IS(&l->tok[1], "automove")) {
+        TEXT_OUT(s, "ERROR");
+        return;
+    }
+    s->text.noreply = text_line_noreply(l);
+    const struct text_token *arg = &l->tok[2];
+    double d;
+    uint32_t v;
+    if (TEXT_TOK_IS(arg, "ratio") || TEXT_TOK_IS(arg, "freeratio")) {
+        if (l->ntok < 4 || !text_parse_double(&l->tok[3], &d)) {
+            TEXT_OUT(s, "ERROR");
+            return;
+        }
+    } else if (TEXT_TOK_IS(arg, "window")) {
+        if (l->ntok < 4 || !text_parse_u32(&l->tok[3], &v) || v < 3 || v > 1800) {
+            TEXT_OUT(s, "ERROR");
+            return;
+        }
+    } else {
+        if (!text_parse_u32(arg, &v)) {
+            TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+            return;
+        }
+        if (v > 2) {
+            TEXT_OUT(s, "ERROR");
+            return;
+        }
+    }
+    TEXT_OUT(s, "OK");
+}
+
+void text_cmd_lru(struct session *s, const struct text_line *l)
+{
+    if (l->ntok < 2) {
+        TEXT_OUT(s, "ERROR");
+        return;
+    }
+    s->text.noreply = text_line_noreply(l);
+    const struct text_token *sub = &l->tok[1];
+    if (TEXT_TOK_IS(sub, "tune") && l->ntok >= 6) {
+        uint32_t hot, warm;
+        double hot_factor, warm_factor;
+        if (!text_parse_u32(&l->tok[2], &hot) || !text_parse_u32(&l->tok[3], &warm) ||
+            !text_parse_double(&l->tok[4], &hot_factor) ||
+            !text_parse_double(&l->tok[5], &warm_factor))
+            TEXT_OUT(s, "ERROR");
+        else if ((uint64_t)hot + warm > 80)
+            TEXT_OUT(s, "ERROR hot and warm pcts must not exceed 80");
+        else if (hot_factor <= 0 || warm_factor <= 0)
+            TEXT_OUT(s, "ERROR hot/warm age factors must be greater than 0");
+        else
+            TEXT_OUT(s, "OK");
+    } else if (TEXT_TOK_IS(sub, "mode") && l->ntok >= 3 && s->settings->lru_maintainer_thread) {
+        if (TEXT_TOK_IS(&l->tok[2], "flat") || TEXT_TOK_IS(&l->tok[2], "segmented"))
+            TEXT_OUT(s, "OK");
+        else
+            TEXT_OUT(s, "ERROR");
+    } else if (TEXT_TOK_IS(sub, "temp_ttl") && l->ntok >= 3 &&
+               s->settings->lru_maintainer_thread) {
+        int32_t ttl;
+        if (!text_parse_i32(&l->tok[2], &ttl))
+            TEXT_OUT(s, "ERROR");
+        else
+            TEXT_OUT(s, "OK");
+    } else {
+        TEXT_OUT(s, "ERROR");
+    }
+}
+
+/* memcached's class list: "all", or comma-separated ids 1..63. */
+static bool text_class_list_ok(const struct text_token *t)
+{
+    if (TEXT_TOK_IS(t, "all"))
+        return true;
+    size_t i = 0;
+    while (i <= t->len) {
+        size_t b = i;
+        while (i < t->len && t->s[i] != ',')
+            i++;
+        if (i > b) { /* strtok skips empty fields */
+            struct text_token one = {t->s + b, i - b};
+            uint32_t id;
+            if (!text_parse_u32(&one, &id) || id < 1 || id >= 64)
+                return false;
+        }
+        i++;
+    }
+    return true;
+}
+
+/* `lru_crawler enable|disable` switch memcached's crawler thread, and
+ * crawl/metadump refuse while it is off; we keep the same switch (process
+ * wide, as memcached's) although our store needs no crawler. */
+enum { TEXT_CRAWLER_DEFAULT, TEXT_CRAWLER_ON, TEXT_CRAWLER_OFF };
+static int text_crawler_state = TEXT_CRAWLER_DEFAULT;
+
+static bool text_crawler_on(const struct session *s)
+{
+    int st = __atomic_load_n(&text_crawler_state, __ATOMIC_RELAXED);
+    return st == TEXT_CRAWLER_DEFAULT ? s->settings->lru_crawler : st == TEXT_CRAWLER_ON;
+}
+
+void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
+{
+    const struct text_token *sub = l->ntok > 1 ? &l->tok[1] : NULL;
+    if (l->ntok == 3 && TEXT_TOK_IS(sub, "crawl")) {
+        /* Expired items are reclaimed by the store's own sweep; a crawl
+         * request is accepted and has nothing extra to do. */
+        if (!text_crawler_on(s))
+            TEXT_OUT(s, "CLIENT_ERROR lru crawler disabled");
+        else if (text_class_list_ok(&l->tok[2]))
+            TEXT_OUT(s, "OK");
+        else
+            TEXT_OUT(s, "BADCLASS invalid class id");
+    } else if (l->ntok == 3 && (TEXT_TOK_IS(sub, "metadump") || TEXT_TOK_IS(sub, "mgdump"))) {
+        if (!text_crawler_on(s))
+            TEXT_OUT(s, "CLIENT_ERROR lru crawler disabled");
+        else
+            text_cmd_dump(s, l, sub->s[1] == 'g');
+    } else if (l->ntok == 3 && TEXT_TOK_IS(sub, "tocrawl")) {
+        uint32_t n;
+        if (!text_parse_u32(&l->tok[2], &n))
+            TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        else
+            TEXT_OUT(s, "OK");
+    } else if (l->ntok == 3 && TEXT_TOK_IS(sub, "sleep")) {
+        uint32_t us;
+        if (!text_parse_u32(&l->tok[2], &us))
+            TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        else if (us > 1000000)
+            TEXT_OUT(s, "CLIENT_ERROR sleep must be one second or less");
+        else
+            TEXT_OUT(s, "OK");
+    } else if (l->ntok == 2 && TEXT_TOK_IS(sub, "enable")) {
+        if (text_crawler_on(s)) {
+            TEXT_OUT(s, "ERROR failed to start lru crawler thread");
+        } else {
+            __atomic_store_n(&text_crawler_state, TEXT_CRAWLER_ON, __ATOMIC_RELAXED);
+            TEXT_OUT(s, "OK");
+        }
+    } else if (l->ntok == 2 && TEXT_TOK_IS(sub, "disable")) {
+        __atomic_store_n(&text_crawler_state, TEXT_CRAWLER_OFF, __ATOMIC_RELAXED);
+        TEXT_OUT(s, "OK");
+    } else {
+        TEXT_OUT(s, "ERROR");
+    }
+}
+
+/* A build without TLS; Debian's memcached (built with TLS, run without -Z)
+ * answers this. */
+void text_cmd_refresh_certs(struct session *s, const struct text_line *l)
+{
+    (void)l;
+    TEXT_OUT(s, "Error TLS not enabled");
+}
+
+void text_cmd_watch(struct session *s, const struct text_line *l)
+{
+    static const char *const kinds[] = {
+        "fetchers", "mutations", "evictions", "connevents", "proxyreqs",
+        "proxyevents", "proxyuser", "deletions", "sysevents", "rawcmds",
+    };
+    s->text.noreply = text_line_noreply(l);
+    if (!s->settings->watch_enabled) {
+        TEXT_OUT(s, "CLIENT_ERROR watch commands not allowed");
+        return;
+    }
+    size_t last = s->text.noreply ? l->ntok - 1 : l->ntok;
+    for (size_t i = 1; i < last; i++) {
+        bool known = false;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !known; k++)
+            known = text_tok_eq(&l->tok[i], kinds[k], strlen(kinds[k]));
+        if (!known) {
+            TEXT_OUT(s, "ERROR");
+            return;
+        }
+    }
+    /* No log stream exists to attach to: memcached's answer when a watcher
+     * cannot be added. */
+    TEXT_OUT(s, "WATCHER_FAILED failed to add log watcher");
+}

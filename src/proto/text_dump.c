@@ -1,0 +1,152 @@
+/* lru_crawler metadump / mgdump: list every live item (memcached 1.6.45's
+ * format). memcached streams these from its crawler thread; our store's
+ * walk is cheap enough to run inline, class filters included. */
+#include <string.h>
+
+#include "clock.h"
+#include "proto/session.h"
+#include "proto/text_internal.h"
+#include "settings.h"
+#include "store/store.h"
+
+#define TEXT_DUMP_BATCH 1024
+
+struct text_dump {
+    struct session *s;
+    bool mgdump;
+    bool all;
+    bool classes[64];
+};
+
+/* memcached URI-encodes keys in metadump: all but [A-Za-z0-9._~-]. */
+static char *text_uri_encode(const char *key, size_t nkey, char *p)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < nkey; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '.' || c == '_' || c == '~' || c == '-') {
+            *p++ = (char)c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        }
+    }
+    return p;
+}
+
+static char *text_i64toa(int64_t v, char *p)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return text_u64toa((uint64_t)0 - (uint64_t)v, p);
+    }
+    return text_u64toa((uint64_t)v, p);
+}
+
+static void text_dump_item(const struct store_item *it, void *arg)
+{
+    struct text_dump *d = arg;
+    struct session *s = d->s;
+    if (!d->all && (it->class_id >= 64 || !d->classes[it->class_id]))
+        return;
+    char *p = reply_reserve(&s->reply, 3 * STORE_KEY_MAX + 200);
+    if (!p) {
+        s->text.closing = true;
+        return;
+    }
+    char *q = p;
+    if (d->mgdump) {
+        memcpy(q, "mg ", 3);
+        q += 3;
+        memcpy(q, it->key, it->nkey);
+        q += it->nkey;
+        *q++ = '\r';
+        *q++ = '\n';
+    } else {
+        time_t epoch = clock_epoch();
+        memcpy(q, "key=", 4);
+        q = text_uri_encode(it->key, it->nkey, q + 4);
+        memcpy(q, " exp=", 5);
+        q = text_i64toa(it->exptime == REL_TIME_NEVER ? -1 : (int64_t)epoch + it->exptime, q + 5);
+        memcpy(q, " la=", 4);
+        q = text_u64toa((uint64_t)epoch + it->last_access, q + 4);
+        memcpy(q, " cas=", 5);
+        q = text_u64toa(it->cas, q + 5);
+        if (it->fetched) {
+            memcpy(q, " fetch=yes", 10);
+            q += 10;
+        } else {
+            memcpy(q, " fetch=no", 9);
+            q += 9;
+        }
+        memcpy(q, " cls=", 5);
+        q = text_u64toa(it->class_id, q + 5);
+        memcpy(q, " size=", 6);
+        q = text_u64toa((uint64_t)it->nkey + it->nvalue, q + 6);
+        memcpy(q, " flags=", 7);
+        q = text_u64toa(it->flags, q + 7);
+        *q++ = '\n'; /* memcached ends these lines with a bare newline */
+    }
+    reply_commit(&s->reply, (size_t)(q - p));
+}
+
+void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
+{
+    if (!s->settings->dump_enabled) {
+        if (mgdump)
+            TEXT_OUT(s, "ERROR mgdump not allowed");
+        else
+            TEXT_OUT(s, "ERROR metadump not allowed");
+        return;
+    }
+    if (reply_pending(&s->reply) > 0) {
+        if (mgdump)
+            TEXT_OUT(s, "ERROR cannot pipeline other commands before mgdump");
+        else
+            TEXT_OUT(s, "ERROR cannot pipeline other commands before metadump");
+        return;
+    }
+    struct text_dump d = {.s = s, .mgdump = mgdump};
+    const struct text_token *arg = &l->tok[2];
+    if (TEXT_TOK_IS(arg, "all") || TEXT_TOK_IS(arg, "hash")) {
+        d.all = true;
+    } else {
+        size_t i = 0;
+        bool any = false;
+        while (i <= arg->len) {
+            size_t b = i;
+            while (i < arg->len && arg->s[i] != ',')
+                i++;
+            if (i > b) {
+                struct text_token one = {arg->s + b, i - b};
+                uint32_t id;
+                if (!text_parse_u32(&one, &id) || id < 1 || id >= 64) {
+                    TEXT_OUT(s, "BADCLASS invalid class id");
+                    return;
+                }
+                d.classes[id] = true;
+                any = true;
+            }
+            i++;
+        }
+        if (!any) {
+            TEXT_OUT(s, "BADCLASS invalid class id");
+            return;
+        }
+    }
+    TEXT_OUT(s, "OK");
+    struct store *store = store_ctx_store(s->store);
+    uint64_t cursor = 0;
+    while (cursor != UINT64_MAX && !s->text.closing) {
+        uint64_t before = cursor;
+        if (store_walk(store, &cursor, TEXT_DUMP_BATCH, text_dump_item, &d) == 0 &&
+            cursor == before)
+            break; /* no progress: never spin */
+    }
+    if (mgdump)
+        TEXT_OUT(s, "EN");
+    else
+        TEXT_OUT(s, "END");
+}

@@ -1,0 +1,148 @@
+/* get gets gat gats (multi-key, any line length) and touch.
+ *
+ * Each hit adds a header composed in place and the value by reference (the
+ * item stays pinned until the bytes are written). The "\r\n" after a value
+ * is put in front of the next header (or of END), so a hit costs two iovecs.
+ */
+#include <string.h>
+
+#include "proto/session.h"
+#include "proto/text_internal.h"
+#include "server.h"
+#include "settings.h"
+#include "stats/stats.h"
+
+/* "\r\n" + "VALUE " + key + " " + flags + " " + bytes + " " + cas + "\r\n" */
+#define TEXT_VALUE_HEADER_MAX (2 + 6 + STORE_KEY_MAX + 1 + 10 + 1 + 10 + 1 + TEXT_U64_MAX_DIGITS + 2)
+
+static int text_value_header(struct session *s, const char *key, size_t nkey,
+                             const struct store_item *it, bool want_cas, bool crlf_first)
+{
+    char *p = reply_reserve(&s->reply, TEXT_VALUE_HEADER_MAX);
+    if (!p)
+        return -1;
+    char *q = p;
+    if (crlf_first) {
+        *q++ = '\r';
+        *q++ = '\n';
+    }
+    memcpy(q, "VALUE ", 6);
+    q += 6;
+    memcpy(q, key, nkey);
+    q += nkey;
+    *q++ = ' ';
+    q = text_u64toa(it->flags, q);
+    *q++ = ' ';
+    q = text_u64toa(it->nvalue, q);
+    if (want_cas) {
+        *q++ = ' ';
+        q = text_u64toa(it->cas, q);
+    }
+    *q++ = '\r';
+    *q++ = '\n';
+    reply_commit(&s->reply, (size_t)(q - p));
+    return 0;
+}
+
+void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, bool touch)
+{
+    struct store_get_req req = {.want_value = true};
+    size_t first = 1;
+    if (touch) {
+        int32_t exptime;
+        if (!text_parse_i32(&l->tok[1], &exptime)) {
+            TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
+            return;
+        }
+        req.touch = true;
+        req.exptime = clock_exptime(exptime);
+        first = 2;
+    }
+
+    struct reply_mark mark;
+    reply_get_mark(&s->reply, &mark);
+    bool detail = s->settings->detail_enabled;
+    bool crlf = false;
+
+    /* Walk the raw line: a multiget may have far more keys than tokens. */
+    const char *p = l->tok[first].s;
+    const char *end = l->raw + l->len;
+    while (p < end) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        const char *key = p;
+        while (p < end && *p != ' ')
+            p++;
+        size_t nkey = (size_t)(p - key);
+        if (nkey > STORE_KEY_MAX) {
+            /* memcached discards what it composed and sends only the error;
+             * 1.6.45 follows it with an empty line. */
+            reply_rollback(&s->reply, &mark);
+            TEXT_OUT(s, "CLIENT_ERROR bad command line format\r\n");
+            return;
+        }
+        struct store_item it;
+        enum store_status st = store_get(s->store, key, nkey, &req, &it);
+        bool hit = st == STORE_OK;
+        if (detail)
+            server_stats_detail(key, nkey, 'g', hit);
+        if (touch) {
+            STAT_INC(s->stats, cmd_touch);
+            if (hit)
+                STAT_INC(s->stats, touch_hits);
+            else
+                STAT_INC(s->stats, touch_misses);
+        } else {
+            STAT_INC(s->stats, cmd_get);
+            if (hit)
+                STAT_INC(s->stats, get_hits);
+            else
+                STAT_INC(s->stats, get_misses);
+        }
+        if (!hit)
+            continue;
+        if (text_value_header(s, key, nkey, &it, want_cas, crlf) != 0) {
+            if (it.pin)
+                store_pin_release(it.pin);
+            goto oom;
+        }
+        if (reply_ref(&s->reply, it.value, it.nvalue, it.pin) != 0)
+            goto oom;
+        crlf = true;
+    }
+    if (crlf) {
+        if (reply_copy(&s->reply, "\r\nEND\r\n", 7) != 0)
+            goto oom;
+    } else if (reply_copy(&s->reply, "END\r\n", 5) != 0) {
+        goto oom;
+    }
+    return;
+oom:
+    reply_rollback(&s->reply, &mark);
+    TEXT_OUT(s, "SERVER_ERROR out of memory writing get response");
+}
+
+void text_cmd_touch(struct session *s, const struct text_line *l)
+{
+    s->text.noreply = text_line_noreply(l);
+    const struct text_token *key = &l->tok[1];
+    if (key->len > STORE_KEY_MAX) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return;
+    }
+    int32_t exptime;
+    if (!text_parse_i32(&l->tok[2], &exptime)) {
+        TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
+        return;
+    }
+    STAT_INC(s->stats, cmd_touch);
+    if (store_touch(s->store, key->s, key->len, clock_exptime(exptime)) == STORE_OK) {
+        STAT_INC(s->stats, touch_hits);
+        TEXT_OUT(s, "TOUCHED");
+    } else {
+        STAT_INC(s->stats, touch_misses);
+        TEXT_OUT(s, "NOT_FOUND");
+    }
+}

@@ -1,0 +1,107 @@
+/* What the text protocol's files share among themselves (not an interface
+ * for the rest of the server: see text.h for that).
+ *
+ *   text.c          framing: lines, values, dispatch, -R budget
+ *   text_num.c      memcached's number parsing rules, integer formatting
+ *   text_reply.c    reply helpers that honour noreply
+ *   text_storage.c  set add replace append prepend cas
+ *   text_get.c      get gets gat gats touch
+ *   text_keys.c     delete incr decr
+ *   text_admin.c    flush_all version verbosity quit shutdown cache_memlimit
+ *                   stats debugtime
+ *   text_compat.c   memcached commands our store has no use for (slabs, lru,
+ *                   lru_crawler crawl/..., watch)
+ *   text_dump.c     lru_crawler metadump / mgdump
+ *   text_auth.c     -Y ascii authentication
+ */
+#ifndef NODELAY_PROTO_TEXT_INTERNAL_H
+#define NODELAY_PROTO_TEXT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/text.h"
+
+struct session;
+
+/* memcached's limit for a line that is not a multiget. */
+#define TEXT_LINE_MAX 2048
+/* Longest number we print: 2^64-1 has 20 digits. */
+#define TEXT_U64_MAX_DIGITS 20
+
+/* ---- numbers (text_num.c): memcached's safe_strto* rules over a token ---- */
+
+/* strtoull: optional sign, digits, then end or whitespace. A '-' is refused
+ * only when the result would read as negative (so "-0" is 0). */
+bool text_parse_u64(const struct text_token *t, uint64_t *out);
+/* strtoul, then truncated to 32 bits (flags, verbosity, ...). */
+bool text_parse_u32(const struct text_token *t, uint32_t *out);
+/* strtol (64-bit), then truncated to 32 bits, as memcached's safe_strtol. */
+bool text_parse_i32(const struct text_token *t, int32_t *out);
+bool text_parse_i64(const struct text_token *t, int64_t *out);
+/* strtod, for settings we accept and ignore. */
+bool text_parse_double(const struct text_token *t, double *out);
+
+/* Write v in decimal at p; returns the end. */
+char *text_u64toa(uint64_t v, char *p);
+
+static inline bool text_tok_eq(const struct text_token *t, const char *lit, size_t n)
+{
+    if (t->len != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (t->s[i] != lit[i])
+            return false;
+    return true;
+}
+#define TEXT_TOK_IS(t, lit) text_tok_eq((t), lit, sizeof(lit) - 1)
+
+/* ---- replies (text_reply.c) ---- */
+
+/* Append bytes unless the command said noreply. An allocation failure marks
+ * the connection for closing (nothing else could be promised to the client). */
+void text_out(struct session *s, const char *str, size_t len);
+#define TEXT_OUT(s, lit) text_out((s), lit "\r\n", sizeof(lit "\r\n") - 1)
+/* Append regardless of noreply (multi-line replies that noreply never covers). */
+void text_out_always(struct session *s, const char *str, size_t len);
+#define TEXT_OUT_ALWAYS(s, lit) text_out_always((s), lit "\r\n", sizeof(lit "\r\n") - 1)
+/* A decimal number and "\r\n" (incr/decr). */
+void text_out_u64(struct session *s, uint64_t v);
+
+/* True when the last token is "noreply" (memcached honours it only there). */
+bool text_line_noreply(const struct text_line *line);
+
+/* ---- values (text.c) ---- */
+
+/* Receive nvalue bytes (+ "\r\n") into dest, or swallow them if dest is NULL. */
+void text_expect_into(struct session *s, char *dest, size_t nvalue, text_value_done_fn done);
+/* done() for swallowed data: nothing to do. */
+void text_swallowed(struct session *s, bool chunk_ok);
+
+/* ---- commands ---- */
+
+void text_cmd_storage(struct session *s, const struct text_line *l, enum store_mode mode);
+void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, bool touch);
+void text_cmd_touch(struct session *s, const struct text_line *l);
+void text_cmd_delete(struct session *s, const struct text_line *l);
+void text_cmd_arith(struct session *s, const struct text_line *l, bool incr);
+void text_cmd_flush_all(struct session *s, const struct text_line *l);
+void text_cmd_version(struct session *s, const struct text_line *l);
+void text_cmd_verbosity(struct session *s, const struct text_line *l);
+void text_cmd_shutdown(struct session *s, const struct text_line *l);
+void text_cmd_memlimit(struct session *s, const struct text_line *l);
+void text_cmd_stats(struct session *s, const struct text_line *l);
+void text_cmd_debugtime(struct session *s, const struct text_line *l);
+void text_cmd_slabs(struct session *s, const struct text_line *l);
+void text_cmd_lru(struct session *s, const struct text_line *l);
+void text_cmd_lru_crawler(struct session *s, const struct text_line *l);
+void text_cmd_watch(struct session *s, const struct text_line *l);
+void text_cmd_refresh_certs(struct session *s, const struct text_line *l);
+void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump);
+
+/* -Y: handle one line from a connection that has not authenticated yet. */
+void text_auth_line(struct session *s, const struct text_line *l);
+void text_auth_release(struct session *s);
+
+#endif

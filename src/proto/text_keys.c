@@ -1,0 +1,71 @@
+/* delete, incr, decr. */
+#include "proto/session.h"
+#include "proto/text_internal.h"
+#include "server.h"
+#include "settings.h"
+#include "stats/stats.h"
+
+void text_cmd_delete(struct session *s, const struct text_line *l)
+{
+    /* One extra argument is ignored (1.6.45 answers `delete k 5` with
+     * DELETED; 1.6.18 allowed only a legacy "0"), but a line with more keeps
+     * memcached's usage error, which clients' conformance tests expect
+     * (memccapable sends `delete a b c d e`). */
+    s->text.noreply = text_line_noreply(l);
+    if (l->ntok > (s->text.noreply ? 4u : 3u)) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
+        return;
+    }
+    const struct text_token *key = &l->tok[1];
+    if (key->len > STORE_KEY_MAX) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return;
+    }
+    if (s->settings->detail_enabled)
+        server_stats_detail(key->s, key->len, 'd', false);
+    if (store_delete(s->store, key->s, key->len, NULL) == STORE_OK) {
+        STAT_INC(s->stats, delete_hits);
+        TEXT_OUT(s, "DELETED");
+    } else {
+        STAT_INC(s->stats, delete_misses);
+        TEXT_OUT(s, "NOT_FOUND");
+    }
+}
+
+void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
+{
+    s->text.noreply = text_line_noreply(l);
+    const struct text_token *key = &l->tok[1];
+    if (key->len > STORE_KEY_MAX) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return;
+    }
+    struct store_arith_req req = {.incr = incr};
+    if (!text_parse_u64(&l->tok[2], &req.delta)) {
+        TEXT_OUT(s, "CLIENT_ERROR invalid numeric delta argument");
+        return;
+    }
+    struct store_arith_res res;
+    switch (store_arith(s->store, key->s, key->len, &req, &res)) {
+    case STORE_OK:
+        if (incr)
+            STAT_INC(s->stats, incr_hits);
+        else
+            STAT_INC(s->stats, decr_hits);
+        text_out_u64(s, res.value);
+        break;
+    case STORE_MISS:
+        if (incr)
+            STAT_INC(s->stats, incr_misses);
+        else
+            STAT_INC(s->stats, decr_misses);
+        TEXT_OUT(s, "NOT_FOUND");
+        break;
+    case STORE_NON_NUMERIC:
+        TEXT_OUT(s, "CLIENT_ERROR cannot increment or decrement non-numeric value");
+        break;
+    default:
+        TEXT_OUT(s, "SERVER_ERROR out of memory");
+        break;
+    }
+}

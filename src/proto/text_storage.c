@@ -1,0 +1,116 @@
+/* set add replace append prepend cas: parse the line, reserve the item,
+ * receive the value straight into it, then link it. */
+#include "proto/session.h"
+#include "proto/text_internal.h"
+#include "server.h"
+#include "settings.h"
+#include "stats/stats.h"
+
+static void text_storage_done(struct session *s, bool chunk_ok)
+{
+    struct text_state *t = &s->text;
+    t->noreply = t->set_noreply;
+    STAT_INC(s->stats, cmd_set);
+    if (!chunk_ok) {
+        store_abort(s->store, &t->res);
+        TEXT_OUT(s, "CLIENT_ERROR bad data chunk");
+        t->noreply = false;
+        return;
+    }
+    bool is_cas = t->set_req.mode == STORE_MODE_CAS;
+    switch (store_commit(s->store, &t->res, &t->set_req, NULL, NULL)) {
+    case STORE_OK:
+        if (is_cas)
+            STAT_INC(s->stats, cas_hits);
+        TEXT_OUT(s, "STORED");
+        break;
+    case STORE_EXISTS:
+        STAT_INC(s->stats, cas_badval);
+        TEXT_OUT(s, "EXISTS");
+        break;
+    case STORE_MISS:
+        if (is_cas)
+            STAT_INC(s->stats, cas_misses);
+        TEXT_OUT(s, "NOT_FOUND");
+        break;
+    case STORE_NOT_STORED:
+        TEXT_OUT(s, "NOT_STORED");
+        break;
+    case STORE_TOO_LARGE: /* append/prepend grew it past -I */
+        STAT_INC(s->stats, store_too_large);
+        TEXT_OUT(s, "SERVER_ERROR object too large for cache");
+        break;
+    case STORE_NO_MEMORY:
+    default:
+        STAT_INC(s->stats, store_no_memory);
+        TEXT_OUT(s, "SERVER_ERROR out of memory storing object");
+        break;
+    }
+    t->noreply = false;
+}
+
+/* The line was bad but the value length is known: memcached 1.6.45 swallows
+ * the value so it is not read as commands (1.6.18 did not). */
+static void text_storage_reject(struct session *s, const char *msg, size_t len, int32_t vlen)
+{
+    text_out(s, msg, len);
+    text_expect_into(s, NULL, (size_t)vlen, text_swallowed);
+}
+#define TEXT_REJECT(s, lit, vlen) text_storage_reject((s), lit "\r\n", sizeof(lit "\r\n") - 1, (vlen))
+
+void text_cmd_storage(struct session *s, const struct text_line *l, enum store_mode mode)
+{
+    if (l->ntok < 5) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return;
+    }
+    s->text.noreply = text_line_noreply(l);
+
+    int32_t vlen;
+    if (!text_parse_i32(&l->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
+        /* Length unknown: nothing can be swallowed. */
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return;
+    }
+    const struct text_token *key = &l->tok[1];
+    uint32_t flags;
+    int32_t exptime;
+    uint64_t cas = 0;
+    if (key->len > STORE_KEY_MAX || !text_parse_u32(&l->tok[2], &flags) ||
+        !text_parse_i32(&l->tok[3], &exptime) ||
+        (mode == STORE_MODE_CAS && (l->ntok < 6 || !text_parse_u64(&l->tok[5], &cas)))) {
+        TEXT_REJECT(s, "CLIENT_ERROR bad command line format", vlen);
+        return;
+    }
+
+    if (s->settings->detail_enabled)
+        server_stats_detail(key->s, key->len, 's', false);
+
+    switch (store_reserve(s->store, key->s, key->len, (size_t)vlen, &s->text.res)) {
+    case STORE_OK:
+        break;
+    case STORE_TOO_LARGE:
+        STAT_INC(s->stats, store_too_large);
+        TEXT_REJECT(s, "SERVER_ERROR object too large for cache", vlen);
+        /* A failed set must not leave the old value readable. */
+        if (mode == STORE_MODE_SET)
+            store_delete(s->store, key->s, key->len, NULL);
+        return;
+    default:
+        STAT_INC(s->stats, store_no_memory);
+        TEXT_REJECT(s, "SERVER_ERROR out of memory storing object", vlen);
+        if (mode == STORE_MODE_SET)
+            store_delete(s->store, key->s, key->len, NULL);
+        return;
+    }
+
+    struct store_set_req *req = &s->text.set_req;
+    *req = (struct store_set_req){
+        .mode = mode,
+        .flags = flags,
+        .exptime = clock_exptime(exptime),
+        .cas_compare = cas,
+    };
+    s->text.set_noreply = s->text.noreply;
+    text_expect_value(s, (size_t)vlen, true, text_storage_done);
+}

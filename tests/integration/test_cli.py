@@ -1,0 +1,98 @@
+"""memcached's command line: help, version, errors, and flags that only
+memcached's slab allocator uses (accepted, so init scripts keep working)."""
+import os
+import re
+import subprocess
+
+import pytest
+
+from helpers import stats
+
+# Every short flag of memcached 1.6 that -h must document (memcached-behaviour.md §4)
+HELP_FLAGS = ["-p", "-U", "-s", "-a", "-A", "-l", "-d", "-r", "-u", "-m", "-M", "-c", "-k",
+              "-v", "-h", "-V", "-t", "-R", "-C", "-b", "-B", "-I", "-F", "-X", "-Y", "-e",
+              "-o", "-f", "-n", "-P", "-D", "-S", "-W", "-L"]
+
+
+def run(server_bin, *args, timeout=10):
+    argv = [server_bin, *args]
+    if os.geteuid() == 0 and "-u" not in args and "--user" not in " ".join(args):
+        argv += ["-u", "root"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_documents_every_flag(server_bin):
+    r = run(server_bin, "-h")
+    assert r.returncode == 0, r.stderr
+    text = r.stdout + r.stderr
+    missing = [f for f in HELP_FLAGS if not re.search(rf"(^|\s){re.escape(f)}[,\s=]", text, re.M)]
+    assert not missing, f"-h does not document {missing}"
+    for sub in ("idle_timeout", "hashpower"):
+        assert sub in text, f"-h does not mention -o {sub}"
+
+
+def test_version_flag(server_bin):
+    r = run(server_bin, "-V")
+    assert r.returncode == 0
+    assert re.search(r"\d+\.\d+", r.stdout + r.stderr)
+
+
+@pytest.mark.parametrize("args,exit_code,message", [
+    (["-c", "0"], 1, "Maximum connections must be greater than 0"),
+    (["-t", "0"], 1, "Number of threads must be greater than 0"),
+    (["-B", "foo"], 64, "Invalid value for binding protocol"),
+    (["-o", "bogus"], 1, 'Illegal suboption "bogus"'),
+    (["-f", "1.0"], 1, "Factor must be greater than 1"),
+    (["-I", "2000m"], 64, "Cannot set item size limit higher than 1/2 of memory max"),
+    (["--bogus"], 1, None),
+    (["-Q"], 1, None),
+])
+def test_bad_flags_fail_startup(server_bin, args, exit_code, message):
+    r = run(server_bin, "-p", "0", *args)
+    assert r.returncode == exit_code, (r.returncode, r.stderr)
+    if message:
+        assert message in r.stderr + r.stdout
+
+
+def test_root_needs_user_flag(server_bin):
+    if os.geteuid() != 0:
+        pytest.skip("only meaningful as root")
+    r = subprocess.run([server_bin, "-p", "0"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 64
+    assert "can't run as root without the -u switch" in r.stderr + r.stdout
+
+
+def test_slab_allocator_flags_accepted(start_server):
+    c = start_server("-f", "1.5", "-n", "64", "-o",
+                     "slab_reassign,slab_automove=1,lru_crawler,lru_maintainer,hash_algorithm=murmur3,"
+                     "hot_lru_pct=20,warm_lru_pct=40,no_inline_ascii_resp,modern",
+                     "-o", "hashpower=16").connect()
+    assert c.set("k", "v") == b"STORED\r\n"
+    st = stats(c, "settings")
+    assert st["growth_factor"] == "1.50"
+    assert st["chunk_size"] == "64"
+    assert st["hashpower_init"] == "16"
+
+
+def test_flags_reported_in_stats_settings(start_server):
+    c = start_server("-m", "100", "-c", "500", "-t", "3", "-R", "7", "-b", "512", "-I", "2m",
+                     "-o", "idle_timeout=30", "-B", "ascii").connect()
+    st = stats(c, "settings")
+    assert st["maxbytes"] == str(100 * 1024 * 1024)
+    assert st["maxconns"] == "500"
+    assert st["num_threads"] == "3"
+    assert st["reqs_per_event"] == "7"
+    assert st["tcp_backlog"] == "512"
+    assert st["item_size_max"] == str(2 * 1024 * 1024)
+    assert st["idle_timeout"] == "30"
+    assert st["binding_protocol"] == "ascii"
+
+
+def test_verbose_logs_connections(start_server):
+    srv = start_server("-vv")
+    c = srv.connect()
+    c.set("vk", "v")
+    c.close()
+    import time
+    time.sleep(0.3)
+    assert srv.stderr().strip(), "-vv logged nothing"

@@ -1,0 +1,123 @@
+"""Expiry without sleeping: a debug build moves its clock with `debugtime`.
+
+`debugtime p` pauses the server clock, `debugtime <n>` moves it n seconds on,
+`debugtime r` lets it run again (memcached's debug-build commands)."""
+import pytest
+
+from helpers import stats
+
+
+@pytest.fixture
+def clk(debug_server):
+    c = debug_server.connect()
+    assert c.call("debugtime p") == b"OK\r\n"
+    c.call("flush_all 0")
+
+    def advance(n):
+        assert c.call(f"debugtime {n}") == b"OK\r\n"
+
+    c.advance = advance
+    yield c
+    c.call("debugtime r")
+    c.close()
+
+
+def test_relative_exptime(clk):
+    clk.set("ex1", "v", exptime=10)
+    clk.advance(9)
+    assert clk.get("ex1") == b"v"
+    clk.advance(2)
+    assert clk.get("ex1") is None
+
+
+def test_zero_never_expires(clk):
+    clk.set("ex2", "v", exptime=0)
+    clk.advance(100 * 86400)
+    assert clk.get("ex2") == b"v"
+
+
+def test_thirty_days_is_still_relative(clk):
+    clk.set("ex3", "v", exptime=2592000)
+    clk.advance(2592000 - 5)
+    assert clk.get("ex3") == b"v"
+    clk.advance(10)
+    assert clk.get("ex3") is None
+
+
+def test_absolute_exptime(clk):
+    now = int(stats(clk)["time"])
+    clk.set("ex4", "v", exptime=now + 20)
+    clk.advance(15)
+    assert clk.get("ex4") == b"v"
+    clk.advance(10)
+    assert clk.get("ex4") is None
+
+
+def test_absolute_in_the_past_is_expired(clk):
+    now = int(stats(clk)["time"])
+    assert clk.set("ex5", "v", exptime=now - 100) == b"STORED\r\n"
+    assert clk.get("ex5") is None
+    # beyond 30 days but before the server started: already expired too
+    assert clk.set("ex6", "v", exptime=2592001) == b"STORED\r\n"
+    assert clk.get("ex6") is None
+
+
+def test_touch_extends(clk):
+    clk.set("ex7", "v", exptime=5)
+    assert clk.call("touch ex7 100") == b"TOUCHED\r\n"
+    clk.advance(50)
+    assert clk.get("ex7") == b"v"
+    assert clk.call("touch ex7 -1") == b"TOUCHED\r\n"
+    assert clk.get("ex7") is None
+
+
+def test_gat_updates_ttl(clk):
+    clk.set("ex8", "v", exptime=5)
+    assert clk.call("gat 100 ex8", until=b"END\r\n") == b"VALUE ex8 0 1\r\nv\r\nEND\r\n"
+    clk.advance(50)
+    assert clk.get("ex8") == b"v"
+
+
+def test_expired_counts_and_add_over_expired(clk):
+    clk.set("ex9", "v", exptime=1)
+    clk.advance(3)
+    before = int(stats(clk)["get_expired"])
+    assert clk.get("ex9") is None
+    assert int(stats(clk)["get_expired"]) == before + 1
+    assert clk.store("add", "ex9", "w") == b"STORED\r\n"
+
+
+def test_flush_all_delay(clk):
+    clk.set("fd1", "v")
+    assert clk.call("flush_all 2") == b"OK\r\n"
+    assert clk.get("fd1") == b"v"
+    clk.advance(3)
+    assert clk.get("fd1") is None
+    # items stored after the flush time are visible
+    clk.set("fd2", "w")
+    assert clk.get("fd2") == b"w"
+
+
+def test_flush_counts_get_flushed(clk):
+    clk.set("fd3", "v")
+    clk.call("flush_all")
+    before = int(stats(clk)["get_flushed"])
+    assert clk.get("fd3") is None
+    assert int(stats(clk)["get_flushed"]) == before + 1
+
+
+def test_expired_items_reclaimed_without_reads(clk):
+    """Expired items are reclaimed by the store itself, not only when read."""
+    import time
+    base = int(stats(clk)["curr_items"])
+    for i in range(200):
+        clk.set(f"rc{i}", "v" * 100, exptime=2)
+    assert int(stats(clk)["curr_items"]) >= base + 200
+    clk.advance(5)
+    clk.call("debugtime r")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if int(stats(clk)["curr_items"]) <= base:
+            break
+        time.sleep(0.2)
+    assert int(stats(clk)["curr_items"]) <= base

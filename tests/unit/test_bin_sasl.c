@@ -1,0 +1,99 @@
+/* SASL PLAIN: the password file and the PLAIN message check. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proto/sasl.h"
+
+#define PLAIN(lit) lit, sizeof(lit) - 1
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *pwdb = "alice:secret\n"
+                       "bob:hunter2:extra tokens\r\n"
+                       "\n"
+                       "nocolon\n"
+                       "alice:second-line-ignored\n"
+                       "carol:";
+    return sasl_load_text(pwdb, strlen(pwdb));
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sasl_teardown();
+    return 0;
+}
+
+static void test_good(void **state)
+{
+    (void)state;
+    assert_true(sasl_plain_check(PLAIN("\0alice\0secret")));
+    assert_true(sasl_plain_check(PLAIN("alice\0alice\0secret"))); /* authzid = authcid */
+    assert_true(sasl_plain_check(PLAIN("\0bob\0hunter2")));       /* ends at ':' */
+    assert_true(sasl_plain_check(PLAIN("\0carol\0")));            /* empty password */
+}
+
+static void test_bad(void **state)
+{
+    (void)state;
+    assert_false(sasl_plain_check(PLAIN("\0alice\0secre")));
+    assert_false(sasl_plain_check(PLAIN("\0alice\0secret2")));
+    assert_false(sasl_plain_check(PLAIN("\0alice\0second-line-ignored")));
+    assert_false(sasl_plain_check(PLAIN("\0bob\0hunter2:extra tokens")));
+    assert_false(sasl_plain_check(PLAIN("bob\0alice\0secret"))); /* act as another user */
+    assert_false(sasl_plain_check(PLAIN("\0mallory\0secret")));
+    assert_false(sasl_plain_check(PLAIN("\0\0secret")));
+    assert_false(sasl_plain_check(PLAIN("\0nocolon\0")));
+    assert_false(sasl_plain_check(PLAIN("alice\0secret")));   /* one NUL only */
+    assert_false(sasl_plain_check(PLAIN("alicesecret")));
+    assert_false(sasl_plain_check("", 0));
+    assert_false(sasl_plain_check(PLAIN("\0ALICE\0secret")));
+}
+
+static void test_too_long(void **state)
+{
+    (void)state;
+    char msg[600];
+    memset(msg, 'a', sizeof msg);
+    msg[0] = '\0';
+    memcpy(msg + 1, "alice", 5);
+    msg[6] = '\0';
+    assert_false(sasl_plain_check(msg, sizeof msg));
+}
+
+static void test_mechs(void **state)
+{
+    (void)state;
+    assert_true(sasl_mech_supported("PLAIN", 5));
+    assert_true(sasl_mech_supported("plain", 5));
+    assert_false(sasl_mech_supported("PLAINX", 6));
+    assert_false(sasl_mech_supported("CRAM-MD5", 8));
+    assert_false(sasl_mech_supported("", 0));
+}
+
+static void test_empty_file(void **state)
+{
+    (void)state;
+    assert_int_equal(sasl_load_text("", 0), 0);
+    assert_false(sasl_plain_check(PLAIN("\0alice\0secret")));
+    assert_int_equal(setup(NULL), 0);
+    assert_true(sasl_plain_check(PLAIN("\0alice\0secret")));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good),
+        cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_too_long),
+        cmocka_unit_test(test_mechs),
+        cmocka_unit_test(test_empty_file),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

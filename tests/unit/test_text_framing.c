@@ -1,0 +1,329 @@
+/* The text framing: requests split at every byte, pipelines, values read
+ * straight into item memory, the line limit, the HTTP guard, quit, -R
+ * yields and ascii authentication. */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "test_text_support.h"
+
+/* A script mixing every kind of line; its replies must not depend on how
+ * the bytes are cut into reads. */
+static const char script[] =
+    "set a 1 0 3\r\nabc\r\n"
+    "get a b a\r\n"
+    "add a 0 0 1\r\nx\r\n"
+    "set b 0 0 0 noreply\r\n\r\n"
+    "append a 0 0 2\r\nde\r\n"
+    "gets b\n"
+    "incr c 1\r\n"
+    "set c 0 0 2\r\n10\r\n"
+    "incr c 5\r\ndecr c 100\r\n"
+    "set d 0 0 1\r\nxy\r\n" /* bad data chunk, leftover "\n" */
+    "touch a 0\r\n"
+    "delete b\r\n"
+    "bogus line\r\n"
+    "\r\n"
+    "get a\r\n"
+    "version\r\n";
+
+static char *run_split(size_t chunk, size_t *n)
+{
+    struct tt *t = tt_new();
+    tt_feed(t, script, sizeof script - 1, chunk);
+    char *out = tt_drain(t, n);
+    /* gets prints a CAS that differs per store instance: blank it */
+    char *v = strstr(out, "VALUE b 0 0 ");
+    if (v)
+        for (char *p = v + 12; *p >= '0' && *p <= '9'; p++)
+            *p = '#';
+    assert_false(t->closed);
+    tt_free(t);
+    return out;
+}
+
+static void test_split_every_byte(void **state)
+{
+    (void)state;
+    size_t n_whole;
+    char *whole = run_split(0, &n_whole);
+    const char *want_start = "STORED\r\nVALUE a 1 3\r\nabc\r\nVALUE a 1 3\r\nabc\r\nEND\r\n"
+                             "NOT_STORED\r\nSTORED\r\nVALUE b 0 0 ";
+    assert_memory_equal(whole, want_start, strlen(want_start));
+    const char *want_end = "\r\nNOT_FOUND\r\nSTORED\r\n15\r\n0\r\n"
+                           "CLIENT_ERROR bad data chunk\r\nCLIENT_ERROR bad command line format\r\n"
+                           "TOUCHED\r\nDELETED\r\nERROR\r\nCLIENT_ERROR bad command line format\r\n"
+                           "VALUE a 1 5\r\nabcde\r\nEND\r\nVERSION 1.6.45\r\n";
+    assert_true(n_whole > strlen(want_end));
+    assert_memory_equal(whole + n_whole - strlen(want_end), want_end, strlen(want_end));
+    for (size_t chunk = 1; chunk < sizeof script; chunk++) {
+        size_t n;
+        char *got = run_split(chunk, &n);
+        if (n != n_whole || memcmp(got, whole, n) != 0) {
+            fprintf(stderr, "chunk %zu differs:\n[%s]\n[%s]\n", chunk, got, whole);
+            fail();
+        }
+        free(got);
+    }
+    /* and cut once at every position */
+    for (size_t cut = 1; cut < sizeof script - 1; cut++) {
+        struct tt *t = tt_new();
+        tt_feed(t, script, cut, 0);
+        tt_feed(t, script + cut, sizeof script - 1 - cut, 0);
+        size_t n;
+        char *got = tt_drain(t, &n);
+        char *v = strstr(got, "VALUE b 0 0 ");
+        if (v)
+            for (char *p = v + 12; *p >= '0' && *p <= '9'; p++)
+                *p = '#';
+        assert_int_equal(n, n_whole);
+        assert_memory_equal(got, whole, n);
+        free(got);
+        tt_free(t);
+    }
+    free(whole);
+}
+
+static void test_large_value_sink(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    size_t vlen = 50000;
+    char *req = malloc(vlen + 64);
+    int h = sprintf(req, "set big 3 0 %zu\r\n", vlen);
+    for (size_t i = 0; i < vlen; i++)
+        req[h + i] = (char)('a' + i % 26);
+    memcpy(req + h + vlen, "\r\n", 2);
+    /* the first read leaves most of the value unread: the session asks for
+     * it to be read straight into the item */
+    tt_feed(t, req, (size_t)h + 100, 0);
+    assert_true(t->s.sink_len == vlen - 100);
+    assert_int_equal(t->rlen, 0);
+    tt_feed(t, req + h + 100, vlen - 100 + 2, 1000);
+    size_t n;
+    char *got = tt_drain(t, &n);
+    assert_string_equal(got, "STORED\r\n");
+    free(got);
+    assert_null(t->s.sink);
+    tt_feed(t, "get big\r\n", 9, 0);
+    got = tt_drain(t, &n);
+    assert_int_equal(n, 19 + vlen + 7);
+    assert_memory_equal(got, "VALUE big 3 50000\r\n", 19);
+    assert_memory_equal(got + 19, req + h, vlen);
+    assert_memory_equal(got + 19 + vlen, "\r\nEND\r\n", 7);
+    free(got);
+    free(req);
+    tt_free(t);
+}
+
+static void test_pipeline(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    char req[8192], want[8192];
+    size_t nr = 0, nw = 0;
+    for (int i = 0; i < 20; i++) {
+        nr += (size_t)sprintf(req + nr, "set k%d 0 0 %d\r\n%0*d\r\nget k%d\r\n", i, i + 1, i + 1, i, i);
+        nw += (size_t)sprintf(want + nw, "STORED\r\nVALUE k%d 0 %d\r\n%0*d\r\nEND\r\n", i, i + 1,
+                              i + 1, i);
+    }
+    tt_expect_n(t, req, nr, want, nw, "pipeline");
+    tt_free(t);
+}
+
+static void two_per_event(struct settings *s)
+{
+    s->reqs_per_event = 2;
+}
+
+static void test_reqs_per_event(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new_with(two_per_event);
+    const char *in = "version\r\nversion\r\nversion\r\nversion\r\nversion\r\nver";
+    size_t used = 0;
+    enum proto_status st = proto_process(&t->s, in, strlen(in), &used);
+    assert_int_equal(st, PROTO_YIELD);
+    assert_int_equal(used, 18);
+    assert_int_equal(reply_pending(&t->s.reply), 2 * 16);
+    st = proto_process(&t->s, in + 18, strlen(in) - 18, &used);
+    assert_int_equal(st, PROTO_YIELD);
+    st = proto_process(&t->s, in + 36, strlen(in) - 36, &used);
+    /* one complete request and a partial one: nothing left to yield for */
+    assert_int_equal(st, PROTO_OK);
+    assert_int_equal(used, 9);
+    tt_free(t);
+}
+
+static void test_line_limit(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    char junk[3000];
+    memset(junk, 'x', sizeof junk);
+    tt_feed(t, junk, 2048, 0);
+    assert_false(t->closed);
+    tt_feed(t, junk, 1, 0);
+    assert_true(t->closed);
+    tt_free(t);
+
+    /* a multiget line may be any length */
+    t = tt_new();
+    EXPECT(t, "set k1 0 0 1\r\n1\r\n", "STORED\r\n");
+    size_t n = 0;
+    static char big[200000];
+    n += (size_t)sprintf(big, "get");
+    for (int i = 0; i < 20000; i++)
+        n += (size_t)sprintf(big + n, " k%d", i);
+    tt_feed(t, big, n, 1000);
+    assert_false(t->closed);
+    EXPECT(t, "\r\n", "VALUE k1 0 1\r\n1\r\nEND\r\n");
+    assert_int_equal(t->stats.cmd_get, 20000);
+    tt_free(t);
+
+    t = tt_new();
+    memcpy(junk, "  gets ", 7);
+    tt_feed(t, junk, sizeof junk, 0);
+    assert_false(t->closed);
+    tt_free(t);
+}
+
+static void test_http_and_quit(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    EXPECT(t, "GET / HTTP/1.1\r\nversion\r\n", "");
+    assert_true(t->closed);
+    tt_free(t);
+
+    t = tt_new();
+    EXPECT(t, "get / HTTP/1.1\r\n", "END\r\n"); /* a real get: keys "/" and "HTTP/1.1" */
+    assert_false(t->closed);
+    EXPECT(t, "version\r\nquit\r\nversion\r\n", "VERSION 1.6.45\r\n");
+    assert_true(t->closed);
+    tt_free(t);
+}
+
+static void ascii_only(struct settings *s)
+{
+    s->binding_protocol = "ascii";
+}
+
+static void binary_only(struct settings *s)
+{
+    s->binding_protocol = "binary";
+}
+
+static void test_negotiation(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    assert_int_equal(t->s.kind, PROTO_KIND_NEGOTIATING);
+    EXPECT(t, "version\r\n", "VERSION 1.6.45\r\n");
+    assert_int_equal(t->s.kind, PROTO_KIND_TEXT);
+    tt_free(t);
+
+    /* 0x80 first: the binary protocol (a VERSION request, answered 0x81) */
+    static const char bin_version[24] = {(char)0x80, 0x0b};
+    t = tt_new();
+    tt_feed(t, bin_version, sizeof bin_version, 0);
+    assert_int_equal(t->s.kind, PROTO_KIND_BINARY);
+    size_t n;
+    char *got = tt_drain(t, &n);
+    assert_true(n >= 24);
+    assert_int_equal((unsigned char)got[0], 0x81);
+    assert_int_equal(got[1], 0x0b);
+    free(got);
+    tt_free(t);
+
+    t = tt_new_with(ascii_only);
+    assert_int_equal(t->s.kind, PROTO_KIND_TEXT);
+    tt_free(t);
+    t = tt_new_with(binary_only);
+    assert_int_equal(t->s.kind, PROTO_KIND_BINARY);
+    tt_free(t);
+}
+
+static char auth_path[64];
+
+static void with_auth(struct settings *s)
+{
+    s->auth_file = auth_path;
+}
+
+static void test_ascii_auth(void **state)
+{
+    (void)state;
+    strcpy(auth_path, "/tmp/nodelay-text-auth-XXXXXX");
+    int fd = mkstemp(auth_path);
+    assert_true(fd >= 0);
+    const char *file = "alice:s3cret\nbob:pw"; /* no trailing newline */
+    assert_int_equal(write(fd, file, strlen(file)), (ssize_t)strlen(file));
+    close(fd);
+    assert_int_equal(text_auth_load(auth_path), 0);
+
+    struct tt *t = tt_new_with(with_auth);
+    assert_false(t->s.authenticated);
+    EXPECT(t, "get a\r\n", "CLIENT_ERROR unauthenticated\r\n");
+    EXPECT(t, "set x 0 0 9\r\nalice bad\r\n", "CLIENT_ERROR authentication failure\r\n");
+    EXPECT(t, "set x 0 0 5\r\nalice\r\n", "CLIENT_ERROR bad authentication token format\r\n");
+    EXPECT(t, "set x 0 0 6\r\nbob pw\r\n", "STORED\r\n");
+    assert_true(t->s.authenticated);
+    EXPECT(t, "get a\r\n", "END\r\n");
+    assert_int_equal(t->stats.auth_cmds, 2);
+    assert_int_equal(t->stats.auth_errors, 1);
+    tt_free(t);
+
+    t = tt_new_with(with_auth);
+    EXPECT(t, "set x 0 0 12\r\nalice s3cret\r\nversion\r\n", "STORED\r\nVERSION 1.6.45\r\n");
+    tt_free(t);
+
+    t = tt_new_with(with_auth);
+    EXPECT(t, "set x 0 0 2147483646\r\n", "CLIENT_ERROR auth token too long\r\n");
+    assert_true(t->closed);
+    tt_free(t);
+
+    /* reload replaces the list */
+    fd = open(auth_path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "carol:x\n", 8), 8);
+    close(fd);
+    assert_int_equal(text_auth_load(auth_path), 0);
+    t = tt_new_with(with_auth);
+    EXPECT(t, "set x 0 0 6\r\nbob pw\r\nset x 0 0 7\r\ncarol x\r\n",
+           "CLIENT_ERROR authentication failure\r\nSTORED\r\n");
+    tt_free(t);
+    assert_int_equal(text_auth_load("/nonexistent/nodelay-auth"), -1);
+    text_auth_unload();
+    unlink(auth_path);
+}
+
+#ifdef NODELAY_DEBUG
+static void test_debugtime(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    EXPECT(t, "set a 0 10 1\r\nx\r\nget a\r\n", "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n");
+    EXPECT(t, "debugtime 11\r\nget a\r\n", "OK\r\nEND\r\n");
+    EXPECT(t, "debugtime x\r\ndebugtime\r\n", "ERROR\r\nERROR\r\n");
+    EXPECT(t, "debugtime p\r\ndebugtime r\r\n", "OK\r\nOK\r\n");
+    tt_free(t);
+}
+#endif
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_split_every_byte),
+        cmocka_unit_test(test_large_value_sink),
+        cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_reqs_per_event),
+        cmocka_unit_test(test_line_limit),
+        cmocka_unit_test(test_http_and_quit),
+        cmocka_unit_test(test_negotiation),
+        cmocka_unit_test(test_ascii_auth),
+#ifdef NODELAY_DEBUG
+        cmocka_unit_test(test_debugtime),
+#endif
+    };
+    return cmocka_run_group_tests(tests, tt_group_setup, NULL);
+}
