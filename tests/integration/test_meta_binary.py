@@ -70,6 +70,7 @@ def test_meta_arithmetic(meta):
     assert meta.read_until(b"\r\n") == b"0\r\n"
 
 
+@pytest.mark.concurrency
 def test_meta_invalidate_then_one_recache_winner(meta, server):
     """Stale-while-revalidate: after md I, the first mg wins (W), later ones
     see X and Z; exactly one of many concurrent clients wins."""
@@ -97,6 +98,7 @@ def test_meta_invalidate_then_one_recache_winner(meta, server):
     assert all(b" X" in r for r in results), results
 
 
+@pytest.mark.concurrency
 def test_meta_vivify_one_winner(meta, server):
     results = []
     lock = threading.Lock()
