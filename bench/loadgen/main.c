@@ -207,7 +207,7 @@ int main(int argc, char **argv)
     }
     if (cfg.threads < 1 || cfg.conns < cfg.threads || cfg.depth < 1 || cfg.depth > 4096 ||
         cfg.multi < 1 || cfg.multi > LG_MAX_MULTI || cfg.keys < 1 ||
-        (cfg.strict && (cfg.keys < (uint32_t)cfg.conns || cfg.key_base))) {
+        (cfg.strict && cfg.keys < (uint32_t)cfg.conns)) {
         fprintf(stderr, "bad option combination (see --help)\n");
         return 2;
     }
@@ -218,9 +218,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (cfg.strict) {
-        sh.lo = calloc(cfg.keys, sizeof(uint32_t));
-        sh.hi = calloc(cfg.keys, sizeof(uint32_t));
-        sh.taint_until = calloc(cfg.keys, sizeof(uint64_t));
+        /* indexed by key number, so sized for the whole range from 0 */
+        size_t n = (size_t)cfg.key_base + cfg.keys;
+        sh.lo = calloc(n, sizeof(uint32_t));
+        sh.hi = calloc(n, sizeof(uint32_t));
+        sh.taint_until = calloc(n, sizeof(uint64_t));
         if (!sh.lo || !sh.hi || !sh.taint_until) {
             fprintf(stderr, "out of memory\n");
             return 1;

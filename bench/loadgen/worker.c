@@ -293,6 +293,12 @@ static void conn_fill(struct worker *w, struct conn *c, uint64_t now)
     }
 }
 
+/* The first few violations are shown; the counters hold the rest. */
+static bool worth_telling(struct worker *w)
+{
+    return w->st.stale + w->st.future + w->st.verify_failures <= 10;
+}
+
 static bool key_requested(const struct req *r, uint32_t k)
 {
     for (unsigned i = 0; i < r->nkeys; i++)
@@ -319,7 +325,7 @@ static void check_hit(struct worker *w, const struct req *r, const struct lg_hit
     uint32_t ver;
     if (lg_value_check(&sh->values, k, h->data, h->len, &ver) != LG_VERIFY_OK) {
         w->st.verify_failures++;
-        if (!w->cfg->quiet)
+        if (worth_telling(w))
             fprintf(stderr, "verify failed: key %u len %zu data %.40s\n", k, h->len,
                     h->data);
         return;
@@ -327,11 +333,13 @@ static void check_hit(struct worker *w, const struct req *r, const struct lg_hit
     if (w->cfg->strict) {
         if (ver > sh->hi[k]) {
             w->st.future++;
-            fprintf(stderr, "key %u: version %u was never written (newest %u)\n", k,
+            if (worth_telling(w))
+                fprintf(stderr, "key %u: version %u was never written (newest %u)\n", k,
                     ver, sh->hi[k]);
         } else if (ver < sh->lo[k] && now > sh->taint_until[k]) {
             w->st.stale++;
-            fprintf(stderr, "key %u: stale version %u, acknowledged %u\n", k, ver,
+            if (worth_telling(w))
+                fprintf(stderr, "key %u: stale version %u, acknowledged %u\n", k, ver,
                     sh->lo[k]);
         }
     }
@@ -479,15 +487,18 @@ static void *worker_main(void *arg)
         }
         if (w->stopping && (!busy || now > drain_until))
             break;
-        int timeout = 100;
+        /* sleep to the nanosecond (epoll_pwait2): a millisecond timer would
+         * add up to 1 ms to every open-loop latency, or spin */
+        uint64_t wait_ns = 100 * MS;
         if (next_due != UINT64_MAX && !w->stopping)
-            timeout = next_due <= now ? 0 : (int)((next_due - now) / MS);
+            wait_ns = next_due <= now ? 0 : next_due - now;
         if (!w->stopping && !w->quota && !cfg->prefill) {
-            uint64_t left = w->deadline > now ? (w->deadline - now) / MS + 1 : 0;
-            if ((uint64_t)timeout > left)
-                timeout = (int)left;
+            uint64_t left = w->deadline > now ? w->deadline - now : 0;
+            if (wait_ns > left)
+                wait_ns = left;
         }
-        int n = epoll_wait(w->epfd, evs, 256, timeout);
+        struct timespec ts = { (time_t)(wait_ns / 1000000000ull), (long)(wait_ns % 1000000000ull) };
+        int n = epoll_pwait2(w->epfd, evs, 256, &ts, NULL);
         now = lg_now_ns();
         for (int i = 0; i < n; i++) {
             struct conn *c = evs[i].data.ptr;
@@ -529,8 +540,6 @@ int lg_run_load(struct lg_shared *sh, struct lg_stats *total, double *elapsed_s)
     struct worker *ws = calloc((size_t)T, sizeof(*ws));
     if (!ws)
         return -1;
-    uint64_t start = lg_now_ns();
-    sh->start_ns = start;
     int gid = 0;
     int rc = 0;
     for (int t = 0; t < T; t++) {
@@ -544,7 +553,6 @@ int lg_run_load(struct lg_shared *sh, struct lg_stats *total, double *elapsed_s)
         lg_hist_init(&w->st.lat);
         if (cfg->requests)
             w->quota = cfg->requests / (uint64_t)T + ((uint64_t)t < cfg->requests % (uint64_t)T);
-        w->deadline = start + (uint64_t)(cfg->duration * 1e9);
         w->prefill_next = cfg->key_base + (uint32_t)((uint64_t)cfg->keys * (uint64_t)t / (uint64_t)T);
         w->prefill_end = cfg->key_base + (uint32_t)((uint64_t)cfg->keys * (uint64_t)(t + 1) / (uint64_t)T);
         for (int i = 0; i < w->nconns; i++, gid++) {
@@ -555,14 +563,24 @@ int lg_run_load(struct lg_shared *sh, struct lg_stats *total, double *elapsed_s)
             c->ring = calloc((size_t)cfg->depth, sizeof(struct req));
             c->keyslab = calloc((size_t)cfg->depth * cfg->multi, sizeof(uint32_t));
             c->rng.s = cfg->seed * 1000003u + (uint64_t)gid;
-            if (cfg->rate > 0) {
-                c->interval = (uint64_t)(1e9 * cfg->conns / cfg->rate);
-                c->next_intended = start + lg_rng_next(&c->rng) % (c->interval + 1);
-            }
             if (conn_open(w, c) != 0) {
                 fprintf(stderr, "connect to %s:%d failed: %s\n", cfg->host, cfg->port,
                         strerror(errno));
                 rc = -1;
+            }
+        }
+    }
+    /* the clock starts once every connection is up */
+    uint64_t start = lg_now_ns();
+    sh->start_ns = start;
+    for (int t = 0; t < T; t++) {
+        struct worker *w = &ws[t];
+        w->deadline = start + (uint64_t)(cfg->duration * 1e9);
+        for (int i = 0; i < w->nconns; i++) {
+            struct conn *c = &w->conns[i];
+            if (cfg->rate > 0) {
+                c->interval = (uint64_t)(1e9 * cfg->conns / cfg->rate);
+                c->next_intended = start + lg_rng_next(&c->rng) % (c->interval + 1);
             }
         }
     }

@@ -42,7 +42,10 @@ static uint32_t event_epoll_mask(unsigned interest)
 {
     uint32_t m = 0;
     if (interest & EVENT_READ)
-        m |= EPOLLIN | EPOLLRDHUP;
+        m |= EPOLLIN;
+    /* EPOLLEXCLUSIVE accepts only a few flags alongside it (no RDHUP). */
+    if ((interest & EVENT_READ) && !(interest & EVENT_EXCLUSIVE))
+        m |= EPOLLRDHUP;
     if (interest & EVENT_WRITE)
         m |= EPOLLOUT;
 #ifdef EPOLLEXCLUSIVE

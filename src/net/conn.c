@@ -200,10 +200,10 @@ static void conn_settle(struct conn *c)
         return;
     }
     conn_update_interest(c);
-    /* Backpressure lifted with complete requests still buffered: run them
-     * next turn (no read event will come for bytes we already hold). */
-    if (!c->closing && c->rlen > 0 && !c->in_ready &&
-        reply_pending(&c->sess.reply) <= CONN_REPLY_SOFT_LIMIT && c->sess.sink_len == 0)
+    /* Complete requests still buffered (-R yield) and not owing too much:
+     * run them next turn, as no read event will come for bytes we hold. */
+    if (c->yielded && !c->closing && !c->in_ready &&
+        reply_pending(&c->sess.reply) <= CONN_REPLY_SOFT_LIMIT)
         worker_ready_push(c->w, c);
 }
 
@@ -222,6 +222,7 @@ static enum proto_status conn_process(struct conn *c)
         if (st != PROTO_OK || consumed == 0)
             break;
     }
+    c->yielded = st == PROTO_YIELD;
     if (c->rlen == 0)
         conn_rbuf_drop(c);
     return st;
@@ -241,11 +242,8 @@ static void conn_after_input(struct conn *c, enum proto_status st)
     conn_flush(c);
     if (c->dead)
         return;
-    if (st == PROTO_YIELD) {
+    if (st == PROTO_YIELD)
         STAT_INC(&w->stats, conn_yields);
-        if (!c->in_ready)
-            worker_ready_push(w, c);
-    }
     conn_settle(c);
 }
 
@@ -289,7 +287,9 @@ static void conn_on_readable(struct conn *c)
 {
     struct worker *w = c->w;
     ssize_t n;
-    bool direct = c->sess.sink_len > 0 && c->rlen == 0;
+    /* A large value goes straight into item memory; a small one is read
+     * with what follows it (its "\r\n", the next requests) in one call. */
+    bool direct = c->sess.sink_len >= CONN_DIRECT_MIN && c->rlen == 0;
     if (direct) {
         /* A value larger than what is buffered: straight into item memory. */
         n = read(c->fd, c->sess.sink, c->sess.sink_len);
@@ -338,7 +338,7 @@ void conn_resume(struct conn *c)
         return;
     if (reply_pending(&c->sess.reply) > CONN_REPLY_SOFT_LIMIT)
         return; /* still owes too much; the write side re-queues it */
-    if (c->rlen == 0 || c->sess.sink_len > 0)
+    if (!c->yielded || c->rlen == 0)
         return;
     enum proto_status st = conn_process(c);
     conn_after_input(c, st);

@@ -15,6 +15,8 @@
  * multiget line) grows its connection's buffer up to CONN_RBUF_MAX. */
 #define CONN_RBUF_SIZE (16 * 1024)
 #define CONN_RBUF_MAX (64u * 1024 * 1024)
+/* Values at least this large are read straight into item memory. */
+#define CONN_DIRECT_MIN (4 * 1024)
 /* Stop reading a connection's requests while it owes this much. */
 #define CONN_REPLY_SOFT_LIMIT (4u * 1024 * 1024)
 /* Cut off a client that takes none of its replies for this long. */
@@ -28,6 +30,7 @@ struct conn {
     unsigned interest;  /* EVENT_READ / EVENT_WRITE currently asked for */
     bool blocked;       /* last write hit EAGAIN */
     bool closing;       /* send what is queued, then close */
+    bool yielded;       /* complete requests left buffered (-R budget spent) */
     bool in_ready;
     bool dead;
 

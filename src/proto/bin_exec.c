@@ -14,6 +14,7 @@
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "version.h"
 
 static struct bin_resp bin_resp_ok(const struct bin_header *h, uint64_t cas)
 {
@@ -265,6 +266,19 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
     }
 }
 
+/* FLUSH FLUSHQ, with an optional delay (exptime rules). */
+static enum proto_status bin_flush(struct session *s, const struct bin_header *h, bool quiet,
+                                   const unsigned char *ext)
+{
+    if (!s->settings->flush_enabled)
+        return bin_error(s, h, BIN_STATUS_AUTH_ERROR); /* memcached's answer to -F */
+    uint32_t delay = h->extlen == 4 ? bin_load32(ext) : 0;
+    rel_time_t when = delay > 0 ? clock_exptime((int64_t)delay) : clock_now();
+    store_flush(store_ctx_store(s->store), when);
+    STAT_INC(s->stats, cmd_flush);
+    return bin_success(s, h, quiet, 0, NULL, 0);
+}
+
 enum proto_status bin_exec(struct session *s, const struct bin_header *h, enum bin_kind kind,
                            const unsigned char *ext, const char *key)
 {
@@ -285,8 +299,8 @@ enum proto_status bin_exec(struct session *s, const struct bin_header *h, enum b
     case BIN_KIND_NOOP:
         return bin_success(s, h, false, 0, NULL, 0);
     case BIN_KIND_VERSION:
-        return bin_success(s, h, false, 0, BIN_VERSION_STRING,
-                           (uint32_t)strlen(BIN_VERSION_STRING));
+        return bin_success(s, h, false, 0, NODELAY_PROTOCOL_VERSION,
+                           (uint32_t)strlen(NODELAY_PROTOCOL_VERSION));
     case BIN_KIND_QUIT:
         bin_success(s, h, quiet, 0, NULL, 0);
         return PROTO_CLOSE;
@@ -297,6 +311,7 @@ enum proto_status bin_exec(struct session *s, const struct bin_header *h, enum b
     case BIN_KIND_STAT:
         return bin_stat(s, h, key);
     case BIN_KIND_FLUSH:
+        return bin_flush(s, h, quiet, ext);
     case BIN_KIND_UNKNOWN:
     case BIN_KIND_INVALID:
     default: {

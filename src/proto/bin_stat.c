@@ -45,10 +45,16 @@ static bool bin_stat_has_prefix(const char *s, size_t n, const char *prefix)
     return n >= np && memcmp(s, prefix, np) == 0;
 }
 
-/* Append one packet per "STAT name value" line of text. Returns 0, 1 when the
- * text is an error line (the group does not exist), -1 out of memory. */
-static int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, const char *text,
-                          size_t len)
+/* True when the text is an error line (the group cannot be shown). */
+static bool bin_stat_is_error(const char *text, size_t len)
+{
+    return bin_stat_has_prefix(text, len, "ERROR") ||
+           bin_stat_has_prefix(text, len, "CLIENT_ERROR") ||
+           bin_stat_has_prefix(text, len, "SERVER_ERROR");
+}
+
+int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, const char *text,
+                   size_t len)
 {
     size_t off = 0;
     while (off < len) {
@@ -58,8 +64,7 @@ static int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, con
         off += nl ? n + 1 : n;
         if (n > 0 && line[n - 1] == '\r')
             n--;
-        if (bin_stat_has_prefix(line, n, "ERROR") || bin_stat_has_prefix(line, n, "CLIENT_ERROR") ||
-            bin_stat_has_prefix(line, n, "SERVER_ERROR"))
+        if (bin_stat_is_error(line, n))
             return 1;
         if (!bin_stat_has_prefix(line, n, "STAT "))
             continue; /* END, RESET, OK */
@@ -77,38 +82,78 @@ static int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, con
     return 0;
 }
 
+static bool bin_stat_is(const char *s, size_t n, const char *word)
+{
+    return n == strlen(word) && memcmp(s, word, n) == 0;
+}
+
+/* The group a STAT key asks for, as memcached's binary STAT reads it: "reset"
+ * and "settings" by prefix, "detail on|off|dump", and the groups its
+ * get_stats() knows (items, slabs, sizes; nodelay is ours). Others, including
+ * the text-only conns and cachedump, are NULL: KEY_ENOENT. */
+static const char *bin_stat_group(const char *key, size_t n)
+{
+    if (n == 0)
+        return "";
+    if (bin_stat_has_prefix(key, n, "reset"))
+        return "reset";
+    if (bin_stat_has_prefix(key, n, "settings"))
+        return "settings";
+    if (bin_stat_has_prefix(key, n, "detail")) {
+        if (bin_stat_has_prefix(key + 6, n - 6, " dump"))
+            return "detail dump";
+        if (bin_stat_has_prefix(key + 6, n - 6, " on"))
+            return "detail on";
+        if (bin_stat_has_prefix(key + 6, n - 6, " off"))
+            return "detail off";
+        return NULL;
+    }
+    static const char *const exact[] = {"items", "slabs", "sizes", "nodelay"};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (bin_stat_is(key, n, exact[i]))
+            return exact[i];
+    return NULL;
+}
+
+static enum proto_status bin_stat_error(struct session *s, const struct bin_header *h,
+                                        uint16_t status)
+{
+    int rc = bin_compose_error(&s->reply, h->opcode, h->opaque, status);
+    return rc == 0 ? PROTO_OK : PROTO_CLOSE;
+}
+
 enum proto_status bin_stat(struct session *s, const struct bin_header *h, const char *key)
 {
+    const char *group = bin_stat_group(key, h->keylen);
+    if (!group)
+        return bin_stat_error(s, h, BIN_STATUS_KEY_ENOENT);
     struct reply_queue text;
     reply_init(&text);
-    int rc = server_stats(key, h->keylen, &text);
+    int rc = server_stats(group, strlen(group), &text);
     size_t len = 0;
     char *buf = rc == 0 ? bin_stat_flatten(&text, &len) : NULL;
     reply_release(&text);
     if (rc != 0)
-        return bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_KEY_ENOENT) == 0
-                   ? PROTO_OK
-                   : PROTO_CLOSE;
+        return bin_stat_error(s, h, BIN_STATUS_KEY_ENOENT);
     if (!buf)
-        return bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_ENOMEM) == 0
-                   ? PROTO_OK
-                   : PROTO_CLOSE;
+        return bin_stat_error(s, h, BIN_STATUS_ENOMEM);
 
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque};
     struct reply_mark mark;
     reply_get_mark(&s->reply, &mark);
     int res;
-    if (bin_stat_has_prefix(key, h->keylen, "detail dump"))
+    if (bin_stat_is_error(buf, len))
+        res = 1;
+    else if (strcmp(group, "detail dump") == 0)
         res = bin_compose(&s->reply, &r, NULL, 0, "detailed", 8, buf, (uint32_t)len);
     else
         res = bin_stat_lines(&s->reply, &r, buf, len);
     free(buf);
     if (res == 1) {
         reply_rollback(&s->reply, &mark);
-        return bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_KEY_ENOENT) == 0
-                   ? PROTO_OK
-                   : PROTO_CLOSE;
+        return bin_stat_error(s, h, BIN_STATUS_KEY_ENOENT);
     }
+    /* An empty packet ends the list. */
     if (res != 0 || bin_compose(&s->reply, &r, NULL, 0, NULL, 0, NULL, 0) != 0)
         return PROTO_CLOSE;
     return PROTO_OK;

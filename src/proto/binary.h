@@ -22,8 +22,6 @@
 #define BIN_HEADER_LEN 24
 #define BIN_MAGIC_REQ 0x80
 #define BIN_MAGIC_RES 0x81
-/* What `version` answers: nodelay implements memcached 1.6.45's protocol. */
-#define BIN_VERSION_STRING "1.6.45"
 /* memcached's MAX_SASL_MECH_LEN */
 #define BIN_SASL_MECH_MAX 32
 /* SASL data kept for one AUTH/STEP; longer data can never match a pwdb line
@@ -169,6 +167,12 @@ int bin_compose(struct reply_queue *q, const struct bin_resp *r, const void *ext
                 uint8_t extlen, const void *key, uint16_t keylen, const void *body,
                 uint32_t bodylen);
 
+/* bin_stat.c: one STAT packet per "STAT name value" line of text (END,
+ * RESET and OK lines are skipped). Returns 0, 1 when the text holds an error
+ * line, -1 out of memory. */
+int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, const char *text,
+                   size_t len);
+
 /* memcached's text for an error status ("Not found", ...). */
 const char *bin_status_text(uint16_t status);
 
@@ -199,7 +203,6 @@ struct bin_state {
     bool have_res;
     struct store_reservation res;
     struct store_set_req set_req;
-    char key[STORE_KEY_MAX];
     /* SASL: a PLAIN exchange in progress, and its outcome. */
     bool sasl_authed;   /* only set by a successful AUTH/STEP, cleared by every attempt */
     bool sasl_started;  /* AUTH answered AUTH_CONTINUE; STEP may follow */

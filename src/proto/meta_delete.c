@@ -9,7 +9,9 @@ void meta_delete(struct session *s, const struct meta_req *req)
         .cas_compare = req->has_cas ? req->cas : 0,
         .cas_new = req->has_cas_new ? req->cas_new : 0,
         .invalidate = req->invalidate,
-        .touch = req->invalidate && req->has_ttl,
+        /* T applies to what stays: a stale item (I) or an emptied one (x,
+         * which like memcached's gets no TTL unless T gives one) */
+        .touch = (req->invalidate || req->drop_value) && req->has_ttl,
         .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
         .drop_value = req->drop_value,
     };

@@ -90,7 +90,8 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
     meta_line_send(s, &l);
 
     if (value) {
-        if (it->nvalue > 0 && it->pin) {
+        if (it->nvalue > 0) {
+            /* by reference: the pin keeps the bytes until they are sent */
             reply_ref(&s->reply, it->value, it->nvalue, it->pin);
             it->pin = NULL;
         }
@@ -168,10 +169,12 @@ void meta_debug(struct session *s, const struct meta_req *req)
     meta_line_u64(&l, it.cas);
     meta_line_str(&l, it.fetched ? " fetch=yes cls=" : " fetch=no cls=");
     meta_line_u64(&l, it.class_id);
-    /* size: the bytes the item's key and value take (nodelay's item header
-     * is not memcached's, so its total would mean nothing to compare) */
+    /* size: what memcached's item of this key and value would take (its
+     * 56-byte header with CAS, key + NUL, value + CRLF, 4 bytes of non-zero
+     * flags), so tools comparing me output across servers see the same
+     * number; nodelay's own, smaller header is reported by stats. */
     meta_line_str(&l, " size=");
-    meta_line_u64(&l, (uint64_t)it.nkey + it.nvalue);
+    meta_line_u64(&l, 56 + (uint64_t)it.nkey + 1 + it.nvalue + 2 + (it.flags ? 4 : 0));
     meta_line_send(s, &l);
     if (it.pin)
         store_pin_release(it.pin);

@@ -6,10 +6,6 @@
 
 #define PROTO_BINARY_REQ_MAGIC 0x80
 
-/* Declared in proto/binary.h on the binary branch; repeated here until that
- * header reaches this branch. */
-void bin_sink_filled(struct session *s, size_t n);
-
 enum proto_status proto_process(struct session *s, const char *buf, size_t len, size_t *consumed)
 {
     if (s->kind == PROTO_KIND_NEGOTIATING) {

@@ -231,6 +231,12 @@ static void text_dispatch(struct session *s, const struct text_line *l)
             return;
         }
         break;
+    case 13:
+        if (CMD_IS(c, "refresh_certs")) {
+            text_cmd_refresh_certs(s, l);
+            return;
+        }
+        break;
     case 14:
         if (CMD_IS(c, "cache_memlimit")) {
             text_cmd_memlimit(s, l);
@@ -238,8 +244,8 @@ static void text_dispatch(struct session *s, const struct text_line *l)
         }
         break;
     }
-    /* extstore and refresh_certs exist only in extstore / TLS builds of
-     * memcached; like a build without them we do not know them. */
+    /* extstore exists only in extstore builds of memcached (Debian's is
+     * not one); like a build without it we do not know it. */
     text_unknown(s, l);
 }
 

@@ -100,6 +100,10 @@ void text_cmd_stats(struct session *s, const struct text_line *l)
             nargs--;
         const struct text_token *sub = &l->tok[1];
         if (TEXT_TOK_IS(sub, "detail")) {
+            if (!s->settings->dump_enabled) {
+                TEXT_OUT(s, "CLIENT_ERROR stats detail not allowed");
+                return;
+            }
             if (l->ntok < 3 || !(TEXT_TOK_IS(&l->tok[2], "on") || TEXT_TOK_IS(&l->tok[2], "off") ||
                                  TEXT_TOK_IS(&l->tok[2], "dump"))) {
                 TEXT_OUT(s, "CLIENT_ERROR usage: stats detail on|off|dump");

@@ -9,12 +9,28 @@
 #include "proto/text_internal.h"
 #include "settings.h"
 
+/* Our store has one pseudo slab class (1) and never moves pages between
+ * classes, so a reassignment is answered as memcached answers for a class
+ * with no spare page, after memcached's own checks. */
+static void text_slabs_reassign(struct session *s, const struct text_line *l)
+{
+    int32_t src, dst;
+    if (!s->settings->slab_reassign)
+        TEXT_OUT(s, "CLIENT_ERROR slab reassignment disabled");
+    else if (!text_parse_i32(&l->tok[2], &src) || !text_parse_i32(&l->tok[3], &dst))
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+    else if (src == dst)
+        TEXT_OUT(s, "SAME src and dst class are identical");
+    else if (src != 1 || dst < 0 || dst > 1)
+        TEXT_OUT(s, "BADCLASS invalid src or dst class id");
+    else
+        TEXT_OUT(s, "NOSPARE source class has no spare pages");
+}
+
 void text_cmd_slabs(struct session *s, const struct text_line *l)
 {
     if (l->ntok == 4 && TEXT_TOK_IS(&l->tok[1], "reassign")) {
-        /* No slab classes, so no pages to move: memcached's answer when
-         * reassignment is off (-o no_slab_reassign). */
-        TEXT_OUT(s, "CLIENT_ERROR slab reassignment disabled");
+        text_slabs_reassign(s, l);
         return;
     }
     if (l->ntok < 3 || !TEXT_TOK_IS(&l->tok[1], "automove")) {
@@ -69,12 +85,13 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
             TEXT_OUT(s, "ERROR hot/warm age factors must be greater than 0");
         else
             TEXT_OUT(s, "OK");
-    } else if (TEXT_TOK_IS(sub, "mode") && l->ntok >= 3) {
+    } else if (TEXT_TOK_IS(sub, "mode") && l->ntok >= 3 && s->settings->lru_maintainer_thread) {
         if (TEXT_TOK_IS(&l->tok[2], "flat") || TEXT_TOK_IS(&l->tok[2], "segmented"))
             TEXT_OUT(s, "OK");
         else
             TEXT_OUT(s, "ERROR");
-    } else if (TEXT_TOK_IS(sub, "temp_ttl") && l->ntok >= 3) {
+    } else if (TEXT_TOK_IS(sub, "temp_ttl") && l->ntok >= 3 &&
+               s->settings->lru_maintainer_thread) {
         int32_t ttl;
         if (!text_parse_i32(&l->tok[2], &ttl))
             TEXT_OUT(s, "ERROR");
@@ -106,20 +123,35 @@ static bool text_class_list_ok(const struct text_token *t)
     return true;
 }
 
+/* `lru_crawler enable|disable` switch memcached's crawler thread, and
+ * crawl/metadump refuse while it is off; we keep the same switch (process
+ * wide, as memcached's) although our store needs no crawler. */
+enum { TEXT_CRAWLER_DEFAULT, TEXT_CRAWLER_ON, TEXT_CRAWLER_OFF };
+static int text_crawler_state = TEXT_CRAWLER_DEFAULT;
+
+static bool text_crawler_on(const struct session *s)
+{
+    int st = __atomic_load_n(&text_crawler_state, __ATOMIC_RELAXED);
+    return st == TEXT_CRAWLER_DEFAULT ? s->settings->lru_crawler : st == TEXT_CRAWLER_ON;
+}
+
 void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
 {
     const struct text_token *sub = l->ntok > 1 ? &l->tok[1] : NULL;
     if (l->ntok == 3 && TEXT_TOK_IS(sub, "crawl")) {
         /* Expired items are reclaimed by the store's own sweep; a crawl
          * request is accepted and has nothing extra to do. */
-        if (text_class_list_ok(&l->tok[2]))
+        if (!text_crawler_on(s))
+            TEXT_OUT(s, "CLIENT_ERROR lru crawler disabled");
+        else if (text_class_list_ok(&l->tok[2]))
             TEXT_OUT(s, "OK");
         else
             TEXT_OUT(s, "BADCLASS invalid class id");
-    } else if (l->ntok == 3 && TEXT_TOK_IS(sub, "metadump")) {
-        text_cmd_dump(s, l, false);
-    } else if (l->ntok == 3 && TEXT_TOK_IS(sub, "mgdump")) {
-        text_cmd_dump(s, l, true);
+    } else if (l->ntok == 3 && (TEXT_TOK_IS(sub, "metadump") || TEXT_TOK_IS(sub, "mgdump"))) {
+        if (!text_crawler_on(s))
+            TEXT_OUT(s, "CLIENT_ERROR lru crawler disabled");
+        else
+            text_cmd_dump(s, l, sub->s[1] == 'g');
     } else if (l->ntok == 3 && TEXT_TOK_IS(sub, "tocrawl")) {
         uint32_t n;
         if (!text_parse_u32(&l->tok[2], &n))
@@ -134,11 +166,27 @@ void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
             TEXT_OUT(s, "CLIENT_ERROR sleep must be one second or less");
         else
             TEXT_OUT(s, "OK");
-    } else if (l->ntok == 2 && (TEXT_TOK_IS(sub, "enable") || TEXT_TOK_IS(sub, "disable"))) {
+    } else if (l->ntok == 2 && TEXT_TOK_IS(sub, "enable")) {
+        if (text_crawler_on(s)) {
+            TEXT_OUT(s, "ERROR failed to start lru crawler thread");
+        } else {
+            __atomic_store_n(&text_crawler_state, TEXT_CRAWLER_ON, __ATOMIC_RELAXED);
+            TEXT_OUT(s, "OK");
+        }
+    } else if (l->ntok == 2 && TEXT_TOK_IS(sub, "disable")) {
+        __atomic_store_n(&text_crawler_state, TEXT_CRAWLER_OFF, __ATOMIC_RELAXED);
         TEXT_OUT(s, "OK");
     } else {
         TEXT_OUT(s, "ERROR");
     }
+}
+
+/* A build without TLS; Debian's memcached (built with TLS, run without -Z)
+ * answers this. */
+void text_cmd_refresh_certs(struct session *s, const struct text_line *l)
+{
+    (void)l;
+    TEXT_OUT(s, "Error TLS not enabled");
 }
 
 void text_cmd_watch(struct session *s, const struct text_line *l)

@@ -97,6 +97,7 @@ void text_cmd_slabs(struct session *s, const struct text_line *l);
 void text_cmd_lru(struct session *s, const struct text_line *l);
 void text_cmd_lru_crawler(struct session *s, const struct text_line *l);
 void text_cmd_watch(struct session *s, const struct text_line *l);
+void text_cmd_refresh_certs(struct session *s, const struct text_line *l);
 void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump);
 
 /* -Y: handle one line from a connection that has not authenticated yet. */

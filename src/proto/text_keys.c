@@ -7,8 +7,15 @@
 
 void text_cmd_delete(struct session *s, const struct text_line *l)
 {
-    /* 1.6.45 ignores extra tokens (1.6.18 allowed only a legacy "0"). */
+    /* One extra argument is ignored (1.6.45 answers `delete k 5` with
+     * DELETED; 1.6.18 allowed only a legacy "0"), but a line with more keeps
+     * memcached's usage error, which clients' conformance tests expect
+     * (memccapable sends `delete a b c d e`). */
     s->text.noreply = text_line_noreply(l);
+    if (l->ntok > (s->text.noreply ? 4u : 3u)) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
+        return;
+    }
     const struct text_token *key = &l->tok[1];
     if (key->len > STORE_KEY_MAX) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");

@@ -133,6 +133,8 @@ struct store_reservation {
     /* private */
     void *seg;
     void *item;
+    uint32_t gen;   /* the segment's generation when reserved */
+    uint8_t group;  /* TTL group it was reserved in */
 };
 
 /* Reserve room for an item of this key and value size. STORE_TOO_LARGE when
@@ -142,6 +144,14 @@ struct store_reservation {
  * large or cannot be stored; that is the caller's decision (store_delete). */
 enum store_status store_reserve(struct store_ctx *ctx, const char *key, size_t nkey,
                                 size_t nvalue, struct store_reservation *res);
+
+/* store_reserve with the flags and expiry the caller will commit, when it
+ * knows them (classic set, binary set, ms): the item is laid out for them,
+ * so fewer header bytes, and placed with items of similar expiry. They are
+ * hints: a commit with other values still works (at the cost of a copy). */
+enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size_t nkey,
+                                    size_t nvalue, uint32_t flags, rel_time_t exptime,
+                                    struct store_reservation *res);
 
 /* Link a filled reservation under its key by req's rules. On STORE_OK,
  * *cas_out (if not NULL) is the item's CAS and *size_out (if not NULL) its

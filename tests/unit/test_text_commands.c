@@ -205,8 +205,10 @@ static void test_touch_gat_delete(void **state)
     EXPECT(t, "delete a\r\ndelete a\r\n", "DELETED\r\nNOT_FOUND\r\n");
     EXPECT(t, "set a 0 0 1\r\nx\r\ndelete a 0\r\n", "STORED\r\nDELETED\r\n");
     EXPECT(t, "delete\r\n", "CLIENT_ERROR bad command line format\r\n");
+    EXPECT(t, "delete a b c d e\r\ndelete a b noreply\r\ndelete a b c noreply\r\n",
+           "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
     assert_int_equal(t->stats.delete_hits, 2);
-    assert_int_equal(t->stats.delete_misses, 1);
+    assert_int_equal(t->stats.delete_misses, 2); /* "delete a b noreply" ran */
     tt_free(t);
 }
 
@@ -272,7 +274,9 @@ static void test_compat_commands(void **state)
 {
     (void)state;
     struct tt *t = tt_new();
-    EXPECT(t, "slabs reassign 1 2\r\n", "CLIENT_ERROR slab reassignment disabled\r\n");
+    EXPECT(t, "slabs reassign 1 0\r\nslabs reassign 1 1\r\nslabs reassign -1 2\r\nslabs reassign x 1\r\n",
+           "NOSPARE source class has no spare pages\r\nSAME src and dst class are identical\r\n"
+           "BADCLASS invalid src or dst class id\r\nCLIENT_ERROR bad command line format\r\n");
     EXPECT(t, "slabs automove 1\r\nslabs automove 3\r\nslabs automove x\r\nslabs\r\n",
            "OK\r\nERROR\r\nCLIENT_ERROR bad command line format\r\nERROR\r\n");
     EXPECT(t, "slabs automove ratio 0.5\r\nslabs automove window 2\r\n", "OK\r\nERROR\r\n");
@@ -282,9 +286,14 @@ static void test_compat_commands(void **state)
     EXPECT(t, "lru mode flat\r\nlru mode x\r\nlru temp_ttl 10\r\nlru\r\n", "OK\r\nERROR\r\nOK\r\nERROR\r\n");
     EXPECT(t, "lru_crawler crawl all\r\nlru_crawler crawl 1,2\r\nlru_crawler crawl 99\r\n",
            "OK\r\nOK\r\nBADCLASS invalid class id\r\n");
-    EXPECT(t, "lru_crawler sleep 2000000\r\nlru_crawler tocrawl 5\r\nlru_crawler enable\r\nlru_crawler\r\n",
-           "CLIENT_ERROR sleep must be one second or less\r\nOK\r\nOK\r\nERROR\r\n");
-    EXPECT(t, "watch foo\r\nextstore item_size 1\r\nrefresh_certs\r\n", "ERROR\r\nERROR\r\nERROR\r\n");
+    EXPECT(t, "lru_crawler sleep 2000000\r\nlru_crawler tocrawl 5\r\nlru_crawler\r\n",
+           "CLIENT_ERROR sleep must be one second or less\r\nOK\r\nERROR\r\n");
+    EXPECT(t, "lru_crawler enable\r\nlru_crawler disable\r\nlru_crawler crawl all\r\n"
+              "lru_crawler metadump all\r\nlru_crawler enable\r\n",
+           "ERROR failed to start lru crawler thread\r\nOK\r\nCLIENT_ERROR lru crawler disabled\r\n"
+           "CLIENT_ERROR lru crawler disabled\r\nOK\r\n");
+    EXPECT(t, "watch foo\r\nextstore item_size 1\r\nrefresh_certs\r\n",
+           "ERROR\r\nERROR\r\nError TLS not enabled\r\n");
     tt_free(t);
 }
 

@@ -203,6 +203,16 @@ static void test_http_and_quit(void **state)
     tt_free(t);
 }
 
+static void ascii_only(struct settings *s)
+{
+    s->binding_protocol = "ascii";
+}
+
+static void binary_only(struct settings *s)
+{
+    s->binding_protocol = "binary";
+}
+
 static void test_negotiation(void **state)
 {
     (void)state;
@@ -210,6 +220,26 @@ static void test_negotiation(void **state)
     assert_int_equal(t->s.kind, PROTO_KIND_NEGOTIATING);
     EXPECT(t, "version\r\n", "VERSION 1.6.45\r\n");
     assert_int_equal(t->s.kind, PROTO_KIND_TEXT);
+    tt_free(t);
+
+    /* 0x80 first: the binary protocol (a VERSION request, answered 0x81) */
+    static const char bin_version[24] = {(char)0x80, 0x0b};
+    t = tt_new();
+    tt_feed(t, bin_version, sizeof bin_version, 0);
+    assert_int_equal(t->s.kind, PROTO_KIND_BINARY);
+    size_t n;
+    char *got = tt_drain(t, &n);
+    assert_true(n >= 24);
+    assert_int_equal((unsigned char)got[0], 0x81);
+    assert_int_equal(got[1], 0x0b);
+    free(got);
+    tt_free(t);
+
+    t = tt_new_with(ascii_only);
+    assert_int_equal(t->s.kind, PROTO_KIND_TEXT);
+    tt_free(t);
+    t = tt_new_with(binary_only);
+    assert_int_equal(t->s.kind, PROTO_KIND_BINARY);
     tt_free(t);
 }
 

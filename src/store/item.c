@@ -1,0 +1,153 @@
+/* One item's bytes in a segment:
+ *
+ *   layout(1) nkey(1) nvalue(varint 1-5) atime+status(4)
+ *   [client flags(4)] [exptime(4)] [cas delta(4) | cas(8)] key value
+ *
+ * Optional fields are present only when the layout byte says so: an item
+ * with no flags, no expiry and CAS close to its segment's base costs 11
+ * bytes of header at values under 128 bytes. Multi-byte fields are
+ * little-endian and unaligned (memcpy), so no padding is ever spent.
+ */
+#include "store/store_int.h"
+
+#include <string.h>
+
+static uint32_t varint_len(uint32_t v)
+{
+    uint32_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue)
+{
+    uint32_t n = 2 + varint_len(nvalue) + 4;
+    if (layout & ITEM_L_FLAGS)
+        n += 4;
+    if (layout & ITEM_L_EXP)
+        n += 4;
+    if (layout & ITEM_L_CAS32)
+        n += 4;
+    if (layout & ITEM_L_CAS64)
+        n += 8;
+    return n;
+}
+
+uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint32_t nvalue)
+{
+    uint8_t *u = (uint8_t *)p;
+    u[0] = layout | ITEM_L_MARK;
+    u[1] = nkey;
+    uint32_t i = 2, v = nvalue;
+    while (v >= 0x80) {
+        u[i++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    u[i++] = (uint8_t)v;
+    uint32_t hlen = item_hdr_len(layout, nvalue);
+    memset(p + i, 0, hlen - i);
+    memcpy(p + hlen, key, nkey);
+    return hlen;
+}
+
+void item_decode(const char *p, struct item_hdr *h)
+{
+    const uint8_t *u = (const uint8_t *)p;
+    h->layout = u[0];
+    h->nkey = u[1];
+    uint32_t i = 2, v = 0, shift = 0;
+    for (;;) {
+        uint8_t b = u[i++];
+        v |= (uint32_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            break;
+        shift += 7;
+    }
+    h->nvalue = v;
+    h->atime_off = i;
+    i += 4;
+    h->flags_off = 0;
+    h->exp_off = 0;
+    h->cas_off = 0;
+    if (h->layout & ITEM_L_FLAGS) {
+        h->flags_off = i;
+        i += 4;
+    }
+    if (h->layout & ITEM_L_EXP) {
+        h->exp_off = i;
+        i += 4;
+    }
+    if (h->layout & (ITEM_L_CAS32 | ITEM_L_CAS64)) {
+        h->cas_off = i;
+        i += (h->layout & ITEM_L_CAS64) ? 8 : 4;
+    }
+    h->hlen = i;
+}
+
+uint32_t item_get_u32(const char *p, uint32_t off)
+{
+    uint32_t v;
+    if (!off)
+        return 0;
+    memcpy(&v, p + off, 4);
+    return v;
+}
+
+void item_put_u32(char *p, uint32_t off, uint32_t v)
+{
+    memcpy(p + off, &v, 4);
+}
+
+uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base)
+{
+    if (!h->cas_off)
+        return 0;
+    if (h->layout & ITEM_L_CAS64) {
+        uint64_t v;
+        memcpy(&v, p + h->cas_off, 8);
+        return v;
+    }
+    return cas_base + item_get_u32(p, h->cas_off);
+}
+
+bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base)
+{
+    if (layout & ITEM_L_CAS64)
+        return true;
+    if (layout & ITEM_L_CAS32)
+        return cas >= cas_base && cas - cas_base <= UINT32_MAX;
+    return cas == 0;
+}
+
+void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base)
+{
+    if (!h->cas_off)
+        return;
+    if (h->layout & ITEM_L_CAS64)
+        memcpy(p + h->cas_off, &cas, 8);
+    else
+        item_put_u32(p, h->cas_off, (uint32_t)(cas - cas_base));
+}
+
+uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, uint64_t cas,
+                        uint64_t cas_base)
+{
+    uint8_t l = 0;
+    if (flags)
+        l |= ITEM_L_FLAGS;
+    if (exptime != REL_TIME_NEVER)
+        l |= ITEM_L_EXP;
+    if (cas_enabled)
+        l |= (cas >= cas_base && cas - cas_base <= UINT32_MAX) ? ITEM_L_CAS32 : ITEM_L_CAS64;
+    return l;
+}
+
+/* memcached 1.6: sizeof(item) 48, key + NUL, value + "\r\n", 8 bytes of
+ * CAS when enabled, 4 of client flags when non-zero. */
+size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled)
+{
+    return 48 + nkey + 1 + nvalue + 2 + (cas_enabled ? 8 : 0) + (flags ? 4 : 0);
+}

@@ -1,0 +1,712 @@
+/* The store: set-up, lookups and the read side (get, touch, delete, flush,
+ * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c. */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#define STORE_SEG_MIN (1u << 20)
+#define STORE_ITEM_MAX_LIMIT (128u << 20)
+
+/* ---- helpers shared by the store's files ------------------------------- */
+
+uint64_t store_next_cas(struct store *s)
+{
+    return __atomic_add_fetch(&s->cas_next, 1, __ATOMIC_RELAXED);
+}
+
+/* Groups by expiry distance on a roughly x8 scale, so a segment's items
+ * expire within a factor of each other and the segment can go whole. */
+unsigned store_ttl_group(rel_time_t exptime, rel_time_t now)
+{
+    if (exptime == REL_TIME_NEVER)
+        return 0;
+    uint32_t ttl = exptime > now ? exptime - now : 1;
+    unsigned g = 1;
+    while (ttl >= 8 && g < STORE_TTL_GROUPS - 1) {
+        ttl >>= 3;
+        g++;
+    }
+    return g;
+}
+
+uint8_t store_class_id(struct store *s, size_t mc_size)
+{
+    for (unsigned i = 1; i < s->nclasses; i++)
+        if (mc_size <= s->class_size[i])
+            return (uint8_t)i;
+    return (uint8_t)(s->nclasses - 1);
+}
+
+/* memcached's classes: 96 bytes, then x1.25 rounded up to 8, up to half an
+ * -I (its slab_chunk_max), and one class of that size for larger items. */
+static void store_init_classes(struct store *s)
+{
+    size_t chunk_max = s->opt.item_size_max / 2;
+    double size = 96;
+    unsigned i = 1;
+    while (i < 63 && size <= chunk_max / 1.25) {
+        size_t sz = ((size_t)size + 7) & ~(size_t)7;
+        s->class_size[i++] = (uint32_t)sz;
+        size = (double)sz * 1.25;
+    }
+    s->class_size[i++] = (uint32_t)chunk_max;
+    s->nclasses = i;
+}
+
+uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
+                             uint64_t cas, uint64_t cas_base)
+{
+    uint8_t need = 0;
+    if (flags && !(have & ITEM_L_FLAGS))
+        need |= ITEM_L_FLAGS;
+    if (exptime != REL_TIME_NEVER && !(have & ITEM_L_EXP))
+        need |= ITEM_L_EXP;
+    if (cas_on && !(have & ITEM_L_CAS64) && !item_cas_fits(have & ITEM_L_CAS32, cas, cas_base))
+        need |= item_cas_fits(ITEM_L_CAS32, cas, cas_base) && !(have & ITEM_L_CAS32)
+                    ? ITEM_L_CAS32
+                    : ITEM_L_CAS64;
+    return need;
+}
+
+enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
+                               uint64_t cas_base, rel_time_t now)
+{
+    /* memcached's item_is_flushed(), checked before expiry as it does. */
+    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    if (ol && ol <= now) {
+        rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
+        uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
+        uint64_t cas = item_get_cas(p, h, cas_base);
+        if (atime <= ol || (oc && cas && cas < oc))
+            return ITEM_FLUSHED;
+    }
+    if (clock_expired(item_get_u32(p, h->exp_off), now))
+        return ITEM_EXPIRED;
+    return ITEM_LIVE;
+}
+
+void store_unlink(struct store *s, struct store_found *f)
+{
+    index_clear_slot(&s->index, f->bucket, f->slot);
+    seg_note_gone(f->seg, item_total(&f->h));
+}
+
+bool store_find_live(struct store_ctx *ctx, uint64_t *b, uint32_t tag, const char *key,
+                     size_t nkey, rel_time_t now, struct store_found *f)
+{
+    struct store *s = ctx->store;
+    f->bucket = b;
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
+        for (int i = 1; i <= INDEX_SLOTS; i++) {
+            uint64_t sl = cur[i];
+            if (!sl || slot_tag(sl) != tag)
+                continue;
+            char *p = seg_item(s, sl);
+            if ((uint8_t)p[1] != nkey)
+                continue;
+            struct item_hdr h;
+            item_decode(p, &h);
+            if (h.nkey != nkey || memcmp(p + h.hlen, key, nkey) != 0)
+                continue;
+            f->bucket = b;
+            f->slot = &cur[i];
+            f->p = p;
+            f->seg = seg_of(s, slot_seg(sl));
+            f->h = h;
+            enum item_life life = store_item_life(s, p, &h, f->seg->cas_base, now);
+            if (life == ITEM_LIVE)
+                return true;
+            store_unlink(s, f);
+            if (life == ITEM_FLUSHED)
+                CTR_INC(ctx, get_flushed);
+            else
+                CTR_INC(ctx, get_expired);
+            return false;
+        }
+    }
+    return false;
+}
+
+bool store_link(struct store *s, struct store_found *f, bool have_old,
+                struct store_reservation *res, uint32_t tag)
+{
+    struct seg *seg = res->seg;
+    char *p = res->item;
+    uint32_t off = (uint32_t)((p - seg->data) >> s->off_shift);
+    uint64_t ns = slot_make(tag, seg->id, off);
+    if (have_old) {
+        *f->slot = ns;
+        seg_note_gone(f->seg, item_total(&f->h));
+    } else {
+        uint64_t *slot = index_free_slot(&s->index, f->bucket);
+        if (!slot)
+            return false;
+        *slot = ns;
+    }
+    struct item_hdr h;
+    item_decode(p, &h);
+    seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),
+                  item_get_cas(p, &h, seg->cas_base));
+    return true;
+}
+
+enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nkey, uint64_t hv,
+                              uint8_t layout)
+{
+    struct store *s = ctx->store;
+    uint32_t tag = index_tag(hv);
+    uint64_t *b = index_bucket(&s->index, hv);
+    for (;;) {
+        struct store_found f;
+        index_lock(b);
+        if (!store_find_live(ctx, b, tag, key, nkey, clock_now(), &f)) {
+            index_unlock(b);
+            return STORE_MISS;
+        }
+        uint64_t snap = *f.slot;
+        uint8_t want = f.h.layout | layout;
+        if (want & ITEM_L_CAS64)
+            want &= (uint8_t)~ITEM_L_CAS32;
+        want &= (uint8_t)~ITEM_L_MARK;
+        __atomic_fetch_add(&f.seg->refcount, 1, __ATOMIC_RELAXED);
+        rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
+        index_unlock(b);
+
+        struct store_reservation r;
+        enum store_status st = store_reserve_raw(ctx, key, nkey, f.h.nvalue, want,
+                                                 store_ttl_group(exp, clock_now()), &r);
+        if (st == STORE_OK)
+            memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
+        seg_unpin(f.seg);
+        if (st != STORE_OK)
+            return st;
+
+        index_lock(b);
+        struct store_found g;
+        bool same = store_find_live(ctx, b, tag, key, nkey, clock_now(), &g) &&
+                    slot_same(*g.slot, snap);
+        struct seg *ns = r.seg;
+        if (same && __atomic_load_n(&ns->gen, __ATOMIC_ACQUIRE) == r.gen) {
+            uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
+            struct item_hdr nh;
+            item_decode(r.item, &nh);
+            if (item_cas_fits(nh.layout, cas, ns->cas_base) || !nh.cas_off) {
+                item_put_u32(r.item, nh.atime_off, item_get_u32(g.p, g.h.atime_off));
+                if (nh.flags_off)
+                    item_put_u32(r.item, nh.flags_off, item_get_u32(g.p, g.h.flags_off));
+                if (nh.exp_off)
+                    item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
+                item_put_cas(r.item, &nh, cas, ns->cas_base);
+                uint64_t access = *g.slot & SLOT_ACCESS;
+                store_link(s, &g, true, &r, tag);
+                *g.slot |= access;
+                index_unlock(b);
+                seg_unpin(ns);
+                return STORE_OK;
+            }
+            layout |= ITEM_L_CAS64;
+        }
+        index_unlock(b);
+        seg_unpin(ns);
+    }
+}
+
+/* ---- life cycle -------------------------------------------------------- */
+
+static void *store_housekeeper(void *arg);
+
+int store_create(struct store **out, const struct store_options *opt)
+{
+    *out = NULL;
+    if (opt->item_size_max > STORE_ITEM_MAX_LIMIT || opt->item_size_max < 1024)
+        return -1;
+    struct store *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    s->opt = *opt;
+    size_t seg = STORE_SEG_MIN;
+    while (seg < opt->item_size_max)
+        seg <<= 1;
+    s->seg_size = seg;
+    while ((s->seg_size >> s->off_shift) > SLOT_MAX_OFF)
+        s->off_shift++;
+    s->seg_limit = (uint32_t)(opt->mem_limit / s->seg_size);
+    if (s->seg_limit < 1) {
+        free(s);
+        return -1;
+    }
+    s->mem_limit = opt->mem_limit;
+
+    unsigned power = opt->hashpower;
+    if (power) {
+        /* -o hashpower counts item slots, as memcached's does; ours are 8 a bucket. */
+        power = power > 3 ? power - 3 : 1;
+    } else {
+        /* One bucket (seven slots) per 512 bytes of -m: chains stay short
+         * down to ~73-byte items; below that, overflow buckets chain. */
+        size_t want = opt->mem_limit / 512;
+        power = 10;
+        while (power < 32 && ((size_t)1 << power) < want)
+            power++;
+    }
+    if (power > 32)
+        power = 32;
+    if (index_init(&s->index, power) != 0) {
+        free(s);
+        return -1;
+    }
+    if (seg_pool_init(s) != 0) {
+        index_release(&s->index);
+        free(s);
+        return -1;
+    }
+    store_init_classes(s);
+    pthread_mutex_init(&s->ctx_lock, NULL);
+    pthread_mutex_init(&s->house_lock, NULL);
+    pthread_cond_init(&s->house_cond, NULL);
+    s->house = store_ctx_create(s);
+    if (!s->house) {
+        store_destroy(&s);
+        return -1;
+    }
+    if (opt->background) {
+        if (pthread_create(&s->house_thread, NULL, store_housekeeper, s) == 0)
+            s->house_running = true;
+    }
+    *out = s;
+    return 0;
+}
+
+void store_destroy(struct store **sp)
+{
+    struct store *s = *sp;
+    if (!s)
+        return;
+    if (s->house_running) {
+        pthread_mutex_lock(&s->house_lock);
+        s->house_stop = true;
+        pthread_cond_signal(&s->house_cond);
+        pthread_mutex_unlock(&s->house_lock);
+        pthread_join(s->house_thread, NULL);
+    }
+    if (s->house)
+        store_ctx_destroy(&s->house);
+    while (s->ctxs) {
+        struct store_ctx *c = s->ctxs;
+        store_ctx_destroy(&c);
+    }
+    seg_pool_release(s);
+    index_release(&s->index);
+    pthread_mutex_destroy(&s->ctx_lock);
+    pthread_mutex_destroy(&s->house_lock);
+    pthread_cond_destroy(&s->house_cond);
+    free(s);
+    *sp = NULL;
+}
+
+struct store *store_ctx_store(struct store_ctx *ctx)
+{
+    return ctx->store;
+}
+
+struct store_ctx *store_ctx_create(struct store *s)
+{
+    struct store_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->store = s;
+    pthread_mutex_lock(&s->ctx_lock);
+    c->next = s->ctxs;
+    if (s->ctxs)
+        s->ctxs->prev = c;
+    s->ctxs = c;
+    pthread_mutex_unlock(&s->ctx_lock);
+    return c;
+}
+
+void store_ctx_destroy(struct store_ctx **cp)
+{
+    struct store_ctx *c = *cp;
+    if (!c)
+        return;
+    struct store *s = c->store;
+    for (unsigned g = 0; g < STORE_TTL_GROUPS; g++)
+        if (c->open[g])
+            seg_close(c, c->open[g]);
+    pthread_mutex_lock(&s->ctx_lock);
+#define STORE_CTX_FOLD(n) s->gone.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
+    STORE_CTX_COUNTERS(STORE_CTX_FOLD)
+#undef STORE_CTX_FOLD
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->ctxs = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&s->ctx_lock);
+    free(c);
+    *cp = NULL;
+}
+
+static void *store_housekeeper(void *arg)
+{
+    struct store *s = arg;
+    pthread_mutex_lock(&s->house_lock);
+    while (!s->house_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts);
+        if (s->house_stop)
+            break;
+        pthread_mutex_unlock(&s->house_lock);
+        seg_reclaim_expired(s->house);
+        pthread_mutex_lock(&s->house_lock);
+    }
+    pthread_mutex_unlock(&s->house_lock);
+    return NULL;
+}
+
+void store_housekeep(struct store *s)
+{
+    seg_reclaim_expired(s->house);
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+void store_pin_release(struct store_pin *pin)
+{
+    if (pin)
+        seg_unpin((struct seg *)pin);
+}
+
+static void store_fill_item(struct store *s, const struct store_found *f, struct store_item *out)
+{
+    const char *p = f->p;
+    out->key = p + f->h.hlen;
+    out->value = p + f->h.hlen + f->h.nkey;
+    out->nvalue = f->h.nvalue;
+    out->nkey = f->h.nkey;
+    out->flags = item_get_u32(p, f->h.flags_off);
+    out->cas = item_get_cas(p, &f->h, f->seg->cas_base);
+    out->exptime = item_get_u32(p, f->h.exp_off);
+    uint32_t st = item_get_u32(p, f->h.atime_off);
+    out->last_access = st & ~ITEM_S_MASK;
+    out->fetched = st & ITEM_S_FETCHED;
+    out->stale = st & ITEM_S_STALE;
+    out->class_id = store_class_id(s, item_mc_size(f->h.nkey, f->h.nvalue, out->flags,
+                                                   s->opt.cas_enabled));
+}
+
+static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
+                                      const struct store_get_req *req, struct store_item *out);
+
+enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
+                            const struct store_get_req *req, struct store_item *out)
+{
+    static const struct store_get_req plain;
+    struct store *s = ctx->store;
+    if (!req)
+        req = &plain;
+    memset(out, 0, sizeof(*out));
+    if (nkey == 0 || nkey > STORE_KEY_MAX)
+        return STORE_MISS;
+    uint64_t hv = XXH3_64bits(key, nkey);
+    uint32_t tag = index_tag(hv);
+    uint64_t *b = index_bucket(&s->index, hv);
+    for (;;) {
+        rel_time_t now = clock_now();
+        struct store_found f;
+        index_lock(b);
+        if (!store_find_live(ctx, b, tag, key, nkey, now, &f)) {
+            index_unlock(b);
+            if (req->vivify)
+                return store_vivify(ctx, key, nkey, req, out);
+            return STORE_MISS;
+        }
+        if (req->touch && req->exptime != REL_TIME_NEVER && !f.h.exp_off) {
+            index_unlock(b);
+            enum store_status st = store_widen(ctx, key, nkey, hv, ITEM_L_EXP);
+            if (st == STORE_NO_MEMORY)
+                return st;
+            continue;
+        }
+        store_fill_item(s, &f, out);
+        if (req->touch) {
+            if (f.h.exp_off) {
+                item_put_u32(f.p, f.h.exp_off, req->exptime);
+                seg_note_exptime(f.seg, req->exptime);
+            }
+            out->exptime = req->exptime;
+        }
+        uint32_t st = item_get_u32(f.p, f.h.atime_off);
+        bool token = st & ITEM_S_TOKEN;
+        bool won = false;
+        if (req->recache && !token && out->exptime != REL_TIME_NEVER &&
+            out->exptime < now + req->recache_below)
+            won = true;
+        if ((st & ITEM_S_STALE) && !token)
+            won = true;
+        out->win_sent = token;
+        out->won = won;
+        if (won)
+            st |= ITEM_S_TOKEN;
+        if (!req->no_update) {
+            *f.slot |= SLOT_ACCESS;
+            /* memcached marks the first fetch and bumps the time on later ones. */
+            if (st & ITEM_S_FETCHED)
+                st = (st & ITEM_S_MASK) | now;
+            else
+                st |= ITEM_S_FETCHED;
+        }
+        item_put_u32(f.p, f.h.atime_off, st);
+        if (req->want_value) {
+            __atomic_fetch_add(&f.seg->refcount, 1, __ATOMIC_RELAXED);
+            out->pin = (struct store_pin *)f.seg;
+        } else {
+            out->key = out->value = NULL;
+        }
+        index_unlock(b);
+        return STORE_OK;
+    }
+}
+
+/* mg N on a miss: create an empty item holding the win token. */
+static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
+                                      const struct store_get_req *req, struct store_item *out)
+{
+    struct store *s = ctx->store;
+    for (int tries = 0; tries < 8; tries++) {
+        struct store_set_req sr = {
+            .mode = STORE_MODE_ADD,
+            .exptime = req->vivify_exptime,
+            .cas_new = req->cas_new,
+        };
+        uint64_t cas = 0;
+        struct store_reservation r;
+        enum store_status st = store_reserve_for(ctx, key, nkey, 0, 0, sr.exptime, &r);
+        if (st != STORE_OK)
+            return STORE_MISS;
+        st = store_commit_ex(ctx, &r, &sr, ITEM_S_TOKEN, 0, &cas);
+        if (st == STORE_OK) {
+            memset(out, 0, sizeof(*out));
+            out->nkey = (uint8_t)nkey;
+            out->cas = cas;
+            out->exptime = req->vivify_exptime;
+            out->last_access = clock_now();
+            out->won = true;
+            out->class_id = store_class_id(s, item_mc_size(nkey, 0, 0, s->opt.cas_enabled));
+            return STORE_MISS;
+        }
+        if (st != STORE_NOT_STORED)
+            return STORE_MISS;
+        /* Someone else created it meanwhile: read theirs. */
+        struct store_get_req again = *req;
+        again.vivify = false;
+        st = store_get(ctx, key, nkey, &again, out);
+        if (st == STORE_OK)
+            return st;
+    }
+    return STORE_MISS;
+}
+
+enum store_status store_touch(struct store_ctx *ctx, const char *key, size_t nkey,
+                              rel_time_t exptime)
+{
+    struct store_get_req req = {.touch = true, .exptime = exptime};
+    struct store_item it;
+    return store_get(ctx, key, nkey, &req, &it);
+}
+
+/* ---- delete ------------------------------------------------------------ */
+
+enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nkey,
+                               const struct store_delete_req *req)
+{
+    static const struct store_delete_req plain;
+    struct store *s = ctx->store;
+    if (!req)
+        req = &plain;
+    if (nkey == 0 || nkey > STORE_KEY_MAX)
+        return STORE_MISS;
+    uint64_t hv = XXH3_64bits(key, nkey);
+    uint32_t tag = index_tag(hv);
+    uint64_t *b = index_bucket(&s->index, hv);
+    for (;;) {
+        struct store_found f;
+        rel_time_t now = clock_now();
+        index_lock(b);
+        if (!store_find_live(ctx, b, tag, key, nkey, now, &f)) {
+            index_unlock(b);
+            return STORE_MISS;
+        }
+        uint64_t cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
+        if (req->cas_compare && req->cas_compare != cas) {
+            index_unlock(b);
+            return STORE_EXISTS;
+        }
+        if (req->drop_value) {
+            /* md x: the item stays, empty, flags cleared, with the same CAS. */
+            uint64_t snap = *f.slot;
+            index_unlock(b);
+            struct store_set_req sr = {
+                .mode = STORE_MODE_SET,
+                .exptime = req->touch ? req->exptime : REL_TIME_NEVER,
+                .cas_new = req->cas_new ? req->cas_new : cas,
+            };
+            /* memcached 1.6.45: the emptied item keeps its CAS (or takes
+             * E's); invalidating it as well then gives it a new one. */
+            if (req->invalidate && !req->cas_new)
+                sr.cas_new = 0;
+            struct store_reservation r;
+            enum store_status st = store_reserve_for(ctx, key, nkey, 0, 0, sr.exptime, &r);
+            if (st != STORE_OK)
+                return st;
+            st = store_commit_ex(ctx, &r, &sr, req->invalidate ? ITEM_S_STALE : 0, snap, NULL);
+            if (st == STORE_EXISTS)
+                continue; /* changed under us: start over */
+            return st;
+        }
+        if (!req->invalidate) {
+            store_unlink(s, &f);
+            index_unlock(b);
+            return STORE_OK;
+        }
+        /* md I: mark stale, take the token back, new CAS, maybe new TTL. */
+        uint64_t ncas = s->opt.cas_enabled
+                            ? (req->cas_new ? req->cas_new
+                                            : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1)
+                            : 0;
+        rel_time_t exp = req->touch ? req->exptime : item_get_u32(f.p, f.h.exp_off);
+        uint8_t need = store_missing_layout(f.h.layout, 0, exp, s->opt.cas_enabled, ncas,
+                                            f.seg->cas_base);
+        if (need) {
+            index_unlock(b);
+            enum store_status st = store_widen(ctx, key, nkey, hv, need);
+            if (st != STORE_OK)
+                return st;
+            continue;
+        }
+        if (s->opt.cas_enabled && !req->cas_new)
+            ncas = store_next_cas(s);
+        if (!item_cas_fits(f.h.layout, ncas, f.seg->cas_base) && s->opt.cas_enabled) {
+            index_unlock(b);
+            store_widen(ctx, key, nkey, hv, ITEM_L_CAS64);
+            continue;
+        }
+        if (req->touch && f.h.exp_off) {
+            item_put_u32(f.p, f.h.exp_off, req->exptime);
+            seg_note_exptime(f.seg, req->exptime);
+        }
+        uint32_t st = item_get_u32(f.p, f.h.atime_off);
+        st = (st | ITEM_S_STALE) & ~ITEM_S_TOKEN;
+        item_put_u32(f.p, f.h.atime_off, st);
+        item_put_cas(f.p, &f.h, ncas, f.seg->cas_base);
+        seg_note_cas(f.seg, ncas);
+        index_unlock(b);
+        return STORE_OK;
+    }
+}
+
+/* ---- flush ------------------------------------------------------------- */
+
+void store_flush(struct store *s, rel_time_t when)
+{
+    /* memcached's process_flush_all_command rule, to the second. */
+    rel_time_t now = clock_now();
+    if (s->opt.cas_enabled) {
+        rel_time_t ol = when - 1;
+        __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELAXED);
+        if (ol <= now)
+            __atomic_store_n(&s->oldest_cas, store_next_cas(s), __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&s->oldest_live, when, __ATOMIC_RELAXED);
+    }
+}
+
+int store_set_mem_limit(struct store *s, size_t bytes)
+{
+    return seg_set_limit(s, bytes);
+}
+
+/* ---- walk -------------------------------------------------------------- */
+
+size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn fn, void *arg)
+{
+    size_t visited = 0;
+    uint64_t i = *cursor;
+    uint64_t nb = s->index.mask + 1;
+    struct store_ctx *ctx = s->house;
+    while (i < nb && visited < max) {
+        uint64_t *b = s->index.table + (i << 3);
+        rel_time_t now = clock_now();
+        index_lock(b);
+        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
+            for (int j = 1; j <= INDEX_SLOTS; j++) {
+                uint64_t sl = cur[j];
+                if (!sl)
+                    continue;
+                struct store_found f = {
+                    .bucket = b,
+                    .slot = &cur[j],
+                    .p = seg_item(s, sl),
+                    .seg = seg_of(s, slot_seg(sl)),
+                };
+                item_decode(f.p, &f.h);
+                if (store_item_life(s, f.p, &f.h, f.seg->cas_base, now) != ITEM_LIVE)
+                    continue;
+                struct store_item it;
+                memset(&it, 0, sizeof(it));
+                store_fill_item(s, &f, &it);
+                fn(&it, arg);
+                visited++;
+            }
+        }
+        index_unlock(b);
+        i++;
+    }
+    (void)ctx;
+    *cursor = i >= nb ? UINT64_MAX : i;
+    return visited;
+}
+
+/* ---- stats ------------------------------------------------------------- */
+
+void store_stats(struct store *s, struct store_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct store_ctx_counters sum;
+    pthread_mutex_lock(&s->ctx_lock);
+    sum = s->gone;
+    for (struct store_ctx *c = s->ctxs; c; c = c->next) {
+#define STORE_CTX_SUM(n) sum.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
+        STORE_CTX_COUNTERS(STORE_CTX_SUM)
+#undef STORE_CTX_SUM
+    }
+    pthread_mutex_unlock(&s->ctx_lock);
+    out->total_items = sum.total_items;
+    out->evictions = sum.evictions;
+    out->evicted_unfetched = sum.evicted_unfetched;
+    out->evicted_active = sum.evicted_active;
+    out->expired_unfetched = sum.expired_unfetched;
+    out->reclaimed = sum.reclaimed;
+    out->get_expired = sum.get_expired;
+    out->get_flushed = sum.get_flushed;
+    out->seg_evicted = sum.seg_evicted;
+    out->seg_expired = sum.seg_expired;
+    out->items_reinserted = sum.items_reinserted;
+    for (uint32_t i = 0; i < s->seg_cap; i++) {
+        out->curr_items += __atomic_load_n(&s->segs[i].live_items, __ATOMIC_RELAXED);
+        out->bytes += __atomic_load_n(&s->segs[i].live_bytes, __ATOMIC_RELAXED);
+    }
+    out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
+    out->hash_power_level = s->index.power + 3;
+    out->hash_bytes = index_bytes(&s->index) + (uint64_t)s->seg_cap * sizeof(struct seg);
+    out->hash_is_expanding = 0;
+    out->seg_size = s->seg_size;
+    seg_counts(s, &out->seg_used, &out->seg_total, &out->dead_bytes);
+}

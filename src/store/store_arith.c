@@ -1,0 +1,143 @@
+/* incr / decr with memcached's do_add_delta rules: the value must read as a
+ * decimal u64 the way its safe_strtoull reads it (leading white space, an
+ * optional sign that must not make it negative, digits, then the end or
+ * white space); incr wraps at 2^64, decr stops at 0; a result shorter than
+ * the old value keeps the old length, padded with spaces. The new value is a
+ * new item (values never change in place: readers may hold the old one). */
+#include "store/store_int.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+
+static bool arith_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* memcached's safe_strtoull over a value that is followed by "\r\n". */
+bool store_parse_u64(const char *p, size_t n, uint64_t *out)
+{
+    size_t i = 0;
+    while (i < n && arith_space(p[i]))
+        i++;
+    bool neg = false;
+    if (i < n && (p[i] == '+' || p[i] == '-'))
+        neg = p[i++] == '-';
+    size_t digits = 0;
+    uint64_t v = 0;
+    while (i < n && p[i] >= '0' && p[i] <= '9') {
+        unsigned d = (unsigned)(p[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false; /* ERANGE */
+        v = v * 10 + d;
+        i++;
+        digits++;
+    }
+    if (!digits)
+        return false;
+    if (i < n && !arith_space(p[i]))
+        return false;
+    if (neg) {
+        /* strtoull negates; memcached refuses only results that look negative. */
+        v = (uint64_t)0 - v;
+        if ((int64_t)v < 0)
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nkey,
+                              const struct store_arith_req *req, struct store_arith_res *res)
+{
+    struct store *s = ctx->store;
+    memset(res, 0, sizeof(*res));
+    if (nkey == 0 || nkey > STORE_KEY_MAX)
+        return STORE_MISS;
+    uint64_t hv = XXH3_64bits(key, nkey);
+    uint32_t tag = index_tag(hv);
+    uint64_t *b = index_bucket(&s->index, hv);
+    for (;;) {
+        struct store_found f;
+        index_lock(b);
+        if (!store_find_live(ctx, b, tag, key, nkey, clock_now(), &f)) {
+            index_unlock(b);
+            if (!req->create)
+                return STORE_MISS;
+            char buf[24];
+            int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)req->initial);
+            struct store_reservation r;
+            enum store_status st =
+                store_reserve_for(ctx, key, nkey, (size_t)len, 0, req->create_exptime, &r);
+            if (st != STORE_OK)
+                return st == STORE_TOO_LARGE ? STORE_NO_MEMORY : st;
+            memcpy(r.value, buf, (size_t)len);
+            struct store_set_req sr = {
+                .mode = STORE_MODE_ADD,
+                .exptime = req->create_exptime,
+                .cas_new = req->cas_new,
+            };
+            uint64_t cas = 0;
+            st = store_commit_ex(ctx, &r, &sr, 0, 0, &cas);
+            if (st == STORE_NOT_STORED)
+                continue; /* created by someone else meanwhile */
+            if (st != STORE_OK)
+                return st;
+            res->value = req->initial;
+            res->cas = cas;
+            res->exptime = req->create_exptime;
+            res->created = true;
+            return STORE_OK;
+        }
+        uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
+        if (req->cas_compare && req->cas_compare != old_cas) {
+            index_unlock(b);
+            return STORE_EXISTS;
+        }
+        const char *val = f.p + f.h.hlen + f.h.nkey;
+        uint32_t flags = item_get_u32(f.p, f.h.flags_off);
+        uint64_t v;
+        /* memcached: empty values and chunked (> half -I) items are not numbers. */
+        if (f.h.nvalue == 0 ||
+            item_mc_size(nkey, f.h.nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max / 2 ||
+            !store_parse_u64(val, f.h.nvalue, &v)) {
+            index_unlock(b);
+            return STORE_NON_NUMERIC;
+        }
+        if (req->incr)
+            v += req->delta;
+        else
+            v = req->delta > v ? 0 : v - req->delta;
+        char buf[24];
+        int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+        size_t nlen = (size_t)len <= f.h.nvalue ? f.h.nvalue : (size_t)len;
+        rel_time_t exp = req->touch ? req->exptime : item_get_u32(f.p, f.h.exp_off);
+        uint32_t keep = item_get_u32(f.p, f.h.atime_off) & ITEM_S_MASK;
+        uint64_t snap = *f.slot;
+        index_unlock(b);
+
+        struct store_reservation r;
+        enum store_status st = store_reserve_for(ctx, key, nkey, nlen, flags, exp, &r);
+        if (st != STORE_OK)
+            return st == STORE_TOO_LARGE ? STORE_NO_MEMORY : st;
+        memcpy(r.value, buf, (size_t)len);
+        memset(r.value + len, ' ', nlen - (size_t)len);
+        struct store_set_req sr = {
+            .mode = STORE_MODE_SET,
+            .flags = flags,
+            .exptime = exp,
+            .cas_new = req->cas_new,
+        };
+        uint64_t cas = 0;
+        st = store_commit_ex(ctx, &r, &sr, keep, snap, &cas);
+        if (st == STORE_EXISTS)
+            continue; /* the item changed between our two looks: redo */
+        if (st != STORE_OK)
+            return st;
+        res->value = v;
+        res->cas = cas;
+        res->exptime = exp;
+        return STORE_OK;
+    }
+}

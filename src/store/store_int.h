@@ -1,0 +1,293 @@
+/* The store's insides, shared by its files and by nothing else.
+ *
+ * Layering: item.c knows the byte layout of one item; index.c the hash index
+ * of 8-byte slots; seg.c the segments (allocation, FIFO, eviction, expiry);
+ * store.c, store_write.c and store_arith.c the operations of store.h on top.
+ * docs/store.md says why it is shaped this way.
+ */
+#ifndef NODELAY_STORE_INT_H
+#define NODELAY_STORE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* ---- items (item.c) ---------------------------------------------------- */
+
+/* Layout byte: which optional fields an item carries. Fixed when its space is
+ * reserved, never changed afterwards, so a segment can be walked without
+ * locks. */
+#define ITEM_L_MARK 0x80    /* always set */
+#define ITEM_L_FLAGS 0x01   /* 4 bytes of client flags */
+#define ITEM_L_EXP 0x02     /* 4 bytes of expiry */
+#define ITEM_L_CAS32 0x04   /* CAS as a 4-byte delta from the segment's cas_base */
+#define ITEM_L_CAS64 0x08   /* CAS in full */
+
+/* Status bits live in the top of the access-time word (mutable under the
+ * bucket lock). rel_time_t needs 29 bits for 17 years of uptime. */
+#define ITEM_S_FETCHED 0x80000000u
+#define ITEM_S_STALE 0x40000000u
+#define ITEM_S_TOKEN 0x20000000u
+#define ITEM_S_MASK 0xe0000000u
+
+#define ITEM_HDR_MAX (1 + 1 + 5 + 4 + 4 + 4 + 8)
+
+/* A decoded item header. */
+struct item_hdr {
+    uint8_t layout;
+    uint8_t nkey;
+    uint32_t nvalue;
+    uint32_t hlen;    /* bytes before the key */
+    uint32_t atime_off, flags_off, exp_off, cas_off; /* 0 = absent (atime always present) */
+};
+
+/* Bytes of header an item with this layout and value length needs. */
+uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue);
+/* Write a header (fields zeroed) and the key; returns the header length. */
+uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint32_t nvalue);
+void item_decode(const char *p, struct item_hdr *h);
+static inline uint32_t item_total(const struct item_hdr *h)
+{
+    return h->hlen + h->nkey + h->nvalue;
+}
+
+uint32_t item_get_u32(const char *p, uint32_t off);
+void item_put_u32(char *p, uint32_t off, uint32_t v);
+uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base);
+/* false when the CAS does not fit the item's layout */
+bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base);
+void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base);
+/* The layout needed to hold these field values. */
+uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, uint64_t cas,
+                        uint64_t cas_base);
+
+/* memcached's own item size for this item (its -I check and slab class). */
+size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled);
+
+/* ---- index (index.c) --------------------------------------------------- */
+
+/* A bucket is one cache line: word 0 is the header (bit 0 the lock, bits
+ * 32..63 the overflow bucket chained after it, 0 = none), words 1..7 slots.
+ * A slot: tag(12) | segment id(24) | offset(27) | access bit(1); 0 = empty. */
+#define INDEX_SLOTS 7
+#define SLOT_ACCESS 1ull
+#define SLOT_OFF_BITS 27
+#define SLOT_SEG_BITS 24
+#define SLOT_MAX_SEGS (1u << SLOT_SEG_BITS)
+#define SLOT_MAX_OFF (1u << SLOT_OFF_BITS)
+
+static inline uint64_t slot_make(uint32_t tag, uint32_t seg, uint32_t off)
+{
+    return ((uint64_t)tag << 52) | ((uint64_t)seg << 28) | ((uint64_t)off << 1);
+}
+static inline uint32_t slot_tag(uint64_t s) { return (uint32_t)(s >> 52); }
+static inline uint32_t slot_seg(uint64_t s) { return (uint32_t)(s >> 28) & (SLOT_MAX_SEGS - 1); }
+static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 1) & (SLOT_MAX_OFF - 1); }
+/* Same item, whatever the access bit says. */
+static inline bool slot_same(uint64_t a, uint64_t b) { return (a | 1) == (b | 1); }
+
+struct index {
+    uint64_t *table; /* nbuckets * 8 words, 64-byte aligned */
+    uint64_t mask;
+    unsigned power;  /* log2(nbuckets) */
+    pthread_mutex_t pool_lock; /* overflow bucket pool */
+    uint64_t **chunks;         /* overflow buckets, INDEX_CHUNK_BUCKETS each */
+    uint32_t nchunks;
+    uint32_t pool_next;        /* next never-used overflow id (1-based) */
+    uint32_t pool_free;        /* free list head, linked through the header */
+    _Atomic uint64_t overflow_used;
+};
+
+int index_init(struct index *ix, unsigned power);
+void index_release(struct index *ix);
+size_t index_bytes(struct index *ix);
+
+static inline uint32_t index_tag(uint64_t h)
+{
+    uint32_t t = (uint32_t)(h >> 52);
+    return t ? t : 1;
+}
+static inline uint64_t *index_bucket(struct index *ix, uint64_t h)
+{
+    return ix->table + ((h & ix->mask) << 3);
+}
+void index_lock(uint64_t *bucket);
+void index_unlock(uint64_t *bucket);
+/* The bucket chained after b, or NULL (bucket lock held). */
+uint64_t *index_next(struct index *ix, uint64_t *b);
+/* An empty slot in the chain of primary bucket b, chaining a new overflow
+ * bucket when all are full; NULL when out of memory. */
+uint64_t *index_free_slot(struct index *ix, uint64_t *b);
+/* Empty a slot and drop overflow buckets left empty. */
+void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
+
+/* ---- segments (seg.c) -------------------------------------------------- */
+
+enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_DRAINING };
+
+#define STORE_TTL_GROUPS 8
+#define SEG_EXP_NEVER UINT32_MAX
+
+struct seg {
+    char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
+    uint32_t id;
+    uint32_t write_off;           /* bytes used: written by the owner only */
+    _Atomic uint32_t refcount;    /* pins and pending reservations */
+    _Atomic uint32_t gen;         /* bumped when eviction of it starts */
+    _Atomic uint32_t live_items;
+    _Atomic uint64_t live_bytes;
+    _Atomic uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
+    _Atomic uint64_t max_cas;
+    uint64_t cas_base;
+    rel_time_t created;
+    uint8_t state;                /* enum seg_state, under the pool lock */
+    uint8_t group;
+    struct seg *prev, *next;      /* in free / fifo / draining lists */
+};
+
+struct seg_list {
+    struct seg *head, *tail;
+    uint32_t n;
+};
+
+/* Per-ctx event counters: single writer (the ctx's thread), read by stats. */
+#define STORE_CTX_COUNTERS(X)                                                  \
+    X(total_items) X(evictions) X(evicted_unfetched) X(evicted_active)         \
+    X(expired_unfetched) X(reclaimed) X(get_expired) X(get_flushed)            \
+    X(seg_evicted) X(seg_expired) X(items_reinserted)
+
+struct store_ctx_counters {
+#define STORE_CTX_FIELD(n) uint64_t n;
+    STORE_CTX_COUNTERS(STORE_CTX_FIELD)
+#undef STORE_CTX_FIELD
+};
+
+#define CTR_ADD(ctx, f, n)                                                     \
+    __atomic_store_n(&(ctx)->cnt.f, __atomic_load_n(&(ctx)->cnt.f, __ATOMIC_RELAXED) + (n), \
+                     __ATOMIC_RELAXED)
+#define CTR_INC(ctx, f) CTR_ADD(ctx, f, 1)
+
+struct store_ctx {
+    struct store *store;
+    struct seg *open[STORE_TTL_GROUPS]; /* this worker's open segments */
+    uint8_t last_group;                 /* guess for store_reserve */
+    struct store_ctx_counters cnt;
+    struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
+};
+
+struct store {
+    struct store_options opt;
+    size_t seg_size;
+    unsigned off_shift;       /* item offsets are stored >> off_shift */
+    struct index index;
+
+    pthread_mutex_t pool_lock; /* segment lists, allocation, eviction */
+    struct seg *segs;
+    uint32_t seg_cap;          /* ids 0..seg_cap-1 */
+    uint32_t seg_limit;        /* segments -m allows */
+    uint32_t seg_alloc;        /* segments holding memory */
+    struct seg_list unused, free, fifo, draining;
+    struct seg *reinsert;      /* where eviction carries live items (pool lock) */
+    struct seg *spare;         /* kept free so carrying forward always has room */
+    _Atomic size_t mem_limit;
+
+    _Atomic uint64_t cas_next;     /* last CAS handed out */
+    _Atomic uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
+    _Atomic uint64_t oldest_cas;
+
+    pthread_mutex_t ctx_lock;
+    struct store_ctx *ctxs;
+    struct store_ctx_counters gone; /* counters of destroyed ctxs */
+    struct store_ctx *house;        /* the housekeeper's own ctx */
+
+    pthread_t house_thread;
+    bool house_running;
+    pthread_mutex_t house_lock;
+    pthread_cond_t house_cond;
+    bool house_stop;
+
+    uint32_t class_size[64];   /* memcached-like class sizes for class_id */
+    unsigned nclasses;
+};
+
+static inline struct seg *seg_of(struct store *s, uint32_t id) { return &s->segs[id]; }
+static inline char *seg_item(struct store *s, uint64_t slot)
+{
+    return s->segs[slot_seg(slot)].data + ((size_t)slot_off(slot) << s->off_shift);
+}
+
+int seg_pool_init(struct store *s);
+void seg_pool_release(struct store *s);
+/* A fresh open segment for ctx in TTL group g, evicting when needed; NULL
+ * when no room can be made. Seals the ctx's previous open segment of g. */
+struct seg *seg_open(struct store_ctx *ctx, unsigned g);
+/* Give a ctx's open segment back (ctx destroy). */
+void seg_close(struct store_ctx *ctx, struct seg *seg);
+void seg_unpin(struct seg *seg);
+void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas);
+void seg_note_gone(struct seg *seg, uint32_t size);
+void seg_note_exptime(struct seg *seg, rel_time_t exptime);
+void seg_note_cas(struct seg *seg, uint64_t cas);
+void seg_counts(struct store *s, uint64_t *used, uint64_t *total, uint64_t *dead);
+/* Housekeeping pass: reclaim segments whose items all expired or were
+ * flushed. Returns segments reclaimed. */
+unsigned seg_reclaim_expired(struct store_ctx *ctx);
+int seg_set_limit(struct store *s, size_t bytes);
+
+/* ---- shared helpers (store.c) ------------------------------------------ */
+
+/* Expired or flushed, by memcached's rules; counts nothing. */
+enum item_life { ITEM_LIVE, ITEM_EXPIRED, ITEM_FLUSHED };
+enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
+                               uint64_t cas_base, rel_time_t now);
+uint64_t store_next_cas(struct store *s);
+unsigned store_ttl_group(rel_time_t exptime, rel_time_t now);
+uint8_t store_class_id(struct store *s, size_t mc_size);
+
+/* ---- lookups (store.c) -------------------------------------------------- */
+
+struct store_found {
+    uint64_t *bucket;
+    uint64_t *slot;
+    char *p;            /* the item */
+    struct seg *seg;
+    struct item_hdr h;
+};
+
+/* Find a key in its bucket chain (bucket lock held), unlinking it if it has
+ * expired or been flushed (counted as get_expired / get_flushed). */
+bool store_find_live(struct store_ctx *ctx, uint64_t *b, uint32_t tag, const char *key,
+                     size_t nkey, rel_time_t now, struct store_found *f);
+/* Unlink a found item (bucket lock held). */
+void store_unlink(struct store *s, struct store_found *f);
+/* Reserve raw space for an item with this layout in TTL group g. */
+enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
+                                    size_t nvalue, uint8_t layout, unsigned g,
+                                    struct store_reservation *res);
+/* Copy a linked item to a new place with at least `layout` fields (so a
+ * touch or CAS change fits), keeping everything else. */
+enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nkey, uint64_t hv,
+                              uint8_t layout);
+/* Link reservation res (filled, header fields set) in place of f->slot or
+ * in a free slot; false when the index is out of memory. Bucket lock held. */
+bool store_link(struct store *s, struct store_found *f, bool have_old,
+                struct store_reservation *res, uint32_t tag);
+/* The layout bits item fields need beyond what `have` has; 0 if it fits. */
+uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
+                             uint64_t cas, uint64_t cas_base);
+
+/* ---- writes (store_write.c) -------------------------------------------- */
+
+/* Commit for set/add/replace/cas (not append/prepend). `status` bits are
+ * given to the new item; with expect_slot non-zero the commit happens only
+ * if that exact item is still the key's (else STORE_EXISTS). Consumes res. */
+enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservation *res,
+                                  const struct store_set_req *req, uint32_t status,
+                                  uint64_t expect_slot, uint64_t *cas_out);
+void store_housekeep(struct store *s);
+/* memcached's safe_strtoull over a value (store_arith.c). */
+bool store_parse_u64(const char *p, size_t n, uint64_t *out);
+
+#endif

@@ -1,0 +1,409 @@
+/* Writes: reserve -> fill -> commit, by memcached's do_store_item rules.
+ *
+ * A reservation is space at the end of the worker's open segment with a
+ * header already laid out; the segment stays pinned until commit or abort.
+ * A commit needing fields the reserved layout lacks (flags, expiry, a CAS
+ * too far from the segment's base), or whose segment was evicted meanwhile,
+ * moves the value to a fresh reservation first: rare, and never visible.
+ * Values are never changed once linked, so pinned readers are never racing
+ * a writer: every change is a new item replacing the slot.
+ */
+#include "store/store_int.h"
+
+#include <string.h>
+#include <xxhash.h>
+
+static size_t store_align(struct store *s, size_t n)
+{
+    size_t a = (size_t)1 << s->off_shift;
+    return (n + a - 1) & ~(a - 1);
+}
+
+enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
+                                    size_t nvalue, uint8_t layout, unsigned g,
+                                    struct store_reservation *res)
+{
+    struct store *s = ctx->store;
+    size_t size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
+    if (size > s->seg_size)
+        return STORE_TOO_LARGE;
+    struct seg *seg = ctx->open[g];
+    if (!seg || seg->write_off + size > s->seg_size) {
+        seg = seg_open(ctx, g);
+        if (!seg)
+            return STORE_NO_MEMORY;
+    }
+    uint32_t off = seg->write_off;
+    char *p = seg->data + off;
+    uint32_t hlen = item_init(p, layout, key, (uint8_t)nkey, (uint32_t)nvalue);
+    seg->write_off = (uint32_t)store_align(s, off + size);
+    __atomic_fetch_add(&seg->refcount, 1, __ATOMIC_RELAXED);
+    res->value = p + hlen + nkey;
+    res->nvalue = (uint32_t)nvalue;
+    res->seg = seg;
+    res->item = p;
+    res->gen = __atomic_load_n(&seg->gen, __ATOMIC_ACQUIRE);
+    res->group = (uint8_t)g;
+    return STORE_OK;
+}
+
+static enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue,
+                                          uint32_t flags)
+{
+    if (nkey == 0 || nkey > STORE_KEY_MAX)
+        return STORE_TOO_LARGE;
+    if (nvalue > UINT32_MAX - 1024 ||
+        item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max)
+        return STORE_TOO_LARGE;
+    return STORE_OK;
+}
+
+enum store_status store_reserve(struct store_ctx *ctx, const char *key, size_t nkey,
+                                size_t nvalue, struct store_reservation *res)
+{
+    struct store *s = ctx->store;
+    enum store_status st = store_check_size(s, nkey, nvalue, 0);
+    if (st != STORE_OK)
+        return st;
+    /* Flags and expiry are not known yet: make room for both. */
+    uint8_t layout = ITEM_L_FLAGS | ITEM_L_EXP | (s->opt.cas_enabled ? ITEM_L_CAS32 : 0);
+    return store_reserve_raw(ctx, key, nkey, nvalue, layout, ctx->last_group, res);
+}
+
+enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size_t nkey,
+                                    size_t nvalue, uint32_t flags, rel_time_t exptime,
+                                    struct store_reservation *res)
+{
+    struct store *s = ctx->store;
+    enum store_status st = store_check_size(s, nkey, nvalue, flags);
+    if (st != STORE_OK)
+        return st;
+    uint8_t layout = (flags ? ITEM_L_FLAGS : 0) | (exptime != REL_TIME_NEVER ? ITEM_L_EXP : 0) |
+                     (s->opt.cas_enabled ? ITEM_L_CAS32 : 0);
+    unsigned g = store_ttl_group(exptime, clock_now());
+    ctx->last_group = (uint8_t)g;
+    return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, res);
+}
+
+void store_abort(struct store_ctx *ctx, struct store_reservation *res)
+{
+    (void)ctx;
+    if (res->seg)
+        seg_unpin(res->seg);
+    res->seg = NULL;
+    res->item = NULL;
+}
+
+/* Move a reservation's key and value to fresh space with `layout`. */
+static enum store_status store_relocate(struct store_ctx *ctx, struct store_reservation *res,
+                                        uint8_t layout)
+{
+    struct item_hdr h;
+    item_decode(res->item, &h);
+    layout &= (uint8_t)~ITEM_L_MARK;
+    if (layout & ITEM_L_CAS64)
+        layout &= (uint8_t)~ITEM_L_CAS32;
+    struct store_reservation r;
+    enum store_status st = store_reserve_raw(ctx, res->item + h.hlen, h.nkey, h.nvalue, layout,
+                                             res->group, &r);
+    if (st == STORE_OK)
+        memcpy(r.value, res->value, h.nvalue);
+    store_abort(ctx, res);
+    if (st == STORE_OK)
+        *res = r;
+    return st;
+}
+
+/* When the reservation is still the last thing in the worker's open
+ * segment and the committed fields need fewer header bytes than were
+ * reserved (store_reserve cannot know flags and expiry), slide the key and
+ * value down and give the bytes back. Only the owner appends to its open
+ * segment, so nothing else can see these bytes yet. */
+#define STORE_SHRINK_MAX 4096
+
+static void store_shrink(struct store_ctx *ctx, struct store_reservation *res, uint8_t layout)
+{
+    struct store *s = ctx->store;
+    struct seg *seg = res->seg;
+    struct item_hdr h;
+    item_decode(res->item, &h);
+    layout &= (uint8_t)~ITEM_L_MARK;
+    uint8_t have = h.layout & (uint8_t)~ITEM_L_MARK;
+    if (layout == have || (layout & ~have) || h.nvalue > STORE_SHRINK_MAX ||
+        ctx->open[res->group] != seg)
+        return;
+    uint32_t off = (uint32_t)((char *)res->item - seg->data);
+    if (store_align(s, off + item_total(&h)) != seg->write_off)
+        return;
+    char *p = res->item;
+    uint32_t hlen = item_hdr_len(layout, h.nvalue);
+    char tmp[ITEM_HDR_MAX];
+    /* New header in front of the key and value moved down. */
+    memmove(p + hlen, p + h.hlen, (size_t)h.nkey + h.nvalue);
+    item_init(tmp, layout, "", 0, h.nvalue);
+    memcpy(p, tmp, 2);
+    p[1] = (char)h.nkey;
+    memcpy(p + 2, tmp + 2, hlen - 2);
+    seg->write_off = (uint32_t)store_align(s, off + hlen + h.nkey + h.nvalue);
+    res->value = p + hlen + h.nkey;
+}
+
+static bool store_gen_moved(const struct store_reservation *res)
+{
+    return __atomic_load_n(&((struct seg *)res->seg)->gen, __ATOMIC_ACQUIRE) != res->gen;
+}
+
+/* Write an item's fields once it is known they fit its layout. */
+static void store_put_fields(char *p, const struct item_hdr *h, uint32_t status, uint32_t flags,
+                             rel_time_t exptime, uint64_t cas, uint64_t cas_base)
+{
+    item_put_u32(p, h->atime_off, status);
+    if (h->flags_off)
+        item_put_u32(p, h->flags_off, flags);
+    if (h->exp_off)
+        item_put_u32(p, h->exp_off, exptime);
+    item_put_cas(p, h, cas, cas_base);
+}
+
+enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservation *res,
+                                  const struct store_set_req *req, uint32_t status,
+                                  uint64_t expect_slot, uint64_t *cas_out)
+{
+    struct store *s = ctx->store;
+    bool cas_on = s->opt.cas_enabled;
+    enum store_mode mode = req->mode;
+    if (req->cas_compare && (mode == STORE_MODE_SET || mode == STORE_MODE_REPLACE))
+        mode = STORE_MODE_CAS;
+
+    struct item_hdr h;
+    item_decode(res->item, &h);
+    uint64_t hv = XXH3_64bits(res->item + h.hlen, h.nkey);
+    uint32_t tag = index_tag(hv);
+    uint64_t *b = index_bucket(&s->index, hv);
+    uint8_t extra = 0;
+
+    if (cas_on || req->flags || req->exptime) {
+        uint64_t peek = req->cas_new ? req->cas_new
+                                     : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
+        store_shrink(ctx, res,
+                     item_layout_for(req->flags, req->exptime, cas_on, peek,
+                                     ((struct seg *)res->seg)->cas_base));
+    } else {
+        store_shrink(ctx, res, 0);
+    }
+
+    for (;;) {
+        struct seg *seg = res->seg;
+        item_decode(res->item, &h);
+        uint64_t peek = !cas_on ? 0
+                        : req->cas_new ? req->cas_new
+                                       : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
+        uint8_t need = extra | store_missing_layout(h.layout, req->flags, req->exptime, cas_on,
+                                                    peek, seg->cas_base);
+        if (need || store_gen_moved(res)) {
+            enum store_status st = store_relocate(ctx, res, h.layout | need);
+            if (st != STORE_OK)
+                return st;
+            extra = 0;
+            continue;
+        }
+        rel_time_t now = clock_now();
+        struct store_found f;
+        index_lock(b);
+        if (store_gen_moved(res)) {
+            index_unlock(b);
+            continue;
+        }
+        bool found = store_find_live(ctx, b, tag, res->item + h.hlen, h.nkey, now, &f);
+        enum store_status refuse = STORE_OK;
+        bool stale = false;
+        uint64_t old_cas = found ? item_get_cas(f.p, &f.h, f.seg->cas_base) : 0;
+        if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
+            refuse = STORE_EXISTS;
+        } else if (mode == STORE_MODE_ADD && found) {
+            /* memcached bumps the existing item instead. */
+            uint32_t st = item_get_u32(f.p, f.h.atime_off);
+            if ((st & ~ITEM_S_MASK) + 60 < now)
+                item_put_u32(f.p, f.h.atime_off, (st & ITEM_S_MASK) | now);
+            *f.slot |= SLOT_ACCESS;
+            refuse = STORE_NOT_STORED;
+        } else if (mode == STORE_MODE_REPLACE && !found) {
+            refuse = STORE_NOT_STORED;
+        } else if (mode == STORE_MODE_CAS) {
+            uint64_t c = req->cas_compare;
+            if (!found)
+                refuse = STORE_MISS;
+            else if (c != 0 && c == old_cas)
+                ;
+            else if (req->invalidate && c != 0 && c < old_cas)
+                stale = true;
+            else
+                refuse = STORE_EXISTS;
+        }
+        if (refuse != STORE_OK) {
+            index_unlock(b);
+            store_abort(ctx, res);
+            return refuse;
+        }
+        rel_time_t exptime = req->exptime;
+        uint32_t st = (status & ITEM_S_MASK) | now;
+        if (stale) {
+            /* A stale set keeps the TTL, and the token if one was sent. */
+            exptime = item_get_u32(f.p, f.h.exp_off);
+            st |= ITEM_S_STALE | (item_get_u32(f.p, f.h.atime_off) & ITEM_S_TOKEN);
+        }
+        uint64_t cas = !cas_on ? 0 : req->cas_new ? req->cas_new : store_next_cas(s);
+        extra = store_missing_layout(h.layout, req->flags, exptime, cas_on, cas, seg->cas_base);
+        if (extra) {
+            index_unlock(b);
+            continue;
+        }
+        store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg->cas_base);
+        if (!store_link(s, &f, found, res, tag)) {
+            index_unlock(b);
+            store_abort(ctx, res);
+            return STORE_NO_MEMORY;
+        }
+        CTR_INC(ctx, total_items);
+        index_unlock(b);
+        store_abort(ctx, res); /* drops the reservation's pin; the item stays linked */
+        if (cas_out)
+            *cas_out = cas;
+        return STORE_OK;
+    }
+}
+
+/* append / prepend: a new item holding both parts replaces the old one. */
+static enum store_status store_concat(struct store_ctx *ctx, struct store_reservation *res,
+                                      const struct store_set_req *req, uint64_t *cas_out,
+                                      uint32_t *size_out)
+{
+    struct store *s = ctx->store;
+    bool cas_on = s->opt.cas_enabled;
+    struct item_hdr h;
+    item_decode(res->item, &h);
+    const char *key = res->item + h.hlen;
+    uint64_t hv = XXH3_64bits(key, h.nkey);
+    uint32_t tag = index_tag(hv);
+    uint64_t *b = index_bucket(&s->index, hv);
+    uint8_t extra = 0;
+
+    for (;;) {
+        struct store_found f;
+        index_lock(b);
+        if (!store_find_live(ctx, b, tag, key, h.nkey, clock_now(), &f)) {
+            index_unlock(b);
+            if (!req->vivify) {
+                store_abort(ctx, res);
+                return STORE_NOT_STORED;
+            }
+            struct store_set_req sr = *req;
+            sr.mode = STORE_MODE_ADD;
+            sr.exptime = req->vivify_exptime;
+            sr.cas_compare = 0;
+            uint32_t n = res->nvalue;
+            enum store_status st = store_commit_ex(ctx, res, &sr, 0, 0, cas_out);
+            if (st == STORE_OK && size_out)
+                *size_out = n;
+            return st;
+        }
+        uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
+        if (req->cas_compare && req->cas_compare != old_cas) {
+            index_unlock(b);
+            store_abort(ctx, res);
+            return STORE_EXISTS;
+        }
+        uint64_t snap = *f.slot;
+        struct seg *oseg = f.seg;
+        struct item_hdr oh = f.h;
+        const char *op = f.p;
+        uint32_t flags = item_get_u32(op, oh.flags_off);
+        rel_time_t exp = item_get_u32(op, oh.exp_off);
+        __atomic_fetch_add(&oseg->refcount, 1, __ATOMIC_RELAXED);
+        index_unlock(b);
+
+        size_t total = (size_t)oh.nvalue + res->nvalue;
+        if (item_mc_size(h.nkey, total, flags, cas_on) > s->opt.item_size_max) {
+            seg_unpin(oseg);
+            store_abort(ctx, res);
+            return STORE_NOT_STORED;
+        }
+        uint8_t layout = (flags ? ITEM_L_FLAGS : 0) | (exp ? ITEM_L_EXP : 0) |
+                         (cas_on ? ITEM_L_CAS32 : 0) | extra;
+        if (layout & ITEM_L_CAS64)
+            layout &= (uint8_t)~ITEM_L_CAS32;
+        struct store_reservation r;
+        enum store_status st = store_reserve_raw(ctx, key, h.nkey, total, layout,
+                                                 store_ttl_group(exp, clock_now()), &r);
+        if (st != STORE_OK) {
+            seg_unpin(oseg);
+            store_abort(ctx, res);
+            return st;
+        }
+        const char *oval = op + oh.hlen + oh.nkey;
+        if (req->mode == STORE_MODE_APPEND) {
+            memcpy(r.value, oval, oh.nvalue);
+            memcpy(r.value + oh.nvalue, res->value, res->nvalue);
+        } else {
+            memcpy(r.value, res->value, res->nvalue);
+            memcpy(r.value + res->nvalue, oval, oh.nvalue);
+        }
+        seg_unpin(oseg);
+
+        rel_time_t now = clock_now();
+        index_lock(b);
+        bool same = store_find_live(ctx, b, tag, key, h.nkey, now, &f) &&
+                    slot_same(*f.slot, snap) && !store_gen_moved(&r);
+        if (same) {
+            struct item_hdr nh;
+            item_decode(r.item, &nh);
+            struct seg *ns = r.seg;
+            exp = item_get_u32(f.p, f.h.exp_off); /* a touch may have moved it */
+            uint64_t cas = !cas_on ? 0 : req->cas_new ? req->cas_new : store_next_cas(s);
+            extra = store_missing_layout(nh.layout, flags, exp, cas_on, cas, ns->cas_base);
+            if (!extra) {
+                store_put_fields(r.item, &nh, now, flags, exp, cas, ns->cas_base);
+                store_link(s, &f, true, &r, tag);
+                CTR_INC(ctx, total_items);
+                index_unlock(b);
+                store_abort(ctx, &r);
+                store_abort(ctx, res);
+                if (cas_out)
+                    *cas_out = cas;
+                if (size_out)
+                    *size_out = (uint32_t)total;
+                return STORE_OK;
+            }
+        }
+        index_unlock(b);
+        store_abort(ctx, &r);
+    }
+}
+
+enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
+                               const struct store_set_req *req, uint64_t *cas_out,
+                               uint32_t *size_out)
+{
+    if (req->mode == STORE_MODE_APPEND || req->mode == STORE_MODE_PREPEND)
+        return store_concat(ctx, res, req, cas_out, size_out);
+    uint32_t n = res->nvalue;
+    enum store_status st = store_commit_ex(ctx, res, req, 0, 0, cas_out);
+    if (st == STORE_OK && size_out)
+        *size_out = n;
+    return st;
+}
+
+enum store_status store_store(struct store_ctx *ctx, const char *key, size_t nkey,
+                              const void *value, size_t nvalue,
+                              const struct store_set_req *req, uint64_t *cas_out)
+{
+    struct store_reservation r;
+    bool concat = req->mode == STORE_MODE_APPEND || req->mode == STORE_MODE_PREPEND;
+    enum store_status st = concat ? store_reserve_for(ctx, key, nkey, nvalue, 0, 0, &r)
+                                  : store_reserve_for(ctx, key, nkey, nvalue, req->flags,
+                                                      req->exptime, &r);
+    if (st != STORE_OK)
+        return st;
+    memcpy(r.value, value, nvalue);
+    return store_commit(ctx, &r, req, cas_out, NULL);
+}

@@ -1,0 +1,204 @@
+/* The reply queue: copies, references with pins, rollback, partial consume. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/reply.h"
+#include "store/store.h"
+
+/* The store's pin release, observed: the queue must release every pin
+ * exactly once, when its bytes are written or dropped. */
+static int released[64];
+void store_pin_release(struct store_pin *pin)
+{
+    released[(size_t)pin]++;
+}
+#define PIN(n) ((struct store_pin *)(size_t)(n))
+
+/* Everything pending, flattened through reply_iov as a writev would see it. */
+static size_t flatten(const struct reply_queue *q, char *out, size_t cap)
+{
+    struct iovec iov[1024];
+    int n = reply_iov(q, iov, 1024);
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        assert_true(len + iov[i].iov_len <= cap);
+        memcpy(out + len, iov[i].iov_base, iov[i].iov_len);
+        len += iov[i].iov_len;
+    }
+    return len;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    memset(released, 0, sizeof released);
+    return 0;
+}
+
+static void test_copy_and_coalesce(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    assert_int_equal(reply_str(&q, "STORED\r\n"), 0);
+    assert_int_equal(reply_printf(&q, "VALUE %s %d %d\r\n", "k", 0, 1), 0);
+    assert_int_equal(reply_copy(&q, "", 0), 0);
+    assert_int_equal(reply_pending(&q), 8 + 13);
+    /* contiguous copies share one iovec */
+    struct iovec iov[4];
+    assert_int_equal(reply_iov(&q, iov, 4), 1);
+    char buf[64];
+    size_t n = flatten(&q, buf, sizeof buf);
+    assert_int_equal(n, 21);
+    assert_memory_equal(buf, "STORED\r\nVALUE k 0 1\r\n", 21);
+    reply_consume(&q, 21);
+    assert_int_equal(reply_pending(&q), 0);
+    assert_int_equal(reply_iov(&q, iov, 4), 0);
+    reply_release(&q);
+}
+
+static void test_ref_pins_released_on_consume(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    static const char value[] = "hello world";
+    reply_str(&q, "VALUE a 0 11\r\n");
+    assert_int_equal(reply_ref(&q, value, 11, PIN(1)), 0);
+    reply_str(&q, "\r\nEND\r\n");
+    assert_int_equal(reply_pending(&q), 14 + 11 + 7);
+    char buf[64];
+    assert_int_equal(flatten(&q, buf, sizeof buf), 32);
+    assert_memory_equal(buf, "VALUE a 0 11\r\nhello world\r\nEND\r\n", 32);
+    /* the value points into "item memory", not a copy */
+    struct iovec iov[4];
+    assert_int_equal(reply_iov(&q, iov, 4), 3);
+    assert_ptr_equal(iov[1].iov_base, value);
+    /* partial consume inside the value: pin still held */
+    reply_consume(&q, 14 + 5);
+    assert_int_equal(released[1], 0);
+    assert_int_equal(flatten(&q, buf, sizeof buf), 13);
+    assert_memory_equal(buf, " world\r\nEND\r\n", 13);
+    reply_consume(&q, 6);
+    assert_int_equal(released[1], 1);
+    reply_consume(&q, 7);
+    assert_int_equal(reply_pending(&q), 0);
+    reply_release(&q);
+    assert_int_equal(released[1], 1);
+}
+
+static void test_release_drops_pins(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    reply_ref(&q, "abc", 3, PIN(2));
+    reply_ref(&q, "def", 3, PIN(3));
+    reply_ref(&q, "", 0, PIN(4)); /* empty: released at once */
+    assert_int_equal(released[4], 1);
+    reply_consume(&q, 1);
+    reply_release(&q); /* client vanished mid-reply */
+    assert_int_equal(released[2], 1);
+    assert_int_equal(released[3], 1);
+}
+
+static void test_rollback(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    reply_str(&q, "STORED\r\n");
+    struct reply_mark m;
+    reply_get_mark(&q, &m);
+    reply_str(&q, "VALUE a 0 1\r\n");
+    reply_ref(&q, "x", 1, PIN(5));
+    reply_str(&q, "\r\n");
+    reply_rollback(&q, &m);
+    assert_int_equal(released[5], 1);
+    assert_int_equal(reply_pending(&q), 8);
+    reply_str(&q, "CLIENT_ERROR bad command line format\r\n");
+    char buf[128];
+    size_t n = flatten(&q, buf, sizeof buf);
+    assert_int_equal(n, 8 + 38);
+    assert_memory_equal(buf, "STORED\r\nCLIENT_ERROR bad command line format\r\n", n);
+    /* rollback to an empty queue */
+    reply_consume(&q, n);
+    reply_get_mark(&q, &m);
+    reply_str(&q, "x");
+    reply_rollback(&q, &m);
+    assert_int_equal(reply_pending(&q), 0);
+    reply_release(&q);
+}
+
+static void test_large_and_many(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    /* a copy bigger than a block, then thousands of small ones */
+    size_t big = 100 * 1024;
+    char *data = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (char)('a' + i % 26);
+    assert_int_equal(reply_copy(&q, data, big), 0);
+    for (int i = 0; i < 5000; i++) {
+        reply_printf(&q, "%04d\r\n", i);
+        if (i % 100 == 0)
+            reply_ref(&q, "R", 1, PIN(6));
+    }
+    size_t total = big + 5000 * 6 + 50;
+    assert_int_equal(reply_pending(&q), total);
+    /* drain with small, uneven writes as a slow socket would */
+    size_t got = 0;
+    char *all = malloc(total);
+    while (reply_pending(&q) > 0) {
+        struct iovec iov[16];
+        int n = reply_iov(&q, iov, 16);
+        assert_true(n > 0);
+        size_t take = iov[0].iov_len < 777 ? iov[0].iov_len : 777;
+        memcpy(all + got, iov[0].iov_base, take);
+        got += take;
+        reply_consume(&q, take);
+    }
+    assert_int_equal(got, total);
+    assert_memory_equal(all, data, big);
+    assert_memory_equal(all + big, "0000\r\nR0001\r\n", 13);
+    assert_int_equal(released[6], 50);
+    free(all);
+    free(data);
+    reply_release(&q);
+}
+
+static void test_reserve_commit(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    char *p = reply_reserve(&q, 32);
+    assert_non_null(p);
+    memcpy(p, "12345\r\n", 7);
+    reply_commit(&q, 7);
+    reply_commit(&q, 0);
+    char buf[16];
+    assert_int_equal(flatten(&q, buf, sizeof buf), 7);
+    assert_memory_equal(buf, "12345\r\n", 7);
+    reply_release(&q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_copy_and_coalesce, setup),
+        cmocka_unit_test_setup(test_ref_pins_released_on_consume, setup),
+        cmocka_unit_test_setup(test_release_drops_pins, setup),
+        cmocka_unit_test_setup(test_rollback, setup),
+        cmocka_unit_test_setup(test_large_and_many, setup),
+        cmocka_unit_test_setup(test_reserve_commit, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

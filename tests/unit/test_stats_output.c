@@ -1,0 +1,285 @@
+/* `stats` family composition: memcached's names, order and formats. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/reply.h"
+#include "settings.h"
+#include "stats/stats_detail.h"
+#include "stats/stats_output.h"
+
+void store_pin_release(struct store_pin *pin)
+{
+    (void)pin; /* stats never reference item memory */
+}
+
+static char *drain(struct reply_queue *q)
+{
+    size_t n = reply_pending(q);
+    char *s = malloc(n + 1);
+    size_t got = 0;
+    while (reply_pending(q) > 0) {
+        struct iovec iov[64];
+        int k = reply_iov(q, iov, 64);
+        size_t batch = 0;
+        for (int i = 0; i < k; i++) {
+            memcpy(s + got, iov[i].iov_base, iov[i].iov_len);
+            got += iov[i].iov_len;
+            batch += iov[i].iov_len;
+        }
+        reply_consume(q, batch);
+    }
+    s[got] = '\0';
+    return s;
+}
+
+/* The names of "STAT <name> <value>" lines, in order, space separated. */
+static char *names(const char *text)
+{
+    char *out = calloc(1, strlen(text) + 1);
+    for (const char *p = text; *p;) {
+        const char *eol = strstr(p, "\r\n");
+        assert_non_null(eol);
+        assert_memory_equal(p, "STAT ", 5);
+        const char *n = p + 5;
+        const char *sp = memchr(n, ' ', (size_t)(eol - n));
+        assert_non_null(sp);
+        if (*out)
+            strcat(out, " ");
+        strncat(out, n, (size_t)(sp - n));
+        p = eol + 2;
+    }
+    return out;
+}
+
+/* memcached 1.6's general stats (memcached-behaviour.md §5), no extstore,
+ * TLS or proxy; rejected_connections with maxconns_fast, idle_kicks with
+ * idle_timeout. */
+static const char general_order[] =
+    "pid uptime time version libevent pointer_size rusage_user rusage_system "
+    "max_connections curr_connections total_connections rejected_connections "
+    "connection_structures response_obj_oom response_obj_count response_obj_bytes "
+    "read_buf_count read_buf_bytes read_buf_bytes_free read_buf_oom reserved_fds "
+    "cmd_get cmd_set cmd_flush cmd_touch cmd_meta get_hits get_misses get_expired "
+    "get_flushed delete_misses delete_hits incr_misses incr_hits decr_misses decr_hits "
+    "cas_misses cas_hits cas_badval touch_hits touch_misses store_too_large "
+    "store_no_memory auth_cmds auth_errors idle_kicks bytes_read bytes_written "
+    "limit_maxbytes accepting_conns listen_disabled_num time_in_listen_disabled_us "
+    "threads conn_yields hash_power_level hash_bytes hash_is_expanding "
+    "slab_reassign_rescues slab_reassign_chunk_rescues slab_reassign_inline_reclaim "
+    "slab_reassign_busy_items slab_reassign_busy_deletes slab_reassign_busy_nomem "
+    "slab_reassign_last_busy_status slab_reassign_running slabs_moved "
+    "lru_crawler_running lru_crawler_starts lru_maintainer_juggles malloc_fails "
+    "log_worker_dropped log_worker_written log_watcher_skipped log_watcher_sent "
+    "log_watchers unexpected_napi_ids round_robin_fallback bytes curr_items total_items "
+    "slab_global_page_pool expired_unfetched evicted_unfetched evicted_active evictions "
+    "reclaimed crawler_reclaimed crawler_items_checked lrutail_reflocked moves_to_cold "
+    "moves_to_warm moves_within_lru direct_reclaims lru_bumps_dropped";
+
+static void snapshot(struct stats_snapshot *s)
+{
+    memset(s, 0, sizeof *s);
+    s->pid = 4242;
+    s->uptime = 17;
+    s->time = 1700000000;
+    s->version = "1.6.45";
+    s->event_backend = "epoll";
+    s->rusage_user.tv_sec = 1;
+    s->rusage_user.tv_usec = 5;
+    s->max_connections = 1024;
+    s->curr_connections = 3;
+    s->threads = 4;
+    s->accepting_conns = 1;
+    s->show_rejected = true;
+    s->show_idle_kicks = true;
+    s->t.cmd_get = 11;
+    s->t.get_hits = 7;
+    s->t.bytes_read = 1234567890123ull;
+    s->t.total_connections = 9;
+    s->t.quickacks = 5;
+    s->store.limit_maxbytes = 64u << 20;
+    s->store.curr_items = 2;
+    s->store.bytes = 100;
+    s->store.get_expired = 3;
+    s->store.hash_power_level = 16;
+    s->store.seg_size = 1 << 20;
+    s->store.seg_used = 3;
+}
+
+static void test_general_order_and_values(void **state)
+{
+    (void)state;
+    struct stats_snapshot s;
+    snapshot(&s);
+    struct reply_queue q;
+    reply_init(&q);
+    assert_int_equal(stats_general_compose(&s, &q), 0);
+    char *text = drain(&q);
+    char *n = names(text);
+    assert_string_equal(n, general_order);
+    assert_non_null(strstr(text, "STAT pid 4242\r\n"));
+    assert_non_null(strstr(text, "STAT version 1.6.45\r\n"));
+    assert_non_null(strstr(text, "STAT rusage_user 1.000005\r\n"));
+    assert_non_null(strstr(text, "STAT pointer_size 64\r\n"));
+    assert_non_null(strstr(text, "STAT cmd_get 11\r\n"));
+    assert_non_null(strstr(text, "STAT get_expired 3\r\n"));
+    assert_non_null(strstr(text, "STAT bytes_read 1234567890123\r\n"));
+    assert_non_null(strstr(text, "STAT limit_maxbytes 67108864\r\n"));
+    /* nodelay's own counters stay out of plain stats */
+    assert_null(strstr(text, "quickacks"));
+    free(n);
+    free(text);
+
+    /* without idle_timeout and maxconns_fast, memcached omits those two */
+    s.show_idle_kicks = false;
+    s.show_rejected = false;
+    assert_int_equal(stats_general_compose(&s, &q), 0);
+    text = drain(&q);
+    assert_null(strstr(text, "idle_kicks"));
+    assert_null(strstr(text, "rejected_connections"));
+    free(text);
+    reply_release(&q);
+}
+
+static void test_settings_like_memcached(void **state)
+{
+    (void)state;
+    struct settings set;
+    settings_defaults(&set);
+    set.port = 21150;
+    set.verbosity = 2;
+    struct reply_queue q;
+    reply_init(&q);
+    assert_int_equal(stats_settings_compose(&set, &q), 0);
+    char *text = drain(&q);
+    /* the head of Debian memcached 1.6.18's `stats settings` with the same flags */
+    static const char head[] =
+        "STAT maxbytes 67108864\r\nSTAT maxconns 1024\r\nSTAT tcpport 21150\r\n"
+        "STAT udpport 0\r\nSTAT inter 127.0.0.1\r\nSTAT verbosity 2\r\nSTAT oldest 0\r\n"
+        "STAT evictions on\r\nSTAT domain_socket NULL\r\nSTAT umask 700\r\n"
+        "STAT shutdown_command no\r\nSTAT growth_factor 1.25\r\nSTAT chunk_size 48\r\n"
+        "STAT num_threads 4\r\nSTAT num_threads_per_udp 4\r\nSTAT stat_key_prefix :\r\n"
+        "STAT detail_enabled no\r\nSTAT reqs_per_event 20\r\nSTAT cas_enabled yes\r\n"
+        "STAT tcp_backlog 1024\r\nSTAT binding_protocol auto-negotiate\r\n"
+        "STAT auth_enabled_sasl no\r\nSTAT auth_enabled_ascii no\r\n"
+        "STAT item_size_max 1048576\r\nSTAT maxconns_fast yes\r\nSTAT hashpower_init 0\r\n"
+        "STAT slab_reassign yes\r\nSTAT slab_automove 1\r\nSTAT slab_automove_ratio 0.80\r\n"
+        "STAT slab_automove_window 30\r\nSTAT slab_chunk_max 524288\r\nSTAT lru_crawler yes\r\n"
+        "STAT lru_crawler_sleep 100\r\nSTAT lru_crawler_tocrawl 0\r\n"
+        "STAT tail_repair_time 0\r\nSTAT flush_enabled yes\r\nSTAT dump_enabled yes\r\n"
+        "STAT hash_algorithm murmur3\r\nSTAT lru_maintainer_thread yes\r\n"
+        "STAT lru_segmented yes\r\nSTAT hot_lru_pct 20\r\nSTAT warm_lru_pct 40\r\n"
+        "STAT hot_max_factor 0.20\r\nSTAT warm_max_factor 2.00\r\nSTAT temp_lru no\r\n"
+        "STAT temporary_ttl 61\r\nSTAT idle_timeout 0\r\nSTAT watcher_logbuf_size 262144\r\n"
+        "STAT worker_logbuf_size 65536\r\nSTAT read_buf_mem_limit 0\r\n"
+        "STAT track_sizes no\r\nSTAT inline_ascii_response no\r\n";
+    assert_memory_equal(text, head, strlen(head));
+    assert_string_equal(text + strlen(head),
+                        "STAT num_napi_ids 0\r\nSTAT memory_file (null)\r\n"
+                        "STAT client_flags_size 4\r\n");
+    free(text);
+    reply_release(&q);
+}
+
+static void test_items_and_slabs(void **state)
+{
+    (void)state;
+    struct stats_snapshot s;
+    snapshot(&s);
+    struct reply_queue q;
+    reply_init(&q);
+    assert_int_equal(stats_items_compose(&s, &q), 0);
+    char *text = drain(&q);
+    char *n = names(text);
+    assert_string_equal(n,
+        "items:1:number items:1:number_hot items:1:number_warm items:1:number_cold "
+        "items:1:age_hot items:1:age_warm items:1:age items:1:mem_requested items:1:evicted "
+        "items:1:evicted_nonzero items:1:evicted_time items:1:outofmemory items:1:tailrepairs "
+        "items:1:reclaimed items:1:expired_unfetched items:1:evicted_unfetched "
+        "items:1:evicted_active items:1:crawler_reclaimed items:1:crawler_items_checked "
+        "items:1:lrutail_reflocked items:1:moves_to_cold items:1:moves_to_warm "
+        "items:1:moves_within_lru items:1:direct_reclaims items:1:hits_to_hot "
+        "items:1:hits_to_warm items:1:hits_to_cold items:1:hits_to_temp");
+    assert_non_null(strstr(text, "STAT items:1:number 2\r\n"));
+    free(n);
+    free(text);
+
+    assert_int_equal(stats_slabs_compose(&s, &q), 0);
+    text = drain(&q);
+    n = names(text);
+    assert_string_equal(n, "1:chunk_size 1:chunks_per_page 1:total_pages 1:total_chunks "
+                           "1:used_chunks 1:free_chunks 1:free_chunks_end 1:get_hits 1:cmd_set "
+                           "1:delete_hits 1:incr_hits 1:decr_hits 1:cas_hits 1:cas_badval "
+                           "1:touch_hits active_slabs total_malloced");
+    assert_non_null(strstr(text, "STAT total_malloced 3145728\r\n"));
+    free(n);
+    free(text);
+
+    /* an empty cache: no class lines, as memcached */
+    memset(&s.store, 0, sizeof s.store);
+    assert_int_equal(stats_items_compose(&s, &q), 0);
+    assert_int_equal(reply_pending(&q), 0);
+    assert_int_equal(stats_slabs_compose(&s, &q), 0);
+    text = drain(&q);
+    assert_string_equal(text, "STAT active_slabs 0\r\nSTAT total_malloced 0\r\n");
+    free(text);
+    reply_release(&q);
+}
+
+static void test_nodelay_stats(void **state)
+{
+    (void)state;
+    struct stats_snapshot s;
+    snapshot(&s);
+    struct reply_queue q;
+    reply_init(&q);
+    assert_int_equal(stats_nodelay_compose(&s, "0.1.0", &q), 0);
+    char *text = drain(&q);
+    assert_non_null(strstr(text, "STAT nodelay_version 0.1.0\r\n"));
+    assert_non_null(strstr(text, "STAT protocol_version 1.6.45\r\n"));
+    assert_non_null(strstr(text, "STAT quickacks 5\r\n"));
+    assert_non_null(strstr(text, "STAT nodelay_failures 0\r\n"));
+    free(text);
+    reply_release(&q);
+}
+
+static void test_detail(void **state)
+{
+    (void)state;
+    stats_detail_clear();
+    stats_detail_set_delimiter(':');
+    stats_detail_record("user:1", 6, 'g', true);
+    stats_detail_record("user:2", 6, 'g', false);
+    stats_detail_record("user:2", 6, 's', false);
+    stats_detail_record("nodelim", 7, 's', false);
+    stats_detail_record("user:3", 6, 'd', false);
+    struct reply_queue q;
+    reply_init(&q);
+    assert_int_equal(stats_detail_dump(&q), 0);
+    char *text = drain(&q);
+    assert_string_equal(text, "PREFIX user get 2 hit 1 set 1 del 1\r\nEND\r\n");
+    free(text);
+    stats_detail_clear();
+    assert_int_equal(stats_detail_dump(&q), 0);
+    text = drain(&q);
+    assert_string_equal(text, "END\r\n");
+    free(text);
+    reply_release(&q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_general_order_and_values),
+        cmocka_unit_test(test_settings_like_memcached),
+        cmocka_unit_test(test_items_and_slabs),
+        cmocka_unit_test(test_nodelay_stats),
+        cmocka_unit_test(test_detail),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

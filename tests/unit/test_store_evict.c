@@ -1,0 +1,271 @@
+/* Eviction order and second chance, pins across overwrite and eviction
+ * (memcached's t/multiversioning case), -M, run-time memory limits, walk. */
+#include "test_store_helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MB (1u << 20)
+
+static void put(struct tstore *t, int i, size_t vlen)
+{
+    char key[32];
+    char *v = malloc(vlen + 1);
+    memset(v, 'a' + i % 26, vlen);
+    v[vlen] = 0;
+    snprintf(key, sizeof key, "key:%010d", i);
+    assert_int_equal(tset(t, key, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    free(v);
+}
+
+static bool has(struct tstore *t, int i)
+{
+    char key[32];
+    snprintf(key, sizeof key, "key:%010d", i);
+    struct store_item it;
+    struct store_get_req r = {.no_update = true};
+    return store_get(t->c, key, strlen(key), &r, &it) == STORE_OK;
+}
+
+static void touch_read(struct tstore *t, int i)
+{
+    char key[32];
+    snprintf(key, sizeof key, "key:%010d", i);
+    struct store_item it;
+    assert_int_equal(store_get(t->c, key, strlen(key), NULL, &it), STORE_OK);
+}
+
+static void test_fifo_order(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, true, true);
+    /* ~1 KiB items, 4 segments: write 6 MiB worth */
+    int n = 6000;
+    for (int i = 0; i < n; i++)
+        put(&t, i, 1000);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_true(st.evictions > 0);
+    assert_true(st.evicted_unfetched == st.evictions);
+    assert_true(st.seg_used <= 4);
+    /* oldest gone, newest kept, and what is kept is a suffix */
+    assert_false(has(&t, 0));
+    assert_true(has(&t, n - 1));
+    int first = n;
+    for (int i = 0; i < n; i++)
+        if (has(&t, i)) {
+            first = i;
+            break;
+        }
+    for (int i = first; i < n; i++)
+        assert_true(has(&t, i));
+    assert_int_equal(st.curr_items, (uint64_t)(n - first));
+    tstore_close(&t);
+}
+
+static void test_second_chance(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, true, true);
+    /* key 0..99 read once after being written; the rest never */
+    for (int i = 0; i < 100; i++)
+        put(&t, i, 1000);
+    for (int i = 0; i < 100; i++)
+        touch_read(&t, i);
+    for (int i = 100; i < 4500; i++)
+        put(&t, i, 1000);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_true(st.evictions > 0);
+    assert_true(st.items_reinserted >= 100);
+    for (int i = 0; i < 100; i++)
+        assert_true(has(&t, i)); /* carried forward */
+    assert_false(has(&t, 100));  /* written at the same time, never read: gone */
+    /* the second chance is used up: without new reads they leave next time */
+    for (int i = 4500; i < 12000; i++)
+        put(&t, i, 1000);
+    assert_false(has(&t, 0));
+    tstore_close(&t);
+}
+
+static void test_scan_resistance(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, true, true);
+    /* a hot set of 500 items, one read per four scan writes, survives a
+     * scan of 20000 one-hit keys through a cache of ~4000 */
+    for (int i = 0; i < 500; i++)
+        put(&t, i, 1000);
+    for (int i = 0; i < 20000; i++) {
+        put(&t, 100000 + i, 1000);
+        if (i % 4 == 0)
+            touch_read(&t, (i / 4) % 500);
+    }
+    int kept = 0;
+    for (int i = 0; i < 500; i++)
+        kept += has(&t, i);
+    assert_int_equal(kept, 500);
+    tstore_close(&t);
+}
+
+static void test_pin_survives(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, true, true);
+    size_t n = 256 * 1024;
+    char *a = malloc(n), *b = malloc(n);
+    memset(a, 'A', n);
+    memset(b, 'B', n);
+    struct store_set_req r = {.mode = STORE_MODE_SET};
+    assert_int_equal(store_store(t.c, "mv", 2, a, n, &r, NULL), STORE_OK);
+    struct store_item it;
+    struct store_get_req g = {.want_value = true};
+    assert_int_equal(store_get(t.c, "mv", 2, &g, &it), STORE_OK);
+    /* overwritten while held */
+    assert_int_equal(store_store(t.c, "mv", 2, b, n, &r, NULL), STORE_OK);
+    struct store_item it2;
+    assert_int_equal(store_get(t.c, "mv", 2, &g, &it2), STORE_OK);
+    assert_memory_equal(it2.value, b, n);
+    store_pin_release(it2.pin);
+    assert_memory_equal(it.value, a, n);
+    /* and its segment evicted while held: 16 MiB through a 4 MiB cache */
+    for (int i = 0; i < 64; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "f%d", i);
+        assert_int_equal(store_store(t.c, key, strlen(key), b, n, &r, NULL), STORE_OK);
+    }
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_true(st.evictions > 0);
+    assert_memory_equal(it.value, a, n);
+    store_pin_release(it.pin);
+    /* once released, that segment is reused */
+    for (int i = 0; i < 64; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "g%d", i);
+        assert_int_equal(store_store(t.c, key, strlen(key), b, n, &r, NULL), STORE_OK);
+    }
+    free(a);
+    free(b);
+    tstore_close(&t);
+}
+
+static void test_no_evictions(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, false, true);
+    int i = 0;
+    char key[32], v[1001];
+    memset(v, 'x', 1000);
+    v[1000] = 0;
+    enum store_status st = STORE_OK;
+    for (; i < 10000; i++) {
+        snprintf(key, sizeof key, "key:%010d", i);
+        st = tset(&t, key, v, STORE_MODE_SET, 0, 0, NULL);
+        if (st != STORE_OK)
+            break;
+    }
+    assert_int_equal(st, STORE_NO_MEMORY);
+    assert_true(i > 3000);
+    assert_true(has(&t, 0));
+    assert_true(has(&t, i - 1));
+    struct store_stats s;
+    store_stats(t.s, &s);
+    assert_int_equal(s.evictions, 0);
+    /* deleting a whole segment's worth makes room again */
+    for (int j = 0; j < 2000; j++) {
+        snprintf(key, sizeof key, "key:%010d", j);
+        store_delete(t.c, key, strlen(key), NULL);
+    }
+    snprintf(key, sizeof key, "key:%010d", i);
+    assert_int_equal(tset(&t, key, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    tstore_close(&t);
+}
+
+static void test_mem_limit(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    for (int i = 0; i < 8000; i++)
+        put(&t, i, 1000);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.limit_maxbytes, 8 * MB);
+    assert_int_equal(st.seg_used, 8);
+    assert_int_equal(store_set_mem_limit(t.s, 100), -1);
+    assert_int_equal(store_set_mem_limit(t.s, 4 * MB), 0);
+    for (int i = 8000; i < 12000; i++)
+        put(&t, i, 1000);
+    store_stats(t.s, &st);
+    assert_int_equal(st.limit_maxbytes, 4 * MB);
+    assert_true(st.seg_used <= 4);
+    assert_true(st.curr_items < 4200);
+    assert_int_equal(store_set_mem_limit(t.s, 16 * MB), 0);
+    for (int i = 12000; i < 26000; i++)
+        put(&t, i, 1000);
+    store_stats(t.s, &st);
+    assert_true(st.curr_items > 12000);
+    tstore_close(&t);
+}
+
+struct walk_acc {
+    unsigned char seen[1000];
+    size_t n;
+};
+
+static void walk_fn(const struct store_item *it, void *arg)
+{
+    struct walk_acc *a = arg;
+    char key[32];
+    memcpy(key, it->key, it->nkey);
+    key[it->nkey] = 0;
+    int i = atoi(key + 4);
+    assert_true(i >= 0 && i < 1000);
+    assert_int_equal(it->nvalue, 10);
+    assert_true(it->class_id >= 1);
+    a->seen[i]++;
+    a->n++;
+}
+
+static void test_walk(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    for (int i = 0; i < 1000; i++)
+        put(&t, i, 10);
+    char key[32];
+    snprintf(key, sizeof key, "key:%010d", 7);
+    store_delete(t.c, key, strlen(key), NULL);
+    struct walk_acc acc;
+    memset(&acc, 0, sizeof acc);
+    uint64_t cursor = 0;
+    int calls = 0;
+    while (cursor != UINT64_MAX) {
+        size_t n = store_walk(t.s, &cursor, 100, walk_fn, &acc);
+        assert_true(n <= 100 + 7 * 4);
+        calls++;
+    }
+    assert_true(calls >= 10);
+    assert_int_equal(acc.n, 999);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(acc.seen[i], i == 7 ? 0 : 1);
+    tstore_close(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fifo_order),   cmocka_unit_test(test_second_chance),
+        cmocka_unit_test(test_scan_resistance), cmocka_unit_test(test_pin_survives),
+        cmocka_unit_test(test_no_evictions), cmocka_unit_test(test_mem_limit),
+        cmocka_unit_test(test_walk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

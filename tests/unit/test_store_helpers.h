@@ -1,0 +1,68 @@
+/* Shared helpers for the store's unit tests. */
+#ifndef TEST_STORE_HELPERS_H
+#define TEST_STORE_HELPERS_H
+
+#include <stdarg.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "clock.h"
+#include "store/store.h"
+
+struct tstore {
+    struct store *s;
+    struct store_ctx *c;
+};
+
+static inline void tstore_open(struct tstore *t, size_t mem, size_t item_max, bool evict, bool cas)
+{
+    clock_setup();
+    struct store_options o = {
+        .mem_limit = mem,
+        .item_size_max = item_max,
+        .evictions = evict,
+        .cas_enabled = cas,
+    };
+    assert_int_equal(store_create(&t->s, &o), 0);
+    t->c = store_ctx_create(t->s);
+    assert_non_null(t->c);
+}
+
+static inline void tstore_close(struct tstore *t)
+{
+    store_ctx_destroy(&t->c);
+    store_destroy(&t->s);
+}
+
+static inline enum store_status tset(struct tstore *t, const char *k, const char *v,
+                                     enum store_mode mode, uint32_t flags, rel_time_t exp,
+                                     uint64_t *cas)
+{
+    struct store_set_req r = {.mode = mode, .flags = flags, .exptime = exp};
+    return store_store(t->c, k, strlen(k), v, strlen(v), &r, cas);
+}
+
+/* Get a key's value as a string into buf ("" on a miss); returns the status. */
+static inline enum store_status tget(struct tstore *t, const char *k, char *buf, size_t cap,
+                                     struct store_item *out)
+{
+    struct store_get_req r = {.want_value = true};
+    struct store_item it;
+    if (!out)
+        out = &it;
+    enum store_status st = store_get(t->c, k, strlen(k), &r, out);
+    buf[0] = 0;
+    if (st == STORE_OK) {
+        assert_true(out->nvalue < cap);
+        memcpy(buf, out->value, out->nvalue);
+        buf[out->nvalue] = 0;
+        store_pin_release(out->pin);
+        out->pin = NULL;
+    }
+    return st;
+}
+
+#endif

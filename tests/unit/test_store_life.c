@@ -1,0 +1,225 @@
+/* Expiry, touch and flush_all against a controllable clock (debug builds:
+ * clock_debug_pause / clock_debug_advance), and housekeeping. */
+#include "test_store_helpers.h"
+
+#include "store/store_int.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#define MB (1u << 20)
+
+#ifdef NODELAY_DEBUG
+
+static void test_expiry_boundary(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    char buf[16];
+    rel_time_t now = clock_now();
+    tset(&t, "k", "v", STORE_MODE_SET, 0, clock_exptime(2), NULL);
+    tset(&t, "n", "v", STORE_MODE_SET, 0, clock_exptime(-1), NULL); /* negative: expired */
+    assert_int_equal(tget(&t, "n", buf, sizeof buf, NULL), STORE_MISS);
+    clock_debug_advance(1);
+    assert_int_equal(clock_now(), now + 1);
+    assert_int_equal(tget(&t, "k", buf, sizeof buf, NULL), STORE_OK);
+    clock_debug_advance(1); /* exptime == now: expired */
+    assert_int_equal(tget(&t, "k", buf, sizeof buf, NULL), STORE_MISS);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.get_expired, 2);
+    assert_int_equal(st.curr_items, 0);
+    /* absolute unix times beyond 30 days */
+    tset(&t, "a", "v", STORE_MODE_SET, 0, clock_exptime(clock_unix_now() + 3), NULL);
+    clock_debug_advance(2);
+    assert_int_equal(tget(&t, "a", buf, sizeof buf, NULL), STORE_OK);
+    clock_debug_advance(1);
+    assert_int_equal(tget(&t, "a", buf, sizeof buf, NULL), STORE_MISS);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
+static void test_touch(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    char buf[16];
+    struct store_item it;
+    assert_int_equal(store_touch(t.c, "k", 1, clock_exptime(5)), STORE_MISS);
+    /* an item stored without expiry gains one (its header grows) */
+    uint64_t cas;
+    tset(&t, "k", "v", STORE_MODE_SET, 3, 0, &cas);
+    assert_int_equal(store_touch(t.c, "k", 1, clock_exptime(2)), STORE_OK);
+    assert_int_equal(tget(&t, "k", buf, sizeof buf, &it), STORE_OK);
+    assert_int_equal(it.cas, cas); /* touch keeps the CAS */
+    assert_int_equal(it.flags, 3);
+    assert_string_equal(buf, "v");
+    clock_debug_advance(2);
+    assert_int_equal(tget(&t, "k", buf, sizeof buf, NULL), STORE_MISS);
+    /* gat: touch through get, back to never */
+    tset(&t, "g", "v", STORE_MODE_SET, 0, clock_exptime(1), NULL);
+    struct store_get_req gat = {.touch = true, .exptime = REL_TIME_NEVER, .want_value = true};
+    assert_int_equal(store_get(t.c, "g", 1, &gat, &it), STORE_OK);
+    store_pin_release(it.pin);
+    clock_debug_advance(100);
+    assert_int_equal(tget(&t, "g", buf, sizeof buf, &it), STORE_OK);
+    assert_int_equal(it.exptime, REL_TIME_NEVER);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
+static void test_flush_immediate(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    char buf[16];
+    tset(&t, "a", "1", STORE_MODE_SET, 0, 0, NULL);
+    tset(&t, "b", "1", STORE_MODE_SET, 0, 0, NULL);
+    store_flush(t.s, clock_now());
+    assert_int_equal(tget(&t, "a", buf, sizeof buf, NULL), STORE_MISS);
+    /* stored after the flush in the same second: visible (oldest_cas rule) */
+    tset(&t, "c", "1", STORE_MODE_SET, 0, 0, NULL);
+    assert_int_equal(tget(&t, "c", buf, sizeof buf, NULL), STORE_OK);
+    clock_debug_advance(5);
+    assert_int_equal(tget(&t, "c", buf, sizeof buf, NULL), STORE_OK);
+    assert_int_equal(tget(&t, "b", buf, sizeof buf, NULL), STORE_MISS);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.get_flushed, 2);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
+static void test_flush_delayed(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    char buf[16];
+    tset(&t, "a", "1", STORE_MODE_SET, 0, 0, NULL);
+    store_flush(t.s, clock_exptime(2)); /* flush_all 2 */
+    assert_int_equal(tget(&t, "a", buf, sizeof buf, NULL), STORE_OK);
+    clock_debug_advance(1);
+    /* memcached: oldest_live = now + 2 - 1 - 1 has come */
+    assert_int_equal(tget(&t, "a", buf, sizeof buf, NULL), STORE_MISS);
+    clock_debug_advance(1);
+    tset(&t, "b", "1", STORE_MODE_SET, 0, 0, NULL);
+    assert_int_equal(tget(&t, "b", buf, sizeof buf, NULL), STORE_OK);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
+static void test_flush_nocas(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, false);
+    clock_debug_pause(true);
+    char buf[16];
+    tset(&t, "a", "1", STORE_MODE_SET, 0, 0, NULL);
+    store_flush(t.s, clock_now());
+    assert_int_equal(tget(&t, "a", buf, sizeof buf, NULL), STORE_MISS);
+    /* -C: memcached has no oldest_cas, so the flush second itself is lost */
+    tset(&t, "b", "1", STORE_MODE_SET, 0, 0, NULL);
+    assert_int_equal(tget(&t, "b", buf, sizeof buf, NULL), STORE_MISS);
+    clock_debug_advance(1);
+    tset(&t, "b", "1", STORE_MODE_SET, 0, 0, NULL);
+    assert_int_equal(tget(&t, "b", buf, sizeof buf, NULL), STORE_OK);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
+static void test_housekeeping(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    char key[32], val[1000];
+    memset(val, 'x', sizeof val - 1);
+    val[sizeof val - 1] = 0;
+    /* 3 MiB of items with a 10 s TTL, 100 KiB that never expire */
+    for (int i = 0; i < 3000; i++) {
+        snprintf(key, sizeof key, "ttl:%d", i);
+        tset(&t, key, val, STORE_MODE_SET, 0, clock_exptime(10), NULL);
+    }
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "keep:%d", i);
+        tset(&t, key, val, STORE_MODE_SET, 0, 0, NULL);
+    }
+    store_ctx_destroy(&t.c); /* seal the open segments */
+    t.c = store_ctx_create(t.s);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.curr_items, 3100);
+    clock_debug_advance(11);
+    store_housekeep(t.s);
+    store_stats(t.s, &st);
+    /* the TTL group's segments went whole, without a read */
+    assert_int_equal(st.curr_items, 100);
+    assert_true(st.seg_expired >= 2);
+    assert_int_equal(st.reclaimed, 3000);
+    assert_int_equal(st.expired_unfetched, 3000);
+    assert_int_equal(st.evictions, 0);
+    char buf[1024];
+    assert_int_equal(tget(&t, "keep:5", buf, sizeof buf, NULL), STORE_OK);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
+static void test_background_thread(void **state)
+{
+    (void)state;
+    clock_setup();
+    struct store_options o = {.mem_limit = 8 * MB, .item_size_max = MB, .evictions = true,
+                              .cas_enabled = true, .background = true};
+    struct store *s;
+    assert_int_equal(store_create(&s, &o), 0);
+    struct store_ctx *c = store_ctx_create(s);
+    struct store_set_req r = {.mode = STORE_MODE_SET, .exptime = clock_exptime(1)};
+    char key[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        store_store(c, key, strlen(key), "v", 1, &r, NULL);
+    }
+    store_ctx_destroy(&c);
+    clock_debug_advance(5);
+    struct store_stats st;
+    for (int i = 0; i < 40; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        store_stats(s, &st);
+        if (st.curr_items == 0)
+            break;
+    }
+    assert_int_equal(st.curr_items, 0);
+    store_destroy(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expiry_boundary), cmocka_unit_test(test_touch),
+        cmocka_unit_test(test_flush_immediate), cmocka_unit_test(test_flush_delayed),
+        cmocka_unit_test(test_flush_nocas),     cmocka_unit_test(test_housekeeping),
+        cmocka_unit_test(test_background_thread),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else
+
+int main(void)
+{
+    /* Needs the debug clock: built with CONFIG=debug, asan or tsan. */
+    return 0;
+}
+
+#endif

@@ -1,0 +1,74 @@
+/* Memory overhead per item, measured the way the issue states it: a store of
+ * -m 64 MiB filled with `key:%010d` keys and fixed-size values until the
+ * first eviction, then limit_maxbytes / curr_items - key - value. Prints the
+ * numbers (and the index bytes outside -m) and checks the targets. */
+#include "test_store_helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MB (1u << 20)
+
+static double fill(size_t vlen, bool hinted, double *index_per_item)
+{
+    struct tstore t;
+    tstore_open(&t, 64 * MB, MB, true, true);
+    char *v = malloc(vlen);
+    memset(v, 'v', vlen);
+    char key[32];
+    struct store_stats st;
+    struct store_set_req r = {.mode = STORE_MODE_SET};
+    struct store_stats before;
+    memset(&before, 0, sizeof before);
+    bool near_full = false;
+    for (unsigned i = 0;; i++) {
+        int n = snprintf(key, sizeof key, "key:%010u", i);
+        if (hinted) {
+            assert_int_equal(store_store(t.c, key, (size_t)n, v, vlen, &r, NULL), STORE_OK);
+        } else {
+            struct store_reservation res;
+            assert_int_equal(store_reserve(t.c, key, (size_t)n, vlen, &res), STORE_OK);
+            memcpy(res.value, v, vlen);
+            assert_int_equal(store_commit(t.c, &res, &r, NULL, NULL), STORE_OK);
+        }
+        /* Check often once every segment is in use, so the count is the
+         * one just before the first eviction (which drops a whole segment). */
+        if ((i & 255) == 0 || near_full) {
+            store_stats(t.s, &st);
+            if (st.evictions)
+                break;
+            near_full = st.seg_used + 1 >= st.seg_total;
+            before = st;
+        }
+    }
+    st = before;
+    double per = (double)st.limit_maxbytes / (double)st.curr_items - 14.0 - (double)vlen;
+    *index_per_item = (double)st.hash_bytes / (double)st.curr_items;
+    printf("overhead %s value %4zu: %llu items, %.1f bytes/item in -m; index %.1f bytes/item "
+           "outside -m (hash_bytes %llu)\n",
+           hinted ? "store_store  " : "store_reserve", vlen, (unsigned long long)st.curr_items,
+           per, *index_per_item, (unsigned long long)st.hash_bytes);
+    free(v);
+    tstore_close(&t);
+    return per;
+}
+
+static void test_overhead(void **state)
+{
+    (void)state;
+    const size_t sizes[] = {10, 100, 1000};
+    const double target[] = {24, 24, 32};
+    for (int i = 0; i < 3; i++) {
+        double ix;
+        double a = fill(sizes[i], true, &ix);
+        double b = fill(sizes[i], false, &ix);
+        assert_true(a <= target[i]);
+        assert_true(b <= target[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_overhead)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
