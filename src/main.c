@@ -216,10 +216,9 @@ int main(int argc, char **argv)
                                               .last_cmd = clock_now()};
         snprintf(lentries[i].addr, sizeof lentries[i].addr, "%s", l->name);
         registry_add(&core.registry, &lentries[i]);
-        log_verbose("<%d server listening (%s) on %s", l->fd,
+        log_verbose("<%d server listening (%s)", l->fd,
                     strcmp(s.binding_protocol, "auto") == 0 ? "auto-negotiate"
-                                                            : s.binding_protocol,
-                    l->name);
+                                                            : s.binding_protocol);
     }
 
     server_attach(&core);

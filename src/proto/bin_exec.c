@@ -146,7 +146,13 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
         req.cas_compare = h->cas;
     }
 
-    enum store_status rs = store_reserve(s->store, key, h->keylen, vlen, &st->res);
+    /* SET/ADD/REPLACE know the item's flags and expiry up front: the store
+     * lays the item out for them (APPEND/PREPEND keep the old item's). */
+    bool append = op == BIN_OP_APPEND || op == BIN_OP_PREPEND;
+    enum store_status rs =
+        append ? store_reserve(s->store, key, h->keylen, vlen, &st->res)
+               : store_reserve_for(s->store, key, h->keylen, vlen, req.flags, req.exptime,
+                                   &st->res);
     if (rs != STORE_OK) {
         uint16_t status = rs == STORE_TOO_LARGE ? BIN_STATUS_E2BIG : BIN_STATUS_ENOMEM;
         /* A failed set must not leave the old value readable. */
