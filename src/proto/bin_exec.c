@@ -106,26 +106,31 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
 
     uint32_t nvalue = with_value ? it.nvalue : 0;
     uint16_t nkey = with_key ? h->keylen : 0;
-    size_t head = BIN_HEADER_LEN + 4 + (size_t)nkey;
-    unsigned char *p = (unsigned char *)reply_reserve(&s->reply, head);
-    if (!p) {
+    unsigned char head[BIN_HEADER_LEN + 4 + STORE_KEY_MAX];
+    struct bin_resp r = bin_resp_ok(h, it.cas);
+    bin_header_encode(head, &r, nkey, 4, 4 + (uint32_t)nkey + nvalue);
+    bin_store32(head + BIN_HEADER_LEN, it.flags);
+    if (nkey)
+        memcpy(head + BIN_HEADER_LEN + 4, key, nkey);
+    struct reply_mark mark;
+    reply_get_mark(&s->reply, &mark);
+    if (reply_copy(&s->reply, head, BIN_HEADER_LEN + 4 + (size_t)nkey) != 0) {
         if (it.pin)
             store_pin_release(it.pin);
         return PROTO_CLOSE;
     }
-    struct bin_resp r = bin_resp_ok(h, it.cas);
-    bin_header_encode(p, &r, nkey, 4, 4 + (uint32_t)nkey + nvalue);
-    bin_store32(p + BIN_HEADER_LEN, it.flags);
-    if (nkey)
-        memcpy(p + BIN_HEADER_LEN + 4, key, nkey);
-    reply_commit(&s->reply, head);
     if (!with_value) {
         if (it.pin)
             store_pin_release(it.pin);
         return PROTO_OK;
     }
-    /* The value leaves from item memory; the queue releases the pin. */
-    return bin_result(reply_ref(&s->reply, it.value, nvalue, it.pin));
+    /* The value leaves from item memory; the queue releases the pin (even
+     * when it cannot take it). */
+    if (reply_ref(&s->reply, it.value, nvalue, it.pin) != 0) {
+        reply_rollback(&s->reply, &mark);
+        return PROTO_CLOSE;
+    }
+    return PROTO_OK;
 }
 
 /* SET ADD REPLACE APPEND PREPEND (+Q): reserve room, then receive the value. */
