@@ -184,7 +184,6 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
         return rc;
     }
     st->hdr = *h;
-    st->base_op = op;
     st->quiet = quiet;
     st->set_req = req;
     st->recv = BIN_RECV_STORE;
