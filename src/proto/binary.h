@@ -199,6 +199,7 @@ struct bin_state {
     /* The request waiting for its value. */
     struct bin_header hdr;
     bool quiet;
+    bool failed; /* a reply could not be composed (no memory): close */
     struct store_reservation res;
     struct store_set_req set_req;
     /* SASL: a PLAIN exchange in progress, and its outcome. */
