@@ -129,6 +129,7 @@ static void test_data_length_rules(void **state)
     EXPECT(t, "set f 18446744073709551615 0 1\r\nx\r\nget f\r\n",
            "STORED\r\nVALUE f 4294967295 1\r\nx\r\nEND\r\n");
     EXPECT(t, "set f +7 0 1\r\nx\r\nget f\r\n", "STORED\r\nVALUE f 7 1\r\nx\r\nEND\r\n");
+    EXPECT(t, "set f 5\0z 0 1\tq\r\nx\r\nget f\r\n", "STORED\r\nVALUE f 5 1\r\nx\r\nEND\r\n");
     /* bad data chunk: no resync, the leftover is the next command */
     EXPECT(t, "set b 0 0 1\r\nab\r\n",
            "CLIENT_ERROR bad data chunk\r\nCLIENT_ERROR bad command line format\r\n");
