@@ -69,10 +69,12 @@ void text_out_always(struct session *s, const char *str, size_t len);
 /* A decimal number and "\r\n" (incr/decr). */
 void text_out_u64(struct session *s, uint64_t v);
 
-/* True when the last token is "noreply" (memcached honours it only there). */
-bool text_line_noreply(const struct text_line *line);
 
-/* ---- values (text.c) ---- */
+/* ---- lines and values (text.c) ---- */
+
+/* True when the line's last word is "noreply" (memcached honours it only
+ * there, however many tokens the line has). */
+bool text_line_noreply(const struct text_line *line);
 
 /* Receive nvalue bytes (+ "\r\n") into dest, or swallow them if dest is NULL. */
 void text_expect_into(struct session *s, char *dest, size_t nvalue, text_value_done_fn done);
