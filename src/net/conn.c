@@ -376,6 +376,13 @@ void conn_tick(struct conn *c, rel_time_t now)
         conn_close(c, "stalled reader");
         return;
     }
+    /* A connection quiet for a second gives its reply-queue memory back, so
+     * idle clients cost about one struct conn each. */
+    if (reply_pending(&c->sess.reply) == 0 && now - c->last_active >= 1 &&
+        (c->sess.reply.cap > 0 || c->sess.reply.spare || c->sess.reply.first)) {
+        reply_release(&c->sess.reply);
+        reply_init(&c->sess.reply);
+    }
     int idle = w->core->settings->idle_timeout;
     if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&
         now - c->last_active > (rel_time_t)idle) {
