@@ -311,12 +311,11 @@ static void conn_on_readable(struct conn *c)
     }
     STAT_INC(&w->stats, read_calls);
     if (n == 0) {
-        /* The client is gone (or half-closed): answer what it sent, then close. */
+        /* The client is gone or half-closed: send what it is owed (a
+         * half-closed client still reads), then close. */
         c->closing = true;
         conn_flush(c);
         conn_settle(c);
-        if (!c->dead)
-            conn_close(c, NULL);
         return;
     }
     STAT_ADD(&w->stats, bytes_read, (uint64_t)n);
