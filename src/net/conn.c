@@ -142,6 +142,10 @@ static void conn_update_interest(struct conn *c)
         want |= EVENT_READ;
     if (c->blocked && pending > 0)
         want |= EVENT_WRITE;
+    if ((c->interest & EVENT_READ) && !(want & EVENT_READ) && !c->closing)
+        log_debug("<%d owes %zu bytes: not reading until it drains", c->fd, pending);
+    else if (!(c->interest & EVENT_READ) && (want & EVENT_READ))
+        log_debug("<%d drained: reading again", c->fd);
     conn_set_interest(c, want);
     if (c->blocked)
         registry_set_state(&c->entry, REGISTRY_MWRITE);
@@ -244,8 +248,10 @@ static void conn_after_input(struct conn *c, enum proto_status st)
     conn_flush(c);
     if (c->dead)
         return;
-    if (st == PROTO_YIELD)
+    if (st == PROTO_YIELD) {
         STAT_INC(&w->stats, conn_yields);
+        log_debug("<%d -R budget spent with requests buffered: yielding", c->fd);
+    }
     conn_settle(c);
 }
 
