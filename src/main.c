@@ -217,6 +217,9 @@ int main(int argc, char **argv)
         goto out_store;
     if (listener_open_all(&s, &core.listeners) < 0)
         goto out_registry;
+    if (s.udpport != 0)
+        log_info("UDP is on (-U %d): keep it off networks where sources can be forged",
+                 s.udpport);
     if (core.listeners.n == 0)
         log_info("no listening sockets (-p 0 and no -s): nothing can connect");
     const char *port_file = getenv("MEMCACHED_PORT_FILENAME");
@@ -228,7 +231,9 @@ int main(int argc, char **argv)
         goto out_listeners;
     for (size_t i = 0; i < core.listeners.n; i++) {
         struct listener *l = &core.listeners.l[i];
-        lentries[i] = (struct registry_entry){.fd = l->fd, .state = REGISTRY_LISTENING,
+        /* memcached shows a UDP socket as a connection always reading */
+        lentries[i] = (struct registry_entry){.fd = l->fd,
+                                              .state = l->udp ? REGISTRY_READ : REGISTRY_LISTENING,
                                               .last_cmd = clock_now()};
         snprintf(lentries[i].addr, sizeof lentries[i].addr, "%s", l->name);
         registry_add(&core.registry, &lentries[i]);

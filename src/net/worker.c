@@ -15,6 +15,7 @@
 #include "net/conn.h"
 #include "net/core.h"
 #include "net/sockopt.h"
+#include "net/udp.h"
 #include "settings.h"
 #include "store/store.h"
 
@@ -49,7 +50,10 @@ int worker_init(struct worker *w, struct core *core, int id)
     if (!w->listen_watch)
         goto fail;
     for (size_t i = 0; i < nl; i++) {
-        w->listen_watch[i] = (struct watch){WATCH_LISTENER, &core->listeners.l[i]};
+        bool udp = core->listeners.l[i].udp;
+        if (udp && !w->udp_buf && !(w->udp_buf = malloc(WORKER_UDP_BUF)))
+            goto fail;
+        w->listen_watch[i] = (struct watch){udp ? WATCH_UDP : WATCH_LISTENER, &core->listeners.l[i]};
         if (event_add(w->loop, core->listeners.l[i].fd, EVENT_READ | EVENT_EXCLUSIVE,
                       &w->listen_watch[i]) < 0)
             goto fail;
@@ -84,6 +88,8 @@ void worker_release(struct worker *w)
     w->wake[0] = w->wake[1] = -1;
     free(w->listen_watch);
     w->listen_watch = NULL;
+    free(w->udp_buf);
+    w->udp_buf = NULL;
 }
 
 void worker_wake(struct worker *w)
@@ -174,7 +180,7 @@ static void worker_accept(struct worker *w, struct listener *l)
         }
         char addr[128];
         if (l->tcp) {
-            listener_format_addr((struct sockaddr *)&ss, true, NULL, addr, sizeof addr);
+            listener_format_addr((struct sockaddr *)&ss, "tcp", NULL, addr, sizeof addr);
         } else {
             snprintf(addr, sizeof addr, "%s", l->name);
         }
@@ -286,6 +292,10 @@ void *worker_main(void *arg)
             case WATCH_LISTENER:
                 if (w->listening)
                     worker_accept(w, wt->obj);
+                break;
+            case WATCH_UDP:
+                if (w->listening)
+                    udp_on_readable(w, wt->obj);
                 break;
             case WATCH_WAKE: {
                 char buf[64];

@@ -233,14 +233,23 @@ static void test_nodelay_refusals(void **state)
     assert_int_equal(p.code, 64);
     assert_non_null(strstr(p.err, "-p"));
     settings_release(&p.s);
-    /* UDP is off and stays off */
-    parse(&p, "-U", "11211", NULL);
-    assert_int_equal(p.res, SETTINGS_EXIT);
-    assert_int_equal(p.code, 64);
-    assert_non_null(strstr(p.err, "UDP"));
+    /* UDP: off by default; -U alone moves the TCP port with it */
+    parse(&p, "-U", "21114", NULL);
+    assert_int_equal(p.res, SETTINGS_RUN);
+    assert_int_equal(p.s.udpport, 21114);
+    assert_int_equal(p.s.port, 21114);
+    settings_release(&p.s);
+    parse(&p, "-U", "21114", "-p", "21115", NULL);
+    assert_int_equal(p.res, SETTINGS_RUN);
+    assert_int_equal(p.s.port, 21115);
     settings_release(&p.s);
     parse(&p, "-U", "0", NULL);
     assert_int_equal(p.res, SETTINGS_RUN);
+    assert_int_equal(p.s.port, 11211);
+    settings_release(&p.s);
+    parse(&p, "-S", "-U", "21114", NULL);
+    assert_int_equal(p.res, SETTINGS_EXIT);
+    assert_int_equal(p.code, 64);
     settings_release(&p.s);
     parse(&p, "-Z", NULL);
     assert_int_equal(p.res, SETTINGS_EXIT);
