@@ -369,6 +369,14 @@ void conn_on_event(struct conn *c, unsigned events)
     }
 }
 
+void conn_stop_reading(struct conn *c)
+{
+    if (c->dead || c->closing)
+        return;
+    c->closing = true;
+    conn_update_interest(c);
+}
+
 void conn_tick(struct conn *c, rel_time_t now)
 {
     if (c->dead)

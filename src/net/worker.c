@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -249,13 +250,22 @@ static void worker_shutdown(struct worker *w)
     bool graceful = __atomic_load_n(&w->core->graceful, __ATOMIC_RELAXED);
     if (graceful) {
         struct event_fired ev[WORKER_EVENTS];
-        for (int waited = 0; waited < WORKER_DRAIN_MS; waited += 50) {
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+            if (waited >= WORKER_DRAIN_MS)
+                break;
             bool owed = false;
             for (struct conn *c = w->conns; c; c = c->next)
                 if (reply_pending(&c->sess.reply) > 0)
                     owed = true;
             if (!owed)
                 break;
+            /* only write interest now: clients' new requests are not read */
+            for (struct conn *c = w->conns; c; c = c->next)
+                conn_stop_reading(c);
             int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
             for (int i = 0; i < n; i++) {
                 struct watch *wt = ev[i].ptr;
