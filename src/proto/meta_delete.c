@@ -17,7 +17,8 @@ void meta_delete(struct session *s, const struct meta_req *req)
     };
     enum store_status st = store_delete(s->store, req->key, req->nkey, &d);
 
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     switch (st) {
     case STORE_OK:
         /* memcached counts a real removal only, not a mark-stale */

@@ -22,7 +22,8 @@ static void meta_get_miss(struct session *s, const struct meta_req *req)
 {
     if (req->quiet)
         return;
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     meta_line_mem(&l, "EN", 2);
     for (size_t i = 0; i < req->norder; i++) {
         if (req->order[i] == 'O')
@@ -38,7 +39,8 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
     /* 1.6.45 mg C<cas>: the client already holds this version; skip the value */
     bool value = req->value && !(meta_has(req, 'C') && req->cas == it->cas);
     rel_time_t now = clock_now();
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
 
     if (value) {
         meta_line_mem(&l, "VA ", 3);
@@ -150,7 +152,8 @@ void meta_debug(struct session *s, const struct meta_req *req)
         return;
     }
     rel_time_t now = clock_now();
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     meta_line_mem(&l, "ME ", 3);
     if (req->base64_key) {
         char enc[(STORE_KEY_MAX + 2) / 3 * 4];

@@ -23,7 +23,8 @@ static enum store_mode meta_set_mode(char mode)
 static void meta_set_reply(struct session *s, const struct meta_state *m, enum store_status st,
                            uint64_t cas, uint32_t size)
 {
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     switch (st) {
     case STORE_OK:
         if (m->quiet)
