@@ -8,7 +8,7 @@
 static void meta_arith_tokens(struct meta_line *l, const struct meta_req *req,
                               const struct store_arith_res *res)
 {
-    rel_time_t now = clock_now();
+    rel_time_t now = res && meta_has(req, 't') ? clock_now() : 0;
     for (size_t i = 0; i < req->norder; i++) {
         switch (req->order[i]) {
         case 'c':

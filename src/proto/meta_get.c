@@ -38,7 +38,8 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
 {
     /* 1.6.45 mg C<cas>: the client already holds this version; skip the value */
     bool value = req->value && !(meta_has(req, 'C') && req->cas == it->cas);
-    rel_time_t now = clock_now();
+    /* the clock only when a relative time is asked for */
+    rel_time_t now = meta_has(req, 't') || meta_has(req, 'l') ? clock_now() : 0;
     struct meta_line l;
     l.len = 0;
 
