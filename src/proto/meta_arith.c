@@ -38,7 +38,7 @@ static void meta_arith_tokens(struct meta_line *l, const struct meta_req *req,
 
 void meta_arith(struct session *s, const struct meta_req *req)
 {
-    bool incr = !(req->mode == 'D' || req->mode == 'd' || req->mode == '-');
+    bool incr = !(req->mode == 'D' || req->mode == '-');
     struct store_arith_req a = {
         .incr = incr,
         .delta = req->delta,

@@ -21,8 +21,8 @@ void meta_delete(struct session *s, const struct meta_req *req)
     l.len = 0;
     switch (st) {
     case STORE_OK:
-        /* memcached counts a real removal only, not a mark-stale */
-        if (!req->invalidate && !req->drop_value)
+        /* memcached counts a removal or an emptying, not a mark-stale */
+        if (!req->invalidate)
             STAT_INC(s->stats, delete_hits);
         if (req->quiet)
             return;

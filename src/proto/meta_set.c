@@ -12,10 +12,10 @@
 static enum store_mode meta_set_mode(char mode)
 {
     switch (mode) {
-    case 'E': case 'e': return STORE_MODE_ADD;
-    case 'A': case 'a': return STORE_MODE_APPEND;
-    case 'P': case 'p': return STORE_MODE_PREPEND;
-    case 'R': case 'r': return STORE_MODE_REPLACE;
+    case 'E': return STORE_MODE_ADD;
+    case 'A': return STORE_MODE_APPEND;
+    case 'P': return STORE_MODE_PREPEND;
+    case 'R': return STORE_MODE_REPLACE;
     default: return STORE_MODE_SET;
     }
 }

@@ -172,7 +172,7 @@ static void test_ms_modes(void **state)
     RT("mg m v\r\n", "VA 6\r\nzzabcd\r\n");
     RT("ms m 1 MR\r\nr\r\nmg m v\r\n", "HD\r\nVA 1\r\nr\r\n");
     RT("ms m 1 MS\r\ns\r\nmg m v\r\n", "HD\r\nVA 1\r\ns\r\n");
-    RT("ms m 1 Ms\r\nt\r\nmg m v\r\n", "HD\r\nVA 1\r\nt\r\n");
+    RT("ms m 1 Ms\r\nt\r\nmg m v\r\n", "CLIENT_ERROR invalid mode for ms M token\r\nVA 1\r\ns\r\n");
     RT("ms nx 1 MR O9 k c\r\nx\r\n", "NS O9 knx c0\r\n");
     RT("ms nx 1 MA\r\nx\r\n", "NS\r\n");
     RT("ms nx 1 MP q\r\nx\r\n", "NS\r\n");
@@ -263,6 +263,10 @@ static void test_md(void **state)
     RT("ms fx 2 F7 T100\r\nab\r\nmd fx x\r\nmg fx v f t\r\n", "HD\r\nHD\r\nVA 0 f0 t-1\r\n\r\n");
     RT("ms fx 2 F7 T100\r\nab\r\nmd fx x T30\r\nmg fx v f t\r\n",
        "HD\r\nHD\r\nVA 0 f0 t30\r\n\r\n");
+    /* emptying counts as a delete hit, marking stale does not */
+    uint64_t hits = f->stats.delete_hits;
+    RT("md fx x\r\nmd fx I\r\n", "HD\r\nHD\r\n");
+    assert_int_equal(f->stats.delete_hits, hits + 1);
     /* any known flag is accepted, even one md does not use */
     RT("md fx v\r\n", "HD\r\n");
 }
