@@ -24,6 +24,8 @@
 #include "net/core.h"
 #include "net/listener.h"
 #include "net/registry.h"
+#include "proto/sasl.h"
+#include "proto/text.h"
 #include "settings.h"
 #include "store/store.h"
 #include "version.h"
@@ -116,7 +118,7 @@ static int main_write_pid(const char *path)
 
 /* Every signal we act on is blocked in all threads and taken by sigwait
  * here, so the workers never run a signal handler. */
-static int main_wait_for_stop(const sigset_t *set, bool *graceful)
+static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool *graceful)
 {
     for (;;) {
         int sig;
@@ -133,7 +135,12 @@ static int main_wait_for_stop(const sigset_t *set, bool *graceful)
             *graceful = true;
             return 0;
         case SIGHUP:
-            log_info("SIGHUP: nothing to reload");
+            /* memcached reloads the -Y file on SIGHUP; a failed reload keeps
+             * the previous list. */
+            if (auth_file && text_auth_load(auth_file) < 0)
+                log_error("could not reload the auth file %s: %s", auth_file, strerror(errno));
+            else
+                log_info("SIGHUP: %s", auth_file ? "auth file reloaded" : "nothing to reload");
             break;
         default:
             break;
@@ -184,6 +191,17 @@ int main(int argc, char **argv)
 
     clock_setup();
     int rc = MAIN_EX_OSERR;
+    if (s.auth_file && text_auth_load(s.auth_file) < 0) {
+        fprintf(stderr, "Could not open authfile [%s] for reading: %s\n", s.auth_file,
+                strerror(errno));
+        settings_release(&s);
+        return EXIT_FAILURE;
+    }
+    if (s.sasl && sasl_setup(&s) < 0) {
+        fprintf(stderr, "Failed to initialize SASL\n");
+        settings_release(&s);
+        return EXIT_FAILURE;
+    }
     struct core core = {.settings = &s};
     struct store_options opt = {
         .mem_limit = s.maxbytes,
@@ -216,10 +234,9 @@ int main(int argc, char **argv)
                                               .last_cmd = clock_now()};
         snprintf(lentries[i].addr, sizeof lentries[i].addr, "%s", l->name);
         registry_add(&core.registry, &lentries[i]);
-        log_verbose("<%d server listening (%s) on %s", l->fd,
+        log_verbose("<%d server listening (%s)", l->fd,
                     strcmp(s.binding_protocol, "auto") == 0 ? "auto-negotiate"
-                                                            : s.binding_protocol,
-                    l->name);
+                                                            : s.binding_protocol);
     }
 
     server_attach(&core);
@@ -231,7 +248,7 @@ int main(int argc, char **argv)
              NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(), s.maxbytes >> 20);
 
     bool graceful = false;
-    main_wait_for_stop(&set, &graceful);
+    main_wait_for_stop(&set, s.auth_file, &graceful);
     core_stop(&core, graceful);
     server_attach(NULL);
     rc = 0;
@@ -246,6 +263,10 @@ out_registry:
 out_store:
     store_destroy(&core.store);
 out_settings:
+    if (s.auth_file)
+        text_auth_unload();
+    if (s.sasl)
+        sasl_teardown();
     if (s.daemonize && s.pid_file)
         unlink(s.pid_file);
     settings_release(&s);

@@ -264,6 +264,12 @@ static int settings_suboption(struct settings_parse_ctx *c, char *opt, int *exit
         if (settings_long(val, 0, INT_MAX, &n) < 0)
             return settings_bad_value(c, "idle_timeout", val, exit_code);
         s->idle_timeout = (int)n;
+    } else if (strcmp(opt, "reply_queue_limit") == 0) {
+        /* nodelay's own: MB a client may owe before it is cut off */
+        NEED_NUMBER("reply_queue_limit");
+        if (settings_long(val, 1, 1L << 20, &n) < 0)
+            return settings_bad_value(c, "reply_queue_limit", val, exit_code);
+        s->reply_queue_limit = (size_t)n << 20;
     } else if (strcmp(opt, "watcher_logbuf_size") == 0 ||
                strcmp(opt, "worker_logbuf_size") == 0) {
         NEED_NUMBER(opt);
@@ -713,6 +719,8 @@ void settings_print_help(FILE *out)
 "   hashpower=<n>          initial index size 2^n, 12..32\n"
 "   no_hashexpand          (compat) fixed-size index\n"
 "   maxconns_fast, no_maxconns_fast  reject over -c at once (always done by nodelay)\n"
+"   reply_queue_limit=<MB> (nodelay) cut off a client owing more than this while it\n"
+"                          does not read (default: 64)\n"
 "   (compat) slab_reassign, no_slab_reassign, slab_automove[=0|1|2], no_slab_automove,\n"
 "   slab_automove_ratio=<f>, slab_automove_window=<n>, slab_automove_freeratio=<f>,\n"
 "   slab_chunk_max=<KB>, slab_sizes=<a-b-c..>, no_chunked_items, tail_repair_time=<s>,\n"

@@ -233,7 +233,9 @@ static enum proto_status conn_process(struct conn *c)
 static void conn_after_input(struct conn *c, enum proto_status st)
 {
     struct worker *w = c->w;
-    if (c->tcp && (c->rlen > 0 || c->sess.sink_len > 0)) {
+    /* After a yield the buffered bytes are complete requests, not a wait. */
+    bool incomplete = (c->rlen > 0 && st != PROTO_YIELD) || c->sess.sink_len > 0;
+    if (c->tcp && incomplete) {
         if (sockopt_quickack(c->fd) == 0)
             STAT_INC(&w->stats, quickacks);
     }

@@ -184,11 +184,10 @@ static void worker_accept(struct worker *w, struct listener *l)
             continue;
         }
         STAT_INC(&w->stats, total_connections);
-        log_verbose("<%d new %s client connection from %s", fd,
+        log_verbose("<%d new %s client connection", fd,
                     strcmp(core->settings->binding_protocol, "auto") == 0
                         ? "auto-negotiating"
-                        : core->settings->binding_protocol,
-                    addr);
+                        : core->settings->binding_protocol);
     }
 }
 

@@ -36,6 +36,15 @@ static enum proto_status bin_error(struct session *s, const struct bin_header *h
     return bin_result(bin_compose_error(&s->reply, h->opcode, h->opaque, status));
 }
 
+/* ENOMEM with memcached's own wording for where memory ran out. */
+static enum proto_status bin_enomem(struct session *s, const struct bin_header *h,
+                                    const char *text)
+{
+    struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_ENOMEM, .opaque = h->opaque};
+    return bin_result(
+        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text)));
+}
+
 /* A success with an optional body, unless the opcode is quiet. */
 static enum proto_status bin_success(struct session *s, const struct bin_header *h, bool quiet,
                                      uint64_t cas, const void *body, uint32_t bodylen)
@@ -146,13 +155,20 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
         req.cas_compare = h->cas;
     }
 
-    enum store_status rs = store_reserve(s->store, key, h->keylen, vlen, &st->res);
+    /* SET/ADD/REPLACE know the item's flags and expiry up front: the store
+     * lays the item out for them (APPEND/PREPEND keep the old item's). */
+    bool append = op == BIN_OP_APPEND || op == BIN_OP_PREPEND;
+    enum store_status rs =
+        append ? store_reserve(s->store, key, h->keylen, vlen, &st->res)
+               : store_reserve_for(s->store, key, h->keylen, vlen, req.flags, req.exptime,
+                                   &st->res);
     if (rs != STORE_OK) {
-        uint16_t status = rs == STORE_TOO_LARGE ? BIN_STATUS_E2BIG : BIN_STATUS_ENOMEM;
         /* A failed set must not leave the old value readable. */
         if (op == BIN_OP_SET)
             store_delete(s->store, key, h->keylen, NULL);
-        enum proto_status rc = bin_error(s, h, status);
+        enum proto_status rc = rs == STORE_TOO_LARGE
+                                   ? bin_error(s, h, BIN_STATUS_E2BIG)
+                                   : bin_enomem(s, h, "Out of memory allocating item");
         bin_swallow(s, vlen);
         return rc;
     }
@@ -261,8 +277,14 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
         return bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
     case STORE_NOT_STORED:
         return bin_error(s, h, BIN_STATUS_NOT_STORED);
-    default:
-        return bin_error(s, h, BIN_STATUS_ENOMEM);
+    default: {
+        /* memcached words it by whether the item existed. */
+        struct store_get_req peek = {.no_update = true};
+        struct store_item it;
+        bool existed = store_get(s->store, key, h->keylen, &peek, &it) == STORE_OK;
+        return bin_enomem(s, h, existed || !req.create ? "Out of memory incrementing value"
+                                                       : "Out of memory allocating new item");
+    }
     }
 }
 

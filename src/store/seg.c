@@ -328,6 +328,7 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     if (ctx->open[g]) {
         seg_seal(s, ctx->open[g]);
         ctx->open[g] = NULL;
+        __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
     struct seg *seg;
     /* Each pass frees at least a quarter segment, so this ends. */
@@ -338,6 +339,7 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     if (seg) {
         seg_reset(s, seg, g, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
         ctx->open[g] = seg;
+        __atomic_fetch_add(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&s->pool_lock);
     return seg;
@@ -347,6 +349,7 @@ void seg_close(struct store_ctx *ctx, struct seg *seg)
 {
     struct store *s = ctx->store;
     pthread_mutex_lock(&s->pool_lock);
+    __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     if (seg->write_off == 0 && __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE) == 0) {
         seg->state = SEG_FREE;
         list_push(&s->free, seg);
@@ -361,7 +364,7 @@ void seg_unpin(struct seg *seg)
     __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
 }
 
-static void atomic_max32(_Atomic uint32_t *p, uint32_t v)
+static void atomic_max32(uint32_t *p, uint32_t v)
 {
     uint32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,
@@ -369,7 +372,7 @@ static void atomic_max32(_Atomic uint32_t *p, uint32_t v)
         ;
 }
 
-static void atomic_max64(_Atomic uint64_t *p, uint64_t v)
+static void atomic_max64(uint64_t *p, uint64_t v)
 {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,

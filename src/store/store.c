@@ -240,6 +240,7 @@ int store_create(struct store **out, const struct store_options *opt)
         return -1;
     }
     s->mem_limit = opt->mem_limit;
+    s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
 
     unsigned power = opt->hashpower;
     if (power) {

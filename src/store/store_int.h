@@ -97,7 +97,7 @@ struct index {
     uint32_t nchunks;
     uint32_t pool_next;        /* next never-used overflow id (1-based) */
     uint32_t pool_free;        /* free list head, linked through the header */
-    _Atomic uint64_t overflow_used;
+    uint64_t overflow_used;
 };
 
 int index_init(struct index *ix, unsigned power);
@@ -134,12 +134,12 @@ struct seg {
     char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
     uint32_t id;
     uint32_t write_off;           /* bytes used: written by the owner only */
-    _Atomic uint32_t refcount;    /* pins and pending reservations */
-    _Atomic uint32_t gen;         /* bumped when eviction of it starts */
-    _Atomic uint32_t live_items;
-    _Atomic uint64_t live_bytes;
-    _Atomic uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
-    _Atomic uint64_t max_cas;
+    uint32_t refcount;    /* pins and pending reservations */
+    uint32_t gen;         /* bumped when eviction of it starts */
+    uint32_t live_items;
+    uint64_t live_bytes;
+    uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
+    uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
     uint8_t state;                /* enum seg_state, under the pool lock */
@@ -191,11 +191,13 @@ struct store {
     struct seg_list unused, free, fifo, draining;
     struct seg *reinsert;      /* where eviction carries live items (pool lock) */
     struct seg *spare;         /* kept free so carrying forward always has room */
-    _Atomic size_t mem_limit;
+    uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t open_max;          /* budget for them: an eighth of -m */
+    size_t mem_limit;
 
-    _Atomic uint64_t cas_next;     /* last CAS handed out */
-    _Atomic uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
-    _Atomic uint64_t oldest_cas;
+    uint64_t cas_next;     /* last CAS handed out */
+    uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
+    uint64_t oldest_cas;
 
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;

@@ -28,6 +28,16 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     if (size > s->seg_size)
         return STORE_TOO_LARGE;
     struct seg *seg = ctx->open[g];
+    if (!seg && __atomic_load_n(&s->open_segs, __ATOMIC_RELAXED) >= s->open_max) {
+        /* Open segments are partly empty memory: past the budget a new TTL
+         * group shares this worker's nearest open one instead. */
+        for (unsigned d = 1; d < STORE_TTL_GROUPS && !seg; d++) {
+            if (g >= d && ctx->open[g - d])
+                seg = ctx->open[g -= d];
+            else if (g + d < STORE_TTL_GROUPS && ctx->open[g + d])
+                seg = ctx->open[g += d];
+        }
+    }
     if (!seg || seg->write_off + size > s->seg_size) {
         seg = seg_open(ctx, g);
         if (!seg)

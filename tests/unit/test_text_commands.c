@@ -158,6 +158,47 @@ static void test_too_large(void **state)
     tt_free(t);
 }
 
+static void no_evictions(struct settings *s)
+{
+    s->evictions = false;
+}
+
+static void test_no_memory(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new_with(no_evictions);
+    size_t vlen = 32 * 1024;
+    char *req = malloc(vlen + 64);
+    char *got = NULL;
+    size_t n = 0;
+    bool full = false;
+    /* -M: fill the cache until the store refuses (TT_MEM is 8 MiB) */
+    for (int i = 0; i < 1000 && !full; i++) {
+        int h = sprintf(req, "set k%d 0 0 %zu\r\n", i, vlen);
+        memset(req + h, 'v', vlen);
+        memcpy(req + h + vlen, "\r\n", 2);
+        tt_feed(t, req, (size_t)h + vlen + 2, 0);
+        got = tt_drain(t, &n);
+        if (strcmp(got, "STORED\r\n") != 0) {
+            assert_string_equal(got, "SERVER_ERROR out of memory storing object\r\n");
+            full = true;
+        }
+        free(got);
+    }
+    assert_true(full);
+    assert_int_equal(t->stats.store_no_memory, 1);
+    /* a refused set removes the old value; the data was swallowed */
+    int h = sprintf(req, "set k0 0 0 %zu\r\n", vlen);
+    memset(req + h, 'v', vlen);
+    memcpy(req + h + vlen, "\r\nget k0\r\n", 10);
+    tt_feed(t, req, (size_t)h + vlen + 10, 0);
+    got = tt_drain(t, &n);
+    assert_string_equal(got, "SERVER_ERROR out of memory storing object\r\nEND\r\n");
+    free(got);
+    free(req);
+    tt_free(t);
+}
+
 static void test_arith(void **state)
 {
     (void)state;
@@ -332,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_keys_and_lengths),
         cmocka_unit_test(test_data_length_rules),
         cmocka_unit_test(test_too_large),
+        cmocka_unit_test(test_no_memory),
         cmocka_unit_test(test_arith),
         cmocka_unit_test(test_touch_gat_delete),
         cmocka_unit_test(test_misc_commands),
