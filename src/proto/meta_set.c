@@ -106,6 +106,7 @@ static void meta_set_done(struct session *s, bool chunk_ok)
 void meta_set(struct session *s, const struct meta_req *req)
 {
     struct meta_state *m = &s->text.meta;
+    /* clear the scalars; the key, opaque and flag buffers are filled below */
     memset(m, 0, offsetof(struct meta_state, key));
     m->nopaque = 0;
     m->nret = 0;

@@ -251,11 +251,13 @@ static void test_md(void **state)
     struct fixture *f = *state;
     RT("ms d 1 E5\r\nx\r\n", "HD\r\n");
     RT("md d C4 O1 k\r\n", "EX O1 kd\r\n");
+    /* C0 is a comparison too, never "any" */
+    RT("md d C0\r\nmd nod C0\r\n", "EX\r\nNF\r\n");
     RT("md d q\r\nmn\r\n", "MN\r\n");
     RT("md d O1 k\r\n", "NF O1 kd\r\n");
     RT("md d q\r\nmn\r\n", "NF\r\nMN\r\n");
     assert_int_equal(f->stats.delete_hits, 1);
-    assert_int_equal(f->stats.delete_misses, 3);
+    assert_int_equal(f->stats.delete_misses, 5);
     /* the k of a base64 key comes back encoded */
     RT("md Zm9v b k\r\n", "NF kZm9v b\r\n");
     /* md x (1.6.45): the item stays, emptied, without flags; its TTL is
