@@ -656,11 +656,11 @@ enum settings_result settings_parse(struct settings *s, int argc, char **argv, F
     }
     if (optind < argc)
         FAIL(1, "nodelay: unexpected argument \"%s\" (see -h)\n", argv[optind]);
-    if (s->udpport != 0)
-        FAIL(SETTINGS_EX_USAGE, "-U %d: nodelay does not serve UDP (memcached's UDP is a "
-                                "reflection-attack hazard); use TCP, or -U 0\n",
-             s->udpport);
-    (void)tcp_port_given;
+    /* memcached: a UDP port given alone moves the TCP port with it. */
+    if (c.udp_given && s->udpport != 0 && !tcp_port_given)
+        s->port = s->udpport;
+    if (s->sasl && s->udpport != 0)
+        FAIL(SETTINGS_EX_USAGE, "ERROR: Cannot enable UDP while using binary SASL authentication\n");
     if (settings_check(&c, exit_code) < 0)
         return SETTINGS_EXIT;
     return SETTINGS_RUN;
@@ -677,7 +677,9 @@ void settings_print_help(FILE *out)
 "command lines keep working, but change nothing in nodelay.\n"
 "\n"
 "-p, --port=<num>          TCP port (default: 11211; 0 = off, -1 = any free port)\n"
-"-U, --udp-port=<num>      UDP port; only 0 (off) is accepted: nodelay serves TCP only\n"
+"-U, --udp-port=<num>      UDP port (default: 0 = off; UDP replies to forged sources\n"
+"                          make any server a reflection amplifier: keep it off on\n"
+"                          untrusted networks)\n"
 "-s, --unix-socket=<file>  UNIX socket to listen on (turns TCP off)\n"
 "-a, --unix-mask=<mask>    permissions of the UNIX socket, octal (default: 700)\n"
 "-A, --enable-shutdown     allow the `shutdown` command\n"
