@@ -83,7 +83,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         return;
     }
 
-    if (s->settings->detail_enabled)
+    if (TEXT_DETAIL_ON(s))
         server_stats_detail(key->s, key->len, 's', false);
 
     rel_time_t exp = clock_exptime(exptime);

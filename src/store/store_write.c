@@ -235,7 +235,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             uint32_t st = item_get_u32(f.p, f.h.atime_off);
             if ((st & ~ITEM_S_MASK) + 60 < now)
                 item_put_u32(f.p, f.h.atime_off, (st & ITEM_S_MASK) | now);
-            *f.slot |= SLOT_ACCESS;
+            *f.slot = slot_hit(*f.slot);
             refuse = STORE_NOT_STORED;
         } else if (mode == STORE_MODE_REPLACE && !found) {
             refuse = STORE_NOT_STORED;
@@ -329,7 +329,11 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         const char *op = f.p;
         uint32_t flags = item_get_u32(op, oh.flags_off);
         rel_time_t exp = item_get_u32(op, oh.exp_off);
-        __atomic_fetch_add(&oseg->refcount, 1, __ATOMIC_RELAXED);
+        if (!seg_try_pin(oseg)) {
+            index_unlock(b);
+            seg_wait_compacted(oseg);
+            continue;
+        }
         index_unlock(b);
 
         size_t total = (size_t)oh.nvalue + res->nvalue;

@@ -218,7 +218,7 @@ static void test_stress(void **state)
 {
     (void)state;
     clock_setup();
-    struct store_options o = {.mem_limit = 32 * MB, .item_size_max = MB, .evictions = true,
+    struct store_options o = {.mem_limit = 16 * MB, .item_size_max = MB, .evictions = true,
                               .cas_enabled = true};
     assert_int_equal(store_create(&g_store, &o), 0);
     pthread_t th[7];
