@@ -20,7 +20,8 @@ SYSCALL_DURATION=1  # seconds of the separate run that counts syscalls
 ROUNDS=3
 THREADS=1
 MEMORY=256          # -m of the workload servers (no eviction there)
-RATE=20000          # offered ops/s of the fixed-rate latency run
+RATE=auto           # offered ops/s of the fixed-rate latency run; auto = half
+                    # of what memcached sustains on get90_p1 here, measured first
 REPLAY_REQUESTS=5000000
 SCAN=2000000
 SKIP_FILL=0
@@ -125,7 +126,6 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 declare -A WL
 WL[get90_p1]="-c 50 -d 1 -g 0.9 -v 100 -k 100000"
 WL[get90_p16]="-c 50 -d 16 -g 0.9 -v 100 -k 100000"
-WL[get90_rate]="-c 50 -d 1 -g 0.9 -v 100 -k 100000 -r $RATE"
 WL[mget16]="-c 50 -d 1 -g 1 -m 16 -v 100 -k 100000"
 WL[large100k]="-c 10 -d 1 -g 0.9 -v 102400 -k 200 --key-base 1000000"
 WL[set90]="-c 50 -d 1 -g 0.1 -v 100 -k 100000"
@@ -151,6 +151,16 @@ start_server A "$MEMCACHED" "$MEMORY"; SRV_PID[A]=$SPID; SRV_PORT[A]=$SPORT
 start_server B "$NODELAY" "$MEMORY"; SRV_PID[B]=$SPID; SRV_PORT[B]=$SPORT
 start_server A2 "$MEMCACHED" "$MEMORY"; SRV_PID[A2]=$SPID; SRV_PORT[A2]=$SPORT
 for s in A B A2; do prefill "${SRV_PORT[$s]}"; done
+
+# The fixed-rate run must offer a load both servers can carry, or it measures
+# only a growing queue: by default half of what memcached sustains right now.
+if [ "$RATE" = auto ]; then
+    # shellcheck disable=SC2086
+    RATE=$("${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:${SRV_PORT[A]}" ${WL[get90_p1]} -D 1 -q --json - |
+        /usr/bin/python3 -c 'import json,sys; print(max(1000, int(json.load(sys.stdin)["ops_per_s"] / 2000) * 1000))')
+    echo "compare.sh: fixed rate for get90_rate: $RATE ops/s"
+fi
+WL[get90_rate]="-c 50 -d 1 -g 0.9 -v 100 -k 100000 -r $RATE"
 
 for round in $(seq "$ROUNDS"); do
     for w in "${ORDER[@]}"; do
