@@ -62,5 +62,7 @@ void conn_free(struct conn *c);
 void conn_tick(struct conn *c, rel_time_t now);
 /* Try to send what is queued; used at shutdown. */
 void conn_flush(struct conn *c);
+/* Shutdown: take no more requests, only send what is owed. */
+void conn_stop_reading(struct conn *c);
 
 #endif

@@ -113,6 +113,8 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
         return PROTO_OK;
     *used = head;
 
+    log_verbose("<binary opcode 0x%02x keylen %u extlen %u bodylen %u", h.opcode,
+                (unsigned)h.keylen, (unsigned)h.extlen, (unsigned)h.bodylen);
     enum bin_kind kind = bin_classify(&h);
     if (kind == BIN_KIND_INVALID)
         return bin_fatal(s, &h, BIN_STATUS_EINVAL);

@@ -135,8 +135,13 @@ enum proto_status bin_stat(struct session *s, const struct bin_header *h, const 
     reply_release(&text);
     if (rc != 0)
         return bin_stat_error(s, h, BIN_STATUS_KEY_ENOENT);
-    if (!buf)
-        return bin_stat_error(s, h, BIN_STATUS_ENOMEM);
+    if (!buf) {
+        struct bin_resp e = {.opcode = h->opcode, .status = BIN_STATUS_ENOMEM,
+                             .opaque = h->opaque};
+        static const char oom[] = "Out of memory generating stats";
+        int rc2 = bin_compose(&s->reply, &e, NULL, 0, NULL, 0, oom, sizeof oom - 1);
+        return rc2 == 0 ? PROTO_OK : PROTO_CLOSE;
+    }
 
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque};
     struct reply_mark mark;

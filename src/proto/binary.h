@@ -198,9 +198,7 @@ struct bin_state {
     size_t filled; /* value bytes received so far */
     /* The request waiting for its value. */
     struct bin_header hdr;
-    uint8_t base_op;
     bool quiet;
-    bool have_res;
     struct store_reservation res;
     struct store_set_req set_req;
     /* SASL: a PLAIN exchange in progress, and its outcome. */

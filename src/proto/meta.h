@@ -121,7 +121,8 @@ void meta_swallow_done(struct session *s, bool chunk_ok);
 /* Append "<line>\r\n" (an error always goes out, whatever q says). */
 void meta_reply_error(struct session *s, const char *line);
 
-/* Line composition: a bounded buffer the reply line is built in. */
+/* Line composition: a bounded buffer the reply line is built in. Start one
+ * with `l.len = 0`, not an initialiser, which would zero all 1 KiB. */
 struct meta_line {
     char buf[1024];
     size_t len;

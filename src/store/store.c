@@ -172,7 +172,11 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
         if (want & ITEM_L_CAS64)
             want &= (uint8_t)~ITEM_L_CAS32;
         want &= (uint8_t)~ITEM_L_MARK;
-        __atomic_fetch_add(&f.seg->refcount, 1, __ATOMIC_RELAXED);
+        if (!seg_try_pin(f.seg)) {
+            index_unlock(b);
+            seg_wait_compacted(f.seg);
+            continue;
+        }
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
         index_unlock(b);
 
@@ -201,7 +205,7 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
                 if (nh.exp_off)
                     item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
                 item_put_cas(r.item, &nh, cas, ns->cas_base);
-                uint64_t access = *g.slot & SLOT_ACCESS;
+                uint64_t access = *g.slot & SLOT_FREQ;
                 store_link(s, &g, true, &r, tag);
                 *g.slot |= access;
                 index_unlock(b);
@@ -240,6 +244,7 @@ int store_create(struct store **out, const struct store_options *opt)
         return -1;
     }
     s->mem_limit = opt->mem_limit;
+    s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
 
     unsigned power = opt->hashpower;
     if (power) {
@@ -435,6 +440,13 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                 return st;
             continue;
         }
+        /* Pin first: if the segment is being compacted we look again, and
+         * nothing below may have been applied twice. */
+        if (req->want_value && !seg_try_pin(f.seg)) {
+            index_unlock(b);
+            seg_wait_compacted(f.seg);
+            continue;
+        }
         store_fill_item(s, &f, out);
         if (req->touch) {
             if (f.h.exp_off) {
@@ -456,7 +468,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         if (won)
             st |= ITEM_S_TOKEN;
         if (!req->no_update) {
-            *f.slot |= SLOT_ACCESS;
+            *f.slot = slot_hit(*f.slot);
             /* memcached marks the first fetch and bumps the time on later ones. */
             if (st & ITEM_S_FETCHED)
                 st = (st & ITEM_S_MASK) | now;
@@ -465,7 +477,6 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         }
         item_put_u32(f.p, f.h.atime_off, st);
         if (req->want_value) {
-            __atomic_fetch_add(&f.seg->refcount, 1, __ATOMIC_RELAXED);
             out->pin = (struct store_pin *)f.seg;
         } else {
             out->key = out->value = NULL;

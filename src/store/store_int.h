@@ -26,7 +26,7 @@
 #define ITEM_L_CAS64 0x08   /* CAS in full */
 
 /* Status bits live in the top of the access-time word (mutable under the
- * bucket lock). rel_time_t needs 29 bits for 17 years of uptime. */
+ * bucket lock). rel_time_t keeps 29 bits: 17 years of uptime. */
 #define ITEM_S_FETCHED 0x80000000u
 #define ITEM_S_STALE 0x40000000u
 #define ITEM_S_TOKEN 0x20000000u
@@ -70,9 +70,11 @@ size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled
 
 /* A bucket is one cache line: word 0 is the header (bit 0 the lock, bits
  * 32..63 the overflow bucket chained after it, 0 = none), words 1..7 slots.
- * A slot: tag(12) | segment id(24) | offset(27) | access bit(1); 0 = empty. */
+ * A slot: tag(11) | segment id(24) | offset(27) | frequency(2); 0 = empty.
+ * The frequency counts reads since the item was written or last kept at an
+ * eviction, saturating at 3 (S3-FIFO's counter). */
 #define INDEX_SLOTS 7
-#define SLOT_ACCESS 1ull
+#define SLOT_FREQ 3ull
 #define SLOT_OFF_BITS 27
 #define SLOT_SEG_BITS 24
 #define SLOT_MAX_SEGS (1u << SLOT_SEG_BITS)
@@ -80,13 +82,15 @@ size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled
 
 static inline uint64_t slot_make(uint32_t tag, uint32_t seg, uint32_t off)
 {
-    return ((uint64_t)tag << 52) | ((uint64_t)seg << 28) | ((uint64_t)off << 1);
+    return ((uint64_t)tag << 53) | ((uint64_t)seg << 29) | ((uint64_t)off << 2);
 }
-static inline uint32_t slot_tag(uint64_t s) { return (uint32_t)(s >> 52); }
-static inline uint32_t slot_seg(uint64_t s) { return (uint32_t)(s >> 28) & (SLOT_MAX_SEGS - 1); }
-static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 1) & (SLOT_MAX_OFF - 1); }
-/* Same item, whatever the access bit says. */
-static inline bool slot_same(uint64_t a, uint64_t b) { return (a | 1) == (b | 1); }
+static inline uint32_t slot_tag(uint64_t s) { return (uint32_t)(s >> 53); }
+static inline uint32_t slot_seg(uint64_t s) { return (uint32_t)(s >> 29) & (SLOT_MAX_SEGS - 1); }
+static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 2) & (SLOT_MAX_OFF - 1); }
+static inline unsigned slot_freq(uint64_t s) { return (unsigned)(s & SLOT_FREQ); }
+static inline uint64_t slot_hit(uint64_t s) { return (s & SLOT_FREQ) == SLOT_FREQ ? s : s + 1; }
+/* Same item, whatever the frequency says. */
+static inline bool slot_same(uint64_t a, uint64_t b) { return (a | SLOT_FREQ) == (b | SLOT_FREQ); }
 
 struct index {
     uint64_t *table; /* nbuckets * 8 words, 64-byte aligned */
@@ -97,7 +101,7 @@ struct index {
     uint32_t nchunks;
     uint32_t pool_next;        /* next never-used overflow id (1-based) */
     uint32_t pool_free;        /* free list head, linked through the header */
-    _Atomic uint64_t overflow_used;
+    uint64_t overflow_used;
 };
 
 int index_init(struct index *ix, unsigned power);
@@ -106,7 +110,7 @@ size_t index_bytes(struct index *ix);
 
 static inline uint32_t index_tag(uint64_t h)
 {
-    uint32_t t = (uint32_t)(h >> 52);
+    uint32_t t = (uint32_t)(h >> 53);
     return t ? t : 1;
 }
 static inline uint64_t *index_bucket(struct index *ix, uint64_t h)
@@ -125,7 +129,7 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 
 /* ---- segments (seg.c) -------------------------------------------------- */
 
-enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_DRAINING };
+enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
 #define STORE_TTL_GROUPS 8
 #define SEG_EXP_NEVER UINT32_MAX
@@ -134,15 +138,15 @@ struct seg {
     char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
     uint32_t id;
     uint32_t write_off;           /* bytes used: written by the owner only */
-    _Atomic uint32_t refcount;    /* pins and pending reservations */
-    _Atomic uint32_t gen;         /* bumped when eviction of it starts */
-    _Atomic uint32_t live_items;
-    _Atomic uint64_t live_bytes;
-    _Atomic uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
-    _Atomic uint64_t max_cas;
+    uint32_t refcount;    /* pins and pending reservations */
+    uint32_t gen;         /* bumped when eviction of it starts */
+    uint32_t live_items;
+    uint64_t live_bytes;
+    uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
+    uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
-    uint8_t state;                /* enum seg_state, under the pool lock */
+    uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
     uint8_t group;
     struct seg *prev, *next;      /* in free / fifo / draining lists */
 };
@@ -189,13 +193,13 @@ struct store {
     uint32_t seg_limit;        /* segments -m allows */
     uint32_t seg_alloc;        /* segments holding memory */
     struct seg_list unused, free, fifo, draining;
-    struct seg *reinsert;      /* where eviction carries live items (pool lock) */
-    struct seg *spare;         /* kept free so carrying forward always has room */
-    _Atomic size_t mem_limit;
+    uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t open_max;          /* budget for them: an eighth of -m */
+    size_t mem_limit;
 
-    _Atomic uint64_t cas_next;     /* last CAS handed out */
-    _Atomic uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
-    _Atomic uint64_t oldest_cas;
+    uint64_t cas_next;     /* last CAS handed out */
+    uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
+    uint64_t oldest_cas;
 
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;
@@ -226,6 +230,10 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct store_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
+/* Take a pin on the segment of an item found under its bucket lock; false
+ * while eviction is compacting it: unlock, seg_wait_compacted, look again. */
+bool seg_try_pin(struct seg *seg);
+void seg_wait_compacted(struct seg *seg);
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas);
 void seg_note_gone(struct seg *seg, uint32_t size);
 void seg_note_exptime(struct seg *seg, rel_time_t exptime);

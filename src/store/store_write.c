@@ -28,6 +28,16 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     if (size > s->seg_size)
         return STORE_TOO_LARGE;
     struct seg *seg = ctx->open[g];
+    if (!seg && __atomic_load_n(&s->open_segs, __ATOMIC_RELAXED) >= s->open_max) {
+        /* Open segments are partly empty memory: past the budget a new TTL
+         * group shares this worker's nearest open one instead. */
+        for (unsigned d = 1; d < STORE_TTL_GROUPS && !seg; d++) {
+            if (g >= d && ctx->open[g - d])
+                seg = ctx->open[g -= d];
+            else if (g + d < STORE_TTL_GROUPS && ctx->open[g + d])
+                seg = ctx->open[g += d];
+        }
+    }
     if (!seg || seg->write_off + size > s->seg_size) {
         seg = seg_open(ctx, g);
         if (!seg)
@@ -225,7 +235,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             uint32_t st = item_get_u32(f.p, f.h.atime_off);
             if ((st & ~ITEM_S_MASK) + 60 < now)
                 item_put_u32(f.p, f.h.atime_off, (st & ITEM_S_MASK) | now);
-            *f.slot |= SLOT_ACCESS;
+            *f.slot = slot_hit(*f.slot);
             refuse = STORE_NOT_STORED;
         } else if (mode == STORE_MODE_REPLACE && !found) {
             refuse = STORE_NOT_STORED;
@@ -319,7 +329,11 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         const char *op = f.p;
         uint32_t flags = item_get_u32(op, oh.flags_off);
         rel_time_t exp = item_get_u32(op, oh.exp_off);
-        __atomic_fetch_add(&oseg->refcount, 1, __ATOMIC_RELAXED);
+        if (!seg_try_pin(oseg)) {
+            index_unlock(b);
+            seg_wait_compacted(oseg);
+            continue;
+        }
         index_unlock(b);
 
         size_t total = (size_t)oh.nvalue + res->nvalue;

@@ -180,9 +180,12 @@ static void test_ma_flags(void **state)
     assert_int_equal(parse("ma k N0 J10 D18446744073709551615 MD v t c", &r, &err), META_PARSE_OK);
     assert_true(r.has_vivify && r.vivify_ttl == 0);
     assert_true(r.initial == 10 && r.delta == UINT64_MAX && r.mode == 'D' && r.value);
-    const char *modes[] = {"ma k MI", "ma k Mi", "ma k M+", "ma k MD", "ma k Md", "ma k M-"};
+    const char *modes[] = {"ma k MI", "ma k M+", "ma k MD", "ma k M-"};
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
         assert_int_equal(parse(modes[i], &r, &err), META_PARSE_OK);
+    /* upper case only, as memcached */
+    expect_error("ma k Mi", META_PARSE_ERROR, "CLIENT_ERROR invalid mode for ma M token");
+    expect_error("ma k Md", META_PARSE_ERROR, "CLIENT_ERROR invalid mode for ma M token");
 }
 
 static void test_ms(void **state)
@@ -235,10 +238,12 @@ static void test_ms(void **state)
     memcpy(line, "ms ", 3);
     memcpy(line + 3 + 251, " 3", 3);
     expect_error(line, META_PARSE_ERROR_SWALLOW, "CLIENT_ERROR bad command line format");
-    const char *modes[] = {"ms k 1 ME", "ms k 1 MA", "ms k 1 MP", "ms k 1 MR", "ms k 1 MS",
-                           "ms k 1 Me", "ms k 1 Ma", "ms k 1 Mp", "ms k 1 Mr", "ms k 1 Ms"};
+    const char *modes[] = {"ms k 1 ME", "ms k 1 MA", "ms k 1 MP", "ms k 1 MR", "ms k 1 MS"};
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
         assert_int_equal(parse(modes[i], &r, &err), META_PARSE_OK);
+    const char *lower[] = {"ms k 1 Me", "ms k 1 Ma", "ms k 1 Mp", "ms k 1 Mr", "ms k 1 Ms"};
+    for (size_t i = 0; i < sizeof lower / sizeof *lower; i++)
+        expect_error(lower[i], META_PARSE_ERROR_SWALLOW, "CLIENT_ERROR invalid mode for ms M token");
 }
 
 static void test_mn_me(void **state)

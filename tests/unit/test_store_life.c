@@ -140,7 +140,7 @@ static void test_housekeeping(void **state)
 {
     (void)state;
     struct tstore t;
-    tstore_open(&t, 8 * MB, MB, true, true);
+    tstore_open(&t, 64 * MB, MB, true, true); /* room for a segment per TTL group */
     clock_debug_pause(true);
     char key[32], val[1000];
     memset(val, 'x', sizeof val - 1);
