@@ -568,8 +568,8 @@ enum settings_result settings_parse(struct settings *s, int argc, char **argv, F
             s->large_pages = true;
             break;
         case 'D':
-            if (!optarg[0] || optarg[1])
-                FAIL(1, "No delimiter specified\n");
+            if (!optarg[0])
+                FAIL(1, "No delimiter specified\n"); /* memcached uses the first character */
             s->prefix_delimiter = optarg[0];
             s->detail_enabled = true;
             break;

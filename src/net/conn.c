@@ -277,6 +277,15 @@ static int conn_rbuf_room(struct conn *c)
     if (c->rsize >= CONN_RBUF_MAX)
         return -1;
     size_t nsize = c->rsize * 2;
+    /* -o read_buf_mem_limit (MB, 0 = none): each worker's share of it bounds
+     * how much its connections' grown buffers may hold together. */
+    const struct settings *set = c->w->core->settings;
+    if (set->read_buf_mem_limit > 0) {
+        size_t share = ((size_t)set->read_buf_mem_limit << 20) / (size_t)c->w->core->nworkers;
+        size_t held = __atomic_load_n(&c->w->rbuf_bytes, __ATOMIC_RELAXED);
+        if (held + nsize - c->rsize > share)
+            return -1;
+    }
     char *n = malloc(nsize);
     if (!n)
         return -1;
@@ -303,8 +312,12 @@ static void conn_on_readable(struct conn *c)
         n = read(c->fd, c->sess.sink, c->sess.sink_len);
     } else {
         if (conn_rbuf_room(c) < 0) {
-            log_info("<%d request larger than %u bytes: closing", c->fd, CONN_RBUF_MAX);
-            conn_close(c, "request too large");
+            /* memcached answers this and closes, too */
+            log_info("<%d request line too long for the read buffer limits: closing", c->fd);
+            reply_str(&c->sess.reply, "SERVER_ERROR out of memory reading request\r\n");
+            c->closing = true;
+            conn_flush(c);
+            conn_settle(c);
             return;
         }
         n = read(c->fd, c->rbuf + c->rpos + c->rlen, c->rsize - c->rpos - c->rlen);

@@ -14,7 +14,7 @@
 /* Read buffers start (and are cached) at this size; a longer request (a big
  * multiget line) grows its connection's buffer up to CONN_RBUF_MAX. */
 #define CONN_RBUF_SIZE (16 * 1024)
-#define CONN_RBUF_MAX (64u * 1024 * 1024)
+#define CONN_RBUF_MAX (16u * 1024 * 1024)
 /* Values at least this large are read straight into item memory. */
 #define CONN_DIRECT_MIN (4 * 1024)
 /* Stop reading a connection's requests while it owes this much. */

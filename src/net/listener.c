@@ -15,6 +15,10 @@
 #include "net/sockopt.h"
 #include "settings.h"
 
+#ifndef SOCK_CLOEXEC
+#define SOCK_CLOEXEC 0 /* macOS: listeners are few and never exec'd across */
+#endif
+
 void listener_format_addr(const struct sockaddr *sa, const char *proto, const char *unix_path,
                           char *out, size_t outsz)
 {

@@ -209,25 +209,28 @@ void bin_update_complete(struct session *s)
             STAT_INC(s->stats, cas_misses);
     }
 
+    enum proto_status rc;
     switch (rs) {
     case STORE_OK:
-        bin_success(s, h, st->quiet, cas, NULL, 0);
-        return;
+        rc = bin_success(s, h, st->quiet, cas, NULL, 0);
+        break;
     case STORE_EXISTS:
-        bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
-        return;
+        rc = bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
+        break;
     case STORE_MISS:
-        bin_error(s, h, BIN_STATUS_KEY_ENOENT);
-        return;
+        rc = bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+        break;
     default:
         if (st->set_req.mode == STORE_MODE_ADD)
-            bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
+            rc = bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
         else if (st->set_req.mode == STORE_MODE_REPLACE)
-            bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+            rc = bin_error(s, h, BIN_STATUS_KEY_ENOENT);
         else
-            bin_error(s, h, BIN_STATUS_NOT_STORED);
-        return;
+            rc = bin_error(s, h, BIN_STATUS_NOT_STORED);
+        break;
     }
+    if (rc != PROTO_OK)
+        st->failed = true;
 }
 
 static enum proto_status bin_delete(struct session *s, const struct bin_header *h, bool quiet,

@@ -134,6 +134,10 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
     s->sink = NULL;
     s->sink_len = 0;
     for (;;) {
+        if (st->failed) {
+            rc = PROTO_CLOSE; /* a finished value's reply could not be queued */
+            break;
+        }
         if (st->recv != BIN_RECV_NONE) {
             off += bin_recv_feed(s, buf + off, len - off);
             if (st->recv != BIN_RECV_NONE)

@@ -87,11 +87,7 @@ static bool bin_stat_is(const char *s, size_t n, const char *word)
     return n == strlen(word) && memcmp(s, word, n) == 0;
 }
 
-/* The group a STAT key asks for, as memcached's binary STAT reads it: "reset"
- * and "settings" by prefix, "detail on|off|dump", and the groups its
- * get_stats() knows (items, slabs, sizes; nodelay is ours). Others, including
- * the text-only conns and cachedump, are NULL: KEY_ENOENT. */
-static const char *bin_stat_group(const char *key, size_t n)
+const char *bin_stat_group(const char *key, size_t n)
 {
     if (n == 0)
         return "";

@@ -110,16 +110,8 @@ int sasl_load_text(const char *text, size_t len)
     return 0;
 }
 
-/* Read the file named by MEMCACHED_SASL_PWDB into the table. Returns 0 or -1
- * (logged). With the variable unset, what is loaded stays. */
-static int sasl_load_env(void)
+int sasl_load_file(const char *path)
 {
-    const char *path = getenv("MEMCACHED_SASL_PWDB");
-    if (!path) {
-        log_error("WARNING: SASL is on but MEMCACHED_SASL_PWDB is not set: "
-                  "no user can authenticate");
-        return 0;
-    }
     FILE *f = fopen(path, "r");
     if (!f) {
         log_error("failed to open the SASL password file %s: %s", path, strerror(errno));
@@ -156,6 +148,19 @@ static int sasl_load_env(void)
     }
     log_info("SASL: %zu users loaded from %s", sasl_nentries, path);
     return 0;
+}
+
+/* The file named by MEMCACHED_SASL_PWDB; with the variable unset, what is
+ * loaded stays. */
+static int sasl_load_env(void)
+{
+    const char *path = getenv("MEMCACHED_SASL_PWDB");
+    if (!path) {
+        log_error("WARNING: SASL is on but MEMCACHED_SASL_PWDB is not set: "
+                  "no user can authenticate");
+        return 0;
+    }
+    return sasl_load_file(path);
 }
 
 /* The file is read exactly once, by sasl_setup() at start-up or, if start-up

@@ -28,6 +28,10 @@ int sasl_setup(const struct settings *settings);
 /* Free the loaded passwords. */
 void sasl_teardown(void);
 
+/* Load a password file (replacing any loaded). Returns 0, or -1 (logged)
+ * when it cannot be read. */
+int sasl_load_file(const char *path);
+
 /* Load entries from the text of a password file (replacing any loaded).
  * Returns 0, or -1 when out of memory. Used by sasl_setup and by tests (not
  * while workers may be authenticating). */
