@@ -32,6 +32,7 @@ struct lg_config {
     uint64_t seed;
     const char *json_path;
     bool quiet;
+    bool trace_slow; /* print requests of 40 ms or more */
     /* soak: each key is owned by one connection, whose in-order replies let it
      * know exactly which versions a get may legally return */
     bool strict;
@@ -44,6 +45,8 @@ struct lg_stats {
     uint64_t verify_failures, stale, future, miss_after_ack;
     uint64_t disconnects, partial_sends, conn_errors, late_sends;
     uint64_t slow40, slow40_50;
+    uint64_t self_stalls;    /* summed; self_stall_max stays the last counter */
+    uint64_t self_stall_max; /* ns */
     struct lg_hist lat;
 };
 
@@ -68,5 +71,6 @@ void lg_report(const struct lg_config *cfg, const struct lg_stats *st, double el
 
 int lg_fill_main(int argc, char **argv);
 int lg_replay_main(int argc, char **argv);
+int lg_selftest_main(void);
 
 #endif

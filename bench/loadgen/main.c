@@ -12,6 +12,7 @@ static void usage(FILE *f)
 "usage: loadgen [options]            drive load, verify every value read\n"
 "       loadgen fill [options]       fill until evictions; bytes per item\n"
 "       loadgen replay [options]     deterministic Zipf get-then-set replay\n"
+"       loadgen selftest             check histogram, verification, parsers\n"
 "load options:\n"
 "  -s, --server HOST:PORT     target (127.0.0.1:11211)\n"
 "  -t, --threads N            load threads (1)\n"
@@ -37,6 +38,7 @@ static void usage(FILE *f)
 "                             return the last acknowledged version or a miss\n"
 "      --disconnect F         per request, drop the connection abruptly\n"
 "                             (half the time mid-way through a set)\n"
+"      --trace-slow           print requests that take 40 ms or more\n"
 "  -q, --quiet\n");
 }
 
@@ -78,9 +80,10 @@ static void print_json(FILE *f, const struct lg_config *cfg, const struct lg_sta
                " \"miss_after_ack\": %lu,\n", st->verify_failures, st->stale, st->future,
             st->miss_after_ack);
     fprintf(f, "  \"disconnects\": %lu, \"partial_sends\": %lu, \"conn_errors\": %lu,"
-               " \"late_sends\": %lu, \"slow40\": %lu, \"slow40_50\": %lu,\n",
+               " \"late_sends\": %lu, \"slow40\": %lu, \"slow40_50\": %lu,\n"
+               "  \"self_stalls\": %lu, \"self_stall_max_ms\": %.1f,\n",
             st->disconnects, st->partial_sends, st->conn_errors, st->late_sends,
-            st->slow40, st->slow40_50);
+            st->slow40, st->slow40_50, st->self_stalls, (double)st->self_stall_max / 1e6);
     const struct lg_hist *h = &st->lat;
     fprintf(f, "  \"lat_us\": {\"mean\": %.2f, \"p50\": %.2f, \"p90\": %.2f, \"p99\": %.2f,"
                " \"p999\": %.2f, \"max\": %.2f},\n",
@@ -116,6 +119,9 @@ void lg_report(const struct lg_config *cfg, const struct lg_stats *st, double el
                lg_hist_quantile(h, 0.5) / 1e3, lg_hist_quantile(h, 0.9) / 1e3,
                lg_hist_quantile(h, 0.99) / 1e3, lg_hist_quantile(h, 0.999) / 1e3,
                h->max / 1e3, st->slow40, st->slow40_50, st->late_sends);
+        if (st->self_stalls)
+            printf("the load generator itself was held up %lu times (max %.1f ms): busy machine\n",
+                   st->self_stalls, (double)st->self_stall_max / 1e6);
         if (st->disconnects || st->conn_errors)
             printf("disconnects %lu (partial sets %lu), connection errors %lu\n",
                    st->disconnects, st->partial_sends, st->conn_errors);
@@ -138,13 +144,15 @@ int main(int argc, char **argv)
         return lg_fill_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "replay") == 0)
         return lg_replay_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "selftest") == 0)
+        return lg_selftest_main();
 
     struct lg_config cfg = {
         .host = "127.0.0.1", .port = 11211, .threads = 1, .conns = 50, .depth = 1,
         .keys = 100000, .vmin = 100, .vmax = 100, .get_ratio = 0.9, .multi = 1,
         .proto = LG_TEXT, .duration = 5, .seed = 1,
     };
-    enum { O_BASE = 255, O_ZIPF = 256, O_DEL, O_PREFILL, O_TTL, O_SEED, O_JSON, O_STRICT, O_DISC, O_MR };
+    enum { O_BASE = 255, O_ZIPF = 256, O_DEL, O_PREFILL, O_TTL, O_SEED, O_JSON, O_STRICT, O_DISC, O_MR, O_TRACE };
     static const struct option opts[] = {
         { "server", 1, 0, 's' }, { "threads", 1, 0, 't' }, { "conns", 1, 0, 'c' },
         { "depth", 1, 0, 'd' }, { "keys", 1, 0, 'k' }, { "zipf", 1, 0, O_ZIPF }, { "key-base", 1, 0, O_BASE },
@@ -153,7 +161,7 @@ int main(int argc, char **argv)
         { "requests", 1, 0, 'n' }, { "duration", 1, 0, 'D' }, { "rate", 1, 0, 'r' },
         { "prefill", 0, 0, O_PREFILL }, { "ttl", 1, 0, O_TTL }, { "seed", 1, 0, O_SEED },
         { "json", 1, 0, O_JSON }, { "strict", 0, 0, O_STRICT },
-        { "disconnect", 1, 0, O_DISC }, { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' },
+        { "disconnect", 1, 0, O_DISC }, { "quiet", 0, 0, 'q' }, { "trace-slow", 0, 0, O_TRACE }, { "help", 0, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     int o;
@@ -201,6 +209,7 @@ int main(int argc, char **argv)
         case O_STRICT: cfg.strict = true; break;
         case O_DISC: cfg.disconnect_ratio = atof(optarg); break;
         case 'q': cfg.quiet = true; break;
+        case O_TRACE: cfg.trace_slow = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -84,6 +84,8 @@ struct worker {
     uint64_t deadline;
     uint32_t prefill_next, prefill_end;
     bool stopping;
+    bool failed;                /* the server could not be reached again */
+    uint64_t connect_fail_since;
     struct lg_stats st;
     pthread_t thread;
 };
@@ -259,8 +261,25 @@ static int issue_one(struct worker *w, struct conn *c, uint64_t t_intended)
 static void conn_fill(struct worker *w, struct conn *c, uint64_t now)
 {
     if (c->fd < 0) {
-        if (w->stopping || conn_open(w, c) != 0)
+        if (w->stopping)
             return;
+        if (conn_open(w, c) != 0) {
+            if (c->fd >= 0) {
+                close(c->fd);
+                c->fd = -1;
+            }
+            /* a server that stays unreachable ends the run instead of hanging it */
+            if (!w->connect_fail_since)
+                w->connect_fail_since = now;
+            else if (now - w->connect_fail_since > 3000 * MS) {
+                fprintf(stderr, "loadgen: cannot reconnect to %s:%d: %s\n", w->cfg->host,
+                        w->cfg->port, strerror(errno));
+                w->failed = true;
+                w->stopping = true;
+            }
+            return;
+        }
+        w->connect_fail_since = 0;
     }
     const struct lg_config *cfg = w->cfg;
     while (c->count < (unsigned)cfg->depth && may_issue(w, now)) {
@@ -352,6 +371,10 @@ static void complete(struct worker *w, struct conn *c, const struct req *r,
     uint64_t lat = now > r->t_intended ? now - r->t_intended : 0;
     lg_hist_add(&w->st.lat, lat);
     if (lat >= 40 * MS) {
+        if (w->cfg->trace_slow && w->st.slow40 < 50)
+            fprintf(stderr, "slow: %.1f ms conn %d proto %d op %d keys %u key %u bytes in %zu\n",
+                    (double)lat / 1e6, c->gid, (int)c->proto, r->op, r->nkeys, r->keys[0],
+                    c->in.len - c->in_off);
         w->st.slow40++;
         if (lat < 50 * MS)
             w->st.slow40_50++;
@@ -404,7 +427,6 @@ static void complete(struct worker *w, struct conn *c, const struct req *r,
         if (r->ver + 1 > sh->lo[k])
             sh->lo[k] = r->ver + 1;
     }
-    (void)c;
 }
 
 static void conn_read(struct worker *w, struct conn *c, uint64_t now)
@@ -498,8 +520,17 @@ static void *worker_main(void *arg)
                 wait_ns = left;
         }
         struct timespec ts = { (time_t)(wait_ns / 1000000000ull), (long)(wait_ns % 1000000000ull) };
+        uint64_t before = lg_now_ns();
         int n = epoll_pwait2(w->epfd, evs, 256, &ts, NULL);
         now = lg_now_ns();
+        /* Our own oversleep: the machine, not the server, held us up. It
+         * tells a busy machine from a slow server when latency spikes. */
+        if (now > before + wait_ns + 10 * MS) {
+            uint64_t late = now - before - wait_ns;
+            w->st.self_stalls++;
+            if (late > w->st.self_stall_max)
+                w->st.self_stall_max = late;
+        }
         for (int i = 0; i < n; i++) {
             struct conn *c = evs[i].data.ptr;
             if (c->fd < 0)
@@ -527,8 +558,10 @@ void lg_stats_merge(struct lg_stats *into, const struct lg_stats *from)
     struct lg_hist h = into->lat;
     const uint64_t *a = (const uint64_t *)from;
     uint64_t *b = (uint64_t *)into;
-    for (size_t i = 0; i < offsetof(struct lg_stats, lat) / sizeof(uint64_t); i++)
+    for (size_t i = 0; i < offsetof(struct lg_stats, self_stall_max) / sizeof(uint64_t); i++)
         b[i] += a[i];
+    if (from->self_stall_max > into->self_stall_max)
+        into->self_stall_max = from->self_stall_max;
     into->lat = h;
     lg_hist_merge(&into->lat, &from->lat);
 }
@@ -595,6 +628,8 @@ int lg_run_load(struct lg_shared *sh, struct lg_stats *total, double *elapsed_s)
     lg_hist_init(&total->lat);
     for (int t = 0; t < T; t++) {
         struct worker *w = &ws[t];
+        if (w->failed)
+            rc = -1;
         lg_stats_merge(total, &w->st);
         for (int i = 0; i < w->nconns; i++) {
             struct conn *c = &w->conns[i];

@@ -42,8 +42,8 @@
  * thread still working on a finished growth cannot steal a later one's. */
 struct index_table_mig {
     struct index_table t;
-    _Atomic uint64_t next; /* next bucket to move */
-    _Atomic uint64_t done; /* buckets moved */
+    uint64_t next; /* next bucket to move */
+    uint64_t done; /* buckets moved */
 };
 
 static struct index_table *table_new(unsigned power)

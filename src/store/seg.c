@@ -444,7 +444,7 @@ void seg_unpin(struct seg *seg)
     __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
 }
 
-static void atomic_max32(_Atomic uint32_t *p, uint32_t v)
+static void atomic_max32(uint32_t *p, uint32_t v)
 {
     uint32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,
@@ -452,7 +452,7 @@ static void atomic_max32(_Atomic uint32_t *p, uint32_t v)
         ;
 }
 
-static void atomic_max64(_Atomic uint64_t *p, uint64_t v)
+static void atomic_max64(uint64_t *p, uint64_t v)
 {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,

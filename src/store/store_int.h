@@ -105,11 +105,11 @@ struct index_table {
 typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
 
 struct index {
-    _Atomic(struct index_table *) cur;
-    _Atomic(struct index_table *) old; /* being migrated into cur, or NULL */
-    _Atomic uint64_t migrate_next;     /* next old bucket to migrate */
-    _Atomic uint64_t migrated;         /* old buckets done */
-    _Atomic uint64_t items;            /* occupied slots */
+    struct index_table *cur;
+    struct index_table *old; /* being migrated into cur, or NULL */
+    uint64_t migrate_next;     /* next old bucket to migrate */
+    uint64_t migrated;         /* old buckets done */
+    uint64_t items;            /* occupied slots */
     pthread_mutex_t grow_lock;
     struct index_table *retired;       /* old generations, unmapped at release */
     int tomb_fd;                       /* the MOVED pattern (table_tombstone) */
@@ -120,7 +120,7 @@ struct index {
     uint32_t nchunks;
     uint32_t pool_next;        /* next never-used overflow id (1-based) */
     uint32_t pool_free;        /* free list head, linked through the header */
-    _Atomic uint64_t overflow_used;
+    uint64_t overflow_used;
 };
 
 int index_init(struct index *ix, unsigned power, index_rehash_fn rehash, void *arg);
@@ -168,13 +168,13 @@ struct seg {
     char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
     uint32_t id;
     uint32_t write_off;           /* bytes used: written by the owner only */
-    _Atomic uint32_t refcount;    /* pins and pending reservations */
-    _Atomic uint32_t gen;         /* bumped when eviction of it starts */
-    _Atomic uint32_t live_items;
-    _Atomic uint64_t live_bytes;
-    _Atomic uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
-    _Atomic uint32_t min_exptime; /* earliest expiry of its items that expire, or SEG_EXP_NEVER */
-    _Atomic uint64_t max_cas;
+    uint32_t refcount;    /* pins and pending reservations */
+    uint32_t gen;         /* bumped when eviction of it starts */
+    uint32_t live_items;
+    uint64_t live_bytes;
+    uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
+    uint32_t min_exptime; /* earliest expiry of its items that expire, or SEG_EXP_NEVER */
+    uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
     uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
@@ -226,13 +226,13 @@ struct store {
     uint32_t seg_alloc;        /* segments holding memory */
     struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
     struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
-    _Atomic uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
-    _Atomic size_t mem_limit;
+    size_t mem_limit;
 
-    _Atomic uint64_t cas_next;     /* last CAS handed out */
-    _Atomic uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
-    _Atomic uint64_t oldest_cas;
+    uint64_t cas_next;     /* last CAS handed out */
+    uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
+    uint64_t oldest_cas;
 
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;
