@@ -252,7 +252,10 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
  * Items that stay are copied to the main open segment; when it is full the
  * rest of the victim is compacted in place (nothing below the walk is
  * referenced any more) and the victim becomes the main open segment. */
-static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
+/* keep_all (-M): every live item is kept, so only dead bytes are freed; the
+ * victim is marked COMPACTING from the start (no pin can be taken) and the
+ * caller has checked it holds none, so compacting it cannot fail. */
+static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool keep_all)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
@@ -261,10 +264,19 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
     bool any_evicted = false;
     bool from_small = v->queue == SEG_Q_SMALL;
 
+    if (keep_all) {
+        __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) != 0) {
+            seg_set_state(v, SEG_SEALED);
+            return false;
+        }
+        budget = s->seg_size;
+    }
     list_remove(from_small ? &s->small : &s->fifo, v);
     /* A reservation still being filled in here sees this and relocates. */
     __atomic_fetch_add(&v->gen, 1, __ATOMIC_RELEASE);
-    seg_set_state(v, SEG_DRAINING);
+    if (!keep_all)
+        seg_set_state(v, SEG_DRAINING);
     bool compact = false, cant_compact = false;
 
     size_t w = 0;
@@ -289,9 +301,10 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
             bool fetched = status & ITEM_S_FETCHED;
             unsigned freq = slot_freq(*slot);
             enum item_life life = store_item_life(s, p, &h, v->cas_base, now);
-            bool keep = retain && life == ITEM_LIVE && freq > 0 && budget >= size;
+            bool keep = life == ITEM_LIVE &&
+                        (keep_all || (retain && freq > 0 && budget >= size));
             uint64_t moved = 0;
-            unsigned nfreq = from_small ? SEG_SMALL_NFREQ : freq - 1;
+            unsigned nfreq = keep_all ? freq : from_small ? SEG_SMALL_NFREQ : freq - 1;
             if (keep && !compact)
                 moved = seg_carry(s, p, &h, item_get_cas(p, &h, v->cas_base), tag);
             if (keep && !moved && !compact && !cant_compact) {
@@ -356,9 +369,10 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         v->queue = SEG_Q_MAIN;
         __atomic_store_n(&v->state, SEG_OPEN, __ATOMIC_RELEASE);
         s->mopen = v;
-        return;
+        return true;
     }
     list_push(&s->draining, v);
+    return true;
 }
 
 /* Make room (pool lock held): evict one segment; false if impossible. */
@@ -372,12 +386,25 @@ static bool seg_evict_one(struct store_ctx *ctx)
         for (struct seg *c = lists[l]->head; c && scanned < SEG_DEAD_SCAN;
              c = c->next, scanned++) {
             if (seg_dead(s, c, now)) {
-                seg_evict(ctx, c, false);
+                seg_evict(ctx, c, false, false);
                 return true;
             }
         }
-    if (!s->opt.evictions)
-        return false;
+    if (!s->opt.evictions) {
+        /* -M: never drop a live item, but squeeze out dead bytes: compact
+         * the unpinned segment with the most of them (an eighth at least). */
+        struct seg *best = NULL;
+        uint64_t best_dead = s->seg_size / 8;
+        for (int l = 0; l < 2; l++)
+            for (struct seg *c = lists[l]->head; c; c = c->next) {
+                uint64_t dead = c->write_off - __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
+                if (dead > best_dead && __atomic_load_n(&c->refcount, __ATOMIC_ACQUIRE) == 0) {
+                    best = c;
+                    best_dead = dead;
+                }
+            }
+        return best && seg_evict(ctx, best, true, true);
+    }
     /* The small queue holds about a tenth of the segments; below that the
      * main queue gives room, and when it has nothing sealed yet, its open
      * segment is sealed so that kept items cannot sit there for ever. */
@@ -395,7 +422,7 @@ static bool seg_evict_one(struct store_ctx *ctx)
     if (!v)
         return false;
     /* Above a lowered limit victims are given back, nothing kept. */
-    seg_evict(ctx, v, s->seg_alloc <= s->seg_limit);
+    seg_evict(ctx, v, s->seg_alloc <= s->seg_limit, false);
     return true;
 }
 
@@ -497,7 +524,7 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
         for (struct seg *c = lists[l]->head, *next; c; c = next) {
             next = c->next;
             if (seg_dead(s, c, now)) {
-                seg_evict(ctx, c, false);
+                seg_evict(ctx, c, false, false);
                 n++;
             }
         }

@@ -190,6 +190,28 @@ static void test_no_evictions(void **state)
     tstore_close(&t);
 }
 
+static void test_no_evictions_compacts(void **state)
+{
+    (void)state;
+    /* -M with overwrites: every tenth key stays, the rest are rewritten
+     * many times through a 4 MiB cache; no live item may be lost and no
+     * write refused while dead bytes can be squeezed out. */
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, false, true);
+    for (int round = 0; round < 12; round++)
+        for (int i = 0; i < 2500; i++)
+            if (round == 0 || i % 10)
+                put(&t, i, 1000);
+    for (int i = 0; i < 2500; i += 10)
+        assert_true(has(&t, i));
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.evictions, 0);
+    assert_int_equal(st.curr_items, 2500);
+    assert_true(st.items_reinserted > 0); /* live items were moved to squeeze */
+    tstore_close(&t);
+}
+
 static void test_mem_limit(void **state)
 {
     (void)state;
@@ -267,7 +289,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_order),   cmocka_unit_test(test_second_chance),
         cmocka_unit_test(test_scan_resistance), cmocka_unit_test(test_pin_survives),
-        cmocka_unit_test(test_no_evictions), cmocka_unit_test(test_mem_limit),
+        cmocka_unit_test(test_no_evictions), cmocka_unit_test(test_no_evictions_compacts),
+        cmocka_unit_test(test_mem_limit),
         cmocka_unit_test(test_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
