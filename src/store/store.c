@@ -741,6 +741,16 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
     uint64_t *b;
     while (visited < max && (b = index_lock_nth(&s->index, i, &nb))) {
         rel_time_t now = clock_now();
+        /* A bucket is visited whole: stop before one that would pass max
+         * (unless it is the first, so that every call makes progress). */
+        size_t inb = 0;
+        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
+            for (int j = 1; j <= INDEX_SLOTS; j++)
+                inb += cur[j] != 0;
+        if (visited && visited + inb > max) {
+            index_unlock(b);
+            break;
+        }
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
             for (int j = 1; j <= INDEX_SLOTS; j++) {
                 uint64_t sl = cur[j];
