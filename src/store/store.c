@@ -76,7 +76,7 @@ enum item_life store_item_life(struct store *s, const char *p, const struct item
                                uint64_t cas_base, rel_time_t now)
 {
     /* memcached's item_is_flushed(), checked before expiry as it does. */
-    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_ACQUIRE);
     if (ol && ol <= now) {
         rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
         uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
@@ -717,11 +717,13 @@ void store_flush(struct store *s, rel_time_t when)
     rel_time_t now = clock_now();
     if (s->opt.cas_enabled) {
         rel_time_t ol = when - 1;
-        __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELAXED);
+        /* oldest_cas first: a reader that sees the new oldest_live (acquire)
+         * sees the CAS that goes with it. */
         if (ol <= now)
             __atomic_store_n(&s->oldest_cas, store_next_cas(s), __ATOMIC_RELAXED);
+        __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELEASE);
     } else {
-        __atomic_store_n(&s->oldest_live, when, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->oldest_live, when, __ATOMIC_RELEASE);
     }
 }
 
