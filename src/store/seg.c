@@ -81,33 +81,52 @@ static void list_remove(struct seg_list *l, struct seg *s)
     l->n--;
 }
 
+/* Segment headers come in chunks of SEG_CHUNK, added as -m grows (at start
+ * and by cache_memlimit), never moved or freed before the store is: a
+ * segment id stays valid for readers without a lock (pool lock held). */
+static int seg_grow_cap(struct store *s, uint64_t want)
+{
+    if (want > SLOT_MAX_SEGS)
+        return -1;
+    while (s->seg_cap < want) {
+        struct seg *c = calloc(SEG_CHUNK, sizeof(*c));
+        if (!c)
+            return -1;
+        for (uint32_t k = 0; k < SEG_CHUNK; k++) {
+            c[k].id = s->seg_cap + k;
+            list_push(&s->unused, &c[k]);
+        }
+        __atomic_store_n(&s->seg_chunks[s->seg_cap / SEG_CHUNK], c, __ATOMIC_RELEASE);
+        s->seg_cap += SEG_CHUNK;
+    }
+    return 0;
+}
+
 int seg_pool_init(struct store *s)
 {
-    /* cache_memlimit may raise -m sixteenfold at run time. */
-    uint64_t cap = (uint64_t)s->seg_limit * 16;
-    if (cap < 256)
-        cap = 256;
-    if (cap > SLOT_MAX_SEGS)
-        cap = SLOT_MAX_SEGS;
-    s->seg_cap = (uint32_t)cap;
-    s->segs = calloc(s->seg_cap, sizeof(*s->segs));
-    if (!s->segs)
+    s->seg_chunks = calloc(SLOT_MAX_SEGS / SEG_CHUNK, sizeof(*s->seg_chunks));
+    if (!s->seg_chunks)
         return -1;
     pthread_mutex_init(&s->pool_lock, NULL);
-    for (uint32_t i = 0; i < s->seg_cap; i++) {
-        s->segs[i].id = i;
-        list_push(&s->unused, &s->segs[i]);
+    if (seg_grow_cap(s, s->seg_limit) != 0) {
+        seg_pool_release(s);
+        return -1;
     }
     return 0;
 }
 
 void seg_pool_release(struct store *s)
 {
-    for (uint32_t i = 0; i < s->seg_cap; i++)
-        if (s->segs[i].data)
-            munmap(s->segs[i].data, s->seg_size);
-    free(s->segs);
-    s->segs = NULL;
+    for (uint32_t i = 0; i < s->seg_cap; i++) {
+        struct seg *g = seg_of(s, i);
+        if (g->data)
+            munmap(g->data, s->seg_size);
+    }
+    for (uint32_t c = 0; c < s->seg_cap / SEG_CHUNK; c++)
+        free(s->seg_chunks[c]);
+    free(s->seg_chunks);
+    s->seg_chunks = NULL;
+    s->seg_cap = 0;
     pthread_mutex_destroy(&s->pool_lock);
 }
 
@@ -542,9 +561,13 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
 int seg_set_limit(struct store *s, size_t bytes)
 {
     size_t n = bytes / s->seg_size;
-    if (n < 1 || n > s->seg_cap)
+    if (n < 1 || n > SLOT_MAX_SEGS)
         return -1;
     pthread_mutex_lock(&s->pool_lock);
+    if (seg_grow_cap(s, n) != 0) {
+        pthread_mutex_unlock(&s->pool_lock);
+        return -1;
+    }
     s->seg_limit = (uint32_t)n;
     __atomic_store_n(&s->mem_limit, bytes, __ATOMIC_RELAXED);
     while (s->seg_alloc > s->seg_limit && s->free.head) {
@@ -556,18 +579,22 @@ int seg_set_limit(struct store *s, size_t bytes)
     return 0;
 }
 
-void seg_counts(struct store *s, uint64_t *used, uint64_t *total, uint64_t *dead)
+void seg_counts(struct store *s, struct store_stats *out)
 {
     pthread_mutex_lock(&s->pool_lock);
-    *used = s->seg_alloc - s->free.n;
-    *total = s->seg_limit;
+    out->seg_used = s->seg_alloc - s->free.n;
+    out->seg_total = s->seg_limit;
     uint64_t d = 0;
     for (uint32_t i = 0; i < s->seg_cap; i++) {
-        struct seg *g = &s->segs[i];
+        struct seg *g = seg_of(s, i);
+        out->curr_items += __atomic_load_n(&g->live_items, __ATOMIC_RELAXED);
+        out->bytes += __atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
         if (seg_get_state(g) == SEG_SEALED)
             d += g->write_off - __atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
     }
-    *dead = d;
+    out->dead_bytes = d;
+    out->hash_bytes += (uint64_t)s->seg_cap * sizeof(struct seg) +
+                       SLOT_MAX_SEGS / SEG_CHUNK * sizeof(*s->seg_chunks);
     pthread_mutex_unlock(&s->pool_lock);
 }
 

@@ -806,15 +806,11 @@ void store_stats(struct store *s, struct store_stats *out)
     out->seg_evicted = sum.seg_evicted;
     out->seg_expired = sum.seg_expired;
     out->items_reinserted = sum.items_reinserted;
-    for (uint32_t i = 0; i < s->seg_cap; i++) {
-        out->curr_items += __atomic_load_n(&s->segs[i].live_items, __ATOMIC_RELAXED);
-        out->bytes += __atomic_load_n(&s->segs[i].live_bytes, __ATOMIC_RELAXED);
-    }
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
     out->hash_power_level = index_power(&s->index) + 3;
-    out->hash_bytes = index_bytes(&s->index) + (uint64_t)s->seg_cap * sizeof(struct seg) +
+    out->hash_bytes = index_bytes(&s->index) +
                       (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
     out->hash_is_expanding = index_expanding(&s->index);
     out->seg_size = s->seg_size;
-    seg_counts(s, &out->seg_used, &out->seg_total, &out->dead_bytes);
+    seg_counts(s, out); /* curr_items, bytes, segments, the segment table */
 }

@@ -160,6 +160,7 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
 #define STORE_TTL_GROUPS 8
+#define SEG_CHUNK 1024u
 #define SEG_Q_MAIN 0
 #define SEG_Q_SMALL 1
 #define SEG_EXP_NEVER UINT32_MAX
@@ -220,8 +221,8 @@ struct store {
     struct index index;
 
     pthread_mutex_t pool_lock; /* segment lists, allocation, eviction */
-    struct seg *segs;
-    uint32_t seg_cap;          /* ids 0..seg_cap-1 */
+    struct seg **seg_chunks;   /* SEG_CHUNK headers each, see seg_grow_cap */
+    uint32_t seg_cap;          /* ids 0..seg_cap-1 have headers (pool lock) */
     uint32_t seg_limit;        /* segments -m allows */
     uint32_t seg_alloc;        /* segments holding memory */
     struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
@@ -252,10 +253,13 @@ struct store {
     unsigned nclasses;
 };
 
-static inline struct seg *seg_of(struct store *s, uint32_t id) { return &s->segs[id]; }
+static inline struct seg *seg_of(struct store *s, uint32_t id)
+{
+    return &s->seg_chunks[id / SEG_CHUNK][id % SEG_CHUNK];
+}
 static inline char *seg_item(struct store *s, uint64_t slot)
 {
-    return s->segs[slot_seg(slot)].data + ((size_t)slot_off(slot) << s->off_shift);
+    return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->off_shift);
 }
 
 int seg_pool_init(struct store *s);
@@ -274,7 +278,9 @@ void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t 
 void seg_note_gone(struct seg *seg, uint32_t size);
 void seg_note_exptime(struct seg *seg, rel_time_t exptime);
 void seg_note_cas(struct seg *seg, uint64_t cas);
-void seg_counts(struct store *s, uint64_t *used, uint64_t *total, uint64_t *dead);
+/* Segment-side stats: curr_items, bytes, seg_*, dead_bytes; adds the
+ * segment table to hash_bytes. */
+void seg_counts(struct store *s, struct store_stats *out);
 /* Housekeeping pass: reclaim segments whose items all expired or were
  * flushed. Returns segments reclaimed. */
 unsigned seg_reclaim_expired(struct store_ctx *ctx);

@@ -231,6 +231,10 @@ static void test_mem_limit(void **state)
     assert_int_equal(st.limit_maxbytes, 4 * MB);
     assert_true(st.seg_used <= 4);
     assert_true(st.curr_items < 4200);
+    /* far beyond the start-up size: segment headers grow with it */
+    assert_int_equal(store_set_mem_limit(t.s, (size_t)4096 * MB), 0);
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_total, 4096);
     assert_int_equal(store_set_mem_limit(t.s, 16 * MB), 0);
     for (int i = 12000; i < 26000; i++)
         put(&t, i, 1000);
