@@ -207,12 +207,19 @@ void seg_wait_compacted(struct seg *seg)
 
 /* Unlink every item of a sealed segment, or keep the recently read ones by
  * sliding them to its start (pool lock held). True when it was compacted:
- * it is then open, write_off after the kept items, for the caller to use. */
-static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
+ * it is then open, write_off after the kept items, for the caller to use,
+ * with at least `room` bytes free after them (the item it was evicted for). */
+static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, size_t room)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
     size_t budget = s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN;
+    /* Kept items must leave room for the caller's item: without this a
+     * large item was laid out past the end of the segment. */
+    if (room > s->seg_size)
+        room = s->seg_size;
+    if (budget > s->seg_size - room)
+        budget = s->seg_size - room;
     size_t align = (size_t)1 << s->off_shift;
     bool any_evicted = false;
 
@@ -254,14 +261,15 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
             /* Kept when read since it was written or last kept; it then
              * owes one read (S3-FIFO's decrement), so items read often
              * survive passes without a read, once-read ones only one. */
-            if (compact && life == ITEM_LIVE && freq > 0 && budget >= size) {
+            size_t asize = (size + align - 1) & ~(align - 1);
+            if (compact && life == ITEM_LIVE && freq > 0 && budget >= asize) {
                 /* Only dead or already moved bytes lie below: nothing that
                  * a slot or a pin refers to is overwritten. */
                 if (w != off)
                     memmove(v->data + w, p, size);
                 *slot = slot_make(tag, v->id, (uint32_t)(w >> s->off_shift)) | (freq - 1);
-                w = (w + size + align - 1) & ~(align - 1);
-                budget -= size;
+                w += asize;
+                budget -= asize;
                 CTR_INC(ctx, items_reinserted);
             } else {
                 index_clear_slot(&s->index, b, slot);
@@ -300,8 +308,9 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
 }
 
 /* Make one segment's worth of room (pool lock held): a compacted victim
- * to use as is (*out), or a victim left draining; false if impossible. */
-static bool seg_evict_one(struct store_ctx *ctx, struct seg **out)
+ * to use as is (*out, with `room` bytes free), or a victim left draining;
+ * false if impossible. */
+static bool seg_evict_one(struct store_ctx *ctx, struct seg **out, size_t room)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
@@ -309,7 +318,7 @@ static bool seg_evict_one(struct store_ctx *ctx, struct seg **out)
     *out = NULL;
     for (struct seg *c = s->fifo.head; c && scanned < SEG_DEAD_SCAN; c = c->next, scanned++) {
         if (seg_dead(s, c, now)) {
-            seg_evict(ctx, c, false);
+            seg_evict(ctx, c, false, 0);
             return true;
         }
     }
@@ -317,12 +326,12 @@ static bool seg_evict_one(struct store_ctx *ctx, struct seg **out)
         return false;
     /* Above a lowered limit victims are given back, not kept for reuse. */
     struct seg *v = s->fifo.head;
-    if (seg_evict(ctx, v, s->seg_alloc <= s->seg_limit))
+    if (seg_evict(ctx, v, s->seg_alloc <= s->seg_limit, room))
         *out = v;
     return true;
 }
 
-struct seg *seg_open(struct store_ctx *ctx, unsigned g)
+struct seg *seg_open(struct store_ctx *ctx, unsigned g, size_t room)
 {
     struct store *s = ctx->store;
     pthread_mutex_lock(&s->pool_lock);
@@ -334,7 +343,7 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     struct seg *seg = NULL, *compacted = NULL;
     /* Each pass removes a sealed segment from the FIFO, so this ends. */
     while (!(seg = seg_take_free(s))) {
-        if (!seg_evict_one(ctx, &compacted) || compacted)
+        if (!seg_evict_one(ctx, &compacted, room) || compacted)
             break;
     }
     if (seg)
@@ -420,7 +429,7 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
     for (struct seg *c = s->fifo.head, *next; c; c = next) {
         next = c->next;
         if (seg_dead(s, c, now)) {
-            (void)seg_evict(ctx, c, false);
+            (void)seg_evict(ctx, c, false, 0);
             n++;
         }
     }

@@ -39,8 +39,10 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
         }
     }
     if (!seg || seg->write_off + size > s->seg_size) {
-        seg = seg_open(ctx, g);
-        if (!seg)
+        seg = seg_open(ctx, g, size);
+        /* A compacted victim keeps items at its start; never write past
+         * its end (seg_open leaves room, this only guards that promise). */
+        if (!seg || seg->write_off + size > s->seg_size)
             return STORE_NO_MEMORY;
     }
     uint32_t off = seg->write_off;
