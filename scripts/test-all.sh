@@ -30,6 +30,11 @@ mkdir -p "$LOGS"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1}
+# Unit tests may shorten measurements (not checks) when this is set.
+export NODELAY_UNIT_QUICK=1
+# Memory measurements with no threads to check: 200+ s under TSan, which the
+# 10-minute budget cannot hold; they run in release and asan.
+UNIT_SKIP_TSAN=${UNIT_SKIP_TSAN:-test_store_overhead}
 
 PASSED=0
 FAILED=0
@@ -88,6 +93,10 @@ unit() { # config
     : >"$log"
     for b in "${bins[@]}"; do
         local out rc p f
+        if [ "$cfg" = tsan ] && [[ " $UNIT_SKIP_TSAN " == *" $(basename "$b") "* ]]; then
+            echo "   $(basename "$b"): not run under TSan (UNIT_SKIP_TSAN; runs in release and asan)"
+            continue
+        fi
         out=$(timeout 300 "$b" 2>&1)
         rc=$?
         printf '%s\n' "$out" >>"$log"
@@ -102,7 +111,13 @@ unit() { # config
             continue
         fi
         if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
-            fail "unit $cfg $(basename "$b"): ran no test (exit $rc)"
+            # a binary may have nothing for this configuration (e.g. tests that
+            # need the debug clock); the stage as a whole must still run tests
+            if [ $rc -ne 0 ]; then
+                fail "unit $cfg $(basename "$b"): exit $rc before any test"
+            else
+                echo "   $(basename "$b"): no tests in this configuration"
+            fi
             continue
         fi
         PASSED=$((PASSED + p))
@@ -113,7 +128,10 @@ unit() { # config
             printf '%s\n' "$out" | grep -e '\[  FAILED  \]' -e 'ERROR' | head -10
         fi
     done
-    echo "   $(grep -c '^\[       OK \]' "$log") cmocka tests ok"
+    local ok
+    ok=$(grep -c '^\[       OK \]' "$log")
+    echo "   $ok cmocka tests ok"
+    [ "$ok" -gt 0 ] || fail "unit $cfg: ran no test"
 }
 
 if want unit; then

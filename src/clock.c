@@ -6,6 +6,14 @@
  * are never 0 or 1 (reserved), as memcached does with process_started. */
 #define CLOCK_START_SLACK 2
 
+/* Whole seconds are all we need: the coarse clock is read from the vDSO
+ * without touching the hardware counter, so reading it per request is cheap. */
+#ifdef CLOCK_MONOTONIC_COARSE
+#define CLOCK_SOURCE CLOCK_MONOTONIC_COARSE
+#else
+#define CLOCK_SOURCE CLOCK_MONOTONIC
+#endif
+
 static struct timespec clock_mono_start;
 static time_t clock_unix_start;
 static _Atomic uint32_t clock_debug_offset;
@@ -13,7 +21,7 @@ static _Atomic uint32_t clock_paused_at; /* 0 = running */
 
 void clock_setup(void)
 {
-    clock_gettime(CLOCK_MONOTONIC, &clock_mono_start);
+    clock_gettime(CLOCK_SOURCE, &clock_mono_start);
     clock_unix_start = time(NULL) - CLOCK_START_SLACK;
     atomic_store(&clock_debug_offset, 0);
     atomic_store(&clock_paused_at, 0);
@@ -22,7 +30,7 @@ void clock_setup(void)
 static rel_time_t clock_running_now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_SOURCE, &ts);
     time_t elapsed = ts.tv_sec - clock_mono_start.tv_sec;
     if (ts.tv_nsec < clock_mono_start.tv_nsec)
         elapsed--;

@@ -24,6 +24,8 @@
 #include "net/core.h"
 #include "net/listener.h"
 #include "net/registry.h"
+#include "proto/sasl.h"
+#include "proto/text.h"
 #include "settings.h"
 #include "store/store.h"
 #include "version.h"
@@ -34,24 +36,33 @@
 #define MAIN_FD_RESERVE 64
 
 /* memcached refuses to run as root unless -u says so; -u drops to that
- * user (-u root keeps root). */
-static int main_drop_privileges(const struct settings *s)
+ * user (-u root keeps root). Checked before -d so the message reaches the
+ * terminal; *pw is NULL when nothing is to be dropped. */
+static int main_check_user(const struct settings *s, struct passwd **pw)
 {
+    *pw = NULL;
     if (getuid() != 0 && geteuid() != 0)
         return 0;
     if (!s->username) {
         fprintf(stderr, "can't run as root without the -u switch\n");
         return -1;
     }
-    struct passwd *pw = getpwnam(s->username);
-    if (!pw) {
+    struct passwd *p = getpwnam(s->username);
+    if (!p) {
         fprintf(stderr, "can't find the user %s to switch to\n", s->username);
         return -1;
     }
-    if (pw->pw_uid == 0)
+    if (p->pw_uid != 0)
+        *pw = p;
+    return 0;
+}
+
+static int main_drop_privileges(const struct passwd *pw)
+{
+    if (!pw)
         return 0;
     if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0) {
-        fprintf(stderr, "failed to assume identity of user %s: %s\n", s->username,
+        fprintf(stderr, "failed to assume identity of user %s: %s\n", pw->pw_name,
                 strerror(errno));
         return -1;
     }
@@ -116,7 +127,7 @@ static int main_write_pid(const char *path)
 
 /* Every signal we act on is blocked in all threads and taken by sigwait
  * here, so the workers never run a signal handler. */
-static int main_wait_for_stop(const sigset_t *set, bool *graceful)
+static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool *graceful)
 {
     for (;;) {
         int sig;
@@ -133,7 +144,12 @@ static int main_wait_for_stop(const sigset_t *set, bool *graceful)
             *graceful = true;
             return 0;
         case SIGHUP:
-            log_info("SIGHUP: nothing to reload");
+            /* memcached reloads the -Y file on SIGHUP; a failed reload keeps
+             * the previous list. */
+            if (auth_file && text_auth_load(auth_file) < 0)
+                log_error("could not reload the auth file %s: %s", auth_file, strerror(errno));
+            else
+                log_info("SIGHUP: %s", auth_file ? "auth file reloaded" : "nothing to reload");
             break;
         default:
             break;
@@ -153,10 +169,13 @@ int main(int argc, char **argv)
     log_set_verbosity(s.verbosity);
 
     main_raise_limits(&s);
-    if (main_drop_privileges(&s) < 0) {
+    struct passwd *pw;
+    if (main_check_user(&s, &pw) < 0) {
         settings_release(&s);
         return MAIN_EX_USAGE;
     }
+    /* getpwnam's result lives in static storage: keep what we need. */
+    struct passwd user = pw ? *pw : (struct passwd){0};
     if (s.memory_file)
         log_error("-e %s: nodelay does not restore a cache from a memory file; "
                   "starting empty", s.memory_file);
@@ -167,7 +186,11 @@ int main(int argc, char **argv)
             return MAIN_EX_OSERR;
         }
         if (s.pid_file)
-            main_write_pid(s.pid_file);
+            main_write_pid(s.pid_file); /* before -u, as root may write where the user cannot */
+    }
+    if (main_drop_privileges(pw ? &user : NULL) < 0) {
+        settings_release(&s);
+        return MAIN_EX_OSERR;
     }
     if (s.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
         log_error("warning: -k invalid, mlockall() failed: %s", strerror(errno));
@@ -184,6 +207,17 @@ int main(int argc, char **argv)
 
     clock_setup();
     int rc = MAIN_EX_OSERR;
+    if (s.auth_file && text_auth_load(s.auth_file) < 0) {
+        fprintf(stderr, "Could not open authfile [%s] for reading: %s\n", s.auth_file,
+                strerror(errno));
+        settings_release(&s);
+        return EXIT_FAILURE;
+    }
+    if (s.sasl && sasl_setup(&s) < 0) {
+        fprintf(stderr, "Failed to initialize SASL\n");
+        settings_release(&s);
+        return EXIT_FAILURE;
+    }
     struct core core = {.settings = &s};
     struct store_options opt = {
         .mem_limit = s.maxbytes,
@@ -201,6 +235,9 @@ int main(int argc, char **argv)
         goto out_store;
     if (listener_open_all(&s, &core.listeners) < 0)
         goto out_registry;
+    if (s.udpport != 0)
+        log_info("UDP is on (-U %d): keep it off networks where sources can be forged",
+                 s.udpport);
     if (core.listeners.n == 0)
         log_info("no listening sockets (-p 0 and no -s): nothing can connect");
     const char *port_file = getenv("MEMCACHED_PORT_FILENAME");
@@ -212,14 +249,15 @@ int main(int argc, char **argv)
         goto out_listeners;
     for (size_t i = 0; i < core.listeners.n; i++) {
         struct listener *l = &core.listeners.l[i];
-        lentries[i] = (struct registry_entry){.fd = l->fd, .state = REGISTRY_LISTENING,
+        /* memcached shows a UDP socket as a connection always reading */
+        lentries[i] = (struct registry_entry){.fd = l->fd,
+                                              .state = l->udp ? REGISTRY_READ : REGISTRY_LISTENING,
                                               .last_cmd = clock_now()};
         snprintf(lentries[i].addr, sizeof lentries[i].addr, "%s", l->name);
         registry_add(&core.registry, &lentries[i]);
-        log_verbose("<%d server listening (%s) on %s", l->fd,
+        log_verbose("<%d server listening (%s)", l->fd,
                     strcmp(s.binding_protocol, "auto") == 0 ? "auto-negotiate"
-                                                            : s.binding_protocol,
-                    l->name);
+                                                            : s.binding_protocol);
     }
 
     server_attach(&core);
@@ -231,7 +269,7 @@ int main(int argc, char **argv)
              NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(), s.maxbytes >> 20);
 
     bool graceful = false;
-    main_wait_for_stop(&set, &graceful);
+    main_wait_for_stop(&set, s.auth_file, &graceful);
     core_stop(&core, graceful);
     server_attach(NULL);
     rc = 0;
@@ -246,6 +284,10 @@ out_registry:
 out_store:
     store_destroy(&core.store);
 out_settings:
+    if (s.auth_file)
+        text_auth_unload();
+    if (s.sasl)
+        sasl_teardown();
     if (s.daemonize && s.pid_file)
         unlink(s.pid_file);
     settings_release(&s);

@@ -264,6 +264,12 @@ static int settings_suboption(struct settings_parse_ctx *c, char *opt, int *exit
         if (settings_long(val, 0, INT_MAX, &n) < 0)
             return settings_bad_value(c, "idle_timeout", val, exit_code);
         s->idle_timeout = (int)n;
+    } else if (strcmp(opt, "reply_queue_limit") == 0) {
+        /* nodelay's own: MB a client may owe before it is cut off */
+        NEED_NUMBER("reply_queue_limit");
+        if (settings_long(val, 1, 1L << 20, &n) < 0)
+            return settings_bad_value(c, "reply_queue_limit", val, exit_code);
+        s->reply_queue_limit = (size_t)n << 20;
     } else if (strcmp(opt, "watcher_logbuf_size") == 0 ||
                strcmp(opt, "worker_logbuf_size") == 0) {
         NEED_NUMBER(opt);
@@ -562,8 +568,8 @@ enum settings_result settings_parse(struct settings *s, int argc, char **argv, F
             s->large_pages = true;
             break;
         case 'D':
-            if (!optarg[0] || optarg[1])
-                FAIL(1, "No delimiter specified\n");
+            if (!optarg[0])
+                FAIL(1, "No delimiter specified\n"); /* memcached uses the first character */
             s->prefix_delimiter = optarg[0];
             s->detail_enabled = true;
             break;
@@ -650,11 +656,11 @@ enum settings_result settings_parse(struct settings *s, int argc, char **argv, F
     }
     if (optind < argc)
         FAIL(1, "nodelay: unexpected argument \"%s\" (see -h)\n", argv[optind]);
-    if (s->udpport != 0)
-        FAIL(SETTINGS_EX_USAGE, "-U %d: nodelay does not serve UDP (memcached's UDP is a "
-                                "reflection-attack hazard); use TCP, or -U 0\n",
-             s->udpport);
-    (void)tcp_port_given;
+    /* memcached: a UDP port given alone moves the TCP port with it. */
+    if (c.udp_given && s->udpport != 0 && !tcp_port_given)
+        s->port = s->udpport;
+    if (s->sasl && s->udpport != 0)
+        FAIL(SETTINGS_EX_USAGE, "ERROR: Cannot enable UDP while using binary SASL authentication\n");
     if (settings_check(&c, exit_code) < 0)
         return SETTINGS_EXIT;
     return SETTINGS_RUN;
@@ -671,7 +677,9 @@ void settings_print_help(FILE *out)
 "command lines keep working, but change nothing in nodelay.\n"
 "\n"
 "-p, --port=<num>          TCP port (default: 11211; 0 = off, -1 = any free port)\n"
-"-U, --udp-port=<num>      UDP port; only 0 (off) is accepted: nodelay serves TCP only\n"
+"-U, --udp-port=<num>      UDP port (default: 0 = off; UDP replies to forged sources\n"
+"                          make any server a reflection amplifier: keep it off on\n"
+"                          untrusted networks)\n"
 "-s, --unix-socket=<file>  UNIX socket to listen on (turns TCP off)\n"
 "-a, --unix-mask=<mask>    permissions of the UNIX socket, octal (default: 700)\n"
 "-A, --enable-shutdown     allow the `shutdown` command\n"
@@ -713,6 +721,8 @@ void settings_print_help(FILE *out)
 "   hashpower=<n>          initial index size 2^n, 12..32\n"
 "   no_hashexpand          (compat) fixed-size index\n"
 "   maxconns_fast, no_maxconns_fast  reject over -c at once (always done by nodelay)\n"
+"   reply_queue_limit=<MB> (nodelay) cut off a client owing more than this while it\n"
+"                          does not read (default: 64)\n"
 "   (compat) slab_reassign, no_slab_reassign, slab_automove[=0|1|2], no_slab_automove,\n"
 "   slab_automove_ratio=<f>, slab_automove_window=<n>, slab_automove_freeratio=<f>,\n"
 "   slab_chunk_max=<KB>, slab_sizes=<a-b-c..>, no_chunked_items, tail_repair_time=<s>,\n"

@@ -142,6 +142,10 @@ static void conn_update_interest(struct conn *c)
         want |= EVENT_READ;
     if (c->blocked && pending > 0)
         want |= EVENT_WRITE;
+    if ((c->interest & EVENT_READ) && !(want & EVENT_READ) && !c->closing)
+        log_debug("<%d owes %zu bytes: not reading until it drains", c->fd, pending);
+    else if (!(c->interest & EVENT_READ) && (want & EVENT_READ))
+        log_debug("<%d drained: reading again", c->fd);
     conn_set_interest(c, want);
     if (c->blocked)
         registry_set_state(&c->entry, REGISTRY_MWRITE);
@@ -233,7 +237,9 @@ static enum proto_status conn_process(struct conn *c)
 static void conn_after_input(struct conn *c, enum proto_status st)
 {
     struct worker *w = c->w;
-    if (c->tcp && (c->rlen > 0 || c->sess.sink_len > 0)) {
+    /* After a yield the buffered bytes are complete requests, not a wait. */
+    bool incomplete = (c->rlen > 0 && st != PROTO_YIELD) || c->sess.sink_len > 0;
+    if (c->tcp && incomplete) {
         if (sockopt_quickack(c->fd) == 0)
             STAT_INC(&w->stats, quickacks);
     }
@@ -242,8 +248,10 @@ static void conn_after_input(struct conn *c, enum proto_status st)
     conn_flush(c);
     if (c->dead)
         return;
-    if (st == PROTO_YIELD)
+    if (st == PROTO_YIELD) {
         STAT_INC(&w->stats, conn_yields);
+        log_debug("<%d -R budget spent with requests buffered: yielding", c->fd);
+    }
     conn_settle(c);
 }
 
@@ -269,6 +277,15 @@ static int conn_rbuf_room(struct conn *c)
     if (c->rsize >= CONN_RBUF_MAX)
         return -1;
     size_t nsize = c->rsize * 2;
+    /* -o read_buf_mem_limit (MB, 0 = none): each worker's share of it bounds
+     * how much its connections' grown buffers may hold together. */
+    const struct settings *set = c->w->core->settings;
+    if (set->read_buf_mem_limit > 0) {
+        size_t share = ((size_t)set->read_buf_mem_limit << 20) / (size_t)c->w->core->nworkers;
+        size_t held = __atomic_load_n(&c->w->rbuf_bytes, __ATOMIC_RELAXED);
+        if (held + nsize - c->rsize > share)
+            return -1;
+    }
     char *n = malloc(nsize);
     if (!n)
         return -1;
@@ -295,8 +312,12 @@ static void conn_on_readable(struct conn *c)
         n = read(c->fd, c->sess.sink, c->sess.sink_len);
     } else {
         if (conn_rbuf_room(c) < 0) {
-            log_info("<%d request larger than %u bytes: closing", c->fd, CONN_RBUF_MAX);
-            conn_close(c, "request too large");
+            /* memcached answers this and closes, too */
+            log_info("<%d request line too long for the read buffer limits: closing", c->fd);
+            reply_str(&c->sess.reply, "SERVER_ERROR out of memory reading request\r\n");
+            c->closing = true;
+            conn_flush(c);
+            conn_settle(c);
             return;
         }
         n = read(c->fd, c->rbuf + c->rpos + c->rlen, c->rsize - c->rpos - c->rlen);
@@ -309,12 +330,11 @@ static void conn_on_readable(struct conn *c)
     }
     STAT_INC(&w->stats, read_calls);
     if (n == 0) {
-        /* The client is gone (or half-closed): answer what it sent, then close. */
+        /* The client is gone or half-closed: send what it is owed (a
+         * half-closed client still reads), then close. */
         c->closing = true;
         conn_flush(c);
         conn_settle(c);
-        if (!c->dead)
-            conn_close(c, NULL);
         return;
     }
     STAT_ADD(&w->stats, bytes_read, (uint64_t)n);
@@ -362,6 +382,14 @@ void conn_on_event(struct conn *c, unsigned events)
     }
 }
 
+void conn_stop_reading(struct conn *c)
+{
+    if (c->dead || c->closing)
+        return;
+    c->closing = true;
+    conn_update_interest(c);
+}
+
 void conn_tick(struct conn *c, rel_time_t now)
 {
     if (c->dead)
@@ -373,6 +401,13 @@ void conn_tick(struct conn *c, rel_time_t now)
                  CONN_WRITE_STALL_SECS);
         conn_close(c, "stalled reader");
         return;
+    }
+    /* A connection quiet for a second gives its reply-queue memory back, so
+     * idle clients cost about one struct conn each. */
+    if (reply_pending(&c->sess.reply) == 0 && now - c->last_active >= 1 &&
+        (c->sess.reply.cap > 0 || c->sess.reply.spare || c->sess.reply.first)) {
+        reply_release(&c->sess.reply);
+        reply_init(&c->sess.reply);
     }
     int idle = w->core->settings->idle_timeout;
     if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&

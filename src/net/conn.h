@@ -14,7 +14,7 @@
 /* Read buffers start (and are cached) at this size; a longer request (a big
  * multiget line) grows its connection's buffer up to CONN_RBUF_MAX. */
 #define CONN_RBUF_SIZE (16 * 1024)
-#define CONN_RBUF_MAX (64u * 1024 * 1024)
+#define CONN_RBUF_MAX (16u * 1024 * 1024)
 /* Values at least this large are read straight into item memory. */
 #define CONN_DIRECT_MIN (4 * 1024)
 /* Stop reading a connection's requests while it owes this much. */
@@ -62,5 +62,7 @@ void conn_free(struct conn *c);
 void conn_tick(struct conn *c, rel_time_t now);
 /* Try to send what is queued; used at shutdown. */
 void conn_flush(struct conn *c);
+/* Shutdown: take no more requests, only send what is owed. */
+void conn_stop_reading(struct conn *c);
 
 #endif

@@ -15,20 +15,24 @@
 #include "net/sockopt.h"
 #include "settings.h"
 
-void listener_format_addr(const struct sockaddr *sa, bool tcp, const char *unix_path, char *out,
-                          size_t outsz)
+#ifndef SOCK_CLOEXEC
+#define SOCK_CLOEXEC 0 /* macOS: listeners are few and never exec'd across */
+#endif
+
+void listener_format_addr(const struct sockaddr *sa, const char *proto, const char *unix_path,
+                          char *out, size_t outsz)
 {
     char ip[INET6_ADDRSTRLEN] = "";
-    if (!tcp) {
+    if (!proto) {
         snprintf(out, outsz, "unix:%s", unix_path ? unix_path : "");
     } else if (sa->sa_family == AF_INET6) {
         const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
         inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-        snprintf(out, outsz, "tcp6:[%s]:%u", ip, ntohs(a->sin6_port));
+        snprintf(out, outsz, "%s6:[%s]:%u", proto, ip, ntohs(a->sin6_port));
     } else if (sa->sa_family == AF_INET) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
         inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
-        snprintf(out, outsz, "tcp:%s:%u", ip, ntohs(a->sin_port));
+        snprintf(out, outsz, "%s:%s:%u", proto, ip, ntohs(a->sin_port));
     } else {
         snprintf(out, outsz, "unknown");
     }
@@ -95,10 +99,11 @@ static int listener_push(struct listener_set *set, const struct listener *l)
     return 0;
 }
 
-static int listener_open_tcp(const struct settings *s, const char *host, int port,
-                             struct listener_set *set)
+static int listener_open_inet(const struct settings *s, const char *host, int port, bool udp,
+                              struct listener_set *set)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    const char *proto = udp ? "udp" : "tcp";
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = udp ? SOCK_DGRAM : SOCK_STREAM,
                              .ai_flags = AI_PASSIVE};
     struct addrinfo *res = NULL;
     char portbuf[16];
@@ -125,21 +130,22 @@ static int listener_open_tcp(const struct settings *s, const char *host, int por
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
             int e = errno;
             close(fd);
-            log_error("failed to listen on TCP port %d: %s", port, strerror(e));
+            log_error("failed to listen on %s port %d: %s", udp ? "UDP" : "TCP", port,
+                      strerror(e));
             freeaddrinfo(res);
             return -1;
         }
-        if (listen(fd, s->tcp_backlog) < 0 || sockopt_nonblock(fd) < 0) {
+        if ((!udp && listen(fd, s->tcp_backlog) < 0) || sockopt_nonblock(fd) < 0) {
             log_error("listen(): %s", strerror(errno));
             close(fd);
             freeaddrinfo(res);
             return -1;
         }
-        struct listener l = {.fd = fd, .tcp = true};
+        struct listener l = {.fd = fd, .tcp = !udp, .udp = udp};
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
-            listener_format_addr((struct sockaddr *)&ss, true, NULL, l.name, sizeof l.name);
+            listener_format_addr((struct sockaddr *)&ss, proto, NULL, l.name, sizeof l.name);
             l.port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                     : ((struct sockaddr_in *)&ss)->sin_port);
         }
@@ -155,7 +161,7 @@ static int listener_open_tcp(const struct settings *s, const char *host, int por
     }
     freeaddrinfo(res);
     if (opened == 0) {
-        log_error("failed to listen on TCP port %d: no usable address", port);
+        log_error("failed to listen on %s port %d: no usable address", udp ? "UDP" : "TCP", port);
         return -1;
     }
     return 0;
@@ -188,7 +194,7 @@ static int listener_open_unix(const struct settings *s, struct listener_set *set
         return -1;
     }
     struct listener l = {.fd = fd, .tcp = false};
-    listener_format_addr(NULL, false, path, l.name, sizeof l.name);
+    listener_format_addr(NULL, NULL, path, l.name, sizeof l.name);
     if (listener_push(set, &l) < 0) {
         close(fd);
         return -1;
@@ -205,8 +211,8 @@ int listener_open_all(const struct settings *s, struct listener_set *out)
             goto fail;
         return 0;
     }
-    if (s->port == 0)
-        return 0; /* TCP off */
+    if (s->port == 0 && s->udpport == 0)
+        return 0; /* TCP and UDP off */
     char *list = strdup(s->inter ? s->inter : "");
     if (!list)
         goto fail;
@@ -218,8 +224,11 @@ int listener_open_all(const struct settings *s, struct listener_set *out)
         if (listener_parse_addr(e, host, sizeof host, s->port, &port) < 0) {
             log_error("bad listen address: %s", e);
             rc = -1;
-        } else if (port != 0 || s->port < 0) {
-            rc = listener_open_tcp(s, host, port, out);
+        } else {
+            if (port != 0 || s->port < 0)
+                rc = listener_open_inet(s, host, port, false, out);
+            if (rc == 0 && s->udpport != 0)
+                rc = listener_open_inet(s, host, s->udpport, true, out);
         }
     }
     free(list);
@@ -250,8 +259,8 @@ int listener_write_port_file(const struct listener_set *set, const char *path)
     if (!f)
         return -1;
     for (size_t i = 0; i < set->n; i++)
-        if (set->l[i].tcp)
-            fprintf(f, "TCP INET: %d\n", set->l[i].port);
+        if (set->l[i].tcp || set->l[i].udp)
+            fprintf(f, "%s INET: %d\n", set->l[i].tcp ? "TCP" : "UDP", set->l[i].port);
     if (fclose(f) != 0)
         return -1;
     return rename(tmp, path);

@@ -10,7 +10,8 @@ struct settings;
 
 struct listener {
     int fd;
-    bool tcp;       /* false: unix socket */
+    bool tcp;       /* TCP (accepts connections) */
+    bool udp;       /* UDP (datagrams, memcached's 8-byte frame); neither: unix socket */
     int port;       /* bound TCP port (useful with -p -1) */
     char name[128]; /* "tcp:127.0.0.1:11211", "tcp6:[::1]:11211", "unix:/path" */
 };
@@ -33,12 +34,14 @@ int listener_parse_addr(const char *entry, char *host, size_t hostsz, int defaul
 int listener_open_all(const struct settings *s, struct listener_set *out);
 void listener_close_all(struct listener_set *set);
 
-/* memcached's MEMCACHED_PORT_FILENAME: "TCP INET: <port>" per TCP listener. */
+/* memcached's MEMCACHED_PORT_FILENAME: "TCP INET: <port>" per TCP listener,
+ * "UDP INET: <port>" per UDP one. */
 int listener_write_port_file(const struct listener_set *set, const char *path);
 
-/* "tcp:1.2.3.4:5", "tcp6:[::1]:5" or "unix:path" for an address. */
+/* "tcp:1.2.3.4:5", "tcp6:[::1]:5", "udp:…" (proto "tcp"/"udp") or
+ * "unix:path" (proto NULL) for an address. */
 struct sockaddr;
-void listener_format_addr(const struct sockaddr *sa, bool tcp, const char *unix_path, char *out,
-                          size_t outsz);
+void listener_format_addr(const struct sockaddr *sa, const char *proto, const char *unix_path,
+                          char *out, size_t outsz);
 
 #endif

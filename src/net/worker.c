@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +16,7 @@
 #include "net/conn.h"
 #include "net/core.h"
 #include "net/sockopt.h"
+#include "net/udp.h"
 #include "settings.h"
 #include "store/store.h"
 
@@ -49,7 +51,10 @@ int worker_init(struct worker *w, struct core *core, int id)
     if (!w->listen_watch)
         goto fail;
     for (size_t i = 0; i < nl; i++) {
-        w->listen_watch[i] = (struct watch){WATCH_LISTENER, &core->listeners.l[i]};
+        bool udp = core->listeners.l[i].udp;
+        if (udp && !w->udp_buf && !(w->udp_buf = malloc(WORKER_UDP_BUF)))
+            goto fail;
+        w->listen_watch[i] = (struct watch){udp ? WATCH_UDP : WATCH_LISTENER, &core->listeners.l[i]};
         if (event_add(w->loop, core->listeners.l[i].fd, EVENT_READ | EVENT_EXCLUSIVE,
                       &w->listen_watch[i]) < 0)
             goto fail;
@@ -84,6 +89,8 @@ void worker_release(struct worker *w)
     w->wake[0] = w->wake[1] = -1;
     free(w->listen_watch);
     w->listen_watch = NULL;
+    free(w->udp_buf);
+    w->udp_buf = NULL;
 }
 
 void worker_wake(struct worker *w)
@@ -174,7 +181,7 @@ static void worker_accept(struct worker *w, struct listener *l)
         }
         char addr[128];
         if (l->tcp) {
-            listener_format_addr((struct sockaddr *)&ss, true, NULL, addr, sizeof addr);
+            listener_format_addr((struct sockaddr *)&ss, "tcp", NULL, addr, sizeof addr);
         } else {
             snprintf(addr, sizeof addr, "%s", l->name);
         }
@@ -184,11 +191,10 @@ static void worker_accept(struct worker *w, struct listener *l)
             continue;
         }
         STAT_INC(&w->stats, total_connections);
-        log_verbose("<%d new %s client connection from %s", fd,
+        log_verbose("<%d new %s client connection", fd,
                     strcmp(core->settings->binding_protocol, "auto") == 0
                         ? "auto-negotiating"
-                        : core->settings->binding_protocol,
-                    addr);
+                        : core->settings->binding_protocol);
     }
 }
 
@@ -244,13 +250,22 @@ static void worker_shutdown(struct worker *w)
     bool graceful = __atomic_load_n(&w->core->graceful, __ATOMIC_RELAXED);
     if (graceful) {
         struct event_fired ev[WORKER_EVENTS];
-        for (int waited = 0; waited < WORKER_DRAIN_MS; waited += 50) {
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+            if (waited >= WORKER_DRAIN_MS)
+                break;
             bool owed = false;
             for (struct conn *c = w->conns; c; c = c->next)
                 if (reply_pending(&c->sess.reply) > 0)
                     owed = true;
             if (!owed)
                 break;
+            /* only write interest now: clients' new requests are not read */
+            for (struct conn *c = w->conns; c; c = c->next)
+                conn_stop_reading(c);
             int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
             for (int i = 0; i < n; i++) {
                 struct watch *wt = ev[i].ptr;
@@ -287,6 +302,10 @@ void *worker_main(void *arg)
             case WATCH_LISTENER:
                 if (w->listening)
                     worker_accept(w, wt->obj);
+                break;
+            case WATCH_UDP:
+                if (w->listening)
+                    udp_on_readable(w, wt->obj);
                 break;
             case WATCH_WAKE: {
                 char buf[64];

@@ -16,7 +16,7 @@ struct event_loop;
 struct store_ctx;
 
 /* What an event's pointer refers to. */
-enum watch_kind { WATCH_CONN, WATCH_LISTENER, WATCH_WAKE };
+enum watch_kind { WATCH_CONN, WATCH_LISTENER, WATCH_UDP, WATCH_WAKE };
 struct watch {
     enum watch_kind kind;
     void *obj;
@@ -24,6 +24,7 @@ struct watch {
 
 #define WORKER_IOV_MAX 1024
 #define WORKER_BUF_CACHE 32
+#define WORKER_UDP_BUF 65536 /* the largest datagram */
 
 struct worker {
     struct core *core;
@@ -47,6 +48,7 @@ struct worker {
     char *buf_cache[WORKER_BUF_CACHE]; /* spare read buffers */
     size_t nbuf_cache;
     struct iovec iov[WORKER_IOV_MAX];
+    char *udp_buf;                /* WORKER_UDP_BUF bytes when UDP is on */
 
     size_t reply_bytes;           /* bytes queued for clients, relaxed atomic */
     size_t rbuf_bytes;            /* read buffer bytes held, relaxed atomic */

@@ -5,30 +5,23 @@
 
 #include "net/reply.h"
 
+/* Each part goes in with reply_copy, which either appends all of it or
+ * fails cleanly (reply_reserve + reply_commit could drop bytes on a failed
+ * allocation); a failure rolls the whole packet back, so the queue never
+ * holds half a response. Copies into the same block share one iovec. */
 int bin_compose(struct reply_queue *q, const struct bin_resp *r, const void *ext,
                 uint8_t extlen, const void *key, uint16_t keylen, const void *body,
                 uint32_t bodylen)
 {
-    size_t total = (size_t)BIN_HEADER_LEN + extlen + keylen + bodylen;
-    uint32_t wire_body = (uint32_t)extlen + keylen + bodylen;
-    unsigned char *p = (unsigned char *)reply_reserve(q, total);
-    if (!p)
+    unsigned char head[BIN_HEADER_LEN];
+    bin_header_encode(head, r, keylen, extlen, (uint32_t)extlen + keylen + bodylen);
+    struct reply_mark mark;
+    reply_get_mark(q, &mark);
+    if (reply_copy(q, head, sizeof head) != 0 || reply_copy(q, ext, extlen) != 0 ||
+        reply_copy(q, key, keylen) != 0 || reply_copy(q, body, bodylen) != 0) {
+        reply_rollback(q, &mark);
         return -1;
-    bin_header_encode(p, r, keylen, extlen, wire_body);
-    size_t off = BIN_HEADER_LEN;
-    if (extlen) {
-        memcpy(p + off, ext, extlen);
-        off += extlen;
     }
-    if (keylen) {
-        memcpy(p + off, key, keylen);
-        off += keylen;
-    }
-    if (bodylen) {
-        memcpy(p + off, body, bodylen);
-        off += bodylen;
-    }
-    reply_commit(q, off);
     return 0;
 }
 

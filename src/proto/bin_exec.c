@@ -16,6 +16,12 @@
 #include "stats/stats.h"
 #include "version.h"
 
+/* `stats detail on|off` flips this while workers run. */
+static bool bin_detail_enabled(const struct session *s)
+{
+    return __atomic_load_n(&s->settings->detail_enabled, __ATOMIC_RELAXED);
+}
+
 static struct bin_resp bin_resp_ok(const struct bin_header *h, uint64_t cas)
 {
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque,
@@ -34,6 +40,15 @@ static enum proto_status bin_error(struct session *s, const struct bin_header *h
                                    uint16_t status)
 {
     return bin_result(bin_compose_error(&s->reply, h->opcode, h->opaque, status));
+}
+
+/* ENOMEM with memcached's own wording for where memory ran out. */
+static enum proto_status bin_enomem(struct session *s, const struct bin_header *h,
+                                    const char *text)
+{
+    struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_ENOMEM, .opaque = h->opaque};
+    return bin_result(
+        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text)));
 }
 
 /* A success with an optional body, unless the opcode is quiet. */
@@ -75,7 +90,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
         else
             STAT_INC(s->stats, get_misses);
     }
-    if (s->settings->detail_enabled)
+    if (bin_detail_enabled(s))
         server_stats_detail(key, h->keylen, 'g', hit);
 
     if (!hit) {
@@ -91,26 +106,31 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
 
     uint32_t nvalue = with_value ? it.nvalue : 0;
     uint16_t nkey = with_key ? h->keylen : 0;
-    size_t head = BIN_HEADER_LEN + 4 + (size_t)nkey;
-    unsigned char *p = (unsigned char *)reply_reserve(&s->reply, head);
-    if (!p) {
+    unsigned char head[BIN_HEADER_LEN + 4 + STORE_KEY_MAX];
+    struct bin_resp r = bin_resp_ok(h, it.cas);
+    bin_header_encode(head, &r, nkey, 4, 4 + (uint32_t)nkey + nvalue);
+    bin_store32(head + BIN_HEADER_LEN, it.flags);
+    if (nkey)
+        memcpy(head + BIN_HEADER_LEN + 4, key, nkey);
+    struct reply_mark mark;
+    reply_get_mark(&s->reply, &mark);
+    if (reply_copy(&s->reply, head, BIN_HEADER_LEN + 4 + (size_t)nkey) != 0) {
         if (it.pin)
             store_pin_release(it.pin);
         return PROTO_CLOSE;
     }
-    struct bin_resp r = bin_resp_ok(h, it.cas);
-    bin_header_encode(p, &r, nkey, 4, 4 + (uint32_t)nkey + nvalue);
-    bin_store32(p + BIN_HEADER_LEN, it.flags);
-    if (nkey)
-        memcpy(p + BIN_HEADER_LEN + 4, key, nkey);
-    reply_commit(&s->reply, head);
     if (!with_value) {
         if (it.pin)
             store_pin_release(it.pin);
         return PROTO_OK;
     }
-    /* The value leaves from item memory; the queue releases the pin. */
-    return bin_result(reply_ref(&s->reply, it.value, nvalue, it.pin));
+    /* The value leaves from item memory; the queue releases the pin (even
+     * when it cannot take it). */
+    if (reply_value(&s->reply, it.value, nvalue, it.pin) != 0) {
+        reply_rollback(&s->reply, &mark);
+        return PROTO_CLOSE;
+    }
+    return PROTO_OK;
 }
 
 /* SET ADD REPLACE APPEND PREPEND (+Q): reserve room, then receive the value. */
@@ -123,7 +143,7 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
     bool cas = h->cas != 0 && s->settings->cas_enabled;
     struct store_set_req req = {0};
 
-    if (s->settings->detail_enabled)
+    if (bin_detail_enabled(s))
         server_stats_detail(key, h->keylen, 's', false);
 
     switch (op) {
@@ -146,18 +166,24 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
         req.cas_compare = h->cas;
     }
 
-    enum store_status rs = store_reserve(s->store, key, h->keylen, vlen, &st->res);
+    /* SET/ADD/REPLACE know the item's flags and expiry up front: the store
+     * lays the item out for them (APPEND/PREPEND keep the old item's). */
+    bool append = op == BIN_OP_APPEND || op == BIN_OP_PREPEND;
+    enum store_status rs =
+        append ? store_reserve(s->store, key, h->keylen, vlen, &st->res)
+               : store_reserve_for(s->store, key, h->keylen, vlen, req.flags, req.exptime,
+                                   &st->res);
     if (rs != STORE_OK) {
-        uint16_t status = rs == STORE_TOO_LARGE ? BIN_STATUS_E2BIG : BIN_STATUS_ENOMEM;
         /* A failed set must not leave the old value readable. */
         if (op == BIN_OP_SET)
             store_delete(s->store, key, h->keylen, NULL);
-        enum proto_status rc = bin_error(s, h, status);
+        enum proto_status rc = rs == STORE_TOO_LARGE
+                                   ? bin_error(s, h, BIN_STATUS_E2BIG)
+                                   : bin_enomem(s, h, "Out of memory allocating item");
         bin_swallow(s, vlen);
         return rc;
     }
     st->hdr = *h;
-    st->base_op = op;
     st->quiet = quiet;
     st->set_req = req;
     st->recv = BIN_RECV_STORE;
@@ -183,31 +209,34 @@ void bin_update_complete(struct session *s)
             STAT_INC(s->stats, cas_misses);
     }
 
+    enum proto_status rc;
     switch (rs) {
     case STORE_OK:
-        bin_success(s, h, st->quiet, cas, NULL, 0);
-        return;
+        rc = bin_success(s, h, st->quiet, cas, NULL, 0);
+        break;
     case STORE_EXISTS:
-        bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
-        return;
+        rc = bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
+        break;
     case STORE_MISS:
-        bin_error(s, h, BIN_STATUS_KEY_ENOENT);
-        return;
+        rc = bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+        break;
     default:
         if (st->set_req.mode == STORE_MODE_ADD)
-            bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
+            rc = bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
         else if (st->set_req.mode == STORE_MODE_REPLACE)
-            bin_error(s, h, BIN_STATUS_KEY_ENOENT);
+            rc = bin_error(s, h, BIN_STATUS_KEY_ENOENT);
         else
-            bin_error(s, h, BIN_STATUS_NOT_STORED);
-        return;
+            rc = bin_error(s, h, BIN_STATUS_NOT_STORED);
+        break;
     }
+    if (rc != PROTO_OK)
+        st->failed = true;
 }
 
 static enum proto_status bin_delete(struct session *s, const struct bin_header *h, bool quiet,
                                     const char *key)
 {
-    if (s->settings->detail_enabled)
+    if (bin_detail_enabled(s))
         server_stats_detail(key, h->keylen, 'd', false);
     struct store_delete_req req = {.cas_compare = h->cas};
     switch (store_delete(s->store, key, h->keylen, &req)) {
@@ -261,8 +290,14 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
         return bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
     case STORE_NOT_STORED:
         return bin_error(s, h, BIN_STATUS_NOT_STORED);
-    default:
-        return bin_error(s, h, BIN_STATUS_ENOMEM);
+    default: {
+        /* memcached words it by whether the item existed. */
+        struct store_get_req peek = {.no_update = true};
+        struct store_item it;
+        bool existed = store_get(s->store, key, h->keylen, &peek, &it) == STORE_OK;
+        return bin_enomem(s, h, existed || !req.create ? "Out of memory incrementing value"
+                                                       : "Out of memory allocating new item");
+    }
     }
 }
 

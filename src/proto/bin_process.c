@@ -113,6 +113,8 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
         return PROTO_OK;
     *used = head;
 
+    log_verbose("<binary opcode 0x%02x keylen %u extlen %u bodylen %u", h.opcode,
+                (unsigned)h.keylen, (unsigned)h.extlen, (unsigned)h.bodylen);
     enum bin_kind kind = bin_classify(&h);
     if (kind == BIN_KIND_INVALID)
         return bin_fatal(s, &h, BIN_STATUS_EINVAL);
@@ -132,6 +134,10 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
     s->sink = NULL;
     s->sink_len = 0;
     for (;;) {
+        if (st->failed) {
+            rc = PROTO_CLOSE; /* a finished value's reply could not be queued */
+            break;
+        }
         if (st->recv != BIN_RECV_NONE) {
             off += bin_recv_feed(s, buf + off, len - off);
             if (st->recv != BIN_RECV_NONE)

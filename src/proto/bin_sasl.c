@@ -102,6 +102,7 @@ void bin_sasl_complete(struct session *s)
     enum bin_sasl_result res = bin_sasl_run(st);
     st->sasl_started = res == BIN_SASL_CONTINUE;
     struct bin_resp r = {.opcode = h->opcode, .opaque = h->opaque};
+    int rc = 0;
 
     switch (res) {
     case BIN_SASL_OK:
@@ -109,18 +110,20 @@ void bin_sasl_complete(struct session *s)
         s->authenticated = true;
         STAT_INC(s->stats, auth_cmds);
         r.status = BIN_STATUS_OK;
-        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, "Authenticated", 13);
+        rc = bin_compose(&s->reply, &r, NULL, 0, NULL, 0, "Authenticated", 13);
         break;
     case BIN_SASL_CONTINUE:
         r.status = BIN_STATUS_AUTH_CONTINUE;
-        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, NULL, 0);
+        rc = bin_compose(&s->reply, &r, NULL, 0, NULL, 0, NULL, 0);
         break;
     case BIN_SASL_FAIL:
         STAT_INC(s->stats, auth_cmds);
         STAT_INC(s->stats, auth_errors);
-        bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_AUTH_ERROR);
+        rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_AUTH_ERROR);
         break;
     }
+    if (rc != 0)
+        st->failed = true;
     /* The credentials are not kept beyond the check. */
     memset(st->sasl_data, 0, BIN_SASL_DATA_MAX);
 }

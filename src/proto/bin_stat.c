@@ -87,11 +87,7 @@ static bool bin_stat_is(const char *s, size_t n, const char *word)
     return n == strlen(word) && memcmp(s, word, n) == 0;
 }
 
-/* The group a STAT key asks for, as memcached's binary STAT reads it: "reset"
- * and "settings" by prefix, "detail on|off|dump", and the groups its
- * get_stats() knows (items, slabs, sizes; nodelay is ours). Others, including
- * the text-only conns and cachedump, are NULL: KEY_ENOENT. */
-static const char *bin_stat_group(const char *key, size_t n)
+const char *bin_stat_group(const char *key, size_t n)
 {
     if (n == 0)
         return "";
@@ -135,8 +131,13 @@ enum proto_status bin_stat(struct session *s, const struct bin_header *h, const 
     reply_release(&text);
     if (rc != 0)
         return bin_stat_error(s, h, BIN_STATUS_KEY_ENOENT);
-    if (!buf)
-        return bin_stat_error(s, h, BIN_STATUS_ENOMEM);
+    if (!buf) {
+        struct bin_resp e = {.opcode = h->opcode, .status = BIN_STATUS_ENOMEM,
+                             .opaque = h->opaque};
+        static const char oom[] = "Out of memory generating stats";
+        int rc2 = bin_compose(&s->reply, &e, NULL, 0, NULL, 0, oom, sizeof oom - 1);
+        return rc2 == 0 ? PROTO_OK : PROTO_CLOSE;
+    }
 
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque};
     struct reply_mark mark;

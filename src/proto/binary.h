@@ -167,6 +167,12 @@ int bin_compose(struct reply_queue *q, const struct bin_resp *r, const void *ext
                 uint8_t extlen, const void *key, uint16_t keylen, const void *body,
                 uint32_t bodylen);
 
+/* bin_stat.c: the group a STAT key asks for, as memcached's binary STAT
+ * reads it: "reset" and "settings" by prefix, "detail on|off|dump", and the
+ * groups its get_stats() knows (items, slabs, sizes; nodelay is ours). Others,
+ * including the text-only conns and cachedump, are NULL: KEY_ENOENT. */
+const char *bin_stat_group(const char *key, size_t n);
+
 /* bin_stat.c: one STAT packet per "STAT name value" line of text (END,
  * RESET and OK lines are skipped). Returns 0, 1 when the text holds an error
  * line, -1 out of memory. */
@@ -198,9 +204,8 @@ struct bin_state {
     size_t filled; /* value bytes received so far */
     /* The request waiting for its value. */
     struct bin_header hdr;
-    uint8_t base_op;
     bool quiet;
-    bool have_res;
+    bool failed; /* a reply could not be composed (no memory): close */
     struct store_reservation res;
     struct store_set_req set_req;
     /* SASL: a PLAIN exchange in progress, and its outcome. */

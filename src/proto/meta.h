@@ -121,7 +121,8 @@ void meta_swallow_done(struct session *s, bool chunk_ok);
 /* Append "<line>\r\n" (an error always goes out, whatever q says). */
 void meta_reply_error(struct session *s, const char *line);
 
-/* Line composition: a bounded buffer the reply line is built in. */
+/* Line composition: a bounded buffer the reply line is built in. Start one
+ * with `l.len = 0`, not an initialiser, which would zero all 1 KiB. */
 struct meta_line {
     char buf[1024];
     size_t len;
@@ -140,10 +141,11 @@ void meta_line_opaque(struct meta_line *l, const char *opaque, size_t nopaque);
 /* Append the line plus "\r\n" to the reply queue. */
 void meta_line_send(struct session *s, struct meta_line *l);
 
-/* base64 (RFC 4648, padded), as memcached uses for binary keys. encode
- * returns the output length (out must hold 4 * ceil(n / 3)); decode returns
- * the decoded length, or 0 when the input is not valid base64 or the output
- * would exceed outmax. */
+/* base64 (RFC 4648 alphabet), as memcached uses for binary keys. encode
+ * pads and returns the output length (out must hold 4 * ceil(n / 3)); decode
+ * follows memcached's lenient rules (see meta_base64.c) and returns the
+ * decoded length, or 0 when the input cannot be decoded or the output would
+ * exceed outmax. */
 size_t meta_base64_encode(const unsigned char *in, size_t n, char *out);
 size_t meta_base64_decode(const char *in, size_t n, unsigned char *out, size_t outmax);
 

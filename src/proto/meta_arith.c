@@ -8,7 +8,7 @@
 static void meta_arith_tokens(struct meta_line *l, const struct meta_req *req,
                               const struct store_arith_res *res)
 {
-    rel_time_t now = clock_now();
+    rel_time_t now = res && meta_has(req, 't') ? clock_now() : 0;
     for (size_t i = 0; i < req->norder; i++) {
         switch (req->order[i]) {
         case 'c':
@@ -38,7 +38,7 @@ static void meta_arith_tokens(struct meta_line *l, const struct meta_req *req,
 
 void meta_arith(struct session *s, const struct meta_req *req)
 {
-    bool incr = !(req->mode == 'D' || req->mode == 'd' || req->mode == '-');
+    bool incr = !(req->mode == 'D' || req->mode == '-');
     struct store_arith_req a = {
         .incr = incr,
         .delta = req->delta,
@@ -53,7 +53,8 @@ void meta_arith(struct session *s, const struct meta_req *req)
     struct store_arith_res res = {0};
     enum store_status st = store_arith(s->store, req->key, req->nkey, &a, &res);
 
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     switch (st) {
     case STORE_OK: {
         if (!res.created) {
@@ -65,7 +66,8 @@ void meta_arith(struct session *s, const struct meta_req *req)
         /* q hides a success, the number included */
         if (req->quiet)
             return;
-        struct meta_line num = {.len = 0};
+        struct meta_line num;
+        num.len = 0;
         meta_line_u64(&num, res.value);
         if (req->value) {
             meta_line_mem(&l, "VA ", 3);

@@ -29,6 +29,8 @@ size_t meta_base64_encode(const unsigned char *in, size_t n, char *out)
     return o;
 }
 
+/* 0..63 for the alphabet, 0 for '=' (padding reads as zero bits), -1 for
+ * anything else. */
 static int b64_value(char c)
 {
     if (c >= 'A' && c <= 'Z')
@@ -41,34 +43,45 @@ static int b64_value(char c)
         return 62;
     if (c == '/')
         return 63;
+    if (c == '=')
+        return 0;
     return -1;
 }
 
+/* memcached's decoder rules, so a malformed key means the same item on both
+ * servers: characters outside the alphabet are skipped; the rest must come
+ * in whole groups of four; decoding stops after the first group holding
+ * padding, which drops one or two bytes (three or four '=' is an error). */
 size_t meta_base64_decode(const char *in, size_t n, unsigned char *out, size_t outmax)
 {
-    if (n == 0 || n % 4 != 0)
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += b64_value(in[i]) >= 0;
+    if (count == 0 || count % 4 != 0)
         return 0;
-    size_t pad = 0;
-    if (in[n - 1] == '=')
-        pad = in[n - 2] == '=' ? 2 : 1;
-    size_t outlen = n / 4 * 3 - pad;
-    if (outlen == 0 || outlen > outmax)
-        return 0;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        for (int j = 0; j < 4; j++) {
-            bool padding = i + 4 == n && j >= 4 - (int)pad;
-            v[j] = padding ? 0 : b64_value(in[i + j]);
-            if (v[j] < 0)
+
+    size_t o = 0, got = 0, pad = 0;
+    int block[4];
+    for (size_t i = 0; i < n; i++) {
+        int v = b64_value(in[i]);
+        if (v < 0)
+            continue;
+        pad += in[i] == '=';
+        block[got++] = v;
+        if (got < 4)
+            continue;
+        got = 0;
+        if (o + 3 > outmax)
+            return 0;
+        out[o++] = (unsigned char)(block[0] << 2 | block[1] >> 4);
+        out[o++] = (unsigned char)(block[1] << 4 | block[2] >> 2);
+        out[o++] = (unsigned char)(block[2] << 6 | block[3]);
+        if (pad) {
+            if (pad > 2)
                 return 0;
+            o -= pad;
+            break;
         }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
-                     (uint32_t)v[3];
-        unsigned char bytes[3] = {(unsigned char)(w >> 16), (unsigned char)(w >> 8),
-                                  (unsigned char)w};
-        for (int j = 0; j < 3 && o < outlen; j++)
-            out[o++] = bytes[j];
     }
     return o;
 }

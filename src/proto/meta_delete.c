@@ -1,4 +1,6 @@
 /* md (meta delete): delete, or with I mark stale; x drops only the value. */
+#include <string.h>
+
 #include "proto/meta.h"
 #include "proto/session.h"
 #include "stats/stats.h"
@@ -15,13 +17,30 @@ void meta_delete(struct session *s, const struct meta_req *req)
         .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
         .drop_value = req->drop_value,
     };
-    enum store_status st = store_delete(s->store, req->key, req->nkey, &d);
+    enum store_status st;
+    if (req->has_cas && req->cas == 0) {
+        /* C0 compares too (the store reads cas_compare 0 as "any"): a live
+         * item's CAS is 0 only with -C, so otherwise it is EX */
+        struct store_get_req g = {.no_update = true};
+        struct store_item it;
+        memset(&it, 0, sizeof it);
+        st = store_get(s->store, req->key, req->nkey, &g, &it);
+        if (it.pin)
+            store_pin_release(it.pin);
+        if (st == STORE_OK && it.cas != 0)
+            st = STORE_EXISTS;
+        else if (st == STORE_OK)
+            st = store_delete(s->store, req->key, req->nkey, &d);
+    } else {
+        st = store_delete(s->store, req->key, req->nkey, &d);
+    }
 
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     switch (st) {
     case STORE_OK:
-        /* memcached counts a real removal only, not a mark-stale */
-        if (!req->invalidate && !req->drop_value)
+        /* memcached counts a removal or an emptying, not a mark-stale */
+        if (!req->invalidate)
             STAT_INC(s->stats, delete_hits);
         if (req->quiet)
             return;

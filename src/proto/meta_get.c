@@ -5,6 +5,7 @@
 #include "net/reply.h"
 #include "proto/meta.h"
 #include "proto/session.h"
+#include "settings.h"
 #include "stats/stats.h"
 
 /* R<ttl>: win the recache when the item's remaining TTL is below this many
@@ -22,7 +23,8 @@ static void meta_get_miss(struct session *s, const struct meta_req *req)
 {
     if (req->quiet)
         return;
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     meta_line_mem(&l, "EN", 2);
     for (size_t i = 0; i < req->norder; i++) {
         if (req->order[i] == 'O')
@@ -37,8 +39,10 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
 {
     /* 1.6.45 mg C<cas>: the client already holds this version; skip the value */
     bool value = req->value && !(meta_has(req, 'C') && req->cas == it->cas);
-    rel_time_t now = clock_now();
-    struct meta_line l = {.len = 0};
+    /* the clock only when a relative time is asked for */
+    rel_time_t now = meta_has(req, 't') || meta_has(req, 'l') ? clock_now() : 0;
+    struct meta_line l;
+    l.len = 0;
 
     if (value) {
         meta_line_mem(&l, "VA ", 3);
@@ -92,7 +96,7 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
     if (value) {
         if (it->nvalue > 0) {
             /* by reference: the pin keeps the bytes until they are sent */
-            reply_ref(&s->reply, it->value, it->nvalue, it->pin);
+            reply_value(&s->reply, it->value, it->nvalue, it->pin);
             it->pin = NULL;
         }
         reply_copy(&s->reply, "\r\n", 2);
@@ -150,7 +154,8 @@ void meta_debug(struct session *s, const struct meta_req *req)
         return;
     }
     rel_time_t now = clock_now();
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     meta_line_mem(&l, "ME ", 3);
     if (req->base64_key) {
         char enc[(STORE_KEY_MAX + 2) / 3 * 4];
@@ -170,11 +175,14 @@ void meta_debug(struct session *s, const struct meta_req *req)
     meta_line_str(&l, it.fetched ? " fetch=yes cls=" : " fetch=no cls=");
     meta_line_u64(&l, it.class_id);
     /* size: what memcached's item of this key and value would take (its
-     * 56-byte header with CAS, key + NUL, value + CRLF, 4 bytes of non-zero
-     * flags), so tools comparing me output across servers see the same
-     * number; nodelay's own, smaller header is reported by stats. */
+     * 48-byte header, 8 more for the CAS unless -C, key + NUL, value + CRLF,
+     * 4 bytes of non-zero flags), so tools comparing me output across
+     * servers see the same number; nodelay's own, smaller header is reported
+     * by stats. */
+    uint64_t size = 48 + (s->settings->cas_enabled ? 8 : 0) + (uint64_t)it.nkey + 1 +
+                    it.nvalue + 2 + (it.flags ? 4 : 0);
     meta_line_str(&l, " size=");
-    meta_line_u64(&l, 56 + (uint64_t)it.nkey + 1 + it.nvalue + 2 + (it.flags ? 4 : 0));
+    meta_line_u64(&l, size);
     meta_line_send(s, &l);
     if (it.pin)
         store_pin_release(it.pin);

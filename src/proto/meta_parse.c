@@ -258,9 +258,9 @@ static bool meta_mode_ok(enum meta_cmd cmd, char mode)
     if (mode == 0)
         return true;
     if (cmd == META_MS)
-        return strchr("EAPRSeaprs", mode) != NULL;
+        return strchr("EAPRS", mode) != NULL;
     if (cmd == META_MA)
-        return strchr("IiDd+-", mode) != NULL;
+        return strchr("ID+-", mode) != NULL;
     return true;
 }
 

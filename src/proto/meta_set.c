@@ -12,10 +12,10 @@
 static enum store_mode meta_set_mode(char mode)
 {
     switch (mode) {
-    case 'E': case 'e': return STORE_MODE_ADD;
-    case 'A': case 'a': return STORE_MODE_APPEND;
-    case 'P': case 'p': return STORE_MODE_PREPEND;
-    case 'R': case 'r': return STORE_MODE_REPLACE;
+    case 'E': return STORE_MODE_ADD;
+    case 'A': return STORE_MODE_APPEND;
+    case 'P': return STORE_MODE_PREPEND;
+    case 'R': return STORE_MODE_REPLACE;
     default: return STORE_MODE_SET;
     }
 }
@@ -23,7 +23,8 @@ static enum store_mode meta_set_mode(char mode)
 static void meta_set_reply(struct session *s, const struct meta_state *m, enum store_status st,
                            uint64_t cas, uint32_t size)
 {
-    struct meta_line l = {.len = 0};
+    struct meta_line l;
+    l.len = 0;
     switch (st) {
     case STORE_OK:
         if (m->quiet)
@@ -105,6 +106,7 @@ static void meta_set_done(struct session *s, bool chunk_ok)
 void meta_set(struct session *s, const struct meta_req *req)
 {
     struct meta_state *m = &s->text.meta;
+    /* clear the scalars; the key, opaque and flag buffers are filled below */
     memset(m, 0, offsetof(struct meta_state, key));
     m->nopaque = 0;
     m->nret = 0;
@@ -142,8 +144,10 @@ void meta_set(struct session *s, const struct meta_req *req)
         r->vivify_exptime = meta_exptime(req->vivify_ttl);
     }
 
-    enum store_status st = store_reserve(s->store, req->key, req->nkey, req->datalen,
-                                         &s->text.res);
+    /* flags and expiry are known now: the store lays the item out for them */
+    rel_time_t exptime = r->vivify ? r->vivify_exptime : r->exptime;
+    enum store_status st = store_reserve_for(s->store, req->key, req->nkey, req->datalen,
+                                             r->flags, exptime, &s->text.res);
     if (st != STORE_OK) {
         if (st == STORE_TOO_LARGE)
             STAT_INC(s->stats, store_too_large);

@@ -2,6 +2,7 @@
 #include "proto/sasl.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,15 +110,8 @@ int sasl_load_text(const char *text, size_t len)
     return 0;
 }
 
-int sasl_setup(const struct settings *settings)
+int sasl_load_file(const char *path)
 {
-    (void)settings;
-    const char *path = getenv("MEMCACHED_SASL_PWDB");
-    if (!path) {
-        log_error("WARNING: -S given but MEMCACHED_SASL_PWDB is not set: "
-                  "every SASL authentication will fail");
-        return 0;
-    }
     FILE *f = fopen(path, "r");
     if (!f) {
         log_error("failed to open the SASL password file %s: %s", path, strerror(errno));
@@ -156,6 +150,36 @@ int sasl_setup(const struct settings *settings)
     return 0;
 }
 
+/* The file named by MEMCACHED_SASL_PWDB; with the variable unset, what is
+ * loaded stays. */
+static int sasl_load_env(void)
+{
+    const char *path = getenv("MEMCACHED_SASL_PWDB");
+    if (!path) {
+        log_error("WARNING: SASL is on but MEMCACHED_SASL_PWDB is not set: "
+                  "no user can authenticate");
+        return 0;
+    }
+    return sasl_load_file(path);
+}
+
+/* The file is read exactly once, by sasl_setup() at start-up or, if start-up
+ * did not call it, by the first authentication. */
+static pthread_once_t sasl_once = PTHREAD_ONCE_INIT;
+static int sasl_load_rc;
+
+static void sasl_load_once(void)
+{
+    sasl_load_rc = sasl_load_env();
+}
+
+int sasl_setup(const struct settings *settings)
+{
+    (void)settings;
+    pthread_once(&sasl_once, sasl_load_once);
+    return sasl_load_rc;
+}
+
 bool sasl_mech_supported(const char *mech, size_t len)
 {
     /* Mechanism names are case-insensitive (RFC 4422). */
@@ -178,6 +202,7 @@ static int sasl_ct_equal(const char *a, size_t na, const char *b, size_t nb)
 
 bool sasl_plain_check(const char *msg, size_t len)
 {
+    pthread_once(&sasl_once, sasl_load_once);
     const char *nul1 = memchr(msg, '\0', len);
     if (!nul1)
         return false;

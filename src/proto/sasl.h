@@ -18,17 +18,23 @@ struct settings;
 /* The mechanisms LIST_MECHS answers, space-separated. */
 #define SASL_MECHS "PLAIN"
 
-/* Load the password file named by MEMCACHED_SASL_PWDB. Call once at start-up
- * when settings->sasl is on (before workers start). Returns 0, or -1 with a
- * message logged when the variable is set but the file cannot be read. With
- * the variable unset it logs a warning and returns 0: every AUTH then fails. */
+/* Load the password file named by MEMCACHED_SASL_PWDB. main() calls it at
+ * start-up when settings->sasl is on, so a bad file stops the server there;
+ * otherwise the first authentication loads it. Returns 0, or -1 with a message
+ * logged when the variable is set but the file cannot be read. With the
+ * variable unset it logs a warning and returns 0: every AUTH then fails. */
 int sasl_setup(const struct settings *settings);
 
 /* Free the loaded passwords. */
 void sasl_teardown(void);
 
+/* Load a password file (replacing any loaded). Returns 0, or -1 (logged)
+ * when it cannot be read. */
+int sasl_load_file(const char *path);
+
 /* Load entries from the text of a password file (replacing any loaded).
- * Returns 0, or -1 when out of memory. Used by sasl_setup and by tests. */
+ * Returns 0, or -1 when out of memory. Used by sasl_setup and by tests (not
+ * while workers may be authenticating). */
 int sasl_load_text(const char *text, size_t len);
 
 /* True when mech (not NUL-terminated) names a mechanism we offer. */

@@ -311,8 +311,10 @@ static size_t text_receive(struct session *s, const char *buf, size_t len)
 void text_sink_filled(struct session *s, size_t n)
 {
     struct text_state *t = &s->text;
+    if (n > s->sink_len)
+        n = s->sink_len; /* never count bytes past the value */
     t->filled += n;
-    if (n >= s->sink_len) {
+    if (n == s->sink_len) {
         s->sink = NULL;
         s->sink_len = 0;
     } else {

@@ -11,6 +11,7 @@
 
 #include "proto/session.h"
 #include "proto/text_internal.h"
+#include "settings.h"
 #include "stats/stats.h"
 
 /* memcached 1.6.45 refuses longer tokens (1.6.18 crashed on them). */
@@ -115,7 +116,7 @@ int text_auth_load(const char *path)
     }
     pthread_mutex_lock(&text_auth_lock);
     struct text_auth_list *old = text_auth_current;
-    text_auth_current = list;
+    __atomic_store_n(&text_auth_current, list, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&text_auth_lock);
     text_auth_list_free(old);
     return 0;
@@ -125,7 +126,7 @@ void text_auth_unload(void)
 {
     pthread_mutex_lock(&text_auth_lock);
     struct text_auth_list *old = text_auth_current;
-    text_auth_current = NULL;
+    __atomic_store_n(&text_auth_current, NULL, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&text_auth_lock);
     text_auth_list_free(old);
 }
@@ -198,6 +199,10 @@ void text_auth_line(struct session *s, const struct text_line *l)
 {
     uint32_t size;
     s->text.noreply = false;
+    /* Start-up should have loaded the file (text_auth_load); if it did not,
+     * load it on first use so -Y works either way. */
+    if (!__atomic_load_n(&text_auth_current, __ATOMIC_ACQUIRE) && s->settings->auth_file)
+        (void)text_auth_load(s->settings->auth_file);
     if (l->ntok < 5 || !TEXT_TOK_IS(&l->tok[0], "set") || !text_parse_u32(&l->tok[4], &size)) {
         TEXT_OUT_ALWAYS(s, "CLIENT_ERROR unauthenticated");
         return;

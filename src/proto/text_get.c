@@ -61,7 +61,7 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
 
     struct reply_mark mark;
     reply_get_mark(&s->reply, &mark);
-    bool detail = s->settings->detail_enabled;
+    bool detail = TEXT_DETAIL_ON(s);
     bool crlf = false;
 
     /* Walk the raw line: a multiget may have far more keys than tokens. */
@@ -108,7 +108,7 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
                 store_pin_release(it.pin);
             goto oom;
         }
-        if (reply_ref(&s->reply, it.value, it.nvalue, it.pin) != 0)
+        if (reply_value(&s->reply, it.value, it.nvalue, it.pin) != 0)
             goto oom;
         crlf = true;
     }

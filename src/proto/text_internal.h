@@ -57,6 +57,9 @@ static inline bool text_tok_eq(const struct text_token *t, const char *lit, size
 }
 #define TEXT_TOK_IS(t, lit) text_tok_eq((t), lit, sizeof(lit) - 1)
 
+/* `stats detail on|off` flips this at run time from another thread. */
+#define TEXT_DETAIL_ON(s) __atomic_load_n(&(s)->settings->detail_enabled, __ATOMIC_RELAXED)
+
 /* ---- replies (text_reply.c) ---- */
 
 /* Append bytes unless the command said noreply. An allocation failure marks
@@ -69,10 +72,12 @@ void text_out_always(struct session *s, const char *str, size_t len);
 /* A decimal number and "\r\n" (incr/decr). */
 void text_out_u64(struct session *s, uint64_t v);
 
-/* True when the last token is "noreply" (memcached honours it only there). */
-bool text_line_noreply(const struct text_line *line);
 
-/* ---- values (text.c) ---- */
+/* ---- lines and values (text.c) ---- */
+
+/* True when the line's last word is "noreply" (memcached honours it only
+ * there, however many tokens the line has). */
+bool text_line_noreply(const struct text_line *line);
 
 /* Receive nvalue bytes (+ "\r\n") into dest, or swallow them if dest is NULL. */
 void text_expect_into(struct session *s, char *dest, size_t nvalue, text_value_done_fn done);

@@ -21,7 +21,7 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
     }
-    if (s->settings->detail_enabled)
+    if (TEXT_DETAIL_ON(s))
         server_stats_detail(key->s, key->len, 'd', false);
     if (store_delete(s->store, key->s, key->len, NULL) == STORE_OK) {
         STAT_INC(s->stats, delete_hits);

@@ -8,8 +8,8 @@
 #include "proto/text_internal.h"
 
 /* Sign and magnitude of a decimal token. Leading whitespace and one sign are
- * accepted; after the digits only the end or whitespace may follow (strto*
- * stop there and memcached then checks isspace(*end)). */
+ * accepted; after the digits only the end, a NUL or whitespace may follow
+ * (strto* stop there and memcached then checks isspace(*end) or NUL). */
 static bool text_num_scan(const struct text_token *t, bool *neg, uint64_t *mag, bool *overflow)
 {
     size_t i = 0, n = t->len;
@@ -33,7 +33,7 @@ static bool text_num_scan(const struct text_token *t, bool *neg, uint64_t *mag, 
     }
     if (i == start)
         return false;
-    if (i < n && !isspace(p[i]))
+    if (i < n && !isspace(p[i]) && p[i] != '\0') /* strto* stop at a NUL too */
         return false;
     *mag = v;
     return true;

@@ -83,10 +83,17 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         return;
     }
 
-    if (s->settings->detail_enabled)
+    if (TEXT_DETAIL_ON(s))
         server_stats_detail(key->s, key->len, 's', false);
 
-    switch (store_reserve(s->store, key->s, key->len, (size_t)vlen, &s->text.res)) {
+    rel_time_t exp = clock_exptime(exptime);
+    /* append/prepend keep the old item's flags and expiry: no layout hint */
+    enum store_status st =
+        mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND
+            ? store_reserve(s->store, key->s, key->len, (size_t)vlen, &s->text.res)
+            : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp,
+                                &s->text.res);
+    switch (st) {
     case STORE_OK:
         break;
     case STORE_TOO_LARGE:
@@ -108,7 +115,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     *req = (struct store_set_req){
         .mode = mode,
         .flags = flags,
-        .exptime = clock_exptime(exptime),
+        .exptime = exp,
         .cas_compare = cas,
     };
     s->text.set_noreply = s->text.noreply;

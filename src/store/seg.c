@@ -5,33 +5,51 @@
  * a full one is sealed onto the FIFO tail. When a worker needs a segment and
  * -m is used up, the oldest sealed segment is evicted whole: each item in it
  * that is still linked is either dropped or, if it was read since it was
- * written (the slot's access bit), copied forward into the reinsertion
- * segment with its bit cleared (second chance, as in CLOCK / S3-FIFO). New
- * items that are never read again (scans, one-hit wonders) leave at their
- * first pass; a copy-forward budget per victim guarantees progress.
+ * written (the slot's access bit), kept with its bit cleared (second chance,
+ * as in CLOCK / S3-FIFO). Kept items are slid down to the start of the
+ * victim, which then becomes the worker's new open segment: they start a new
+ * lap behind every other segment, and no memory is set aside for carrying
+ * them. New items that are never read again (scans, one-hit wonders) leave at
+ * their first pass; at most 3/4 of a victim is kept, so each eviction frees
+ * room.
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
  * ahead of need.
  *
- * Pins: readers hold a segment's refcount while they send from it. Eviction
- * unlinks every item first (so no new pin can be taken), then the segment
- * waits in `draining` until its refcount drops to zero before reuse.
+ * Pins: readers hold a segment's refcount while they send from it. A pinned
+ * victim is not compacted: its items are unlinked (so no new pin can be
+ * taken) and it waits in `draining` until its refcount drops to zero. While a
+ * victim is being compacted (SEG_COMPACTING) a reader may not pin it: it
+ * waits and looks again (seg_try_pin).
  *
  * Lock order: pool_lock, then bucket locks, then the index pool lock.
  */
 #include "store/store_int.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <xxhash.h>
 
 /* At most this share of a victim may be carried forward. */
+#ifndef SEG_RETAIN_NUM
 #define SEG_RETAIN_NUM 3
 #define SEG_RETAIN_DEN 4
+#endif
 /* Victim search looks this far into the FIFO for an all-dead segment. */
 #define SEG_DEAD_SCAN 1024
+
+static void seg_set_state(struct seg *seg, enum seg_state st)
+{
+    __atomic_store_n(&seg->state, (uint8_t)st, __ATOMIC_RELEASE);
+}
+
+static enum seg_state seg_get_state(struct seg *seg)
+{
+    return (enum seg_state)__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE);
+}
 
 static void list_push(struct seg_list *l, struct seg *s)
 {
@@ -61,9 +79,10 @@ static void list_remove(struct seg_list *l, struct seg *s)
 
 int seg_pool_init(struct store *s)
 {
-    uint64_t cap = (uint64_t)s->seg_limit * 64;
-    if (cap < 1024)
-        cap = 1024;
+    /* cache_memlimit may raise -m sixteenfold at run time. */
+    uint64_t cap = (uint64_t)s->seg_limit * 16;
+    if (cap < 256)
+        cap = 256;
     if (cap > SLOT_MAX_SEGS)
         cap = SLOT_MAX_SEGS;
     s->seg_cap = (uint32_t)cap;
@@ -92,12 +111,10 @@ static void seg_unmap(struct store *s, struct seg *seg)
 {
     munmap(seg->data, s->seg_size);
     seg->data = NULL;
-    seg->state = SEG_UNUSED;
+    seg_set_state(seg, SEG_UNUSED);
     s->seg_alloc--;
     list_push(&s->unused, seg);
 }
-
-static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t cas_base);
 
 /* A segment with no items in use, or NULL (pool lock held). */
 static struct seg *seg_take_free(struct store *s)
@@ -106,7 +123,7 @@ static struct seg *seg_take_free(struct store *s)
         n = d->next;
         if (__atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) == 0) {
             list_remove(&s->draining, d);
-            d->state = SEG_FREE;
+            seg_set_state(d, SEG_FREE);
             list_push(&s->free, d);
         }
     }
@@ -129,14 +146,6 @@ static struct seg *seg_take_free(struct store *s)
         list_remove(&s->unused, u);
         u->data = p;
         s->seg_alloc++;
-        if (!s->spare && s->opt.evictions && s->seg_limit >= 3 &&
-            s->seg_alloc == s->seg_limit) {
-            /* The last segment -m allows is kept spare: eviction needs room
-             * to carry live items forward before the victim is free. */
-            u->state = SEG_FREE;
-            s->spare = u;
-            return NULL;
-        }
         return u;
     }
     return NULL;
@@ -148,17 +157,18 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     __atomic_store_n(&seg->live_items, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->live_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_exptime, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&seg->min_exptime, SEG_EXP_NEVER, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_cas, 0, __ATOMIC_RELAXED);
     seg->cas_base = cas_base;
     seg->created = clock_now();
     seg->group = (uint8_t)group;
-    seg->state = SEG_OPEN;
+    seg_set_state(seg, SEG_OPEN);
     (void)s;
 }
 
 static void seg_seal(struct store *s, struct seg *seg)
 {
-    seg->state = SEG_SEALED;
+    seg_set_state(seg, SEG_SEALED);
     list_push(&s->fifo, seg);
 }
 
@@ -178,77 +188,56 @@ static bool seg_dead(struct store *s, struct seg *seg, rel_time_t now)
     return false;
 }
 
-/* Copy a live item into the reinsertion segment; its new slot, or 0 when
- * there is no room (pool lock and the item's bucket lock held). */
-static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr *h,
-                          uint64_t cas, uint32_t tag)
+bool seg_try_pin(struct seg *seg)
 {
-    struct seg *r = s->reinsert;
-    uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP);
-    uint64_t base = r ? r->cas_base : cas;
-    if (h->cas_off)
-        layout |= item_cas_fits(ITEM_L_CAS32, cas, base) ? ITEM_L_CAS32 : ITEM_L_CAS64;
-    uint32_t size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
-    size_t align = (size_t)1 << s->off_shift;
-    if (!r || r->write_off + size > s->seg_size) {
-        /* The full one stays where it is in the FIFO; the spare takes over
-         * and the next victim to drain becomes the spare (seg_evict). */
-        s->reinsert = NULL;
-        r = s->spare;
-        if (!r)
-            return 0;
-        s->spare = NULL;
-        seg_reset(s, r, 0, cas);
-        seg_seal(s, r); /* in the FIFO from now, at its age, still appended to */
-        s->reinsert = r;
-        base = cas;
-        layout = (layout & ~(ITEM_L_CAS32 | ITEM_L_CAS64)) | (h->cas_off ? ITEM_L_CAS32 : 0);
-        size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
+    /* Pairs with seg_evict: either it sees our pin, or we see its state. */
+    __atomic_fetch_add(&seg->refcount, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&seg->state, __ATOMIC_SEQ_CST) == SEG_COMPACTING) {
+        __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
+        return false;
     }
-    uint32_t off = r->write_off;
-    char *d = r->data + off;
-    item_init(d, layout, p + h->hlen, h->nkey, h->nvalue);
-    struct item_hdr nh;
-    item_decode(d, &nh);
-    item_put_u32(d, nh.atime_off, item_get_u32(p, h->atime_off));
-    rel_time_t exp = item_get_u32(p, h->exp_off);
-    if (nh.flags_off)
-        item_put_u32(d, nh.flags_off, item_get_u32(p, h->flags_off));
-    if (nh.exp_off)
-        item_put_u32(d, nh.exp_off, exp);
-    item_put_cas(d, &nh, cas, base);
-    memcpy(d + nh.hlen + nh.nkey, p + h->hlen + h->nkey, h->nvalue);
-    r->write_off = (uint32_t)((off + size + align - 1) & ~(align - 1));
-    seg_note_item(r, size, exp, cas);
-    return slot_make(tag, r->id, off >> s->off_shift);
+    return true;
 }
 
-/* Unlink or carry forward every item of a sealed segment (pool lock held). */
-static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
+void seg_wait_compacted(struct seg *seg)
+{
+    while (__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE) == SEG_COMPACTING)
+        sched_yield();
+}
+
+/* Unlink every item of a sealed segment, or keep the recently read ones by
+ * sliding them to its start (pool lock held). True when it was compacted:
+ * it is then open, write_off after the kept items, for the caller to use. */
+static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
-    size_t budget = retain ? s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN : 0;
+    size_t budget = s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN;
     size_t align = (size_t)1 << s->off_shift;
     bool any_evicted = false;
 
-    if (v == s->reinsert)
-        s->reinsert = NULL;
     list_remove(&s->fifo, v);
-    v->state = SEG_DRAINING;
     /* A reservation still being filled in here sees this and relocates. */
     __atomic_fetch_add(&v->gen, 1, __ATOMIC_RELEASE);
+    bool compact = false;
+    if (retain) {
+        __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
+        compact = __atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) == 0;
+    }
+    if (!compact)
+        seg_set_state(v, SEG_DRAINING);
 
+    size_t w = 0;
     for (size_t off = 0; off < v->write_off;) {
-        const char *p = v->data + off;
+        char *p = v->data + off;
         struct item_hdr h;
         item_decode(p, &h);
         uint32_t size = item_total(&h);
         uint64_t hv = XXH3_64bits(p + h.hlen, h.nkey);
         uint32_t tag = index_tag(hv);
         uint64_t want = slot_make(tag, v->id, (uint32_t)(off >> s->off_shift));
-        uint64_t *b = index_bucket(&s->index, hv);
-        index_lock(b);
+        uint64_t *b = NULL;
+        b = index_lock_hash(&s->index, hv);
         uint64_t *slot = NULL;
         for (uint64_t *cur = b; cur && !slot; cur = index_next(&s->index, cur))
             for (int i = 1; i <= INDEX_SLOTS; i++)
@@ -259,19 +248,24 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         if (slot) {
             uint32_t status = item_get_u32(p, h.atime_off);
             bool fetched = status & ITEM_S_FETCHED;
-            bool accessed = *slot & SLOT_ACCESS;
+            unsigned freq = slot_freq(*slot);
+            bool accessed = freq > 0;
             enum item_life life = store_item_life(s, p, &h, v->cas_base, now);
-            uint64_t moved = 0;
-            if (life == ITEM_LIVE && accessed && budget >= size) {
-                moved = seg_carry(s, p, &h, item_get_cas(p, &h, v->cas_base), tag);
-                if (moved)
-                    budget -= size;
-            }
-            if (moved) {
-                *slot = moved;
+            /* Kept when read since it was written or last kept; it then
+             * owes one read (S3-FIFO's decrement), so items read often
+             * survive passes without a read, once-read ones only one. */
+            if (compact && life == ITEM_LIVE && freq > 0 && budget >= size) {
+                /* Only dead or already moved bytes lie below: nothing that
+                 * a slot or a pin refers to is overwritten. */
+                if (w != off)
+                    memmove(v->data + w, p, size);
+                *slot = slot_make(tag, v->id, (uint32_t)(w >> s->off_shift)) | (freq - 1);
+                w = (w + size + align - 1) & ~(align - 1);
+                budget -= size;
                 CTR_INC(ctx, items_reinserted);
             } else {
                 index_clear_slot(&s->index, b, slot);
+                seg_note_gone(v, size);
                 if (life == ITEM_LIVE) {
                     any_evicted = true;
                     CTR_INC(ctx, evictions);
@@ -285,7 +279,6 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
                         CTR_INC(ctx, expired_unfetched);
                 }
             }
-            seg_note_gone(v, size);
         }
         index_unlock(b);
         off = (off + size + align - 1) & ~(align - 1);
@@ -294,21 +287,26 @@ static void seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         CTR_INC(ctx, seg_evicted);
     else
         CTR_INC(ctx, seg_expired);
-    if (!s->spare && s->opt.evictions && s->seg_alloc <= s->seg_limit &&
-        s->seg_limit >= 3 && __atomic_load_n(&v->refcount, __ATOMIC_ACQUIRE) == 0) {
-        v->state = SEG_FREE;
-        s->spare = v;
-        return;
+    if (compact) {
+        v->write_off = (uint32_t)w;
+        if (w == 0)
+            __atomic_store_n(&v->max_exptime, 0, __ATOMIC_RELAXED);
+        v->created = now;
+        __atomic_store_n(&v->state, SEG_OPEN, __ATOMIC_RELEASE);
+        return true;
     }
     list_push(&s->draining, v);
+    return false;
 }
 
-/* Make one segment's worth of room (pool lock held); false if impossible. */
-static bool seg_evict_one(struct store_ctx *ctx)
+/* Make one segment's worth of room (pool lock held): a compacted victim
+ * to use as is (*out), or a victim left draining; false if impossible. */
+static bool seg_evict_one(struct store_ctx *ctx, struct seg **out)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
     unsigned scanned = 0;
+    *out = NULL;
     for (struct seg *c = s->fifo.head; c && scanned < SEG_DEAD_SCAN; c = c->next, scanned++) {
         if (seg_dead(s, c, now)) {
             seg_evict(ctx, c, false);
@@ -317,7 +315,10 @@ static bool seg_evict_one(struct store_ctx *ctx)
     }
     if (!s->opt.evictions || !s->fifo.head)
         return false;
-    seg_evict(ctx, s->fifo.head, true);
+    /* Above a lowered limit victims are given back, not kept for reuse. */
+    struct seg *v = s->fifo.head;
+    if (seg_evict(ctx, v, s->seg_alloc <= s->seg_limit))
+        *out = v;
     return true;
 }
 
@@ -328,16 +329,22 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     if (ctx->open[g]) {
         seg_seal(s, ctx->open[g]);
         ctx->open[g] = NULL;
+        __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
-    struct seg *seg;
-    /* Each pass frees at least a quarter segment, so this ends. */
+    struct seg *seg = NULL, *compacted = NULL;
+    /* Each pass removes a sealed segment from the FIFO, so this ends. */
     while (!(seg = seg_take_free(s))) {
-        if (!seg_evict_one(ctx))
+        if (!seg_evict_one(ctx, &compacted) || compacted)
             break;
     }
-    if (seg) {
+    if (seg)
         seg_reset(s, seg, g, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
+    else if (compacted)
+        seg = compacted; /* keeps its kept items, CAS base and expiry */
+    if (seg) {
+        seg->group = (uint8_t)g;
         ctx->open[g] = seg;
+        __atomic_fetch_add(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&s->pool_lock);
     return seg;
@@ -347,8 +354,9 @@ void seg_close(struct store_ctx *ctx, struct seg *seg)
 {
     struct store *s = ctx->store;
     pthread_mutex_lock(&s->pool_lock);
+    __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     if (seg->write_off == 0 && __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE) == 0) {
-        seg->state = SEG_FREE;
+        seg_set_state(seg, SEG_FREE);
         list_push(&s->free, seg);
     } else {
         seg_seal(s, seg);
@@ -361,7 +369,7 @@ void seg_unpin(struct seg *seg)
     __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
 }
 
-static void atomic_max32(_Atomic uint32_t *p, uint32_t v)
+static void atomic_max32(uint32_t *p, uint32_t v)
 {
     uint32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,
@@ -369,7 +377,7 @@ static void atomic_max32(_Atomic uint32_t *p, uint32_t v)
         ;
 }
 
-static void atomic_max64(_Atomic uint64_t *p, uint64_t v)
+static void atomic_max64(uint64_t *p, uint64_t v)
 {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,
@@ -380,6 +388,13 @@ static void atomic_max64(_Atomic uint64_t *p, uint64_t v)
 void seg_note_exptime(struct seg *seg, rel_time_t exptime)
 {
     atomic_max32(&seg->max_exptime, exptime == REL_TIME_NEVER ? SEG_EXP_NEVER : exptime);
+    if (exptime != REL_TIME_NEVER) {
+        uint32_t cur = __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED);
+        while (exptime < cur && !__atomic_compare_exchange_n(&seg->min_exptime, &cur, exptime,
+                                                             true, __ATOMIC_RELAXED,
+                                                             __ATOMIC_RELAXED))
+            ;
+    }
 }
 
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas)
@@ -405,7 +420,7 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
     for (struct seg *c = s->fifo.head, *next; c; c = next) {
         next = c->next;
         if (seg_dead(s, c, now)) {
-            seg_evict(ctx, c, false);
+            (void)seg_evict(ctx, c, false);
             n++;
         }
     }
@@ -413,7 +428,7 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
      * limit no longer allows. */
     struct seg *f = seg_take_free(s);
     if (f) {
-        f->state = SEG_FREE;
+        seg_set_state(f, SEG_FREE);
         list_push(&s->free, f);
     }
     pthread_mutex_unlock(&s->pool_lock);
@@ -445,7 +460,7 @@ void seg_counts(struct store *s, uint64_t *used, uint64_t *total, uint64_t *dead
     uint64_t d = 0;
     for (uint32_t i = 0; i < s->seg_cap; i++) {
         struct seg *g = &s->segs[i];
-        if (g->state == SEG_SEALED)
+        if (seg_get_state(g) == SEG_SEALED)
             d += g->write_off - __atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
     }
     *dead = d;

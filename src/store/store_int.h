@@ -26,7 +26,7 @@
 #define ITEM_L_CAS64 0x08   /* CAS in full */
 
 /* Status bits live in the top of the access-time word (mutable under the
- * bucket lock). rel_time_t needs 29 bits for 17 years of uptime. */
+ * bucket lock). rel_time_t keeps 29 bits: 17 years of uptime. */
 #define ITEM_S_FETCHED 0x80000000u
 #define ITEM_S_STALE 0x40000000u
 #define ITEM_S_TOKEN 0x20000000u
@@ -70,9 +70,11 @@ size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled
 
 /* A bucket is one cache line: word 0 is the header (bit 0 the lock, bits
  * 32..63 the overflow bucket chained after it, 0 = none), words 1..7 slots.
- * A slot: tag(12) | segment id(24) | offset(27) | access bit(1); 0 = empty. */
+ * A slot: tag(11) | segment id(24) | offset(27) | frequency(2); 0 = empty.
+ * The frequency counts reads since the item was written or last kept at an
+ * eviction, saturating at 3 (S3-FIFO's counter). */
 #define INDEX_SLOTS 7
-#define SLOT_ACCESS 1ull
+#define SLOT_FREQ 3ull
 #define SLOT_OFF_BITS 27
 #define SLOT_SEG_BITS 24
 #define SLOT_MAX_SEGS (1u << SLOT_SEG_BITS)
@@ -80,52 +82,82 @@ size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled
 
 static inline uint64_t slot_make(uint32_t tag, uint32_t seg, uint32_t off)
 {
-    return ((uint64_t)tag << 52) | ((uint64_t)seg << 28) | ((uint64_t)off << 1);
+    return ((uint64_t)tag << 53) | ((uint64_t)seg << 29) | ((uint64_t)off << 2);
 }
-static inline uint32_t slot_tag(uint64_t s) { return (uint32_t)(s >> 52); }
-static inline uint32_t slot_seg(uint64_t s) { return (uint32_t)(s >> 28) & (SLOT_MAX_SEGS - 1); }
-static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 1) & (SLOT_MAX_OFF - 1); }
-/* Same item, whatever the access bit says. */
-static inline bool slot_same(uint64_t a, uint64_t b) { return (a | 1) == (b | 1); }
+static inline uint32_t slot_tag(uint64_t s) { return (uint32_t)(s >> 53); }
+static inline uint32_t slot_seg(uint64_t s) { return (uint32_t)(s >> 29) & (SLOT_MAX_SEGS - 1); }
+static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 2) & (SLOT_MAX_OFF - 1); }
+static inline unsigned slot_freq(uint64_t s) { return (unsigned)(s & SLOT_FREQ); }
+static inline uint64_t slot_hit(uint64_t s) { return (s & SLOT_FREQ) == SLOT_FREQ ? s : s + 1; }
+/* Same item, whatever the frequency says. */
+static inline bool slot_same(uint64_t a, uint64_t b) { return (a | SLOT_FREQ) == (b | SLOT_FREQ); }
+
+/* One generation of the bucket array. */
+struct index_table {
+    uint64_t *b;       /* (mask + 1) * 8 words, 64-byte aligned */
+    uint64_t mask;
+    unsigned power;
+    bool tomb;         /* retired: its pages map the MOVED pattern */
+    struct index_table *retired_next;
+};
+
+/* Rehash the item a slot points to (the index stores no full hashes). */
+typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
 
 struct index {
-    uint64_t *table; /* nbuckets * 8 words, 64-byte aligned */
-    uint64_t mask;
-    unsigned power;  /* log2(nbuckets) */
+    struct index_table *cur;
+    struct index_table *old; /* being migrated into cur, or NULL */
+    uint64_t migrate_next;     /* next old bucket to migrate */
+    uint64_t migrated;         /* old buckets done */
+    uint64_t items;            /* occupied slots */
+    pthread_mutex_t grow_lock;
+    struct index_table *retired;       /* old generations, unmapped at release */
+    int tomb_fd;                       /* the MOVED pattern (table_tombstone) */
+    index_rehash_fn rehash;
+    void *rehash_arg;
     pthread_mutex_t pool_lock; /* overflow bucket pool */
     uint64_t **chunks;         /* overflow buckets, INDEX_CHUNK_BUCKETS each */
     uint32_t nchunks;
     uint32_t pool_next;        /* next never-used overflow id (1-based) */
     uint32_t pool_free;        /* free list head, linked through the header */
-    _Atomic uint64_t overflow_used;
+    uint64_t overflow_used;
 };
 
-int index_init(struct index *ix, unsigned power);
+int index_init(struct index *ix, unsigned power, index_rehash_fn rehash, void *arg);
 void index_release(struct index *ix);
 size_t index_bytes(struct index *ix);
+unsigned index_power(struct index *ix);
+bool index_expanding(struct index *ix);
 
 static inline uint32_t index_tag(uint64_t h)
 {
-    uint32_t t = (uint32_t)(h >> 52);
+    uint32_t t = (uint32_t)(h >> 53);
     return t ? t : 1;
 }
-static inline uint64_t *index_bucket(struct index *ix, uint64_t h)
-{
-    return ix->table + ((h & ix->mask) << 3);
-}
+/* Lock and return the primary bucket that holds hash h now (growth may
+ * have moved it since a previous look). */
+uint64_t *index_lock_hash(struct index *ix, uint64_t h);
 void index_lock(uint64_t *bucket);
 void index_unlock(uint64_t *bucket);
 /* The bucket chained after b, or NULL (bucket lock held). */
 uint64_t *index_next(struct index *ix, uint64_t *b);
 /* An empty slot in the chain of primary bucket b, chaining a new overflow
- * bucket when all are full; NULL when out of memory. */
+ * bucket when all are full; NULL when out of memory. The caller fills it. */
 uint64_t *index_free_slot(struct index *ix, uint64_t *b);
+/* With no bucket lock held: grow the table when it is loaded, and move a
+ * few buckets of a growth in progress (every insert pays a little). */
+void index_maintain(struct index *ix);
+/* Finish any growth in progress (before a walk). */
+void index_finish_growth(struct index *ix);
+/* Lock bucket i of the current table for a walk; NULL past the end. The
+ * walk position is in buckets of the table whose size *nbuckets reports. */
+uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
 /* Empty a slot and drop overflow buckets left empty. */
 void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 
 /* ---- segments (seg.c) -------------------------------------------------- */
 
-enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_DRAINING };
+enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
 #define STORE_TTL_GROUPS 8
 #define SEG_EXP_NEVER UINT32_MAX
@@ -134,15 +166,16 @@ struct seg {
     char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
     uint32_t id;
     uint32_t write_off;           /* bytes used: written by the owner only */
-    _Atomic uint32_t refcount;    /* pins and pending reservations */
-    _Atomic uint32_t gen;         /* bumped when eviction of it starts */
-    _Atomic uint32_t live_items;
-    _Atomic uint64_t live_bytes;
-    _Atomic uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
-    _Atomic uint64_t max_cas;
+    uint32_t refcount;    /* pins and pending reservations */
+    uint32_t gen;         /* bumped when eviction of it starts */
+    uint32_t live_items;
+    uint64_t live_bytes;
+    uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
+    uint32_t min_exptime; /* earliest expiry of its items that expire, or SEG_EXP_NEVER */
+    uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
-    uint8_t state;                /* enum seg_state, under the pool lock */
+    uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
     uint8_t group;
     struct seg *prev, *next;      /* in free / fifo / draining lists */
 };
@@ -189,18 +222,19 @@ struct store {
     uint32_t seg_limit;        /* segments -m allows */
     uint32_t seg_alloc;        /* segments holding memory */
     struct seg_list unused, free, fifo, draining;
-    struct seg *reinsert;      /* where eviction carries live items (pool lock) */
-    struct seg *spare;         /* kept free so carrying forward always has room */
-    _Atomic size_t mem_limit;
+    uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t open_max;          /* budget for them: an eighth of -m */
+    size_t mem_limit;
 
-    _Atomic uint64_t cas_next;     /* last CAS handed out */
-    _Atomic uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
-    _Atomic uint64_t oldest_cas;
+    uint64_t cas_next;     /* last CAS handed out */
+    uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
+    uint64_t oldest_cas;
 
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
     struct store_ctx *house;        /* the housekeeper's own ctx */
+    uint64_t crawl_cursor;          /* next bucket for store_crawl (housekeeper) */
 
     pthread_t house_thread;
     bool house_running;
@@ -226,6 +260,10 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct store_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
+/* Take a pin on the segment of an item found under its bucket lock; false
+ * while eviction is compacting it: unlock, seg_wait_compacted, look again. */
+bool seg_try_pin(struct seg *seg);
+void seg_wait_compacted(struct seg *seg);
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas);
 void seg_note_gone(struct seg *seg, uint32_t size);
 void seg_note_exptime(struct seg *seg, rel_time_t exptime);
@@ -287,6 +325,9 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
                                   const struct store_set_req *req, uint32_t status,
                                   uint64_t expect_slot, uint64_t *cas_out);
 void store_housekeep(struct store *s);
+/* Unlink expired and flushed items from up to max buckets of the index,
+ * reading only items whose segment may hold some (housekeeper). */
+size_t store_crawl(struct store_ctx *ctx, uint64_t max);
 /* memcached's safe_strtoull over a value (store_arith.c). */
 bool store_parse_u64(const char *p, size_t n, uint64_t *out);
 

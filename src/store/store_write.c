@@ -28,6 +28,16 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     if (size > s->seg_size)
         return STORE_TOO_LARGE;
     struct seg *seg = ctx->open[g];
+    if (!seg && __atomic_load_n(&s->open_segs, __ATOMIC_RELAXED) >= s->open_max) {
+        /* Open segments are partly empty memory: past the budget a new TTL
+         * group shares this worker's nearest open one instead. */
+        for (unsigned d = 1; d < STORE_TTL_GROUPS && !seg; d++) {
+            if (g >= d && ctx->open[g - d])
+                seg = ctx->open[g -= d];
+            else if (g + d < STORE_TTL_GROUPS && ctx->open[g + d])
+                seg = ctx->open[g += d];
+        }
+    }
     if (!seg || seg->write_off + size > s->seg_size) {
         seg = seg_open(ctx, g);
         if (!seg)
@@ -179,7 +189,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
     item_decode(res->item, &h);
     uint64_t hv = XXH3_64bits(res->item + h.hlen, h.nkey);
     uint32_t tag = index_tag(hv);
-    uint64_t *b = index_bucket(&s->index, hv);
+    uint64_t *b = NULL;
     uint8_t extra = 0;
 
     if (cas_on || req->flags || req->exptime) {
@@ -209,7 +219,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
         }
         rel_time_t now = clock_now();
         struct store_found f;
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         if (store_gen_moved(res)) {
             index_unlock(b);
             continue;
@@ -225,7 +235,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             uint32_t st = item_get_u32(f.p, f.h.atime_off);
             if ((st & ~ITEM_S_MASK) + 60 < now)
                 item_put_u32(f.p, f.h.atime_off, (st & ITEM_S_MASK) | now);
-            *f.slot |= SLOT_ACCESS;
+            *f.slot = slot_hit(*f.slot);
             refuse = STORE_NOT_STORED;
         } else if (mode == STORE_MODE_REPLACE && !found) {
             refuse = STORE_NOT_STORED;
@@ -266,6 +276,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
         }
         CTR_INC(ctx, total_items);
         index_unlock(b);
+        index_maintain(&s->index);
         store_abort(ctx, res); /* drops the reservation's pin; the item stays linked */
         if (cas_out)
             *cas_out = cas;
@@ -285,12 +296,12 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
     const char *key = res->item + h.hlen;
     uint64_t hv = XXH3_64bits(key, h.nkey);
     uint32_t tag = index_tag(hv);
-    uint64_t *b = index_bucket(&s->index, hv);
+    uint64_t *b = NULL;
     uint8_t extra = 0;
 
     for (;;) {
         struct store_found f;
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         if (!store_find_live(ctx, b, tag, key, h.nkey, clock_now(), &f)) {
             index_unlock(b);
             if (!req->vivify) {
@@ -319,7 +330,11 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         const char *op = f.p;
         uint32_t flags = item_get_u32(op, oh.flags_off);
         rel_time_t exp = item_get_u32(op, oh.exp_off);
-        __atomic_fetch_add(&oseg->refcount, 1, __ATOMIC_RELAXED);
+        if (!seg_try_pin(oseg)) {
+            index_unlock(b);
+            seg_wait_compacted(oseg);
+            continue;
+        }
         index_unlock(b);
 
         size_t total = (size_t)oh.nvalue + res->nvalue;
@@ -351,7 +366,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         seg_unpin(oseg);
 
         rel_time_t now = clock_now();
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         bool same = store_find_live(ctx, b, tag, key, h.nkey, now, &f) &&
                     slot_same(*f.slot, snap) && !store_gen_moved(&r);
         if (same) {

@@ -12,6 +12,7 @@ import pytest
 from helpers import Server, expect, ipv6_loopback_available, stats
 
 
+@pytest.mark.concurrency
 def test_pipeline_of_mixed_commands(conn):
     reqs, want = [], []
     for i in range(300):
@@ -38,6 +39,7 @@ def test_pipeline_byte_by_byte(conn):
     assert conn.read_until(b"DELETED\r\n") == b"STORED\r\nVALUE bb1 0 5\r\nhello\r\nEND\r\nDELETED\r\n"
 
 
+@pytest.mark.concurrency
 def test_multiget_10000_keys(conn):
     keys = [f"mg{i:05d}" for i in range(10000)]
     conn.send("".join(f"set {k} 1 0 {len(k)} noreply\r\n{k}\r\n" for k in keys))
@@ -173,6 +175,7 @@ def test_connection_limit(start_server):
 
 
 @pytest.mark.slow
+@pytest.mark.concurrency
 def test_idle_timeout(start_server):
     srv = start_server("-o", "idle_timeout=1")
     idle = srv.connect()
@@ -188,6 +191,7 @@ def test_idle_timeout(start_server):
 
 
 @pytest.mark.slow
+@pytest.mark.concurrency
 def test_slow_reader_does_not_hurt_others(start_server):
     srv = start_server("-m", "64")
     c = srv.connect()
@@ -218,6 +222,7 @@ def test_slow_reader_does_not_hurt_others(start_server):
     hog.close()
 
 
+@pytest.mark.concurrency
 def test_shutdown_with_A(start_server):
     srv = start_server("-A")
     c = srv.connect()
@@ -228,6 +233,7 @@ def test_shutdown_with_A(start_server):
     srv.check_stderr()
 
 
+@pytest.mark.concurrency
 def test_shutdown_graceful_with_A(start_server):
     srv = start_server("-A")
     c = srv.connect()
@@ -237,6 +243,7 @@ def test_shutdown_graceful_with_A(start_server):
     srv.check_stderr()
 
 
+@pytest.mark.concurrency
 def test_sigterm_with_open_connections(start_server):
     srv = start_server()
     idle = srv.connect()
@@ -305,6 +312,7 @@ def test_cas_disabled(start_server):
     assert stats(c, "settings")["cas_enabled"] == "no"
 
 
+@pytest.mark.concurrency
 def test_threads_and_reqs_per_event(start_server):
     c = start_server("-t", "2", "-R", "5").connect()
     assert stats(c)["threads"] == "2"
@@ -314,6 +322,7 @@ def test_threads_and_reqs_per_event(start_server):
     assert int(stats(c)["conn_yields"]) > 0
 
 
+@pytest.mark.concurrency
 def test_fill_past_memory_keeps_serving(start_server):
     c = start_server("-m", "8").connect()
     v = b"z" * 10000

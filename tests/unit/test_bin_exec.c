@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
@@ -34,7 +35,9 @@ static struct th_resp expect(struct th *t, size_t *pos, uint8_t op, uint16_t sta
     assert_int_equal(r.opcode, op);
     assert_int_equal(r.status, status);
     assert_memory_equal(&r.opaque, "\xde\xad\xbe\xef", 4);
-    if (status != BIN_STATUS_OK && status != BIN_STATUS_AUTH_CONTINUE && r.keylen == 0) {
+    /* ENOMEM's text says where memory ran out; the others are fixed. */
+    if (status != BIN_STATUS_OK && status != BIN_STATUS_AUTH_CONTINUE &&
+        status != BIN_STATUS_ENOMEM && r.keylen == 0) {
         const char *text = bin_status_text(status);
         assert_int_equal(r.nvalue, strlen(text));
         assert_memory_equal(r.value, text, r.nvalue);
@@ -369,11 +372,60 @@ static void test_cas_disabled(void **state)
     expect_end(t, pos);
 }
 
+/* -M: a full cache answers ENOMEM with memcached's wording, swallows the
+ * value, and a failed SET removes the old value. */
+static void test_out_of_memory(void **state)
+{
+    struct th *t = *state;
+    t->settings.evictions = false;
+    th_session(t);
+    size_t pos = 0;
+    th_set(t, BIN_OP_SET, "victim", "old", 0, 0, 0);
+    expect(t, &pos, BIN_OP_SET, 0);
+    size_t n = 100000;
+    char *v = malloc(n + 1);
+    memset(v, 'v', n);
+    v[n] = '\0';
+    unsigned char ext[8] = {0};
+    bool full = false;
+    for (int i = 0; i < 400 && !full; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "fill%d", i);
+        th_do(t, BIN_OP_SETQ, ext, 8, key, v, n, 0);
+        struct th_resp r;
+        size_t p2 = pos;
+        if (th_next(t, &p2, &r)) {
+            assert_int_equal(r.opcode, BIN_OP_SETQ);
+            assert_int_equal(r.status, BIN_STATUS_ENOMEM);
+            assert_int_equal(r.nvalue, strlen("Out of memory allocating item"));
+            assert_memory_equal(r.value, "Out of memory allocating item", r.nvalue);
+            pos = p2;
+            full = true;
+        }
+    }
+    assert_true(full);
+    th_do(t, BIN_OP_SET, ext, 8, "victim", v, n, 0);
+    struct th_resp r = expect(t, &pos, BIN_OP_SET, BIN_STATUS_ENOMEM);
+    assert_memory_equal(r.value, "Out of memory allocating item", r.nvalue);
+    th_do(t, BIN_OP_GET, NULL, 0, "victim", NULL, 0, 0);
+    expect(t, &pos, BIN_OP_GET, BIN_STATUS_KEY_ENOENT);
+    th_do(t, BIN_OP_NOOP, NULL, 0, NULL, NULL, 0, 0);
+    expect(t, &pos, BIN_OP_NOOP, 0);
+    expect_end(t, pos);
+    free(v);
+}
+
 /* A value leaves by reference to item memory, pinned until it is sent. */
 static void test_value_by_reference(void **state)
 {
     struct th *t = *state;
-    th_set(t, BIN_OP_SET, "k", "referenced value", 0, 0, 0);
+    /* Large values go out by reference, pinned; short ones are copied
+     * (reply_ref's REPLY_COPY_MAX). */
+    char big[601];
+    memset(big, 'r', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    th_set(t, BIN_OP_SET, "k", big, 0, 0, 0);
+    th_set(t, BIN_OP_SET, "s", "short value", 0, 0, 0);
     th_drain(t);
     unsigned char req[64];
     size_t n = th_req(req, BIN_OP_GET, NULL, 0, "k", NULL, 0, 0);
@@ -385,9 +437,15 @@ static void test_value_by_reference(void **state)
     const struct reply_seg *last = &q->segs[q->nseg - 1];
     assert_non_null(last->pin);
     assert_null(last->block);
-    assert_int_equal(last->len, 16);
-    assert_memory_equal(last->data, "referenced value", 16);
+    assert_int_equal(last->len, 600);
+    assert_memory_equal(last->data, big, 600);
     th_drain(t); /* releases the pin */
+
+    n = th_req(req, BIN_OP_GET, NULL, 0, "s", NULL, 0, 0);
+    assert_int_equal(proto_process(&t->s, (const char *)req, n, &consumed), PROTO_OK);
+    for (size_t i = q->head; i < q->nseg; i++)
+        assert_null(q->segs[i].pin);
+    th_drain(t);
 }
 
 /* STAT: the text lines the server core composes become packets. */
@@ -562,6 +620,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_large_value_sink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_everywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_yield, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_value_by_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stat_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stat_unknown_group, setup, teardown),

@@ -3,7 +3,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -86,6 +88,32 @@ static void test_empty_file(void **state)
     assert_true(sasl_plain_check(PLAIN("\0alice\0secret")));
 }
 
+static void test_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_bin_sasl_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char pwdb[] = "dave:pw1\r\neve:pw2";
+    assert_int_equal(write(fd, pwdb, sizeof pwdb - 1), (ssize_t)(sizeof pwdb - 1));
+    close(fd);
+    assert_int_equal(sasl_load_file(path), 0);
+    assert_true(sasl_plain_check(PLAIN("\0dave\0pw1")));
+    assert_true(sasl_plain_check(PLAIN("\0eve\0pw2")));
+    assert_false(sasl_plain_check(PLAIN("\0alice\0secret"))); /* replaced */
+    /* The environment's file is read once per process: the earlier checks
+     * already did that (with the variable unset), so sasl_setup now neither
+     * re-reads nor replaces what is loaded. */
+    assert_int_equal(setenv("MEMCACHED_SASL_PWDB", path, 1), 0);
+    assert_int_equal(sasl_load_text("", 0), 0);
+    assert_int_equal(sasl_setup(NULL), 0);
+    assert_false(sasl_plain_check(PLAIN("\0dave\0pw1")));
+    unlink(path);
+    assert_int_equal(sasl_load_file(path), -1);
+    unsetenv("MEMCACHED_SASL_PWDB");
+    assert_int_equal(setup(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -94,6 +122,7 @@ int main(void)
         cmocka_unit_test(test_too_long),
         cmocka_unit_test(test_mechs),
         cmocka_unit_test(test_empty_file),
+        cmocka_unit_test(test_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

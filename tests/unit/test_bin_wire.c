@@ -208,6 +208,39 @@ static void test_unknown(void **state)
     expect(0xff, 0xffff, 0xff, 0xffffffffu, BIN_KIND_UNKNOWN);
 }
 
+static void expect_group(const char *key, const char *want)
+{
+    const char *got = bin_stat_group(key, strlen(key));
+    if (want == NULL ? got != NULL : got == NULL || strcmp(got, want) != 0)
+        fail_msg("STAT key '%s': group '%s', want '%s'", key, got ? got : "(none)",
+                 want ? want : "(none)");
+}
+
+/* memcached's binary STAT: prefixes for reset/settings/detail, exact names
+ * for the rest (checked against memcached 1.6.18). */
+static void test_stat_groups(void **state)
+{
+    (void)state;
+    expect_group("", "");
+    expect_group("reset", "reset");
+    expect_group("resetXYZ", "reset");
+    expect_group("settings", "settings");
+    expect_group("settingsXX", "settings");
+    expect_group("detail on", "detail on");
+    expect_group("detail off", "detail off");
+    expect_group("detail dump", "detail dump");
+    expect_group("detail", NULL);
+    expect_group("detail x", NULL);
+    expect_group("items", "items");
+    expect_group("items ", NULL);
+    expect_group("slabs", "slabs");
+    expect_group("slabsx", NULL);
+    expect_group("sizes", "sizes");
+    expect_group("conns", NULL);
+    expect_group("cachedump 1 1", NULL);
+    expect_group("foo", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_value_len),
         cmocka_unit_test(test_arith_touch_flush_stat),
         cmocka_unit_test(test_unknown),
+        cmocka_unit_test(test_stat_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -121,6 +122,41 @@ static void test_many_fds_and_swap_delete(void **state)
     event_loop_destroy(&l);
 }
 
+/* A listening socket watched by two loops (as every worker watches every
+ * listener): a connection wakes at least one, and once accepted none. */
+static void test_shared_listener(void **state)
+{
+    (void)state;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(lfd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    socklen_t len = sizeof a;
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+    struct event_loop *l1 = NULL, *l2 = NULL;
+    assert_int_equal(event_loop_create(&l1), 0);
+    assert_int_equal(event_loop_create(&l2), 0);
+    int tag;
+    assert_int_equal(event_add(l1, lfd, EVENT_READ | EVENT_EXCLUSIVE, &tag), 0);
+    assert_int_equal(event_add(l2, lfd, EVENT_READ | EVENT_EXCLUSIVE, &tag), 0);
+    int cfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(cfd, (struct sockaddr *)&a, sizeof a), 0);
+    struct event_fired ev[2];
+    int n1 = event_wait(l1, ev, 2, 1000);
+    int n2 = event_wait(l2, ev, 2, 0);
+    assert_true(n1 + n2 >= 1);
+    int afd = accept(lfd, NULL, NULL);
+    assert_true(afd >= 0);
+    assert_int_equal(event_wait(l1, ev, 2, 0), 0);
+    assert_int_equal(event_wait(l2, ev, 2, 0), 0);
+    close(afd);
+    close(cfd);
+    close(lfd);
+    event_loop_destroy(&l1);
+    event_loop_destroy(&l2);
+}
+
 static void test_backend_name(void **state)
 {
     (void)state;
@@ -137,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_read_write_interest),
         cmocka_unit_test(test_hangup_reported),
         cmocka_unit_test(test_many_fds_and_swap_delete),
+        cmocka_unit_test(test_shared_listener),
         cmocka_unit_test(test_backend_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

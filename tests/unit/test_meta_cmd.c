@@ -172,7 +172,7 @@ static void test_ms_modes(void **state)
     RT("mg m v\r\n", "VA 6\r\nzzabcd\r\n");
     RT("ms m 1 MR\r\nr\r\nmg m v\r\n", "HD\r\nVA 1\r\nr\r\n");
     RT("ms m 1 MS\r\ns\r\nmg m v\r\n", "HD\r\nVA 1\r\ns\r\n");
-    RT("ms m 1 Ms\r\nt\r\nmg m v\r\n", "HD\r\nVA 1\r\nt\r\n");
+    RT("ms m 1 Ms\r\nt\r\nmg m v\r\n", "CLIENT_ERROR invalid mode for ms M token\r\nVA 1\r\ns\r\n");
     RT("ms nx 1 MR O9 k c\r\nx\r\n", "NS O9 knx c0\r\n");
     RT("ms nx 1 MA\r\nx\r\n", "NS\r\n");
     RT("ms nx 1 MP q\r\nx\r\n", "NS\r\n");
@@ -251,11 +251,13 @@ static void test_md(void **state)
     struct fixture *f = *state;
     RT("ms d 1 E5\r\nx\r\n", "HD\r\n");
     RT("md d C4 O1 k\r\n", "EX O1 kd\r\n");
+    /* C0 is a comparison too, never "any" */
+    RT("md d C0\r\nmd nod C0\r\n", "EX\r\nNF\r\n");
     RT("md d q\r\nmn\r\n", "MN\r\n");
     RT("md d O1 k\r\n", "NF O1 kd\r\n");
     RT("md d q\r\nmn\r\n", "NF\r\nMN\r\n");
     assert_int_equal(f->stats.delete_hits, 1);
-    assert_int_equal(f->stats.delete_misses, 3);
+    assert_int_equal(f->stats.delete_misses, 5);
     /* the k of a base64 key comes back encoded */
     RT("md Zm9v b k\r\n", "NF kZm9v b\r\n");
     /* md x (1.6.45): the item stays, emptied, without flags; its TTL is
@@ -263,6 +265,10 @@ static void test_md(void **state)
     RT("ms fx 2 F7 T100\r\nab\r\nmd fx x\r\nmg fx v f t\r\n", "HD\r\nHD\r\nVA 0 f0 t-1\r\n\r\n");
     RT("ms fx 2 F7 T100\r\nab\r\nmd fx x T30\r\nmg fx v f t\r\n",
        "HD\r\nHD\r\nVA 0 f0 t30\r\n\r\n");
+    /* emptying counts as a delete hit, marking stale does not */
+    uint64_t hits = f->stats.delete_hits;
+    RT("md fx x\r\nmd fx I\r\n", "HD\r\nHD\r\n");
+    assert_int_equal(f->stats.delete_hits, hits + 1);
     /* any known flag is accepted, even one md does not use */
     RT("md fx v\r\n", "HD\r\n");
 }

@@ -135,7 +135,8 @@ static void test_extended_suboptions(void **state)
           "lru_crawler,lru_maintainer,hash_algorithm=xxh3,hot_lru_pct=30,warm_lru_pct=30,"
           "slab_chunk_max=256,tail_repair_time=60,temporary_ttl=30,track_sizes,"
           "no_hashexpand,modern,ext_path=/tmp/x:64m,watcher_logbuf_size=512,"
-          "read_buf_mem_limit=16,slab_sizes=100-200-300,slab_automove_ratio=0.5",
+          "read_buf_mem_limit=16,slab_sizes=100-200-300,slab_automove_ratio=0.5,"
+          "reply_queue_limit=8",
           NULL);
     assert_int_equal(p.res, SETTINGS_RUN);
     assert_int_equal(p.s.idle_timeout, 30);
@@ -152,6 +153,7 @@ static void test_extended_suboptions(void **state)
     assert_false(p.s.hash_expand);
     assert_int_equal(p.s.watcher_logbuf_size, 512 * 1024);
     assert_int_equal(p.s.read_buf_mem_limit, 16);
+    assert_true(p.s.reply_queue_limit == 8u << 20);
     settings_release(&p.s);
 
     parse(&p, "-o", "no_modern", NULL);
@@ -231,14 +233,23 @@ static void test_nodelay_refusals(void **state)
     assert_int_equal(p.code, 64);
     assert_non_null(strstr(p.err, "-p"));
     settings_release(&p.s);
-    /* UDP is off and stays off */
-    parse(&p, "-U", "11211", NULL);
-    assert_int_equal(p.res, SETTINGS_EXIT);
-    assert_int_equal(p.code, 64);
-    assert_non_null(strstr(p.err, "UDP"));
+    /* UDP: off by default; -U alone moves the TCP port with it */
+    parse(&p, "-U", "21114", NULL);
+    assert_int_equal(p.res, SETTINGS_RUN);
+    assert_int_equal(p.s.udpport, 21114);
+    assert_int_equal(p.s.port, 21114);
+    settings_release(&p.s);
+    parse(&p, "-U", "21114", "-p", "21115", NULL);
+    assert_int_equal(p.res, SETTINGS_RUN);
+    assert_int_equal(p.s.port, 21115);
     settings_release(&p.s);
     parse(&p, "-U", "0", NULL);
     assert_int_equal(p.res, SETTINGS_RUN);
+    assert_int_equal(p.s.port, 11211);
+    settings_release(&p.s);
+    parse(&p, "-S", "-U", "21114", NULL);
+    assert_int_equal(p.res, SETTINGS_EXIT);
+    assert_int_equal(p.code, 64);
     settings_release(&p.s);
     parse(&p, "-Z", NULL);
     assert_int_equal(p.res, SETTINGS_EXIT);

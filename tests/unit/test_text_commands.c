@@ -1,6 +1,8 @@
 /* The classic text commands: exact reply bytes for every command and error. */
 #include "test_text_support.h"
 
+#include "stats/stats_detail.h"
+
 static void test_set_get(void **state)
 {
     (void)state;
@@ -127,6 +129,7 @@ static void test_data_length_rules(void **state)
     EXPECT(t, "set f 18446744073709551615 0 1\r\nx\r\nget f\r\n",
            "STORED\r\nVALUE f 4294967295 1\r\nx\r\nEND\r\n");
     EXPECT(t, "set f +7 0 1\r\nx\r\nget f\r\n", "STORED\r\nVALUE f 7 1\r\nx\r\nEND\r\n");
+    EXPECT(t, "set f 5\0z 0 1\tq\r\nx\r\nget f\r\n", "STORED\r\nVALUE f 5 1\r\nx\r\nEND\r\n");
     /* bad data chunk: no resync, the leftover is the next command */
     EXPECT(t, "set b 0 0 1\r\nab\r\n",
            "CLIENT_ERROR bad data chunk\r\nCLIENT_ERROR bad command line format\r\n");
@@ -154,6 +157,47 @@ static void test_too_large(void **state)
     memset(req + h, 'v', vlen);
     memcpy(req + h + vlen, "\r\nget big\r\n", 11);
     tt_expect_n(t, req, (size_t)h + vlen + 11, "END\r\n", 5, "too large noreply");
+    free(req);
+    tt_free(t);
+}
+
+static void no_evictions(struct settings *s)
+{
+    s->evictions = false;
+}
+
+static void test_no_memory(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new_with(no_evictions);
+    size_t vlen = 32 * 1024;
+    char *req = malloc(vlen + 64);
+    char *got = NULL;
+    size_t n = 0;
+    bool full = false;
+    /* -M: fill the cache until the store refuses (TT_MEM is 8 MiB) */
+    for (int i = 0; i < 1000 && !full; i++) {
+        int h = sprintf(req, "set k%d 0 0 %zu\r\n", i, vlen);
+        memset(req + h, 'v', vlen);
+        memcpy(req + h + vlen, "\r\n", 2);
+        tt_feed(t, req, (size_t)h + vlen + 2, 0);
+        got = tt_drain(t, &n);
+        if (strcmp(got, "STORED\r\n") != 0) {
+            assert_string_equal(got, "SERVER_ERROR out of memory storing object\r\n");
+            full = true;
+        }
+        free(got);
+    }
+    assert_true(full);
+    assert_int_equal(t->stats.store_no_memory, 1);
+    /* a refused set removes the old value; the data was swallowed */
+    int h = sprintf(req, "set k0 0 0 %zu\r\n", vlen);
+    memset(req + h, 'v', vlen);
+    memcpy(req + h + vlen, "\r\nget k0\r\n", 10);
+    tt_feed(t, req, (size_t)h + vlen + 10, 0);
+    got = tt_drain(t, &n);
+    assert_string_equal(got, "SERVER_ERROR out of memory storing object\r\nEND\r\n");
+    free(got);
     free(req);
     tt_free(t);
 }
@@ -256,6 +300,38 @@ static void test_disabled(void **state)
     tt_free(t);
 }
 
+static void detail_on(struct settings *s)
+{
+    s->detail_enabled = true;
+}
+
+/* With stats detail on, every key of get/gat, every set and delete is
+ * recorded per prefix (the recording itself is the server's). */
+static void test_stats_detail_bookkeeping(void **state)
+{
+    (void)state;
+    stats_detail_clear();
+    struct tt *t = tt_new_with(detail_on);
+    EXPECT(t, "set p:a 0 0 1\r\nx\r\nget p:a p:b\r\ngat 0 p:a\r\ndelete p:a\r\nget q\r\n",
+           "STORED\r\nVALUE p:a 0 1\r\nx\r\nEND\r\nVALUE p:a 0 1\r\nx\r\nEND\r\nDELETED\r\nEND\r\n");
+    struct reply_queue q;
+    reply_init(&q);
+    assert_int_equal(stats_detail_dump(&q), 0);
+    char buf[512];
+    struct iovec iov[16];
+    int n = reply_iov(&q, iov, 16);
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(buf + len, iov[i].iov_base, iov[i].iov_len);
+        len += iov[i].iov_len;
+    }
+    buf[len] = '\0';
+    assert_string_equal(buf, "PREFIX p get 3 hit 2 set 1 del 1\r\nEND\r\n");
+    reply_release(&q);
+    stats_detail_clear();
+    tt_free(t);
+}
+
 static void test_stats_parsing(void **state)
 {
     (void)state;
@@ -332,10 +408,12 @@ int main(void)
         cmocka_unit_test(test_keys_and_lengths),
         cmocka_unit_test(test_data_length_rules),
         cmocka_unit_test(test_too_large),
+        cmocka_unit_test(test_no_memory),
         cmocka_unit_test(test_arith),
         cmocka_unit_test(test_touch_gat_delete),
         cmocka_unit_test(test_misc_commands),
         cmocka_unit_test(test_disabled),
+        cmocka_unit_test(test_stats_detail_bookkeeping),
         cmocka_unit_test(test_stats_parsing),
         cmocka_unit_test(test_compat_commands),
         cmocka_unit_test(test_dump),

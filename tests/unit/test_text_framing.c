@@ -122,9 +122,10 @@ static void test_pipeline(void **state)
     char req[8192], want[8192];
     size_t nr = 0, nw = 0;
     for (int i = 0; i < 20; i++) {
-        nr += (size_t)sprintf(req + nr, "set k%d 0 0 %d\r\n%0*d\r\nget k%d\r\n", i, i + 1, i + 1, i, i);
-        nw += (size_t)sprintf(want + nw, "STORED\r\nVALUE k%d 0 %d\r\n%0*d\r\nEND\r\n", i, i + 1,
-                              i + 1, i);
+        nr += (size_t)snprintf(req + nr, sizeof req - nr, "set k%d 0 0 %d\r\n%0*d\r\nget k%d\r\n",
+                               i, i + 1, i + 1, i, i);
+        nw += (size_t)snprintf(want + nw, sizeof want - nw, "STORED\r\nVALUE k%d 0 %d\r\n%0*d\r\nEND\r\n",
+                               i, i + 1, i + 1, i);
     }
     tt_expect_n(t, req, nr, want, nw, "pipeline");
     tt_free(t);

@@ -1,0 +1,118 @@
+#include "net/udp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "net/listener.h"
+#include "net/core.h"
+#include "net/worker.h"
+#include "proto/proto.h"
+#include "proto/session.h"
+
+#define UDP_BATCH 64
+#define UDP_DATA_MAX (UDP_MAX_DATAGRAM - UDP_HEADER_SIZE)
+
+void udp_frame(unsigned char out[UDP_HEADER_SIZE], uint16_t req_id, uint16_t seq, uint16_t total)
+{
+    out[0] = (unsigned char)(req_id >> 8);
+    out[1] = (unsigned char)req_id;
+    out[2] = (unsigned char)(seq >> 8);
+    out[3] = (unsigned char)seq;
+    out[4] = (unsigned char)(total >> 8);
+    out[5] = (unsigned char)total;
+    out[6] = 0;
+    out[7] = 0;
+}
+
+size_t udp_datagrams(size_t len)
+{
+    return (len + UDP_DATA_MAX - 1) / UDP_DATA_MAX;
+}
+
+/* Send what the session owes, UDP_DATA_MAX bytes per datagram. UDP is best
+ * effort: a datagram the socket will not take now is dropped, as memcached. */
+static void udp_send(struct worker *w, struct listener *l, struct reply_queue *q,
+                     uint16_t req_id, const struct sockaddr *to, socklen_t tolen)
+{
+    size_t total = udp_datagrams(reply_pending(q));
+    if (total > UINT16_MAX) {
+        log_info("UDP reply of %zu bytes is too large for one request id: dropped",
+                 reply_pending(q));
+        return;
+    }
+    struct iovec all[64];
+    for (size_t seq = 0; seq < total; seq++) {
+        unsigned char hdr[UDP_HEADER_SIZE];
+        udp_frame(hdr, req_id, (uint16_t)seq, (uint16_t)total);
+        struct iovec iov[65];
+        iov[0] = (struct iovec){hdr, sizeof hdr};
+        int n = reply_iov(q, all, 64);
+        size_t room = UDP_DATA_MAX, used = 0;
+        int k = 1;
+        for (int i = 0; i < n && room > 0; i++) {
+            size_t take = all[i].iov_len < room ? all[i].iov_len : room;
+            iov[k++] = (struct iovec){all[i].iov_base, take};
+            room -= take;
+            used += take;
+        }
+        struct msghdr msg = {.msg_name = (void *)to, .msg_namelen = tolen, .msg_iov = iov,
+                             .msg_iovlen = (size_t)k};
+        ssize_t sent = sendmsg(l->fd, &msg, 0);
+        if (sent < 0) {
+            log_info("UDP sendmsg: %s", strerror(errno));
+            return;
+        }
+        STAT_INC(&w->stats, write_calls);
+        STAT_ADD(&w->stats, bytes_written, (uint64_t)sent);
+        reply_consume(q, used);
+    }
+}
+
+static void udp_serve(struct worker *w, struct listener *l, const unsigned char *buf, size_t n,
+                      const struct sockaddr *from, socklen_t fromlen)
+{
+    if (n < UDP_HEADER_SIZE)
+        return; /* not memcached's frame: nothing to answer to */
+    uint16_t req_id = (uint16_t)(buf[0] << 8 | buf[1]);
+    uint16_t seq = (uint16_t)(buf[2] << 8 | buf[3]);
+    uint16_t count = (uint16_t)(buf[4] << 8 | buf[5]);
+    if (seq != 0 || count != 1)
+        return; /* memcached 1.6 takes only single-datagram requests, silently */
+    struct session s;
+    session_init(&s, w->store, &w->stats, w->core->settings);
+    const char *p = (const char *)buf + UDP_HEADER_SIZE;
+    size_t left = n - UDP_HEADER_SIZE;
+    while (left > 0) {
+        size_t used = 0;
+        enum proto_status st = proto_process(&s, p, left, &used);
+        if (used > left)
+            used = left;
+        p += used;
+        left -= used;
+        if (st == PROTO_CLOSE || (st == PROTO_OK && used == 0))
+            break; /* an incomplete request cannot be finished: dropped */
+    }
+    udp_send(w, l, &s.reply, req_id, from, fromlen);
+    session_release(&s); /* aborts a value that did not fit the datagram */
+}
+
+void udp_on_readable(struct worker *w, struct listener *l)
+{
+    unsigned char *buf = (unsigned char *)w->udp_buf;
+    for (int i = 0; i < UDP_BATCH; i++) {
+        struct sockaddr_storage from;
+        socklen_t fromlen = sizeof from;
+        ssize_t n = recvfrom(l->fd, buf, WORKER_UDP_BUF, 0, (struct sockaddr *)&from, &fromlen);
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                log_info("UDP recvfrom: %s", strerror(errno));
+            return; /* EAGAIN: another worker took it, or none left */
+        }
+        STAT_INC(&w->stats, read_calls);
+        STAT_ADD(&w->stats, bytes_read, (uint64_t)n);
+        udp_serve(w, l, buf, (size_t)n, (struct sockaddr *)&from, fromlen);
+    }
+}
