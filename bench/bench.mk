@@ -1,6 +1,8 @@
 # The benchmark's tools, built from bench/ (never part of libnodelay.a).
 #   make bench                the side-by-side comparison (bench/compare.sh)
 #   make loadgen              build/bench/loadgen only
+#   make loadgen-selftest     its self-checks (no server needed)
+#   make bench-soak           the soak against the release server (SOAK_SECONDS=300)
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
 
 LOADGEN := build/bench/loadgen
@@ -8,9 +10,12 @@ LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
 LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
-.PHONY: loadgen bench-soak
+.PHONY: loadgen loadgen-selftest bench-soak
 
 loadgen: $(LOADGEN)
+
+loadgen-selftest: $(LOADGEN)
+	$(LOADGEN) selftest
 
 build/bench/obj/%.o: %.c
 	@mkdir -p $(dir $@)

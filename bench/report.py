@@ -231,6 +231,16 @@ def main():
             line("pipeline 1, nodelay CPU µs/request vs memcached's", med(runs, "get90_p1", "B", "cpu_us"),
                  med(runs, "get90_p1", "A", "cpu_us") or 0)
         if "get90_rate" in order:
+            try:
+                offered = float(m.get("rate"))
+            except (TypeError, ValueError):
+                offered = None
+            got = [med(runs, "get90_rate", srv, "ops") for srv in ("A", "B")]
+            if offered and all(g is not None for g in got):
+                held = all(g >= 0.95 * offered for g in got)
+                add(f"- fixed rate {offered:,.0f} ops/s offered; carried: memcached {got[0]:,.0f}, "
+                    f"nodelay {got[1]:,.0f}" + ("" if held else
+                    " — not sustained, so its latencies measure a growing queue, not the server"))
             line(f"p99.9 µs at {m.get('rate')} ops/s offered, vs memcached's", med(runs, "get90_rate", "B", "p999"),
                  med(runs, "get90_rate", "A", "p999") or 0)
         add("")

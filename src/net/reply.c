@@ -9,6 +9,8 @@
 /* Copied bytes are packed into blocks of this size; a larger single copy gets
  * a block of its own size. 16 KiB holds a full pipeline of short replies. */
 #define REPLY_BLOCK_SIZE (16 * 1024)
+/* Values up to this size are copied rather than referenced (reply_value). */
+#define REPLY_COPY_MAX 512
 
 struct reply_block {
     struct reply_block *next;
@@ -181,6 +183,18 @@ int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_
     s->pin = pin;
     q->pending += len;
     return 0;
+}
+
+int reply_value(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin)
+{
+    if (len > REPLY_COPY_MAX)
+        return reply_ref(q, data, len, pin);
+    /* A short value is cheaper copied: it joins the header's iovec and its
+     * pin goes back at once instead of when the write completes. */
+    int rc = reply_copy(q, data, len);
+    if (pin)
+        store_pin_release(pin);
+    return rc;
 }
 
 void reply_get_mark(const struct reply_queue *q, struct reply_mark *m)

@@ -72,6 +72,12 @@ void reply_commit(struct reply_queue *q, size_t n);
  * when this call fails (-1, out of memory). */
 int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin);
 
+/* Append an item's value: by reference when large, copied (and the pin
+ * released at once) when short, since a copy of a few hundred bytes costs
+ * less than an iovec of its own and a pin held until the write. Same
+ * ownership rule for pin as reply_ref. */
+int reply_value(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin);
+
 static inline size_t reply_pending(const struct reply_queue *q) { return q->pending; }
 
 void reply_get_mark(const struct reply_queue *q, struct reply_mark *m);

@@ -126,7 +126,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     }
     /* The value leaves from item memory; the queue releases the pin (even
      * when it cannot take it). */
-    if (reply_ref(&s->reply, it.value, nvalue, it.pin) != 0) {
+    if (reply_value(&s->reply, it.value, nvalue, it.pin) != 0) {
         reply_rollback(&s->reply, &mark);
         return PROTO_CLOSE;
     }

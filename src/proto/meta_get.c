@@ -96,7 +96,7 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
     if (value) {
         if (it->nvalue > 0) {
             /* by reference: the pin keeps the bytes until they are sent */
-            reply_ref(&s->reply, it->value, it->nvalue, it->pin);
+            reply_value(&s->reply, it->value, it->nvalue, it->pin);
             it->pin = NULL;
         }
         reply_copy(&s->reply, "\r\n", 2);

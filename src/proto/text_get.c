@@ -108,7 +108,7 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
                 store_pin_release(it.pin);
             goto oom;
         }
-        if (reply_ref(&s->reply, it.value, it.nvalue, it.pin) != 0)
+        if (reply_value(&s->reply, it.value, it.nvalue, it.pin) != 0)
             goto oom;
         crlf = true;
     }

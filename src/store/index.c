@@ -6,34 +6,144 @@
  * the common case and never a global lock. Overflow buckets live in chunks
  * that are never moved or freed before index_release, so a chained id stays
  * valid; the pool mutex is taken only to hand out or take back a bucket.
+ *
+ * Growth: when the table holds more than INDEX_GROW_LOAD items per bucket a
+ * table twice the size becomes current, and inserting threads move a few old
+ * buckets each (index_maintain) until all are moved. A moved old bucket is
+ * marked MOVED under its lock; whoever locks a MOVED bucket looks again
+ * (index_lock_hash), so every hash has exactly one live bucket at any time.
+ * A thread may still be about to lock a bucket of an old table when the
+ * growth ends, so old tables stay mapped until index_release, but their
+ * memory is given back (table_tombstone).
  */
+#define _GNU_SOURCE /* memfd_create */
 #include "store/store_int.h"
 
-#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
 
 #define INDEX_CHUNK_BUCKETS 4096u
 #define INDEX_MAX_CHUNKS 65536u
+#define HDR_LOCK 1ull
+#define HDR_MOVED 2ull
+#define HDR_BITS (HDR_LOCK | HDR_MOVED)
+/* Items per bucket (of 7 slots) before the table doubles. */
+#define INDEX_GROW_LOAD 7
+/* Old buckets an insert moves while a growth is in progress. */
+#define INDEX_MIGRATE_STEP 4
+#define INDEX_MAX_POWER 32
 
-int index_init(struct index *ix, unsigned power)
+/* Per-table migration counters live beside the table they count, so a
+ * thread still working on a finished growth cannot steal a later one's. */
+struct index_table_mig {
+    struct index_table t;
+    uint64_t next; /* next bucket to move */
+    uint64_t done; /* buckets moved */
+};
+
+static struct index_table *table_new(unsigned power)
 {
-    memset(ix, 0, sizeof(*ix));
+    struct index_table_mig *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
     size_t nbuckets = (size_t)1 << power;
-    ix->table = aligned_alloc(64, nbuckets * 64);
-    if (!ix->table)
+    void *p = mmap(NULL, nbuckets * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        free(m);
+        return NULL;
+    }
+    m->t.b = p;
+    m->t.mask = nbuckets - 1;
+    m->t.power = power;
+    return &m->t;
+}
+
+static void table_free(struct index_table *t)
+{
+    munmap(t->b, (t->mask + 1) * 64);
+    free((struct index_table_mig *)t);
+}
+
+/* A retired table's memory is given back by mapping, over it, copies of a
+ * small file whose every bucket reads MOVED: a thread that loaded the old
+ * table pointer just before the growth finished still locks a bucket, sees
+ * MOVED and looks again, while the table costs only the pages such a thread
+ * writes to (copy on write). */
+#define INDEX_TOMB_BYTES (2u << 20)
+
+static int index_tomb_fd(struct index *ix)
+{
+    if (ix->tomb_fd >= 0)
+        return ix->tomb_fd;
+#ifdef MFD_CLOEXEC
+    int fd = memfd_create("nodelay-index-moved", MFD_CLOEXEC);
+#else
+    int fd = -1; /* no memfd: old tables keep their memory */
+#endif
+    if (fd < 0)
         return -1;
-    memset(ix->table, 0, nbuckets * 64);
-    ix->chunks = calloc(INDEX_MAX_CHUNKS, sizeof(*ix->chunks));
-    if (!ix->chunks) {
-        free(ix->table);
+    uint64_t *page = calloc(1, 4096);
+    bool ok = page && ftruncate(fd, INDEX_TOMB_BYTES) == 0;
+    for (size_t i = 0; ok && i < 4096 / 8; i += 8)
+        page[i] = HDR_MOVED;
+    for (size_t off = 0; ok && off < INDEX_TOMB_BYTES; off += 4096)
+        ok = pwrite(fd, page, 4096, (off_t)off) == 4096;
+    free(page);
+    if (!ok) {
+        close(fd);
         return -1;
     }
-    ix->mask = nbuckets - 1;
-    ix->power = power;
+    ix->tomb_fd = fd;
+    return fd;
+}
+
+static void table_tombstone(struct index *ix, struct index_table *t)
+{
+#if defined(__SANITIZE_THREAD__)
+    /* TSan sees the remap as a plain write racing with a straggler's atomic
+     * lock; both pages read MOVED, so it is benign, but TSan builds keep
+     * the memory instead of teaching it that. */
+    (void)ix;
+    (void)t;
+    return;
+#endif
+    int fd = index_tomb_fd(ix);
+    size_t len = (t->mask + 1) * 64;
+    if (fd < 0)
+        return; /* keep the memory: still correct */
+    for (size_t off = 0; off < len; off += INDEX_TOMB_BYTES) {
+        size_t n = len - off < INDEX_TOMB_BYTES ? len - off : INDEX_TOMB_BYTES;
+        mmap((char *)t->b + off, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0);
+    }
+    t->tomb = true;
+}
+
+int index_init(struct index *ix, unsigned power, index_rehash_fn rehash, void *arg)
+{
+    memset(ix, 0, sizeof(*ix));
+    if (power > INDEX_MAX_POWER)
+        power = INDEX_MAX_POWER;
+    struct index_table *t = table_new(power);
+    if (!t)
+        return -1;
+    ix->chunks = calloc(INDEX_MAX_CHUNKS, sizeof(*ix->chunks));
+    if (!ix->chunks) {
+        table_free(t);
+        return -1;
+    }
+    __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
+    ix->rehash = rehash;
+    ix->rehash_arg = arg;
     ix->pool_next = 1;
+    ix->tomb_fd = -1;
     pthread_mutex_init(&ix->pool_lock, NULL);
+    pthread_mutex_init(&ix->grow_lock, NULL);
     return 0;
 }
 
@@ -42,25 +152,56 @@ void index_release(struct index *ix)
     for (uint32_t i = 0; i < ix->nchunks; i++)
         free(ix->chunks[i]);
     free(ix->chunks);
-    free(ix->table);
+    struct index_table *cur = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    struct index_table *old = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
+    if (old && old != cur)
+        table_free(old);
+    table_free(cur);
+    while (ix->retired) {
+        struct index_table *t = ix->retired;
+        ix->retired = t->retired_next;
+        table_free(t);
+    }
+    if (ix->tomb_fd >= 0)
+        close(ix->tomb_fd);
     pthread_mutex_destroy(&ix->pool_lock);
+    pthread_mutex_destroy(&ix->grow_lock);
     memset(ix, 0, sizeof(*ix));
 }
 
 size_t index_bytes(struct index *ix)
 {
+    pthread_mutex_lock(&ix->grow_lock);
+    size_t n = 0;
+    struct index_table *cur = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    struct index_table *old = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
+    n += (cur->mask + 1) * 64;
+    if (old && old != cur)
+        n += (old->mask + 1) * 64;
+    for (struct index_table *t = ix->retired; t; t = t->retired_next)
+        n += t->tomb ? 0 : (t->mask + 1) * 64;
+    pthread_mutex_unlock(&ix->grow_lock);
     pthread_mutex_lock(&ix->pool_lock);
-    size_t n = ((size_t)ix->mask + 1) * 64 + (size_t)ix->nchunks * INDEX_CHUNK_BUCKETS * 64 +
-               INDEX_MAX_CHUNKS * sizeof(*ix->chunks);
+    n += (size_t)ix->nchunks * (INDEX_CHUNK_BUCKETS * 64 + sizeof(*ix->chunks));
     pthread_mutex_unlock(&ix->pool_lock);
     return n;
+}
+
+unsigned index_power(struct index *ix)
+{
+    return __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE)->power;
+}
+
+bool index_expanding(struct index *ix)
+{
+    return __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE) != NULL;
 }
 
 void index_lock(uint64_t *b)
 {
     unsigned spins = 0;
-    while (__atomic_fetch_or(b, 1, __ATOMIC_ACQUIRE) & 1) {
-        while (__atomic_load_n(b, __ATOMIC_RELAXED) & 1) {
+    while (__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
+        while (__atomic_load_n(b, __ATOMIC_RELAXED) & HDR_LOCK) {
             /* The holder may be descheduled (more workers than cores): yield
              * rather than burn its time slice. */
             if (++spins > 64) {
@@ -75,7 +216,34 @@ void index_lock(uint64_t *b)
 
 void index_unlock(uint64_t *b)
 {
-    __atomic_fetch_and(b, ~1ull, __ATOMIC_RELEASE);
+    __atomic_fetch_and(b, ~HDR_LOCK, __ATOMIC_RELEASE);
+}
+
+static bool hdr_moved(const uint64_t *b)
+{
+    return __atomic_load_n(b, __ATOMIC_RELAXED) & HDR_MOVED;
+}
+
+uint64_t *index_lock_hash(struct index *ix, uint64_t h)
+{
+    for (;;) {
+        /* cur before old: a growth publishes old before cur. */
+        struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+        struct index_table *o = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
+        uint64_t *b;
+        if (o && o != c) {
+            b = o->b + ((h & o->mask) << 3);
+            index_lock(b);
+            if (!hdr_moved(b))
+                return b;
+            index_unlock(b);
+        }
+        b = c->b + ((h & c->mask) << 3);
+        index_lock(b);
+        if (!hdr_moved(b))
+            return b;
+        index_unlock(b);
+    }
 }
 
 static uint64_t *index_overflow(struct index *ix, uint32_t id)
@@ -90,11 +258,11 @@ static uint32_t hdr_next(const uint64_t *b)
 }
 
 /* Only the lock holder changes the next field; spinners only OR in bit 0,
- * which is already set, so a plain store keeping bit 0 loses nothing. */
+ * which is already set, so a plain store keeping the low bits loses nothing. */
 static void hdr_set_next(uint64_t *b, uint32_t id)
 {
-    uint64_t lockbit = __atomic_load_n(b, __ATOMIC_RELAXED) & 1;
-    __atomic_store_n(b, ((uint64_t)id << 32) | lockbit, __ATOMIC_RELAXED);
+    uint64_t bits = __atomic_load_n(b, __ATOMIC_RELAXED) & HDR_BITS;
+    __atomic_store_n(b, ((uint64_t)id << 32) | bits, __ATOMIC_RELAXED);
 }
 
 uint64_t *index_next(struct index *ix, uint64_t *b)
@@ -141,7 +309,7 @@ static void pool_put(struct index *ix, uint32_t id)
     pthread_mutex_unlock(&ix->pool_lock);
 }
 
-uint64_t *index_free_slot(struct index *ix, uint64_t *b)
+static uint64_t *chain_free_slot(struct index *ix, uint64_t *b)
 {
     uint64_t *last = b;
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur)) {
@@ -157,9 +325,18 @@ uint64_t *index_free_slot(struct index *ix, uint64_t *b)
     return &index_overflow(ix, id)[1];
 }
 
+uint64_t *index_free_slot(struct index *ix, uint64_t *b)
+{
+    uint64_t *slot = chain_free_slot(ix, b);
+    if (slot)
+        __atomic_fetch_add(&ix->items, 1, __ATOMIC_RELAXED);
+    return slot;
+}
+
 void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot)
 {
     *slot = 0;
+    __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
     uint64_t *prev = b;
     uint64_t *cur = index_next(ix, b);
     while (cur) {
@@ -175,5 +352,121 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot)
             prev = cur;
         }
         cur = next;
+    }
+}
+
+/* Move old bucket i into its two halves in the new table. Nobody can reach
+ * those halves before the old bucket is MOVED, so taking their locks after
+ * the old one's cannot deadlock. */
+static void index_migrate_bucket(struct index *ix, struct index_table *o, struct index_table *c,
+                                 uint64_t i)
+{
+    uint64_t *ob = o->b + (i << 3);
+    index_lock(ob);
+    if (hdr_moved(ob)) {
+        index_unlock(ob);
+        return;
+    }
+    uint64_t *nb[2] = {c->b + (i << 3), c->b + ((i + o->mask + 1) << 3)};
+    index_lock(nb[0]);
+    index_lock(nb[1]);
+    for (uint64_t *cur = ob; cur; cur = index_next(ix, cur)) {
+        for (int k = 1; k <= INDEX_SLOTS; k++) {
+            uint64_t sl = cur[k];
+            if (!sl)
+                continue;
+            uint64_t h = ix->rehash(ix->rehash_arg, sl);
+            uint64_t *dst = chain_free_slot(ix, nb[((h & c->mask) >> o->power) & 1]);
+            if (!dst) {
+                log_error("store: out of memory growing the index");
+                abort();
+            }
+            *dst = sl;
+            cur[k] = 0;
+        }
+    }
+    /* Give the old chain's overflow buckets back. */
+    for (uint32_t id = hdr_next(ob); id;) {
+        uint32_t next = hdr_next(index_overflow(ix, id));
+        pool_put(ix, id);
+        id = next;
+    }
+    __atomic_store_n(ob, HDR_LOCK | HDR_MOVED, __ATOMIC_RELAXED);
+    index_unlock(nb[1]);
+    index_unlock(nb[0]);
+    index_unlock(ob);
+}
+
+/* Move up to `max` buckets of the growth in progress; false when none left. */
+static bool index_migrate_some(struct index *ix, unsigned max)
+{
+    struct index_table *o = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
+    struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    if (!o || o == c)
+        return false;
+    struct index_table_mig *m = (struct index_table_mig *)o;
+    uint64_t n = o->mask + 1;
+    for (unsigned k = 0; k < max; k++) {
+        uint64_t i = __atomic_fetch_add(&m->next, 1, __ATOMIC_RELAXED);
+        if (i >= n)
+            return false;
+        index_migrate_bucket(ix, o, c, i);
+        if (__atomic_add_fetch(&m->done, 1, __ATOMIC_ACQ_REL) == n) {
+            pthread_mutex_lock(&ix->grow_lock);
+            __atomic_store_n(&ix->old, NULL, __ATOMIC_RELEASE);
+            o->retired_next = ix->retired;
+            ix->retired = o;
+            table_tombstone(ix, o);
+            pthread_mutex_unlock(&ix->grow_lock);
+            return false;
+        }
+    }
+    return true;
+}
+
+void index_maintain(struct index *ix)
+{
+    if (__atomic_load_n(&ix->old, __ATOMIC_ACQUIRE)) {
+        index_migrate_some(ix, INDEX_MIGRATE_STEP);
+        return;
+    }
+    struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t items = __atomic_load_n(&ix->items, __ATOMIC_RELAXED);
+    if (items <= (c->mask + 1) * INDEX_GROW_LOAD || c->power >= INDEX_MAX_POWER)
+        return;
+    pthread_mutex_lock(&ix->grow_lock);
+    if (__atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE) == c &&
+        !__atomic_load_n(&ix->old, __ATOMIC_ACQUIRE)) {
+        struct index_table *t = table_new(c->power + 1);
+        if (t) {
+            /* old first, then cur: see index_lock_hash. */
+            __atomic_store_n(&ix->old, c, __ATOMIC_RELEASE);
+            __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&ix->grow_lock);
+}
+
+void index_finish_growth(struct index *ix)
+{
+    while (__atomic_load_n(&ix->old, __ATOMIC_ACQUIRE)) {
+        if (!index_migrate_some(ix, 1024))
+            sched_yield(); /* others are moving the last buckets */
+    }
+}
+
+uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets)
+{
+    for (;;) {
+        index_finish_growth(ix);
+        struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+        *nbuckets = c->mask + 1;
+        if (i > c->mask)
+            return NULL;
+        uint64_t *b = c->b + (i << 3);
+        index_lock(b);
+        if (!hdr_moved(b))
+            return b;
+        index_unlock(b);
     }
 }

@@ -79,9 +79,10 @@ static void list_remove(struct seg_list *l, struct seg *s)
 
 int seg_pool_init(struct store *s)
 {
-    uint64_t cap = (uint64_t)s->seg_limit * 64;
-    if (cap < 1024)
-        cap = 1024;
+    /* cache_memlimit may raise -m sixteenfold at run time. */
+    uint64_t cap = (uint64_t)s->seg_limit * 16;
+    if (cap < 256)
+        cap = 256;
     if (cap > SLOT_MAX_SEGS)
         cap = SLOT_MAX_SEGS;
     s->seg_cap = (uint32_t)cap;
@@ -156,6 +157,7 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     __atomic_store_n(&seg->live_items, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->live_bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_exptime, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&seg->min_exptime, SEG_EXP_NEVER, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_cas, 0, __ATOMIC_RELAXED);
     seg->cas_base = cas_base;
     seg->created = clock_now();
@@ -234,8 +236,8 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         uint64_t hv = XXH3_64bits(p + h.hlen, h.nkey);
         uint32_t tag = index_tag(hv);
         uint64_t want = slot_make(tag, v->id, (uint32_t)(off >> s->off_shift));
-        uint64_t *b = index_bucket(&s->index, hv);
-        index_lock(b);
+        uint64_t *b = NULL;
+        b = index_lock_hash(&s->index, hv);
         uint64_t *slot = NULL;
         for (uint64_t *cur = b; cur && !slot; cur = index_next(&s->index, cur))
             for (int i = 1; i <= INDEX_SLOTS; i++)
@@ -386,6 +388,13 @@ static void atomic_max64(uint64_t *p, uint64_t v)
 void seg_note_exptime(struct seg *seg, rel_time_t exptime)
 {
     atomic_max32(&seg->max_exptime, exptime == REL_TIME_NEVER ? SEG_EXP_NEVER : exptime);
+    if (exptime != REL_TIME_NEVER) {
+        uint32_t cur = __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED);
+        while (exptime < cur && !__atomic_compare_exchange_n(&seg->min_exptime, &cur, exptime,
+                                                             true, __ATOMIC_RELAXED,
+                                                             __ATOMIC_RELAXED))
+            ;
+    }
 }
 
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas)

@@ -159,10 +159,10 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
 {
     struct store *s = ctx->store;
     uint32_t tag = index_tag(hv);
-    uint64_t *b = index_bucket(&s->index, hv);
+    uint64_t *b = NULL;
     for (;;) {
         struct store_found f;
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         if (!store_find_live(ctx, b, tag, key, nkey, clock_now(), &f)) {
             index_unlock(b);
             return STORE_MISS;
@@ -189,7 +189,7 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
         if (st != STORE_OK)
             return st;
 
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         struct store_found g;
         bool same = store_find_live(ctx, b, tag, key, nkey, clock_now(), &g) &&
                     slot_same(*g.slot, snap);
@@ -221,6 +221,15 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
 
 /* ---- life cycle -------------------------------------------------------- */
 
+static uint64_t store_rehash(void *arg, uint64_t slot)
+{
+    struct store *s = arg;
+    const char *p = seg_item(s, slot);
+    struct item_hdr h;
+    item_decode(p, &h);
+    return XXH3_64bits(p + h.hlen, h.nkey);
+}
+
 static void *store_housekeeper(void *arg);
 
 int store_create(struct store **out, const struct store_options *opt)
@@ -246,21 +255,11 @@ int store_create(struct store **out, const struct store_options *opt)
     s->mem_limit = opt->mem_limit;
     s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
 
-    unsigned power = opt->hashpower;
-    if (power) {
-        /* -o hashpower counts item slots, as memcached's does; ours are 8 a bucket. */
-        power = power > 3 ? power - 3 : 1;
-    } else {
-        /* One bucket (seven slots) per 512 bytes of -m: chains stay short
-         * down to ~73-byte items; below that, overflow buckets chain. */
-        size_t want = opt->mem_limit / 512;
-        power = 10;
-        while (power < 32 && ((size_t)1 << power) < want)
-            power++;
-    }
-    if (power > 32)
-        power = 32;
-    if (index_init(&s->index, power) != 0) {
+    /* -o hashpower counts item slots, as memcached's does (default 16);
+     * ours are 8 a bucket. The index grows on its own from there. */
+    unsigned power = opt->hashpower ? opt->hashpower : 16;
+    power = power > 3 ? power - 3 : 1;
+    if (index_init(&s->index, power, store_rehash, s) != 0) {
         free(s);
         return -1;
     }
@@ -369,16 +368,66 @@ static void *store_housekeeper(void *arg)
         if (s->house_stop)
             break;
         pthread_mutex_unlock(&s->house_lock);
-        seg_reclaim_expired(s->house);
+        store_housekeep(s);
         pthread_mutex_lock(&s->house_lock);
     }
     pthread_mutex_unlock(&s->house_lock);
     return NULL;
 }
 
+#define STORE_CRAWL_BUCKETS (1u << 20)
+
+size_t store_crawl(struct store_ctx *ctx, uint64_t max)
+{
+    struct store *s = ctx->store;
+    size_t gone = 0;
+    uint64_t nb = 0;
+    rel_time_t now = clock_now();
+    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    bool flushing = ol && ol <= now;
+    for (uint64_t n = 0; n < max; n++) {
+        uint64_t *b = index_lock_nth(&s->index, s->crawl_cursor, &nb);
+        if (!b) {
+            s->crawl_cursor = 0;
+            if (nb == 0 || n >= nb)
+                break;
+            continue;
+        }
+        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
+            for (int j = 1; j <= INDEX_SLOTS; j++) {
+                uint64_t sl = cur[j];
+                if (!sl)
+                    continue;
+                struct seg *seg = seg_of(s, slot_seg(sl));
+                if (!flushing && __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED) > now)
+                    continue; /* nothing in that segment has expired yet */
+                struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(s, sl),
+                                        .seg = seg};
+                item_decode(f.p, &f.h);
+                enum item_life life = store_item_life(s, f.p, &f.h, seg->cas_base, now);
+                if (life == ITEM_LIVE)
+                    continue;
+                bool fetched = item_get_u32(f.p, f.h.atime_off) & ITEM_S_FETCHED;
+                store_unlink(s, &f);
+                CTR_INC(ctx, reclaimed);
+                if (life == ITEM_EXPIRED && !fetched)
+                    CTR_INC(ctx, expired_unfetched);
+                gone++;
+                /* The chain may have lost a bucket: start this one over. */
+                cur = b;
+                j = 0;
+            }
+        }
+        index_unlock(b);
+        s->crawl_cursor++;
+    }
+    return gone;
+}
+
 void store_housekeep(struct store *s)
 {
     seg_reclaim_expired(s->house);
+    store_crawl(s->house, STORE_CRAWL_BUCKETS);
 }
 
 /* ---- reads ------------------------------------------------------------- */
@@ -422,11 +471,11 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         return STORE_MISS;
     uint64_t hv = XXH3_64bits(key, nkey);
     uint32_t tag = index_tag(hv);
-    uint64_t *b = index_bucket(&s->index, hv);
+    uint64_t *b = NULL;
     for (;;) {
         rel_time_t now = clock_now();
         struct store_found f;
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         if (!store_find_live(ctx, b, tag, key, nkey, now, &f)) {
             index_unlock(b);
             if (req->vivify)
@@ -546,11 +595,11 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         return STORE_MISS;
     uint64_t hv = XXH3_64bits(key, nkey);
     uint32_t tag = index_tag(hv);
-    uint64_t *b = index_bucket(&s->index, hv);
+    uint64_t *b = NULL;
     for (;;) {
         struct store_found f;
         rel_time_t now = clock_now();
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         if (!store_find_live(ctx, b, tag, key, nkey, now, &f)) {
             index_unlock(b);
             return STORE_MISS;
@@ -648,14 +697,13 @@ int store_set_mem_limit(struct store *s, size_t bytes)
 
 size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn fn, void *arg)
 {
+    /* The cursor is a bucket number. If the index grows between two calls,
+     * a key may be visited twice (a bucket's items split into two). */
     size_t visited = 0;
-    uint64_t i = *cursor;
-    uint64_t nb = s->index.mask + 1;
-    struct store_ctx *ctx = s->house;
-    while (i < nb && visited < max) {
-        uint64_t *b = s->index.table + (i << 3);
+    uint64_t i = *cursor, nb = 0;
+    uint64_t *b;
+    while (visited < max && (b = index_lock_nth(&s->index, i, &nb))) {
         rel_time_t now = clock_now();
-        index_lock(b);
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
             for (int j = 1; j <= INDEX_SLOTS; j++) {
                 uint64_t sl = cur[j];
@@ -680,7 +728,6 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
         index_unlock(b);
         i++;
     }
-    (void)ctx;
     *cursor = i >= nb ? UINT64_MAX : i;
     return visited;
 }
@@ -715,9 +762,9 @@ void store_stats(struct store *s, struct store_stats *out)
         out->bytes += __atomic_load_n(&s->segs[i].live_bytes, __ATOMIC_RELAXED);
     }
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
-    out->hash_power_level = s->index.power + 3;
+    out->hash_power_level = index_power(&s->index) + 3;
     out->hash_bytes = index_bytes(&s->index) + (uint64_t)s->seg_cap * sizeof(struct seg);
-    out->hash_is_expanding = 0;
+    out->hash_is_expanding = index_expanding(&s->index);
     out->seg_size = s->seg_size;
     seg_counts(s, &out->seg_used, &out->seg_total, &out->dead_bytes);
 }

@@ -57,10 +57,10 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         return STORE_MISS;
     uint64_t hv = XXH3_64bits(key, nkey);
     uint32_t tag = index_tag(hv);
-    uint64_t *b = index_bucket(&s->index, hv);
+    uint64_t *b = NULL;
     for (;;) {
         struct store_found f;
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         if (!store_find_live(ctx, b, tag, key, nkey, clock_now(), &f)) {
             index_unlock(b);
             if (!req->create)

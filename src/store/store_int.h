@@ -92,10 +92,29 @@ static inline uint64_t slot_hit(uint64_t s) { return (s & SLOT_FREQ) == SLOT_FRE
 /* Same item, whatever the frequency says. */
 static inline bool slot_same(uint64_t a, uint64_t b) { return (a | SLOT_FREQ) == (b | SLOT_FREQ); }
 
-struct index {
-    uint64_t *table; /* nbuckets * 8 words, 64-byte aligned */
+/* One generation of the bucket array. */
+struct index_table {
+    uint64_t *b;       /* (mask + 1) * 8 words, 64-byte aligned */
     uint64_t mask;
-    unsigned power;  /* log2(nbuckets) */
+    unsigned power;
+    bool tomb;         /* retired: its pages map the MOVED pattern */
+    struct index_table *retired_next;
+};
+
+/* Rehash the item a slot points to (the index stores no full hashes). */
+typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
+
+struct index {
+    struct index_table *cur;
+    struct index_table *old; /* being migrated into cur, or NULL */
+    uint64_t migrate_next;     /* next old bucket to migrate */
+    uint64_t migrated;         /* old buckets done */
+    uint64_t items;            /* occupied slots */
+    pthread_mutex_t grow_lock;
+    struct index_table *retired;       /* old generations, unmapped at release */
+    int tomb_fd;                       /* the MOVED pattern (table_tombstone) */
+    index_rehash_fn rehash;
+    void *rehash_arg;
     pthread_mutex_t pool_lock; /* overflow bucket pool */
     uint64_t **chunks;         /* overflow buckets, INDEX_CHUNK_BUCKETS each */
     uint32_t nchunks;
@@ -104,26 +123,35 @@ struct index {
     uint64_t overflow_used;
 };
 
-int index_init(struct index *ix, unsigned power);
+int index_init(struct index *ix, unsigned power, index_rehash_fn rehash, void *arg);
 void index_release(struct index *ix);
 size_t index_bytes(struct index *ix);
+unsigned index_power(struct index *ix);
+bool index_expanding(struct index *ix);
 
 static inline uint32_t index_tag(uint64_t h)
 {
     uint32_t t = (uint32_t)(h >> 53);
     return t ? t : 1;
 }
-static inline uint64_t *index_bucket(struct index *ix, uint64_t h)
-{
-    return ix->table + ((h & ix->mask) << 3);
-}
+/* Lock and return the primary bucket that holds hash h now (growth may
+ * have moved it since a previous look). */
+uint64_t *index_lock_hash(struct index *ix, uint64_t h);
 void index_lock(uint64_t *bucket);
 void index_unlock(uint64_t *bucket);
 /* The bucket chained after b, or NULL (bucket lock held). */
 uint64_t *index_next(struct index *ix, uint64_t *b);
 /* An empty slot in the chain of primary bucket b, chaining a new overflow
- * bucket when all are full; NULL when out of memory. */
+ * bucket when all are full; NULL when out of memory. The caller fills it. */
 uint64_t *index_free_slot(struct index *ix, uint64_t *b);
+/* With no bucket lock held: grow the table when it is loaded, and move a
+ * few buckets of a growth in progress (every insert pays a little). */
+void index_maintain(struct index *ix);
+/* Finish any growth in progress (before a walk). */
+void index_finish_growth(struct index *ix);
+/* Lock bucket i of the current table for a walk; NULL past the end. The
+ * walk position is in buckets of the table whose size *nbuckets reports. */
+uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
 /* Empty a slot and drop overflow buckets left empty. */
 void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 
@@ -143,6 +171,7 @@ struct seg {
     uint32_t live_items;
     uint64_t live_bytes;
     uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
+    uint32_t min_exptime; /* earliest expiry of its items that expire, or SEG_EXP_NEVER */
     uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
@@ -205,6 +234,7 @@ struct store {
     struct store_ctx *ctxs;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
     struct store_ctx *house;        /* the housekeeper's own ctx */
+    uint64_t crawl_cursor;          /* next bucket for store_crawl (housekeeper) */
 
     pthread_t house_thread;
     bool house_running;
@@ -295,6 +325,9 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
                                   const struct store_set_req *req, uint32_t status,
                                   uint64_t expect_slot, uint64_t *cas_out);
 void store_housekeep(struct store *s);
+/* Unlink expired and flushed items from up to max buckets of the index,
+ * reading only items whose segment may hold some (housekeeper). */
+size_t store_crawl(struct store_ctx *ctx, uint64_t max);
 /* memcached's safe_strtoull over a value (store_arith.c). */
 bool store_parse_u64(const char *p, size_t n, uint64_t *out);
 

@@ -189,7 +189,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
     item_decode(res->item, &h);
     uint64_t hv = XXH3_64bits(res->item + h.hlen, h.nkey);
     uint32_t tag = index_tag(hv);
-    uint64_t *b = index_bucket(&s->index, hv);
+    uint64_t *b = NULL;
     uint8_t extra = 0;
 
     if (cas_on || req->flags || req->exptime) {
@@ -219,7 +219,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
         }
         rel_time_t now = clock_now();
         struct store_found f;
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         if (store_gen_moved(res)) {
             index_unlock(b);
             continue;
@@ -276,6 +276,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
         }
         CTR_INC(ctx, total_items);
         index_unlock(b);
+        index_maintain(&s->index);
         store_abort(ctx, res); /* drops the reservation's pin; the item stays linked */
         if (cas_out)
             *cas_out = cas;
@@ -295,12 +296,12 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
     const char *key = res->item + h.hlen;
     uint64_t hv = XXH3_64bits(key, h.nkey);
     uint32_t tag = index_tag(hv);
-    uint64_t *b = index_bucket(&s->index, hv);
+    uint64_t *b = NULL;
     uint8_t extra = 0;
 
     for (;;) {
         struct store_found f;
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         if (!store_find_live(ctx, b, tag, key, h.nkey, clock_now(), &f)) {
             index_unlock(b);
             if (!req->vivify) {
@@ -365,7 +366,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         seg_unpin(oseg);
 
         rel_time_t now = clock_now();
-        index_lock(b);
+        b = index_lock_hash(&s->index, hv);
         bool same = store_find_live(ctx, b, tag, key, h.nkey, now, &f) &&
                     slot_same(*f.slot, snap) && !store_gen_moved(&r);
         if (same) {

@@ -419,7 +419,13 @@ static void test_out_of_memory(void **state)
 static void test_value_by_reference(void **state)
 {
     struct th *t = *state;
-    th_set(t, BIN_OP_SET, "k", "referenced value", 0, 0, 0);
+    /* Large values go out by reference, pinned; short ones are copied
+     * (reply_ref's REPLY_COPY_MAX). */
+    char big[601];
+    memset(big, 'r', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    th_set(t, BIN_OP_SET, "k", big, 0, 0, 0);
+    th_set(t, BIN_OP_SET, "s", "short value", 0, 0, 0);
     th_drain(t);
     unsigned char req[64];
     size_t n = th_req(req, BIN_OP_GET, NULL, 0, "k", NULL, 0, 0);
@@ -431,9 +437,15 @@ static void test_value_by_reference(void **state)
     const struct reply_seg *last = &q->segs[q->nseg - 1];
     assert_non_null(last->pin);
     assert_null(last->block);
-    assert_int_equal(last->len, 16);
-    assert_memory_equal(last->data, "referenced value", 16);
+    assert_int_equal(last->len, 600);
+    assert_memory_equal(last->data, big, 600);
     th_drain(t); /* releases the pin */
+
+    n = th_req(req, BIN_OP_GET, NULL, 0, "s", NULL, 0, 0);
+    assert_int_equal(proto_process(&t->s, (const char *)req, n, &consumed), PROTO_OK);
+    for (size_t i = q->head; i < q->nseg; i++)
+        assert_null(q->segs[i].pin);
+    th_drain(t);
 }
 
 /* STAT: the text lines the server core composes become packets. */

@@ -107,6 +107,26 @@ static void test_release_drops_pins(void **state)
     assert_int_equal(released[3], 1);
 }
 
+static void test_value_copies_short_references_long(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    static char big[4096];
+    memset(big, 'b', sizeof big);
+    reply_str(&q, "VALUE s 0 5\r\n");
+    assert_int_equal(reply_value(&q, "short", 5, PIN(5)), 0);
+    assert_int_equal(released[5], 1); /* copied: pin back at once */
+    assert_int_equal(reply_value(&q, big, sizeof big, PIN(6)), 0);
+    assert_int_equal(released[6], 0); /* referenced: held until written */
+    struct iovec iov[4];
+    assert_int_equal(reply_iov(&q, iov, 4), 2); /* header+short value coalesce */
+    assert_ptr_equal(iov[1].iov_base, big);
+    reply_consume(&q, reply_pending(&q));
+    assert_int_equal(released[6], 1);
+    reply_release(&q);
+}
+
 static void test_rollback(void **state)
 {
     (void)state;
@@ -196,6 +216,7 @@ int main(void)
         cmocka_unit_test_setup(test_copy_and_coalesce, setup),
         cmocka_unit_test_setup(test_ref_pins_released_on_consume, setup),
         cmocka_unit_test_setup(test_release_drops_pins, setup),
+        cmocka_unit_test_setup(test_value_copies_short_references_long, setup),
         cmocka_unit_test_setup(test_rollback, setup),
         cmocka_unit_test_setup(test_large_and_many, setup),
         cmocka_unit_test_setup(test_reserve_commit, setup),

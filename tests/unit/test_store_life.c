@@ -174,6 +174,39 @@ static void test_housekeeping(void **state)
     tstore_close(&t);
 }
 
+static void test_crawl_open_segment(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    char key[32];
+    /* a few expiring items that stay in the worker's open segment */
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "rc%d", i);
+        tset(&t, key, "value", STORE_MODE_SET, 0, clock_exptime(2), NULL);
+    }
+    tset(&t, "keep", "value", STORE_MODE_SET, 0, 0, NULL);
+    struct store_stats st;
+    store_housekeep(t.s);
+    store_stats(t.s, &st);
+    assert_int_equal(st.curr_items, 201);
+    clock_debug_advance(3);
+    store_housekeep(t.s);
+    store_stats(t.s, &st);
+    assert_int_equal(st.curr_items, 1);
+    assert_int_equal(st.reclaimed, 200);
+    assert_int_equal(st.get_expired, 0);
+    /* flushed items go the same way */
+    tset(&t, "f", "value", STORE_MODE_SET, 0, 0, NULL);
+    store_flush(t.s, clock_now());
+    store_housekeep(t.s);
+    store_stats(t.s, &st);
+    assert_int_equal(st.curr_items, 0);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
 static void test_background_thread(void **state)
 {
     (void)state;
@@ -209,7 +242,7 @@ int main(void)
         cmocka_unit_test(test_expiry_boundary), cmocka_unit_test(test_touch),
         cmocka_unit_test(test_flush_immediate), cmocka_unit_test(test_flush_delayed),
         cmocka_unit_test(test_flush_nocas),     cmocka_unit_test(test_housekeeping),
-        cmocka_unit_test(test_background_thread),
+        cmocka_unit_test(test_crawl_open_segment), cmocka_unit_test(test_background_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -218,8 +218,9 @@ static void test_stress(void **state)
 {
     (void)state;
     clock_setup();
+    /* A tiny initial index (8 slots) so it grows many times under load. */
     struct store_options o = {.mem_limit = 16 * MB, .item_size_max = MB, .evictions = true,
-                              .cas_enabled = true};
+                              .cas_enabled = true, .hashpower = 3};
     assert_int_equal(store_create(&g_store, &o), 0);
     pthread_t th[7];
     void *(*fn[7])(void *) = {writer, writer, reader, reader, reader, deleter, flusher};
@@ -255,6 +256,8 @@ static void test_stress(void **state)
     while (cursor != UINT64_MAX)
         walked += store_walk(g_store, &cursor, 1000, count_fn, NULL);
     assert_true(walked > 0 && walked <= st.curr_items);
+    printf("stress: index grew to 2^%llu slots\n", (unsigned long long)st.hash_power_level);
+    assert_true(st.hash_power_level > 10);
     store_destroy(&g_store);
 }
 
