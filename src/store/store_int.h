@@ -264,8 +264,8 @@ static inline char *seg_item(struct store *s, uint64_t slot)
 
 int seg_pool_init(struct store *s);
 void seg_pool_release(struct store *s);
-/* A fresh open segment for ctx in TTL group g, evicting when needed; NULL
- * when no room can be made. Seals the ctx's previous open segment of g. */
+/* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
+ * NULL when no room can be made. Seals the ctx's previous open segment of g. */
 struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct store_ctx *ctx, struct seg *seg);

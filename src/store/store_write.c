@@ -40,7 +40,9 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     }
     if (!seg || seg->write_off + size > s->seg_size) {
         seg = seg_open(ctx, g);
-        if (!seg)
+        /* Never write past a segment's end (seg_open hands out empty
+         * segments; this guards that promise, see test_store_compact). */
+        if (!seg || seg->write_off + size > s->seg_size)
             return STORE_NO_MEMORY;
     }
     uint32_t off = seg->write_off;

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from helpers import Server, expect, ipv6_loopback_available, stats
+from helpers import ipv6_loopback_available, stats
 
 
 @pytest.mark.concurrency
@@ -44,10 +44,8 @@ def test_multiget_10000_keys(conn):
     keys = [f"mg{i:05d}" for i in range(10000)]
     conn.send("".join(f"set {k} 1 0 {len(k)} noreply\r\n{k}\r\n" for k in keys))
     assert conn.call("version").startswith(b"VERSION")
-    want = {k: (1, k.encode()) for k in keys[::2]}
     got = conn.get_multi(keys + [f"missing{i}" for i in range(200)])
     assert got == {k: (1, k.encode()) for k in keys}
-    assert len(want) == 5000
 
 
 def test_multiget_20000_keys_line_unlimited(conn):
@@ -212,8 +210,6 @@ def test_slow_reader_does_not_hurt_others(start_server):
         t = time.monotonic()
         assert c.get("sr-big") == b"x" * (512 * 1024)
         assert time.monotonic() - t < 1.0
-    st = stats(c)
-    assert st["curr_connections"]
     if not srv.is_memcached:
         with open(f"/proc/{srv.proc.pid}/status") as f:
             rss_kb = int(next(line for line in f if line.startswith("VmRSS")).split()[1])
