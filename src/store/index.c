@@ -27,6 +27,15 @@
 
 #include "log.h"
 
+/* A spin-wait hint to the CPU, where the architecture has one. */
+#if defined(__x86_64__) || defined(__i386__)
+#define INDEX_CPU_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define INDEX_CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define INDEX_CPU_RELAX() ((void)0)
+#endif
+
 #define INDEX_CHUNK_BUCKETS 4096u
 #define INDEX_MAX_CHUNKS 65536u
 #define HDR_LOCK 1ull
@@ -208,7 +217,7 @@ void index_lock(uint64_t *b)
                 sched_yield();
                 spins = 0;
             } else {
-                __builtin_ia32_pause();
+                INDEX_CPU_RELAX();
             }
         }
     }
