@@ -264,6 +264,7 @@ uptime >"$OUT/load-after.txt"
 if [ -z "${BENCH_NO_LATEST:-}" ]; then
     sed -e 's/](latency\.png)/](latest-latency.png)/' -e 's/](ratios\.png)/](latest-ratios.png)/' \
         "$OUT/report.md" >"$ROOT/bench/results/latest.md"
+    cp "$OUT/summary.md" "$ROOT/bench/results/latest-summary.md"
     for png in "$OUT"/*.png; do
         [ -e "$png" ] && cp "$png" "$ROOT/bench/results/latest-$(basename "$png")"
     done

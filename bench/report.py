@@ -247,8 +247,38 @@ def main():
 
     with open(os.path.join(OUT, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    summary(m, runs, order, fills, replays)
     if order:
         charts(runs, order)
+
+
+def summary(m, runs, order, fills, replays):
+    """A short table for the README: the headline figures only."""
+    rows = []
+    def row(label, a, b, digits=2, unit=""):
+        if a is None and b is None:
+            return
+        rows.append(f"| {label} | {fmt(a, digits)}{unit} | {fmt(b, digits)}{unit} | {fmt(ratio(b, a))} |")
+    for w, label in (("get90_p1", "pipeline 1"), ("get90_p16", "pipeline 16"), ("mget16", "16-key multiget")):
+        if w in order:
+            row(f"server CPU µs / request, {label}", med(runs, w, "A", "cpu_us"), med(runs, w, "B", "cpu_us"))
+            row(f"syscalls / request, {label}", med(runs, w, "A", "sys"), med(runs, w, "B", "sys"), 3)
+    for v in (10, 100, 1000):
+        a = next((j for s, vv, j in fills if s == "A" and vv == v), None) or {}
+        b = next((j for s, vv, j in fills if s == "B" and vv == v), None) or {}
+        row(f"bytes per item beyond key + value, {v} B values, -m 64", a.get("overhead"), b.get("overhead"), 1)
+    for variant, label in (("plain", "Zipf 0.99"), ("scan", "Zipf 0.99 + one-pass scan")):
+        a = next((j for s, vv, j in replays if s == "A" and vv == variant), None) or {}
+        b = next((j for s, vv, j in replays if s == "B" and vv == variant), None) or {}
+        ra, rb = a.get("miss_ratio"), b.get("miss_ratio")
+        row(f"miss ratio, {label}, -m 64", None if ra is None else ra * 100,
+            None if rb is None else rb * 100, 2, " %")
+    out = [f"Measured {m.get('date')} on {m.get('nproc')} × {m.get('cpu')} ({m.get('kernel')}), "
+           f"`-t {m.get('threads')}`, by `make bench` (medians of {m.get('rounds')} rounds; "
+           f"load average during the run: {m.get('load_after', '').split('load average:')[-1].strip()}).",
+           "", "| measure | memcached 1.6.18 | nodelay | nodelay / memcached |", "|---|---|---|---|"]
+    with open(os.path.join(OUT, "summary.md"), "w") as f:
+        f.write("\n".join(out + rows) + "\n")
 
 
 def charts(runs, order):

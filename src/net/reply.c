@@ -199,7 +199,8 @@ int reply_value(struct reply_queue *q, const void *data, size_t len, struct stor
 
 void reply_get_mark(const struct reply_queue *q, struct reply_mark *m)
 {
-    m->nseg = q->nseg;
+    /* Counted from head: reply_seg_add may slide the array down meanwhile. */
+    m->nseg = q->nseg - q->head;
     m->pending = q->pending;
     m->copied = q->copied;
     m->tail = q->tail;
@@ -228,14 +229,15 @@ static void reply_block_unref(struct reply_queue *q, struct reply_block *b)
 
 void reply_rollback(struct reply_queue *q, const struct reply_mark *m)
 {
-    for (size_t i = m->nseg; i < q->nseg; i++) {
+    size_t keep = q->head + m->nseg;
+    for (size_t i = keep; i < q->nseg; i++) {
         struct reply_seg *s = &q->segs[i];
         if (s->pin)
             store_pin_release(s->pin);
         if (s->block)
             s->block->refs--;
     }
-    q->nseg = m->nseg;
+    q->nseg = keep;
     if (q->nseg > q->head)
         q->segs[q->nseg - 1].len = m->last_len;
     /* Free the blocks added after the mark. */

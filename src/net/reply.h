@@ -44,7 +44,7 @@ struct reply_queue {
 /* A point to roll back to (a multiget whose later key is bad discards what it
  * had already composed, as memcached does). */
 struct reply_mark {
-    size_t nseg;
+    size_t nseg; /* pending segments at the mark */
     size_t pending;
     size_t copied;
     struct reply_block *tail;

@@ -77,19 +77,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     enum store_status st = store_get(s->store, key, h->keylen, &req, &it);
     bool hit = st == STORE_OK;
 
-    if (touch) {
-        STAT_INC(s->stats, cmd_touch);
-        if (hit)
-            STAT_INC(s->stats, touch_hits);
-        else
-            STAT_INC(s->stats, touch_misses);
-    } else {
-        STAT_INC(s->stats, cmd_get);
-        if (hit)
-            STAT_INC(s->stats, get_hits);
-        else
-            STAT_INC(s->stats, get_misses);
-    }
+    stats_count_fetch(s->stats, touch, hit);
     if (bin_detail_enabled(s))
         server_stats_detail(key, h->keylen, 'g', hit);
 

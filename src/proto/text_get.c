@@ -88,19 +88,7 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
         bool hit = st == STORE_OK;
         if (detail)
             server_stats_detail(key, nkey, 'g', hit);
-        if (touch) {
-            STAT_INC(s->stats, cmd_touch);
-            if (hit)
-                STAT_INC(s->stats, touch_hits);
-            else
-                STAT_INC(s->stats, touch_misses);
-        } else {
-            STAT_INC(s->stats, cmd_get);
-            if (hit)
-                STAT_INC(s->stats, get_hits);
-            else
-                STAT_INC(s->stats, get_misses);
-        }
+        stats_count_fetch(s->stats, touch, hit);
         if (!hit)
             continue;
         if (text_value_header(s, key, nkey, &it, want_cas, crlf) != 0) {

@@ -11,6 +11,7 @@
 #ifndef NODELAY_STATS_H
 #define NODELAY_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define STATS_THREAD(X)                                                        \
@@ -63,6 +64,26 @@ struct stats_thread {
                      __atomic_load_n(&(st)->field, __ATOMIC_RELAXED) + (n),    \
                      __ATOMIC_RELAXED)
 #define STAT_INC(st, field) STAT_ADD(st, field, 1)
+
+/* A key fetched by get/gets (cmd_get, get_hits|misses) or by a touching
+ * fetch, gat/gats and the binary GAT family (cmd_touch, touch_hits|misses),
+ * as memcached counts them. */
+static inline void stats_count_fetch(struct stats_thread *st, bool touch, bool hit)
+{
+    if (touch) {
+        STAT_INC(st, cmd_touch);
+        if (hit)
+            STAT_INC(st, touch_hits);
+        else
+            STAT_INC(st, touch_misses);
+    } else {
+        STAT_INC(st, cmd_get);
+        if (hit)
+            STAT_INC(st, get_hits);
+        else
+            STAT_INC(st, get_misses);
+    }
+}
 
 /* Read one counter from another thread. */
 #define STAT_GET(st, field) __atomic_load_n(&(st)->field, __ATOMIC_RELAXED)

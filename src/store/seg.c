@@ -1,27 +1,25 @@
-/* Segments: allocation, the FIFO of sealed segments, eviction and expiry.
+/* Segments: allocation, the queues of sealed segments, eviction, expiry.
  *
  * Every byte of item data lives in a segment of seg_size bytes; -m allows
  * seg_limit of them. A worker appends to its own open segment per TTL group;
- * a full one is sealed onto the FIFO tail. When a worker needs a segment and
- * -m is used up, the oldest sealed segment is evicted whole: each item in it
- * that is still linked is either dropped or, if it was read since it was
- * written (the slot's access bit), kept with its bit cleared (second chance,
- * as in CLOCK / S3-FIFO). Kept items are slid down to the start of the
- * victim, which then becomes the worker's new open segment: they start a new
- * lap behind every other segment, and no memory is set aside for carrying
- * them. New items that are never read again (scans, one-hit wonders) leave at
- * their first pass; at most 3/4 of a victim is kept, so each eviction frees
- * room.
+ * a full one is sealed onto the small queue. When a worker needs a segment
+ * and -m is used up, a whole segment is evicted, S3-FIFO style (seg_evict):
+ * from the small queue while it holds more than a tenth of the segments,
+ * else from the main queue. Items read since they were written (small) or
+ * since the last pass (main) are kept, copied to the main open segment;
+ * when that is full the victim is compacted in place and takes its place.
+ * The rest leave; keys that leave the small queue unread go to the ghost
+ * (store_ghost_add). At most half a victim is kept, so room is always made.
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
  * ahead of need.
  *
  * Pins: readers hold a segment's refcount while they send from it. A pinned
- * victim is not compacted: its items are unlinked (so no new pin can be
- * taken) and it waits in `draining` until its refcount drops to zero. While a
- * victim is being compacted (SEG_COMPACTING) a reader may not pin it: it
- * waits and looks again (seg_try_pin).
+ * victim is not compacted: its items are unlinked or copied out (so no new
+ * pin can be taken) and it waits in `draining` until its refcount drops to
+ * zero. While a victim is being compacted (SEG_COMPACTING) a reader may not
+ * pin it: it waits and looks again (seg_try_pin).
  *
  * Lock order: pool_lock, then bucket locks, then the index pool lock.
  */
@@ -34,9 +32,15 @@
 #include <xxhash.h>
 
 /* At most this share of a victim may be carried forward. */
+#ifndef SEG_SMALL_DIV
+#define SEG_SMALL_DIV 10
+#endif
+#ifndef SEG_SMALL_NFREQ
+#define SEG_SMALL_NFREQ 0
+#endif
 #ifndef SEG_RETAIN_NUM
-#define SEG_RETAIN_NUM 3
-#define SEG_RETAIN_DEN 4
+#define SEG_RETAIN_NUM 1
+#define SEG_RETAIN_DEN 2
 #endif
 /* Victim search looks this far into the FIFO for an all-dead segment. */
 #define SEG_DEAD_SCAN 1024
@@ -166,10 +170,12 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     (void)s;
 }
 
+/* A worker's full segment enters the small (probation) queue. */
 static void seg_seal(struct store *s, struct seg *seg)
 {
     seg_set_state(seg, SEG_SEALED);
-    list_push(&s->fifo, seg);
+    seg->queue = SEG_Q_SMALL;
+    list_push(&s->small, seg);
 }
 
 /* Every item in it expired, flushed, overwritten or deleted. */
@@ -205,27 +211,73 @@ void seg_wait_compacted(struct seg *seg)
         sched_yield();
 }
 
-/* Unlink every item of a sealed segment, or keep the recently read ones by
- * sliding them to its start (pool lock held). True when it was compacted:
- * it is then open, write_off after the kept items, for the caller to use. */
-static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
+/* Copy a kept item to the end of the main open segment; its new slot, or 0
+ * when it does not fit (pool lock and the item's bucket lock held). */
+static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr *h,
+                          uint64_t cas, uint32_t tag)
+{
+    struct seg *r = s->mopen;
+    if (!r)
+        return 0;
+    uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP);
+    if (h->cas_off)
+        layout |= item_cas_fits(ITEM_L_CAS32, cas, r->cas_base) ? ITEM_L_CAS32 : ITEM_L_CAS64;
+    uint32_t size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
+    size_t align = (size_t)1 << s->off_shift;
+    if (r->write_off + size > s->seg_size)
+        return 0;
+    uint32_t off = r->write_off;
+    char *d = r->data + off;
+    item_init(d, layout, p + h->hlen, h->nkey, h->nvalue);
+    struct item_hdr nh;
+    item_decode(d, &nh);
+    item_put_u32(d, nh.atime_off, item_get_u32(p, h->atime_off));
+    rel_time_t exp = item_get_u32(p, h->exp_off);
+    if (nh.flags_off)
+        item_put_u32(d, nh.flags_off, item_get_u32(p, h->flags_off));
+    if (nh.exp_off)
+        item_put_u32(d, nh.exp_off, exp);
+    item_put_cas(d, &nh, cas, r->cas_base);
+    memcpy(d + nh.hlen + nh.nkey, p + h->hlen + h->nkey, h->nvalue);
+    r->write_off = (uint32_t)((off + size + align - 1) & ~(align - 1));
+    seg_note_item(r, size, exp, cas);
+    return slot_make(tag, r->id, off >> s->off_shift);
+}
+
+/* Evict a sealed segment (pool lock held), S3-FIFO style on segments:
+ *  - from the small (probation) queue, items read since they were written
+ *    move to the main queue, the rest leave;
+ *  - from the main queue, items read since the last pass stay, owing one
+ *    read, the rest leave.
+ * Items that stay are copied to the main open segment; when it is full the
+ * rest of the victim is compacted in place (nothing below the walk is
+ * referenced any more) and the victim becomes the main open segment. */
+/* keep_all (-M): every live item is kept, so only dead bytes are freed; the
+ * victim is marked COMPACTING from the start (no pin can be taken) and the
+ * caller has checked it holds none, so compacting it cannot fail. */
+static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool keep_all)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
     size_t budget = s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN;
     size_t align = (size_t)1 << s->off_shift;
     bool any_evicted = false;
+    bool from_small = v->queue == SEG_Q_SMALL;
 
-    list_remove(&s->fifo, v);
+    if (keep_all) {
+        __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) != 0) {
+            seg_set_state(v, SEG_SEALED);
+            return false;
+        }
+        budget = s->seg_size;
+    }
+    list_remove(from_small ? &s->small : &s->fifo, v);
     /* A reservation still being filled in here sees this and relocates. */
     __atomic_fetch_add(&v->gen, 1, __ATOMIC_RELEASE);
-    bool compact = false;
-    if (retain) {
-        __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
-        compact = __atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) == 0;
-    }
-    if (!compact)
+    if (!keep_all)
         seg_set_state(v, SEG_DRAINING);
+    bool compact = false, cant_compact = false;
 
     size_t w = 0;
     for (size_t off = 0; off < v->write_off;) {
@@ -236,8 +288,7 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         uint64_t hv = XXH3_64bits(p + h.hlen, h.nkey);
         uint32_t tag = index_tag(hv);
         uint64_t want = slot_make(tag, v->id, (uint32_t)(off >> s->off_shift));
-        uint64_t *b = NULL;
-        b = index_lock_hash(&s->index, hv);
+        uint64_t *b = index_lock_hash(&s->index, hv);
         uint64_t *slot = NULL;
         for (uint64_t *cur = b; cur && !slot; cur = index_next(&s->index, cur))
             for (int i = 1; i <= INDEX_SLOTS; i++)
@@ -249,18 +300,41 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
             uint32_t status = item_get_u32(p, h.atime_off);
             bool fetched = status & ITEM_S_FETCHED;
             unsigned freq = slot_freq(*slot);
-            bool accessed = freq > 0;
             enum item_life life = store_item_life(s, p, &h, v->cas_base, now);
-            /* Kept when read since it was written or last kept; it then
-             * owes one read (S3-FIFO's decrement), so items read often
-             * survive passes without a read, once-read ones only one. */
-            if (compact && life == ITEM_LIVE && freq > 0 && budget >= size) {
-                /* Only dead or already moved bytes lie below: nothing that
-                 * a slot or a pin refers to is overwritten. */
+            bool keep = life == ITEM_LIVE &&
+                        (keep_all || (retain && freq > 0 && budget >= size));
+            uint64_t moved = 0;
+            unsigned nfreq = keep_all ? freq : from_small ? SEG_SMALL_NFREQ : freq - 1;
+            if (keep && !compact)
+                moved = seg_carry(s, p, &h, item_get_cas(p, &h, v->cas_base), tag);
+            if (keep && !moved && !compact && !cant_compact) {
+                /* Main open segment full: this victim takes its place. */
+                __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
+                if (__atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) == 0) {
+                    compact = true;
+                    if (s->mopen) {
+                        s->mopen->queue = SEG_Q_MAIN;
+                        seg_set_state(s->mopen, SEG_SEALED);
+                        list_push(&s->fifo, s->mopen);
+                        s->mopen = NULL;
+                    }
+                } else {
+                    cant_compact = true;
+                    seg_set_state(v, SEG_DRAINING);
+                }
+            }
+            if (keep && !moved && compact) {
+                /* Only dead or moved bytes lie below: nothing a slot or a
+                 * pin refers to is overwritten. */
                 if (w != off)
                     memmove(v->data + w, p, size);
-                *slot = slot_make(tag, v->id, (uint32_t)(w >> s->off_shift)) | (freq - 1);
+                moved = slot_make(tag, v->id, (uint32_t)(w >> s->off_shift));
                 w = (w + size + align - 1) & ~(align - 1);
+            } else if (moved) {
+                seg_note_gone(v, size);
+            }
+            if (moved) {
+                *slot = moved | nfreq;
                 budget -= size;
                 CTR_INC(ctx, items_reinserted);
             } else {
@@ -268,10 +342,12 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
                 seg_note_gone(v, size);
                 if (life == ITEM_LIVE) {
                     any_evicted = true;
+                    if (from_small)
+                        store_ghost_add(s, hv);
                     CTR_INC(ctx, evictions);
                     if (!fetched)
                         CTR_INC(ctx, evicted_unfetched);
-                    if (accessed)
+                    if (freq)
                         CTR_INC(ctx, evicted_active);
                 } else {
                     CTR_INC(ctx, reclaimed);
@@ -289,36 +365,64 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain)
         CTR_INC(ctx, seg_expired);
     if (compact) {
         v->write_off = (uint32_t)w;
-        if (w == 0)
-            __atomic_store_n(&v->max_exptime, 0, __ATOMIC_RELAXED);
         v->created = now;
+        v->queue = SEG_Q_MAIN;
         __atomic_store_n(&v->state, SEG_OPEN, __ATOMIC_RELEASE);
+        s->mopen = v;
         return true;
     }
     list_push(&s->draining, v);
-    return false;
+    return true;
 }
 
-/* Make one segment's worth of room (pool lock held): a compacted victim
- * to use as is (*out), or a victim left draining; false if impossible. */
-static bool seg_evict_one(struct store_ctx *ctx, struct seg **out)
+/* Make room (pool lock held): evict one segment; false if impossible. */
+static bool seg_evict_one(struct store_ctx *ctx)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
     unsigned scanned = 0;
-    *out = NULL;
-    for (struct seg *c = s->fifo.head; c && scanned < SEG_DEAD_SCAN; c = c->next, scanned++) {
-        if (seg_dead(s, c, now)) {
-            seg_evict(ctx, c, false);
-            return true;
+    struct seg_list *lists[2] = {&s->small, &s->fifo};
+    for (int l = 0; l < 2; l++)
+        for (struct seg *c = lists[l]->head; c && scanned < SEG_DEAD_SCAN;
+             c = c->next, scanned++) {
+            if (seg_dead(s, c, now)) {
+                seg_evict(ctx, c, false, false);
+                return true;
+            }
         }
+    if (!s->opt.evictions) {
+        /* -M: never drop a live item, but squeeze out dead bytes: compact
+         * the unpinned segment with the most of them (an eighth at least). */
+        struct seg *best = NULL;
+        uint64_t best_dead = s->seg_size / 8;
+        for (int l = 0; l < 2; l++)
+            for (struct seg *c = lists[l]->head; c; c = c->next) {
+                uint64_t dead = c->write_off - __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
+                if (dead > best_dead && __atomic_load_n(&c->refcount, __ATOMIC_ACQUIRE) == 0) {
+                    best = c;
+                    best_dead = dead;
+                }
+            }
+        return best && seg_evict(ctx, best, true, true);
     }
-    if (!s->opt.evictions || !s->fifo.head)
+    /* The small queue holds about a tenth of the segments; below that the
+     * main queue gives room, and when it has nothing sealed yet, its open
+     * segment is sealed so that kept items cannot sit there for ever. */
+    uint32_t small_max = s->seg_limit / SEG_SMALL_DIV ? s->seg_limit / SEG_SMALL_DIV : 1;
+    bool want_main = s->small.n <= small_max || !s->small.head;
+    if (want_main && !s->fifo.head && s->mopen && s->mopen->write_off) {
+        s->mopen->queue = SEG_Q_MAIN;
+        seg_set_state(s->mopen, SEG_SEALED);
+        list_push(&s->fifo, s->mopen);
+        s->mopen = NULL;
+    }
+    struct seg *v = want_main && s->fifo.head ? s->fifo.head : s->small.head;
+    if (!v)
+        v = s->fifo.head;
+    if (!v)
         return false;
-    /* Above a lowered limit victims are given back, not kept for reuse. */
-    struct seg *v = s->fifo.head;
-    if (seg_evict(ctx, v, s->seg_alloc <= s->seg_limit))
-        *out = v;
+    /* Above a lowered limit victims are given back, nothing kept. */
+    seg_evict(ctx, v, s->seg_alloc <= s->seg_limit, false);
     return true;
 }
 
@@ -331,16 +435,14 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
-    struct seg *seg = NULL, *compacted = NULL;
-    /* Each pass removes a sealed segment from the FIFO, so this ends. */
+    struct seg *seg = NULL;
+    /* Each pass removes a sealed segment from a queue, so this ends. */
     while (!(seg = seg_take_free(s))) {
-        if (!seg_evict_one(ctx, &compacted) || compacted)
+        if (!seg_evict_one(ctx))
             break;
     }
     if (seg)
         seg_reset(s, seg, g, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
-    else if (compacted)
-        seg = compacted; /* keeps its kept items, CAS base and expiry */
     if (seg) {
         seg->group = (uint8_t)g;
         ctx->open[g] = seg;
@@ -417,13 +519,15 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
     unsigned n = 0;
     pthread_mutex_lock(&s->pool_lock);
     rel_time_t now = clock_now();
-    for (struct seg *c = s->fifo.head, *next; c; c = next) {
-        next = c->next;
-        if (seg_dead(s, c, now)) {
-            (void)seg_evict(ctx, c, false);
-            n++;
+    struct seg_list *lists[2] = {&s->small, &s->fifo};
+    for (int l = 0; l < 2; l++)
+        for (struct seg *c = lists[l]->head, *next; c; c = next) {
+            next = c->next;
+            if (seg_dead(s, c, now)) {
+                seg_evict(ctx, c, false, false);
+                n++;
+            }
         }
-    }
     /* Move drained segments to the free list and give back what a lowered
      * limit no longer allows. */
     struct seg *f = seg_take_free(s);

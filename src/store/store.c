@@ -131,8 +131,38 @@ bool store_find_live(struct store_ctx *ctx, uint64_t *b, uint32_t tag, const cha
     return false;
 }
 
+/* The ghost: fingerprints of keys that left the small queue unread, in a
+ * direct-mapped table of about one entry per item -m holds. A key written
+ * again while its fingerprint is there was wanted after all: it starts with
+ * one read to its name, so its first pass moves it to the main queue
+ * (S3-FIFO's ghost queue). Entries are relaxed atomics: a lost race costs
+ * one promotion, nothing else. */
+static uint32_t ghost_fp(uint64_t hv)
+{
+    uint32_t fp = (uint32_t)(hv >> 20);
+    return fp ? fp : 1;
+}
+
+void store_ghost_add(struct store *s, uint64_t hv)
+{
+    if (s->ghost)
+        __atomic_store_n(&s->ghost[(hv >> 52 ^ hv) & s->ghost_mask], ghost_fp(hv),
+                         __ATOMIC_RELAXED);
+}
+
+static bool store_ghost_take(struct store *s, uint64_t hv)
+{
+    if (!s->ghost)
+        return false;
+    uint32_t *e = &s->ghost[(hv >> 52 ^ hv) & s->ghost_mask];
+    if (__atomic_load_n(e, __ATOMIC_RELAXED) != ghost_fp(hv))
+        return false;
+    __atomic_store_n(e, 0, __ATOMIC_RELAXED);
+    return true;
+}
+
 bool store_link(struct store *s, struct store_found *f, bool have_old,
-                struct store_reservation *res, uint32_t tag)
+                struct store_reservation *res, uint32_t tag, uint64_t hv)
 {
     struct seg *seg = res->seg;
     char *p = res->item;
@@ -145,7 +175,7 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
         uint64_t *slot = index_free_slot(&s->index, f->bucket);
         if (!slot)
             return false;
-        *slot = ns;
+        *slot = store_ghost_take(s, hv) ? slot_hit(ns) : ns;
     }
     struct item_hdr h;
     item_decode(p, &h);
@@ -206,7 +236,7 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
                     item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
                 item_put_cas(r.item, &nh, cas, ns->cas_base);
                 uint64_t access = *g.slot & SLOT_FREQ;
-                store_link(s, &g, true, &r, tag);
+                store_link(s, &g, true, &r, tag, hv);
                 *g.slot |= access;
                 index_unlock(b);
                 seg_unpin(ns);
@@ -269,6 +299,12 @@ int store_create(struct store **out, const struct store_options *opt)
         return -1;
     }
     store_init_classes(s);
+    /* About one ghost entry per 256 bytes of -m (a 200-byte item). */
+    size_t ghosts = 1024;
+    while (ghosts < opt->mem_limit / 256 && ghosts < ((size_t)1 << 26))
+        ghosts <<= 1;
+    s->ghost = calloc(ghosts, sizeof(*s->ghost));
+    s->ghost_mask = s->ghost ? ghosts - 1 : 0;
     pthread_mutex_init(&s->ctx_lock, NULL);
     pthread_mutex_init(&s->house_lock, NULL);
     pthread_cond_init(&s->house_cond, NULL);
@@ -305,6 +341,7 @@ void store_destroy(struct store **sp)
     }
     seg_pool_release(s);
     index_release(&s->index);
+    free(s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
     pthread_mutex_destroy(&s->house_lock);
     pthread_cond_destroy(&s->house_cond);
@@ -704,6 +741,16 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
     uint64_t *b;
     while (visited < max && (b = index_lock_nth(&s->index, i, &nb))) {
         rel_time_t now = clock_now();
+        /* A bucket is visited whole: stop before one that would pass max
+         * (unless it is the first, so that every call makes progress). */
+        size_t inb = 0;
+        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
+            for (int j = 1; j <= INDEX_SLOTS; j++)
+                inb += cur[j] != 0;
+        if (visited && visited + inb > max) {
+            index_unlock(b);
+            break;
+        }
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
             for (int j = 1; j <= INDEX_SLOTS; j++) {
                 uint64_t sl = cur[j];
@@ -763,7 +810,8 @@ void store_stats(struct store *s, struct store_stats *out)
     }
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
     out->hash_power_level = index_power(&s->index) + 3;
-    out->hash_bytes = index_bytes(&s->index) + (uint64_t)s->seg_cap * sizeof(struct seg);
+    out->hash_bytes = index_bytes(&s->index) + (uint64_t)s->seg_cap * sizeof(struct seg) +
+                      (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
     out->hash_is_expanding = index_expanding(&s->index);
     out->seg_size = s->seg_size;
     seg_counts(s, &out->seg_used, &out->seg_total, &out->dead_bytes);

@@ -216,9 +216,12 @@ void store_flush(struct store *store, rel_time_t when);
 int store_set_mem_limit(struct store *store, size_t bytes);
 
 /* Walk live items for lru_crawler metadump/mgdump. Visits at most `max`
- * items from *cursor on and advances it; *cursor is 0 at the start and
- * UINT64_MAX when the walk is complete. The view passed to fn is valid only
- * during the call (no pin is taken). Returns how many were visited. */
+ * items from *cursor on and advances it (more only when a single index
+ * bucket holds more than max); *cursor is 0 at the start and UINT64_MAX when
+ * the walk is complete. The view passed to fn is valid only during the call
+ * (no pin is taken; fn must not call the store). Returns how many were
+ * visited; 0 only when the walk is complete. If the index grows between two
+ * calls, a key may be visited twice. */
 typedef void (*store_walk_fn)(const struct store_item *item, void *arg);
 size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_fn fn,
                   void *arg);

@@ -160,6 +160,8 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
 #define STORE_TTL_GROUPS 8
+#define SEG_Q_MAIN 0
+#define SEG_Q_SMALL 1
 #define SEG_EXP_NEVER UINT32_MAX
 
 struct seg {
@@ -177,6 +179,7 @@ struct seg {
     rel_time_t created;
     uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
     uint8_t group;
+    uint8_t queue;                /* SEG_Q_SMALL or SEG_Q_MAIN while sealed */
     struct seg *prev, *next;      /* in free / fifo / draining lists */
 };
 
@@ -221,7 +224,8 @@ struct store {
     uint32_t seg_cap;          /* ids 0..seg_cap-1 */
     uint32_t seg_limit;        /* segments -m allows */
     uint32_t seg_alloc;        /* segments holding memory */
-    struct seg_list unused, free, fifo, draining;
+    struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
+    struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
     size_t mem_limit;
@@ -242,6 +246,8 @@ struct store {
     pthread_cond_t house_cond;
     bool house_stop;
 
+    uint32_t *ghost;           /* see store_ghost_add */
+    uint64_t ghost_mask;
     uint32_t class_size[64];   /* memcached-like class sizes for class_id */
     unsigned nclasses;
 };
@@ -254,8 +260,8 @@ static inline char *seg_item(struct store *s, uint64_t slot)
 
 int seg_pool_init(struct store *s);
 void seg_pool_release(struct store *s);
-/* A fresh open segment for ctx in TTL group g, evicting when needed; NULL
- * when no room can be made. Seals the ctx's previous open segment of g. */
+/* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
+ * NULL when no room can be made. Seals the ctx's previous open segment of g. */
 struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct store_ctx *ctx, struct seg *seg);
@@ -311,7 +317,9 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
 /* Link reservation res (filled, header fields set) in place of f->slot or
  * in a free slot; false when the index is out of memory. Bucket lock held. */
 bool store_link(struct store *s, struct store_found *f, bool have_old,
-                struct store_reservation *res, uint32_t tag);
+                struct store_reservation *res, uint32_t tag, uint64_t hv);
+/* Remember a key that left the small queue unread (the ghost queue). */
+void store_ghost_add(struct store *s, uint64_t hv);
 /* The layout bits item fields need beyond what `have` has; 0 if it fits. */
 uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
                              uint64_t cas, uint64_t cas_base);

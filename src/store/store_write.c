@@ -40,7 +40,9 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     }
     if (!seg || seg->write_off + size > s->seg_size) {
         seg = seg_open(ctx, g);
-        if (!seg)
+        /* Never write past a segment's end (seg_open hands out empty
+         * segments; this guards that promise, see test_store_compact). */
+        if (!seg || seg->write_off + size > s->seg_size)
             return STORE_NO_MEMORY;
     }
     uint32_t off = seg->write_off;
@@ -269,7 +271,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             continue;
         }
         store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg->cas_base);
-        if (!store_link(s, &f, found, res, tag)) {
+        if (!store_link(s, &f, found, res, tag, hv)) {
             index_unlock(b);
             store_abort(ctx, res);
             return STORE_NO_MEMORY;
@@ -378,7 +380,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             extra = store_missing_layout(nh.layout, flags, exp, cas_on, cas, ns->cas_base);
             if (!extra) {
                 store_put_fields(r.item, &nh, now, flags, exp, cas, ns->cas_base);
-                store_link(s, &f, true, &r, tag);
+                store_link(s, &f, true, &r, tag, hv);
                 CTR_INC(ctx, total_items);
                 index_unlock(b);
                 store_abort(ctx, &r);

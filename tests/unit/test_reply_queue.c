@@ -127,6 +127,32 @@ static void test_value_copies_short_references_long(void **state)
     reply_release(&q);
 }
 
+/* A mark taken with sent segments at the head stays right when adding
+ * segments slides the array down (reply_seg_add compacts). */
+static void test_rollback_after_compaction(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    static char big[1024];
+    memset(big, 'v', sizeof big);
+    for (int i = 0; i < 40; i++)
+        reply_ref(&q, big, sizeof big, NULL);
+    reply_consume(&q, 30 * sizeof big); /* head moves to 30 of 40 */
+    struct reply_mark m;
+    reply_get_mark(&q, &m);
+    for (int i = 0; i < 100; i++) /* fills to cap and compacts */
+        reply_ref(&q, big, sizeof big, PIN(7 + i % 2));
+    reply_rollback(&q, &m);
+    assert_int_equal(released[7] + released[8], 100);
+    assert_int_equal(reply_pending(&q), 10 * sizeof big);
+    struct iovec iov[64];
+    assert_int_equal(reply_iov(&q, iov, 64), 10);
+    reply_consume(&q, reply_pending(&q));
+    reply_release(&q);
+    assert_int_equal(released[7] + released[8], 100);
+}
+
 static void test_rollback(void **state)
 {
     (void)state;
@@ -217,6 +243,7 @@ int main(void)
         cmocka_unit_test_setup(test_ref_pins_released_on_consume, setup),
         cmocka_unit_test_setup(test_release_drops_pins, setup),
         cmocka_unit_test_setup(test_value_copies_short_references_long, setup),
+        cmocka_unit_test_setup(test_rollback_after_compaction, setup),
         cmocka_unit_test_setup(test_rollback, setup),
         cmocka_unit_test_setup(test_large_and_many, setup),
         cmocka_unit_test_setup(test_reserve_commit, setup),
