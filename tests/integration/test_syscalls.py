@@ -2,6 +2,7 @@
 every accepted TCP socket gets TCP_NODELAY, TCP_CORK/TCP_NOPUSH are never
 used, and the replies to everything parsed from one read leave in one
 write system call (memcached 1.6 sends one per pipelined get)."""
+import os
 import re
 import shutil
 import signal
@@ -25,10 +26,28 @@ class Tracer:
              "trace=accept,accept4,setsockopt,read,recvfrom,recvmsg," + ",".join(WRITES)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.stopped = False
-        # strace reports nothing on attach with -qq: wait until it traces
-        time.sleep(0.5)
-        if self.proc.poll() is not None:
-            pytest.skip(f"strace cannot attach here: {self.proc.stderr.read().decode()[:200]}")
+        # wait until strace has attached to every thread of the server
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.skip(f"strace cannot attach here: {self.proc.stderr.read().decode()[:200]}")
+            if self.all_traced(pid):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("strace did not attach to every server thread within 10 s")
+        time.sleep(0.1)
+
+    def all_traced(self, pid):
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    tracer = next(line for line in f if line.startswith("TracerPid:"))
+                if int(tracer.split()[1]) != self.proc.pid:
+                    return False
+            return True
+        except (OSError, StopIteration):
+            return False
 
     def stop(self):
         self.stopped = True
@@ -39,8 +58,10 @@ class Tracer:
 
 
 def conn_fd(trace):
-    fds = re.findall(r"accept4?\(\d+, .*\) = (\d+)", trace)
-    assert fds, "no accept in the trace"
+    # a call may be split across threads' lines: "accept4(3, <unfinished ...>"
+    # then "<... accept4 resumed>...) = 8"
+    fds = re.findall(r"(?:accept4?\(\d+, .*|<\.\.\. accept4? resumed>.*)\) = (\d+)$", trace, re.M)
+    assert fds, "no accept in the trace:\n" + trace[:3000]
     return fds[-1]
 
 
