@@ -245,7 +245,11 @@ static void conn_after_input(struct conn *c, enum proto_status st)
     }
     if (st == PROTO_CLOSE)
         c->closing = true;
-    conn_flush(c);
+    /* A -R yield gives the turn to other connections but keeps this read's
+     * replies together: they leave in one writev once its last request has
+     * run, unless they already owe more than the soft limit. */
+    if (st != PROTO_YIELD || reply_pending(&c->sess.reply) > CONN_REPLY_SOFT_LIMIT)
+        conn_flush(c);
     if (c->dead)
         return;
     if (st == PROTO_YIELD) {
