@@ -326,8 +326,38 @@ static bool key_requested(const struct req *r, uint32_t k)
     return false;
 }
 
-static void check_hit(struct worker *w, const struct req *r, const struct lg_hit *h,
-                      uint64_t now)
+/* Says exactly what is wrong with a value: where it first differs from what
+ * its own header says it should be, so a server bug can be traced. */
+static void tell_bad_value(struct worker *w, const struct conn *c, uint32_t k,
+                           const struct lg_hit *h, enum lg_verify v)
+{
+    static const char *const what[] = { "ok", "belongs to another key", "has the wrong length",
+                                        "is corrupt" };
+    fprintf(stderr, "wrong value: key %u (proto %d, conn %d) %s: %zu bytes, starts %.18s\n", k,
+            (int)c->proto, c->gid, what[v], h->len, h->data);
+    if (v != LG_VERIFY_CORRUPT || h->len < LG_VALUE_HDR)
+        return;
+    uint32_t ver = 0;
+    for (int i = 9; i < 17; i++)
+        ver = ver << 4 | (uint32_t)(h->data[i] <= '9' ? h->data[i] - '0' : h->data[i] - 'a' + 10);
+    char *want = malloc(h->len);
+    if (!want || lg_value_len(&w->sh->values, k, ver) != h->len) {
+        free(want);
+        return;
+    }
+    lg_value_write(&w->sh->values, want, k, ver);
+    size_t i = 0, bad = 0;
+    while (i < h->len && want[i] == h->data[i])
+        i++;
+    for (size_t j = i; j < h->len; j++)
+        bad += want[j] != h->data[j];
+    fprintf(stderr, "  first difference at byte %zu of %zu (%zu bytes differ): got %.16s want %.16s\n",
+            i, h->len, bad, h->data + i, want + i);
+    free(want);
+}
+
+static void check_hit(struct worker *w, const struct conn *c, const struct req *r,
+                      const struct lg_hit *h, uint64_t now)
 {
     struct lg_shared *sh = w->sh;
     uint32_t k;
@@ -342,11 +372,11 @@ static void check_hit(struct worker *w, const struct req *r, const struct lg_hit
         k = (uint32_t)pk;
     }
     uint32_t ver;
-    if (lg_value_check(&sh->values, k, h->data, h->len, &ver) != LG_VERIFY_OK) {
+    enum lg_verify v = lg_value_check(&sh->values, k, h->data, h->len, &ver);
+    if (v != LG_VERIFY_OK) {
         w->st.verify_failures++;
         if (worth_telling(w))
-            fprintf(stderr, "verify failed: key %u len %zu data %.40s\n", k, h->len,
-                    h->data);
+            tell_bad_value(w, c, k, h, v);
         return;
     }
     if (w->cfg->strict) {
@@ -400,7 +430,7 @@ static void complete(struct worker *w, struct conn *c, const struct req *r,
         w->st.hits += rep->nhits;
         w->st.misses += r->nkeys - rep->nhits;
         for (unsigned i = 0; i < rep->nhits; i++)
-            check_hit(w, r, &rep->hits[i], now);
+            check_hit(w, c, r, &rep->hits[i], now);
         if (w->cfg->strict && rep->nhits < r->nkeys) {
             /* a miss on a key with an acknowledged, undeleted value needs a
              * cause (eviction, expiry): counted, judged by the caller */
@@ -446,6 +476,9 @@ static void conn_read(struct worker *w, struct conn *c, uint64_t now)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         /* closed or failed: in-flight requests are lost */
+        if (w->st.conn_errors < 10)
+            fprintf(stderr, "server closed conn %d (proto %d) with %u requests in flight: %s\n",
+                    c->gid, (int)c->proto, c->count, n == 0 ? "EOF" : strerror(errno));
         w->st.conn_errors++;
         w->st.errors += c->count;
         conn_drop(w, c, now);
@@ -460,8 +493,9 @@ static void conn_read(struct worker *w, struct conn *c, uint64_t now)
         if (used == 0)
             break;
         if (used < 0) {
-            if (!w->cfg->quiet)
-                fprintf(stderr, "unparseable reply: %.60s\n", c->in.p + c->in_off);
+            if (w->st.conn_errors < 10)
+                fprintf(stderr, "unparseable reply on conn %d (proto %d, op %d, %u keys): %.60s\n",
+                        c->gid, (int)c->proto, r->op, r->nkeys, c->in.p + c->in_off);
             w->st.errors++;
             w->st.conn_errors++;
             conn_drop(w, c, now);
