@@ -584,14 +584,22 @@ void seg_counts(struct store *s, struct store_stats *out)
     pthread_mutex_lock(&s->pool_lock);
     out->seg_used = s->seg_alloc - s->free.n;
     out->seg_total = s->seg_limit;
+    /* Counts are read without the bucket locks that order their updates, so
+     * one segment may be caught a step behind another (an item counted gone
+     * from its old segment before it is counted in its new one): sum them as
+     * signed numbers and never report less than nothing. */
     uint64_t d = 0;
+    int64_t items = 0, bytes = 0;
     for (uint32_t i = 0; i < s->seg_cap; i++) {
         struct seg *g = seg_of(s, i);
-        out->curr_items += __atomic_load_n(&g->live_items, __ATOMIC_RELAXED);
-        out->bytes += __atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
-        if (seg_get_state(g) == SEG_SEALED)
-            d += g->write_off - __atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
+        items += (int32_t)__atomic_load_n(&g->live_items, __ATOMIC_RELAXED);
+        int64_t live = (int64_t)__atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
+        bytes += live;
+        if (seg_get_state(g) == SEG_SEALED && live >= 0 && (uint64_t)live <= g->write_off)
+            d += g->write_off - (uint64_t)live;
     }
+    out->curr_items += items > 0 ? (uint64_t)items : 0;
+    out->bytes += bytes > 0 ? (uint64_t)bytes : 0;
     out->dead_bytes = d;
     out->hash_bytes += (uint64_t)s->seg_cap * sizeof(struct seg) +
                        SLOT_MAX_SEGS / SEG_CHUNK * sizeof(*s->seg_chunks);
