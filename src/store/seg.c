@@ -579,6 +579,20 @@ int seg_set_limit(struct store *s, size_t bytes)
     return 0;
 }
 
+bool seg_any_expiring(struct store *s, rel_time_t now)
+{
+    bool any = false;
+    pthread_mutex_lock(&s->pool_lock); /* the segment table may grow */
+    for (uint32_t i = 0; i < s->seg_cap && !any; i++) {
+        struct seg *g = seg_of(s, i);
+        uint8_t st = seg_get_state(g);
+        any = (st == SEG_OPEN || st == SEG_SEALED) &&
+              __atomic_load_n(&g->min_exptime, __ATOMIC_RELAXED) <= now;
+    }
+    pthread_mutex_unlock(&s->pool_lock);
+    return any;
+}
+
 void seg_counts(struct store *s, struct store_stats *out)
 {
     pthread_mutex_lock(&s->pool_lock);

@@ -464,7 +464,12 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
 void store_housekeep(struct store *s)
 {
     seg_reclaim_expired(s->house);
-    store_crawl(s->house, STORE_CRAWL_BUCKETS);
+    /* Crawl only when something can have expired or been flushed: an idle
+     * or TTL-less cache then costs the housekeeper nothing but this check. */
+    rel_time_t now = clock_now();
+    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    if ((ol && ol <= now) || seg_any_expiring(s, now))
+        store_crawl(s->house, STORE_CRAWL_BUCKETS);
 }
 
 /* ---- reads ------------------------------------------------------------- */

@@ -281,6 +281,9 @@ void seg_note_cas(struct seg *seg, uint64_t cas);
 /* Segment-side stats: curr_items, bytes, seg_*, dead_bytes; adds the
  * segment table to hash_bytes. */
 void seg_counts(struct store *s, struct store_stats *out);
+/* True when some open or sealed segment may hold an item expired at `now`
+ * (the housekeeper crawls the index only then). */
+bool seg_any_expiring(struct store *s, rel_time_t now);
 /* Housekeeping pass: reclaim segments whose items all expired or were
  * flushed. Returns segments reclaimed. */
 unsigned seg_reclaim_expired(struct store_ctx *ctx);

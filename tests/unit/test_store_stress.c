@@ -209,8 +209,13 @@ static void *flusher(void *arg)
 static void count_fn(const struct store_item *it, void *arg)
 {
     (void)arg;
+    /* it->key is not NUL-terminated (it sits in segment memory, maybe at a
+     * mapping's end): scan a terminated copy. */
+    char key[STORE_KEY_MAX + 1];
+    memcpy(key, it->key, it->nkey);
+    key[it->nkey] = '\0';
     unsigned k;
-    if (sscanf(it->key, "stress:%u", &k) == 1)
+    if (sscanf(key, "stress:%u", &k) == 1)
         CHECK(check_value(it->value, it->nvalue, k));
 }
 
