@@ -334,8 +334,11 @@ static void conn_on_readable(struct conn *c)
     }
     STAT_INC(&w->stats, read_calls);
     if (n == 0) {
-        /* The client is gone or half-closed: send what it is owed (a
-         * half-closed client still reads), then close. */
+        /* The client is gone or half-closed: answer every complete request
+         * it sent, those an -R yield held back included (a half-closed
+         * client still reads), then close. */
+        while (c->yielded && c->rlen > 0 && conn_process(c) == PROTO_YIELD)
+            ;
         c->closing = true;
         conn_flush(c);
         conn_settle(c);

@@ -32,6 +32,24 @@ def test_pipeline_of_mixed_commands(conn):
     assert conn.read_exact(len(expected)) == expected
 
 
+@pytest.mark.parametrize("n", [30, 100, 1000])
+def test_half_closed_pipeline_gets_every_reply(server, n):
+    """A client that sends a pipeline and shuts down its write side is owed
+    every reply, including for requests an -R yield held back."""
+    s = socket.create_connection((server.host, server.port))
+    s.sendall(b"set hc 0 0 1\r\nv\r\n" + b"get hc\r\n" * n)
+    s.shutdown(socket.SHUT_WR)
+    s.settimeout(10)
+    got = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    s.close()
+    assert got == b"STORED\r\n" + b"VALUE hc 0 1\r\nv\r\nEND\r\n" * n
+
+
 def test_pipeline_byte_by_byte(conn):
     data = b"set bb1 0 0 5\r\nhello\r\nget bb1\r\ndelete bb1\r\n"
     for i in range(len(data)):
