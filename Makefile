@@ -47,7 +47,7 @@ OUT := build/$(CONFIG)-$(EVENT)
 # library that unit tests and fuzzers link, and only one event backend is built.
 OTHER_EVENT := $(if $(filter epoll,$(EVENT)),poll,epoll)
 LIB_SRC := $(filter-out src/main.c src/event/event_$(OTHER_EVENT).c, \
-             $(wildcard src/*.c src/*/*.c))
+             $(wildcard src/*.c src/*/*.c src/*/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o)
 LIB := $(OUT)/libnodelay.a
 SERVER := $(OUT)/nodelay

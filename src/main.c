@@ -25,7 +25,7 @@
 #include "net/listener.h"
 #include "net/registry.h"
 #include "proto/sasl.h"
-#include "proto/text.h"
+#include "proto/text/text.h"
 #include "settings.h"
 #include "store/store.h"
 #include "version.h"

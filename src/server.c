@@ -15,7 +15,7 @@
 #include "log.h"
 #include "net/conn.h"
 #include "net/core.h"
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "net/worker.h"
 #include "settings.h"
 #include "stats/stats_detail.h"

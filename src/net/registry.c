@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 
 int registry_init(struct registry *r)
 {

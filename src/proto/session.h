@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "net/reply.h"
-#include "proto/binary.h"
-#include "proto/text.h"
+#include "reply/reply.h"
+#include "proto/binary/binary.h"
+#include "proto/text/text.h"
 
 struct store_ctx;
 struct stats_thread;

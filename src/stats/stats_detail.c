@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 
 #define DETAIL_BUCKETS 256
 #define DETAIL_MAX_PREFIXES (1 << 16) /* memcached's bound on this memory */

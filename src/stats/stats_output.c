@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "settings.h"
 
 #define U(name, v) rc |= reply_printf(out, "STAT %s %llu\r\n", name, (unsigned long long)(v))

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/sasl.h"
 #include "proto/session.h"

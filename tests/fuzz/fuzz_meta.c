@@ -17,7 +17,7 @@
 #include <sys/uio.h>
 
 #include "clock.h"
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
 #include "settings.h"

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "clock.h"
-#include "net/reply.h"
-#include "proto/binary.h"
+#include "reply/reply.h"
+#include "proto/binary/binary.h"
 #include "proto/proto.h"
 #include "proto/session.h"
 #include "settings.h"

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "proto/binary.h"
+#include "proto/binary/binary.h"
 
 static struct bin_header hdr(uint8_t op, uint16_t keylen, uint8_t extlen, uint32_t bodylen)
 {

@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "proto/meta.h"
-#include "proto/text.h"
+#include "proto/meta/meta.h"
+#include "proto/text/text.h"
 
 /* Split like the text framing: on spaces, at most TEXT_MAX_TOKENS tokens,
  * the last one holding the unsplit rest. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "store/store.h"
 
 /* The store's pin release, observed: the queue must release every pin

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "settings.h"
 #include "stats/stats_detail.h"
 #include "stats/stats_output.h"

@@ -5,7 +5,7 @@
 
 #include "clock.h"
 #include "proto/session.h"
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 #include "settings.h"
 #include "store/store.h"
 

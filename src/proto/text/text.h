@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "proto/meta.h"
+#include "proto/meta/meta.h"
 #include "store/store.h"
 
 /* memcached splits a command line on spaces into at most this many tokens

@@ -1,4 +1,4 @@
-#include "net/reply.h"
+#include "reply/reply.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,10 +3,10 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "net/reply.h"
-#include "proto/meta.h"
+#include "reply/reply.h"
+#include "proto/meta/meta.h"
 #include "proto/session.h"
-#include "proto/text.h"
+#include "proto/text/text.h"
 #include "stats/stats.h"
 
 static enum store_mode meta_set_mode(char mode)

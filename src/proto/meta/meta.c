@@ -1,12 +1,12 @@
 /* Meta command dispatch (mg ms md ma mn me) and the reply-line helpers the
  * commands share. */
-#include "proto/meta.h"
+#include "proto/meta/meta.h"
 
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "proto/session.h"
-#include "proto/text.h"
+#include "proto/text/text.h"
 #include "stats/stats.h"
 
 bool meta_is_command(const struct text_line *line)

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "proto/meta.h"
-#include "proto/text.h"
+#include "proto/meta/meta.h"
+#include "proto/text/text.h"
 
 static const char ERR_FORMAT[] = "CLIENT_ERROR bad command line format";
 static const char ERR_BAD_TOKEN[] = "CLIENT_ERROR bad token in command line format";

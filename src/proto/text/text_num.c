@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 
 /* Sign and magnitude of a decimal token. Leading whitespace and one sign are
  * accepted; after the digits only the end, a NUL or whitespace may follow

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "proto/session.h"
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 #include "settings.h"
 
 /* Our store has one pseudo slab class (1) and never moves pages between

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "proto/session.h"
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 #include "settings.h"
 #include "stats/stats.h"
 

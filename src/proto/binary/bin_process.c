@@ -5,7 +5,7 @@
  * item memory (or into the SASL buffer, or discarded), and when the buffered
  * bytes run out the rest is offered to the connection as s->sink so it can
  * read there directly. */
-#include "proto/binary.h"
+#include "proto/binary/binary.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,12 +5,12 @@
  * memcached's binary form: one packet per stat (key = name, body = value),
  * then an empty packet that ends the list. `stats detail dump` is one packet
  * named "detailed" holding the whole dump, as memcached sends it. */
-#include "proto/binary.h"
+#include "proto/binary/binary.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
 #include "server.h"

@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "clock.h"
-#include "net/reply.h"
-#include "proto/meta.h"
+#include "reply/reply.h"
+#include "proto/meta/meta.h"
 #include "proto/session.h"
 #include "settings.h"
 #include "stats/stats.h"

@@ -1,7 +1,7 @@
 /* flush_all, version, verbosity, shutdown, cache_memlimit, stats, debugtime. */
 #include "clock.h"
 #include "proto/session.h"
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"

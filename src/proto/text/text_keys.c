@@ -1,6 +1,6 @@
 /* delete, incr, decr. */
 #include "proto/session.h"
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"

@@ -1,9 +1,9 @@
 /* Binary protocol: response packets, appended to a reply queue. */
-#include "proto/binary.h"
+#include "proto/binary/binary.h"
 
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 
 /* Each part goes in with reply_copy, which either appends all of it or
  * fails cleanly (reply_reserve + reply_commit could drop bytes on a failed

@@ -3,12 +3,12 @@
  * Replies follow memcached's proto_bin.c: errors are always sent, even for a
  * quiet opcode; a quiet opcode's success is not; GETQ/GETKQ/GATQ/GATKQ are
  * silent on a miss but answer a hit. */
-#include "proto/binary.h"
+#include "proto/binary/binary.h"
 
 #include <string.h>
 
 #include "clock.h"
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
 #include "server.h"

@@ -5,12 +5,12 @@
  * after a successful one never leaves it authenticated (memcached's
  * CVE-2013-7239). PLAIN sends everything at once; an AUTH without data gets
  * AUTH_CONTINUE and the credentials then come in a STEP, as Cyrus answers. */
-#include "proto/binary.h"
+#include "proto/binary/binary.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/reply.h"
+#include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/sasl.h"
 #include "proto/session.h"

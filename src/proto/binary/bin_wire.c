@@ -5,7 +5,7 @@
  * length is used to index a buffer: memcached's CVE-2011-4971,
  * CVE-2016-8704/8705/8706 and CVE-2020-10931 all came from lengths used before
  * they were checked against each other. */
-#include "proto/binary.h"
+#include "proto/binary/binary.h"
 
 #include <string.h>
 

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "log.h"
-#include "proto/meta.h"
+#include "proto/meta/meta.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 #include "settings.h"
 #include "stats/stats.h"
 

@@ -1,5 +1,5 @@
 /* base64 for binary keys (the meta b flag): RFC 4648 alphabet, padded. */
-#include "proto/meta.h"
+#include "proto/meta/meta.h"
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 

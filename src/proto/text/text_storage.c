@@ -1,7 +1,7 @@
 /* set add replace append prepend cas: parse the line, reserve the item,
  * receive the value straight into it, then link it. */
 #include "proto/session.h"
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"

@@ -1,7 +1,7 @@
 /* Reply helpers for the classic commands. memcached's noreply suppresses
  * every reply of the command, errors included, so it is checked here once. */
 #include "proto/session.h"
-#include "proto/text_internal.h"
+#include "proto/text/text_internal.h"
 
 void text_out_always(struct session *s, const char *str, size_t len)
 {

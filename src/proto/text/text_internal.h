@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/text.h"
+#include "proto/text/text.h"
 
 struct session;
 
