@@ -1,9 +1,10 @@
 /* nodelay: start-up, signals and the shutdown order.
  *
  * Start: settings -> root check / -u -> -d -> store -> listeners -> workers.
- * Stop (SIGINT/SIGTERM, or SIGUSR1 = graceful; `shutdown` raises these):
+ * Stop (SIGINT, or SIGTERM/SIGUSR1 = graceful; `shutdown` raises these):
  * workers stop accepting, close their connections and are joined; then the
- * listeners, the store and the pid file go, and the process exits 0. */
+ * listeners, the store (with -e: marked clean for a restore) and the pid
+ * file go, and the process exits 0. */
 #define _GNU_SOURCE /* strsignal */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,10 +136,10 @@ static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool *
             return -1;
         switch (sig) {
         case SIGINT:
-        case SIGTERM:
             log_info("Signal handled: %s.", strsignal(sig));
             *graceful = false;
             return 0;
+        case SIGTERM: /* what systemd and init scripts send: let replies drain */
         case SIGUSR1:
             log_info("Graceful shutdown signal handled: %s.", strsignal(sig));
             *graceful = true;
@@ -176,9 +177,6 @@ int main(int argc, char **argv)
     }
     /* getpwnam's result lives in static storage: keep what we need. */
     struct passwd user = pw ? *pw : (struct passwd){0};
-    if (s.memory_file)
-        log_error("-e %s: nodelay does not restore a cache from a memory file; "
-                  "starting empty", s.memory_file);
     if (s.daemonize) {
         if (main_daemonize(s.verbosity > 0) < 0) {
             fprintf(stderr, "failed to daemonize: %s\n", strerror(errno));
@@ -226,6 +224,7 @@ int main(int argc, char **argv)
         .cas_enabled = s.cas_enabled,
         .hashpower = (unsigned)s.hashpower_init,
         .background = true,
+        .memory_file = s.memory_file,
     };
     if (store_create(&core.store, &opt) != 0) {
         log_error("failed to create the store (-m %zu MB)", s.maxbytes >> 20);

@@ -277,5 +277,11 @@ int stats_nodelay_compose(const struct stats_snapshot *s, const char *nodelay_ve
     U("seg_expired", st->seg_expired);
     U("items_reinserted", st->items_reinserted);
     U("dead_bytes", st->dead_bytes);
+    /* how the cache started: -e restores (store/restore.c) */
+    S("restore_mode", store_restore_mode_name(st->restore_mode));
+    U("restored_items", st->restored_items);
+    U("restore_discarded_expired", st->restore_discarded_expired);
+    U("restore_discarded_corrupt", st->restore_discarded_corrupt);
+    U("restore_ms", st->restore_ms);
     return rc ? -1 : 0;
 }

@@ -39,6 +39,7 @@ struct store_options {
     bool cas_enabled;     /* false with -C: every CAS reads as 0 */
     unsigned hashpower;   /* -o hashpower: initial index size 2^n, 0 = default */
     bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
+    const char *memory_file; /* -e: segments in a shared mapping of this file, restored at start */
 };
 
 enum store_status {
@@ -248,7 +249,12 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_evicted)         /* segments reclaimed by eviction */                  \
     X(seg_expired)         /* segments reclaimed whole because all expired */    \
     X(items_reinserted)    /* live, accessed items carried forward at eviction */\
-    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */
+    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */        \
+    X(restore_mode)        /* how it started: store_restore_mode_name */          \
+    X(restored_items)      /* items restored from the -e file */                 \
+    X(restore_discarded_expired) /* ... found expired or flushed */              \
+    X(restore_discarded_corrupt) /* ... failing their checksum or damaged */     \
+    X(restore_ms)          /* time the restore took */
 
 struct store_stats {
 #define STORE_STATS_FIELD(name) uint64_t name;
@@ -257,5 +263,20 @@ struct store_stats {
 };
 
 void store_stats(struct store *store, struct store_stats *out);
+
+/* How the store started (restore_mode). */
+enum store_restore_mode {
+    STORE_RESTORE_NONE = 0,   /* no -e */
+    STORE_RESTORE_NEW,        /* -e, empty or new file */
+    STORE_RESTORE_GRACEFUL,   /* restored after a graceful stop */
+    STORE_RESTORE_CRASH,      /* restored after a crash */
+    STORE_RESTORE_DISCARDED,  /* the -e file could not be used (the log says why): empty */
+};
+
+static inline const char *store_restore_mode_name(uint64_t mode)
+{
+    static const char *const names[] = {"none", "new", "graceful", "crash", "discarded"};
+    return mode < sizeof(names) / sizeof(names[0]) ? names[mode] : "none";
+}
 
 #endif

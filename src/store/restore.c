@@ -1,0 +1,320 @@
+#define _GNU_SOURCE /* qsort_r */
+/* The restore scan: rebuild the index and the segment lists from an -e file
+ * at start, after a graceful stop (the file's checksums must all hold) or
+ * after a crash (every item's own checksum must hold). docs/store.md
+ * "Restarts" says why what is read here is exactly what clients last saw.
+ *
+ * Runs in store_create before any other thread exists, so it takes no pool
+ * lock; it does take bucket locks, as the index functions expect.
+ */
+#include "store/persist.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "log.h"
+
+static bool restore_seg_sane(const struct store *s, const struct pm_seg *ps)
+{
+    if (ps->write_off > s->seg_size)
+        return false;
+    if (ps->flags & PM_SEG_COMPACTING)
+        return ps->compact_w <= ps->compact_off && ps->compact_off <= ps->write_off;
+    return ps->flags == 0;
+}
+
+/* After a graceful stop every checksum must hold, or nothing is used. */
+static bool restore_verify_clean(struct store *s)
+{
+    struct persist *pm = s->pm;
+    if (pm->hdr->stop_sum != persist_stop_sum(pm))
+        return false;
+    for (uint32_t i = 0; i < pm->nsegs; i++) {
+        struct pm_seg *ps = pm_seg(pm, i);
+        if (!ps->seq)
+            continue;
+        if (!restore_seg_sane(s, ps) || (ps->flags & PM_SEG_COMPACTING) ||
+            XXH3_64bits(pm_seg_data(pm, s, i), ps->write_off) != ps->sum)
+            return false;
+    }
+    return true;
+}
+
+static void restore_discard(struct persist *pm)
+{
+    memset(pm->segs, 0, (size_t)pm->nsegs * sizeof(struct pm_seg));
+    memset(pm->journal, 0, PM_JOURNAL_SLOTS * sizeof(struct pm_journal));
+    pm->hdr->oldest_live = 0;
+    pm->hdr->oldest_cas = 0;
+}
+
+/* The item a journal location names, or NULL if it names none. */
+static char *restore_loc(struct store *s, uint64_t loc)
+{
+    uint64_t seg = (loc >> 32) - 1, off = (uint32_t)loc;
+    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->seg_size ||
+        s->seg_size - off < ITEM_HDR_MAX)
+        return NULL;
+    char *p = pm_seg_data(s->pm, s, (uint32_t)seg) + off;
+    return (p[0] & ITEM_L_MARK) ? p : NULL;
+}
+
+/* An overwrite cut short by the crash: finish it. */
+static void restore_journal(struct store *s)
+{
+    struct persist *pm = s->pm;
+    for (uint32_t i = 0; i < PM_JOURNAL_SLOTS; i++) {
+        struct pm_journal *j = &pm->journal[i];
+        if (j->new_loc) {
+            char *np = restore_loc(s, j->new_loc), *op = restore_loc(s, j->old_loc);
+            if (np && op && (item_state(np) & ITEM_L_COMMIT))
+                item_set_state(op, ITEM_L_DEAD);
+        }
+        j->new_loc = j->old_loc = 0;
+    }
+}
+
+/* Decode the header at p, with `avail` bytes to the end of what is
+ * written; false when it is not a whole, plausible item. */
+static bool restore_decode(const char *p, size_t avail, struct item_hdr *h)
+{
+    if (avail < 7)
+        return false;
+    const uint8_t *u = (const uint8_t *)p;
+    uint8_t l = u[0];
+    if (!(l & ITEM_L_MARK) || !(l & ITEM_L_SUM) ||
+        ((l & ITEM_L_CAS32) && (l & ITEM_L_CAS64)))
+        return false;
+    unsigned vlen = 0;
+    while (vlen < 5 && (u[2 + vlen] & 0x80))
+        vlen++;
+    if (vlen == 5 || 2 + vlen + 1 > avail)
+        return false;
+    uint32_t need = item_hdr_len(l, 0) - 1 + vlen + 1;
+    if (need > avail)
+        return false;
+    item_decode(p, h);
+    return h->nkey >= 1 && h->nkey <= STORE_KEY_MAX && (uint64_t)item_total(h) <= avail;
+}
+
+struct restore_run {
+    rel_time_t now;
+    bool verify;        /* crash: check every item's checksum */
+    uint64_t max_cas;
+    uint64_t dups;
+};
+
+/* Link one committed, live-looking item found in segment seg at off. */
+static void restore_item(struct store *s, struct restore_run *r, struct seg *seg, char *p,
+                         const struct item_hdr *h, uint32_t off)
+{
+    struct persist *pm = s->pm;
+    if (r->verify && item_sum(p, h) != item_get_u32(p, h->sum_off)) {
+        pm->discarded_corrupt++;
+        item_set_state(p, ITEM_L_DEAD);
+        return;
+    }
+    if (store_item_life(s, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
+        pm->discarded_expired++;
+        item_set_state(p, ITEM_L_DEAD);
+        return;
+    }
+    const char *key = p + h->hlen;
+    uint64_t hv = XXH3_64bits(key, h->nkey);
+    uint32_t tag = index_tag(hv);
+    uint64_t *b = index_lock_hash(&s->index, hv);
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++) {
+            if (!cur[i] || slot_tag(cur[i]) != tag)
+                continue;
+            const char *q = seg_item(s, cur[i]);
+            struct item_hdr qh;
+            item_decode(q, &qh);
+            if (qh.nkey == h->nkey && memcmp(q + qh.hlen, key, h->nkey) == 0) {
+                /* A copy eviction made of the same version (seg_carry or a
+                 * compaction) that a kill left behind: keep one. */
+                index_unlock(b);
+                item_set_state(p, ITEM_L_DEAD);
+                r->dups++;
+                return;
+            }
+        }
+    uint64_t *slot = index_free_slot(&s->index, b);
+    if (!slot) {
+        index_unlock(b);
+        item_set_state(p, ITEM_L_DEAD);
+        pm->discarded_corrupt++;
+        return;
+    }
+    *slot = slot_make(tag, seg->id, off >> s->off_shift);
+    index_unlock(b);
+    uint64_t cas = item_get_cas(p, h, seg->cas_base);
+    seg_note_item(seg, item_total(h), item_get_u32(p, h->exp_off), cas);
+    if (cas > r->max_cas)
+        r->max_cas = cas;
+    pm->restored_items++;
+    index_maintain(&s->index);
+}
+
+static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg)
+{
+    size_t align = (size_t)1 << s->off_shift;
+    uint32_t end = seg->write_off;
+    for (uint32_t x = 0; x < end;) {
+        char *p = seg->data + x;
+        if (!p[0]) { /* compaction padding */
+            x += (uint32_t)align;
+            continue;
+        }
+        struct item_hdr h;
+        if (!restore_decode(p, end - x, &h)) {
+            /* Only damage gets here: what was laid out is whole (persist.h).
+             * Nothing after it can be trusted to start an item. */
+            s->pm->discarded_corrupt++;
+            seg->write_off = x;
+            pm_store32(&pm_seg(s->pm, seg->id)->write_off, x);
+            return;
+        }
+        uint8_t st = item_state(p);
+        if ((st & ITEM_L_COMMIT) && !(st & ITEM_L_DEAD))
+            restore_item(s, r, seg, p, &h, x);
+        x = (uint32_t)((x + item_total(&h) + align - 1) & ~(align - 1));
+    }
+}
+
+static int restore_by_seq(const void *a, const void *b, void *arg)
+{
+    struct persist *pm = arg;
+    uint64_t x = pm_seg(pm, *(const uint32_t *)a)->seq, y = pm_seg(pm, *(const uint32_t *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+static void restore_segments(struct store *s, struct restore_run *r)
+{
+    struct persist *pm = s->pm;
+    uint32_t *ids = malloc((size_t)pm->nsegs * sizeof(*ids));
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < pm->nsegs; i++) {
+        struct pm_seg *ps = pm_seg(pm, i);
+        if (!ps->seq)
+            continue;
+        if (!restore_seg_sane(s, ps) || !ids) {
+            pm->discarded_corrupt++;
+            ps->seq = 0;
+            continue;
+        }
+        ids[n++] = i;
+    }
+    /* Oldest first, so eviction order survives the restart. */
+    if (ids)
+        qsort_r(ids, n, sizeof(*ids), restore_by_seq, pm);
+    for (uint32_t k = 0; k < n; k++) {
+        struct pm_seg *ps = pm_seg(pm, ids[k]);
+        struct seg *seg = seg_of(s, ids[k]);
+        if (ps->flags & PM_SEG_COMPACTING) {
+            /* Cut short: the bytes between the two halves are neither. */
+            memset(pm_seg_data(pm, s, ids[k]) + ps->compact_w, 0,
+                   ps->compact_off - ps->compact_w);
+            pm_store32(&ps->flags, 0);
+        }
+        /* seg_grow_cap listed every header as unused. */
+        if (seg->prev)
+            seg->prev->next = seg->next;
+        else
+            s->unused.head = seg->next;
+        if (seg->next)
+            seg->next->prev = seg->prev;
+        else
+            s->unused.tail = seg->prev;
+        seg->prev = seg->next = NULL;
+        s->unused.n--;
+        seg->data = pm_seg_data(pm, s, ids[k]);
+        s->seg_alloc++;
+        seg->write_off = ps->write_off;
+        seg->cas_base = ps->cas_base;
+        seg->group = ps->group;
+        seg->created = r->now;
+        seg->max_exptime = 0;
+        seg->min_exptime = SEG_EXP_NEVER;
+        restore_walk(s, r, seg);
+        struct seg_list *to = &s->fifo;
+        if (seg->live_items == 0) {
+            persist_seg_free(s, seg);
+            seg->state = SEG_FREE;
+            to = &s->free;
+        } else {
+            seg->state = SEG_SEALED;
+            seg->queue = SEG_Q_MAIN;
+        }
+        seg->next = NULL;
+        seg->prev = to->tail;
+        if (to->tail)
+            to->tail->next = seg;
+        else
+            to->head = seg;
+        to->tail = seg;
+        to->n++;
+    }
+    free(ids);
+}
+
+void persist_restore(struct store *s)
+{
+    struct persist *pm = s->pm;
+    struct pm_hdr *h = pm->hdr;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool restore = pm->start == PM_START_CLEAN || pm->start == PM_START_CRASH;
+    if (pm->start == PM_START_CLEAN && !restore_verify_clean(s)) {
+        log_error("-e %s: the memory file fails its checksums after a graceful stop (damaged); "
+                  "discarding it and starting empty",
+                  s->opt.memory_file);
+        restore_discard(pm);
+        pm->start = PM_START_DISCARDED;
+        restore = false;
+    }
+    /* From here on the file is this run's: a kill even during the restore
+     * leaves something the next start restores as after a crash. */
+    pm_store32(&h->state, PM_RUNNING);
+    if (restore) {
+        /* The clock goes on from where it stood, plus the time spent down. */
+        int64_t now_unix = (int64_t)time(NULL);
+        uint64_t rel = h->hb_rel;
+        if (now_unix > h->hb_unix)
+            rel += (uint64_t)(now_unix - h->hb_unix);
+        if (rel > UINT32_MAX / 2)
+            rel = UINT32_MAX / 2;
+        clock_resume((time_t)h->epoch, (rel_time_t)rel);
+        s->oldest_live = h->oldest_live;
+        s->oldest_cas = h->oldest_cas;
+        struct restore_run r = {.now = clock_now(), .verify = pm->start == PM_START_CRASH};
+        if (pm->start == PM_START_CRASH)
+            restore_journal(s);
+        restore_segments(s, &r);
+        uint64_t next = r.max_cas;
+        if (h->cas_ceiling > next)
+            next = h->cas_ceiling;
+        if (h->oldest_cas > next)
+            next = h->oldest_cas;
+        s->cas_next = next;
+        persist_cas(s, next);
+    } else {
+        restore_discard(pm);
+    }
+    h->epoch = (int64_t)clock_epoch();
+    h->stop_sum = 0;
+    persist_heartbeat(s);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pm->restore_us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u +
+                     (uint64_t)((t1.tv_nsec - t0.tv_nsec) / 1000);
+    if (restore)
+        log_info("-e %s: restored %llu items after a %s in %llu ms (%llu expired or flushed, "
+                 "%llu damaged, dropped)",
+                 s->opt.memory_file, (unsigned long long)pm->restored_items,
+                 pm->start == PM_START_CLEAN ? "graceful stop" : "crash",
+                 (unsigned long long)(pm->restore_us / 1000),
+                 (unsigned long long)pm->discarded_expired,
+                 (unsigned long long)pm->discarded_corrupt);
+}
