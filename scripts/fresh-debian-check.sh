@@ -21,7 +21,7 @@ mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sourc
             2>/dev/null |
          awk '$1 == "URIs:" { for (i = 2; i <= NF; i++) print $i }
               $1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/) { print $i; break } }' |
-         grep -E '/debian/?$' | head -1)
+         grep -E '/debian/?$' | head -1 || true)
 mirror=${mirror:-http://deb.debian.org/debian}
 
 if ! command -v debootstrap >/dev/null; then
