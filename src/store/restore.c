@@ -279,9 +279,14 @@ void persist_restore(struct store *s)
      * leaves something the next start restores as after a crash. */
     pm_store32(&h->state, PM_RUNNING);
     if (restore) {
-        /* The clock goes on from where it stood, plus the time spent down. */
+        /* The clock goes on from where it stood, plus the time spent down,
+         * plus one: the two clocks tick on different second boundaries, so
+         * the sum can be a second behind, and a clock behind the old one
+         * would date new items at or before an immediate flush_all's
+         * oldest_live (flushed as soon as written). TTLs may end a second
+         * early; nothing stored before the stop can look newer. */
         int64_t now_unix = (int64_t)time(NULL);
-        uint64_t rel = h->hb_rel;
+        uint64_t rel = (uint64_t)h->hb_rel + 1;
         if (now_unix > h->hb_unix)
             rel += (uint64_t)(now_unix - h->hb_unix);
         if (rel > UINT32_MAX / 2)
