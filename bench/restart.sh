@@ -9,7 +9,8 @@
 # For each size and value: start with -m SIZE -e /dev/shm/FILE, fill with
 # `loadgen fill` until the first eviction (a full cache), stop, start again
 # and time it: `ready` is from exec to the port accepting (what a client
-# waits), `restore_ms` nodelay's own figure (stats nodelay). Prints one
+# waits), `restore_ms` nodelay's own figure and `restore_cpu_ms` the CPU
+# time in it (on a loaded machine the rest is waiting for a core). Prints one
 # markdown row per run. Needs SIZE of free /dev/shm; everything is on
 # 127.0.0.1 and removed at the end.
 set -euo pipefail
@@ -76,8 +77,8 @@ stop() { # stop SIGNAL; waits for the exit, sets STOPPED (ms)
     STOPPED=$(( $(now_ms) - t0 ))
 }
 
-echo "| server | -m MB | value B | items | stop | stop ms | ready ms | restore_ms | items after |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| server | -m MB | value B | items | stop | stop ms | ready ms | restore_ms | restore_cpu_ms | items after |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for mb in $SIZES; do
     for v in $VALUES; do
         for how in TERM KILL; do
@@ -89,7 +90,8 @@ for mb in $SIZES; do
             start "$ND" -m "$mb" -e "$FILE"
             after=$(stat_of "" curr_items)
             rms=$(stat_of nodelay restore_ms)
-            echo "| nodelay | $mb | $v | $items | $how | $STOPPED | $READY | $rms | $after |"
+            cms=$(stat_of nodelay restore_cpu_ms)
+            echo "| nodelay | $mb | $v | $items | $how | $STOPPED | $READY | $rms | $cms | $after |"
             stop TERM
         done
         if [ -x "$MC" ]; then
@@ -100,10 +102,10 @@ for mb in $SIZES; do
             stop USR1
             start "$MC" -m "$mb" -e "$FILE"
             after=$(stat_of "" curr_items)
-            echo "| memcached 1.6.45 | $mb | $v | $items | USR1 | $STOPPED | $READY | - | $after |"
+            echo "| memcached 1.6.45 | $mb | $v | $items | USR1 | $STOPPED | $READY | - | - | $after |"
             stop TERM
         else
-            echo "| memcached 1.6.45 | $mb | $v | - | - | - | - | - | ($MC absent) |"
+            echo "| memcached 1.6.45 | $mb | $v | - | - | - | - | - | - | ($MC absent) |"
         fi
     done
 done

@@ -283,5 +283,6 @@ int stats_nodelay_compose(const struct stats_snapshot *s, const char *nodelay_ve
     U("restore_discarded_expired", st->restore_discarded_expired);
     U("restore_discarded_corrupt", st->restore_discarded_corrupt);
     U("restore_ms", st->restore_ms);
+    U("restore_cpu_ms", st->restore_cpu_ms);
     return rc ? -1 : 0;
 }

@@ -103,6 +103,19 @@ static void pm_layout(struct store *s, struct persist *pm)
 int persist_open(struct store *s, const char *path, struct persist **out)
 {
     *out = NULL;
+    /* memcached -e keeps its metadata in FILE.meta; nodelay keeps its own
+     * inside FILE. A .meta file means the file is memcached's (or another
+     * tool's): refuse, as memcached refuses a .meta it cannot read, rather
+     * than guess. */
+    char meta[4096];
+    struct stat mst;
+    if (snprintf(meta, sizeof(meta), "%s.meta", path) < (int)sizeof(meta) &&
+        stat(meta, &mst) == 0) {
+        log_error("-e %s: %s exists: that is memcached's restart metadata, and nodelay does not "
+                  "read memcached's memory file; remove both (or use another file) to start",
+                  path, meta);
+        return -1;
+    }
     uint32_t nsegs = s->seg_limit;
     size_t data_off = pm_data_off(nsegs);
     size_t len = data_off + (size_t)nsegs * s->seg_size;
@@ -195,6 +208,7 @@ void persist_heartbeat(struct store *s)
     __atomic_store_n(&h->hb_unix, (int64_t)time(NULL), __ATOMIC_RELEASE);
     pm_store32(&h->hb_rel, clock_now());
     pm_store64(&h->items, __atomic_load_n(&s->index.items, __ATOMIC_RELAXED));
+    pm_store32(&h->index_power, index_power(&s->index));
 }
 
 void persist_cas(struct store *s, uint64_t cas)
@@ -207,12 +221,14 @@ void persist_cas(struct store *s, uint64_t cas)
         ;
 }
 
-void persist_flush(struct store *s)
+void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas)
 {
     struct pm_hdr *h = s->pm->hdr;
-    /* A flush makes the CAS it drew the new floor: order as store_flush. */
-    pm_store64(&h->oldest_cas, __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED));
-    pm_store32(&h->oldest_live, __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED));
+    /* In store_flush's order; a kill between the two leaves the older
+     * oldest_live with the newer CAS floor: the flush half done, hiding
+     * only items it would have hidden. */
+    pm_store64(&h->oldest_cas, oldest_cas);
+    pm_store32(&h->oldest_live, oldest_live);
 }
 
 void persist_seg_open(struct store *s, struct seg *seg)
@@ -293,7 +309,7 @@ void persist_close(struct store *s, bool clean)
         }
         persist_heartbeat(s);
         persist_cas(s, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
-        persist_flush(s);
+        persist_flush(s, s->oldest_live, s->oldest_cas);
         h->epoch = (int64_t)clock_epoch();
         h->stop_sum = persist_stop_sum(pm);
         pm_store32(&h->state, PM_CLEAN);

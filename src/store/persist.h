@@ -50,6 +50,8 @@ struct pm_hdr {
     uint32_t pad;
     uint64_t items;         /* live items at the last heartbeat: index size hint */
     uint64_t seq_next;      /* next segment sequence */
+    uint32_t index_power;   /* the index's size at the last heartbeat (log2 buckets) */
+    uint32_t pad2;
     uint64_t stop_sum;      /* PM_CLEAN: XXH3 of the run state above and the table */
 };
 
@@ -101,6 +103,7 @@ struct persist {
     uint64_t discarded_expired;   /* expired or flushed while down */
     uint64_t discarded_corrupt;   /* checksum or header damage */
     uint64_t restore_us;
+    uint64_t restore_cpu_us;
 };
 
 static inline struct pm_seg *pm_seg(struct persist *pm, uint32_t id)
@@ -141,8 +144,8 @@ uint64_t persist_stop_sum(struct persist *pm);
 void persist_heartbeat(struct store *s);
 /* Make the CAS ceiling cover cas (store_next_cas, when it reaches it). */
 void persist_cas(struct store *s, uint64_t cas);
-/* flush_all state, after store_flush set it. */
-void persist_flush(struct store *s);
+/* flush_all state, before store_flush publishes it. */
+void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas);
 /* A segment is (re)opened: empty, new sequence (pool lock). */
 void persist_seg_open(struct store *s, struct seg *seg);
 /* A segment holds nothing any more (pool lock). */

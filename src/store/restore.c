@@ -393,6 +393,7 @@ void persist_restore(struct store *s)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
     uint64_t cpu_us = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000u +
                       (uint64_t)((c1.tv_nsec - c0.tv_nsec) / 1000);
+    pm->restore_cpu_us = cpu_us;
     pm->restore_us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u +
                      (uint64_t)((t1.tv_nsec - t0.tv_nsec) / 1000);
     if (restore)

@@ -400,9 +400,9 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
                 budget -= size;
                 CTR_INC(ctx, items_reinserted);
             } else {
-                index_clear_slot(&s->index, b, slot);
                 if (ps)
                     item_set_state(p, ITEM_L_DEAD);
+                index_clear_slot(&s->index, b, slot);
                 seg_note_gone(v, size);
                 if (life == ITEM_LIVE) {
                     any_evicted = true;

@@ -97,9 +97,10 @@ enum item_life store_item_life(struct store *s, const char *p, const struct item
 
 void store_unlink(struct store *s, struct store_found *f)
 {
-    index_clear_slot(&s->index, f->bucket, f->slot);
+    /* -e: dead in the file before anyone can see it gone */
     if (s->pm)
         item_set_state(f->p, ITEM_L_DEAD);
+    index_clear_slot(&s->index, f->bucket, f->slot);
     seg_note_gone(f->seg, item_total(&f->h));
 }
 
@@ -324,6 +325,10 @@ int store_create(struct store **out, const struct store_options *opt)
                             : 0;
         while (power < 30 && ((uint64_t)INDEX_SLOTS << power) < hint * 8 / 7)
             power++;
+        /* and never smaller than it was, as memcached's restart keeps its
+         * hash power (its restart.t checks) */
+        if (hint && s->pm->hdr->index_power > power && s->pm->hdr->index_power <= 30)
+            power = s->pm->hdr->index_power;
     }
     if (index_init(&s->index, power, store_rehash, s) != 0) {
         if (s->pm)
@@ -768,18 +773,18 @@ void store_flush(struct store *s, rel_time_t when)
 {
     /* memcached's process_flush_all_command rule, to the second. */
     rel_time_t now = clock_now();
-    if (s->opt.cas_enabled) {
-        rel_time_t ol = when - 1;
-        /* oldest_cas first: a reader that sees the new oldest_live (acquire)
-         * sees the CAS that goes with it. */
-        if (ol <= now)
-            __atomic_store_n(&s->oldest_cas, store_next_cas(s), __ATOMIC_RELAXED);
-        __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELEASE);
-    } else {
-        __atomic_store_n(&s->oldest_live, when, __ATOMIC_RELEASE);
-    }
+    rel_time_t ol = s->opt.cas_enabled ? when - 1 : when;
+    uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
+    if (s->opt.cas_enabled && ol <= now)
+        oc = store_next_cas(s);
+    /* -e: in the file before any reader can see it, so an item seen
+     * flushed never comes back after a kill. */
     if (s->pm)
-        persist_flush(s); /* before the caller answers OK */
+        persist_flush(s, ol, oc);
+    /* oldest_cas first: a reader that sees the new oldest_live (acquire)
+     * sees the CAS that goes with it. */
+    __atomic_store_n(&s->oldest_cas, oc, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELEASE);
 }
 
 int store_set_mem_limit(struct store *s, size_t bytes)
@@ -873,6 +878,7 @@ void store_stats(struct store *s, struct store_stats *out)
         out->restore_discarded_expired = s->pm->discarded_expired;
         out->restore_discarded_corrupt = s->pm->discarded_corrupt;
         out->restore_ms = s->pm->restore_us / 1000;
+        out->restore_cpu_ms = s->pm->restore_cpu_us / 1000;
     }
     seg_counts(s, out); /* curr_items, bytes, segments, the segment table */
 }

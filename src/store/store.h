@@ -254,7 +254,8 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(restored_items)      /* items restored from the -e file */                 \
     X(restore_discarded_expired) /* ... found expired or flushed */              \
     X(restore_discarded_corrupt) /* ... failing their checksum or damaged */     \
-    X(restore_ms)          /* time the restore took */
+    X(restore_ms)          /* time the restore took */                           \
+    X(restore_cpu_ms)      /* ... of which on the CPU (the rest: waiting for one) */
 
 struct store_stats {
 #define STORE_STATS_FIELD(name) uint64_t name;
