@@ -521,8 +521,8 @@ int settings_parse_CHUNK_MAX(struct settings_parse_ctx *c, const struct settings
     return 0;
 }
 
-/* nodelay's own: megabytes a client may owe before it is cut off. */
-int settings_parse_QUEUE_LIMIT(struct settings_parse_ctx *c, const struct settings_row *r,
+/* Megabytes in lo..hi, stored in bytes (nodelay's own limits). */
+int settings_parse_MB(struct settings_parse_ctx *c, const struct settings_row *r,
                                const char *name, const char *val)
 {
     long n;
