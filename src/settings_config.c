@@ -3,12 +3,14 @@
  *
  * Each line holds flags as on the command line ("-m 64", "-l 127.0.0.1",
  * "-o a=b", "--port=11211"), split at blanks; '...' or "..." keep blanks in
- * a value. '#' starts a comment (\# is a literal '#'). As Debian's
- * start-memcached and systemd wrapper do, lines starting with -d or -h are
- * skipped (whoever starts the server decides whether it daemonises) and a
- * line that does not start with '-' is a directive: only `logfile FILE`
- * exists (with -d, output is appended there). A bad line stops start-up
- * with `nodelay: FILE:LINE: ` before memcached's message for that flag. */
+ * a value. '#' starts a comment (\# is a literal '#'). A line that does
+ * not start with '-' is a directive, as in Debian's start-memcached: only
+ * `logfile FILE` exists (with -d, output is appended there). -d is kept:
+ * Debian's wrappers drop it because they daemonise themselves, and under
+ * systemd main.c ignores it, so the file means the same either way. A -h
+ * line is skipped, as those wrappers skip it (help is not a setting). A bad
+ * line stops start-up with `nodelay: FILE:LINE: ` before memcached's
+ * message for that flag. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -103,7 +105,7 @@ static void settings_config_report(FILE *err, const char *path, int line, const 
 static int settings_config_line(struct settings_parse_ctx *c, const char *path, int lineno,
                                 char *line)
 {
-    char *words[SETTINGS_CONFIG_MAX_ARGS + 1];
+    char *words[SETTINGS_CONFIG_MAX_ARGS + 2]; /* argv[0], the words, NULL */
     int n = settings_config_split(line, words + 1, SETTINGS_CONFIG_MAX_ARGS);
     if (n < 0) {
         settings_config_report(c->err, path, lineno, "unterminated quote or too many words");
@@ -125,8 +127,8 @@ static int settings_config_line(struct settings_parse_ctx *c, const char *path, 
         c->exit_code = SETTINGS_EX_USAGE;
         return -1;
     }
-    if (strncmp(words[1], "-d", 2) == 0 || strncmp(words[1], "-h", 2) == 0)
-        return 0; /* as Debian's wrappers: the service manager decides */
+    if (strncmp(words[1], "-h", 2) == 0)
+        return 0;
     for (int i = 1; i <= n; i++) {
         if (strcmp(words[i], "--config") == 0 || strncmp(words[i], "--config=", 9) == 0) {
             settings_config_report(c->err, path, lineno, "--config cannot be nested");
@@ -172,6 +174,13 @@ int settings_config_read(struct settings_parse_ctx *c, const char *path)
         c->exit_code = SETTINGS_EX_USAGE;
         return -1;
     }
+    int rc = settings_config_stream(c, f, path);
+    fclose(f);
+    return rc;
+}
+
+int settings_config_stream(struct settings_parse_ctx *c, FILE *f, const char *path)
+{
     char *buf = NULL;
     size_t cap = 0;
     int lineno = 0, rc = 0;
@@ -192,6 +201,5 @@ int settings_config_read(struct settings_parse_ctx *c, const char *path)
         rc = -1;
     }
     free(buf);
-    fclose(f);
     return rc;
 }

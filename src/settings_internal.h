@@ -86,6 +86,8 @@ void settings_row_label(const struct settings_row *r, char *buf, size_t n);
 int settings_parse_args(struct settings_parse_ctx *c, int argc, char **argv);
 /* Read a config file: each line's flags as if given at that point. */
 int settings_config_read(struct settings_parse_ctx *c, const char *path);
+/* The same from an open stream named `path` in messages (fuzzing, tests). */
+int settings_config_stream(struct settings_parse_ctx *c, FILE *f, const char *path);
 /* Free the lines a config file left in s->strings. */
 void settings_config_release(struct settings *s);
 

@@ -115,9 +115,9 @@ void settings_print_man(FILE *out)
     fputs(".SH \"CONFIGURATION FILE\"\n"
           "\\fB\\-\\-config\\fR \\fIfile\\fR reads flags from a file in the format of "
           "Debian's /etc/memcached.conf: one flag and its value per line (short or long "
-          "form), \\fB#\\fR starts a comment, blank lines are skipped. Lines starting with "
-          "\\fB\\-d\\fR or \\fB\\-h\\fR are skipped, as Debian's wrappers skip them; "
-          "\\fBlogfile\\fR \\fIfile\\fR sends output there when running with \\fB\\-d\\fR. "
+          "form), \\fB#\\fR starts a comment, blank lines are skipped, a \\fB\\-h\\fR line "
+          "is skipped; \\fBlogfile\\fR \\fIfile\\fR sends output there when running with "
+          "\\fB\\-d\\fR (under systemd, \\fB\\-d\\fR is ignored). "
           "Flags after \\fB\\-\\-config\\fR on the command line override the file; an error "
           "names the file and line.\n",
           out);
