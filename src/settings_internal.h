@@ -82,6 +82,28 @@ void settings_row_set_str(struct settings *s, const struct settings_row *r, cons
  * otherwise (names the option in messages and start-up notes). */
 void settings_row_label(const struct settings_row *r, char *buf, size_t n);
 
+/* Print memcached's message for a bad value and fail (parse hooks). */
+#define SETTINGS_FAIL(c, code, ...)                                    \
+    do {                                                               \
+        fprintf((c)->err, __VA_ARGS__);                                \
+        (c)->exit_code = (code);                                       \
+        return -1;                                                     \
+    } while (0)
+
+/* Number rules shared by every reader: whole-string decimal in [min, max];
+ * a double; a byte size with k/m/g. 0, or -1 when the string is not one. */
+int settings_value_long(const char *str, long min, long max, long *out);
+int settings_value_double(const char *str, double *out);
+int settings_value_size(const char *str, size_t *out);
+/* `Invalid value for -p: "foo"` (exit 64); for -o, the name as given. */
+int settings_value_bad(struct settings_parse_ctx *c, const struct settings_row *r,
+                       const char *name, const char *val);
+/* memcached's message for a -o sub-option given without its number. */
+int settings_value_need(struct settings_parse_ctx *c, const char *name, const char *val);
+/* Any int for row r (after settings_value_need for -o); hooks check range. */
+int settings_value_int(struct settings_parse_ctx *c, const struct settings_row *r,
+                       const char *name, const char *val, long *n);
+
 /* Parse one argument list (argv[0] is skipped), as getopt sees it. */
 int settings_parse_args(struct settings_parse_ctx *c, int argc, char **argv);
 /* Read a config file: each line's flags as if given at that point. */
