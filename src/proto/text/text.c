@@ -373,6 +373,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         struct text_line line;
         text_tokenize(&line, buf + pos, end - pos);
         pos = next;
+        t->avail = len - pos;
         log_verbose("<%.*s", (int)line.len, line.raw);
         if (s->authenticated)
             text_dispatch(s, &line);
