@@ -381,6 +381,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         text_tokenize(&line, buf + pos, end - pos);
         size_t start = pos;
         pos = next;
+        t->avail = len - pos;
         if (resuming) {
             if (t->cont.kind == TEXT_CONT_GET)
                 text_get_resume(s, &line);
