@@ -15,6 +15,7 @@
 #include "net/sockopt.h"
 #include "proto/proto.h"
 #include "settings.h"
+#include "watch/watch.h"
 
 /* Keep the worker's reply-bytes gauge (stats nodelay) in step with this
  * connection's queue. */
@@ -51,6 +52,10 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
     c->tcp = tcp;
     c->last_active = clock_now();
     session_init(&c->sess, w->store, &w->stats, w->core->settings);
+    c->log_watch = (struct watch){WATCH_LOG, c};
+    c->sess.cfd = fd;
+    c->sess.loop = w->loop;
+    c->sess.wake_ptr = &c->log_watch;
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
     c->entry.listen_addr = listen_addr;
@@ -71,6 +76,8 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
         w->conns->prev = c;
     w->conns = c;
     w->nconns++;
+    if (watch_active(WATCH_CONNEVENTS))
+        watch_conn_event(c->entry.addr, true, NULL, fd);
     return c;
 }
 
@@ -94,6 +101,8 @@ void conn_close(struct conn *c, const char *why)
         return;
     struct worker *w = c->w;
     log_verbose("<%d connection closed%s%s.", c->fd, why ? ": " : "", why ? why : "");
+    if (watch_active(WATCH_CONNEVENTS))
+        watch_conn_event(c->entry.addr, false, why, c->fd);
     event_delete(w->loop, c->fd);
     registry_remove(&w->core->registry, &c->entry);
     /* Aborts a value being received and releases every pin the queue holds. */
@@ -162,7 +171,8 @@ void conn_flush(struct conn *c)
     struct worker *w = c->w;
     struct reply_queue *q = &c->sess.reply;
     c->blocked = false;
-    while (reply_pending(q) > 0) {
+    /* A `watch` stream is composed as the socket drains. */
+    while (reply_pending(q) > 0 || (c->sess.watcher && watch_refill(c->sess.watcher, q) > 0)) {
         int n = reply_iov(q, w->iov, WORKER_IOV_MAX);
         ssize_t wr = writev(c->fd, w->iov, n);
         if (wr < 0) {

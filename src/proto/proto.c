@@ -8,6 +8,11 @@
 
 enum proto_status proto_process(struct session *s, const char *buf, size_t len, size_t *consumed)
 {
+    if (s->watcher) {
+        /* A watcher only listens (memcached reads its socket just to see it close). */
+        *consumed = len;
+        return PROTO_OK;
+    }
     if (s->kind == PROTO_KIND_NEGOTIATING) {
         if (len == 0) {
             *consumed = 0;

@@ -346,7 +346,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     size_t pos = 0;
     enum proto_status st = PROTO_OK;
 
-    while (!t->closing) {
+    while (!t->closing && !s->watcher) {
         if (t->receiving) {
             pos += text_receive(s, buf + pos, len - pos);
             if (t->receiving)

@@ -11,6 +11,7 @@
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 /* "\r\n" + "VALUE " + key + " " + flags + " " + bytes + " " + cas + "\r\n" */
 #define TEXT_VALUE_HEADER_MAX (2 + 6 + STORE_KEY_MAX + 1 + 10 + 1 + 10 + 1 + TEXT_U64_MAX_DIGITS + 2)
@@ -86,6 +87,8 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
         struct store_item it;
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         bool hit = st == STORE_OK;
+        if (watch_active(WATCH_FETCHERS))
+            watch_note_get(s, key, nkey, st, &it);
         if (detail)
             server_stats_detail(key, nkey, 'g', hit);
         stats_count_fetch(s->stats, touch, hit);
@@ -126,6 +129,8 @@ void text_cmd_touch(struct session *s, const struct text_line *l)
         return;
     }
     STAT_INC(s->stats, cmd_touch);
+    if (watch_active(WATCH_FETCHERS))
+        watch_peek(s, key->s, key->len, NULL);
     if (store_touch(s->store, key->s, key->len, clock_exptime(exptime)) == STORE_OK) {
         STAT_INC(s->stats, touch_hits);
         TEXT_OUT(s, "TOUCHED");

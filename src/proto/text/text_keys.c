@@ -4,6 +4,7 @@
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 void text_cmd_delete(struct session *s, const struct text_line *l)
 {
@@ -23,7 +24,12 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
     }
     if (TEXT_DETAIL_ON(s))
         server_stats_detail(key->s, key->len, 'd', false);
+    struct watch_seen seen = {0};
+    if (watch_active(WATCH_FETCHERS | WATCH_DELETIONS))
+        watch_peek(s, key->s, key->len, &seen);
     if (store_delete(s->store, key->s, key->len, NULL) == STORE_OK) {
+        if (watch_active(WATCH_DELETIONS))
+            watch_note_deleted(key->s, key->len, "delete", &seen);
         STAT_INC(s->stats, delete_hits);
         TEXT_OUT(s, "DELETED");
     } else {
@@ -46,6 +52,8 @@ void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
         return;
     }
     struct store_arith_res res;
+    if (watch_active(WATCH_FETCHERS))
+        watch_peek(s, key->s, key->len, NULL);
     switch (store_arith(s->store, key->s, key->len, &req, &res)) {
     case STORE_OK:
         if (incr)
