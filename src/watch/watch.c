@@ -39,6 +39,7 @@ struct watcher {
 };
 
 unsigned watch_mask;
+static bool watch_stderr; /* registry lock */
 
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct watcher *watchers[WATCH_MAX_WATCHERS];
@@ -68,7 +69,7 @@ unsigned watch_flag_parse(const char *s, size_t len)
 /* Registry lock held. */
 static void watch_set_mask(void)
 {
-    unsigned m = 0;
+    unsigned m = watch_stderr ? WATCH_STDERR : 0;
     for (int i = 0; i < WATCH_MAX_WATCHERS; i++)
         if (watchers[i])
             m |= watchers[i]->flags;
@@ -124,6 +125,14 @@ enum watch_add_result watch_add(unsigned flags, size_t bufsize, struct event_loo
     pthread_mutex_unlock(&watch_lock);
     *out = w;
     return WATCH_ADD_OK;
+}
+
+void watch_set_stderr(bool on)
+{
+    pthread_mutex_lock(&watch_lock);
+    watch_stderr = on;
+    watch_set_mask();
+    pthread_mutex_unlock(&watch_lock);
 }
 
 void watch_remove(struct watcher **wp)

@@ -34,7 +34,10 @@ enum watch_flag {
     WATCH_SYSEVENTS = 1u << 5,  /* accepted; nodelay has no such events */
     WATCH_RAWCMDS = 1u << 6,    /* accepted; nodelay has no such events */
     WATCH_PROXY = 1u << 7,      /* proxyreqs/proxyevents/proxyuser: no proxy here */
+    WATCH_STDERR = 1u << 8,     /* not a watcher: -vvv's "> FOUND KEY" lines */
 };
+/* What a lookup point checks: a fetchers watcher or -vvv. */
+#define WATCH_LOOKUPS (WATCH_FETCHERS | WATCH_STDERR)
 
 /* memcached's WATCHER_LIMIT. */
 #define WATCH_MAX_WATCHERS 20
@@ -46,6 +49,9 @@ static inline bool watch_active(unsigned flags)
 {
     return __builtin_expect((__atomic_load_n(&watch_mask, __ATOMIC_RELAXED) & flags) != 0, 0);
 }
+
+/* -vvv on or off (log_set_verbosity). */
+void watch_set_stderr(bool on);
 
 /* Parse one `watch` argument (memcached accepts a prefix of a name); 0 when
  * it names nothing. */

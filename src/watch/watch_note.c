@@ -3,12 +3,18 @@
 
 #include <string.h>
 
+#include "log.h"
 #include "proto/session.h"
 
 void watch_note_get(const struct session *s, const char *key, size_t nkey, enum store_status st,
                     const struct store_item *it)
 {
-    if (st == STORE_OK && it)
+    bool found = st == STORE_OK && it;
+    if (watch_active(WATCH_STDERR))
+        log_debug("> %s %.*s", found ? "FOUND KEY" : "NOT FOUND", (int)nkey, key);
+    if (!watch_active(WATCH_FETCHERS))
+        return;
+    if (found)
         watch_item_get(key, nkey, WATCH_GET_FOUND, it->class_id, s->cfd, it->nvalue);
     else
         watch_item_get(key, nkey, WATCH_GET_NOT_FOUND, 0, s->cfd, 0);
@@ -22,7 +28,7 @@ void watch_peek(const struct session *s, const char *key, size_t nkey, struct wa
     if (seen)
         *seen = (struct watch_seen){st == STORE_OK, st == STORE_OK ? it.class_id : 0,
                                     st == STORE_OK ? it.nvalue : 0};
-    if (watch_active(WATCH_FETCHERS))
+    if (watch_active(WATCH_LOOKUPS))
         watch_note_get(s, key, nkey, st, &it);
 }
 
@@ -83,7 +89,7 @@ void watch_commit_begin(const struct session *s, const struct store_reservation 
     wc->nkey = (uint8_t)nkey;
     wc->nvalue = res->nvalue;
     wc->on = true;
-    if (watch_active(WATCH_FETCHERS))
+    if (watch_active(WATCH_LOOKUPS))
         watch_peek(s, wc->key, wc->nkey, NULL);
 }
 

@@ -52,7 +52,7 @@ void meta_arith(struct session *s, const struct meta_req *req)
         .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
     };
     struct store_arith_res res = {0};
-    if (watch_active(WATCH_FETCHERS))
+    if (watch_active(WATCH_LOOKUPS))
         watch_peek(s, req->key, req->nkey, NULL);
     enum store_status st = store_arith(s->store, req->key, req->nkey, &a, &res);
 

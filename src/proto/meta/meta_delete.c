@@ -20,7 +20,7 @@ void meta_delete(struct session *s, const struct meta_req *req)
     };
     enum store_status st;
     struct watch_seen seen = {0};
-    if (watch_active(WATCH_FETCHERS | WATCH_DELETIONS))
+    if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
         watch_peek(s, req->key, req->nkey, &seen);
     if (req->has_cas && req->cas == 0) {
         /* C0 compares too (the store reads cas_compare 0 as "any"): a live

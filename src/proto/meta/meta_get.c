@@ -120,7 +120,7 @@ void meta_get(struct session *s, const struct meta_req *req)
     struct store_item it;
     memset(&it, 0, sizeof it);
     enum store_status st = store_get(s->store, req->key, req->nkey, &g, &it);
-    if (watch_active(WATCH_FETCHERS))
+    if (watch_active(WATCH_LOOKUPS))
         watch_note_get(s, req->key, req->nkey, st, &it);
 
     /* a vivified miss answers as a hit on the new, empty item (memcached

@@ -100,7 +100,7 @@ static void meta_set_done(struct session *s, bool chunk_ok)
     uint64_t cas = 0;
     uint32_t size = 0;
     struct watch_commit wc = {0};
-    if (watch_active(WATCH_FETCHERS | WATCH_MUTATIONS))
+    if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &s->text.res, &wc);
     enum store_status st = store_commit(s->store, &s->text.res, &m->req, &cas, &size);
     if (wc.on)

@@ -20,7 +20,7 @@ static void text_storage_done(struct session *s, bool chunk_ok)
     }
     bool is_cas = t->set_req.mode == STORE_MODE_CAS;
     struct watch_commit wc = {0};
-    if (watch_active(WATCH_FETCHERS | WATCH_MUTATIONS))
+    if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &t->res, &wc);
     enum store_status st = store_commit(s->store, &t->res, &t->set_req, NULL, NULL);
     if (wc.on)
