@@ -35,7 +35,7 @@ SERVER_CFLAGS := -DNODELAY_HAVE_SYSTEMD $(shell pkg-config --cflags libsystemd 2
 endif
 
 ifeq ($(CONFIG),release)
-CFLAGS_CONFIG := -O2 -g -DNODELAY_NO_DEBUG_LOG
+CFLAGS_CONFIG := -O2 -g
 else ifeq ($(CONFIG),debug)
 CFLAGS_CONFIG := -O0 -g3 -DNODELAY_DEBUG
 else ifeq ($(CONFIG),asan)

@@ -4,6 +4,7 @@
 
 #include "reply/reply.h"
 #include "settings.h"
+#include "watch/watch.h"
 
 #define U(name, v) rc |= reply_printf(out, "STAT %s %llu\r\n", name, (unsigned long long)(v))
 #define S(name, v) rc |= reply_printf(out, "STAT %s %s\r\n", name, v)
@@ -89,11 +90,13 @@ int stats_general_compose(const struct stats_snapshot *s, struct reply_queue *ou
     ZERO("lru_crawler_starts");
     ZERO("lru_maintainer_juggles");
     ZERO("malloc_fails");
-    ZERO("log_worker_dropped");
-    ZERO("log_worker_written");
-    ZERO("log_watcher_skipped");
-    ZERO("log_watcher_sent");
-    ZERO("log_watchers");
+    struct watch_counters wc;
+    watch_counters_get(&wc);
+    U("log_worker_dropped", wc.log_worker_dropped);
+    U("log_worker_written", wc.log_worker_written);
+    U("log_watcher_skipped", wc.log_watcher_skipped);
+    U("log_watcher_sent", wc.log_watcher_sent);
+    U("log_watchers", wc.log_watchers);
     ZERO("unexpected_napi_ids");
     ZERO("round_robin_fallback");
     U("bytes", st->bytes);

@@ -1,5 +1,5 @@
 /* memcached commands that tune machinery our store does not have (slab
- * classes, the segmented LRU, the LRU crawler, log watchers). They are
+ * classes, the segmented LRU, the LRU crawler), and `watch`. They are
  * validated exactly as memcached validates them and then answered as
  * memcached answers when it accepts a request it has nothing to do for, so
  * existing scripts and tools keep working. See docs/protocol-text.md. */
@@ -8,6 +8,7 @@
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "settings.h"
+#include "watch/watch.h"
 
 /* Our store has one pseudo slab class (1) and never moves pages between
  * classes, so a reassignment is answered as memcached answers for a class
@@ -210,26 +211,37 @@ void text_cmd_refresh_certs(struct session *s, const struct text_line *l)
 
 void text_cmd_watch(struct session *s, const struct text_line *l)
 {
-    static const char *const kinds[] = {
-        "fetchers", "mutations", "evictions", "connevents", "proxyreqs",
-        "proxyevents", "proxyuser", "deletions", "sysevents", "rawcmds",
-    };
     s->text.noreply = text_line_noreply(l);
     if (!s->settings->watch_enabled) {
         TEXT_OUT(s, "CLIENT_ERROR watch commands not allowed");
         return;
     }
+    /* memcached hands the connection to its logger: replies still owed
+     * would be lost, so it refuses, as here. */
+    if (reply_pending(&s->reply) > 0) {
+        TEXT_OUT(s, "ERROR cannot pipeline other commands before watch");
+        return;
+    }
+    unsigned flags = 0;
     size_t last = s->text.noreply ? l->ntok - 1 : l->ntok;
     for (size_t i = 1; i < last; i++) {
-        bool known = false;
-        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !known; k++)
-            known = text_tok_eq(&l->tok[i], kinds[k], strlen(kinds[k]));
-        if (!known) {
+        unsigned f = watch_flag_parse(l->tok[i].s, l->tok[i].len);
+        if (!f) {
             TEXT_OUT(s, "ERROR");
             return;
         }
+        flags |= f;
     }
-    /* No log stream exists to attach to: memcached's answer when a watcher
-     * cannot be added. */
-    TEXT_OUT(s, "WATCHER_FAILED failed to add log watcher");
+    if (last <= 1)
+        flags = WATCH_FETCHERS;
+    enum watch_add_result r = WATCH_ADD_FAILED;
+    if (s->loop)
+        r = watch_add(flags, (size_t)s->settings->watcher_logbuf_size, s->loop, s->wake_ptr,
+                      &s->watcher);
+    if (r == WATCH_ADD_TOO_MANY)
+        TEXT_OUT(s, "WATCHER_TOO_MANY log watcher limit reached");
+    else if (r != WATCH_ADD_OK)
+        TEXT_OUT(s, "WATCHER_FAILED failed to add log watcher");
+    else
+        TEXT_OUT_ALWAYS(s, "OK"); /* the stream's first line, noreply or not */
 }
