@@ -24,6 +24,7 @@
  * Lock order: pool_lock, then bucket locks, then the index pool lock.
  */
 #include "store/store_int.h"
+#include "watch/watch.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -281,6 +282,20 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
 /* keep_all (-M): every live item is kept, so only dead bytes are freed; the
  * victim is marked COMPACTING from the start (no pin can be taken) and the
  * caller has checked it holds none, so compacting it cannot fail. */
+/* memcached's eviction line for a `watch evictions` stream. */
+static void seg_watch_eviction(struct store *s, const char *p, const struct item_hdr *h,
+                               uint32_t status, rel_time_t now)
+{
+    rel_time_t exp = item_get_u32(p, h->exp_off);
+    rel_time_t atime = status & ~ITEM_S_MASK;
+    uint32_t flags = item_get_u32(p, h->flags_off);
+    watch_eviction(p + h->hlen, h->nkey, status & ITEM_S_FETCHED,
+                   exp == REL_TIME_NEVER ? -1 : (long long)exp - (long long)now,
+                   atime <= now ? now - atime : 0,
+                   store_class_id(s, item_mc_size(h->nkey, h->nvalue, flags, s->opt.cas_enabled)),
+                   h->nvalue);
+}
+
 static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool keep_all)
 {
     struct store *s = ctx->store;
@@ -372,6 +387,8 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
                     if (from_small)
                         store_ghost_add(s, hv);
                     CTR_INC(ctx, evictions);
+                    if (watch_active(WATCH_EVICTIONS))
+                        seg_watch_eviction(s, p, &h, status, now);
                     if (!fetched)
                         CTR_INC(ctx, evicted_unfetched);
                     if (freq)

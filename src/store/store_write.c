@@ -101,6 +101,14 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
     return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, res);
 }
 
+const char *store_reservation_key(const struct store_reservation *res, size_t *nkey)
+{
+    struct item_hdr h;
+    item_decode(res->item, &h);
+    *nkey = h.nkey;
+    return (const char *)res->item + h.hlen;
+}
+
 void store_abort(struct store_ctx *ctx, struct store_reservation *res)
 {
     if (res->stage)

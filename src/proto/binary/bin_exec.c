@@ -19,7 +19,7 @@
 /* `stats detail on|off` flips this while workers run. */
 static bool bin_detail_enabled(const struct session *s)
 {
-    return __atomic_load_n(&s->settings->detail_enabled, __ATOMIC_RELAXED);
+    return SETTINGS_GET(s->settings, detail_enabled);
 }
 
 static struct bin_resp bin_resp_ok(const struct bin_header *h, uint64_t cas)

@@ -5,6 +5,7 @@
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 static void text_storage_done(struct session *s, bool chunk_ok)
 {
@@ -18,7 +19,13 @@ static void text_storage_done(struct session *s, bool chunk_ok)
         return;
     }
     bool is_cas = t->set_req.mode == STORE_MODE_CAS;
-    switch (store_commit(s->store, &t->res, &t->set_req, NULL, NULL)) {
+    struct watch_commit wc = {0};
+    if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
+        watch_commit_begin(s, &t->res, &wc);
+    enum store_status st = store_commit(s->store, &t->res, &t->set_req, NULL, NULL);
+    if (wc.on)
+        watch_commit_end(s, &wc, st, t->set_req.mode, t->set_req.exptime);
+    switch (st) {
     case STORE_OK:
         if (is_cas)
             STAT_INC(s->stats, cas_hits);
