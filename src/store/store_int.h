@@ -345,7 +345,5 @@ void store_housekeep(struct store *s);
 /* Unlink expired and flushed items from up to max buckets of the index,
  * reading only items whose segment may hold some (housekeeper). */
 size_t store_crawl(struct store_ctx *ctx, uint64_t max);
-/* memcached's safe_strtoull over a value (store_arith.c). */
-bool store_parse_u64(const char *p, size_t n, uint64_t *out);
 
 #endif
