@@ -41,6 +41,11 @@ uint8_t store_class_id(struct store *s, size_t mc_size)
     return (uint8_t)(s->nclasses - 1);
 }
 
+size_t store_item_mc_size(const struct store *s, const struct store_item *it)
+{
+    return item_mc_size(it->nkey, it->nvalue, it->flags, s->opt.cas_enabled);
+}
+
 unsigned store_class_largest(const struct store *s)
 {
     return s->nclasses - 1;

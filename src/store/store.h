@@ -85,6 +85,11 @@ struct store_item {
 
 void store_pin_release(struct store_pin *pin);
 
+/* The bytes memcached 1.6 would spend on this item (its 48-byte header, key
+ * and NUL, value and CRLF, the CAS unless -C, non-zero client flags): what
+ * `me` and metadump report as size=, so tools comparing servers agree. */
+size_t store_item_mc_size(const struct store *store, const struct store_item *it);
+
 /* Options for a read. Zero-initialised means a plain `get`. */
 struct store_get_req {
     bool want_value;          /* pin and return the value */

@@ -191,15 +191,11 @@ void meta_debug(struct session *s, const struct meta_req *req)
     meta_line_u64(&l, it.cas);
     meta_line_str(&l, it.fetched ? " fetch=yes cls=" : " fetch=no cls=");
     meta_line_u64(&l, it.class_id);
-    /* size: what memcached's item of this key and value would take (its
-     * 48-byte header, 8 more for the CAS unless -C, key + NUL, value + CRLF,
-     * 4 bytes of non-zero flags), so tools comparing me output across
-     * servers see the same number; nodelay's own, smaller header is reported
-     * by stats. */
-    uint64_t size = 48 + (s->settings->cas_enabled ? 8 : 0) + (uint64_t)it.nkey + 1 +
-                    it.nvalue + 2 + (it.flags ? 4 : 0);
+    /* size: what memcached's item would take, so tools comparing me output
+     * across servers see the same number; nodelay's own, smaller header is
+     * reported by stats. */
     meta_line_str(&l, " size=");
-    meta_line_u64(&l, size);
+    meta_line_u64(&l, store_item_mc_size(store_ctx_store(s->store), &it));
     meta_line_send(s, &l);
     if (it.pin)
         store_pin_release(it.pin);
