@@ -276,6 +276,12 @@ static int settings_suboption(struct settings_parse_ctx *c, char *opt, int *exit
         if (settings_long(val, 0, 1L << 30, &n) < 0)
             return settings_bad_value(c, "client_mem_limit", val, exit_code);
         s->client_mem_limit = (size_t)n << 20;
+    } else if (strcmp(opt, "auth_fail_limit") == 0) {
+        /* nodelay's own: password guesses per connection (0 = no limit) */
+        NEED_NUMBER("auth_fail_limit");
+        if (settings_long(val, 0, 1000000, &n) < 0)
+            return settings_bad_value(c, "auth_fail_limit", val, exit_code);
+        s->auth_fail_limit = (int)n;
     } else if (strcmp(opt, "watcher_logbuf_size") == 0 ||
                strcmp(opt, "worker_logbuf_size") == 0) {
         NEED_NUMBER(opt);
@@ -732,6 +738,9 @@ void settings_print_help(FILE *out)
 "   client_mem_limit=<MB>  (nodelay) replies and read buffers owed to all clients\n"
 "                          together; past it those owing most are not read\n"
 "                          (default: 0 = half of -m, at least 32)\n"
+"   auth_fail_limit=<n>    (nodelay) close a connection at its nth failed -Y/SASL\n"
+"                          password; refuse an address failing 4n times a\n"
+"                          minute until the minute is over (default: 5; 0 = off)\n"
 "   (compat) slab_reassign, no_slab_reassign, slab_automove[=0|1|2], no_slab_automove,\n"
 "   slab_automove_ratio=<f>, slab_automove_window=<n>, slab_automove_freeratio=<f>,\n"
 "   slab_chunk_max=<KB>, slab_sizes=<a-b-c..>, no_chunked_items, tail_repair_time=<s>,\n"

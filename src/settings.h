@@ -45,6 +45,8 @@
       "bytes a connection may owe a client that does not read before it is cut off")       \
     X(size_t, client_mem_limit, 0,                                                         \
       "bytes all clients may be owed together (replies, read buffers); 0 = -m/2, >= 32 MiB") \
+    X(int, auth_fail_limit, 5,                                                             \
+      "failed passwords before a connection is closed; 4x a minute per address (0 = off)") \
     X(bool, daemonize, false, "run as a daemon (-d)")                                      \
     X(const char *, pid_file, NULL, "pid file (-P, with -d)")                              \
     X(const char *, username, NULL, "user to run as (-u)")                                 \

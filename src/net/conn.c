@@ -88,6 +88,7 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
     c->last_active = clock_now();
     conn_input_init(&c->in, &w->rbufs);
     session_init(&c->sess, w->store, &w->stats, w->core->settings);
+    session_set_peer(&c->sess, tcp ? addr : NULL);
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
     c->entry.listen_addr = listen_addr;
