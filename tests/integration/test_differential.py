@@ -26,10 +26,10 @@ from helpers import ROOT, Server, target
 HERE = os.path.dirname(__file__)
 CASES = os.path.join(HERE, "diff_cases.txt")
 CASES_1645 = os.path.join(HERE, "diff_cases_1645.txt")
-# $NODELAY_REF names the reference folder when the tree is not beside it
-# (a git worktree elsewhere)
-REF_1645 = os.path.join(os.environ.get("NODELAY_REF", os.path.join(ROOT, "..", "shared", "ref")),
-                        "memcached-1.6.45")
+# $NODELAY_REF names the 1.6.45 binary when the tree is not beside ../shared
+# (a git worktree elsewhere), as in test_watch.py and test_logging.py
+REF_1645 = os.environ.get("NODELAY_REF") or os.path.join(ROOT, "..", "shared", "ref",
+                                                         "memcached-1.6.45")
 DIFFS = os.path.join(ROOT, "docs", "compat-differences.md")
 
 STEP = b"{step}"

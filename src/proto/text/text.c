@@ -111,6 +111,7 @@ static bool text_framing_ok(struct session *s, const struct text_line *l, size_t
 static void text_dispatch(struct session *s, const struct text_line *l)
 {
     s->text.noreply = false;
+    s->text.reply_unlogged = false;
     if (l->ntok == 0) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
@@ -364,7 +365,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     size_t pos = 0;
     enum proto_status st = PROTO_OK;
 
-    while (!t->closing) {
+    while (!t->closing && !s->watcher) {
         if (t->receiving) {
             pos += text_receive(s, buf + pos, len - pos);
             if (t->receiving)
@@ -400,13 +401,14 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         size_t start = pos;
         size_t whole = next - pos; /* the request with its line end */
         pos = next;
+        t->avail = len - pos;
         if (resuming) {
             if (t->cont.kind == TEXT_CONT_GET)
                 text_get_resume(s, &line);
             else
                 text_dump_resume(s);
         } else {
-            log_verbose("<%.*s", (int)line.len, line.raw);
+            log_verbose("<%d %.*s", s->cfd, (int)line.len, line.raw);
             if (!s->authenticated)
                 text_auth_line(s, &line);
             else if (text_framing_ok(s, &line, whole))
