@@ -16,8 +16,9 @@ struct conn;
 struct event_loop;
 struct store_ctx;
 
-/* What an event's pointer refers to. */
-enum watch_kind { WATCH_CONN, WATCH_LISTENER, WATCH_UDP, WATCH_WAKE };
+/* What an event's pointer refers to. WATCH_LOG: a `watch` stream has lines
+ * for this connection (obj), see watch/watch.h. */
+enum watch_kind { WATCH_CONN, WATCH_LISTENER, WATCH_UDP, WATCH_WAKE, WATCH_LOG };
 struct watch {
     enum watch_kind kind;
     void *obj;
@@ -51,6 +52,7 @@ struct worker {
 
     size_t reply_bytes;           /* bytes queued for clients, relaxed atomic */
     size_t rbuf_bytes;            /* read buffer bytes held, relaxed atomic */
+    size_t client_peak;           /* high point of the two since the last trim */
 };
 
 int worker_init(struct worker *w, struct core *core, int id);

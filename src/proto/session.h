@@ -8,12 +8,15 @@
 #include <stddef.h>
 
 #include "reply/reply.h"
+#include "proto/auth_guard.h"
 #include "proto/binary/binary.h"
 #include "proto/text/text.h"
 
 struct store_ctx;
 struct stats_thread;
 struct settings;
+struct event_loop;
+struct watcher;
 
 enum proto_kind {
     PROTO_KIND_NEGOTIATING, /* -B auto: the first byte decides */
@@ -26,6 +29,11 @@ struct session {
     struct store_ctx *store;
     struct stats_thread *stats;
     const struct settings *settings;
+    /* For `watch`: the client's fd (cfd= in event lines), the loop and the
+     * event pointer a watcher's wake-ups go to (NULL in socket-free tests). */
+    int cfd;
+    struct event_loop *loop;
+    void *wake_ptr;
 
     /* Owned: what this connection owes its client. */
     struct reply_queue reply;
@@ -35,6 +43,8 @@ struct session {
 
     enum proto_kind kind;
     bool authenticated; /* -Y ascii auth or SASL; true when neither is on */
+    struct auth_guard auth; /* failed attempts (session_set_peer) */
+    struct watcher *watcher; /* after `watch`: input is ignored, the stream is sent */
 
     /* Direct read target, see proto_sink_filled(). */
     char *sink;
@@ -47,6 +57,9 @@ struct session {
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
                   const struct settings *settings);
+/* The peer's address as the registry shows it ("tcp:<ip>:<port>"), or NULL:
+ * what password-guessing limits count per address. */
+void session_set_peer(struct session *s, const char *addr);
 /* Abort any value being received, release the reply queue. */
 void session_release(struct session *s);
 

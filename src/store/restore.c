@@ -314,6 +314,10 @@ static void restore_segments(struct store *s, struct restore_run *r)
             persist_seg_free(s, seg);
             seg->state = SEG_FREE;
             to = &s->free;
+        } else if (seg->group == STORE_GROUP_TEMP) {
+            seg->state = SEG_SEALED; /* temporary_ttl items keep their own queue */
+            seg->queue = SEG_Q_TEMP;
+            to = &s->temp;
         } else {
             seg->state = SEG_SEALED;
             seg->queue = SEG_Q_MAIN;

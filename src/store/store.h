@@ -40,6 +40,10 @@ struct store_options {
     unsigned hashpower;   /* -o hashpower: initial index size 2^n, 0 = default */
     bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
     const char *memory_file; /* -e: segments in a shared mapping of this file, restored at start */
+    size_t upload_limit;  /* bytes all incomplete large uploads may hold; 0 = default
+                             (docs/store.md "Uploads") */
+    bool temp_lru;          /* -o temporary_ttl given (memcached's TEMP LRU): */
+    unsigned temporary_ttl; /* items with a TTL up to this are not evicted for others */
 };
 
 enum store_status {
@@ -60,6 +64,9 @@ void store_ctx_destroy(struct store_ctx **ctx);
 /* The store a worker context belongs to (flush_all and lru_crawler metadump
  * act on the whole store, and protocols hold only their worker's ctx). */
 struct store *store_ctx_store(struct store_ctx *ctx);
+/* The largest of memcached's size-class ids items are reported in (me cls=,
+ * dumps, stats items); ids run 1..this. */
+unsigned store_class_largest(const struct store *store);
 
 /* A view of one item. Every pointer stays valid until store_pin_release(pin);
  * without a pin (want_value false) only the scalar fields are meaningful. */
@@ -72,6 +79,7 @@ struct store_item {
     uint32_t flags;         /* client flags */
     uint64_t cas;           /* 0 when CAS is disabled */
     rel_time_t exptime;     /* REL_TIME_NEVER or when it expires */
+    rel_time_t exptime_before; /* exptime before this request's touch (mg t before T) */
     rel_time_t last_access; /* as it was before this request */
     bool fetched;           /* had been fetched before this request (mg h) */
     bool stale;             /* invalidated by md I / ms I (mg X) */
@@ -81,6 +89,11 @@ struct store_item {
 };
 
 void store_pin_release(struct store_pin *pin);
+
+/* The bytes memcached 1.6 would spend on this item (its 48-byte header, key
+ * and NUL, value and CRLF, the CAS unless -C, non-zero client flags): what
+ * `me` and metadump report as size=, so tools comparing servers agree. */
+size_t store_item_mc_size(const struct store *store, const struct store_item *it);
 
 /* Options for a read. Zero-initialised means a plain `get`. */
 struct store_get_req {
@@ -136,6 +149,12 @@ struct store_reservation {
     void *item;
     uint32_t gen;   /* the segment's generation when reserved */
     uint8_t group;  /* TTL group it was reserved in */
+    /* an upload (store_reserve_upload): key and value outside the segments */
+    char *stage;
+    uint8_t nkey;
+    bool known;     /* flags and exptime below are the ones to commit */
+    uint32_t flags;
+    rel_time_t exptime;
 };
 
 /* Reserve room for an item of this key and value size. STORE_TOO_LARGE when
@@ -154,13 +173,33 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
                                     size_t nvalue, uint32_t flags, rel_time_t exptime,
                                     struct store_reservation *res);
 
-/* Link a filled reservation under its key by req's rules. On STORE_OK,
+/* Uploads never hold segment memory: store_reserve_upload is the call for a
+ * value that is not all here yet and will arrive over later reads. The value
+ * is received outside the segments (a client that stops halfway pins
+ * nothing, so it can never stop eviction or other writers) and copied into
+ * place by store_commit. Values up to STORE_UPLOAD_SMALL bytes are always
+ * accepted (one per connection at most); larger ones only while all
+ * incomplete uploads together stay within the upload limit, else
+ * STORE_NO_MEMORY (memcached's answer when its memory is full). With
+ * fields_known, flags and exptime are what will be committed (as
+ * store_reserve_for); else as store_reserve. */
+#define STORE_UPLOAD_SMALL (16u * 1024)
+enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, size_t nkey,
+                                       size_t nvalue, bool fields_known, uint32_t flags,
+                                       rel_time_t exptime, struct store_reservation *res);
+
+/* Link a filled reservation under its key by req's rules (an upload that
+ * cannot be placed then fails as store_reserve would, and a set deletes
+ * the key's old value, as memcached). On STORE_OK,
  * *cas_out (if not NULL) is the item's CAS and *size_out (if not NULL) its
  * final value length (after append/prepend). The reservation is consumed
  * whatever the outcome. */
 enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
                                const struct store_set_req *req, uint64_t *cas_out,
                                uint32_t *size_out);
+
+/* The key a reservation was made for (`watch` lines name it at commit). */
+const char *store_reservation_key(const struct store_reservation *res, size_t *nkey);
 
 /* Give up a reservation (client vanished, bad data chunk). */
 void store_abort(struct store_ctx *ctx, struct store_reservation *res);
@@ -213,6 +252,10 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
  * has come (when = clock_now() for an immediate flush). */
 void store_flush(struct store *store, rel_time_t when);
 
+/* `lru temp_ttl N`: change temporary_ttl at run time; negative turns it off
+ * (memcached's rule). Items already stored keep their place. */
+void store_set_temporary_ttl(struct store *store, int ttl);
+
 /* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
 int store_set_mem_limit(struct store *store, size_t bytes);
 
@@ -249,7 +292,10 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_evicted)         /* segments reclaimed by eviction */                  \
     X(seg_expired)         /* segments reclaimed whole because all expired */    \
     X(items_reinserted)    /* live, accessed items carried forward at eviction */\
-    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */        \
+    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */\
+    X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
+    X(upload_limit)        /* the bound on large ones among them */              \
+    X(uploads_refused)     /* large uploads refused at that bound */             \
     X(restore_mode)        /* how it started: store_restore_mode_name */          \
     X(restored_items)      /* items restored from the -e file */                 \
     X(restore_discarded_expired) /* ... found expired or flushed */              \

@@ -112,6 +112,7 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     if (avail < head)
         return PROTO_OK;
     *used = head;
+    s->bin.avail = avail - head;
 
     log_verbose("<binary opcode 0x%02x keylen %u extlen %u bodylen %u", h.opcode,
                 (unsigned)h.keylen, (unsigned)h.extlen, (unsigned)h.bodylen);
@@ -135,7 +136,9 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
     s->sink_len = 0;
     for (;;) {
         if (st->failed) {
-            rc = PROTO_CLOSE; /* a finished value's reply could not be queued */
+            /* a finished value's reply could not be queued, or SASL
+             * guessing was cut off (bin_sasl.c) */
+            rc = PROTO_CLOSE;
             break;
         }
         if (st->recv != BIN_RECV_NONE) {

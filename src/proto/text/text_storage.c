@@ -5,6 +5,7 @@
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 static void text_storage_done(struct session *s, bool chunk_ok)
 {
@@ -18,7 +19,13 @@ static void text_storage_done(struct session *s, bool chunk_ok)
         return;
     }
     bool is_cas = t->set_req.mode == STORE_MODE_CAS;
-    switch (store_commit(s->store, &t->res, &t->set_req, NULL, NULL)) {
+    struct watch_commit wc = {0};
+    if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
+        watch_commit_begin(s, &t->res, &wc);
+    enum store_status st = store_commit(s->store, &t->res, &t->set_req, NULL, NULL);
+    if (wc.on)
+        watch_commit_end(s, &wc, st, t->set_req.mode, t->set_req.exptime);
+    switch (st) {
     case STORE_OK:
         if (is_cas)
             STAT_INC(s->stats, cas_hits);
@@ -67,7 +74,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     s->text.noreply = text_line_noreply(l);
 
     int32_t vlen;
-    if (!text_parse_i32(&l->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
+    if (!text_tok_i32(&l->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
         /* Length unknown: nothing can be swallowed. */
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
@@ -78,7 +85,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     uint64_t cas = 0;
     if (key->len > STORE_KEY_MAX || !text_parse_u32(&l->tok[2], &flags) ||
         !text_parse_i32(&l->tok[3], &exptime) ||
-        (mode == STORE_MODE_CAS && (l->ntok < 6 || !text_parse_u64(&l->tok[5], &cas)))) {
+        (mode == STORE_MODE_CAS && (l->ntok < 6 || !text_tok_u64(&l->tok[5], &cas)))) {
         TEXT_REJECT(s, "CLIENT_ERROR bad command line format", vlen);
         return;
     }
@@ -87,12 +94,17 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         server_stats_detail(key->s, key->len, 's', false);
 
     rel_time_t exp = clock_exptime(exptime);
-    /* append/prepend keep the old item's flags and expiry: no layout hint */
+    /* append/prepend keep the old item's flags and expiry: no layout hint.
+     * A value not all in this read is an upload: it holds no segment while
+     * it arrives (store_reserve_upload). */
+    bool concat = mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND;
+    struct store_reservation *res = &s->text.res;
     enum store_status st =
-        mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND
-            ? store_reserve(s->store, key->s, key->len, (size_t)vlen, &s->text.res)
-            : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp,
-                                &s->text.res);
+        s->text.avail < (size_t)vlen
+            ? store_reserve_upload(s->store, key->s, key->len, (size_t)vlen, !concat, flags,
+                                   exp, res)
+        : concat ? store_reserve(s->store, key->s, key->len, (size_t)vlen, res)
+                 : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp, res);
     switch (st) {
     case STORE_OK:
         break;
