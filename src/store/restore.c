@@ -9,10 +9,12 @@
  */
 #include "store/persist.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "log.h"
@@ -43,20 +45,77 @@ static void restore_populate(struct store *s)
 #endif
 }
 
+/* Work split over up to RESTORE_THREADS threads, one per core: segment i
+ * goes to thread i % n. */
+#define RESTORE_THREADS 4
+
+struct restore_split {
+    void *(*fn)(void *);
+    void *arg;
+    size_t size;   /* bytes of each thread's argument */
+};
+
+static uint32_t restore_nthreads(uint32_t work)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t t = cores > 1 ? (uint32_t)(cores < RESTORE_THREADS ? cores : RESTORE_THREADS) : 1;
+    return t > work ? (work ? work : 1) : t;
+}
+
+/* Run fn on args[0..t) (args: t structs of `size` bytes), on threads
+ * where they can be made, else here. */
+static void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
+{
+    pthread_t th[RESTORE_THREADS];
+    bool started[RESTORE_THREADS] = {false};
+    for (uint32_t i = 1; i < t; i++)
+        started[i] = pthread_create(&th[i], NULL, fn, args + i * size) == 0;
+    fn(args);
+    for (uint32_t i = 1; i < t; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            fn(args + i * size);
+    }
+}
+
+struct restore_verify {
+    struct store *s;
+    uint32_t first, step;
+    bool ok;
+};
+
+static void *restore_verify_thread(void *arg)
+{
+    struct restore_verify *v = arg;
+    struct store *s = v->s;
+    struct persist *pm = s->pm;
+    v->ok = true;
+    for (uint32_t i = v->first; i < pm->nsegs && v->ok; i += v->step) {
+        struct pm_seg *ps = pm_seg(pm, i);
+        if (!ps->seq)
+            continue;
+        if (!restore_seg_sane(s, ps) || (ps->flags & PM_SEG_COMPACTING) ||
+            XXH3_64bits(pm_seg_data(pm, s, i), ps->write_off) != ps->sum)
+            v->ok = false;
+    }
+    return NULL;
+}
+
 /* After a graceful stop every checksum must hold, or nothing is used. */
 static bool restore_verify_clean(struct store *s)
 {
     struct persist *pm = s->pm;
     if (pm->hdr->stop_sum != persist_stop_sum(pm))
         return false;
-    for (uint32_t i = 0; i < pm->nsegs; i++) {
-        struct pm_seg *ps = pm_seg(pm, i);
-        if (!ps->seq)
-            continue;
-        if (!restore_seg_sane(s, ps) || (ps->flags & PM_SEG_COMPACTING) ||
-            XXH3_64bits(pm_seg_data(pm, s, i), ps->write_off) != ps->sum)
+    struct restore_verify v[RESTORE_THREADS];
+    uint32_t t = restore_nthreads(pm->nsegs);
+    for (uint32_t i = 0; i < t; i++)
+        v[i] = (struct restore_verify){.s = s, .first = i, .step = t};
+    restore_run_split(restore_verify_thread, (char *)v, sizeof(v[0]), t);
+    for (uint32_t i = 0; i < t; i++)
+        if (!v[i].ok)
             return false;
-    }
     return true;
 }
 
@@ -117,11 +176,16 @@ static bool restore_decode(const char *p, size_t avail, struct item_hdr *h)
     return h->nkey >= 1 && h->nkey <= STORE_KEY_MAX && (uint64_t)item_total(h) <= avail;
 }
 
+/* One walking thread's state; the counters are summed after the join. */
 struct restore_run {
+    struct store *s;
     rel_time_t now;
     bool verify;        /* crash: check every item's checksum */
     uint64_t max_cas;
     uint64_t dups;
+    uint64_t restored, expired, corrupt;
+    const uint32_t *ids; /* segments to walk: ids[first], ids[first + step], ... */
+    uint32_t n, first, step;
 };
 
 /* An item waiting for its bucket to arrive in cache. */
@@ -138,7 +202,6 @@ struct restore_pending {
 static void restore_item(struct store *s, struct restore_run *r, struct seg *seg,
                          const struct restore_pending *it)
 {
-    struct persist *pm = s->pm;
     char *p = it->p;
     const struct item_hdr *h = &it->h;
     const char *key = p + h->hlen;
@@ -164,7 +227,7 @@ static void restore_item(struct store *s, struct restore_run *r, struct seg *seg
     if (!slot) {
         index_unlock(b);
         item_set_state(p, ITEM_L_DEAD);
-        pm->discarded_corrupt++;
+        r->corrupt++;
         return;
     }
     *slot = slot_make(tag, seg->id, it->off >> s->off_shift);
@@ -187,7 +250,7 @@ static void restore_item(struct store *s, struct restore_run *r, struct seg *seg
         seg->max_cas = cas;
     if (cas > r->max_cas)
         r->max_cas = cas;
-    pm->restored_items++;
+    r->restored++;
     index_maintain(&s->index); /* when the size hint was short (a kill in the first second) */
 }
 
@@ -195,14 +258,13 @@ static void restore_item(struct store *s, struct restore_run *r, struct seg *seg
 static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg, char *p,
                          const struct item_hdr *h)
 {
-    struct persist *pm = s->pm;
     if (r->verify && item_sum(p, h) != item_get_u32(p, h->sum_off)) {
-        pm->discarded_corrupt++;
+        r->corrupt++;
         item_set_state(p, ITEM_L_DEAD);
         return false;
     }
     if (store_item_life(s, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
-        pm->discarded_expired++;
+        r->expired++;
         item_set_state(p, ITEM_L_DEAD);
         return false;
     }
@@ -225,7 +287,7 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
         if (!restore_decode(p, end - x, &h)) {
             /* Only damage gets here: what was laid out is whole (persist.h).
              * Nothing after it can be trusted to start an item. */
-            s->pm->discarded_corrupt++;
+            r->corrupt++;
             seg->write_off = x;
             pm_store32(&pm_seg(s->pm, seg->id)->write_off, x);
             break;
@@ -256,6 +318,39 @@ static int restore_by_seq(const void *a, const void *b, void *arg)
     struct persist *pm = arg;
     uint64_t x = pm_seg(pm, *(const uint32_t *)a)->seq, y = pm_seg(pm, *(const uint32_t *)b)->seq;
     return x < y ? -1 : x > y;
+}
+
+static void *restore_thread(void *arg)
+{
+    struct restore_run *r = arg;
+    for (uint32_t k = r->first; k < r->n; k += r->step)
+        restore_walk(r->s, r, seg_of(r->s, r->ids[k]));
+    return NULL;
+}
+
+/* Walk the segments on up to RESTORE_THREADS threads: each segment is one
+ * thread's, and the index takes concurrent inserts (a key found in two
+ * segments meets itself under its bucket lock). */
+static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_t n)
+{
+    struct restore_run runs[RESTORE_THREADS];
+    uint32_t t = restore_nthreads(n);
+    for (uint32_t i = 0; i < t; i++) {
+        runs[i] = *r;
+        runs[i].ids = ids;
+        runs[i].n = n;
+        runs[i].first = i;
+        runs[i].step = t;
+    }
+    restore_run_split(restore_thread, (char *)runs, sizeof(runs[0]), t);
+    for (uint32_t i = 0; i < t; i++) {
+        if (runs[i].max_cas > r->max_cas)
+            r->max_cas = runs[i].max_cas;
+        r->dups += runs[i].dups;
+        r->restored += runs[i].restored;
+        r->expired += runs[i].expired;
+        r->corrupt += runs[i].corrupt;
+    }
 }
 
 static void restore_segments(struct store *s, struct restore_run *r)
@@ -308,7 +403,10 @@ static void restore_segments(struct store *s, struct restore_run *r)
         seg->max_cas = 0;
         seg->max_exptime = 0;
         seg->min_exptime = SEG_EXP_NEVER;
-        restore_walk(s, r, seg);
+    }
+    restore_parallel(r, ids, n);
+    for (uint32_t k = 0; k < n; k++) {
+        struct seg *seg = seg_of(s, ids[k]);
         struct seg_list *to = &s->fifo;
         if (seg->live_items == 0) {
             persist_seg_free(s, seg);
@@ -340,7 +438,7 @@ void persist_restore(struct store *s)
     struct pm_hdr *h = pm->hdr;
     struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     bool restore = pm->start == PM_START_CLEAN || pm->start == PM_START_CRASH;
     if (restore)
         restore_populate(s);
@@ -376,10 +474,14 @@ void persist_restore(struct store *s)
         clock_resume((time_t)h->epoch, (rel_time_t)rel);
         s->oldest_live = h->oldest_live;
         s->oldest_cas = h->oldest_cas;
-        struct restore_run r = {.now = clock_now(), .verify = pm->start == PM_START_CRASH};
+        struct restore_run r = {.s = s, .now = clock_now(),
+                                .verify = pm->start == PM_START_CRASH};
         if (pm->start == PM_START_CRASH)
             restore_journal(s);
         restore_segments(s, &r);
+        pm->restored_items = r.restored;
+        pm->discarded_expired = r.expired;
+        pm->discarded_corrupt += r.corrupt;
         uint64_t next = r.max_cas;
         if (h->cas_ceiling > next)
             next = h->cas_ceiling;
@@ -394,7 +496,7 @@ void persist_restore(struct store *s)
     h->stop_sum = 0;
     persist_heartbeat(s);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     uint64_t cpu_us = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000u +
                       (uint64_t)((c1.tv_nsec - c0.tv_nsec) / 1000);
     pm->restore_cpu_us = cpu_us;

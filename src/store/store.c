@@ -344,12 +344,22 @@ int store_create(struct store **out, const struct store_options *opt)
         uint64_t hint = s->pm->start >= PM_START_CLEAN && s->pm->start <= PM_START_CRASH
                             ? s->pm->hdr->items
                             : 0;
-        while (power < 30 && ((uint64_t)INDEX_SLOTS << power) < hint * 8 / 7)
+        /* The file's word only as far as -m makes it plausible (a damaged
+         * header must not size the index beyond what -m can hold): an item
+         * takes 12 bytes at least. */
+        uint64_t most = opt->mem_limit / 12;
+        unsigned cap = power;
+        while (cap < 30 && ((uint64_t)INDEX_SLOTS << cap) < most * 8 / 7)
+            cap++;
+        if (hint > most)
+            hint = most;
+        while (power < cap && ((uint64_t)INDEX_SLOTS << power) < hint * 8 / 7)
             power++;
         /* and never smaller than it was, as memcached's restart keeps its
          * hash power (its restart.t checks) */
-        if (hint && s->pm->hdr->index_power > power && s->pm->hdr->index_power <= 30)
-            power = s->pm->hdr->index_power;
+        unsigned was = s->pm->hdr->index_power;
+        if (hint && was > power && was <= cap)
+            power = was;
     }
     if (index_init(&s->index, power, store_rehash, s) != 0) {
         if (s->pm)
