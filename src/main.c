@@ -23,9 +23,10 @@
 #include "log.h"
 #include "net/core.h"
 #include "net/listener.h"
-#include "net/registry.h"
+#include "stats/registry.h"
 #include "proto/sasl.h"
 #include "proto/text/text.h"
+#include "server.h"
 #include "settings.h"
 #include "store/store.h"
 #include "version.h"
@@ -260,9 +261,11 @@ int main(int argc, char **argv)
                                                             : s.binding_protocol);
     }
 
-    server_attach(&core);
+    struct server *srv = server_create(&core); /* the ops every session gets */
+    if (!srv)
+        goto out_entries;
     if (core_start(&core) < 0) {
-        server_attach(NULL);
+        server_destroy(&srv);
         goto out_entries;
     }
     log_info("nodelay %s (memcached %s protocol): %d worker threads, %s, -m %zu MB", NODELAY_VERSION,
@@ -271,7 +274,7 @@ int main(int argc, char **argv)
     bool graceful = false;
     main_wait_for_stop(&set, s.auth_file, &graceful);
     core_stop(&core, graceful);
-    server_attach(NULL);
+    server_destroy(&srv);
     rc = 0;
 out_entries:
     for (size_t i = 0; i < core.listeners.n; i++)

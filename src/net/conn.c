@@ -51,6 +51,8 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
     c->tcp = tcp;
     c->last_active = clock_now();
     session_init(&c->sess, w->store, &w->stats, w->core->settings);
+    if (w->core->ops)
+        c->sess.ops = w->core->ops;
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
     c->entry.listen_addr = listen_addr;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "clock.h"
-#include "net/registry.h"
+#include "stats/registry.h"
 #include "proto/session.h"
 #include "net/worker.h"
 

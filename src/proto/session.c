@@ -11,6 +11,7 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->store = store;
     s->stats = stats;
     s->settings = settings;
+    s->ops = &server_ops_none;
     reply_init(&s->reply);
     /* -Y speaks ascii only (memcached forces -B ascii with it). */
     const char *bind = settings->binding_protocol;

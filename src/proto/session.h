@@ -1,5 +1,5 @@
 /* A session is the protocols' view of one connection: everything a request
- * needs (store, counters, settings, the reply queue) and the state a protocol
+ * needs (store, counters, settings, server operations, the reply queue) and the state a protocol
  * keeps between reads, with no socket in it, so protocols are testable alone. */
 #ifndef NODELAY_SESSION_H
 #define NODELAY_SESSION_H
@@ -7,9 +7,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "reply/reply.h"
 #include "proto/binary/binary.h"
+#include "proto/server_ops.h"
 #include "proto/text/text.h"
+#include "reply/reply.h"
 
 struct store_ctx;
 struct stats_thread;
@@ -26,6 +27,7 @@ struct session {
     struct store_ctx *store;
     struct stats_thread *stats;
     const struct settings *settings;
+    const struct server_ops *ops; /* server-wide actions; &server_ops_none until set */
 
     /* Owned: what this connection owes its client. */
     struct reply_queue reply;
@@ -44,6 +46,13 @@ struct session {
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
                   const struct settings *settings);
+/* -D / stats detail on: count one key's prefix (op 'g', 's' or 'd'). */
+static inline void session_stats_detail(struct session *s, const char *key, size_t nkey, char op,
+                                        bool hit)
+{
+    s->ops->stats_detail(s->ops->ctx, key, nkey, op, hit);
+}
+
 /* Abort any value being received, release the reply queue. */
 void session_release(struct session *s);
 

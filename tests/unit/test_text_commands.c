@@ -305,6 +305,13 @@ static void detail_on(struct settings *s)
     s->detail_enabled = true;
 }
 
+/* The server's recording, reached as the real server's ops reach it. */
+static void detail_record(void *ctx, const char *key, size_t nkey, char op, bool hit)
+{
+    (void)ctx;
+    stats_detail_record(key, nkey, op, hit);
+}
+
 /* With stats detail on, every key of get/gat, every set and delete is
  * recorded per prefix (the recording itself is the server's). */
 static void test_stats_detail_bookkeeping(void **state)
@@ -312,6 +319,9 @@ static void test_stats_detail_bookkeeping(void **state)
     (void)state;
     stats_detail_clear();
     struct tt *t = tt_new_with(detail_on);
+    struct server_ops ops = server_ops_none;
+    ops.stats_detail = detail_record;
+    t->s.ops = &ops;
     EXPECT(t, "set p:a 0 0 1\r\nx\r\nget p:a p:b\r\ngat 0 p:a\r\ndelete p:a\r\nget q\r\n",
            "STORED\r\nVALUE p:a 0 1\r\nx\r\nEND\r\nVALUE p:a 0 1\r\nx\r\nEND\r\nDELETED\r\nEND\r\n");
     struct reply_queue q;

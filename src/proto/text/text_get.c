@@ -8,7 +8,6 @@
 
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
 
@@ -87,7 +86,7 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         bool hit = st == STORE_OK;
         if (detail)
-            server_stats_detail(key, nkey, 'g', hit);
+            session_stats_detail(s, key, nkey, 'g', hit);
         stats_count_fetch(s->stats, touch, hit);
         if (!hit)
             continue;

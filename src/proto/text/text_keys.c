@@ -1,7 +1,6 @@
 /* delete, incr, decr. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
 
@@ -22,7 +21,7 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
         return;
     }
     if (TEXT_DETAIL_ON(s))
-        server_stats_detail(key->s, key->len, 'd', false);
+        session_stats_detail(s, key->s, key->len, 'd', false);
     if (store_delete(s->store, key->s, key->len, NULL) == STORE_OK) {
         STAT_INC(s->stats, delete_hits);
         TEXT_OUT(s, "DELETED");

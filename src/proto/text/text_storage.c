@@ -2,7 +2,6 @@
  * receive the value straight into it, then link it. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
 
@@ -84,7 +83,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     }
 
     if (TEXT_DETAIL_ON(s))
-        server_stats_detail(key->s, key->len, 's', false);
+        session_stats_detail(s, key->s, key->len, 's', false);
 
     rel_time_t exp = clock_exptime(exptime);
     /* append/prepend keep the old item's flags and expiry: no layout hint */
