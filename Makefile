@@ -22,6 +22,17 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -pthread -Isrc $(WARN) -MMD -MP -DNODELAY_EVENT_$(EVENT)
 LDLIBS := -pthread -lxxhash
 
+# sd_notify(READY=1) for the systemd unit's Type=notify, when pkg-config finds
+# libsystemd (Debian: libsystemd-dev); without it the server builds the same
+# and sends nothing. SYSTEMD=no leaves it out even when present.
+SYSTEMD ?= auto
+ifneq ($(SYSTEMD),no)
+SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null)
+endif
+ifneq ($(SYSTEMD_LIBS),)
+SERVER_CFLAGS := -DNODELAY_HAVE_SYSTEMD $(shell pkg-config --cflags libsystemd 2>/dev/null)
+endif
+
 ifeq ($(CONFIG),release)
 CFLAGS_CONFIG := -O2 -g -DNODELAY_NO_DEBUG_LOG
 else ifeq ($(CONFIG),debug)
@@ -55,7 +66,7 @@ SERVER := $(OUT)/nodelay
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 
-.PHONY: all server debug unit test fuzz bench clean run
+.PHONY: all server debug unit test fuzz bench clean run FORCE
 .DEFAULT_GOAL := all
 
 all: server
@@ -70,12 +81,22 @@ $(OUT)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# Only main.c talks to systemd. The stamp holds whether this build has it, and
+# changes (recompiling main.c, relinking) only when that does.
+SYSTEMD_STAMP := $(OUT)/systemd.stamp
+$(SYSTEMD_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SYSTEMD_LIBS)' | cmp -s - $@ || echo '$(SYSTEMD_LIBS)' >$@
+$(OUT)/src/main.o: src/main.c $(SYSTEMD_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SERVER_CFLAGS) -c $< -o $@
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(SERVER): $(OUT)/src/main.o $(LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS) $(SYSTEMD_LIBS)
 
 $(OUT)/tests/%: $(OUT)/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)

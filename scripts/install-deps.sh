@@ -1,34 +1,39 @@
 #!/bin/sh
-# Installs, from Debian's packages, everything nodelay's build, tests and
-# benchmark need. Safe to run again. Each package and why:
+# Installs, from Debian's packages, everything nodelay's build, tests, package
+# and benchmark need: scripts/build-deps.sh's list (the server's build) plus
+# the list below. Safe to run again. Runs apt as root, through sudo when
+# started as another user. Each package and why:
 #   build-essential, clang, libclang-rt-14-dev  compilers; clang for libFuzzer
-#   libxxhash-dev        the store's hash function (xxh3: fast, well tested)
 #   libcmocka-dev        the unit-test library
 #   memcached            the reference we compare against, byte for byte
 #   libmemcached-tools   memccapable: libmemcached's conformance tests
 #   python3-pytest       runs the integration tests
 #   python3-pymemcache   a real client (pure Python)
 #   python3-pylibmc      a real client (libmemcached, text and binary)
+#   libsasl2-modules     the PLAIN plugin pylibmc's SASL test authenticates with
+#                        (a Recommends of libsasl2-2, so not pulled in by
+#                        --no-install-recommends)
 #   libcache-memcached-fast-perl  a real client (Perl, XS)
+#   nutcracker           twemproxy: the scale-out test puts it before 3 nodes
+#   systemd              systemd-analyze verify, for the unit's test
+#   dpkg-dev, debhelper, fakeroot, lintian  build and check the .deb (debian/)
 #   gnuplot-nox          the benchmark's charts
 #   linux-perf, strace   syscalls per request in the benchmark
 #   iproute2             ss, for the connection tests
+#   procps               ps and pgrep, for the process tests
 set -e
 if [ "$(id -u)" != 0 ]; then
     exec sudo "$0" "$@"
 fi
-PKGS="build-essential clang libclang-rt-14-dev libxxhash-dev libcmocka-dev memcached
-libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc
-libcache-memcached-fast-perl gnuplot-nox linux-perf strace iproute2 procps"
-missing=""
-for p in $PKGS; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends $missing
+cd "$(dirname "$0")/.."
+./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
+    libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc \
+    libsasl2-modules libcache-memcached-fast-perl nutcracker systemd dpkg-dev debhelper \
+    fakeroot lintian gnuplot-nox linux-perf strace iproute2 procps
+# Debian's memcached and nutcracker packages may start system services (on
+# 11211 and 22121); the tests use their own ports, so they are harmless, but
+# stop them to keep the machine quiet.
+if command -v service >/dev/null 2>&1; then
+    service memcached stop >/dev/null 2>&1 || true
+    service nutcracker stop >/dev/null 2>&1 || true
 fi
-# Debian's memcached package may start a system memcached on 11211; the tests
-# use their own ports, so it is harmless, but stop it to keep the machine quiet.
-if command -v service >/dev/null 2>&1; then service memcached stop >/dev/null 2>&1 || true; fi

@@ -1,6 +1,7 @@
 /* nodelay: start-up, signals and the shutdown order.
  *
- * Start: settings -> root check / -u -> -d -> store -> listeners -> workers.
+ * Start: settings -> root check -> -d -> -u -> -P -> store -> listeners ->
+ * workers -> -k -> readiness (sd_notify READY=1 when started by systemd).
  * Stop (SIGINT/SIGTERM, or SIGUSR1 = graceful; `shutdown` raises these):
  * workers stop accepting, close their connections and are joined; then the
  * listeners, the store and the pid file go, and the process exits 0. */
@@ -8,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +19,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef NODELAY_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "clock.h"
 #include "event/event.h"
@@ -115,15 +120,60 @@ static int main_daemonize(bool keep_stderr)
     return 0;
 }
 
+/* -P, with or without -d, as memcached 1.6.45: written after dropping to -u
+ * and after forking, so it holds the final pid and belongs to the user that
+ * must remove it at exit (a directory that user cannot write to fails here,
+ * loudly, rather than at exit). Written to PATH.tmp and renamed, so a reader
+ * never sees half a pid. A failure is reported and start-up goes on, as in
+ * memcached. */
 static int main_write_pid(const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        log_error("Could not open the pid file %s for writing: %s", path, strerror(errno));
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        log_error("Could not open the pid file %s for writing: name too long", path);
         return -1;
     }
-    fprintf(f, "%ld\n", (long)getpid());
-    return fclose(f) == 0 ? 0 : -1;
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        log_error("Could not open the pid file %s for writing: %s", tmp, strerror(errno));
+        return -1;
+    }
+    int bad = fprintf(f, "%ld\n", (long)getpid()) < 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) < 0) {
+        log_error("Could not write the pid file %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static void main_remove_pid(const char *path)
+{
+    if (unlink(path) < 0 && errno != ENOENT)
+        log_error("Could not remove the pid file %s: %s", path, strerror(errno));
+}
+
+/* Readiness and stop for systemd's Type=notify (a no-op without libsystemd
+ * at build time, or when not started by systemd: sd_notify checks
+ * NOTIFY_SOCKET). */
+static void main_notify(const char *state)
+{
+#ifdef NODELAY_HAVE_SYSTEMD
+    sd_notify(0, state);
+#else
+    (void)state;
+#endif
+}
+
+/* -k as memcached: lock what is mapped now and what will be. Done once the
+ * store, listeners and workers exist, so a memlock limit too small for them
+ * fails here, with memcached's warning, instead of failing a later
+ * allocation (a thread stack) and stopping start-up. */
+static void main_lock_memory(const struct settings *s)
+{
+    if (s->lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+        fprintf(stderr, "warning: -k invalid, mlockall() failed: %s\n", strerror(errno));
 }
 
 /* Every signal we act on is blocked in all threads and taken by sigwait
@@ -180,21 +230,26 @@ int main(int argc, char **argv)
     if (s.memory_file)
         log_error("-e %s: nodelay does not restore a cache from a memory file; "
                   "starting empty", s.memory_file);
+    /* Under systemd's Type=notify the service is the process systemd
+     * started: a fork would leave it watching a process that exits. So -d
+     * (which Debian's memcached.conf carries) is ignored there. */
+    if (s.daemonize && getenv("NOTIFY_SOCKET")) {
+        log_info("-d ignored: started by systemd (NOTIFY_SOCKET), which keeps the server in "
+                 "the foreground");
+        s.daemonize = false;
+    }
     if (s.daemonize) {
         if (main_daemonize(s.verbosity > 0) < 0) {
             fprintf(stderr, "failed to daemonize: %s\n", strerror(errno));
             settings_release(&s);
             return MAIN_EX_OSERR;
         }
-        if (s.pid_file)
-            main_write_pid(s.pid_file); /* before -u, as root may write where the user cannot */
     }
     if (main_drop_privileges(pw ? &user : NULL) < 0) {
         settings_release(&s);
         return MAIN_EX_OSERR;
     }
-    if (s.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
-        log_error("warning: -k invalid, mlockall() failed: %s", strerror(errno));
+    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
 
     /* Block the stop signals before any thread exists, so all inherit it. */
     sigset_t set;
@@ -268,11 +323,15 @@ int main(int argc, char **argv)
         server_destroy(&srv);
         goto out_entries;
     }
+    main_lock_memory(&s);
     log_info("nodelay %s (memcached %s protocol): %d worker threads, %s, -m %zu MB", NODELAY_VERSION,
              NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(), s.maxbytes >> 20);
+    /* every listener is bound and every worker runs: clients can connect */
+    main_notify("READY=1");
 
     bool graceful = false;
     main_wait_for_stop(&set, s.auth_file, &graceful);
+    main_notify("STOPPING=1");
     core_stop(&core, graceful);
     server_destroy(&srv);
     rc = 0;
@@ -291,8 +350,8 @@ out_settings:
         text_auth_unload();
     if (s.sasl)
         sasl_teardown();
-    if (s.daemonize && s.pid_file)
-        unlink(s.pid_file);
+    if (pid_written)
+        main_remove_pid(s.pid_file);
     settings_release(&s);
     return rc;
 }

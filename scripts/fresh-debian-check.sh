@@ -1,0 +1,74 @@
+#!/bin/bash
+# Proves the README's two commands on a fresh machine: builds a minimal
+# Debian 12 root (debootstrap --variant=minbase bookworm, from the mirror apt
+# already uses), clones this repository into it and runs .ci/run there, which
+# runs the README's first command (build and start; checked by `version`) and
+# then its second (install the test packages, `make test`). Long (the whole
+# suite, plus the packages): not part of `make test`. Run as root:
+#
+#   timeout 2400 scripts/fresh-debian-check.sh [ROOT]
+#
+# ROOT (default: a new directory under /var/tmp) is removed afterwards unless
+# KEEP=1. The chroot shares this machine's network, so apt can download; a
+# policy-rc.d stops the packages it installs from starting services.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+[ "$(id -u)" = 0 ] || { echo "run as root (debootstrap, chroot, mount)" >&2; exit 2; }
+
+# The mirror apt uses: the first URI serving the main Debian archive, in
+# either sources format (deb822 .sources or one-line .list).
+mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
+            2>/dev/null |
+         awk '$1 == "URIs:" { for (i = 2; i <= NF; i++) print $i }
+              $1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/) { print $i; break } }' |
+         grep -E '/debian/?$' | head -1 || true)
+mirror=${mirror:-http://deb.debian.org/debian}
+
+if ! command -v debootstrap >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
+fi
+
+root=${1:-$(mktemp -d /var/tmp/nodelay-fresh.XXXXXX)}
+mounted=()
+cleanup() {
+    # processes left in the root (a service a package started despite
+    # policy-rc.d): stop them by pid before unmounting
+    local p
+    for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+    done
+    local i
+    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
+    if [ "${KEEP:-0}" != 1 ]; then rm -rf --one-file-system "$root"; fi
+}
+trap cleanup EXIT
+
+echo "== debootstrap --variant=minbase bookworm $root $mirror"
+debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+    { tail -20 "$root.debootstrap.log"; exit 1; }
+rm -f "$root.debootstrap.log"
+for m in proc sys dev dev/pts; do
+    mkdir -p "$root/$m"
+    case $m in
+    proc) mount -t proc proc "$root/proc" ;;
+    sys) mount -t sysfs sys "$root/sys" ;;
+    *) mount --bind "/$m" "$root/$m" ;;
+    esac
+    mounted+=("$root/$m")
+done
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+chmod +x "$root/usr/sbin/policy-rc.d"
+
+branch=$(git -C "$repo" rev-parse --abbrev-ref HEAD)
+echo "== clone $repo ($branch at $(git -C "$repo" rev-parse --short HEAD)) into $root/root/nodelay"
+git clone -q --no-hardlinks --branch "$branch" "$repo" "$root/root/nodelay"
+
+echo "== in the chroot: .ci/run (the README's first command, then its second)"
+set +e
+chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    bash -c 'cd /root/nodelay && ./.ci/run' 2>&1 | tee "${LOG:-/var/tmp/nodelay-fresh-check.log}"
+rc=${PIPESTATUS[0]}
+set -e
+echo "== .ci/run in the minimal root exited $rc"
+exit "$rc"
