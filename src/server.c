@@ -165,6 +165,11 @@ static void server_snapshot(struct server *srv, struct stats_snapshot *s)
     pthread_mutex_unlock(&srv->reset_lock);
 }
 
+void server_stats_snapshot(struct server *srv, struct stats_snapshot *out)
+{
+    server_snapshot(srv, out);
+}
+
 static void server_stats_reset(struct server *srv)
 {
     struct stats_snapshot now;

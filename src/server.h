@@ -7,10 +7,16 @@
 
 struct core;
 struct server;
+struct stats_snapshot;
 
 /* Sets c->ops. Returns NULL when out of memory. */
 struct server *server_create(struct core *c);
 /* After the workers stopped: clears c->ops and frees *srv (NULL after). */
 void server_destroy(struct server **srv);
+
+/* What every row of the counters table reads, since the last `stats reset`,
+ * for a reader outside the protocols (the metrics endpoint walks
+ * stats_general_rows / stats_nodelay_rows over it). Takes no worker's lock. */
+void server_stats_snapshot(struct server *srv, struct stats_snapshot *out);
 
 #endif
