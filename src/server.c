@@ -138,7 +138,8 @@ static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
     s->connection_structures = registry_structures(&c->registry) +
                                udp * (uint64_t)(c->nworkers > 0 ? c->nworkers - 1 : 0);
     s->response_obj_count = clients;
-    s->reserved_fds = 3 + 3 * (uint64_t)c->nworkers + c->listeners.n; /* stdio, loop + wake pipe, listeners */
+    /* stdio, each worker's loop and wake pipe, the listeners */
+    s->reserved_fds = 3 + 3 * (uint64_t)c->nworkers + c->listeners.n;
     s->accepting_conns = (uint64_t)__atomic_load_n(&c->accepting, __ATOMIC_RELAXED);
     s->listen_disabled_num = __atomic_load_n(&c->listen_disabled, __ATOMIC_RELAXED);
     s->threads = (uint64_t)c->nworkers;

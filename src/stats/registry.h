@@ -1,7 +1,9 @@
-/* Who is connected, for `stats conns` (and connection_structures): every listener and connection has an
- * entry, indexed by fd. Entries change only at accept and close (under one
- * mutex); the per-request fields are relaxed atomics written by the owning
- * worker, so the request path never takes the lock. */
+/* Who is connected, for `stats conns`, and how many descriptors ever held
+ * a connection or listener (memcached's connection_structures). Every
+ * listener and connection has an entry, indexed by fd. Entries change only
+ * at accept and close (under one mutex); the per-request fields are relaxed
+ * atomics written by the owning worker, so the request path never takes
+ * the lock. */
 #ifndef NODELAY_REGISTRY_H
 #define NODELAY_REGISTRY_H
 

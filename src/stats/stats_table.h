@@ -149,7 +149,8 @@
     X(read_calls, WORKER, read_calls, U64, COUNTER, ALWAYS, "read(2)/recv calls")                  \
     X(write_calls, WORKER, write_calls, U64, COUNTER, ALWAYS, "writev/sendmsg calls")              \
     X(direct_reads, WORKER, direct_reads, U64, COUNTER, ALWAYS, "reads straight into item memory") \
-    X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS, "TCP_QUICKACK set after a partial request") \
+    X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS,                                          \
+      "TCP_QUICKACK set after a partial request")                                                  \
     X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS,                          \
       "connections cut off for an unbounded reply queue")                                          \
     X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS,                            \
@@ -168,6 +169,7 @@
       "segments reclaimed whole because all expired")                                              \
     X(items_reinserted, STORE, items_reinserted, U64, COUNTER, ALWAYS,                             \
       "live, accessed items carried forward at eviction")                                          \
-    X(dead_bytes, STORE, dead_bytes, U64, GAUGE, ALWAYS, "overwritten/deleted bytes awaiting reclaim")
+    X(dead_bytes, STORE, dead_bytes, U64, GAUGE, ALWAYS,                                           \
+      "overwritten/deleted bytes awaiting reclaim")
 
 #endif
