@@ -2,6 +2,7 @@
 #
 #   make                 optimised server: build/release/nodelay
 #   make debug           debug server (debugtime command): build/debug/nodelay
+#   make man             the man page nodelay(1), generated from the settings table: build/nodelay.1
 #   make CONFIG=asan     any target under ASan+UBSan (also: tsan, debug, release)
 #   make EVENT=poll      the portable poll(2) backend instead of epoll
 #   make unit            unit tests (cmocka)
@@ -34,7 +35,7 @@ SERVER_CFLAGS := -DNODELAY_HAVE_SYSTEMD $(shell pkg-config --cflags libsystemd 2
 endif
 
 ifeq ($(CONFIG),release)
-CFLAGS_CONFIG := -O2 -g -DNODELAY_NO_DEBUG_LOG
+CFLAGS_CONFIG := -O2 -g
 else ifeq ($(CONFIG),debug)
 CFLAGS_CONFIG := -O0 -g3 -DNODELAY_DEBUG
 else ifeq ($(CONFIG),asan)
@@ -66,7 +67,7 @@ SERVER := $(OUT)/nodelay
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 
-.PHONY: all server debug unit test fuzz bench clean run FORCE
+.PHONY: all server debug man unit test fuzz bench clean run FORCE
 .DEFAULT_GOAL := all
 
 all: server
@@ -101,6 +102,11 @@ $(SERVER): $(OUT)/src/main.o $(LIB)
 $(OUT)/tests/%: $(OUT)/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+# nodelay(1) comes from the same table as -h and `stats settings`.
+man: build/nodelay.1
+build/nodelay.1: $(SERVER)
+	$(SERVER) --man > $@.tmp && mv $@.tmp $@
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

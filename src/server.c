@@ -24,6 +24,7 @@
 #include "stats/stats_output.h"
 #include "store/store.h"
 #include "version.h"
+#include "watch/watch.h"
 
 #define SERVER_MEMLIMIT_MIN_MB 8
 #define SERVER_MAX_VERBOSITY 2
@@ -54,7 +55,8 @@ static void server_set_verbosity(void *ctx, unsigned level)
     if (level > SERVER_MAX_VERBOSITY)
         level = SERVER_MAX_VERBOSITY;
     log_set_verbosity((int)level);
-    __atomic_store_n(&srv->core->settings->verbosity, (int)level, __ATOMIC_RELAXED);
+    watch_set_stderr((int)level >= LOG_LEVEL_DEBUG); /* -vvv: lookups to stderr */
+    SETTINGS_SET(srv->core->settings, verbosity, (int)level);
 }
 
 static int server_set_memlimit(void *ctx, size_t megabytes)
@@ -65,7 +67,7 @@ static int server_set_memlimit(void *ctx, size_t megabytes)
     size_t bytes = megabytes * 1024 * 1024;
     if (store_set_mem_limit(srv->core->store, bytes) < 0)
         return -1;
-    __atomic_store_n(&srv->core->settings->maxbytes, bytes, __ATOMIC_RELAXED);
+    SETTINGS_SET(srv->core->settings, maxbytes, bytes);
     return 0;
 }
 
@@ -143,11 +145,17 @@ static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
     s->accepting_conns = (uint64_t)__atomic_load_n(&c->accepting, __ATOMIC_RELAXED);
     s->listen_disabled_num = __atomic_load_n(&c->listen_disabled, __ATOMIC_RELAXED);
     s->threads = (uint64_t)c->nworkers;
+    struct watch_counters wc;
+    watch_counters_get(&wc);
+    s->log_worker_dropped = wc.log_worker_dropped;
+    s->log_worker_written = wc.log_worker_written;
+    s->log_watcher_skipped = wc.log_watcher_skipped;
+    s->log_watcher_sent = wc.log_watcher_sent;
+    s->log_watchers = wc.log_watchers;
     s->shown = (set->maxconns_fast ? 1u << STATS_WHEN_MAXCONNS_FAST : 0) |
                (set->idle_timeout > 0 ? 1u << STATS_WHEN_IDLE_TIMEOUT : 0) |
                (set->slab_reassign ? 1u << STATS_WHEN_SLAB_REASSIGN : 0) |
-               (__atomic_load_n(&set->lru_crawler, __ATOMIC_RELAXED)
-                    ? 1u << STATS_WHEN_LRU_CRAWLER : 0) |
+               (SETTINGS_GET(set, lru_crawler) ? 1u << STATS_WHEN_LRU_CRAWLER : 0) |
                (set->lru_maintainer_thread ? 1u << STATS_WHEN_LRU_MAINTAINER : 0);
     uint64_t rbuf = 0;
     server_sum_workers(c, &s->t, &s->reply_bytes, &rbuf);
@@ -245,11 +253,11 @@ static enum server_stats_rc server_detail(struct core *c, const char *arg,
     if (!c->settings->dump_enabled)
         return server_refuse(out, "CLIENT_ERROR stats detail not allowed");
     if (arg && strcmp(arg, "on") == 0) {
-        __atomic_store_n(&c->settings->detail_enabled, true, __ATOMIC_RELAXED);
+        SETTINGS_SET(c->settings, detail_enabled, true);
         return SERVER_STATS_OK;
     }
     if (arg && strcmp(arg, "off") == 0) {
-        __atomic_store_n(&c->settings->detail_enabled, false, __ATOMIC_RELAXED);
+        SETTINGS_SET(c->settings, detail_enabled, false);
         return SERVER_STATS_OK;
     }
     if (!arg || strcmp(arg, "dump") != 0)
@@ -264,6 +272,12 @@ static enum server_stats_rc server_detail(struct core *c, const char *arg,
                       : out->emit.fn(out->emit.ctx, "detailed", 8, text, len);
     free(text);
     return rc ? SERVER_STATS_NOMEM : SERVER_STATS_DONE;
+}
+
+/* `stats settings` rows come from the settings table's own walk. */
+static int server_settings_row(void *arg, const char *name, const char *value)
+{
+    return stats_emit_str(arg, name, value);
 }
 
 static enum server_stats_rc server_stats(void *ctx, const char *args, size_t len,
@@ -289,7 +303,7 @@ static enum server_stats_rc server_stats(void *ctx, const char *args, size_t len
         server_snapshot(srv, &snap);
         rc = stats_rows_emit(&stats_general_rows, &snap, e);
     } else if (strcmp(sub, "settings") == 0) {
-        rc = stats_settings_compose(c->settings, e);
+        rc = settings_stats_emit(c->settings, server_settings_row, (void *)e);
     } else if (strcmp(sub, "items") == 0) {
         server_snapshot(srv, &snap);
         rc = stats_items_compose(&snap, e);

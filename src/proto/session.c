@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "settings.h"
+#include "watch/watch.h"
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
                   const struct settings *settings)
@@ -13,6 +14,7 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->stats = stats;
     s->settings = settings;
     s->ops = &server_ops_none;
+    s->cfd = -1;
     reply_init(&s->reply);
     s->reply_allow = SIZE_MAX;
     /* -Y speaks ascii only (memcached forces -B ascii with it). */
@@ -30,6 +32,7 @@ void session_release(struct session *s)
 {
     text_state_release(s);
     bin_state_release(s);
+    watch_remove(&s->watcher);
     s->sink = NULL;
     s->sink_len = 0;
     reply_release(&s->reply);

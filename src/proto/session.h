@@ -15,6 +15,8 @@
 struct store_ctx;
 struct stats_thread;
 struct settings;
+struct event_loop;
+struct watcher;
 
 enum proto_kind {
     PROTO_KIND_NEGOTIATING, /* -B auto: the first byte decides */
@@ -28,6 +30,11 @@ struct session {
     struct stats_thread *stats;
     const struct settings *settings;
     const struct server_ops *ops; /* server-wide actions; &server_ops_none until set */
+    /* For `watch`: the client's fd (cfd= in event lines), the loop and the
+     * event pointer a watcher's wake-ups go to (NULL in socket-free tests). */
+    int cfd;
+    struct event_loop *loop;
+    void *wake_ptr;
 
     /* Owned: what this connection owes its client. */
     struct reply_queue reply;
@@ -37,6 +44,7 @@ struct session {
 
     enum proto_kind kind;
     bool authenticated; /* -Y ascii auth or SASL; true when neither is on */
+    struct watcher *watcher; /* after `watch`: input is ignored, the stream is sent */
 
     /* Direct read target, see proto_sink_filled(). */
     char *sink;

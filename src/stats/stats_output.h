@@ -14,8 +14,6 @@
 #include "stats/stats_emit.h"
 #include "store/store.h"
 
-struct settings;
-
 /* The columns of stats_table.h. */
 enum stats_src { STATS_SRC_WORKER, STATS_SRC_STORE, STATS_SRC_SNAP, STATS_SRC_CONST };
 enum stats_fmt { STATS_FMT_U64, STATS_FMT_I64, STATS_FMT_STR, STATS_FMT_TIMEVAL };
@@ -68,6 +66,8 @@ struct stats_snapshot {
     uint64_t reserved_fds;
     uint64_t accepting_conns, listen_disabled_num;
     uint64_t threads;
+    uint64_t log_worker_dropped, log_worker_written; /* the watch streams' (watch/) */
+    uint64_t log_watcher_skipped, log_watcher_sent, log_watchers;
     unsigned shown;              /* bit (1u << enum stats_when) per setting that is on */
     struct stats_thread t;       /* every worker's counters, summed */
     struct store_stats store;
@@ -90,8 +90,6 @@ int stats_rows_emit(const struct stats_rows *rows, const struct stats_snapshot *
  * reset (base), so counters are never written behind their writers. */
 void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot *base);
 
-/* `stats settings` rows. */
-int stats_settings_compose(const struct settings *s, const struct stats_emit *e);
 /* `stats items` / `stats slabs` rows: the store as one pseudo slab class
  * whose pages are segments (docs/server.md). */
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *e);

@@ -113,11 +113,15 @@
     X(lru_crawler_starts, CONST, 0, U64, COUNTER, LRU_CRAWLER, "the housekeeper crawls inline")    \
     X(lru_maintainer_juggles, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no LRU to maintain")        \
     X(malloc_fails, CONST, 0, U64, COUNTER, ALWAYS, "item memory is preallocated")                 \
-    X(log_worker_dropped, CONST, 0, U64, COUNTER, ALWAYS, "no log watchers yet")                   \
-    X(log_worker_written, CONST, 0, U64, COUNTER, ALWAYS, "no log watchers yet")                   \
-    X(log_watcher_skipped, CONST, 0, U64, COUNTER, ALWAYS, "no log watchers yet")                  \
-    X(log_watcher_sent, CONST, 0, U64, COUNTER, ALWAYS, "no log watchers yet")                     \
-    X(log_watchers, CONST, 0, U64, GAUGE, ALWAYS, "no log watchers yet")                           \
+    X(log_worker_dropped, SNAP, log_worker_dropped, U64, COUNTER, ALWAYS,                          \
+      "watch event lines dropped before a watcher")                                                \
+    X(log_worker_written, SNAP, log_worker_written, U64, COUNTER, ALWAYS,                          \
+      "watch event lines workers produced")                                                        \
+    X(log_watcher_skipped, SNAP, log_watcher_skipped, U64, COUNTER, ALWAYS,                        \
+      "watch lines a full watcher buffer dropped")                                                 \
+    X(log_watcher_sent, SNAP, log_watcher_sent, U64, COUNTER, ALWAYS,                              \
+      "watch lines placed in a watcher buffer")                                                    \
+    X(log_watchers, SNAP, log_watchers, U64, GAUGE, ALWAYS, "connections running watch")           \
     X(unexpected_napi_ids, CONST, 0, U64, COUNTER, ALWAYS, "no NAPI id steering")                  \
     X(round_robin_fallback, CONST, 0, U64, COUNTER, ALWAYS, "no NAPI id steering")                 \
     X(bytes, STORE, bytes, U64, GAUGE, ALWAYS, "bytes used by live items")                         \
@@ -170,6 +174,12 @@
     X(items_reinserted, STORE, items_reinserted, U64, COUNTER, ALWAYS,                             \
       "live, accessed items carried forward at eviction")                                          \
     X(dead_bytes, STORE, dead_bytes, U64, GAUGE, ALWAYS,                                           \
-      "overwritten/deleted bytes awaiting reclaim")
+      "overwritten/deleted bytes awaiting reclaim")                                                \
+    X(upload_bytes, STORE, upload_bytes, U64, GAUGE, ALWAYS,                                       \
+      "bytes held by values still arriving (outside -m)")                                          \
+    X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS,                                       \
+      "the bound on large values still arriving")                                                  \
+    X(uploads_refused, STORE, uploads_refused, U64, COUNTER, ALWAYS,                               \
+      "large uploads refused at upload_limit")
 
 #endif
