@@ -1,12 +1,14 @@
 /* A session is the protocols' view of one connection: everything a request
- * needs (store, counters, settings, server operations, the reply queue) and the state a protocol
- * keeps between reads, with no socket in it, so protocols are testable alone. */
+ * needs (store, counters, settings, server operations, the reply queue) and
+ * the state a protocol keeps between reads, with no socket in it, so
+ * protocols are testable alone. */
 #ifndef NODELAY_SESSION_H
 #define NODELAY_SESSION_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "proto/auth_guard.h"
 #include "proto/binary/binary.h"
 #include "proto/server_ops.h"
 #include "proto/text/text.h"
@@ -44,6 +46,7 @@ struct session {
 
     enum proto_kind kind;
     bool authenticated; /* -Y ascii auth or SASL; true when neither is on */
+    struct auth_guard auth; /* failed attempts (session_set_peer) */
     struct watcher *watcher; /* after `watch`: input is ignored, the stream is sent */
 
     /* Direct read target, see proto_sink_filled(). */
@@ -64,6 +67,9 @@ static inline void session_stats_detail(struct session *s, const char *key, size
     s->ops->stats_detail(s->ops->ctx, key, nkey, op, hit);
 }
 
+/* The peer's address as the registry shows it ("tcp:<ip>:<port>"), or NULL:
+ * what password-guessing limits count per address. */
+void session_set_peer(struct session *s, const char *addr);
 /* Abort any value being received, release the reply queue. */
 void session_release(struct session *s);
 

@@ -4,7 +4,7 @@ print the same field names in the same order (values differ), and the
 connection counts follow 1.6.45's definitions.
 
 The reference binary lives outside the project (../shared/ref, see its
-README, or $NODELAY_REF_DIR); without it these tests skip, saying so."""
+README, or $NODELAY_REF); without it these tests skip, saying so."""
 import os
 import signal
 import socket
@@ -15,10 +15,11 @@ import pytest
 import helpers
 from helpers import Server, bin_read, bin_request
 
-# $NODELAY_REF_DIR overrides where the reference lives (a worktree's ../shared
-# is not the project's).
-REF = os.path.join(os.environ.get("NODELAY_REF_DIR") or
-                   os.path.join(helpers.ROOT, "..", "shared", "ref"), "memcached-1.6.45")
+# $NODELAY_REF (the binary) or $NODELAY_REF_DIR (its folder) say where the
+# reference is when the tree is not beside ../shared, as in the other tests.
+REF = os.environ.get("NODELAY_REF") or os.path.join(
+    os.environ.get("NODELAY_REF_DIR") or os.path.join(helpers.ROOT, "..", "shared", "ref"),
+    "memcached-1.6.45")
 
 
 @pytest.fixture(scope="module")
