@@ -9,17 +9,10 @@
 # top of src/, the name before any '_' or '.' (server, settings for
 # settings_*.c, clock, log, main, version). Edges inside one part are left
 # out. A loop is a set of parts that all reach each other (a strongly
-# connected component of that graph); every loop fails, except one listed
-# in ALLOWED below with its reason, and no allowed loop may hold two of
-# net, proto, reply and stats (issue 8: those four are layered). The last
-# line is "layers: ok ..." or "layers: LOOP ...".
+# connected component of that graph); any loop fails, and the script names
+# one cycle in it. The last line is "layers: ok ..." or "layers: LOOP ...".
 set -u
 cd "$(dirname "$0")/.."
-
-# Loops known and owned elsewhere, one per line: the parts, sorted, then why.
-ALLOWED='
-reply store watch	the store reports evictions to watch (watch_eviction), watch streams into a reply queue, whose item references pin store memory: watch needs its event sink split from its client stream (issue 11)
-'
 
 part() {
     local path=${1#src/}
@@ -47,7 +40,7 @@ edges=$(
     done | sort -u
 )
 
-EDGES="$edges" ALLOWED="$ALLOWED" VERBOSE="${1:-}" /usr/bin/python3 - <<'EOF'
+EDGES="$edges" VERBOSE="${1:-}" /usr/bin/python3 - <<'EOF'
 import os, sys
 
 graph = {}
@@ -85,35 +78,28 @@ for v in sorted(graph):
     if v not in index:
         visit(v)
 
-allowed = {}
-for line in os.environ["ALLOWED"].strip().splitlines():
-    parts, why = line.split("\t", 1)
-    allowed[" ".join(sorted(parts.split()))] = why
-layered = {"net", "proto", "reply", "stats"}
 bad = 0
 for scc in sccs:
-    key = " ".join(scc)
-    why = allowed.get(key)
-    if why and len(layered & set(scc)) < 2:
-        print(f"  known loop: {key} ({why})")
-        continue
-    # name one cycle inside the component, for whoever fixes it
-    path, seen = [scc[0]], {scc[0]}
-    while True:
-        nxt = sorted(w for w in graph[path[-1]] if w in scc)
-        back = [w for w in nxt if w == scc[0]]
-        if back and len(path) > 1:
-            break
-        nxt = [w for w in nxt if w not in seen] or nxt
-        path.append(nxt[0])
-        if nxt[0] in seen:
-            break
-        seen.add(nxt[0])
-    print(f"  loop: {' -> '.join(path + ([scc[0]] if path[-1] != scc[0] else []))}")
+    # name the shortest cycle through its first part, for whoever fixes it
+    start, prev, todo = scc[0], {}, [scc[0]]
+    while todo and start not in prev:
+        nxt = []
+        for v in todo:
+            for w in sorted(graph[v]):
+                if w in scc and w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        todo = nxt
+    cycle, v = [start], prev[start]
+    while v != start:
+        cycle.append(v)
+        v = prev[v]
+    cycle.append(start)
+    print(f"  loop: {' -> '.join(reversed(cycle))} (parts in the loop: {' '.join(scc)})")
     bad += 1
 nedges = sum(len(v) for v in graph.values())
 if bad:
     print(f"layers: LOOP between parts of src/ ({bad} loop(s), {nedges} edges)")
     sys.exit(1)
-print(f"layers: ok ({nedges} edges between parts of src/, {len(sccs)} known loop(s))")
+print(f"layers: ok ({nedges} edges between parts of src/, no loop)")
 EOF
