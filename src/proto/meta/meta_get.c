@@ -7,7 +7,7 @@
 #include "proto/session.h"
 #include "settings.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 /* R<ttl>: win the recache when the item's remaining TTL is below this many
  * seconds; ttl follows the exptime rules, so compute it the same way. */
