@@ -9,8 +9,10 @@
 #   timeout 2400 scripts/fresh-debian-check.sh [ROOT]
 #
 # ROOT (default: a new directory under /var/tmp) is removed afterwards unless
-# KEEP=1. The chroot shares this machine's network, so apt can download; a
-# policy-rc.d stops the packages it installs from starting services.
+# KEEP=1; the suite's logs are copied to LOGS (/var/tmp/nodelay-fresh-logs)
+# and .ci/run's output to LOG (/var/tmp/nodelay-fresh-check.log). The chroot
+# shares this machine's network, so apt can download; a policy-rc.d stops
+# the packages it installs from starting services.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "run as root (debootstrap, chroot, mount)" >&2; exit 2; }
@@ -29,6 +31,7 @@ if ! command -v debootstrap >/dev/null; then
 fi
 
 root=${1:-$(mktemp -d /var/tmp/nodelay-fresh.XXXXXX)}
+logs=${LOGS:-/var/tmp/nodelay-fresh-logs}
 mounted=()
 cleanup() {
     # processes left in the root (a service a package started despite
@@ -37,6 +40,11 @@ cleanup() {
     for p in /proc/[0-9]*; do
         [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -KILL "${p#/proc/}" 2>/dev/null
     done
+    # keep the suite's logs (build/test-logs) for a look afterwards
+    if [ -d "$root/root/nodelay/build/test-logs" ]; then
+        rm -rf "$logs" && cp -r "$root/root/nodelay/build/test-logs" "$logs" &&
+            echo "== the suite's logs: $logs"
+    fi
     local i
     for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
     if [ "${KEEP:-0}" != 1 ]; then rm -rf --one-file-system "$root"; fi
