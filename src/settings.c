@@ -270,6 +270,12 @@ static int settings_suboption(struct settings_parse_ctx *c, char *opt, int *exit
         if (settings_long(val, 1, 1L << 20, &n) < 0)
             return settings_bad_value(c, "reply_queue_limit", val, exit_code);
         s->reply_queue_limit = (size_t)n << 20;
+    } else if (strcmp(opt, "client_mem_limit") == 0) {
+        /* nodelay's own: MB owed to all clients together (0 = -m/2) */
+        NEED_NUMBER("client_mem_limit");
+        if (settings_long(val, 0, 1L << 30, &n) < 0)
+            return settings_bad_value(c, "client_mem_limit", val, exit_code);
+        s->client_mem_limit = (size_t)n << 20;
     } else if (strcmp(opt, "watcher_logbuf_size") == 0 ||
                strcmp(opt, "worker_logbuf_size") == 0) {
         NEED_NUMBER(opt);
@@ -723,6 +729,9 @@ void settings_print_help(FILE *out)
 "   maxconns_fast, no_maxconns_fast  reject over -c at once (always done by nodelay)\n"
 "   reply_queue_limit=<MB> (nodelay) cut off a client owing more than this while it\n"
 "                          does not read (default: 64)\n"
+"   client_mem_limit=<MB>  (nodelay) replies and read buffers owed to all clients\n"
+"                          together; past it those owing most are not read\n"
+"                          (default: 0 = half of -m, at least 32)\n"
 "   (compat) slab_reassign, no_slab_reassign, slab_automove[=0|1|2], no_slab_automove,\n"
 "   slab_automove_ratio=<f>, slab_automove_window=<n>, slab_automove_freeratio=<f>,\n"
 "   slab_chunk_max=<KB>, slab_sizes=<a-b-c..>, no_chunked_items, tail_repair_time=<s>,\n"

@@ -43,6 +43,8 @@
     X(int, idle_timeout, 0, "close connections idle this many seconds (0 = never)")        \
     X(size_t, reply_queue_limit, 64u << 20,                                                \
       "bytes a connection may owe a client that does not read before it is cut off")       \
+    X(size_t, client_mem_limit, 0,                                                         \
+      "bytes all clients may be owed together (replies, read buffers); 0 = -m/2, >= 32 MiB") \
     X(bool, daemonize, false, "run as a daemon (-d)")                                      \
     X(const char *, pid_file, NULL, "pid file (-P, with -d)")                              \
     X(const char *, username, NULL, "user to run as (-u)")                                 \

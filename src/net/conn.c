@@ -29,11 +29,47 @@ static void conn_account_reply(struct conn *c)
     c->accounted = now;
 }
 
-static void conn_account_rbuf(struct conn *c, long delta)
+/* The global bound on memory owed to clients (-o client_mem_limit): half
+ * of -m, at least 32 MiB, unless set. Read per call: -m changes at run time
+ * (cache_memlimit). */
+static size_t conn_client_bound(const struct settings *set)
 {
-    size_t *gauge = &c->w->rbuf_bytes;
-    size_t v = __atomic_load_n(gauge, __ATOMIC_RELAXED);
-    __atomic_store_n(gauge, v + (size_t)delta, __ATOMIC_RELAXED);
+    if (set->client_mem_limit > 0)
+        return set->client_mem_limit;
+    size_t half = set->maxbytes / 2;
+    return half > ((size_t)32 << 20) ? half : (size_t)32 << 20;
+}
+
+/* How much this connection may owe before its requests pause: up to the
+ * soft limit while all clients together owe less than the bound, down to
+ * the floor as they reach it, so those owing most stop being read and the
+ * total stays within the bound plus one floor per connection. */
+static size_t conn_allowance(struct conn *c)
+{
+    struct core *core = c->w->core;
+    size_t used = 0;
+    for (int i = 0; i < core->nworkers; i++) {
+        used += __atomic_load_n(&core->workers[i].reply_bytes, __ATOMIC_RELAXED);
+        used += __atomic_load_n(&core->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
+    }
+    size_t bound = conn_client_bound(core->settings);
+    size_t room = bound > used ? bound - used : 0;
+    size_t allow = reply_pending(&c->sess.reply) + room;
+    if (allow > CONN_REPLY_SOFT_LIMIT)
+        allow = CONN_REPLY_SOFT_LIMIT;
+    if (allow < CONN_REPLY_FLOOR)
+        allow = CONN_REPLY_FLOOR;
+    c->sess.reply_allow = allow;
+    return allow;
+}
+
+/* Run more of what is buffered now? Unblocked (held -R replies) up to the
+ * allowance; after the socket filled, once half of it has drained. */
+static bool conn_may_run(struct conn *c)
+{
+    size_t allow = conn_allowance(c);
+    size_t pending = reply_pending(&c->sess.reply);
+    return pending <= allow / 2 || (!c->blocked && pending <= allow);
 }
 
 struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
@@ -50,6 +86,7 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
     c->fd = fd;
     c->tcp = tcp;
     c->last_active = clock_now();
+    conn_input_init(&c->in, &w->rbufs);
     session_init(&c->sess, w->store, &w->stats, w->core->settings);
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
@@ -74,20 +111,6 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
     return c;
 }
 
-static void conn_rbuf_drop(struct conn *c)
-{
-    if (!c->rbuf)
-        return;
-    if (c->rsize == CONN_RBUF_SIZE) {
-        worker_buf_put(c->w, c->rbuf);
-    } else {
-        free(c->rbuf);
-    }
-    conn_account_rbuf(c, -(long)c->rsize);
-    c->rbuf = NULL;
-    c->rsize = c->rpos = c->rlen = 0;
-}
-
 void conn_close(struct conn *c, const char *why)
 {
     if (c->dead)
@@ -100,7 +123,7 @@ void conn_close(struct conn *c, const char *why)
     session_release(&c->sess);
     reply_init(&c->sess.reply);
     conn_account_reply(c);
-    conn_rbuf_drop(c);
+    conn_input_release(&c->in);
     close(c->fd);
     c->fd = -1;
     c->dead = true;
@@ -138,7 +161,7 @@ static void conn_update_interest(struct conn *c)
 {
     size_t pending = reply_pending(&c->sess.reply);
     unsigned want = 0;
-    if (!c->closing && pending <= CONN_REPLY_SOFT_LIMIT)
+    if (!c->closing && !conn_input_busy(&c->in) && pending <= conn_allowance(c) / 2)
         want |= EVENT_READ;
     if (c->blocked && pending > 0)
         want |= EVENT_WRITE;
@@ -151,7 +174,7 @@ static void conn_update_interest(struct conn *c)
         registry_set_state(&c->entry, REGISTRY_MWRITE);
     else if (c->sess.sink_len > 0)
         registry_set_state(&c->entry, REGISTRY_NREAD);
-    else if (c->rlen > 0)
+    else if (c->in.len > 0)
         registry_set_state(&c->entry, REGISTRY_READ);
     else
         registry_set_state(&c->entry, REGISTRY_NEW_CMD);
@@ -162,7 +185,13 @@ void conn_flush(struct conn *c)
     struct worker *w = c->w;
     struct reply_queue *q = &c->sess.reply;
     c->blocked = false;
+    c->flush_more = false;
+    size_t sent = 0;
     while (reply_pending(q) > 0) {
+        if (sent >= CONN_FLUSH_BUDGET) {
+            c->flush_more = true; /* the rest next turn, after the others */
+            break;
+        }
         int n = reply_iov(q, w->iov, WORKER_IOV_MAX);
         ssize_t wr = writev(c->fd, w->iov, n);
         if (wr < 0) {
@@ -179,6 +208,7 @@ void conn_flush(struct conn *c)
         STAT_INC(&w->stats, write_calls);
         STAT_ADD(&w->stats, bytes_written, (uint64_t)wr);
         reply_consume(q, (size_t)wr);
+        sent += (size_t)wr;
         c->stall_since = 0;
     }
     conn_account_reply(c);
@@ -204,128 +234,46 @@ static void conn_settle(struct conn *c)
         return;
     }
     conn_update_interest(c);
-    /* Complete requests still buffered (-R yield) and not owing too much:
-     * run them next turn, as no read event will come for bytes we hold. */
-    if (c->yielded && !c->closing && !c->in_ready &&
-        reply_pending(&c->sess.reply) <= CONN_REPLY_SOFT_LIMIT)
+    if (c->dead || c->in_ready)
+        return;
+    /* No event will come for bytes we hold or a flush cut short by its
+     * budget: run them next turn, after the other connections. */
+    if (c->flush_more || (c->in.again && !c->closing && conn_may_run(c)))
         worker_ready_push(c->w, c);
 }
 
-/* Hand buffered bytes to the protocol; true when it yielded (-R). */
-static enum proto_status conn_process(struct conn *c)
-{
-    enum proto_status st = PROTO_OK;
-    registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
-    while (c->rlen > 0) {
-        size_t consumed = 0;
-        st = proto_process(&c->sess, c->rbuf + c->rpos, c->rlen, &consumed);
-        if (consumed > c->rlen)
-            consumed = c->rlen; /* defensive: never trust a count past the data */
-        c->rpos += consumed;
-        c->rlen -= consumed;
-        if (st != PROTO_OK || consumed == 0)
-            break;
-    }
-    c->yielded = st == PROTO_YIELD;
-    if (c->rlen == 0)
-        conn_rbuf_drop(c);
-    return st;
-}
-
-/* Everything one read gave has been processed: acknowledge early if a
- * request is incomplete, then one writev for all the replies. */
-static void conn_after_input(struct conn *c, enum proto_status st)
+/* Do what the input side asked for. */
+static void conn_apply(struct conn *c, unsigned act)
 {
     struct worker *w = c->w;
-    /* After a yield the buffered bytes are complete requests, not a wait. */
-    bool incomplete = (c->rlen > 0 && st != PROTO_YIELD) || c->sess.sink_len > 0;
-    if (c->tcp && incomplete) {
-        if (sockopt_quickack(c->fd) == 0)
-            STAT_INC(&w->stats, quickacks);
-    }
-    if (st == PROTO_CLOSE)
+    if ((act & CONN_IN_QUICKACK) && c->tcp && sockopt_quickack(c->fd) == 0)
+        STAT_INC(&w->stats, quickacks);
+    if (act & CONN_IN_CLOSE)
         c->closing = true;
-    /* A -R yield gives the turn to other connections but keeps this read's
-     * replies together: they leave in one writev once its last request has
-     * run, unless they already owe more than the soft limit. */
-    if (st != PROTO_YIELD || reply_pending(&c->sess.reply) > CONN_REPLY_SOFT_LIMIT)
-        conn_flush(c);
-    if (c->dead)
-        return;
-    if (st == PROTO_YIELD) {
+    if (act & CONN_IN_YIELD) {
         STAT_INC(&w->stats, conn_yields);
         log_debug("<%d -R budget spent with requests buffered: yielding", c->fd);
     }
-    conn_settle(c);
-}
-
-/* Room at the end of the read buffer: reuse, compact, or grow. */
-static int conn_rbuf_room(struct conn *c)
-{
-    if (!c->rbuf) {
-        c->rbuf = worker_buf_get(c->w);
-        if (!c->rbuf)
-            return -1;
-        c->rsize = CONN_RBUF_SIZE;
-        c->rpos = c->rlen = 0;
-        conn_account_rbuf(c, (long)c->rsize);
-        return 0;
-    }
-    if (c->rpos + c->rlen < c->rsize)
-        return 0;
-    if (c->rpos > 0) {
-        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen);
-        c->rpos = 0;
-        return 0;
-    }
-    if (c->rsize >= CONN_RBUF_MAX)
-        return -1;
-    size_t nsize = c->rsize * 2;
-    /* -o read_buf_mem_limit (MB, 0 = none): each worker's share of it bounds
-     * how much its connections' grown buffers may hold together. */
-    const struct settings *set = c->w->core->settings;
-    if (set->read_buf_mem_limit > 0) {
-        size_t share = ((size_t)set->read_buf_mem_limit << 20) / (size_t)c->w->core->nworkers;
-        size_t held = __atomic_load_n(&c->w->rbuf_bytes, __ATOMIC_RELAXED);
-        if (held + nsize - c->rsize > share)
-            return -1;
-    }
-    char *n = malloc(nsize);
-    if (!n)
-        return -1;
-    memcpy(n, c->rbuf, c->rlen);
-    if (c->rsize == CONN_RBUF_SIZE)
-        worker_buf_put(c->w, c->rbuf);
+    if (act & CONN_IN_FLUSH)
+        conn_flush(c);
     else
-        free(c->rbuf);
-    conn_account_rbuf(c, (long)(nsize - c->rsize));
-    c->rbuf = n;
-    c->rsize = nsize;
-    return 0;
+        conn_account_reply(c);
+    conn_settle(c);
 }
 
 static void conn_on_readable(struct conn *c)
 {
     struct worker *w = c->w;
-    ssize_t n;
-    /* A large value goes straight into item memory; a small one is read
-     * with what follows it (its "\r\n", the next requests) in one call. */
-    bool direct = c->sess.sink_len >= CONN_DIRECT_MIN && c->rlen == 0;
-    if (direct) {
-        /* A value larger than what is buffered: straight into item memory. */
-        n = read(c->fd, c->sess.sink, c->sess.sink_len);
-    } else {
-        if (conn_rbuf_room(c) < 0) {
-            /* memcached answers this and closes, too */
-            log_info("<%d request line too long for the read buffer limits: closing", c->fd);
-            reply_str(&c->sess.reply, "SERVER_ERROR out of memory reading request\r\n");
-            c->closing = true;
-            conn_flush(c);
-            conn_settle(c);
-            return;
-        }
-        n = read(c->fd, c->rbuf + c->rpos + c->rlen, c->rsize - c->rpos - c->rlen);
+    char *at;
+    size_t room;
+    conn_allowance(c);
+    enum conn_in_target t = conn_input_target(&c->in, &c->sess, &at, &room);
+    if (t == CONN_IN_TO_NOWHERE) {
+        log_info("<%d request line too long for the read buffer limits: closing", c->fd);
+        conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);
+        return;
     }
+    ssize_t n = read(c->fd, at, room);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return;
@@ -334,41 +282,33 @@ static void conn_on_readable(struct conn *c)
     }
     STAT_INC(&w->stats, read_calls);
     if (n == 0) {
-        /* The client is gone or half-closed: answer every complete request
-         * it sent, those an -R yield held back included (a half-closed
-         * client still reads), then close. */
-        while (c->yielded && c->rlen > 0 && conn_process(c) == PROTO_YIELD)
-            ;
-        c->closing = true;
-        conn_flush(c);
-        conn_settle(c);
+        conn_apply(c, conn_input_eof(&c->in, &c->sess));
         return;
     }
     STAT_ADD(&w->stats, bytes_read, (uint64_t)n);
     c->last_active = clock_now();
     registry_touch(&c->entry, c->last_active);
-    enum proto_status st = PROTO_OK;
-    if (direct) {
+    if (t == CONN_IN_TO_SINK)
         STAT_INC(&w->stats, direct_reads);
-        registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
-        proto_sink_filled(&c->sess, (size_t)n);
-    } else {
-        c->rlen += (size_t)n;
-        st = conn_process(c);
-    }
-    conn_after_input(c, st);
+    registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
+    conn_apply(c, conn_input_received(&c->in, &c->sess, t, (size_t)n));
 }
 
 void conn_resume(struct conn *c)
 {
-    if (c->dead || c->closing)
+    if (c->dead)
         return;
-    if (reply_pending(&c->sess.reply) > CONN_REPLY_SOFT_LIMIT)
-        return; /* still owes too much; the write side re-queues it */
-    if (!c->yielded || c->rlen == 0)
+    if (c->flush_more) {
+        conn_flush(c);
+        if (c->dead)
+            return;
+    }
+    if (c->in.again && !c->closing && conn_may_run(c)) {
+        registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
+        conn_apply(c, conn_input_resume(&c->in, &c->sess));
         return;
-    enum proto_status st = conn_process(c);
-    conn_after_input(c, st);
+    }
+    conn_settle(c);
 }
 
 void conn_on_event(struct conn *c, unsigned events)

@@ -7,18 +7,21 @@
 #include <stddef.h>
 
 #include "clock.h"
+#include "net/conn_input.h"
 #include "net/registry.h"
 #include "proto/session.h"
 #include "net/worker.h"
 
-/* Read buffers start (and are cached) at this size; a longer request (a big
- * multiget line) grows its connection's buffer up to CONN_RBUF_MAX. */
-#define CONN_RBUF_SIZE (16 * 1024)
-#define CONN_RBUF_MAX (16u * 1024 * 1024)
-/* Values at least this large are read straight into item memory. */
-#define CONN_DIRECT_MIN (4 * 1024)
-/* Stop reading a connection's requests while it owes this much. */
+/* server.c's name for a standard read buffer's size. */
+#define CONN_RBUF_SIZE RBUF_SIZE
+/* A connection may owe at most this much before its requests pause (a long
+ * multiget or dump then resumes as the socket drains)... */
 #define CONN_REPLY_SOFT_LIMIT (4u * 1024 * 1024)
+/* ...and, while all clients together owe more than the client memory bound,
+ * at most this much: the connections owing most stop being read. */
+#define CONN_REPLY_FLOOR (16u * 1024)
+/* Bytes written per wake-up before other connections get their turn. */
+#define CONN_FLUSH_BUDGET (2u * 1024 * 1024)
 /* Cut off a client that takes none of its replies for this long. */
 #define CONN_WRITE_STALL_SECS 60
 
@@ -30,12 +33,11 @@ struct conn {
     unsigned interest;  /* EVENT_READ / EVENT_WRITE currently asked for */
     bool blocked;       /* last write hit EAGAIN */
     bool closing;       /* send what is queued, then close */
-    bool yielded;       /* complete requests left buffered (-R budget spent) */
+    bool flush_more;    /* the flush budget ran out before the socket filled */
     bool in_ready;
     bool dead;
 
-    char *rbuf;
-    size_t rsize, rpos, rlen; /* unconsumed bytes: rbuf[rpos .. rpos+rlen) */
+    struct conn_input in;
 
     size_t accounted;       /* reply bytes counted in the worker's gauge */
     rel_time_t last_active; /* last byte received */
@@ -52,7 +54,8 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
                          const char *listen_addr);
 /* Event handlers. */
 void conn_on_event(struct conn *c, unsigned events);
-/* Run requests already buffered (after a -R yield or when backpressure lifts). */
+/* On the ready list: go on flushing (budget spent) or running requests
+ * already buffered (after a -R yield, or a reply paused for memory). */
 void conn_resume(struct conn *c);
 /* Close now: queued replies are dropped, pins and reservations released. */
 void conn_close(struct conn *c, const char *why);

@@ -33,6 +33,12 @@ int worker_init(struct worker *w, struct core *core, int id)
     w->core = core;
     w->id = id;
     w->wake[0] = w->wake[1] = -1;
+    /* -o read_buf_mem_limit (MB, 0 = none): each worker's share of it bounds
+     * how much its connections' read buffers may hold together. */
+    size_t rlimit = core->settings->read_buf_mem_limit > 0
+                        ? ((size_t)core->settings->read_buf_mem_limit << 20) / (size_t)core->settings->num_threads
+                        : 0;
+    rbuf_pool_init(&w->rbufs, &w->rbuf_bytes, rlimit);
     if (event_loop_create(&w->loop) < 0)
         return -1;
     if (pipe(w->wake) < 0)
@@ -77,9 +83,7 @@ void worker_release(struct worker *w)
         w->dead = c->dead_next;
         conn_free(c);
     }
-    for (size_t i = 0; i < w->nbuf_cache; i++)
-        free(w->buf_cache[i]);
-    w->nbuf_cache = 0;
+    rbuf_pool_release(&w->rbufs);
     if (w->store)
         store_ctx_destroy(&w->store);
     event_loop_destroy(&w->loop);
@@ -98,21 +102,6 @@ void worker_wake(struct worker *w)
     char b = 1;
     ssize_t rc = write(w->wake[1], &b, 1);
     (void)rc; /* a full pipe already means "wake up" */
-}
-
-char *worker_buf_get(struct worker *w)
-{
-    if (w->nbuf_cache > 0)
-        return w->buf_cache[--w->nbuf_cache];
-    return malloc(CONN_RBUF_SIZE);
-}
-
-void worker_buf_put(struct worker *w, char *buf)
-{
-    if (w->nbuf_cache < WORKER_BUF_CACHE)
-        w->buf_cache[w->nbuf_cache++] = buf;
-    else
-        free(buf);
 }
 
 void worker_ready_push(struct worker *w, struct conn *c)

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 
 #include "clock.h"
+#include "net/rbuf_pool.h"
 #include "stats/stats.h"
 
 struct core;
@@ -23,7 +24,6 @@ struct watch {
 };
 
 #define WORKER_IOV_MAX 1024
-#define WORKER_BUF_CACHE 32
 #define WORKER_UDP_BUF 65536 /* the largest datagram */
 
 struct worker {
@@ -45,8 +45,7 @@ struct worker {
     struct conn *ready;           /* to run again next turn (-R yield, unpaused) */
     struct conn *dead;            /* closed this turn, freed at its end */
 
-    char *buf_cache[WORKER_BUF_CACHE]; /* spare read buffers */
-    size_t nbuf_cache;
+    struct rbuf_pool rbufs;       /* read buffers, counted in rbuf_bytes */
     struct iovec iov[WORKER_IOV_MAX];
     char *udp_buf;                /* WORKER_UDP_BUF bytes when UDP is on */
 
@@ -61,8 +60,6 @@ void *worker_main(void *arg);
 void worker_wake(struct worker *w);
 
 /* For conn.c */
-char *worker_buf_get(struct worker *w);
-void worker_buf_put(struct worker *w, char *buf);
 void worker_ready_push(struct worker *w, struct conn *c);
 
 #endif

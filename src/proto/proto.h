@@ -17,6 +17,10 @@ enum proto_status {
     PROTO_OK,    /* consumed what it could; call again when more bytes arrive */
     PROTO_YIELD, /* -R budget spent with complete requests left: flush, then call again */
     PROTO_CLOSE, /* send what is queued, then close (quit, HTTP line, fatal error) */
+    PROTO_PAUSE, /* the session owes more than s->reply_allow (or a long reply
+                    spent its work budget): flush, call again with the same
+                    unconsumed bytes once the queue has drained. A multiget or
+                    dump resumes where it stopped. */
 };
 
 /* Process requests in buf[0..len). *consumed is how many bytes were used;

@@ -1,5 +1,6 @@
 #include "proto/session.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "settings.h"
@@ -12,6 +13,7 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->stats = stats;
     s->settings = settings;
     reply_init(&s->reply);
+    s->reply_allow = SIZE_MAX;
     /* -Y speaks ascii only (memcached forces -B ascii with it). */
     const char *bind = settings->binding_protocol;
     if (settings->auth_file || (bind && strcmp(bind, "ascii") == 0))

@@ -29,6 +29,9 @@ struct session {
 
     /* Owned: what this connection owes its client. */
     struct reply_queue reply;
+    /* Set by the connection before each call: reply bytes it may owe before
+     * requests pause (PROTO_PAUSE). SIZE_MAX after session_init. */
+    size_t reply_allow;
 
     enum proto_kind kind;
     bool authenticated; /* -Y ascii auth or SASL; true when neither is on */

@@ -97,7 +97,7 @@ static void test_large_value_sink(void **state)
      * it to be read straight into the item */
     tt_feed(t, req, (size_t)h + 100, 0);
     assert_true(t->s.sink_len == vlen - 100);
-    assert_int_equal(t->rlen, 0);
+    assert_int_equal(t->in.len, 0);
     tt_feed(t, req + h + 100, vlen - 100 + 2, 1000);
     size_t n;
     char *got = tt_drain(t, &n);

@@ -1,7 +1,7 @@
-/* A session over a real store, fed bytes the way a connection feeds them
- * (read buffer, direct reads into s->sink, -R yields), with the replies
- * drained through reply_iov/reply_consume. Shared by the test_text_*.c
- * unit tests; no sockets. */
+/* A session over a real store, fed bytes through the connection's own input
+ * unit (net/conn_input: read buffer, direct reads into s->sink, -R yields,
+ * paused replies), with the replies drained through reply_iov/reply_consume.
+ * Shared by the test_text_*.c unit tests; no sockets. */
 #ifndef TEST_TEXT_SUPPORT_H
 #define TEST_TEXT_SUPPORT_H
 
@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "clock.h"
+#include "net/conn_input.h"
 #include "proto/proto.h"
 #include "proto/session.h"
 #include "settings.h"
@@ -32,8 +33,9 @@ struct tt {
     struct stats_thread stats;
     struct settings set;
     struct session s;
-    char *rbuf;
-    size_t rlen, rcap;
+    size_t rbuf_held;
+    struct rbuf_pool pool;
+    struct conn_input in;
     bool closed;
     int yields;
 };
@@ -57,6 +59,8 @@ static inline struct tt *tt_new_with(void (*tweak)(struct settings *))
     t->ctx = store_ctx_create(t->store);
     assert_non_null(t->ctx);
     session_init(&t->s, t->ctx, &t->stats, &t->set);
+    rbuf_pool_init(&t->pool, &t->rbuf_held, 0);
+    conn_input_init(&t->in, &t->pool);
     return t;
 }
 
@@ -68,52 +72,47 @@ static inline struct tt *tt_new(void)
 static inline void tt_free(struct tt *t)
 {
     session_release(&t->s);
+    conn_input_release(&t->in);
+    assert_int_equal(t->rbuf_held, 0);
+    rbuf_pool_release(&t->pool);
     store_ctx_destroy(&t->ctx);
     store_destroy(&t->store);
-    free(t->rbuf);
     free(t);
 }
 
-/* Run the protocol over what is buffered, as a connection does after a read. */
-static inline void tt_run(struct tt *t)
+/* Act on what the input unit said, as a connection would, resuming at once
+ * (the tests drain replies afterwards; reply_allow is unlimited). */
+static inline void tt_act(struct tt *t, unsigned act)
 {
-    while (!t->closed && t->rlen > 0) {
-        size_t used = 0;
-        enum proto_status st = proto_process(&t->s, t->rbuf, t->rlen, &used);
-        assert_true(used <= t->rlen);
-        memmove(t->rbuf, t->rbuf + used, t->rlen - used);
-        t->rlen -= used;
-        if (st == PROTO_CLOSE) {
+    for (;;) {
+        if (act & CONN_IN_CLOSE) {
             t->closed = true;
-        } else if (st == PROTO_YIELD) {
-            t->yields++;
-        } else {
-            break;
+            return;
         }
+        if (act & CONN_IN_YIELD)
+            t->yields++;
+        if (!(act & CONN_IN_AGAIN))
+            return;
+        act = conn_input_resume(&t->in, &t->s);
     }
 }
 
-/* One "read" of len bytes: straight into the sink while a value wants it. */
+/* One "read" of len bytes, landing where the input unit says. */
 static inline void tt_read(struct tt *t, const char *data, size_t len)
 {
     while (len > 0 && !t->closed) {
-        if (t->s.sink_len > 0 && t->rlen == 0) {
-            size_t n = len < t->s.sink_len ? len : t->s.sink_len;
-            memcpy(t->s.sink, data, n);
-            proto_sink_filled(&t->s, n);
-            data += n;
-            len -= n;
-            continue;
+        char *at;
+        size_t room;
+        enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+        if (to == CONN_IN_TO_NOWHERE) {
+            t->closed = true;
+            return;
         }
-        if (t->rlen + len > t->rcap) {
-            t->rcap = (t->rlen + len) * 2;
-            t->rbuf = realloc(t->rbuf, t->rcap);
-            assert_non_null(t->rbuf);
-        }
-        memcpy(t->rbuf + t->rlen, data, len);
-        t->rlen += len;
-        len = 0;
-        tt_run(t);
+        size_t n = len < room ? len : room;
+        memcpy(at, data, n);
+        data += n;
+        len -= n;
+        tt_act(t, conn_input_received(&t->in, &t->s, to, n));
     }
 }
 

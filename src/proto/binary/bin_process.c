@@ -150,6 +150,12 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
             rc = PROTO_YIELD;
             break;
         }
+        /* Owing more than the connection allows: the rest waits until the
+         * queue drains (a run of GETQs is a multiget, paused the same way). */
+        if (reply_pending(&s->reply) > s->reply_allow) {
+            rc = PROTO_PAUSE;
+            break;
+        }
         size_t used;
         rc = bin_request(s, (const unsigned char *)buf + off, len - off, &used);
         off += used;

@@ -362,8 +362,15 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
                 t->closing = true;
             break;
         }
-        if (budget > 0 && handled >= budget) {
+        bool resuming = t->cont.kind != TEXT_CONT_NONE;
+        if (!resuming && budget > 0 && handled >= budget) {
             st = PROTO_YIELD;
+            break;
+        }
+        /* Owing more than the connection allows: the rest waits until the
+         * queue drains, so one read cannot make us hold unbounded replies. */
+        if (!resuming && reply_pending(&s->reply) > s->reply_allow) {
+            st = PROTO_PAUSE;
             break;
         }
         size_t end = (size_t)(nl - buf);
@@ -372,13 +379,26 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             end--;
         struct text_line line;
         text_tokenize(&line, buf + pos, end - pos);
+        size_t start = pos;
         pos = next;
-        log_verbose("<%.*s", (int)line.len, line.raw);
-        if (s->authenticated)
-            text_dispatch(s, &line);
-        else
-            text_auth_line(s, &line);
+        if (resuming) {
+            if (t->cont.kind == TEXT_CONT_GET)
+                text_get_resume(s, &line);
+            else
+                text_dump_resume(s);
+        } else {
+            log_verbose("<%.*s", (int)line.len, line.raw);
+            if (s->authenticated)
+                text_dispatch(s, &line);
+            else
+                text_auth_line(s, &line);
+        }
         handled++;
+        if (t->cont.kind != TEXT_CONT_NONE && !t->closing) {
+            pos = start; /* the line stays buffered until it is done */
+            st = PROTO_PAUSE;
+            break;
+        }
     }
     *consumed = pos;
     return t->closing ? PROTO_CLOSE : st;
@@ -392,6 +412,7 @@ void text_state_release(struct session *s)
     t->receiving = false;
     t->have_res = false;
     t->dest = NULL;
+    t->cont.kind = TEXT_CONT_NONE;
     meta_state_release(s);
     text_auth_release(s);
 }

@@ -36,6 +36,25 @@ enum proto_status;
  * abort. */
 typedef void (*text_value_done_fn)(struct session *s, bool chunk_ok);
 
+/* A multiget or dump paused while its reply drains (PROTO_PAUSE). Its line
+ * stays unconsumed at the head of the connection's buffer, so the keys are
+ * not copied; the next call finds the line again and resumes here. */
+enum text_cont_kind { TEXT_CONT_NONE, TEXT_CONT_GET, TEXT_CONT_DUMP };
+struct text_cont {
+    enum text_cont_kind kind;
+    /* get/gets/gat/gats */
+    size_t off;        /* where in the line the next key starts */
+    bool want_cas, touch;
+    bool crlf;         /* a value was sent: "\r\n" goes before what follows */
+    bool rest_ok;      /* the rest of the line has no over-long key */
+    bool no_pause;     /* it has one: run to the end (it discards the reply) */
+    rel_time_t exptime; /* for gat */
+    /* lru_crawler metadump / mgdump */
+    uint64_t cursor;
+    bool mgdump, all;
+    bool classes[64];
+};
+
 /* State kept between reads: a value being received or swallowed. */
 struct text_state {
     bool receiving;              /* a value (+ "\r\n") is arriving */
@@ -56,6 +75,7 @@ struct text_state {
     bool noreply;                /* classic `noreply`: suppress every reply */
     bool closing;                /* quit, HTTP guard, shutdown, out of memory */
     char *auth_buf;              /* -Y: the "user pass" token being received */
+    struct text_cont cont;       /* a paused multiget or dump */
 };
 
 /* Receive the next nvalue bytes and the "\r\n" after them for the command

@@ -1,6 +1,8 @@
 /* lru_crawler metadump / mgdump: list every live item (memcached 1.6.45's
- * format). memcached streams these from its crawler thread; our store's
- * walk is cheap enough to run inline, class filters included. */
+ * format). memcached streams these from its crawler thread; we walk the
+ * store inline, class filters included, in chunks: a dump pauses when the
+ * connection owes what it may or after TEXT_DUMP_CHUNK batches, so other
+ * clients run in between and a dump of any size needs bounded memory. */
 #include <string.h>
 
 #include "clock.h"
@@ -9,13 +11,13 @@
 #include "settings.h"
 #include "store/store.h"
 
-#define TEXT_DUMP_BATCH 1024
+#define TEXT_DUMP_BATCH 64
+/* Batches walked per call before other clients get their turn. */
+#define TEXT_DUMP_CHUNK 64
 
 struct text_dump {
     struct session *s;
-    bool mgdump;
-    bool all;
-    bool classes[64];
+    const struct text_cont *c; /* mgdump, all, classes */
 };
 
 /* memcached URI-encodes keys in metadump: all but [A-Za-z0-9._~-]. */
@@ -49,7 +51,7 @@ static void text_dump_item(const struct store_item *it, void *arg)
 {
     struct text_dump *d = arg;
     struct session *s = d->s;
-    if (!d->all && (it->class_id >= 64 || !d->classes[it->class_id]))
+    if (!d->c->all && (it->class_id >= 64 || !d->c->classes[it->class_id]))
         return;
     char *p = reply_reserve(&s->reply, 3 * STORE_KEY_MAX + 200);
     if (!p) {
@@ -57,7 +59,7 @@ static void text_dump_item(const struct store_item *it, void *arg)
         return;
     }
     char *q = p;
-    if (d->mgdump) {
+    if (d->c->mgdump) {
         memcpy(q, "mg ", 3);
         q += 3;
         memcpy(q, it->key, it->nkey);
@@ -108,10 +110,11 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
             TEXT_OUT(s, "ERROR cannot pipeline other commands before metadump");
         return;
     }
-    struct text_dump d = {.s = s, .mgdump = mgdump};
+    struct text_cont *c = &s->text.cont;
+    *c = (struct text_cont){.mgdump = mgdump};
     const struct text_token *arg = &l->tok[2];
     if (TEXT_TOK_IS(arg, "all") || TEXT_TOK_IS(arg, "hash")) {
-        d.all = true;
+        c->all = true;
     } else {
         size_t i = 0;
         bool any = false;
@@ -126,7 +129,7 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
                     TEXT_OUT(s, "BADCLASS invalid class id");
                     return;
                 }
-                d.classes[id] = true;
+                c->classes[id] = true;
                 any = true;
             }
             i++;
@@ -137,15 +140,26 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
         }
     }
     TEXT_OUT(s, "OK");
+    text_dump_resume(s);
+}
+
+void text_dump_resume(struct session *s)
+{
+    struct text_cont *c = &s->text.cont;
+    struct text_dump d = {.s = s, .c = c};
     struct store *store = store_ctx_store(s->store);
-    uint64_t cursor = 0;
-    while (cursor != UINT64_MAX && !s->text.closing) {
-        uint64_t before = cursor;
-        if (store_walk(store, &cursor, TEXT_DUMP_BATCH, text_dump_item, &d) == 0 &&
-            cursor == before)
+    c->kind = TEXT_CONT_NONE;
+    for (int batches = 0; c->cursor != UINT64_MAX && !s->text.closing; batches++) {
+        if (batches >= TEXT_DUMP_CHUNK || reply_pending(&s->reply) > s->reply_allow) {
+            c->kind = TEXT_CONT_DUMP;
+            return;
+        }
+        uint64_t before = c->cursor;
+        if (store_walk(store, &c->cursor, TEXT_DUMP_BATCH, text_dump_item, &d) == 0 &&
+            c->cursor == before)
             break; /* no progress: never spin */
     }
-    if (mgdump)
+    if (c->mgdump)
         TEXT_OUT(s, "EN");
     else
         TEXT_OUT(s, "END");

@@ -44,33 +44,57 @@ static int text_value_header(struct session *s, const char *key, size_t nkey,
     return 0;
 }
 
-void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, bool touch)
-{
-    struct store_get_req req = {.want_value = true};
-    size_t first = 1;
-    if (touch) {
-        int32_t exptime;
-        if (!text_parse_i32(&l->tok[1], &exptime)) {
-            TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
-            return;
-        }
-        req.touch = true;
-        req.exptime = clock_exptime(exptime);
-        first = 2;
-    }
+/* Keys looked up per call before a long multiget lets other clients run. */
+#define TEXT_GET_KEY_BUDGET 2048
 
+/* True when no key in p[0..end) is longer than memcached allows. */
+static bool text_get_rest_ok(const char *p, const char *end)
+{
+    while (p < end) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *e = sp ? sp : end;
+        if ((size_t)(e - p) > STORE_KEY_MAX)
+            return false;
+        p = e + 1;
+    }
+    return true;
+}
+
+/* Look up keys from s->text.cont.off on. Stops (s->text.cont.kind set) when
+ * the connection owes more than it may or after TEXT_GET_KEY_BUDGET keys,
+ * and goes on from there when called again: a multiget of any size is
+ * produced as the client takes it, in memcached's order and bytes. */
+static void text_get_run(struct session *s, const struct text_line *l)
+{
+    struct text_cont *c = &s->text.cont;
+    struct store_get_req req = {.want_value = true, .touch = c->touch, .exptime = c->exptime};
     struct reply_mark mark;
     reply_get_mark(&s->reply, &mark);
     bool detail = TEXT_DETAIL_ON(s);
-    bool crlf = false;
+    bool crlf = c->crlf;
+    size_t keys = 0;
+    c->kind = TEXT_CONT_NONE;
 
     /* Walk the raw line: a multiget may have far more keys than tokens. */
-    const char *p = l->tok[first].s;
+    const char *p = l->raw + c->off;
     const char *end = l->raw + l->len;
     while (p < end) {
         if (*p == ' ') {
             p++;
             continue;
+        }
+        if (!c->no_pause &&
+            (keys >= TEXT_GET_KEY_BUDGET || reply_pending(&s->reply) > s->reply_allow)) {
+            /* memcached sends nothing but the error for a line with an
+             * over-long key, so pause only a line that has none. */
+            if (!c->rest_ok && !(c->rest_ok = text_get_rest_ok(p, end)))
+                c->no_pause = true;
+            if (c->rest_ok) {
+                c->kind = TEXT_CONT_GET;
+                c->off = (size_t)(p - l->raw);
+                c->crlf = crlf;
+                return;
+            }
         }
         const char *key = p;
         while (p < end && *p != ' ')
@@ -83,15 +107,16 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
             TEXT_OUT(s, "CLIENT_ERROR bad command line format\r\n");
             return;
         }
+        keys++;
         struct store_item it;
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         bool hit = st == STORE_OK;
         if (detail)
             server_stats_detail(key, nkey, 'g', hit);
-        stats_count_fetch(s->stats, touch, hit);
+        stats_count_fetch(s->stats, c->touch, hit);
         if (!hit)
             continue;
-        if (text_value_header(s, key, nkey, &it, want_cas, crlf) != 0) {
+        if (text_value_header(s, key, nkey, &it, c->want_cas, crlf) != 0) {
             if (it.pin)
                 store_pin_release(it.pin);
             goto oom;
@@ -110,6 +135,29 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
 oom:
     reply_rollback(&s->reply, &mark);
     TEXT_OUT(s, "SERVER_ERROR out of memory writing get response");
+}
+
+void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, bool touch)
+{
+    struct text_cont *c = &s->text.cont;
+    *c = (struct text_cont){.want_cas = want_cas, .touch = touch};
+    size_t first = 1;
+    if (touch) {
+        int32_t exptime;
+        if (!text_parse_i32(&l->tok[1], &exptime)) {
+            TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
+            return;
+        }
+        c->exptime = clock_exptime(exptime);
+        first = 2;
+    }
+    c->off = (size_t)(l->tok[first].s - l->raw);
+    text_get_run(s, l);
+}
+
+void text_get_resume(struct session *s, const struct text_line *l)
+{
+    text_get_run(s, l);
 }
 
 void text_cmd_touch(struct session *s, const struct text_line *l)

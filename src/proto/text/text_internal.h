@@ -104,6 +104,9 @@ void text_cmd_lru_crawler(struct session *s, const struct text_line *l);
 void text_cmd_watch(struct session *s, const struct text_line *l);
 void text_cmd_refresh_certs(struct session *s, const struct text_line *l);
 void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump);
+/* Go on with a paused multiget (its line again) or dump. */
+void text_get_resume(struct session *s, const struct text_line *l);
+void text_dump_resume(struct session *s);
 
 /* -Y: handle one line from a connection that has not authenticated yet. */
 void text_auth_line(struct session *s, const struct text_line *l);

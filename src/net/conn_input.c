@@ -1,0 +1,138 @@
+#include "net/conn_input.h"
+
+#include <string.h>
+
+#include "proto/proto.h"
+#include "proto/session.h"
+#include "reply/reply.h"
+
+void conn_input_init(struct conn_input *in, struct rbuf_pool *pool)
+{
+    memset(in, 0, sizeof *in);
+    in->pool = pool;
+}
+
+void conn_input_release(struct conn_input *in)
+{
+    rbuf_pool_put(in->pool, in->buf, in->size);
+    in->buf = NULL;
+    in->size = in->pos = in->len = 0;
+}
+
+/* Room at the end of the read buffer: reuse, compact, or grow. */
+static int conn_input_room(struct conn_input *in)
+{
+    if (!in->buf) {
+        in->buf = rbuf_pool_get(in->pool);
+        if (!in->buf)
+            return -1;
+        in->size = RBUF_SIZE;
+        in->pos = in->len = 0;
+        return 0;
+    }
+    if (in->pos + in->len < in->size)
+        return 0;
+    if (in->pos > 0) {
+        memmove(in->buf, in->buf + in->pos, in->len);
+        in->pos = 0;
+        return 0;
+    }
+    char *n = rbuf_pool_grow(in->pool, in->buf, in->size, in->len);
+    if (!n)
+        return -1;
+    in->buf = n;
+    in->size *= 2;
+    return 0;
+}
+
+enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, char **at,
+                                      size_t *room)
+{
+    /* A large value goes straight into item memory; a small one is read
+     * with what follows it (its "\r\n", the next requests) in one call. */
+    if (s->sink_len >= CONN_DIRECT_MIN && in->len == 0) {
+        *at = s->sink;
+        *room = s->sink_len;
+        return CONN_IN_TO_SINK;
+    }
+    if (conn_input_room(in) < 0) {
+        /* memcached answers this and closes, too */
+        reply_str(&s->reply, "SERVER_ERROR out of memory reading request\r\n");
+        *at = NULL;
+        *room = 0;
+        return CONN_IN_TO_NOWHERE;
+    }
+    *at = in->buf + in->pos + in->len;
+    *room = in->size - in->pos - in->len;
+    return CONN_IN_TO_BUF;
+}
+
+/* Hand buffered bytes to the protocol and say what follows. */
+static unsigned conn_input_run(struct conn_input *in, struct session *s)
+{
+    enum proto_status st = PROTO_OK;
+    while (in->len > 0) {
+        size_t consumed = 0;
+        st = proto_process(s, in->buf + in->pos, in->len, &consumed);
+        if (consumed > in->len)
+            consumed = in->len; /* defensive: never trust a count past the data */
+        in->pos += consumed;
+        in->len -= consumed;
+        if (st != PROTO_OK || consumed == 0)
+            break;
+    }
+    in->again = st == PROTO_YIELD || st == PROTO_PAUSE;
+    if (in->len == 0)
+        conn_input_release(in);
+
+    unsigned act = 0;
+    if (st == PROTO_CLOSE || (in->eof && !in->again))
+        return CONN_IN_CLOSE | CONN_IN_FLUSH;
+    /* After a yield or pause the buffered bytes are complete requests, not a
+     * wait for more. */
+    if ((in->len > 0 && !in->again) || s->sink_len > 0)
+        act |= CONN_IN_QUICKACK;
+    if (in->again)
+        act |= CONN_IN_AGAIN;
+    /* A -R yield gives the turn to other connections but keeps this read's
+     * replies together: they leave in one writev once its last request has
+     * run, unless they already owe more than the allowance. */
+    if (st == PROTO_YIELD) {
+        act |= CONN_IN_YIELD;
+        if (reply_pending(&s->reply) > s->reply_allow)
+            act |= CONN_IN_FLUSH;
+    } else {
+        act |= CONN_IN_FLUSH;
+    }
+    return act;
+}
+
+unsigned conn_input_received(struct conn_input *in, struct session *s,
+                             enum conn_in_target t, size_t n)
+{
+    if (t == CONN_IN_TO_SINK) {
+        proto_sink_filled(s, n);
+        return CONN_IN_FLUSH | (s->sink_len > 0 ? CONN_IN_QUICKACK : 0);
+    }
+    if (t != CONN_IN_TO_BUF)
+        return CONN_IN_CLOSE | CONN_IN_FLUSH;
+    in->len += n;
+    return conn_input_run(in, s);
+}
+
+unsigned conn_input_eof(struct conn_input *in, struct session *s)
+{
+    /* A half-closed client still reads: answer what it sent in full (an
+     * incomplete last request is dropped), then close. */
+    in->eof = true;
+    if (!in->again)
+        return CONN_IN_CLOSE | CONN_IN_FLUSH;
+    return conn_input_run(in, s);
+}
+
+unsigned conn_input_resume(struct conn_input *in, struct session *s)
+{
+    if (!in->again)
+        return in->eof ? CONN_IN_CLOSE | CONN_IN_FLUSH : 0;
+    return conn_input_run(in, s);
+}

@@ -1,0 +1,70 @@
+/* A connection's input side without its socket: the read buffer, where the
+ * next read() should land (the buffer, or straight into an item's memory),
+ * the loop that hands buffered bytes to the protocol, the -R yield, replies
+ * paused for memory, and end of input. It is given bytes and events and says
+ * what to do (acknowledge, flush, come back later, close); conn.c does the
+ * system calls. Unit tests and a fuzzer drive it directly. */
+#ifndef NODELAY_CONN_INPUT_H
+#define NODELAY_CONN_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "net/rbuf_pool.h"
+
+struct session;
+
+/* Values at least this large, not yet buffered, are read straight into item
+ * memory; smaller ones are read with what follows them (one system call). */
+#define CONN_DIRECT_MIN (4 * 1024)
+
+struct conn_input {
+    struct rbuf_pool *pool;
+    char *buf;
+    size_t size, pos, len; /* unconsumed bytes: buf[pos .. pos+len) */
+    bool again;            /* the protocol stopped with work left (-R yield, or
+                              a reply paused until the queue drains) */
+    bool eof;              /* the client sent its last byte */
+};
+
+/* What the caller should do after an input event (bits). */
+enum {
+    CONN_IN_QUICKACK = 1, /* a request is incomplete: acknowledge at once */
+    CONN_IN_FLUSH = 2,    /* send what is owed now */
+    CONN_IN_AGAIN = 4,    /* call conn_input_resume once the session owes no
+                             more than half its allowance */
+    CONN_IN_CLOSE = 8,    /* send what is owed, then close */
+    CONN_IN_YIELD = 16,   /* the -R budget was spent (counted) */
+};
+
+/* Where the next read() lands. */
+enum conn_in_target {
+    CONN_IN_TO_BUF,     /* *at, *room: the read buffer's free tail */
+    CONN_IN_TO_SINK,    /* *at, *room: the value's item memory (s->sink) */
+    CONN_IN_TO_NOWHERE, /* no buffer may hold the request: an error reply is
+                           queued; flush and close */
+};
+
+void conn_input_init(struct conn_input *in, struct rbuf_pool *pool);
+/* Drop buffered bytes and give the buffer back. */
+void conn_input_release(struct conn_input *in);
+
+enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, char **at,
+                                      size_t *room);
+/* n > 0 bytes were read into what conn_input_target returned (t). */
+unsigned conn_input_received(struct conn_input *in, struct session *s,
+                             enum conn_in_target t, size_t n);
+/* The client closed its side: answer every complete request buffered (over
+ * as many resumes as it takes), then close. */
+unsigned conn_input_eof(struct conn_input *in, struct session *s);
+/* Go on after CONN_IN_AGAIN. */
+unsigned conn_input_resume(struct conn_input *in, struct session *s);
+
+/* The connection should not read: it has work left on what is buffered, or
+ * input has ended. */
+static inline bool conn_input_busy(const struct conn_input *in)
+{
+    return in->again || in->eof;
+}
+
+#endif

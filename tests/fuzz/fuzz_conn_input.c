@@ -1,0 +1,147 @@
+/* libFuzzer harness for the connection's input unit (net/conn_input) with
+ * the text/binary protocols behind it: reads cut at any size, a reply
+ * allowance from tiny to unlimited, a client that takes only part of what
+ * it is owed between resumes, -R yields, and end of input at any point.
+ *
+ * First byte: read size and -R; second: the allowance and how much of the
+ * queue each "client read" takes. Checks what must always hold: the unit
+ * never reports buffered bytes it does not have, a pause leaves no more than
+ * the allowance plus one bounded reply owed, and EOF ends in CLOSE within a
+ * bounded number of resumes. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "clock.h"
+#include "log.h"
+#include "net/conn_input.h"
+#include "proto/proto.h"
+#include "proto/session.h"
+#include "settings.h"
+#include "stats/stats.h"
+#include "store/store.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FZ_ITEM_MAX (64u << 10)
+
+static struct store *fz_store;
+static struct store_ctx *fz_ctx;
+static struct stats_thread fz_stats;
+
+static void fz_setup(void)
+{
+    clock_setup();
+    struct store_options opt = {
+        .mem_limit = 8u << 20,
+        .item_size_max = FZ_ITEM_MAX,
+        .evictions = true,
+        .cas_enabled = true,
+    };
+    if (store_create(&fz_store, &opt) != 0)
+        abort();
+    fz_ctx = store_ctx_create(fz_store);
+    if (!fz_ctx)
+        abort();
+}
+
+/* The client takes up to `take` bytes (0 = all). */
+static void fz_take(struct session *s, size_t take)
+{
+    struct iovec iov[64];
+    size_t left = take ? take : SIZE_MAX;
+    while (reply_pending(&s->reply) > 0 && left > 0) {
+        int n = reply_iov(&s->reply, iov, 64);
+        size_t got = 0;
+        for (int i = 0; i < n; i++)
+            got += iov[i].iov_len;
+        if (got > left)
+            got = left;
+        reply_consume(&s->reply, got);
+        left -= got;
+    }
+}
+
+/* Resume while the unit asks, as a connection does once the client took
+ * some of its replies. Returns false when it closed. */
+static bool fz_settle(struct conn_input *in, struct session *s, unsigned act, size_t take)
+{
+    /* An over-long key, a 2 KiB non-get line's reply or a 64 KiB value: a
+     * pause may leave that much beyond the allowance. */
+    const size_t slack = FZ_ITEM_MAX + 4096;
+    for (int rounds = 0; rounds < 100000; rounds++) {
+        if (act & CONN_IN_CLOSE)
+            return false;
+        if (!(act & CONN_IN_AGAIN))
+            return true;
+        if (s->reply_allow != SIZE_MAX && reply_pending(&s->reply) > s->reply_allow + slack)
+            abort();
+        fz_take(s, take);
+        while (reply_pending(&s->reply) > s->reply_allow)
+            fz_take(s, take);
+        act = conn_input_resume(in, s);
+    }
+    abort(); /* never resumes forever */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!fz_store)
+        fz_setup();
+    if (size < 2)
+        return 0;
+    uint8_t mode = data[0], mem = data[1];
+    data += 2;
+    size -= 2;
+
+    struct settings set;
+    settings_defaults(&set);
+    set.binding_protocol = (mode & 0x80) ? "auto" : "ascii";
+    set.maxbytes = 8u << 20;
+    set.item_size_max = FZ_ITEM_MAX;
+    set.reqs_per_event = (mode & 0x40) ? 1 : 20;
+    size_t chunk = 1 + (mode & 0x3f) * 37;
+    static const size_t allows[8] = {16, 512, 4096, 16384, 65536, 1u << 20, 4u << 20, SIZE_MAX};
+    static const size_t takes[4] = {0, 1, 100, 5000};
+
+    size_t held = 0;
+    struct rbuf_pool pool;
+    rbuf_pool_init(&pool, &held, (mem & 0x20) ? 64 * 1024 : 0);
+    struct conn_input in;
+    conn_input_init(&in, &pool);
+    struct session s;
+    session_init(&s, fz_ctx, &fz_stats, &set);
+    s.reply_allow = allows[mem & 7];
+    size_t take = takes[(mem >> 3) & 3];
+
+    bool open = true;
+    for (size_t off = 0; off < size && open;) {
+        char *at;
+        size_t room;
+        enum conn_in_target to = conn_input_target(&in, &s, &at, &room);
+        if (to == CONN_IN_TO_NOWHERE)
+            break;
+        if (room == 0)
+            abort();
+        size_t n = size - off < chunk ? size - off : chunk;
+        if (n > room)
+            n = room;
+        memcpy(at, data + off, n);
+        off += n;
+        open = fz_settle(&in, &s, conn_input_received(&in, &s, to, n), take);
+        if (in.len > in.size || in.pos + in.len > in.size)
+            abort();
+        fz_take(&s, 0);
+    }
+    if (open)
+        (void)fz_settle(&in, &s, conn_input_eof(&in, &s), take);
+    fz_take(&s, 0);
+    session_release(&s);
+    conn_input_release(&in);
+    if (held != 0)
+        abort();
+    rbuf_pool_release(&pool);
+    log_set_verbosity(0); /* a fuzzed `verbosity` must not flood the log */
+    return 0;
+}

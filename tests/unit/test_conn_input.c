@@ -1,0 +1,278 @@
+/* The connection's input unit (net/conn_input) without a socket: what it
+ * asks the connection to do after each read, -R yields that keep a read's
+ * replies together, multigets and dumps paused by the reply allowance and
+ * resumed byte-exact, end of input, and the read-buffer limit. */
+#include "test_text_support.h"
+
+/* Send bytes as one read; returns the action bits of that read alone. */
+static unsigned ci_read(struct tt *t, const char *data, size_t len)
+{
+    char *at;
+    size_t room;
+    enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+    assert_int_equal(to, CONN_IN_TO_BUF);
+    assert_true(room >= len);
+    memcpy(at, data, len);
+    return conn_input_received(&t->in, &t->s, to, len);
+}
+
+static void ci_append(char **out, size_t *n, struct tt *t)
+{
+    size_t k;
+    char *got = tt_drain(t, &k);
+    *out = realloc(*out, *n + k + 1);
+    assert_non_null(*out);
+    memcpy(*out + *n, got, k + 1);
+    *n += k;
+    free(got);
+}
+
+/* Run what one read left, as a connection does: resume while the unit says
+ * AGAIN, draining the queue (the client reads) before each resume. Returns
+ * how many resumes it took; every pause left at most allow + one reply
+ * pending. */
+static int ci_run(struct tt *t, unsigned act, size_t allow, size_t one_reply, char **out,
+                  size_t *n)
+{
+    int resumes = 0;
+    while (act & CONN_IN_AGAIN) {
+        assert_true(reply_pending(&t->s.reply) <= allow + one_reply);
+        ci_append(out, n, t);
+        act = conn_input_resume(&t->in, &t->s);
+        resumes++;
+    }
+    ci_append(out, n, t);
+    return resumes;
+}
+
+static void ci_set_many(struct tt *t, int nkeys, size_t vlen)
+{
+    char *val = malloc(vlen + 1);
+    memset(val, 'v', vlen);
+    val[vlen] = '\0';
+    for (int i = 0; i < nkeys; i++) {
+        char line[128];
+        int h = snprintf(line, sizeof line, "set key%d %d 0 %zu\r\n", i, i, vlen);
+        tt_feed(t, line, (size_t)h, 0);
+        tt_feed(t, val, vlen, 0);
+        tt_feed(t, "\r\n", 2, 0);
+    }
+    free(val);
+    size_t k;
+    free(tt_drain(t, &k));
+}
+
+static void test_yield_keeps_replies_together(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    t->set.reqs_per_event = 2;
+    const char in[] = "version\r\nversion\r\nversion\r\nversion\r\nversion\r\nget a";
+    unsigned act = ci_read(t, in, sizeof in - 1);
+    /* -R 2: a yield, and the replies wait for the read's last request */
+    assert_true(act & CONN_IN_YIELD);
+    assert_true(act & CONN_IN_AGAIN);
+    assert_false(act & CONN_IN_FLUSH);
+    assert_false(act & CONN_IN_QUICKACK); /* buffered bytes are requests */
+    assert_true(conn_input_busy(&t->in));
+    act = conn_input_resume(&t->in, &t->s);
+    assert_true(act & CONN_IN_YIELD);
+    act = conn_input_resume(&t->in, &t->s);
+    /* all five answered; the incomplete "get a" asks for an early ACK */
+    assert_false(act & CONN_IN_AGAIN);
+    assert_true(act & CONN_IN_FLUSH);
+    assert_true(act & CONN_IN_QUICKACK);
+    assert_false(conn_input_busy(&t->in));
+    assert_int_equal(reply_pending(&t->s.reply), 5 * strlen("VERSION 1.6.45\r\n"));
+    tt_free(t);
+}
+
+/* A multiget larger than the allowance pauses and resumes where it stopped;
+ * the bytes are exactly those of an unpaused run. */
+static void test_multiget_paused_is_byte_exact(void **state)
+{
+    (void)state;
+    enum { NKEYS = 300 };
+    const size_t vlen = 2000, allow = 16 * 1024;
+    char line[NKEYS * 12 + 16];
+    size_t h = (size_t)sprintf(line, "gets");
+    for (int i = 0; i < NKEYS; i++)
+        h += (size_t)sprintf(line + h, " key%d", i % 50 == 7 ? 9999 : i); /* some misses */
+    h += (size_t)sprintf(line + h, "\r\nversion\r\n");
+
+    char *want = NULL, *got = NULL;
+    size_t nwant = 0, ngot = 0;
+    struct tt *a = tt_new();
+    ci_set_many(a, NKEYS, vlen);
+    unsigned act = ci_read(a, line, h);
+    assert_int_equal(ci_run(a, act, SIZE_MAX, 0, &want, &nwant), 0);
+
+    struct tt *b = tt_new();
+    ci_set_many(b, NKEYS, vlen);
+    b->s.reply_allow = allow;
+    act = ci_read(b, line, h);
+    assert_true(act & CONN_IN_AGAIN);
+    assert_true(act & CONN_IN_FLUSH);
+    int resumes = ci_run(b, act, allow, vlen + 64, &got, &ngot);
+    /* each pause owed the allowance plus at most one value */
+    assert_true(resumes >= (int)(ngot / (allow + vlen + 64)));
+
+    /* same store history, so the same CAS values */
+    assert_int_equal(ngot, nwant);
+    assert_memory_equal(got, want, nwant);
+    assert_true(nwant > NKEYS * vlen / 2);
+    assert_string_equal(want + nwant - 23, "\r\nEND\r\nVERSION 1.6.45\r\n");
+    free(want);
+    free(got);
+    tt_free(a);
+    tt_free(b);
+}
+
+/* A line with an over-long key is answered with the error alone, paused or
+ * not (memcached discards what it composed). */
+static void test_multiget_bad_key_not_paused(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    ci_set_many(t, 20, 3000);
+    char line[4096];
+    size_t h = (size_t)sprintf(line, "get");
+    for (int i = 0; i < 20; i++)
+        h += (size_t)sprintf(line + h, " key%d", i);
+    line[h++] = ' ';
+    memset(line + h, 'k', 251);
+    h += 251;
+    h += (size_t)sprintf(line + h, "\r\n");
+    t->s.reply_allow = 4096;
+    unsigned act = ci_read(t, line, h);
+    char *out = NULL;
+    size_t n = 0;
+    ci_run(t, act, SIZE_MAX, 0, &out, &n);
+    assert_string_equal(out, "CLIENT_ERROR bad command line format\r\n\r\n");
+    free(out);
+    tt_free(t);
+}
+
+/* A dump pauses in chunks and ends with END after every item. */
+static void test_dump_paused(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    enum { NKEYS = 9000 };
+    ci_set_many(t, NKEYS, 10);
+    t->s.reply_allow = 8 * 1024;
+    const char cmd[] = "lru_crawler mgdump all\r\n";
+    unsigned act = ci_read(t, cmd, sizeof cmd - 1);
+    assert_true(act & CONN_IN_AGAIN);
+    char *out = NULL;
+    size_t n = 0;
+    assert_true(ci_run(t, act, 8 * 1024, 64 * 32, &out, &n) > 4);
+    size_t lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += out[i] == '\n';
+    assert_int_equal(lines, NKEYS + 2); /* OK, the items, EN */
+    assert_string_equal(out + n - 4, "EN\r\n");
+    free(out);
+    tt_free(t);
+}
+
+/* End of input: every complete request is answered, over as many resumes as
+ * it takes, then close; an incomplete last request is dropped. */
+static void test_eof_answers_then_closes(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    t->set.reqs_per_event = 1;
+    const char in[] = "version\r\nversion\r\nversion\r\nget";
+    unsigned act = ci_read(t, in, sizeof in - 1);
+    assert_true(act & CONN_IN_AGAIN);
+    act = conn_input_eof(&t->in, &t->s);
+    assert_true(conn_input_busy(&t->in));
+    int rounds = 0;
+    while (!(act & CONN_IN_CLOSE)) {
+        assert_true(act & CONN_IN_AGAIN);
+        act = conn_input_resume(&t->in, &t->s);
+        assert_true(++rounds < 10);
+    }
+    size_t n;
+    char *out = tt_drain(t, &n);
+    assert_string_equal(out, "VERSION 1.6.45\r\nVERSION 1.6.45\r\nVERSION 1.6.45\r\n");
+    free(out);
+    /* with nothing left, EOF closes at once */
+    struct tt *u = tt_new();
+    act = conn_input_eof(&u->in, &u->s);
+    assert_true(act & CONN_IN_CLOSE);
+    tt_free(u);
+    tt_free(t);
+}
+
+/* A line no buffer may hold: the error is queued and the caller closes. */
+static void test_read_buffer_limit(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    t->pool.grow_max = 2 * RBUF_SIZE;
+    char chunk[4096];
+    memcpy(chunk, "get ", 4);
+    memset(chunk + 4, 'k', sizeof chunk - 4);
+    for (int i = 0; i < 3; i++)
+        for (size_t k = 0; k < sizeof chunk; k += 100)
+            chunk[k + 3] = ' ';
+    enum conn_in_target to = CONN_IN_TO_BUF;
+    for (int i = 0; i < 64 && to != CONN_IN_TO_NOWHERE; i++) {
+        char *at;
+        size_t room;
+        to = conn_input_target(&t->in, &t->s, &at, &room);
+        if (to == CONN_IN_TO_NOWHERE)
+            break;
+        size_t n = room < sizeof chunk ? room : sizeof chunk;
+        memcpy(at, i == 0 ? chunk : chunk + 4, n);
+        unsigned act = conn_input_received(&t->in, &t->s, to, n);
+        assert_true(act & CONN_IN_QUICKACK);
+    }
+    assert_int_equal(to, CONN_IN_TO_NOWHERE);
+    assert_true(t->rbuf_held <= 2 * RBUF_SIZE);
+    size_t n;
+    char *out = tt_drain(t, &n);
+    assert_string_equal(out, "SERVER_ERROR out of memory reading request\r\n");
+    free(out);
+    tt_free(t);
+}
+
+/* A large value not yet buffered goes straight to item memory. */
+static void test_direct_read_target(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    const char hdr[] = "set big 0 0 20000\r\n";
+    unsigned act = ci_read(t, hdr, sizeof hdr - 1);
+    assert_true(act & CONN_IN_QUICKACK);
+    char *at;
+    size_t room;
+    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_SINK);
+    assert_int_equal(room, 20000);
+    assert_int_equal(t->rbuf_held, 0); /* no buffer held while nothing is buffered */
+    memset(at, 'z', room);
+    act = conn_input_received(&t->in, &t->s, CONN_IN_TO_SINK, room);
+    assert_false(act & CONN_IN_QUICKACK);
+    act = ci_read(t, "\r\n", 2);
+    size_t n;
+    char *out = tt_drain(t, &n);
+    assert_string_equal(out, "STORED\r\n");
+    free(out);
+    tt_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_yield_keeps_replies_together),
+        cmocka_unit_test(test_multiget_paused_is_byte_exact),
+        cmocka_unit_test(test_multiget_bad_key_not_paused),
+        cmocka_unit_test(test_dump_paused),
+        cmocka_unit_test(test_eof_answers_then_closes),
+        cmocka_unit_test(test_read_buffer_limit),
+        cmocka_unit_test(test_direct_read_target),
+    };
+    return cmocka_run_group_tests(tests, tt_group_setup, NULL);
+}
