@@ -392,3 +392,70 @@ def test_unit_exec_start_serves(installed, tmp_path, notify_socket):
         assert proc.poll() is None and answers_version(port), log.read_text()
     finally:
         stop_proc(proc, log)
+
+
+# ---- the Debian package -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def deb(server_bin, tmp_path_factory):
+    """One `dpkg-buildpackage -us -uc -b` of a copy of this tree (it writes
+    next to the source directory and into debian/), shared by the tests
+    below. The package builds its own release binary, so it is built once,
+    in the release run."""
+    if "release" not in os.path.basename(os.path.dirname(server_bin)):
+        pytest.skip("the package builds its own release binary: checked in the release run")
+    for tool in ("dpkg-buildpackage", "dh", "dpkg-deb"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is absent (scripts/install-deps.sh installs dpkg-dev, debhelper)")
+    top = tmp_path_factory.mktemp("deb")
+    src = top / "nodelay-src"
+    shutil.copytree(ROOT, src, symlinks=True,
+                    ignore=shutil.ignore_patterns("build", ".git", "__pycache__", "*.pyc"))
+    r = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    assert "warning:" not in r.stdout + r.stderr, "the package's build has warnings"
+    debs = sorted(top.glob("nodelay_*.deb"))
+    assert len(debs) == 1, list(top.iterdir())
+    return debs[0]
+
+
+def deb_field(deb, field):
+    return subprocess.run(["dpkg-deb", "-f", str(deb), field], capture_output=True, text=True,
+                          check=True, timeout=30).stdout.strip()
+
+
+@pytest.mark.slow
+def test_deb_contents(deb, tmp_path):
+    listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True,
+                             check=True, timeout=30).stdout
+    files = {l.split()[-1].lstrip(".") for l in listing.splitlines() if not l.startswith("d")}
+    for want in ("/usr/bin/nodelay", "/lib/systemd/system/nodelay.service", "/etc/nodelay.conf",
+                 "/usr/share/man/man1/nodelay.1.gz", "/usr/lib/tmpfiles.d/nodelay.conf",
+                 "/usr/share/doc/nodelay/copyright"):
+        assert want in files, f"{want} is not in the package:\n{listing}"
+    assert "adduser" in deb_field(deb, "Depends")
+    ctl = tmp_path / "control"
+    subprocess.run(["dpkg-deb", "-e", str(deb), str(ctl)], check=True, timeout=30)
+    assert (ctl / "conffiles").read_text().split() == ["/etc/nodelay.conf"]
+    postinst = (ctl / "postinst").read_text()
+    assert "adduser --system" in postinst and "nodelay" in postinst
+    assert "deb-systemd-helper enable 'nodelay.service'" in postinst  # enabled on install
+    tree = tmp_path / "tree"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True, timeout=30)
+    unit = (tree / "lib/systemd/system/nodelay.service").read_text()
+    assert "ExecStart=/usr/bin/nodelay --config /etc/nodelay.conf\n" in unit
+    r = subprocess.run([str(tree / "usr/bin/nodelay"), "-V"], capture_output=True, text=True,
+                       timeout=10)
+    assert r.returncode == 0 and "nodelay" in r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_deb_lintian(deb):
+    lintian = shutil.which("lintian")
+    if not lintian:
+        pytest.skip("lintian is absent (scripts/install-deps.sh installs it)")
+    r = subprocess.run([lintian, "--fail-on", "error", str(deb)], capture_output=True, text=True,
+                       timeout=300)
+    errors = [l for l in r.stdout.splitlines() if l.startswith("E:")]
+    assert r.returncode == 0 and not errors, r.stdout + r.stderr
