@@ -198,9 +198,13 @@ def test_lock_memory_locks(server_bin, tmp_path):
                                     "-m", "8", "-t", "1")
     try:
         wait_for(lambda: answers_version(port), what="start")
-        with open(f"/proc/{proc.pid}/status") as f:
-            lck = [int(l.split()[1]) for l in f if l.startswith("VmLck:")][0]
-        assert lck > 0, "nothing locked"
+
+        def locked_kb():
+            with open(f"/proc/{proc.pid}/status") as f:
+                return [int(l.split()[1]) for l in f if l.startswith("VmLck:")][0]
+
+        # workers answer while main is still in mlockall(): wait for it
+        wait_for(lambda: locked_kb() > 0, what="memory locked")
         assert "mlockall() failed" not in log.read_text()
     finally:
         stop_proc(proc, log)

@@ -225,7 +225,9 @@ static void test_read_buffer_limit(void **state)
         to = conn_input_target(&t->in, &t->s, &at, &room);
         if (to == CONN_IN_TO_NOWHERE)
             break;
-        size_t n = room < sizeof chunk ? room : sizeof chunk;
+        /* after the first read, the rest of the line: keys without "get " */
+        size_t avail = i == 0 ? sizeof chunk : sizeof chunk - 4;
+        size_t n = room < avail ? room : avail;
         memcpy(at, i == 0 ? chunk : chunk + 4, n);
         unsigned act = conn_input_received(&t->in, &t->s, to, n);
         assert_true(act & CONN_IN_QUICKACK);
