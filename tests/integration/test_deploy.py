@@ -75,6 +75,22 @@ def test_pidfile_foreground(start_server, tmp_path):
     assert not path.exists(), "the pid file is left after a clean exit"
 
 
+@pytest.mark.parametrize("failure", ["port taken", "no -Y file"])
+def test_pidfile_removed_when_startup_fails(start_server, server_bin, tmp_path, failure):
+    """A start-up that fails leaves no pid file behind."""
+    first = start_server()
+    path = tmp_path / "second.pid"
+    if failure == "port taken":
+        flags = ["-p", str(first.port)]
+    else:
+        flags = ["-p", "0", "-Y", str(tmp_path / "missing")]
+    r = subprocess.run([server_bin, *flags, "-U", "0", "-l", "127.0.0.1",
+                        *root_flags(), "-P", str(path)], capture_output=True, text=True,
+                       timeout=10 * helpers.slow_factor())
+    assert r.returncode != 0, r.stderr
+    assert not path.exists(), "a failed start-up left its pid file"
+
+
 def test_pidfile_daemon(server_bin, tmp_path):
     path = tmp_path / "d.pid"
     port = helpers.free_port()
