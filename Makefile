@@ -2,6 +2,7 @@
 #
 #   make                 optimised server: build/release/nodelay
 #   make debug           debug server (debugtime command): build/debug/nodelay
+#   make man             the man page nodelay(1), generated from the settings table: build/nodelay.1
 #   make CONFIG=asan     any target under ASan+UBSan (also: tsan, debug, release)
 #   make EVENT=poll      the portable poll(2) backend instead of epoll
 #   make unit            unit tests (cmocka)
@@ -36,7 +37,7 @@ SERVER_CFLAGS := -DNODELAY_HAVE_SYSTEMD $(shell pkg-config --cflags libsystemd 2
 endif
 
 ifeq ($(CONFIG),release)
-CFLAGS_CONFIG := -O2 -g -DNODELAY_NO_DEBUG_LOG
+CFLAGS_CONFIG := -O2 -g
 else ifeq ($(CONFIG),debug)
 CFLAGS_CONFIG := -O0 -g3 -DNODELAY_DEBUG
 else ifeq ($(CONFIG),asan)
@@ -69,7 +70,7 @@ SERVER := $(OUT)/nodelay
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 
-.PHONY: all server debug unit test fuzz bench clean run install FORCE
+.PHONY: all server debug man unit test fuzz bench clean run install FORCE
 .DEFAULT_GOAL := all
 
 all: server
@@ -105,6 +106,11 @@ $(OUT)/tests/%: $(OUT)/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
+# nodelay(1) comes from the same table as -h and `stats settings`.
+man: build/nodelay.1
+build/nodelay.1: $(SERVER)
+	$(SERVER) --man > $@.tmp && mv $@.tmp $@
+
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
@@ -130,14 +136,9 @@ SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
-MAN_PAGE := $(OUT)/nodelay.1
-
-$(MAN_PAGE): $(SERVER) scripts/manpage.sh
-	sh scripts/manpage.sh $(SERVER) >$@.tmp && mv $@.tmp $@
-
-install: server $(MAN_PAGE)
+install: server man
 	install -D -m 0755 $(SERVER) $(DESTDIR)$(BINDIR)/nodelay
-	install -D -m 0644 $(MAN_PAGE) $(DESTDIR)$(MANDIR)/man1/nodelay.1
+	install -D -m 0644 build/nodelay.1 $(DESTDIR)$(MANDIR)/man1/nodelay.1
 	@mkdir -p $(DESTDIR)$(UNITDIR)
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	    packaging/nodelay.service.in >$(DESTDIR)$(UNITDIR)/nodelay.service

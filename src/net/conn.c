@@ -15,6 +15,7 @@
 #include "net/sockopt.h"
 #include "proto/proto.h"
 #include "settings.h"
+#include "watch/watch.h"
 
 /* Keep the worker's reply-bytes gauge (stats nodelay) in step with this
  * connection's queue. */
@@ -36,7 +37,7 @@ static size_t conn_client_bound(const struct settings *set)
 {
     if (set->client_mem_limit > 0)
         return set->client_mem_limit;
-    size_t half = set->maxbytes / 2;
+    size_t half = SETTINGS_GET(set, maxbytes) / 2;
     return half > ((size_t)32 << 20) ? half : (size_t)32 << 20;
 }
 
@@ -88,6 +89,10 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
     c->last_active = clock_now();
     conn_input_init(&c->in, &w->rbufs);
     session_init(&c->sess, w->store, &w->stats, w->core->settings);
+    c->log_watch = (struct watch){WATCH_LOG, c};
+    c->sess.cfd = fd;
+    c->sess.loop = w->loop;
+    c->sess.wake_ptr = &c->log_watch;
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
     c->entry.listen_addr = listen_addr;
@@ -108,6 +113,8 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
         w->conns->prev = c;
     w->conns = c;
     w->nconns++;
+    if (watch_active(WATCH_CONNEVENTS))
+        watch_conn_event(c->entry.addr, true, NULL, fd);
     return c;
 }
 
@@ -117,6 +124,8 @@ void conn_close(struct conn *c, const char *why)
         return;
     struct worker *w = c->w;
     log_verbose("<%d connection closed%s%s.", c->fd, why ? ": " : "", why ? why : "");
+    if (watch_active(WATCH_CONNEVENTS))
+        watch_conn_event(c->entry.addr, false, why, c->fd);
     event_delete(w->loop, c->fd);
     registry_remove(&w->core->registry, &c->entry);
     /* Aborts a value being received and releases every pin the queue holds. */
@@ -187,7 +196,8 @@ void conn_flush(struct conn *c)
     c->blocked = false;
     c->flush_more = false;
     size_t sent = 0;
-    while (reply_pending(q) > 0) {
+    /* A `watch` stream is composed as the socket drains. */
+    while (reply_pending(q) > 0 || (c->sess.watcher && watch_refill(c->sess.watcher, q) > 0)) {
         if (sent >= CONN_FLUSH_BUDGET) {
             c->flush_more = true; /* the rest next turn, after the others */
             break;

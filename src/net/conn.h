@@ -27,6 +27,7 @@
 
 struct conn {
     struct watch watch; /* event pointer */
+    struct watch log_watch; /* event pointer of a `watch` stream's wake-ups */
     struct worker *w;
     int fd;
     bool tcp;

@@ -50,6 +50,14 @@ void registry_remove(struct registry *r, struct registry_entry *e)
     pthread_mutex_unlock(&r->lock);
 }
 
+void registry_log_state(const struct registry_entry *e, enum registry_state st)
+{
+    int old = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+    if (old != (int)st)
+        log_write(LOG_LEVEL_DEBUG, "%d: going from %s to %s", e->fd, registry_state_name(old),
+                  registry_state_name((int)st));
+}
+
 const char *registry_state_name(int state)
 {
     switch (state) {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "clock.h"
+#include "log.h"
 
 struct reply_queue;
 
@@ -41,8 +42,13 @@ void registry_release(struct registry *r);
 int registry_add(struct registry *r, struct registry_entry *e);
 void registry_remove(struct registry *r, struct registry_entry *e);
 
+/* -vvv: memcached's "fd: going from conn_x to conn_y" (owning worker only). */
+void registry_log_state(const struct registry_entry *e, enum registry_state st);
+
 static inline void registry_set_state(struct registry_entry *e, enum registry_state st)
 {
+    if (LOG_ENABLED(LOG_LEVEL_DEBUG))
+        registry_log_state(e, st);
     __atomic_store_n(&e->state, (int)st, __ATOMIC_RELAXED);
 }
 static inline void registry_touch(struct registry_entry *e, rel_time_t now)

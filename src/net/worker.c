@@ -288,6 +288,9 @@ void *worker_main(void *arg)
             case WATCH_CONN:
                 conn_on_event(wt->obj, ev[i].events);
                 break;
+            case WATCH_LOG:
+                conn_on_event(wt->obj, EVENT_WRITE);
+                break;
             case WATCH_LISTENER:
                 if (w->listening)
                     worker_accept(w, wt->obj);

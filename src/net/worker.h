@@ -16,8 +16,9 @@ struct conn;
 struct event_loop;
 struct store_ctx;
 
-/* What an event's pointer refers to. */
-enum watch_kind { WATCH_CONN, WATCH_LISTENER, WATCH_UDP, WATCH_WAKE };
+/* What an event's pointer refers to. WATCH_LOG: a `watch` stream has lines
+ * for this connection (obj), see watch/watch.h. */
+enum watch_kind { WATCH_CONN, WATCH_LISTENER, WATCH_UDP, WATCH_WAKE, WATCH_LOG };
 struct watch {
     enum watch_kind kind;
     void *obj;

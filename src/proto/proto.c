@@ -2,12 +2,19 @@
  * as in memcached: 0x80 (the binary request magic) is binary, anything else
  * text; -B ascii / -B binary force one. */
 #include "proto/proto.h"
+
+#include "log.h"
 #include "proto/session.h"
 
 #define PROTO_BINARY_REQ_MAGIC 0x80
 
 enum proto_status proto_process(struct session *s, const char *buf, size_t len, size_t *consumed)
 {
+    if (s->watcher) {
+        /* A watcher only listens (memcached reads its socket just to see it close). */
+        *consumed = len;
+        return PROTO_OK;
+    }
     if (s->kind == PROTO_KIND_NEGOTIATING) {
         if (len == 0) {
             *consumed = 0;
@@ -15,6 +22,8 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len, 
         }
         s->kind = (unsigned char)buf[0] == PROTO_BINARY_REQ_MAGIC ? PROTO_KIND_BINARY
                                                                   : PROTO_KIND_TEXT;
+        log_verbose("%d: Client using the %s protocol", s->cfd,
+                    s->kind == PROTO_KIND_BINARY ? "binary" : "ascii");
     }
     if (s->kind == PROTO_KIND_BINARY)
         return bin_process(s, buf, len, consumed);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "settings.h"
+#include "watch/watch.h"
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
                   const struct settings *settings)
@@ -12,6 +13,7 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->store = store;
     s->stats = stats;
     s->settings = settings;
+    s->cfd = -1;
     reply_init(&s->reply);
     s->reply_allow = SIZE_MAX;
     /* -Y speaks ascii only (memcached forces -B ascii with it). */
@@ -29,6 +31,7 @@ void session_release(struct session *s)
 {
     text_state_release(s);
     bin_state_release(s);
+    watch_remove(&s->watcher);
     s->sink = NULL;
     s->sink_len = 0;
     reply_release(&s->reply);

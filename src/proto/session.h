@@ -14,6 +14,8 @@
 struct store_ctx;
 struct stats_thread;
 struct settings;
+struct event_loop;
+struct watcher;
 
 enum proto_kind {
     PROTO_KIND_NEGOTIATING, /* -B auto: the first byte decides */
@@ -26,6 +28,11 @@ struct session {
     struct store_ctx *store;
     struct stats_thread *stats;
     const struct settings *settings;
+    /* For `watch`: the client's fd (cfd= in event lines), the loop and the
+     * event pointer a watcher's wake-ups go to (NULL in socket-free tests). */
+    int cfd;
+    struct event_loop *loop;
+    void *wake_ptr;
 
     /* Owned: what this connection owes its client. */
     struct reply_queue reply;
@@ -35,6 +42,7 @@ struct session {
 
     enum proto_kind kind;
     bool authenticated; /* -Y ascii auth or SASL; true when neither is on */
+    struct watcher *watcher; /* after `watch`: input is ignored, the stream is sent */
 
     /* Direct read target, see proto_sink_filled(). */
     char *sink;

@@ -4,6 +4,7 @@
 
 #include "reply/reply.h"
 #include "settings.h"
+#include "watch/watch.h"
 
 #define U(name, v) rc |= reply_printf(out, "STAT %s %llu\r\n", name, (unsigned long long)(v))
 #define S(name, v) rc |= reply_printf(out, "STAT %s %s\r\n", name, v)
@@ -89,11 +90,13 @@ int stats_general_compose(const struct stats_snapshot *s, struct reply_queue *ou
     ZERO("lru_crawler_starts");
     ZERO("lru_maintainer_juggles");
     ZERO("malloc_fails");
-    ZERO("log_worker_dropped");
-    ZERO("log_worker_written");
-    ZERO("log_watcher_skipped");
-    ZERO("log_watcher_sent");
-    ZERO("log_watchers");
+    struct watch_counters wc;
+    watch_counters_get(&wc);
+    U("log_worker_dropped", wc.log_worker_dropped);
+    U("log_worker_written", wc.log_worker_written);
+    U("log_watcher_skipped", wc.log_watcher_skipped);
+    U("log_watcher_sent", wc.log_watcher_sent);
+    U("log_watchers", wc.log_watchers);
     ZERO("unexpected_napi_ids");
     ZERO("round_robin_fallback");
     U("bytes", st->bytes);
@@ -113,73 +116,6 @@ int stats_general_compose(const struct stats_snapshot *s, struct reply_queue *ou
     ZERO("moves_within_lru");
     ZERO("direct_reclaims");
     ZERO("lru_bumps_dropped");
-    return rc ? -1 : 0;
-}
-
-static const char *yes_no(bool b)
-{
-    return b ? "yes" : "no";
-}
-
-int stats_settings_compose(const struct settings *s, struct reply_queue *out)
-{
-    int rc = 0;
-    U("maxbytes", s->maxbytes);
-    U("maxconns", s->maxconns);
-    rc |= reply_printf(out, "STAT tcpport %d\r\n", s->port);
-    U("udpport", s->udpport);
-    S("inter", s->inter ? s->inter : "NULL");
-    U("verbosity", __atomic_load_n(&s->verbosity, __ATOMIC_RELAXED));
-    ZERO("oldest");
-    S("evictions", s->evictions ? "on" : "off");
-    S("domain_socket", s->domain_socket ? s->domain_socket : "NULL");
-    rc |= reply_printf(out, "STAT umask %o\r\n", (unsigned)s->umask);
-    S("shutdown_command", yes_no(s->shutdown_command));
-    rc |= reply_printf(out, "STAT growth_factor %.2f\r\n", s->growth_factor);
-    U("chunk_size", s->chunk_size);
-    U("num_threads", s->num_threads);
-    U("num_threads_per_udp", s->num_threads);
-    rc |= reply_printf(out, "STAT stat_key_prefix %c\r\n", s->prefix_delimiter);
-    S("detail_enabled", yes_no(__atomic_load_n(&s->detail_enabled, __ATOMIC_RELAXED)));
-    U("reqs_per_event", s->reqs_per_event);
-    S("cas_enabled", yes_no(s->cas_enabled));
-    U("tcp_backlog", s->tcp_backlog);
-    S("binding_protocol",
-      strcmp(s->binding_protocol, "auto") == 0 ? "auto-negotiate" : s->binding_protocol);
-    S("auth_enabled_sasl", yes_no(s->sasl));
-    S("auth_enabled_ascii", yes_no(s->auth_file != NULL));
-    U("item_size_max", s->item_size_max);
-    S("maxconns_fast", yes_no(s->maxconns_fast));
-    U("hashpower_init", s->hashpower_init);
-    S("slab_reassign", yes_no(s->slab_reassign));
-    U("slab_automove", s->slab_automove);
-    rc |= reply_printf(out, "STAT slab_automove_ratio %.2f\r\n", s->slab_automove_ratio);
-    U("slab_automove_window", s->slab_automove_window);
-    U("slab_chunk_max", s->slab_chunk_max);
-    S("lru_crawler", yes_no(s->lru_crawler));
-    U("lru_crawler_sleep", s->lru_crawler_sleep);
-    U("lru_crawler_tocrawl", s->lru_crawler_tocrawl);
-    U("tail_repair_time", s->tail_repair_time);
-    S("flush_enabled", yes_no(s->flush_enabled));
-    S("dump_enabled", yes_no(s->dump_enabled));
-    S("hash_algorithm", s->hash_algorithm);
-    S("lru_maintainer_thread", yes_no(s->lru_maintainer_thread));
-    S("lru_segmented", yes_no(s->lru_segmented));
-    U("hot_lru_pct", s->hot_lru_pct);
-    U("warm_lru_pct", s->warm_lru_pct);
-    rc |= reply_printf(out, "STAT hot_max_factor %.2f\r\n", s->hot_max_factor);
-    rc |= reply_printf(out, "STAT warm_max_factor %.2f\r\n", s->warm_max_factor);
-    S("temp_lru", yes_no(s->temp_lru));
-    U("temporary_ttl", s->temporary_ttl);
-    U("idle_timeout", s->idle_timeout);
-    U("watcher_logbuf_size", s->watcher_logbuf_size);
-    U("worker_logbuf_size", s->worker_logbuf_size);
-    U("read_buf_mem_limit", s->read_buf_mem_limit);
-    S("track_sizes", yes_no(s->track_sizes));
-    S("inline_ascii_response", yes_no(s->inline_ascii_response));
-    U("num_napi_ids", s->num_napi_ids);
-    S("memory_file", s->memory_file ? s->memory_file : "(null)");
-    U("client_flags_size", 4);
     return rc ? -1 : 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "log.h"
 #include "reply/reply.h"
 #include "proto/session.h"
 #include "proto/text/text.h"
@@ -54,6 +55,7 @@ void meta_command(struct session *s, const struct text_line *line)
         /* memcached flushes its write buffer here; nodelay sends everything
          * parsed from one read in one writev anyway, so MN needs no more. */
         reply_copy(&s->reply, "MN\r\n", 4);
+        log_verbose(">%d MN", s->cfd);
         break;
     }
 }
@@ -71,6 +73,7 @@ rel_time_t meta_exptime(int64_t ttl)
 
 void meta_reply_error(struct session *s, const char *line)
 {
+    log_verbose(">%d %s", s->cfd, line);
     size_t n = strlen(line);
     char *p = reply_reserve(&s->reply, n + 2);
     if (!p)

@@ -4,6 +4,7 @@
 #include "proto/meta/meta.h"
 #include "proto/session.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 static void meta_arith_tokens(struct meta_line *l, const struct meta_req *req,
                               const struct store_arith_res *res)
@@ -51,6 +52,8 @@ void meta_arith(struct session *s, const struct meta_req *req)
         .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
     };
     struct store_arith_res res = {0};
+    if (watch_active(WATCH_LOOKUPS))
+        watch_peek(s, req->key, req->nkey, NULL);
     enum store_status st = store_arith(s->store, req->key, req->nkey, &a, &res);
 
     struct meta_line l;

@@ -4,6 +4,7 @@
 #include "proto/meta/meta.h"
 #include "proto/session.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 void meta_delete(struct session *s, const struct meta_req *req)
 {
@@ -18,6 +19,9 @@ void meta_delete(struct session *s, const struct meta_req *req)
         .drop_value = req->drop_value,
     };
     enum store_status st;
+    struct watch_seen seen = {0};
+    if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
+        watch_peek(s, req->key, req->nkey, &seen);
     if (req->has_cas && req->cas == 0) {
         /* C0 compares too (the store reads cas_compare 0 as "any"): a live
          * item's CAS is 0 only with -C, so otherwise it is EX */
@@ -37,6 +41,8 @@ void meta_delete(struct session *s, const struct meta_req *req)
 
     struct meta_line l;
     l.len = 0;
+    if (st == STORE_OK && !req->invalidate && watch_active(WATCH_DELETIONS))
+        watch_note_deleted(req->key, req->nkey, "md", &seen);
     switch (st) {
     case STORE_OK:
         /* memcached counts a removal or an emptying, not a mark-stale */

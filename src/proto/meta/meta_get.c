@@ -7,6 +7,7 @@
 #include "proto/session.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 /* R<ttl>: win the recache when the item's remaining TTL is below this many
  * seconds; ttl follows the exptime rules, so compute it the same way. */
@@ -119,6 +120,8 @@ void meta_get(struct session *s, const struct meta_req *req)
     struct store_item it;
     memset(&it, 0, sizeof it);
     enum store_status st = store_get(s->store, req->key, req->nkey, &g, &it);
+    if (watch_active(WATCH_LOOKUPS))
+        watch_note_get(s, req->key, req->nkey, st, &it);
 
     /* a vivified miss answers as a hit on the new, empty item (memcached
      * counts it as one too) */

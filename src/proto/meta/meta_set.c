@@ -8,6 +8,7 @@
 #include "proto/session.h"
 #include "proto/text/text.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 static enum store_mode meta_set_mode(char mode)
 {
@@ -98,7 +99,12 @@ static void meta_set_done(struct session *s, bool chunk_ok)
     }
     uint64_t cas = 0;
     uint32_t size = 0;
+    struct watch_commit wc = {0};
+    if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
+        watch_commit_begin(s, &s->text.res, &wc);
     enum store_status st = store_commit(s->store, &s->text.res, &m->req, &cas, &size);
+    if (wc.on)
+        watch_commit_end(s, &wc, st, m->req.mode, m->req.exptime);
     meta_set_count(s, m, st);
     meta_set_reply(s, m, st, cas, size);
 }
@@ -146,8 +152,12 @@ void meta_set(struct session *s, const struct meta_req *req)
 
     /* flags and expiry are known now: the store lays the item out for them */
     rel_time_t exptime = r->vivify ? r->vivify_exptime : r->exptime;
-    enum store_status st = store_reserve_for(s->store, req->key, req->nkey, req->datalen,
-                                             r->flags, exptime, &s->text.res);
+    enum store_status st =
+        s->text.avail < req->datalen
+            ? store_reserve_upload(s->store, req->key, req->nkey, req->datalen, true, r->flags,
+                                   exptime, &s->text.res)
+            : store_reserve_for(s->store, req->key, req->nkey, req->datalen, r->flags, exptime,
+                                &s->text.res);
     if (st != STORE_OK) {
         if (st == STORE_TOO_LARGE)
             STAT_INC(s->stats, store_too_large);

@@ -93,6 +93,7 @@ static bool text_want(struct session *s, const struct text_line *l, size_t min)
 static void text_dispatch(struct session *s, const struct text_line *l)
 {
     s->text.noreply = false;
+    s->text.reply_unlogged = false;
     if (l->ntok == 0) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
@@ -346,7 +347,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     size_t pos = 0;
     enum proto_status st = PROTO_OK;
 
-    while (!t->closing) {
+    while (!t->closing && !s->watcher) {
         if (t->receiving) {
             pos += text_receive(s, buf + pos, len - pos);
             if (t->receiving)
@@ -381,13 +382,14 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         text_tokenize(&line, buf + pos, end - pos);
         size_t start = pos;
         pos = next;
+        t->avail = len - pos;
         if (resuming) {
             if (t->cont.kind == TEXT_CONT_GET)
                 text_get_resume(s, &line);
             else
                 text_dump_resume(s);
         } else {
-            log_verbose("<%.*s", (int)line.len, line.raw);
+            log_verbose("<%d %.*s", s->cfd, (int)line.len, line.raw);
             if (s->authenticated)
                 text_dispatch(s, &line);
             else

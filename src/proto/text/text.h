@@ -72,7 +72,10 @@ struct text_state {
     bool set_noreply;
     struct meta_state meta;      /* the meta ms command waiting for its value */
     /* the command being executed */
+    size_t avail;                /* bytes of this read after its line: a value
+                                    not all here is an upload (store.h) */
     bool noreply;                /* classic `noreply`: suppress every reply */
+    bool reply_unlogged;         /* -vv: memcached does not log this command's reply */
     bool closing;                /* quit, HTTP guard, shutdown, out of memory */
     char *auth_buf;              /* -Y: the "user pass" token being received */
     struct text_cont cont;       /* a paused multiget or dump */

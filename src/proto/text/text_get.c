@@ -6,11 +6,13 @@
  */
 #include <string.h>
 
+#include "log.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 /* "\r\n" + "VALUE " + key + " " + flags + " " + bytes + " " + cas + "\r\n" */
 #define TEXT_VALUE_HEADER_MAX (2 + 6 + STORE_KEY_MAX + 1 + 10 + 1 + 10 + 1 + TEXT_U64_MAX_DIGITS + 2)
@@ -111,6 +113,8 @@ static void text_get_run(struct session *s, const struct text_line *l)
         struct store_item it;
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         bool hit = st == STORE_OK;
+        if (watch_active(WATCH_LOOKUPS))
+            watch_note_get(s, key, nkey, st, &it);
         if (detail)
             server_stats_detail(key, nkey, 'g', hit);
         stats_count_fetch(s->stats, c->touch, hit);
@@ -123,8 +127,10 @@ static void text_get_run(struct session *s, const struct text_line *l)
         }
         if (reply_value(&s->reply, it.value, it.nvalue, it.pin) != 0)
             goto oom;
+        log_verbose(">%d sending key %.*s", s->cfd, (int)nkey, key);
         crlf = true;
     }
+    log_verbose(">%d END", s->cfd);
     if (crlf) {
         if (reply_copy(&s->reply, "\r\nEND\r\n", 7) != 0)
             goto oom;
@@ -163,6 +169,7 @@ void text_get_resume(struct session *s, const struct text_line *l)
 void text_cmd_touch(struct session *s, const struct text_line *l)
 {
     s->text.noreply = text_line_noreply(l);
+    s->text.reply_unlogged = true; /* as memcached 1.6.45 at -vv */
     const struct text_token *key = &l->tok[1];
     if (key->len > STORE_KEY_MAX) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
@@ -174,6 +181,8 @@ void text_cmd_touch(struct session *s, const struct text_line *l)
         return;
     }
     STAT_INC(s->stats, cmd_touch);
+    if (watch_active(WATCH_LOOKUPS))
+        watch_peek(s, key->s, key->len, NULL);
     if (store_touch(s->store, key->s, key->len, clock_exptime(exptime)) == STORE_OK) {
         STAT_INC(s->stats, touch_hits);
         TEXT_OUT(s, "TOUCHED");

@@ -4,6 +4,7 @@
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 void text_cmd_delete(struct session *s, const struct text_line *l)
 {
@@ -12,6 +13,7 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
      * memcached's usage error, which clients' conformance tests expect
      * (memccapable sends `delete a b c d e`). */
     s->text.noreply = text_line_noreply(l);
+    s->text.reply_unlogged = true; /* as memcached 1.6.45 at -vv */
     if (l->ntok > (s->text.noreply ? 4u : 3u)) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
         return;
@@ -23,7 +25,12 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
     }
     if (TEXT_DETAIL_ON(s))
         server_stats_detail(key->s, key->len, 'd', false);
+    struct watch_seen seen = {0};
+    if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
+        watch_peek(s, key->s, key->len, &seen);
     if (store_delete(s->store, key->s, key->len, NULL) == STORE_OK) {
+        if (watch_active(WATCH_DELETIONS))
+            watch_note_deleted(key->s, key->len, "delete", &seen);
         STAT_INC(s->stats, delete_hits);
         TEXT_OUT(s, "DELETED");
     } else {
@@ -35,6 +42,7 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
 void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
 {
     s->text.noreply = text_line_noreply(l);
+    s->text.reply_unlogged = true; /* as memcached 1.6.45 at -vv */
     const struct text_token *key = &l->tok[1];
     if (key->len > STORE_KEY_MAX) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
@@ -46,6 +54,8 @@ void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
         return;
     }
     struct store_arith_res res;
+    if (watch_active(WATCH_LOOKUPS))
+        watch_peek(s, key->s, key->len, NULL);
     switch (store_arith(s->store, key->s, key->len, &req, &res)) {
     case STORE_OK:
         if (incr)

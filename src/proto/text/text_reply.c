@@ -1,7 +1,19 @@
 /* Reply helpers for the classic commands. memcached's noreply suppresses
  * every reply of the command, errors included, so it is checked here once. */
+#include "log.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
+
+/* -vv: memcached's out_string() log line, ">fd REPLY" or ">fd NOREPLY REPLY". */
+static void text_log_reply(const struct session *s, const char *str, size_t len)
+{
+    if (s->text.reply_unlogged)
+        return;
+    while (len > 0 && (str[len - 1] == '\n' || str[len - 1] == '\r'))
+        len--;
+    log_write(LOG_LEVEL_VERBOSE, ">%d %s%.*s", s->cfd, s->text.noreply ? "NOREPLY " : "",
+              (int)len, str);
+}
 
 void text_out_always(struct session *s, const char *str, size_t len)
 {
@@ -11,6 +23,8 @@ void text_out_always(struct session *s, const char *str, size_t len)
 
 void text_out(struct session *s, const char *str, size_t len)
 {
+    if (LOG_ENABLED(LOG_LEVEL_VERBOSE))
+        text_log_reply(s, str, len);
     if (!s->text.noreply)
         text_out_always(s, str, len);
 }

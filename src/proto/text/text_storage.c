@@ -5,6 +5,7 @@
 #include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "watch/watch_note.h"
 
 static void text_storage_done(struct session *s, bool chunk_ok)
 {
@@ -18,7 +19,13 @@ static void text_storage_done(struct session *s, bool chunk_ok)
         return;
     }
     bool is_cas = t->set_req.mode == STORE_MODE_CAS;
-    switch (store_commit(s->store, &t->res, &t->set_req, NULL, NULL)) {
+    struct watch_commit wc = {0};
+    if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
+        watch_commit_begin(s, &t->res, &wc);
+    enum store_status st = store_commit(s->store, &t->res, &t->set_req, NULL, NULL);
+    if (wc.on)
+        watch_commit_end(s, &wc, st, t->set_req.mode, t->set_req.exptime);
+    switch (st) {
     case STORE_OK:
         if (is_cas)
             STAT_INC(s->stats, cas_hits);
@@ -87,12 +94,17 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         server_stats_detail(key->s, key->len, 's', false);
 
     rel_time_t exp = clock_exptime(exptime);
-    /* append/prepend keep the old item's flags and expiry: no layout hint */
+    /* append/prepend keep the old item's flags and expiry: no layout hint.
+     * A value not all in this read is an upload: it holds no segment while
+     * it arrives (store_reserve_upload). */
+    bool concat = mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND;
+    struct store_reservation *res = &s->text.res;
     enum store_status st =
-        mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND
-            ? store_reserve(s->store, key->s, key->len, (size_t)vlen, &s->text.res)
-            : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp,
-                                &s->text.res);
+        s->text.avail < (size_t)vlen
+            ? store_reserve_upload(s->store, key->s, key->len, (size_t)vlen, !concat, flags,
+                                   exp, res)
+        : concat ? store_reserve(s->store, key->s, key->len, (size_t)vlen, res)
+                 : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp, res);
     switch (st) {
     case STORE_OK:
         break;

@@ -1,0 +1,147 @@
+"""-vv and -vvv print what memcached 1.6.45 prints: commands, the replies
+memcached logs (">fd STORED", "sending key", "NOREPLY ..."), and at -vvv
+each lookup and the connection's state changes. Compared line by line with
+the 1.6.45 reference in ../shared/ref when it is there."""
+import os
+import re
+import time
+
+import pytest
+
+import helpers
+
+REF = os.environ.get("NODELAY_REF") or os.path.join(helpers.ROOT, "..", "shared", "ref",
+                                                     "memcached-1.6.45")
+
+# One request per entry, each answered before the next is sent.
+SESSION = [
+    (b"set foo 0 0 3\r\nbar\r\n", b"STORED\r\n"),
+    (b"get foo\r\n", b"END\r\n"),
+    (b"get nope\r\n", b"END\r\n"),
+    (b"gets foo a\r\n", b"END\r\n"),
+    (b"add foo 0 0 1\r\nx\r\n", b"NOT_STORED\r\n"),
+    (b"replace nf 0 0 1\r\nx\r\n", b"NOT_STORED\r\n"),
+    (b"cas nf 0 0 1 1\r\nx\r\n", b"NOT_FOUND\r\n"),
+    (b"set n 0 0 1\r\n5\r\n", b"STORED\r\n"),
+    (b"incr n 2\r\n", b"7\r\n"),
+    (b"delete foo\r\n", b"DELETED\r\n"),
+    (b"touch n 10\r\n", b"TOUCHED\r\n"),
+    (b"mn\r\n", b"MN\r\n"),
+    (b"bogus\r\n", b"ERROR\r\n"),
+    (b"set foo 0 0 bad\r\n", b"CLIENT_ERROR bad command line format\r\n"),
+    (b"flush_all\r\n", b"OK\r\n"),
+    (b"version\r\n", b"VERSION 1.6.45\r\n"),
+]
+
+
+def run_session(srv):
+    c = srv.connect()
+    for req, until in SESSION:
+        c.send(req)
+        c.read_until(until)
+    c.send(b"set q 0 0 2 noreply\r\nab\r\n")
+    assert c.call("mn") == b"MN\r\n"
+    c.close()
+
+
+def client_lines(text, fd_hint=None):
+    """The lines about the client connection, its fd replaced by N."""
+    out = []
+    for line in text.splitlines():
+        if "server listening" in line or "client connection" in line:
+            continue
+        m = re.match(r"^([<>])(\d+) (.*)$", line)
+        if m:
+            out.append(f"{m.group(1)}N {m.group(3)}")
+            continue
+        m = re.match(r"^(\d+): (Client using the \w+ protocol|going from \w+ to \w+)$", line)
+        if m:
+            out.append("N: " + m.group(2))
+            continue
+        if line.startswith("> FOUND KEY ") or line.startswith("> NOT FOUND "):
+            out.append(line)
+    return out
+
+
+def wait_for(srv, text, count=1, timeout=5.0):
+    deadline = time.monotonic() + timeout * helpers.slow_factor()
+    while srv.stderr().count(text) < count:
+        assert time.monotonic() < deadline, f"{text!r} never logged:\n{srv.stderr()[-2000:]}"
+        time.sleep(0.02)
+
+
+def logged(start_server, binary, level):
+    srv = start_server(level, "-t", "1", binary=binary)
+    run_session(srv)
+    wait_for(srv, "NOREPLY STORED")
+    wait_for(srv, "connection closed", count=2)  # the readiness probe's, then ours
+    return client_lines(srv.stderr())
+
+
+def ref_bin():
+    if not os.access(REF, os.X_OK):
+        pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
+    return REF
+
+
+def test_vv_logs_commands_and_replies(start_server, server_bin):
+    lines = logged(start_server, server_bin, "-vv")
+    # (the fixture's readiness probe connected and left first)
+    assert lines.index("N: Client using the ascii protocol") < lines.index("<N set foo 0 0 3")
+    for want in ["<N set foo 0 0 3", ">N STORED", "<N get foo", ">N sending key foo", ">N END",
+                 ">N NOT_STORED", ">N NOT_FOUND", ">N MN", ">N ERROR",
+                 ">N CLIENT_ERROR bad command line format", ">N OK", ">N VERSION 1.6.45",
+                 ">N NOREPLY STORED"]:
+        assert want in lines, want
+    # memcached 1.6.45 does not log these replies
+    for unwanted in [">N DELETED", ">N TOUCHED", ">N 7"]:
+        assert unwanted not in lines
+    assert not any("FOUND" in l or "going from" in l for l in lines if not l.startswith(">N"))
+
+
+def test_vv_matches_1_6_45(start_server, server_bin):
+    ref = logged(start_server, ref_bin(), "-vv")
+    ours = logged(start_server, server_bin, "-vv")
+    assert ours == ref
+
+
+def test_vvv_adds_lookups_and_states(start_server, server_bin):
+    lines = logged(start_server, server_bin, "-vvv")
+    assert "> NOT FOUND foo" in lines  # the set's lookup
+    assert "> FOUND KEY foo" in lines
+    assert "> NOT FOUND nope" in lines
+    states = [l for l in lines if "going from" in l]
+    assert states, "no state changes logged"
+    names = {"conn_new_cmd", "conn_read", "conn_parse_cmd", "conn_nread", "conn_mwrite",
+             "conn_closing", "conn_waiting"}
+    for l in states:
+        a, b = re.match(r"N: going from (\w+) to (\w+)", l).groups()
+        assert a in names and b in names and a != b
+
+
+def test_vvv_lookups_match_1_6_45(start_server, server_bin):
+    """The lookup lines come in memcached's order (state names differ:
+    nodelay's connection has fewer states than memcached's machine)."""
+    def lookups(lines):
+        return [l for l in lines if "FOUND" in l and not l.startswith(">N")]
+    ref = lookups(logged(start_server, ref_bin(), "-vvv"))
+    ours = lookups(logged(start_server, server_bin, "-vvv"))
+    assert ours == ref
+
+
+def test_verbosity_command_raises_the_level(start_server):
+    srv = start_server()
+    c = srv.connect()
+    assert c.call("verbosity 2") == b"OK\r\n"
+    c.set("vk", "v")
+    deadline = time.monotonic() + 5 * helpers.slow_factor()
+    while "<" not in srv.stderr() or "STORED" not in srv.stderr():
+        assert time.monotonic() < deadline, srv.stderr()
+        time.sleep(0.02)
+    assert re.search(r"^<\d+ set vk 0 0 1$", srv.stderr(), re.M)
+    assert re.search(r"^>\d+ STORED$", srv.stderr(), re.M)
+    assert c.call("verbosity 0") == b"OK\r\n"
+    before = srv.stderr()
+    c.set("vk2", "v")
+    c.call("mn")
+    assert "vk2" not in srv.stderr()[len(before):]

@@ -1,0 +1,288 @@
+"""`watch` log streams, as memcached 1.6.45 prints them.
+
+Line formats are compared, field names and order, with the 1.6.45 reference
+binary in ../shared/ref when it is there (those comparisons skip, saying so,
+when it is not); the rest checks nodelay alone: each event class, `skipped`
+under a flood, the counters, and that a watcher that never reads slows
+nobody else.
+"""
+import os
+import re
+import socket
+import time
+
+import pytest
+
+import helpers
+from helpers import stats
+
+# $NODELAY_REF overrides, for a checkout that is not beside ../shared
+REF = os.environ.get("NODELAY_REF") or os.path.join(helpers.ROOT, "..", "shared", "ref",
+                                                     "memcached-1.6.45")
+
+LINE = re.compile(r"^ts=\d+\.\d+ gid=\d+ type=(\S+)")
+
+
+def ref_bin():
+    if not os.access(REF, os.X_OK):
+        pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
+    return REF
+
+
+def watcher(srv, what="", timeout=5.0):
+    w = srv.connect(timeout=timeout)
+    w.send(("watch " + what).strip() + "\r\n")
+    assert w.readline() == b"OK\r\n"
+    return w
+
+
+def lines_until(w, pred, timeout=5.0):
+    """Read stream lines until pred(line) is true; return all read."""
+    out = []
+    deadline = time.monotonic() + timeout * helpers.slow_factor()
+    while time.monotonic() < deadline:
+        line = w.read_until(b"\n").decode()
+        out.append(line.rstrip("\n"))
+        if pred(out[-1]):
+            return out
+    raise AssertionError(f"no matching line; saw {out[-5:]}")
+
+
+def parse(line):
+    """'ts=1.2 gid=3 type=x a=b' -> [('ts', ..), ('gid', ..), ...]"""
+    return [tuple(f.split("=", 1)) for f in line.split(" ")]
+
+
+def shape(line):
+    return [k for k, _ in parse(line)]
+
+
+def scenario(srv):
+    """Run one of each event class; return {type: first line of that type}."""
+    w = watcher(srv, "fetchers mutations evictions connevents deletions")
+    c = srv.connect()
+    c.set("wk", "abc")
+    c.get("wk")
+    c.get("wk_missing")
+    c.call("delete wk")
+    c.close()
+    seen = {}
+    for line in lines_until(w, lambda l: "type=conn_close" in l):
+        m = LINE.match(line)
+        assert m, f"not a log line: {line!r}"
+        seen.setdefault(m.group(1) + ("" if "status=not_found" not in line else "_miss"), line)
+    w.close()
+    return seen
+
+
+def test_watch_lines_have_memcached_fields(start_server):
+    seen = scenario(start_server())
+    # memcached 1.6.45's logger.c formats
+    assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=conn_new rip=127\.0\.0\.1 rport=\d+ "
+                        r"transport=tcp cfd=\d+", seen["conn_new"])
+    assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=item_get key=wk status=found clsid=\d+ "
+                        r"cfd=\d+ size=3", seen["item_get"])
+    assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=item_get key=wk status=not_found clsid=0 "
+                        r"cfd=\d+ size=0", seen["item_get_miss"])
+    assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=item_store key=wk status=stored cmd=set "
+                        r"ttl=0 clsid=\d+ cfd=\d+ size=3", seen["item_store"])
+    assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=deleted key=wk cmd=delete clsid=\d+ size=3",
+                        seen["deleted"])
+    assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=conn_close rip=127\.0\.0\.1 rport=\d+ "
+                        r"transport=tcp reason=normal cfd=\d+", seen["conn_close"])
+
+
+def test_watch_field_order_matches_1_6_45(start_server):
+    ref = start_server(binary=ref_bin())
+    ours = scenario(start_server())
+    theirs = scenario(ref)
+    assert set(ours) == set(theirs)
+    for kind in theirs:
+        assert shape(ours[kind]) == shape(theirs[kind]), kind
+        # the values that do not depend on fds, ports, times or slab sizes
+        fixed = {"type", "key", "status", "cmd", "ttl", "size", "transport", "reason", "rip"}
+        assert [f for f in parse(ours[kind]) if f[0] in fixed] == \
+               [f for f in parse(theirs[kind]) if f[0] in fixed], kind
+
+
+def test_set_logs_lookup_then_store_with_cfd(start_server):
+    """memcached's watcher_connid.t: a set logs its lookup and its store, both
+    with the client's fd as `stats conns` shows it."""
+    srv = start_server()
+    c = srv.connect()
+    conns = c.call("stats conns", until=b"END\r\n").decode()
+    w = watcher(srv, "fetchers mutations")
+    c.send("set foo 0 0 5 noreply\r\nhello\r\n")
+    first = lines_until(w, lambda l: True)[0]
+    second = lines_until(w, lambda l: True)[0]
+    cfd = re.search(r"cfd=(\d+)", first).group(1)
+    assert f"STAT {cfd}:" in conns
+    assert re.match(r"ts=\d+\.\d+ gid=\d+ type=item_get key=foo status=not_found clsid=\d+ cfd=" + cfd,
+                    first)
+    assert re.match(r"ts=\d+\.\d+ gid=\d+ type=item_store key=foo status=stored cmd=set ttl=\d+ "
+                    r"clsid=\d+ cfd=" + cfd, second)
+
+
+def test_keys_are_uri_encoded(start_server):
+    srv = start_server()
+    w = watcher(srv, "mutations")
+    c = srv.connect()
+    key = "#" * 250
+    assert c.set(key, "memcached") == b"STORED\r\n"
+    line = lines_until(w, lambda l: "item_store" in l)[-1]
+    assert line.split(" ")[3] == "key=" + "%23" * 250
+    c.set("a-b.c_d~e/f", "x")
+    line = lines_until(w, lambda l: "item_store" in l)[-1]
+    assert " key=a-b.c_d~e%2Ff " in line
+
+
+def test_only_the_classes_asked_for(start_server):
+    srv = start_server()
+    w = watcher(srv, "deletions")
+    c = srv.connect()
+    c.set("d1", "v")
+    c.get("d1")
+    c.call("delete d1")
+    c.call("md d1")
+    c.set("d2", "vv")
+    c.call("md d2")
+    got = lines_until(w, lambda l: "key=d2" in l)
+    assert [LINE.match(l).group(1) for l in got] == ["deleted", "deleted"]
+    assert " cmd=delete " in got[0] and " cmd=md " in got[1]
+
+
+def test_meta_commands_are_logged(start_server):
+    srv = start_server()
+    w = watcher(srv, "fetchers mutations")
+    c = srv.connect()
+    c.send("ms mk 2 T5\r\nhi\r\n")
+    assert c.readline() == b"HD\r\n"
+    c.send("mg mk v\r\n")
+    assert c.read_until(b"hi\r\n")
+    got = lines_until(w, lambda l: "status=found" in l)
+    store = [l for l in got if "item_store" in l][0]
+    assert " key=mk status=stored cmd=set ttl=5 " in store
+    assert got[-1].endswith(" size=2")
+
+
+def test_evictions_are_logged(start_server):
+    srv = start_server("-m", "2")
+    w = watcher(srv, "evictions")
+    c = srv.connect()
+    value = b"x" * 50000
+    for i in range(200):
+        c.send(b"set ev%d 0 0 %d noreply\r\n%s\r\n" % (i, len(value), value))
+    assert c.call("version").startswith(b"VERSION")
+    line = lines_until(w, lambda l: "type=eviction" in l)[-1]
+    assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=eviction key=ev\d+ fetch=no ttl=-1 la=\d+ "
+                        r"clsid=\d+ size=50000", line)
+
+
+def test_watch_refusals(start_server):
+    srv = start_server()
+    c = srv.connect()
+    assert c.call("watch bogus") == b"ERROR\r\n"
+    # a reply still owed: memcached refuses rather than lose it
+    c.send("get nothing\r\nwatch\r\n")
+    assert c.read_until(b"END\r\n") == b"END\r\n"
+    assert c.readline() == b"ERROR cannot pipeline other commands before watch\r\n"
+    ws = [watcher(srv) for _ in range(20)]
+    assert c.call("watch") == b"WATCHER_TOO_MANY log watcher limit reached\r\n"
+    for w in ws:
+        w.close()
+    off = start_server("-W")
+    assert off.connect().call("watch") == b"CLIENT_ERROR watch commands not allowed\r\n"
+
+
+def test_refusals_match_1_6_45(start_server):
+    ref = start_server(binary=ref_bin())
+    ours = start_server()
+    for line in ("watch bogus", "watch fetchers bogus"):
+        assert ours.connect().call(line) == ref.connect().call(line), line
+    replies = []
+    for srv in (ref, ours):
+        c = srv.connect()
+        c.send("get nothing\r\nwatch\r\n")
+        replies.append(c.read_until(b"END\r\n") + c.readline())
+    assert replies[0] == replies[1]
+
+
+def test_counters_and_watchers_gauge(start_server):
+    srv = start_server()
+    c = srv.connect()
+    before = stats(c)
+    assert before["log_watchers"] == "0"
+    w = watcher(srv)
+    for i in range(10):
+        c.get("cnt%d" % i)
+    lines_until(w, lambda l: "key=cnt9" in l)
+    mid = stats(c)
+    assert mid["log_watchers"] == "1"
+    assert int(mid["log_worker_written"]) - int(before["log_worker_written"]) >= 10
+    assert int(mid["log_watcher_sent"]) - int(before["log_watcher_sent"]) >= 10
+    w.close()
+    deadline = time.monotonic() + 5
+    while stats(c)["log_watchers"] != "0":
+        assert time.monotonic() < deadline, "watcher not removed after close"
+        time.sleep(0.02)
+
+
+def test_skipped_reported_under_flood(start_server):
+    """memcached's watcher.t: a watcher that falls behind loses lines, and the
+    stream says how many before the next line it does get."""
+    srv = start_server("-o", "watcher_logbuf_size=8")
+    w = srv.connect(timeout=10)
+    w.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    w.send("watch\r\n")
+    assert w.readline() == b"OK\r\n"
+    c = srv.connect()
+    spacer = "X" * 180
+    batch = "".join(f"get foo{i}{spacer}\r\n" for i in range(2000))
+    for _ in range(10):
+        c.send(batch)
+        c.read_exact(5 * 2000)  # 2000 x "END\r\n"
+    time.sleep(0.2)
+    skipped = None
+    saw_after = False
+    deadline = time.monotonic() + 10 * helpers.slow_factor()
+    n = 0
+    while time.monotonic() < deadline:
+        line = w.read_until(b"\n").decode()
+        n += 1
+        if n % 100 == 0:
+            c.get("foo")  # new lines let the skip be reported
+        if line.startswith("skipped="):
+            skipped = int(line.strip().split("=")[1])
+            c.get("foob")
+            continue
+        if skipped is not None:
+            assert LINE.match(line), line
+            saw_after = True
+            break
+    assert skipped and skipped > 0
+    assert saw_after
+    assert int(stats(c)["log_watcher_skipped"]) >= skipped
+
+
+def test_stalled_watcher_does_not_slow_others(start_server):
+    srv = start_server("-o", "watcher_logbuf_size=8")
+    w = srv.connect()
+    w.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    w.send("watch fetchers mutations\r\n")
+    assert w.readline() == b"OK\r\n"
+    # never read from w again: its buffer fills, then lines are skipped
+    c = srv.connect()
+    worst = 0.0
+    start = time.monotonic()
+    key = "#" * 240  # ~720 bytes a line once URI-encoded: the buffers fill fast
+    for i in range(6000):
+        t0 = time.monotonic()
+        assert c.set("%s%d" % (key, i % 50), "v" * 100) == b"STORED\r\n"
+        worst = max(worst, time.monotonic() - t0)
+    total = time.monotonic() - start
+    assert int(stats(c)["log_watcher_skipped"]) > 0
+    # a blocked worker would stall every request; 6000 round trips on
+    # loopback take well under a few seconds even on a loaded machine
+    assert worst < 0.5 * helpers.slow_factor(), worst
+    assert total < 10 * helpers.slow_factor(), total
+    w.close()
