@@ -380,14 +380,25 @@ def supports_config(binary):
     return "--config" in r.stdout + r.stderr
 
 
-def test_unit_exec_start_serves(installed, tmp_path, notify_socket):
+DEBIAN_MEMCACHED_CONF = "/usr/share/memcached/memcached.conf.default"
+
+
+@pytest.mark.parametrize("config", ["nodelay.conf", "Debian's memcached.conf"])
+def test_unit_exec_start_serves(installed, tmp_path, notify_socket, config):
     """The unit's ExecStart, as systemd runs it: as an unprivileged user (the
     unit's User=nodelay; here nobody, when root), with NOTIFY_SOCKET
-    (Type=notify); then ExecReload's SIGHUP, then systemctl stop's SIGTERM."""
+    (Type=notify); then ExecReload's SIGHUP, then systemctl stop's SIGTERM.
+    With the packaged config, and with Debian's /etc/memcached.conf copied
+    over it unchanged (its -d, logfile, -u memcache and -P lines included)
+    but for the port, so the test does not take 11211."""
     argv = unit_exec_start(installed / "lib/systemd/system/nodelay.service")
     if not supports_config(argv[0]):
         pytest.skip("this server has no --config yet (issue 8.1's config reader)")
     conf = installed / "etc/nodelay.conf"
+    if config != "nodelay.conf":
+        if not os.path.exists(DEBIAN_MEMCACHED_CONF):
+            pytest.skip(f"{DEBIAN_MEMCACHED_CONF} is absent (Debian package memcached)")
+        shutil.copy(DEBIAN_MEMCACHED_CONF, conf)
     port = helpers.free_port()
     text = conf.read_text().replace("\n-p 11211\n", f"\n-p {port}\n-U 0\n")
     assert f"-p {port}" in text
