@@ -3,7 +3,6 @@ front of three nodelay nodes, ketama distribution, auto_eject_hosts. One node
 is killed mid-load: the pool must eject it, keep serving the other nodes'
 keys throughout, and take it back once it is restarted (issue 10)."""
 import json
-import os
 import shutil
 import signal
 import socket
