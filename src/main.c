@@ -263,7 +263,6 @@ int main(int argc, char **argv)
         settings_release(&s);
         return MAIN_EX_OSERR;
     }
-    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
 
     /* Block the stop signals before any thread exists, so all inherit it. */
     sigset_t set;
@@ -288,6 +287,8 @@ int main(int argc, char **argv)
         settings_release(&s);
         return EXIT_FAILURE;
     }
+    /* from here on every exit goes through out_settings, which removes it */
+    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
     struct core core = {.settings = &s};
     struct store_options opt = {
         .mem_limit = SETTINGS_GET(&s, maxbytes),

@@ -98,7 +98,7 @@ X(FIX,  memory_file,          STR,  NULL,       'e', "memory-file",        NULL,
 X(NONE, client_flags_size,    NONE, 0,          0,   NULL,                 NULL,                   NULL,     NOP,         0, 0,            "client_flags_size",     FOUR,     NULL, NULL) \
 /* no stats settings line from here on */ \
 X(FIX,  watch_enabled,        BOOL, true,       'W', "disable-watch",      NULL,                   NULL,     OFF,         0, 0,            NULL,                    NONE,     NULL, "refuse watch") \
-X(FIX,  daemonize,            BOOL, false,      'd', "daemon",             NULL,                   NULL,     ON,          0, 0,            NULL,                    NONE,     NULL, "run as a daemon") \
+X(FIX,  daemonize,            BOOL, false,      'd', "daemon",             NULL,                   NULL,     ON,          0, 0,            NULL,                    NONE,     NULL, "run as a daemon (ignored when systemd starts it as Type=notify)") \
 X(FIX,  pid_file,             STR,  NULL,       'P', "pidfile",            NULL,                   "file",   STR,         0, 0,            NULL,                    NONE,     NULL, "write the process id here (removed at exit)") \
 X(FIX,  username,             STR,  NULL,       'u', "user",               NULL,                   "user",   STR,         0, 0,            NULL,                    NONE,     NULL, "user to run as; required when started as root (-u root keeps root)") \
 X(FIX,  lock_memory,          BOOL, false,      'k', "lock-memory",        NULL,                   NULL,     ON,          0, 0,            NULL,                    NONE,     NULL, "lock all memory (mlockall)") \
