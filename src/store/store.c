@@ -26,7 +26,8 @@ unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
         return 0;
     /* memcached's do_item_alloc test (`exptime - current_time <=
      * temporary_ttl`, unsigned: an already expired item is not one). */
-    if (s->opt.temporary_ttl && exptime >= now && exptime - now <= s->opt.temporary_ttl)
+    int64_t temp = __atomic_load_n(&s->temp_ttl, __ATOMIC_RELAXED);
+    if (temp >= 0 && exptime >= now && (int64_t)(exptime - now) <= temp)
         return STORE_GROUP_TEMP;
     uint32_t ttl = exptime > now ? exptime - now : 1;
     unsigned g = 1;
@@ -300,6 +301,7 @@ int store_create(struct store **out, const struct store_options *opt)
     }
     s->mem_limit = opt->mem_limit;
     s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
+    s->temp_ttl = opt->temp_lru ? (int64_t)opt->temporary_ttl : -1;
     s->upload_limit = opt->upload_limit
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
@@ -783,6 +785,11 @@ void store_flush(struct store *s, rel_time_t when)
         pthread_cond_signal(&s->house_cond);
         pthread_mutex_unlock(&s->house_lock);
     }
+}
+
+void store_set_temporary_ttl(struct store *s, int ttl)
+{
+    __atomic_store_n(&s->temp_ttl, ttl < 0 ? (int64_t)-1 : (int64_t)ttl, __ATOMIC_RELAXED);
 }
 
 int store_set_mem_limit(struct store *s, size_t bytes)

@@ -41,8 +41,8 @@ struct store_options {
     bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
     size_t upload_limit;  /* bytes all incomplete large uploads may hold; 0 = default
                              (docs/store.md "Uploads") */
-    unsigned temporary_ttl; /* -o temporary_ttl: items with a TTL up to this are not
-                               evicted for others (memcached's TEMP LRU); 0 = off */
+    bool temp_lru;          /* -o temporary_ttl given (memcached's TEMP LRU): */
+    unsigned temporary_ttl; /* items with a TTL up to this are not evicted for others */
 };
 
 enum store_status {
@@ -250,6 +250,10 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
 /* flush_all: items stored at or before `when` become invisible once `when`
  * has come (when = clock_now() for an immediate flush). */
 void store_flush(struct store *store, rel_time_t when);
+
+/* `lru temp_ttl N`: change temporary_ttl at run time; negative turns it off
+ * (memcached's rule). Items already stored keep their place. */
+void store_set_temporary_ttl(struct store *store, int ttl);
 
 /* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
 int store_set_mem_limit(struct store *store, size_t bytes);

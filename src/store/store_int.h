@@ -254,6 +254,7 @@ struct store {
     bool house_stop;
     bool house_kick;                /* run a pass now (an immediate flush_all) */
 
+    int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
     uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
     uint64_t upload_limit;     /* bound on the large ones */
 

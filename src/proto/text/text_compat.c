@@ -127,6 +127,7 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
             SETTINGS_SET(s->settings, temp_lru, ttl >= 0);
             if (ttl >= 0)
                 SETTINGS_SET(s->settings, temporary_ttl, (int)ttl);
+            store_set_temporary_ttl(store_ctx_store(s->store), ttl);
             TEXT_OUT(s, "OK");
         }
     } else {
