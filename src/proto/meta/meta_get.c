@@ -27,12 +27,7 @@ static void meta_get_miss(struct session *s, const struct meta_req *req)
     struct meta_line l;
     l.len = 0;
     meta_line_mem(&l, "EN", 2);
-    for (size_t i = 0; i < req->norder; i++) {
-        if (req->order[i] == 'O')
-            meta_line_opaque(&l, req->opaque, req->nopaque);
-        else if (req->order[i] == 'k')
-            meta_line_key(&l, req->key, req->nkey, req->base64_key);
-    }
+    meta_line_echo(&l, req);
     meta_line_send(s, &l);
 }
 
