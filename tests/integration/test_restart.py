@@ -503,7 +503,7 @@ def check_restored(srv, models, counts):
 # room for everything; eviction (acknowledged writes may be evicted, nothing
 # stale may return); -M, where overwrites make segments compacted in place.
 KILL9_MODES = {
-    "roomy": ("256", (), 0.5, 256 * 1024, False),
+    "roomy": ("256", (), 0.5, 1000 * 1000, False),  # values up to -I 1m
     "evicting": ("8", (), 0.25, 256 * 1024, True),
     "compacting": ("8", ("-M",), 0.25, 8000, False),
 }
