@@ -17,11 +17,13 @@
 #include "settings.h"
 #include "watch/watch.h"
 
-/* Keep the worker's reply-bytes gauge (stats nodelay) in step with this
- * connection's queue. */
+/* Keep the worker's reply-bytes gauge (response_obj_bytes) in step with
+ * the memory this connection's queue holds: its copied bytes. Values sent by
+ * reference live in item memory (-m) and are not counted again; the
+ * allowance (reply_pending) still pauses a reply that pins too many. */
 static void conn_account_reply(struct conn *c)
 {
-    size_t now = reply_pending(&c->sess.reply);
+    size_t now = c->sess.reply.copied;
     if (now == c->accounted)
         return;
     size_t *gauge = &c->w->reply_bytes;

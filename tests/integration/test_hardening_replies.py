@@ -18,10 +18,12 @@ from helpers import slow_factor, stats
 
 MiB = 1 << 20
 SANITIZED = slow_factor() > 1  # ASan's shadow memory and quarantine are not ours
-# A probe's worst wait. Before the fix: 1,588 ms. A quiet run measures a few
-# ms; the bound leaves room for a 2-core machine shared with other work
-# (there an idle probe alone sees 15-30 ms now and then).
-PROBE_MAX = 0.25
+# A probe's worst wait. Before the fix a 2 MiB get line stalled the worker
+# for 1,588 ms, every time. A quiet machine measures a few ms; this one has
+# 2 cores shared by many (at load average 18 an idle probe alone sees 100 ms
+# and more now and then), so the bound only has to tell a stall of the
+# worker from the scheduler's noise.
+PROBE_MAX = 0.5
 
 
 def rss_mib(srv):
