@@ -145,7 +145,7 @@ def stop_attacker(p):
     p.wait(10)
 
 
-@pytest.mark.concurrency
+@pytest.mark.slow
 def test_multiget_of_100_values_of_1mb_reaches_a_fast_reader(start_server):
     """9.2: 100 x 1 MB in one multiget: every byte, not 6 values then EOF."""
     srv = start_server("-m", "256")
@@ -164,7 +164,7 @@ def test_multiget_of_100_values_of_1mb_reaches_a_fast_reader(start_server):
         assert int(stats(c, "nodelay")["slow_reader_kills"]) == kills
 
 
-@pytest.mark.concurrency
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd,end", [("metadump", b"END\r\n"), ("mgdump", b"EN\r\n")])
 def test_dump_of_many_items_completes(start_server, cmd, end):
     """9.2: a dump of 200,000 items ends with END (it stopped at 65,192 lines)."""
@@ -243,7 +243,7 @@ def test_clients_that_stop_reading_stay_within_the_bound(start_server):
     assert client_bytes(c) < MiB
 
 
-@pytest.mark.concurrency
+@pytest.mark.slow
 @pytest.mark.parametrize("reads", [True, False], ids=["reader", "non-reader"])
 def test_long_get_line_is_bounded_work(start_server, reads):
     """9.4: a 2 MiB get line of one key repeated 1,048,576 times (512 B value)
