@@ -88,6 +88,8 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, const char *addr,
     c->last_active = clock_now();
     conn_input_init(&c->in, w->rbufs);
     session_init(&c->sess, w->store, w->stats, w->core->settings);
+    if (w->core->ops)
+        c->sess.ops = w->core->ops;
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
     c->sess.cfd = fd;
@@ -189,6 +191,11 @@ static void conn_update_interest(struct conn *c)
         registry_set_state(&c->entry, REGISTRY_NEW_CMD);
 }
 
+static int conn_watch_copy(void *q, const void *data, size_t n)
+{
+    return reply_copy(q, data, n);
+}
+
 void conn_flush(struct conn *c)
 {
     struct conn_env *w = c->env;
@@ -197,7 +204,8 @@ void conn_flush(struct conn *c)
     c->flush_more = false;
     size_t sent = 0;
     /* A `watch` stream is composed as the socket drains. */
-    while (reply_pending(q) > 0 || (c->sess.watcher && watch_refill(c->sess.watcher, q) > 0)) {
+    while (reply_pending(q) > 0 ||
+           (c->sess.watcher && watch_refill(c->sess.watcher, reply_pending(q), conn_watch_copy, q) > 0)) {
         if (sent >= CONN_FLUSH_BUDGET) {
             c->flush_more = true; /* the rest next turn, after the others */
             break;
@@ -247,6 +255,16 @@ static void conn_settle(struct conn *c)
 {
     if (c->dead)
         return;
+    /* Replies held back (a -R yield) that nothing else would send: the
+     * allowance shrank under the global bound so the resume must wait, or
+     * input has stopped. Send them now: either the socket takes them or its
+     * write side wakes us. */
+    if (!c->blocked && !c->flush_more && reply_pending(&c->sess.reply) > 0 &&
+        !(c->in.again && !c->closing && conn_may_run(c))) {
+        conn_flush(c);
+        if (c->dead)
+            return;
+    }
     if (c->closing && reply_pending(&c->sess.reply) == 0) {
         conn_close(c, NULL);
         return;

@@ -9,8 +9,8 @@
 #include "clock.h"
 #include "net/conn_env.h"
 #include "net/conn_input.h"
-#include "net/registry.h"
 #include "net/watch.h"
+#include "stats/registry.h"
 #include "proto/session.h"
 
 /* server.c's name for a standard read buffer's size. */
