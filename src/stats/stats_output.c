@@ -213,5 +213,8 @@ int stats_nodelay_compose(const struct stats_snapshot *s, const char *nodelay_ve
     U("seg_expired", st->seg_expired);
     U("items_reinserted", st->items_reinserted);
     U("dead_bytes", st->dead_bytes);
+    U("upload_bytes", st->upload_bytes);
+    U("upload_limit", st->upload_limit);
+    U("uploads_refused", st->uploads_refused);
     return rc ? -1 : 0;
 }

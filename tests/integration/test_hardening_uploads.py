@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from helpers import bin_read, bin_request, is_memcached
+from helpers import bin_read, bin_request, is_memcached, stats
 
 OLD_KEYS = 100
 ATTACKERS = 80
@@ -223,6 +223,11 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
     fifth = srv.connect()
     fifth.send(b"set up4 0 0 1000000\r\n")
     assert fifth.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    watcher = srv.connect()
+    st = stats(watcher, "nodelay")
+    assert int(st["upload_limit"]) == 4 << 20
+    assert int(st["upload_bytes"]) == 4 * (1000000 + 3)
+    assert int(st["uploads_refused"]) == 1
     fifth.send(b"x" * 1000000 + b"\r\n")
     assert fifth.call("version").startswith(b"VERSION ")
     # a small value split across reads is never refused for the bound
@@ -243,5 +248,6 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
     got = fifth.get_multi([f"up{i}" for i in range(5)])
     assert sorted(got) == ["up0", "up1", "up2", "up3"]
     assert all(v[1] == b"u" * 1000000 for v in got.values())
-    for c in first + [fifth, b]:
+    assert int(stats(watcher, "nodelay")["upload_bytes"]) == 0
+    for c in first + [fifth, b, watcher]:
         c.close()
