@@ -46,6 +46,16 @@ uint8_t store_class_id(struct store *s, size_t mc_size)
     return (uint8_t)(s->nclasses - 1);
 }
 
+size_t store_item_mc_size(const struct store *s, const struct store_item *it)
+{
+    return item_mc_size(it->nkey, it->nvalue, it->flags, s->opt.cas_enabled);
+}
+
+unsigned store_class_largest(const struct store *s)
+{
+    return s->nclasses - 1;
+}
+
 /* memcached's classes: 96 bytes, then x1.25 rounded up to 8, up to half an
  * -I (its slab_chunk_max), and one class of that size for larger items. */
 static void store_init_classes(struct store *s)
@@ -574,6 +584,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             continue;
         }
         store_fill_item(s, &f, out);
+        out->exptime_before = out->exptime;
         if (req->touch) {
             if (f.h.exp_off) {
                 item_put_u32(f.p, f.h.exp_off, req->exptime);

@@ -374,7 +374,4 @@ enum store_status store_upload_place(struct store_ctx *ctx, struct store_reserva
 /* Free a staged upload's memory. */
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);
 
-/* memcached's safe_strtoull over a value (store_arith.c). */
-bool store_parse_u64(const char *p, size_t n, uint64_t *out);
-
 #endif
