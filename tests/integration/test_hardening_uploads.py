@@ -104,7 +104,12 @@ def test_big_half_sent_sets_binary(start_server):
 
 
 @pytest.mark.slow
-def test_small_half_sent_sets_one_worker(start_server):
+@pytest.mark.parametrize("opening", [
+    b"set hold%d 0 0 100\r\n",
+    # the whole value but its "\r\n": still incomplete, still an upload
+    b"set hold%d 0 0 1000\r\n" + b"h" * 1000,
+], ids=["no-value", "no-crlf"])
+def test_small_half_sent_sets_one_worker(start_server, opening):
     """At -t 1 every pending value would land in the one worker's segments:
     between two attackers another client writes 128 KB (10 MB in all, more
     than -m 8), so each attacker's value would pin a different segment if
@@ -122,7 +127,7 @@ def test_small_half_sent_sets_one_worker(start_server):
         if i % 8 == 7:
             assert old_readable(c) == OLD_KEYS, f"old keys lost after {i + 1} attackers"
 
-    held = half_sent_attack(srv, lambda i: b"set hold%d 0 0 100\r\n" % i, churn)
+    held = half_sent_attack(srv, lambda i: opening.replace(b"%d", b"%d" % i, 1), churn)
     check_others_unharmed(srv, held)
     w.close()
 
