@@ -98,7 +98,8 @@ static void server_sum_workers(struct core *c, struct stats_thread *sum, uint64_
 #define SERVER_STORE_COUNTERS(X)                                               \
     X(total_items) X(evictions) X(evicted_unfetched) X(evicted_active)        \
     X(expired_unfetched) X(reclaimed) X(get_expired) X(get_flushed)           \
-    X(seg_evicted) X(seg_expired) X(items_reinserted) X(uploads_refused)
+    X(seg_evicted) X(seg_expired) X(items_reinserted) X(uploads_refused) \
+    X(uploads_cut)
 
 static void server_snapshot(struct core *c, struct stats_snapshot *s)
 {

@@ -216,5 +216,6 @@ int stats_nodelay_compose(const struct stats_snapshot *s, const char *nodelay_ve
     U("upload_bytes", st->upload_bytes);
     U("upload_limit", st->upload_limit);
     U("uploads_refused", st->uploads_refused);
+    U("uploads_cut", st->uploads_cut);
     return rc ? -1 : 0;
 }

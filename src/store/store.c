@@ -327,6 +327,7 @@ int store_create(struct store **out, const struct store_options *opt)
     s->ghost = calloc(ghosts, sizeof(*s->ghost));
     s->ghost_mask = s->ghost ? ghosts - 1 : 0;
     pthread_mutex_init(&s->ctx_lock, NULL);
+    store_upload_init(s);
     pthread_mutex_init(&s->house_lock, NULL);
     pthread_cond_init(&s->house_cond, NULL);
     s->house = store_ctx_create(s);
@@ -365,6 +366,7 @@ void store_destroy(struct store **sp)
     free(s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
     pthread_mutex_destroy(&s->house_lock);
+    store_upload_release(s);
     pthread_cond_destroy(&s->house_cond);
     free(s);
     *sp = NULL;
@@ -872,6 +874,7 @@ void store_stats(struct store *s, struct store_stats *out)
     out->seg_expired = sum.seg_expired;
     out->items_reinserted = sum.items_reinserted;
     out->uploads_refused = sum.uploads_refused;
+    out->uploads_cut = sum.uploads_cut;
     out->upload_bytes = __atomic_load_n(&s->upload_bytes, __ATOMIC_RELAXED);
     out->upload_limit = s->upload_limit;
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);

@@ -198,7 +198,8 @@ struct seg_list {
 #define STORE_CTX_COUNTERS(X)                                                  \
     X(total_items) X(evictions) X(evicted_unfetched) X(evicted_active)         \
     X(expired_unfetched) X(reclaimed) X(get_expired) X(get_flushed)            \
-    X(seg_evicted) X(seg_expired) X(items_reinserted) X(uploads_refused)
+    X(seg_evicted) X(seg_expired) X(items_reinserted) X(uploads_refused)     \
+    X(uploads_cut)
 
 struct store_ctx_counters {
 #define STORE_CTX_FIELD(n) uint64_t n;
@@ -257,6 +258,10 @@ struct store {
     int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
     uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
     uint64_t upload_limit;     /* bound on the large ones */
+    pthread_mutex_t upload_lock;
+    struct { struct store_upload *head, *tail; } uploads; /* oldest first */
+    uint64_t upload_live;      /* large ones not cut off (upload_lock) */
+    uint64_t upload_held;      /* large ones still allocated (upload_lock) */
 
     uint32_t *ghost;           /* see store_ghost_add */
     uint64_t ghost_mask;
@@ -362,6 +367,9 @@ enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, 
 
 /* ---- uploads (store_upload.c) ------------------------------------------ */
 
+struct store_upload;
+void store_upload_init(struct store *s);
+void store_upload_release(struct store *s);
 /* The default bound on large incomplete uploads for this -m and -I. */
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
 /* Move a staged upload's value into segment memory (a plain reservation),

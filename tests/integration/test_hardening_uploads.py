@@ -7,6 +7,7 @@ protocols. Honest slow uploads (values sent in pieces, several at a time)
 must store at least what Debian's memcached 1.6.18 stores under the same
 load. See docs/store.md "Uploads"."""
 import random
+import time
 import struct
 
 import pytest
@@ -163,6 +164,20 @@ def test_upload_completes_after_many_pieces(start_server):
     b.close()
 
 
+def wait_upload_bytes(srv, want, timeout=10.0):
+    """Until the server holds `want` bytes of incomplete uploads (requests on
+    other connections may be parsed by other workers, in any order)."""
+    c = srv.connect()
+    deadline = time.monotonic() + timeout
+    while True:
+        got = int(stats(c, "nodelay")["upload_bytes"])
+        if got == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    c.close()
+    assert got == want
+
+
 def slow_upload_refusals(srv, seed=11, clients=8, per_client=40):
     """clients connections upload values of 50 B - 400 KB, each value sent
     in pieces, round-robin, so all of them are half-sent at once; keys
@@ -225,6 +240,7 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
     first = [srv.connect() for _ in range(4)]
     for i, c in enumerate(first):
         c.send(b"set up%d 0 0 1000000\r\n" % i + b"u" * 1000)
+    wait_upload_bytes(srv, 4 * (1000000 + 3))
     fifth = srv.connect()
     fifth.send(b"set up4 0 0 1000000\r\n")
     assert fifth.readline() == b"SERVER_ERROR out of memory storing object\r\n"
@@ -255,4 +271,47 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
     assert all(v[1] == b"u" * 1000000 for v in got.values())
     assert int(stats(watcher, "nodelay")["upload_bytes"]) == 0
     for c in first + [fifth, b, watcher]:
+        c.close()
+
+
+@pytest.mark.slow
+def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
+    """When stalled uploads fill the bound, a new large one cuts off the oldest
+    that has received nothing for 2 s, so half-sent sets cannot keep honest
+    large uploads out either. The one cut off is answered when its value
+    ends (text: out of memory; binary: not stored); the others still store."""
+    if is_memcached(server_bin):
+        pytest.skip("nodelay's upload bound")
+    srv = start_server("-m", "8")
+    value = b"v" * 1000000
+    oldest = srv.connect()
+    whole = bin_request(0x01, key=b"bin0", value=value, extras=struct.pack(">II", 0, 0))
+    oldest.send(whole[:10000])
+    wait_upload_bytes(srv, 1000000 + 4)  # the binary one is the oldest
+    others = [srv.connect() for _ in range(3)]
+    for i, c in enumerate(others):
+        c.send(b"set up%d 0 0 1000000\r\n" % i + value[:1000])
+    wait_upload_bytes(srv, 1000000 + 4 + 3 * (1000000 + 3))
+    honest = srv.connect()
+    honest.send(b"set fresh 0 0 1000000\r\n" + value[:1000])
+    assert honest.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    honest.send(value[1000:] + b"\r\n")  # swallowed
+    assert honest.call("version").startswith(b"VERSION ")
+    time.sleep(2.2)  # now they have all stalled
+    honest.send(b"set fresh 0 0 1000000\r\n")
+    for off in range(0, len(value), 100000):
+        honest.send(value[off:off + 100000])
+    honest.send(b"\r\n")
+    assert honest.readline() == b"STORED\r\n"
+    assert int(stats(honest, "nodelay")["uploads_cut"]) == 1
+    oldest.send(whole[10000:])
+    r = bin_read(oldest)
+    assert r["status"] == 0x05  # NOT_STORED: its value was dropped
+    for i, c in enumerate(others):
+        c.send(value[1000:] + b"\r\n")
+        assert c.readline() == b"STORED\r\n"
+    got = honest.get_multi(["fresh", "bin0", "up0", "up1", "up2"])
+    assert sorted(got) == ["fresh", "up0", "up1", "up2"]
+    assert int(stats(honest, "nodelay")["upload_bytes"]) == 0
+    for c in others + [oldest, honest]:
         c.close()
