@@ -28,12 +28,14 @@
 #include "log.h"
 #include "net/core.h"
 #include "net/listener.h"
-#include "net/registry.h"
+#include "stats/registry.h"
 #include "proto/sasl.h"
 #include "proto/text/text.h"
+#include "server.h"
 #include "settings.h"
 #include "store/store.h"
 #include "version.h"
+#include "watch/watch.h"
 
 #define MAIN_EX_USAGE 64
 #define MAIN_EX_OSERR 71
@@ -230,6 +232,8 @@ int main(int argc, char **argv)
         return code;
     }
     log_set_verbosity(SETTINGS_GET(&s, verbosity));
+    /* -vvv logs every lookup, at the same points as `watch fetchers` */
+    watch_set_stderr(SETTINGS_GET(&s, verbosity) >= LOG_LEVEL_DEBUG);
 
     main_raise_limits(&s);
     struct passwd *pw;
@@ -259,7 +263,6 @@ int main(int argc, char **argv)
         settings_release(&s);
         return MAIN_EX_OSERR;
     }
-    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
 
     /* Block the stop signals before any thread exists, so all inherit it. */
     sigset_t set;
@@ -284,6 +287,8 @@ int main(int argc, char **argv)
         settings_release(&s);
         return EXIT_FAILURE;
     }
+    /* from here on every exit goes through out_settings, which removes it */
+    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
     struct core core = {.settings = &s};
     struct store_options opt = {
         .mem_limit = SETTINGS_GET(&s, maxbytes),
@@ -328,9 +333,11 @@ int main(int argc, char **argv)
                                                             : s.binding_protocol);
     }
 
-    server_attach(&core);
+    struct server *srv = server_create(&core); /* the ops every session gets */
+    if (!srv)
+        goto out_entries;
     if (core_start(&core) < 0) {
-        server_attach(NULL);
+        server_destroy(&srv);
         goto out_entries;
     }
     main_lock_memory(&s);
@@ -344,7 +351,7 @@ int main(int argc, char **argv)
     main_wait_for_stop(&set, s.auth_file, &graceful);
     main_notify("STOPPING=1");
     core_stop(&core, graceful);
-    server_attach(NULL);
+    server_destroy(&srv);
     rc = 0;
 out_entries:
     for (size_t i = 0; i < core.listeners.n; i++)

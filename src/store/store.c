@@ -403,7 +403,7 @@ void store_ctx_destroy(struct store_ctx **cp)
             seg_close(c, c->open[g]);
     pthread_mutex_lock(&s->ctx_lock);
 #define STORE_CTX_FOLD(n) s->gone.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
-    STORE_CTX_COUNTERS(STORE_CTX_FOLD)
+    STORE_COUNTERS(STORE_CTX_FOLD)
 #undef STORE_CTX_FOLD
     if (c->prev)
         c->prev->next = c->next;
@@ -597,8 +597,8 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         uint32_t st = item_get_u32(f.p, f.h.atime_off);
         bool token = st & ITEM_S_TOKEN;
         bool won = false;
-        if (req->recache && !token && out->exptime != REL_TIME_NEVER &&
-            out->exptime < now + req->recache_below)
+        rel_time_t judged = req->recache_before_touch ? out->exptime_before : out->exptime;
+        if (req->recache && !token && judged != REL_TIME_NEVER && judged < now + req->recache_below)
             won = true;
         if ((st & ITEM_S_STALE) && !token)
             won = true;
@@ -858,23 +858,13 @@ void store_stats(struct store *s, struct store_stats *out)
     sum = s->gone;
     for (struct store_ctx *c = s->ctxs; c; c = c->next) {
 #define STORE_CTX_SUM(n) sum.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
-        STORE_CTX_COUNTERS(STORE_CTX_SUM)
+        STORE_COUNTERS(STORE_CTX_SUM)
 #undef STORE_CTX_SUM
     }
     pthread_mutex_unlock(&s->ctx_lock);
-    out->total_items = sum.total_items;
-    out->evictions = sum.evictions;
-    out->evicted_unfetched = sum.evicted_unfetched;
-    out->evicted_active = sum.evicted_active;
-    out->expired_unfetched = sum.expired_unfetched;
-    out->reclaimed = sum.reclaimed;
-    out->get_expired = sum.get_expired;
-    out->get_flushed = sum.get_flushed;
-    out->seg_evicted = sum.seg_evicted;
-    out->seg_expired = sum.seg_expired;
-    out->items_reinserted = sum.items_reinserted;
-    out->uploads_refused = sum.uploads_refused;
-    out->uploads_cut = sum.uploads_cut;
+#define STORE_CTX_COPY(n) out->n = sum.n;
+    STORE_COUNTERS(STORE_CTX_COPY)
+#undef STORE_CTX_COPY
     out->upload_bytes = __atomic_load_n(&s->upload_bytes, __ATOMIC_RELAXED);
     out->upload_limit = s->upload_limit;
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);

@@ -104,6 +104,7 @@ struct store_get_req {
     rel_time_t vivify_exptime;
     bool recache;             /* mg R: win if the remaining TTL is below recache_below */
     rel_time_t recache_below; /* seconds */
+    bool recache_before_touch; /* mg R before T: R judges the expiry T replaces */
     uint64_t cas_new;         /* mg E: CAS to give the item if this request modifies it (0 = next) */
 };
 
@@ -281,12 +282,12 @@ typedef void (*store_walk_fn)(const struct store_item *item, void *arg);
 size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_fn fn,
                   void *arg);
 
-/* The store's counters, memcached's names where memcached has them. */
-#define STORE_STATS(X)                                                          \
-    X(curr_items)          /* live items */                                      \
+/* The store's counters, memcached's names where memcached has them, declared
+ * once: STORE_COUNTERS only grow (each store_ctx keeps its own, summed by
+ * store_stats; `stats reset` subtracts a baseline), STORE_GAUGES are levels
+ * read when asked. */
+#define STORE_COUNTERS(X)                                                       \
     X(total_items)         /* items ever stored */                               \
-    X(bytes)               /* bytes used by live items */                        \
-    X(limit_maxbytes)      /* -m */                                              \
     X(evictions)           /* live items dropped to make room */                 \
     X(evicted_unfetched)   /* ... that were never fetched */                     \
     X(evicted_active)      /* ... that were accessed recently */                 \
@@ -294,20 +295,27 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(reclaimed)           /* expired or dead space reused */                    \
     X(get_expired)         /* reads that found an expired item */                \
     X(get_flushed)         /* reads that found a flushed item */                 \
+    X(seg_evicted)         /* segments reclaimed by eviction */                  \
+    X(seg_expired)         /* segments reclaimed whole because all expired */    \
+    X(items_reinserted)    /* live, accessed items carried forward at eviction */\
+    X(uploads_refused)     /* large uploads refused at that bound (upload_limit) */\
+    X(uploads_cut)         /* stalled ones cut off to make room */
+
+#define STORE_GAUGES(X)                                                         \
+    X(curr_items)          /* live items */                                      \
+    X(bytes)               /* bytes used by live items */                        \
+    X(limit_maxbytes)      /* -m */                                              \
     X(hash_power_level)                                                          \
     X(hash_bytes)          /* index memory, outside -m */                        \
     X(hash_is_expanding)                                                         \
     X(seg_size)            /* bytes per segment */                               \
     X(seg_total)           /* segments that fit in -m */                         \
     X(seg_used)            /* segments holding items */                          \
-    X(seg_evicted)         /* segments reclaimed by eviction */                  \
-    X(seg_expired)         /* segments reclaimed whole because all expired */    \
-    X(items_reinserted)    /* live, accessed items carried forward at eviction */\
-    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */\
+    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */      \
     X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
-    X(upload_limit)        /* the bound on large ones among them */              \
-    X(uploads_refused)     /* large uploads refused at that bound */         \
-    X(uploads_cut)         /* stalled ones cut off to make room */
+    X(upload_limit)        /* the bound on large ones among them */
+
+#define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X)
 
 struct store_stats {
 #define STORE_STATS_FIELD(name) uint64_t name;

@@ -194,16 +194,11 @@ struct seg_list {
     uint32_t n;
 };
 
-/* Per-ctx event counters: single writer (the ctx's thread), read by stats. */
-#define STORE_CTX_COUNTERS(X)                                                  \
-    X(total_items) X(evictions) X(evicted_unfetched) X(evicted_active)         \
-    X(expired_unfetched) X(reclaimed) X(get_expired) X(get_flushed)            \
-    X(seg_evicted) X(seg_expired) X(items_reinserted) X(uploads_refused)     \
-    X(uploads_cut)
-
+/* Per-ctx event counters (STORE_COUNTERS, store.h): single writer (the
+ * ctx's thread), read by stats. */
 struct store_ctx_counters {
 #define STORE_CTX_FIELD(n) uint64_t n;
-    STORE_CTX_COUNTERS(STORE_CTX_FIELD)
+    STORE_COUNTERS(STORE_CTX_FIELD)
 #undef STORE_CTX_FIELD
 };
 

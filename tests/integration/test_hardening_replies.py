@@ -14,10 +14,14 @@ import time
 
 import pytest
 
+import helpers
 from helpers import slow_factor, stats
 
 MiB = 1 << 20
 SANITIZED = slow_factor() > 1  # ASan's shadow memory and quarantine are not ours
+# Under TSan (the concurrency stage: it looks for races) every memory access
+# is instrumented, so latencies measure TSan, not the server.
+TSAN = "tsan" in helpers.server_bin()
 # A probe's worst wait. Before the fix: 1,588 ms. A quiet run measures a few
 # ms; the bound leaves room for a 2-core machine shared with other work
 # (there an idle probe alone sees 15-30 ms now and then).
@@ -204,13 +208,17 @@ def test_clients_that_stop_reading_stay_within_the_bound(start_server):
     peak_rss, peak_owed = 0.0, 0
     probe = None
     start = time.monotonic()
-    while time.monotonic() < start + ramp + measure:
+    # under TSan one turn of this loop can outlast the ramp: run until the
+    # probe has been served for `measure` seconds, however late it started
+    probe_end = None
+    while probe_end is None or time.monotonic() < probe_end:
         # the probe starts once the attackers' socket buffers are full: while
         # the kernel takes their replies (the first second or so) its copies
         # use the CPU that two cores share with the attacker and the probe
         if probe is None and time.monotonic() >= start + ramp:
             probe = Probe(srv)
             probe.start()
+            probe_end = time.monotonic() + measure
         peak_rss = max(peak_rss, rss_mib(srv))
         peak_owed = max(peak_owed, client_bytes(c))
         time.sleep(0.05)
@@ -224,7 +232,7 @@ def test_clients_that_stop_reading_stay_within_the_bound(start_server):
         # RSS <= -m + index + bound + 48 KiB x connections + fixed; the
         # items here are a few bytes, so -m is not touched
         assert peak_rss - base <= bound + slack / MiB + 24, f"RSS {base:.0f} -> {peak_rss:.0f} MiB"
-    assert worst < PROBE_MAX * slow_factor(), f"probe waited {worst * 1000:.1f} ms"
+    assert TSAN or worst < PROBE_MAX * slow_factor(), f"probe waited {worst * 1000:.1f} ms"
     print(f"RSS {base:.1f} -> peak {peak_rss:.1f} MiB, owed {peak_owed / MiB:.1f} MiB, "
           f"probe max {worst * 1000:.2f} ms over {probe.n} gets")
     stop_attacker(att)
@@ -272,4 +280,4 @@ def test_long_get_line_is_bounded_work(start_server, reads):
     if not srv.is_memcached and not SANITIZED:
         # the line (2 MiB, in a buffer of 4) and the allowance (4 MiB)
         assert peak - base < 32, f"RSS {base:.0f} -> {peak:.0f} MiB"
-    assert worst < PROBE_MAX * slow_factor(), f"probe waited {worst * 1000:.1f} ms"
+    assert TSAN or worst < PROBE_MAX * slow_factor(), f"probe waited {worst * 1000:.1f} ms"
