@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "event/event.h"
 #include "log.h"
+#include "metrics/metrics.h"
 #include "net/core.h"
 #include "net/listener.h"
 #include "net/registry.h"
@@ -217,6 +218,12 @@ int main(int argc, char **argv)
         return code;
     }
     log_set_verbosity(s.verbosity);
+    if (s.metrics_listen && !metrics_available()) {
+        log_error("-o metrics_listen=%s: this nodelay was built without libmicrohttpd "
+                  "(install libmicrohttpd-dev and rebuild)", s.metrics_listen);
+        settings_release(&s);
+        return MAIN_EX_USAGE;
+    }
 
     main_raise_limits(&s);
     struct passwd *pw;
@@ -316,7 +323,17 @@ int main(int argc, char **argv)
     }
 
     server_attach(&core);
+    if (s.metrics_listen) {
+        char err[256];
+        if (metrics_start(s.metrics_listen, err, sizeof err) < 0) {
+            log_error("%s", err);
+            server_attach(NULL);
+            rc = MAIN_EX_USAGE;
+            goto out_entries;
+        }
+    }
     if (core_start(&core) < 0) {
+        metrics_stop();
         server_attach(NULL);
         goto out_entries;
     }
@@ -329,6 +346,7 @@ int main(int argc, char **argv)
     bool graceful = false;
     main_wait_for_stop(&set, s.auth_file, &graceful);
     main_notify("STOPPING=1");
+    metrics_stop(); /* before the core it reads goes away */
     core_stop(&core, graceful);
     server_attach(NULL);
     rc = 0;

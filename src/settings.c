@@ -29,6 +29,8 @@ void settings_release(struct settings *s)
 {
     free(s->inter_alloc);
     s->inter_alloc = NULL;
+    free(s->metrics_listen);
+    s->metrics_listen = NULL;
 }
 
 /* Parsing state that is not a setting: what the user asked for explicitly. */
@@ -321,6 +323,14 @@ static int settings_suboption(struct settings_parse_ctx *c, char *opt, int *exit
         s->lru_crawler = false;
         s->lru_maintainer_thread = false;
         s->lru_segmented = false;
+    } else if (strcmp(opt, "metrics_listen") == 0) {
+        /* nodelay's own: [ADDR:]PORT of the Prometheus endpoint */
+        if (!val || !*val)
+            FAIL(1, "Missing metrics_listen argument\n");
+        free(s->metrics_listen);
+        s->metrics_listen = strdup(val);
+        if (!s->metrics_listen)
+            FAIL(1, "out of memory\n");
     } else if (strcmp(opt, "read_buf_mem_limit") == 0) {
         if (!val || settings_long(val, 0, INT_MAX, &n) < 0)
             FAIL(1, "could not parse argument to read_buf_mem_limit\n");
@@ -729,6 +739,8 @@ void settings_print_help(FILE *out)
 "   maxconns_fast, no_maxconns_fast  reject over -c at once (always done by nodelay)\n"
 "   reply_queue_limit=<MB> (nodelay) cut off a client owing more than this while it\n"
 "                          does not read (default: 64)\n"
+"   metrics_listen=[ADDR:]PORT (nodelay) serve Prometheus /metrics there; the\n"
+"                          address defaults to 127.0.0.1 (default: off)\n"
 "   client_mem_limit=<MB>  (nodelay) replies and read buffers owed to all clients\n"
 "                          together; past it those owing most are not read\n"
 "                          (default: 0 = half of -m, at least 32)\n"

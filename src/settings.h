@@ -83,6 +83,7 @@
     X(bool, large_pages, false, "-L")                                                      \
     X(int, num_napi_ids, 0, "-N")                                                          \
     /* nodelay's own */                                                                    \
+    X(char *, metrics_listen, NULL, "-o metrics_listen: Prometheus /metrics (off; owned)")  \
     X(char *, inter_alloc, NULL, "internal: owns `inter` when several -l were joined")
 
 struct settings {

@@ -74,6 +74,8 @@ struct text_state {
     /* the command being executed */
     bool noreply;                /* classic `noreply`: suppress every reply */
     bool reply_unlogged;         /* -vv: memcached does not log this command's reply */
+    uint64_t timing_start;       /* metrics: a command waiting for its value, since */
+    unsigned timing_family;      /* ... and its family (metrics_hist.h) */
     bool closing;                /* quit, HTTP guard, shutdown, out of memory */
     char *auth_buf;              /* -Y: the "user pass" token being received */
     struct text_cont cont;       /* a paused multiget or dump */
