@@ -2,6 +2,7 @@
 #
 #   make                 optimised server: build/release/nodelay
 #   make debug           debug server (debugtime command): build/debug/nodelay
+#   make man             the man page nodelay(1), generated from the settings table: build/nodelay.1
 #   make CONFIG=asan     any target under ASan+UBSan (also: tsan, debug, release)
 #   make EVENT=poll      the portable poll(2) backend instead of epoll
 #   make unit            unit tests (cmocka)
@@ -78,7 +79,7 @@ SERVER := $(OUT)/nodelay
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 
-.PHONY: all server debug unit test fuzz bench clean run FORCE
+.PHONY: all server debug man unit test fuzz bench clean run FORCE
 .DEFAULT_GOAL := all
 
 all: server
@@ -122,6 +123,11 @@ $(SERVER): $(OUT)/src/main.o $(LIB)
 $(OUT)/tests/%: $(OUT)/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+# nodelay(1) comes from the same table as -h and `stats settings`.
+man: build/nodelay.1
+build/nodelay.1: $(SERVER)
+	$(SERVER) --man > $@.tmp && mv $@.tmp $@
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

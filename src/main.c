@@ -97,7 +97,9 @@ static void main_raise_limits(const struct settings *s)
     }
 }
 
-static int main_daemonize(bool keep_stderr)
+/* -d: stdout and stderr go to the config file's `logfile` when there is
+ * one (as Debian's start-memcached does), else stderr stays with -v. */
+static int main_daemonize(bool keep_stderr, const char *logfile)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -112,9 +114,20 @@ static int main_daemonize(bool keep_stderr)
     if (fd < 0)
         return -1;
     dup2(fd, STDIN_FILENO);
-    dup2(fd, STDOUT_FILENO);
-    if (!keep_stderr)
-        dup2(fd, STDERR_FILENO);
+    if (logfile) {
+        int log = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        if (log < 0) {
+            close(fd);
+            return -1;
+        }
+        dup2(log, STDOUT_FILENO);
+        dup2(log, STDERR_FILENO);
+        close(log);
+    } else {
+        dup2(fd, STDOUT_FILENO);
+        if (!keep_stderr)
+            dup2(fd, STDERR_FILENO);
+    }
     if (fd > STDERR_FILENO)
         close(fd);
     return 0;
@@ -217,7 +230,7 @@ int main(int argc, char **argv)
         settings_release(&s);
         return code;
     }
-    log_set_verbosity(s.verbosity);
+    log_set_verbosity(SETTINGS_GET(&s, verbosity));
     if (s.metrics_listen && !metrics_available()) {
         log_error("-o metrics_listen=%s: this nodelay was built without libmicrohttpd "
                   "(install libmicrohttpd-dev and rebuild)", s.metrics_listen);
@@ -233,9 +246,7 @@ int main(int argc, char **argv)
     }
     /* getpwnam's result lives in static storage: keep what we need. */
     struct passwd user = pw ? *pw : (struct passwd){0};
-    if (s.memory_file)
-        log_error("-e %s: nodelay does not restore a cache from a memory file; "
-                  "starting empty", s.memory_file);
+    settings_print_notes(&s, stderr);
     /* Under systemd's Type=notify the service is the process systemd
      * started: a fork would leave it watching a process that exits. So -d
      * (which Debian's memcached.conf carries) is ignored there. */
@@ -245,7 +256,7 @@ int main(int argc, char **argv)
         s.daemonize = false;
     }
     if (s.daemonize) {
-        if (main_daemonize(s.verbosity > 0) < 0) {
+        if (main_daemonize(SETTINGS_GET(&s, verbosity) > 0, s.logfile) < 0) {
             fprintf(stderr, "failed to daemonize: %s\n", strerror(errno));
             settings_release(&s);
             return MAIN_EX_OSERR;
@@ -282,15 +293,16 @@ int main(int argc, char **argv)
     }
     struct core core = {.settings = &s};
     struct store_options opt = {
-        .mem_limit = s.maxbytes,
+        .mem_limit = SETTINGS_GET(&s, maxbytes),
         .item_size_max = s.item_size_max,
         .evictions = s.evictions,
         .cas_enabled = s.cas_enabled,
         .hashpower = (unsigned)s.hashpower_init,
         .background = true,
+        .temporary_ttl = SETTINGS_GET(&s, temp_lru) ? (unsigned)SETTINGS_GET(&s, temporary_ttl) : 0,
     };
     if (store_create(&core.store, &opt) != 0) {
-        log_error("failed to create the store (-m %zu MB)", s.maxbytes >> 20);
+        log_error("failed to create the store (-m %zu MB)", SETTINGS_GET(&s, maxbytes) >> 20);
         goto out_settings;
     }
     if (registry_init(&core.registry) < 0)
@@ -339,7 +351,8 @@ int main(int argc, char **argv)
     }
     main_lock_memory(&s);
     log_info("nodelay %s (memcached %s protocol): %d worker threads, %s, -m %zu MB", NODELAY_VERSION,
-             NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(), s.maxbytes >> 20);
+             NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(),
+             SETTINGS_GET(&s, maxbytes) >> 20);
     /* every listener is bound and every worker runs: clients can connect */
     main_notify("READY=1");
 

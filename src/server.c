@@ -58,7 +58,7 @@ void server_set_verbosity(unsigned level)
         level = SERVER_MAX_VERBOSITY;
     log_set_verbosity((int)level);
     if (server_core)
-        __atomic_store_n(&server_core->settings->verbosity, (int)level, __ATOMIC_RELAXED);
+        SETTINGS_SET(server_core->settings, verbosity, (int)level);
 }
 
 int server_set_memlimit(size_t megabytes)
@@ -70,7 +70,7 @@ int server_set_memlimit(size_t megabytes)
     size_t bytes = megabytes * 1024 * 1024;
     if (store_set_mem_limit(server_core->store, bytes) < 0)
         return -1;
-    __atomic_store_n(&server_core->settings->maxbytes, bytes, __ATOMIC_RELAXED);
+    SETTINGS_SET(server_core->settings, maxbytes, bytes);
     return 0;
 }
 
@@ -216,11 +216,11 @@ static int server_detail(struct core *c, const char *arg, struct reply_queue *ou
     if (!c->settings->dump_enabled)
         return reply_str(out, "CLIENT_ERROR stats detail not allowed\r\n");
     if (arg && strcmp(arg, "on") == 0) {
-        __atomic_store_n(&c->settings->detail_enabled, true, __ATOMIC_RELAXED);
+        SETTINGS_SET(c->settings, detail_enabled, true);
         return reply_str(out, "OK\r\n");
     }
     if (arg && strcmp(arg, "off") == 0) {
-        __atomic_store_n(&c->settings->detail_enabled, false, __ATOMIC_RELAXED);
+        SETTINGS_SET(c->settings, detail_enabled, false);
         return reply_str(out, "OK\r\n");
     }
     if (arg && strcmp(arg, "dump") == 0)

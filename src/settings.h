@@ -1,109 +1,100 @@
-/* Every setting, declared once: its C type, its name (memcached's `stats
- * settings` name where there is one), its default and what it means. The
- * struct, the defaults and `stats settings` are generated from this table;
- * settings.c maps memcached's command-line flags onto it.
+/* nodelay's settings: the struct generated from the one table of flags
+ * (settings_table.h), its run-time part, and what start-up does with it.
  *
- * Modules get a const struct settings * at setup; only start-up and the few
- * run-time commands memcached has (verbosity, cache_memlimit) change it.
- */
+ * Everything in struct settings is read-only once start-up has parsed the
+ * command line; modules take a const struct settings *. The few values that
+ * memcached lets a client change at run time (verbosity, cache_memlimit,
+ * stats detail on|off, lru_crawler enable|disable, slabs automove, lru tune)
+ * are in struct settings_runtime, atomics read with SETTINGS_GET and written
+ * with SETTINGS_SET, so `stats settings` shows their current values. */
 #ifndef NODELAY_SETTINGS_H
 #define NODELAY_SETTINGS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* X(type, name, default, help) */
-#define SETTINGS(X)                                                                        \
-    X(int, port, 11211, "TCP port (-p); 0 turns TCP off")                                  \
-    X(int, udpport, 0, "UDP port (-U); 0 = off")                                           \
-    X(const char *, inter, "127.0.0.1", "interfaces to listen on (-l)")                    \
-    X(const char *, domain_socket, NULL, "unix socket path (-s)")                          \
-    X(int, umask, 0700, "unix socket permissions (-a)")                                    \
-    X(bool, shutdown_command, false, "allow the shutdown command (-A)")                    \
-    X(size_t, maxbytes, 64u << 20, "item memory in bytes (-m, given in MiB)")              \
-    X(bool, evictions, true, "evict when full; -M turns it off")                           \
-    X(int, maxconns, 1024, "simultaneous connections (-c)")                                \
-    X(int, verbosity, 0, "-v, -vv, -vvv")                                                  \
-    X(int, num_threads, 4, "worker threads (-t)")                                          \
-    X(int, reqs_per_event, 20, "requests per connection per wake-up (-R)")                 \
-    X(bool, cas_enabled, true, "CAS on; -C turns it off")                                  \
-    X(int, tcp_backlog, 1024, "listen backlog (-b)")                                       \
-    X(const char *, binding_protocol, "auto", "ascii, binary or auto (-B)")               \
-    X(size_t, item_size_max, 1u << 20, "largest item (-I)")                                \
-    X(bool, flush_enabled, true, "flush_all allowed; -F turns it off")                     \
-    X(bool, dump_enabled, true, "cachedump/metadump allowed; -X turns it off")             \
-    X(bool, watch_enabled, true, "watch allowed; -W turns it off")                         \
-    X(bool, sasl, false, "SASL authentication for the binary protocol (-S)")               \
-    X(const char *, auth_file, NULL, "ascii authentication file (-Y)")                     \
-    X(char, prefix_delimiter, ':', "stats detail prefix delimiter (-D)")                   \
-    X(bool, detail_enabled, false, "stats detail on")                                      \
-    X(int, hashpower_init, 0, "initial index size 2^n (-o hashpower)")                     \
-    X(int, idle_timeout, 0, "close connections idle this many seconds (0 = never)")        \
-    X(size_t, reply_queue_limit, 64u << 20,                                                \
-      "bytes a connection may owe a client that does not read before it is cut off")       \
-    X(size_t, client_mem_limit, 0,                                                         \
-      "bytes all clients may be owed together (replies, read buffers); 0 = -m/2, >= 32 MiB") \
-    X(bool, daemonize, false, "run as a daemon (-d)")                                      \
-    X(const char *, pid_file, NULL, "pid file (-P, with -d)")                              \
-    X(const char *, username, NULL, "user to run as (-u)")                                 \
-    X(bool, lock_memory, false, "mlockall (-k)")                                           \
-    X(bool, enable_coredumps, false, "raise the core limit (-r)")                          \
-    X(const char *, memory_file, NULL, "restartable memory file (-e)")                     \
-    /* Accepted for compatibility with memcached's slab allocator, LRU and \
-     * threads; stored and reported in `stats settings`, no effect here. */ \
-    X(double, growth_factor, 1.25, "slab growth factor (-f)")                              \
-    X(int, chunk_size, 48, "smallest slab chunk (-n)")                                     \
-    X(bool, maxconns_fast, true, "-o maxconns_fast: reject over -c at once")               \
-    X(bool, hash_expand, true, "-o no_hashexpand turns index growth off")                   \
-    X(bool, slab_reassign, true, "-o slab_reassign")                                       \
-    X(int, slab_automove, 1, "-o slab_automove")                                           \
-    X(double, slab_automove_ratio, 0.8, "-o slab_automove_ratio")                          \
-    X(int, slab_automove_window, 30, "-o slab_automove_window")                            \
-    X(int, slab_chunk_max, 512 * 1024, "-o slab_chunk_max (bytes)")                        \
-    X(bool, lru_crawler, true, "-o lru_crawler")                                           \
-    X(int, lru_crawler_sleep, 100, "-o lru_crawler_sleep (us)")                            \
-    X(int, lru_crawler_tocrawl, 0, "-o lru_crawler_tocrawl")                               \
-    X(int, tail_repair_time, 0, "-o tail_repair_time")                                     \
-    X(const char *, hash_algorithm, "murmur3", "-o hash_algorithm")                        \
-    X(bool, lru_maintainer_thread, true, "-o lru_maintainer")                              \
-    X(bool, lru_segmented, true, "segmented LRU (off with -o no_modern)")                  \
-    X(int, hot_lru_pct, 20, "-o hot_lru_pct")                                              \
-    X(int, warm_lru_pct, 40, "-o warm_lru_pct")                                            \
-    X(double, hot_max_factor, 0.2, "-o hot_max_factor")                                    \
-    X(double, warm_max_factor, 2.0, "-o warm_max_factor")                                  \
-    X(bool, temp_lru, false, "on when -o temporary_ttl is given")                          \
-    X(int, temporary_ttl, 61, "-o temporary_ttl")                                          \
-    X(int, watcher_logbuf_size, 256 * 1024, "-o watcher_logbuf_size (bytes)")              \
-    X(int, worker_logbuf_size, 64 * 1024, "-o worker_logbuf_size (bytes)")                 \
-    X(int, read_buf_mem_limit, 0, "-o read_buf_mem_limit (MB, 0 = unlimited)")             \
-    X(bool, track_sizes, false, "-o track_sizes")                                          \
-    X(bool, inline_ascii_response, false, "-o inline_ascii_resp")                          \
-    X(bool, large_pages, false, "-L")                                                      \
-    X(int, num_napi_ids, 0, "-N")                                                          \
-    /* nodelay's own */                                                                    \
-    X(char *, metrics_listen, NULL, "-o metrics_listen: Prometheus /metrics (off; owned)")  \
-    X(char *, inter_alloc, NULL, "internal: owns `inter` when several -l were joined")
+#include "settings_table.h"
+
+/* The C type of each type column. */
+#define SETTINGS_CTYPE_INT int
+#define SETTINGS_CTYPE_SIZE size_t
+#define SETTINGS_CTYPE_BOOL bool
+#define SETTINGS_CTYPE_STR const char *
+#define SETTINGS_CTYPE_DBL double
+#define SETTINGS_CTYPE_CHAR char
+
+#define SETTINGS_FIELD_FIX(type, field) SETTINGS_CTYPE_##type field;
+#define SETTINGS_FIELD_RUN(type, field)
+#define SETTINGS_FIELD_NONE(type, field)
+#define SETTINGS_RUNFIELD_FIX(type, field)
+#define SETTINGS_RUNFIELD_RUN(type, field) _Atomic(SETTINGS_CTYPE_##type) field;
+#define SETTINGS_RUNFIELD_NONE(type, field)
+
+#define SETTINGS_X_FIELD(st, f, t, ...) SETTINGS_FIELD_##st(t, f)
+#define SETTINGS_X_RUNFIELD(st, f, t, ...) SETTINGS_RUNFIELD_##st(t, f)
+#define SETTINGS_X_ROWID(st, f, ...) SETTINGS_ROW_##f,
+
+/* Row ids, in table order. */
+enum settings_row_id { SETTINGS(SETTINGS_X_ROWID) SETTINGS_NROWS };
+
+/* The values a running server may change; shown live in `stats settings`. */
+struct settings_runtime {
+    SETTINGS(SETTINGS_X_RUNFIELD)
+};
 
 struct settings {
-#define SETTINGS_FIELD(type, name, def, help) type name;
-    SETTINGS(SETTINGS_FIELD)
-#undef SETTINGS_FIELD
+    SETTINGS(SETTINGS_X_FIELD)
+    struct settings_runtime run;
+    /* parsing state, not settings */
+    char *inter_alloc;                 /* owns `inter` when several -l were joined */
+    char *strings;                     /* owns the config file's values */
+    unsigned char given[SETTINGS_NROWS]; /* rows the user gave (start-up notes) */
 };
+
+/* The run-time part is the one mutable part of a settings struct that
+ * everyone else holds const; every struct settings is created writable
+ * (main's, a test's), so writing through this is defined. */
+static inline struct settings_runtime *settings_runtime_of(const struct settings *s)
+{
+    return (struct settings_runtime *)&s->run;
+}
+#define SETTINGS_GET(s, f) atomic_load_explicit(&(s)->run.f, memory_order_relaxed)
+#define SETTINGS_SET(s, f, v) \
+    atomic_store_explicit(&settings_runtime_of(s)->f, (v), memory_order_relaxed)
 
 /* Fill *s with the defaults. */
 void settings_defaults(struct settings *s);
 
-/* Parse memcached's command line into *s (which holds the defaults).
+/* Parse memcached's command line into *s (which holds the defaults);
+ * `--config FILE` reads flags from FILE at that point of the command line.
  * Returns SETTINGS_RUN to start the server; otherwise the process should exit
- * with *exit_code: after -h/-V/-i (0) or after a bad flag, whose message was
- * printed to `err`. Help and version go to `out`. */
+ * with *exit_code: after -h/-V/-i/--man (0) or after a bad flag, whose message
+ * was printed to `err`. Help, version and the man page go to `out`. */
 enum settings_result { SETTINGS_RUN, SETTINGS_EXIT };
 enum settings_result settings_parse(struct settings *s, int argc, char **argv, FILE *out,
                                     FILE *err, int *exit_code);
 /* Free what parsing allocated. */
 void settings_release(struct settings *s);
+
+/* -h text; the man page nodelay(1) in groff -man. */
 void settings_print_help(FILE *out);
+void settings_print_man(FILE *out);
+
+/* One line per accepted-but-inert option the user gave, naming it and what
+ * happens instead ("nodelay: -o ext_*: no extstore in nodelay; ..."). */
+void settings_print_notes(const struct settings *s, FILE *err);
+
+/* `stats settings`: calls emit(arg, name, value) per line, in memcached
+ * 1.6.45's order, with current values of the run-time part. Returns the
+ * first nonzero emit result, else 0. */
+typedef int settings_emit_fn(void *arg, const char *name, const char *value);
+int settings_stats_emit(const struct settings *s, settings_emit_fn *emit, void *arg);
+
+struct reply_queue;
+/* The same as "STAT name value\r\n" lines appended to a reply queue (no END). */
+int stats_settings_compose(const struct settings *s, struct reply_queue *out);
 
 #endif

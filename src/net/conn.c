@@ -37,7 +37,7 @@ static size_t conn_client_bound(const struct settings *set)
 {
     if (set->client_mem_limit > 0)
         return set->client_mem_limit;
-    size_t half = set->maxbytes / 2;
+    size_t half = SETTINGS_GET(set, maxbytes) / 2;
     return half > ((size_t)32 << 20) ? half : (size_t)32 << 20;
 }
 

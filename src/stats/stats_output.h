@@ -37,8 +37,6 @@ struct stats_snapshot {
 
 /* Plain `stats` lines in memcached 1.6's order (no END). */
 int stats_general_compose(const struct stats_snapshot *s, struct reply_queue *out);
-/* `stats settings` lines (no END). */
-int stats_settings_compose(const struct settings *s, struct reply_queue *out);
 /* `stats items` / `stats slabs` lines (no END): the store as one pseudo
  * slab class whose pages are segments (docs/server.md). */
 int stats_items_compose(const struct stats_snapshot *s, struct reply_queue *out);

@@ -190,12 +190,19 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     (void)s;
 }
 
-/* A worker's full segment enters the small (probation) queue. */
+/* A worker's full segment enters the small (probation) queue; one of the
+ * temporary_ttl group goes to its own queue, which eviction spares. */
 static void seg_seal(struct store *s, struct seg *seg)
 {
     seg_set_state(seg, SEG_SEALED);
-    seg->queue = SEG_Q_SMALL;
-    list_push(&s->small, seg);
+    bool temp = seg->group == STORE_GROUP_TEMP;
+    seg->queue = temp ? SEG_Q_TEMP : SEG_Q_SMALL;
+    list_push(temp ? &s->temp : &s->small, seg);
+}
+
+static struct seg_list *seg_queue(struct store *s, struct seg *seg)
+{
+    return seg->queue == SEG_Q_TEMP ? &s->temp : seg->queue == SEG_Q_SMALL ? &s->small : &s->fifo;
 }
 
 /* Every item in it expired, flushed, overwritten or deleted. */
@@ -296,7 +303,8 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
     size_t budget = s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN;
     size_t align = (size_t)1 << s->off_shift;
     bool any_evicted = false;
-    bool from_small = v->queue == SEG_Q_SMALL;
+    /* a temporary segment (a last resort) is treated as probation too */
+    bool from_small = v->queue != SEG_Q_MAIN;
 
     if (keep_all) {
         __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
@@ -306,7 +314,7 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
         }
         budget = s->seg_size;
     }
-    list_remove(from_small ? &s->small : &s->fifo, v);
+    list_remove(seg_queue(s, v), v);
     /* A reservation still being filled in here sees this and relocates. */
     __atomic_fetch_add(&v->gen, 1, __ATOMIC_RELEASE);
     if (!keep_all)
@@ -387,7 +395,8 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
                         CTR_INC(ctx, evicted_active);
                 } else {
                     CTR_INC(ctx, reclaimed);
-                    if (life == ITEM_EXPIRED && !fetched)
+                    /* flushed ones too, as memcached's lru_pull_tail */
+                    if (!fetched)
                         CTR_INC(ctx, expired_unfetched);
                 }
             }
@@ -417,8 +426,8 @@ static bool seg_evict_one(struct store_ctx *ctx)
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
     unsigned scanned = 0;
-    struct seg_list *lists[2] = {&s->small, &s->fifo};
-    for (int l = 0; l < 2; l++)
+    struct seg_list *lists[3] = {&s->small, &s->fifo, &s->temp};
+    for (int l = 0; l < 3; l++)
         for (struct seg *c = lists[l]->head; c && scanned < SEG_DEAD_SCAN;
              c = c->next, scanned++) {
             if (seg_dead(s, c, now)) {
@@ -431,7 +440,7 @@ static bool seg_evict_one(struct store_ctx *ctx)
          * the unpinned segment with the most of them (an eighth at least). */
         struct seg *best = NULL;
         uint64_t best_dead = s->seg_size / 8;
-        for (int l = 0; l < 2; l++)
+        for (int l = 0; l < 3; l++)
             for (struct seg *c = lists[l]->head; c; c = c->next) {
                 uint64_t dead = c->write_off - __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
                 if (dead > best_dead && __atomic_load_n(&c->refcount, __ATOMIC_ACQUIRE) == 0) {
@@ -455,6 +464,10 @@ static bool seg_evict_one(struct store_ctx *ctx)
     struct seg *v = want_main && s->fifo.head ? s->fifo.head : s->small.head;
     if (!v)
         v = s->fifo.head;
+    /* Items within temporary_ttl expire on their own: they are evicted for
+     * others only when nothing else is left (memcached would refuse). */
+    if (!v)
+        v = s->temp.head;
     if (!v)
         return false;
     /* Above a lowered limit victims are given back, nothing kept. */
@@ -555,8 +568,8 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
     unsigned n = 0;
     pthread_mutex_lock(&s->pool_lock);
     rel_time_t now = clock_now();
-    struct seg_list *lists[2] = {&s->small, &s->fifo};
-    for (int l = 0; l < 2; l++)
+    struct seg_list *lists[3] = {&s->small, &s->fifo, &s->temp};
+    for (int l = 0; l < 3; l++)
         for (struct seg *c = lists[l]->head, *next; c; c = next) {
             next = c->next;
             if (seg_dead(s, c, now)) {

@@ -20,10 +20,14 @@ uint64_t store_next_cas(struct store *s)
 
 /* Groups by expiry distance on a roughly x8 scale, so a segment's items
  * expire within a factor of each other and the segment can go whole. */
-unsigned store_ttl_group(rel_time_t exptime, rel_time_t now)
+unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
 {
     if (exptime == REL_TIME_NEVER)
         return 0;
+    /* memcached's do_item_alloc test (`exptime - current_time <=
+     * temporary_ttl`, unsigned: an already expired item is not one). */
+    if (s->opt.temporary_ttl && exptime >= now && exptime - now <= s->opt.temporary_ttl)
+        return STORE_GROUP_TEMP;
     uint32_t ttl = exptime > now ? exptime - now : 1;
     unsigned g = 1;
     while (ttl >= 8 && g < STORE_TTL_GROUPS - 1) {
@@ -212,7 +216,7 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
 
         struct store_reservation r;
         enum store_status st = store_reserve_raw(ctx, key, nkey, f.h.nvalue, want,
-                                                 store_ttl_group(exp, clock_now()), &r);
+                                                 store_ttl_group(s, exp, clock_now()), &r);
         if (st == STORE_OK)
             memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
         seg_unpin(f.seg);
@@ -260,6 +264,8 @@ static uint64_t store_rehash(void *arg, uint64_t slot)
     return XXH3_64bits(p + h.hlen, h.nkey);
 }
 
+#define STORE_FLUSH_RECLAIM_NS 100000000L /* 100 ms */
+
 static void *store_housekeeper(void *arg);
 
 int store_create(struct store **out, const struct store_options *opt)
@@ -284,6 +290,9 @@ int store_create(struct store **out, const struct store_options *opt)
     }
     s->mem_limit = opt->mem_limit;
     s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
+    s->upload_limit = opt->upload_limit
+                          ? opt->upload_limit
+                          : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
 
     /* -o hashpower counts item slots, as memcached's does (default 16);
      * ours are 8 a bucket. The index grows on its own from there. */
@@ -375,7 +384,7 @@ void store_ctx_destroy(struct store_ctx **cp)
     if (!c)
         return;
     struct store *s = c->store;
-    for (unsigned g = 0; g < STORE_TTL_GROUPS; g++)
+    for (unsigned g = 0; g < STORE_GROUPS; g++)
         if (c->open[g])
             seg_close(c, c->open[g]);
     pthread_mutex_lock(&s->ctx_lock);
@@ -393,6 +402,8 @@ void store_ctx_destroy(struct store_ctx **cp)
     *cp = NULL;
 }
 
+#define STORE_FLUSH_RECLAIM_NS 100000000L /* 100 ms */
+
 static void *store_housekeeper(void *arg)
 {
     struct store *s = arg;
@@ -401,9 +412,30 @@ static void *store_housekeeper(void *arg)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
-        pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts);
+        if (!s->house_kick)
+            pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts);
         if (s->house_stop)
             break;
+        if (s->house_kick) {
+            /* An immediate flush_all: reclaim its items a moment after the
+             * last one, as memcached's LRU maintainer does (reclaimed after
+             * 0.2 s, not yet after 0.05 s), so a read right after a flush
+             * still counts get_flushed, as there. */
+            while (s->house_kick && !s->house_stop) {
+                s->house_kick = false;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += STORE_FLUSH_RECLAIM_NS;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                while (!s->house_kick && !s->house_stop &&
+                       pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts) == 0)
+                    ;
+            }
+            if (s->house_stop)
+                break;
+        }
         pthread_mutex_unlock(&s->house_lock);
         store_housekeep(s);
         pthread_mutex_lock(&s->house_lock);
@@ -447,7 +479,8 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
                 bool fetched = item_get_u32(f.p, f.h.atime_off) & ITEM_S_FETCHED;
                 store_unlink(s, &f);
                 CTR_INC(ctx, reclaimed);
-                if (life == ITEM_EXPIRED && !fetched)
+                /* memcached's lru_pull_tail counts flushed ones too */
+                if (!fetched)
                     CTR_INC(ctx, expired_unfetched);
                 gone++;
                 /* The chain may have lost a bucket: start this one over. */
@@ -730,6 +763,15 @@ void store_flush(struct store *s, rel_time_t when)
     } else {
         __atomic_store_n(&s->oldest_live, when, __ATOMIC_RELEASE);
     }
+    /* memcached's LRU maintainer reclaims flushed items within a fraction
+     * of a second (`reclaimed`, `curr_items` drop): an immediate flush
+     * wakes the housekeeper instead of waiting for its next tick. */
+    if (s->house_running && when <= now) {
+        pthread_mutex_lock(&s->house_lock);
+        s->house_kick = true;
+        pthread_cond_signal(&s->house_cond);
+        pthread_mutex_unlock(&s->house_lock);
+    }
 }
 
 int store_set_mem_limit(struct store *s, size_t bytes)
@@ -811,6 +853,9 @@ void store_stats(struct store *s, struct store_stats *out)
     out->seg_evicted = sum.seg_evicted;
     out->seg_expired = sum.seg_expired;
     out->items_reinserted = sum.items_reinserted;
+    out->uploads_refused = sum.uploads_refused;
+    out->upload_bytes = __atomic_load_n(&s->upload_bytes, __ATOMIC_RELAXED);
+    out->upload_limit = s->upload_limit;
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
     out->hash_power_level = index_power(&s->index) + 3;
     out->hash_bytes = index_bytes(&s->index) +

@@ -39,6 +39,10 @@ struct store_options {
     bool cas_enabled;     /* false with -C: every CAS reads as 0 */
     unsigned hashpower;   /* -o hashpower: initial index size 2^n, 0 = default */
     bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
+    size_t upload_limit;  /* bytes all incomplete large uploads may hold; 0 = default
+                             (docs/store.md "Uploads") */
+    unsigned temporary_ttl; /* -o temporary_ttl: items with a TTL up to this are not
+                               evicted for others (memcached's TEMP LRU); 0 = off */
 };
 
 enum store_status {
@@ -135,6 +139,12 @@ struct store_reservation {
     void *item;
     uint32_t gen;   /* the segment's generation when reserved */
     uint8_t group;  /* TTL group it was reserved in */
+    /* an upload (store_reserve_upload): key and value outside the segments */
+    char *stage;
+    uint8_t nkey;
+    bool known;     /* flags and exptime below are the ones to commit */
+    uint32_t flags;
+    rel_time_t exptime;
 };
 
 /* Reserve room for an item of this key and value size. STORE_TOO_LARGE when
@@ -153,7 +163,24 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
                                     size_t nvalue, uint32_t flags, rel_time_t exptime,
                                     struct store_reservation *res);
 
-/* Link a filled reservation under its key by req's rules. On STORE_OK,
+/* Uploads never hold segment memory: store_reserve_upload is the call for a
+ * value that is not all here yet and will arrive over later reads. The value
+ * is received outside the segments (a client that stops halfway pins
+ * nothing, so it can never stop eviction or other writers) and copied into
+ * place by store_commit. Values up to STORE_UPLOAD_SMALL bytes are always
+ * accepted (one per connection at most); larger ones only while all
+ * incomplete uploads together stay within the upload limit, else
+ * STORE_NO_MEMORY (memcached's answer when its memory is full). With
+ * fields_known, flags and exptime are what will be committed (as
+ * store_reserve_for); else as store_reserve. */
+#define STORE_UPLOAD_SMALL (16u * 1024)
+enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, size_t nkey,
+                                       size_t nvalue, bool fields_known, uint32_t flags,
+                                       rel_time_t exptime, struct store_reservation *res);
+
+/* Link a filled reservation under its key by req's rules (an upload that
+ * cannot be placed then fails as store_reserve would, and a set deletes
+ * the key's old value, as memcached). On STORE_OK,
  * *cas_out (if not NULL) is the item's CAS and *size_out (if not NULL) its
  * final value length (after append/prepend). The reservation is consumed
  * whatever the outcome. */
@@ -251,7 +278,10 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_evicted)         /* segments reclaimed by eviction */                  \
     X(seg_expired)         /* segments reclaimed whole because all expired */    \
     X(items_reinserted)    /* live, accessed items carried forward at eviction */\
-    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */
+    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */\
+    X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
+    X(upload_limit)        /* the bound on large ones among them */              \
+    X(uploads_refused)     /* large uploads refused at that bound */
 
 struct store_stats {
 #define STORE_STATS_FIELD(name) uint64_t name;

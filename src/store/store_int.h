@@ -160,9 +160,14 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
 #define STORE_TTL_GROUPS 8
+/* With -o temporary_ttl, items that expire within it (memcached's TEMP LRU)
+ * get segments of their own, which eviction takes only as a last resort. */
+#define STORE_GROUP_TEMP STORE_TTL_GROUPS
+#define STORE_GROUPS (STORE_TTL_GROUPS + 1)
 #define SEG_CHUNK 1024u
 #define SEG_Q_MAIN 0
 #define SEG_Q_SMALL 1
+#define SEG_Q_TEMP 2
 #define SEG_EXP_NEVER UINT32_MAX
 
 struct seg {
@@ -180,7 +185,7 @@ struct seg {
     rel_time_t created;
     uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
     uint8_t group;
-    uint8_t queue;                /* SEG_Q_SMALL or SEG_Q_MAIN while sealed */
+    uint8_t queue;                /* SEG_Q_SMALL, SEG_Q_MAIN or SEG_Q_TEMP while sealed */
     struct seg *prev, *next;      /* in free / fifo / draining lists */
 };
 
@@ -193,7 +198,7 @@ struct seg_list {
 #define STORE_CTX_COUNTERS(X)                                                  \
     X(total_items) X(evictions) X(evicted_unfetched) X(evicted_active)         \
     X(expired_unfetched) X(reclaimed) X(get_expired) X(get_flushed)            \
-    X(seg_evicted) X(seg_expired) X(items_reinserted)
+    X(seg_evicted) X(seg_expired) X(items_reinserted) X(uploads_refused)
 
 struct store_ctx_counters {
 #define STORE_CTX_FIELD(n) uint64_t n;
@@ -208,7 +213,7 @@ struct store_ctx_counters {
 
 struct store_ctx {
     struct store *store;
-    struct seg *open[STORE_TTL_GROUPS]; /* this worker's open segments */
+    struct seg *open[STORE_GROUPS];     /* this worker's open segments */
     uint8_t last_group;                 /* guess for store_reserve */
     struct store_ctx_counters cnt;
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
@@ -226,6 +231,7 @@ struct store {
     uint32_t seg_limit;        /* segments -m allows */
     uint32_t seg_alloc;        /* segments holding memory */
     struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
+    struct seg_list temp;      /* sealed segments of the temporary_ttl group */
     struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
@@ -246,6 +252,10 @@ struct store {
     pthread_mutex_t house_lock;
     pthread_cond_t house_cond;
     bool house_stop;
+    bool house_kick;                /* run a pass now (an immediate flush_all) */
+
+    uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
+    uint64_t upload_limit;     /* bound on the large ones */
 
     uint32_t *ghost;           /* see store_ghost_add */
     uint64_t ghost_mask;
@@ -296,7 +306,8 @@ enum item_life { ITEM_LIVE, ITEM_EXPIRED, ITEM_FLUSHED };
 enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
                                uint64_t cas_base, rel_time_t now);
 uint64_t store_next_cas(struct store *s);
-unsigned store_ttl_group(rel_time_t exptime, rel_time_t now);
+/* The TTL group for an item of this expiry (STORE_GROUP_TEMP included). */
+unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now);
 uint8_t store_class_id(struct store *s, size_t mc_size);
 
 /* ---- lookups (store.c) -------------------------------------------------- */
@@ -345,6 +356,23 @@ void store_housekeep(struct store *s);
 /* Unlink expired and flushed items from up to max buckets of the index,
  * reading only items whose segment may hold some (housekeeper). */
 size_t store_crawl(struct store_ctx *ctx, uint64_t max);
+/* memcached's item size check for -I and the key length (store_write.c). */
+enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags);
+
+/* ---- uploads (store_upload.c) ------------------------------------------ */
+
+/* The default bound on large incomplete uploads for this -m and -I. */
+uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
+/* Move a staged upload's value into segment memory (a plain reservation),
+ * freeing the stage; on failure the reservation is consumed, and with
+ * delete_on_fail the key's old value is deleted (memcached's rule for a
+ * `set` that cannot be stored, which the protocols apply when the
+ * reservation fails up front). */
+enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
+                                     bool delete_on_fail);
+/* Free a staged upload's memory. */
+void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);
+
 /* memcached's safe_strtoull over a value (store_arith.c). */
 bool store_parse_u64(const char *p, size_t n, uint64_t *out);
 

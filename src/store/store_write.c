@@ -24,13 +24,16 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
                                     struct store_reservation *res)
 {
     struct store *s = ctx->store;
+    *res = (struct store_reservation){0};
     size_t size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
     if (size > s->seg_size)
         return STORE_TOO_LARGE;
     struct seg *seg = ctx->open[g];
-    if (!seg && __atomic_load_n(&s->open_segs, __ATOMIC_RELAXED) >= s->open_max) {
+    if (!seg && g != STORE_GROUP_TEMP &&
+        __atomic_load_n(&s->open_segs, __ATOMIC_RELAXED) >= s->open_max) {
         /* Open segments are partly empty memory: past the budget a new TTL
-         * group shares this worker's nearest open one instead. */
+         * group shares this worker's nearest open one instead (never the
+         * temporary group's, whose segments eviction spares). */
         for (unsigned d = 1; d < STORE_TTL_GROUPS && !seg; d++) {
             if (g >= d && ctx->open[g - d])
                 seg = ctx->open[g -= d];
@@ -59,8 +62,7 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     return STORE_OK;
 }
 
-static enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue,
-                                          uint32_t flags)
+enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags)
 {
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_TOO_LARGE;
@@ -79,7 +81,9 @@ enum store_status store_reserve(struct store_ctx *ctx, const char *key, size_t n
         return st;
     /* Flags and expiry are not known yet: make room for both. */
     uint8_t layout = ITEM_L_FLAGS | ITEM_L_EXP | (s->opt.cas_enabled ? ITEM_L_CAS32 : 0);
-    return store_reserve_raw(ctx, key, nkey, nvalue, layout, ctx->last_group, res);
+    /* expiry unknown: never guess the temporary group, which eviction spares */
+    unsigned g = ctx->last_group == STORE_GROUP_TEMP ? 0 : ctx->last_group;
+    return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, res);
 }
 
 enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size_t nkey,
@@ -92,7 +96,7 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
         return st;
     uint8_t layout = (flags ? ITEM_L_FLAGS : 0) | (exptime != REL_TIME_NEVER ? ITEM_L_EXP : 0) |
                      (s->opt.cas_enabled ? ITEM_L_CAS32 : 0);
-    unsigned g = store_ttl_group(exptime, clock_now());
+    unsigned g = store_ttl_group(s, exptime, clock_now());
     ctx->last_group = (uint8_t)g;
     return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, res);
 }
@@ -107,7 +111,8 @@ const char *store_reservation_key(const struct store_reservation *res, size_t *n
 
 void store_abort(struct store_ctx *ctx, struct store_reservation *res)
 {
-    (void)ctx;
+    if (res->stage)
+        store_upload_free(ctx, res);
     if (res->seg)
         seg_unpin(res->seg);
     res->seg = NULL;
@@ -359,7 +364,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             layout &= (uint8_t)~ITEM_L_CAS32;
         struct store_reservation r;
         enum store_status st = store_reserve_raw(ctx, key, h.nkey, total, layout,
-                                                 store_ttl_group(exp, clock_now()), &r);
+                                                 store_ttl_group(s, exp, clock_now()), &r);
         if (st != STORE_OK) {
             seg_unpin(oseg);
             store_abort(ctx, res);
@@ -409,6 +414,11 @@ enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *
                                const struct store_set_req *req, uint64_t *cas_out,
                                uint32_t *size_out)
 {
+    if (res->stage) {
+        enum store_status st = store_upload_place(ctx, res, req->mode == STORE_MODE_SET);
+        if (st != STORE_OK)
+            return st;
+    }
     if (req->mode == STORE_MODE_APPEND || req->mode == STORE_MODE_PREPEND)
         return store_concat(ctx, res, req, cas_out, size_out);
     uint32_t n = res->nvalue;

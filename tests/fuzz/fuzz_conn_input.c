@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct settings set;
     settings_defaults(&set);
     set.binding_protocol = (mode & 0x80) ? "auto" : "ascii";
-    set.maxbytes = 8u << 20;
+    SETTINGS_SET(&set, maxbytes, 8u << 20);
     set.item_size_max = FZ_ITEM_MAX;
     set.reqs_per_event = (mode & 0x40) ? 1 : 20;
     size_t chunk = 1 + (mode & 0x3f) * 37;

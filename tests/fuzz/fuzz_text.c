@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct settings set;
     settings_defaults(&set);
     set.binding_protocol = "ascii";
-    set.maxbytes = 8u << 20;
+    SETTINGS_SET(&set, maxbytes, 8u << 20);
     set.item_size_max = 64u << 10;
     set.reqs_per_event = (mode & 0x40) ? 1 : 20;
     set.flush_enabled = !(mode & 0x80);

@@ -57,19 +57,47 @@ def shape(line):
     return [k for k, _ in parse(line)]
 
 
+def settle(srv, c):
+    """Wait until c is the only client (the fixture's readiness probe may
+    still be being accepted or closed), so a watcher sees only ours."""
+    deadline = time.monotonic() + 5 * helpers.slow_factor()
+    while True:
+        conns = c.call("stats conns", until=b"END\r\n").decode()
+        states = re.findall(r"STAT (\d+):state (\S+)", conns)
+        if len([fd for fd, st in states if st != "conn_listening"]) == 1:
+            return
+        assert time.monotonic() < deadline, conns
+        time.sleep(0.02)
+
+
 def scenario(srv):
     """Run one of each event class; return {type: first line of that type}."""
+    c = srv.connect()
+    settle(srv, c)
     w = watcher(srv, "fetchers mutations evictions connevents deletions")
+    c.close()
     c = srv.connect()
     c.set("wk", "abc")
     c.get("wk")
     c.get("wk_missing")
     c.call("delete wk")
     c.close()
+    # the client's own lines: the fixture's readiness probe may still be
+    # closing when the watcher starts, so its conn_close can come first
+    cfd = []
+
+    def ours_closed(line):
+        m = re.search(r" cfd=(\d+)", line)
+        if m and "type=conn_new" in line and not cfd:
+            cfd.append(m.group(1))
+        return "type=conn_close" in line and cfd and line.endswith(" cfd=" + cfd[0])
+
     seen = {}
-    for line in lines_until(w, lambda l: "type=conn_close" in l):
+    for line in lines_until(w, ours_closed):
         m = LINE.match(line)
         assert m, f"not a log line: {line!r}"
+        if "type=conn_" in line and not line.endswith(" cfd=" + cfd[0]):
+            continue
         seen.setdefault(m.group(1) + ("" if "status=not_found" not in line else "_miss"), line)
     w.close()
     return seen

@@ -51,7 +51,7 @@ static void test_defaults(void **state)
     assert_int_equal(p.s.maxconns, 1024);
     assert_int_equal(p.s.num_threads, 4);
     assert_int_equal(p.s.reqs_per_event, 20);
-    assert_true(p.s.maxbytes == 64u << 20);
+    assert_true(SETTINGS_GET(&p.s, maxbytes) == 64u << 20);
     assert_true(p.s.item_size_max == 1u << 20);
     assert_int_equal(p.s.tcp_backlog, 1024);
     assert_string_equal(p.s.binding_protocol, "auto");
@@ -72,7 +72,7 @@ static void test_short_and_long_flags(void **state)
           "-k", "-r", "-L", "-f", "1.5", "-n", "64", NULL);
     assert_int_equal(p.res, SETTINGS_RUN);
     assert_int_equal(p.s.port, 21111);
-    assert_true(p.s.maxbytes == 128u << 20);
+    assert_true(SETTINGS_GET(&p.s, maxbytes) == 128u << 20);
     assert_int_equal(p.s.maxconns, 10);
     assert_int_equal(p.s.num_threads, 2);
     assert_int_equal(p.s.reqs_per_event, 5);
@@ -86,9 +86,9 @@ static void test_short_and_long_flags(void **state)
     assert_false(p.s.flush_enabled);
     assert_false(p.s.dump_enabled);
     assert_false(p.s.watch_enabled);
-    assert_int_equal(p.s.verbosity, 2);
+    assert_int_equal(SETTINGS_GET(&p.s, verbosity), 2);
     assert_int_equal(p.s.prefix_delimiter, '#');
-    assert_true(p.s.detail_enabled);
+    assert_true(SETTINGS_GET(&p.s, detail_enabled));
     assert_int_equal(p.s.umask, 0644);
     assert_true(p.s.lock_memory);
     assert_true(p.s.enable_coredumps);
@@ -104,14 +104,14 @@ static void test_short_and_long_flags(void **state)
     assert_int_equal(p.s.port, 21112);
     assert_int_equal(p.s.maxconns, 7);
     assert_int_equal(p.s.num_threads, 3);
-    assert_true(p.s.maxbytes == 32u << 20);
+    assert_true(SETTINGS_GET(&p.s, maxbytes) == 32u << 20);
     assert_false(p.s.cas_enabled);
     assert_string_equal(p.s.inter, "::1");
     assert_string_equal(p.s.domain_socket, "/tmp/x.sock");
     assert_true(p.s.item_size_max == 512u * 1024);
     assert_string_equal(p.s.binding_protocol, "binary");
     assert_true(p.s.shutdown_command);
-    assert_int_equal(p.s.verbosity, 1);
+    assert_int_equal(SETTINGS_GET(&p.s, verbosity), 1);
     assert_string_equal(p.s.username, "nobody");
     settings_release(&p.s);
 }
@@ -141,14 +141,14 @@ static void test_extended_suboptions(void **state)
     assert_int_equal(p.res, SETTINGS_RUN);
     assert_int_equal(p.s.idle_timeout, 30);
     assert_int_equal(p.s.hashpower_init, 20);
-    assert_int_equal(p.s.slab_automove, 2);
+    assert_int_equal(SETTINGS_GET(&p.s, slab_automove), 2);
     assert_string_equal(p.s.hash_algorithm, "xxh3");
-    assert_int_equal(p.s.hot_lru_pct, 30);
-    assert_int_equal(p.s.warm_lru_pct, 30);
+    assert_int_equal(SETTINGS_GET(&p.s, hot_lru_pct), 30);
+    assert_int_equal(SETTINGS_GET(&p.s, warm_lru_pct), 30);
     assert_int_equal(p.s.slab_chunk_max, 256 * 1024);
     assert_int_equal(p.s.tail_repair_time, 60);
-    assert_true(p.s.temp_lru);
-    assert_int_equal(p.s.temporary_ttl, 30);
+    assert_true(SETTINGS_GET(&p.s, temp_lru));
+    assert_int_equal(SETTINGS_GET(&p.s, temporary_ttl), 30);
     assert_true(p.s.track_sizes);
     assert_false(p.s.hash_expand);
     assert_int_equal(p.s.watcher_logbuf_size, 512 * 1024);
@@ -159,7 +159,7 @@ static void test_extended_suboptions(void **state)
     parse(&p, "-o", "no_modern", NULL);
     assert_int_equal(p.res, SETTINGS_RUN);
     assert_false(p.s.slab_reassign);
-    assert_false(p.s.lru_crawler);
+    assert_false(SETTINGS_GET(&p.s, lru_crawler));
     assert_string_equal(p.s.hash_algorithm, "jenkins");
     settings_release(&p.s);
 }

@@ -302,7 +302,7 @@ static void test_disabled(void **state)
 
 static void detail_on(struct settings *s)
 {
-    s->detail_enabled = true;
+    SETTINGS_SET(s, detail_enabled, true);
 }
 
 /* With stats detail on, every key of get/gat, every set and delete is

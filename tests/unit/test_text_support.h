@@ -45,12 +45,12 @@ static inline struct tt *tt_new_with(void (*tweak)(struct settings *))
     struct tt *t = calloc(1, sizeof *t);
     assert_non_null(t);
     settings_defaults(&t->set);
-    t->set.maxbytes = TT_MEM;
+    SETTINGS_SET(&t->set, maxbytes, TT_MEM);
     t->set.item_size_max = TT_ITEM_MAX;
     if (tweak)
         tweak(&t->set);
     struct store_options opt = {
-        .mem_limit = t->set.maxbytes,
+        .mem_limit = SETTINGS_GET(&t->set, maxbytes),
         .item_size_max = t->set.item_size_max,
         .evictions = t->set.evictions,
         .cas_enabled = t->set.cas_enabled,

@@ -19,7 +19,7 @@
 /* `stats detail on|off` flips this while workers run. */
 static bool bin_detail_enabled(const struct session *s)
 {
-    return __atomic_load_n(&s->settings->detail_enabled, __ATOMIC_RELAXED);
+    return SETTINGS_GET(s->settings, detail_enabled);
 }
 
 static struct bin_resp bin_resp_ok(const struct bin_header *h, uint64_t cas)
@@ -121,7 +121,8 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     return PROTO_OK;
 }
 
-/* SET ADD REPLACE APPEND PREPEND (+Q): reserve room, then receive the value. */
+/* SET ADD REPLACE APPEND PREPEND (+Q): reserve room (an upload when the value
+ * is not all in this read), then receive the value. */
 static enum proto_status bin_update_start(struct session *s, const struct bin_header *h,
                                           uint8_t op, bool quiet, const unsigned char *ext,
                                           const char *key)
@@ -158,9 +159,11 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
      * lays the item out for them (APPEND/PREPEND keep the old item's). */
     bool append = op == BIN_OP_APPEND || op == BIN_OP_PREPEND;
     enum store_status rs =
-        append ? store_reserve(s->store, key, h->keylen, vlen, &st->res)
-               : store_reserve_for(s->store, key, h->keylen, vlen, req.flags, req.exptime,
-                                   &st->res);
+        st->avail < vlen ? store_reserve_upload(s->store, key, h->keylen, vlen, !append,
+                                                req.flags, req.exptime, &st->res)
+        : append         ? store_reserve(s->store, key, h->keylen, vlen, &st->res)
+                 : store_reserve_for(s->store, key, h->keylen, vlen, req.flags, req.exptime,
+                                     &st->res);
     if (rs != STORE_OK) {
         /* A failed set must not leave the old value readable. */
         if (op == BIN_OP_SET)

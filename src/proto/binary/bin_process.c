@@ -112,6 +112,7 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     if (avail < head)
         return PROTO_OK;
     *used = head;
+    s->bin.avail = avail - head;
 
     log_verbose("<binary opcode 0x%02x keylen %u extlen %u bodylen %u", h.opcode,
                 (unsigned)h.keylen, (unsigned)h.extlen, (unsigned)h.bodylen);

@@ -202,6 +202,8 @@ struct bin_state {
     enum bin_recv recv;
     size_t need;   /* value bytes expected */
     size_t filled; /* value bytes received so far */
+    size_t avail;  /* bytes of this read after the request's key: a value not
+                      all here is an upload (store.h) */
     /* The request waiting for its value. */
     struct bin_header hdr;
     bool quiet;

@@ -152,8 +152,12 @@ void meta_set(struct session *s, const struct meta_req *req)
 
     /* flags and expiry are known now: the store lays the item out for them */
     rel_time_t exptime = r->vivify ? r->vivify_exptime : r->exptime;
-    enum store_status st = store_reserve_for(s->store, req->key, req->nkey, req->datalen,
-                                             r->flags, exptime, &s->text.res);
+    enum store_status st =
+        s->text.avail < req->datalen
+            ? store_reserve_upload(s->store, req->key, req->nkey, req->datalen, true, r->flags,
+                                   exptime, &s->text.res)
+            : store_reserve_for(s->store, req->key, req->nkey, req->datalen, r->flags, exptime,
+                                &s->text.res);
     if (st != STORE_OK) {
         if (st == STORE_TOO_LARGE)
             STAT_INC(s->stats, store_too_large);

@@ -403,6 +403,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         size_t start = pos;
         pos = next;
         uint64_t t0 = 0;
+        t->avail = len - pos;
         if (resuming) {
             if (t->cont.kind == TEXT_CONT_GET)
                 text_get_resume(s, &line);

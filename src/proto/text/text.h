@@ -72,6 +72,8 @@ struct text_state {
     bool set_noreply;
     struct meta_state meta;      /* the meta ms command waiting for its value */
     /* the command being executed */
+    size_t avail;                /* bytes of this read after its line: a value
+                                    not all here is an upload (store.h) */
     bool noreply;                /* classic `noreply`: suppress every reply */
     bool reply_unlogged;         /* -vv: memcached does not log this command's reply */
     uint64_t timing_start;       /* metrics: a command waiting for its value, since */

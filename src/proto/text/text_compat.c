@@ -42,16 +42,20 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
     const struct text_token *arg = &l->tok[2];
     double d;
     uint32_t v;
+    /* stored so `stats settings` shows them, as memcached's do */
     if (TEXT_TOK_IS(arg, "ratio") || TEXT_TOK_IS(arg, "freeratio")) {
         if (l->ntok < 4 || !text_parse_double(&l->tok[3], &d)) {
             TEXT_OUT(s, "ERROR");
             return;
         }
+        if (TEXT_TOK_IS(arg, "ratio"))
+            SETTINGS_SET(s->settings, slab_automove_ratio, d);
     } else if (TEXT_TOK_IS(arg, "window")) {
         if (l->ntok < 4 || !text_parse_u32(&l->tok[3], &v) || v < 3 || v > 1800) {
             TEXT_OUT(s, "ERROR");
             return;
         }
+        SETTINGS_SET(s->settings, slab_automove_window, (int)v);
     } else {
         if (!text_parse_u32(arg, &v)) {
             TEXT_OUT(s, "CLIENT_ERROR bad command line format");
@@ -61,7 +65,19 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
             TEXT_OUT(s, "ERROR");
             return;
         }
+        SETTINGS_SET(s->settings, slab_automove, (int)v);
     }
+    TEXT_OUT(s, "OK");
+}
+
+/* lru tune: stored so `stats settings` shows it, as memcached does. */
+static void text_lru_tune(struct session *s, int hot, int warm, double hot_factor,
+                          double warm_factor)
+{
+    SETTINGS_SET(s->settings, hot_lru_pct, hot);
+    SETTINGS_SET(s->settings, warm_lru_pct, warm);
+    SETTINGS_SET(s->settings, hot_max_factor, hot_factor);
+    SETTINGS_SET(s->settings, warm_max_factor, warm_factor);
     TEXT_OUT(s, "OK");
 }
 
@@ -85,19 +101,25 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
         else if (hot_factor <= 0 || warm_factor <= 0)
             TEXT_OUT(s, "ERROR hot/warm age factors must be greater than 0");
         else
-            TEXT_OUT(s, "OK");
+            text_lru_tune(s, (int)hot, (int)warm, hot_factor, warm_factor);
     } else if (TEXT_TOK_IS(sub, "mode") && l->ntok >= 3 && s->settings->lru_maintainer_thread) {
-        if (TEXT_TOK_IS(&l->tok[2], "flat") || TEXT_TOK_IS(&l->tok[2], "segmented"))
+        if (TEXT_TOK_IS(&l->tok[2], "flat") || TEXT_TOK_IS(&l->tok[2], "segmented")) {
+            SETTINGS_SET(s->settings, lru_segmented, TEXT_TOK_IS(&l->tok[2], "segmented"));
             TEXT_OUT(s, "OK");
-        else
+        } else
             TEXT_OUT(s, "ERROR");
     } else if (TEXT_TOK_IS(sub, "temp_ttl") && l->ntok >= 3 &&
                s->settings->lru_maintainer_thread) {
         int32_t ttl;
-        if (!text_parse_i32(&l->tok[2], &ttl))
+        if (!text_parse_i32(&l->tok[2], &ttl)) {
             TEXT_OUT(s, "ERROR");
-        else
+        } else {
+            /* memcached: a negative TTL turns the TEMP LRU off */
+            SETTINGS_SET(s->settings, temp_lru, ttl >= 0);
+            if (ttl >= 0)
+                SETTINGS_SET(s->settings, temporary_ttl, (int)ttl);
             TEXT_OUT(s, "OK");
+        }
     } else {
         TEXT_OUT(s, "ERROR");
     }
@@ -125,15 +147,12 @@ static bool text_class_list_ok(const struct text_token *t)
 }
 
 /* `lru_crawler enable|disable` switch memcached's crawler thread, and
- * crawl/metadump refuse while it is off; we keep the same switch (process
- * wide, as memcached's) although our store needs no crawler. */
-enum { TEXT_CRAWLER_DEFAULT, TEXT_CRAWLER_ON, TEXT_CRAWLER_OFF };
-static int text_crawler_state = TEXT_CRAWLER_DEFAULT;
-
+ * crawl/metadump refuse while it is off; we keep the same switch (the
+ * run-time setting lru_crawler, shown in stats settings) although our store
+ * needs no crawler. */
 static bool text_crawler_on(const struct session *s)
 {
-    int st = __atomic_load_n(&text_crawler_state, __ATOMIC_RELAXED);
-    return st == TEXT_CRAWLER_DEFAULT ? s->settings->lru_crawler : st == TEXT_CRAWLER_ON;
+    return SETTINGS_GET(s->settings, lru_crawler);
 }
 
 void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
@@ -171,11 +190,11 @@ void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
         if (text_crawler_on(s)) {
             TEXT_OUT(s, "ERROR failed to start lru crawler thread");
         } else {
-            __atomic_store_n(&text_crawler_state, TEXT_CRAWLER_ON, __ATOMIC_RELAXED);
+            SETTINGS_SET(s->settings, lru_crawler, true);
             TEXT_OUT(s, "OK");
         }
     } else if (l->ntok == 2 && TEXT_TOK_IS(sub, "disable")) {
-        __atomic_store_n(&text_crawler_state, TEXT_CRAWLER_OFF, __ATOMIC_RELAXED);
+        SETTINGS_SET(s->settings, lru_crawler, false);
         TEXT_OUT(s, "OK");
     } else {
         TEXT_OUT(s, "ERROR");

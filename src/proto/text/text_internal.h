@@ -58,7 +58,7 @@ static inline bool text_tok_eq(const struct text_token *t, const char *lit, size
 #define TEXT_TOK_IS(t, lit) text_tok_eq((t), lit, sizeof(lit) - 1)
 
 /* `stats detail on|off` flips this at run time from another thread. */
-#define TEXT_DETAIL_ON(s) __atomic_load_n(&(s)->settings->detail_enabled, __ATOMIC_RELAXED)
+#define TEXT_DETAIL_ON(s) SETTINGS_GET((s)->settings, detail_enabled)
 
 /* ---- replies (text_reply.c) ---- */
 

@@ -94,12 +94,17 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         server_stats_detail(key->s, key->len, 's', false);
 
     rel_time_t exp = clock_exptime(exptime);
-    /* append/prepend keep the old item's flags and expiry: no layout hint */
+    /* append/prepend keep the old item's flags and expiry: no layout hint.
+     * A value not all in this read is an upload: it holds no segment while
+     * it arrives (store_reserve_upload). */
+    bool concat = mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND;
+    struct store_reservation *res = &s->text.res;
     enum store_status st =
-        mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND
-            ? store_reserve(s->store, key->s, key->len, (size_t)vlen, &s->text.res)
-            : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp,
-                                &s->text.res);
+        s->text.avail < (size_t)vlen
+            ? store_reserve_upload(s->store, key->s, key->len, (size_t)vlen, !concat, flags,
+                                   exp, res)
+        : concat ? store_reserve(s->store, key->s, key->len, (size_t)vlen, res)
+                 : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp, res);
     switch (st) {
     case STORE_OK:
         break;

@@ -1,0 +1,243 @@
+/* memcached's command line, read through the table of settings_table.h:
+ * getopt's short and long options and the -o dispatch are generated from
+ * the rows, each row's parser (settings_value.c, settings_hooks.c) reads its
+ * value, and memcached's cross-flag rules run once every flag is known.
+ * Messages and exit codes follow memcached 1.6 where it has them (1 for a
+ * value out of range, 64 = EX_USAGE for conflicting options). */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "settings_internal.h"
+
+#define SETTINGS_ITEM_SIZE_MIN 1024
+#define SETTINGS_ITEM_SIZE_MAX (1024u * 1024 * 1024)
+/* getopt_long's value for a row with no letter: past every char */
+#define SETTINGS_LONG_BASE 256
+
+/* Does -o name match row r's oname? */
+static bool settings_oname_match(const struct settings_row *r, const char *name)
+{
+    const char *o = r->oname;
+    if (!o)
+        return false;
+    if (strncmp(o, "[no_]", 5) == 0) {
+        o += 5;
+        if (strncmp(name, "no_", 3) == 0)
+            name += 3;
+        return strcmp(o, name) == 0;
+    }
+    size_t n = strlen(o);
+    if (n > 1 && o[n - 1] == '*')
+        return strncmp(o, name, n - 1) == 0;
+    return strcmp(o, name) == 0;
+}
+
+/* One -o sub-option: name[=value]. */
+static int settings_suboption(struct settings_parse_ctx *c, char *opt)
+{
+    char *val = strchr(opt, '=');
+    if (val)
+        *val++ = '\0';
+    for (size_t i = 0; i < SETTINGS_NROWS; i++) {
+        const struct settings_row *r = &settings_rows[i];
+        if (!settings_oname_match(r, opt))
+            continue;
+        c->s->given[i] = 1;
+        return r->parse(c, r, opt, val);
+    }
+    if (val)
+        val[-1] = '=';
+    SETTINGS_FAIL(c, 1, "Illegal suboption \"%s\"\n", opt);
+}
+
+int settings_parse_EXTENDED(struct settings_parse_ctx *c, const struct settings_row *r,
+                            const char *name, const char *val)
+{
+    (void)r, (void)name;
+    /* kept for the settings' life: a string sub-option (metrics_listen)
+     * points into it */
+    char *copy = settings_keep(c->s, val);
+    if (!copy)
+        SETTINGS_FAIL(c, 1, "out of memory\n");
+    int rc = 0;
+    for (char *save = NULL, *opt = strtok_r(copy, ",", &save); opt && rc == 0;
+         opt = strtok_r(NULL, ",", &save))
+        rc = settings_suboption(c, opt);
+    return rc;
+}
+
+/* getopt's tables, from the rows with a letter or a long name. */
+struct settings_getopt {
+    char shorts[2 + 2 * SETTINGS_NROWS];
+    struct option longs[SETTINGS_NROWS + 1];
+};
+
+static void settings_getopt_build(struct settings_getopt *g)
+{
+    size_t ns = 0, nl = 0;
+    g->shorts[ns++] = ':'; /* report a missing argument as ':' */
+    for (size_t i = 0; i < SETTINGS_NROWS; i++) {
+        const struct settings_row *r = &settings_rows[i];
+        bool required = r->arg && r->arg[0] != '?';
+        if (r->sopt) {
+            g->shorts[ns++] = r->sopt;
+            if (required)
+                g->shorts[ns++] = ':';
+        }
+        if (r->lopt)
+            g->longs[nl++] = (struct option){
+                r->lopt, required ? required_argument : r->arg ? optional_argument : no_argument,
+                NULL, r->sopt ? r->sopt : SETTINGS_LONG_BASE + (int)i};
+    }
+    g->shorts[ns] = '\0';
+    g->longs[nl] = (struct option){0, 0, 0, 0};
+}
+
+static const struct settings_row *settings_row_for(int opt)
+{
+    if (opt >= SETTINGS_LONG_BASE && opt < SETTINGS_LONG_BASE + SETTINGS_NROWS)
+        return &settings_rows[opt - SETTINGS_LONG_BASE];
+    for (size_t i = 0; i < SETTINGS_NROWS; i++)
+        if (settings_rows[i].sopt && settings_rows[i].sopt == opt)
+            return &settings_rows[i];
+    return NULL;
+}
+
+int settings_parse_args(struct settings_parse_ctx *c, int argc, char **argv)
+{
+    struct settings_getopt g;
+    settings_getopt_build(&g);
+    optind = 0; /* glibc: full re-initialisation, so every list parses afresh */
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, g.shorts, g.longs, NULL)) != -1) {
+        const struct settings_row *r = settings_row_for(opt);
+        if (opt == ':')
+            SETTINGS_FAIL(c, SETTINGS_EX_USAGE, "nodelay: option requires an argument -- '%s'\n",
+                 optopt ? (char[2]){(char)optopt, 0} : argv[optind - 1]);
+        if (!r) {
+            if (optopt)
+                SETTINGS_FAIL(c, 1, "nodelay: invalid option -- '%c'\nIllegal argument \"?\"\n", optopt);
+            SETTINGS_FAIL(c, 1, "nodelay: unrecognized option '%s'\nIllegal argument \"?\"\n",
+                 argv[optind - 1]);
+        }
+        c->s->given[r - settings_rows] = 1;
+        char label[64];
+        settings_row_label(r, label, sizeof label);
+        if (r->parse(c, r, label, optarg) < 0)
+            return -1;
+    }
+    if (optind < argc)
+        SETTINGS_FAIL(c, 1, "nodelay: unexpected argument \"%s\" (see -h)\n", argv[optind]);
+    return 0;
+}
+
+/* Cross-flag checks, after every flag is known (memcached's order). */
+static int settings_check(struct settings_parse_ctx *c)
+{
+    struct settings *s = c->s;
+    /* memcached: a UDP port given alone moves the TCP port with it. */
+    if (c->udp_given && s->udpport != 0 && !c->port_given)
+        s->port = s->udpport;
+    if (s->sasl && s->udpport != 0)
+        SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+             "ERROR: Cannot enable UDP while using binary SASL authentication\n");
+    size_t maxbytes = SETTINGS_GET(s, maxbytes);
+    if (s->item_size_max < SETTINGS_ITEM_SIZE_MIN)
+        SETTINGS_FAIL(c, SETTINGS_EX_USAGE, "Item max size cannot be less than 1024 bytes.\n");
+    if (s->item_size_max > maxbytes / 2)
+        SETTINGS_FAIL(c, SETTINGS_EX_USAGE, "Cannot set item size limit higher than 1/2 of memory max.\n");
+    if (s->item_size_max > SETTINGS_ITEM_SIZE_MAX)
+        SETTINGS_FAIL(c, SETTINGS_EX_USAGE, "Cannot set item size limit higher than a gigabyte.\n");
+    if (c->chunk_max_given) {
+        if ((size_t)s->slab_chunk_max > s->item_size_max)
+            SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+                 "slab_chunk_max (bytes: %d) cannot be larger than -I (item_size_max %zu)\n",
+                 s->slab_chunk_max, s->item_size_max);
+        if (s->item_size_max % (size_t)s->slab_chunk_max != 0)
+            SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+                 "-I (item_size_max: %zu) must be evenly divisible by slab_chunk_max (bytes: %d)\n",
+                 s->item_size_max, s->slab_chunk_max);
+    } else if ((size_t)s->slab_chunk_max > s->item_size_max / 2) {
+        s->slab_chunk_max = (int)(s->item_size_max / 2);
+    } else if (s->item_size_max > (1u << 20)) {
+        s->slab_chunk_max = (int)(s->item_size_max / 2);
+    }
+    if (SETTINGS_GET(s, hot_lru_pct) + SETTINGS_GET(s, warm_lru_pct) > 80)
+        SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+             "hot_lru_pct + warm_lru_pct cannot be more than 80%% combined\n");
+    if (SETTINGS_GET(s, temp_lru) && !s->lru_maintainer_thread)
+        SETTINGS_FAIL(c, SETTINGS_EX_USAGE, "temporary_ttl requires lru_maintainer to be enabled\n");
+    if (s->sasl) {
+        if (!c->protocol_given)
+            s->binding_protocol = "binary";
+        else if (strcmp(s->binding_protocol, "binary") != 0)
+            SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+                 "ERROR: You cannot allow the ASCII protocol while using SASL.\n");
+    }
+    if (s->auth_file) {
+        if (!c->protocol_given)
+            s->binding_protocol = "ascii";
+        else if (strcmp(s->binding_protocol, "ascii") != 0)
+            SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+                 "ERROR: You cannot allow the BINARY protocol while using "
+                 "ascii authentication tokens.\n");
+    }
+    if (s->sasl && s->auth_file)
+        SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+             "ERROR: -S (SASL) and -Y (ascii auth) cannot be used together.\n");
+    return 0;
+}
+
+/* The command line is parsed in runs split at each `--config FILE`, whose
+ * lines are parsed where it stands: flags after it override the file. */
+enum settings_result settings_parse(struct settings *s, int argc, char **argv, FILE *out,
+                                    FILE *err, int *exit_code)
+{
+    struct settings_parse_ctx c = {.s = s, .out = out, .err = err};
+    char **run = malloc(((size_t)argc + 1) * sizeof *run);
+    if (!run) {
+        fprintf(err, "out of memory\n");
+        *exit_code = 1;
+        return SETTINGS_EXIT;
+    }
+    int rc = 0, start = 1;
+    for (int i = 1; i <= argc && rc == 0; i++) {
+        const char *path = NULL;
+        int skip = 0;
+        if (i < argc && strcmp(argv[i], "--config") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(err, "nodelay: option '--config' requires an argument\n");
+                c.exit_code = SETTINGS_EX_USAGE;
+                rc = -1;
+                break;
+            }
+            path = argv[i + 1];
+            skip = 2;
+        } else if (i < argc && strncmp(argv[i], "--config=", 9) == 0) {
+            path = argv[i] + 9;
+            skip = 1;
+        } else if (i < argc) {
+            continue;
+        }
+        int n = 0;
+        run[n++] = argv[0];
+        for (int k = start; k < i; k++)
+            run[n++] = argv[k];
+        run[n] = NULL;
+        rc = settings_parse_args(&c, n, run);
+        if (rc == 0 && path) {
+            s->given[SETTINGS_ROW_config_file] = 1;
+            s->config_file = path;
+            rc = settings_config_read(&c, path);
+        }
+        i += skip ? skip - 1 : 0;
+        start = i + 1;
+    }
+    free(run);
+    if (rc == 0)
+        rc = settings_check(&c);
+    *exit_code = rc == 0 ? 0 : c.exit_code;
+    return rc == 0 ? SETTINGS_RUN : SETTINGS_EXIT;
+}

@@ -1,0 +1,133 @@
+/* Every flag and every -o sub-option of nodelay: ONE row each. The settings
+ * struct and its defaults, getopt's short and long options, the -o dispatch,
+ * -h, `stats settings` and the man page are all generated from this table
+ * (settings_table.c, settings_parse.c, settings_help.c, settings_stats.c), so
+ * adding a flag is adding a row here (and its parse hook if no generic
+ * parser fits).
+ *
+ * Rows are in the order memcached 1.6.45 prints `stats settings`; rows with
+ * no stats line follow. -h and the man page list flags in table order.
+ *
+ * X(store, field, type, default, short, long, oname, arg, parse, lo, hi, stat, show, note, help)
+ *   store    FIX   read-only after start-up, a field of struct settings
+ *            RUN   changed at run time (verbosity, cache_memlimit, lru ...): a
+ *                  field of struct settings_runtime, kept in atomics
+ *            NONE  no field: an action, a -o name family, a derived stats line
+ *   field    the C field (and the row's id: SETTINGS_ROW_<field>)
+ *   type     INT, SIZE (size_t), BOOL, STR (const char *), DBL, CHAR; NONE
+ *   default  the value before any flag
+ *   short    the option letter, or 0;  long: "--name" without dashes, or NULL
+ *   oname    the -o name, or NULL. "[no_]x" takes x and no_x (no_ turns a BOOL
+ *            off); "x_*" takes every name that starts with x_
+ *   arg      what the value is called in -h, NULL for none; "?x": optional
+ *   parse    the value reader: settings_parse_<parse> (settings_parse.c):
+ *            generic INT (lo..hi), SIZE (k/m/g), ON/OFF (a flag that sets a
+ *            BOOL), BOOL (-o [no_]x), STR, DBL, OCTAL, NOP; or a hook that
+ *            keeps memcached's own message and exit code for that flag
+ *   stat     the `stats settings` name, or NULL
+ *   show     how the value prints there: settings_show_<show> (settings_stats.c)
+ *   note     set on options nodelay accepts but does not act on: what
+ *            happens instead. Printed once at start-up when the option is
+ *            given, marked (compat) in -h, listed in the man page.
+ *   help     the -h and man page text ("\n" starts an indented line)
+ */
+#ifndef NODELAY_SETTINGS_TABLE_H
+#define NODELAY_SETTINGS_TABLE_H
+
+#include <limits.h>
+
+#define SETTINGS_NO_SLABS "nodelay has no slab classes (one segment store); shown in stats settings only"
+#define SETTINGS_NO_LRU "nodelay has no segmented LRU (segments are evicted whole, with a second chance); shown in stats settings only"
+
+/* clang-format off */
+#define SETTINGS(X) \
+X(RUN,  maxbytes,             SIZE, 64u << 20,  'm', "memory-limit",       NULL,                   "num",    MEGS,        0, 0,            "maxbytes",              U,        NULL, "item memory in megabytes (default: 64); an exact cap") \
+X(FIX,  maxconns,             INT,  1024,       'c', "conn-limit",         NULL,                   "num",    CONNS,       0, 0,            "maxconns",              I,        NULL, "simultaneous client connections (default: 1024)") \
+X(FIX,  port,                 INT,  11211,      'p', "port",               NULL,                   "num",    PORT,        -1, 65535,       "tcpport",               I,        NULL, "TCP port (default: 11211; 0 = off, -1 = any free port)") \
+X(FIX,  udpport,              INT,  0,          'U', "udp-port",           NULL,                   "num",    UDPPORT,     -1, 65535,       "udpport",               I,        NULL, "UDP port (default: 0 = off; UDP replies to forged sources\nmake any server a reflection amplifier: keep it off on\nuntrusted networks)") \
+X(FIX,  inter,                STR,  "127.0.0.1", 'l', "listen",            NULL,                   "addr",   LISTEN,      0, 0,            "inter",                 STR,      NULL, "interfaces to listen on, comma separated, IPv6 as [addr]:port\n(default: 127.0.0.1 -- memcached listens on all; say -l 0.0.0.0)") \
+X(RUN,  verbosity,            INT,  0,          'v', "verbose",            NULL,                   "?",      VERBOSE,     0, 0,            "verbosity",             I,        NULL, "log errors and start-up; -vv also connections and commands;\n-vvv also internal state changes") \
+X(NONE, oldest,               NONE, 0,          0,   NULL,                 NULL,                   NULL,     NOP,         0, 0,            "oldest",                ZERO,     NULL, NULL) \
+X(FIX,  evictions,            BOOL, true,       'M', "disable-evictions",  NULL,                   NULL,     OFF,         0, 0,            "evictions",             ONOFF,    NULL, "answer SERVER_ERROR out of memory instead of evicting") \
+X(FIX,  domain_socket,        STR,  NULL,       's', "unix-socket",        NULL,                   "file",   STR,         0, 0,            "domain_socket",         STR,      NULL, "UNIX socket to listen on (turns TCP off)") \
+X(FIX,  umask,                INT,  0700,       'a', "unix-mask",          NULL,                   "mask",   OCTAL,       0, 0777,         "umask",                 OCT,      NULL, "permissions of the UNIX socket, octal (default: 700)") \
+X(FIX,  shutdown_command,     BOOL, false,      'A', "enable-shutdown",    NULL,                   NULL,     ON,          0, 0,            "shutdown_command",      YESNO,    NULL, "allow the shutdown command") \
+X(FIX,  growth_factor,        DBL,  1.25,       'f', "slab-growth-factor", NULL,                   "factor", FACTOR,      0, 0,            "growth_factor",         F2,       SETTINGS_NO_SLABS, "slab growth factor (default: 1.25)") \
+X(FIX,  chunk_size,           INT,  48,         'n', "slab-min-size",      NULL,                   "bytes",  CHUNK,       0, 0,            "chunk_size",            I,        SETTINGS_NO_SLABS, "smallest slab chunk (default: 48)") \
+X(FIX,  num_threads,          INT,  4,          't', "threads",            NULL,                   "num",    THREADS,     0, 0,            "num_threads",           I,        NULL, "worker threads, each with its own event loop (default: 4)") \
+X(NONE, num_threads_per_udp,  NONE, 0,          0,   NULL,                 NULL,                   NULL,     NOP,         0, 0,            "num_threads_per_udp",   THREADS,  NULL, NULL) \
+X(FIX,  prefix_delimiter,     CHAR, ':',        'D', NULL,                 NULL,                   "char",   DELIM,       0, 0,            "stat_key_prefix",       CHAR,     NULL, "prefix delimiter for stats detail (default: ':'); turns it on") \
+X(RUN,  detail_enabled,       BOOL, false,      0,   NULL,                 NULL,                   NULL,     NOP,         0, 0,            "detail_enabled",        YESNO,    NULL, NULL) \
+X(FIX,  reqs_per_event,       INT,  20,         'R', "max-reqs-per-event", NULL,                   "num",    REQS,        0, 0,            "reqs_per_event",        I,        NULL, "requests served per connection per turn (default: 20)") \
+X(FIX,  cas_enabled,          BOOL, true,       'C', "disable-cas",        NULL,                   NULL,     OFF,         0, 0,            "cas_enabled",           YESNO,    NULL, "turn CAS off") \
+X(FIX,  tcp_backlog,          INT,  1024,       'b', "listen-backlog",     NULL,                   "num",    INT,         1, INT_MAX,      "tcp_backlog",           I,        NULL, "listen backlog (default: 1024)") \
+X(FIX,  binding_protocol,     STR,  "auto",     'B', "protocol",           NULL,                   "name",   PROTOCOL,    0, 0,            "binding_protocol",      PROTOCOL, NULL, "ascii, binary or auto (default: auto)") \
+X(FIX,  sasl,                 BOOL, false,      'S', "enable-sasl",        NULL,                   NULL,     ON,          0, 0,            "auth_enabled_sasl",     YESNO,    NULL, "SASL authentication (binary protocol only)") \
+X(FIX,  auth_file,            STR,  NULL,       'Y', "auth-file",          NULL,                   "file",   STR,         0, 0,            "auth_enabled_ascii",    SET,      NULL, "ascii authentication: lines of user:password") \
+X(FIX,  item_size_max,        SIZE, 1u << 20,   'I', "max-item-size",      NULL,                   "size",   SIZE,        0, 0,            "item_size_max",         U,        NULL, "largest item, k/m suffix (default: 1m, min 1k, max 1024m)") \
+X(FIX,  maxconns_fast,        BOOL, true,       0,   NULL,                 "[no_]maxconns_fast",   NULL,     BOOL,        0, 0,            "maxconns_fast",         YESNO,    NULL, "reject connections over -c at once (nodelay always does;\nthe flag decides whether stats shows rejected_connections)") \
+X(FIX,  hashpower_init,       INT,  0,          0,   NULL,                 "hashpower",            "n",      HASHPOWER,   0, 0,            "hashpower_init",        I,        NULL, "initial index size 2^n, 12..32") \
+X(FIX,  slab_reassign,        BOOL, true,       0,   NULL,                 "[no_]slab_reassign",   NULL,     BOOL,        0, 0,            "slab_reassign",         YESNO,    SETTINGS_NO_SLABS, "allow slabs reassign") \
+X(RUN,  slab_automove,        INT,  1,          0,   NULL,                 "[no_]slab_automove",   "?0|1|2", AUTOMOVE,    0, 0,            "slab_automove",         I,        SETTINGS_NO_SLABS, "slab page mover level") \
+X(RUN,  slab_automove_ratio,  DBL,  0.8,        0,   NULL,                 "slab_automove_ratio",  "ratio",  DBL,         0, 0,            "slab_automove_ratio",   F2,       SETTINGS_NO_SLABS, "slab page mover ratio") \
+X(RUN,  slab_automove_window, INT,  10,         0,   NULL,                 "slab_automove_window", "n",      WINDOW,      0, 0,            "slab_automove_window",  I,        SETTINGS_NO_SLABS, "slab page mover window") \
+X(FIX,  slab_chunk_max,       INT,  512 * 1024, 0,   NULL,                 "slab_chunk_max",       "KB",     CHUNK_MAX,   0, 0,            "slab_chunk_max",        I,        SETTINGS_NO_SLABS, "largest slab chunk, KB (shown as -I/2 unless given)") \
+X(RUN,  lru_crawler,          BOOL, true,       0,   NULL,                 "[no_]lru_crawler",     NULL,     BOOL,        0, 0,            "lru_crawler",           YESNO,    NULL, "allow lru_crawler crawl/metadump (the store needs no crawler;\nlru_crawler enable|disable switch it at run time)") \
+X(FIX,  lru_crawler_sleep,    INT,  100,        0,   NULL,                 "lru_crawler_sleep",    "us",     CRAWL_SLEEP, 0, 0,            "lru_crawler_sleep",     I,        "nodelay has no crawler thread to pace; shown in stats settings only", "crawler sleep between items") \
+X(FIX,  lru_crawler_tocrawl,  INT,  0,          0,   NULL,                 "lru_crawler_tocrawl",  "n",      INT,         0, INT_MAX,      "lru_crawler_tocrawl",   I,        "nodelay has no crawler thread to pace; shown in stats settings only", "crawler items per class per run") \
+X(FIX,  tail_repair_time,     INT,  0,          0,   NULL,                 "tail_repair_time",     "s",      TAIL_REPAIR, 0, 0,            "tail_repair_time",      I,        "nodelay has no LRU tail to repair; shown in stats settings only", "force-free items stuck at the LRU tail") \
+X(FIX,  flush_enabled,        BOOL, true,       'F', "disable-flush-all",  NULL,                   NULL,     OFF,         0, 0,            "flush_enabled",         YESNO,    NULL, "refuse flush_all") \
+X(FIX,  dump_enabled,         BOOL, true,       'X', "disable-dumping",    NULL,                   NULL,     OFF,         0, 0,            "dump_enabled",          YESNO,    NULL, "refuse stats cachedump, stats detail and lru_crawler dumps") \
+X(FIX,  hash_algorithm,       STR,  "murmur3",  0,   NULL,                 "hash_algorithm",       "name",   HASH,        0, 0,            "hash_algorithm",        STR,      "the index always hashes with xxHash; shown in stats settings only", "jenkins, murmur3 or xxh3") \
+X(FIX,  lru_maintainer_thread, BOOL, true,      0,   NULL,                 "[no_]lru_maintainer",  NULL,     MAINTAINER,  0, 0,            "lru_maintainer_thread", YESNO,    SETTINGS_NO_LRU, "LRU maintainer (lru mode and temporary_ttl need it)") \
+X(RUN,  lru_segmented,        BOOL, true,       0,   NULL,                 NULL,                   NULL,     NOP,         0, 0,            "lru_segmented",         YESNO,    NULL, NULL) \
+X(RUN,  hot_lru_pct,          INT,  20,         0,   NULL,                 "hot_lru_pct",          "pct",    LRU_PCT,     0, 0,            "hot_lru_pct",           I,        SETTINGS_NO_LRU, "memory share of the hot LRU") \
+X(RUN,  warm_lru_pct,         INT,  40,         0,   NULL,                 "warm_lru_pct",         "pct",    LRU_PCT,     0, 0,            "warm_lru_pct",          I,        SETTINGS_NO_LRU, "memory share of the warm LRU") \
+X(RUN,  hot_max_factor,       DBL,  0.2,        0,   NULL,                 "hot_max_factor",       "f",      AGE_FACTOR,  0, 0,            "hot_max_factor",        F2,       SETTINGS_NO_LRU, "hot LRU age factor") \
+X(RUN,  warm_max_factor,      DBL,  2.0,        0,   NULL,                 "warm_max_factor",      "f",      AGE_FACTOR,  0, 0,            "warm_max_factor",       F2,       SETTINGS_NO_LRU, "warm LRU age factor") \
+X(RUN,  temp_lru,             BOOL, false,      0,   NULL,                 NULL,                   NULL,     NOP,         0, 0,            "temp_lru",              YESNO,    NULL, NULL) \
+X(RUN,  temporary_ttl,        INT,  61,         0,   NULL,                 "temporary_ttl",        "s",      TEMP_TTL,    0, INT_MAX,      "temporary_ttl",         I,        NULL, "items with a shorter TTL are kept from eviction (turns temp_lru on)") \
+X(FIX,  idle_timeout,         INT,  0,          0,   NULL,                 "idle_timeout",         "s",      INT,         0, INT_MAX,      "idle_timeout",          I,        NULL, "close connections idle this long (default: 0 = never)") \
+X(FIX,  watcher_logbuf_size,  INT,  256 * 1024, 0,   NULL,                 "watcher_logbuf_size",  "KB",     KB,          1, INT_MAX / 1024, "watcher_logbuf_size", I,        NULL, "per-watcher buffer of a watch stream; lines past it are\nskipped and counted (default: 256)") \
+X(FIX,  worker_logbuf_size,   INT,  64 * 1024,  0,   NULL,                 "worker_logbuf_size",   "KB",     KB,          1, INT_MAX / 1024, "worker_logbuf_size",  I,        "workers write watch lines straight into the watchers' buffers; shown in stats settings only", "per-worker log buffer") \
+X(FIX,  read_buf_mem_limit,   INT,  0,          0,   NULL,                 "read_buf_mem_limit",   "MB",     READ_BUF,    0, INT_MAX,      "read_buf_mem_limit",    I,        NULL, "bound on all read buffers together (default: 0 = none)") \
+X(FIX,  track_sizes,          BOOL, false,      0,   NULL,                 "track_sizes",          NULL,     BOOL,        0, 0,            "track_sizes",           YESNO,    "stats sizes is not kept per size in nodelay; shown in stats settings only", "per-size item counts for stats sizes") \
+X(FIX,  inline_ascii_response, BOOL, false,     0,   NULL,                 "[no_]inline_ascii_resp", NULL,   BOOL,        0, 0,            "inline_ascii_response", YESNO,    "replies are always composed in place; shown in stats settings only", "memcached 1.4's reply layout") \
+X(FIX,  num_napi_ids,         INT,  0,          'N', "napi-ids",           NULL,                   "num",    INT,         0, INT_MAX,      "num_napi_ids",          I,        "nodelay does not map NAPI ids to workers; shown in stats settings only", "NAPI ids") \
+X(FIX,  memory_file,          STR,  NULL,       'e', "memory-file",        NULL,                   "file",   STR,         0, 0,            "memory_file",           STRNULL,  "nodelay does not restore a cache from a memory file; starting empty", "memcached's restartable cache file") \
+X(NONE, client_flags_size,    NONE, 0,          0,   NULL,                 NULL,                   NULL,     NOP,         0, 0,            "client_flags_size",     FOUR,     NULL, NULL) \
+/* no stats settings line from here on */ \
+X(FIX,  watch_enabled,        BOOL, true,       'W', "disable-watch",      NULL,                   NULL,     OFF,         0, 0,            NULL,                    NONE,     NULL, "refuse watch") \
+X(FIX,  daemonize,            BOOL, false,      'd', "daemon",             NULL,                   NULL,     ON,          0, 0,            NULL,                    NONE,     NULL, "run as a daemon") \
+X(FIX,  pid_file,             STR,  NULL,       'P', "pidfile",            NULL,                   "file",   STR,         0, 0,            NULL,                    NONE,     NULL, "write the process id here (removed at exit)") \
+X(FIX,  username,             STR,  NULL,       'u', "user",               NULL,                   "user",   STR,         0, 0,            NULL,                    NONE,     NULL, "user to run as; required when started as root (-u root keeps root)") \
+X(FIX,  lock_memory,          BOOL, false,      'k', "lock-memory",        NULL,                   NULL,     ON,          0, 0,            NULL,                    NONE,     NULL, "lock all memory (mlockall)") \
+X(FIX,  enable_coredumps,     BOOL, false,      'r', "enable-coredumps",   NULL,                   NULL,     ON,          0, 0,            NULL,                    NONE,     NULL, "raise the core file limit to the maximum") \
+X(FIX,  large_pages,          BOOL, false,      'L', "enable-largepages",  NULL,                   NULL,     ON,          0, 0,            NULL,                    NONE,     "segments use ordinary pages", "large memory pages") \
+X(FIX,  config_file,          STR,  NULL,       0,   "config",             NULL,                   "file",   CONFIG,      0, 0,            NULL,                    NONE,     NULL, "read flags from a file in /etc/memcached.conf's format: one\nflag per line, # comments; flags after --config override it") \
+X(FIX,  logfile,              STR,  NULL,       0,   "logfile",            NULL,                   "file",   STR,         0, 0,            NULL,                    NONE,     NULL, "with -d, append output here instead of dropping it\n(a config file's `logfile FILE` line, as Debian's start-memcached)") \
+X(NONE, help,                 NONE, 0,          'h', "help",               NULL,                   NULL,     HELP,        0, 0,            NULL,                    NONE,     NULL, "this help") \
+X(NONE, license,              NONE, 0,          'i', "license",            NULL,                   NULL,     LICENSE,     0, 0,            NULL,                    NONE,     NULL, "licence") \
+X(NONE, version,              NONE, 0,          'V', "version",            NULL,                   NULL,     VERSION,     0, 0,            NULL,                    NONE,     NULL, "version") \
+X(NONE, man,                  NONE, 0,          0,   "man",                NULL,                   NULL,     MAN,         0, 0,            NULL,                    NONE,     NULL, "print the man page nodelay(1) (groff -man) and exit") \
+X(NONE, enable_ssl,           NONE, 0,          'Z', "enable-ssl",         NULL,                   NULL,     NO_TLS,      0, 0,            NULL,                    NONE,     NULL, "refused: nodelay has no TLS; terminate TLS in front of it") \
+X(NONE, extended,             NONE, 0,          'o', "extended",           NULL,                   "list",   EXTENDED,    0, 0,            NULL,                    NONE,     NULL, "comma-separated sub-options (below)") \
+X(FIX,  reply_queue_limit,    SIZE, 64u << 20,  0,   NULL,                 "reply_queue_limit",    "MB",     MB,          1, 1L << 20,     NULL,                    NONE,     NULL, "(nodelay) cut off a client owing more than this while it\ndoes not read (default: 64)") \
+X(FIX,  client_mem_limit,     SIZE, 0,          0,   NULL,                 "client_mem_limit",     "MB",     MB,          0, 1L << 30,     NULL,                    NONE,     NULL, "(nodelay) replies and read buffers owed to all clients\ntogether; past it those owing most are not read\n(default: 0 = half of -m, at least 32)") \
+X(FIX,  metrics_listen,       STR,  NULL,       0,   NULL,                 "metrics_listen",       "[addr:]port", STR,     0, 0,            NULL,                    NONE,     NULL, "(nodelay) serve Prometheus /metrics there; the address\ndefaults to 127.0.0.1 (default: off)") \
+X(FIX,  hash_expand,          BOOL, true,       0,   NULL,                 "no_hashexpand",        NULL,     BOOL,        0, 0,            NULL,                    NONE,     "the index still grows as it fills; ignored", "keep the index at its initial size") \
+X(NONE, modern,               NONE, 0,          0,   NULL,                 "modern",               NULL,     NOP,         0, 0,            NULL,                    NONE,     NULL, "memcached's future defaults (currently nothing)") \
+X(NONE, no_modern,            NONE, 0,          0,   NULL,                 "no_modern",            NULL,     NO_MODERN,   0, 0,            NULL,                    NONE,     NULL, "memcached 1.4's defaults (no slab mover, crawler, maintainer; jenkins)") \
+X(NONE, slab_sizes,           NONE, 0,          0,   NULL,                 "slab_sizes",           "a-b-c",  SLAB_SIZES,  0, 0,            NULL,                    NONE,     SETTINGS_NO_SLABS, "slab class sizes, increasing") \
+X(NONE, slab_automove_freeratio, NONE, 0,       0,   NULL,                 "slab_automove_freeratio", "f",   NOP,         0, 0,            NULL,                    NONE,     SETTINGS_NO_SLABS, "free memory kept by the slab mover") \
+X(NONE, no_chunked_items,     NONE, 0,          0,   NULL,                 "no_chunked_items",     NULL,     NOP,         0, 0,            NULL,                    NONE,     "items are never chunked in nodelay; ignored", "do not chain chunks for large items") \
+X(NONE, drop_privileges,      NONE, 0,          0,   NULL,                 "[no_]drop_privileges", NULL,     NOP,         0, 0,            NULL,                    NONE,     "nodelay does not sandbox itself with seccomp; ignored", "seccomp sandbox") \
+X(NONE, relaxed_privileges,   NONE, 0,          0,   NULL,                 "relaxed_privileges",   NULL,     NOP,         0, 0,            NULL,                    NONE,     "nodelay does not sandbox itself with seccomp; ignored", "relaxed seccomp sandbox") \
+X(NONE, resp_obj_mem_limit,   NONE, 0,          0,   NULL,                 "resp_obj_mem_limit",   "MB",     NOP,         0, 0,            NULL,                    NONE,     "reply memory is bounded by reply_queue_limit instead; ignored", "reply object memory bound") \
+X(NONE, sock_cookie_id,       NONE, 0,          0,   NULL,                 "sock_cookie_id",       "id",     NOP,         0, 0,            NULL,                    NONE,     "sockets carry no SO_MARK cookie in nodelay; ignored", "socket cookie for firewalls") \
+X(NONE, ext_opts,             NONE, 0,          0,   NULL,                 "ext_*",                "...",    NOP,         0, 0,            NULL,                    NONE,     "no extstore in nodelay; items stay in memory", "extstore options") \
+X(NONE, ssl_opts,             NONE, 0,          0,   NULL,                 "ssl_*",                "...",    NOP,         0, 0,            NULL,                    NONE,     "TLS is not built; ignored", "TLS options") \
+X(NONE, proxy_opts,           NONE, 0,          0,   NULL,                 "proxy_*",              "...",    NO_PROXY,    0, 0,            NULL,                    NONE,     NULL, "refused: nodelay has no built-in proxy")
+/* clang-format on */
+
+#endif

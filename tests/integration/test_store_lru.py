@@ -1,0 +1,116 @@
+"""The store's eviction and reclaim rules next to memcached 1.6.45's:
+-o temporary_ttl (memcached's TEMP LRU, issue 12.4) and when flushed items
+count as `reclaimed` (issue 12.8). The reference binary lives in
+../shared/ref (see its README); tests that need it skip without it."""
+import os
+import time
+
+import pytest
+
+from helpers import ROOT, Server, is_memcached, stats
+
+# $NODELAY_REF_DIR overrides it (a worktree elsewhere than beside ../shared)
+REF = os.path.join(os.environ.get("NODELAY_REF_DIR", os.path.join(ROOT, "..", "shared", "ref")),
+                   "memcached-1.6.45")
+TEMP_FLAGS = ("-m", "2", "-o", "lru_maintainer,lru_crawler,temporary_ttl=61")
+VALUE = b"x" * 66560
+
+
+def ref_server(tmp_path, flags):
+    if not os.access(REF, os.X_OK):
+        pytest.skip("memcached 1.6.45 reference not found at ../shared/ref (see its README)")
+    return Server(REF, list(flags), workdir=str(tmp_path)).start()
+
+
+def canary_after_long_writes(srv):
+    """A TTL-30 canary, then 100 writes of the same size with TTL 3600 (the
+    canary's bytes many times over at -m 2): what mg says of the canary."""
+    c = srv.connect()
+    assert c.store("set", "canary", VALUE, exptime=30) == b"STORED\r\n"
+    for i in range(100):
+        assert c.store("set", f"long{i}", VALUE, exptime=3600) == b"STORED\r\n"
+    reply = c.call("mg canary s t")
+    c.close()
+    return reply
+
+
+def test_temporary_ttl_spares_short_lived_items(start_server, server_bin):
+    if is_memcached(server_bin):
+        pytest.skip("nodelay's own check; the 1.6.45 comparison is below")
+    assert canary_after_long_writes(start_server(*TEMP_FLAGS)) == b"HD s66560 t30\r\n"
+    # only when temporary_ttl is set, as memcached: else it is evicted first
+    plain = start_server("-m", "2", "-o", "lru_maintainer,lru_crawler")
+    assert canary_after_long_writes(plain) == b"EN\r\n"
+
+
+def test_temporary_ttl_matches_memcached_1645(start_server, server_bin, tmp_path):
+    ref = ref_server(tmp_path, TEMP_FLAGS)
+    try:
+        want = canary_after_long_writes(ref)
+    finally:
+        ref.stop()
+    assert want == b"HD s66560 t30\r\n"
+    if not is_memcached(server_bin):
+        assert canary_after_long_writes(start_server(*TEMP_FLAGS)) == want
+
+
+def temp_items_still_evictable(srv):
+    """When nothing but short-TTL items is left, writes still succeed."""
+    c = srv.connect()
+    replies = {c.store("set", f"t{i}", VALUE, exptime=20) for i in range(60)}
+    c.close()
+    return replies
+
+
+def test_temporary_ttl_never_refuses_writes(start_server, server_bin):
+    if is_memcached(server_bin):
+        pytest.skip("nodelay's rule: short-TTL items are a last resort, not a refusal")
+    assert temp_items_still_evictable(start_server(*TEMP_FLAGS)) == {b"STORED\r\n"}
+
+
+def flush_then_counts(servers):
+    """set, 2 s, flush_all on every server at once; then each server's
+    (reclaimed + crawler_reclaimed, expired_unfetched, curr_items) once its
+    flushed item is gone (polled for up to half a second)."""
+    conns = [s.connect() for s in servers]
+    for c in conns:
+        assert c.set("fl", "v") == b"STORED\r\n"
+    time.sleep(2.0)
+    for c in conns:
+        assert c.call("flush_all") == b"OK\r\n"
+    out = []
+    for c in conns:
+        deadline = time.monotonic() + 0.5
+        while True:
+            st = stats(c)
+            if st["curr_items"] == "0" or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        out.append((int(st["reclaimed"]) + int(st["crawler_reclaimed"]),
+                    int(st["expired_unfetched"]), int(st["curr_items"])))
+        # the key is free for a new value at once
+        assert c.set("fl", "w") == b"STORED\r\n" and c.get("fl") == b"w"
+        c.close()
+    return out
+
+
+@pytest.mark.slow
+def test_flushed_items_reclaimed_soon(start_server, server_bin, tmp_path):
+    """memcached's LRU maintainer reclaims a flushed item within a fraction of
+    a second of flush_all, counting it `reclaimed` and, never fetched,
+    `expired_unfetched` (lru_pull_tail); its crawler sometimes gets there
+    first and counts `crawler_reclaimed` instead. nodelay's housekeeper did
+    so only on its next one-second tick, and did not count
+    expired_unfetched."""
+    servers = [start_server()]
+    if os.access(REF, os.X_OK):
+        servers.append(Server(REF, [], workdir=str(tmp_path)).start())
+    try:
+        counts = flush_then_counts(servers)
+    finally:
+        for s in servers[1:]:
+            s.stop()
+    if not is_memcached(server_bin):
+        assert counts[0] == (1, 1, 0)
+    # every server has reclaimed it within the half second
+    assert all(c[0] == 1 and c[2] == 0 for c in counts), counts

@@ -1,0 +1,331 @@
+/* The settings table drives -h, `stats settings` and the man page: walk
+ * every row and check it shows up in each place it should, once, and that
+ * no two rows claim the same name. Also the config file reader, start-up
+ * notes and run-time values as `stats settings` shows them. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "settings_internal.h"
+#include "stats/stats.h"
+
+/* Everything a stream printed, as one string (free it). */
+typedef void print_fn(FILE *out);
+static char *capture(print_fn *fn)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    fn(f);
+    fclose(f);
+    return buf;
+}
+
+struct collected {
+    char names[SETTINGS_NROWS][64];
+    char values[SETTINGS_NROWS][128];
+    size_t n;
+};
+
+static int collect(void *arg, const char *name, const char *value)
+{
+    struct collected *c = arg;
+    assert_true(c->n < SETTINGS_NROWS);
+    snprintf(c->names[c->n], sizeof c->names[0], "%s", name);
+    snprintf(c->values[c->n], sizeof c->values[0], "%s", value);
+    c->n++;
+    return 0;
+}
+
+static const char *value_of(const struct collected *c, const char *name)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->names[i], name) == 0)
+            return c->values[i];
+    return NULL;
+}
+
+/* groff's escape of a name: '-' is written "\-". */
+static void man_escape(const char *in, char *out, size_t n)
+{
+    size_t o = 0;
+    for (; *in && o + 3 < n; in++) {
+        if (*in == '-')
+            out[o++] = '\\';
+        out[o++] = *in;
+    }
+    out[o] = '\0';
+}
+
+static void test_every_row_in_help_and_man(void **state)
+{
+    (void)state;
+    char *help = capture(settings_print_help);
+    char *man = capture(settings_print_man);
+    for (size_t i = 0; i < SETTINGS_NROWS; i++) {
+        const struct settings_row *r = &settings_rows[i];
+        char want[256], esc[192];
+        if (r->sopt) {
+            snprintf(want, sizeof want, "\n-%c", r->sopt);
+            if (!strstr(help, want))
+                fail_msg("-h lacks -%c (row %s)", r->sopt, r->field);
+            snprintf(want, sizeof want, "\\fB\\-%c\\fR", r->sopt);
+            if (!strstr(man, want))
+                fail_msg("man page lacks -%c (row %s)", r->sopt, r->field);
+        }
+        if (r->lopt) {
+            snprintf(want, sizeof want, "--%s", r->lopt);
+            if (!strstr(help, want))
+                fail_msg("-h lacks --%s", r->lopt);
+            man_escape(r->lopt, esc, sizeof esc);
+            snprintf(want, sizeof want, "\\fB\\-\\-%s\\fR", esc);
+            if (!strstr(man, want))
+                fail_msg("man page lacks --%s", r->lopt);
+        }
+        if (r->oname) {
+            snprintf(want, sizeof want, "\n   %s", r->oname);
+            if (!strstr(help, want))
+                fail_msg("-h lacks -o %s", r->oname);
+            man_escape(r->oname, esc, sizeof esc);
+            snprintf(want, sizeof want, "\\fB%s\\fR", esc);
+            if (!strstr(man, want))
+                fail_msg("man page lacks -o %s", r->oname);
+        }
+        if ((r->sopt || r->lopt || r->oname) && !r->help)
+            fail_msg("row %s is an option without help text", r->field);
+        if (r->note && !strstr(man, "Accepted but inert"))
+            fail_msg("man page does not list inert options");
+        if (r->stat) {
+            man_escape(r->stat, esc, sizeof esc);
+            if (!strstr(man, esc))
+                fail_msg("man page lacks stats settings name %s", r->stat);
+        }
+    }
+    /* the worker counters, asked of the stats header */
+#define COUNTER_IN_MAN(name, ...)                                              \
+    if (!strstr(man, #name))                                                   \
+        fail_msg("man page lacks counter %s", #name);
+    STATS_THREAD(COUNTER_IN_MAN)
+#undef COUNTER_IN_MAN
+    free(help);
+    free(man);
+}
+
+static void test_every_stat_row_once_in_order(void **state)
+{
+    (void)state;
+    struct settings s;
+    settings_defaults(&s);
+    struct collected c = {.n = 0};
+    assert_int_equal(settings_stats_emit(&s, collect, &c), 0);
+    size_t k = 0;
+    for (size_t i = 0; i < SETTINGS_NROWS; i++) {
+        if (!settings_rows[i].stat)
+            continue;
+        assert_true(k < c.n);
+        assert_string_equal(c.names[k], settings_rows[i].stat);
+        assert_true(c.values[k][0] != '\0');
+        k++;
+    }
+    assert_int_equal(k, c.n);
+    assert_string_equal(c.names[0], "maxbytes");
+    assert_string_equal(c.names[c.n - 1], "client_flags_size");
+    settings_release(&s);
+}
+
+static void test_names_unique(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < SETTINGS_NROWS; i++) {
+        const struct settings_row *a = &settings_rows[i];
+        for (size_t j = i + 1; j < SETTINGS_NROWS; j++) {
+            const struct settings_row *b = &settings_rows[j];
+            if (a->sopt && a->sopt == b->sopt)
+                fail_msg("-%c in rows %s and %s", a->sopt, a->field, b->field);
+            if (a->lopt && b->lopt && strcmp(a->lopt, b->lopt) == 0)
+                fail_msg("--%s twice", a->lopt);
+            if (a->oname && b->oname && strcmp(a->oname, b->oname) == 0)
+                fail_msg("-o %s twice", a->oname);
+            if (a->stat && b->stat && strcmp(a->stat, b->stat) == 0)
+                fail_msg("stat %s twice", a->stat);
+        }
+    }
+}
+
+static void test_runtime_values_shown(void **state)
+{
+    (void)state;
+    struct settings s;
+    settings_defaults(&s);
+    const struct settings *ro = &s; /* writers hold it const, as sessions do */
+    SETTINGS_SET(ro, verbosity, 2);
+    SETTINGS_SET(ro, maxbytes, (size_t)100 << 20);
+    SETTINGS_SET(ro, detail_enabled, true);
+    SETTINGS_SET(ro, lru_crawler, false);
+    SETTINGS_SET(ro, slab_automove, 2);
+    SETTINGS_SET(ro, hot_max_factor, 0.5);
+    struct collected c = {.n = 0};
+    assert_int_equal(settings_stats_emit(&s, collect, &c), 0);
+    assert_string_equal(value_of(&c, "verbosity"), "2");
+    assert_string_equal(value_of(&c, "maxbytes"), "104857600");
+    assert_string_equal(value_of(&c, "detail_enabled"), "yes");
+    assert_string_equal(value_of(&c, "lru_crawler"), "no");
+    assert_string_equal(value_of(&c, "slab_automove"), "2");
+    assert_string_equal(value_of(&c, "hot_max_factor"), "0.50");
+    settings_release(&s);
+}
+
+struct parsed {
+    struct settings s;
+    enum settings_result res;
+    int code;
+    char out[4096];
+    char err[2048];
+};
+
+static void parse(struct parsed *p, char **args)
+{
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "nodelay";
+    for (; *args; args++)
+        argv[argc++] = *args;
+    argv[argc] = NULL;
+    memset(p, 0, sizeof *p);
+    settings_defaults(&p->s);
+    FILE *out = fmemopen(p->out, sizeof p->out - 1, "w");
+    FILE *err = fmemopen(p->err, sizeof p->err - 1, "w");
+    p->res = settings_parse(&p->s, argc, argv, out, err, &p->code);
+    fclose(out);
+    fclose(err);
+}
+
+static char *write_conf(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/nodelay-test-conf-%ld", (long)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_config_file(void **state)
+{
+    (void)state;
+    struct parsed p;
+    char *path = write_conf("# comment\n\n-m 32   # mb\n--port=2222\n-o 'idle_timeout=7'\n"
+                            "-u \"a user\"\nlogfile /tmp/x.log\n-h\n-l 127.0.0.2\n-l ::1\n"
+                            "-P /tmp/a\\#b\n-vv\n");
+    parse(&p, (char *[]){"-t", "3", "--config", path, "-t", "5", NULL});
+    assert_int_equal(p.res, SETTINGS_RUN);
+    assert_true(SETTINGS_GET(&p.s, maxbytes) == (size_t)32 << 20);
+    assert_int_equal(p.s.port, 2222);
+    assert_int_equal(p.s.idle_timeout, 7);
+    assert_string_equal(p.s.username, "a user");
+    assert_string_equal(p.s.logfile, "/tmp/x.log");
+    assert_string_equal(p.s.inter, "127.0.0.2,::1");
+    assert_string_equal(p.s.pid_file, "/tmp/a#b");
+    assert_int_equal(SETTINGS_GET(&p.s, verbosity), 2);
+    assert_int_equal(p.s.num_threads, 5); /* after --config: overrides */
+    assert_string_equal(p.out, "");       /* -h in a file is skipped */
+    settings_release(&p.s);
+
+    parse(&p, (char *[]){"--config", path, "-p", "3333", NULL});
+    assert_int_equal(p.res, SETTINGS_RUN);
+    assert_int_equal(p.s.port, 3333);
+    settings_release(&p.s);
+
+    /* a flag before --config is overridden by the file */
+    parse(&p, (char *[]){"-p", "4444", "--config=", NULL});
+    assert_int_equal(p.res, SETTINGS_EXIT);
+    assert_int_equal(p.code, 64);
+    settings_release(&p.s);
+    parse(&p, (char *[]){"-p", "4444", "--config", path, NULL});
+    assert_int_equal(p.s.port, 2222);
+    settings_release(&p.s);
+    unlink(path);
+}
+
+static void test_config_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int code;
+        const char *msg; /* after "nodelay: PATH:" */
+    } cases[] = {
+        {"-m 64\n-c 0\n", 1, "2: Maximum connections must be greater than 0\n"},
+        {"--bogus\n", 1, "1: unrecognized option '--bogus'\nIllegal argument \"?\"\n"},
+        {"\n-q\n", 1, "2: invalid option -- 'q'\nIllegal argument \"?\"\n"},
+        {"-p\n", 64, "1: option requires an argument -- 'p'\n"},
+        {"-o foo\n", 1, "1: Illegal suboption \"foo\"\n"},
+        {"-B x\n", 64,
+         "1: Invalid value for binding protocol: x\n -- should be one of auto, binary, or ascii\n"},
+        {"-m 64 extra\n", 1, "1: unexpected argument \"extra\" (see -h)\n"},
+        {"-l 'open\n", 64, "1: unterminated quote or too many words\n"},
+        {"verbose yes\n", 64, "1: unknown directive \"verbose\" (only flags and `logfile FILE`)\n"},
+        {"--config /etc/x\n", 64, "1: --config cannot be nested\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct parsed p;
+        char *path = write_conf(cases[i].text);
+        parse(&p, (char *[]){"--config", path, NULL});
+        char want[512];
+        snprintf(want, sizeof want, "nodelay: %s:%s", path, cases[i].msg);
+        if (p.res != SETTINGS_EXIT || p.code != cases[i].code || strcmp(p.err, want) != 0)
+            fail_msg("case %zu: res %d code %d err \"%s\"", i, p.res, p.code, p.err);
+        settings_release(&p.s);
+        unlink(path);
+    }
+}
+
+static void test_notes_only_for_given_inert_options(void **state)
+{
+    (void)state;
+    struct parsed p;
+    parse(&p, (char *[]){"-o", "ext_path=/x:1g,ext_threads=2,ssl_key=/k", "-f", "1.5", "-m", "64",
+                         "-o", "hashpower=16", NULL});
+    assert_int_equal(p.res, SETTINGS_RUN);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    settings_print_notes(&p.s, f);
+    fclose(f);
+    assert_string_equal(buf,
+                        "nodelay: -f: " SETTINGS_NO_SLABS "\n"
+                        "nodelay: -o ext_*: no extstore in nodelay; items stay in memory\n"
+                        "nodelay: -o ssl_*: TLS is not built; ignored\n");
+    free(buf);
+    settings_release(&p.s);
+
+    parse(&p, (char *[]){"-m", "64", "-o", "idle_timeout=3", NULL});
+    f = open_memstream(&buf, &len);
+    settings_print_notes(&p.s, f);
+    fclose(f);
+    assert_string_equal(buf, "");
+    free(buf);
+    settings_release(&p.s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_row_in_help_and_man),
+        cmocka_unit_test(test_every_stat_row_once_in_order),
+        cmocka_unit_test(test_names_unique),
+        cmocka_unit_test(test_runtime_values_shown),
+        cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_notes_only_for_given_inert_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
