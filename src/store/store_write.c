@@ -103,6 +103,10 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
 
 const char *store_reservation_key(const struct store_reservation *res, size_t *nkey)
 {
+    if (res->stage) { /* an upload: the key leads its stage */
+        *nkey = res->nkey;
+        return res->stage;
+    }
     struct item_hdr h;
     item_decode(res->item, &h);
     *nkey = h.nkey;

@@ -314,3 +314,19 @@ def test_stalled_watcher_does_not_slow_others(start_server):
     assert worst < 0.5 * helpers.slow_factor(), worst
     assert total < 10 * helpers.slow_factor(), total
     w.close()
+
+
+def test_large_value_arriving_later_is_logged(start_server):
+    """A value still arriving when its line is parsed is staged outside the
+    segments (store_upload.c): its commit is logged like any other."""
+    srv = start_server()
+    w = watcher(srv, "fetchers mutations")
+    c = srv.connect()
+    for cmd, key in ((b"set big 0 0 300000", b"big"), (b"ms bigm 300000 T0", b"bigm")):
+        c.send(cmd + b"\r\n")
+        time.sleep(0.05)
+        c.send(b"v" * 300000 + b"\r\n")
+        assert c.readline() in (b"STORED\r\n", b"HD\r\n")
+        line = lines_until(w, lambda l: "item_store" in l)[-1]
+        assert f" key={key.decode()} status=stored cmd=set " in line, line
+        assert line.endswith(" size=300000"), line
