@@ -299,7 +299,8 @@ int main(int argc, char **argv)
         .cas_enabled = s.cas_enabled,
         .hashpower = (unsigned)s.hashpower_init,
         .background = true,
-        .temporary_ttl = SETTINGS_GET(&s, temp_lru) ? (unsigned)SETTINGS_GET(&s, temporary_ttl) : 0,
+        .temp_lru = SETTINGS_GET(&s, temp_lru),
+        .temporary_ttl = (unsigned)SETTINGS_GET(&s, temporary_ttl),
     };
     if (store_create(&core.store, &opt) != 0) {
         log_error("failed to create the store (-m %zu MB)", SETTINGS_GET(&s, maxbytes) >> 20);

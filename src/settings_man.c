@@ -81,7 +81,9 @@ static const char *const settings_man_differences[] = {
     "Memory is one store of fixed-size segments: -m is an exact cap, there are no slab "
     "classes to rebalance, and eviction works on whole segments with a second chance for "
     "items read since.",
-    "A client that stops reading is cut off once it owes more than -o reply_queue_limit.",
+    "Memory owed to clients is bounded: all together by -o client_mem_limit (past it, those "
+    "owing most are not read), each by -o reply_queue_limit (a client that stops reading is "
+    "cut off).",
     "Numbers that memcached reads as 0 (atoi) are refused with a message.",
     "-Z (TLS) and -o proxy_* are refused: there is no TLS and no built-in proxy.",
 };

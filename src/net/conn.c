@@ -89,6 +89,7 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, const char *addr,
     c->last_active = clock_now();
     conn_input_init(&c->in, &w->rbufs);
     session_init(&c->sess, w->store, &w->stats, w->core->settings);
+    session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
     c->sess.cfd = fd;
     c->sess.loop = w->loop;

@@ -27,6 +27,11 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->authenticated = !settings->auth_file && !settings->sasl;
 }
 
+void session_set_peer(struct session *s, const char *addr)
+{
+    auth_guard_init(&s->auth, addr);
+}
+
 void session_release(struct session *s)
 {
     text_state_release(s);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "reply/reply.h"
+#include "proto/auth_guard.h"
 #include "proto/binary/binary.h"
 #include "proto/text/text.h"
 
@@ -42,6 +43,7 @@ struct session {
 
     enum proto_kind kind;
     bool authenticated; /* -Y ascii auth or SASL; true when neither is on */
+    struct auth_guard auth; /* failed attempts (session_set_peer) */
     struct watcher *watcher; /* after `watch`: input is ignored, the stream is sent */
 
     /* Direct read target, see proto_sink_filled(). */
@@ -55,6 +57,9 @@ struct session {
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
                   const struct settings *settings);
+/* The peer's address as the registry shows it ("tcp:<ip>:<port>"), or NULL:
+ * what password-guessing limits count per address. */
+void session_set_peer(struct session *s, const char *addr);
 /* Abort any value being received, release the reply queue. */
 void session_release(struct session *s);
 

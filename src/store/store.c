@@ -26,7 +26,8 @@ unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
         return 0;
     /* memcached's do_item_alloc test (`exptime - current_time <=
      * temporary_ttl`, unsigned: an already expired item is not one). */
-    if (s->opt.temporary_ttl && exptime >= now && exptime - now <= s->opt.temporary_ttl)
+    int64_t temp = __atomic_load_n(&s->temp_ttl, __ATOMIC_RELAXED);
+    if (temp >= 0 && exptime >= now && (int64_t)(exptime - now) <= temp)
         return STORE_GROUP_TEMP;
     uint32_t ttl = exptime > now ? exptime - now : 1;
     unsigned g = 1;
@@ -43,6 +44,16 @@ uint8_t store_class_id(struct store *s, size_t mc_size)
         if (mc_size <= s->class_size[i])
             return (uint8_t)i;
     return (uint8_t)(s->nclasses - 1);
+}
+
+size_t store_item_mc_size(const struct store *s, const struct store_item *it)
+{
+    return item_mc_size(it->nkey, it->nvalue, it->flags, s->opt.cas_enabled);
+}
+
+unsigned store_class_largest(const struct store *s)
+{
+    return s->nclasses - 1;
 }
 
 /* memcached's classes: 96 bytes, then x1.25 rounded up to 8, up to half an
@@ -290,6 +301,7 @@ int store_create(struct store **out, const struct store_options *opt)
     }
     s->mem_limit = opt->mem_limit;
     s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
+    s->temp_ttl = opt->temp_lru ? (int64_t)opt->temporary_ttl : -1;
     s->upload_limit = opt->upload_limit
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
@@ -572,6 +584,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             continue;
         }
         store_fill_item(s, &f, out);
+        out->exptime_before = out->exptime;
         if (req->touch) {
             if (f.h.exp_off) {
                 item_put_u32(f.p, f.h.exp_off, req->exptime);
@@ -772,6 +785,11 @@ void store_flush(struct store *s, rel_time_t when)
         pthread_cond_signal(&s->house_cond);
         pthread_mutex_unlock(&s->house_lock);
     }
+}
+
+void store_set_temporary_ttl(struct store *s, int ttl)
+{
+    __atomic_store_n(&s->temp_ttl, ttl < 0 ? (int64_t)-1 : (int64_t)ttl, __ATOMIC_RELAXED);
 }
 
 int store_set_mem_limit(struct store *s, size_t bytes)

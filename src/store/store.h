@@ -41,8 +41,8 @@ struct store_options {
     bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
     size_t upload_limit;  /* bytes all incomplete large uploads may hold; 0 = default
                              (docs/store.md "Uploads") */
-    unsigned temporary_ttl; /* -o temporary_ttl: items with a TTL up to this are not
-                               evicted for others (memcached's TEMP LRU); 0 = off */
+    bool temp_lru;          /* -o temporary_ttl given (memcached's TEMP LRU): */
+    unsigned temporary_ttl; /* items with a TTL up to this are not evicted for others */
 };
 
 enum store_status {
@@ -63,6 +63,9 @@ void store_ctx_destroy(struct store_ctx **ctx);
 /* The store a worker context belongs to (flush_all and lru_crawler metadump
  * act on the whole store, and protocols hold only their worker's ctx). */
 struct store *store_ctx_store(struct store_ctx *ctx);
+/* The largest of memcached's size-class ids items are reported in (me cls=,
+ * dumps, stats items); ids run 1..this. */
+unsigned store_class_largest(const struct store *store);
 
 /* A view of one item. Every pointer stays valid until store_pin_release(pin);
  * without a pin (want_value false) only the scalar fields are meaningful. */
@@ -75,6 +78,7 @@ struct store_item {
     uint32_t flags;         /* client flags */
     uint64_t cas;           /* 0 when CAS is disabled */
     rel_time_t exptime;     /* REL_TIME_NEVER or when it expires */
+    rel_time_t exptime_before; /* exptime before this request's touch (mg t before T) */
     rel_time_t last_access; /* as it was before this request */
     bool fetched;           /* had been fetched before this request (mg h) */
     bool stale;             /* invalidated by md I / ms I (mg X) */
@@ -84,6 +88,11 @@ struct store_item {
 };
 
 void store_pin_release(struct store_pin *pin);
+
+/* The bytes memcached 1.6 would spend on this item (its 48-byte header, key
+ * and NUL, value and CRLF, the CAS unless -C, non-zero client flags): what
+ * `me` and metadump report as size=, so tools comparing servers agree. */
+size_t store_item_mc_size(const struct store *store, const struct store_item *it);
 
 /* Options for a read. Zero-initialised means a plain `get`. */
 struct store_get_req {
@@ -241,6 +250,10 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
 /* flush_all: items stored at or before `when` become invisible once `when`
  * has come (when = clock_now() for an immediate flush). */
 void store_flush(struct store *store, rel_time_t when);
+
+/* `lru temp_ttl N`: change temporary_ttl at run time; negative turns it off
+ * (memcached's rule). Items already stored keep their place. */
+void store_set_temporary_ttl(struct store *store, int ttl);
 
 /* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
 int store_set_mem_limit(struct store *store, size_t bytes);

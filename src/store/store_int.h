@@ -254,6 +254,7 @@ struct store {
     bool house_stop;
     bool house_kick;                /* run a pass now (an immediate flush_all) */
 
+    int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
     uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
     uint64_t upload_limit;     /* bound on the large ones */
 
@@ -372,8 +373,5 @@ enum store_status store_upload_place(struct store_ctx *ctx, struct store_reserva
                                      bool delete_on_fail);
 /* Free a staged upload's memory. */
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);
-
-/* memcached's safe_strtoull over a value (store_arith.c). */
-bool store_parse_u64(const char *p, size_t n, uint64_t *out);
 
 #endif

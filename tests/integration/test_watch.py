@@ -72,10 +72,9 @@ def settle(srv, c):
 
 def scenario(srv):
     """Run one of each event class; return {type: first line of that type}."""
-    c = srv.connect()
-    settle(srv, c)
+    c0 = srv.connect()
+    settle(srv, c0)  # and kept open, so the client below has an fd of its own
     w = watcher(srv, "fetchers mutations evictions connevents deletions")
-    c.close()
     c = srv.connect()
     c.set("wk", "abc")
     c.get("wk")
@@ -100,6 +99,7 @@ def scenario(srv):
             continue
         seen.setdefault(m.group(1) + ("" if "status=not_found" not in line else "_miss"), line)
     w.close()
+    c0.close()
     return seen
 
 

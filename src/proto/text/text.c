@@ -89,6 +89,24 @@ static bool text_want(struct session *s, const struct text_line *l, size_t min)
     return false;
 }
 
+/* memcached 1.6.45's request parser looks at the bytes before tokens: a
+ * request shorter than 4 bytes with its line end ("a\r\n", "mn\n") is
+ * CLIENT_ERROR, and its command is what precedes the first space, so a line
+ * that starts with a space names no command (ERROR). */
+static bool text_framing_ok(struct session *s, const struct text_line *l, size_t whole)
+{
+    s->text.noreply = false;
+    if (whole < 4) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return false;
+    }
+    if (l->len > 0 && l->raw[0] == ' ') {
+        TEXT_OUT(s, "ERROR");
+        return false;
+    }
+    return true;
+}
+
 #define CMD_IS(c, lit) TEXT_TOK_IS((c), lit)
 
 static void text_dispatch(struct session *s, const struct text_line *l)
@@ -401,6 +419,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         struct text_line line;
         text_tokenize(&line, buf + pos, end - pos);
         size_t start = pos;
+        size_t whole = next - pos; /* the request with its line end */
         pos = next;
         uint64_t t0 = 0;
         t->avail = len - pos;
@@ -415,10 +434,10 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             log_verbose("<%d %.*s", s->cfd, (int)line.len, line.raw);
             if (metrics_timing())
                 t0 = metrics_now_ns();
-            if (s->authenticated)
-                text_dispatch(s, &line);
-            else
+            if (!s->authenticated)
                 text_auth_line(s, &line);
+            else if (text_framing_ok(s, &line, whole))
+                text_dispatch(s, &line);
             if (t0)
                 text_timing_begin(t, &line, t0);
         }

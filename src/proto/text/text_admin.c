@@ -22,7 +22,7 @@ void text_cmd_flush_all(struct session *s, const struct text_line *l)
         return;
     }
     int32_t delay = 0;
-    if (l->ntok != (s->text.noreply ? 2u : 1u) && !text_parse_i32(&l->tok[1], &delay)) {
+    if (l->ntok != (s->text.noreply ? 2u : 1u) && !text_tok_i32(&l->tok[1], &delay)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
         return;
     }
@@ -41,7 +41,7 @@ void text_cmd_verbosity(struct session *s, const struct text_line *l)
 {
     s->text.noreply = text_line_noreply(l);
     uint32_t level;
-    if (l->ntok < 2 || !text_parse_u32(&l->tok[1], &level)) {
+    if (l->ntok < 2 || !text_tok_u32(&l->tok[1], &level)) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
     }
@@ -74,7 +74,7 @@ void text_cmd_memlimit(struct session *s, const struct text_line *l)
     }
     s->text.noreply = text_line_noreply(l);
     uint32_t mb;
-    if (!text_parse_u32(&l->tok[1], &mb))
+    if (!text_tok_u32(&l->tok[1], &mb))
         TEXT_OUT(s, "ERROR");
     else if (mb < 8)
         TEXT_OUT(s, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
@@ -119,7 +119,7 @@ void text_cmd_stats(struct session *s, const struct text_line *l)
                 TEXT_OUT(s, "CLIENT_ERROR bad command line");
                 return;
             }
-            if (!text_parse_u32(&l->tok[2], &id) || !text_parse_u32(&l->tok[3], &limit)) {
+            if (!text_tok_u32(&l->tok[2], &id) || !text_tok_u32(&l->tok[3], &limit)) {
                 TEXT_OUT(s, "CLIENT_ERROR bad command line format");
                 return;
             }

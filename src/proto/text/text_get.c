@@ -150,7 +150,7 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
     size_t first = 1;
     if (touch) {
         int32_t exptime;
-        if (!text_parse_i32(&l->tok[1], &exptime)) {
+        if (!text_tok_i32(&l->tok[1], &exptime)) {
             TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
             return;
         }
@@ -176,7 +176,7 @@ void text_cmd_touch(struct session *s, const struct text_line *l)
         return;
     }
     int32_t exptime;
-    if (!text_parse_i32(&l->tok[2], &exptime)) {
+    if (!text_tok_i32(&l->tok[2], &exptime)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
         return;
     }

@@ -49,7 +49,7 @@ void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
         return;
     }
     struct store_arith_req req = {.incr = incr};
-    if (!text_parse_u64(&l->tok[2], &req.delta)) {
+    if (!text_tok_u64(&l->tok[2], &req.delta)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid numeric delta argument");
         return;
     }
