@@ -330,3 +330,21 @@ def test_large_value_arriving_later_is_logged(start_server):
         line = lines_until(w, lambda l: "item_store" in l)[-1]
         assert f" key={key.decode()} status=stored cmd=set " in line, line
         assert line.endswith(" size=300000"), line
+
+
+def test_binary_protocol_is_logged(start_server):
+    srv = start_server()
+    w = watcher(srv, "fetchers mutations deletions")
+    c = srv.connect()
+    # SET (0x01): extras flags u32 + exptime u32
+    c.send(helpers.bin_request(0x01, key=b"bk", value=b"val", extras=b"\0" * 8))
+    helpers.bin_read(c)
+    c.send(helpers.bin_request(0x00, key=b"bk"))  # GET
+    helpers.bin_read(c)
+    c.send(helpers.bin_request(0x04, key=b"bk"))  # DELETE
+    helpers.bin_read(c)
+    got = lines_until(w, lambda l: "type=deleted" in l)
+    kinds = [LINE.match(l).group(1) for l in got]
+    assert kinds == ["item_get", "item_store", "item_get", "item_get", "deleted"], got
+    assert " key=bk status=stored cmd=set ttl=0 " in got[1]
+    assert " key=bk status=found " in got[2] and got[2].endswith(" size=3")
