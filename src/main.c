@@ -2,9 +2,10 @@
  *
  * Start: settings -> root check -> -d -> -u -> -P -> store -> listeners ->
  * workers -> -k -> readiness (sd_notify READY=1 when started by systemd).
- * Stop (SIGINT/SIGTERM, or SIGUSR1 = graceful; `shutdown` raises these):
+ * Stop (SIGINT, or SIGTERM/SIGUSR1 = graceful; `shutdown` raises these):
  * workers stop accepting, close their connections and are joined; then the
- * listeners, the store and the pid file go, and the process exits 0. */
+ * listeners, the store (with -e: marked clean for a restore) and the pid
+ * file go, and the process exits 0. */
 #define _GNU_SOURCE /* strsignal */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,12 +30,14 @@
 #include "metrics/metrics.h"
 #include "net/core.h"
 #include "net/listener.h"
-#include "net/registry.h"
+#include "stats/registry.h"
 #include "proto/sasl.h"
 #include "proto/text/text.h"
+#include "server.h"
 #include "settings.h"
 #include "store/store.h"
 #include "version.h"
+#include "watch/watch.h"
 
 #define MAIN_EX_USAGE 64
 #define MAIN_EX_OSERR 71
@@ -199,10 +202,10 @@ static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool *
             return -1;
         switch (sig) {
         case SIGINT:
-        case SIGTERM:
             log_info("Signal handled: %s.", strsignal(sig));
             *graceful = false;
             return 0;
+        case SIGTERM: /* what systemd and init scripts send: let replies drain */
         case SIGUSR1:
             log_info("Graceful shutdown signal handled: %s.", strsignal(sig));
             *graceful = true;
@@ -231,6 +234,8 @@ int main(int argc, char **argv)
         return code;
     }
     log_set_verbosity(SETTINGS_GET(&s, verbosity));
+    /* -vvv logs every lookup, at the same points as `watch fetchers` */
+    watch_set_stderr(SETTINGS_GET(&s, verbosity) >= LOG_LEVEL_DEBUG);
     if (s.metrics_listen && !metrics_available()) {
         log_error("-o metrics_listen=%s: this nodelay was built without libmicrohttpd "
                   "(install libmicrohttpd-dev and rebuild)", s.metrics_listen);
@@ -266,7 +271,6 @@ int main(int argc, char **argv)
         settings_release(&s);
         return MAIN_EX_OSERR;
     }
-    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
 
     /* Block the stop signals before any thread exists, so all inherit it. */
     sigset_t set;
@@ -291,6 +295,8 @@ int main(int argc, char **argv)
         settings_release(&s);
         return EXIT_FAILURE;
     }
+    /* from here on every exit goes through out_settings, which removes it */
+    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
     struct core core = {.settings = &s};
     struct store_options opt = {
         .mem_limit = SETTINGS_GET(&s, maxbytes),
@@ -299,6 +305,7 @@ int main(int argc, char **argv)
         .cas_enabled = s.cas_enabled,
         .hashpower = (unsigned)s.hashpower_init,
         .background = true,
+        .memory_file = s.memory_file,
         .temp_lru = SETTINGS_GET(&s, temp_lru),
         .temporary_ttl = (unsigned)SETTINGS_GET(&s, temporary_ttl),
     };
@@ -335,19 +342,21 @@ int main(int argc, char **argv)
                                                             : s.binding_protocol);
     }
 
-    server_attach(&core);
+    struct server *srv = server_create(&core); /* the ops every session gets */
+    if (!srv)
+        goto out_entries;
     if (s.metrics_listen) {
         char err[256];
-        if (metrics_start(s.metrics_listen, err, sizeof err) < 0) {
+        if (metrics_start(s.metrics_listen, srv, &s, err, sizeof err) < 0) {
             log_error("%s", err);
-            server_attach(NULL);
+            server_destroy(&srv);
             rc = MAIN_EX_USAGE;
             goto out_entries;
         }
     }
     if (core_start(&core) < 0) {
         metrics_stop();
-        server_attach(NULL);
+        server_destroy(&srv);
         goto out_entries;
     }
     main_lock_memory(&s);
@@ -362,7 +371,7 @@ int main(int argc, char **argv)
     main_notify("STOPPING=1");
     metrics_stop(); /* before the core it reads goes away */
     core_stop(&core, graceful);
-    server_attach(NULL);
+    server_destroy(&srv);
     rc = 0;
 out_entries:
     for (size_t i = 0; i < core.listeners.n; i++)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "settings_internal.h"
-#include "stats/stats.h"
+#include "stats/stats_output.h"
 #include "version.h"
 
 /* Text with groff's specials escaped; "\n" in help text becomes a blank. */
@@ -68,9 +68,6 @@ static void settings_man_option(FILE *out, const struct settings_row *r)
         fputs(".\n", out);
     }
 }
-
-#define SETTINGS_MAN_COUNTER(name, ...) #name,
-static const char *const settings_man_counters[] = {STATS_THREAD(SETTINGS_MAN_COUNTER)};
 
 static const char *const settings_man_differences[] = {
     "nodelay listens on 127.0.0.1 unless -l says otherwise; memcached listens on all "
@@ -141,11 +138,16 @@ void settings_print_man(FILE *out)
           "and \\fBstats nodelay\\fR (nodelay's own):\n.IP\n",
           out);
     sep = "";
-    for (size_t i = 0; i < sizeof settings_man_counters / sizeof settings_man_counters[0]; i++) {
-        fputs(sep, out);
-        settings_man_text(out, settings_man_counters[i]);
-        sep = ", ";
-    }
+    /* the counters table's per-worker rows (stats/stats_table.h) */
+    const struct stats_rows *tables[] = {&stats_general_rows, &stats_nodelay_rows};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t i = 0; i < tables[t]->n; i++) {
+            if (tables[t]->row[i].src != STATS_SRC_WORKER)
+                continue;
+            fputs(sep, out);
+            settings_man_text(out, tables[t]->row[i].name);
+            sep = ", ";
+        }
     fputs("\n.SH \"DIFFERENCES FROM MEMCACHED\"\n", out);
     for (size_t i = 0; i < sizeof settings_man_differences / sizeof settings_man_differences[0];
          i++) {

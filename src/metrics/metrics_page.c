@@ -1,11 +1,12 @@
-/* The /metrics page: `stats` output turned into the Prometheus text format.
+/* The /metrics page: the counters table (stats/stats_table.h) in the
+ * Prometheus text format.
  *
- * Walking the text the stats commands print keeps one source of truth: a
- * field added to the counters table shows up here with no second list. The
- * table below is memcached_exporter's vocabulary (its metric names, kinds
- * and help, so its dashboards work unchanged); a numeric field it does not
- * name is exported as nodelay_<field>, a counter when it is one of the
- * per-worker counters (stats.h), else a gauge.
+ * It walks the same rows `stats` and `stats nodelay` print, over a snapshot
+ * the server takes without any worker's lock, so a row added to the table
+ * shows up here with no second list. The tables below are only
+ * memcached_exporter's vocabulary (its metric names, kinds and help, so its
+ * dashboards work unchanged) for the rows it knows; every other row is
+ * exported as nodelay_<name> with the row's own kind and help.
  *
  * Kinds differ from the exporter's in one respect: a counter whose name does
  * not end in _total (uptime_seconds, the slab moves) is typed gauge, which
@@ -17,10 +18,12 @@
 #include <sys/uio.h>
 
 #include "metrics/metrics.h"
-#include "metrics/metrics_hist.h"
+#include "stats/stats_hist.h"
 #include "reply/reply.h"
 #include "server.h"
-#include "stats/stats.h"
+#include "settings.h"
+#include "stats/stats_emit.h"
+#include "stats/stats_output.h"
 
 enum kind { GAUGE, COUNTER };
 
@@ -167,17 +170,6 @@ static const char *const command_rows[][3] = {
     {"cas_badval", "cas", "badval"}, {"cmd_flush", "flush", "hit"},
 };
 
-static bool is_worker_counter(const char *name)
-{
-#define STATS_NAME(n) #n,
-    static const char *const names[] = {STATS_THREAD(STATS_NAME)};
-#undef STATS_NAME
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(names[i], name) == 0)
-            return true;
-    return false;
-}
-
 /* ---- samples, grouped by metric when printed ---- */
 
 #define PAGE_SAMPLES_MAX 1024
@@ -220,50 +212,29 @@ static bool numeric(const char *v)
     return *end == '\0';
 }
 
-/* Run `stats <sub>` and hand each "STAT name value" to fn. */
+/* A stats group's rows (stats_emit.h) handed to fn as C strings. */
 typedef void (*stat_fn)(struct page *p, const char *name, const char *value, void *arg);
 
-static int page_stats(struct page *p, const char *sub, stat_fn fn, void *arg)
+struct page_emit {
+    struct page *p;
+    stat_fn fn;
+    void *arg;
+};
+
+static int page_emit_row(void *ctx, const char *name, size_t nname, const char *value,
+                         size_t nvalue)
 {
-    struct reply_queue q;
-    reply_init(&q);
-    if (server_stats(sub, strlen(sub), &q) != 0) {
-        reply_release(&q);
-        return -1;
-    }
-    size_t len = reply_pending(&q);
-    char *text = malloc(len + 1);
-    if (!text) {
-        reply_release(&q);
-        return -1;
-    }
-    size_t off = 0;
-    struct iovec iov[64];
-    while (reply_pending(&q) > 0) {
-        int n = reply_iov(&q, iov, 64);
-        size_t got = 0;
-        for (int i = 0; i < n; i++) {
-            memcpy(text + off, iov[i].iov_base, iov[i].iov_len);
-            off += iov[i].iov_len;
-            got += iov[i].iov_len;
-        }
-        reply_consume(&q, got);
-    }
-    text[off] = '\0';
-    reply_release(&q);
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
-        if (strncmp(line, "STAT ", 5) != 0)
-            continue;
-        char *name = line + 5;
-        char *value = strchr(name, ' ');
-        if (!value)
-            continue;
-        *value++ = '\0';
-        fn(p, name, value, arg);
-    }
-    free(text);
+    struct page_emit *pe = ctx;
+    char n[128], v[128];
+    snprintf(n, sizeof n, "%.*s", (int)nname, name);
+    snprintf(v, sizeof v, "%.*s", (int)nvalue, value);
+    pe->fn(pe->p, n, v, pe->arg);
     return 0;
+}
+
+static struct stats_emit page_emitter(struct page_emit *pe)
+{
+    return (struct stats_emit){page_emit_row, pe};
 }
 
 static const struct export *find(const struct export *rows, const char *stat)
@@ -286,12 +257,12 @@ static bool ends_with(const char *s, const char *suffix)
 
 /* nodelay_<field>[_total], kept clear of the suffixes the text format
  * reserves (a gauge ending _count or _total gets _value) and in base units
- * (a field in _us becomes _seconds), as promtool's lint asks. */
+ * (a field in _us or _ms becomes _seconds), as promtool's lint asks. */
 static void nodelay_name(char *out, size_t cap, const char *field, bool counter)
 {
     char base[80];
     snprintf(base, sizeof base, "%s", field);
-    if (ends_with(base, "_us") && strlen(base) + 5 < sizeof base)
+    if ((ends_with(base, "_us") || ends_with(base, "_ms")) && strlen(base) + 5 < sizeof base)
         strcpy(base + strlen(base) - 3, "_seconds"); /* the caller scales the value */
     if (counter)
         snprintf(out, cap, "nodelay_%s_total", base);
@@ -302,16 +273,60 @@ static void nodelay_name(char *out, size_t cap, const char *field, bool counter)
         snprintf(out, cap, "nodelay_%s", base);
 }
 
-static void on_general(struct page *p, const char *name, const char *value, void *arg)
+/* A row memcached_exporter does not name: nodelay_<name>, the row's kind
+ * (a CLOCK only grows, so it is a counter too) and help. */
+static void on_nodelay_row(struct page *p, const struct stats_row *r, const char *value)
 {
-    struct general_acc *acc = arg;
+    if (r->kind == STATS_KIND_INFO || !numeric(value))
+        return;
+    bool counter = r->kind == STATS_KIND_COUNTER || r->kind == STATS_KIND_CLOCK;
+    char metric[96], scaled[40];
+    nodelay_name(metric, sizeof metric, r->name, counter);
+    if (ends_with(r->name, "_us") || ends_with(r->name, "_ms")) {
+        double unit = ends_with(r->name, "_us") ? 1e6 : 1e3;
+        snprintf(scaled, sizeof scaled, "%.6f", strtod(value, NULL) / unit);
+        value = scaled;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->s[i].metric, metric) == 0)
+            return; /* a `stats nodelay` row that repeats a `stats` one */
+    page_add(p, metric, NULL, value, counter ? COUNTER : GAUGE, r->help);
+}
+
+static void on_general(struct page *p, const struct stats_row *r, const char *value,
+                       struct general_acc *acc);
+
+static void page_rows(struct page *p, const struct stats_rows *rows, const struct stats_snapshot *snap,
+                      struct general_acc *acc)
+{
+    for (size_t i = 0; i < rows->n; i++) {
+        const struct stats_row *r = &rows->row[i];
+        if (!stats_row_shown(r, snap))
+            continue;
+        char buf[STATS_VALUE_MAX + 1];
+        size_t len;
+        const char *text = stats_row_text(r, snap, buf, &len);
+        char value[64];
+        snprintf(value, sizeof value, "%.*s", (int)len, text);
+        if (acc)
+            on_general(p, r, value, acc);
+        else
+            on_nodelay_row(p, r, value);
+    }
+}
+
+/* One row of `stats`: memcached_exporter's name when it has one. */
+static void on_general(struct page *p, const struct stats_row *r, const char *value,
+                       struct general_acc *acc)
+{
+    const char *name = r->name;
     if (strcmp(name, "version") == 0) {
-        char labels[64];
-        snprintf(labels, sizeof labels, "version=\"%s\"", value);
+        char labels[96];
+        snprintf(labels, sizeof labels, "version=\"%.80s\"", value);
         page_add(p, "memcached_version", labels, "1", GAUGE, "The version of this memcached server.");
         return;
     }
-    if (!numeric(value))
+    if (r->kind == STATS_KIND_INFO || !numeric(value))
         return;
     for (size_t i = 0; i < sizeof command_rows / sizeof command_rows[0]; i++) {
         if (strcmp(name, command_rows[i][0]) == 0) {
@@ -331,15 +346,7 @@ static void on_general(struct page *p, const char *name, const char *value, void
         page_add(p, e->metric, NULL, value, e->kind, e->help);
         return;
     }
-    char metric[96], scaled[40];
-    bool counter = is_worker_counter(name);
-    nodelay_name(metric, sizeof metric, name, counter);
-    if (ends_with(name, "_us")) {
-        snprintf(scaled, sizeof scaled, "%.6f", strtod(value, NULL) / 1e6);
-        value = scaled;
-    }
-    page_add(p, metric, NULL, value, counter ? COUNTER : GAUGE,
-             counter ? "nodelay counter (see `stats`)." : "nodelay value (see `stats`).");
+    on_nodelay_row(p, r, value);
 }
 
 static void on_settings(struct page *p, const char *name, const char *value, void *arg)
@@ -379,28 +386,18 @@ static void on_items(struct page *p, const char *name, const char *value, void *
     page_add(p, e->metric, labels, value, e->kind, e->help);
 }
 
+static int on_settings_row(void *arg, const char *name, const char *value)
+{
+    on_settings(arg, name, value, NULL);
+    return 0;
+}
+
 static void on_slabs(struct page *p, const char *name, const char *value, void *arg)
 {
     (void)arg;
     if (strcmp(name, "total_malloced") == 0 && numeric(value))
         page_add(p, "memcached_malloced_bytes", NULL, value, GAUGE,
                  "Number of bytes of memory allocated to slab pages.");
-}
-
-static void on_nodelay(struct page *p, const char *name, const char *value, void *arg)
-{
-    (void)arg;
-    if (!numeric(value))
-        return;
-    /* the per-worker counters also appear in `stats`: once is enough */
-    char metric[96];
-    nodelay_name(metric, sizeof metric, name, is_worker_counter(name));
-    for (size_t i = 0; i < p->n; i++)
-        if (strcmp(p->s[i].metric, metric) == 0)
-            return;
-    page_add(p, metric, NULL, value, is_worker_counter(name) ? COUNTER : GAUGE,
-             is_worker_counter(name) ? "nodelay counter (see `stats nodelay`)."
-                                     : "nodelay value (see `stats nodelay`).");
 }
 
 static int page_print(const struct page *p, struct reply_queue *out)
@@ -455,29 +452,38 @@ static int page_histograms(struct reply_queue *out)
     return rc;
 }
 
-int metrics_compose(struct reply_queue *out)
+int metrics_compose(struct server *srv, const struct settings *set, struct reply_queue *out)
 {
     struct page p = {.s = calloc(PAGE_SAMPLES_MAX, sizeof(struct sample))};
     if (!p.s)
         return -1;
-    struct general_acc acc = {0};
-    int rc = page_stats(&p, "", on_general, &acc);
-    if (rc == 0) {
-        /* memcached counts cas in cmd_set too: the exporter's set = cmd_set - cas */
-        char v[40];
-        snprintf(v, sizeof v, "%.0f", acc.cmd_set - acc.cas_all);
-        page_add(&p, "memcached_commands_total", "command=\"set\",status=\"hit\"", v, COUNTER,
-                 commands_help);
-        rc |= page_stats(&p, "settings", on_settings, NULL);
-        rc |= page_stats(&p, "items", on_items, NULL);
-        rc |= page_stats(&p, "slabs", on_slabs, NULL);
-        rc |= page_stats(&p, "nodelay", on_nodelay, NULL);
-        page_add(&p, "memcached_up", NULL, "1", GAUGE, "Could the memcached server be reached.");
+    struct stats_snapshot *snap = malloc(sizeof *snap);
+    if (!snap) {
+        free(p.s);
+        return -1;
     }
+    server_stats_snapshot(srv, snap);
+    struct general_acc acc = {0};
+    page_rows(&p, &stats_general_rows, snap, &acc);
+    /* memcached counts cas in cmd_set too: the exporter's set = cmd_set - cas */
+    char v[40];
+    snprintf(v, sizeof v, "%.0f", acc.cmd_set - acc.cas_all);
+    page_add(&p, "memcached_commands_total", "command=\"set\",status=\"hit\"", v, COUNTER,
+             commands_help);
+    struct page_emit pe = {&p, on_settings, NULL};
+    struct stats_emit e = page_emitter(&pe);
+    int rc = settings_stats_emit(set, on_settings_row, &p);
+    pe.fn = on_items;
+    rc |= stats_items_compose(snap, &e);
+    pe.fn = on_slabs;
+    rc |= stats_slabs_compose(snap, &e);
+    page_rows(&p, &stats_nodelay_rows, snap, NULL);
+    page_add(&p, "memcached_up", NULL, "1", GAUGE, "Could the memcached server be reached.");
     if (rc == 0 && !p.full) {
         rc = page_print(&p, out);
         rc |= page_histograms(out);
     }
+    free(snap);
     free(p.s);
     return rc ? -1 : 0;
 }

@@ -13,6 +13,7 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->store = store;
     s->stats = stats;
     s->settings = settings;
+    s->ops = &server_ops_none;
     s->cfd = -1;
     reply_init(&s->reply);
     s->reply_allow = SIZE_MAX;

@@ -39,6 +39,7 @@ struct store_options {
     bool cas_enabled;     /* false with -C: every CAS reads as 0 */
     unsigned hashpower;   /* -o hashpower: initial index size 2^n, 0 = default */
     bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
+    const char *memory_file; /* -e: segments in a shared mapping of this file, restored at start */
     size_t upload_limit;  /* bytes all incomplete large uploads may hold; 0 = default
                              (docs/store.md "Uploads") */
     bool temp_lru;          /* -o temporary_ttl given (memcached's TEMP LRU): */
@@ -104,6 +105,7 @@ struct store_get_req {
     rel_time_t vivify_exptime;
     bool recache;             /* mg R: win if the remaining TTL is below recache_below */
     rel_time_t recache_below; /* seconds */
+    bool recache_before_touch; /* mg R before T: R judges the expiry T replaces */
     uint64_t cas_new;         /* mg E: CAS to give the item if this request modifies it (0 = next) */
 };
 
@@ -269,12 +271,12 @@ typedef void (*store_walk_fn)(const struct store_item *item, void *arg);
 size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_fn fn,
                   void *arg);
 
-/* The store's counters, memcached's names where memcached has them. */
-#define STORE_STATS(X)                                                          \
-    X(curr_items)          /* live items */                                      \
+/* The store's counters, memcached's names where memcached has them, declared
+ * once: STORE_COUNTERS only grow (each store_ctx keeps its own, summed by
+ * store_stats; `stats reset` subtracts a baseline), STORE_GAUGES are levels
+ * read when asked. */
+#define STORE_COUNTERS(X)                                                       \
     X(total_items)         /* items ever stored */                               \
-    X(bytes)               /* bytes used by live items */                        \
-    X(limit_maxbytes)      /* -m */                                              \
     X(evictions)           /* live items dropped to make room */                 \
     X(evicted_unfetched)   /* ... that were never fetched */                     \
     X(evicted_active)      /* ... that were accessed recently */                 \
@@ -282,19 +284,32 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(reclaimed)           /* expired or dead space reused */                    \
     X(get_expired)         /* reads that found an expired item */                \
     X(get_flushed)         /* reads that found a flushed item */                 \
+    X(seg_evicted)         /* segments reclaimed by eviction */                  \
+    X(seg_expired)         /* segments reclaimed whole because all expired */    \
+    X(items_reinserted)    /* live, accessed items carried forward at eviction */\
+    X(uploads_refused)     /* large uploads refused at that bound (upload_limit) */
+
+#define STORE_GAUGES(X)                                                         \
+    X(curr_items)          /* live items */                                      \
+    X(bytes)               /* bytes used by live items */                        \
+    X(limit_maxbytes)      /* -m */                                              \
     X(hash_power_level)                                                          \
     X(hash_bytes)          /* index memory, outside -m */                        \
     X(hash_is_expanding)                                                         \
     X(seg_size)            /* bytes per segment */                               \
     X(seg_total)           /* segments that fit in -m */                         \
     X(seg_used)            /* segments holding items */                          \
-    X(seg_evicted)         /* segments reclaimed by eviction */                  \
-    X(seg_expired)         /* segments reclaimed whole because all expired */    \
-    X(items_reinserted)    /* live, accessed items carried forward at eviction */\
-    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */\
+    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */      \
     X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
     X(upload_limit)        /* the bound on large ones among them */              \
-    X(uploads_refused)     /* large uploads refused at that bound */
+    X(restore_mode)        /* how it started: enum store_restore_mode */         \
+    X(restored_items)      /* items restored from the -e file */                 \
+    X(restore_discarded_expired) /* ... found expired or flushed */              \
+    X(restore_discarded_corrupt) /* ... failing their checksum or damaged */     \
+    X(restore_ms)          /* time the restore took */                           \
+    X(restore_cpu_ms)      /* CPU time in it, all threads (the rest: waiting for a core) */
+
+#define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X)
 
 struct store_stats {
 #define STORE_STATS_FIELD(name) uint64_t name;
@@ -303,5 +318,20 @@ struct store_stats {
 };
 
 void store_stats(struct store *store, struct store_stats *out);
+
+/* How the store started (restore_mode). */
+enum store_restore_mode {
+    STORE_RESTORE_NONE = 0,   /* no -e */
+    STORE_RESTORE_NEW,        /* -e, empty or new file */
+    STORE_RESTORE_GRACEFUL,   /* restored after a graceful stop */
+    STORE_RESTORE_CRASH,      /* restored after a crash */
+    STORE_RESTORE_DISCARDED,  /* the -e file could not be used (the log says why): empty */
+};
+
+static inline const char *store_restore_mode_name(uint64_t mode)
+{
+    static const char *const names[] = {"none", "new", "graceful", "crash", "discarded"};
+    return mode < sizeof(names) / sizeof(names[0]) ? names[mode] : "none";
+}
 
 #endif

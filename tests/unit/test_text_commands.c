@@ -313,6 +313,13 @@ static void detail_on(struct settings *s)
     SETTINGS_SET(s, detail_enabled, true);
 }
 
+/* The server's recording, reached as the real server's ops reach it. */
+static void detail_record(void *ctx, const char *key, size_t nkey, char op, bool hit)
+{
+    (void)ctx;
+    stats_detail_record(key, nkey, op, hit);
+}
+
 /* With stats detail on, every key of get/gat, every set and delete is
  * recorded per prefix (the recording itself is the server's). */
 static void test_stats_detail_bookkeeping(void **state)
@@ -320,6 +327,9 @@ static void test_stats_detail_bookkeeping(void **state)
     (void)state;
     stats_detail_clear();
     struct tt *t = tt_new_with(detail_on);
+    struct server_ops ops = server_ops_none;
+    ops.stats_detail = detail_record;
+    t->s.ops = &ops;
     EXPECT(t, "set p:a 0 0 1\r\nx\r\nget p:a p:b\r\ngat 0 p:a\r\ndelete p:a\r\nget q\r\n",
            "STORED\r\nVALUE p:a 0 1\r\nx\r\nEND\r\nVALUE p:a 0 1\r\nx\r\nEND\r\nDELETED\r\nEND\r\n");
     struct reply_queue q;
@@ -351,6 +361,99 @@ static void test_stats_parsing(void **state)
            "CLIENT_ERROR bad command line\r\nCLIENT_ERROR bad command line format\r\n"
            "CLIENT_ERROR Illegal slab id\r\n");
     EXPECT(t, "stats no_such_group\r\n", "ERROR\r\n");
+    tt_free(t);
+}
+
+/* A fake server: what the protocol asked of it, and canned answers. */
+struct fake_server {
+    int shutdowns, graceful;
+    unsigned verbosity;
+    size_t memlimit;
+};
+
+static void fake_shutdown(void *ctx, bool graceful)
+{
+    struct fake_server *f = ctx;
+    f->shutdowns++;
+    f->graceful += graceful;
+}
+
+static void fake_verbosity(void *ctx, unsigned level)
+{
+    ((struct fake_server *)ctx)->verbosity = level;
+}
+
+static int fake_memlimit(void *ctx, size_t mb)
+{
+    ((struct fake_server *)ctx)->memlimit = mb;
+    return mb == 13 ? -1 : 0;
+}
+
+static enum server_stats_rc fake_stats(void *ctx, const char *args, size_t len,
+                                       struct server_stats_out *out)
+{
+    (void)ctx;
+    assert_non_null(out->raw);
+    if (len == 0) {
+        assert_int_equal(stats_emit_u64(&out->emit, "pid", 7), 0);
+        assert_int_equal(stats_emit_str(&out->emit, "version", "x y"), 0);
+        return SERVER_STATS_END;
+    }
+    if (len == 5 && memcmp(args, "reset", 5) == 0)
+        return SERVER_STATS_RESET;
+    if (len == 9 && memcmp(args, "detail on", 9) == 0)
+        return SERVER_STATS_OK;
+    if (len == 11 && memcmp(args, "detail dump", 11) == 0)
+        return reply_str(out->raw, "PREFIX a get 1 hit 0 set 0 del 0\r\nEND\r\n") == 0
+                   ? SERVER_STATS_DONE
+                   : SERVER_STATS_NOMEM;
+    if (len == 5 && memcmp(args, "items", 5) == 0) {
+        assert_int_equal(stats_emit_u64(&out->emit, "half", 1), 0); /* rolled back */
+        out->msg = "CLIENT_ERROR refused";
+        return SERVER_STATS_REFUSED;
+    }
+    return SERVER_STATS_UNKNOWN;
+}
+
+static void shutdown_on(struct settings *s)
+{
+    s->shutdown_command = true;
+}
+
+/* The protocol reaches the server only through the session's ops: a fake
+ * one sees every request and frames every answer. */
+static void test_server_ops(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new_with(shutdown_on);
+    struct fake_server f = {0};
+    struct server_ops ops = {
+        .ctx = &f,
+        .shutdown = fake_shutdown,
+        .set_verbosity = fake_verbosity,
+        .set_memlimit = fake_memlimit,
+        .stats = fake_stats,
+        .stats_detail = server_ops_none.stats_detail,
+    };
+    t->s.ops = &ops;
+    EXPECT(t, "stats\r\n", "STAT pid 7\r\nSTAT version x y\r\nEND\r\n");
+    EXPECT(t, "stats reset\r\nstats detail on\r\n", "RESET\r\nOK\r\n");
+    EXPECT(t, "stats detail dump\r\n", "PREFIX a get 1 hit 0 set 0 del 0\r\nEND\r\n");
+    EXPECT(t, "stats items\r\nstats bogus\r\n", "CLIENT_ERROR refused\r\nERROR\r\n");
+    EXPECT(t, "verbosity 5\r\n", "OK\r\n");
+    assert_int_equal(f.verbosity, 5);
+    EXPECT(t, "cache_memlimit 64\r\ncache_memlimit 13\r\n",
+           "OK\r\nMEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\n");
+    assert_int_equal(f.memlimit, 13);
+    EXPECT(t, "shutdown graceful\r\n", "");
+    assert_int_equal(f.shutdowns, 1);
+    assert_int_equal(f.graceful, 1);
+    tt_free(t);
+
+    /* without a server (server_ops_none) stats has no group to show */
+    t = tt_new();
+    EXPECT(t, "stats\r\ncache_memlimit 64\r\n",
+           "ERROR\r\nMEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\n");
     tt_free(t);
 }
 
@@ -438,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_disabled),
         cmocka_unit_test(test_stats_detail_bookkeeping),
         cmocka_unit_test(test_stats_parsing),
+        cmocka_unit_test(test_server_ops),
         cmocka_unit_test(test_compat_commands),
         cmocka_unit_test(test_dump),
     };

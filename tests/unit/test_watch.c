@@ -11,7 +11,7 @@
 #include <sys/uio.h>
 
 #include "event/event.h"
-#include "metrics/metrics_hist.h"
+#include "stats/stats_hist.h"
 #include "reply/reply.h"
 #include "watch/watch.h"
 

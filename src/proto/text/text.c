@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "metrics/metrics_hist.h"
+#include "stats/stats_hist.h"
 #include "proto/meta/meta.h"
 #include "proto/proto.h"
 #include "proto/session.h"
@@ -358,7 +358,7 @@ static bool text_long_line_ok(const char *buf, size_t len)
            (len >= 5 && (memcmp(buf, "gets ", 5) == 0 || memcmp(buf, "gats ", 5) == 0));
 }
 
-/* Service time (metrics_hist.h): recorded once the reply is queued, which
+/* Service time (stats/stats_hist.h): recorded once the reply is queued, which
  * for a storage command is when its value has arrived and for a multiget
  * paused for the socket when its last key is done. */
 static void text_timing_end(struct text_state *t)

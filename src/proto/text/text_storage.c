@@ -2,10 +2,9 @@
  * receive the value straight into it, then link it. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 static void text_storage_done(struct session *s, bool chunk_ok)
 {
@@ -91,7 +90,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     }
 
     if (TEXT_DETAIL_ON(s))
-        server_stats_detail(key->s, key->len, 's', false);
+        session_stats_detail(s, key->s, key->len, 's', false);
 
     rel_time_t exp = clock_exptime(exptime);
     /* append/prepend keep the old item's flags and expiry: no layout hint.

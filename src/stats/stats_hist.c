@@ -1,5 +1,5 @@
-/* Per-thread service-time histograms (metrics_hist.h). */
-#include "metrics/metrics_hist.h"
+/* Per-thread service-time histograms (stats_hist.h). */
+#include "stats/stats_hist.h"
 
 #include <pthread.h>
 #include <stdlib.h>
