@@ -111,5 +111,7 @@ int settings_config_read(struct settings_parse_ctx *c, const char *path);
 int settings_config_stream(struct settings_parse_ctx *c, FILE *f, const char *path);
 /* Free the lines a config file left in s->strings. */
 void settings_config_release(struct settings *s);
+/* A copy of `line` that lives as long as s (freed by settings_config_release). */
+char *settings_keep(struct settings *s, const char *line);
 
 #endif
