@@ -308,6 +308,9 @@ int main(int argc, char **argv)
         .memory_file = s.memory_file,
         .temp_lru = SETTINGS_GET(&s, temp_lru),
         .temporary_ttl = (unsigned)SETTINGS_GET(&s, temporary_ttl),
+        .growth_factor = s.growth_factor,
+        .chunk_size = (size_t)s.chunk_size,
+        .slab_chunk_max = (size_t)s.slab_chunk_max,
     };
     if (store_create(&core.store, &opt) != 0) {
         log_error("failed to create the store (-m %zu MB)", SETTINGS_GET(&s, maxbytes) >> 20);

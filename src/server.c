@@ -163,6 +163,7 @@ static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
     s->read_buf_count = rbuf / CONN_RBUF_SIZE;
     s->total_connections = s->t.total_connections + nl; /* memcached counts listeners too */
     store_stats(c->store, &s->store);
+    s->nclasses = store_class_stats(c->store, s->cls);
     s->restore_mode = store_restore_mode_name(s->store.restore_mode);
 }
 

@@ -72,6 +72,8 @@ struct stats_snapshot {
     unsigned shown;              /* bit (1u << enum stats_when) per setting that is on */
     struct stats_thread t;       /* every worker's counters, summed */
     struct store_stats store;
+    struct store_class_stats cls[STORE_CLASSES]; /* 1..nclasses (store_class_stats) */
+    unsigned nclasses;
 };
 
 bool stats_row_shown(const struct stats_row *r, const struct stats_snapshot *s);
@@ -91,8 +93,8 @@ int stats_rows_emit(const struct stats_rows *rows, const struct stats_snapshot *
  * reset (base), so counters are never written behind their writers. */
 void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot *base);
 
-/* `stats items` / `stats slabs` rows: the store as one pseudo slab class
- * whose pages are segments (docs/server.md). */
+/* `stats items` / `stats slabs` rows: one block per memcached size class
+ * holding a live item, pages being segments (docs/store.md "Size classes"). */
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 

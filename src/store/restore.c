@@ -238,6 +238,9 @@ static void restore_item(struct store *s, struct restore_run *r, struct seg *seg
     /* Nothing else runs yet: plain updates, published by thread creation. */
     seg->live_items++;
     seg->live_bytes += size;
+    struct store_cls_of c = store_item_class(s, p, h);
+    seg->cls_items[c.cls]++;
+    seg->cls_bytes[c.cls] += (int32_t)c.mc_size;
     if (exp == REL_TIME_NEVER)
         seg->max_exptime = SEG_EXP_NEVER;
     else {
@@ -400,6 +403,8 @@ static void restore_segments(struct store *s, struct restore_run *r)
         seg->created = r->now;
         seg->live_items = 0;
         seg->live_bytes = 0;
+        memset(seg->cls_items, 0, sizeof(seg->cls_items));
+        memset(seg->cls_bytes, 0, sizeof(seg->cls_bytes));
         seg->max_cas = 0;
         seg->max_exptime = 0;
         seg->min_exptime = SEG_EXP_NEVER;

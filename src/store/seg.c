@@ -188,6 +188,8 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     seg->write_off = 0;
     __atomic_store_n(&seg->live_items, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->live_bytes, 0, __ATOMIC_RELAXED);
+    memset(seg->cls_items, 0, sizeof(seg->cls_items));
+    memset(seg->cls_bytes, 0, sizeof(seg->cls_bytes));
     __atomic_store_n(&seg->max_exptime, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->min_exptime, SEG_EXP_NEVER, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_cas, 0, __ATOMIC_RELAXED);
@@ -284,7 +286,8 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
         item_set_state(d, ITEM_L_COMMIT);
         pm_store32(&pm_seg(s->pm, r->id)->write_off, r->write_off);
     }
-    seg_note_item(r, size, exp, cas);
+    struct store_cls_of c = store_item_class(s, p, h);
+    seg_note_item(r, size, exp, cas, &c);
     return slot_make(tag, r->id, off >> s->off_shift);
 }
 
@@ -305,11 +308,10 @@ static void seg_watch_eviction(struct store *s, const char *p, const struct item
 {
     rel_time_t exp = item_get_u32(p, h->exp_off);
     rel_time_t atime = status & ~ITEM_S_MASK;
-    uint32_t flags = item_get_u32(p, h->flags_off);
     watch_eviction(p + h->hlen, h->nkey, status & ITEM_S_FETCHED,
                    exp == REL_TIME_NEVER ? -1 : (long long)exp - (long long)now,
                    atime <= now ? now - atime : 0,
-                   store_class_id(s, item_mc_size(h->nkey, h->nvalue, flags, s->opt.cas_enabled)),
+                   store_item_class(s, p, h).cls,
                    h->nvalue);
 }
 
@@ -366,6 +368,7 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
             bool fetched = status & ITEM_S_FETCHED;
             unsigned freq = slot_freq(*slot);
             enum item_life life = store_item_life(s, p, &h, v->cas_base, now);
+            struct store_cls_of cls = store_item_class(s, p, &h);
             bool keep = life == ITEM_LIVE &&
                         (keep_all || (retain && freq > 0 && budget >= size));
             uint64_t moved = 0;
@@ -414,7 +417,7 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
                 if (ps)
                     pm_store32(&ps->compact_w, (uint32_t)w);
             } else if (moved) {
-                seg_note_gone(v, size);
+                seg_note_gone(v, size, &cls);
             }
             if (moved) {
                 *slot = moved | nfreq;
@@ -426,23 +429,34 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
                 if (ps)
                     item_set_state(p, ITEM_L_DEAD);
                 index_clear_slot(&s->index, b, slot);
-                seg_note_gone(v, size);
+                seg_note_gone(v, size, &cls);
+                struct store_cls_ctr *cc = &ctx->cls[cls.cls];
                 if (life == ITEM_LIVE) {
                     any_evicted = true;
                     if (from_small)
                         store_ghost_add(s, hv);
                     CTR_INC(ctx, evictions);
+                    CLS_INC(cc, evicted);
+                    rel_time_t atime = status & ~ITEM_S_MASK;
+                    CLS_SET(cc, evicted_time, atime <= now ? now - atime : 0);
+                    if (item_get_u32(p, h.exp_off) != REL_TIME_NEVER)
+                        CLS_INC(cc, evicted_nonzero);
                     if (watch_active(WATCH_EVICTIONS))
                         seg_watch_eviction(s, p, &h, status, now);
-                    if (!fetched)
+                    if (!fetched) {
                         CTR_INC(ctx, evicted_unfetched);
+                        CLS_INC(cc, evicted_unfetched);
+                    }
                     if (freq)
                         CTR_INC(ctx, evicted_active);
                 } else {
                     CTR_INC(ctx, reclaimed);
+                    CLS_INC(cc, reclaimed);
                     /* flushed ones too, as memcached's lru_pull_tail */
-                    if (!fetched)
+                    if (!fetched) {
                         CTR_INC(ctx, expired_unfetched);
+                        CLS_INC(cc, expired_unfetched);
+                    }
                 }
             }
         }
@@ -603,18 +617,53 @@ void seg_note_exptime(struct seg *seg, rel_time_t exptime)
     }
 }
 
-void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas)
+void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
+                   const struct store_cls_of *c)
 {
     __atomic_fetch_add(&seg->live_items, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&seg->live_bytes, size, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&seg->cls_items[c->cls], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);
     seg_note_exptime(seg, exptime);
     atomic_max64(&seg->max_cas, cas);
 }
 
-void seg_note_gone(struct seg *seg, uint32_t size)
+void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
 {
     __atomic_fetch_sub(&seg->live_items, 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&seg->live_bytes, size, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&seg->cls_items[c->cls], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);
+}
+
+void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n, rel_time_t now)
+{
+    int64_t items[STORE_CLASSES] = {0}, bytes[STORE_CLASSES] = {0};
+    pthread_mutex_lock(&s->pool_lock);
+    for (uint32_t i = 0; i < s->seg_cap; i++) {
+        struct seg *g = seg_of(s, i);
+        if (!g->data)
+            continue;
+        for (unsigned k = 1; k <= n; k++) {
+            int32_t c = __atomic_load_n(&g->cls_items[k], __ATOMIC_RELAXED);
+            if (c == 0)
+                continue;
+            items[k] += c;
+            bytes[k] += __atomic_load_n(&g->cls_bytes[k], __ATOMIC_RELAXED);
+            if (c > 0) {
+                out[k].pages++;
+                uint32_t age = g->created <= now ? now - g->created : 0;
+                if (age > out[k].age)
+                    out[k].age = age;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->pool_lock);
+    /* a step behind one another, as in seg_counts: never less than nothing */
+    for (unsigned k = 1; k <= n; k++) {
+        out[k].number = items[k] > 0 ? (uint64_t)items[k] : 0;
+        out[k].mem_requested = bytes[k] > 0 ? (uint64_t)bytes[k] : 0;
+    }
 }
 
 unsigned seg_reclaim_expired(struct store_ctx *ctx)

@@ -44,12 +44,20 @@ unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
     return g;
 }
 
-uint8_t store_class_id(struct store *s, size_t mc_size)
+/* The one mapping from an item's memcached size to its class: me, metadump,
+ * watch lines and stats items/slabs all come through here. */
+uint8_t store_class_id(const struct store *s, size_t mc_size)
 {
     for (unsigned i = 1; i < s->nclasses; i++)
         if (mc_size <= s->class_size[i])
             return (uint8_t)i;
     return (uint8_t)(s->nclasses - 1);
+}
+
+struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h)
+{
+    size_t mc = item_mc_size(h->nkey, h->nvalue, item_get_u32(p, h->flags_off), s->opt.cas_enabled);
+    return (struct store_cls_of){store_class_id(s, mc), (uint32_t)mc};
 }
 
 size_t store_item_mc_size(const struct store *s, const struct store_item *it)
@@ -62,17 +70,19 @@ unsigned store_class_largest(const struct store *s)
     return s->nclasses - 1;
 }
 
-/* memcached's classes: 96 bytes, then x1.25 rounded up to 8, up to half an
- * -I (its slab_chunk_max), and one class of that size for larger items. */
+/* memcached's slabs_init: the first class is its 48-byte item header plus
+ * -n, each next one -f times larger rounded up to 8, while below
+ * slab_chunk_max / -f; a last class of slab_chunk_max holds the rest. */
 static void store_init_classes(struct store *s)
 {
-    size_t chunk_max = s->opt.item_size_max / 2;
-    double size = 96;
+    double f = s->opt.growth_factor > 1.0 ? s->opt.growth_factor : 1.25;
+    size_t chunk_max = s->opt.slab_chunk_max ? s->opt.slab_chunk_max : s->opt.item_size_max / 2;
+    size_t size = 48 + (s->opt.chunk_size ? s->opt.chunk_size : 48);
     unsigned i = 1;
-    while (i < 63 && size <= chunk_max / 1.25) {
-        size_t sz = ((size_t)size + 7) & ~(size_t)7;
-        s->class_size[i++] = (uint32_t)sz;
-        size = (double)sz * 1.25;
+    while (i < STORE_CLASSES - 1 && (double)size <= (double)chunk_max / f) {
+        size = (size + 7) & ~(size_t)7;
+        s->class_size[i++] = (uint32_t)size;
+        size = (size_t)((double)size * f);
     }
     s->class_size[i++] = (uint32_t)chunk_max;
     s->nclasses = i;
@@ -116,7 +126,8 @@ void store_unlink(struct store *s, struct store_found *f)
     if (s->pm)
         item_set_state(f->p, ITEM_L_DEAD);
     index_clear_slot(&s->index, f->bucket, f->slot);
-    seg_note_gone(f->seg, item_total(&f->h));
+    struct store_cls_of c = store_item_class(s, f->p, &f->h);
+    seg_note_gone(f->seg, item_total(&f->h), &c);
 }
 
 bool store_find_live(struct store_ctx *ctx, uint64_t *b, uint32_t tag, const char *key,
@@ -214,12 +225,14 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
             item_set_state(f->p, ITEM_L_DEAD);
             persist_journal_end(s->pm, j);
         }
-        seg_note_gone(f->seg, item_total(&f->h));
+        struct store_cls_of oc = store_item_class(s, f->p, &f->h);
+        seg_note_gone(f->seg, item_total(&f->h), &oc);
     } else {
         *slot = store_ghost_take(s, hv) ? slot_hit(ns) : ns;
     }
+    struct store_cls_of nc = store_item_class(s, p, &h);
     seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),
-                  item_get_cas(p, &h, seg->cas_base));
+                  item_get_cas(p, &h, seg->cas_base), &nc);
     return true;
 }
 
@@ -466,6 +479,8 @@ void store_ctx_destroy(struct store_ctx **cp)
 #define STORE_CTX_FOLD(n) s->gone.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
     STORE_COUNTERS(STORE_CTX_FOLD)
 #undef STORE_CTX_FOLD
+    for (unsigned k = 0; k < STORE_CLASSES; k++)
+        store_cls_fold(&s->gone_cls[k], &c->cls[k]);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -552,11 +567,15 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
                 if (life == ITEM_LIVE)
                     continue;
                 bool fetched = item_get_u32(f.p, f.h.atime_off) & ITEM_S_FETCHED;
+                struct store_cls_ctr *cc = &ctx->cls[store_item_class(s, f.p, &f.h).cls];
                 store_unlink(s, &f);
                 CTR_INC(ctx, reclaimed);
+                CLS_INC(cc, reclaimed);
                 /* memcached's lru_pull_tail counts flushed ones too */
-                if (!fetched)
+                if (!fetched) {
                     CTR_INC(ctx, expired_unfetched);
+                    CLS_INC(cc, expired_unfetched);
+                }
                 gone++;
                 /* The chain may have lost a bucket: start this one over. */
                 cur = b;
@@ -914,6 +933,46 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
 }
 
 /* ---- stats ------------------------------------------------------------- */
+
+void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from)
+{
+#define CLS_FOLD(f) into->f += __atomic_load_n(&from->f, __ATOMIC_RELAXED);
+    CLS_FOLD(evicted)
+    CLS_FOLD(evicted_nonzero)
+    CLS_FOLD(evicted_unfetched)
+    CLS_FOLD(reclaimed)
+    CLS_FOLD(expired_unfetched)
+#undef CLS_FOLD
+    uint32_t t = __atomic_load_n(&from->evicted_time, __ATOMIC_RELAXED);
+    /* one worker's last eviction stands for the class's: the largest shown */
+    if (t > into->evicted_time)
+        into->evicted_time = t;
+}
+
+unsigned store_class_stats(struct store *s, struct store_class_stats *out)
+{
+    memset(out, 0, STORE_CLASSES * sizeof(*out));
+    unsigned n = s->nclasses - 1;
+    struct store_cls_ctr sum[STORE_CLASSES];
+    pthread_mutex_lock(&s->ctx_lock);
+    memcpy(sum, s->gone_cls, sizeof(sum));
+    for (struct store_ctx *c = s->ctxs; c; c = c->next)
+        for (unsigned k = 1; k <= n; k++)
+            store_cls_fold(&sum[k], &c->cls[k]);
+    pthread_mutex_unlock(&s->ctx_lock);
+    for (unsigned k = 1; k <= n; k++) {
+        struct store_class_stats *o = &out[k];
+        o->chunk_size = s->class_size[k];
+        o->evicted = sum[k].evicted;
+        o->evicted_nonzero = sum[k].evicted_nonzero;
+        o->evicted_unfetched = sum[k].evicted_unfetched;
+        o->reclaimed = sum[k].reclaimed;
+        o->expired_unfetched = sum[k].expired_unfetched;
+        o->evicted_time = sum[k].evicted_time;
+    }
+    seg_class_counts(s, out, n, clock_now());
+    return n;
+}
 
 void store_stats(struct store *s, struct store_stats *out)
 {

@@ -44,6 +44,10 @@ struct store_options {
                              (docs/store.md "Uploads") */
     bool temp_lru;          /* -o temporary_ttl given (memcached's TEMP LRU): */
     unsigned temporary_ttl; /* items with a TTL up to this are not evicted for others */
+    /* memcached's size classes (docs/store.md "Size classes"); 0 = its defaults */
+    double growth_factor;   /* -f */
+    size_t chunk_size;      /* -n */
+    size_t slab_chunk_max;  /* -o slab_chunk_max in bytes; 0 = -I / 2 */
 };
 
 enum store_status {
@@ -67,6 +71,25 @@ struct store *store_ctx_store(struct store_ctx *ctx);
 /* The largest of memcached's size-class ids items are reported in (me cls=,
  * dumps, stats items); ids run 1..this. */
 unsigned store_class_largest(const struct store *store);
+
+/* memcached's MAX_NUMBER_OF_SLAB_CLASSES: class ids run 1..63. */
+#define STORE_CLASSES 64
+
+/* One size class as `stats items` / `stats slabs` show it. Items live in
+ * segments, not slabs: pages are the segments holding a live item of the
+ * class, age the age of the oldest such segment (docs/store.md). */
+struct store_class_stats {
+    uint32_t chunk_size;
+    uint64_t number;          /* live items */
+    uint64_t mem_requested;   /* their memcached sizes */
+    uint64_t pages;           /* segments holding one or more */
+    uint32_t age;             /* seconds since the oldest of those segments opened */
+    uint64_t evicted, evicted_nonzero, evicted_unfetched, reclaimed, expired_unfetched;
+    uint32_t evicted_time;
+};
+/* Fills out[1..n] (STORE_CLASSES entries) and returns n, the largest class id.
+ * Walks every segment: for `stats`, not for a request path. */
+unsigned store_class_stats(struct store *store, struct store_class_stats *out);
 
 /* A view of one item. Every pointer stays valid until store_pin_release(pin);
  * without a pin (want_value false) only the scalar fields are meaningful. */

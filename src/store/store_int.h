@@ -196,6 +196,14 @@ enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG
 #define SEG_Q_TEMP 2
 #define SEG_EXP_NEVER UINT32_MAX
 
+/* An item's memcached size class and memcached size (store_item_class). */
+struct store_cls_of {
+    uint8_t cls;
+    uint32_t mc_size;
+};
+struct store;
+struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h);
+
 struct seg {
     char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
     uint32_t id;
@@ -209,6 +217,11 @@ struct seg {
     uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
+    /* Live items per memcached size class and their memcached sizes (stats
+     * items/slabs). Updated where live_items is, on write, unlink and
+     * eviction only: a read touches neither. Signed: see seg_counts. */
+    int32_t cls_items[STORE_CLASSES];
+    int32_t cls_bytes[STORE_CLASSES];
     uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
     uint8_t group;
     uint8_t queue;                /* SEG_Q_SMALL, SEG_Q_MAIN or SEG_Q_TEMP while sealed */
@@ -232,12 +245,22 @@ struct store_ctx_counters {
     __atomic_store_n(&(ctx)->cnt.f, __atomic_load_n(&(ctx)->cnt.f, __ATOMIC_RELAXED) + (n), \
                      __ATOMIC_RELAXED)
 #define CTR_INC(ctx, f) CTR_ADD(ctx, f, 1)
+/* The same single-writer update on a struct store_cls_ctr. */
+#define CLS_SET(c, f, v) __atomic_store_n(&(c)->f, (v), __ATOMIC_RELAXED)
+#define CLS_INC(c, f) CLS_SET(c, f, __atomic_load_n(&(c)->f, __ATOMIC_RELAXED) + 1)
+
+/* Per-class event counters of one ctx (single writer, like cnt). */
+struct store_cls_ctr {
+    uint64_t evicted, evicted_nonzero, evicted_unfetched, reclaimed, expired_unfetched;
+    uint32_t evicted_time; /* age of the last item this ctx evicted from the class */
+};
 
 struct store_ctx {
     struct store *store;
     struct seg *open[STORE_GROUPS];     /* this worker's open segments */
     uint8_t last_group;                 /* guess for store_reserve */
     struct store_ctx_counters cnt;
+    struct store_cls_ctr cls[STORE_CLASSES];
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
 };
 
@@ -266,6 +289,7 @@ struct store {
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
+    struct store_cls_ctr gone_cls[STORE_CLASSES];
     struct store_ctx *house;        /* the housekeeper's own ctx */
     uint64_t crawl_cursor;          /* next bucket for store_crawl (housekeeper) */
 
@@ -288,7 +312,7 @@ struct store {
 
     uint32_t *ghost;           /* see store_ghost_add */
     uint64_t ghost_mask;
-    uint32_t class_size[64];   /* memcached-like class sizes for class_id */
+    uint32_t class_size[STORE_CLASSES]; /* memcached's class sizes (store_init_classes) */
     unsigned nclasses;
 };
 
@@ -313,8 +337,12 @@ void seg_unpin(struct seg *seg);
  * while eviction is compacting it: unlock, seg_wait_compacted, look again. */
 bool seg_try_pin(struct seg *seg);
 void seg_wait_compacted(struct seg *seg);
-void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas);
-void seg_note_gone(struct seg *seg, uint32_t size);
+/* cls and mc_size: the item's memcached size class and size (store_item_class). */
+void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
+                   const struct store_cls_of *c);
+void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c);
+/* Per-class live counts and pages, summed over segments (pool lock). */
+void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n, rel_time_t now);
 void seg_note_exptime(struct seg *seg, rel_time_t exptime);
 void seg_note_cas(struct seg *seg, uint64_t cas);
 /* Segment-side stats: curr_items, bytes, seg_*, dead_bytes; adds the
@@ -337,7 +365,9 @@ enum item_life store_item_life(struct store *s, const char *p, const struct item
 uint64_t store_next_cas(struct store *s);
 /* The TTL group for an item of this expiry (STORE_GROUP_TEMP included). */
 unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now);
-uint8_t store_class_id(struct store *s, size_t mc_size);
+uint8_t store_class_id(const struct store *s, size_t mc_size);
+/* Adds from's counters to into's (evicted_time: the larger). */
+void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);
 
 /* ---- lookups (store.c) -------------------------------------------------- */
 

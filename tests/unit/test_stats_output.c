@@ -312,6 +312,10 @@ static void test_items_and_slabs(void **state)
     (void)state;
     struct stats_snapshot s;
     snapshot(&s);
+    /* class 1 holds the items, class 2 none (not shown) */
+    s.nclasses = 2;
+    s.cls[1] = (struct store_class_stats){.chunk_size = 96, .number = 2, .pages = 1, .age = 7};
+    s.cls[2] = (struct store_class_stats){.chunk_size = 120};
     struct reply_queue q;
     reply_init(&q);
     struct stats_emit e = stats_emit_text(&q);
@@ -328,6 +332,7 @@ static void test_items_and_slabs(void **state)
         "items:1:moves_within_lru items:1:direct_reclaims items:1:hits_to_hot "
         "items:1:hits_to_warm items:1:hits_to_cold items:1:hits_to_temp");
     assert_non_null(strstr(text, "STAT items:1:number 2\r\n"));
+    assert_non_null(strstr(text, "STAT items:1:age 7\r\n"));
     free(n);
     free(text);
 
@@ -339,11 +344,14 @@ static void test_items_and_slabs(void **state)
                            "1:delete_hits 1:incr_hits 1:decr_hits 1:cas_hits 1:cas_badval "
                            "1:touch_hits active_slabs total_malloced");
     assert_non_null(strstr(text, "STAT total_malloced 3145728\r\n"));
+    assert_non_null(strstr(text, "STAT 1:used_chunks 2\r\n"));
+    assert_non_null(strstr(text, "STAT 1:total_pages 1\r\n"));
     free(n);
     free(text);
 
     /* an empty cache: no class lines, as memcached */
     memset(&s.store, 0, sizeof s.store);
+    memset(s.cls, 0, sizeof s.cls);
     assert_int_equal(stats_items_compose(&s, &e), 0);
     assert_int_equal(reply_pending(&q), 0);
     assert_int_equal(stats_slabs_compose(&s, &e), 0);
