@@ -21,7 +21,7 @@
 #define SETTINGS_CONFIG_MAX_ARGS 64
 
 /* Keep a copy of a line for the life of the settings: values point into it. */
-static char *settings_keep(struct settings *s, const char *line)
+char *settings_keep(struct settings *s, const char *line)
 {
     size_t n = strlen(line) + 1;
     char *block = malloc(sizeof(char *) + n);

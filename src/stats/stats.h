@@ -44,6 +44,9 @@
     X(conn_yields)        /* -R budget spent with requests still buffered */   \
     X(total_connections)                                                       \
     X(rejected_connections)                                                    \
+    X(ssl_handshake_errors) /* TLS handshakes failed or timed out (-Z) */      \
+    X(ssl_proto_errors)   /* TLS errors after the handshake */                 \
+    X(ssl_new_sessions)   /* sessions cached (ssl_session_cache) */            \
     /* nodelay's own (stats nodelay) */                                        \
     X(read_calls)         /* read(2)/recv calls */                             \
     X(write_calls)        /* writev/sendmsg calls */                           \

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "net/tls.h"
 #include "reply/reply.h"
 #include "settings.h"
 #include "watch/watch.h"
@@ -97,6 +98,13 @@ int stats_general_compose(const struct stats_snapshot *s, struct reply_queue *ou
     U("log_watcher_skipped", wc.log_watcher_skipped);
     U("log_watcher_sent", wc.log_watcher_sent);
     U("log_watchers", wc.log_watchers);
+    if (tls_enabled()) {
+        if (tls_session_cache())
+            U("ssl_new_sessions", t->ssl_new_sessions);
+        U("ssl_handshake_errors", t->ssl_handshake_errors);
+        U("ssl_proto_errors", t->ssl_proto_errors);
+        U("time_since_server_cert_refresh", tls_cert_age());
+    }
     ZERO("unexpected_napi_ids");
     ZERO("round_robin_fallback");
     U("bytes", st->bytes);
