@@ -202,7 +202,10 @@ static SSL_CTX *tls_ctx_build(const struct settings *s, char *msg, size_t n)
     }
     if (s->ssl_session_cache) {
         static const unsigned char id[] = "nodelay";
+        /* Sessions kept here (stateful), not in tickets, so a resumed
+         * client is found in the cache and ssl_new_sessions counts them. */
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+        SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
         SSL_CTX_set_session_id_context(ctx, id, sizeof id - 1);
         SSL_CTX_sess_set_new_cb(ctx, tls_new_session);
     } else {
@@ -381,10 +384,10 @@ ssize_t tls_conn_read(struct tls_conn *t, void *buf, size_t n)
             return -1;
         }
         if (e != SSL_ERROR_NONE) {
-            if (e == SSL_ERROR_SYSCALL && errno == 0 && ERR_peek_error() == 0) {
-                STAT_INC(t->st, ssl_handshake_errors);
+            if (e == SSL_ERROR_ZERO_RETURN ||
+                (e == SSL_ERROR_SYSCALL && errno == 0 && ERR_peek_error() == 0)) {
                 t->failed = true;
-                return 0; /* closed during the handshake */
+                return 0; /* gone during the handshake (a port probe): not an error */
             }
             return tls_fail(t, e);
         }
