@@ -9,6 +9,8 @@
 #   make test            everything CI runs (see scripts/test-all.sh)
 #   make fuzz            libFuzzer harnesses, briefly (clang)
 #   make bench           side-by-side benchmark against memcached
+#   make install         server, man page, systemd unit, config, tmpfiles.d and
+#                        sysusers.d entries under DESTDIR + PREFIX (/usr/local)
 
 CONFIG ?= release
 UNAME := $(shell uname -s)
@@ -48,9 +50,10 @@ else
 $(error CONFIG must be release, debug, asan or tsan)
 endif
 
+CPPFLAGS ?=
 CFLAGS ?=
 LDFLAGS ?=
-ALL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS_CONFIG) $(CFLAGS)
+ALL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS_CONFIG) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS := $(LDFLAGS_CONFIG) $(LDFLAGS)
 
 OUT := build/$(CONFIG)-$(EVENT)
@@ -67,7 +70,7 @@ SERVER := $(OUT)/nodelay
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 
-.PHONY: all server debug man unit test fuzz bench clean run FORCE
+.PHONY: all server debug man unit test fuzz bench clean run install FORCE
 .DEFAULT_GOAL := all
 
 all: server
@@ -121,6 +124,33 @@ fuzz:
 
 run: server
 	$(SERVER) -u nobody
+
+# Installation, as an operator or a package (debian/rules) does it. The config
+# file goes to /etc for PREFIX=/usr, else under PREFIX; an existing one is
+# kept. The unit names the installed binary and config.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+install: server man
+	install -D -m 0755 $(SERVER) $(DESTDIR)$(BINDIR)/nodelay
+	install -D -m 0644 build/nodelay.1 $(DESTDIR)$(MANDIR)/man1/nodelay.1
+	@mkdir -p $(DESTDIR)$(UNITDIR)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	    packaging/nodelay.service.in >$(DESTDIR)$(UNITDIR)/nodelay.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/nodelay.service
+	install -D -m 0644 packaging/nodelay.tmpfiles $(DESTDIR)$(TMPFILESDIR)/nodelay.conf
+	install -D -m 0644 packaging/nodelay.sysusers $(DESTDIR)$(SYSUSERSDIR)/nodelay.conf
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/nodelay.conf ]; then \
+	    echo "keeping $(DESTDIR)$(SYSCONFDIR)/nodelay.conf"; \
+	else \
+	    echo install -D -m 0644 packaging/nodelay.conf $(DESTDIR)$(SYSCONFDIR)/nodelay.conf; \
+	    install -D -m 0644 packaging/nodelay.conf $(DESTDIR)$(SYSCONFDIR)/nodelay.conf; \
+	fi
 
 clean:
 	rm -rf build

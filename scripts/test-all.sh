@@ -9,13 +9,15 @@
 #               (the concurrency tests)
 #   fuzz        every libFuzzer harness, FUZZ_SECONDS each (scripts/fuzz.sh)
 #   soak        bench/soak for SOAK_SECONDS, once the bench tools have it
+#   layers      no import loop between the folders of src/ (scripts/check-layers.sh;
+#               counts as one test)
 #
 # Each stage adds its tests to the totals; the last line is exactly
 # "N passed, N failed" and the exit status is non-zero on any failure. A stage
 # that ran no test (pytest's exit 5, a unit binary with no summary) fails.
 # Logs: build/test-logs/. Knobs: FUZZ_SECONDS (20), SOAK_SECONDS (60),
 # PYTEST_ARGS (extra pytest arguments), STAGES (space-separated subset of
-# "build unit integration fuzz soak").
+# "layers build unit integration fuzz soak").
 set -u
 cd "$(dirname "$0")/.."
 
@@ -24,7 +26,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 SOAK_SECONDS=${SOAK_SECONDS:-60}
 PYTEST_ARGS=${PYTEST_ARGS:-}
-STAGES=${STAGES:-build unit integration fuzz soak}
+STAGES=${STAGES:-layers build unit integration fuzz soak}
 LOGS=build/test-logs
 mkdir -p "$LOGS"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -46,6 +48,17 @@ elapsed() { echo $(($(date +%s) - START)); }
 note() { printf '== [%4ss] %s\n' "$(elapsed)" "$*"; }
 pass() { PASSED=$((PASSED + ${2:-1})); }
 fail() { FAILED=$((FAILED + ${2:-1})); FAILURES+=("$1"); echo "   FAILED: $1"; }
+
+# ---- layers ----------------------------------------------------------------
+if want layers; then
+    note "layers"
+    if bash scripts/check-layers.sh >"$LOGS/layers.log" 2>&1; then
+        pass layers
+    else
+        fail "layers: import loop (see $LOGS/layers.log)"
+    fi
+    tail -1 "$LOGS/layers.log" | sed 's/^/   /'
+fi
 
 # ---- builds ----------------------------------------------------------------
 declare -A BUILT

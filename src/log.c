@@ -3,15 +3,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "watch/watch.h"
-
 int log_verbosity;
 
 void log_set_verbosity(int level)
 {
     __atomic_store_n(&log_verbosity, level, __ATOMIC_RELAXED);
-    /* -vvv logs every lookup, at the same points as `watch fetchers` */
-    watch_set_stderr(level >= LOG_LEVEL_DEBUG);
 }
 
 int log_get_verbosity(void)

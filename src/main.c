@@ -29,12 +29,14 @@
 #include "net/core.h"
 #include "net/listener.h"
 #include "net/tls.h"
-#include "net/registry.h"
+#include "stats/registry.h"
 #include "proto/sasl.h"
 #include "proto/text/text.h"
+#include "server.h"
 #include "settings.h"
 #include "store/store.h"
 #include "version.h"
+#include "watch/watch.h"
 
 #define MAIN_EX_USAGE 64
 #define MAIN_EX_OSERR 71
@@ -231,6 +233,8 @@ int main(int argc, char **argv)
         return code;
     }
     log_set_verbosity(SETTINGS_GET(&s, verbosity));
+    /* -vvv logs every lookup, at the same points as `watch fetchers` */
+    watch_set_stderr(SETTINGS_GET(&s, verbosity) >= LOG_LEVEL_DEBUG);
 
     main_raise_limits(&s);
     struct passwd *pw;
@@ -266,7 +270,6 @@ int main(int argc, char **argv)
         settings_release(&s);
         return MAIN_EX_OSERR;
     }
-    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
 
     /* Block the stop signals before any thread exists, so all inherit it. */
     sigset_t set;
@@ -291,6 +294,8 @@ int main(int argc, char **argv)
         settings_release(&s);
         return EXIT_FAILURE;
     }
+    /* from here on every exit goes through out_settings, which removes it */
+    bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
     struct core core = {.settings = &s};
     struct store_options opt = {
         .mem_limit = SETTINGS_GET(&s, maxbytes),
@@ -299,7 +304,8 @@ int main(int argc, char **argv)
         .cas_enabled = s.cas_enabled,
         .hashpower = (unsigned)s.hashpower_init,
         .background = true,
-        .temporary_ttl = SETTINGS_GET(&s, temp_lru) ? (unsigned)SETTINGS_GET(&s, temporary_ttl) : 0,
+        .temp_lru = SETTINGS_GET(&s, temp_lru),
+        .temporary_ttl = (unsigned)SETTINGS_GET(&s, temporary_ttl),
     };
     if (store_create(&core.store, &opt) != 0) {
         log_error("failed to create the store (-m %zu MB)", SETTINGS_GET(&s, maxbytes) >> 20);
@@ -334,9 +340,11 @@ int main(int argc, char **argv)
                                                             : s.binding_protocol);
     }
 
-    server_attach(&core);
+    struct server *srv = server_create(&core); /* the ops every session gets */
+    if (!srv)
+        goto out_entries;
     if (core_start(&core) < 0) {
-        server_attach(NULL);
+        server_destroy(&srv);
         goto out_entries;
     }
     main_lock_memory(&s);
@@ -350,7 +358,7 @@ int main(int argc, char **argv)
     main_wait_for_stop(&set, s.auth_file, &graceful);
     main_notify("STOPPING=1");
     core_stop(&core, graceful);
-    server_attach(NULL);
+    server_destroy(&srv);
     rc = 0;
 out_entries:
     for (size_t i = 0; i < core.listeners.n; i++)

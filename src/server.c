@@ -1,6 +1,6 @@
-/* What protocols may ask of the running server (server.h): shutdown,
- * verbosity, cache_memlimit and the `stats` family, composed from every
- * worker's counters and the store's. */
+/* The running server's server_ops (server.h): shutdown, verbosity,
+ * cache_memlimit and the `stats` family, composed from every worker's
+ * counters and the store's through the counters table (stats/). */
 #include "server.h"
 
 #include <pthread.h>
@@ -15,69 +15,74 @@
 #include "log.h"
 #include "net/conn.h"
 #include "net/core.h"
-#include "reply/reply.h"
+#include "net/tls.h"
 #include "net/worker.h"
+#include "proto/server_ops.h"
+#include "reply/reply.h"
 #include "settings.h"
+#include "stats/registry.h"
 #include "stats/stats_detail.h"
 #include "stats/stats_output.h"
 #include "store/store.h"
 #include "version.h"
+#include "watch/watch.h"
 
 #define SERVER_MEMLIMIT_MIN_MB 8
 #define SERVER_MAX_VERBOSITY 2
 #define SERVER_CACHEDUMP_MAX_BYTES (2 * 1024 * 1024) /* memcached's bound */
 
-static struct core *server_core;
+struct server {
+    struct core *core;
+    struct server_ops ops;
+    /* `stats reset`: counters are per-worker single-writer, so instead of
+     * zeroing them under the writers' feet we remember what they were and
+     * report the difference (stats_snapshot_since). */
+    pthread_mutex_t reset_lock;
+    struct stats_snapshot base;
+    bool was_reset;
+};
 
-/* `stats reset`: counters are per-worker single-writer, so instead of
- * zeroing them under the writers' feet we remember what they were and
- * report the difference. */
-static pthread_mutex_t server_reset_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct stats_thread server_base_thread;
-static struct store_stats server_base_store;
-static uint64_t server_base_listen_disabled;
-static bool server_was_reset;
-
-void server_attach(struct core *c)
+static void server_shutdown(void *ctx, bool graceful)
 {
-    server_core = c;
-    if (c)
-        stats_detail_set_delimiter(c->settings->prefix_delimiter);
-}
-
-void server_shutdown(bool graceful)
-{
+    (void)ctx;
     /* main.c waits for these signals and stops in order (memcached too
      * raises SIGINT, or SIGUSR1 for a graceful stop). */
     kill(getpid(), graceful ? SIGUSR1 : SIGINT);
 }
 
-void server_set_verbosity(unsigned level)
+static void server_set_verbosity(void *ctx, unsigned level)
 {
+    struct server *srv = ctx;
     if (level > SERVER_MAX_VERBOSITY)
         level = SERVER_MAX_VERBOSITY;
     log_set_verbosity((int)level);
-    if (server_core)
-        SETTINGS_SET(server_core->settings, verbosity, (int)level);
+    watch_set_stderr((int)level >= LOG_LEVEL_DEBUG); /* -vvv: lookups to stderr */
+    SETTINGS_SET(srv->core->settings, verbosity, (int)level);
 }
 
-int server_set_memlimit(size_t megabytes)
+static int server_set_memlimit(void *ctx, size_t megabytes)
 {
+    struct server *srv = ctx;
     if (megabytes < SERVER_MEMLIMIT_MIN_MB)
         return -1;
-    if (!server_core)
-        return -1;
     size_t bytes = megabytes * 1024 * 1024;
-    if (store_set_mem_limit(server_core->store, bytes) < 0)
+    if (store_set_mem_limit(srv->core->store, bytes) < 0)
         return -1;
-    SETTINGS_SET(server_core->settings, maxbytes, bytes);
+    SETTINGS_SET(srv->core->settings, maxbytes, bytes);
     return 0;
 }
 
-void server_stats_detail(const char *key, size_t nkey, char op, bool hit)
+static void server_stats_detail(void *ctx, const char *key, size_t nkey, char op, bool hit)
 {
+    (void)ctx;
     stats_detail_record(key, nkey, op, hit);
 }
+
+#define SERVER_SUM_WORKER(f) sum->f += STAT_GET(&w->stats, f);
+#define SERVER_SUM_STORE(f)
+#define SERVER_SUM_SNAP(f)
+#define SERVER_SUM_CONST(f)
+#define SERVER_SUM(name, src, field, fmt, kind, when, help) SERVER_SUM_##src(field)
 
 static void server_sum_workers(struct core *c, struct stats_thread *sum, uint64_t *reply_bytes,
                                uint64_t *rbuf_bytes)
@@ -86,79 +91,106 @@ static void server_sum_workers(struct core *c, struct stats_thread *sum, uint64_
     *reply_bytes = *rbuf_bytes = 0;
     for (int i = 0; i < c->nworkers; i++) {
         struct worker *w = &c->workers[i];
-#define SERVER_SUM(name) sum->name += STAT_GET(&w->stats, name);
-        STATS_THREAD(SERVER_SUM)
-#undef SERVER_SUM
+        STATS_GENERAL(SERVER_SUM)
+        STATS_NODELAY(SERVER_SUM)
         *reply_bytes += __atomic_load_n(&w->reply_bytes, __ATOMIC_RELAXED);
         *rbuf_bytes += __atomic_load_n(&w->rbuf_bytes, __ATOMIC_RELAXED);
     }
 }
 
-/* Store counters that `stats reset` zeroes; the rest are gauges. */
-#define SERVER_STORE_COUNTERS(X)                                               \
-    X(total_items) X(evictions) X(evicted_unfetched) X(evicted_active)        \
-    X(expired_unfetched) X(reclaimed) X(get_expired) X(get_flushed)           \
-    X(seg_evicted) X(seg_expired) X(items_reinserted)
+/* Listeners as memcached counts them among its connections: one per TCP or
+ * unix socket, and one per worker thread per UDP socket (memcached gives
+ * each thread its own conn on a dup of it). */
+static uint64_t server_listener_conns(const struct core *c, uint64_t *udp)
+{
+    uint64_t n = 0;
+    *udp = 0;
+    for (size_t i = 0; i < c->listeners.n; i++) {
+        if (c->listeners.l[i].udp) {
+            n += (uint64_t)c->nworkers;
+            (*udp)++;
+        } else {
+            n++;
+        }
+    }
+    return n;
+}
 
-static void server_snapshot(struct core *c, struct stats_snapshot *s)
+/* Everything the rows read, before `stats reset`'s baseline. */
+static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
 {
     memset(s, 0, sizeof *s);
-    s->pid = (long)getpid();
+    s->pid = (int64_t)getpid();
     s->uptime = clock_now();
     s->time = (int64_t)clock_unix_now();
     s->version = NODELAY_PROTOCOL_VERSION;
-    s->event_backend = event_backend();
+    s->libevent = event_backend();
+    s->nodelay_version = NODELAY_VERSION;
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         s->rusage_user = ru.ru_utime;
         s->rusage_system = ru.ru_stime;
     }
     const struct settings *set = c->settings;
-    uint64_t nl = c->listeners.n;
+    uint64_t udp;
+    uint64_t nl = server_listener_conns(c, &udp);
+    uint64_t clients = (uint64_t)__atomic_load_n(&c->curr_conns, __ATOMIC_RELAXED);
     s->max_connections = (uint64_t)set->maxconns;
-    s->curr_connections = (uint64_t)__atomic_load_n(&c->curr_conns, __ATOMIC_RELAXED) + nl;
-    s->connection_structures = s->curr_connections;
-    s->reserved_fds = 3 + 3 * (uint64_t)c->nworkers + nl; /* stdio, loop + wake pipe, listeners */
+    /* memcached prints its conn count minus one (stats_state.curr_conns - 1) */
+    s->curr_connections = clients + nl > 0 ? clients + nl - 1 : 0;
+    s->connection_structures = registry_structures(&c->registry) +
+                               udp * (uint64_t)(c->nworkers > 0 ? c->nworkers - 1 : 0);
+    s->response_obj_count = clients;
+    /* stdio, each worker's loop and wake pipe, the listeners */
+    s->reserved_fds = 3 + 3 * (uint64_t)c->nworkers + c->listeners.n;
     s->accepting_conns = (uint64_t)__atomic_load_n(&c->accepting, __ATOMIC_RELAXED);
+    s->listen_disabled_num = __atomic_load_n(&c->listen_disabled, __ATOMIC_RELAXED);
     s->threads = (uint64_t)c->nworkers;
-    s->show_idle_kicks = set->idle_timeout > 0;
-    s->show_rejected = set->maxconns_fast;
+    struct watch_counters wc;
+    watch_counters_get(&wc);
+    s->log_worker_dropped = wc.log_worker_dropped;
+    s->log_worker_written = wc.log_worker_written;
+    s->log_watcher_skipped = wc.log_watcher_skipped;
+    s->log_watcher_sent = wc.log_watcher_sent;
+    s->log_watchers = wc.log_watchers;
+    s->shown = (set->maxconns_fast ? 1u << STATS_WHEN_MAXCONNS_FAST : 0) |
+               (set->idle_timeout > 0 ? 1u << STATS_WHEN_IDLE_TIMEOUT : 0) |
+               (set->slab_reassign ? 1u << STATS_WHEN_SLAB_REASSIGN : 0) |
+               (SETTINGS_GET(set, lru_crawler) ? 1u << STATS_WHEN_LRU_CRAWLER : 0) |
+               (set->lru_maintainer_thread ? 1u << STATS_WHEN_LRU_MAINTAINER : 0) |
+               (tls_enabled() ? 1u << STATS_WHEN_SSL : 0) |
+               (tls_enabled() && set->ssl_session_cache ? 1u << STATS_WHEN_SSL_SESSION_CACHE : 0);
+    s->cert_age = tls_enabled() ? tls_cert_age() : 0;
     uint64_t rbuf = 0;
     server_sum_workers(c, &s->t, &s->reply_bytes, &rbuf);
     s->read_buf_bytes = rbuf;
     s->read_buf_count = rbuf / CONN_RBUF_SIZE;
+    s->total_connections = s->t.total_connections + nl; /* memcached counts listeners too */
     store_stats(c->store, &s->store);
-    uint64_t listen_disabled = __atomic_load_n(&c->listen_disabled, __ATOMIC_RELAXED);
-
-    pthread_mutex_lock(&server_reset_lock);
-    if (server_was_reset) {
-#define SERVER_SUB_T(name) s->t.name -= server_base_thread.name;
-        STATS_THREAD(SERVER_SUB_T)
-#undef SERVER_SUB_T
-#define SERVER_SUB_S(name) s->store.name -= server_base_store.name;
-        SERVER_STORE_COUNTERS(SERVER_SUB_S)
-#undef SERVER_SUB_S
-        listen_disabled -= server_base_listen_disabled;
-    } else {
-        s->t.total_connections += nl; /* memcached counts its listeners too */
-    }
-    pthread_mutex_unlock(&server_reset_lock);
-    s->listen_disabled_num = listen_disabled;
 }
 
-static void server_stats_reset(struct core *c)
+static void server_snapshot(struct server *srv, struct stats_snapshot *s)
 {
-    struct stats_thread t;
-    uint64_t reply_bytes, rbuf;
-    server_sum_workers(c, &t, &reply_bytes, &rbuf);
-    struct store_stats st;
-    store_stats(c->store, &st);
-    pthread_mutex_lock(&server_reset_lock);
-    server_base_thread = t;
-    server_base_store = st;
-    server_base_listen_disabled = __atomic_load_n(&c->listen_disabled, __ATOMIC_RELAXED);
-    server_was_reset = true;
-    pthread_mutex_unlock(&server_reset_lock);
+    server_snapshot_raw(srv->core, s);
+    pthread_mutex_lock(&srv->reset_lock);
+    if (srv->was_reset)
+        stats_snapshot_since(s, &srv->base);
+    pthread_mutex_unlock(&srv->reset_lock);
+}
+
+void server_stats_snapshot(struct server *srv, struct stats_snapshot *out)
+{
+    server_snapshot(srv, out);
+}
+
+static void server_stats_reset(struct server *srv)
+{
+    struct stats_snapshot now;
+    server_snapshot_raw(srv->core, &now);
+    pthread_mutex_lock(&srv->reset_lock);
+    srv->base = now;
+    srv->was_reset = true;
+    pthread_mutex_unlock(&srv->reset_lock);
     stats_detail_clear();
 }
 
@@ -183,22 +215,31 @@ static void server_dump_item(const struct store_item *it, void *arg)
     d->count++;
 }
 
-/* stats cachedump <class> <limit>: our single pseudo class is 1. */
-static int server_cachedump(struct core *c, const char *arg1, const char *arg2,
-                            struct reply_queue *out)
+static enum server_stats_rc server_refuse(struct server_stats_out *out, const char *msg)
 {
+    out->msg = msg;
+    return SERVER_STATS_REFUSED;
+}
+
+/* stats cachedump <class> <limit>: our single pseudo class is 1. ITEM
+ * lines, not STAT rows, so text only. */
+static enum server_stats_rc server_cachedump(struct core *c, const char *arg1, const char *arg2,
+                                             struct server_stats_out *out)
+{
+    if (!out->raw)
+        return SERVER_STATS_UNKNOWN;
     if (!c->settings->dump_enabled)
-        return reply_str(out, "CLIENT_ERROR stats cachedump not allowed\r\n");
+        return server_refuse(out, "CLIENT_ERROR stats cachedump not allowed");
     if (!arg1 || !arg2)
-        return reply_str(out, "CLIENT_ERROR bad command line\r\n");
+        return server_refuse(out, "CLIENT_ERROR bad command line");
     char *end;
     long cls = strtol(arg1, &end, 10);
     if (*end || end == arg1)
-        return reply_str(out, "CLIENT_ERROR bad command line format\r\n");
+        return server_refuse(out, "CLIENT_ERROR bad command line format");
     long limit = strtol(arg2, &end, 10);
     if (*end || end == arg2 || limit < 0)
-        return reply_str(out, "CLIENT_ERROR bad command line format\r\n");
-    struct server_dump d = {.out = out, .limit = (size_t)limit};
+        return server_refuse(out, "CLIENT_ERROR bad command line format");
+    struct server_dump d = {.out = out->raw, .limit = (size_t)limit};
     if (cls == 1) {
         uint64_t cursor = 0;
         while (cursor != UINT64_MAX && d.bytes < SERVER_CACHEDUMP_MAX_BYTES &&
@@ -207,32 +248,47 @@ static int server_cachedump(struct core *c, const char *arg1, const char *arg2,
                 cursor != UINT64_MAX)
                 break;
     }
-    d.rc |= reply_str(out, "END\r\n");
-    return d.rc ? -1 : 0;
+    return d.rc ? SERVER_STATS_NOMEM : SERVER_STATS_END;
 }
 
-static int server_detail(struct core *c, const char *arg, struct reply_queue *out)
+static enum server_stats_rc server_detail(struct core *c, const char *arg,
+                                          struct server_stats_out *out)
 {
     if (!c->settings->dump_enabled)
-        return reply_str(out, "CLIENT_ERROR stats detail not allowed\r\n");
+        return server_refuse(out, "CLIENT_ERROR stats detail not allowed");
     if (arg && strcmp(arg, "on") == 0) {
         SETTINGS_SET(c->settings, detail_enabled, true);
-        return reply_str(out, "OK\r\n");
+        return SERVER_STATS_OK;
     }
     if (arg && strcmp(arg, "off") == 0) {
         SETTINGS_SET(c->settings, detail_enabled, false);
-        return reply_str(out, "OK\r\n");
+        return SERVER_STATS_OK;
     }
-    if (arg && strcmp(arg, "dump") == 0)
-        return stats_detail_dump(out);
-    return reply_str(out, "CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+    if (!arg || strcmp(arg, "dump") != 0)
+        return server_refuse(out, "CLIENT_ERROR usage: stats detail on|off|dump");
+    /* PREFIX lines ending with END: as they are in text, as one value
+     * named "detailed" in binary (memcached's framing of both). */
+    size_t len;
+    char *text = stats_detail_text(&len);
+    if (!text)
+        return SERVER_STATS_NOMEM;
+    int rc = out->raw ? reply_copy(out->raw, text, len)
+                      : out->emit.fn(out->emit.ctx, "detailed", 8, text, len);
+    free(text);
+    return rc ? SERVER_STATS_NOMEM : SERVER_STATS_DONE;
 }
 
-int server_stats(const char *args, size_t len, struct reply_queue *out)
+/* `stats settings` rows come from the settings table's own walk. */
+static int server_settings_row(void *arg, const char *name, const char *value)
 {
-    struct core *c = server_core;
-    if (!c)
-        return -1;
+    return stats_emit_str(arg, name, value);
+}
+
+static enum server_stats_rc server_stats(void *ctx, const char *args, size_t len,
+                                         struct server_stats_out *out)
+{
+    struct server *srv = ctx;
+    struct core *c = srv->core;
     /* Up to three space-separated words: subcommand and two arguments. */
     char buf[256];
     if (len >= sizeof buf)
@@ -244,37 +300,70 @@ int server_stats(const char *args, size_t len, struct reply_queue *out)
     char *a1 = sub ? strtok_r(NULL, " ", &save) : NULL;
     char *a2 = a1 ? strtok_r(NULL, " ", &save) : NULL;
 
+    const struct stats_emit *e = &out->emit;
     struct stats_snapshot snap;
     int rc;
     if (!sub) {
-        server_snapshot(c, &snap);
-        rc = stats_general_compose(&snap, out);
+        server_snapshot(srv, &snap);
+        rc = stats_rows_emit(&stats_general_rows, &snap, e);
     } else if (strcmp(sub, "settings") == 0) {
-        rc = stats_settings_compose(c->settings, out);
+        rc = settings_stats_emit(c->settings, server_settings_row, (void *)e);
     } else if (strcmp(sub, "items") == 0) {
-        server_snapshot(c, &snap);
-        rc = stats_items_compose(&snap, out);
+        server_snapshot(srv, &snap);
+        rc = stats_items_compose(&snap, e);
     } else if (strcmp(sub, "slabs") == 0) {
-        server_snapshot(c, &snap);
-        rc = stats_slabs_compose(&snap, out);
+        server_snapshot(srv, &snap);
+        rc = stats_slabs_compose(&snap, e);
     } else if (strcmp(sub, "sizes") == 0) {
-        rc = reply_str(out, "STAT sizes_status disabled\r\n");
+        rc = stats_emit_str(e, "sizes_status", "disabled");
     } else if (strcmp(sub, "conns") == 0) {
-        rc = registry_compose(&c->registry, clock_now(), out);
+        rc = registry_compose(&c->registry, clock_now(), e);
     } else if (strcmp(sub, "nodelay") == 0) {
-        server_snapshot(c, &snap);
-        rc = stats_nodelay_compose(&snap, NODELAY_VERSION, out);
+        server_snapshot(srv, &snap);
+        rc = stats_rows_emit(&stats_nodelay_rows, &snap, e);
     } else if (strcmp(sub, "reset") == 0) {
-        server_stats_reset(c);
-        return reply_str(out, "RESET\r\n");
+        server_stats_reset(srv);
+        return SERVER_STATS_RESET;
     } else if (strcmp(sub, "detail") == 0) {
         return server_detail(c, a1, out);
     } else if (strcmp(sub, "cachedump") == 0) {
         return server_cachedump(c, a1, a2, out);
     } else {
-        return -1;
+        return SERVER_STATS_UNKNOWN;
     }
-    if (rc == 0)
-        rc = reply_str(out, "END\r\n");
-    return rc;
+    return rc ? SERVER_STATS_NOMEM : SERVER_STATS_END;
+}
+
+struct server *server_create(struct core *c)
+{
+    struct server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return NULL;
+    if (pthread_mutex_init(&srv->reset_lock, NULL) != 0) {
+        free(srv);
+        return NULL;
+    }
+    srv->core = c;
+    srv->ops = (struct server_ops){
+        .ctx = srv,
+        .shutdown = server_shutdown,
+        .set_verbosity = server_set_verbosity,
+        .set_memlimit = server_set_memlimit,
+        .stats = server_stats,
+        .stats_detail = server_stats_detail,
+    };
+    stats_detail_set_delimiter(c->settings->prefix_delimiter);
+    c->ops = &srv->ops;
+    return srv;
+}
+
+void server_destroy(struct server **srvp)
+{
+    struct server *srv = *srvp;
+    if (!srv)
+        return;
+    srv->core->ops = NULL;
+    pthread_mutex_destroy(&srv->reset_lock);
+    free(srv);
+    *srvp = NULL;
 }

@@ -1,29 +1,22 @@
-/* What protocols may ask of the running server as a whole. Implemented by
- * the server core (main.c / net), so protocols never reach into it. */
+/* The running server's side of server_ops (proto/server_ops.h): shutdown,
+ * verbosity, cache_memlimit, and the `stats` family composed from every
+ * worker's counters and the store's. main.c creates one and puts its ops in
+ * the core, whose workers hand them to every session. */
 #ifndef NODELAY_SERVER_H
 #define NODELAY_SERVER_H
 
-#include <stdbool.h>
-#include <stddef.h>
+struct core;
+struct server;
+struct stats_snapshot;
 
-struct reply_queue;
+/* Sets c->ops. Returns NULL when out of memory. */
+struct server *server_create(struct core *c);
+/* After the workers stopped: clears c->ops and frees *srv (NULL after). */
+void server_destroy(struct server **srv);
 
-/* shutdown [graceful] (-A): stop accepting, finish, exit. */
-void server_shutdown(bool graceful);
-
-/* verbosity <n>: clamps like memcached. */
-void server_set_verbosity(unsigned level);
-
-/* cache_memlimit <MB>: 0, or -1 when too small (memcached: < 8 MB). */
-int server_set_memlimit(size_t megabytes);
-
-/* Compose the reply to `stats <args>` (args is what follows "stats ",
- * possibly empty), ending with END (or RESET for `stats reset`). Returns 0,
- * or -1 when the subcommand is unknown (the caller answers as memcached). */
-int server_stats(const char *args, size_t len, struct reply_queue *out);
-
-/* stats detail bookkeeping (-D / stats detail on): called by the protocols
- * per key when detail_enabled. op is 'g' get, 's' set, 'd' delete. */
-void server_stats_detail(const char *key, size_t nkey, char op, bool hit);
+/* What every row of the counters table reads, since the last `stats reset`,
+ * for a reader outside the protocols (the metrics endpoint walks
+ * stats_general_rows / stats_nodelay_rows over it). Takes no worker's lock. */
+void server_stats_snapshot(struct server *srv, struct stats_snapshot *out);
 
 #endif

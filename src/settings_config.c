@@ -151,9 +151,7 @@ static int settings_config_line(struct settings_parse_ctx *c, const char *path, 
     }
     FILE *err = c->err;
     c->err = mem;
-    c->in_file = true;
     int rc = settings_parse_args(c, n + 1, words);
-    c->in_file = false;
     c->err = err;
     fclose(mem);
     if (msglen) {

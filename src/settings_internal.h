@@ -36,7 +36,6 @@ struct settings_parse_ctx {
     bool udp_given;
     bool port_given;
     bool listen_given;
-    bool in_file;           /* parsing a config file line */
 };
 
 /* A value reader: `name` is the option as given (for -o, the sub-option's

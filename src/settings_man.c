@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "settings_internal.h"
-#include "stats/stats.h"
+#include "stats/stats_output.h"
 #include "version.h"
 
 /* Text with groff's specials escaped; "\n" in help text becomes a blank. */
@@ -69,9 +69,6 @@ static void settings_man_option(FILE *out, const struct settings_row *r)
     }
 }
 
-#define SETTINGS_MAN_COUNTER(name, ...) #name,
-static const char *const settings_man_counters[] = {STATS_THREAD(SETTINGS_MAN_COUNTER)};
-
 static const char *const settings_man_differences[] = {
     "nodelay listens on 127.0.0.1 unless -l says otherwise; memcached listens on all "
     "interfaces.",
@@ -81,7 +78,9 @@ static const char *const settings_man_differences[] = {
     "Memory is one store of fixed-size segments: -m is an exact cap, there are no slab "
     "classes to rebalance, and eviction works on whole segments with a second chance for "
     "items read since.",
-    "A client that stops reading is cut off once it owes more than -o reply_queue_limit.",
+    "Memory owed to clients is bounded: all together by -o client_mem_limit (past it, those "
+    "owing most are not read), each by -o reply_queue_limit (a client that stops reading is "
+    "cut off).",
     "Numbers that memcached reads as 0 (atoi) are refused with a message.",
     "-Z turns TLS on (OpenSSL); the replies to one read leave as one run of TLS records in one "
     "write. -o proxy_* is refused: there is no built-in proxy.",
@@ -140,11 +139,16 @@ void settings_print_man(FILE *out)
           "and \\fBstats nodelay\\fR (nodelay's own):\n.IP\n",
           out);
     sep = "";
-    for (size_t i = 0; i < sizeof settings_man_counters / sizeof settings_man_counters[0]; i++) {
-        fputs(sep, out);
-        settings_man_text(out, settings_man_counters[i]);
-        sep = ", ";
-    }
+    /* the counters table's per-worker rows (stats/stats_table.h) */
+    const struct stats_rows *tables[] = {&stats_general_rows, &stats_nodelay_rows};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t i = 0; i < tables[t]->n; i++) {
+            if (tables[t]->row[i].src != STATS_SRC_WORKER)
+                continue;
+            fputs(sep, out);
+            settings_man_text(out, tables[t]->row[i].name);
+            sep = ", ";
+        }
     fputs("\n.SH \"DIFFERENCES FROM MEMCACHED\"\n", out);
     for (size_t i = 0; i < sizeof settings_man_differences / sizeof settings_man_differences[0];
          i++) {

@@ -109,6 +109,9 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, int tls, const char
     c->last_active = clock_now();
     conn_input_init(&c->in, &w->rbufs);
     session_init(&c->sess, w->store, &w->stats, w->core->settings);
+    if (w->core->ops)
+        c->sess.ops = w->core->ops;
+    session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
     c->sess.cfd = fd;
     c->sess.loop = w->loop;
@@ -212,6 +215,11 @@ static void conn_update_interest(struct conn *c)
         registry_set_state(&c->entry, REGISTRY_NEW_CMD);
 }
 
+static int conn_watch_copy(void *q, const void *data, size_t n)
+{
+    return reply_copy(q, data, n);
+}
+
 void conn_flush(struct conn *c)
 {
     struct worker *w = c->w;
@@ -220,7 +228,8 @@ void conn_flush(struct conn *c)
     c->flush_more = false;
     size_t sent = 0;
     /* A `watch` stream is composed as the socket drains. */
-    while (reply_pending(q) > 0 || (c->sess.watcher && watch_refill(c->sess.watcher, q) > 0)) {
+    while (reply_pending(q) > 0 ||
+           (c->sess.watcher && watch_refill(c->sess.watcher, reply_pending(q), conn_watch_copy, q) > 0)) {
         if (sent >= CONN_FLUSH_BUDGET) {
             c->flush_more = true; /* the rest next turn, after the others */
             break;

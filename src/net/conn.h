@@ -8,7 +8,7 @@
 
 #include "clock.h"
 #include "net/conn_input.h"
-#include "net/registry.h"
+#include "stats/registry.h"
 #include "proto/session.h"
 #include "net/worker.h"
 

@@ -1,5 +1,5 @@
 /* The running server: what every worker shares. Built by main.c, read by
- * workers and by server.c (the hooks protocols call). */
+ * workers and by server.c (the server_ops protocols call). */
 #ifndef NODELAY_CORE_H
 #define NODELAY_CORE_H
 
@@ -8,8 +8,9 @@
 #include <time.h>
 
 #include "net/listener.h"
-#include "net/registry.h"
+#include "stats/registry.h"
 
+struct server_ops;
 struct settings;
 struct store;
 struct worker;
@@ -19,6 +20,7 @@ struct core {
     struct store *store;
     struct listener_set listeners;
     struct registry registry;
+    const struct server_ops *ops; /* what sessions ask of the server (server.c's) */
     struct worker *workers;
     int nworkers;
     int curr_conns;           /* client connections, atomic (the -c limit) */
@@ -34,8 +36,5 @@ int core_start(struct core *c);
 /* Ask every worker to stop (graceful: let queued replies drain first) and
  * wait for them. Safe to call once after core_start succeeded. */
 void core_stop(struct core *c, bool graceful);
-
-/* server.c: the instance the server_* hooks act on. */
-void server_attach(struct core *c);
 
 #endif

@@ -261,11 +261,6 @@ bool tls_enabled(void)
     return tls_ctx != NULL;
 }
 
-bool tls_session_cache(void)
-{
-    return tls_settings && tls_settings->ssl_session_cache;
-}
-
 int tls_refresh_certs(char *msg, size_t n)
 {
     if (!tls_settings) {

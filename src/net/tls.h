@@ -36,8 +36,6 @@ int tls_setup(const struct settings *s, FILE *err);
 void tls_teardown(void);
 /* -Z was given and tls_setup succeeded. */
 bool tls_enabled(void);
-/* -o ssl_session_cache is on (stats shows ssl_new_sessions). */
-bool tls_session_cache(void);
 /* refresh_certs: load the certificate chain and key again into a new context
  * that new connections use; open connections keep theirs. Returns 0, or -1
  * with memcached's message in msg (the old context stays). */

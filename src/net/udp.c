@@ -83,6 +83,8 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
         return; /* memcached 1.6 takes only single-datagram requests, silently */
     struct session s;
     session_init(&s, w->store, &w->stats, w->core->settings);
+    if (w->core->ops)
+        s.ops = w->core->ops;
     const char *p = (const char *)buf + UDP_HEADER_SIZE;
     size_t left = n - UDP_HEADER_SIZE;
     while (left > 0) {

@@ -5,6 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,9 @@
 #define WORKER_ACCEPT_BATCH 64
 /* How long a graceful stop waits for clients to take their replies. */
 #define WORKER_DRAIN_MS 2000
+/* Give freed client memory back to the OS once what this worker's clients
+ * hold has dropped this much below its last high point. */
+#define WORKER_TRIM_DROP (8u << 20)
 
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
@@ -187,12 +193,36 @@ static void worker_accept(struct worker *w, struct listener *l)
     }
 }
 
+/* Client buffers are many small blocks; once freed, glibc keeps them in its
+ * heaps (reused next time, but never returned: after an attack the server
+ * would stay at its peak). When what this worker's clients hold has fallen
+ * well below its high point, free the cached read buffers and ask the
+ * allocator to return free pages (malloc_trim madvises them away, even in
+ * the middle of a heap). Sampled once a second, so a steady load never
+ * trims. */
+static void worker_trim(struct worker *w)
+{
+    size_t held = __atomic_load_n(&w->reply_bytes, __ATOMIC_RELAXED) +
+                  __atomic_load_n(&w->rbuf_bytes, __ATOMIC_RELAXED);
+    if (held > w->client_peak)
+        w->client_peak = held;
+    if (w->client_peak - held < WORKER_TRIM_DROP)
+        return;
+    w->client_peak = held;
+    rbuf_pool_trim(&w->rbufs);
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    log_verbose("worker %d: client memory fell to %zu bytes: returned free memory", w->id, held);
+}
+
 static void worker_tick(struct worker *w, rel_time_t now)
 {
     for (struct conn *c = w->conns, *next; c; c = next) {
         next = c->next;
         conn_tick(c, now);
     }
+    worker_trim(w);
     if (!w->listening && now >= w->relisten_at && !__atomic_load_n(&w->core->stopping, __ATOMIC_RELAXED)) {
         worker_listen_enable(w, true);
         __atomic_store_n(&w->core->accepting, 1, __ATOMIC_RELAXED);

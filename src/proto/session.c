@@ -13,6 +13,7 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->store = store;
     s->stats = stats;
     s->settings = settings;
+    s->ops = &server_ops_none;
     s->cfd = -1;
     reply_init(&s->reply);
     s->reply_allow = SIZE_MAX;
@@ -25,6 +26,11 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     else
         s->kind = PROTO_KIND_NEGOTIATING;
     s->authenticated = !settings->auth_file && !settings->sasl;
+}
+
+void session_set_peer(struct session *s, const char *addr)
+{
+    auth_guard_init(&s->auth, addr);
 }
 
 void session_release(struct session *s)

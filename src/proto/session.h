@@ -1,15 +1,18 @@
 /* A session is the protocols' view of one connection: everything a request
- * needs (store, counters, settings, the reply queue) and the state a protocol
- * keeps between reads, with no socket in it, so protocols are testable alone. */
+ * needs (store, counters, settings, server operations, the reply queue) and
+ * the state a protocol keeps between reads, with no socket in it, so
+ * protocols are testable alone. */
 #ifndef NODELAY_SESSION_H
 #define NODELAY_SESSION_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "reply/reply.h"
+#include "proto/auth_guard.h"
 #include "proto/binary/binary.h"
+#include "proto/server_ops.h"
 #include "proto/text/text.h"
+#include "reply/reply.h"
 
 struct store_ctx;
 struct stats_thread;
@@ -28,6 +31,7 @@ struct session {
     struct store_ctx *store;
     struct stats_thread *stats;
     const struct settings *settings;
+    const struct server_ops *ops; /* server-wide actions; &server_ops_none until set */
     /* For `watch`: the client's fd (cfd= in event lines), the loop and the
      * event pointer a watcher's wake-ups go to (NULL in socket-free tests). */
     int cfd;
@@ -42,6 +46,7 @@ struct session {
 
     enum proto_kind kind;
     bool authenticated; /* -Y ascii auth or SASL; true when neither is on */
+    struct auth_guard auth; /* failed attempts (session_set_peer) */
     struct watcher *watcher; /* after `watch`: input is ignored, the stream is sent */
 
     /* Direct read target, see proto_sink_filled(). */
@@ -55,6 +60,16 @@ struct session {
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
                   const struct settings *settings);
+/* -D / stats detail on: count one key's prefix (op 'g', 's' or 'd'). */
+static inline void session_stats_detail(struct session *s, const char *key, size_t nkey, char op,
+                                        bool hit)
+{
+    s->ops->stats_detail(s->ops->ctx, key, nkey, op, hit);
+}
+
+/* The peer's address as the registry shows it ("tcp:<ip>:<port>"), or NULL:
+ * what password-guessing limits count per address. */
+void session_set_peer(struct session *s, const char *addr);
 /* Abort any value being received, release the reply queue. */
 void session_release(struct session *s);
 

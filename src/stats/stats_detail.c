@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,18 +80,38 @@ void stats_detail_record(const char *key, size_t nkey, char op, bool hit)
     pthread_mutex_unlock(&detail_lock);
 }
 
-int stats_detail_dump(struct reply_queue *out)
+char *stats_detail_text(size_t *len)
 {
-    int rc = 0;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return NULL;
     pthread_mutex_lock(&detail_lock);
     for (size_t b = 0; b < DETAIL_BUCKETS; b++)
         for (struct detail_prefix *p = detail_table[b]; p; p = p->next)
-            rc |= reply_printf(out, "PREFIX %s get %llu hit %llu set %llu del %llu\r\n", p->name,
-                               (unsigned long long)p->gets, (unsigned long long)p->hits,
-                               (unsigned long long)p->sets, (unsigned long long)p->dels);
+            fprintf(f, "PREFIX %s get %llu hit %llu set %llu del %llu\r\n", p->name,
+                    (unsigned long long)p->gets, (unsigned long long)p->hits,
+                    (unsigned long long)p->sets, (unsigned long long)p->dels);
     pthread_mutex_unlock(&detail_lock);
-    rc |= reply_str(out, "END\r\n");
-    return rc ? -1 : 0;
+    fputs("END\r\n", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+int stats_detail_dump(struct reply_queue *out)
+{
+    size_t len;
+    char *text = stats_detail_text(&len);
+    if (!text)
+        return -1;
+    int rc = reply_copy(out, text, len);
+    free(text);
+    return rc;
 }
 
 void stats_detail_clear(void)

@@ -1,48 +1,101 @@
-/* Composition of the `stats` family from a snapshot, with no threads or
- * sockets involved, so the exact output is unit-tested. server.c gathers the
- * snapshot (workers summed, store_stats, process data) and calls these. */
+/* The `stats` family, from a snapshot, with no threads or sockets involved,
+ * so the exact output is unit-tested. server.c gathers the snapshot (workers
+ * summed, store_stats, process data) and hands the rows to an emitter
+ * (stats_emit.h): text lines, binary packets, or an exporter's own. */
 #ifndef NODELAY_STATS_OUTPUT_H
 #define NODELAY_STATS_OUTPUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
 
 #include "stats/stats.h"
+#include "stats/stats_emit.h"
 #include "store/store.h"
 
-struct reply_queue;
-struct settings;
+/* The columns of stats_table.h. */
+enum stats_src { STATS_SRC_WORKER, STATS_SRC_STORE, STATS_SRC_SNAP, STATS_SRC_CONST };
+enum stats_fmt { STATS_FMT_U64, STATS_FMT_I64, STATS_FMT_STR, STATS_FMT_TIMEVAL };
+enum stats_kind { STATS_KIND_COUNTER, STATS_KIND_CLOCK, STATS_KIND_GAUGE, STATS_KIND_INFO };
+enum stats_when {
+    STATS_WHEN_ALWAYS,
+    STATS_WHEN_MAXCONNS_FAST,  /* -o maxconns_fast (memcached's default) */
+    STATS_WHEN_IDLE_TIMEOUT,   /* -o idle_timeout > 0 */
+    STATS_WHEN_SLAB_REASSIGN,  /* -o slab_reassign (default; no_modern clears it) */
+    STATS_WHEN_LRU_CRAWLER,    /* -o lru_crawler, and `lru_crawler enable` */
+    STATS_WHEN_LRU_MAINTAINER, /* -o lru_maintainer */
+    STATS_WHEN_SSL,            /* -Z */
+    STATS_WHEN_SSL_SESSION_CACHE, /* -Z and -o ssl_session_cache */
+};
 
+struct stats_row {
+    const char *name;
+    const char *help;
+    enum stats_src src;
+    enum stats_fmt fmt;
+    enum stats_kind kind;
+    enum stats_when when;
+    size_t offset;  /* into struct stats_snapshot, unless CONST */
+    uint64_t value; /* CONST */
+};
+
+struct stats_rows {
+    const struct stats_row *row;
+    size_t n;
+};
+
+/* Plain `stats` and `stats nodelay`, for anyone who walks them. */
+extern const struct stats_rows stats_general_rows;
+extern const struct stats_rows stats_nodelay_rows;
+
+/* Everything a row can read (SNAP rows name these fields). */
 struct stats_snapshot {
-    long pid;
-    uint32_t uptime;
+    int64_t pid;
+    uint64_t uptime;
     int64_t time;
-    const char *version;        /* the protocol version clients gate on */
-    const char *event_backend;  /* shown where memcached shows libevent's version */
+    const char *version;         /* the protocol version clients gate on */
+    const char *libevent;        /* the event backend, where memcached shows libevent's */
+    const char *nodelay_version;
     struct timeval rusage_user, rusage_system;
     uint64_t max_connections;
-    uint64_t curr_connections;  /* clients + listeners, as memcached counts */
+    uint64_t curr_connections;   /* memcached's: connections + listeners, minus one */
+    uint64_t total_connections;  /* ... listeners included */
     uint64_t connection_structures;
-    uint64_t reserved_fds;
+    uint64_t response_obj_count;
+    uint64_t reply_bytes;        /* bytes queued for clients */
     uint64_t read_buf_count, read_buf_bytes;
-    uint64_t reply_bytes;       /* bytes queued for clients */
+    uint64_t reserved_fds;
     uint64_t accepting_conns, listen_disabled_num;
     uint64_t threads;
-    bool show_idle_kicks;       /* memcached prints idle_kicks only with idle_timeout */
-    bool show_rejected;         /* ... and rejected_connections only with maxconns_fast */
-    struct stats_thread t;      /* every worker's counters, summed */
+    uint64_t log_worker_dropped, log_worker_written; /* the watch streams' (watch/) */
+    uint64_t log_watcher_skipped, log_watcher_sent, log_watchers;
+    uint64_t cert_age;           /* -Z: seconds since the certificates were loaded */
+    unsigned shown;              /* bit (1u << enum stats_when) per setting that is on */
+    struct stats_thread t;       /* every worker's counters, summed */
     struct store_stats store;
 };
 
-/* Plain `stats` lines in memcached 1.6's order (no END). */
-int stats_general_compose(const struct stats_snapshot *s, struct reply_queue *out);
-/* `stats items` / `stats slabs` lines (no END): the store as one pseudo
- * slab class whose pages are segments (docs/server.md). */
-int stats_items_compose(const struct stats_snapshot *s, struct reply_queue *out);
-int stats_slabs_compose(const struct stats_snapshot *s, struct reply_queue *out);
-/* `stats nodelay` lines (no END). */
-int stats_nodelay_compose(const struct stats_snapshot *s, const char *nodelay_version,
-                          struct reply_queue *out);
+bool stats_row_shown(const struct stats_row *r, const struct stats_snapshot *s);
+/* The row's value as memcached prints it; buf holds at least
+ * STATS_VALUE_MAX bytes. Returns the text (buf, or a string the snapshot
+ * points at) and its length in *len. */
+#define STATS_VALUE_MAX 32
+const char *stats_row_text(const struct stats_row *r, const struct stats_snapshot *s, char *buf,
+                           size_t *len);
+/* The row's value as a number (TIMEVAL in seconds; 0 for INFO rows). */
+double stats_row_number(const struct stats_row *r, const struct stats_snapshot *s);
+/* Emit every row shown under this snapshot, in order. Returns 0 or -1. */
+int stats_rows_emit(const struct stats_rows *rows, const struct stats_snapshot *s,
+                    const struct stats_emit *e);
+
+/* `stats reset`: every COUNTER row of both tables, minus what it was at the
+ * reset (base), so counters are never written behind their writers. */
+void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot *base);
+
+/* `stats items` / `stats slabs` rows: the store as one pseudo slab class
+ * whose pages are segments (docs/server.md). */
+int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *e);
+int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 
 #endif

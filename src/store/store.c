@@ -26,7 +26,8 @@ unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
         return 0;
     /* memcached's do_item_alloc test (`exptime - current_time <=
      * temporary_ttl`, unsigned: an already expired item is not one). */
-    if (s->opt.temporary_ttl && exptime >= now && exptime - now <= s->opt.temporary_ttl)
+    int64_t temp = __atomic_load_n(&s->temp_ttl, __ATOMIC_RELAXED);
+    if (temp >= 0 && exptime >= now && (int64_t)(exptime - now) <= temp)
         return STORE_GROUP_TEMP;
     uint32_t ttl = exptime > now ? exptime - now : 1;
     unsigned g = 1;
@@ -43,6 +44,16 @@ uint8_t store_class_id(struct store *s, size_t mc_size)
         if (mc_size <= s->class_size[i])
             return (uint8_t)i;
     return (uint8_t)(s->nclasses - 1);
+}
+
+size_t store_item_mc_size(const struct store *s, const struct store_item *it)
+{
+    return item_mc_size(it->nkey, it->nvalue, it->flags, s->opt.cas_enabled);
+}
+
+unsigned store_class_largest(const struct store *s)
+{
+    return s->nclasses - 1;
 }
 
 /* memcached's classes: 96 bytes, then x1.25 rounded up to 8, up to half an
@@ -290,6 +301,7 @@ int store_create(struct store **out, const struct store_options *opt)
     }
     s->mem_limit = opt->mem_limit;
     s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
+    s->temp_ttl = opt->temp_lru ? (int64_t)opt->temporary_ttl : -1;
     s->upload_limit = opt->upload_limit
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
@@ -389,7 +401,7 @@ void store_ctx_destroy(struct store_ctx **cp)
             seg_close(c, c->open[g]);
     pthread_mutex_lock(&s->ctx_lock);
 #define STORE_CTX_FOLD(n) s->gone.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
-    STORE_CTX_COUNTERS(STORE_CTX_FOLD)
+    STORE_COUNTERS(STORE_CTX_FOLD)
 #undef STORE_CTX_FOLD
     if (c->prev)
         c->prev->next = c->next;
@@ -572,6 +584,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             continue;
         }
         store_fill_item(s, &f, out);
+        out->exptime_before = out->exptime;
         if (req->touch) {
             if (f.h.exp_off) {
                 item_put_u32(f.p, f.h.exp_off, req->exptime);
@@ -774,6 +787,11 @@ void store_flush(struct store *s, rel_time_t when)
     }
 }
 
+void store_set_temporary_ttl(struct store *s, int ttl)
+{
+    __atomic_store_n(&s->temp_ttl, ttl < 0 ? (int64_t)-1 : (int64_t)ttl, __ATOMIC_RELAXED);
+}
+
 int store_set_mem_limit(struct store *s, size_t bytes)
 {
     return seg_set_limit(s, bytes);
@@ -838,22 +856,13 @@ void store_stats(struct store *s, struct store_stats *out)
     sum = s->gone;
     for (struct store_ctx *c = s->ctxs; c; c = c->next) {
 #define STORE_CTX_SUM(n) sum.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
-        STORE_CTX_COUNTERS(STORE_CTX_SUM)
+        STORE_COUNTERS(STORE_CTX_SUM)
 #undef STORE_CTX_SUM
     }
     pthread_mutex_unlock(&s->ctx_lock);
-    out->total_items = sum.total_items;
-    out->evictions = sum.evictions;
-    out->evicted_unfetched = sum.evicted_unfetched;
-    out->evicted_active = sum.evicted_active;
-    out->expired_unfetched = sum.expired_unfetched;
-    out->reclaimed = sum.reclaimed;
-    out->get_expired = sum.get_expired;
-    out->get_flushed = sum.get_flushed;
-    out->seg_evicted = sum.seg_evicted;
-    out->seg_expired = sum.seg_expired;
-    out->items_reinserted = sum.items_reinserted;
-    out->uploads_refused = sum.uploads_refused;
+#define STORE_CTX_COPY(n) out->n = sum.n;
+    STORE_COUNTERS(STORE_CTX_COPY)
+#undef STORE_CTX_COPY
     out->upload_bytes = __atomic_load_n(&s->upload_bytes, __ATOMIC_RELAXED);
     out->upload_limit = s->upload_limit;
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);

@@ -41,8 +41,8 @@ struct store_options {
     bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
     size_t upload_limit;  /* bytes all incomplete large uploads may hold; 0 = default
                              (docs/store.md "Uploads") */
-    unsigned temporary_ttl; /* -o temporary_ttl: items with a TTL up to this are not
-                               evicted for others (memcached's TEMP LRU); 0 = off */
+    bool temp_lru;          /* -o temporary_ttl given (memcached's TEMP LRU): */
+    unsigned temporary_ttl; /* items with a TTL up to this are not evicted for others */
 };
 
 enum store_status {
@@ -63,6 +63,9 @@ void store_ctx_destroy(struct store_ctx **ctx);
 /* The store a worker context belongs to (flush_all and lru_crawler metadump
  * act on the whole store, and protocols hold only their worker's ctx). */
 struct store *store_ctx_store(struct store_ctx *ctx);
+/* The largest of memcached's size-class ids items are reported in (me cls=,
+ * dumps, stats items); ids run 1..this. */
+unsigned store_class_largest(const struct store *store);
 
 /* A view of one item. Every pointer stays valid until store_pin_release(pin);
  * without a pin (want_value false) only the scalar fields are meaningful. */
@@ -75,6 +78,7 @@ struct store_item {
     uint32_t flags;         /* client flags */
     uint64_t cas;           /* 0 when CAS is disabled */
     rel_time_t exptime;     /* REL_TIME_NEVER or when it expires */
+    rel_time_t exptime_before; /* exptime before this request's touch (mg t before T) */
     rel_time_t last_access; /* as it was before this request */
     bool fetched;           /* had been fetched before this request (mg h) */
     bool stale;             /* invalidated by md I / ms I (mg X) */
@@ -84,6 +88,11 @@ struct store_item {
 };
 
 void store_pin_release(struct store_pin *pin);
+
+/* The bytes memcached 1.6 would spend on this item (its 48-byte header, key
+ * and NUL, value and CRLF, the CAS unless -C, non-zero client flags): what
+ * `me` and metadump report as size=, so tools comparing servers agree. */
+size_t store_item_mc_size(const struct store *store, const struct store_item *it);
 
 /* Options for a read. Zero-initialised means a plain `get`. */
 struct store_get_req {
@@ -242,6 +251,10 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
  * has come (when = clock_now() for an immediate flush). */
 void store_flush(struct store *store, rel_time_t when);
 
+/* `lru temp_ttl N`: change temporary_ttl at run time; negative turns it off
+ * (memcached's rule). Items already stored keep their place. */
+void store_set_temporary_ttl(struct store *store, int ttl);
+
 /* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
 int store_set_mem_limit(struct store *store, size_t bytes);
 
@@ -256,12 +269,12 @@ typedef void (*store_walk_fn)(const struct store_item *item, void *arg);
 size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_fn fn,
                   void *arg);
 
-/* The store's counters, memcached's names where memcached has them. */
-#define STORE_STATS(X)                                                          \
-    X(curr_items)          /* live items */                                      \
+/* The store's counters, memcached's names where memcached has them, declared
+ * once: STORE_COUNTERS only grow (each store_ctx keeps its own, summed by
+ * store_stats; `stats reset` subtracts a baseline), STORE_GAUGES are levels
+ * read when asked. */
+#define STORE_COUNTERS(X)                                                       \
     X(total_items)         /* items ever stored */                               \
-    X(bytes)               /* bytes used by live items */                        \
-    X(limit_maxbytes)      /* -m */                                              \
     X(evictions)           /* live items dropped to make room */                 \
     X(evicted_unfetched)   /* ... that were never fetched */                     \
     X(evicted_active)      /* ... that were accessed recently */                 \
@@ -269,19 +282,26 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(reclaimed)           /* expired or dead space reused */                    \
     X(get_expired)         /* reads that found an expired item */                \
     X(get_flushed)         /* reads that found a flushed item */                 \
+    X(seg_evicted)         /* segments reclaimed by eviction */                  \
+    X(seg_expired)         /* segments reclaimed whole because all expired */    \
+    X(items_reinserted)    /* live, accessed items carried forward at eviction */\
+    X(uploads_refused)     /* large uploads refused at that bound (upload_limit) */
+
+#define STORE_GAUGES(X)                                                         \
+    X(curr_items)          /* live items */                                      \
+    X(bytes)               /* bytes used by live items */                        \
+    X(limit_maxbytes)      /* -m */                                              \
     X(hash_power_level)                                                          \
     X(hash_bytes)          /* index memory, outside -m */                        \
     X(hash_is_expanding)                                                         \
     X(seg_size)            /* bytes per segment */                               \
     X(seg_total)           /* segments that fit in -m */                         \
     X(seg_used)            /* segments holding items */                          \
-    X(seg_evicted)         /* segments reclaimed by eviction */                  \
-    X(seg_expired)         /* segments reclaimed whole because all expired */    \
-    X(items_reinserted)    /* live, accessed items carried forward at eviction */\
-    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */\
+    X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */      \
     X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
-    X(upload_limit)        /* the bound on large ones among them */              \
-    X(uploads_refused)     /* large uploads refused at that bound */
+    X(upload_limit)        /* the bound on large ones among them */
+
+#define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X)
 
 struct store_stats {
 #define STORE_STATS_FIELD(name) uint64_t name;

@@ -1,52 +1,17 @@
 /* incr / decr with memcached's do_add_delta rules: the value must read as a
  * decimal u64 the way its safe_strtoull reads it (leading white space, an
- * optional sign that must not make it negative, digits, then the end or
- * white space); incr wraps at 2^64, decr stops at 0; a result shorter than
+ * optional sign that must not make it negative, digits, then the end, a
+ * NUL (strtoull stops there: `1\0002` reads as 1) or white space: num.h's
+ * num_safe_u64); incr wraps at 2^64, decr stops at 0; a result shorter than
  * the old value keeps the old length, padded with spaces. The new value is a
  * new item (values never change in place: readers may hold the old one). */
 #include "store/store_int.h"
 
+#include "num.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
-
-static bool arith_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-/* memcached's safe_strtoull over a value that is followed by "\r\n". */
-bool store_parse_u64(const char *p, size_t n, uint64_t *out)
-{
-    size_t i = 0;
-    while (i < n && arith_space(p[i]))
-        i++;
-    bool neg = false;
-    if (i < n && (p[i] == '+' || p[i] == '-'))
-        neg = p[i++] == '-';
-    size_t digits = 0;
-    uint64_t v = 0;
-    while (i < n && p[i] >= '0' && p[i] <= '9') {
-        unsigned d = (unsigned)(p[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false; /* ERANGE */
-        v = v * 10 + d;
-        i++;
-        digits++;
-    }
-    if (!digits)
-        return false;
-    if (i < n && !arith_space(p[i]))
-        return false;
-    if (neg) {
-        /* strtoull negates; memcached refuses only results that look negative. */
-        v = (uint64_t)0 - v;
-        if ((int64_t)v < 0)
-            return false;
-    }
-    *out = v;
-    return true;
-}
 
 enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nkey,
                               const struct store_arith_req *req, struct store_arith_res *res)
@@ -101,7 +66,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         /* memcached: empty values and chunked (> half -I) items are not numbers. */
         if (f.h.nvalue == 0 ||
             item_mc_size(nkey, f.h.nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max / 2 ||
-            !store_parse_u64(val, f.h.nvalue, &v)) {
+            !num_safe_u64(val, f.h.nvalue, &v)) {
             index_unlock(b);
             return STORE_NON_NUMERIC;
         }

@@ -194,15 +194,11 @@ struct seg_list {
     uint32_t n;
 };
 
-/* Per-ctx event counters: single writer (the ctx's thread), read by stats. */
-#define STORE_CTX_COUNTERS(X)                                                  \
-    X(total_items) X(evictions) X(evicted_unfetched) X(evicted_active)         \
-    X(expired_unfetched) X(reclaimed) X(get_expired) X(get_flushed)            \
-    X(seg_evicted) X(seg_expired) X(items_reinserted) X(uploads_refused)
-
+/* Per-ctx event counters (STORE_COUNTERS, store.h): single writer (the
+ * ctx's thread), read by stats. */
 struct store_ctx_counters {
 #define STORE_CTX_FIELD(n) uint64_t n;
-    STORE_CTX_COUNTERS(STORE_CTX_FIELD)
+    STORE_COUNTERS(STORE_CTX_FIELD)
 #undef STORE_CTX_FIELD
 };
 
@@ -254,6 +250,7 @@ struct store {
     bool house_stop;
     bool house_kick;                /* run a pass now (an immediate flush_all) */
 
+    int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
     uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
     uint64_t upload_limit;     /* bound on the large ones */
 
@@ -372,8 +369,5 @@ enum store_status store_upload_place(struct store_ctx *ctx, struct store_reserva
                                      bool delete_on_fail);
 /* Free a staged upload's memory. */
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);
-
-/* memcached's safe_strtoull over a value (store_arith.c). */
-bool store_parse_u64(const char *p, size_t n, uint64_t *out);
 
 #endif

@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "event/event.h"
-#include "reply/reply.h"
 
 /* Room kept for the "skipped=N\n" line before the next real one (as memcached). */
 #define WATCH_SKIP_ROOM 128
@@ -207,12 +206,11 @@ void watch_offer(unsigned flag, const char *line, size_t len)
         __atomic_fetch_add(&cnt_skipped, skipped, __ATOMIC_RELAXED);
 }
 
-size_t watch_refill(struct watcher *w, struct reply_queue *q)
+size_t watch_refill(struct watcher *w, size_t pending, watch_copy_fn copy, void *ctx)
 {
     char drain[64];
     while (read(w->pipe[0], drain, sizeof drain) > 0)
         w->pulled = 0; /* a new wake-up: a new turn's budget */
-    size_t pending = reply_pending(q);
     if (pending >= w->cap)
         return 0; /* the socket is behind: its drain calls us again */
     if (w->pulled >= w->cap) {
@@ -228,9 +226,9 @@ size_t watch_refill(struct watcher *w, struct reply_queue *q)
     size_t first = w->cap - w->head < n ? w->cap - w->head : n;
     /* The ring's bytes in at most two pieces; what could not be copied
      * (out of memory) stays for the next call. */
-    if (first > 0 && reply_copy(q, w->buf + w->head, first) == 0) {
+    if (first > 0 && copy(ctx, w->buf + w->head, first) == 0) {
         moved = first;
-        if (n > first && reply_copy(q, w->buf, n - first) == 0)
+        if (n > first && copy(ctx, w->buf, n - first) == 0)
             moved = n;
     }
     w->head = (w->head + moved) % w->cap;

@@ -21,7 +21,6 @@
 #include <stdint.h>
 
 struct event_loop;
-struct reply_queue;
 struct watcher;
 
 /* Event classes, as `watch` names them. */
@@ -50,7 +49,7 @@ static inline bool watch_active(unsigned flags)
     return __builtin_expect((__atomic_load_n(&watch_mask, __ATOMIC_RELAXED) & flags) != 0, 0);
 }
 
-/* -vvv on or off (log_set_verbosity). */
+/* -vvv on or off (whoever sets the verbosity: main.c, server.c). */
 void watch_set_stderr(bool on);
 
 /* Parse one `watch` argument (memcached accepts a prefix of a name); 0 when
@@ -69,9 +68,13 @@ enum watch_add_result watch_add(unsigned flags, size_t bufsize, struct event_loo
 /* Unregister and free (the owner's thread, before its loop goes away). */
 void watch_remove(struct watcher **w);
 
-/* Move buffered lines into q while it owes less than the watcher's buffer
- * size. Returns the bytes added (0: nothing to add now). */
-size_t watch_refill(struct watcher *w, struct reply_queue *q);
+/* Move buffered lines to the connection while it owes (`pending`) less than
+ * the watcher's buffer size, through copy(ctx, bytes, n), which returns 0 or
+ * -1 (out of memory: the bytes stay for the next call). The connection owns
+ * the reply queue, so watch/ needs nothing of it. Returns the bytes moved
+ * (0: nothing to add now). */
+typedef int (*watch_copy_fn)(void *ctx, const void *data, size_t n);
+size_t watch_refill(struct watcher *w, size_t pending, watch_copy_fn copy, void *ctx);
 
 /* ---- event lines (watch_events.c); call only behind watch_active() ---- */
 

@@ -55,3 +55,84 @@ def test_binary_only_with_ascii_garbage_does_not_hang(start_server):
     c2.send(bin_request(0x0B, opaque=3))
     r = bin_read(c2)
     assert r["status"] == 0 and r["opaque"] == 3
+
+
+# ---- 1.6.45's answer to an over-long token (issue 12.3) ------------------------
+
+def test_auth_token_too_long_keeps_connection(auth_server):
+    """1.6.45 refuses the length, keeps the connection and swallows nothing:
+    the next set is the next authentication attempt. nodelay never buffers
+    the announced 2 GiB."""
+    c = auth_server.connect()
+    assert c.call(b"set foo 0 0 2147483646") == b"CLIENT_ERROR auth token too long\r\n"
+    assert c.call(b"set foo 0 0 12\r\nalice secret") == b"STORED\r\n"
+    assert c.set("k", "v") == b"STORED\r\n"
+
+
+# ---- password guessing (-o auth_fail_limit) --------------------------------------
+
+def guess(conn, n):
+    """n wrong passwords on one connection; the replies until it closed."""
+    replies = []
+    for i in range(n):
+        try:
+            replies.append(conn.call(b"set a 0 0 12\r\nalice no%04d" % i))
+        except (OSError, EOFError):
+            break
+    return replies
+
+
+def test_guessing_closes_connection_after_limit(start_server, tmp_path):
+    pw = tmp_path / "auth"
+    pw.write_text("alice:secret\n")
+    srv = start_server("-Y", str(pw), "-o", "auth_fail_limit=3")
+    c = srv.connect()
+    replies = guess(c, 3)
+    assert replies == [b"CLIENT_ERROR authentication failure\r\n"] * 3
+    assert c.closed_by_peer()
+    # a client that knows the password is not affected
+    ok = srv.connect()
+    assert ok.call(b"set x 0 0 12\r\nalice secret") == b"STORED\r\n"
+
+
+def test_guessing_address_refused_for_a_minute(start_server, tmp_path):
+    """After 4 x limit failures from one address within a minute, even the
+    right password is refused (unchecked) from there: guessing is capped at
+    4 x limit per minute per address, however many connections it opens."""
+    pw = tmp_path / "auth"
+    pw.write_text("alice:secret\n")
+    srv = start_server("-Y", str(pw), "-o", "auth_fail_limit=2")
+    failures = 0
+    for _ in range(6):  # each connection is cut off at its 2nd failure
+        failures += len(guess(srv.connect(), 5))
+    assert failures == 8 + 2, failures  # 8 counted, then 1 refused per connection
+    c = srv.connect()
+    assert c.call(b"set x 0 0 12\r\nalice secret") == b"CLIENT_ERROR authentication failure\r\n"
+    assert c.closed_by_peer()
+
+
+def test_guessing_limit_off(start_server, tmp_path):
+    pw = tmp_path / "auth"
+    pw.write_text("alice:secret\n")
+    srv = start_server("-Y", str(pw), "-o", "auth_fail_limit=0")
+    c = srv.connect()
+    assert len(guess(c, 200)) == 200
+    assert c.call(b"set x 0 0 12\r\nalice secret") == b"STORED\r\n"
+
+
+def test_sasl_guessing_closes_connection(start_server, tmp_path, server_bin):
+    import os
+    if os.path.basename(server_bin).startswith("memcached"):
+        pytest.skip("Debian's memcached has no SASL password database here")
+    pw = tmp_path / "pwdb"
+    pw.write_text("alice:secret\n")
+    srv = start_server("-S", "-o", "auth_fail_limit=3",
+                       env=dict(os.environ, MEMCACHED_SASL_PWDB=str(pw)))
+    c = srv.connect()
+    for i in range(3):
+        c.send(bin_request(0x21, key=b"PLAIN", value=b"\0alice\0no%d" % i))
+        assert bin_read(c)["status"] == 0x20
+    assert c.closed_by_peer()
+    ok = srv.connect()
+    ok.send(bin_request(0x21, key=b"PLAIN", value=b"\0alice\0secret"))
+    assert bin_read(ok)["status"] == 0

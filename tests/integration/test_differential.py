@@ -3,6 +3,13 @@ to Debian's memcached 1.6.18, and the replies must match byte for byte,
 except where docs/compat-differences.md lists an intended difference (then
 each side must give exactly the reply listed for it) or a normalisation
 (applied to both sides: values that differ by nature, such as CAS numbers).
+
+The 1.6.45 variant sends diff_cases.txt and diff_cases_1645.txt (cases whose
+answers only 1.6.45 defines: meta error strings, its request parser) to
+nodelay and to memcached 1.6.45 from ../shared/ref, the release nodelay
+follows; the only differences allowed are those in compat-differences.md's
+"1.6.45 per-case differences" table. It skips when ../shared/ref is absent
+(a clone without the project's shared folder).
 """
 import codecs
 import os
@@ -13,10 +20,16 @@ import time
 
 import pytest
 
+import helpers
 from helpers import ROOT, Server, target
 
 HERE = os.path.dirname(__file__)
 CASES = os.path.join(HERE, "diff_cases.txt")
+CASES_1645 = os.path.join(HERE, "diff_cases_1645.txt")
+# $NODELAY_REF names the 1.6.45 binary when the tree is not beside ../shared
+# (a git worktree elsewhere), as in test_watch.py and test_logging.py
+REF_1645 = os.environ.get("NODELAY_REF") or os.path.join(ROOT, "..", "shared", "ref",
+                                                         "memcached-1.6.45")
 DIFFS = os.path.join(ROOT, "docs", "compat-differences.md")
 
 STEP = b"{step}"
@@ -39,9 +52,9 @@ def expand(text):
     return re.sub(r"\{(.)\*(\d+)\}", lambda m: m.group(1) * int(m.group(2)), text)
 
 
-def load_cases():
+def load_cases(path=CASES):
     cases = []
-    with open(CASES, encoding="latin-1") as f:
+    with open(path, encoding="latin-1") as f:
         for line in f:
             line = line.rstrip("\n")
             if not line or line.startswith("#"):
@@ -59,8 +72,9 @@ def md_cell(cell):
     return cell[1:-1]
 
 
-def load_differences():
-    """(per-case {name: (memcached_1618_reply, nodelay_reply)}, [(regex, repl)])"""
+def load_differences(table="per-case"):
+    """(per-case {name: (memcached_reply, nodelay_reply)}, [(regex, repl)]) from
+    the table whose section title starts with `table`."""
     per_case, norms = {}, []
     section = None
     with open(DIFFS, encoding="utf-8") as f:
@@ -71,7 +85,7 @@ def load_differences():
             if not line.startswith("| `"):
                 continue
             cells = line.strip().strip("|").split(" | ")
-            if section.startswith("per-case"):
+            if section.startswith(table):
                 name, ref, ours = (md_cell(c) for c in cells[:3])
                 assert name not in per_case, f"{name} listed twice"
                 per_case[name] = (unescape(ref), unescape(ours))
@@ -144,6 +158,7 @@ def normalise(data, norms):
 
 
 CASE_LIST = load_cases()
+CASE_LIST_1645 = CASE_LIST + load_cases(CASES_1645)
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +210,51 @@ def load_differences_cached():
     if not _diff_cache:
         _diff_cache.append(load_differences())
     return _diff_cache[0]
+
+
+@pytest.fixture(scope="module")
+def pair_1645(server_bin, tmp_path_factory):
+    if not os.access(REF_1645, os.X_OK):
+        pytest.skip(f"memcached 1.6.45 reference not found at {REF_1645} (../shared/ref)")
+    if helpers.is_memcached(server_bin):
+        pytest.skip("the 1.6.45 variant compares nodelay with 1.6.45")
+    d = str(tmp_path_factory.mktemp("diff1645"))
+    ours = Server(server_bin, [], workdir=d).start()
+    ref = Server(REF_1645, [], workdir=d).start()
+    yield ours, ref
+    errors = []
+    for srv in (ours, ref):
+        try:
+            srv.stop()
+        except AssertionError as e:
+            errors.append(str(e))
+    assert not errors, errors
+
+
+def test_1645_case_files_and_difference_list_agree():
+    names = [n for n, _ in CASE_LIST_1645]
+    assert len(names) == len(set(names)), "duplicate case names across the two case files"
+    per_case, _ = load_differences("1.6.45 per-case")
+    unknown = set(per_case) - set(names)
+    assert not unknown, f"compat-differences.md lists unknown 1.6.45 cases: {sorted(unknown)}"
+
+
+_diff_cache_1645 = []
+
+
+@pytest.mark.parametrize("name,steps", CASE_LIST_1645, ids=[n for n, _ in CASE_LIST_1645])
+def test_differential_1645(pair_1645, name, steps):
+    ours, ref = pair_1645
+    if not _diff_cache_1645:
+        _diff_cache_1645.append(load_differences("1.6.45 per-case"))
+    per_case, _ = _diff_cache_1645[0]
+    _, norms = load_differences_cached()
+    got_ref = normalise(run_case(ref, steps), norms)
+    got_ours = normalise(run_case(ours, steps), norms)
+    if name in per_case:
+        want_ref, want_ours = per_case[name]
+        assert got_ref == want_ref, (
+            f"memcached 1.6.45 no longer answers as compat-differences.md says for {name}")
+        assert got_ours == want_ours, f"{name}: not the intended (listed) reply"
+    else:
+        assert got_ours == got_ref, f"{name}: differs from memcached 1.6.45"

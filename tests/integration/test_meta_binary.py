@@ -270,3 +270,48 @@ def test_pylibmc_binary_sasl(sasl_server):
                          username="alice", password="nope")
     with pytest.raises(pylibmc.Error):
         bad.set("ps", b"w")
+
+
+# ---- 1.6.45's meta rules (issue 12.1, 12.2, 9.8) -----------------------------
+
+def test_meta_flag_errors_as_1645(meta):
+    """Each command's wording for a bad flag; a flag byte outside 0-9 A-z
+    fails before any flag is read, and then an ms value is not swallowed."""
+    assert meta.call(b"mg mfe z") == b"CLIENT_ERROR invalid flag\r\n"
+    assert meta.call(b"mg mfe m o o o o o o o o o") == b"CLIENT_ERROR invalid flag\r\n"
+    assert meta.call(b"md mfe z") == b"CLIENT_ERROR invalid flag\r\n"
+    assert meta.call(b"md mfe q q") == b"CLIENT_ERROR duplicate flag\r\n"
+    assert meta.call(b"ma mfe q q") == b"CLIENT_ERROR invalid or duplicate flag\r\n"
+    assert meta.call(b"mg mfe k k !") == b"CLIENT_ERROR bad command line format\r\n"
+    assert meta.call(b"mg mfe" + b" k" * 19) == b"CLIENT_ERROR options flags are too long\r\n"
+    assert meta.call(b"mg mfe" + b" k" * 18) == b"CLIENT_ERROR duplicate flag\r\n"
+    # "zzzz" is read as the next command, not swallowed as the value
+    assert meta.call(b"ms mfe 4 !\r\nzzzz", until=b"ERROR\r\n") == (
+        b"CLIENT_ERROR bad command line format\r\nERROR\r\n")
+    assert meta.call(b"ms mfe 4 z\r\nzzzz") == b"CLIENT_ERROR invalid flag\r\n"
+    assert meta.call(b"mn") == b"MN\r\n"
+
+
+def test_meta_strict_numbers(meta):
+    for bad in (b"T2147483648", b"N2147483648", b"R2147483648", b"T+5", b"C-0", b"E+1"):
+        assert meta.call(b"mg msn " + bad) == b"CLIENT_ERROR bad token in command line format\r\n"
+    assert meta.call(b"mg msn F4294967296") == b"CLIENT_ERROR bad command line format\r\n"
+    assert meta.call(b"mg msn T-2147483648") == b"EN\r\n"
+
+
+def test_vivify_ttl_follows_request_order(meta):
+    """mg N30 T60 on a miss stores 60 (the last of the two), and a t before
+    N reports the TTL as it was then: none."""
+    assert meta.call(b"mg vto1 N30 T60 t") == b"HD t60 W\r\n"
+    assert meta.call(b"mg vto1 t") in (b"HD t60 Z\r\n", b"HD t59 Z\r\n")
+    assert meta.call(b"mg vto2 t N30") == b"HD t-1 W\r\n"
+    assert meta.call(b"mg vto2 t") in (b"HD t30 Z\r\n", b"HD t29 Z\r\n")
+    assert meta.call(b"mg vto3 T60 N30 t") == b"HD t30 W\r\n"
+
+
+def test_incr_reads_value_as_strtoull(conn):
+    """A NUL ends the number as strtoull's does: `1\\x002` incremented is 2,
+    stored with the old length (memcached 1.6.18 and 1.6.45 alike)."""
+    assert conn.call(b"set inul 0 0 3\r\n1\x002") == b"STORED\r\n"
+    assert conn.call(b"incr inul 1") == b"2\r\n"
+    assert conn.get("inul") == b"2  "

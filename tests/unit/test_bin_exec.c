@@ -448,15 +448,33 @@ static void test_value_by_reference(void **state)
     th_drain(t);
 }
 
-/* STAT: the text lines the server core composes become packets. */
-static void test_stat_lines(void **state)
+/* STAT: a fake server's rows reach the client as one packet each, with no
+ * text in between; its refusals are KEY_ENOENT. */
+static enum server_stats_rc fake_stats(void *ctx, const char *args, size_t len,
+                                       struct server_stats_out *out)
+{
+    (void)ctx;
+    assert_null(out->raw); /* binary has no text-only groups */
+    if (len == 7 && memcmp(args, "nodelay", 7) == 0) {
+        assert_int_equal(stats_emit_u64(&out->emit, "pid", 42), 0);
+        assert_int_equal(stats_emit_str(&out->emit, "version", "1.6.45"), 0);
+        assert_int_equal(stats_emit_str(&out->emit, "empty", ""), 0);
+        assert_int_equal(stats_emitf(&out->emit, "inter", "%s %s", "127.0.0.1", "::1"), 0);
+        return SERVER_STATS_END;
+    }
+    if (len == 5 && memcmp(args, "reset", 5) == 0)
+        return SERVER_STATS_RESET;
+    out->msg = "CLIENT_ERROR stats detail not allowed";
+    return SERVER_STATS_REFUSED;
+}
+
+static void test_stat_rows(void **state)
 {
     struct th *t = *state;
-    static const char text[] = "STAT pid 42\r\nSTAT version 1.6.45\r\nSTAT empty \r\n"
-                               "STAT inter 127.0.0.1 ::1\r\nEND\r\n";
-    struct bin_resp r = {.opcode = BIN_OP_STAT, .opaque = 7};
-    assert_int_equal(bin_stat_lines(&t->s.reply, &r, text, sizeof text - 1), 0);
-    th_drain(t);
+    struct server_ops ops = server_ops_none;
+    ops.stats = fake_stats;
+    t->s.ops = &ops;
+    th_do(t, BIN_OP_STAT, NULL, 0, "nodelay", NULL, 0, 0);
     size_t pos = 0;
     struct th_resp p;
     static const char *const want[][2] = {
@@ -471,9 +489,20 @@ static void test_stat_lines(void **state)
         assert_int_equal(p.nvalue, strlen(want[i][1]));
         assert_memory_equal(p.value, want[i][1], p.nvalue);
     }
+    p = expect(t, &pos, BIN_OP_STAT, BIN_STATUS_OK); /* the empty packet ends the list */
+    assert_int_equal(p.keylen + p.nvalue, 0);
     expect_end(t, pos);
-    static const char bad[] = "CLIENT_ERROR usage: stats detail on|off|dump\r\n";
-    assert_int_equal(bin_stat_lines(&t->s.reply, &r, bad, sizeof bad - 1), 1);
+    /* reset: only the end packet */
+    th_do(t, BIN_OP_STAT, NULL, 0, "reset", NULL, 0, 0);
+    p = expect(t, &pos, BIN_OP_STAT, BIN_STATUS_OK);
+    assert_int_equal(p.keylen + p.nvalue, 0);
+    expect_end(t, pos);
+    /* refused: nothing of the group, one KEY_ENOENT */
+    th_do(t, BIN_OP_STAT, NULL, 0, "detail dump", NULL, 0, 0);
+    expect(t, &pos, BIN_OP_STAT, BIN_STATUS_KEY_ENOENT);
+    expect_end(t, pos);
+    assert_false(t->closed);
+    t->s.ops = &server_ops_none;
 }
 
 /* Without a running server core there is no stats group to show. */
@@ -622,7 +651,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_yield, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_value_by_reference, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stat_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stat_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stat_unknown_group, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

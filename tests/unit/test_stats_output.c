@@ -81,6 +81,19 @@ static const char general_order[] =
     "reclaimed crawler_reclaimed crawler_items_checked lrutail_reflocked moves_to_cold "
     "moves_to_warm moves_within_lru direct_reclaims lru_bumps_dropped";
 
+/* Every optional row on: maxconns_fast, idle_timeout, slab_reassign,
+ * lru_crawler, lru_maintainer. */
+#define ALL_SHOWN                                                                                  \
+    (1u << STATS_WHEN_MAXCONNS_FAST | 1u << STATS_WHEN_IDLE_TIMEOUT |                              \
+     1u << STATS_WHEN_SLAB_REASSIGN | 1u << STATS_WHEN_LRU_CRAWLER |                               \
+     1u << STATS_WHEN_LRU_MAINTAINER)
+
+static int general(const struct stats_snapshot *s, struct reply_queue *q)
+{
+    struct stats_emit e = stats_emit_text(q);
+    return stats_rows_emit(&stats_general_rows, s, &e);
+}
+
 static void snapshot(struct stats_snapshot *s)
 {
     memset(s, 0, sizeof *s);
@@ -88,15 +101,15 @@ static void snapshot(struct stats_snapshot *s)
     s->uptime = 17;
     s->time = 1700000000;
     s->version = "1.6.45";
-    s->event_backend = "epoll";
+    s->libevent = "epoll";
+    s->nodelay_version = "0.1.0";
     s->rusage_user.tv_sec = 1;
     s->rusage_user.tv_usec = 5;
     s->max_connections = 1024;
     s->curr_connections = 3;
     s->threads = 4;
     s->accepting_conns = 1;
-    s->show_rejected = true;
-    s->show_idle_kicks = true;
+    s->shown = ALL_SHOWN;
     s->t.cmd_get = 11;
     s->t.get_hits = 7;
     s->t.bytes_read = 1234567890123ull;
@@ -118,7 +131,7 @@ static void test_general_order_and_values(void **state)
     snapshot(&s);
     struct reply_queue q;
     reply_init(&q);
-    assert_int_equal(stats_general_compose(&s, &q), 0);
+    assert_int_equal(general(&s, &q), 0);
     char *text = drain(&q);
     char *n = names(text);
     assert_string_equal(n, general_order);
@@ -136,14 +149,123 @@ static void test_general_order_and_values(void **state)
     free(text);
 
     /* without idle_timeout and maxconns_fast, memcached omits those two */
-    s.show_idle_kicks = false;
-    s.show_rejected = false;
-    assert_int_equal(stats_general_compose(&s, &q), 0);
+    s.shown &= ~(1u << STATS_WHEN_IDLE_TIMEOUT | 1u << STATS_WHEN_MAXCONNS_FAST);
+    assert_int_equal(general(&s, &q), 0);
     text = drain(&q);
     assert_null(strstr(text, "idle_kicks"));
     assert_null(strstr(text, "rejected_connections"));
     free(text);
     reply_release(&q);
+}
+
+
+/* memcached 1.6.45 drops rows with the settings behind them: with
+ * -o no_lru_crawler,no_lru_maintainer it prints 84 (measured against
+ * ../shared/ref; test_stats_fields.py compares the two servers live). */
+static void test_general_field_sets(void **state)
+{
+    (void)state;
+    struct stats_snapshot s;
+    snapshot(&s);
+    s.shown = 1u << STATS_WHEN_MAXCONNS_FAST | 1u << STATS_WHEN_SLAB_REASSIGN;
+    struct reply_queue q;
+    reply_init(&q);
+    assert_int_equal(general(&s, &q), 0);
+    char *text = drain(&q);
+    char *n = names(text);
+    size_t count = 1;
+    for (const char *p = n; *p; p++)
+        count += *p == ' ';
+    assert_int_equal(count, 84);
+    static const char *const gone[] = {
+        "lru_crawler_running", "lru_crawler_starts", "lru_maintainer_juggles", "evicted_active",
+        "moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims",
+        "lru_bumps_dropped", "idle_kicks"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        assert_null(strstr(text, gone[i]));
+    assert_non_null(strstr(text, "STAT slabs_moved 0\r\n"));
+    free(n);
+    free(text);
+
+    /* no_slab_reassign drops the slab mover's nine */
+    s.shown = 0;
+    assert_int_equal(general(&s, &q), 0);
+    text = drain(&q);
+    assert_null(strstr(text, "slab_reassign_"));
+    assert_null(strstr(text, "slabs_moved"));
+    assert_null(strstr(text, "rejected_connections"));
+    free(text);
+    reply_release(&q);
+}
+
+/* `stats reset` reads the table's kinds: every worker counter and every
+ * store counter is a COUNTER row of some table, and no gauge moves. */
+static void test_reset_covers_every_counter(void **state)
+{
+    (void)state;
+    struct stats_snapshot now, base;
+    memset(&now, 0, sizeof now);
+    memset(&base, 0, sizeof base);
+#define SET_T(name, src, field, fmt, kind, when, help) SET_T_##src(field)
+#define SET_T_WORKER(f) now.t.f = 5; base.t.f = 2;
+#define SET_T_STORE(f)
+#define SET_T_SNAP(f)
+#define SET_T_CONST(f)
+    STATS_GENERAL(SET_T)
+    STATS_NODELAY(SET_T)
+#define SET_S(f) now.store.f = 5; base.store.f = 2;
+    STORE_STATS(SET_S)
+    now.total_connections = 9;
+    base.total_connections = 4;
+    now.uptime = 100;
+    base.uptime = 10;
+    stats_snapshot_since(&now, &base);
+#define CHECK_T(name, src, field, fmt, kind, when, help) CHECK_T_##src(field)
+#define CHECK_T_WORKER(f) assert_int_equal(now.t.f, 3);
+#define CHECK_T_STORE(f)
+#define CHECK_T_SNAP(f)
+#define CHECK_T_CONST(f)
+    STATS_GENERAL(CHECK_T)
+    STATS_NODELAY(CHECK_T)
+#define CHECK_COUNTER(f) assert_int_equal(now.store.f, 3);
+    STORE_COUNTERS(CHECK_COUNTER)
+#define CHECK_GAUGE(f) assert_int_equal(now.store.f, 5);
+    STORE_GAUGES(CHECK_GAUGE)
+    assert_int_equal(now.total_connections, 5);
+    assert_int_equal(now.uptime, 100); /* a CLOCK: reset leaves it */
+}
+
+/* What an exporter walking the table relies on: a name once per table,
+ * help on every row, strings only in INFO rows. */
+static void test_table_rows(void **state)
+{
+    (void)state;
+    const struct stats_rows *tables[] = {&stats_general_rows, &stats_nodelay_rows};
+    for (size_t t = 0; t < 2; t++) {
+        const struct stats_rows *rows = tables[t];
+        assert_true(rows->n > 10);
+        for (size_t i = 0; i < rows->n; i++) {
+            const struct stats_row *r = &rows->row[i];
+            assert_true(strlen(r->help) > 0);
+            if (r->fmt == STATS_FMT_STR)
+                assert_int_equal(r->kind, STATS_KIND_INFO);
+            for (size_t j = i + 1; j < rows->n; j++)
+                assert_string_not_equal(r->name, rows->row[j].name);
+        }
+    }
+    /* 1.6.45 with idle_timeout, -Z and ssl_session_cache set */
+    assert_int_equal(stats_general_rows.n, 98);
+    struct stats_snapshot s;
+    snapshot(&s);
+    for (size_t i = 0; i < stats_general_rows.n; i++) {
+        const struct stats_row *r = &stats_general_rows.row[i];
+        if (strcmp(r->name, "rusage_user") == 0)
+            assert_true(stats_row_number(r, &s) > 1.0 && stats_row_number(r, &s) < 1.1);
+        if (strcmp(r->name, "cmd_get") == 0)
+            assert_true(stats_row_number(r, &s) == 11.0);
+        if (strcmp(r->name, "pointer_size") == 0)
+            assert_true(stats_row_number(r, &s) == 64.0);
+    }
 }
 
 static void test_settings_like_memcached(void **state)
@@ -180,6 +302,12 @@ static void test_settings_like_memcached(void **state)
         "STAT track_sizes no\r\nSTAT inline_ascii_response no\r\n";
     assert_memory_equal(text, head, strlen(head));
     assert_string_equal(text + strlen(head),
+                        "STAT ssl_enabled no\r\nSTAT ssl_chain_cert (null)\r\n"
+                        "STAT ssl_key (null)\r\nSTAT ssl_verify_mode 0\r\n"
+                        "STAT ssl_keyformat 1\r\nSTAT ssl_ciphers NULL\r\n"
+                        "STAT ssl_ca_cert NULL\r\nSTAT ssl_wbuf_size 16384\r\n"
+                        "STAT ssl_session_cache no\r\nSTAT ssl_kernel_tls no\r\n"
+                        "STAT ssl_min_version tlsv1.2\r\n"
                         "STAT num_napi_ids 0\r\nSTAT memory_file (null)\r\n"
                         "STAT client_flags_size 4\r\n");
     free(text);
@@ -193,7 +321,8 @@ static void test_items_and_slabs(void **state)
     snapshot(&s);
     struct reply_queue q;
     reply_init(&q);
-    assert_int_equal(stats_items_compose(&s, &q), 0);
+    struct stats_emit e = stats_emit_text(&q);
+    assert_int_equal(stats_items_compose(&s, &e), 0);
     char *text = drain(&q);
     char *n = names(text);
     assert_string_equal(n,
@@ -209,7 +338,7 @@ static void test_items_and_slabs(void **state)
     free(n);
     free(text);
 
-    assert_int_equal(stats_slabs_compose(&s, &q), 0);
+    assert_int_equal(stats_slabs_compose(&s, &e), 0);
     text = drain(&q);
     n = names(text);
     assert_string_equal(n, "1:chunk_size 1:chunks_per_page 1:total_pages 1:total_chunks "
@@ -222,9 +351,9 @@ static void test_items_and_slabs(void **state)
 
     /* an empty cache: no class lines, as memcached */
     memset(&s.store, 0, sizeof s.store);
-    assert_int_equal(stats_items_compose(&s, &q), 0);
+    assert_int_equal(stats_items_compose(&s, &e), 0);
     assert_int_equal(reply_pending(&q), 0);
-    assert_int_equal(stats_slabs_compose(&s, &q), 0);
+    assert_int_equal(stats_slabs_compose(&s, &e), 0);
     text = drain(&q);
     assert_string_equal(text, "STAT active_slabs 0\r\nSTAT total_malloced 0\r\n");
     free(text);
@@ -238,7 +367,8 @@ static void test_nodelay_stats(void **state)
     snapshot(&s);
     struct reply_queue q;
     reply_init(&q);
-    assert_int_equal(stats_nodelay_compose(&s, "0.1.0", &q), 0);
+    struct stats_emit e = stats_emit_text(&q);
+    assert_int_equal(stats_rows_emit(&stats_nodelay_rows, &s, &e), 0);
     char *text = drain(&q);
     assert_non_null(strstr(text, "STAT nodelay_version 0.1.0\r\n"));
     assert_non_null(strstr(text, "STAT protocol_version 1.6.45\r\n"));
@@ -276,6 +406,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_general_order_and_values),
+        cmocka_unit_test(test_general_field_sets),
+        cmocka_unit_test(test_reset_covers_every_counter),
+        cmocka_unit_test(test_table_rows),
         cmocka_unit_test(test_settings_like_memcached),
         cmocka_unit_test(test_items_and_slabs),
         cmocka_unit_test(test_nodelay_stats),

@@ -169,7 +169,7 @@ static void test_temporary_ttl_group(void **state)
     (void)state;
     clock_setup();
     struct store_options o = {.mem_limit = 4 * MB, .item_size_max = MB, .evictions = true,
-                              .cas_enabled = true, .temporary_ttl = 61};
+                              .cas_enabled = true, .temp_lru = true, .temporary_ttl = 61};
     struct tstore t;
     assert_int_equal(store_create(&t.s, &o), 0);
     t.c = store_ctx_create(t.s);
@@ -178,6 +178,13 @@ static void test_temporary_ttl_group(void **state)
     assert_int_equal(store_ttl_group(t.s, now + 61, now), STORE_GROUP_TEMP);
     assert_true(store_ttl_group(t.s, now + 62, now) < STORE_TTL_GROUPS);
     assert_int_equal(store_ttl_group(t.s, REL_TIME_NEVER, now), 0);
+    /* `lru temp_ttl`: off with a negative value, back on with another */
+    store_set_temporary_ttl(t.s, -1);
+    assert_true(store_ttl_group(t.s, now + 30, now) < STORE_TTL_GROUPS);
+    store_set_temporary_ttl(t.s, 10);
+    assert_true(store_ttl_group(t.s, now + 30, now) < STORE_TTL_GROUPS);
+    assert_int_equal(store_ttl_group(t.s, now + 10, now), STORE_GROUP_TEMP);
+    store_set_temporary_ttl(t.s, 61);
 
     static char v[60000];
     memset(v, 'v', sizeof v - 1);

@@ -129,7 +129,11 @@ static void test_data_length_rules(void **state)
     EXPECT(t, "set f 18446744073709551615 0 1\r\nx\r\nget f\r\n",
            "STORED\r\nVALUE f 4294967295 1\r\nx\r\nEND\r\n");
     EXPECT(t, "set f +7 0 1\r\nx\r\nget f\r\n", "STORED\r\nVALUE f 7 1\r\nx\r\nEND\r\n");
-    EXPECT(t, "set f 5\0z 0 1\tq\r\nx\r\nget f\r\n", "STORED\r\nVALUE f 5 1\r\nx\r\nEND\r\n");
+    EXPECT(t, "set f 5\0z 0 1\r\nx\r\nget f\r\n", "STORED\r\nVALUE f 5 1\r\nx\r\nEND\r\n");
+    /* the length is a strict token in 1.6.45; "x\r\n" is then too short */
+    EXPECT(t, "set f 6 0 1\tq\r\nx\r\nget f\r\n",
+           "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"
+           "VALUE f 5 1\r\nx\r\nEND\r\n");
     /* bad data chunk: no resync, the leftover is the next command */
     EXPECT(t, "set b 0 0 1\r\nab\r\n",
            "CLIENT_ERROR bad data chunk\r\nCLIENT_ERROR bad command line format\r\n");
@@ -263,7 +267,11 @@ static void test_misc_commands(void **state)
     EXPECT(t, "version\r\n", "VERSION 1.6.45\r\n");
     EXPECT(t, "verbosity 1\r\nverbosity\r\nverbosity x\r\n",
            "OK\r\nCLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n");
-    EXPECT(t, "GET a\r\nfoo\r\nx\r\n", "ERROR\r\nERROR\r\nERROR\r\n");
+    EXPECT(t, "GET a\r\nfoo\r\nxy\r\n", "ERROR\r\nERROR\r\nERROR\r\n");
+    /* 1.6.45: under 4 bytes with the line end, or a leading space */
+    EXPECT(t, "x\r\nab\n get a\r\n",
+           "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"
+           "ERROR\r\n");
     EXPECT(t, "\r\n", "CLIENT_ERROR bad command line format\r\n");
     EXPECT(t, "get\r\nset a 0 0\r\n",
            "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n");
@@ -305,6 +313,13 @@ static void detail_on(struct settings *s)
     SETTINGS_SET(s, detail_enabled, true);
 }
 
+/* The server's recording, reached as the real server's ops reach it. */
+static void detail_record(void *ctx, const char *key, size_t nkey, char op, bool hit)
+{
+    (void)ctx;
+    stats_detail_record(key, nkey, op, hit);
+}
+
 /* With stats detail on, every key of get/gat, every set and delete is
  * recorded per prefix (the recording itself is the server's). */
 static void test_stats_detail_bookkeeping(void **state)
@@ -312,6 +327,9 @@ static void test_stats_detail_bookkeeping(void **state)
     (void)state;
     stats_detail_clear();
     struct tt *t = tt_new_with(detail_on);
+    struct server_ops ops = server_ops_none;
+    ops.stats_detail = detail_record;
+    t->s.ops = &ops;
     EXPECT(t, "set p:a 0 0 1\r\nx\r\nget p:a p:b\r\ngat 0 p:a\r\ndelete p:a\r\nget q\r\n",
            "STORED\r\nVALUE p:a 0 1\r\nx\r\nEND\r\nVALUE p:a 0 1\r\nx\r\nEND\r\nDELETED\r\nEND\r\n");
     struct reply_queue q;
@@ -346,6 +364,99 @@ static void test_stats_parsing(void **state)
     tt_free(t);
 }
 
+/* A fake server: what the protocol asked of it, and canned answers. */
+struct fake_server {
+    int shutdowns, graceful;
+    unsigned verbosity;
+    size_t memlimit;
+};
+
+static void fake_shutdown(void *ctx, bool graceful)
+{
+    struct fake_server *f = ctx;
+    f->shutdowns++;
+    f->graceful += graceful;
+}
+
+static void fake_verbosity(void *ctx, unsigned level)
+{
+    ((struct fake_server *)ctx)->verbosity = level;
+}
+
+static int fake_memlimit(void *ctx, size_t mb)
+{
+    ((struct fake_server *)ctx)->memlimit = mb;
+    return mb == 13 ? -1 : 0;
+}
+
+static enum server_stats_rc fake_stats(void *ctx, const char *args, size_t len,
+                                       struct server_stats_out *out)
+{
+    (void)ctx;
+    assert_non_null(out->raw);
+    if (len == 0) {
+        assert_int_equal(stats_emit_u64(&out->emit, "pid", 7), 0);
+        assert_int_equal(stats_emit_str(&out->emit, "version", "x y"), 0);
+        return SERVER_STATS_END;
+    }
+    if (len == 5 && memcmp(args, "reset", 5) == 0)
+        return SERVER_STATS_RESET;
+    if (len == 9 && memcmp(args, "detail on", 9) == 0)
+        return SERVER_STATS_OK;
+    if (len == 11 && memcmp(args, "detail dump", 11) == 0)
+        return reply_str(out->raw, "PREFIX a get 1 hit 0 set 0 del 0\r\nEND\r\n") == 0
+                   ? SERVER_STATS_DONE
+                   : SERVER_STATS_NOMEM;
+    if (len == 5 && memcmp(args, "items", 5) == 0) {
+        assert_int_equal(stats_emit_u64(&out->emit, "half", 1), 0); /* rolled back */
+        out->msg = "CLIENT_ERROR refused";
+        return SERVER_STATS_REFUSED;
+    }
+    return SERVER_STATS_UNKNOWN;
+}
+
+static void shutdown_on(struct settings *s)
+{
+    s->shutdown_command = true;
+}
+
+/* The protocol reaches the server only through the session's ops: a fake
+ * one sees every request and frames every answer. */
+static void test_server_ops(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new_with(shutdown_on);
+    struct fake_server f = {0};
+    struct server_ops ops = {
+        .ctx = &f,
+        .shutdown = fake_shutdown,
+        .set_verbosity = fake_verbosity,
+        .set_memlimit = fake_memlimit,
+        .stats = fake_stats,
+        .stats_detail = server_ops_none.stats_detail,
+    };
+    t->s.ops = &ops;
+    EXPECT(t, "stats\r\n", "STAT pid 7\r\nSTAT version x y\r\nEND\r\n");
+    EXPECT(t, "stats reset\r\nstats detail on\r\n", "RESET\r\nOK\r\n");
+    EXPECT(t, "stats detail dump\r\n", "PREFIX a get 1 hit 0 set 0 del 0\r\nEND\r\n");
+    EXPECT(t, "stats items\r\nstats bogus\r\n", "CLIENT_ERROR refused\r\nERROR\r\n");
+    EXPECT(t, "verbosity 5\r\n", "OK\r\n");
+    assert_int_equal(f.verbosity, 5);
+    EXPECT(t, "cache_memlimit 64\r\ncache_memlimit 13\r\n",
+           "OK\r\nMEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\n");
+    assert_int_equal(f.memlimit, 13);
+    EXPECT(t, "shutdown graceful\r\n", "");
+    assert_int_equal(f.shutdowns, 1);
+    assert_int_equal(f.graceful, 1);
+    tt_free(t);
+
+    /* without a server (server_ops_none) stats has no group to show */
+    t = tt_new();
+    EXPECT(t, "stats\r\ncache_memlimit 64\r\n",
+           "ERROR\r\nMEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\n");
+    tt_free(t);
+}
+
 static void test_compat_commands(void **state)
 {
     (void)state;
@@ -353,9 +464,24 @@ static void test_compat_commands(void **state)
     EXPECT(t, "slabs reassign 1 0\r\nslabs reassign 1 1\r\nslabs reassign -1 2\r\nslabs reassign x 1\r\n",
            "NOSPARE source class has no spare pages\r\nSAME src and dst class are identical\r\n"
            "BADCLASS invalid src or dst class id\r\nCLIENT_ERROR bad command line format\r\n");
+    /* ids are the size classes items are reported in (1..39 with the
+     * default -I, fewer with this harness's) */
+    unsigned largest = store_class_largest(t->store);
+    assert_true(largest > 2 && largest < 64);
+    char req[96];
+    snprintf(req, sizeof req, "slabs reassign 2 1\r\nslabs reassign 1 %u\r\nslabs reassign 1 %u\r\n",
+             largest, largest + 1);
+    static const char want[] =
+        "NOSPARE source class has no spare pages\r\nNOSPARE source class has no spare pages\r\n"
+        "BADCLASS invalid src or dst class id\r\n";
+    tt_expect_n(t, req, strlen(req), want, sizeof want - 1, "reassign by class id");
     EXPECT(t, "slabs automove 1\r\nslabs automove 3\r\nslabs automove x\r\nslabs\r\n",
            "OK\r\nERROR\r\nCLIENT_ERROR bad command line format\r\nERROR\r\n");
-    EXPECT(t, "slabs automove ratio 0.5\r\nslabs automove window 2\r\n", "OK\r\nERROR\r\n");
+    EXPECT(t, "slabs automove ratio 0.5\r\nslabs automove window 2\r\nslabs automove window 1800\r\n"
+              "slabs automove window 67108864\r\nslabs automove window +3\r\n",
+           "OK\r\nCLIENT_ERROR automove window too low or too high\r\nOK\r\n"
+           "CLIENT_ERROR automove window too low or too high\r\n"
+           "CLIENT_ERROR bad command line format\r\n");
     EXPECT(t, "lru tune 10 10 0.1 2\r\nlru tune 50 50 0.1 2\r\nlru tune 10 10 0 2\r\n",
            "OK\r\nERROR hot and warm pcts must not exceed 80\r\n"
            "ERROR hot/warm age factors must be greater than 0\r\n");
@@ -415,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_disabled),
         cmocka_unit_test(test_stats_detail_bookkeeping),
         cmocka_unit_test(test_stats_parsing),
+        cmocka_unit_test(test_server_ops),
         cmocka_unit_test(test_compat_commands),
         cmocka_unit_test(test_dump),
     };

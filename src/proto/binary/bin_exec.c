@@ -11,7 +11,6 @@
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
 #include "version.h"
@@ -79,7 +78,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
 
     stats_count_fetch(s->stats, touch, hit);
     if (bin_detail_enabled(s))
-        server_stats_detail(key, h->keylen, 'g', hit);
+        session_stats_detail(s, key, h->keylen, 'g', hit);
 
     if (!hit) {
         if (quiet)
@@ -133,7 +132,7 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
     struct store_set_req req = {0};
 
     if (bin_detail_enabled(s))
-        server_stats_detail(key, h->keylen, 's', false);
+        session_stats_detail(s, key, h->keylen, 's', false);
 
     switch (op) {
     case BIN_OP_SET: req.mode = STORE_MODE_SET; break;
@@ -228,7 +227,7 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
                                     const char *key)
 {
     if (bin_detail_enabled(s))
-        server_stats_detail(key, h->keylen, 'd', false);
+        session_stats_detail(s, key, h->keylen, 'd', false);
     struct store_delete_req req = {.cas_compare = h->cas};
     switch (store_delete(s->store, key, h->keylen, &req)) {
     case STORE_OK:

@@ -136,7 +136,9 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
     s->sink_len = 0;
     for (;;) {
         if (st->failed) {
-            rc = PROTO_CLOSE; /* a finished value's reply could not be queued */
+            /* a finished value's reply could not be queued, or SASL
+             * guessing was cut off (bin_sasl.c) */
+            rc = PROTO_CLOSE;
             break;
         }
         if (st->recv != BIN_RECV_NONE) {

@@ -7,6 +7,8 @@
  * AUTH_CONTINUE and the credentials then come in a STEP, as Cyrus answers. */
 #include "proto/binary/binary.h"
 
+#include "clock.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +79,14 @@ enum proto_status bin_sasl_start(struct session *s, const struct bin_header *h,
 
 enum bin_sasl_result { BIN_SASL_OK, BIN_SASL_CONTINUE, BIN_SASL_FAIL };
 
+/* Count a failed attempt; true when the connection must be closed. */
+static bool bin_sasl_guard_failed(struct session *s)
+{
+    int limit = s->settings->auth_fail_limit;
+    rel_time_t now = clock_now();
+    return auth_guard_failed(&s->auth, limit, now) || !auth_guard_admit(&s->auth, limit, now);
+}
+
 static enum bin_sasl_result bin_sasl_run(struct bin_state *st)
 {
     const struct bin_header *h = &st->hdr;
@@ -100,6 +110,9 @@ void bin_sasl_complete(struct session *s)
     const struct bin_header *h = &st->hdr;
     bin_sasl_reset(s);
     enum bin_sasl_result res = bin_sasl_run(st);
+    /* an address over its guessing limit is refused without a check */
+    if (res == BIN_SASL_OK && !auth_guard_admit(&s->auth, s->settings->auth_fail_limit, clock_now()))
+        res = BIN_SASL_FAIL;
     st->sasl_started = res == BIN_SASL_CONTINUE;
     struct bin_resp r = {.opcode = h->opcode, .opaque = h->opaque};
     int rc = 0;
@@ -120,6 +133,8 @@ void bin_sasl_complete(struct session *s)
         STAT_INC(s->stats, auth_cmds);
         STAT_INC(s->stats, auth_errors);
         rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_AUTH_ERROR);
+        if (bin_sasl_guard_failed(s))
+            st->failed = true; /* closed after the reply (auth_guard.h) */
         break;
     }
     if (rc != 0)

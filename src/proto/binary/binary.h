@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "stats/stats_emit.h"
 
 #define BIN_HEADER_LEN 24
 #define BIN_MAGIC_REQ 0x80
@@ -173,11 +174,13 @@ int bin_compose(struct reply_queue *q, const struct bin_resp *r, const void *ext
  * including the text-only conns and cachedump, are NULL: KEY_ENOENT. */
 const char *bin_stat_group(const char *key, size_t n);
 
-/* bin_stat.c: one STAT packet per "STAT name value" line of text (END,
- * RESET and OK lines are skipped). Returns 0, 1 when the text holds an error
- * line, -1 out of memory. */
-int bin_stat_lines(struct reply_queue *out, const struct bin_resp *r, const char *text,
-                   size_t len);
+/* bin_stat.c: an emitter (stats/stats_emit.h) that writes each stat as one
+ * STAT packet (key = name, body = value) answering r. */
+struct bin_stat_emitter {
+    struct reply_queue *out;
+    const struct bin_resp *r;
+};
+struct stats_emit bin_stat_emitter(struct bin_stat_emitter *be);
 
 /* memcached's text for an error status ("Not found", ...). */
 const char *bin_status_text(uint16_t status);

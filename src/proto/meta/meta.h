@@ -23,9 +23,10 @@ struct text_line;
 struct reply_queue;
 
 /* memcached's limits: an opaque token (with its 'O') is at most 32 bytes; a
- * request has at most 17 flag tokens. */
+ * line has at most 20 tokens, so at most 18 flags (17 for ms). */
 #define META_OPAQUE_MAX 32
-#define META_FLAGS_MAX 17
+#define META_TOKENS_MAX 20
+#define META_FLAGS_MAX 18
 
 /* What an ms keeps while its value arrives: what to store and what to echo. */
 struct meta_state {

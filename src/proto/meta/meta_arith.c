@@ -4,7 +4,7 @@
 #include "proto/meta/meta.h"
 #include "proto/session.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 static void meta_arith_tokens(struct meta_line *l, const struct meta_req *req,
                               const struct store_arith_res *res)

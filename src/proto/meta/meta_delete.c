@@ -4,7 +4,7 @@
 #include "proto/meta/meta.h"
 #include "proto/session.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 void meta_delete(struct session *s, const struct meta_req *req)
 {

@@ -7,7 +7,7 @@
 #include "proto/session.h"
 #include "settings.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 /* R<ttl>: win the recache when the item's remaining TTL is below this many
  * seconds; ttl follows the exptime rules, so compute it the same way. */
@@ -36,7 +36,24 @@ static void meta_get_miss(struct session *s, const struct meta_req *req)
     meta_line_send(s, &l);
 }
 
-static void meta_get_hit(struct session *s, const struct meta_req *req, struct store_item *it)
+/* The request's T and N move the item's expiry in request order (1.6.45
+ * applies them as it walks the flags): N counts only on an item this
+ * request created. Returns the last one's expiry, or `start`. */
+static rel_time_t meta_walk_exptime(const struct meta_req *req, size_t upto, rel_time_t start,
+                                    bool created)
+{
+    rel_time_t e = start;
+    for (size_t i = 0; i < upto && i < req->norder; i++) {
+        if (req->order[i] == 'T')
+            e = meta_exptime(req->ttl);
+        else if (req->order[i] == 'N' && created)
+            e = meta_exptime(req->vivify_ttl);
+    }
+    return e;
+}
+
+static void meta_get_hit(struct session *s, const struct meta_req *req, struct store_item *it,
+                         bool created)
 {
     /* 1.6.45 mg C<cas>: the client already holds this version; skip the value */
     bool value = req->value && !(meta_has(req, 'C') && req->cas == it->cas);
@@ -56,13 +73,17 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
         case 's':
             meta_line_flag_u64(&l, 's', it->nvalue);
             break;
-        case 't':
+        case 't': {
+            /* the expiry as the flags before this one left it */
+            rel_time_t e = meta_walk_exptime(req, i, created ? REL_TIME_NEVER : it->exptime_before,
+                                             created);
             meta_line_mem(&l, " t", 2);
-            if (it->exptime == REL_TIME_NEVER)
+            if (e == REL_TIME_NEVER)
                 meta_line_mem(&l, "-1", 2);
             else
-                meta_line_u64(&l, it->exptime > now ? it->exptime - now : 0);
+                meta_line_u64(&l, e > now ? e - now : 0);
             break;
+        }
         case 'c':
             meta_line_flag_u64(&l, 'c', it->cas);
             break;
@@ -112,7 +133,8 @@ void meta_get(struct session *s, const struct meta_req *req)
         .touch = req->has_ttl,
         .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
         .vivify = req->has_vivify,
-        .vivify_exptime = req->has_vivify ? meta_exptime(req->vivify_ttl) : 0,
+        /* a created item keeps whichever of N and T came last */
+        .vivify_exptime = req->has_vivify ? meta_walk_exptime(req, req->norder, 0, true) : 0,
         .recache = req->has_recache,
         .recache_below = req->has_recache ? meta_recache_below(req->recache_ttl) : 0,
         .cas_new = req->has_cas_new ? req->cas_new : 0,
@@ -134,7 +156,7 @@ void meta_get(struct session *s, const struct meta_req *req)
             STAT_INC(s->stats, cmd_get);
             STAT_INC(s->stats, get_hits);
         }
-        meta_get_hit(s, req, &it);
+        meta_get_hit(s, req, &it, st == STORE_MISS);
     } else {
         /* memcached counts a touching miss as a get miss */
         STAT_INC(s->stats, cmd_get);
@@ -160,12 +182,7 @@ void meta_debug(struct session *s, const struct meta_req *req)
     struct meta_line l;
     l.len = 0;
     meta_line_mem(&l, "ME ", 3);
-    if (req->base64_key) {
-        char enc[(STORE_KEY_MAX + 2) / 3 * 4];
-        meta_line_mem(&l, enc, meta_base64_encode((const unsigned char *)req->key, req->nkey, enc));
-    } else {
-        meta_line_mem(&l, req->key, req->nkey);
-    }
+    meta_line_mem(&l, req->key, req->nkey);
     meta_line_str(&l, " exp=");
     if (it.exptime == REL_TIME_NEVER)
         meta_line_str(&l, "-1");
@@ -177,15 +194,11 @@ void meta_debug(struct session *s, const struct meta_req *req)
     meta_line_u64(&l, it.cas);
     meta_line_str(&l, it.fetched ? " fetch=yes cls=" : " fetch=no cls=");
     meta_line_u64(&l, it.class_id);
-    /* size: what memcached's item of this key and value would take (its
-     * 48-byte header, 8 more for the CAS unless -C, key + NUL, value + CRLF,
-     * 4 bytes of non-zero flags), so tools comparing me output across
-     * servers see the same number; nodelay's own, smaller header is reported
-     * by stats. */
-    uint64_t size = 48 + (s->settings->cas_enabled ? 8 : 0) + (uint64_t)it.nkey + 1 +
-                    it.nvalue + 2 + (it.flags ? 4 : 0);
+    /* size: what memcached's item would take, so tools comparing me output
+     * across servers see the same number; nodelay's own, smaller header is
+     * reported by stats. */
     meta_line_str(&l, " size=");
-    meta_line_u64(&l, size);
+    meta_line_u64(&l, store_item_mc_size(store_ctx_store(s->store), &it));
     meta_line_send(s, &l);
     if (it.pin)
         store_pin_release(it.pin);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "num.h"
 #include "proto/meta/meta.h"
 #include "proto/text/text.h"
 
@@ -15,73 +16,22 @@ static const char ERR_BAD_TOKEN[] = "CLIENT_ERROR bad token in command line form
 static const char ERR_DUPLICATE[] = "CLIENT_ERROR duplicate flag";
 static const char ERR_INVALID[] = "CLIENT_ERROR invalid flag";
 static const char ERR_INVALID_OR_DUP[] = "CLIENT_ERROR invalid or duplicate flag";
-static const char ERR_TOO_LONG[] = "CLIENT_ERROR options flags too long";
-static const char ERR_TOO_LONG_MG[] = "CLIENT_ERROR options flags are too long";
+static const char ERR_TOO_LONG[] = "CLIENT_ERROR options flags are too long";
 static const char ERR_OPAQUE[] = "CLIENT_ERROR opaque token too long";
 static const char ERR_DECODE[] = "CLIENT_ERROR error decoding key";
-static const char ERR_M_LENGTH[] = "CLIENT_ERROR incorrect length for M token";
 static const char ERR_INITIAL[] = "CLIENT_ERROR invalid numeric initial value";
 static const char ERR_DELTA[] = "CLIENT_ERROR invalid numeric delta value";
 static const char ERR_MODE_MS[] = "CLIENT_ERROR invalid mode for ms M token";
 static const char ERR_MODE_MA[] = "CLIENT_ERROR invalid mode for ma M token";
 
-/* An optionally signed decimal that fits in int32 (memcached's safe_strtol). */
+/* Flag arguments use memcached's strict token numbers (num.h num_tok_*):
+ * 1.6.45 refuses T+5, C-0 and F4294967296 alike. */
 static bool parse_i32(const char *s, size_t n, int64_t *out)
 {
-    size_t i = 0;
-    bool neg = false;
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-        neg = s[i++] == '-';
-    if (i == n)
-        return false;
-    int64_t v = 0;
-    for (; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-        if (v > (int64_t)INT32_MAX + 1)
-            return false;
-    }
-    if (neg)
-        v = -v;
-    if (v > INT32_MAX || v < INT32_MIN)
+    int32_t v;
+    if (!num_tok_i32(s, n, &v))
         return false;
     *out = v;
-    return true;
-}
-
-/* An unsigned decimal u64; "-0" is accepted as memcached's safe_strtoull
- * does, any other negative is not. */
-static bool parse_u64(const char *s, size_t n, uint64_t *out)
-{
-    size_t i = 0;
-    bool neg = false;
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-        neg = s[i++] == '-';
-    if (i == n)
-        return false;
-    uint64_t v = 0;
-    for (; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    if (neg && v != 0)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* Client flags: any u64, truncated to 32 bits as memcached does. */
-static bool parse_client_flags(const char *s, size_t n, uint32_t *out)
-{
-    uint64_t v;
-    if (!parse_u64(s, n, &v))
-        return false;
-    *out = (uint32_t)v;
     return true;
 }
 
@@ -89,10 +39,9 @@ static bool parse_client_flags(const char *s, size_t n, uint32_t *out)
  * A duplicate or unknown flag stops at once; a bad token is remembered and
  * the walk goes on, so the last bad token names the error. */
 static bool meta_parse_flags(const struct text_line *line, size_t first, struct meta_req *req,
-                             const char **err, bool *unknown)
+                             const char **err)
 {
     bool bad = false;
-    *unknown = false;
     for (size_t i = first; i < line->ntok; i++) {
         const struct text_token *t = &line->tok[i];
         unsigned char f = (unsigned char)t->s[0];
@@ -171,46 +120,42 @@ static bool meta_parse_flags(const struct text_line *line, size_t first, struct 
             break;
         case 'F':
             /* memcached leaves the error string as it was here */
-            if (!parse_client_flags(arg, narg, &req->client_flags))
+            if (!num_tok_u32(arg, narg, &req->client_flags))
                 bad = true;
             break;
         case 'C':
-            if (!parse_u64(arg, narg, &req->cas)) {
+            if (!num_tok_u64(arg, narg, &req->cas)) {
                 *err = ERR_BAD_TOKEN;
                 bad = true;
             }
             req->has_cas = true;
             break;
         case 'E':
-            if (!parse_u64(arg, narg, &req->cas_new)) {
+            if (!num_tok_u64(arg, narg, &req->cas_new)) {
                 *err = ERR_BAD_TOKEN;
                 bad = true;
             }
             req->has_cas_new = true;
             break;
         case 'M':
-            if (t->len != 2) {
-                *err = ERR_M_LENGTH;
-                bad = true;
-            } else {
-                req->mode = t->s[1];
-            }
+            /* 1.6.45 reads the byte after M and ignores the rest; a bare M
+             * gives a mode no command accepts */
+            req->mode = narg ? arg[0] : ' ';
             break;
         case 'J':
-            if (!parse_u64(arg, narg, &req->initial)) {
+            if (!num_tok_u64(arg, narg, &req->initial)) {
                 *err = ERR_INITIAL;
                 bad = true;
             }
             break;
         case 'D':
-            if (!parse_u64(arg, narg, &req->delta)) {
+            if (!num_tok_u64(arg, narg, &req->delta)) {
                 *err = ERR_DELTA;
                 bad = true;
             }
             break;
         default:
             *err = ERR_INVALID;
-            *unknown = true;
             return false;
         }
     }
@@ -229,27 +174,32 @@ static enum meta_cmd meta_cmd_of(const struct text_line *line)
     }
 }
 
+/* 1.6.45's tokenizer takes a flag token only if its first byte is a digit
+ * or in 'A'..'z'; any other byte fails the whole line before a flag is
+ * looked at (CLIENT_ERROR bad command line format, and an ms value is then
+ * not swallowed). Like its tokenizer, we look no further than the tokens
+ * we split (a line that long fails as "too long" anyway). */
+static bool meta_flag_bytes_ok(const struct text_line *line, size_t first)
+{
+    for (size_t i = first; i < line->ntok; i++) {
+        unsigned char c = (unsigned char)line->tok[i].s[0];
+        if (!((c >= '0' && c <= '9') || (c >= 'A' && c <= 'z')))
+            return false;
+    }
+    return true;
+}
+
 static enum meta_parse_status meta_parse_me(const struct text_line *line, struct meta_req *req,
                                             const char **err)
 {
-    if (line->ntok < 2 || line->tok[1].len > STORE_KEY_MAX) {
+    /* 1.6.45's me takes no flags (not even b: the key is looked up as
+     * given), but its tokenizer still checks them */
+    if (line->ntok < 2 || !meta_flag_bytes_ok(line, 2) || line->tok[1].len > STORE_KEY_MAX) {
         *err = ERR_FORMAT;
         return META_PARSE_ERROR;
     }
     req->key = line->tok[1].s;
     req->nkey = line->tok[1].len;
-    /* me takes a single optional flag, b, right after the key */
-    if (line->ntok >= 3 && line->tok[2].len == 1 && line->tok[2].s[0] == 'b') {
-        size_t n = meta_base64_decode(req->key, req->nkey, (unsigned char *)req->keybuf,
-                                      sizeof req->keybuf);
-        if (n == 0) {
-            *err = ERR_DECODE;
-            return META_PARSE_ERROR;
-        }
-        req->key = req->keybuf;
-        req->nkey = n;
-        req->base64_key = true;
-    }
     return META_PARSE_OK;
 }
 
@@ -282,7 +232,7 @@ enum meta_parse_status meta_parse(const struct text_line *line, struct meta_req 
     if (req->cmd == META_MS) {
         int64_t len;
         if (line->ntok < 3 || !parse_i32(line->tok[2].s, line->tok[2].len, &len) || len < 0 ||
-            len > INT_MAX - 2) {
+            len > INT_MAX - 2 || !meta_flag_bytes_ok(line, 3)) {
             *err = ERR_FORMAT;
             return META_PARSE_ERROR;
         }
@@ -290,40 +240,39 @@ enum meta_parse_status meta_parse(const struct text_line *line, struct meta_req 
         first = 3;
         /* the value's length is known: from here on an error swallows it */
         fail = META_PARSE_ERROR_SWALLOW;
-    } else if (line->ntok < 2) {
+    } else if (line->ntok < 2 || !meta_flag_bytes_ok(line, 2)) {
         *err = ERR_FORMAT;
         return META_PARSE_ERROR;
     }
 
     req->key = line->tok[1].s;
     req->nkey = line->tok[1].len;
+    bool ok = true;
     if (req->nkey > STORE_KEY_MAX) {
         *err = ERR_FORMAT;
-        return fail;
+        ok = false;
+    } else if (line->ntok > META_TOKENS_MAX) {
+        /* memcached counts every token of the line, command and key (and
+         * ms's length) included: 18 flags, 17 for ms */
+        *err = ERR_TOO_LONG;
+        ok = false;
+    } else if (!meta_parse_flags(line, first, req, err)) {
+        if (*err == NULL)
+            *err = ERR_FORMAT; /* an F that did not parse names no error */
+        ok = false;
     }
-    /* memcached counts tokens plus one terminal token and allows 20 (ms: 21):
-     * 17 flags in every case. */
-    if (line->ntok - first > META_FLAGS_MAX) {
-        *err = req->cmd == META_MG ? ERR_TOO_LONG_MG : ERR_TOO_LONG;
-        return fail;
-    }
-
-    bool unknown;
-    if (!meta_parse_flags(line, first, req, err, &unknown)) {
-        if (req->cmd == META_MD || req->cmd == META_MA)
+    if (!ok) {
+        /* 1.6.45's ma says one thing for every fault found so far */
+        if (req->cmd == META_MA)
             *err = ERR_INVALID_OR_DUP;
-        else if (*err == NULL)
-            *err = ERR_FORMAT;
-        else if (unknown && req->cmd == META_MG)
-            *err = ERR_FORMAT; /* 1.6.45's mg; 1.6.18 said "invalid flag" */
-        return fail;
-    }
-    if (req->nopaque > META_OPAQUE_MAX) {
-        *err = ERR_OPAQUE;
         return fail;
     }
     if (!meta_mode_ok(req->cmd, req->mode)) {
         *err = req->cmd == META_MS ? ERR_MODE_MS : ERR_MODE_MA;
+        return fail;
+    }
+    if (req->nopaque > META_OPAQUE_MAX) {
+        *err = ERR_OPAQUE;
         return fail;
     }
     return META_PARSE_OK;

@@ -8,7 +8,7 @@
 #include "proto/session.h"
 #include "proto/text/text.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 static enum store_mode meta_set_mode(char mode)
 {

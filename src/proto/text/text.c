@@ -88,6 +88,24 @@ static bool text_want(struct session *s, const struct text_line *l, size_t min)
     return false;
 }
 
+/* memcached 1.6.45's request parser looks at the bytes before tokens: a
+ * request shorter than 4 bytes with its line end ("a\r\n", "mn\n") is
+ * CLIENT_ERROR, and its command is what precedes the first space, so a line
+ * that starts with a space names no command (ERROR). */
+static bool text_framing_ok(struct session *s, const struct text_line *l, size_t whole)
+{
+    s->text.noreply = false;
+    if (whole < 4) {
+        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+        return false;
+    }
+    if (l->len > 0 && l->raw[0] == ' ') {
+        TEXT_OUT(s, "ERROR");
+        return false;
+    }
+    return true;
+}
+
 #define CMD_IS(c, lit) TEXT_TOK_IS((c), lit)
 
 static void text_dispatch(struct session *s, const struct text_line *l)
@@ -381,6 +399,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         struct text_line line;
         text_tokenize(&line, buf + pos, end - pos);
         size_t start = pos;
+        size_t whole = next - pos; /* the request with its line end */
         pos = next;
         t->avail = len - pos;
         if (resuming) {
@@ -390,10 +409,10 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
                 text_dump_resume(s);
         } else {
             log_verbose("<%d %.*s", s->cfd, (int)line.len, line.raw);
-            if (s->authenticated)
-                text_dispatch(s, &line);
-            else
+            if (!s->authenticated)
                 text_auth_line(s, &line);
+            else if (text_framing_ok(s, &line, whole))
+                text_dispatch(s, &line);
         }
         handled++;
         if (t->cont.kind != TEXT_CONT_NONE && !t->closing) {

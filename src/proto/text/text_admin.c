@@ -1,10 +1,12 @@
 /* flush_all, version, verbosity, shutdown, cache_memlimit, stats, debugtime. */
+#include <string.h>
+
 #include "clock.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
+#include "stats/stats_emit.h"
 #include "store/store.h"
 
 #define TEXT_VERSION "1.6.45"
@@ -22,7 +24,7 @@ void text_cmd_flush_all(struct session *s, const struct text_line *l)
         return;
     }
     int32_t delay = 0;
-    if (l->ntok != (s->text.noreply ? 2u : 1u) && !text_parse_i32(&l->tok[1], &delay)) {
+    if (l->ntok != (s->text.noreply ? 2u : 1u) && !text_tok_i32(&l->tok[1], &delay)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
         return;
     }
@@ -41,11 +43,11 @@ void text_cmd_verbosity(struct session *s, const struct text_line *l)
 {
     s->text.noreply = text_line_noreply(l);
     uint32_t level;
-    if (l->ntok < 2 || !text_parse_u32(&l->tok[1], &level)) {
+    if (l->ntok < 2 || !text_tok_u32(&l->tok[1], &level)) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
     }
-    server_set_verbosity(level);
+    s->ops->set_verbosity(s->ops->ctx, level);
     TEXT_OUT(s, "OK");
 }
 
@@ -56,10 +58,10 @@ void text_cmd_shutdown(struct session *s, const struct text_line *l)
         return;
     }
     if (l->ntok == 1) {
-        server_shutdown(false);
+        s->ops->shutdown(s->ops->ctx, false);
         s->text.closing = true;
     } else if (l->ntok == 2 && TEXT_TOK_IS(&l->tok[1], "graceful")) {
-        server_shutdown(true);
+        s->ops->shutdown(s->ops->ctx, true);
         s->text.closing = true;
     } else {
         TEXT_OUT(s, "CLIENT_ERROR invalid shutdown mode");
@@ -74,13 +76,13 @@ void text_cmd_memlimit(struct session *s, const struct text_line *l)
     }
     s->text.noreply = text_line_noreply(l);
     uint32_t mb;
-    if (!text_parse_u32(&l->tok[1], &mb))
+    if (!text_tok_u32(&l->tok[1], &mb))
         TEXT_OUT(s, "ERROR");
     else if (mb < 8)
         TEXT_OUT(s, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
     else if (mb > 1000000000)
         TEXT_OUT(s, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
-    else if (server_set_memlimit(mb) != 0)
+    else if (s->ops->set_memlimit(s->ops->ctx, mb) != 0)
         TEXT_OUT(s, "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust");
     else
         TEXT_OUT(s, "OK");
@@ -119,7 +121,7 @@ void text_cmd_stats(struct session *s, const struct text_line *l)
                 TEXT_OUT(s, "CLIENT_ERROR bad command line");
                 return;
             }
-            if (!text_parse_u32(&l->tok[2], &id) || !text_parse_u32(&l->tok[3], &limit)) {
+            if (!text_tok_u32(&l->tok[2], &id) || !text_tok_u32(&l->tok[3], &limit)) {
                 TEXT_OUT(s, "CLIENT_ERROR bad command line format");
                 return;
             }
@@ -131,10 +133,31 @@ void text_cmd_stats(struct session *s, const struct text_line *l)
     }
     struct reply_mark mark;
     reply_get_mark(&s->reply, &mark);
-    if (server_stats(args, nargs, &s->reply) != 0) {
+    struct server_stats_out out = {.emit = stats_emit_text(&s->reply), .raw = &s->reply};
+    switch (s->ops->stats(s->ops->ctx, args, nargs, &out)) {
+    /* written whatever noreply said, as the rows before them */
+    case SERVER_STATS_END:
+        TEXT_OUT_ALWAYS(s, "END");
+        return;
+    case SERVER_STATS_RESET:
+        TEXT_OUT_ALWAYS(s, "RESET");
+        return;
+    case SERVER_STATS_OK:
+        TEXT_OUT_ALWAYS(s, "OK");
+        return;
+    case SERVER_STATS_DONE:
+        return;
+    case SERVER_STATS_REFUSED:
         reply_rollback(&s->reply, &mark);
-        TEXT_OUT(s, "ERROR");
+        text_out_always(s, out.msg, strlen(out.msg));
+        text_out_always(s, "\r\n", 2);
+        return;
+    case SERVER_STATS_UNKNOWN:
+    case SERVER_STATS_NOMEM:
+        break;
     }
+    reply_rollback(&s->reply, &mark);
+    TEXT_OUT(s, "ERROR");
 }
 
 #ifdef NODELAY_DEBUG

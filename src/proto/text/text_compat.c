@@ -9,21 +9,26 @@
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "settings.h"
+#include "store/store.h"
 #include "watch/watch.h"
 
-/* Our store has one pseudo slab class (1) and never moves pages between
- * classes, so a reassignment is answered as memcached answers for a class
- * with no spare page, after memcached's own checks. */
+/* Our store never moves pages between classes, but it reports items in
+ * memcached's size classes (1..store_class_largest(), the ids `me`, dumps
+ * and `stats items` show), so a reassignment is checked against those ids
+ * in memcached's order and then answered as memcached answers for a class
+ * with no spare page. */
 static void text_slabs_reassign(struct session *s, const struct text_line *l)
 {
     int32_t src, dst;
+    int32_t largest = (int32_t)store_class_largest(store_ctx_store(s->store));
     if (!s->settings->slab_reassign)
         TEXT_OUT(s, "CLIENT_ERROR slab reassignment disabled");
-    else if (!text_parse_i32(&l->tok[2], &src) || !text_parse_i32(&l->tok[3], &dst))
+    else if (!text_tok_i32(&l->tok[2], &src) || !text_tok_i32(&l->tok[3], &dst))
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
     else if (src == dst)
         TEXT_OUT(s, "SAME src and dst class are identical");
-    else if (src != 1 || dst < 0 || dst > 1)
+    else if (src < 0 || src > largest || dst < 0 || dst > largest)
+        /* -1 ("any class") finds no class with a spare page: BADCLASS too */
         TEXT_OUT(s, "BADCLASS invalid src or dst class id");
     else
         TEXT_OUT(s, "NOSPARE source class has no spare pages");
@@ -52,13 +57,17 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
         if (TEXT_TOK_IS(arg, "ratio"))
             SETTINGS_SET(s->settings, slab_automove_ratio, d);
     } else if (TEXT_TOK_IS(arg, "window")) {
-        if (l->ntok < 4 || !text_parse_u32(&l->tok[3], &v) || v < 3 || v > 1800) {
-            TEXT_OUT(s, "ERROR");
+        if (l->ntok < 4 || !text_tok_u32(&l->tok[3], &v)) {
+            TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+            return;
+        }
+        if (v < 3 || v > 1800) {
+            TEXT_OUT(s, "CLIENT_ERROR automove window too low or too high");
             return;
         }
         SETTINGS_SET(s->settings, slab_automove_window, (int)v);
     } else {
-        if (!text_parse_u32(arg, &v)) {
+        if (!text_tok_u32(arg, &v)) {
             TEXT_OUT(s, "CLIENT_ERROR bad command line format");
             return;
         }
@@ -93,7 +102,7 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
     if (TEXT_TOK_IS(sub, "tune") && l->ntok >= 6) {
         uint32_t hot, warm;
         double hot_factor, warm_factor;
-        if (!text_parse_u32(&l->tok[2], &hot) || !text_parse_u32(&l->tok[3], &warm) ||
+        if (!text_tok_u32(&l->tok[2], &hot) || !text_tok_u32(&l->tok[3], &warm) ||
             !text_parse_double(&l->tok[4], &hot_factor) ||
             !text_parse_double(&l->tok[5], &warm_factor))
             TEXT_OUT(s, "ERROR");
@@ -112,13 +121,14 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
     } else if (TEXT_TOK_IS(sub, "temp_ttl") && l->ntok >= 3 &&
                s->settings->lru_maintainer_thread) {
         int32_t ttl;
-        if (!text_parse_i32(&l->tok[2], &ttl)) {
+        if (!text_tok_i32(&l->tok[2], &ttl)) {
             TEXT_OUT(s, "ERROR");
         } else {
             /* memcached: a negative TTL turns the TEMP LRU off */
             SETTINGS_SET(s->settings, temp_lru, ttl >= 0);
             if (ttl >= 0)
                 SETTINGS_SET(s->settings, temporary_ttl, (int)ttl);
+            store_set_temporary_ttl(store_ctx_store(s->store), ttl);
             TEXT_OUT(s, "OK");
         }
     } else {
@@ -175,13 +185,13 @@ void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
             text_cmd_dump(s, l, sub->s[1] == 'g');
     } else if (l->ntok == 3 && TEXT_TOK_IS(sub, "tocrawl")) {
         uint32_t n;
-        if (!text_parse_u32(&l->tok[2], &n))
+        if (!text_tok_u32(&l->tok[2], &n))
             TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         else
             TEXT_OUT(s, "OK");
     } else if (l->ntok == 3 && TEXT_TOK_IS(sub, "sleep")) {
         uint32_t us;
-        if (!text_parse_u32(&l->tok[2], &us))
+        if (!text_tok_u32(&l->tok[2], &us))
             TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         else if (us > 1000000)
             TEXT_OUT(s, "CLIENT_ERROR sleep must be one second or less");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "proto/meta/meta.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "settings.h"
@@ -38,6 +39,18 @@ static char *text_uri_encode(const char *key, size_t nkey, char *p)
     return p;
 }
 
+/* A key that reads back as the same single token: no byte at or below space
+ * (separators, CR, LF, controls) and none at or above DEL. */
+static bool text_key_plain(const char *key, size_t nkey)
+{
+    for (size_t i = 0; i < nkey; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (c <= ' ' || c >= 0x7f)
+            return false;
+    }
+    return true;
+}
+
 static char *text_i64toa(int64_t v, char *p)
 {
     if (v < 0) {
@@ -62,8 +75,17 @@ static void text_dump_item(const struct store_item *it, void *arg)
     if (d->c->mgdump) {
         memcpy(q, "mg ", 3);
         q += 3;
-        memcpy(q, it->key, it->nkey);
-        q += it->nkey;
+        if (text_key_plain(it->key, it->nkey)) {
+            memcpy(q, it->key, it->nkey);
+            q += it->nkey;
+        } else {
+            /* replayed raw, a space or CRLF in the key would be another
+             * request (`x\r\nflush_all`); base64 with b is one mg, as
+             * 1.6.45 dumps keys stored with b */
+            q += meta_base64_encode((const unsigned char *)it->key, it->nkey, q);
+            memcpy(q, " b", 2);
+            q += 2;
+        }
         *q++ = '\r';
         *q++ = '\n';
     } else {
@@ -86,10 +108,12 @@ static void text_dump_item(const struct store_item *it, void *arg)
         memcpy(q, " cls=", 5);
         q = text_u64toa(it->class_id, q + 5);
         memcpy(q, " size=", 6);
-        q = text_u64toa((uint64_t)it->nkey + it->nvalue, q + 6);
+        q = text_u64toa(store_item_mc_size(store_ctx_store(s->store), it), q + 6);
         memcpy(q, " flags=", 7);
         q = text_u64toa(it->flags, q + 7);
-        *q++ = '\n'; /* memcached ends these lines with a bare newline */
+        /* 1.6.45 ends these lines with a space and a bare newline */
+        *q++ = ' ';
+        *q++ = '\n';
     }
     reply_commit(&s->reply, (size_t)(q - p));
 }

@@ -9,10 +9,9 @@
 #include "log.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 /* "\r\n" + "VALUE " + key + " " + flags + " " + bytes + " " + cas + "\r\n" */
 #define TEXT_VALUE_HEADER_MAX (2 + 6 + STORE_KEY_MAX + 1 + 10 + 1 + 10 + 1 + TEXT_U64_MAX_DIGITS + 2)
@@ -116,7 +115,7 @@ static void text_get_run(struct session *s, const struct text_line *l)
         if (watch_active(WATCH_LOOKUPS))
             watch_note_get(s, key, nkey, st, &it);
         if (detail)
-            server_stats_detail(key, nkey, 'g', hit);
+            session_stats_detail(s, key, nkey, 'g', hit);
         stats_count_fetch(s->stats, c->touch, hit);
         if (!hit)
             continue;
@@ -150,7 +149,7 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
     size_t first = 1;
     if (touch) {
         int32_t exptime;
-        if (!text_parse_i32(&l->tok[1], &exptime)) {
+        if (!text_tok_i32(&l->tok[1], &exptime)) {
             TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
             return;
         }
@@ -176,7 +175,7 @@ void text_cmd_touch(struct session *s, const struct text_line *l)
         return;
     }
     int32_t exptime;
-    if (!text_parse_i32(&l->tok[2], &exptime)) {
+    if (!text_tok_i32(&l->tok[2], &exptime)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
         return;
     }

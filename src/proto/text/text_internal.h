@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "proto/text/text.h"
+#include "num.h"
 
 struct session;
 
@@ -30,18 +31,44 @@ struct session;
 /* Longest number we print: 2^64-1 has 20 digits. */
 #define TEXT_U64_MAX_DIGITS 20
 
-/* ---- numbers (text_num.c): memcached's safe_strto* rules over a token ---- */
+/* ---- numbers over a token (src/num.h) ----
+ * 1.6.45 reads a storage command's flags and exptime with its permissive
+ * safe_strto* rules (text_parse_*) and every other number (lengths, cas
+ * unique, deltas, touch/gat/flush_all times, admin arguments) with its
+ * strict token rules (text_tok_*). */
 
-/* strtoull: optional sign, digits, then end or whitespace. A '-' is refused
- * only when the result would read as negative (so "-0" is 0). */
-bool text_parse_u64(const struct text_token *t, uint64_t *out);
-/* strtoul, then truncated to 32 bits (flags, verbosity, ...). */
-bool text_parse_u32(const struct text_token *t, uint32_t *out);
-/* strtol (64-bit), then truncated to 32 bits, as memcached's safe_strtol. */
-bool text_parse_i32(const struct text_token *t, int32_t *out);
-bool text_parse_i64(const struct text_token *t, int64_t *out);
-/* strtod, for settings we accept and ignore. */
-bool text_parse_double(const struct text_token *t, double *out);
+static inline bool text_parse_u64(const struct text_token *t, uint64_t *out)
+{
+    return num_safe_u64(t->s, t->len, out);
+}
+static inline bool text_parse_u32(const struct text_token *t, uint32_t *out)
+{
+    return num_safe_u32(t->s, t->len, out);
+}
+static inline bool text_parse_i32(const struct text_token *t, int32_t *out)
+{
+    return num_safe_i32(t->s, t->len, out);
+}
+static inline bool text_parse_i64(const struct text_token *t, int64_t *out)
+{
+    return num_safe_i64(t->s, t->len, out);
+}
+static inline bool text_tok_u64(const struct text_token *t, uint64_t *out)
+{
+    return num_tok_u64(t->s, t->len, out);
+}
+static inline bool text_tok_u32(const struct text_token *t, uint32_t *out)
+{
+    return num_tok_u32(t->s, t->len, out);
+}
+static inline bool text_tok_i32(const struct text_token *t, int32_t *out)
+{
+    return num_tok_i32(t->s, t->len, out);
+}
+static inline bool text_parse_double(const struct text_token *t, double *out)
+{
+    return num_safe_double(t->s, t->len, out);
+}
 
 /* Write v in decimal at p; returns the end. */
 char *text_u64toa(uint64_t v, char *p);

@@ -1,10 +1,9 @@
 /* delete, incr, decr. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 void text_cmd_delete(struct session *s, const struct text_line *l)
 {
@@ -24,7 +23,7 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
         return;
     }
     if (TEXT_DETAIL_ON(s))
-        server_stats_detail(key->s, key->len, 'd', false);
+        session_stats_detail(s, key->s, key->len, 'd', false);
     struct watch_seen seen = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
         watch_peek(s, key->s, key->len, &seen);
@@ -49,7 +48,7 @@ void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
         return;
     }
     struct store_arith_req req = {.incr = incr};
-    if (!text_parse_u64(&l->tok[2], &req.delta)) {
+    if (!text_tok_u64(&l->tok[2], &req.delta)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid numeric delta argument");
         return;
     }

@@ -2,10 +2,9 @@
  * receive the value straight into it, then link it. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "server.h"
 #include "settings.h"
 #include "stats/stats.h"
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 static void text_storage_done(struct session *s, bool chunk_ok)
 {
@@ -74,7 +73,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     s->text.noreply = text_line_noreply(l);
 
     int32_t vlen;
-    if (!text_parse_i32(&l->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
+    if (!text_tok_i32(&l->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
         /* Length unknown: nothing can be swallowed. */
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
@@ -85,13 +84,13 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     uint64_t cas = 0;
     if (key->len > STORE_KEY_MAX || !text_parse_u32(&l->tok[2], &flags) ||
         !text_parse_i32(&l->tok[3], &exptime) ||
-        (mode == STORE_MODE_CAS && (l->ntok < 6 || !text_parse_u64(&l->tok[5], &cas)))) {
+        (mode == STORE_MODE_CAS && (l->ntok < 6 || !text_tok_u64(&l->tok[5], &cas)))) {
         TEXT_REJECT(s, "CLIENT_ERROR bad command line format", vlen);
         return;
     }
 
     if (TEXT_DETAIL_ON(s))
-        server_stats_detail(key->s, key->len, 's', false);
+        session_stats_detail(s, key->s, key->len, 's', false);
 
     rel_time_t exp = clock_exptime(exptime);
     /* append/prepend keep the old item's flags and expiry: no layout hint.

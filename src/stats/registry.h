@@ -1,7 +1,9 @@
-/* Who is connected, for `stats conns`: every listener and connection has an
- * entry, indexed by fd. Entries change only at accept and close (under one
- * mutex); the per-request fields are relaxed atomics written by the owning
- * worker, so the request path never takes the lock. */
+/* Who is connected, for `stats conns`, and how many descriptors ever held
+ * a connection or listener (memcached's connection_structures). Every
+ * listener and connection has an entry, indexed by fd. Entries change only
+ * at accept and close (under one mutex); the per-request fields are relaxed
+ * atomics written by the owning worker, so the request path never takes
+ * the lock. */
 #ifndef NODELAY_REGISTRY_H
 #define NODELAY_REGISTRY_H
 
@@ -11,7 +13,7 @@
 #include "clock.h"
 #include "log.h"
 
-struct reply_queue;
+struct stats_emit;
 
 enum registry_state {
     REGISTRY_LISTENING,
@@ -34,7 +36,9 @@ struct registry_entry {
 struct registry {
     pthread_mutex_t lock;
     struct registry_entry **by_fd;
+    unsigned char *used;     /* by fd: ever held an entry */
     size_t cap;
+    size_t structures;       /* descriptors that ever held an entry */
 };
 
 int registry_init(struct registry *r);
@@ -59,7 +63,11 @@ static inline void registry_touch(struct registry_entry *e, rel_time_t now)
 /* memcached's state names ("conn_new_cmd", ...). */
 const char *registry_state_name(int state);
 
-/* `stats conns` body (no END), in fd order. Returns 0 or -1 (out of memory). */
-int registry_compose(struct registry *r, rel_time_t now, struct reply_queue *out);
+/* `stats conns` rows, in fd order. Returns 0 or -1 (out of memory). */
+int registry_compose(struct registry *r, rel_time_t now, const struct stats_emit *e);
+
+/* How many descriptors ever held an entry: memcached's connection_structures
+ * (it keeps one conn struct per descriptor it has used, listeners included). */
+size_t registry_structures(struct registry *r);
 
 #endif

@@ -1,9 +1,10 @@
-#include "net/registry.h"
+#include "stats/registry.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "reply/reply.h"
+#include "stats/stats_emit.h"
 
 int registry_init(struct registry *r)
 {
@@ -14,8 +15,10 @@ int registry_init(struct registry *r)
 void registry_release(struct registry *r)
 {
     free(r->by_fd);
+    free(r->used);
     pthread_mutex_destroy(&r->lock);
     r->by_fd = NULL;
+    r->used = NULL;
     r->cap = 0;
 }
 
@@ -29,15 +32,23 @@ int registry_add(struct registry *r, struct registry_entry *e)
         while (cap <= (size_t)e->fd)
             cap *= 2;
         struct registry_entry **n = realloc(r->by_fd, cap * sizeof *n);
-        if (!n) {
+        if (n)
+            r->by_fd = n;
+        unsigned char *u = n ? realloc(r->used, cap) : NULL;
+        if (!u) {
             pthread_mutex_unlock(&r->lock);
             return -1;
         }
+        r->used = u;
         memset(n + r->cap, 0, (cap - r->cap) * sizeof *n);
-        r->by_fd = n;
+        memset(u + r->cap, 0, cap - r->cap);
         r->cap = cap;
     }
     r->by_fd[e->fd] = e;
+    if (!r->used[e->fd]) {
+        r->used[e->fd] = 1;
+        r->structures++;
+    }
     pthread_mutex_unlock(&r->lock);
     return 0;
 }
@@ -72,23 +83,36 @@ const char *registry_state_name(int state)
     return "conn_closed";
 }
 
-int registry_compose(struct registry *r, rel_time_t now, struct reply_queue *out)
+int registry_compose(struct registry *r, rel_time_t now, const struct stats_emit *e)
 {
     int rc = 0;
+    char name[48];
     pthread_mutex_lock(&r->lock);
     for (size_t fd = 0; fd < r->cap && rc == 0; fd++) {
-        const struct registry_entry *e = r->by_fd[fd];
-        if (!e)
+        const struct registry_entry *en = r->by_fd[fd];
+        if (!en)
             continue;
-        rc |= reply_printf(out, "STAT %zu:addr %s\r\n", fd, e->addr);
-        if (e->listen_addr)
-            rc |= reply_printf(out, "STAT %zu:listen_addr %s\r\n", fd, e->listen_addr);
-        rc |= reply_printf(out, "STAT %zu:state %s\r\n", fd,
-                           registry_state_name(__atomic_load_n(&e->state, __ATOMIC_RELAXED)));
-        rel_time_t last = __atomic_load_n(&e->last_cmd, __ATOMIC_RELAXED);
-        rc |= reply_printf(out, "STAT %zu:secs_since_last_cmd %u\r\n", fd,
-                           now > last ? now - last : 0);
+        snprintf(name, sizeof name, "%zu:addr", fd);
+        rc |= stats_emit_str(e, name, en->addr);
+        if (en->listen_addr) {
+            snprintf(name, sizeof name, "%zu:listen_addr", fd);
+            rc |= stats_emit_str(e, name, en->listen_addr);
+        }
+        snprintf(name, sizeof name, "%zu:state", fd);
+        rc |= stats_emit_str(e, name,
+                             registry_state_name(__atomic_load_n(&en->state, __ATOMIC_RELAXED)));
+        rel_time_t last = __atomic_load_n(&en->last_cmd, __ATOMIC_RELAXED);
+        snprintf(name, sizeof name, "%zu:secs_since_last_cmd", fd);
+        rc |= stats_emit_u64(e, name, now > last ? now - last : 0);
     }
     pthread_mutex_unlock(&r->lock);
     return rc ? -1 : 0;
+}
+
+size_t registry_structures(struct registry *r)
+{
+    pthread_mutex_lock(&r->lock);
+    size_t n = r->structures;
+    pthread_mutex_unlock(&r->lock);
+    return n;
 }

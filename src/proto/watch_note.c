@@ -1,5 +1,5 @@
 /* Event points of the protocols turned into watch lines (watch_note.h). */
-#include "watch/watch_note.h"
+#include "proto/watch_note.h"
 
 #include <string.h>
 

@@ -1,0 +1,193 @@
+/* Every counter nodelay reports, declared once.
+ *
+ * One row per stat, in the order it is printed:
+ *
+ *   X(name, source, field, format, kind, when, help)
+ *
+ *   name    what `stats` prints (memcached 1.6.45's name where it has one)
+ *   source  WORKER  a per-worker counter: the row declares the field of
+ *                   struct stats_thread (stats.h) and the sum over workers
+ *           STORE   a field of struct store_stats (the store's own list)
+ *           SNAP    a field of struct stats_snapshot the server fills
+ *           CONST   memcached machinery nodelay does not have: `field` is
+ *                   the value (0, or a build-time constant)
+ *   field   the struct member (WORKER rows: the stats_thread field the row
+ *           declares) or, for CONST, the value
+ *   format  U64, I64, STR or TIMEVAL ("sec.usec", as rusage)
+ *   kind    COUNTER  only grows; `stats reset` zeroes it
+ *           CLOCK    only grows; `stats reset` leaves it (uptime, CPU time)
+ *           GAUGE    a level; `stats reset` leaves it
+ *           INFO     a string (version, backend)
+ *   when    ALWAYS, or the setting without which memcached omits the row
+ *   help    one line for the Prometheus exporter's # HELP
+ *
+ * STATS_GENERAL is plain `stats` in memcached 1.6.45's exact order (no
+ * extstore or proxy rows: nodelay has neither; the TLS rows only with -Z); STATS_NODELAY
+ * is `stats nodelay`. Text `stats`, binary STAT and the metrics endpoint
+ * all walk the row arrays built from these lists (stats_table.c), so a new
+ * counter is one line here and its increments.
+ */
+#ifndef NODELAY_STATS_TABLE_H
+#define NODELAY_STATS_TABLE_H
+
+/* Written on two lines per row only where the help is long. */
+#define STATS_GENERAL(X)                                                                           \
+    X(pid, SNAP, pid, I64, INFO, ALWAYS, "process id")                                             \
+    X(uptime, SNAP, uptime, U64, CLOCK, ALWAYS, "seconds since the server started")             \
+    X(time, SNAP, time, I64, GAUGE, ALWAYS, "the server's current unix time")                      \
+    X(version, SNAP, version, STR, INFO, ALWAYS, "the memcached protocol version served")         \
+    X(libevent, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (epoll, poll)")              \
+    X(pointer_size, CONST, (8 * sizeof(void *)), U64, GAUGE, ALWAYS, "bits in a pointer")          \
+    X(rusage_user, SNAP, rusage_user, TIMEVAL, CLOCK, ALWAYS, "user CPU seconds")                \
+    X(rusage_system, SNAP, rusage_system, TIMEVAL, CLOCK, ALWAYS, "system CPU seconds")          \
+    X(max_connections, SNAP, max_connections, U64, GAUGE, ALWAYS, "-c")                            \
+    X(curr_connections, SNAP, curr_connections, U64, GAUGE, ALWAYS,                                \
+      "open connections, listeners included, minus one (memcached's definition)")                  \
+    X(total_connections, SNAP, total_connections, U64, COUNTER, ALWAYS,                            \
+      "connections opened, listeners included")                                                    \
+    X(rejected_connections, WORKER, rejected_connections, U64, COUNTER, MAXCONNS_FAST,             \
+      "connections refused over -c")                                                               \
+    X(connection_structures, SNAP, connection_structures, U64, GAUGE, ALWAYS,                      \
+      "descriptors ever used by a connection or listener")                                         \
+    X(response_obj_oom, CONST, 0, U64, COUNTER, ALWAYS, "memcached's response objects: none")      \
+    X(response_obj_count, SNAP, response_obj_count, U64, GAUGE, ALWAYS,                            \
+      "client connections (each owns one reply queue)")                                            \
+    X(response_obj_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, "bytes queued for clients")       \
+    X(read_buf_count, SNAP, read_buf_count, U64, GAUGE, ALWAYS, "read buffers held")               \
+    X(read_buf_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, "bytes in read buffers")           \
+    X(read_buf_bytes_free, CONST, 0, U64, GAUGE, ALWAYS, "read buffers are returned, not pooled")  \
+    X(read_buf_oom, CONST, 0, U64, COUNTER, ALWAYS, "read buffer allocation failures")             \
+    X(reserved_fds, SNAP, reserved_fds, U64, GAUGE, ALWAYS,                                        \
+      "descriptors kept from connections (stdio, event loops, wake pipes, listeners)")             \
+    X(cmd_get, WORKER, cmd_get, U64, COUNTER, ALWAYS, "keys requested by get/gets/mg/binary get")  \
+    X(cmd_set, WORKER, cmd_set, U64, COUNTER, ALWAYS, "storage commands")                          \
+    X(cmd_flush, WORKER, cmd_flush, U64, COUNTER, ALWAYS, "flush_all commands")                    \
+    X(cmd_touch, WORKER, cmd_touch, U64, COUNTER, ALWAYS, "keys touched (touch, gat, gats)")       \
+    X(cmd_meta, WORKER, cmd_meta, U64, COUNTER, ALWAYS, "meta commands")                           \
+    X(get_hits, WORKER, get_hits, U64, COUNTER, ALWAYS, "keys found")                              \
+    X(get_misses, WORKER, get_misses, U64, COUNTER, ALWAYS, "keys not found")                      \
+    X(get_expired, STORE, get_expired, U64, COUNTER, ALWAYS, "reads that found an expired item")   \
+    X(get_flushed, STORE, get_flushed, U64, COUNTER, ALWAYS, "reads that found a flushed item")    \
+    X(delete_misses, WORKER, delete_misses, U64, COUNTER, ALWAYS, "deletes of missing keys")       \
+    X(delete_hits, WORKER, delete_hits, U64, COUNTER, ALWAYS, "keys deleted")                      \
+    X(incr_misses, WORKER, incr_misses, U64, COUNTER, ALWAYS, "incr of missing keys")              \
+    X(incr_hits, WORKER, incr_hits, U64, COUNTER, ALWAYS, "keys incremented")                      \
+    X(decr_misses, WORKER, decr_misses, U64, COUNTER, ALWAYS, "decr of missing keys")              \
+    X(decr_hits, WORKER, decr_hits, U64, COUNTER, ALWAYS, "keys decremented")                      \
+    X(cas_misses, WORKER, cas_misses, U64, COUNTER, ALWAYS, "cas of missing keys")                 \
+    X(cas_hits, WORKER, cas_hits, U64, COUNTER, ALWAYS, "cas that stored")                         \
+    X(cas_badval, WORKER, cas_badval, U64, COUNTER, ALWAYS, "cas refused: the item had changed")   \
+    X(touch_hits, WORKER, touch_hits, U64, COUNTER, ALWAYS, "keys touched that existed")           \
+    X(touch_misses, WORKER, touch_misses, U64, COUNTER, ALWAYS, "touches of missing keys")         \
+    X(store_too_large, WORKER, store_too_large, U64, COUNTER, ALWAYS, "values over -I refused")    \
+    X(store_no_memory, WORKER, store_no_memory, U64, COUNTER, ALWAYS, "stores refused: no memory") \
+    X(auth_cmds, WORKER, auth_cmds, U64, COUNTER, ALWAYS, "authentication attempts")               \
+    X(auth_errors, WORKER, auth_errors, U64, COUNTER, ALWAYS, "failed authentications")            \
+    X(idle_kicks, WORKER, idle_kicks, U64, COUNTER, IDLE_TIMEOUT,                                  \
+      "connections closed by idle_timeout")                                                        \
+    X(bytes_read, WORKER, bytes_read, U64, COUNTER, ALWAYS, "bytes read from clients")             \
+    X(bytes_written, WORKER, bytes_written, U64, COUNTER, ALWAYS, "bytes written to clients")      \
+    X(limit_maxbytes, STORE, limit_maxbytes, U64, GAUGE, ALWAYS, "-m in bytes")                    \
+    X(accepting_conns, SNAP, accepting_conns, U64, GAUGE, ALWAYS,                                  \
+      "1 unless accept is paused (out of descriptors)")                                            \
+    X(listen_disabled_num, SNAP, listen_disabled_num, U64, COUNTER, ALWAYS,                        \
+      "times accept was paused")                                                                   \
+    X(time_in_listen_disabled_us, CONST, 0, U64, COUNTER, ALWAYS, "not measured")                  \
+    X(threads, SNAP, threads, U64, GAUGE, ALWAYS, "worker threads (-t)")                           \
+    X(conn_yields, WORKER, conn_yields, U64, COUNTER, ALWAYS,                                      \
+      "-R budget spent with requests still buffered")                                              \
+    X(hash_power_level, STORE, hash_power_level, U64, GAUGE, ALWAYS, "log2 of index slots")        \
+    X(hash_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, "index memory, outside -m")               \
+    X(hash_is_expanding, STORE, hash_is_expanding, U64, GAUGE, ALWAYS, "1 while the index grows")  \
+    /* memcached's slab mover: segments have no slabs to move */                                   \
+    X(slab_reassign_rescues, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")               \
+    X(slab_reassign_chunk_rescues, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")         \
+    X(slab_reassign_inline_reclaim, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")        \
+    X(slab_reassign_busy_items, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")            \
+    X(slab_reassign_busy_deletes, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")          \
+    X(slab_reassign_busy_nomem, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")            \
+    X(slab_reassign_last_busy_status, CONST, 0, U64, GAUGE, SLAB_REASSIGN, "no slab mover")        \
+    X(slab_reassign_running, CONST, 0, U64, GAUGE, SLAB_REASSIGN, "no slab mover")                 \
+    X(slabs_moved, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")                         \
+    X(lru_crawler_running, CONST, 0, U64, GAUGE, LRU_CRAWLER, "the housekeeper crawls inline")     \
+    X(lru_crawler_starts, CONST, 0, U64, COUNTER, LRU_CRAWLER, "the housekeeper crawls inline")    \
+    X(lru_maintainer_juggles, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no LRU to maintain")        \
+    X(malloc_fails, CONST, 0, U64, COUNTER, ALWAYS, "item memory is preallocated")                 \
+    X(log_worker_dropped, SNAP, log_worker_dropped, U64, COUNTER, ALWAYS,                          \
+      "watch event lines dropped before a watcher")                                                \
+    X(log_worker_written, SNAP, log_worker_written, U64, COUNTER, ALWAYS,                          \
+      "watch event lines workers produced")                                                        \
+    X(log_watcher_skipped, SNAP, log_watcher_skipped, U64, COUNTER, ALWAYS,                        \
+      "watch lines a full watcher buffer dropped")                                                 \
+    X(log_watcher_sent, SNAP, log_watcher_sent, U64, COUNTER, ALWAYS,                              \
+      "watch lines placed in a watcher buffer")                                                    \
+    X(log_watchers, SNAP, log_watchers, U64, GAUGE, ALWAYS, "connections running watch")           \
+    X(ssl_new_sessions, WORKER, ssl_new_sessions, U64, COUNTER, SSL_SESSION_CACHE,                 \
+      "TLS sessions put in the session cache")                                                     \
+    X(ssl_handshake_errors, WORKER, ssl_handshake_errors, U64, COUNTER, SSL,                       \
+      "TLS handshakes that failed or timed out")                                                   \
+    X(ssl_proto_errors, WORKER, ssl_proto_errors, U64, COUNTER, SSL,                               \
+      "TLS errors after the handshake")                                                            \
+    X(time_since_server_cert_refresh, SNAP, cert_age, U64, GAUGE, SSL,                             \
+      "seconds since the certificate and key were loaded (start or refresh_certs)")                \
+    X(unexpected_napi_ids, CONST, 0, U64, COUNTER, ALWAYS, "no NAPI id steering")                  \
+    X(round_robin_fallback, CONST, 0, U64, COUNTER, ALWAYS, "no NAPI id steering")                 \
+    X(bytes, STORE, bytes, U64, GAUGE, ALWAYS, "bytes used by live items")                         \
+    X(curr_items, STORE, curr_items, U64, GAUGE, ALWAYS, "live items")                             \
+    X(total_items, STORE, total_items, U64, COUNTER, ALWAYS, "items stored")                       \
+    X(slab_global_page_pool, CONST, 0, U64, GAUGE, ALWAYS, "no slab page pool")                    \
+    X(expired_unfetched, STORE, expired_unfetched, U64, COUNTER, ALWAYS,                           \
+      "expired items reclaimed that were never fetched")                                           \
+    X(evicted_unfetched, STORE, evicted_unfetched, U64, COUNTER, ALWAYS,                           \
+      "evicted items that were never fetched")                                                     \
+    X(evicted_active, STORE, evicted_active, U64, COUNTER, LRU_MAINTAINER,                         \
+      "evicted items that were accessed recently")                                                 \
+    X(evictions, STORE, evictions, U64, COUNTER, ALWAYS, "live items dropped to make room")        \
+    X(reclaimed, STORE, reclaimed, U64, COUNTER, ALWAYS, "stores into expired or dead space")      \
+    X(crawler_reclaimed, CONST, 0, U64, COUNTER, ALWAYS, "expiry frees whole segments instead")    \
+    X(crawler_items_checked, CONST, 0, U64, COUNTER, ALWAYS, "expiry frees whole segments")        \
+    X(lrutail_reflocked, CONST, 0, U64, COUNTER, ALWAYS, "no LRU tail")                            \
+    X(moves_to_cold, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")                   \
+    X(moves_to_warm, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")                   \
+    X(moves_within_lru, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")                \
+    X(direct_reclaims, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")                 \
+    X(lru_bumps_dropped, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")
+
+/* `stats nodelay`: nodelay's own. */
+#define STATS_NODELAY(X)                                                                           \
+    X(nodelay_version, SNAP, nodelay_version, STR, INFO, ALWAYS, "nodelay's own version")          \
+    X(protocol_version, SNAP, version, STR, INFO, ALWAYS, "the memcached protocol version served") \
+    X(event_backend, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (epoll, poll)")         \
+    X(read_calls, WORKER, read_calls, U64, COUNTER, ALWAYS, "read(2)/recv calls")                  \
+    X(write_calls, WORKER, write_calls, U64, COUNTER, ALWAYS, "writev/sendmsg calls")              \
+    X(direct_reads, WORKER, direct_reads, U64, COUNTER, ALWAYS, "reads straight into item memory") \
+    X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS,                                          \
+      "TCP_QUICKACK set after a partial request")                                                  \
+    X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS,                          \
+      "connections cut off for an unbounded reply queue")                                          \
+    X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS,                            \
+      "accepted sockets where TCP_NODELAY failed")                                                 \
+    /* the worker counter behind total_connections (which adds the listeners) */                   \
+    X(accepted_connections, WORKER, total_connections, U64, COUNTER, ALWAYS,                       \
+      "client connections accepted")                                                               \
+    X(reply_queue_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, "bytes queued for clients")        \
+    X(read_buffer_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, "bytes in read buffers")        \
+    X(index_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, "index memory, outside -m")              \
+    X(seg_size, STORE, seg_size, U64, GAUGE, ALWAYS, "bytes per segment")                          \
+    X(seg_total, STORE, seg_total, U64, GAUGE, ALWAYS, "segments that fit in -m")                  \
+    X(seg_used, STORE, seg_used, U64, GAUGE, ALWAYS, "segments holding items")                     \
+    X(seg_evicted, STORE, seg_evicted, U64, COUNTER, ALWAYS, "segments reclaimed by eviction")     \
+    X(seg_expired, STORE, seg_expired, U64, COUNTER, ALWAYS,                                       \
+      "segments reclaimed whole because all expired")                                              \
+    X(items_reinserted, STORE, items_reinserted, U64, COUNTER, ALWAYS,                             \
+      "live, accessed items carried forward at eviction")                                          \
+    X(dead_bytes, STORE, dead_bytes, U64, GAUGE, ALWAYS,                                           \
+      "overwritten/deleted bytes awaiting reclaim")                                                \
+    X(upload_bytes, STORE, upload_bytes, U64, GAUGE, ALWAYS,                                       \
+      "bytes held by values still arriving (outside -m)")                                          \
+    X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS,                                       \
+      "the bound on large values still arriving")                                                  \
+    X(uploads_refused, STORE, uploads_refused, U64, COUNTER, ALWAYS,                               \
+      "large uploads refused at upload_limit")
+
+#endif

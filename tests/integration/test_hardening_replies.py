@@ -1,0 +1,283 @@
+"""Issue 9 items 2, 3, 4, 7: large replies produced as the socket drains, one
+bound on memory owed to all clients, bounded per-read work, and client memory
+given back to the OS. Each test runs an attack over real sockets (loopback,
+bounded in time) and asserts what a user sees: every byte delivered to a
+reader, RSS within the README's formula, a probe client's latency, RSS back
+near its baseline once the attackers leave."""
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import helpers
+from helpers import slow_factor, stats
+
+MiB = 1 << 20
+SANITIZED = slow_factor() > 1  # ASan's shadow memory and quarantine are not ours
+# Under TSan (the concurrency stage: it looks for races) every memory access
+# is instrumented, so latencies measure TSan, not the server.
+TSAN = "tsan" in helpers.server_bin()
+# A probe's worst wait. Before the fix: 1,588 ms. A quiet run measures a few
+# ms; the bound leaves room for a 2-core machine shared with other work
+# (there an idle probe alone sees 15-30 ms now and then).
+PROBE_MAX = 0.25
+
+
+def rss_mib(srv):
+    with open(f"/proc/{srv.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def nodelay_only(srv):
+    if srv.is_memcached:
+        pytest.skip("nodelay's own bound and gauges")
+
+
+def client_bytes(conn):
+    st = stats(conn)
+    return int(st["response_obj_bytes"]) + int(st["read_buf_bytes"])
+
+
+def read_until_suffix(sock, suffix, limit_s):
+    """Read everything up to `suffix`; returns (bytes received, last 64 bytes,
+    whether it ended with suffix)."""
+    sock.settimeout(limit_s)
+    got, tail = 0, b""
+    while True:
+        d = sock.recv(1 << 20)
+        if not d:
+            return got, tail, False
+        got += len(d)
+        tail = (tail + d)[-64:]
+        if tail.endswith(suffix):
+            return got, tail, True
+
+
+class Probe(threading.Thread):
+    """A client doing `get probe` in a loop; keeps its worst latency."""
+
+    def __init__(self, srv):
+        super().__init__(daemon=True)
+        self.c = srv.connect()
+        self.c.set("probe", "p" * 100)
+        self.worst = 0.0
+        self.n = 0
+        self.stop = False
+
+    def run(self):
+        while not self.stop:
+            t = time.perf_counter()
+            assert self.c.get("probe") == b"p" * 100
+            self.worst = max(self.worst, time.perf_counter() - t)
+            self.n += 1
+
+    def finish(self):
+        self.stop = True
+        self.join(10)
+        return self.worst
+
+
+# An attacker in its own process, so its loops do not share our GIL with the
+# probe: N connections that send a request over and over and never read.
+ATTACKER = textwrap.dedent("""
+    import socket, sys, time
+    port, n, secs, req = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+    req = req.encode().decode("unicode_escape").encode("latin-1") * 500
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        s.setblocking(False)
+        socks.append(s)
+    print("connected", flush=True)
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        for s in socks:
+            try:
+                s.send(req)
+            except BlockingIOError:
+                pass
+        time.sleep(0.001)
+    print("done", flush=True)
+    sys.stdin.read()  # hold the connections until told to go
+""")
+
+
+# One connection sending a get line of nkeys keys "s"; reads the reply to
+# its end (or holds it unread for 1.5 s) and prints what it got.
+LONG_LINE = textwrap.dedent("""
+    import socket, sys, time
+    port, nkeys, reads = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+    a = socket.create_connection(("127.0.0.1", port))
+    a.sendall(b"get" + b" s" * nkeys + b"\\r\\n")
+    if not reads:
+        time.sleep(1.5)
+        print("held")
+        sys.exit(0)
+    a.settimeout(60)
+    got, tail = 0, b""
+    while not tail.endswith(b"\\r\\nEND\\r\\n"):
+        d = a.recv(1 << 20)
+        if not d:
+            break
+        got += len(d)
+        tail = (tail + d)[-16:]
+    print("got", got, "END" if tail.endswith(b"\\r\\nEND\\r\\n") else "EOF")
+""")
+
+
+def start_attacker(srv, n, secs, req):
+    p = subprocess.Popen([sys.executable, "-c", ATTACKER, str(srv.port), str(n), str(secs), req],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "connected"
+    return p
+
+
+def stop_attacker(p):
+    p.stdin.close()
+    p.wait(10)
+
+
+@pytest.mark.concurrency
+def test_multiget_of_100_values_of_1mb_reaches_a_fast_reader(start_server):
+    """9.2: 100 x 1 MB in one multiget: every byte, not 6 values then EOF."""
+    srv = start_server("-m", "256")
+    c = srv.connect(timeout=30)
+    val = b"v" * 1000000
+    for i in range(100):
+        assert c.call(f"set big{i:02d} 0 0 {len(val)}".encode() + b"\r\n" + val) == b"STORED\r\n"
+    kills = int(stats(c, "nodelay").get("slow_reader_kills", 0)) if not srv.is_memcached else 0
+    line = b"get " + b" ".join(b"big%02d" % i for i in range(100)) + b"\r\n"
+    want = sum(len(b"VALUE big%02d 0 1000000\r\n" % i) + len(val) + 2 for i in range(100)) + 5
+    c.send(line)
+    got, tail, ended = read_until_suffix(c.sock, b"\r\nEND\r\n", 30 * slow_factor())
+    assert ended, f"EOF after {got} bytes"
+    assert got == want
+    if not srv.is_memcached:
+        assert int(stats(c, "nodelay")["slow_reader_kills"]) == kills
+
+
+@pytest.mark.concurrency
+@pytest.mark.parametrize("cmd,end", [("metadump", b"END\r\n"), ("mgdump", b"EN\r\n")])
+def test_dump_of_many_items_completes(start_server, cmd, end):
+    """9.2: a dump of 200,000 items ends with END (it stopped at 65,192 lines)."""
+    srv = start_server("-m", "256")
+    c = srv.connect(timeout=30)
+    n = 200000
+    batch = 20000
+    for b in range(0, n, batch):
+        c.send(b"".join(b"set key%07d 0 0 1 noreply\r\nx\r\n" % i for i in range(b, b + batch)))
+    assert c.call("version").startswith(b"VERSION")
+    c.send(f"lru_crawler {cmd} all\r\n".encode())
+    c.sock.settimeout(30 * slow_factor())
+    buf = bytearray()
+    while not buf.endswith(b"\n" + end):
+        d = c.sock.recv(1 << 20)
+        assert d, "EOF after %d lines" % buf.count(b"\n")
+        buf += d
+    lines = bytes(buf).split(b"\n")
+    if cmd == "mgdump":
+        assert lines[0] == b"OK\r" or lines[0].startswith(b"mg ")
+    keys = {ln for ln in lines if ln.startswith(b"key=") or ln.startswith(b"mg ")}
+    assert len(keys) == n
+
+
+@pytest.mark.concurrency
+def test_clients_that_stop_reading_stay_within_the_bound(start_server):
+    """9.3 + 9.7: 400 connections sending `get s s s s s s s s s s` (500 B
+    values) without reading: what they are owed stays within
+    -o client_mem_limit, RSS within the README's formula (was 1,684 MiB), a
+    probe is served meanwhile, and RSS returns near its baseline after."""
+    bound = 32
+    srv = start_server("-m", "64", "-o", f"client_mem_limit={bound}")
+    nodelay_only(srv)
+    c = srv.connect()
+    c.set("s", "x" * 500)
+    base = rss_mib(srv)
+    ramp, measure = (4.0, 3.0) if SANITIZED else (2.0, 2.0)
+    att = start_attacker(srv, 400, ramp + measure + 1, r"get s s s s s s s s s s\r\n")
+    peak_rss, peak_owed = 0.0, 0
+    probe = None
+    start = time.monotonic()
+    # under TSan one turn of this loop can outlast the ramp: run until the
+    # probe has been served for `measure` seconds, however late it started
+    probe_end = None
+    while probe_end is None or time.monotonic() < probe_end:
+        # the probe starts once the attackers' socket buffers are full: while
+        # the kernel takes their replies (the first second or so) its copies
+        # use the CPU that two cores share with the attacker and the probe
+        if probe is None and time.monotonic() >= start + ramp:
+            probe = Probe(srv)
+            probe.start()
+            probe_end = time.monotonic() + measure
+        peak_rss = max(peak_rss, rss_mib(srv))
+        peak_owed = max(peak_owed, client_bytes(c))
+        time.sleep(0.05)
+    worst = probe.finish()
+    # every connection may go past the bound by its floor (16 KiB), one
+    # line's reply and a read buffer (16 KiB): the README's 48 KiB each
+    slack = 401 * 48 * 1024
+    assert peak_owed <= bound * MiB + slack, f"owed {peak_owed / MiB:.1f} MiB"
+    assert peak_owed > bound * MiB / 2, "the attack did not reach the bound"
+    if not SANITIZED:
+        # RSS <= -m + index + bound + 48 KiB x connections + fixed; the
+        # items here are a few bytes, so -m is not touched
+        assert peak_rss - base <= bound + slack / MiB + 24, f"RSS {base:.0f} -> {peak_rss:.0f} MiB"
+    assert TSAN or worst < PROBE_MAX * slow_factor(), f"probe waited {worst * 1000:.1f} ms"
+    print(f"RSS {base:.1f} -> peak {peak_rss:.1f} MiB, owed {peak_owed / MiB:.1f} MiB, "
+          f"probe max {worst * 1000:.2f} ms over {probe.n} gets")
+    stop_attacker(att)
+    # 9.7: the freed buffers go back to the OS within a few seconds
+    after = peak_rss
+    for _ in range(int(50 * slow_factor())):
+        time.sleep(0.1)
+        after = rss_mib(srv)
+        if after <= base + 8:
+            break
+    print(f"RSS after the attackers left: {after:.1f} MiB")
+    if not SANITIZED:
+        assert after <= base + 8, f"RSS {base:.0f} -> {peak_rss:.0f} -> {after:.0f} MiB"
+    assert client_bytes(c) < MiB
+
+
+@pytest.mark.concurrency
+@pytest.mark.parametrize("reads", [True, False], ids=["reader", "non-reader"])
+def test_long_get_line_is_bounded_work(start_server, reads):
+    """9.4: a 2 MiB get line of one key repeated 1,048,576 times (512 B value)
+    peaked at 1,054 MiB RSS and stalled another client for 1,588 ms. Now it
+    is composed as the client takes it: RSS grows by a few MiB, a probe on the
+    same worker (-t 1) waits a few ms, and a reader gets every byte."""
+    srv = start_server("-t", "1", "-m", "64")
+    c = srv.connect()
+    c.set("s", "x" * 512)
+    base = rss_mib(srv)
+    probe = Probe(srv)
+    probe.start()
+    nkeys = 1 << 20
+    want = nkeys * (len(b"VALUE s 0 512\r\n") + 512 + 2) + 5
+    a = subprocess.Popen([sys.executable, "-c", LONG_LINE, str(srv.port), str(nkeys),
+                          "1" if reads else "0"], stdout=subprocess.PIPE, text=True)
+    peak = 0.0
+    end = time.monotonic() + 60 * slow_factor()
+    while a.poll() is None and time.monotonic() < end:
+        peak = max(peak, rss_mib(srv))
+        time.sleep(0.05)
+    out = a.communicate(timeout=10)[0].split()
+    if reads:
+        assert out == ["got", str(want), "END"], out
+    worst = probe.finish()
+    peak = max(peak, rss_mib(srv))
+    print(f"RSS {base:.1f} -> {peak:.1f} MiB, probe max {worst * 1000:.2f} ms over {probe.n}")
+    if not srv.is_memcached and not SANITIZED:
+        # the line (2 MiB, in a buffer of 4) and the allowance (4 MiB)
+        assert peak - base < 32, f"RSS {base:.0f} -> {peak:.0f} MiB"
+    assert TSAN or worst < PROBE_MAX * slow_factor(), f"probe waited {worst * 1000:.1f} ms"
