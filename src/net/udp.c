@@ -1,6 +1,7 @@
 #include "net/udp.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -11,9 +12,13 @@
 #include "net/worker.h"
 #include "proto/proto.h"
 #include "proto/session.h"
+#include "settings.h"
 
 #define UDP_BATCH 64
 #define UDP_DATA_MAX (UDP_MAX_DATAGRAM - UDP_HEADER_SIZE)
+/* What a datagram whose replies would exceed udp_amplification gets
+ * instead (a binary request gets nothing: there is no text to send). */
+#define UDP_TOO_LARGE "SERVER_ERROR reply too large for UDP\r\n"
 
 void udp_frame(unsigned char out[UDP_HEADER_SIZE], uint16_t req_id, uint16_t seq, uint16_t total)
 {
@@ -30,6 +35,12 @@ void udp_frame(unsigned char out[UDP_HEADER_SIZE], uint16_t req_id, uint16_t seq
 size_t udp_datagrams(size_t len)
 {
     return (len + UDP_DATA_MAX - 1) / UDP_DATA_MAX;
+}
+
+/* A reply's bytes on the wire: its data and a frame per datagram. */
+static size_t udp_wire_bytes(size_t data)
+{
+    return data + UDP_HEADER_SIZE * udp_datagrams(data);
 }
 
 /* Send what the session owes, UDP_DATA_MAX bytes per datagram. UDP is best
@@ -79,12 +90,22 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
     uint16_t req_id = (uint16_t)(buf[0] << 8 | buf[1]);
     uint16_t seq = (uint16_t)(buf[2] << 8 | buf[3]);
     uint16_t count = (uint16_t)(buf[4] << 8 | buf[5]);
-    if (seq != 0 || count != 1)
+    (void)seq; /* memcached (1.6.18 and 1.6.45) reads only the count */
+    if (count != 1)
         return; /* memcached 1.6 takes only single-datagram requests, silently */
     struct session s;
     session_init(&s, w->store, &w->stats, w->core->settings);
     if (w->core->ops)
         s.ops = w->core->ops;
+    s.datagram = true;
+    /* A forged source gets at most `factor` times what it sent (frames
+     * included, both ways): past that the requests have run but their
+     * replies are replaced by one error line. A multiget or dump
+     * pauses once it owes more, so it is not composed to be thrown away. */
+    int factor = w->core->settings->udp_amplification;
+    size_t cap = factor > 0 ? (size_t)factor * n : SIZE_MAX;
+    s.reply_allow = cap;
+    bool over = false;
     const char *p = (const char *)buf + UDP_HEADER_SIZE;
     size_t left = n - UDP_HEADER_SIZE;
     while (left > 0) {
@@ -94,8 +115,21 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
             used = left;
         p += used;
         left -= used;
+        if (udp_wire_bytes(reply_pending(&s.reply)) > cap) {
+            over = true;
+            break;
+        }
         if (st == PROTO_CLOSE || (st == PROTO_OK && used == 0))
             break; /* an incomplete request cannot be finished: dropped */
+        /* PROTO_PAUSE under the cap: a long multiget's key budget; go on */
+    }
+    if (over) {
+        log_verbose("UDP reply over %d x the %zu-byte request: refused", factor, n);
+        session_release(&s);
+        session_init(&s, w->store, &w->stats, w->core->settings);
+        /* the error only where it is itself within the bound */
+        if (buf[UDP_HEADER_SIZE] != 0x80 && udp_wire_bytes(sizeof UDP_TOO_LARGE - 1) <= cap)
+            reply_copy(&s.reply, UDP_TOO_LARGE, sizeof UDP_TOO_LARGE - 1);
     }
     udp_send(w, l, &s.reply, req_id, from, fromlen);
     session_release(&s); /* aborts a value that did not fit the datagram */

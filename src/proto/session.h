@@ -47,6 +47,7 @@ struct session {
     enum proto_kind kind;
     bool authenticated; /* -Y ascii auth or SASL; true when neither is on */
     struct auth_guard auth; /* failed attempts (session_set_peer) */
+    bool datagram;          /* serves one UDP datagram: no connection behind it */
     struct watcher *watcher; /* after `watch`: input is ignored, the stream is sent */
 
     /* Direct read target, see proto_sink_filled(). */

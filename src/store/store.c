@@ -595,8 +595,8 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         uint32_t st = item_get_u32(f.p, f.h.atime_off);
         bool token = st & ITEM_S_TOKEN;
         bool won = false;
-        if (req->recache && !token && out->exptime != REL_TIME_NEVER &&
-            out->exptime < now + req->recache_below)
+        rel_time_t judged = req->recache_before_touch ? out->exptime_before : out->exptime;
+        if (req->recache && !token && judged != REL_TIME_NEVER && judged < now + req->recache_below)
             won = true;
         if ((st & ITEM_S_STALE) && !token)
             won = true;

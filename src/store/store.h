@@ -104,6 +104,7 @@ struct store_get_req {
     rel_time_t vivify_exptime;
     bool recache;             /* mg R: win if the remaining TTL is below recache_below */
     rel_time_t recache_below; /* seconds */
+    bool recache_before_touch; /* mg R before T: R judges the expiry T replaces */
     uint64_t cas_new;         /* mg E: CAS to give the item if this request modifies it (0 = next) */
 };
 

@@ -161,11 +161,11 @@ CASE_LIST = load_cases()
 CASE_LIST_1645 = CASE_LIST + load_cases(CASES_1645)
 
 
-@pytest.fixture(scope="module")
-def pair(server_bin, memcached_bin, tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("diff"))
-    ours = Server(server_bin, [], workdir=d).start()
-    ref = Server(memcached_bin, [], workdir=d).start()
+def start_pair(server_bin, ref_bin, workdir):
+    """nodelay and a reference memcached, both with default flags; yields
+    them and stops both (each must exit cleanly)."""
+    ours = Server(server_bin, [], workdir=workdir).start()
+    ref = Server(ref_bin, [], workdir=workdir).start()
     yield ours, ref
     errors = []
     for srv in (ours, ref):
@@ -174,6 +174,29 @@ def pair(server_bin, memcached_bin, tmp_path_factory):
         except AssertionError as e:
             errors.append(str(e))
     assert not errors, errors
+
+
+def check_case(pair, name, steps, per_case, ref_name):
+    """Send one case to both; they must agree, or give exactly the replies
+    listed for the case."""
+    ours, ref = pair
+    _, norms = load_differences_cached()
+    got_ref = normalise(run_case(ref, steps), norms)
+    got_ours = normalise(run_case(ours, steps), norms)
+    if name in per_case:
+        want_ref, want_ours = per_case[name]
+        assert got_ref == want_ref, (
+            f"memcached {ref_name} no longer answers as compat-differences.md says for {name}")
+        if target() == "memcached":
+            want_ours = want_ref  # validating the suite against the reference itself
+        assert got_ours == want_ours, f"{name}: not the intended (listed) reply"
+    else:
+        assert got_ours == got_ref, f"{name}: differs from memcached {ref_name}"
+
+
+@pytest.fixture(scope="module")
+def pair(server_bin, memcached_bin, tmp_path_factory):
+    yield from start_pair(server_bin, memcached_bin, str(tmp_path_factory.mktemp("diff")))
 
 
 def test_case_file_and_difference_list_agree():
@@ -188,19 +211,7 @@ def test_case_file_and_difference_list_agree():
 
 @pytest.mark.parametrize("name,steps", CASE_LIST, ids=[n for n, _ in CASE_LIST])
 def test_differential(pair, name, steps):
-    ours, ref = pair
-    per_case, norms = load_differences_cached()
-    got_ref = normalise(run_case(ref, steps), norms)
-    got_ours = normalise(run_case(ours, steps), norms)
-    if name in per_case:
-        want_ref, want_ours = per_case[name]
-        assert got_ref == want_ref, (
-            f"memcached 1.6.18 no longer answers as compat-differences.md says for {name}")
-        if target() == "memcached":
-            want_ours = want_ref  # validating the suite against 1.6.18 itself
-        assert got_ours == want_ours, f"{name}: not the intended (listed) reply"
-    else:
-        assert got_ours == got_ref, f"{name}: differs from memcached 1.6.18"
+    check_case(pair, name, steps, load_differences_cached()[0], "1.6.18")
 
 
 _diff_cache = []
@@ -218,17 +229,7 @@ def pair_1645(server_bin, tmp_path_factory):
         pytest.skip(f"memcached 1.6.45 reference not found at {REF_1645} (../shared/ref)")
     if helpers.is_memcached(server_bin):
         pytest.skip("the 1.6.45 variant compares nodelay with 1.6.45")
-    d = str(tmp_path_factory.mktemp("diff1645"))
-    ours = Server(server_bin, [], workdir=d).start()
-    ref = Server(REF_1645, [], workdir=d).start()
-    yield ours, ref
-    errors = []
-    for srv in (ours, ref):
-        try:
-            srv.stop()
-        except AssertionError as e:
-            errors.append(str(e))
-    assert not errors, errors
+    yield from start_pair(server_bin, REF_1645, str(tmp_path_factory.mktemp("diff1645")))
 
 
 def test_1645_case_files_and_difference_list_agree():
@@ -244,17 +245,6 @@ _diff_cache_1645 = []
 
 @pytest.mark.parametrize("name,steps", CASE_LIST_1645, ids=[n for n, _ in CASE_LIST_1645])
 def test_differential_1645(pair_1645, name, steps):
-    ours, ref = pair_1645
     if not _diff_cache_1645:
         _diff_cache_1645.append(load_differences("1.6.45 per-case"))
-    per_case, _ = _diff_cache_1645[0]
-    _, norms = load_differences_cached()
-    got_ref = normalise(run_case(ref, steps), norms)
-    got_ours = normalise(run_case(ours, steps), norms)
-    if name in per_case:
-        want_ref, want_ours = per_case[name]
-        assert got_ref == want_ref, (
-            f"memcached 1.6.45 no longer answers as compat-differences.md says for {name}")
-        assert got_ours == want_ours, f"{name}: not the intended (listed) reply"
-    else:
-        assert got_ours == got_ref, f"{name}: differs from memcached 1.6.45"
+    check_case(pair_1645, name, steps, _diff_cache_1645[0][0], "1.6.45")

@@ -307,6 +307,11 @@ def test_vivify_ttl_follows_request_order(meta):
     assert meta.call(b"mg vto2 t N30") == b"HD t-1 W\r\n"
     assert meta.call(b"mg vto2 t") in (b"HD t30 Z\r\n", b"HD t29 Z\r\n")
     assert meta.call(b"mg vto3 T60 N30 t") == b"HD t30 W\r\n"
+    # R judges the TTL as the flags before it left it
+    assert meta.call(b"ms vto4 1 T100\r\nx") == b"HD\r\n"
+    assert meta.call(b"mg vto4 R30 T10") == b"HD\r\n"
+    assert meta.call(b"ms vto5 1 T100\r\nx") == b"HD\r\n"
+    assert meta.call(b"mg vto5 T10 R30") == b"HD W\r\n"
 
 
 def test_incr_reads_value_as_strtoull(conn):

@@ -144,6 +144,16 @@ void meta_line_opaque(struct meta_line *l, const char *opaque, size_t nopaque)
     meta_line_mem(l, opaque, nopaque);
 }
 
+void meta_line_echo(struct meta_line *l, const struct meta_req *req)
+{
+    for (size_t i = 0; i < req->norder; i++) {
+        if (req->order[i] == 'O')
+            meta_line_opaque(l, req->opaque, req->nopaque);
+        else if (req->order[i] == 'k')
+            meta_line_key(l, req->key, req->nkey, req->base64_key);
+    }
+}
+
 void meta_line_send(struct session *s, struct meta_line *l)
 {
     memcpy(l->buf + l->len, "\r\n", 2);

@@ -139,6 +139,9 @@ void meta_line_flag_u64(struct meta_line *l, char flag, uint64_t v);
 void meta_line_key(struct meta_line *l, const char *key, size_t nkey, bool base64);
 /* " O..." */
 void meta_line_opaque(struct meta_line *l, const char *opaque, size_t nopaque);
+/* The request's O and k flags, in request order (the echo of a reply that
+ * has no item to describe: EN, NF, HD of md). */
+void meta_line_echo(struct meta_line *l, const struct meta_req *req);
 /* Append the line plus "\r\n" to the reply queue. */
 void meta_line_send(struct session *s, struct meta_line *l);
 

@@ -61,11 +61,6 @@ void meta_delete(struct session *s, const struct meta_req *req)
         meta_line_mem(&l, "NF", 2);
         break;
     }
-    for (size_t i = 0; i < req->norder; i++) {
-        if (req->order[i] == 'O')
-            meta_line_opaque(&l, req->opaque, req->nopaque);
-        else if (req->order[i] == 'k')
-            meta_line_key(&l, req->key, req->nkey, req->base64_key);
-    }
+    meta_line_echo(&l, req);
     meta_line_send(s, &l);
 }

@@ -27,12 +27,7 @@ static void meta_get_miss(struct session *s, const struct meta_req *req)
     struct meta_line l;
     l.len = 0;
     meta_line_mem(&l, "EN", 2);
-    for (size_t i = 0; i < req->norder; i++) {
-        if (req->order[i] == 'O')
-            meta_line_opaque(&l, req->opaque, req->nopaque);
-        else if (req->order[i] == 'k')
-            meta_line_key(&l, req->key, req->nkey, req->base64_key);
-    }
+    meta_line_echo(&l, req);
     meta_line_send(s, &l);
 }
 
@@ -50,6 +45,18 @@ static rel_time_t meta_walk_exptime(const struct meta_req *req, size_t upto, rel
             e = meta_exptime(req->vivify_ttl);
     }
     return e;
+}
+
+/* True when flag a comes before flag b in the request. */
+static bool meta_flag_before(const struct meta_req *req, char a, char b)
+{
+    for (size_t i = 0; i < req->norder; i++) {
+        if (req->order[i] == a)
+            return true;
+        if (req->order[i] == b)
+            return false;
+    }
+    return false;
 }
 
 static void meta_get_hit(struct session *s, const struct meta_req *req, struct store_item *it,
@@ -137,6 +144,7 @@ void meta_get(struct session *s, const struct meta_req *req)
         .vivify_exptime = req->has_vivify ? meta_walk_exptime(req, req->norder, 0, true) : 0,
         .recache = req->has_recache,
         .recache_below = req->has_recache ? meta_recache_below(req->recache_ttl) : 0,
+        .recache_before_touch = req->has_recache && req->has_ttl && meta_flag_before(req, 'R', 'T'),
         .cas_new = req->has_cas_new ? req->cas_new : 0,
     };
     struct store_item it;

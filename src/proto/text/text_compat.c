@@ -229,6 +229,8 @@ void text_cmd_refresh_certs(struct session *s, const struct text_line *l)
 
 void text_cmd_watch(struct session *s, const struct text_line *l)
 {
+    if (s->datagram)
+        return; /* no connection to stream to: memcached answers nothing */
     s->text.noreply = text_line_noreply(l);
     if (!s->settings->watch_enabled) {
         TEXT_OUT(s, "CLIENT_ERROR watch commands not allowed");

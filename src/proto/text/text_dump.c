@@ -120,6 +120,10 @@ static void text_dump_item(const struct store_item *it, void *arg)
 
 void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
 {
+    /* over UDP a dump would reflect the whole cache at a forged source:
+     * 1.6.45 answers nothing, and so do we */
+    if (s->datagram)
+        return;
     if (!s->settings->dump_enabled) {
         if (mgdump)
             TEXT_OUT(s, "ERROR mgdump not allowed");
