@@ -52,6 +52,7 @@ struct tls_conn {
 
 static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
 static SSL_CTX *tls_ctx;                 /* new connections' context (tls_lock) */
+static bool tls_on;                      /* set once at start-up, read anywhere */
 static const struct settings *tls_settings;
 static BIO_METHOD *tls_out_method;
 static _Atomic long long tls_loaded_at;  /* unix time of the last cert load */
@@ -239,6 +240,7 @@ int tls_setup(const struct settings *s, FILE *err)
     }
     tls_settings = s;
     tls_ctx = ctx;
+    tls_on = true;
     size_t w = s->ssl_wbuf_size;
     tls_chunk = w < 512 ? 512 : w > TLS_RECORD_MAX ? TLS_RECORD_MAX : w;
     tls_loaded_at = (long long)time(NULL);
@@ -250,6 +252,7 @@ void tls_teardown(void)
     pthread_mutex_lock(&tls_lock);
     SSL_CTX_free(tls_ctx);
     tls_ctx = NULL;
+    tls_on = false;
     pthread_mutex_unlock(&tls_lock);
     BIO_meth_free(tls_out_method);
     tls_out_method = NULL;
@@ -258,7 +261,7 @@ void tls_teardown(void)
 
 bool tls_enabled(void)
 {
-    return tls_ctx != NULL;
+    return tls_on;
 }
 
 int tls_refresh_certs(char *msg, size_t n)

@@ -483,3 +483,54 @@ def test_pipeline_replies_leave_in_one_write(start_server, pki, tmp_path):
     # five pipelines: five writes of records (20 replies each), never one per reply
     assert len(writes) == 5, "\n".join(writes)
     assert len(reads) >= 5
+
+
+# ---- authentication, -c, partial writes over TLS ------------------------------
+
+def test_ascii_auth_and_sasl_over_tls(start_server, pki, tmp_path):
+    pw = tmp_path / "auth"
+    pw.write_text("alice:secret\n")
+    srv = start_server(*tls_flags(pki), "-Y", str(pw))
+    c = tls_connect(srv, client_ctx(pki))
+    assert c.call("get k") == b"CLIENT_ERROR unauthenticated\r\n"
+    assert c.call(b"set x 0 0 12\r\nalice secret") == b"STORED\r\n"
+    assert c.call("set k 0 0 1\r\nv") == b"STORED\r\n"
+    srv2 = start_server(*tls_flags(pki), "-S", env=dict(os.environ, MEMCACHED_SASL_PWDB=str(pw)))
+    b = tls_connect(srv2, client_ctx(pki))
+    b.send(bin_request(0x21, key=b"PLAIN", value=b"\0alice\0secret"))
+    assert bin_read(b)["status"] == 0
+    b.send(bin_request(0x01, key=b"sk", value=b"v", extras=struct.pack(">II", 0, 0)))
+    assert bin_read(b)["status"] == 0
+
+
+def test_handshaking_connections_count_against_maxconns(start_server, pki):
+    srv = start_server(*tls_flags(pki), "-c", "3", "-o", "ssl_handshake_timeout=30")
+    # the start-up probe has gone; three clients that never handshake fill -c
+    time.sleep(0.2)
+    idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(3)]
+    time.sleep(0.2)
+    extra = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    # refused as memcached refuses: its plaintext line, then the close
+    assert closed_soon(extra)
+    for s in idle:
+        s.close()
+    time.sleep(0.3)
+    assert tls_connect(srv, client_ctx(pki)).call("version").startswith(b"VERSION")
+
+
+def test_partial_writes_resume(start_server, pki):
+    """A client that does not read while megabytes of replies are owed: the
+    records that did not fit stay queued and leave as the socket drains, in
+    order, nothing lost or repeated."""
+    srv = start_server(*tls_flags(pki), "-I", "2m", "-m", "128")
+    c = tls_connect(srv, client_ctx(pki), timeout=20)
+    values = [os.urandom(1000 * 1000 + i) for i in range(16)]
+    for i, v in enumerate(values):
+        c.send(b"set big%d 0 0 %d\r\n%s\r\n" % (i, len(v), v))
+        assert c.readline() == b"STORED\r\n"
+    c.send(b"".join(b"get big%d\r\n" % i for i in range(16)) + b"version\r\n")
+    time.sleep(0.5)  # 16 MB owed: the server fills the socket and waits for it to drain
+    for i, v in enumerate(values):
+        assert c.readline() == b"VALUE big%d 0 %d\r\n" % (i, len(v))
+        assert c.read_exact(len(v) + 7) == v + b"\r\nEND\r\n"
+    assert c.readline().startswith(b"VERSION")
