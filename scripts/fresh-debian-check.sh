@@ -46,11 +46,6 @@ cleanup() {
     for p in /proc/[0-9]*; do
         [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -KILL "${p#/proc/}" 2>/dev/null
     done
-    # keep the suite's logs (build/test-logs) for a look afterwards
-    if [ -d "$root/root/nodelay/build/test-logs" ]; then
-        rm -rf "$logs" && cp -r "$root/root/nodelay/build/test-logs" "$logs" &&
-            echo "== the suite's logs: $logs"
-    fi
     local i
     for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
     if [ "${KEEP:-0}" != 1 ]; then rm -rf --one-file-system "$root"; fi
@@ -93,6 +88,11 @@ if [[ " $STEPS " == *" ci "* ]]; then
     rc=${PIPESTATUS[0]}
     set -e
     echo "== .ci/run in the minimal root exited $rc"
+    # keep the suite's logs (the package step's clean removes build/)
+    if [ -d "$root/root/nodelay/build/test-logs" ]; then
+        rm -rf "$logs" && cp -r "$root/root/nodelay/build/test-logs" "$logs" &&
+            echo "== the suite's logs: $logs"
+    fi
 fi
 if [[ " $STEPS " == *" package "* ]]; then
     # What an operator does with the package, short of systemctl (no systemd

@@ -16,6 +16,7 @@
 
 static struct timespec clock_mono_start;
 static time_t clock_unix_start;
+static rel_time_t clock_rel_base = CLOCK_START_SLACK; /* what the clock read at clock_mono_start */
 static _Atomic uint32_t clock_debug_offset;
 static _Atomic uint32_t clock_paused_at; /* 0 = running */
 
@@ -23,6 +24,16 @@ void clock_setup(void)
 {
     clock_gettime(CLOCK_SOURCE, &clock_mono_start);
     clock_unix_start = time(NULL) - CLOCK_START_SLACK;
+    clock_rel_base = CLOCK_START_SLACK;
+    atomic_store(&clock_debug_offset, 0);
+    atomic_store(&clock_paused_at, 0);
+}
+
+void clock_resume(time_t epoch, rel_time_t now)
+{
+    clock_gettime(CLOCK_SOURCE, &clock_mono_start);
+    clock_unix_start = epoch;
+    clock_rel_base = now > CLOCK_START_SLACK ? now : CLOCK_START_SLACK;
     atomic_store(&clock_debug_offset, 0);
     atomic_store(&clock_paused_at, 0);
 }
@@ -34,7 +45,7 @@ static rel_time_t clock_running_now(void)
     time_t elapsed = ts.tv_sec - clock_mono_start.tv_sec;
     if (ts.tv_nsec < clock_mono_start.tv_nsec)
         elapsed--;
-    return (rel_time_t)elapsed + CLOCK_START_SLACK +
+    return (rel_time_t)elapsed + clock_rel_base +
            atomic_load_explicit(&clock_debug_offset, memory_order_relaxed);
 }
 

@@ -24,6 +24,12 @@ typedef uint32_t rel_time_t;
 /* Start the clock; call once before any other clock_ function. */
 void clock_setup(void);
 
+/* Continue a previous run's clock (a cache restored from -e): rel_time_t 0
+ * is `epoch` again and the clock reads `now` from here on, so the times
+ * items carry keep their meaning and the time spent down counts against
+ * their TTLs, as memcached's restart does. Call before any thread reads it. */
+void clock_resume(time_t epoch, rel_time_t now);
+
 /* Seconds since start-up (plus any debug offset). Never returns 0 or 1, so
  * those stay free for REL_TIME_NEVER and REL_TIME_EXPIRED. Thread-safe. */
 rel_time_t clock_now(void);

@@ -2,9 +2,10 @@
  *
  * Start: settings -> root check -> -d -> -u -> -P -> store -> listeners ->
  * workers -> -k -> readiness (sd_notify READY=1 when started by systemd).
- * Stop (SIGINT/SIGTERM, or SIGUSR1 = graceful; `shutdown` raises these):
+ * Stop (SIGINT, or SIGTERM/SIGUSR1 = graceful; `shutdown` raises these):
  * workers stop accepting, close their connections and are joined; then the
- * listeners, the store and the pid file go, and the process exits 0. */
+ * listeners, the store (with -e: marked clean for a restore) and the pid
+ * file go, and the process exits 0. */
 #define _GNU_SOURCE /* strsignal */
 #include <errno.h>
 #include <fcntl.h>
@@ -201,10 +202,10 @@ static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool *
             return -1;
         switch (sig) {
         case SIGINT:
-        case SIGTERM:
             log_info("Signal handled: %s.", strsignal(sig));
             *graceful = false;
             return 0;
+        case SIGTERM: /* what systemd and init scripts send: let replies drain */
         case SIGUSR1:
             log_info("Graceful shutdown signal handled: %s.", strsignal(sig));
             *graceful = true;
@@ -304,6 +305,7 @@ int main(int argc, char **argv)
         .cas_enabled = s.cas_enabled,
         .hashpower = (unsigned)s.hashpower_init,
         .background = true,
+        .memory_file = s.memory_file,
         .temp_lru = SETTINGS_GET(&s, temp_lru),
         .temporary_ttl = (unsigned)SETTINGS_GET(&s, temporary_ttl),
     };

@@ -167,6 +167,7 @@ static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
     s->read_buf_count = rbuf / CONN_RBUF_SIZE;
     s->total_connections = s->t.total_connections + nl; /* memcached counts listeners too */
     store_stats(c->store, &s->store);
+    s->restore_mode = store_restore_mode_name(s->store.restore_mode);
 }
 
 static void server_snapshot(struct server *srv, struct stats_snapshot *s)

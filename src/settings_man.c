@@ -74,7 +74,7 @@ static const char *const settings_man_differences[] = {
     "interfaces.",
     "UDP is off unless -U asks for it.",
     "Every accepted socket gets TCP_NODELAY; replies to what one read brought leave in one "
-    "writev; nodelay never uses TCP_CORK or TCP_NOPUSH.",
+    "writev; nodelay never corks a socket (no kernel corking option on any system).",
     "Memory is one store of fixed-size segments: -m is an exact cap, there are no slab "
     "classes to rebalance, and eviction works on whole segments with a second chance for "
     "items read since.",

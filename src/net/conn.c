@@ -16,16 +16,19 @@
 #include "net/tls.h"
 #include "proto/proto.h"
 #include "settings.h"
+#include "stats/stats.h"
 #include "watch/watch.h"
 
-/* Keep the worker's reply-bytes gauge (stats nodelay) in step with this
- * connection's queue. */
+/* Keep the worker's reply-bytes gauge (response_obj_bytes) in step with
+ * the memory this connection's queue holds: its copied bytes. Values sent by
+ * reference live in item memory (-m) and are not counted again; the
+ * allowance (reply_pending) still pauses a reply that pins too many. */
 static void conn_account_reply(struct conn *c)
 {
-    size_t now = reply_pending(&c->sess.reply);
+    size_t now = c->sess.reply.copied;
     if (now == c->accounted)
         return;
-    size_t *gauge = &c->w->reply_bytes;
+    size_t *gauge = c->env->reply_bytes;
     size_t v = __atomic_load_n(gauge, __ATOMIC_RELAXED);
     __atomic_store_n(gauge, v + now - c->accounted, __ATOMIC_RELAXED);
     c->accounted = now;
@@ -48,12 +51,8 @@ static size_t conn_client_bound(const struct settings *set)
  * total stays within the bound plus one floor per connection. */
 static size_t conn_allowance(struct conn *c)
 {
-    struct core *core = c->w->core;
-    size_t used = 0;
-    for (int i = 0; i < core->nworkers; i++) {
-        used += __atomic_load_n(&core->workers[i].reply_bytes, __ATOMIC_RELAXED);
-        used += __atomic_load_n(&core->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
-    }
+    struct core *core = c->env->core;
+    size_t used = c->env->client_bytes(core);
     size_t bound = conn_client_bound(core->settings);
     size_t room = bound > used ? bound - used : 0;
     size_t allow = reply_pending(&c->sess.reply) + room;
@@ -86,7 +85,7 @@ static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
     return c->tls ? tls_conn_writev(c->tls, iov, n) : writev(c->fd, iov, n);
 }
 
-struct conn *conn_create(struct worker *w, int fd, bool tcp, int tls, const char *addr,
+struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr)
 {
     struct conn *c = calloc(1, sizeof *c);
@@ -95,7 +94,7 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, int tls, const char
         return NULL;
     }
     if (tls != TLS_MODE_NONE &&
-        !(c->tls = tls_conn_new(fd, (enum tls_mode)tls, &w->stats, clock_now()))) {
+        !(c->tls = tls_conn_new(fd, (enum tls_mode)tls, w->stats, clock_now()))) {
         log_info("<%d could not start TLS: out of memory", fd);
         close(fd);
         free(c);
@@ -103,12 +102,12 @@ struct conn *conn_create(struct worker *w, int fd, bool tcp, int tls, const char
     }
     c->watch.kind = WATCH_CONN;
     c->watch.obj = c;
-    c->w = w;
+    c->env = w;
     c->fd = fd;
     c->tcp = tcp;
     c->last_active = clock_now();
-    conn_input_init(&c->in, &w->rbufs);
-    session_init(&c->sess, w->store, &w->stats, w->core->settings);
+    conn_input_init(&c->in, w->rbufs);
+    session_init(&c->sess, w->store, w->stats, w->core->settings);
     if (w->core->ops)
         c->sess.ops = w->core->ops;
     session_set_peer(&c->sess, tcp ? addr : NULL);
@@ -146,7 +145,7 @@ void conn_close(struct conn *c, const char *why)
 {
     if (c->dead)
         return;
-    struct worker *w = c->w;
+    struct conn_env *w = c->env;
     log_verbose("<%d connection closed%s%s.", c->fd, why ? ": " : "", why ? why : "");
     if (watch_active(WATCH_CONNEVENTS))
         watch_conn_event(c->entry.addr, false, why, c->fd);
@@ -183,7 +182,7 @@ static void conn_set_interest(struct conn *c, unsigned want)
 {
     if (c->dead || want == c->interest)
         return;
-    if (event_modify(c->w->loop, c->fd, want, &c->watch) < 0) {
+    if (event_modify(c->env->loop, c->fd, want, &c->watch) < 0) {
         log_info("event_modify(%d): %s", c->fd, strerror(errno));
         conn_close(c, "event loop error");
         return;
@@ -222,7 +221,7 @@ static int conn_watch_copy(void *q, const void *data, size_t n)
 
 void conn_flush(struct conn *c)
 {
-    struct worker *w = c->w;
+    struct conn_env *w = c->env;
     struct reply_queue *q = &c->sess.reply;
     c->blocked = false;
     c->flush_more = false;
@@ -234,7 +233,7 @@ void conn_flush(struct conn *c)
             c->flush_more = true; /* the rest next turn, after the others */
             break;
         }
-        int n = reply_iov(q, w->iov, WORKER_IOV_MAX);
+        int n = reply_iov(q, w->iov, w->iov_max);
         ssize_t wr = conn_io_writev(c, w->iov, n);
         if (wr < 0) {
             if (errno == EINTR)
@@ -247,8 +246,8 @@ void conn_flush(struct conn *c)
             conn_close(c, "write error");
             return;
         }
-        STAT_INC(&w->stats, write_calls);
-        STAT_ADD(&w->stats, bytes_written, (uint64_t)wr);
+        STAT_INC(w->stats, write_calls);
+        STAT_ADD(w->stats, bytes_written, (uint64_t)wr);
         reply_consume(q, (size_t)wr);
         sent += (size_t)wr;
         c->stall_since = 0;
@@ -258,12 +257,20 @@ void conn_flush(struct conn *c)
         if (c->stall_since == 0)
             c->stall_since = clock_now();
         if (reply_pending(q) > w->core->settings->reply_queue_limit) {
-            STAT_INC(&w->stats, slow_reader_kills);
+            STAT_INC(w->stats, slow_reader_kills);
             log_info("<%d client owes %zu reply bytes and is not reading: cut off", c->fd,
                      reply_pending(q));
             conn_close(c, "slow reader");
         }
     }
+}
+
+/* Run again next turn, after the connections whose events came this turn. */
+static void conn_ready_push(struct conn *c)
+{
+    c->in_ready = true;
+    c->ready_next = c->env->ready;
+    c->env->ready = c;
 }
 
 /* TLS holds decrypted bytes the read buffer had no room for: no socket
@@ -278,6 +285,16 @@ static void conn_settle(struct conn *c)
 {
     if (c->dead)
         return;
+    /* Replies held back (a -R yield) that nothing else would send: the
+     * allowance shrank under the global bound so the resume must wait, or
+     * input has stopped. Send them now: either the socket takes them or its
+     * write side wakes us. */
+    if (!c->blocked && !c->flush_more && reply_pending(&c->sess.reply) > 0 &&
+        !(c->in.again && !c->closing && conn_may_run(c))) {
+        conn_flush(c);
+        if (c->dead)
+            return;
+    }
     if (c->closing && reply_pending(&c->sess.reply) == 0) {
         conn_close(c, NULL);
         return;
@@ -289,19 +306,19 @@ static void conn_settle(struct conn *c)
      * budget: run them next turn, after the other connections. */
     if (c->flush_more || (c->in.again && !c->closing && conn_may_run(c)) ||
         conn_tls_input(c))
-        worker_ready_push(c->w, c);
+        conn_ready_push(c);
 }
 
 /* Do what the input side asked for. */
 static void conn_apply(struct conn *c, unsigned act)
 {
-    struct worker *w = c->w;
+    struct conn_env *w = c->env;
     if ((act & CONN_IN_QUICKACK) && c->tcp && sockopt_quickack(c->fd) == 0)
-        STAT_INC(&w->stats, quickacks);
+        STAT_INC(w->stats, quickacks);
     if (act & CONN_IN_CLOSE)
         c->closing = true;
     if (act & CONN_IN_YIELD) {
-        STAT_INC(&w->stats, conn_yields);
+        STAT_INC(w->stats, conn_yields);
         log_debug("<%d -R budget spent with requests buffered: yielding", c->fd);
     }
     if (act & CONN_IN_FLUSH)
@@ -313,7 +330,7 @@ static void conn_apply(struct conn *c, unsigned act)
 
 static void conn_on_readable(struct conn *c)
 {
-    struct worker *w = c->w;
+    struct conn_env *w = c->env;
     char *at;
     size_t room;
     conn_allowance(c);
@@ -330,22 +347,22 @@ static void conn_on_readable(struct conn *c)
              * part of a request. */
             if (c->tls && c->tcp && tls_conn_record_incomplete(c->tls) &&
                 sockopt_quickack(c->fd) == 0)
-                STAT_INC(&w->stats, quickacks);
+                STAT_INC(w->stats, quickacks);
             return;
         }
         conn_close(c, strerror(errno));
         return;
     }
-    STAT_INC(&w->stats, read_calls);
+    STAT_INC(w->stats, read_calls);
     if (n == 0) {
         conn_apply(c, conn_input_eof(&c->in, &c->sess));
         return;
     }
-    STAT_ADD(&w->stats, bytes_read, (uint64_t)n);
+    STAT_ADD(w->stats, bytes_read, (uint64_t)n);
     c->last_active = clock_now();
     registry_touch(&c->entry, c->last_active);
     if (t == CONN_IN_TO_SINK)
-        STAT_INC(&w->stats, direct_reads);
+        STAT_INC(w->stats, direct_reads);
     registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
     conn_apply(c, conn_input_received(&c->in, &c->sess, t, (size_t)n));
 }
@@ -401,13 +418,13 @@ void conn_tick(struct conn *c, rel_time_t now)
 {
     if (c->dead)
         return;
-    struct worker *w = c->w;
+    struct conn_env *w = c->env;
     if (c->tls && tls_conn_handshake_expired(c->tls, now, w->core->settings->ssl_handshake_timeout)) {
         conn_close(c, "TLS handshake timeout");
         return;
     }
     if (c->blocked && c->stall_since && now - c->stall_since >= CONN_WRITE_STALL_SECS) {
-        STAT_INC(&w->stats, slow_reader_kills);
+        STAT_INC(w->stats, slow_reader_kills);
         log_info("<%d client took no reply bytes for %d s: cut off", c->fd,
                  CONN_WRITE_STALL_SECS);
         conn_close(c, "stalled reader");
@@ -423,7 +440,7 @@ void conn_tick(struct conn *c, rel_time_t now)
     int idle = w->core->settings->idle_timeout;
     if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&
         now - c->last_active > (rel_time_t)idle) {
-        STAT_INC(&w->stats, idle_kicks);
+        STAT_INC(w->stats, idle_kicks);
         log_info("<%d idle for more than %d s: closing", c->fd, idle);
         conn_close(c, "idle timeout");
     }

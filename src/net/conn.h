@@ -7,10 +7,11 @@
 #include <stddef.h>
 
 #include "clock.h"
+#include "net/conn_env.h"
 #include "net/conn_input.h"
+#include "net/watch.h"
 #include "stats/registry.h"
 #include "proto/session.h"
-#include "net/worker.h"
 
 /* server.c's name for a standard read buffer's size. */
 #define CONN_RBUF_SIZE RBUF_SIZE
@@ -28,7 +29,7 @@
 struct conn {
     struct watch watch; /* event pointer */
     struct watch log_watch; /* event pointer of a `watch` stream's wake-ups */
-    struct worker *w;
+    struct conn_env *env; /* the owning worker's */
     int fd;
     bool tcp;
     unsigned interest;  /* EVENT_READ / EVENT_WRITE currently asked for */
@@ -52,7 +53,7 @@ struct conn {
 
 /* Take over an accepted, non-blocking socket; tls: its listener's enum
  * tls_mode. Returns the connection, or NULL (the fd is then closed). */
-struct conn *conn_create(struct worker *w, int fd, bool tcp, int tls, const char *addr,
+struct conn *conn_create(struct conn_env *env, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr);
 /* Event handlers. */
 void conn_on_event(struct conn *c, unsigned events);

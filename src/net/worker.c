@@ -33,6 +33,18 @@
 
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
+/* conn_env.client_bytes: what all workers' clients hold (each gauge is
+ * written by its own worker and read here without a lock). */
+static size_t worker_client_bytes(const struct core *core)
+{
+    size_t used = 0;
+    for (int i = 0; i < core->nworkers; i++) {
+        used += __atomic_load_n(&core->workers[i].reply_bytes, __ATOMIC_RELAXED);
+        used += __atomic_load_n(&core->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
+    }
+    return used;
+}
+
 int worker_init(struct worker *w, struct core *core, int id)
 {
     memset(w, 0, sizeof *w);
@@ -58,6 +70,17 @@ int worker_init(struct worker *w, struct core *core, int id)
     w->store = store_ctx_create(core->store);
     if (!w->store)
         goto fail;
+    w->env = (struct conn_env){
+        .core = core,
+        .loop = w->loop,
+        .store = w->store,
+        .stats = &w->stats,
+        .rbufs = &w->rbufs,
+        .iov = w->iov,
+        .iov_max = WORKER_IOV_MAX,
+        .reply_bytes = &w->reply_bytes,
+        .client_bytes = worker_client_bytes,
+    };
     size_t nl = core->listeners.n;
     w->listen_watch = calloc(nl ? nl : 1, sizeof *w->listen_watch);
     if (!w->listen_watch)
@@ -81,12 +104,12 @@ fail:
 
 void worker_release(struct worker *w)
 {
-    while (w->conns)
-        conn_close(w->conns, NULL);
-    w->ready = NULL; /* every connection is closed: all are on the dead list */
-    while (w->dead) {
-        struct conn *c = w->dead;
-        w->dead = c->dead_next;
+    while (w->env.conns)
+        conn_close(w->env.conns, NULL);
+    w->env.ready = NULL; /* every connection is closed: all are on the dead list */
+    while (w->env.dead) {
+        struct conn *c = w->env.dead;
+        w->env.dead = c->dead_next;
         conn_free(c);
     }
     rbuf_pool_release(&w->rbufs);
@@ -110,12 +133,6 @@ void worker_wake(struct worker *w)
     (void)rc; /* a full pipe already means "wake up" */
 }
 
-void worker_ready_push(struct worker *w, struct conn *c)
-{
-    c->in_ready = true;
-    c->ready_next = w->ready;
-    w->ready = c;
-}
 
 static void worker_listen_enable(struct worker *w, bool on)
 {
@@ -180,7 +197,7 @@ static void worker_accept(struct worker *w, struct listener *l)
         } else {
             snprintf(addr, sizeof addr, "%s", l->name);
         }
-        struct conn *c = conn_create(w, fd, l->tcp, l->tls, addr, l->name);
+        struct conn *c = conn_create(&w->env, fd, l->tcp, l->tls, addr, l->name);
         if (!c) {
             __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
             continue;
@@ -218,7 +235,7 @@ static void worker_trim(struct worker *w)
 
 static void worker_tick(struct worker *w, rel_time_t now)
 {
-    for (struct conn *c = w->conns, *next; c; c = next) {
+    for (struct conn *c = w->env.conns, *next; c; c = next) {
         next = c->next;
         conn_tick(c, now);
     }
@@ -234,9 +251,9 @@ static void worker_tick(struct worker *w, rel_time_t now)
 static void worker_free_dead(struct worker *w)
 {
     struct conn *keep = NULL;
-    while (w->dead) {
-        struct conn *c = w->dead;
-        w->dead = c->dead_next;
+    while (w->env.dead) {
+        struct conn *c = w->env.dead;
+        w->env.dead = c->dead_next;
         if (c->in_ready) {
             c->dead_next = keep;
             keep = c;
@@ -244,15 +261,15 @@ static void worker_free_dead(struct worker *w)
             conn_free(c);
         }
     }
-    w->dead = keep;
+    w->env.dead = keep;
 }
 
 /* Run the connections queued for another turn. Those that queue themselves
  * again wait for the next turn, so a pipelining client cannot starve others. */
 static void worker_run_ready(struct worker *w)
 {
-    struct conn *list = w->ready;
-    w->ready = NULL;
+    struct conn *list = w->env.ready;
+    w->env.ready = NULL;
     while (list) {
         struct conn *c = list;
         list = c->ready_next;
@@ -277,13 +294,13 @@ static void worker_shutdown(struct worker *w)
             if (waited >= WORKER_DRAIN_MS)
                 break;
             bool owed = false;
-            for (struct conn *c = w->conns; c; c = c->next)
+            for (struct conn *c = w->env.conns; c; c = c->next)
                 if (reply_pending(&c->sess.reply) > 0)
                     owed = true;
             if (!owed)
                 break;
             /* only write interest now: clients' new requests are not read */
-            for (struct conn *c = w->conns; c; c = c->next)
+            for (struct conn *c = w->env.conns; c; c = c->next)
                 conn_stop_reading(c);
             int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
             for (int i = 0; i < n; i++) {
@@ -294,8 +311,8 @@ static void worker_shutdown(struct worker *w)
             worker_free_dead(w);
         }
     }
-    while (w->conns)
-        conn_close(w->conns, "server stopping");
+    while (w->env.conns)
+        conn_close(w->env.conns, "server stopping");
     worker_free_dead(w);
 }
 
@@ -306,7 +323,7 @@ void *worker_main(void *arg)
     struct event_fired ev[WORKER_EVENTS];
     rel_time_t last_tick = clock_now();
     while (!__atomic_load_n(&core->stopping, __ATOMIC_ACQUIRE)) {
-        int timeout = w->ready ? 0 : 1000;
+        int timeout = w->env.ready ? 0 : 1000;
         int n = event_wait(w->loop, ev, WORKER_EVENTS, timeout);
         if (n < 0) {
             log_error("worker %d: event_wait: %s", w->id, strerror(errno));

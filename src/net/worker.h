@@ -8,21 +8,15 @@
 #include <sys/uio.h>
 
 #include "clock.h"
+#include "net/conn_env.h"
 #include "net/rbuf_pool.h"
+#include "net/watch.h"
 #include "stats/stats.h"
 
 struct core;
 struct conn;
 struct event_loop;
 struct store_ctx;
-
-/* What an event's pointer refers to. WATCH_LOG: a `watch` stream has lines
- * for this connection (obj), see watch/watch.h. */
-enum watch_kind { WATCH_CONN, WATCH_LISTENER, WATCH_UDP, WATCH_WAKE, WATCH_LOG };
-struct watch {
-    enum watch_kind kind;
-    void *obj;
-};
 
 #define WORKER_IOV_MAX 1024
 #define WORKER_UDP_BUF 65536 /* the largest datagram */
@@ -41,10 +35,7 @@ struct worker {
     bool listening;
     rel_time_t relisten_at;       /* after EMFILE: try accepting again then */
 
-    struct conn *conns;           /* every live connection (doubly linked) */
-    size_t nconns;
-    struct conn *ready;           /* to run again next turn (-R yield, unpaused) */
-    struct conn *dead;            /* closed this turn, freed at its end */
+    struct conn_env env;          /* what its connections borrow; their lists */
 
     struct rbuf_pool rbufs;       /* read buffers, counted in rbuf_bytes */
     struct iovec iov[WORKER_IOV_MAX];
@@ -61,7 +52,5 @@ void *worker_main(void *arg);
 /* From another thread: wake the loop so it notices core->stopping. */
 void worker_wake(struct worker *w);
 
-/* For conn.c */
-void worker_ready_push(struct worker *w, struct conn *c);
 
 #endif

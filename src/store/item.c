@@ -11,6 +11,7 @@
 #include "store/store_int.h"
 
 #include <string.h>
+#include <xxhash.h>
 
 static uint32_t varint_len(uint32_t v)
 {
@@ -33,13 +34,15 @@ uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue)
         n += 4;
     if (layout & ITEM_L_CAS64)
         n += 8;
+    if (layout & ITEM_L_SUM)
+        n += 4;
     return n;
 }
 
 uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint32_t nvalue)
 {
     uint8_t *u = (uint8_t *)p;
-    u[0] = layout | ITEM_L_MARK;
+    u[0] = (layout & (uint8_t)~ITEM_L_STATE) | ITEM_L_MARK;
     u[1] = nkey;
     uint32_t i = 2, v = nvalue;
     while (v >= 0x80) {
@@ -56,7 +59,7 @@ uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint3
 void item_decode(const char *p, struct item_hdr *h)
 {
     const uint8_t *u = (const uint8_t *)p;
-    h->layout = u[0];
+    h->layout = u[0] & (uint8_t)~ITEM_L_STATE;
     h->nkey = u[1];
     uint32_t i = 2, v = 0, shift = 0;
     for (;;) {
@@ -72,6 +75,7 @@ void item_decode(const char *p, struct item_hdr *h)
     h->flags_off = 0;
     h->exp_off = 0;
     h->cas_off = 0;
+    h->sum_off = 0;
     if (h->layout & ITEM_L_FLAGS) {
         h->flags_off = i;
         i += 4;
@@ -83,6 +87,10 @@ void item_decode(const char *p, struct item_hdr *h)
     if (h->layout & (ITEM_L_CAS32 | ITEM_L_CAS64)) {
         h->cas_off = i;
         i += (h->layout & ITEM_L_CAS64) ? 8 : 4;
+    }
+    if (h->layout & ITEM_L_SUM) {
+        h->sum_off = i;
+        i += 4;
     }
     h->hlen = i;
 }
@@ -143,6 +151,14 @@ uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, ui
     if (cas_enabled)
         l |= (cas >= cas_base && cas - cas_base <= UINT32_MAX) ? ITEM_L_CAS32 : ITEM_L_CAS64;
     return l;
+}
+
+/* Key and value lie side by side, so one pass hashes both; nkey and the
+ * flags seed it, so a value moved across the key boundary does not match. */
+uint32_t item_sum(const char *p, const struct item_hdr *h)
+{
+    uint64_t seed = ((uint64_t)item_get_u32(p, h->flags_off) << 8) | h->nkey;
+    return (uint32_t)XXH3_64bits_withSeed(p + h->hlen, (size_t)h->nkey + h->nvalue, seed);
 }
 
 /* memcached 1.6: sizeof(item) 48, key + NUL, value + "\r\n", 8 bytes of

@@ -24,6 +24,7 @@
  * Lock order: pool_lock, then bucket locks, then the index pool lock.
  */
 #include "store/store_int.h"
+#include "store/persist.h"
 #include "watch/watch.h"
 
 #include <sched.h>
@@ -118,7 +119,7 @@ int seg_pool_init(struct store *s)
 
 void seg_pool_release(struct store *s)
 {
-    for (uint32_t i = 0; i < s->seg_cap; i++) {
+    for (uint32_t i = 0; i < s->seg_cap && !s->pm; i++) {
         struct seg *g = seg_of(s, i);
         if (g->data)
             munmap(g->data, s->seg_size);
@@ -133,7 +134,13 @@ void seg_pool_release(struct store *s)
 
 static void seg_unmap(struct store *s, struct seg *seg)
 {
-    munmap(seg->data, s->seg_size);
+    if (s->pm) {
+        /* Part of the file mapping: give its pages back to tmpfs. */
+        persist_seg_free(s, seg);
+        madvise(seg->data, s->seg_size, MADV_REMOVE);
+    } else {
+        munmap(seg->data, s->seg_size);
+    }
     seg->data = NULL;
     seg_set_state(seg, SEG_UNUSED);
     s->seg_alloc--;
@@ -163,8 +170,9 @@ static struct seg *seg_take_free(struct store *s)
     }
     if (s->seg_alloc < s->seg_limit && s->unused.head) {
         struct seg *u = s->unused.head;
-        void *p = mmap(NULL, s->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        void *p = s->pm ? pm_seg_data(s->pm, s, u->id)
+                        : mmap(NULL, s->seg_size, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return NULL;
         list_remove(&s->unused, u);
@@ -187,7 +195,8 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     seg->created = clock_now();
     seg->group = (uint8_t)group;
     seg_set_state(seg, SEG_OPEN);
-    (void)s;
+    if (s->pm)
+        persist_seg_open(s, seg);
 }
 
 /* A worker's full segment enters the small (probation) queue; one of the
@@ -246,7 +255,7 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
     struct seg *r = s->mopen;
     if (!r)
         return 0;
-    uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP);
+    uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_SUM);
     if (h->cas_off)
         layout |= item_cas_fits(ITEM_L_CAS32, cas, r->cas_base) ? ITEM_L_CAS32 : ITEM_L_CAS64;
     uint32_t size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
@@ -267,6 +276,14 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
     item_put_cas(d, &nh, cas, r->cas_base);
     memcpy(d + nh.hlen + nh.nkey, p + h->hlen + h->nkey, h->nvalue);
     r->write_off = (uint32_t)((off + size + align - 1) & ~(align - 1));
+    if (s->pm) {
+        /* The same key, flags and value: the same checksum. Committed before
+         * the segment's end moves over it; the old copy dies after the slot
+         * moves (a copy of the same version, so a kill between is harmless). */
+        item_put_u32(d, nh.sum_off, item_get_u32(p, h->sum_off));
+        item_set_state(d, ITEM_L_COMMIT);
+        pm_store32(&pm_seg(s->pm, r->id)->write_off, r->write_off);
+    }
     seg_note_item(r, size, exp, cas);
     return slot_make(tag, r->id, off >> s->off_shift);
 }
@@ -322,8 +339,14 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
     bool compact = false, cant_compact = false;
 
     size_t w = 0;
+    struct pm_seg *ps = s->pm ? pm_seg(s->pm, v->id) : NULL;
     for (size_t off = 0; off < v->write_off;) {
         char *p = v->data + off;
+        if (!p[0]) {
+            /* padding left by an in-place compaction with -e (below) */
+            off += align;
+            continue;
+        }
         struct item_hdr h;
         item_decode(p, &h);
         uint32_t size = item_total(&h);
@@ -354,6 +377,13 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
                 __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
                 if (__atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) == 0) {
                     compact = true;
+                    if (ps) {
+                        /* Everything below off is dead or copied out: a
+                         * restore reads [0, w) and [off, write_off). */
+                        pm_store32(&ps->compact_w, 0);
+                        pm_store32(&ps->compact_off, (uint32_t)off);
+                        pm_store32(&ps->flags, PM_SEG_COMPACTING);
+                    }
                     if (s->mopen) {
                         s->mopen->queue = SEG_Q_MAIN;
                         seg_set_state(s->mopen, SEG_SEALED);
@@ -365,21 +395,36 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
                     seg_set_state(v, SEG_DRAINING);
                 }
             }
+            bool moved_down = false;
             if (keep && !moved && compact) {
                 /* Only dead or moved bytes lie below: nothing a slot or a
-                 * pin refers to is overwritten. */
-                if (w != off)
+                 * pin refers to is overwritten. With -e an item is never
+                 * moved over its own bytes (a kill mid-copy would tear the
+                 * only copy): it stays, and the gap becomes padding. */
+                if (ps && w != off && off - w < size) {
+                    memset(v->data + w, 0, off - w);
+                    w = off;
+                }
+                if (w != off) {
                     memmove(v->data + w, p, size);
+                    moved_down = true;
+                }
                 moved = slot_make(tag, v->id, (uint32_t)(w >> s->off_shift));
                 w = (w + size + align - 1) & ~(align - 1);
+                if (ps)
+                    pm_store32(&ps->compact_w, (uint32_t)w);
             } else if (moved) {
                 seg_note_gone(v, size);
             }
             if (moved) {
                 *slot = moved | nfreq;
+                if (ps && (moved_down || !compact || slot_seg(moved) != v->id))
+                    item_set_state(p, ITEM_L_DEAD); /* the copy left behind */
                 budget -= size;
                 CTR_INC(ctx, items_reinserted);
             } else {
+                if (ps)
+                    item_set_state(p, ITEM_L_DEAD);
                 index_clear_slot(&s->index, b, slot);
                 seg_note_gone(v, size);
                 if (life == ITEM_LIVE) {
@@ -403,6 +448,8 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
         }
         index_unlock(b);
         off = (off + size + align - 1) & ~(align - 1);
+        if (ps && compact)
+            pm_store32(&ps->compact_off, (uint32_t)off);
     }
     if (any_evicted)
         CTR_INC(ctx, seg_evicted);
@@ -410,12 +457,18 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
         CTR_INC(ctx, seg_expired);
     if (compact) {
         v->write_off = (uint32_t)w;
+        if (ps) {
+            pm_store32(&ps->write_off, (uint32_t)w);
+            pm_store32(&ps->flags, 0);
+        }
         v->created = now;
         v->queue = SEG_Q_MAIN;
         __atomic_store_n(&v->state, SEG_OPEN, __ATOMIC_RELEASE);
         s->mopen = v;
         return true;
     }
+    if (ps)
+        persist_seg_free(s, v); /* every item in it is dead or copied out */
     list_push(&s->draining, v);
     return true;
 }
@@ -507,6 +560,8 @@ void seg_close(struct store_ctx *ctx, struct seg *seg)
     pthread_mutex_lock(&s->pool_lock);
     __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     if (seg->write_off == 0 && __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE) == 0) {
+        if (s->pm)
+            persist_seg_free(s, seg);
         seg_set_state(seg, SEG_FREE);
         list_push(&s->free, seg);
     } else {
@@ -593,6 +648,8 @@ int seg_set_limit(struct store *s, size_t bytes)
     size_t n = bytes / s->seg_size;
     if (n < 1 || n > SLOT_MAX_SEGS)
         return -1;
+    if (s->pm && n > s->pm->nsegs)
+        return -1; /* -e: the file was sized for the -m it started with */
     pthread_mutex_lock(&s->pool_lock);
     if (seg_grow_cap(s, n) != 0) {
         pthread_mutex_unlock(&s->pool_lock);

@@ -1,6 +1,7 @@
 /* The store: set-up, lookups and the read side (get, touch, delete, flush,
  * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c. */
 #include "store/store_int.h"
+#include "store/persist.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +16,12 @@
 
 uint64_t store_next_cas(struct store *s)
 {
-    return __atomic_add_fetch(&s->cas_next, 1, __ATOMIC_RELAXED);
+    uint64_t c = __atomic_add_fetch(&s->cas_next, 1, __ATOMIC_RELAXED);
+    /* -e: the file's ceiling stays above every CAS a client was given, so a
+     * restart after a crash never hands one out twice. */
+    if (s->pm && c >= __atomic_load_n(&s->pm->hdr->cas_ceiling, __ATOMIC_RELAXED))
+        persist_cas(s, c);
+    return c;
 }
 
 /* Groups by expiry distance on a roughly x8 scale, so a segment's items
@@ -106,6 +112,9 @@ enum item_life store_item_life(struct store *s, const char *p, const struct item
 
 void store_unlink(struct store *s, struct store_found *f)
 {
+    /* -e: dead in the file before anyone can see it gone */
+    if (s->pm)
+        item_set_state(f->p, ITEM_L_DEAD);
     index_clear_slot(&s->index, f->bucket, f->slot);
     seg_note_gone(f->seg, item_total(&f->h));
 }
@@ -183,17 +192,32 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
     char *p = res->item;
     uint32_t off = (uint32_t)((p - seg->data) >> s->off_shift);
     uint64_t ns = slot_make(tag, seg->id, off);
-    if (have_old) {
-        *f->slot = ns;
-        seg_note_gone(f->seg, item_total(&f->h));
-    } else {
-        uint64_t *slot = index_free_slot(&s->index, f->bucket);
-        if (!slot)
-            return false;
-        *slot = store_ghost_take(s, hv) ? slot_hit(ns) : ns;
-    }
     struct item_hdr h;
     item_decode(p, &h);
+    uint64_t *slot = NULL;
+    if (!have_old && !(slot = index_free_slot(&s->index, f->bucket)))
+        return false;
+    struct pm_journal *j = NULL;
+    if (s->pm) {
+        /* Checksum, then the commit bit; an overwrite journals both items
+         * so that a kill between the new commit and the old death cannot
+         * leave two live versions (docs/store.md "Restarts"). */
+        item_put_u32(p, h.sum_off, item_sum(p, &h));
+        if (have_old)
+            j = persist_journal_begin(s->pm, pm_loc(f->seg->id, (uint32_t)(f->p - f->seg->data)),
+                                      pm_loc(seg->id, (uint32_t)(p - seg->data)));
+        item_set_state(p, ITEM_L_COMMIT);
+    }
+    if (have_old) {
+        *f->slot = ns;
+        if (s->pm) {
+            item_set_state(f->p, ITEM_L_DEAD);
+            persist_journal_end(s->pm, j);
+        }
+        seg_note_gone(f->seg, item_total(&f->h));
+    } else {
+        *slot = store_ghost_take(s, hv) ? slot_hit(ns) : ns;
+    }
     seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),
                   item_get_cas(p, &h, seg->cas_base));
     return true;
@@ -310,12 +334,43 @@ int store_create(struct store **out, const struct store_options *opt)
      * ours are 8 a bucket. The index grows on its own from there. */
     unsigned power = opt->hashpower ? opt->hashpower : 16;
     power = power > 3 ? power - 3 : 1;
+    if (opt->memory_file) {
+        if (persist_open(s, opt->memory_file, &s->pm) != 0) {
+            free(s);
+            return -1;
+        }
+        /* A restore inserts every item at once: size the index for them
+         * now rather than grow it step by step. */
+        uint64_t hint = s->pm->start >= PM_START_CLEAN && s->pm->start <= PM_START_CRASH
+                            ? s->pm->hdr->items
+                            : 0;
+        /* The file's word only as far as -m makes it plausible (a damaged
+         * header must not size the index beyond what -m can hold): an item
+         * takes 12 bytes at least. */
+        uint64_t most = opt->mem_limit / 12;
+        unsigned cap = power;
+        while (cap < 30 && ((uint64_t)INDEX_SLOTS << cap) < most * 8 / 7)
+            cap++;
+        if (hint > most)
+            hint = most;
+        while (power < cap && ((uint64_t)INDEX_SLOTS << power) < hint * 8 / 7)
+            power++;
+        /* and never smaller than it was, as memcached's restart keeps its
+         * hash power (its restart.t checks) */
+        unsigned was = s->pm->hdr->index_power;
+        if (hint && was > power && was <= cap)
+            power = was;
+    }
     if (index_init(&s->index, power, store_rehash, s) != 0) {
+        if (s->pm)
+            persist_close(s, false);
         free(s);
         return -1;
     }
     if (seg_pool_init(s) != 0) {
         index_release(&s->index);
+        if (s->pm)
+            persist_close(s, false);
         free(s);
         return -1;
     }
@@ -334,6 +389,8 @@ int store_create(struct store **out, const struct store_options *opt)
         store_destroy(&s);
         return -1;
     }
+    if (s->pm)
+        persist_restore(s);
     if (opt->background) {
         if (pthread_create(&s->house_thread, NULL, store_housekeeper, s) == 0)
             s->house_running = true;
@@ -360,6 +417,10 @@ void store_destroy(struct store **sp)
         struct store_ctx *c = s->ctxs;
         store_ctx_destroy(&c);
     }
+    /* Every thread is gone and every open segment sealed: with -e the
+     * file is now consistent, and is marked clean for the next start. */
+    if (s->pm)
+        persist_close(s, true);
     seg_pool_release(s);
     index_release(&s->index);
     free(s->ghost);
@@ -508,6 +569,8 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
 
 void store_housekeep(struct store *s)
 {
+    if (s->pm)
+        persist_heartbeat(s);
     seg_reclaim_expired(s->house);
     /* Crawl only when something can have expired or been flushed: an idle
      * or TTL-less cache then costs the housekeeper nothing but this check. */
@@ -766,16 +829,18 @@ void store_flush(struct store *s, rel_time_t when)
 {
     /* memcached's process_flush_all_command rule, to the second. */
     rel_time_t now = clock_now();
-    if (s->opt.cas_enabled) {
-        rel_time_t ol = when - 1;
-        /* oldest_cas first: a reader that sees the new oldest_live (acquire)
-         * sees the CAS that goes with it. */
-        if (ol <= now)
-            __atomic_store_n(&s->oldest_cas, store_next_cas(s), __ATOMIC_RELAXED);
-        __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELEASE);
-    } else {
-        __atomic_store_n(&s->oldest_live, when, __ATOMIC_RELEASE);
-    }
+    rel_time_t ol = s->opt.cas_enabled ? when - 1 : when;
+    uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
+    if (s->opt.cas_enabled && ol <= now)
+        oc = store_next_cas(s);
+    /* -e: in the file before any reader can see it, so an item seen
+     * flushed never comes back after a kill. */
+    if (s->pm)
+        persist_flush(s, ol, oc);
+    /* oldest_cas first: a reader that sees the new oldest_live (acquire)
+     * sees the CAS that goes with it. */
+    __atomic_store_n(&s->oldest_cas, oc, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELEASE);
     /* memcached's LRU maintainer reclaims flushed items within a fraction
      * of a second (`reclaimed`, `curr_items` drop): an immediate flush
      * wakes the housekeeper instead of waiting for its next tick. */
@@ -871,5 +936,13 @@ void store_stats(struct store *s, struct store_stats *out)
                       (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
     out->hash_is_expanding = index_expanding(&s->index);
     out->seg_size = s->seg_size;
+    if (s->pm) {
+        out->restore_mode = s->pm->start;
+        out->restored_items = s->pm->restored_items;
+        out->restore_discarded_expired = s->pm->discarded_expired;
+        out->restore_discarded_corrupt = s->pm->discarded_corrupt;
+        out->restore_ms = s->pm->restore_us / 1000;
+        out->restore_cpu_ms = s->pm->restore_cpu_us / 1000;
+    }
     seg_counts(s, out); /* curr_items, bytes, segments, the segment table */
 }

@@ -39,6 +39,7 @@ struct store_options {
     bool cas_enabled;     /* false with -C: every CAS reads as 0 */
     unsigned hashpower;   /* -o hashpower: initial index size 2^n, 0 = default */
     bool background;      /* run the housekeeping thread (expiry sweep, early eviction) */
+    const char *memory_file; /* -e: segments in a shared mapping of this file, restored at start */
     size_t upload_limit;  /* bytes all incomplete large uploads may hold; 0 = default
                              (docs/store.md "Uploads") */
     bool temp_lru;          /* -o temporary_ttl given (memcached's TEMP LRU): */
@@ -300,7 +301,13 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_used)            /* segments holding items */                          \
     X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */      \
     X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
-    X(upload_limit)        /* the bound on large ones among them */
+    X(upload_limit)        /* the bound on large ones among them */              \
+    X(restore_mode)        /* how it started: enum store_restore_mode */         \
+    X(restored_items)      /* items restored from the -e file */                 \
+    X(restore_discarded_expired) /* ... found expired or flushed */              \
+    X(restore_discarded_corrupt) /* ... failing their checksum or damaged */     \
+    X(restore_ms)          /* time the restore took */                           \
+    X(restore_cpu_ms)      /* CPU time in it, all threads (the rest: waiting for a core) */
 
 #define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X)
 
@@ -311,5 +318,20 @@ struct store_stats {
 };
 
 void store_stats(struct store *store, struct store_stats *out);
+
+/* How the store started (restore_mode). */
+enum store_restore_mode {
+    STORE_RESTORE_NONE = 0,   /* no -e */
+    STORE_RESTORE_NEW,        /* -e, empty or new file */
+    STORE_RESTORE_GRACEFUL,   /* restored after a graceful stop */
+    STORE_RESTORE_CRASH,      /* restored after a crash */
+    STORE_RESTORE_DISCARDED,  /* the -e file could not be used (the log says why): empty */
+};
+
+static inline const char *store_restore_mode_name(uint64_t mode)
+{
+    static const char *const names[] = {"none", "new", "graceful", "crash", "discarded"};
+    return mode < sizeof(names) / sizeof(names[0]) ? names[mode] : "none";
+}
 
 #endif

@@ -24,6 +24,15 @@
 #define ITEM_L_EXP 0x02     /* 4 bytes of expiry */
 #define ITEM_L_CAS32 0x04   /* CAS as a 4-byte delta from the segment's cas_base */
 #define ITEM_L_CAS64 0x08   /* CAS in full */
+#define ITEM_L_SUM 0x10     /* 4-byte checksum of nkey, flags, key and value (-e only) */
+/* State bits (-e only), set after the item is laid out and never cleared:
+ * COMMIT when it is linked (its value complete), DEAD when it is unlinked
+ * (overwritten, deleted, evicted, expired). The restore scan serves an item
+ * only when it is COMMIT and not DEAD (docs/store.md "Restarts"). They do
+ * not change where fields lie; item_decode leaves them out of h->layout. */
+#define ITEM_L_COMMIT 0x20
+#define ITEM_L_DEAD 0x40
+#define ITEM_L_STATE (ITEM_L_COMMIT | ITEM_L_DEAD)
 
 /* Status bits live in the top of the access-time word (mutable under the
  * bucket lock). rel_time_t keeps 29 bits: 17 years of uptime. */
@@ -32,7 +41,7 @@
 #define ITEM_S_TOKEN 0x20000000u
 #define ITEM_S_MASK 0xe0000000u
 
-#define ITEM_HDR_MAX (1 + 1 + 5 + 4 + 4 + 4 + 8)
+#define ITEM_HDR_MAX (1 + 1 + 5 + 4 + 4 + 4 + 8 + 4)
 
 /* A decoded item header. */
 struct item_hdr {
@@ -40,7 +49,7 @@ struct item_hdr {
     uint8_t nkey;
     uint32_t nvalue;
     uint32_t hlen;    /* bytes before the key */
-    uint32_t atime_off, flags_off, exp_off, cas_off; /* 0 = absent (atime always present) */
+    uint32_t atime_off, flags_off, exp_off, cas_off, sum_off; /* 0 = absent (atime always present) */
 };
 
 /* Bytes of header an item with this layout and value length needs. */
@@ -59,6 +68,20 @@ uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base
 /* false when the CAS does not fit the item's layout */
 bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base);
 void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base);
+/* The checksum of an item's immutable part (nkey, flags, key, value). */
+uint32_t item_sum(const char *p, const struct item_hdr *h);
+/* The state bits of an item (ITEM_L_COMMIT, ITEM_L_DEAD). */
+static inline uint8_t item_state(const char *p)
+{
+    return __atomic_load_n((const uint8_t *)p, __ATOMIC_ACQUIRE) & ITEM_L_STATE;
+}
+/* Set state bits with release ordering: every byte of the item written
+ * before is in memory before the bit is (what a restore after a kill -9
+ * relies on). */
+static inline void item_set_state(char *p, uint8_t bits)
+{
+    __atomic_fetch_or((uint8_t *)p, bits, __ATOMIC_RELEASE);
+}
 /* The layout needed to hold these field values. */
 uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, uint64_t cas,
                         uint64_t cas_base);
@@ -137,6 +160,9 @@ static inline uint32_t index_tag(uint64_t h)
 /* Lock and return the primary bucket that holds hash h now (growth may
  * have moved it since a previous look). */
 uint64_t *index_lock_hash(struct index *ix, uint64_t h);
+/* Start loading the bucket of hash h (a restore inserts millions of keys:
+ * issuing the loads ahead hides their latency). */
+void index_prefetch(struct index *ix, uint64_t h);
 void index_lock(uint64_t *bucket);
 void index_unlock(uint64_t *bucket);
 /* The bucket chained after b, or NULL (bucket lock held). */
@@ -253,6 +279,8 @@ struct store {
     int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
     uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
     uint64_t upload_limit;     /* bound on the large ones */
+
+    struct persist *pm;        /* the -e memory file, or NULL (persist.h) */
 
     uint32_t *ghost;           /* see store_ghost_add */
     uint64_t ghost_mask;

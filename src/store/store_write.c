@@ -9,6 +9,7 @@
  * a writer: every change is a new item replacing the slot.
  */
 #include "store/store_int.h"
+#include "store/persist.h"
 
 #include <string.h>
 #include <xxhash.h>
@@ -25,6 +26,8 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
 {
     struct store *s = ctx->store;
     *res = (struct store_reservation){0};
+    if (s->pm)
+        layout |= ITEM_L_SUM;
     size_t size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
     if (size > s->seg_size)
         return STORE_TOO_LARGE;
@@ -52,6 +55,8 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     char *p = seg->data + off;
     uint32_t hlen = item_init(p, layout, key, (uint8_t)nkey, (uint32_t)nvalue);
     seg->write_off = (uint32_t)store_align(s, off + size);
+    if (s->pm) /* after the header: a restore walks only laid-out items */
+        pm_store32(&pm_seg(s->pm, seg->id)->write_off, seg->write_off);
     __atomic_fetch_add(&seg->refcount, 1, __ATOMIC_RELAXED);
     res->value = p + hlen + nkey;
     res->nvalue = (uint32_t)nvalue;
@@ -154,7 +159,9 @@ static void store_shrink(struct store_ctx *ctx, struct store_reservation *res, u
     item_decode(res->item, &h);
     layout &= (uint8_t)~ITEM_L_MARK;
     uint8_t have = h.layout & (uint8_t)~ITEM_L_MARK;
-    if (layout == have || (layout & ~have) || h.nvalue > STORE_SHRINK_MAX ||
+    /* -e: a restore walks the segment up to its end, which this rewrites
+     * under a half-moved item; the bytes saved are not worth that. */
+    if (s->pm || layout == have || (layout & ~have) || h.nvalue > STORE_SHRINK_MAX ||
         ctx->open[res->group] != seg)
         return;
     uint32_t off = (uint32_t)((char *)res->item - seg->data);

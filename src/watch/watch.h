@@ -61,7 +61,7 @@ enum watch_add_result { WATCH_ADD_OK, WATCH_ADD_TOO_MANY, WATCH_ADD_FAILED };
 /* Register a watcher for `flags` with a buffer of bufsize bytes. Its wake-up
  * pipe joins `loop` with event pointer `wake_ptr`, which the owner keeps
  * valid until the end of the loop turn that removes the watcher (a struct
- * watch of kind WATCH_LOG in the connection, net/worker.h): when it fires,
+ * watch of kind WATCH_LOG in the connection, net/watch.h): when it fires,
  * the worker flushes the connection, which calls watch_refill. */
 enum watch_add_result watch_add(unsigned flags, size_t bufsize, struct event_loop *loop,
                                 void *wake_ptr, struct watcher **out);

@@ -22,10 +22,12 @@ SANITIZED = slow_factor() > 1  # ASan's shadow memory and quarantine are not our
 # Under TSan (the concurrency stage: it looks for races) every memory access
 # is instrumented, so latencies measure TSan, not the server.
 TSAN = "tsan" in helpers.server_bin()
-# A probe's worst wait. Before the fix: 1,588 ms. A quiet run measures a few
-# ms; the bound leaves room for a 2-core machine shared with other work
-# (there an idle probe alone sees 15-30 ms now and then).
-PROBE_MAX = 0.25
+# A probe's worst wait. Before the fix a 2 MiB get line stalled the worker
+# for 1,588 ms, every time. A quiet machine measures a few ms; this one has
+# 2 cores shared by many (at load average 18 an idle probe alone sees 100 ms
+# and more now and then), so the bound only has to tell a stall of the
+# worker from the scheduler's noise.
+PROBE_MAX = 0.5
 
 
 def rss_mib(srv):
@@ -147,7 +149,7 @@ def stop_attacker(p):
     p.wait(10)
 
 
-@pytest.mark.concurrency
+@pytest.mark.slow
 def test_multiget_of_100_values_of_1mb_reaches_a_fast_reader(start_server):
     """9.2: 100 x 1 MB in one multiget: every byte, not 6 values then EOF."""
     srv = start_server("-m", "256")
@@ -166,7 +168,7 @@ def test_multiget_of_100_values_of_1mb_reaches_a_fast_reader(start_server):
         assert int(stats(c, "nodelay")["slow_reader_kills"]) == kills
 
 
-@pytest.mark.concurrency
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd,end", [("metadump", b"END\r\n"), ("mgdump", b"EN\r\n")])
 def test_dump_of_many_items_completes(start_server, cmd, end):
     """9.2: a dump of 200,000 items ends with END (it stopped at 65,192 lines)."""
@@ -237,19 +239,19 @@ def test_clients_that_stop_reading_stay_within_the_bound(start_server):
           f"probe max {worst * 1000:.2f} ms over {probe.n} gets")
     stop_attacker(att)
     # 9.7: the freed buffers go back to the OS within a few seconds
-    after = peak_rss
+    after, owed = peak_rss, peak_owed
     for _ in range(int(50 * slow_factor())):
         time.sleep(0.1)
-        after = rss_mib(srv)
-        if after <= base + 8:
+        after, owed = rss_mib(srv), client_bytes(c)
+        if owed < MiB and (SANITIZED or after <= base + 8):
             break
     print(f"RSS after the attackers left: {after:.1f} MiB")
+    assert owed < MiB, f"{owed} bytes still owed after the clients left"
     if not SANITIZED:
         assert after <= base + 8, f"RSS {base:.0f} -> {peak_rss:.0f} -> {after:.0f} MiB"
-    assert client_bytes(c) < MiB
 
 
-@pytest.mark.concurrency
+@pytest.mark.slow
 @pytest.mark.parametrize("reads", [True, False], ids=["reader", "non-reader"])
 def test_long_get_line_is_bounded_work(start_server, reads):
     """9.4: a 2 MiB get line of one key repeated 1,048,576 times (512 B value)

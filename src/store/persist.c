@@ -1,0 +1,323 @@
+/* The -e memory file: opening and checking it, the hooks that keep it
+ * restorable while the server runs, and the clean mark of a graceful stop.
+ * The restore scan itself is restore.c; the format is persist.h; the design
+ * and what each write must do is docs/store.md "Restarts". */
+#define _GNU_SOURCE /* MADV_REMOVE */
+#include "store/persist.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "clock.h"
+#include "log.h"
+
+#define PM_TMPFS_MAGIC 0x01021994
+#define PM_RAMFS_MAGIC 0x858458f6
+#define PM_HUGETLBFS_MAGIC 0x958458f6
+/* The CAS ceiling moves in steps this large: one header write per step. */
+#define PM_CAS_STEP (1ull << 20)
+
+#define PM_ABI ((uint32_t)(sizeof(struct pm_hdr) << 20 | sizeof(struct pm_seg) << 8 | \
+                           sizeof(void *)))
+
+static size_t pm_align(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+static uint64_t pm_hdr_sum(const struct pm_hdr *h)
+{
+    return XXH3_64bits(h, offsetof(struct pm_hdr, hdr_sum));
+}
+
+static size_t pm_data_off(uint32_t nsegs)
+{
+    size_t meta = 4096 + (size_t)nsegs * sizeof(struct pm_seg) +
+                  PM_JOURNAL_SLOTS * sizeof(struct pm_journal);
+    return pm_align(meta, PM_DATA_ALIGN);
+}
+
+/* Why a file cannot be restored, or NULL when it can. */
+static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t size,
+                            size_t want_len, char *buf, size_t len)
+{
+    if (memcmp(h->magic, PM_MAGIC, sizeof(h->magic)) != 0)
+        return "it is not a nodelay memory file";
+    if (h->version != PM_VERSION) {
+        snprintf(buf, len, "it has format version %u, this build reads %u", h->version,
+                 PM_VERSION);
+        return buf;
+    }
+    if (h->abi != PM_ABI || h->endian != PM_ENDIAN)
+        return "it was written by an incompatible build";
+    if (h->hdr_sum != pm_hdr_sum(h))
+        return "its header is damaged";
+    if (h->mem_limit != s->opt.mem_limit || h->item_size_max != s->opt.item_size_max ||
+        h->seg_size != s->seg_size || h->nsegs != s->seg_limit ||
+        h->cas_enabled != (uint32_t)s->opt.cas_enabled ||
+        h->journal_slots != PM_JOURNAL_SLOTS) {
+        snprintf(buf, len,
+                 "it was made with other settings (-m %llu -I %llu%s; now -m %llu -I %llu%s)",
+                 (unsigned long long)(h->mem_limit >> 20), (unsigned long long)h->item_size_max,
+                 h->cas_enabled ? "" : " -C", (unsigned long long)(s->opt.mem_limit >> 20),
+                 (unsigned long long)s->opt.item_size_max, s->opt.cas_enabled ? "" : " -C");
+        return buf;
+    }
+    if ((size_t)size != want_len) {
+        snprintf(buf, len, "it is %lld bytes, not the %zu its header needs (truncated?)",
+                 (long long)size, want_len);
+        return buf;
+    }
+    if (h->state != PM_CLEAN && h->state != PM_RUNNING)
+        return NULL; /* laid out, never used: nothing to restore, not damaged */
+    return NULL;
+}
+
+static void pm_layout(struct store *s, struct persist *pm)
+{
+    struct pm_hdr *h = pm->hdr;
+    memset(h, 0, sizeof(*h));
+    memcpy(h->magic, PM_MAGIC, sizeof(h->magic));
+    h->version = PM_VERSION;
+    h->abi = PM_ABI;
+    h->endian = PM_ENDIAN;
+    h->mem_limit = s->opt.mem_limit;
+    h->item_size_max = s->opt.item_size_max;
+    h->seg_size = s->seg_size;
+    h->nsegs = pm->nsegs;
+    h->data_off = (uint64_t)(pm->data - pm->map);
+    h->cas_enabled = s->opt.cas_enabled;
+    h->journal_slots = PM_JOURNAL_SLOTS;
+    h->hdr_sum = pm_hdr_sum(h);
+    h->seq_next = 1;
+}
+
+int persist_open(struct store *s, const char *path, struct persist **out)
+{
+    *out = NULL;
+    /* memcached -e keeps its metadata in FILE.meta; nodelay keeps its own
+     * inside FILE. A .meta file means the file is memcached's (or another
+     * tool's): refuse, as memcached refuses a .meta it cannot read, rather
+     * than guess. */
+    char meta[4096];
+    struct stat mst;
+    if (snprintf(meta, sizeof(meta), "%s.meta", path) < (int)sizeof(meta) &&
+        stat(meta, &mst) == 0) {
+        log_error("-e %s: %s exists: that is memcached's restart metadata, and nodelay does not "
+                  "read memcached's memory file; remove both (or use another file) to start",
+                  path, meta);
+        return -1;
+    }
+    uint32_t nsegs = s->seg_limit;
+    size_t data_off = pm_data_off(nsegs);
+    size_t len = data_off + (size_t)nsegs * s->seg_size;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        log_error("-e %s: cannot open the memory file: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        log_error("-e %s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    /* Items come back from this file as they are: one someone else could
+     * have written is not ours to serve. */
+    if (st.st_uid != geteuid()) {
+        log_error("-e %s: owned by uid %u, not by this user (uid %u): refusing to use it", path,
+                  (unsigned)st.st_uid, (unsigned)geteuid());
+        close(fd);
+        return -1;
+    }
+    struct statfs sf;
+    if (fstatfs(fd, &sf) == 0 && sf.f_type != PM_TMPFS_MAGIC && sf.f_type != PM_RAMFS_MAGIC &&
+        sf.f_type != PM_HUGETLBFS_MAGIC)
+        log_error("warning: -e %s is not on tmpfs or ramfs: the kernel will write item memory "
+                  "to disk (use a file under /dev/shm)",
+                  path);
+
+    struct persist *pm = calloc(1, sizeof(*pm));
+    if (!pm) {
+        close(fd);
+        return -1;
+    }
+    pm->fd = fd;
+    pm->nsegs = nsegs;
+    pthread_mutex_init(&pm->jlock, NULL);
+    pm->jnext = 1;
+
+    struct pm_hdr h;
+    memset(&h, 0, sizeof(h));
+    ssize_t got = st.st_size > 0 ? pread(fd, &h, sizeof(h), 0) : 0;
+    char buf[256];
+    const char *why = NULL;
+    if (st.st_size == 0)
+        pm->start = PM_START_NEW;
+    else if (got != (ssize_t)sizeof(h))
+        why = "it is too short to hold a header";
+    else
+        why = pm_check(s, &h, st.st_size, len, buf, sizeof(buf));
+    if (!why && st.st_size > 0)
+        pm->start = h.state == PM_CLEAN     ? PM_START_CLEAN
+                    : h.state == PM_RUNNING ? PM_START_CRASH
+                                            : PM_START_NEW;
+    if (why) {
+        log_error("-e %s: %s; discarding it and starting empty", path, why);
+        pm->start = PM_START_DISCARDED;
+    }
+    bool fresh = pm->start == PM_START_NEW || pm->start == PM_START_DISCARDED;
+    /* A fresh file is zeros: truncating first drops every old page. */
+    void *map = MAP_FAILED;
+    if (fresh && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)len) < 0))
+        log_error("-e %s: cannot size the memory file to %zu bytes: %s", path, len,
+                  strerror(errno));
+    else if ((map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+        log_error("-e %s: cannot map %zu bytes: %s", path, len, strerror(errno));
+    if (map == MAP_FAILED) {
+        pthread_mutex_destroy(&pm->jlock);
+        free(pm);
+        close(fd);
+        return -1;
+    }
+    pm->map = map;
+    pm->map_len = len;
+    pm->hdr = map;
+    pm->segs = (struct pm_seg *)(pm->map + 4096);
+    pm->journal = (struct pm_journal *)(pm->segs + nsegs);
+    pm->data = pm->map + data_off;
+    if (fresh)
+        pm_layout(s, pm);
+    *out = pm;
+    return 0;
+}
+
+void persist_heartbeat(struct store *s)
+{
+    struct pm_hdr *h = s->pm->hdr;
+    /* unix time first: a restore adds the time since hb_unix to hb_rel, and
+     * a pair caught between the two writes then errs by a second. */
+    __atomic_store_n(&h->hb_unix, (int64_t)time(NULL), __ATOMIC_RELEASE);
+    pm_store32(&h->hb_rel, clock_now());
+    pm_store64(&h->items, __atomic_load_n(&s->index.items, __ATOMIC_RELAXED));
+    pm_store32(&h->index_power, index_power(&s->index));
+}
+
+void persist_cas(struct store *s, uint64_t cas)
+{
+    uint64_t *c = &s->pm->hdr->cas_ceiling;
+    uint64_t want = cas + PM_CAS_STEP;
+    uint64_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
+    while (cur <= cas && !__atomic_compare_exchange_n(c, &cur, want, false, __ATOMIC_RELEASE,
+                                                      __ATOMIC_RELAXED))
+        ;
+}
+
+void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas)
+{
+    struct pm_hdr *h = s->pm->hdr;
+    /* In store_flush's order; a kill between the two leaves the older
+     * oldest_live with the newer CAS floor: the flush half done, hiding
+     * only items it would have hidden. */
+    pm_store64(&h->oldest_cas, oldest_cas);
+    pm_store32(&h->oldest_live, oldest_live);
+}
+
+void persist_seg_open(struct store *s, struct seg *seg)
+{
+    struct persist *pm = s->pm;
+    struct pm_seg *ps = pm_seg(pm, seg->id);
+    /* Empty first, then in use: a kill between leaves nothing to walk. */
+    pm_store32(&ps->write_off, 0);
+    pm_store32(&ps->flags, 0);
+    ps->cas_base = seg->cas_base;
+    ps->group = seg->group;
+    uint64_t seq = __atomic_fetch_add(&pm->hdr->seq_next, 1, __ATOMIC_RELAXED);
+    pm_store64(&ps->seq, seq ? seq : 1);
+}
+
+void persist_seg_free(struct store *s, struct seg *seg)
+{
+    struct pm_seg *ps = pm_seg(s->pm, seg->id);
+    pm_store64(&ps->seq, 0);
+    pm_store32(&ps->flags, 0);
+}
+
+/* Each thread keeps one journal slot for the store it last wrote to;
+ * threads beyond PM_JOURNAL_SLOTS share slot 0 under a lock. */
+static __thread struct persist *pm_tls_pm;
+static __thread uint32_t pm_tls_slot;
+
+struct pm_journal *persist_journal_begin(struct persist *pm, uint64_t old_loc, uint64_t new_loc)
+{
+    if (pm_tls_pm != pm) {
+        uint32_t n = __atomic_fetch_add(&pm->jnext, 1, __ATOMIC_RELAXED);
+        pm_tls_slot = n < PM_JOURNAL_SLOTS ? n : 0;
+        pm_tls_pm = pm;
+    }
+    if (pm_tls_slot == 0)
+        pthread_mutex_lock(&pm->jlock);
+    struct pm_journal *j = &pm->journal[pm_tls_slot];
+    pm_store64(&j->old_loc, old_loc);
+    pm_store64(&j->new_loc, new_loc);
+    return j;
+}
+
+void persist_journal_end(struct persist *pm, struct pm_journal *j)
+{
+    pm_store64(&j->new_loc, 0);
+    if (j == &pm->journal[0])
+        pthread_mutex_unlock(&pm->jlock);
+}
+
+/* The graceful stop's checksum: the run state, the segment table (sums
+ * included) and the journal, so a damaged table is caught as well. */
+uint64_t persist_stop_sum(struct persist *pm)
+{
+    XXH3_state_t *st = XXH3_createState();
+    if (!st)
+        return 0;
+    XXH3_64bits_reset(st);
+    const char *h = (const char *)pm->hdr;
+    XXH3_64bits_update(st, h + offsetof(struct pm_hdr, hb_rel),
+                       offsetof(struct pm_hdr, stop_sum) - offsetof(struct pm_hdr, hb_rel));
+    XXH3_64bits_update(st, pm->segs, (size_t)pm->nsegs * sizeof(struct pm_seg));
+    XXH3_64bits_update(st, pm->journal, PM_JOURNAL_SLOTS * sizeof(struct pm_journal));
+    uint64_t v = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    return v;
+}
+
+void persist_close(struct store *s, bool clean)
+{
+    struct persist *pm = s->pm;
+    if (!pm)
+        return;
+    if (clean && pm->hdr) {
+        struct pm_hdr *h = pm->hdr;
+        for (uint32_t i = 0; i < pm->nsegs; i++) {
+            struct pm_seg *ps = pm_seg(pm, i);
+            ps->sum = ps->seq ? XXH3_64bits(pm_seg_data(pm, s, i), ps->write_off) : 0;
+        }
+        persist_heartbeat(s);
+        persist_cas(s, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
+        persist_flush(s, s->oldest_live, s->oldest_cas);
+        h->epoch = (int64_t)clock_epoch();
+        h->stop_sum = persist_stop_sum(pm);
+        pm_store32(&h->state, PM_CLEAN);
+    }
+    if (pm->map)
+        munmap(pm->map, pm->map_len);
+    close(pm->fd);
+    pthread_mutex_destroy(&pm->jlock);
+    free(pm);
+    s->pm = NULL;
+}

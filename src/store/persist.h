@@ -1,0 +1,158 @@
+/* The -e memory file: segment memory in a shared mapping of a file, laid
+ * out so that a restart — after a graceful stop or a kill -9 — can rebuild
+ * the index from it (restore.c). docs/store.md "Restarts" has the design and
+ * the rules every write follows; this header is the file's format and the
+ * hooks the store calls. Shared by the store's files only.
+ *
+ * File: [header page][segment table][journal][pad][segment data ...]
+ */
+#ifndef NODELAY_PERSIST_H
+#define NODELAY_PERSIST_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store_int.h"
+
+#define PM_MAGIC "NDLYMEM"  /* 8 bytes with its NUL */
+#define PM_VERSION 1        /* bump when the file or item layout changes */
+#define PM_ENDIAN 0x0102030405060708ull
+#define PM_JOURNAL_SLOTS 1024u
+#define PM_DATA_ALIGN ((size_t)2 << 20)  /* segment data on a huge-page boundary */
+
+enum pm_state { PM_EMPTY = 0, PM_RUNNING = 1, PM_CLEAN = 2 };
+
+/* The first page. Fields up to `state` are the settings that must match,
+ * written once when the file is laid out and covered by hdr_sum; the rest
+ * is run state. */
+struct pm_hdr {
+    char magic[8];
+    uint32_t version;
+    uint32_t abi;           /* sizes of the structs below and of a pointer */
+    uint64_t endian;
+    uint64_t mem_limit;     /* -m, bytes */
+    uint64_t item_size_max; /* -I */
+    uint64_t seg_size;
+    uint64_t nsegs;
+    uint64_t data_off;      /* where segment 0 starts */
+    uint32_t cas_enabled;   /* !-C */
+    uint32_t journal_slots;
+    uint64_t hdr_sum;       /* XXH3 of the bytes above */
+
+    uint32_t state;         /* enum pm_state */
+    uint32_t hb_rel;        /* heartbeat: the server clock (rel_time_t) ... */
+    int64_t hb_unix;        /* ... and unix time when it was written */
+    int64_t epoch;          /* unix time of rel_time_t 0 (clock_epoch) */
+    uint64_t cas_ceiling;   /* no CAS at or above this was handed out */
+    uint64_t oldest_cas;    /* flush_all state (store.oldest_*) */
+    uint32_t oldest_live;
+    uint32_t pad;
+    uint64_t items;         /* live items at the last heartbeat: index size hint */
+    uint64_t seq_next;      /* next segment sequence */
+    uint32_t index_power;   /* the index's size at the last heartbeat (log2 buckets) */
+    uint32_t pad2;
+    uint64_t stop_sum;      /* PM_CLEAN: XXH3 of the run state above and the table */
+};
+
+#define PM_SEG_COMPACTING 1u
+
+/* One segment's persistent header, 64 bytes. A segment holds items only
+ * while seq != 0; the restore scan reads [0, write_off), or, while it is
+ * being compacted in place, [0, compact_w) and [compact_off, write_off). */
+struct pm_seg {
+    uint64_t seq;        /* when it was opened; 0 = holds nothing */
+    uint64_t cas_base;
+    uint32_t write_off;
+    uint32_t flags;      /* PM_SEG_COMPACTING */
+    uint32_t compact_w;  /* compacted bytes at the front */
+    uint32_t compact_off;/* first byte not yet walked by the compaction */
+    uint64_t sum;        /* PM_CLEAN: XXH3 of data[0, write_off) */
+    uint8_t group;
+    uint8_t pad[23];
+};
+
+/* An overwrite in progress (store_link): old and new item, each as
+ * (segment id + 1) << 32 | byte offset. A restore finishes it: the old one
+ * is dead if the new one was committed. */
+struct pm_journal {
+    uint64_t old_loc, new_loc;
+};
+
+/* How the store started: store.h's enum store_restore_mode. */
+#define PM_START_COLD STORE_RESTORE_NONE
+#define PM_START_NEW STORE_RESTORE_NEW
+#define PM_START_CLEAN STORE_RESTORE_GRACEFUL
+#define PM_START_CRASH STORE_RESTORE_CRASH
+#define PM_START_DISCARDED STORE_RESTORE_DISCARDED
+
+struct persist {
+    int fd;
+    char *map;
+    size_t map_len;
+    struct pm_hdr *hdr;
+    struct pm_seg *segs;
+    struct pm_journal *journal;
+    char *data;
+    uint32_t nsegs;
+    pthread_mutex_t jlock;   /* slot 0, for threads beyond the journal */
+    uint32_t jnext;          /* next journal slot to hand out (atomic) */
+    enum store_restore_mode start; /* what the header said at open */
+    /* restore results (stats nodelay) */
+    uint64_t restored_items;
+    uint64_t discarded_expired;   /* expired or flushed while down */
+    uint64_t discarded_corrupt;   /* checksum or header damage */
+    uint64_t restore_us;
+    uint64_t restore_cpu_us;
+};
+
+static inline struct pm_seg *pm_seg(struct persist *pm, uint32_t id)
+{
+    return &pm->segs[id];
+}
+static inline char *pm_seg_data(struct persist *pm, struct store *s, uint32_t id)
+{
+    return pm->data + (size_t)id * s->seg_size;
+}
+static inline uint64_t pm_loc(uint32_t seg, uint32_t off)
+{
+    return ((uint64_t)seg + 1) << 32 | off;
+}
+static inline void pm_store32(uint32_t *p, uint32_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+static inline void pm_store64(uint64_t *p, uint64_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* Open or lay out the file for store s (its options and seg_size set):
+ * checks the header and decides how to start (pm->start); a file that
+ * cannot be used is discarded with a log line. -1 only when the file
+ * cannot be opened or mapped at all (the caller stops start-up). */
+int persist_open(struct store *s, const char *path, struct persist **out);
+/* Rebuild the index and the segment lists from the file (restore.c);
+ * called once the index and the segment table exist. */
+void persist_restore(struct store *s);
+/* Graceful stop: record the state and a checksum of every segment, mark
+ * the file clean; then unmap and close. */
+void persist_close(struct store *s, bool clean);
+/* The graceful stop's checksum of the header's run state and the table. */
+uint64_t persist_stop_sum(struct persist *pm);
+/* Once a second (housekeeper): clock, item count, CAS ceiling. */
+void persist_heartbeat(struct store *s);
+/* Make the CAS ceiling cover cas (store_next_cas, when it reaches it). */
+void persist_cas(struct store *s, uint64_t cas);
+/* flush_all state, before store_flush publishes it. */
+void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas);
+/* A segment is (re)opened: empty, new sequence (pool lock). */
+void persist_seg_open(struct store *s, struct seg *seg);
+/* A segment holds nothing any more (pool lock). */
+void persist_seg_free(struct store *s, struct seg *seg);
+/* Overwrite journal around store_link: begin before the new item is
+ * committed, end after the old one is marked dead. */
+struct pm_journal *persist_journal_begin(struct persist *pm, uint64_t old_loc, uint64_t new_loc);
+void persist_journal_end(struct persist *pm, struct pm_journal *j);
+
+#endif

@@ -1,0 +1,514 @@
+#define _GNU_SOURCE /* qsort_r */
+/* The restore scan: rebuild the index and the segment lists from an -e file
+ * at start, after a graceful stop (the file's checksums must all hold) or
+ * after a crash (every item's own checksum must hold). docs/store.md
+ * "Restarts" says why what is read here is exactly what clients last saw.
+ *
+ * Runs in store_create before any other thread exists, so it takes no pool
+ * lock; it does take bucket locks, as the index functions expect.
+ */
+#include "store/persist.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "log.h"
+
+static bool restore_seg_sane(const struct store *s, const struct pm_seg *ps)
+{
+    if (ps->write_off > s->seg_size)
+        return false;
+    if (ps->flags & PM_SEG_COMPACTING)
+        return ps->compact_w <= ps->compact_off && ps->compact_off <= ps->write_off;
+    return ps->flags == 0;
+}
+
+/* Map every written page of the file in one call per segment: faulting
+ * them in one by one costs more than reading them. A hint only. */
+static void restore_populate(struct store *s)
+{
+#ifdef MADV_POPULATE_READ
+    struct persist *pm = s->pm;
+    for (uint32_t i = 0; i < pm->nsegs; i++) {
+        struct pm_seg *ps = pm_seg(pm, i);
+        if (ps->seq && ps->write_off <= s->seg_size)
+            madvise(pm_seg_data(pm, s, i), (ps->write_off + 4095) & ~(size_t)4095,
+                    MADV_POPULATE_READ);
+    }
+#else
+    (void)s;
+#endif
+}
+
+/* Work split over up to RESTORE_THREADS threads, one per core: segment i
+ * goes to thread i % n. */
+#define RESTORE_THREADS 4
+
+struct restore_split {
+    void *(*fn)(void *);
+    void *arg;
+    size_t size;   /* bytes of each thread's argument */
+};
+
+static uint32_t restore_nthreads(uint32_t work)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t t = cores > 1 ? (uint32_t)(cores < RESTORE_THREADS ? cores : RESTORE_THREADS) : 1;
+    return t > work ? (work ? work : 1) : t;
+}
+
+/* Run fn on args[0..t) (args: t structs of `size` bytes), on threads
+ * where they can be made, else here. */
+static void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
+{
+    pthread_t th[RESTORE_THREADS];
+    bool started[RESTORE_THREADS] = {false};
+    for (uint32_t i = 1; i < t; i++)
+        started[i] = pthread_create(&th[i], NULL, fn, args + i * size) == 0;
+    fn(args);
+    for (uint32_t i = 1; i < t; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            fn(args + i * size);
+    }
+}
+
+struct restore_verify {
+    struct store *s;
+    uint32_t first, step;
+    bool ok;
+};
+
+static void *restore_verify_thread(void *arg)
+{
+    struct restore_verify *v = arg;
+    struct store *s = v->s;
+    struct persist *pm = s->pm;
+    v->ok = true;
+    for (uint32_t i = v->first; i < pm->nsegs && v->ok; i += v->step) {
+        struct pm_seg *ps = pm_seg(pm, i);
+        if (!ps->seq)
+            continue;
+        if (!restore_seg_sane(s, ps) || (ps->flags & PM_SEG_COMPACTING) ||
+            XXH3_64bits(pm_seg_data(pm, s, i), ps->write_off) != ps->sum)
+            v->ok = false;
+    }
+    return NULL;
+}
+
+/* After a graceful stop every checksum must hold, or nothing is used. */
+static bool restore_verify_clean(struct store *s)
+{
+    struct persist *pm = s->pm;
+    if (pm->hdr->stop_sum != persist_stop_sum(pm))
+        return false;
+    struct restore_verify v[RESTORE_THREADS];
+    uint32_t t = restore_nthreads(pm->nsegs);
+    for (uint32_t i = 0; i < t; i++)
+        v[i] = (struct restore_verify){.s = s, .first = i, .step = t};
+    restore_run_split(restore_verify_thread, (char *)v, sizeof(v[0]), t);
+    for (uint32_t i = 0; i < t; i++)
+        if (!v[i].ok)
+            return false;
+    return true;
+}
+
+static void restore_discard(struct persist *pm)
+{
+    memset(pm->segs, 0, (size_t)pm->nsegs * sizeof(struct pm_seg));
+    memset(pm->journal, 0, PM_JOURNAL_SLOTS * sizeof(struct pm_journal));
+    pm->hdr->oldest_live = 0;
+    pm->hdr->oldest_cas = 0;
+}
+
+/* The item a journal location names, or NULL if it names none. */
+static char *restore_loc(struct store *s, uint64_t loc)
+{
+    uint64_t seg = (loc >> 32) - 1, off = (uint32_t)loc;
+    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->seg_size ||
+        s->seg_size - off < ITEM_HDR_MAX)
+        return NULL;
+    char *p = pm_seg_data(s->pm, s, (uint32_t)seg) + off;
+    return (p[0] & ITEM_L_MARK) ? p : NULL;
+}
+
+/* An overwrite cut short by the crash: finish it. */
+static void restore_journal(struct store *s)
+{
+    struct persist *pm = s->pm;
+    for (uint32_t i = 0; i < PM_JOURNAL_SLOTS; i++) {
+        struct pm_journal *j = &pm->journal[i];
+        if (j->new_loc) {
+            char *np = restore_loc(s, j->new_loc), *op = restore_loc(s, j->old_loc);
+            if (np && op && (item_state(np) & ITEM_L_COMMIT))
+                item_set_state(op, ITEM_L_DEAD);
+        }
+        j->new_loc = j->old_loc = 0;
+    }
+}
+
+/* Decode the header at p, with `avail` bytes to the end of what is
+ * written; false when it is not a whole, plausible item. */
+static bool restore_decode(const char *p, size_t avail, struct item_hdr *h)
+{
+    if (avail < 7)
+        return false;
+    const uint8_t *u = (const uint8_t *)p;
+    uint8_t l = u[0];
+    if (!(l & ITEM_L_MARK) || !(l & ITEM_L_SUM) ||
+        ((l & ITEM_L_CAS32) && (l & ITEM_L_CAS64)))
+        return false;
+    unsigned vlen = 0;
+    while (vlen < 5 && (u[2 + vlen] & 0x80))
+        vlen++;
+    if (vlen == 5 || 2 + vlen + 1 > avail)
+        return false;
+    uint32_t need = item_hdr_len(l, 0) - 1 + vlen + 1;
+    if (need > avail)
+        return false;
+    item_decode(p, h);
+    return h->nkey >= 1 && h->nkey <= STORE_KEY_MAX && (uint64_t)item_total(h) <= avail;
+}
+
+/* One walking thread's state; the counters are summed after the join. */
+struct restore_run {
+    struct store *s;
+    rel_time_t now;
+    bool verify;        /* crash: check every item's checksum */
+    uint64_t max_cas;
+    uint64_t dups;
+    uint64_t restored, expired, corrupt;
+    const uint32_t *ids; /* segments to walk: ids[first], ids[first + step], ... */
+    uint32_t n, first, step;
+};
+
+/* An item waiting for its bucket to arrive in cache. */
+struct restore_pending {
+    char *p;
+    struct item_hdr h;
+    uint64_t hv;
+    uint32_t off;
+};
+
+#define RESTORE_AHEAD 16
+
+/* Link one committed, live-looking item found in segment seg at off. */
+static void restore_item(struct store *s, struct restore_run *r, struct seg *seg,
+                         const struct restore_pending *it)
+{
+    char *p = it->p;
+    const struct item_hdr *h = &it->h;
+    const char *key = p + h->hlen;
+    uint32_t tag = index_tag(it->hv);
+    uint64_t *b = index_lock_hash(&s->index, it->hv);
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++) {
+            if (!cur[i] || slot_tag(cur[i]) != tag)
+                continue;
+            const char *q = seg_item(s, cur[i]);
+            struct item_hdr qh;
+            item_decode(q, &qh);
+            if (qh.nkey == h->nkey && memcmp(q + qh.hlen, key, h->nkey) == 0) {
+                /* A copy eviction made of the same version (seg_carry or a
+                 * compaction) that a kill left behind: keep one. */
+                index_unlock(b);
+                item_set_state(p, ITEM_L_DEAD);
+                r->dups++;
+                return;
+            }
+        }
+    uint64_t *slot = index_free_slot(&s->index, b);
+    if (!slot) {
+        index_unlock(b);
+        item_set_state(p, ITEM_L_DEAD);
+        r->corrupt++;
+        return;
+    }
+    *slot = slot_make(tag, seg->id, it->off >> s->off_shift);
+    index_unlock(b);
+    uint32_t size = item_total(h);
+    uint64_t cas = item_get_cas(p, h, seg->cas_base);
+    rel_time_t exp = item_get_u32(p, h->exp_off);
+    /* Nothing else runs yet: plain updates, published by thread creation. */
+    seg->live_items++;
+    seg->live_bytes += size;
+    if (exp == REL_TIME_NEVER)
+        seg->max_exptime = SEG_EXP_NEVER;
+    else {
+        if (seg->max_exptime != SEG_EXP_NEVER && exp > seg->max_exptime)
+            seg->max_exptime = exp;
+        if (exp < seg->min_exptime)
+            seg->min_exptime = exp;
+    }
+    if (cas > seg->max_cas)
+        seg->max_cas = cas;
+    if (cas > r->max_cas)
+        r->max_cas = cas;
+    r->restored++;
+    index_maintain(&s->index); /* when the size hint was short (a kill in the first second) */
+}
+
+/* Checks that need only the item itself; false when it is not restored. */
+static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg, char *p,
+                         const struct item_hdr *h)
+{
+    if (r->verify && item_sum(p, h) != item_get_u32(p, h->sum_off)) {
+        r->corrupt++;
+        item_set_state(p, ITEM_L_DEAD);
+        return false;
+    }
+    if (store_item_life(s, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
+        r->expired++;
+        item_set_state(p, ITEM_L_DEAD);
+        return false;
+    }
+    return true;
+}
+
+static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg)
+{
+    size_t align = (size_t)1 << s->off_shift;
+    uint32_t end = seg->write_off;
+    struct restore_pending ring[RESTORE_AHEAD];
+    unsigned head = 0, n = 0;
+    for (uint32_t x = 0; x < end;) {
+        char *p = seg->data + x;
+        if (!p[0]) { /* compaction padding */
+            x += (uint32_t)align;
+            continue;
+        }
+        struct item_hdr h;
+        if (!restore_decode(p, end - x, &h)) {
+            /* Only damage gets here: what was laid out is whole (persist.h).
+             * Nothing after it can be trusted to start an item. */
+            r->corrupt++;
+            seg->write_off = x;
+            pm_store32(&pm_seg(s->pm, seg->id)->write_off, x);
+            break;
+        }
+        uint8_t st = item_state(p);
+        if ((st & ITEM_L_COMMIT) && !(st & ITEM_L_DEAD) && restore_keep(s, r, seg, p, &h)) {
+            if (n == RESTORE_AHEAD) {
+                restore_item(s, r, seg, &ring[head]);
+                head = (head + 1) % RESTORE_AHEAD;
+                n--;
+            }
+            struct restore_pending *it = &ring[(head + n) % RESTORE_AHEAD];
+            it->p = p;
+            it->h = h;
+            it->off = x;
+            it->hv = XXH3_64bits(p + h.hlen, h.nkey);
+            index_prefetch(&s->index, it->hv);
+            n++;
+        }
+        x = (uint32_t)((x + item_total(&h) + align - 1) & ~(align - 1));
+    }
+    for (; n; n--, head = (head + 1) % RESTORE_AHEAD)
+        restore_item(s, r, seg, &ring[head]);
+}
+
+static int restore_by_seq(const void *a, const void *b, void *arg)
+{
+    struct persist *pm = arg;
+    uint64_t x = pm_seg(pm, *(const uint32_t *)a)->seq, y = pm_seg(pm, *(const uint32_t *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+static void *restore_thread(void *arg)
+{
+    struct restore_run *r = arg;
+    for (uint32_t k = r->first; k < r->n; k += r->step)
+        restore_walk(r->s, r, seg_of(r->s, r->ids[k]));
+    return NULL;
+}
+
+/* Walk the segments on up to RESTORE_THREADS threads: each segment is one
+ * thread's, and the index takes concurrent inserts (a key found in two
+ * segments meets itself under its bucket lock). */
+static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_t n)
+{
+    struct restore_run runs[RESTORE_THREADS];
+    uint32_t t = restore_nthreads(n);
+    for (uint32_t i = 0; i < t; i++) {
+        runs[i] = *r;
+        runs[i].ids = ids;
+        runs[i].n = n;
+        runs[i].first = i;
+        runs[i].step = t;
+    }
+    restore_run_split(restore_thread, (char *)runs, sizeof(runs[0]), t);
+    for (uint32_t i = 0; i < t; i++) {
+        if (runs[i].max_cas > r->max_cas)
+            r->max_cas = runs[i].max_cas;
+        r->dups += runs[i].dups;
+        r->restored += runs[i].restored;
+        r->expired += runs[i].expired;
+        r->corrupt += runs[i].corrupt;
+    }
+}
+
+static void restore_segments(struct store *s, struct restore_run *r)
+{
+    struct persist *pm = s->pm;
+    uint32_t *ids = malloc((size_t)pm->nsegs * sizeof(*ids));
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < pm->nsegs; i++) {
+        struct pm_seg *ps = pm_seg(pm, i);
+        if (!ps->seq)
+            continue;
+        if (!restore_seg_sane(s, ps) || !ids) {
+            pm->discarded_corrupt++;
+            ps->seq = 0;
+            continue;
+        }
+        ids[n++] = i;
+    }
+    /* Oldest first, so eviction order survives the restart. */
+    if (ids)
+        qsort_r(ids, n, sizeof(*ids), restore_by_seq, pm);
+    for (uint32_t k = 0; k < n; k++) {
+        struct pm_seg *ps = pm_seg(pm, ids[k]);
+        struct seg *seg = seg_of(s, ids[k]);
+        if (ps->flags & PM_SEG_COMPACTING) {
+            /* Cut short: the bytes between the two halves are neither. */
+            memset(pm_seg_data(pm, s, ids[k]) + ps->compact_w, 0,
+                   ps->compact_off - ps->compact_w);
+            pm_store32(&ps->flags, 0);
+        }
+        /* seg_grow_cap listed every header as unused. */
+        if (seg->prev)
+            seg->prev->next = seg->next;
+        else
+            s->unused.head = seg->next;
+        if (seg->next)
+            seg->next->prev = seg->prev;
+        else
+            s->unused.tail = seg->prev;
+        seg->prev = seg->next = NULL;
+        s->unused.n--;
+        seg->data = pm_seg_data(pm, s, ids[k]);
+        s->seg_alloc++;
+        seg->write_off = ps->write_off;
+        seg->cas_base = ps->cas_base;
+        seg->group = ps->group;
+        seg->created = r->now;
+        seg->live_items = 0;
+        seg->live_bytes = 0;
+        seg->max_cas = 0;
+        seg->max_exptime = 0;
+        seg->min_exptime = SEG_EXP_NEVER;
+    }
+    restore_parallel(r, ids, n);
+    for (uint32_t k = 0; k < n; k++) {
+        struct seg *seg = seg_of(s, ids[k]);
+        struct seg_list *to = &s->fifo;
+        if (seg->live_items == 0) {
+            persist_seg_free(s, seg);
+            seg->state = SEG_FREE;
+            to = &s->free;
+        } else if (seg->group == STORE_GROUP_TEMP) {
+            seg->state = SEG_SEALED; /* temporary_ttl items keep their own queue */
+            seg->queue = SEG_Q_TEMP;
+            to = &s->temp;
+        } else {
+            seg->state = SEG_SEALED;
+            seg->queue = SEG_Q_MAIN;
+        }
+        seg->next = NULL;
+        seg->prev = to->tail;
+        if (to->tail)
+            to->tail->next = seg;
+        else
+            to->head = seg;
+        to->tail = seg;
+        to->n++;
+    }
+    free(ids);
+}
+
+void persist_restore(struct store *s)
+{
+    struct persist *pm = s->pm;
+    struct pm_hdr *h = pm->hdr;
+    struct timespec t0, t1, c0, c1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    bool restore = pm->start == PM_START_CLEAN || pm->start == PM_START_CRASH;
+    if (restore)
+        restore_populate(s);
+    bool sums_ok = pm->start != PM_START_CLEAN || restore_verify_clean(s);
+    struct timespec tv;
+    clock_gettime(CLOCK_MONOTONIC, &tv);
+    uint64_t verify_us = (uint64_t)(tv.tv_sec - t0.tv_sec) * 1000000u +
+                         (uint64_t)((tv.tv_nsec - t0.tv_nsec) / 1000);
+    if (!sums_ok) {
+        log_error("-e %s: the memory file fails its checksums after a graceful stop (damaged); "
+                  "discarding it and starting empty",
+                  s->opt.memory_file);
+        restore_discard(pm);
+        pm->start = PM_START_DISCARDED;
+        restore = false;
+    }
+    /* From here on the file is this run's: a kill even during the restore
+     * leaves something the next start restores as after a crash. */
+    pm_store32(&h->state, PM_RUNNING);
+    if (restore) {
+        /* The clock goes on from where it stood, plus the time spent down,
+         * plus one: the two clocks tick on different second boundaries, so
+         * the sum can be a second behind, and a clock behind the old one
+         * would date new items at or before an immediate flush_all's
+         * oldest_live (flushed as soon as written). TTLs may end a second
+         * early; nothing stored before the stop can look newer. */
+        int64_t now_unix = (int64_t)time(NULL);
+        uint64_t rel = (uint64_t)h->hb_rel + 1;
+        if (now_unix > h->hb_unix)
+            rel += (uint64_t)(now_unix - h->hb_unix);
+        if (rel > UINT32_MAX / 2)
+            rel = UINT32_MAX / 2;
+        clock_resume((time_t)h->epoch, (rel_time_t)rel);
+        s->oldest_live = h->oldest_live;
+        s->oldest_cas = h->oldest_cas;
+        struct restore_run r = {.s = s, .now = clock_now(),
+                                .verify = pm->start == PM_START_CRASH};
+        if (pm->start == PM_START_CRASH)
+            restore_journal(s);
+        restore_segments(s, &r);
+        pm->restored_items = r.restored;
+        pm->discarded_expired = r.expired;
+        pm->discarded_corrupt += r.corrupt;
+        uint64_t next = r.max_cas;
+        if (h->cas_ceiling > next)
+            next = h->cas_ceiling;
+        if (h->oldest_cas > next)
+            next = h->oldest_cas;
+        s->cas_next = next;
+        persist_cas(s, next);
+    } else {
+        restore_discard(pm);
+    }
+    h->epoch = (int64_t)clock_epoch();
+    h->stop_sum = 0;
+    persist_heartbeat(s);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    uint64_t cpu_us = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000u +
+                      (uint64_t)((c1.tv_nsec - c0.tv_nsec) / 1000);
+    pm->restore_cpu_us = cpu_us;
+    pm->restore_us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u +
+                     (uint64_t)((t1.tv_nsec - t0.tv_nsec) / 1000);
+    if (restore)
+        log_info("-e %s: restored %llu items after a %s in %llu ms (%llu ms of CPU; checksums %llu ms; "
+                 "%llu expired or flushed, %llu damaged, dropped)",
+                 s->opt.memory_file, (unsigned long long)pm->restored_items,
+                 pm->start == PM_START_CLEAN ? "graceful stop" : "crash",
+                 (unsigned long long)(pm->restore_us / 1000),
+                 (unsigned long long)(cpu_us / 1000), (unsigned long long)(verify_us / 1000),
+                 (unsigned long long)pm->discarded_expired,
+                 (unsigned long long)pm->discarded_corrupt);
+}

@@ -1,0 +1,601 @@
+"""-e FILE: the cache survives a restart, graceful or after kill -9.
+
+A graceful stop (SIGTERM or SIGUSR1) marks the file clean; the next start
+with the same file and settings restores every live item with its flags,
+CAS and remaining TTL, and the CAS counter goes on above them. After a kill
+-9 the restore gives each key the value of its last acknowledged write (or
+of one in flight), never one overwritten, deleted or flushed before. A file
+that is damaged or made with other settings is discarded with a log line.
+"""
+import os
+import random
+import signal
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+
+import helpers
+from helpers import stats
+
+pytestmark = pytest.mark.skipif(
+    helpers.is_memcached(helpers.server_bin()),
+    reason="nodelay's -e restore and stats nodelay; memcached's -e is tested by its restart.t")
+
+
+@pytest.fixture
+def mem_file(tmp_path):
+    """A memory file on tmpfs, removed afterwards."""
+    path = f"/dev/shm/nodelay-test-{os.getpid()}-{random.getrandbits(32):08x}"
+    yield path
+    for p in (path,):
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
+def kill9(srv):
+    srv.proc.kill()
+    srv.proc.wait()
+    srv.stopped = True
+
+
+def graceful(srv, sig=signal.SIGTERM):
+    srv.stop(sig)
+
+
+def nodelay_stats(srv):
+    c = srv.connect()
+    try:
+        return stats(c, "nodelay")
+    finally:
+        c.close()
+
+
+def nodelay_stats_general(srv):
+    c = srv.connect()
+    try:
+        return stats(c)
+    finally:
+        c.close()
+
+
+def bin_cmd(c, opcode, key=b"", value=b"", extras=b"", cas=0):
+    c.send(helpers.bin_request(opcode, key, value, extras, cas=cas))
+    return helpers.bin_read(c)
+
+
+def test_graceful_restore_text_meta_binary(start_server, mem_file):
+    flags = ("-m", "32", "-e", mem_file)
+    srv = start_server(*flags)
+    c = srv.connect()
+    want = {}
+    for i in range(300):
+        k = f"t{i}"
+        v = os.urandom(random.randint(0, 3000))
+        assert c.set(k, v, flags=i * 7919 % 2**32, exptime=0 if i % 3 else 1000) == b"STORED\r\n"
+        want[k] = (i * 7919 % 2**32, v)
+    # meta: ms with flags and TTL
+    for i in range(100):
+        k = f"m{i}"
+        v = os.urandom(i * 13)
+        c.send(b"ms %s %d F%d T500\r\n%s\r\n" % (k.encode(), len(v), i, v))
+        assert c.readline() == b"HD\r\n"
+        want[k] = (i, v)
+    # binary set (opcode 1, its own connection): extras = flags(4) exptime(4)
+    bc = srv.connect()
+    for i in range(100):
+        k = f"b{i}".encode()
+        v = os.urandom(i * 7)
+        r = bin_cmd(bc, 0x01, k, v, struct.pack(">II", 0xdead0000 + i, 0 if i % 2 else 2000))
+        assert r["status"] == 0
+        want[k.decode()] = (0xdead0000 + i, v)
+    bc.close()
+    # overwrites, deletes, append, incr
+    assert c.set("t1", b"new", flags=5) == b"STORED\r\n"
+    want["t1"] = (5, b"new")
+    assert c.call("delete t2") == b"DELETED\r\n"
+    del want["t2"]
+    assert c.store("append", "t4", b"-tail") == b"STORED\r\n"
+    want["t4"] = (want["t4"][0], want["t4"][1] + b"-tail")
+    assert c.set("n", b"41") == b"STORED\r\n"
+    assert c.call("incr n 1") == b"42\r\n"
+    want["n"] = (0, b"42")
+    before = c.get_multi(list(want), "gets")
+    c.send(b"mg t0 t\r\n")
+    ttl_before = int(c.readline().split()[1][1:])
+    c.close()
+    assert set(before) == set(want)
+    graceful(srv)
+
+    srv2 = start_server(*flags)
+    c = srv2.connect()
+    after = c.get_multi(list(want) + ["t2"], "gets")
+    assert "t2" not in after
+    assert set(after) == set(want)
+    for k, (fl, v) in want.items():
+        assert after[k][0] == fl and after[k][1] == v, k
+        assert after[k][2] == before[k][2], f"CAS of {k} changed"
+    c.send(b"mg t0 t\r\n")
+    ttl_after = int(c.readline().split()[1][1:])
+    assert ttl_before - 3 <= ttl_after <= ttl_before
+    # the CAS counter goes on above every restored CAS
+    assert c.set("fresh", b"x") == b"STORED\r\n"
+    assert c.gets("fresh")[2] > max(e[2] for e in before.values())
+    st = stats(c, "nodelay")
+    assert st["restore_mode"] == "graceful"
+    assert int(st["restored_items"]) == len(want)
+    assert int(st["restore_discarded_corrupt"]) == 0
+    c.close()
+
+
+def test_sigusr1_and_crash_restore(start_server, mem_file):
+    flags = ("-m", "16", "-e", mem_file)
+    srv = start_server(*flags)
+    c = srv.connect()
+    assert c.set("a", b"1", flags=3) == b"STORED\r\n"
+    c.close()
+    graceful(srv, signal.SIGUSR1)
+    srv = start_server(*flags)
+    c = srv.connect()
+    assert c.get_multi(["a"]) == {"a": (3, b"1")}
+    assert c.set("b", b"2") == b"STORED\r\n"
+    assert c.call("delete a") == b"DELETED\r\n"
+    c.close()
+    kill9(srv)
+    srv = start_server(*flags)
+    c = srv.connect()
+    assert c.get_multi(["a", "b"]) == {"b": (0, b"2")}
+    assert stats(c, "nodelay")["restore_mode"] == "crash"
+    c.close()
+
+
+def test_flush_all_survives(start_server, mem_file):
+    flags = ("-m", "16", "-e", mem_file)
+    srv = start_server(*flags)
+    c = srv.connect()
+    for i in range(50):
+        c.set(f"k{i}", b"v")
+    assert c.call("flush_all") == b"OK\r\n"
+    c.set("after", b"yes")
+    c.close()
+    kill9(srv)
+    srv = start_server(*flags)
+    c = srv.connect()
+    assert c.get_multi([f"k{i}" for i in range(50)] + ["after"]) == {"after": (0, b"yes")}
+    c.close()
+
+
+def start_expect_log(start_server, flags):
+    srv = start_server(*flags, "-v")
+    return srv
+
+
+def test_ttl_counts_time_spent_down(start_server, mem_file):
+    flags = ("-m", "16", "-e", mem_file)
+    srv = start_server(*flags)
+    c = srv.connect()
+    assert c.set("short", b"s", exptime=2) == b"STORED\r\n"
+    assert c.set("long", b"l", exptime=100) == b"STORED\r\n"
+    c.close()
+    graceful(srv)
+    time.sleep(3)
+    srv = start_server(*flags)
+    c = srv.connect()
+    assert c.get_multi(["short", "long"]) == {"long": (0, b"l")}
+    c.send(b"mg long t\r\n")
+    ttl = int(c.readline().split()[1][1:])
+    assert 90 <= ttl <= 97, ttl
+    st = stats(c, "nodelay")
+    assert int(st["restore_discarded_expired"]) == 1
+    c.close()
+
+
+def fill_some(srv, n=200):
+    c = srv.connect()
+    for i in range(n):
+        assert c.set(f"k{i}", b"v%d" % i * 20, flags=i) == b"STORED\r\n"
+    c.close()
+
+
+def test_other_settings_discard_the_file(start_server, mem_file):
+    srv = start_server("-m", "16", "-e", mem_file)
+    fill_some(srv)
+    graceful(srv)
+    for flags in (("-m", "32"), ("-m", "16", "-I", "2m"), ("-m", "16", "-C")):
+        srv = start_server(*flags, "-e", mem_file)
+        c = srv.connect()
+        assert c.get("k1") is None
+        assert stats(c, "nodelay")["restore_mode"] == "discarded"
+        c.close()
+        graceful(srv)
+        assert "made with other settings" in srv.stderr()
+        assert "discarding it and starting empty" in srv.stderr()
+
+
+def damage(path, offset, data):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+DATA_OFF = 2 << 20  # segment data starts at the first 2 MiB boundary (persist.h)
+
+
+def test_damaged_file_after_graceful_stop_is_discarded(start_server, mem_file):
+    srv = start_server("-m", "16", "-e", mem_file)
+    fill_some(srv)
+    graceful(srv)
+    # one byte of one value, deep in the first segment
+    with open(mem_file, "rb") as f:
+        f.seek(DATA_OFF + 3000)
+        b = f.read(1)
+    damage(mem_file, DATA_OFF + 3000, bytes([b[0] ^ 0x20]))
+    srv = start_server("-m", "16", "-e", mem_file)
+    c = srv.connect()
+    assert c.get_multi([f"k{i}" for i in range(200)]) == {}
+    assert stats(c, "nodelay")["restore_mode"] == "discarded"
+    c.close()
+    graceful(srv)
+    assert "fails its checksums" in srv.stderr()
+
+
+def test_damaged_value_after_crash_is_dropped(start_server, mem_file):
+    srv = start_server("-m", "16", "-e", mem_file)
+    c = srv.connect()
+    for i in range(100):
+        assert c.set(f"key{i:03d}", b"%03d" % i * 100) == b"STORED\r\n"
+    c.close()
+    kill9(srv)
+    with open(mem_file, "rb") as f:
+        f.seek(DATA_OFF)
+        seg = f.read(1 << 20)
+    at = seg.find(b"key050")
+    assert at > 0
+    damage(mem_file, DATA_OFF + at + 6 + 50, b"X")  # inside key050's value
+    srv = start_server("-m", "16", "-e", mem_file)
+    c = srv.connect()
+    got = c.get_multi([f"key{i:03d}" for i in range(100)])
+    assert "key050" not in got
+    assert len(got) == 99
+    for k, (fl, v) in got.items():
+        assert v == k[3:].encode() * 100
+    st = stats(c, "nodelay")
+    assert st["restore_mode"] == "crash"
+    assert int(st["restore_discarded_corrupt"]) == 1
+    c.close()
+
+
+def test_truncated_and_garbage_files(start_server, mem_file):
+    srv = start_server("-m", "16", "-e", mem_file)
+    fill_some(srv)
+    graceful(srv)
+    size = os.path.getsize(mem_file)
+    os.truncate(mem_file, size // 2)
+    srv = start_server("-m", "16", "-e", mem_file)
+    c = srv.connect()
+    assert c.get("k1") is None
+    assert stats(c, "nodelay")["restore_mode"] == "discarded"
+    assert c.set("k1", b"again") == b"STORED\r\n"
+    c.close()
+    graceful(srv)
+    assert "truncated" in srv.stderr()
+    assert os.path.getsize(mem_file) == size
+    with open(mem_file, "wb") as f:
+        f.write(os.urandom(100000))
+    srv = start_server("-m", "16", "-e", mem_file)
+    c = srv.connect()
+    assert c.get("k1") is None
+    c.close()
+    graceful(srv)
+    assert "not a nodelay memory file" in srv.stderr()
+
+
+def test_header_damage_after_crash_is_discarded(start_server, mem_file):
+    srv = start_server("-m", "16", "-e", mem_file)
+    fill_some(srv)
+    kill9(srv)
+    damage(mem_file, 40, b"\xff")  # inside the settings block
+    srv = start_server("-m", "16", "-e", mem_file)
+    c = srv.connect()
+    assert c.get("k1") is None
+    c.close()
+    graceful(srv)
+    assert "header is damaged" in srv.stderr()
+
+
+def test_file_on_disk_works_with_a_warning(start_server, tmp_path):
+    path = str(tmp_path / "mem")  # /tmp is not tmpfs here; skip if it is
+    if subprocess.run(["stat", "-f", "-c", "%T", str(tmp_path)], capture_output=True,
+                      text=True).stdout.strip() in ("tmpfs", "ramfs"):
+        pytest.skip(f"{tmp_path} is on tmpfs")
+    srv = start_server("-m", "8", "-e", path)
+    fill_some(srv)
+    graceful(srv)
+    assert "is not on tmpfs or ramfs" in srv.stderr()
+    srv = start_server("-m", "8", "-e", path)
+    c = srv.connect()
+    assert c.get_multi(["k3"]) == {"k3": (3, b"v3" * 20)}
+    c.close()
+
+
+def test_file_owned_by_another_user_is_refused(server_bin, mem_file, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the file away")
+    with open(mem_file, "wb"):
+        pass
+    os.chown(mem_file, 65534, 65534)
+    srv = helpers.Server(server_bin, ["-e", mem_file], workdir=str(tmp_path))
+    with pytest.raises(helpers.ServerError) as e:
+        srv.start(timeout=5)
+    assert "owned by uid 65534" in str(e.value)
+
+
+# ---- kill -9 under load -----------------------------------------------------
+
+ABSENT = None
+
+
+class KeyModel:
+    """What a key may read as after a kill: its last acknowledged state, or
+    the result of the one write still in flight (each key has one writer)."""
+
+    def __init__(self):
+        self.acked = ABSENT
+        self.inflight = []  # possible results of the write in flight
+        self.history = set()  # every value it ever held (stale if seen later)
+
+    def allowed(self):
+        return [self.acked] + self.inflight
+
+
+class Loader(threading.Thread):
+    """One client: its own keys, one request at a time, every reply checked
+    and recorded. With evicts, a reply that shows the key gone is learnt
+    from instead of failing."""
+
+    def __init__(self, srv, tid, keys, models, max_value, rng, locks, evicts=False):
+        super().__init__(daemon=True)
+        self.evicts = evicts
+        self.srv, self.tid, self.keys, self.models = srv, tid, keys, models
+        self.max_value, self.rng, self.locks = max_value, rng, locks
+        self.stop = False
+        self.ops = 0
+        self.flushes = 0
+        self.refused = 0
+        self.error = None
+
+    def value(self):
+        r = self.rng.random()
+        n = self.rng.randint(0, 200) if r < 0.9 else self.rng.randint(200, self.max_value)
+        return (b"%d:%d:" % (self.tid, self.ops)) + self.rng.randbytes(n)
+
+    def run(self):
+        try:
+            c = self.srv.connect(timeout=10)
+        except OSError:
+            return
+        try:
+            while not self.stop:
+                # each client holds its lock for a request; flush_all takes them all
+                if not self.locks[self.tid].acquire(timeout=10):
+                    return
+                try:
+                    self.one(c)
+                finally:
+                    self.locks[self.tid].release()
+                self.ops += 1
+        except (OSError, EOFError):
+            pass  # the kill
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+    def relearn(self, c, k, m):
+        r = c.get_multi([k])
+        m.acked = r[k][1] if k in r else ABSENT
+        m.inflight = []
+        self.refused += 1
+
+    def one(self, c):
+        k = self.rng.choice(self.keys)
+        m = self.models[k]
+        op = self.rng.random()
+        if op < 0.45:
+            v = self.value()
+            m.inflight = [v, ABSENT]
+            r = c.set(k, v)
+            if r.startswith(b"SERVER_ERROR"):  # -M and full: see what is left
+                self.relearn(c, k, m)
+                return
+            assert r == b"STORED\r\n", r
+            m.acked, m.inflight = v, []
+            m.history.add(v)
+        elif op < 0.6:
+            tail = b"+%d" % self.ops
+            m.inflight = [m.acked + tail] if m.acked is not None else []
+            r = c.store("append", k, tail)
+            if r.startswith(b"SERVER_ERROR") or (self.evicts and r == b"NOT_STORED\r\n"):
+                self.relearn(c, k, m)
+                return
+            if m.acked is None:
+                assert r == b"NOT_STORED\r\n", r
+            else:
+                assert r == b"STORED\r\n", r
+                m.acked = m.acked + tail
+                m.history.add(m.acked)
+            m.inflight = []
+        elif op < 0.72:
+            # a numeric value, then incr it
+            m.inflight = [b"100", ABSENT]
+            r = c.set(k, b"100")
+            if r.startswith(b"SERVER_ERROR"):
+                self.relearn(c, k, m)
+                return
+            assert r == b"STORED\r\n", r
+            m.acked, m.inflight = b"100", []
+            m.history.add(b"100")
+            m.inflight = [b"107"]
+            r = c.call(f"incr {k} 7")
+            if r.startswith(b"SERVER_ERROR") or (self.evicts and r == b"NOT_FOUND\r\n"):
+                self.relearn(c, k, m)
+                return
+            assert r == b"107\r\n", r
+            m.acked, m.inflight = b"107", []
+            m.history.add(b"107")
+        elif op < 0.9:
+            m.inflight = [ABSENT]
+            r = c.call(f"delete {k}")
+            assert r in (b"DELETED\r\n", b"NOT_FOUND\r\n"), r
+            assert self.evicts or (r == b"DELETED\r\n") == (m.acked is not None), (k, r, m.acked)
+            m.acked, m.inflight = ABSENT, []
+        elif op < 0.998 or self.tid != 0:
+            r = c.get_multi([k])
+            got = r[k][1] if k in r else ABSENT
+            if self.evicts and got is ABSENT:
+                m.acked = ABSENT
+            assert got == m.acked, (k, got and got[:40], m.acked and m.acked[:40])
+        else:
+            # flush_all with every other client parked between requests
+            held = []
+            try:
+                for lk in self.locks[1:]:
+                    if not lk.acquire(timeout=10):
+                        return
+                    held.append(lk)
+                for mm in self.models.values():
+                    mm.inflight = [ABSENT]
+                assert c.call("flush_all") == b"OK\r\n"
+                for mm in self.models.values():
+                    mm.acked, mm.inflight = ABSENT, []
+                self.flushes += 1
+            finally:
+                for lk in held:
+                    lk.release()
+
+
+def check_restored(srv, models, counts):
+    c = srv.connect(timeout=20)
+    keys = list(models)
+    for i in range(0, len(keys), 100):
+        got = c.get_multi(keys[i:i + 100])
+        for k in keys[i:i + 100]:
+            m = models[k]
+            v = got[k][1] if k in got else ABSENT
+            counts["items_checked"] += 1
+            if v in m.allowed():
+                pass  # the in-flight write may have landed
+            elif v is ABSENT:
+                counts["acked_lost"] += 1
+            elif v in m.history:
+                counts["stale_resurrected"] += 1
+            else:
+                counts["corrupt_served"] += 1
+            m.acked, m.inflight = v, []  # go on from what the server holds
+    st = stats(c)
+    c.close()
+    return st
+
+
+# (-m, extra flags, share of the time, largest value of client 0, evicts):
+# room for everything; eviction (acknowledged writes may be evicted, nothing
+# stale may return); -M, where overwrites make segments compacted in place.
+KILL9_MODES = {
+    "roomy": ("256", (), 0.5, 1000 * 1000, False),  # values up to -I 1m
+    "evicting": ("8", (), 0.25, 256 * 1024, True),
+    "compacting": ("8", ("-M",), 0.25, 8000, False),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", list(KILL9_MODES))
+def test_kill9_under_load_loses_and_resurrects_nothing(start_server, mem_file, mode):
+    mem, extra, share, max0, evicts = KILL9_MODES[mode]
+    seconds = float(os.environ.get("NODELAY_RESTART_SECONDS", "60")) * share
+    rng = random.Random(int(os.environ.get("NODELAY_RESTART_SEED", "14")))
+    flags = ("-m", mem, "-I", "1m", "-t", "2", *extra, "-e", mem_file)
+    nthreads = 4
+    models = {}
+    keysets = []
+    for t in range(nthreads):
+        ks = [f"t{t}:k{i}" for i in range(400)]
+        keysets.append(ks)
+        for k in ks:
+            models[k] = KeyModel()
+    counts = dict(restarts=0, items_checked=0, acked_lost=0, stale_resurrected=0,
+                  corrupt_served=0, ops=0, flushes=0, evictions=0, refused=0)
+    deadline = time.monotonic() + seconds
+    srv = start_server(*flags)
+    while True:
+        locks = [threading.Lock() for _ in range(nthreads)]
+        loaders = [Loader(srv, t, keysets[t], models, max0 if t == 0 else min(max0, 20000),
+                          random.Random(rng.random()), locks, evicts) for t in range(nthreads)]
+        for ld in loaders:
+            ld.start()
+        time.sleep(rng.uniform(0.2, 1.2))
+        try:  # what was evicted before the kill (no eviction is possible after)
+            counts["evictions"] += int(nodelay_stats_general(srv).get("evictions", "0"))
+        except (OSError, EOFError):
+            pass
+        kill9(srv)
+        for ld in loaders:
+            ld.stop = True
+        for ld in loaders:
+            ld.join(timeout=20)
+            if ld.error:
+                raise ld.error
+            counts["ops"] += ld.ops
+            counts["flushes"] += ld.flushes
+        srv = start_server(*flags)
+        counts["restarts"] += 1
+        st = check_restored(srv, models, counts)
+        counts["evictions"] += int(st.get("evictions", "0"))
+        counts["refused"] += sum(ld.refused for ld in loaders)
+        if time.monotonic() > deadline and counts["restarts"] >= 3:
+            break
+    print(f"kill -9 loop ({mode}):", counts)
+    if not evicts:
+        assert counts["evictions"] == 0, counts
+        assert counts["acked_lost"] == 0, counts
+    assert counts["stale_resurrected"] == 0, counts
+    assert counts["corrupt_served"] == 0, counts
+    assert counts["restarts"] >= 3
+
+
+def test_memcached_meta_file_is_refused(server_bin, mem_file, tmp_path):
+    """FILE.meta is memcached's restart metadata: the file is memcached's,
+    and nodelay refuses it as memcached refuses a .meta it cannot read."""
+    with open(mem_file + ".meta", "w"):
+        pass
+    try:
+        srv = helpers.Server(server_bin, ["-e", mem_file], workdir=str(tmp_path))
+        with pytest.raises(helpers.ServerError) as e:
+            srv.start(timeout=5)
+        assert "memcached's restart metadata" in str(e.value)
+    finally:
+        os.unlink(mem_file + ".meta")
+
+
+def test_index_size_survives_a_restart(start_server, mem_file):
+    """As memcached's restart keeps its hash power: the index comes back at
+    the size it had, even when most items were deleted meanwhile."""
+    srv = start_server("-m", "64", "-e", mem_file)
+    c = srv.connect()
+    level = int(stats(c)["hash_power_level"])
+    payload = b"".join(b"set z%d 0 0 0 noreply\r\n\r\n" % i for i in range(200000))
+    c.send(payload)
+    assert c.call("mn") == b"MN\r\n"
+    grown = int(stats(c)["hash_power_level"])
+    assert grown > level
+    c.send(b"".join(b"delete z%d noreply\r\n" % i for i in range(199990)))
+    assert c.call("mn") == b"MN\r\n"
+    time.sleep(1.2)  # a heartbeat records the size
+    c.close()
+    graceful(srv, signal.SIGUSR1)
+    srv = start_server("-m", "64", "-e", mem_file)
+    c = srv.connect()
+    assert int(stats(c)["hash_power_level"]) == grown
+    assert len(c.get_multi([f"z{i}" for i in range(199990, 200000)])) == 10
+    c.close()

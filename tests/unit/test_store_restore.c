@@ -1,0 +1,194 @@
+/* The -e restore's crash rules on states a kill -9 can leave, made by hand
+ * in the file of a cleanly stopped store (docs/store.md "Restarts"):
+ *  - W4: an overwrite cut between the new item's commit and the old one's
+ *    death is finished by the journal: the new value wins;
+ *  - the same cut before the new commit: the old value stays;
+ *  - W2: an item laid out but never committed is not served;
+ *  - W3: a dead item is not served;
+ *  - P5: CAS goes on above every restored one.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "test_store_helpers.h"
+#include "store/persist.h"
+
+static char path[64];
+
+static void open_pm(struct tstore *t)
+{
+    clock_setup();
+    struct store_options o = {
+        .mem_limit = 2u << 20,
+        .item_size_max = 64 * 1024,
+        .evictions = true,
+        .cas_enabled = true,
+        .memory_file = path,
+    };
+    assert_int_equal(store_create(&t->s, &o), 0);
+    t->c = store_ctx_create(t->s);
+    assert_non_null(t->c);
+}
+
+/* The whole file, to edit as a kill would have left it. */
+static char *load(size_t *len)
+{
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    *len = (size_t)lseek(fd, 0, SEEK_END);
+    char *img = malloc(*len);
+    assert_non_null(img);
+    assert_int_equal(pread(fd, img, *len, 0), (ssize_t)*len);
+    close(fd);
+    return img;
+}
+
+static void save(char *img, size_t len)
+{
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    h->state = PM_RUNNING; /* as after a kill */
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, img, len, 0), (ssize_t)len);
+    close(fd);
+    free(img);
+}
+
+/* The n-th item (0-based) holding this value, as a file offset. */
+static size_t find_value(const char *img, size_t len, const char *value, int n)
+{
+    const struct pm_hdr *h = (const struct pm_hdr *)img;
+    size_t vl = strlen(value);
+    for (size_t off = h->data_off; off + vl <= len; off++)
+        if (memcmp(img + off, value, vl) == 0 && n-- == 0)
+            return off;
+    fail_msg("value %s not found", value);
+    return 0;
+}
+
+static size_t item_start(const char *img, size_t voff, const char *key)
+{
+    size_t k = strlen(key);
+    size_t koff = voff - k;
+    assert_memory_equal(img + koff, key, k);
+    /* the header ends at the key: try each header length */
+    for (size_t hl = 7; hl <= ITEM_HDR_MAX; hl++) {
+        const char *p = img + koff - hl;
+        struct item_hdr ih;
+        if (!((uint8_t)p[0] & ITEM_L_MARK))
+            continue;
+        item_decode(p, &ih);
+        if (ih.hlen == hl && ih.nkey == k)
+            return koff - hl;
+    }
+    fail_msg("no header before key %s", key);
+    return 0;
+}
+
+static uint64_t loc_of(const char *img, size_t off)
+{
+    const struct pm_hdr *h = (const struct pm_hdr *)img;
+    size_t rel = off - h->data_off;
+    return pm_loc((uint32_t)(rel / h->seg_size), (uint32_t)(rel % h->seg_size));
+}
+
+static void setup_two_versions(uint64_t *cas2)
+{
+    struct tstore t;
+    unlink(path);
+    open_pm(&t);
+    assert_int_equal(tset(&t, "k", "version-one", STORE_MODE_SET, 1, 0, NULL), STORE_OK);
+    assert_int_equal(tset(&t, "k", "version-two", STORE_MODE_SET, 2, 0, cas2), STORE_OK);
+    assert_int_equal(tset(&t, "gone", "deleted-value", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    assert_int_equal(store_delete(t.c, "gone", 4, NULL), STORE_OK);
+    tstore_close(&t);
+}
+
+static void expect(const char *key, const char *want)
+{
+    struct tstore t;
+    open_pm(&t);
+    char buf[64];
+    struct store_item it;
+    enum store_status st = tget(&t, key, buf, sizeof(buf), &it);
+    if (want) {
+        assert_int_equal(st, STORE_OK);
+        assert_string_equal(buf, want);
+    } else {
+        assert_int_equal(st, STORE_MISS);
+    }
+    tstore_close(&t);
+}
+
+static void test_journal_finishes_overwrite(void **state)
+{
+    (void)state;
+    uint64_t cas2;
+    setup_two_versions(&cas2);
+    size_t len;
+    char *img = load(&len);
+    size_t o1 = item_start(img, find_value(img, len, "version-one", 0), "k");
+    size_t o2 = item_start(img, find_value(img, len, "version-two", 0), "k");
+    /* the kill came after the new commit, before the old one's death */
+    img[o1] &= (char)~ITEM_L_DEAD;
+    struct pm_journal *j = (struct pm_journal *)(img + 4096 +
+                                                 ((struct pm_hdr *)img)->nsegs * sizeof(struct pm_seg));
+    j[5].old_loc = loc_of(img, o1);
+    j[5].new_loc = loc_of(img, o2);
+    save(img, len);
+    expect("k", "version-two");
+    expect("gone", NULL);
+}
+
+static void test_uncommitted_overwrite_keeps_old(void **state)
+{
+    (void)state;
+    uint64_t cas2;
+    setup_two_versions(&cas2);
+    size_t len;
+    char *img = load(&len);
+    size_t o1 = item_start(img, find_value(img, len, "version-one", 0), "k");
+    size_t o2 = item_start(img, find_value(img, len, "version-two", 0), "k");
+    /* the kill came before the new commit: journal written, old alive */
+    img[o1] &= (char)~ITEM_L_DEAD;
+    img[o2] &= (char)~ITEM_L_COMMIT;
+    struct pm_journal *j = (struct pm_journal *)(img + 4096 +
+                                                 ((struct pm_hdr *)img)->nsegs * sizeof(struct pm_seg));
+    j[0].old_loc = loc_of(img, o1);
+    j[0].new_loc = loc_of(img, o2);
+    save(img, len);
+    expect("k", "version-one");
+}
+
+static void test_cas_continues_above_restored(void **state)
+{
+    (void)state;
+    uint64_t cas2;
+    setup_two_versions(&cas2);
+    struct tstore t;
+    open_pm(&t);
+    uint64_t cas3;
+    assert_int_equal(tset(&t, "new", "x", STORE_MODE_SET, 0, 0, &cas3), STORE_OK);
+    assert_true(cas3 > cas2);
+    char buf[64];
+    struct store_item it;
+    assert_int_equal(tget(&t, "k", buf, sizeof(buf), &it), STORE_OK);
+    assert_int_equal(it.cas, cas2);
+    assert_int_equal(it.flags, 2);
+    tstore_close(&t);
+}
+
+int main(void)
+{
+    snprintf(path, sizeof(path), "/dev/shm/nodelay-unit-restore-%d", (int)getpid());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_journal_finishes_overwrite),
+        cmocka_unit_test(test_uncommitted_overwrite_keeps_old),
+        cmocka_unit_test(test_cas_continues_above_restored),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    unlink(path);
+    return rc;
+}
