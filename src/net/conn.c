@@ -437,6 +437,7 @@ void conn_tick(struct conn *c, rel_time_t now)
         reply_release(&c->sess.reply);
         reply_init(&c->sess.reply);
     }
+    session_tick(&c->sess); /* an upload cut off for others frees its memory */
     int idle = w->core->settings->idle_timeout;
     if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&
         now - c->last_active > (rel_time_t)idle) {

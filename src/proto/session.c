@@ -33,6 +33,12 @@ void session_set_peer(struct session *s, const char *addr)
     auth_guard_init(&s->auth, addr);
 }
 
+void session_tick(struct session *s)
+{
+    text_tick(s);
+    bin_tick(s);
+}
+
 void session_release(struct session *s)
 {
     text_state_release(s);

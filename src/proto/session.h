@@ -73,5 +73,9 @@ static inline void session_stats_detail(struct session *s, const char *key, size
 void session_set_peer(struct session *s, const char *addr);
 /* Abort any value being received, release the reply queue. */
 void session_release(struct session *s);
+/* Once a second or so from the connection: lets a value being received
+ * that was cut off for others give its memory back while its client is
+ * silent (docs/store.md "Uploads"). */
+void session_tick(struct session *s);
 
 #endif

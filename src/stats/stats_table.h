@@ -189,6 +189,8 @@
       "the bound on large values still arriving")                                                  \
     X(uploads_refused, STORE, uploads_refused, U64, COUNTER, ALWAYS,                               \
       "large uploads refused at upload_limit")                                                     \
+    X(uploads_cut, STORE, uploads_cut, U64, COUNTER, ALWAYS,                                       \
+      "stalled uploads cut off to make room for new ones")                                         \
     /* how the cache started (-e, store/restore.c) */                                              \
     X(restore_mode, SNAP, restore_mode, STR, INFO, ALWAYS,                                         \
       "how the cache started: none, new, graceful, crash, discarded")                              \

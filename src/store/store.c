@@ -382,6 +382,7 @@ int store_create(struct store **out, const struct store_options *opt)
     s->ghost = calloc(ghosts, sizeof(*s->ghost));
     s->ghost_mask = s->ghost ? ghosts - 1 : 0;
     pthread_mutex_init(&s->ctx_lock, NULL);
+    store_upload_init(s);
     pthread_mutex_init(&s->house_lock, NULL);
     pthread_cond_init(&s->house_cond, NULL);
     s->house = store_ctx_create(s);
@@ -426,6 +427,7 @@ void store_destroy(struct store **sp)
     free(s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
     pthread_mutex_destroy(&s->house_lock);
+    store_upload_release(s);
     pthread_cond_destroy(&s->house_cond);
     free(s);
     *sp = NULL;

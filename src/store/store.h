@@ -151,7 +151,8 @@ struct store_reservation {
     uint32_t gen;   /* the segment's generation when reserved */
     uint8_t group;  /* TTL group it was reserved in */
     /* an upload (store_reserve_upload): key and value outside the segments */
-    char *stage;
+    void *stage;
+    bool cut;       /* cut off to make room for others: the value is dropped */
     uint8_t nkey;
     bool known;     /* flags and exptime below are the ones to commit */
     uint32_t flags;
@@ -180,14 +181,25 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
  * nothing, so it can never stop eviction or other writers) and copied into
  * place by store_commit. Values up to STORE_UPLOAD_SMALL bytes are always
  * accepted (one per connection at most); larger ones only while all
- * incomplete uploads together stay within the upload limit, else
- * STORE_NO_MEMORY (memcached's answer when its memory is full). With
+ * incomplete large uploads together stay within the upload limit (cutting
+ * off stalled ones, see store_upload_alive), else STORE_NO_MEMORY
+ * (memcached's answer when its memory is full). With
  * fields_known, flags and exptime are what will be committed (as
  * store_reserve_for); else as store_reserve. */
 #define STORE_UPLOAD_SMALL (16u * 1024)
 enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, size_t nkey,
                                        size_t nvalue, bool fields_known, uint32_t flags,
                                        rel_time_t exptime, struct store_reservation *res);
+
+/* Past the bound, a new large upload cuts off the oldest one that has
+ * received nothing for STORE_UPLOAD_STALL seconds. The receiving side calls
+ * this whenever bytes arrive (got_bytes: noted as progress) and now and
+ * then meanwhile (a connection tick): true while the value is still wanted; false
+ * once it was cut off, its memory is then freed at once: write no more into
+ * res->value (NULL now), drop the rest of the value, and store_commit
+ * answers STORE_NO_MEMORY. Plain reservations are always alive. */
+#define STORE_UPLOAD_STALL 2
+bool store_upload_alive(struct store_ctx *ctx, struct store_reservation *res, bool got_bytes);
 
 /* Link a filled reservation under its key by req's rules (an upload that
  * cannot be placed then fails as store_reserve would, and a set deletes
@@ -287,7 +299,8 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_evicted)         /* segments reclaimed by eviction */                  \
     X(seg_expired)         /* segments reclaimed whole because all expired */    \
     X(items_reinserted)    /* live, accessed items carried forward at eviction */\
-    X(uploads_refused)     /* large uploads refused at that bound (upload_limit) */
+    X(uploads_refused)     /* large uploads refused at that bound (upload_limit) */\
+    X(uploads_cut)         /* stalled ones cut off to make room */
 
 #define STORE_GAUGES(X)                                                         \
     X(curr_items)          /* live items */                                      \

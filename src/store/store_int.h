@@ -279,6 +279,10 @@ struct store {
     int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
     uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
     uint64_t upload_limit;     /* bound on the large ones */
+    pthread_mutex_t upload_lock;
+    struct { struct store_upload *head, *tail; } uploads; /* oldest first */
+    uint64_t upload_live;      /* large ones not cut off (upload_lock) */
+    uint64_t upload_held;      /* large ones still allocated (upload_lock) */
 
     struct persist *pm;        /* the -e memory file, or NULL (persist.h) */
 
@@ -386,6 +390,9 @@ enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, 
 
 /* ---- uploads (store_upload.c) ------------------------------------------ */
 
+struct store_upload;
+void store_upload_init(struct store *s);
+void store_upload_release(struct store *s);
 /* The default bound on large incomplete uploads for this -m and -I. */
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
 /* Move a staged upload's value into segment memory (a plain reservation),

@@ -12,14 +12,30 @@
  *
  * That memory is bounded: values up to STORE_UPLOAD_SMALL are always
  * accepted (a connection receives one value at a time, so they are bounded
- * by the connection count); larger ones only while the bytes of all
- * incomplete uploads stay within upload_limit, else the new one is refused
- * with STORE_NO_MEMORY. docs/store.md "Uploads" has the reasons.
+ * by the connection count); larger ones while the bytes of all incomplete
+ * large uploads stay within upload_limit. Past it, the oldest upload that
+ * has received nothing for STORE_UPLOAD_STALL seconds is cut off to make
+ * room; when none has stalled, the new one is refused. A cut-off upload's
+ * memory belongs to its connection's thread, which may be reading into it:
+ * it is only marked here, and freed by that thread at its next look
+ * (store_upload_alive: on its next bytes, or its connection's next tick),
+ * so until then it still counts, against twice the limit.
+ * docs/store.md "Uploads" has the reasons.
  */
 #include "store/store_int.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* A staged value: this header, then the key, then the value. */
+struct store_upload {
+    struct store_upload *prev, *next; /* s->uploads, oldest first (upload_lock) */
+    size_t bytes;                     /* key + value */
+    rel_time_t progress;              /* last bytes received: owner writes, relaxed */
+    bool large;                       /* counts against upload_limit */
+    bool cut;                         /* cut off: set under upload_lock, read by the owner */
+    char data[];
+};
 
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max)
 {
@@ -29,18 +45,32 @@ uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max)
     return lim > floor ? lim : floor;
 }
 
-/* Stages come from malloc: mapping each large one on its own (so it went
- * back to the OS at once) cost twice the server CPU per 1 MB set in page
- * faults; the allocator reuses freed stages, and what it keeps is bounded
- * by the same limit (docs/store.md "Uploads"). */
-static size_t stage_size(const struct store_reservation *res)
+void store_upload_init(struct store *s)
 {
-    return (size_t)res->nkey + res->nvalue;
+    pthread_mutex_init(&s->upload_lock, NULL);
 }
 
-static char *stage_alloc(size_t n)
+void store_upload_release(struct store *s)
 {
-    return malloc(n ? n : 1);
+    pthread_mutex_destroy(&s->upload_lock);
+}
+
+/* Make room for n large bytes (upload_lock held): cut off the oldest
+ * stalled uploads while the live ones would pass the limit. */
+static bool upload_admit(struct store_ctx *ctx, size_t n)
+{
+    struct store *s = ctx->store;
+    rel_time_t now = clock_now();
+    for (struct store_upload *u = s->uploads.head; u && s->upload_live + n > s->upload_limit;
+         u = u->next) {
+        if (!u->large || u->cut ||
+            now - __atomic_load_n(&u->progress, __ATOMIC_RELAXED) < STORE_UPLOAD_STALL)
+            continue;
+        __atomic_store_n(&u->cut, true, __ATOMIC_RELEASE);
+        s->upload_live -= u->bytes;
+        CTR_INC(ctx, uploads_cut);
+    }
+    return s->upload_live + n <= s->upload_limit && s->upload_held + n <= 2 * s->upload_limit;
 }
 
 enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, size_t nkey,
@@ -52,22 +82,36 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
     if (st != STORE_OK)
         return st;
     size_t n = nkey + nvalue;
-    uint64_t held = __atomic_add_fetch(&s->upload_bytes, n, __ATOMIC_RELAXED);
-    if (nvalue > STORE_UPLOAD_SMALL && held > s->upload_limit) {
-        __atomic_sub_fetch(&s->upload_bytes, n, __ATOMIC_RELAXED);
+    struct store_upload *u = malloc(sizeof(*u) + n);
+    if (!u)
+        return STORE_NO_MEMORY;
+    *u = (struct store_upload){.bytes = n, .progress = clock_now(),
+                               .large = nvalue > STORE_UPLOAD_SMALL};
+    pthread_mutex_lock(&s->upload_lock);
+    if (u->large && !upload_admit(ctx, n)) {
+        pthread_mutex_unlock(&s->upload_lock);
+        free(u);
         CTR_INC(ctx, uploads_refused);
         return STORE_NO_MEMORY;
     }
-    char *p = stage_alloc(n);
-    if (!p) {
-        __atomic_sub_fetch(&s->upload_bytes, n, __ATOMIC_RELAXED);
-        return STORE_NO_MEMORY;
+    if (u->large) {
+        s->upload_live += n;
+        s->upload_held += n;
     }
-    memcpy(p, key, nkey);
+    u->prev = s->uploads.tail;
+    if (u->prev)
+        u->prev->next = u;
+    else
+        s->uploads.head = u;
+    s->uploads.tail = u;
+    pthread_mutex_unlock(&s->upload_lock);
+    __atomic_add_fetch(&s->upload_bytes, n, __ATOMIC_RELAXED);
+
+    memcpy(u->data, key, nkey);
     *res = (struct store_reservation){
-        .value = p + nkey,
+        .value = u->data + nkey,
         .nvalue = (uint32_t)nvalue,
-        .stage = p,
+        .stage = u,
         .nkey = (uint8_t)nkey,
         .known = fields_known,
         .flags = flags,
@@ -78,25 +122,60 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
 
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res)
 {
-    size_t n = stage_size(res);
-    free(res->stage);
-    __atomic_sub_fetch(&ctx->store->upload_bytes, n, __ATOMIC_RELAXED);
+    struct store *s = ctx->store;
+    struct store_upload *u = res->stage;
+    pthread_mutex_lock(&s->upload_lock);
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        s->uploads.head = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    else
+        s->uploads.tail = u->prev;
+    if (u->large) {
+        s->upload_held -= u->bytes;
+        if (!u->cut)
+            s->upload_live -= u->bytes;
+    }
+    pthread_mutex_unlock(&s->upload_lock);
+    __atomic_sub_fetch(&s->upload_bytes, u->bytes, __ATOMIC_RELAXED);
+    free(u);
     res->stage = NULL;
     res->value = NULL;
+}
+
+bool store_upload_alive(struct store_ctx *ctx, struct store_reservation *res, bool got_bytes)
+{
+    struct store_upload *u = res->stage;
+    if (res->cut)
+        return false;
+    if (!u)
+        return true;
+    if (!__atomic_load_n(&u->cut, __ATOMIC_ACQUIRE)) {
+        if (got_bytes)
+            __atomic_store_n(&u->progress, clock_now(), __ATOMIC_RELAXED);
+        return true;
+    }
+    store_upload_free(ctx, res);
+    res->cut = true;
+    return false;
 }
 
 enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
                                      bool delete_on_fail)
 {
     struct store_reservation up = *res;
+    struct store_upload *u = up.stage;
+    const char *key = u->data;
     struct store_reservation r;
     enum store_status st =
-        up.known ? store_reserve_for(ctx, up.stage, up.nkey, up.nvalue, up.flags, up.exptime, &r)
-                 : store_reserve(ctx, up.stage, up.nkey, up.nvalue, &r);
+        up.known ? store_reserve_for(ctx, key, up.nkey, up.nvalue, up.flags, up.exptime, &r)
+                 : store_reserve(ctx, key, up.nkey, up.nvalue, &r);
     if (st == STORE_OK)
         memcpy(r.value, up.value, up.nvalue);
     else if (delete_on_fail)
-        store_delete(ctx, up.stage, up.nkey, NULL);
+        store_delete(ctx, key, up.nkey, NULL);
     store_upload_free(ctx, &up);
     *res = st == STORE_OK ? r : (struct store_reservation){0};
     return st;

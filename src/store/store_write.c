@@ -118,6 +118,7 @@ void store_abort(struct store_ctx *ctx, struct store_reservation *res)
 {
     if (res->stage)
         store_upload_free(ctx, res);
+    res->cut = false;
     if (res->seg)
         seg_unpin(res->seg);
     res->seg = NULL;
@@ -421,6 +422,10 @@ enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *
                                const struct store_set_req *req, uint64_t *cas_out,
                                uint32_t *size_out)
 {
+    if (res->cut) {
+        res->cut = false;
+        return STORE_NO_MEMORY;
+    }
     if (res->stage) {
         enum store_status st = store_upload_place(ctx, res, req->mode == STORE_MODE_SET);
         if (st != STORE_OK)

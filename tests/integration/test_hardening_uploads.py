@@ -7,11 +7,12 @@ protocols. Honest slow uploads (values sent in pieces, several at a time)
 must store at least what Debian's memcached 1.6.18 stores under the same
 load. See docs/store.md "Uploads"."""
 import random
+import time
 import struct
 
 import pytest
 
-from helpers import bin_read, bin_request, is_memcached
+from helpers import bin_read, bin_request, is_memcached, stats
 
 OLD_KEYS = 100
 ATTACKERS = 80
@@ -104,7 +105,12 @@ def test_big_half_sent_sets_binary(start_server):
 
 
 @pytest.mark.slow
-def test_small_half_sent_sets_one_worker(start_server):
+@pytest.mark.parametrize("opening", [
+    b"set hold%d 0 0 100\r\n",
+    # the whole value but its "\r\n": still incomplete, still an upload
+    b"set hold%d 0 0 1000\r\n" + b"h" * 1000,
+], ids=["no-value", "no-crlf"])
+def test_small_half_sent_sets_one_worker(start_server, opening):
     """At -t 1 every pending value would land in the one worker's segments:
     between two attackers another client writes 128 KB (10 MB in all, more
     than -m 8), so each attacker's value would pin a different segment if
@@ -122,7 +128,7 @@ def test_small_half_sent_sets_one_worker(start_server):
         if i % 8 == 7:
             assert old_readable(c) == OLD_KEYS, f"old keys lost after {i + 1} attackers"
 
-    held = half_sent_attack(srv, lambda i: b"set hold%d 0 0 100\r\n" % i, churn)
+    held = half_sent_attack(srv, lambda i: opening.replace(b"%d", b"%d" % i, 1), churn)
     check_others_unharmed(srv, held)
     w.close()
 
@@ -156,6 +162,20 @@ def test_upload_completes_after_many_pieces(start_server):
     r = bin_read(b)
     assert r["status"] == 0 and r["value"] == value
     b.close()
+
+
+def wait_upload_bytes(srv, want, timeout=10.0):
+    """Until the server holds `want` bytes of incomplete uploads (requests on
+    other connections may be parsed by other workers, in any order)."""
+    c = srv.connect()
+    deadline = time.monotonic() + timeout
+    while True:
+        got = int(stats(c, "nodelay")["upload_bytes"])
+        if got == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    c.close()
+    assert got == want
 
 
 def slow_upload_refusals(srv, seed=11, clients=8, per_client=40):
@@ -220,9 +240,15 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
     first = [srv.connect() for _ in range(4)]
     for i, c in enumerate(first):
         c.send(b"set up%d 0 0 1000000\r\n" % i + b"u" * 1000)
+    wait_upload_bytes(srv, 4 * (1000000 + 3))
     fifth = srv.connect()
     fifth.send(b"set up4 0 0 1000000\r\n")
     assert fifth.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    watcher = srv.connect()
+    st = stats(watcher, "nodelay")
+    assert int(st["upload_limit"]) == 4 << 20
+    assert int(st["upload_bytes"]) == 4 * (1000000 + 3)
+    assert int(st["uploads_refused"]) == 1
     fifth.send(b"x" * 1000000 + b"\r\n")
     assert fifth.call("version").startswith(b"VERSION ")
     # a small value split across reads is never refused for the bound
@@ -243,5 +269,49 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
     got = fifth.get_multi([f"up{i}" for i in range(5)])
     assert sorted(got) == ["up0", "up1", "up2", "up3"]
     assert all(v[1] == b"u" * 1000000 for v in got.values())
-    for c in first + [fifth, b]:
+    assert int(stats(watcher, "nodelay")["upload_bytes"]) == 0
+    for c in first + [fifth, b, watcher]:
+        c.close()
+
+
+@pytest.mark.slow
+def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
+    """When stalled uploads fill the bound, a new large one cuts off the oldest
+    that has received nothing for 2 s, so half-sent sets cannot keep honest
+    large uploads out either. The one cut off is answered when its value
+    ends (text: out of memory; binary: not stored); the others still store."""
+    if is_memcached(server_bin):
+        pytest.skip("nodelay's upload bound")
+    srv = start_server("-m", "8")
+    value = b"v" * 1000000
+    oldest = srv.connect()
+    whole = bin_request(0x01, key=b"bin0", value=value, extras=struct.pack(">II", 0, 0))
+    oldest.send(whole[:10000])
+    wait_upload_bytes(srv, 1000000 + 4)  # the binary one is the oldest
+    others = [srv.connect() for _ in range(3)]
+    for i, c in enumerate(others):
+        c.send(b"set up%d 0 0 1000000\r\n" % i + value[:1000])
+    wait_upload_bytes(srv, 1000000 + 4 + 3 * (1000000 + 3))
+    honest = srv.connect()
+    honest.send(b"set fresh 0 0 1000000\r\n" + value[:1000])
+    assert honest.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    honest.send(value[1000:] + b"\r\n")  # swallowed
+    assert honest.call("version").startswith(b"VERSION ")
+    time.sleep(2.2)  # now they have all stalled
+    honest.send(b"set fresh 0 0 1000000\r\n")
+    for off in range(0, len(value), 100000):
+        honest.send(value[off:off + 100000])
+    honest.send(b"\r\n")
+    assert honest.readline() == b"STORED\r\n"
+    assert int(stats(honest, "nodelay")["uploads_cut"]) == 1
+    oldest.send(whole[10000:])
+    r = bin_read(oldest)
+    assert r["status"] == 0x05  # NOT_STORED: its value was dropped
+    for i, c in enumerate(others):
+        c.send(value[1000:] + b"\r\n")
+        assert c.readline() == b"STORED\r\n"
+    got = honest.get_multi(["fresh", "bin0", "up0", "up1", "up2"])
+    assert sorted(got) == ["fresh", "up0", "up1", "up2"]
+    assert int(stats(honest, "nodelay")["upload_bytes"]) == 0
+    for c in others + [oldest, honest]:
         c.close()

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define MB (1u << 20)
 
@@ -100,6 +101,72 @@ static void test_upload_limit(void **state)
     assert_true(it.value[0] == 'v' && it.value[999999] == 'v');
     store_pin_release(it.pin);
     assert_int_equal(store_get(t.c, "k2", 2, &g, &it), STORE_MISS);
+    tstore_close(&t);
+}
+
+/* Let STORE_UPLOAD_STALL seconds pass on the store's clock. */
+static void pass_stall_time(void)
+{
+#ifdef NODELAY_DEBUG
+    clock_debug_advance(STORE_UPLOAD_STALL);
+#else
+    struct timespec ts = {.tv_sec = STORE_UPLOAD_STALL, .tv_nsec = 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+#endif
+}
+
+/* Past the bound the oldest stalled upload is cut off for a new one: its
+ * owner learns it at its next look, its memory goes then, and its commit
+ * is refused. One still receiving bytes is never cut. */
+static void test_upload_cut_off(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true); /* limit 4 MB */
+    struct store_reservation up[6];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(store_reserve_upload(t.c, "k", 1, 1000000, true, 0, REL_TIME_NEVER,
+                                              &up[i]),
+                         STORE_OK);
+    /* nothing has stalled yet: the newest is refused */
+    assert_int_equal(store_reserve_upload(t.c, "n", 1, 1000000, true, 0, REL_TIME_NEVER, &up[4]),
+                     STORE_NO_MEMORY);
+    pass_stall_time();
+    /* up[0] keeps receiving; up[1] is then the oldest stalled one */
+    assert_true(store_upload_alive(t.c, &up[0], true));
+    assert_int_equal(store_reserve_upload(t.c, "n", 1, 1000000, true, 0, REL_TIME_NEVER, &up[4]),
+                     STORE_OK);
+    struct store_stats st = st_of(&t);
+    assert_int_equal(st.uploads_cut, 1);
+    assert_int_equal(st.upload_bytes, 5 * 1000001); /* up[1] not freed yet */
+    assert_true(store_upload_alive(t.c, &up[0], false));
+    assert_false(store_upload_alive(t.c, &up[1], false));
+    assert_null(up[1].value);
+    assert_int_equal(st_of(&t).upload_bytes, 4 * 1000001);
+    struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
+    assert_int_equal(store_commit(t.c, &up[1], &req, NULL, NULL), STORE_NO_MEMORY);
+    /* again: up[0] still receiving, up[2] now the oldest stalled */
+    pass_stall_time();
+    assert_true(store_upload_alive(t.c, &up[0], true));
+    assert_int_equal(store_reserve_upload(t.c, "m", 1, 1000000, true, 0, REL_TIME_NEVER, &up[5]),
+                     STORE_OK);
+    assert_int_equal(st_of(&t).uploads_cut, 2);
+    assert_true(store_upload_alive(t.c, &up[0], false));
+    memset(up[0].value, 'a', up[0].nvalue);
+    assert_int_equal(store_commit(t.c, &up[0], &req, NULL, NULL), STORE_OK);
+    store_abort(t.c, &up[2]); /* its owner closes before looking: freed, cut or not */
+    for (int i = 3; i < 6; i++)
+        store_abort(t.c, &up[i]);
+    st = st_of(&t);
+    assert_int_equal(st.upload_bytes, 0);
+    assert_int_equal(st.uploads_refused, 1);
+    char buf[8];
+    struct store_item it;
+    struct store_get_req g = {.want_value = true};
+    assert_int_equal(store_get(t.c, "k", 1, &g, &it), STORE_OK);
+    assert_int_equal(it.nvalue, 1000000);
+    store_pin_release(it.pin);
+    (void)buf;
     tstore_close(&t);
 }
 
@@ -213,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_uploads_pin_no_segment),
         cmocka_unit_test(test_upload_limit),
         cmocka_unit_test(test_upload_modes),
+        cmocka_unit_test(test_upload_cut_off),
         cmocka_unit_test(test_upload_set_fails_like_reserve),
         cmocka_unit_test(test_temporary_ttl_group),
     };

@@ -35,8 +35,11 @@ static size_t bin_recv_feed(struct session *s, const char *p, size_t avail)
     struct bin_state *st = &s->bin;
     size_t want = st->need - st->filled;
     size_t n = avail < want ? avail : want;
+    /* an upload cut off for others: drop the rest, the commit refuses it */
+    if (st->recv == BIN_RECV_STORE && st->res.value)
+        store_upload_alive(s->store, &st->res, n > 0);
     if (n > 0) {
-        if (st->recv == BIN_RECV_STORE)
+        if (st->recv == BIN_RECV_STORE && st->res.value)
             memcpy(st->res.value + st->filled, p, n);
         else if (st->recv == BIN_RECV_SASL && !st->sasl_overflow)
             memcpy(st->sasl_data + st->filled, p, n);
@@ -44,7 +47,7 @@ static size_t bin_recv_feed(struct session *s, const char *p, size_t avail)
     }
     if (st->filled == st->need) {
         bin_recv_done(s);
-    } else if (st->recv == BIN_RECV_STORE) {
+    } else if (st->recv == BIN_RECV_STORE && st->res.value) {
         /* The rest may be read straight into item memory. */
         s->sink = st->res.value + st->filled;
         s->sink_len = st->need - st->filled;
@@ -60,8 +63,22 @@ void bin_sink_filled(struct session *s, size_t n)
     st->filled += n;
     s->sink += n;
     s->sink_len -= n;
+    if (st->res.value && !store_upload_alive(s->store, &st->res, n > 0)) {
+        s->sink = NULL; /* cut off: its memory is gone, drop the rest */
+        s->sink_len = 0;
+    }
     if (st->filled == st->need)
         bin_recv_done(s);
+}
+
+void bin_tick(struct session *s)
+{
+    struct bin_state *st = &s->bin;
+    if (st->recv == BIN_RECV_STORE && st->res.value &&
+        !store_upload_alive(s->store, &st->res, false)) {
+        s->sink = NULL;
+        s->sink_len = 0;
+    }
 }
 
 void bin_swallow(struct session *s, size_t n)

@@ -234,6 +234,9 @@ void bin_sink_filled(struct session *s, size_t n);
 
 /* Abort any value being received and free what the state holds. */
 void bin_state_release(struct session *s);
+/* Now and then while idle: free a value being received that was cut off
+ * to make room for others (store_upload_alive). */
+void bin_tick(struct session *s);
 
 /* ---- internal to bin_*.c ---- */
 

@@ -153,7 +153,7 @@ void meta_set(struct session *s, const struct meta_req *req)
     /* flags and expiry are known now: the store lays the item out for them */
     rel_time_t exptime = r->vivify ? r->vivify_exptime : r->exptime;
     enum store_status st =
-        s->text.avail < req->datalen
+        s->text.avail < (size_t)req->datalen + 2 /* the value and its "\r\n" */
             ? store_reserve_upload(s->store, req->key, req->nkey, req->datalen, true, r->flags,
                                    exptime, &s->text.res)
             : store_reserve_for(s->store, req->key, req->nkey, req->datalen, r->flags, exptime,

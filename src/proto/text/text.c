@@ -296,6 +296,12 @@ static size_t text_receive(struct session *s, const char *buf, size_t len)
 {
     struct text_state *t = &s->text;
     size_t pos = 0;
+    /* an upload cut off for others: drop the rest, the commit refuses it */
+    if (t->have_res && t->dest && !store_upload_alive(s->store, &t->res, len > 0)) {
+        t->dest = NULL;
+        s->sink = NULL;
+        s->sink_len = 0;
+    }
     if (t->filled < t->need) {
         size_t n = t->need - t->filled;
         if (n > len)
@@ -339,6 +345,21 @@ void text_sink_filled(struct session *s, size_t n)
     } else {
         s->sink += n;
         s->sink_len -= n;
+    }
+    if (t->have_res && t->dest && !store_upload_alive(s->store, &t->res, n > 0)) {
+        t->dest = NULL; /* cut off: its memory is gone, drop the rest */
+        s->sink = NULL;
+        s->sink_len = 0;
+    }
+}
+
+void text_tick(struct session *s)
+{
+    struct text_state *t = &s->text;
+    if (t->receiving && t->have_res && t->dest && !store_upload_alive(s->store, &t->res, false)) {
+        t->dest = NULL;
+        s->sink = NULL;
+        s->sink_len = 0;
     }
 }
 

@@ -90,6 +90,9 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len,
                                size_t *consumed);
 /* The connection read n bytes straight into s->sink (proto_sink_filled). */
 void text_sink_filled(struct session *s, size_t n);
+/* Now and then while idle: free a value being received that was cut off
+ * to make room for others (store_upload_alive). */
+void text_tick(struct session *s);
 /* Abort a value being received (its reservation included: meta_state_release
  * must not abort s->text.res again), release meta's and auth's state. */
 void text_state_release(struct session *s);

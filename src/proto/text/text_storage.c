@@ -94,12 +94,13 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
 
     rel_time_t exp = clock_exptime(exptime);
     /* append/prepend keep the old item's flags and expiry: no layout hint.
-     * A value not all in this read is an upload: it holds no segment while
-     * it arrives (store_reserve_upload). */
+     * A value not all in this read, its "\r\n" included (else a client
+     * could hold a segment by leaving those two bytes out), is an upload:
+     * it holds no segment while it arrives (store_reserve_upload). */
     bool concat = mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND;
     struct store_reservation *res = &s->text.res;
     enum store_status st =
-        s->text.avail < (size_t)vlen
+        s->text.avail < (size_t)vlen + 2
             ? store_reserve_upload(s->store, key->s, key->len, (size_t)vlen, !concat, flags,
                                    exp, res)
         : concat ? store_reserve(s->store, key->s, key->len, (size_t)vlen, res)
