@@ -36,6 +36,18 @@ ifneq ($(SYSTEMD_LIBS),)
 SERVER_CFLAGS := -DNODELAY_HAVE_SYSTEMD $(shell pkg-config --cflags libsystemd 2>/dev/null)
 endif
 
+# The Prometheus endpoint (-o metrics_listen) when pkg-config finds
+# libmicrohttpd (Debian: libmicrohttpd-dev); without it the server builds the
+# same and refuses that option with a message. MHD=no leaves it out.
+MHD ?= auto
+ifneq ($(MHD),no)
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+endif
+ifneq ($(MHD_LIBS),)
+MHD_CFLAGS := -DNODELAY_HAVE_MHD $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+endif
+LDLIBS += $(MHD_LIBS)
+
 ifeq ($(CONFIG),release)
 CFLAGS_CONFIG := -O2 -g
 else ifeq ($(CONFIG),debug)
@@ -94,6 +106,15 @@ $(SYSTEMD_STAMP): FORCE
 $(OUT)/src/main.o: src/main.c $(SYSTEMD_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SERVER_CFLAGS) -c $< -o $@
+
+# Only metrics_http.c talks to libmicrohttpd; same stamp scheme as systemd's.
+MHD_STAMP := $(OUT)/mhd.stamp
+$(MHD_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(MHD_LIBS)' | cmp -s - $@ || echo '$(MHD_LIBS)' >$@
+$(OUT)/src/metrics/metrics_http.o: src/metrics/metrics_http.c $(MHD_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

@@ -10,11 +10,13 @@
 #   pkg-config             the Makefile asks it whether libsystemd is there
 #   libsystemd-dev         sd_notify(READY=1) for the systemd unit's Type=notify
 #                          (optional: without it the build works, sends nothing)
+#   libmicrohttpd-dev      the Prometheus endpoint's HTTP server (-o metrics_listen;
+#                          optional: without it the build works and refuses that option)
 set -e
 if [ "$(id -u)" != 0 ]; then
     exec sudo "$0" "$@"
 fi
-PKGS="make gcc libc6-dev libxxhash-dev libssl-dev pkg-config libsystemd-dev"
+PKGS="make gcc libc6-dev libxxhash-dev libssl-dev pkg-config libsystemd-dev libmicrohttpd-dev"
 missing=""
 for p in $PKGS "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "event/event.h"
 #include "log.h"
+#include "metrics/metrics.h"
 #include "net/core.h"
 #include "net/listener.h"
 #include "net/tls.h"
@@ -236,6 +237,12 @@ int main(int argc, char **argv)
     log_set_verbosity(SETTINGS_GET(&s, verbosity));
     /* -vvv logs every lookup, at the same points as `watch fetchers` */
     watch_set_stderr(SETTINGS_GET(&s, verbosity) >= LOG_LEVEL_DEBUG);
+    if (s.metrics_listen && !metrics_available()) {
+        log_error("-o metrics_listen=%s: this nodelay was built without libmicrohttpd "
+                  "(install libmicrohttpd-dev and rebuild)", s.metrics_listen);
+        settings_release(&s);
+        return MAIN_EX_USAGE;
+    }
 
     main_raise_limits(&s);
     struct passwd *pw;
@@ -345,7 +352,17 @@ int main(int argc, char **argv)
     struct server *srv = server_create(&core); /* the ops every session gets */
     if (!srv)
         goto out_entries;
+    if (s.metrics_listen) {
+        char err[256];
+        if (metrics_start(s.metrics_listen, srv, &s, err, sizeof err) < 0) {
+            log_error("%s", err);
+            server_destroy(&srv);
+            rc = MAIN_EX_USAGE;
+            goto out_entries;
+        }
+    }
     if (core_start(&core) < 0) {
+        metrics_stop();
         server_destroy(&srv);
         goto out_entries;
     }
@@ -359,6 +376,7 @@ int main(int argc, char **argv)
     bool graceful = false;
     main_wait_for_stop(&set, s.auth_file, &graceful);
     main_notify("STOPPING=1");
+    metrics_stop(); /* before the core it reads goes away */
     core_stop(&core, graceful);
     server_destroy(&srv);
     rc = 0;

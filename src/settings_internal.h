@@ -114,5 +114,7 @@ int settings_config_stream(struct settings_parse_ctx *c, FILE *f, const char *pa
 char *settings_keep(struct settings *s, const char *str);
 /* Free the lines a config file left in s->strings. */
 void settings_config_release(struct settings *s);
+/* A copy of `line` that lives as long as s (freed by settings_config_release). */
+char *settings_keep(struct settings *s, const char *line);
 
 #endif

@@ -55,14 +55,15 @@ int settings_parse_EXTENDED(struct settings_parse_ctx *c, const struct settings_
                             const char *name, const char *val)
 {
     (void)r, (void)name;
-    char *copy = strdup(val);
+    /* kept for the settings' life: a string sub-option (metrics_listen)
+     * points into it */
+    char *copy = settings_keep(c->s, val);
     if (!copy)
         SETTINGS_FAIL(c, 1, "out of memory\n");
     int rc = 0;
     for (char *save = NULL, *opt = strtok_r(copy, ",", &save); opt && rc == 0;
          opt = strtok_r(NULL, ",", &save))
         rc = settings_suboption(c, opt);
-    free(copy);
     return rc;
 }
 

@@ -2,24 +2,29 @@
  * k/m/g, ON/OFF, BOOL, STR, DBL, OCTAL, MB, KB) and the number rules they
  * share with the per-flag hooks. Where memcached silently reads garbage as
  * 0 (atoi), nodelay refuses: `Invalid value for -p: "foo"` (exit 64). */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "num.h"
 #include "settings_internal.h"
 
-/* Whole-string decimal integer in [min, max]. */
+/* Whole-string decimal integer in [min, max]: memcached's strtol rules
+ * (num.c), but no white space around it, which a config line or a quoted
+ * init-script argument would otherwise slip past. */
 int settings_value_long(const char *str, long min, long max, long *out)
 {
     if (!str || !*str)
         return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(str, &end, 10);
-    if (errno || *end || v < min || v > max)
+    size_t n = strlen(str);
+    if (isspace((unsigned char)str[0]) || isspace((unsigned char)str[n - 1]))
         return -1;
-    *out = v;
+    int64_t v;
+    if (!num_safe_i64(str, n, &v) || v < min || v > max)
+        return -1;
+    *out = (long)v;
     return 0;
 }
 
@@ -27,13 +32,10 @@ int settings_value_double(const char *str, double *out)
 {
     if (!str || !*str)
         return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(str, &end);
-    if (errno || *end)
+    size_t n = strlen(str);
+    if (isspace((unsigned char)str[0]) || isspace((unsigned char)str[n - 1]))
         return -1;
-    *out = v;
-    return 0;
+    return num_safe_double(str, n, out) ? 0 : -1;
 }
 
 /* A byte size with an optional k/m/g suffix (memcached's -I). */

@@ -59,7 +59,10 @@ uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint3
 void item_decode(const char *p, struct item_hdr *h)
 {
     const uint8_t *u = (const uint8_t *)p;
-    h->layout = u[0] & (uint8_t)~ITEM_L_STATE;
+    /* -e's state bits may be set meanwhile by a thread holding the item's
+     * bucket lock (eviction reads headers before taking it): read the byte
+     * atomically; the bits read here never change. */
+    h->layout = __atomic_load_n(&u[0], __ATOMIC_RELAXED) & (uint8_t)~ITEM_L_STATE;
     h->nkey = u[1];
     uint32_t i = 2, v = 0, shift = 0;
     for (;;) {

@@ -160,7 +160,7 @@ static bool restore_decode(const char *p, size_t avail, struct item_hdr *h)
     if (avail < 7)
         return false;
     const uint8_t *u = (const uint8_t *)p;
-    uint8_t l = u[0];
+    uint8_t l = __atomic_load_n(&u[0], __ATOMIC_RELAXED); /* other walkers mark items dead */
     if (!(l & ITEM_L_MARK) || !(l & ITEM_L_SUM) ||
         ((l & ITEM_L_CAS32) && (l & ITEM_L_CAS64)))
         return false;
@@ -279,7 +279,7 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
     unsigned head = 0, n = 0;
     for (uint32_t x = 0; x < end;) {
         char *p = seg->data + x;
-        if (!p[0]) { /* compaction padding */
+        if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) { /* compaction padding */
             x += (uint32_t)align;
             continue;
         }

@@ -342,7 +342,7 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
     struct pm_seg *ps = s->pm ? pm_seg(s->pm, v->id) : NULL;
     for (size_t off = 0; off < v->write_off;) {
         char *p = v->data + off;
-        if (!p[0]) {
+        if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) {
             /* padding left by an in-place compaction with -e (below) */
             off += align;
             continue;

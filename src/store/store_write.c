@@ -108,6 +108,10 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
 
 const char *store_reservation_key(const struct store_reservation *res, size_t *nkey)
 {
+    if (res->stage) { /* an upload: its key is staged right before the value */
+        *nkey = res->nkey;
+        return res->value - res->nkey;
+    }
     struct item_hdr h;
     item_decode(res->item, &h);
     *nkey = h.nkey;

@@ -32,11 +32,17 @@ static char *fuzz_image;
 static size_t fuzz_len;
 static struct store_options fuzz_opt;
 
+static void fuzz_cleanup(void)
+{
+    unlink(fuzz_path); /* a 4 MiB file in tmpfs per run otherwise */
+}
+
 static int fuzz_setup(void)
 {
     clock_setup();
     snprintf(fuzz_path, sizeof(fuzz_path), "/dev/shm/nodelay-fuzz-restore-%d", (int)getpid());
     unlink(fuzz_path);
+    atexit(fuzz_cleanup);
     fuzz_opt = (struct store_options){
         .mem_limit = 2u << 20,
         .item_size_max = 64 * 1024,

@@ -57,8 +57,23 @@ def shape(line):
     return [k for k, _ in parse(line)]
 
 
+def settle(srv, c):
+    """Wait until c is the only client (the fixture's readiness probe may
+    still be being accepted or closed), so a watcher sees only ours."""
+    deadline = time.monotonic() + 5 * helpers.slow_factor()
+    while True:
+        conns = c.call("stats conns", until=b"END\r\n").decode()
+        states = re.findall(r"STAT (\d+):state (\S+)", conns)
+        if len([fd for fd, st in states if st != "conn_listening"]) == 1:
+            return
+        assert time.monotonic() < deadline, conns
+        time.sleep(0.02)
+
+
 def scenario(srv):
     """Run one of each event class; return {type: first line of that type}."""
+    c0 = srv.connect()
+    settle(srv, c0)  # and kept open, so the client below has an fd of its own
     w = watcher(srv, "fetchers mutations evictions connevents deletions")
     c = srv.connect()
     c.set("wk", "abc")
@@ -66,16 +81,25 @@ def scenario(srv):
     c.get("wk_missing")
     c.call("delete wk")
     c.close()
+    # the client's own lines: the fixture's readiness probe may still be
+    # closing when the watcher starts, so its conn_close can come first
+    cfd = []
+
+    def ours_closed(line):
+        m = re.search(r" cfd=(\d+)", line)
+        if m and "type=conn_new" in line and not cfd:
+            cfd.append(m.group(1))
+        return "type=conn_close" in line and cfd and line.endswith(" cfd=" + cfd[0])
+
     seen = {}
-    # The fixture's own readiness probe may close after the watcher joined:
-    # read past this scenario's last event before waiting for its close.
-    lines = lines_until(w, lambda l: "type=deleted" in l)
-    lines += lines_until(w, lambda l: "type=conn_close" in l)
-    for line in lines:
+    for line in lines_until(w, ours_closed):
         m = LINE.match(line)
         assert m, f"not a log line: {line!r}"
+        if "type=conn_" in line and not line.endswith(" cfd=" + cfd[0]):
+            continue
         seen.setdefault(m.group(1) + ("" if "status=not_found" not in line else "_miss"), line)
     w.close()
+    c0.close()
     return seen
 
 
@@ -290,3 +314,37 @@ def test_stalled_watcher_does_not_slow_others(start_server):
     assert worst < 0.5 * helpers.slow_factor(), worst
     assert total < 10 * helpers.slow_factor(), total
     w.close()
+
+
+def test_large_value_arriving_later_is_logged(start_server):
+    """A value still arriving when its line is parsed is staged outside the
+    segments (store_upload.c): its commit is logged like any other."""
+    srv = start_server()
+    w = watcher(srv, "fetchers mutations")
+    c = srv.connect()
+    for cmd, key in ((b"set big 0 0 300000", b"big"), (b"ms bigm 300000 T0", b"bigm")):
+        c.send(cmd + b"\r\n")
+        time.sleep(0.05)
+        c.send(b"v" * 300000 + b"\r\n")
+        assert c.readline() in (b"STORED\r\n", b"HD\r\n")
+        line = lines_until(w, lambda l: "item_store" in l)[-1]
+        assert f" key={key.decode()} status=stored cmd=set " in line, line
+        assert line.endswith(" size=300000"), line
+
+
+def test_binary_protocol_is_logged(start_server):
+    srv = start_server()
+    w = watcher(srv, "fetchers mutations deletions")
+    c = srv.connect()
+    # SET (0x01): extras flags u32 + exptime u32
+    c.send(helpers.bin_request(0x01, key=b"bk", value=b"val", extras=b"\0" * 8))
+    helpers.bin_read(c)
+    c.send(helpers.bin_request(0x00, key=b"bk"))  # GET
+    helpers.bin_read(c)
+    c.send(helpers.bin_request(0x04, key=b"bk"))  # DELETE
+    helpers.bin_read(c)
+    got = lines_until(w, lambda l: "type=deleted" in l)
+    kinds = [LINE.match(l).group(1) for l in got]
+    assert kinds == ["item_get", "item_store", "item_get", "item_get", "deleted"], got
+    assert " key=bk status=stored cmd=set ttl=0 " in got[1]
+    assert " key=bk status=found " in got[2] and got[2].endswith(" size=3")

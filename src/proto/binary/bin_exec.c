@@ -14,6 +14,7 @@
 #include "settings.h"
 #include "stats/stats.h"
 #include "version.h"
+#include "proto/watch_note.h"
 
 /* `stats detail on|off` flips this while workers run. */
 static bool bin_detail_enabled(const struct session *s)
@@ -75,6 +76,8 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     struct store_item it;
     enum store_status st = store_get(s->store, key, h->keylen, &req, &it);
     bool hit = st == STORE_OK;
+    if (watch_active(WATCH_LOOKUPS))
+        watch_note_get(s, key, h->keylen, st, &it);
 
     stats_count_fetch(s->stats, touch, hit);
     if (bin_detail_enabled(s))
@@ -189,7 +192,12 @@ void bin_update_complete(struct session *s)
     uint64_t cas = 0;
 
     STAT_INC(s->stats, cmd_set);
+    struct watch_commit wc = {0};
+    if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
+        watch_commit_begin(s, &st->res, &wc);
     enum store_status rs = store_commit(s->store, &st->res, &st->set_req, &cas, NULL);
+    if (wc.on)
+        watch_commit_end(s, &wc, rs, st->set_req.mode, st->set_req.exptime);
     if (st->set_req.mode == STORE_MODE_CAS) {
         if (rs == STORE_OK)
             STAT_INC(s->stats, cas_hits);
@@ -229,8 +237,13 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
     if (bin_detail_enabled(s))
         session_stats_detail(s, key, h->keylen, 'd', false);
     struct store_delete_req req = {.cas_compare = h->cas};
+    struct watch_seen seen = {0};
+    if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
+        watch_peek(s, key, h->keylen, &seen);
     switch (store_delete(s->store, key, h->keylen, &req)) {
     case STORE_OK:
+        if (watch_active(WATCH_DELETIONS))
+            watch_note_deleted(key, h->keylen, "delete", &seen);
         STAT_INC(s->stats, delete_hits);
         return bin_success(s, h, quiet, 0, NULL, 0);
     case STORE_EXISTS:
@@ -256,6 +269,8 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
         .cas_compare = h->cas,
     };
     struct store_arith_res res = {0};
+    if (watch_active(WATCH_LOOKUPS))
+        watch_peek(s, key, h->keylen, NULL);
     switch (store_arith(s->store, key, h->keylen, &req, &res)) {
     case STORE_OK: {
         if (!res.created) {

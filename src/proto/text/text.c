@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "stats/stats_hist.h"
 #include "proto/meta/meta.h"
 #include "proto/proto.h"
 #include "proto/session.h"
@@ -378,6 +379,23 @@ static bool text_long_line_ok(const char *buf, size_t len)
            (len >= 5 && (memcmp(buf, "gets ", 5) == 0 || memcmp(buf, "gats ", 5) == 0));
 }
 
+/* Service time (stats/stats_hist.h): recorded once the reply is queued, which
+ * for a storage command is when its value has arrived and for a multiget
+ * paused for the socket when its last key is done. */
+static void text_timing_end(struct text_state *t)
+{
+    metrics_hist_record((enum metrics_family)t->timing_family, metrics_now_ns() - t->timing_start);
+    t->timing_start = 0;
+}
+
+static void text_timing_begin(struct text_state *t, const struct text_line *l, uint64_t t0)
+{
+    t->timing_family = l->ntok ? metrics_family_of(l->tok[0].s, l->tok[0].len) : METRICS_OTHER;
+    t->timing_start = t0;
+    if (!t->receiving && t->cont.kind == TEXT_CONT_NONE)
+        text_timing_end(t);
+}
+
 enum proto_status text_process(struct session *s, const char *buf, size_t len, size_t *consumed)
 {
     struct text_state *t = &s->text;
@@ -391,6 +409,8 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             pos += text_receive(s, buf + pos, len - pos);
             if (t->receiving)
                 break;
+            if (t->timing_start)
+                text_timing_end(t);
             continue;
         }
         if (pos == len)
@@ -422,18 +442,25 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         size_t start = pos;
         size_t whole = next - pos; /* the request with its line end */
         pos = next;
+        uint64_t t0 = 0;
         t->avail = len - pos;
         if (resuming) {
             if (t->cont.kind == TEXT_CONT_GET)
                 text_get_resume(s, &line);
             else
                 text_dump_resume(s);
+            if (t->timing_start && t->cont.kind == TEXT_CONT_NONE)
+                text_timing_end(t);
         } else {
             log_verbose("<%d %.*s", s->cfd, (int)line.len, line.raw);
+            if (metrics_timing())
+                t0 = metrics_now_ns();
             if (!s->authenticated)
                 text_auth_line(s, &line);
             else if (text_framing_ok(s, &line, whole))
                 text_dispatch(s, &line);
+            if (t0)
+                text_timing_begin(t, &line, t0);
         }
         handled++;
         if (t->cont.kind != TEXT_CONT_NONE && !t->closing) {

@@ -76,6 +76,8 @@ struct text_state {
                                     not all here is an upload (store.h) */
     bool noreply;                /* classic `noreply`: suppress every reply */
     bool reply_unlogged;         /* -vv: memcached does not log this command's reply */
+    uint64_t timing_start;       /* metrics: a command waiting for its value, since */
+    unsigned timing_family;      /* ... and its family (stats/stats_hist.h) */
     bool closing;                /* quit, HTTP guard, shutdown, out of memory */
     char *auth_buf;              /* -Y: the "user pass" token being received */
     struct text_cont cont;       /* a paused multiget or dump */

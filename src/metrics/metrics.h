@@ -1,0 +1,37 @@
+/* The Prometheus endpoint (-o metrics_listen=ADDR:PORT): /metrics in the
+ * Prometheus text format, on its own HTTP thread (libmicrohttpd).
+ *
+ * The page is generated from what `stats`, `stats settings`, `stats items`
+ * and `stats nodelay` print, which come from the counters table: memcached's
+ * fields under memcached_exporter's metric names (so its dashboards work
+ * unchanged), every other numeric field as nodelay_<name>, and the request
+ * service-time histograms of stats/stats_hist.h. A scrape reads the workers'
+ * counters the way `stats` does (relaxed loads, never a worker's lock), so
+ * it costs workers nothing; with the endpoint off nothing runs at all.
+ * docs/server.md "Prometheus endpoint".
+ */
+#ifndef NODELAY_METRICS_H
+#define NODELAY_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct reply_queue;
+struct server;
+struct settings;
+
+/* Whether this build has libmicrohttpd (else -o metrics_listen is refused). */
+bool metrics_available(void);
+
+/* Start serving on `listen` ("PORT", "ADDR:PORT", "[ADDR6]:PORT"; an address
+ * left out means 127.0.0.1) the counters of srv and the settings s, which
+ * must outlive metrics_stop. Returns 0, or -1 with a message in err. */
+int metrics_start(const char *listen, struct server *srv, const struct settings *s, char *err,
+                  size_t errlen);
+void metrics_stop(void);
+
+/* The /metrics page (no socket involved, so tests compose it directly).
+ * Returns 0, or -1 when out of memory. */
+int metrics_compose(struct server *srv, const struct settings *s, struct reply_queue *out);
+
+#endif

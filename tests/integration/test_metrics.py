@@ -1,0 +1,235 @@
+"""The Prometheus endpoint (-o metrics_listen): memcached_exporter's metric
+names, nodelay_* for the rest, service-time histograms; checked by promtool
+and scraped by a real Prometheus server when Debian's prometheus package is
+installed (those tests skip, saying so, when it is not)."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import helpers
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "memcached_exporter_metrics.txt")
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+
+
+def endpoint(start_server, *flags):
+    port = helpers.free_port()
+    try:
+        srv = start_server("-o", f"metrics_listen={port}", *flags)
+    except helpers.ServerError as e:
+        if "without libmicrohttpd" in str(e):
+            pytest.skip("this build has no libmicrohttpd (install libmicrohttpd-dev, rebuild)")
+        raise
+    return srv, port
+
+
+def scrape(port, path="/metrics"):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+        assert r.status == 200
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return r.read().decode()
+
+
+def samples(text):
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"not a sample line: {line!r}"
+        out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def test_workload_moves_exactly_its_counters(start_server):
+    srv, port = endpoint(start_server)
+    c = srv.connect()
+    before = samples(scrape(port))
+    for i in range(10):
+        assert c.set("mk%d" % i, "v" * 10) == b"STORED\r\n"
+    for i in range(7):
+        assert c.get("mk%d" % i) == b"v" * 10
+    for i in range(3):
+        assert c.get("missing%d" % i) is None
+    assert c.call("delete mk0") == b"DELETED\r\n"
+    c.send("ms mm 2\r\nhi\r\n")
+    assert c.readline() == b"HD\r\n"
+    after = samples(scrape(port))
+
+    def delta(name):
+        return after.get(name, 0) - before.get(name, 0)
+
+    assert delta('memcached_commands_total{command="get",status="hit"}') == 7
+    assert delta('memcached_commands_total{command="get",status="miss"}') == 3
+    assert delta('memcached_commands_total{command="set",status="hit"}') == 11
+    assert delta('memcached_commands_total{command="delete",status="hit"}') == 1
+    assert after["memcached_current_items"] == 10
+    # one histogram observation per request, in its family
+    assert delta('nodelay_request_duration_seconds_count{family="get"}') == 10
+    assert delta('nodelay_request_duration_seconds_count{family="set"}') == 10
+    assert delta('nodelay_request_duration_seconds_count{family="delete"}') == 1
+    assert delta('nodelay_request_duration_seconds_count{family="meta"}') == 1
+    inf = after['nodelay_request_duration_seconds_bucket{family="get",le="+Inf"}']
+    assert inf == after['nodelay_request_duration_seconds_count{family="get"}']
+    # buckets are cumulative and the sum is plausible (under a second each)
+    prev = 0
+    for name, v in sorted(((k, v) for k, v in after.items()
+                           if k.startswith('nodelay_request_duration_seconds_bucket{family="get"')
+                           and "+Inf" not in k),
+                          key=lambda kv: float(re.search(r'le="([^"]+)"', kv[0]).group(1))):
+        assert v >= prev, name
+        prev = v
+    assert 0 < after['nodelay_request_duration_seconds_sum{family="get"}'] < 10
+    # nodelay's own counters are there too
+    assert delta("nodelay_read_calls_total") > 0
+    assert "nodelay_quickacks_total" in after
+
+
+def test_every_memcached_exporter_name_is_served(start_server):
+    srv, port = endpoint(start_server)
+    srv.connect().set("one", "item")  # per-class metrics need an item
+    names = {k.split("{")[0] for k in samples(scrape(port))}
+    with open(FIXTURE) as f:
+        want = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    assert len(want) > 40
+    missing = [n for n in want if n not in names]
+    assert not missing, missing
+
+
+def test_promtool_accepts_the_page(start_server):
+    promtool = shutil.which("promtool")
+    if not promtool:
+        pytest.skip("promtool is absent (Debian package prometheus)")
+    srv, port = endpoint(start_server)
+    c = srv.connect()
+    c.set("p", "v")
+    c.get("p")
+    page = scrape(port)
+    r = subprocess.run([promtool, "check", "metrics"], input=page.encode(), capture_output=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+
+
+def test_only_metrics_and_get(start_server):
+    _, port = endpoint(start_server)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        scrape(port, "/")
+    assert e.value.code == 404
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", data=b"x", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=5)
+    assert e.value.code == 405
+
+
+def test_bad_address_is_refused(server_bin, tmp_path):
+    r = subprocess.run([server_bin, "-p", "0", "-U", "0", "-u", "root", "-o", "metrics_listen=nowhere:x"],
+                       capture_output=True, timeout=10, cwd=str(tmp_path))
+    assert r.returncode != 0
+    err = r.stderr.decode()
+    assert "metrics_listen" in err, err
+
+
+def listening(pid):
+    """{(local address, port)} the process listens on over TCP, from ss
+    (netlink: one consistent snapshot, where /proc/net/tcp can skip rows
+    while other sockets come and go)."""
+    ss = shutil.which("ss")
+    if not ss:
+        pytest.skip("ss is absent (Debian package iproute2)")
+    out = subprocess.run([ss, "-Hltnp"], capture_output=True, text=True, timeout=10).stdout
+    found = set()
+    for line in out.splitlines():
+        if f"pid={pid}," not in line:
+            continue
+        local = line.split()[3]
+        addr, port = local.rsplit(":", 1)
+        found.add((addr, int(port)))
+    return found
+
+
+def listening_ports(pid):
+    return {port for _, port in listening(pid)}
+
+
+def test_loopback_unless_told(start_server):
+    srv, port = endpoint(start_server)
+    assert {a for a, p in listening(srv.proc.pid) if p == port} == {"127.0.0.1"}
+
+
+def test_off_by_default(start_server):
+    srv = start_server()
+    assert listening_ports(srv.proc.pid) == {srv.port}
+    on, port = endpoint(start_server)
+    assert listening_ports(on.proc.pid) == {on.port, port}
+
+
+def test_scrapes_never_slow_requests(start_server):
+    srv, port = endpoint(start_server)
+    stop = threading.Event()
+    scrapes = [0]
+
+    def scraper():
+        while not stop.is_set():
+            scrape(port)
+            scrapes[0] += 1
+
+    t = threading.Thread(target=scraper)
+    t.start()
+    try:
+        c = srv.connect()
+        worst = 0.0
+        for i in range(2000):
+            t0 = time.monotonic()
+            assert c.set("sc%d" % (i % 100), "v") == b"STORED\r\n"
+            worst = max(worst, time.monotonic() - t0)
+    finally:
+        stop.set()
+        t.join()
+    assert scrapes[0] > 5
+    assert worst < 0.5 * helpers.slow_factor(), worst
+
+
+@pytest.mark.slow
+def test_a_prometheus_server_scrapes_it(start_server, tmp_path):
+    prom = shutil.which("prometheus")
+    if not prom:
+        pytest.skip("the prometheus server is absent (Debian package prometheus)")
+    srv, port = endpoint(start_server)
+    srv.connect().set("scraped", "yes")
+    web = helpers.free_port()
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text("global:\n  scrape_interval: 1s\nscrape_configs:\n"
+                   f"  - job_name: nodelay\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+    p = subprocess.Popen([prom, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'data'}",
+                          f"--web.listen-address=127.0.0.1:{web}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30 * helpers.slow_factor()
+        got = None
+        while time.monotonic() < deadline:
+            try:
+                url = f"http://127.0.0.1:{web}/api/v1/query?query=memcached_current_items"
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    body = r.read().decode()
+                if '"result":[{' in body:
+                    got = body
+                    break
+            except (urllib.error.URLError, ConnectionError, socket.timeout):
+                pass
+            time.sleep(0.5)
+        assert got, "Prometheus never stored a sample from /metrics"
+        assert '"value":[' in got and ',"1"]' in got, got
+        with urllib.request.urlopen(f"http://127.0.0.1:{web}/api/v1/targets", timeout=5) as r:
+            targets = r.read().decode()
+        assert '"health":"up"' in targets, targets
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
