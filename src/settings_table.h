@@ -37,6 +37,7 @@
 #include <limits.h>
 
 #define SETTINGS_NO_SLABS "nodelay has no slab classes (one segment store); shown in stats settings only"
+#define SETTINGS_CLASSES "no slabs in nodelay (one segment store); sets the size classes stats items/slabs report"
 #define SETTINGS_NO_LRU "nodelay has no segmented LRU (segments are evicted whole, with a second chance); shown in stats settings only"
 
 /* clang-format off */
@@ -52,8 +53,8 @@ X(FIX,  evictions,            BOOL, true,       'M', "disable-evictions",  NULL,
 X(FIX,  domain_socket,        STR,  NULL,       's', "unix-socket",        NULL,                   "file",   STR,         0, 0,            "domain_socket",         STR,      NULL, "UNIX socket to listen on (turns TCP off)") \
 X(FIX,  umask,                INT,  0700,       'a', "unix-mask",          NULL,                   "mask",   OCTAL,       0, 0777,         "umask",                 OCT,      NULL, "permissions of the UNIX socket, octal (default: 700)") \
 X(FIX,  shutdown_command,     BOOL, false,      'A', "enable-shutdown",    NULL,                   NULL,     ON,          0, 0,            "shutdown_command",      YESNO,    NULL, "allow the shutdown command") \
-X(FIX,  growth_factor,        DBL,  1.25,       'f', "slab-growth-factor", NULL,                   "factor", FACTOR,      0, 0,            "growth_factor",         F2,       SETTINGS_NO_SLABS, "slab growth factor (default: 1.25)") \
-X(FIX,  chunk_size,           INT,  48,         'n', "slab-min-size",      NULL,                   "bytes",  CHUNK,       0, 0,            "chunk_size",            I,        SETTINGS_NO_SLABS, "smallest slab chunk (default: 48)") \
+X(FIX,  growth_factor,        DBL,  1.25,       'f', "slab-growth-factor", NULL,                   "factor", FACTOR,      0, 0,            "growth_factor",         F2,       SETTINGS_CLASSES,  "slab growth factor (default: 1.25)") \
+X(FIX,  chunk_size,           INT,  48,         'n', "slab-min-size",      NULL,                   "bytes",  CHUNK,       0, 0,            "chunk_size",            I,        SETTINGS_CLASSES,  "smallest slab chunk (default: 48)") \
 X(FIX,  num_threads,          INT,  4,          't', "threads",            NULL,                   "num",    THREADS,     0, 0,            "num_threads",           I,        NULL, "worker threads, each with its own event loop (default: 4)") \
 X(NONE, num_threads_per_udp,  NONE, 0,          0,   NULL,                 NULL,                   NULL,     NOP,         0, 0,            "num_threads_per_udp",   THREADS,  NULL, NULL) \
 X(FIX,  prefix_delimiter,     CHAR, ':',        'D', NULL,                 NULL,                   "char",   DELIM,       0, 0,            "stat_key_prefix",       CHAR,     NULL, "prefix delimiter for stats detail (default: ':'); turns it on") \
@@ -71,7 +72,7 @@ X(FIX,  slab_reassign,        BOOL, true,       0,   NULL,                 "[no_
 X(RUN,  slab_automove,        INT,  1,          0,   NULL,                 "[no_]slab_automove",   "?0|1|2", AUTOMOVE,    0, 0,            "slab_automove",         I,        SETTINGS_NO_SLABS, "slab page mover level") \
 X(RUN,  slab_automove_ratio,  DBL,  0.8,        0,   NULL,                 "slab_automove_ratio",  "ratio",  DBL,         0, 0,            "slab_automove_ratio",   F2,       SETTINGS_NO_SLABS, "slab page mover ratio") \
 X(RUN,  slab_automove_window, INT,  10,         0,   NULL,                 "slab_automove_window", "n",      WINDOW,      0, 0,            "slab_automove_window",  I,        SETTINGS_NO_SLABS, "slab page mover window") \
-X(FIX,  slab_chunk_max,       INT,  512 * 1024, 0,   NULL,                 "slab_chunk_max",       "KB",     CHUNK_MAX,   0, 0,            "slab_chunk_max",        I,        SETTINGS_NO_SLABS, "largest slab chunk, KB (shown as -I/2 unless given)") \
+X(FIX,  slab_chunk_max,       INT,  512 * 1024, 0,   NULL,                 "slab_chunk_max",       "KB",     CHUNK_MAX,   0, 0,            "slab_chunk_max",        I,        SETTINGS_CLASSES,  "largest slab chunk, KB (shown as -I/2 unless given)") \
 X(RUN,  lru_crawler,          BOOL, true,       0,   NULL,                 "[no_]lru_crawler",     NULL,     BOOL,        0, 0,            "lru_crawler",           YESNO,    NULL, "allow lru_crawler crawl/metadump (the store needs no crawler;\nlru_crawler enable|disable switch it at run time)") \
 X(FIX,  lru_crawler_sleep,    INT,  100,        0,   NULL,                 "lru_crawler_sleep",    "us",     CRAWL_SLEEP, 0, 0,            "lru_crawler_sleep",     I,        "nodelay has no crawler thread to pace; shown in stats settings only", "crawler sleep between items") \
 X(FIX,  lru_crawler_tocrawl,  INT,  0,          0,   NULL,                 "lru_crawler_tocrawl",  "n",      INT,         0, INT_MAX,      "lru_crawler_tocrawl",   I,        "nodelay has no crawler thread to pace; shown in stats settings only", "crawler items per class per run") \
