@@ -307,7 +307,7 @@ static void test_notes_only_for_given_inert_options(void **state)
     settings_print_notes(&p.s, f);
     fclose(f);
     assert_string_equal(buf,
-                        "nodelay: -f: " SETTINGS_NO_SLABS "\n"
+                        "nodelay: -f: " SETTINGS_CLASSES "\n"
                         "nodelay: -o ssl_kernel_tls: records are built in user space so that "
                         "one read's replies leave in one write; kernel TLS is not used\n"
                         "nodelay: -o ext_*: no extstore in nodelay; items stay in memory\n");
