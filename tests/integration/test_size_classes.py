@@ -156,3 +156,23 @@ def test_memcached_tool_display_one_row_per_class(start_server):
     assert out.returncode == 0, out.stderr
     rows = [l for l in out.stdout.splitlines() if re.match(r"^\s*\d+\s+[\d.]+[BKM]\s", l)]
     assert len(rows) == ncls, out.stdout
+
+
+def test_stats_sizes_as_1645(start_server):
+    ref = ref_bin()
+    for flags in ([], ["-o", "track_sizes"]):
+        got = []
+        for binary in (ref, None):
+            srv = start_server(*flags, binary=binary)
+            c = srv.connect()
+            fill(c, SIZES)
+            fill(c, [2, 150], flags=7)
+            assert c.call("delete k300") == b"DELETED\r\n"
+            got.append(c.call("stats sizes", until=b"END\r\n"))
+            c.close()
+        assert got[1] == got[0]
+        if flags:
+            counts = [int(l.split()[2]) for l in got[1].split(b"\r\n") if l.startswith(b"STAT ")]
+            assert sum(counts) == len(SIZES) + 2 - 1  # the deleted one is gone
+        else:
+            assert got[1] == b"STAT sizes_status disabled\r\nEND\r\n"
