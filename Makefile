@@ -23,7 +23,7 @@ endif
 CC ?= cc
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -pthread -Isrc $(WARN) -MMD -MP -DNODELAY_EVENT_$(EVENT)
-LDLIBS := -pthread -lxxhash
+LDLIBS := -pthread -lxxhash -lssl -lcrypto
 
 # sd_notify(READY=1) for the systemd unit's Type=notify, when pkg-config finds
 # libsystemd (Debian: libsystemd-dev); without it the server builds the same

@@ -22,7 +22,7 @@ build/bench/obj/%.o: %.c
 	$(CC) $(LOADGEN_CFLAGS) -c $< -o $@
 
 $(LOADGEN): $(LOADGEN_OBJ)
-	$(CC) -pthread -o $@ $^ -lm
+	$(CC) -pthread -o $@ $^ -lm -lssl -lcrypto
 
 BENCH_ARGS ?=
 bench: $(LOADGEN)

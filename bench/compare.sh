@@ -97,16 +97,31 @@ free_port() {
     /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# Extra server flags and load generator environment: empty for plaintext,
+# -Z and LOADGEN_TLS=1 for the tls_* workloads (use_tls).
+SRV_EXTRA=()
+LG_ENV=()
+TLS_DIR=$OUT/tls
+use_tls() {
+    if [ "$1" = 1 ]; then
+        SRV_EXTRA=(-Z -o "ssl_chain_cert=$TLS_DIR/cert.pem,ssl_key=$TLS_DIR/key.pem")
+        LG_ENV=(LOADGEN_TLS=1)
+    else
+        SRV_EXTRA=()
+        LG_ENV=()
+    fi
+}
+
 # start_server NAME BINARY MEMORY -> sets SPID and SPORT
 start_server() {
     local name=$1 bin=$2 mem=$3
     SPORT=$(free_port)
     "${SRV_PIN[@]}" "$bin" -p "$SPORT" -U 0 -l 127.0.0.1 -t "$THREADS" -m "$mem" -c 4096 \
-        "${USER_FLAG[@]}" >"$OUT/$name.log" 2>&1 &
+        "${USER_FLAG[@]}" "${SRV_EXTRA[@]}" >"$OUT/$name.log" 2>&1 &
     SPID=$!
     PIDS+=("$SPID")
     for _ in $(seq 50); do
-        if "$LOADGEN" -s "127.0.0.1:$SPORT" -c 1 -n 1 -k 1 -g 1 -q 2>/dev/null; then
+        if env "${LG_ENV[@]}" "$LOADGEN" -s "127.0.0.1:$SPORT" -c 1 -n 1 -k 1 -g 1 -q 2>/dev/null; then
             return 0
         fi
         sleep 0.1
@@ -130,16 +145,22 @@ WL[mget16]="-c 50 -d 1 -g 1 -m 16 -v 100 -k 100000"
 WL[large100k]="-c 10 -d 1 -g 0.9 -v 102400 -k 200 --key-base 1000000"
 WL[set90]="-c 50 -d 1 -g 0.1 -v 100 -k 100000"
 WL[meta_mg_p16]="-c 50 -d 16 -g 1 -p meta -v 100 -k 100000"
-ORDER=(get90_p1 get90_p16 get90_rate mget16 large100k set90 meta_mg_p16)
+# The same over TLS (-Z, one self-signed certificate for both servers).
+WL[tls_get90_p1]=${WL[get90_p1]}
+WL[tls_get90_p16]=${WL[get90_p16]}
+WL[tls_large100k]=${WL[large100k]}
+ORDER=(get90_p1 get90_p16 get90_rate mget16 large100k set90 meta_mg_p16
+       tls_get90_p1 tls_get90_p16 tls_large100k)
 if [ -n "$WORKLOADS" ]; then
     IFS=, read -r -a ORDER <<<"$WORKLOADS"
 fi
 
 prefill() {
     local port=$1
-    "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" -q --prefill -c 10 -d 16 -k 100000 -v 100
-    "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" -q --prefill -c 4 -d 2 -k 200 \
-        --key-base 1000000 -v 102400
+    env "${LG_ENV[@]}" "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" -q --prefill -c 10 -d 16 \
+        -k 100000 -v 100
+    env "${LG_ENV[@]}" "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" -q --prefill -c 4 -d 2 \
+        -k 200 --key-base 1000000 -v 102400
 }
 
 uptime >"$OUT/load-before.txt"
@@ -151,6 +172,19 @@ start_server A "$MEMCACHED" "$MEMORY"; SRV_PID[A]=$SPID; SRV_PORT[A]=$SPORT
 start_server B "$NODELAY" "$MEMORY"; SRV_PID[B]=$SPID; SRV_PORT[B]=$SPORT
 start_server A2 "$MEMCACHED" "$MEMORY"; SRV_PID[A2]=$SPID; SRV_PORT[A2]=$SPORT
 for s in A B A2; do prefill "${SRV_PORT[$s]}"; done
+# The TLS trio (tls_* workloads): the same servers with -Z, keys "TA" ...
+if printf '%s\n' "${ORDER[@]}" | grep -q '^tls_'; then
+    mkdir -p "$TLS_DIR"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -keyout "$TLS_DIR/key.pem" -out "$TLS_DIR/cert.pem" -days 2 -subj /CN=127.0.0.1 \
+        >/dev/null 2>&1 || { echo "compare.sh: openssl could not make a certificate" >&2; exit 1; }
+    use_tls 1
+    start_server TA "$MEMCACHED" "$MEMORY"; SRV_PID[TA]=$SPID; SRV_PORT[TA]=$SPORT
+    start_server TB "$NODELAY" "$MEMORY"; SRV_PID[TB]=$SPID; SRV_PORT[TB]=$SPORT
+    start_server TA2 "$MEMCACHED" "$MEMORY"; SRV_PID[TA2]=$SPID; SRV_PORT[TA2]=$SPORT
+    for s in TA TB TA2; do prefill "${SRV_PORT[$s]}"; done
+    use_tls 0
+fi
 
 # The fixed-rate run must offer a load both servers can carry, or it measures
 # only a growing queue: by default half of what memcached sustains right now.
@@ -165,23 +199,26 @@ WL[get90_rate]="-c 50 -d 1 -g 0.9 -v 100 -k 100000 -r $RATE"
 for round in $(seq "$ROUNDS"); do
     for w in "${ORDER[@]}"; do
         args=${WL[$w]:?unknown workload $w}
+        tls=0; srv_prefix=""
+        case $w in tls_*) tls=1; srv_prefix=T ;; esac
+        use_tls "$tls"
         for s in A B A2; do
-            pid=${SRV_PID[$s]}
-            port=${SRV_PORT[$s]}
+            pid=${SRV_PID[$srv_prefix$s]}
+            port=${SRV_PORT[$srv_prefix$s]}
             base=$OUT/runs/$w.$s.$round
             # CPU: utime+stime of every server thread over the measured run
             t0=$(cpu_ticks "$pid")
             # shellcheck disable=SC2086
-            "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args -D "$DURATION" -q \
-                --seed "$round" --json "$base.json" || echo "loadgen exit $? ($w $s)" >&2
+            env "${LG_ENV[@]}" "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args -D "$DURATION" \
+                -q --seed "$round" --json "$base.json" || echo "loadgen exit $? ($w $s)" >&2
             t1=$(cpu_ticks "$pid")
             # syscalls: a separate, shorter run, so tracing never inflates the CPU figure
             perf stat -e raw_syscalls:sys_enter -x , -p "$pid" -o "$base.perf" &
             pp=$!
             sleep 0.2
             # shellcheck disable=SC2086
-            "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args -D "$SYSCALL_DURATION" -q \
-                --seed "$((round + 100))" --json "$base.sys.json" || true
+            env "${LG_ENV[@]}" "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args \
+                -D "$SYSCALL_DURATION" -q --seed "$((round + 100))" --json "$base.sys.json" || true
             kill -INT "$pp" 2>/dev/null || true
             wait "$pp" 2>/dev/null || true
             sys=$(awk -F, '/raw_syscalls/ {print $1}' "$base.perf" 2>/dev/null | head -1)
@@ -191,7 +228,8 @@ for round in $(seq "$ROUNDS"); do
         done
     done
 done
-for s in A B A2; do stop_server "${SRV_PID[$s]}"; done
+use_tls 0
+for s in "${!SRV_PID[@]}"; do stop_server "${SRV_PID[$s]}"; done
 
 # ---- memory per item: fill -m 64 until evictions begin ----
 : >"$OUT/fill.tsv"

@@ -22,6 +22,9 @@ DESCRIPTIONS = {
     "large100k": "10 conns, 90 % get / 10 % set, 100 KiB values",
     "set90": "50 conns, 10 % get / 90 % set, 100 B",
     "meta_mg_p16": "50 conns, meta mg, pipeline 16",
+    "tls_get90_p1": "get90_p1 over TLS (-Z, both servers with the same certificate)",
+    "tls_get90_p16": "get90_p16 over TLS",
+    "tls_large100k": "large100k over TLS",
 }
 
 

@@ -6,6 +6,7 @@
 # sudo when started as another user. Each package and why:
 #   make, gcc, libc6-dev   the build: plain `make`
 #   libxxhash-dev          the store's hash function (xxh3: fast, well tested)
+#   libssl-dev             TLS (-Z): OpenSSL, as Debian's memcached uses
 #   pkg-config             the Makefile asks it whether libsystemd is there
 #   libsystemd-dev         sd_notify(READY=1) for the systemd unit's Type=notify
 #                          (optional: without it the build works, sends nothing)
@@ -15,7 +16,7 @@ set -e
 if [ "$(id -u)" != 0 ]; then
     exec sudo "$0" "$@"
 fi
-PKGS="make gcc libc6-dev libxxhash-dev pkg-config libsystemd-dev libmicrohttpd-dev"
+PKGS="make gcc libc6-dev libxxhash-dev libssl-dev pkg-config libsystemd-dev libmicrohttpd-dev"
 missing=""
 for p in $PKGS "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -19,7 +19,7 @@ OUT=build/fuzz
 CFLAGS="-std=gnu11 -g -O1 -pthread -Isrc -DNODELAY_EVENT_epoll -DNODELAY_DEBUG
         -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
         -fno-sanitize-recover=undefined"
-LINK="-fsanitize=fuzzer,address,undefined -pthread -lxxhash"
+LINK="-fsanitize=fuzzer,address,undefined -pthread -lxxhash -lssl -lcrypto"
 JOBS=$(nproc 2>/dev/null || echo 2)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

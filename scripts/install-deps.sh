@@ -21,6 +21,7 @@
 #   linux-perf, strace   syscalls per request in the benchmark
 #   iproute2             ss, for the connection tests
 #   procps               ps and pgrep, for the process tests
+#   openssl              the TLS tests make their certificates at test time
 #   prometheus           promtool checks /metrics; its server scrapes it in a test
 set -e
 if [ "$(id -u)" != 0 ]; then
@@ -30,7 +31,7 @@ cd "$(dirname "$0")/.."
 ./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
     libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc \
     libsasl2-modules libcache-memcached-fast-perl nutcracker systemd dpkg-dev debhelper \
-    fakeroot lintian gnuplot-nox linux-perf strace iproute2 procps prometheus
+    fakeroot lintian gnuplot-nox linux-perf strace iproute2 procps prometheus openssl
 # Debian's memcached, nutcracker and prometheus packages may start system
 # services (on 11211, 22121 and 9090); the tests use their own ports, so they are harmless, but
 # stop them to keep the machine quiet.

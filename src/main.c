@@ -30,6 +30,7 @@
 #include "metrics/metrics.h"
 #include "net/core.h"
 #include "net/listener.h"
+#include "net/tls.h"
 #include "stats/registry.h"
 #include "proto/sasl.h"
 #include "proto/text/text.h"
@@ -252,6 +253,12 @@ int main(int argc, char **argv)
     /* getpwnam's result lives in static storage: keep what we need. */
     struct passwd user = pw ? *pw : (struct passwd){0};
     settings_print_notes(&s, stderr);
+    /* Certificates are checked before anything starts, as memcached does
+     * (and before -d, so the message is seen). */
+    if (s.ssl_enabled && tls_setup(&s, stderr) < 0) {
+        settings_release(&s);
+        return MAIN_EX_USAGE;
+    }
     /* Under systemd's Type=notify the service is the process systemd
      * started: a fork would leave it watching a process that exits. So -d
      * (which Debian's memcached.conf carries) is ignored there. */
@@ -390,6 +397,7 @@ out_settings:
         sasl_teardown();
     if (pid_written)
         main_remove_pid(s.pid_file);
+    tls_teardown();
     settings_release(&s);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "net/conn.h"
 #include "net/core.h"
+#include "net/tls.h"
 #include "net/worker.h"
 #include "proto/server_ops.h"
 #include "reply/reply.h"
@@ -156,7 +157,10 @@ static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
                (set->idle_timeout > 0 ? 1u << STATS_WHEN_IDLE_TIMEOUT : 0) |
                (set->slab_reassign ? 1u << STATS_WHEN_SLAB_REASSIGN : 0) |
                (SETTINGS_GET(set, lru_crawler) ? 1u << STATS_WHEN_LRU_CRAWLER : 0) |
-               (set->lru_maintainer_thread ? 1u << STATS_WHEN_LRU_MAINTAINER : 0);
+               (set->lru_maintainer_thread ? 1u << STATS_WHEN_LRU_MAINTAINER : 0) |
+               (tls_enabled() ? 1u << STATS_WHEN_SSL : 0) |
+               (tls_enabled() && set->ssl_session_cache ? 1u << STATS_WHEN_SSL_SESSION_CACHE : 0);
+    s->cert_age = tls_enabled() ? tls_cert_age() : 0;
     uint64_t rbuf = 0;
     server_sum_workers(c, &s->t, &s->reply_bytes, &rbuf);
     s->read_buf_bytes = rbuf;

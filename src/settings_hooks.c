@@ -1,6 +1,6 @@
 /* Parse hooks for flags whose checks and messages are memcached's own
  * ("Maximum connections must be greater than 0", exit 1 ...), and for the
- * options that act rather than set (-h, -V, -i, --man, -Z, -o no_modern). */
+ * options that act rather than set (-h, -V, -i, --man, -o no_modern). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,11 +350,58 @@ int settings_parse_NO_MODERN(struct settings_parse_ctx *c, const struct settings
     return 0;
 }
 
-int settings_parse_NO_TLS(struct settings_parse_ctx *c, const struct settings_row *r,
+/* memcached's messages for the ssl_* options (exit 1): a missing value, a
+ * value that is not a number, a number outside lo..hi. */
+static int settings_ssl_need(struct settings_parse_ctx *c, const char *name, const char *val)
+{
+    if (val)
+        return 0;
+    SETTINGS_FAIL(c, 1, "Missing %s argument\n", name);
+}
+
+static int settings_ssl_long(struct settings_parse_ctx *c, const struct settings_row *r,
+                             const char *name, const char *val, long *n)
+{
+    if (settings_ssl_need(c, name, val) < 0)
+        return -1;
+    if (settings_value_long(val, LONG_MIN, LONG_MAX, n) < 0)
+        SETTINGS_FAIL(c, 1, "could not parse argument to %s\n", name);
+    if (*n < r->lo || *n > r->hi)
+        SETTINGS_FAIL(c, 1, "Invalid %s. Use help to see valid options.\n", name);
+    return 0;
+}
+
+int settings_parse_SSL_STR(struct settings_parse_ctx *c, const struct settings_row *r,
+                           const char *name, const char *val)
+{
+    if (settings_ssl_need(c, name, val) < 0)
+        return -1;
+    const char *kept = settings_keep(c->s, val); /* the -o list is a temporary */
+    if (!kept)
+        SETTINGS_FAIL(c, 1, "out of memory\n");
+    settings_row_set_str(c->s, r, kept);
+    return 0;
+}
+
+int settings_parse_SSL_NUM(struct settings_parse_ctx *c, const struct settings_row *r,
+                           const char *name, const char *val)
+{
+    long n;
+    if (settings_ssl_long(c, r, name, val, &n) < 0)
+        return -1;
+    settings_row_set_long(c->s, r, n);
+    return 0;
+}
+
+/* ssl_wbuf_size: kilobytes, kept in bytes. */
+int settings_parse_SSL_KB(struct settings_parse_ctx *c, const struct settings_row *r,
                           const char *name, const char *val)
 {
-    (void)r, (void)name, (void)val;
-    SETTINGS_FAIL(c, SETTINGS_EX_USAGE, "-Z: nodelay has no TLS support; terminate TLS in front of it\n");
+    long n;
+    if (settings_ssl_long(c, r, name, val, &n) < 0)
+        return -1;
+    settings_row_set_long(c->s, r, n * 1024);
+    return 0;
 }
 
 int settings_parse_NO_PROXY(struct settings_parse_ctx *c, const struct settings_row *r,

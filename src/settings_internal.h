@@ -109,6 +109,9 @@ int settings_parse_args(struct settings_parse_ctx *c, int argc, char **argv);
 int settings_config_read(struct settings_parse_ctx *c, const char *path);
 /* The same from an open stream named `path` in messages (fuzzing, tests). */
 int settings_config_stream(struct settings_parse_ctx *c, FILE *f, const char *path);
+/* A copy of str that lives as long as the settings (in s->strings): for
+ * values parsed out of a temporary, such as one -o list. NULL if out of memory. */
+char *settings_keep(struct settings *s, const char *str);
 /* Free the lines a config file left in s->strings. */
 void settings_config_release(struct settings *s);
 /* A copy of `line` that lives as long as s (freed by settings_config_release). */

@@ -82,7 +82,8 @@ static const char *const settings_man_differences[] = {
     "owing most are not read), each by -o reply_queue_limit (a client that stops reading is "
     "cut off).",
     "Numbers that memcached reads as 0 (atoi) are refused with a message.",
-    "-Z (TLS) and -o proxy_* are refused: there is no TLS and no built-in proxy.",
+    "-Z turns TLS on (OpenSSL); the replies to one read leave as one run of TLS records in one "
+    "write. -o proxy_* is refused: there is no built-in proxy.",
 };
 
 void settings_print_man(FILE *out)

@@ -73,6 +73,14 @@ SETTINGS_SHOW(SET)
     snprintf(buf, n, "%s", settings_row_str(s, r) ? "yes" : "no");
 }
 
+/* ssl_min_version 0..3 as memcached names it. */
+SETTINGS_SHOW(TLSVER)
+{
+    static const char *const names[] = {"tlsv1.0", "tlsv1.1", "tlsv1.2", "tlsv1.3"};
+    long v = settings_row_long(s, r);
+    snprintf(buf, n, "%s", v >= 0 && v <= 3 ? names[v] : "unknown");
+}
+
 SETTINGS_SHOW(PROTOCOL)
 {
     const char *v = settings_row_str(s, r);

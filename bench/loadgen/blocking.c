@@ -2,6 +2,7 @@
 #include "blocking.h"
 
 #include "loadgen.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@ int lg_bconn_open(struct lg_bconn *b, const char *host, int port)
 void lg_bconn_close(struct lg_bconn *b)
 {
     if (b->fd >= 0)
-        close(b->fd);
+        lg_close(b->fd);
     b->fd = -1;
     lg_buf_release(&b->in);
 }
@@ -28,7 +29,7 @@ void lg_bconn_close(struct lg_bconn *b)
 int lg_bconn_send(struct lg_bconn *b, const char *p, size_t len)
 {
     while (len) {
-        ssize_t n = send(b->fd, p, len, MSG_NOSIGNAL);
+        ssize_t n = lg_send(b->fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -50,7 +51,7 @@ static int bconn_fill(struct lg_bconn *b)
         return -1;
     ssize_t n;
     do
-        n = recv(b->fd, b->in.p + b->in.len, b->in.cap - b->in.len, 0);
+        n = lg_recv(b->fd, b->in.p + b->in.len, b->in.cap - b->in.len);
     while (n < 0 && errno == EINTR);
     if (n <= 0)
         return -1;

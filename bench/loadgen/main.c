@@ -38,6 +38,7 @@ static void usage(FILE *f)
 "                             return the last acknowledged version or a miss\n"
 "      --disconnect F         per request, drop the connection abruptly\n"
 "                             (half the time mid-way through a set)\n"
+"environment: LOADGEN_TLS=1 makes every connection TLS (fill and replay too)\n"
 "      --trace-slow           print requests that take 40 ms or more\n"
 "  -q, --quiet\n");
 }

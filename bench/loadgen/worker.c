@@ -2,6 +2,7 @@
  * to `depth` requests in flight, writing all it has in one send and reading
  * all it can before parsing. */
 #include "loadgen.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -48,6 +49,10 @@ int lg_connect(const char *host, int port, bool nonblocking)
         return -1;
     }
     freeaddrinfo(res);
+    if (lg_tls_start(fd) != 0) {
+        close(fd);
+        return -1;
+    }
     if (nonblocking)
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
@@ -132,7 +137,7 @@ static void conn_drop(struct worker *w, struct conn *c, uint64_t now)
 {
     if (c->fd >= 0) {
         epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-        close(c->fd);
+        lg_close(c->fd);
         c->fd = -1;
     }
     for (unsigned i = 0; i < c->count; i++) {
@@ -164,7 +169,7 @@ static int conn_flush(struct worker *w, struct conn *c)
 {
     size_t off = 0;
     while (off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.p + off, c->out.len - off, MSG_NOSIGNAL);
+        ssize_t n = lg_send(c->fd, c->out.p + off, c->out.len - off);
         if (n > 0) {
             off += (size_t)n;
             continue;
@@ -272,7 +277,7 @@ static void conn_fill(struct worker *w, struct conn *c, uint64_t now)
             return;
         if (conn_open(w, c) != 0) {
             if (c->fd >= 0) {
-                close(c->fd);
+                lg_close(c->fd);
                 c->fd = -1;
             }
             /* a server that stays unreachable ends the run instead of hanging it */
@@ -486,7 +491,7 @@ static void conn_read(struct worker *w, struct conn *c, uint64_t now)
     for (;;) {
         if (lg_buf_reserve(&c->in, 65536) != 0)
             break;
-        ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+        ssize_t n = lg_recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len);
         if (n > 0) {
             c->in.len += (size_t)n;
             if (c->in.len < c->in.cap)
@@ -692,7 +697,7 @@ int lg_run_load(struct lg_shared *sh, struct lg_stats *total, double *elapsed_s)
         for (int i = 0; i < w->nconns; i++) {
             struct conn *c = &w->conns[i];
             if (c->fd >= 0)
-                close(c->fd);
+                lg_close(c->fd);
             lg_buf_release(&c->in);
             lg_buf_release(&c->out);
             free(c->ring);

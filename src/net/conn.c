@@ -13,6 +13,7 @@
 #include "log.h"
 #include "net/core.h"
 #include "net/sockopt.h"
+#include "net/tls.h"
 #include "proto/proto.h"
 #include "settings.h"
 #include "stats/stats.h"
@@ -72,12 +73,31 @@ static bool conn_may_run(struct conn *c)
     return pending <= allow / 2 || (!c->blocked && pending <= allow);
 }
 
-struct conn *conn_create(struct conn_env *w, int fd, bool tcp, const char *addr,
+/* The one place the socket is read or written: plainly, or through TLS
+ * (tls.c), with read(2)'s and writev(2)'s contract either way. */
+static ssize_t conn_io_read(struct conn *c, void *buf, size_t n)
+{
+    return c->tls ? tls_conn_read(c->tls, buf, n) : read(c->fd, buf, n);
+}
+
+static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
+{
+    return c->tls ? tls_conn_writev(c->tls, iov, n) : writev(c->fd, iov, n);
+}
+
+struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr)
 {
     struct conn *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
+        return NULL;
+    }
+    if (tls != TLS_MODE_NONE &&
+        !(c->tls = tls_conn_new(fd, (enum tls_mode)tls, w->stats, clock_now()))) {
+        log_info("<%d could not start TLS: out of memory", fd);
+        close(fd);
+        free(c);
         return NULL;
     }
     c->watch.kind = WATCH_CONN;
@@ -104,6 +124,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, const char *addr,
     if (event_add(w->loop, fd, c->interest, &c->watch) < 0) {
         log_info("event_add(%d): %s", fd, strerror(errno));
         session_release(&c->sess);
+        tls_conn_free(c->tls);
         close(fd);
         free(c);
         return NULL;
@@ -135,6 +156,8 @@ void conn_close(struct conn *c, const char *why)
     reply_init(&c->sess.reply);
     conn_account_reply(c);
     conn_input_release(&c->in);
+    tls_conn_free(c->tls);
+    c->tls = NULL;
     close(c->fd);
     c->fd = -1;
     c->dead = true;
@@ -211,7 +234,7 @@ void conn_flush(struct conn *c)
             break;
         }
         int n = reply_iov(q, w->iov, w->iov_max);
-        ssize_t wr = writev(c->fd, w->iov, n);
+        ssize_t wr = conn_io_writev(c, w->iov, n);
         if (wr < 0) {
             if (errno == EINTR)
                 continue;
@@ -250,6 +273,13 @@ static void conn_ready_push(struct conn *c)
     c->env->ready = c;
 }
 
+/* TLS holds decrypted bytes the read buffer had no room for: no socket
+ * event will come for them, so read again next turn if we may read. */
+static bool conn_tls_input(const struct conn *c)
+{
+    return c->tls && (c->interest & EVENT_READ) && tls_conn_has_input(c->tls);
+}
+
 /* After a flush: close if asked and done, else set what to wait for. */
 static void conn_settle(struct conn *c)
 {
@@ -274,7 +304,8 @@ static void conn_settle(struct conn *c)
         return;
     /* No event will come for bytes we hold or a flush cut short by its
      * budget: run them next turn, after the other connections. */
-    if (c->flush_more || (c->in.again && !c->closing && conn_may_run(c)))
+    if (c->flush_more || (c->in.again && !c->closing && conn_may_run(c)) ||
+        conn_tls_input(c))
         conn_ready_push(c);
 }
 
@@ -309,10 +340,16 @@ static void conn_on_readable(struct conn *c)
         conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);
         return;
     }
-    ssize_t n = read(c->fd, at, room);
+    ssize_t n = conn_io_read(c, at, room);
     if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            /* Part of a TLS record: its sender waits for our ACK as for
+             * part of a request. */
+            if (c->tls && c->tcp && tls_conn_record_incomplete(c->tls) &&
+                sockopt_quickack(c->fd) == 0)
+                STAT_INC(w->stats, quickacks);
             return;
+        }
         conn_close(c, strerror(errno));
         return;
     }
@@ -342,6 +379,10 @@ void conn_resume(struct conn *c)
     if (c->in.again && !c->closing && conn_may_run(c)) {
         registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
         conn_apply(c, conn_input_resume(&c->in, &c->sess));
+        return;
+    }
+    if (conn_tls_input(c)) {
+        conn_on_readable(c);
         return;
     }
     conn_settle(c);
@@ -378,6 +419,10 @@ void conn_tick(struct conn *c, rel_time_t now)
     if (c->dead)
         return;
     struct conn_env *w = c->env;
+    if (c->tls && tls_conn_handshake_expired(c->tls, now, w->core->settings->ssl_handshake_timeout)) {
+        conn_close(c, "TLS handshake timeout");
+        return;
+    }
     if (c->blocked && c->stall_since && now - c->stall_since >= CONN_WRITE_STALL_SECS) {
         STAT_INC(w->stats, slow_reader_kills);
         log_info("<%d client took no reply bytes for %d s: cut off", c->fd,

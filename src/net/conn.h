@@ -40,6 +40,7 @@ struct conn {
     bool dead;
 
     struct conn_input in;
+    struct tls_conn *tls;   /* -Z: the TLS session, NULL for plaintext */
 
     size_t accounted;       /* reply bytes counted in the worker's gauge */
     rel_time_t last_active; /* last byte received */
@@ -50,9 +51,9 @@ struct conn {
     struct conn *prev, *next, *ready_next, *dead_next;
 };
 
-/* Take over an accepted, non-blocking socket. Returns the connection, or NULL
- * (the fd is then closed). */
-struct conn *conn_create(struct conn_env *env, int fd, bool tcp, const char *addr,
+/* Take over an accepted, non-blocking socket; tls: its listener's enum
+ * tls_mode. Returns the connection, or NULL (the fd is then closed). */
+struct conn *conn_create(struct conn_env *env, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr);
 /* Event handlers. */
 void conn_on_event(struct conn *c, unsigned events);

@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "net/sockopt.h"
+#include "net/tls.h"
 #include "settings.h"
 
 #ifndef SOCK_CLOEXEC
@@ -41,8 +42,16 @@ void listener_format_addr(const struct sockaddr *sa, const char *proto, const ch
 int listener_parse_addr(const char *entry, char *host, size_t hostsz, int default_port,
                         int *port)
 {
-    /* memcached's per-listener prefixes: proto[x]: and tag[x]: */
-    while (strncmp(entry, "proto[", 6) == 0 || strncmp(entry, "tag[", 4) == 0) {
+    /* memcached's per-listener prefixes: notls:, btls:, mtls:, proto[x]:
+     * and tag[x]: */
+    for (;;) {
+        if (strncmp(entry, "notls:", 6) == 0 || strncmp(entry, "btls:", 5) == 0 ||
+            strncmp(entry, "mtls:", 5) == 0) {
+            entry = strchr(entry, ':') + 1;
+            continue;
+        }
+        if (strncmp(entry, "proto[", 6) != 0 && strncmp(entry, "tag[", 4) != 0)
+            break;
         const char *close = strstr(entry, "]:");
         if (!close)
             return -1;
@@ -89,6 +98,13 @@ int listener_parse_addr(const char *entry, char *host, size_t hostsz, int defaul
     return 0;
 }
 
+int listener_tls_mode(const char *entry, bool tls_on)
+{
+    if (!tls_on || strncmp(entry, "notls:", 6) == 0)
+        return TLS_MODE_NONE;
+    return strncmp(entry, "mtls:", 5) == 0 ? TLS_MODE_MTLS : TLS_MODE_TLS;
+}
+
 static int listener_push(struct listener_set *set, const struct listener *l)
 {
     struct listener *n = realloc(set->l, (set->n + 1) * sizeof *n);
@@ -100,7 +116,7 @@ static int listener_push(struct listener_set *set, const struct listener *l)
 }
 
 static int listener_open_inet(const struct settings *s, const char *host, int port, bool udp,
-                              struct listener_set *set)
+                              int tls, struct listener_set *set)
 {
     const char *proto = udp ? "udp" : "tcp";
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = udp ? SOCK_DGRAM : SOCK_STREAM,
@@ -141,7 +157,7 @@ static int listener_open_inet(const struct settings *s, const char *host, int po
             freeaddrinfo(res);
             return -1;
         }
-        struct listener l = {.fd = fd, .tcp = !udp, .udp = udp};
+        struct listener l = {.fd = fd, .tcp = !udp, .udp = udp, .tls = udp ? TLS_MODE_NONE : tls};
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
@@ -225,10 +241,11 @@ int listener_open_all(const struct settings *s, struct listener_set *out)
             log_error("bad listen address: %s", e);
             rc = -1;
         } else {
+            int tls = listener_tls_mode(e, s->ssl_enabled);
             if (port != 0 || s->port < 0)
-                rc = listener_open_inet(s, host, port, false, out);
+                rc = listener_open_inet(s, host, port, false, tls, out);
             if (rc == 0 && s->udpport != 0)
-                rc = listener_open_inet(s, host, s->udpport, true, out);
+                rc = listener_open_inet(s, host, s->udpport, true, tls, out);
         }
     }
     free(list);

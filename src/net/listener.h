@@ -13,6 +13,7 @@ struct listener {
     bool tcp;       /* TCP (accepts connections) */
     bool udp;       /* UDP (datagrams, memcached's 8-byte frame); neither: unix socket */
     int port;       /* bound TCP port (useful with -p -1) */
+    int tls;        /* enum tls_mode: what accepted connections speak */
     char name[128]; /* "tcp:127.0.0.1:11211", "tcp6:[::1]:11211", "unix:/path" */
 };
 
@@ -23,11 +24,17 @@ struct listener_set {
 };
 
 /* Split one -l entry ("host", "host:port", "[v6]:port", "[v6]", with optional
- * memcached "proto[..]:"/"tag[..]:" prefixes, which nodelay ignores) into host
+ * memcached "proto[..]:"/"tag[..]:" prefixes, which nodelay ignores, and
+ * "notls:"/"btls:"/"mtls:", see listener_tls_mode) into host
  * and port. host gets "" for any address; *port keeps default_port unless the
  * entry names one. Returns 0, or -1 when malformed. */
 int listener_parse_addr(const char *entry, char *host, size_t hostsz, int default_port,
                         int *port);
+
+/* The enum tls_mode of one -l entry under -Z: notls: plaintext, mtls: TLS
+ * requiring a client certificate, btls: or no prefix TLS. Without -Z
+ * (tls_on false) every listener is plaintext. */
+int listener_tls_mode(const char *entry, bool tls_on);
 
 /* Open every listener the settings ask for. Returns 0, or -1 after logging
  * why (the caller exits, as memcached does, with EX_OSERR). */

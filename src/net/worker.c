@@ -197,7 +197,7 @@ static void worker_accept(struct worker *w, struct listener *l)
         } else {
             snprintf(addr, sizeof addr, "%s", l->name);
         }
-        struct conn *c = conn_create(&w->env, fd, l->tcp, addr, l->name);
+        struct conn *c = conn_create(&w->env, fd, l->tcp, l->tls, addr, l->name);
         if (!c) {
             __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
             continue;

@@ -25,6 +25,8 @@ enum stats_when {
     STATS_WHEN_SLAB_REASSIGN,  /* -o slab_reassign (default; no_modern clears it) */
     STATS_WHEN_LRU_CRAWLER,    /* -o lru_crawler, and `lru_crawler enable` */
     STATS_WHEN_LRU_MAINTAINER, /* -o lru_maintainer */
+    STATS_WHEN_SSL,            /* -Z */
+    STATS_WHEN_SSL_SESSION_CACHE, /* -Z and -o ssl_session_cache */
 };
 
 struct stats_row {
@@ -69,6 +71,7 @@ struct stats_snapshot {
     uint64_t threads;
     uint64_t log_worker_dropped, log_worker_written; /* the watch streams' (watch/) */
     uint64_t log_watcher_skipped, log_watcher_sent, log_watchers;
+    uint64_t cert_age;           /* -Z: seconds since the certificates were loaded */
     unsigned shown;              /* bit (1u << enum stats_when) per setting that is on */
     struct stats_thread t;       /* every worker's counters, summed */
     struct store_stats store;

@@ -22,7 +22,7 @@
  *   help    one line for the Prometheus exporter's # HELP
  *
  * STATS_GENERAL is plain `stats` in memcached 1.6.45's exact order (no
- * extstore, TLS or proxy rows: nodelay has none of those); STATS_NODELAY
+ * extstore or proxy rows: nodelay has neither; the TLS rows only with -Z); STATS_NODELAY
  * is `stats nodelay`. Text `stats`, binary STAT and the metrics endpoint
  * all walk the row arrays built from these lists (stats_table.c), so a new
  * counter is one line here and its increments.
@@ -122,6 +122,14 @@
     X(log_watcher_sent, SNAP, log_watcher_sent, U64, COUNTER, ALWAYS,                              \
       "watch lines placed in a watcher buffer")                                                    \
     X(log_watchers, SNAP, log_watchers, U64, GAUGE, ALWAYS, "connections running watch")           \
+    X(ssl_new_sessions, WORKER, ssl_new_sessions, U64, COUNTER, SSL_SESSION_CACHE,                 \
+      "TLS sessions put in the session cache")                                                     \
+    X(ssl_handshake_errors, WORKER, ssl_handshake_errors, U64, COUNTER, SSL,                       \
+      "TLS handshakes that failed or timed out")                                                   \
+    X(ssl_proto_errors, WORKER, ssl_proto_errors, U64, COUNTER, SSL,                               \
+      "TLS errors after the handshake")                                                            \
+    X(time_since_server_cert_refresh, SNAP, cert_age, U64, GAUGE, SSL,                             \
+      "seconds since the certificate and key were loaded (start or refresh_certs)")                \
     X(unexpected_napi_ids, CONST, 0, U64, COUNTER, ALWAYS, "no NAPI id steering")                  \
     X(round_robin_fallback, CONST, 0, U64, COUNTER, ALWAYS, "no NAPI id steering")                 \
     X(bytes, STORE, bytes, U64, GAUGE, ALWAYS, "bytes used by live items")                         \

@@ -298,7 +298,7 @@ static void test_notes_only_for_given_inert_options(void **state)
 {
     (void)state;
     struct parsed p;
-    parse(&p, (char *[]){"-o", "ext_path=/x:1g,ext_threads=2,ssl_key=/k", "-f", "1.5", "-m", "64",
+    parse(&p, (char *[]){"-o", "ext_path=/x:1g,ext_threads=2,ssl_kernel_tls", "-f", "1.5", "-m", "64",
                          "-o", "hashpower=16", NULL});
     assert_int_equal(p.res, SETTINGS_RUN);
     char *buf = NULL;
@@ -308,8 +308,9 @@ static void test_notes_only_for_given_inert_options(void **state)
     fclose(f);
     assert_string_equal(buf,
                         "nodelay: -f: " SETTINGS_NO_SLABS "\n"
-                        "nodelay: -o ext_*: no extstore in nodelay; items stay in memory\n"
-                        "nodelay: -o ssl_*: TLS is not built; ignored\n");
+                        "nodelay: -o ssl_kernel_tls: records are built in user space so that "
+                        "one read's replies leave in one write; kernel TLS is not used\n"
+                        "nodelay: -o ext_*: no extstore in nodelay; items stay in memory\n");
     free(buf);
     settings_release(&p.s);
 

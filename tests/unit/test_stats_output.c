@@ -253,7 +253,8 @@ static void test_table_rows(void **state)
                 assert_string_not_equal(r->name, rows->row[j].name);
         }
     }
-    assert_int_equal(stats_general_rows.n, 94); /* 1.6.45 with idle_timeout set */
+    /* 1.6.45 with idle_timeout, -Z and ssl_session_cache set */
+    assert_int_equal(stats_general_rows.n, 98);
     struct stats_snapshot s;
     snapshot(&s);
     for (size_t i = 0; i < stats_general_rows.n; i++) {
@@ -301,6 +302,12 @@ static void test_settings_like_memcached(void **state)
         "STAT track_sizes no\r\nSTAT inline_ascii_response no\r\n";
     assert_memory_equal(text, head, strlen(head));
     assert_string_equal(text + strlen(head),
+                        "STAT ssl_enabled no\r\nSTAT ssl_chain_cert (null)\r\n"
+                        "STAT ssl_key (null)\r\nSTAT ssl_verify_mode 0\r\n"
+                        "STAT ssl_keyformat 1\r\nSTAT ssl_ciphers NULL\r\n"
+                        "STAT ssl_ca_cert NULL\r\nSTAT ssl_wbuf_size 16384\r\n"
+                        "STAT ssl_session_cache no\r\nSTAT ssl_kernel_tls no\r\n"
+                        "STAT ssl_min_version tlsv1.2\r\n"
                         "STAT num_napi_ids 0\r\nSTAT memory_file (null)\r\n"
                         "STAT client_flags_size 4\r\n");
     free(text);

@@ -5,6 +5,7 @@
  * existing scripts and tools keep working. See docs/protocol-text.md. */
 #include <string.h>
 
+#include "net/tls.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "settings.h"
@@ -211,12 +212,19 @@ void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
     }
 }
 
-/* A build without TLS; Debian's memcached (built with TLS, run without -Z)
- * answers this. */
+/* Reload the certificate chain and key for new connections (open ones keep
+ * theirs); an error leaves the old ones and says why, as memcached. */
 void text_cmd_refresh_certs(struct session *s, const struct text_line *l)
 {
     (void)l;
-    TEXT_OUT(s, "Error TLS not enabled");
+    char msg[512];
+    if (tls_refresh_certs(msg, sizeof msg) == 0) {
+        TEXT_OUT(s, "OK");
+        return;
+    }
+    size_t len = strlen(msg);
+    memcpy(msg + (len < sizeof msg - 2 ? len : sizeof msg - 3), "\r\n", 3);
+    text_out(s, msg, strlen(msg));
 }
 
 void text_cmd_watch(struct session *s, const struct text_line *l)
