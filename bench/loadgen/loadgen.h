@@ -62,6 +62,7 @@ struct lg_shared {
     struct lg_values values;
     uint32_t *lo, *hi;   /* strict mode: oldest acceptable / newest sent version */
     uint64_t *taint_until; /* strict mode: a dropped connection may still land a write */
+    bool *deleted; /* strict mode: the newest acknowledged write is a delete */
     struct lg_limbo *limbo; /* strict mode: per key, the writes abandoned by drops */
     uint64_t start_ns;
 };

@@ -237,7 +237,8 @@ int main(int argc, char **argv)
         sh.hi = calloc(n, sizeof(uint32_t));
         sh.taint_until = calloc(n, sizeof(uint64_t));
         sh.limbo = calloc(n, sizeof(struct lg_limbo));
-        if (!sh.lo || !sh.hi || !sh.taint_until || !sh.limbo) {
+        sh.deleted = calloc(n, sizeof(bool));
+        if (!sh.lo || !sh.hi || !sh.taint_until || !sh.limbo || !sh.deleted) {
             fprintf(stderr, "out of memory\n");
             return 1;
         }
@@ -253,6 +254,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < (size_t)cfg.key_base + cfg.keys; i++)
             lg_limbo_release(&sh.limbo[i]);
     free(sh.limbo);
+    free(sh.deleted);
     lg_dist_release(&sh.dist);
     lg_values_release(&sh.values);
     if (rc != 0)

@@ -471,18 +471,25 @@ static void complete(struct worker *w, struct conn *c, const struct req *r,
                     else
                         hit = lg_key_parse(h->key, h->keylen) == kk;
                 }
-                if (!hit && sh->lo[kk] > 0 && sh->lo[kk] <= sh->hi[kk] &&
+                /* lo <= hi alone is not an acknowledged value: after an
+                 * acknowledged delete, lo is the next version to be sent,
+                 * which may be a half-sent set or an abandoned one */
+                if (!hit && sh->lo[kk] > 0 && sh->lo[kk] <= sh->hi[kk] && !sh->deleted[kk] &&
                     now > sh->taint_until[kk] && !lg_limbo_has_delete(&sh->limbo[kk]))
                     w->st.miss_after_ack++;
             }
         }
     } else if (w->cfg->strict && r->op == LG_OP_SET) {
-        if (r->ver > sh->lo[k])
+        if (r->ver > sh->lo[k]) {
             sh->lo[k] = r->ver;
+            sh->deleted[k] = false;
+        }
     } else if (w->cfg->strict && r->op == LG_OP_DELETE) {
         /* every version sent before the delete is gone */
-        if (r->ver + 1 > sh->lo[k])
+        if (r->ver + 1 > sh->lo[k]) {
             sh->lo[k] = r->ver + 1;
+            sh->deleted[k] = true;
+        }
     }
 }
 
