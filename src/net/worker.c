@@ -216,16 +216,22 @@ static void worker_accept(struct worker *w, struct listener *l)
  * well below its high point, free the cached read buffers and ask the
  * allocator to return free pages (malloc_trim madvises them away, even in
  * the middle of a heap). Sampled once a second, so a steady load never
- * trims. */
+ * trims; a worker left with no clients trims once. */
 static void worker_trim(struct worker *w)
 {
     size_t held = __atomic_load_n(&w->reply_bytes, __ATOMIC_RELAXED) +
                   __atomic_load_n(&w->rbuf_bytes, __ATOMIC_RELAXED);
     if (held > w->client_peak)
         w->client_peak = held;
-    if (w->client_peak - held < WORKER_TRIM_DROP)
+    /* Also once when the last client has gone: what it held beyond these
+     * two gauges (a value staged outside the segments, say) is free now. */
+    bool idle = w->env.nconns == 0 && w->clients_since_trim;
+    if (w->env.nconns > 0)
+        w->clients_since_trim = true;
+    if (w->client_peak - held < WORKER_TRIM_DROP && !idle)
         return;
     w->client_peak = held;
+    w->clients_since_trim = w->env.nconns > 0;
     rbuf_pool_trim(&w->rbufs);
 #ifdef __GLIBC__
     malloc_trim(0);

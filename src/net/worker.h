@@ -44,6 +44,7 @@ struct worker {
     size_t reply_bytes;           /* bytes queued for clients, relaxed atomic */
     size_t rbuf_bytes;            /* read buffer bytes held, relaxed atomic */
     size_t client_peak;           /* high point of the two since the last trim */
+    bool clients_since_trim;      /* had connections since the last trim */
 };
 
 int worker_init(struct worker *w, struct core *core, int id);
