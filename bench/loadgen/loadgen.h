@@ -5,6 +5,7 @@
 
 #include "hist.h"
 #include "keyspace.h"
+#include "limbo.h"
 #include "wire.h"
 
 #include <stdbool.h>
@@ -43,10 +44,13 @@ struct lg_stats {
     uint64_t requests, gets, sets, deletes, keys_requested;
     uint64_t hits, misses, errors, server_errors, not_stored, del_missing;
     uint64_t verify_failures, stale, future, miss_after_ack;
+    uint64_t abandoned_seen; /* reads of an abandoned write below the acknowledged version */
+    uint64_t abandoned_late; /* ... of them, 2 s or more after the drop */
     uint64_t disconnects, partial_sends, conn_errors, late_sends;
     uint64_t slow40, slow40_50;
     uint64_t self_stalls;    /* summed; self_stall_max stays the last counter */
     uint64_t self_stall_max; /* ns */
+    uint64_t abandoned_late_max; /* ns from a drop to a read of its abandoned write (max) */
     struct lg_hist lat;
 };
 
@@ -58,6 +62,8 @@ struct lg_shared {
     struct lg_values values;
     uint32_t *lo, *hi;   /* strict mode: oldest acceptable / newest sent version */
     uint64_t *taint_until; /* strict mode: a dropped connection may still land a write */
+    bool *deleted; /* strict mode: the newest acknowledged write is a delete */
+    struct lg_limbo *limbo; /* strict mode: per key, the writes abandoned by drops */
     uint64_t start_ns;
 };
 

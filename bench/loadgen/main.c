@@ -80,6 +80,9 @@ static void print_json(FILE *f, const struct lg_config *cfg, const struct lg_sta
     fprintf(f, "  \"verify_failures\": %lu, \"stale\": %lu, \"future\": %lu,"
                " \"miss_after_ack\": %lu,\n", st->verify_failures, st->stale, st->future,
             st->miss_after_ack);
+    fprintf(f, "  \"abandoned_seen\": %lu, \"abandoned_late\": %lu,"
+               " \"abandoned_late_max_ms\": %.1f,\n",
+            st->abandoned_seen, st->abandoned_late, (double)st->abandoned_late_max / 1e6);
     fprintf(f, "  \"disconnects\": %lu, \"partial_sends\": %lu, \"conn_errors\": %lu,"
                " \"late_sends\": %lu, \"slow40\": %lu, \"slow40_50\": %lu,\n"
                "  \"self_stalls\": %lu, \"self_stall_max_ms\": %.1f,\n",
@@ -233,7 +236,9 @@ int main(int argc, char **argv)
         sh.lo = calloc(n, sizeof(uint32_t));
         sh.hi = calloc(n, sizeof(uint32_t));
         sh.taint_until = calloc(n, sizeof(uint64_t));
-        if (!sh.lo || !sh.hi || !sh.taint_until) {
+        sh.limbo = calloc(n, sizeof(struct lg_limbo));
+        sh.deleted = calloc(n, sizeof(bool));
+        if (!sh.lo || !sh.hi || !sh.taint_until || !sh.limbo || !sh.deleted) {
             fprintf(stderr, "out of memory\n");
             return 1;
         }
@@ -245,6 +250,11 @@ int main(int argc, char **argv)
     free(sh.lo);
     free(sh.hi);
     free(sh.taint_until);
+    if (sh.limbo)
+        for (size_t i = 0; i < (size_t)cfg.key_base + cfg.keys; i++)
+            lg_limbo_release(&sh.limbo[i]);
+    free(sh.limbo);
+    free(sh.deleted);
     lg_dist_release(&sh.dist);
     lg_values_release(&sh.values);
     if (rc != 0)

@@ -5,6 +5,7 @@
  * sampler's head. */
 #include "hist.h"
 #include "keyspace.h"
+#include "limbo.h"
 #include "loadgen.h"
 #include "wire.h"
 
@@ -148,8 +149,28 @@ static void test_zipf(void)
     lg_dist_release(&d);
 }
 
+/* Only the versions a drop abandoned may come back below the acknowledged
+ * one; a delete is remembered apart from every version. */
+static void test_limbo(void)
+{
+    struct lg_limbo l = { 0 };
+    CHECK(lg_limbo_find(&l, 1) == NULL && !lg_limbo_has_delete(&l));
+    for (uint32_t v = 1; v <= 9; v += 2)
+        CHECK(lg_limbo_add(&l, v, 1000 + v) == 0);
+    const struct lg_abandoned *a = lg_limbo_find(&l, 7);
+    CHECK(a && a->ver == 7 && a->dropped_ns == 1007);
+    CHECK(lg_limbo_find(&l, 1) && lg_limbo_find(&l, 9));
+    CHECK(lg_limbo_find(&l, 2) == NULL && lg_limbo_find(&l, 10) == NULL);
+    CHECK(!lg_limbo_has_delete(&l));
+    CHECK(lg_limbo_add(&l, LG_LIMBO_DELETE, 2000) == 0);
+    CHECK(lg_limbo_has_delete(&l) && lg_limbo_find(&l, LG_LIMBO_DELETE) == NULL);
+    lg_limbo_release(&l);
+    CHECK(l.n == 0 && l.v == NULL && lg_limbo_find(&l, 7) == NULL);
+}
+
 int lg_selftest_main(void)
 {
+    test_limbo();
     test_hist();
     test_values();
     test_wire();

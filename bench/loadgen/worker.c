@@ -130,8 +130,9 @@ static int conn_open(struct worker *w, struct conn *c)
     return epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ev);
 }
 
-/* Forget in-flight requests; in strict mode their writes may still land, so
- * the keys they touched accept any version for a while. */
+/* Forget in-flight requests. In strict mode their writes may still land, at
+ * any later time (limbo.h): each is remembered as abandoned, and the keys
+ * they touched also excuse misses for a while (an abandoned delete). */
 static void conn_drop(struct worker *w, struct conn *c, uint64_t now)
 {
     if (c->fd >= 0) {
@@ -141,8 +142,14 @@ static void conn_drop(struct worker *w, struct conn *c, uint64_t now)
     }
     for (unsigned i = 0; i < c->count; i++) {
         struct req *r = &c->ring[(c->head + i) % (unsigned)w->cfg->depth];
-        if (w->cfg->strict && r->op != LG_OP_GET)
-            w->sh->taint_until[r->keys[0]] = now + 2000 * MS;
+        if (!w->cfg->strict || r->op == LG_OP_GET)
+            continue;
+        w->sh->taint_until[r->keys[0]] = now + 2000 * MS;
+        uint32_t ver = r->op == LG_OP_SET ? r->ver : LG_LIMBO_DELETE;
+        if (lg_limbo_add(&w->sh->limbo[r->keys[0]], ver, now) != 0) {
+            fprintf(stderr, "loadgen: out of memory\n");
+            exit(1);
+        }
     }
     c->head = c->count = 0;
     c->out.len = 0;
@@ -390,11 +397,26 @@ static void check_hit(struct worker *w, const struct conn *c, const struct req *
             if (worth_telling(w))
                 fprintf(stderr, "key %u: version %u was never written (newest %u)\n", k,
                     ver, sh->hi[k]);
-        } else if (ver < sh->lo[k] && now > sh->taint_until[k]) {
-            w->st.stale++;
-            if (worth_telling(w))
-                fprintf(stderr, "key %u: stale version %u, acknowledged %u\n", k, ver,
-                    sh->lo[k]);
+        } else if (ver < sh->lo[k]) {
+            /* An old version is legal only if its write was abandoned by a
+             * drop: that write was never acknowledged and may run after the
+             * next connection's (limbo.h). Every other old version is stale,
+             * however soon after a drop it is read. */
+            const struct lg_abandoned *a = lg_limbo_find(&sh->limbo[k], ver);
+            if (a) {
+                w->st.abandoned_seen++;
+                /* a 2 s window after the drop used to be all that was
+                 * excused: these show why no window is long enough */
+                if (now - a->dropped_ns >= 2000 * MS)
+                    w->st.abandoned_late++;
+                if (now - a->dropped_ns > w->st.abandoned_late_max)
+                    w->st.abandoned_late_max = now - a->dropped_ns;
+            } else {
+                w->st.stale++;
+                if (worth_telling(w))
+                    fprintf(stderr, "key %u: stale version %u, acknowledged %u\n", k, ver,
+                        sh->lo[k]);
+            }
         }
     }
 }
@@ -449,18 +471,25 @@ static void complete(struct worker *w, struct conn *c, const struct req *r,
                     else
                         hit = lg_key_parse(h->key, h->keylen) == kk;
                 }
-                if (!hit && sh->lo[kk] > 0 && sh->lo[kk] <= sh->hi[kk] &&
-                    now > sh->taint_until[kk])
+                /* lo <= hi alone is not an acknowledged value: after an
+                 * acknowledged delete, lo is the next version to be sent,
+                 * which may be a half-sent set or an abandoned one */
+                if (!hit && sh->lo[kk] > 0 && sh->lo[kk] <= sh->hi[kk] && !sh->deleted[kk] &&
+                    now > sh->taint_until[kk] && !lg_limbo_has_delete(&sh->limbo[kk]))
                     w->st.miss_after_ack++;
             }
         }
     } else if (w->cfg->strict && r->op == LG_OP_SET) {
-        if (r->ver > sh->lo[k])
+        if (r->ver > sh->lo[k]) {
             sh->lo[k] = r->ver;
+            sh->deleted[k] = false;
+        }
     } else if (w->cfg->strict && r->op == LG_OP_DELETE) {
         /* every version sent before the delete is gone */
-        if (r->ver + 1 > sh->lo[k])
+        if (r->ver + 1 > sh->lo[k]) {
             sh->lo[k] = r->ver + 1;
+            sh->deleted[k] = true;
+        }
     }
 }
 
@@ -601,6 +630,8 @@ void lg_stats_merge(struct lg_stats *into, const struct lg_stats *from)
         b[i] += a[i];
     if (from->self_stall_max > into->self_stall_max)
         into->self_stall_max = from->self_stall_max;
+    if (from->abandoned_late_max > into->abandoned_late_max)
+        into->abandoned_late_max = from->abandoned_late_max;
     into->lat = h;
     lg_hist_merge(&into->lat, &from->lat);
 }
