@@ -159,9 +159,20 @@ def listening_ports(pid):
     return {port for _, port in listening(pid)}
 
 
+def listening_on(pid, port):
+    """Addresses bound to port; ss -p reads /proc/*/fd, which can miss a
+    socket while other processes come and go, so look again before failing."""
+    deadline = time.monotonic() + 5 * helpers.slow_factor()
+    while True:
+        found = {a for a, p in listening(pid) if p == port}
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
 def test_loopback_unless_told(start_server):
     srv, port = endpoint(start_server)
-    assert {a for a, p in listening(srv.proc.pid) if p == port} == {"127.0.0.1"}
+    assert listening_on(srv.proc.pid, port) == {"127.0.0.1"}
 
 
 def test_off_by_default(start_server):
