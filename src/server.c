@@ -72,6 +72,13 @@ static int server_set_memlimit(void *ctx, size_t megabytes)
     return 0;
 }
 
+/* refresh_certs: TLS lives in net/, which protocols must not include. */
+static int server_refresh_certs(void *ctx, char *msg, size_t n)
+{
+    (void)ctx;
+    return tls_refresh_certs(msg, n);
+}
+
 static void server_stats_detail(void *ctx, const char *key, size_t nkey, char op, bool hit)
 {
     (void)ctx;
@@ -393,6 +400,7 @@ struct server *server_create(struct core *c)
         .set_memlimit = server_set_memlimit,
         .stats = server_stats,
         .stats_detail = server_stats_detail,
+        .refresh_certs = server_refresh_certs,
     };
     stats_detail_set_delimiter(c->settings->prefix_delimiter);
     c->ops = &srv->ops;

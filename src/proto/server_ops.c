@@ -1,5 +1,7 @@
 #include "proto/server_ops.h"
 
+#include <stdio.h>
+
 static void server_ops_none_shutdown(void *ctx, bool graceful)
 {
     (void)ctx;
@@ -38,6 +40,13 @@ static void server_ops_none_detail(void *ctx, const char *key, size_t nkey, char
     (void)hit;
 }
 
+static int server_ops_none_refresh_certs(void *ctx, char *msg, size_t n)
+{
+    (void)ctx;
+    snprintf(msg, n, "Error TLS not enabled");
+    return -1;
+}
+
 const struct server_ops server_ops_none = {
     .ctx = NULL,
     .shutdown = server_ops_none_shutdown,
@@ -45,4 +54,5 @@ const struct server_ops server_ops_none = {
     .set_memlimit = server_ops_none_memlimit,
     .stats = server_ops_none_stats,
     .stats_detail = server_ops_none_detail,
+    .refresh_certs = server_ops_none_refresh_certs,
 };

@@ -49,6 +49,8 @@ struct server_ops {
     /* -D / stats detail on: one key's prefix counted; op is 'g' get (hit
      * tells), 's' set, 'd' delete. Called only while detail_enabled. */
     void (*stats_detail)(void *ctx, const char *key, size_t nkey, char op, bool hit);
+    /* refresh_certs: 0, or -1 with memcached's error line (no CRLF) in msg. */
+    int (*refresh_certs)(void *ctx, char *msg, size_t n);
 };
 
 extern const struct server_ops server_ops_none;

@@ -5,7 +5,6 @@
  * existing scripts and tools keep working. See docs/protocol-text.md. */
 #include <string.h>
 
-#include "net/tls.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "settings.h"
@@ -218,7 +217,7 @@ void text_cmd_refresh_certs(struct session *s, const struct text_line *l)
 {
     (void)l;
     char msg[512];
-    if (tls_refresh_certs(msg, sizeof msg) == 0) {
+    if (s->ops->refresh_certs(s->ops->ctx, msg, sizeof msg) == 0) {
         TEXT_OUT(s, "OK");
         return;
     }
