@@ -15,7 +15,7 @@
 # Each stage adds its tests to the totals; the last line is exactly
 # "N passed, N failed" and the exit status is non-zero on any failure. A stage
 # that ran no test (pytest's exit 5, a unit binary with no summary) fails.
-# Logs: build/test-logs/. Knobs: FUZZ_SECONDS (20), SOAK_SECONDS (60),
+# Logs: build/test-logs/. Knobs: FUZZ_SECONDS (20), SOAK_SECONDS (60), SOAK_KINDS,
 # PYTEST_ARGS (extra pytest arguments), STAGES (space-separated subset of
 # "layers build unit integration fuzz soak").
 set -u
