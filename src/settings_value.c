@@ -135,29 +135,31 @@ int settings_parse_STR(struct settings_parse_ctx *c, const struct settings_row *
     return 0;
 }
 
-int settings_parse_INT(struct settings_parse_ctx *c, const struct settings_row *r,
-                       const char *name, const char *val)
+/* An integer in lo..hi, stored times `unit` (INT 1, KB 1024, MB 1 << 20).
+ * A -o value must be there; a flag's getopt already saw to it. */
+static int settings_parse_scaled(struct settings_parse_ctx *c, const struct settings_row *r,
+                                 const char *name, const char *val, bool need, long unit)
 {
     long n;
-    if (r->oname && settings_value_need(c, name, val) < 0)
+    if (need && settings_value_need(c, name, val) < 0)
         return -1;
     if (settings_value_long(val, r->lo, r->hi, &n) < 0)
         return settings_value_bad(c, r, name, val);
-    settings_row_set_long(c->s, r, n);
+    settings_row_set_long(c->s, r, n * unit);
     return 0;
+}
+
+int settings_parse_INT(struct settings_parse_ctx *c, const struct settings_row *r,
+                       const char *name, const char *val)
+{
+    return settings_parse_scaled(c, r, name, val, r->oname != NULL, 1);
 }
 
 /* An integer in kilobytes, stored in bytes (memcached's logbuf sizes). */
 int settings_parse_KB(struct settings_parse_ctx *c, const struct settings_row *r,
                       const char *name, const char *val)
 {
-    long n;
-    if (settings_value_need(c, name, val) < 0)
-        return -1;
-    if (settings_value_long(val, r->lo, r->hi, &n) < 0)
-        return settings_value_bad(c, r, name, val);
-    settings_row_set_long(c->s, r, n * 1024);
-    return 0;
+    return settings_parse_scaled(c, r, name, val, true, 1024);
 }
 
 int settings_parse_DBL(struct settings_parse_ctx *c, const struct settings_row *r,
@@ -198,12 +200,6 @@ int settings_parse_OCTAL(struct settings_parse_ctx *c, const struct settings_row
 int settings_parse_MB(struct settings_parse_ctx *c, const struct settings_row *r,
                                const char *name, const char *val)
 {
-    long n;
-    if (settings_value_need(c, name, val) < 0)
-        return -1;
-    if (settings_value_long(val, r->lo, r->hi, &n) < 0)
-        return settings_value_bad(c, r, name, val);
-    settings_row_set_long(c->s, r, n << 20);
-    return 0;
+    return settings_parse_scaled(c, r, name, val, true, 1L << 20);
 }
 
