@@ -137,6 +137,32 @@ def test_pymemcache_over_tls(tls_server, pki):
     cl.close()
 
 
+def dalli(srv, pki, *cert):
+    """Dalli (Ruby, binary protocol), a second real client: its script
+    prints TAP lines; returns (exit code, output)."""
+    if shutil.which("ruby") is None or subprocess.run(
+            ["ruby", "-e", "require 'dalli'"], capture_output=True).returncode != 0:
+        pytest.skip("ruby-dalli not installed (scripts/install-deps.sh)")
+    script = os.path.join(os.path.dirname(__file__), "clients", "dalli_tls.rb")
+    r = subprocess.run(["ruby", script, f"127.0.0.1:{srv.port}", str(pki / "ca.pem"),
+                        *[str(pki / f) for f in cert]], capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_dalli_over_tls(tls_server, pki):
+    rc, out = dalli(tls_server, pki)
+    assert rc == 0 and "not ok" not in out, out
+    assert "ok 20 - version" in out, out  # all of it ran
+
+
+def test_dalli_mutual_tls(start_server, pki):
+    srv = start_server(*tls_flags(pki), "-o", f"ssl_verify_mode=2,ssl_ca_cert={pki / 'ca.pem'}")
+    rc, out = dalli(srv, pki, "client.pem", "client.key")
+    assert rc == 0 and "not ok" not in out, out
+    rc, out = dalli(srv, pki)  # no client certificate: refused
+    assert rc != 0 and "certificate required" in out, out
+
+
 def test_stats_and_settings_names(tls_server, pki):
     c = tls_connect(tls_server, client_ctx(pki))
     st = stats(c, "settings")
