@@ -594,7 +594,7 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
  * second pass is left out: its unlocked reads of slots and segment
  * pointers are races by design (a wrong guess costs one wasted prefetch),
  * and TSan would rightly name them. */
-void store_prefetch(struct store_ctx *ctx, const struct store_key *keys, size_t n)
+void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n)
 {
     struct store *s = ctx->store;
     const uint64_t *b[STORE_PREFETCH_MAX];
@@ -602,9 +602,9 @@ void store_prefetch(struct store_ctx *ctx, const struct store_key *keys, size_t 
     if (n > STORE_PREFETCH_MAX)
         n = STORE_PREFETCH_MAX;
     for (size_t i = 0; i < n; i++) {
-        uint64_t hv = XXH3_64bits(keys[i].key, keys[i].nkey);
-        tag[i] = index_tag(hv);
-        b[i] = index_prefetch(&s->index, hv);
+        struct store_key k = store_key_of(keys[i].key, keys[i].nkey);
+        tag[i] = k.tag;
+        b[i] = index_prefetch(&s->index, k.hv);
     }
 #ifndef STORE_TSAN
     for (size_t i = 0; i < n; i++) {

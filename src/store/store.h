@@ -145,11 +145,11 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
  * taking them one at a time. A hint only: it changes nothing, and keys past
  * STORE_PREFETCH_MAX are ignored. */
 #define STORE_PREFETCH_MAX 32
-struct store_key {
+struct store_keyref {
     const char *key;
     size_t nkey;
 };
-void store_prefetch(struct store_ctx *ctx, const struct store_key *keys, size_t n);
+void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n);
 
 /* touch: new expiry, no value. STORE_OK or STORE_MISS. */
 enum store_status store_touch(struct store_ctx *ctx, const char *key, size_t nkey,

@@ -56,15 +56,15 @@ static void test_prefetch(void **state)
     char names[48][16], buf[64], want[16];
     static char big[300];
     memset(big, 'x', sizeof big);
-    struct store_key keys[48];
+    struct store_keyref keys[48];
     for (int i = 0; i < 48; i++) {
         snprintf(names[i], sizeof names[i], "pk%d", i);
-        keys[i] = (struct store_key){names[i], strlen(names[i])};
+        keys[i] = (struct store_keyref){names[i], strlen(names[i])};
         if (i % 3 != 0)
             assert_int_equal(tset(&t, names[i], names[i], STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     }
-    keys[5] = (struct store_key){"", 0};
-    keys[7] = (struct store_key){big, sizeof big};
+    keys[5] = (struct store_keyref){"", 0};
+    keys[7] = (struct store_keyref){big, sizeof big};
     struct store_stats before, after;
     store_stats(t.s, &before);
     store_prefetch(t.c, keys, 48);

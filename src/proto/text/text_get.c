@@ -85,7 +85,7 @@ static const char *text_lookup_key(const char *p, const char *e, size_t *nkey)
 
 size_t text_prefetch_ahead(struct session *s, const char *buf, size_t pos, size_t len)
 {
-    struct store_key keys[TEXT_PREFETCH_BATCH];
+    struct store_keyref keys[TEXT_PREFETCH_BATCH];
     size_t n = 0, at = pos;
     while (n < TEXT_PREFETCH_BATCH && at < len) {
         const char *nl = memchr(buf + at, '\n', len - at);
@@ -109,7 +109,7 @@ size_t text_prefetch_ahead(struct session *s, const char *buf, size_t pos, size_
  * there are several. */
 static void text_get_prefetch(struct session *s, const char *p, const char *end)
 {
-    struct store_key keys[TEXT_PREFETCH_BATCH];
+    struct store_keyref keys[TEXT_PREFETCH_BATCH];
     size_t n = 0;
     while (p < end && n < TEXT_PREFETCH_BATCH) {
         if (*p == ' ') {
@@ -119,7 +119,7 @@ static void text_get_prefetch(struct session *s, const char *p, const char *end)
         const char *k = p;
         while (p < end && *p != ' ')
             p++;
-        keys[n++] = (struct store_key){k, (size_t)(p - k)};
+        keys[n++] = (struct store_keyref){k, (size_t)(p - k)};
     }
     if (n > 1)
         store_prefetch(s->store, keys, n);
