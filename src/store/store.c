@@ -292,17 +292,16 @@ int store_create(struct store **out, const struct store_options *opt)
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
 
-    /* -o hashpower counts item slots, as memcached's does (default 16);
-     * ours are 8 a bucket. The index grows on its own from there. */
-    unsigned power = opt->hashpower ? opt->hashpower : 16;
-    power = power > 3 ? power - 3 : 1;
+    /* -o hashpower is memcached's (default 16): index_level_for says how
+     * our buckets follow its contract. The index grows on its own from there. */
+    unsigned level = opt->hashpower ? opt->hashpower : 16;
     if (opt->memory_file) {
         if (persist_open(s, opt->memory_file, &s->pm) != 0) {
             free(s);
             return -1;
         }
         /* A restore inserts every item at once: size the index for them
-         * now rather than grow it step by step. */
+         * now, as growth would have, rather than grow it step by step. */
         uint64_t hint = s->pm->start >= PM_START_CLEAN && s->pm->start <= PM_START_CRASH
                             ? s->pm->hdr->items
                             : 0;
@@ -310,20 +309,15 @@ int store_create(struct store **out, const struct store_options *opt)
          * header must not size the index beyond what -m can hold): an item
          * takes 12 bytes at least. */
         uint64_t most = opt->mem_limit / 12;
-        unsigned cap = power;
-        while (cap < 30 && ((uint64_t)INDEX_SLOTS << cap) < most * 8 / 7)
-            cap++;
-        if (hint > most)
-            hint = most;
-        while (power < cap && ((uint64_t)INDEX_SLOTS << power) < hint * 8 / 7)
-            power++;
+        unsigned cap = index_level_for(level, most);
+        level = index_level_for(level, hint < most ? hint : most);
         /* and never smaller than it was, as memcached's restart keeps its
          * hash power (its restart.t checks) */
-        unsigned was = s->pm->hdr->index_power;
-        if (hint && was > power && was <= cap)
-            power = was;
+        unsigned was = s->pm->hdr->index_level;
+        if (hint && was > level && was <= cap)
+            level = was;
     }
-    if (index_init(&s->index, power, store_rehash, s) != 0) {
+    if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
             persist_close(s, false);
         free(s);
@@ -932,7 +926,7 @@ void store_stats(struct store *s, struct store_stats *out)
     out->upload_bytes = __atomic_load_n(&s->upload_bytes, __ATOMIC_RELAXED);
     out->upload_limit = s->upload_limit;
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
-    out->hash_power_level = index_power(&s->index) + 3;
+    out->hash_power_level = index_level(&s->index);
     out->hash_bytes = index_bytes(&s->index) +
                       (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
     out->hash_is_expanding = index_expanding(&s->index);

@@ -64,10 +64,24 @@ struct index {
     uint64_t overflow_used;
 };
 
-int index_init(struct index *ix, unsigned power, index_rehash_fn rehash, void *arg);
+/* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,
+ * and its table doubles past 1.5 items a chain. A bucket of ours stands for
+ * 2^INDEX_LEVEL_SHIFT of those chains and takes 1.5 of them each, six items
+ * of its seven slots, before the table doubles: so the level reported, the
+ * level asked for and the item counts at which the table grows are all
+ * memcached's (2^16 chains, 2^14 buckets, grown at 98,305 items). */
+#define INDEX_LEVEL_SHIFT 2
+#define INDEX_GROW_LOAD 6
+
+/* A table of memcached's level `level` (2^(level - 2) buckets). */
+int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg);
 void index_release(struct index *ix);
 size_t index_bytes(struct index *ix);
-unsigned index_power(struct index *ix);
+/* memcached's hash power of the current table. */
+unsigned index_level(struct index *ix);
+/* The level the table reaches by growth as it takes `items` items (from
+ * `level`): what a restore sizes the table at before inserting them. */
+unsigned index_level_for(unsigned level, uint64_t items);
 bool index_expanding(struct index *ix);
 
 static inline uint32_t index_tag(uint64_t h)
