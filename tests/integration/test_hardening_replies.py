@@ -283,3 +283,40 @@ def test_long_get_line_is_bounded_work(start_server, reads):
         # the line (2 MiB, in a buffer of 4) and the allowance (4 MiB)
         assert peak - base < 32, f"RSS {base:.0f} -> {peak:.0f} MiB"
     assert TSAN or worst < PROBE_MAX * slow_factor(), f"probe waited {worst * 1000:.1f} ms"
+
+
+def server_send_queues(port):
+    """Send-Q (bytes the kernel holds, sent or not, unacknowledged) of every
+    established socket on the server's side of `port`."""
+    out = subprocess.run(["ss", "-tnH", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, text=True, timeout=10).stdout
+    return [int(line.split()[1]) for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or subprocess.run(
+    ["sh", "-c", "command -v ss"], capture_output=True).returncode != 0, reason="needs Linux and ss")
+def test_non_readers_hold_little_kernel_memory(start_server):
+    """Soak kind 5's stalls: each client that stopped reading made the kernel
+    hold 3-4 MiB of replies for it (the send buffer autotunes to tcp_wmem's
+    4 MiB), and a few hundred of them put the host's TCP into memory
+    pressure (tcp_mem), where it dropped packets of every connection: honest
+    requests waited 40 ms and more. With TCP_NOTSENT_LOWAT each holds about
+    128 KiB: 40 non-readers of 5 MB multigets hold 128 KiB each (before the
+    fix: up to 2.9 MiB each, 114 MiB in all)."""
+    srv = start_server("-m", "64")
+    nodelay_only(srv)
+    c = srv.connect()
+    for i in range(10):
+        assert c.call(f"set nr{i} 0 0 500000".encode() + b"\r\n" + b"n" * 500000) == b"STORED\r\n"
+    req = "get " + " ".join(f"nr{i}" for i in range(10)) + r"\r\n"
+    att = start_attacker(srv, 40, 1.5 * slow_factor(), req)
+    try:
+        assert att.stdout.readline().strip() == "done"
+        queues = server_send_queues(srv.port)
+    finally:
+        stop_attacker(att)
+    assert len(queues) >= 40, queues
+    print(f"kernel send queues of {len(queues)} connections: max {max(queues) / 1024:.0f} KiB, "
+          f"{sum(queues) / MiB:.1f} MiB in all")
+    # 128 KiB unsent, plus what is in flight to a 4 KiB receive window
+    assert max(queues) <= 512 * 1024, sorted(queues)[-5:]
