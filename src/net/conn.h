@@ -18,8 +18,8 @@
 /* A connection may owe at most this much before its requests pause (a long
  * multiget or dump then resumes as the socket drains)... */
 #define CONN_REPLY_SOFT_LIMIT (4u * 1024 * 1024)
-/* ...and, while all clients together owe more than the client memory bound,
- * at most this much: the connections owing most stop being read. */
+/* ...and, once all clients together owe half the client memory bound, its
+ * share of the other half, never less than this (conn_allowance). */
 #define CONN_REPLY_FLOOR (16u * 1024)
 /* Reply bytes the kernel may hold unsent per TCP connection
  * (TCP_NOTSENT_LOWAT). Without a limit each client that stops reading holds
