@@ -52,17 +52,25 @@ static size_t conn_client_bound(const struct settings *set)
     return half > ((size_t)32 << 20) ? half : (size_t)32 << 20;
 }
 
-/* How much this connection may owe before its requests pause: up to the
- * soft limit while all clients together owe less than the bound, down to
- * the floor as they reach it, so those owing most stop being read and the
- * total stays within the bound plus one floor per connection. */
+/* How much this connection may owe before its requests pause. Half of the
+ * bound is shared out: each connection may owe its share of that half (at
+ * least the floor) whatever the others do, so clients that read keep being
+ * served while others hoard. The other half is first come: a connection may
+ * owe past its share only while all clients together owe less than half the
+ * bound. So those that owe most (clients that stopped reading) are the ones
+ * held back, and all together stay within the bound, plus a floor and one
+ * reply per connection. */
 static size_t conn_allowance(struct conn *c)
 {
     struct core *core = c->env->core;
+    size_t half = conn_client_bound(core->settings) / 2;
     size_t used = c->env->client_bytes(core);
-    size_t bound = conn_client_bound(core->settings);
-    size_t room = bound > used ? bound - used : 0;
+    int conns = __atomic_load_n(&core->curr_conns, __ATOMIC_RELAXED);
+    size_t share = half / (size_t)(conns > 1 ? conns : 1);
+    size_t room = half > used ? half - used : 0;
     size_t allow = reply_pending(&c->sess.reply) + room;
+    if (allow < share)
+        allow = share;
     if (allow > CONN_REPLY_SOFT_LIMIT)
         allow = CONN_REPLY_SOFT_LIMIT;
     if (allow < CONN_REPLY_FLOOR)
