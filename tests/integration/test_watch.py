@@ -348,3 +348,46 @@ def test_binary_protocol_is_logged(start_server):
     assert kinds == ["item_get", "item_store", "item_get", "item_get", "deleted"], got
     assert " key=bk status=stored cmd=set ttl=0 " in got[1]
     assert " key=bk status=found " in got[2] and got[2].endswith(" size=3")
+
+
+# How a client leaves, and the conn_close reason memcached gives it
+# (close_reason: an error unless the client quit or hung up).
+CLOSES = {
+    "eof": (None, "normal"),
+    "quit": (b"quit\r\n", "normal"),
+    "http": (b"GET / HTTP/1.1\r\n", "error"),
+    "binary_quit": (bytes([0x80, 0x07]) + bytes(22), "normal"),
+    # a NOOP, then a header whose magic is a response's
+    "binary_bad_magic": (bytes([0x80, 0x0a]) + bytes(22) + bytes([0x81, 0x0a]) + bytes(22), "error"),
+}
+
+
+def close_reasons(srv):
+    w = watcher(srv, "connevents")
+    out = {}
+    for how, (payload, _) in CLOSES.items():
+        c = srv.connect()
+        new = lines_until(w, lambda l: "type=conn_new" in l)[-1]
+        cfd = re.search(r" cfd=(\d+)$", new).group(1)
+        if payload is None:
+            c.close()
+        else:
+            c.send(payload)
+        line = lines_until(w, lambda l: "type=conn_close" in l and l.endswith(" cfd=" + cfd))[-1]
+        out[how] = re.search(r" reason=(\S+)", line).group(1)
+        c.close()
+    w.close()
+    return out
+
+
+def test_close_reasons(start_server):
+    """watcher.t's connection events: a client's quit or hang-up is
+    reason=normal, a close the server decides on a protocol error (a web
+    client's request line, a bad binary packet) reason=error."""
+    got = close_reasons(start_server())
+    assert got == {how: reason for how, (_, reason) in CLOSES.items()}
+
+
+def test_close_reasons_match_1_6_45(start_server):
+    ref = start_server(binary=ref_bin())
+    assert close_reasons(start_server()) == close_reasons(ref)
