@@ -401,6 +401,9 @@ struct store_found {
     struct seg *seg;
     struct item_hdr h;
     rel_time_t now;     /* the time its life was judged by */
+    /* On a miss: ITEM_EXPIRED or ITEM_FLUSHED when the lookup found the key
+     * dead and unlinked it, else ITEM_LIVE (no such key). */
+    enum item_life gone;
 };
 
 enum store_look {
