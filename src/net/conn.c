@@ -413,6 +413,21 @@ static bool conn_tls_input(const struct conn *c)
     return c->tls && (c->interest & EVENT_READ) && tls_conn_has_input(c->tls);
 }
 
+/* The reason conn_close reports for a close the session or the server asked
+ * for (NULL: the client's own). */
+static const char *conn_close_why(const struct conn *c)
+{
+    switch (c->sess.close_why) {
+    case SESSION_CLOSE_NORMAL:
+        return NULL;
+    case SESSION_CLOSE_SHUTDOWN:
+        return "server stopping";
+    case SESSION_CLOSE_ERROR:
+        break;
+    }
+    return "protocol error";
+}
+
 /* After a flush: close if asked and done, else set what to wait for. */
 static void conn_settle(struct conn *c)
 {
@@ -429,7 +444,7 @@ static void conn_settle(struct conn *c)
             return;
     }
     if (c->closing && reply_pending(&c->sess.reply) == 0) {
-        conn_close(c, NULL);
+        conn_close(c, conn_close_why(c));
         return;
     }
     conn_update_interest(c);
@@ -665,6 +680,7 @@ void conn_stop_reading(struct conn *c)
     if (c->dead || c->closing)
         return;
     c->closing = true;
+    c->sess.close_why = SESSION_CLOSE_SHUTDOWN;
     conn_update_interest(c);
 }
 

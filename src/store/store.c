@@ -641,9 +641,14 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         struct store_found f;
         if (!store_lookup(ctx, &k, how, &f)) {
             index_unlock(f.bucket);
+            enum store_miss miss = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED
+                                   : f.gone == ITEM_EXPIRED ? STORE_MISS_EXPIRED
+                                                            : STORE_MISS_ABSENT;
+            enum store_status st = STORE_MISS;
             if (req->vivify)
-                return store_vivify(ctx, key, nkey, req, out);
-            return STORE_MISS;
+                st = store_vivify(ctx, key, nkey, req, out);
+            out->miss = miss;
+            return st;
         }
         rel_time_t now = f.now;
         if (req->touch && req->exptime != REL_TIME_NEVER && !f.h.exp_off) {
