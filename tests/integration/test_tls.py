@@ -520,11 +520,14 @@ def test_delayed_ack_trap_over_tls(start_server, pki, nodelay, size):
         timed("multiget 100", multiget)
 
 
-def test_pipeline_replies_leave_in_one_write(start_server, pki, tmp_path):
+@pytest.mark.parametrize("ktls", [False, True], ids=["user-space-records", "ssl_kernel_tls"])
+def test_pipeline_replies_leave_in_one_write(start_server, pki, tmp_path, ktls):
+    """With ssl_kernel_tls the write is a writev of plaintext where the
+    kernel has TLS, one send of records where it has not: one either way."""
     if shutil.which("strace") is None:
         pytest.skip("strace not installed")
     from test_syscalls import Tracer, WRITES
-    srv = start_server(*tls_flags(pki), "-t", "1")
+    srv = start_server(*tls_flags(pki), "-t", "1", *(["-o", "ssl_kernel_tls"] if ktls else []))
     c = tls_connect(srv, client_ctx(pki))
     for i in range(20):
         assert c.call(f"set p{i} 0 0 5\r\nv{i:04d}") == b"STORED\r\n"
@@ -546,6 +549,51 @@ def test_pipeline_replies_leave_in_one_write(start_server, pki, tmp_path):
     # five pipelines: five writes of records (20 replies each), never one per reply
     assert len(writes) == 5, "\n".join(writes)
     assert len(reads) >= 5
+
+
+def kernel_has_tls():
+    """The probe nodelay makes: attach the "tls" ULP to a connected socket."""
+    with socket.create_server(("127.0.0.1", 0)) as ls, \
+            socket.create_connection(ls.getsockname()) as c:
+        a, _ = ls.accept()
+        with a:
+            try:
+                a.setsockopt(socket.IPPROTO_TCP, 31, b"tls")  # TCP_ULP
+                return True
+            except OSError:
+                return False
+
+
+def test_kernel_tls_used_where_the_kernel_has_it(start_server, pki):
+    """-o ssl_kernel_tls: where the kernel has the tls ULP, sends go through
+    it (said per connection at -vv); where it has not (this project's CI
+    machine), one line at start-up says so and records are built in user
+    space. Either way values of every size come back intact."""
+    srv = start_server(*tls_flags(pki), "-vv", "-o", "ssl_kernel_tls")
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        ctx = client_ctx(pki)
+        ctx.minimum_version = ctx.maximum_version = version
+        c = tls_connect(srv, ctx)
+        for size in (5, 20000, 900_000):
+            v = os.urandom(size).hex().encode()[:size]
+            assert c.call(b"set kt%d 0 0 %d\r\n%s" % (size, size, v)) == b"STORED\r\n"
+            c.send(b"get kt%d\r\n" % size)
+            assert c.read_until(b"\r\n") == b"VALUE kt%d 0 %d\r\n" % (size, size)
+            assert c.read_exact(size + 7) == v + b"\r\nEND\r\n"
+        c.send(b"".join(b"get kt5\r\n" for _ in range(50)))
+        for _ in range(50):
+            assert c.read_until(b"END\r\n").startswith(b"VALUE kt5 0 5\r\n")
+        c.close()
+    assert stats(tls_connect(srv, client_ctx(pki)), "settings")["ssl_kernel_tls"] == "yes"
+    err = srv.stderr()
+    said = [ln for ln in err.splitlines() if ln.startswith("ssl_kernel_tls: ")]
+    assert len(said) == 1, err
+    if kernel_has_tls():
+        assert "the kernel builds the records sent" in said[0], err
+        assert "kernel TLS: the kernel builds the records sent" in err, err
+    else:
+        assert "no kernel TLS here" in said[0], err
+        assert "kernel TLS: the kernel builds" not in err, err
 
 
 # ---- authentication, -c, partial writes over TLS ------------------------------
