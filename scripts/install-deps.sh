@@ -21,6 +21,7 @@
 #   dpkg-dev, debhelper, fakeroot, lintian  build and check the .deb (debian/)
 #   gnuplot-nox          the benchmark's charts
 #   linux-perf, strace   syscalls per request in the benchmark
+#   liburing-dev         io_uring: the benchmark's canned-reply floor server (bench/floor)
 #   iproute2             ss, for the connection tests
 #   procps               ps and pgrep, for the process tests
 #   openssl              the TLS tests make their certificates at test time
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/.."
 ./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
     libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc \
     libsasl2-modules libcache-memcached-fast-perl ruby ruby-dalli nutcracker systemd dpkg-dev debhelper \
-    fakeroot lintian gnuplot-nox linux-perf strace iproute2 procps prometheus openssl
+    fakeroot lintian gnuplot-nox linux-perf liburing-dev strace iproute2 procps prometheus openssl
 # Debian's memcached, nutcracker and prometheus packages may start system
 # services (on 11211, 22121 and 9090); the tests use their own ports, so they are harmless, but
 # stop them to keep the machine quiet.

@@ -96,7 +96,8 @@
     X(threads, SNAP, threads, U64, GAUGE, ALWAYS, "worker threads (-t)")                           \
     X(conn_yields, WORKER, conn_yields, U64, COUNTER, ALWAYS,                                      \
       "-R budget spent with requests still buffered")                                              \
-    X(hash_power_level, STORE, hash_power_level, U64, GAUGE, ALWAYS, "log2 of index slots")        \
+    X(hash_power_level, STORE, hash_power_level, U64, GAUGE, ALWAYS,                               \
+      "memcached's hash power: log2 of index buckets x 4")                                         \
     X(hash_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, "index memory, outside -m")               \
     X(hash_is_expanding, STORE, hash_is_expanding, U64, GAUGE, ALWAYS, "1 while the index grows")  \
     /* memcached's slab mover: segments have no slabs to move */                                   \

@@ -41,11 +41,10 @@
 #define HDR_LOCK 1ull
 #define HDR_MOVED 2ull
 #define HDR_BITS (HDR_LOCK | HDR_MOVED)
-/* Items per bucket (of 7 slots) before the table doubles. */
-#define INDEX_GROW_LOAD 7
 /* Old buckets an insert moves while a growth is in progress. */
 #define INDEX_MIGRATE_STEP 4
 #define INDEX_MAX_POWER 32
+#define INDEX_MIN_POWER 1
 
 /* Per-table migration counters live beside the table they count, so a
  * thread still working on a finished growth cannot steal a later one's. */
@@ -140,11 +139,26 @@ static void table_tombstone(struct index *ix, struct index_table *t)
     t->tomb = true;
 }
 
-int index_init(struct index *ix, unsigned power, index_rehash_fn rehash, void *arg)
+static unsigned index_power_of(unsigned level)
+{
+    if (level < INDEX_MIN_POWER + INDEX_LEVEL_SHIFT)
+        return INDEX_MIN_POWER;
+    return level - INDEX_LEVEL_SHIFT < INDEX_MAX_POWER ? level - INDEX_LEVEL_SHIFT
+                                                        : INDEX_MAX_POWER;
+}
+
+unsigned index_level_for(unsigned level, uint64_t items)
+{
+    unsigned power = index_power_of(level);
+    while (power < INDEX_MAX_POWER && items > ((uint64_t)INDEX_GROW_LOAD << power))
+        power++;
+    return power + INDEX_LEVEL_SHIFT;
+}
+
+int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg)
 {
     memset(ix, 0, sizeof(*ix));
-    if (power > INDEX_MAX_POWER)
-        power = INDEX_MAX_POWER;
+    unsigned power = index_power_of(level);
     struct index_table *t = table_new(power);
     if (!t)
         return -1;
@@ -203,9 +217,9 @@ size_t index_bytes(struct index *ix)
     return n;
 }
 
-unsigned index_power(struct index *ix)
+unsigned index_level(struct index *ix)
 {
-    return __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE)->power;
+    return __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE)->power + INDEX_LEVEL_SHIFT;
 }
 
 bool index_expanding(struct index *ix)

@@ -208,7 +208,7 @@ void persist_heartbeat(struct store *s)
     __atomic_store_n(&h->hb_unix, (int64_t)time(NULL), __ATOMIC_RELEASE);
     pm_store32(&h->hb_rel, clock_now());
     pm_store64(&h->items, __atomic_load_n(&s->index.items, __ATOMIC_RELAXED));
-    pm_store32(&h->index_power, index_power(&s->index));
+    pm_store32(&h->index_level, index_level(&s->index));
 }
 
 void persist_cas(struct store *s, uint64_t cas)

@@ -16,7 +16,7 @@
 #include "store/store_int.h"
 
 #define PM_MAGIC "NDLYMEM"  /* 8 bytes with its NUL */
-#define PM_VERSION 1        /* bump when the file or item layout changes */
+#define PM_VERSION 2        /* bump when the file or item layout changes */
 #define PM_ENDIAN 0x0102030405060708ull
 #define PM_JOURNAL_SLOTS 1024u
 #define PM_DATA_ALIGN ((size_t)2 << 20)  /* segment data on a huge-page boundary */
@@ -50,7 +50,7 @@ struct pm_hdr {
     uint32_t pad;
     uint64_t items;         /* live items at the last heartbeat: index size hint */
     uint64_t seq_next;      /* next segment sequence */
-    uint32_t index_power;   /* the index's size at the last heartbeat (log2 buckets) */
+    uint32_t index_level;   /* the index's size at the last heartbeat (hash_power_level) */
     uint32_t pad2;
     uint64_t stop_sum;      /* PM_CLEAN: XXH3 of the run state above and the table */
 };

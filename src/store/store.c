@@ -130,42 +130,6 @@ void store_unlink(struct store *s, struct store_found *f)
     seg_note_gone(f->seg, item_total(&f->h), &c);
 }
 
-bool store_find_live(struct store_ctx *ctx, uint64_t *b, uint32_t tag, const char *key,
-                     size_t nkey, rel_time_t now, struct store_found *f)
-{
-    struct store *s = ctx->store;
-    f->bucket = b;
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-        for (int i = 1; i <= INDEX_SLOTS; i++) {
-            uint64_t sl = cur[i];
-            if (!sl || slot_tag(sl) != tag)
-                continue;
-            char *p = seg_item(s, sl);
-            if ((uint8_t)p[1] != nkey)
-                continue;
-            struct item_hdr h;
-            item_decode(p, &h);
-            if (h.nkey != nkey || memcmp(p + h.hlen, key, nkey) != 0)
-                continue;
-            f->bucket = b;
-            f->slot = &cur[i];
-            f->p = p;
-            f->seg = seg_of(s, slot_seg(sl));
-            f->h = h;
-            enum item_life life = store_item_life(s, p, &h, f->seg->cas_base, now);
-            if (life == ITEM_LIVE)
-                return true;
-            store_unlink(s, f);
-            if (life == ITEM_FLUSHED)
-                CTR_INC(ctx, get_flushed);
-            else
-                CTR_INC(ctx, get_expired);
-            return false;
-        }
-    }
-    return false;
-}
-
 /* The ghost: fingerprints of keys that left the small queue unread, in a
  * direct-mapped table of about one entry per item -m holds. A key written
  * again while its fingerprint is there was wanted after all: it starts with
@@ -236,17 +200,13 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
     return true;
 }
 
-enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nkey, uint64_t hv,
-                              uint8_t layout)
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout)
 {
     struct store *s = ctx->store;
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
     for (;;) {
         struct store_found f;
-        b = index_lock_hash(&s->index, hv);
-        if (!store_find_live(ctx, b, tag, key, nkey, clock_now(), &f)) {
-            index_unlock(b);
+        if (!store_lookup(ctx, k, STORE_LOOK_PIN, &f)) {
+            index_unlock(f.bucket);
             return STORE_MISS;
         }
         uint64_t snap = *f.slot;
@@ -254,16 +214,11 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
         if (want & ITEM_L_CAS64)
             want &= (uint8_t)~ITEM_L_CAS32;
         want &= (uint8_t)~ITEM_L_MARK;
-        if (!seg_try_pin(f.seg)) {
-            index_unlock(b);
-            seg_wait_compacted(f.seg);
-            continue;
-        }
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
-        index_unlock(b);
+        index_unlock(f.bucket);
 
         struct store_reservation r;
-        enum store_status st = store_reserve_raw(ctx, key, nkey, f.h.nvalue, want,
+        enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
                                                  store_ttl_group(s, exp, clock_now()), &r);
         if (st == STORE_OK)
             memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
@@ -271,10 +226,8 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
         if (st != STORE_OK)
             return st;
 
-        b = index_lock_hash(&s->index, hv);
         struct store_found g;
-        bool same = store_find_live(ctx, b, tag, key, nkey, clock_now(), &g) &&
-                    slot_same(*g.slot, snap);
+        bool same = store_lookup(ctx, k, STORE_LOOK_FIND, &g) && slot_same(*g.slot, snap);
         struct seg *ns = r.seg;
         if (same && __atomic_load_n(&ns->gen, __ATOMIC_ACQUIRE) == r.gen) {
             uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
@@ -288,15 +241,15 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
                     item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
                 item_put_cas(r.item, &nh, cas, ns->cas_base);
                 uint64_t access = *g.slot & SLOT_FREQ;
-                store_link(s, &g, true, &r, tag, hv);
+                store_link(s, &g, true, &r, k->tag, k->hv);
                 *g.slot |= access;
-                index_unlock(b);
+                index_unlock(g.bucket);
                 seg_unpin(ns);
                 return STORE_OK;
             }
             layout |= ITEM_L_CAS64;
         }
-        index_unlock(b);
+        index_unlock(g.bucket);
         seg_unpin(ns);
     }
 }
@@ -343,17 +296,16 @@ int store_create(struct store **out, const struct store_options *opt)
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
 
-    /* -o hashpower counts item slots, as memcached's does (default 16);
-     * ours are 8 a bucket. The index grows on its own from there. */
-    unsigned power = opt->hashpower ? opt->hashpower : 16;
-    power = power > 3 ? power - 3 : 1;
+    /* -o hashpower is memcached's (default 16): index_level_for says how
+     * our buckets follow its contract. The index grows on its own from there. */
+    unsigned level = opt->hashpower ? opt->hashpower : 16;
     if (opt->memory_file) {
         if (persist_open(s, opt->memory_file, &s->pm) != 0) {
             free(s);
             return -1;
         }
         /* A restore inserts every item at once: size the index for them
-         * now rather than grow it step by step. */
+         * now, as growth would have, rather than grow it step by step. */
         uint64_t hint = s->pm->start >= PM_START_CLEAN && s->pm->start <= PM_START_CRASH
                             ? s->pm->hdr->items
                             : 0;
@@ -361,20 +313,15 @@ int store_create(struct store **out, const struct store_options *opt)
          * header must not size the index beyond what -m can hold): an item
          * takes 12 bytes at least. */
         uint64_t most = opt->mem_limit / 12;
-        unsigned cap = power;
-        while (cap < 30 && ((uint64_t)INDEX_SLOTS << cap) < most * 8 / 7)
-            cap++;
-        if (hint > most)
-            hint = most;
-        while (power < cap && ((uint64_t)INDEX_SLOTS << power) < hint * 8 / 7)
-            power++;
+        unsigned cap = index_level_for(level, most);
+        level = index_level_for(level, hint < most ? hint : most);
         /* and never smaller than it was, as memcached's restart keeps its
          * hash power (its restart.t checks) */
-        unsigned was = s->pm->hdr->index_power;
-        if (hint && was > power && was <= cap)
-            power = was;
+        unsigned was = s->pm->hdr->index_level;
+        if (hint && was > level && was <= cap)
+            level = was;
     }
-    if (index_init(&s->index, power, store_rehash, s) != 0) {
+    if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
             persist_close(s, false);
         free(s);
@@ -640,31 +587,26 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     memset(out, 0, sizeof(*out));
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
-    uint64_t hv = XXH3_64bits(key, nkey);
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
+    struct store_key k = store_key_of(key, nkey);
+    /* Pinned in the lookup, so nothing below is applied twice: a lookup
+     * that has to look again does so before it returns. */
+    enum store_look how = req->want_value ? STORE_LOOK_PIN : STORE_LOOK_FIND;
     for (;;) {
-        rel_time_t now = clock_now();
         struct store_found f;
-        b = index_lock_hash(&s->index, hv);
-        if (!store_find_live(ctx, b, tag, key, nkey, now, &f)) {
-            index_unlock(b);
+        if (!store_lookup(ctx, &k, how, &f)) {
+            index_unlock(f.bucket);
             if (req->vivify)
                 return store_vivify(ctx, key, nkey, req, out);
             return STORE_MISS;
         }
+        rel_time_t now = f.now;
         if (req->touch && req->exptime != REL_TIME_NEVER && !f.h.exp_off) {
-            index_unlock(b);
-            enum store_status st = store_widen(ctx, key, nkey, hv, ITEM_L_EXP);
+            index_unlock(f.bucket);
+            if (how == STORE_LOOK_PIN)
+                seg_unpin(f.seg);
+            enum store_status st = store_widen(ctx, &k, ITEM_L_EXP);
             if (st == STORE_NO_MEMORY)
                 return st;
-            continue;
-        }
-        /* Pin first: if the segment is being compacted we look again, and
-         * nothing below may have been applied twice. */
-        if (req->want_value && !seg_try_pin(f.seg)) {
-            index_unlock(b);
-            seg_wait_compacted(f.seg);
             continue;
         }
         store_fill_item(s, &f, out);
@@ -702,7 +644,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         } else {
             out->key = out->value = NULL;
         }
-        index_unlock(b);
+        index_unlock(f.bucket);
         return STORE_OK;
     }
 }
@@ -765,26 +707,22 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         req = &plain;
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
-    uint64_t hv = XXH3_64bits(key, nkey);
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
+    struct store_key k = store_key_of(key, nkey);
     for (;;) {
         struct store_found f;
-        rel_time_t now = clock_now();
-        b = index_lock_hash(&s->index, hv);
-        if (!store_find_live(ctx, b, tag, key, nkey, now, &f)) {
-            index_unlock(b);
+        if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+            index_unlock(f.bucket);
             return STORE_MISS;
         }
         uint64_t cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (req->cas_compare && req->cas_compare != cas) {
-            index_unlock(b);
+            index_unlock(f.bucket);
             return STORE_EXISTS;
         }
         if (req->drop_value) {
             /* md x: the item stays, empty, flags cleared, with the same CAS. */
             uint64_t snap = *f.slot;
-            index_unlock(b);
+            index_unlock(f.bucket);
             struct store_set_req sr = {
                 .mode = STORE_MODE_SET,
                 .exptime = req->touch ? req->exptime : REL_TIME_NEVER,
@@ -805,7 +743,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         }
         if (!req->invalidate) {
             store_unlink(s, &f);
-            index_unlock(b);
+            index_unlock(f.bucket);
             return STORE_OK;
         }
         /* md I: mark stale, take the token back, new CAS, maybe new TTL. */
@@ -817,8 +755,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         uint8_t need = store_missing_layout(f.h.layout, 0, exp, s->opt.cas_enabled, ncas,
                                             f.seg->cas_base);
         if (need) {
-            index_unlock(b);
-            enum store_status st = store_widen(ctx, key, nkey, hv, need);
+            index_unlock(f.bucket);
+            enum store_status st = store_widen(ctx, &k, need);
             if (st != STORE_OK)
                 return st;
             continue;
@@ -826,8 +764,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         if (s->opt.cas_enabled && !req->cas_new)
             ncas = store_next_cas(s);
         if (!item_cas_fits(f.h.layout, ncas, f.seg->cas_base) && s->opt.cas_enabled) {
-            index_unlock(b);
-            store_widen(ctx, key, nkey, hv, ITEM_L_CAS64);
+            index_unlock(f.bucket);
+            store_widen(ctx, &k, ITEM_L_CAS64);
             continue;
         }
         if (req->touch && f.h.exp_off) {
@@ -839,7 +777,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         item_put_u32(f.p, f.h.atime_off, st);
         item_put_cas(f.p, &f.h, ncas, f.seg->cas_base);
         seg_note_cas(f.seg, ncas);
-        index_unlock(b);
+        index_unlock(f.bucket);
         return STORE_OK;
     }
 }
@@ -992,7 +930,7 @@ void store_stats(struct store *s, struct store_stats *out)
     out->upload_bytes = __atomic_load_n(&s->upload_bytes, __ATOMIC_RELAXED);
     out->upload_limit = s->upload_limit;
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
-    out->hash_power_level = index_power(&s->index) + 3;
+    out->hash_power_level = index_level(&s->index);
     out->hash_bytes = index_bytes(&s->index) +
                       (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
     out->hash_is_expanding = index_expanding(&s->index);

@@ -146,10 +146,24 @@ struct index {
     uint64_t overflow_used;
 };
 
-int index_init(struct index *ix, unsigned power, index_rehash_fn rehash, void *arg);
+/* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,
+ * and its table doubles past 1.5 items a chain. A bucket of ours stands for
+ * 2^INDEX_LEVEL_SHIFT of those chains and takes 1.5 of them each, six items
+ * of its seven slots, before the table doubles: so the level reported, the
+ * level asked for and the item counts at which the table grows are all
+ * memcached's (2^16 chains, 2^14 buckets, grown at 98,305 items). */
+#define INDEX_LEVEL_SHIFT 2
+#define INDEX_GROW_LOAD 6
+
+/* A table of memcached's level `level` (2^(level - 2) buckets). */
+int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg);
 void index_release(struct index *ix);
 size_t index_bytes(struct index *ix);
-unsigned index_power(struct index *ix);
+/* memcached's hash power of the current table. */
+unsigned index_level(struct index *ix);
+/* The level the table reaches by growth as it takes `items` items (from
+ * `level`): what a restore sizes the table at before inserting them. */
+unsigned index_level_for(unsigned level, uint64_t items);
 bool index_expanding(struct index *ix);
 
 static inline uint32_t index_tag(uint64_t h)
@@ -369,20 +383,43 @@ uint8_t store_class_id(const struct store *s, size_t mc_size);
 /* Adds from's counters to into's (evicted_time: the larger). */
 void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);
 
-/* ---- lookups (store.c) -------------------------------------------------- */
+/* ---- lookups (store_lookup.c) ------------------------------------------ */
+
+/* A key and its hash, computed once per operation. */
+struct store_key {
+    const char *key;
+    size_t nkey;
+    uint64_t hv;
+    uint32_t tag; /* index_tag(hv) */
+};
+struct store_key store_key_of(const char *key, size_t nkey);
 
 struct store_found {
-    uint64_t *bucket;
-    uint64_t *slot;
+    uint64_t *bucket;   /* the key's primary bucket, locked */
+    uint64_t *slot;     /* the rest is set only when the item was found */
     char *p;            /* the item */
     struct seg *seg;
     struct item_hdr h;
+    rel_time_t now;     /* the time its life was judged by */
 };
 
-/* Find a key in its bucket chain (bucket lock held), unlinking it if it has
- * expired or been flushed (counted as get_expired / get_flushed). */
-bool store_find_live(struct store_ctx *ctx, uint64_t *b, uint32_t tag, const char *key,
-                     size_t nkey, rel_time_t now, struct store_found *f);
+enum store_look {
+    STORE_LOOK_FIND, /* under the bucket lock only */
+    STORE_LOOK_PIN,  /* and pin the item's segment, to read it after unlocking */
+};
+
+/* The one lookup every operation makes: lock the key's bucket (wherever a
+ * growth of the index has put it) and find the key's live item, unlinking
+ * it if it has expired or been flushed (counted as get_expired /
+ * get_flushed). With STORE_LOOK_PIN the item's segment is pinned too; while
+ * eviction is compacting that segment the lookup waits and looks again, so
+ * a pin that is taken never lets the item move.
+ * Returns true when found (f filled; pinned with STORE_LOOK_PIN), false on
+ * a miss (f->bucket and f->now only: a caller may link a new item into the
+ * bucket). Either way f->bucket is locked on return: the caller releases it
+ * (index_unlock) and, after a pinned find, the pin (seg_unpin(f->seg)). */
+bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
+                  struct store_found *f);
 /* Unlink a found item (bucket lock held). */
 void store_unlink(struct store *s, struct store_found *f);
 /* Reserve raw space for an item with this layout in TTL group g. */
@@ -391,8 +428,7 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
                                     struct store_reservation *res);
 /* Copy a linked item to a new place with at least `layout` fields (so a
  * touch or CAS change fits), keeping everything else. */
-enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nkey, uint64_t hv,
-                              uint8_t layout);
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout);
 /* Link reservation res (filled, header fields set) in place of f->slot or
  * in a free slot; false when the index is out of memory. Bucket lock held. */
 bool store_link(struct store *s, struct store_found *f, bool have_old,

@@ -165,3 +165,34 @@ def test_binary_stat_names_match_memcached(pair, flags):
     want = bin_stat_names(ref)
     assert bin_stat_names(ours) == want
     assert want == names(ref)
+
+
+def level(srv_conn):
+    return int(helpers.stats(srv_conn)["hash_power_level"])
+
+
+def test_hash_power_level_grows_at_memcached_item_counts(pair):
+    """`-o hashpower=N` and `hash_power_level` keep memcached's contract:
+    2^N chains, doubled once the items pass 1.5 a chain. nodelay's buckets
+    stand for four chains each (docs/store.md "Index"), so both servers
+    report the same level before and after each threshold."""
+    ours, ref = pair("-o", "hashpower=13")  # 1.6.45 refuses 12 at -t 4
+    conns = [ours.connect(), ref.connect()]
+    assert [level(c) for c in conns] == [13, 13]
+    count = 0
+    for want_before, threshold in ((13, 12288), (14, 24576)):
+        batch = b"".join(b"set k%d 0 0 1 noreply\r\nx\r\n" % i for i in range(count, threshold))
+        count = threshold
+        for c in conns:
+            c.send(batch)
+            assert c.call("mn") == b"MN\r\n"
+        time.sleep(0.3)  # memcached grows on its maintenance thread
+        assert [level(c) for c in conns] == [want_before, want_before]
+        for c in conns:
+            c.send(b"set k%d 0 0 1 noreply\r\nx\r\n" % count)
+            assert c.call("mn") == b"MN\r\n"
+        count += 1
+        deadline = time.monotonic() + 5
+        while [level(c) for c in conns] != [want_before + 1] * 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [level(c) for c in conns] == [want_before + 1, want_before + 1]
