@@ -8,6 +8,7 @@ import socket
 import ssl
 import struct
 import subprocess
+import threading
 import time
 
 import pytest
@@ -438,23 +439,42 @@ def test_renegotiation_refused(tls_server, pki):
     ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     c = tls_connect(tls_server, ctx)
     assert c.call("version").startswith(b"VERSION")
-    # Python cannot start a renegotiation; the openssl CLI can (an "R" line).
+    # Python cannot start a renegotiation; the openssl CLI can (an "R" line,
+    # read alone: each line is sent once the previous one has had its effect,
+    # since s_client takes a read of several lines as data).
     p = subprocess.Popen(["openssl", "s_client", "-connect", f"127.0.0.1:{tls_server.port}",
                           "-tls1_2", "-no_ign_eof"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    for line, pause in ((b"version\n", 0.5), (b"R\n", 0.5), (b"version\n", 0.5)):
+    got = bytearray()
+
+    def read_all():
+        for chunk in iter(lambda: p.stdout.read1(4096), b""):
+            got.extend(chunk)
+
+    reader = threading.Thread(target=read_all, daemon=True)
+    reader.start()
+
+    def send_after(line, seen):
+        deadline = time.monotonic() + 10
+        while seen not in got and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.02)
         try:
             p.stdin.write(line)
             p.stdin.flush()
         except BrokenPipeError:
-            break
-        time.sleep(pause)
+            pass
+
+    send_after(b"version\n", b"---\n")            # the handshake's summary is printed
+    send_after(b"R\n", b"VERSION ")
+    send_after(b"version\n", b"RENEGOTIATING")
+    time.sleep(0.5)
     try:
         p.stdin.close()
     except BrokenPipeError:
         pass
-    out = p.stdout.read()
     p.wait(10)
+    reader.join(5)
+    out = bytes(got)
     assert b"RENEGOTIATING" in out
     assert out.count(b"VERSION ") == 1, out[-600:]  # nothing answered after the attempt
     assert c.call("version").startswith(b"VERSION")
