@@ -47,6 +47,9 @@
 #define TLS_WRITE_MAX (256u * 1024)
 /* The largest TLS record's plaintext. */
 #define TLS_RECORD_MAX 16384u
+/* What a record adds to its plaintext, at most for the AEAD ciphers (TLS
+ * 1.2 GCM: 5 header + 8 nonce + 16 tag); others make the buffer grow. */
+#define TLS_RECORD_OVERHEAD 32u
 /* An empty out buffer larger than this is given back (idle connections). */
 #define TLS_OUT_KEEP (32u * 1024)
 /* What libssl asks of its write BIO for kernel TLS: controls <openssl/bio.h>
@@ -600,6 +603,14 @@ ssize_t tls_conn_writev(struct tls_conn *t, const struct iovec *iov, int n)
     }
     if (t->ktls_tx)
         return writev(t->fd, iov, n); /* the plaintext path: the kernel encrypts */
+    /* Room for all the records at once (a 100 KiB value would otherwise
+     * grow the buffer by doubling, copying it five times). */
+    size_t plain = 0;
+    for (int i = 0; i < n && plain < TLS_WRITE_MAX; i++)
+        plain += iov[i].iov_len;
+    plain = plain < TLS_WRITE_MAX ? plain : TLS_WRITE_MAX;
+    if (tls_out_reserve(t, plain + (plain / tls_chunk + 1) * TLS_RECORD_OVERHEAD) < 0)
+        goto fail;
     static __thread char stage[TLS_RECORD_MAX];
     size_t staged = 0, used = 0;
     for (int i = 0; i < n && used < TLS_WRITE_MAX; i++) {
