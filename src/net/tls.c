@@ -550,6 +550,15 @@ ssize_t tls_conn_read(struct tls_conn *t, void *buf, size_t n)
         ERR_clear_error();
         errno = 0;
         int r = SSL_read_ex(t->ssl, (char *)buf + total, n - total, &got);
+        if (r == 1 && t->ktls_tx && SSL_get_key_update_type(t->ssl) != SSL_KEY_UPDATE_NONE) {
+            /* The peer wants our send keys changed before our next data,
+             * and OpenSSL 3.0 cannot hand new ones to the kernel. */
+            STAT_INC(t->st, ssl_proto_errors);
+            log_verbose("<%d TLS key update asked for under kernel TLS: closed", t->fd);
+            t->failed = true;
+            errno = EPROTO;
+            return -1;
+        }
         if (r == 1) {
             total += got;
             if (!SSL_has_pending(t->ssl))

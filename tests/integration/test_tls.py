@@ -616,6 +616,71 @@ def test_kernel_tls_used_where_the_kernel_has_it(start_server, pki):
         assert "kernel TLS: the kernel builds" not in err, err
 
 
+# A kernel that says it has TLS but takes no keys: the ULP attaches (so
+# nodelay's probe succeeds and OpenSSL gets SSL_OP_ENABLE_KTLS), TLS_TX and
+# TLS_RX fail as a kernel without the cipher would.
+KTLS_REFUSING_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+int setsockopt(int fd, int level, int name, const void *v, socklen_t len)
+{
+    static int (*real)(int, int, int, const void *, socklen_t);
+    if (!real)
+        real = (int (*)(int, int, int, const void *, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
+    if (level == IPPROTO_TCP && name == TCP_ULP)
+        return 0;
+    if (level == SOL_TLS) {
+        errno = ENOPROTOOPT;
+        return -1;
+    }
+    return real(fd, level, name, v, len);
+}
+"""
+
+
+def test_kernel_tls_offered_keys_and_refused_falls_back(start_server, pki, tmp_path):
+    """The kernel-TLS handover short of the kernel: with SSL_OP_ENABLE_KTLS
+    on, OpenSSL offers its send keys to nodelay's write BIO at the end of
+    every handshake (said at -vv), the kernel refuses them, and the
+    connection goes on with user-space records: TLS 1.2 and 1.3, resumed
+    sessions included, a large value and a pipeline intact."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler for the setsockopt shim")
+    so = tmp_path / "ktls_refusing.so"
+    src = tmp_path / "ktls_refusing.c"
+    src.write_text(KTLS_REFUSING_SHIM)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src), "-ldl"], check=True)
+    env = dict(os.environ, LD_PRELOAD=str(so),
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+    srv = start_server(*tls_flags(pki), "-vv", "-o", "ssl_kernel_tls", env=env)
+    conns = 0
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        ctx = client_ctx(pki)
+        ctx.minimum_version = ctx.maximum_version = version
+        sess = None
+        for _ in range(2):  # a full handshake, then a resumed one
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            c = Conn(ctx.wrap_socket(s, server_hostname="127.0.0.1", session=sess), 5)
+            conns += 1
+            v = os.urandom(300_000).hex().encode()[:300_000]
+            assert c.call(b"set kr 0 0 %d\r\n%s" % (len(v), v)) == b"STORED\r\n"
+            c.send(b"get kr\r\n" + b"get nope\r\n" * 20)
+            assert c.read_until(b"\r\n") == b"VALUE kr 0 300000\r\n"
+            assert c.read_exact(len(v) + 7) == v + b"\r\nEND\r\n"
+            assert c.read_exact(5 * 20) == b"END\r\n" * 20
+            sess = c.sock.session
+            c.close()
+    err = srv.stderr()
+    assert "ssl_kernel_tls: the kernel builds the records sent" in err, err
+    refused = [ln for ln in err.splitlines() if "kernel TLS refused (" in ln]
+    assert len(refused) >= conns, err  # every connection's keys were offered
+    assert "kernel TLS: the kernel builds" not in err, err
+
+
 # ---- authentication, -c, partial writes over TLS ------------------------------
 
 def test_ascii_auth_and_sasl_over_tls(start_server, pki, tmp_path):
