@@ -150,12 +150,14 @@ def dalli(srv, pki, *cert):
     return r.returncode, r.stdout + r.stderr
 
 
+@pytest.mark.clients
 def test_dalli_over_tls(tls_server, pki):
     rc, out = dalli(tls_server, pki)
     assert rc == 0 and "not ok" not in out, out
     assert "ok 20 - version" in out, out  # all of it ran
 
 
+@pytest.mark.clients
 def test_dalli_mutual_tls(start_server, pki):
     srv = start_server(*tls_flags(pki), "-o", f"ssl_verify_mode=2,ssl_ca_cert={pki / 'ca.pem'}")
     rc, out = dalli(srv, pki, "client.pem", "client.key")
