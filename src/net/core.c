@@ -6,11 +6,11 @@
 
 #include "log.h"
 #include "net/worker.h"
-#include "settings.h"
+#include "net/net_options.h"
 
 int core_start(struct core *c)
 {
-    int n = c->settings->num_threads;
+    int n = c->opt->num_threads;
     c->workers = calloc((size_t)n, sizeof *c->workers);
     if (!c->workers)
         return -1;
