@@ -113,7 +113,6 @@ static inline char *seg_item(struct store *s, uint64_t slot)
 }
 
 /* Expired or flushed, by memcached's rules; counts nothing. */
-enum item_life { ITEM_LIVE, ITEM_EXPIRED, ITEM_FLUSHED };
 enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
                                uint64_t cas_base, rel_time_t now);
 uint64_t store_next_cas(struct store *s);

@@ -92,9 +92,10 @@ static inline uint32_t index_tag(uint64_t h)
 /* Lock and return the primary bucket that holds hash h now (growth may
  * have moved it since a previous look). */
 uint64_t *index_lock_hash(struct index *ix, uint64_t h);
-/* Start loading the bucket of hash h (a restore inserts millions of keys:
- * issuing the loads ahead hides their latency). */
-void index_prefetch(struct index *ix, uint64_t h);
+/* Start loading the bucket of hash h (a restore inserts millions of keys,
+ * a pipelined read looks up many: issuing the loads ahead hides their
+ * latency). Returns that bucket, unlocked: a hint to read, never to trust. */
+const uint64_t *index_prefetch(struct index *ix, uint64_t h);
 void index_lock(uint64_t *bucket);
 void index_unlock(uint64_t *bucket);
 /* The bucket chained after b, or NULL (bucket lock held). */

@@ -53,6 +53,7 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
             if (life == ITEM_LIVE)
                 return true;
             store_unlink(s, f);
+            f->gone = life;
             if (life == ITEM_FLUSHED)
                 CTR_INC(ctx, get_flushed);
             else
@@ -69,6 +70,7 @@ bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_l
     struct store *s = ctx->store;
     for (;;) {
         f->now = clock_now();
+        f->gone = ITEM_LIVE;
         f->bucket = index_lock_hash(&s->index, k->hv);
         if (!store_find_live(ctx, f->bucket, k, f))
             return false;

@@ -11,6 +11,9 @@
 
 struct seg;
 struct store;
+/* What store_item_life (store_core.h) judges an item: memcached's rules. */
+enum item_life { ITEM_LIVE, ITEM_EXPIRED, ITEM_FLUSHED };
+
 struct store_ctx;
 
 /* A key and its hash, computed once per operation. */
@@ -29,6 +32,9 @@ struct store_found {
     struct seg *seg;
     struct item_hdr h;
     rel_time_t now;     /* the time its life was judged by */
+    /* On a miss: ITEM_EXPIRED or ITEM_FLUSHED when the lookup found the key
+     * dead and unlinked it, else ITEM_LIVE (no such key). */
+    enum item_life gone;
 };
 
 enum store_look {
