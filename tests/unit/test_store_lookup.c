@@ -16,13 +16,23 @@ static uint32_t refcount(struct seg *seg)
     return __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE);
 }
 
+/* A store holding key = value (flags 7), and the segment the value is in. */
+static struct seg *open_with(struct tstore *t, const char *key, const char *value)
+{
+    tstore_open(t, 8 * MB, MB, true, true);
+    assert_int_equal(tset(t, key, value, STORE_MODE_SET, 7, REL_TIME_NEVER, NULL), STORE_OK);
+    struct store_key k = store_key_of(key, strlen(key));
+    struct store_found f;
+    assert_true(store_lookup(t->c, &k, STORE_LOOK_FIND, &f));
+    index_unlock(f.bucket);
+    return f.seg;
+}
+
 static void test_find_and_miss(void **state)
 {
     (void)state;
     struct tstore t;
-    tstore_open(&t, 8 * MB, MB, true, true);
-    assert_int_equal(tset(&t, "here", "value", STORE_MODE_SET, 7, REL_TIME_NEVER, NULL), STORE_OK);
-
+    struct seg *seg = open_with(&t, "here", "value");
     struct store_key k = store_key_of("here", 4);
     struct store_found f;
     assert_true(store_lookup(t.c, &k, STORE_LOOK_FIND, &f));
@@ -31,6 +41,7 @@ static void test_find_and_miss(void **state)
     assert_memory_equal(f.p + f.h.hlen + f.h.nkey, "value", 5);
     assert_int_equal(item_get_u32(f.p, f.h.flags_off), 7);
     assert_ptr_equal(f.seg, seg_of(t.s, slot_seg(*f.slot)));
+    assert_ptr_equal(f.seg, seg);
     /* the bucket is held: another lookup of it could not take it now */
     assert_true(__atomic_load_n(f.bucket, __ATOMIC_RELAXED) & 1);
     index_unlock(f.bucket);
@@ -46,14 +57,10 @@ static void test_pin_is_taken_and_given_back(void **state)
 {
     (void)state;
     struct tstore t;
-    tstore_open(&t, 8 * MB, MB, true, true);
-    assert_int_equal(tset(&t, "k", "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
+    struct seg *seg = open_with(&t, "k", "v");
+    uint32_t before = refcount(seg);
     struct store_key k = store_key_of("k", 1);
     struct store_found f;
-    assert_true(store_lookup(t.c, &k, STORE_LOOK_FIND, &f));
-    struct seg *seg = f.seg;
-    uint32_t before = refcount(seg);
-    index_unlock(f.bucket);
 
     assert_true(store_lookup(t.c, &k, STORE_LOOK_PIN, &f));
     assert_ptr_equal(f.seg, seg);
@@ -119,14 +126,10 @@ static void test_pin_waits_out_a_compaction(void **state)
 {
     (void)state;
     struct tstore t;
-    tstore_open(&t, 8 * MB, MB, true, true);
-    assert_int_equal(tset(&t, "k", "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
+    struct seg *seg = open_with(&t, "k", "v");
+    uint32_t before = refcount(seg);
     struct store_key k = store_key_of("k", 1);
     struct store_found f;
-    assert_true(store_lookup(t.c, &k, STORE_LOOK_FIND, &f));
-    struct seg *seg = f.seg;
-    index_unlock(f.bucket);
-    uint32_t before = refcount(seg);
 
     struct unfreeze u = {seg, __atomic_load_n(&seg->state, __ATOMIC_ACQUIRE)};
     __atomic_store_n(&seg->state, (uint8_t)SEG_COMPACTING, __ATOMIC_SEQ_CST);
