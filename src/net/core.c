@@ -7,11 +7,11 @@
 #include "event/event.h"
 #include "log.h"
 #include "net/worker.h"
-#include "settings.h"
+#include "net/net_options.h"
 
 int core_start(struct core *c)
 {
-    int n = c->settings->num_threads;
+    int n = c->opt->num_threads;
     c->workers = calloc((size_t)n, sizeof *c->workers);
     if (!c->workers)
         return -1;
@@ -20,7 +20,7 @@ int core_start(struct core *c)
     /* -o io_uring: the ring backend when the kernel allows it, else epoll,
      * said in one line (seccomp policies and io_uring_disabled forbid it) */
     char why[128];
-    if (event_select(c->settings->io_uring, why, sizeof why) < 0)
+    if (event_select(c->opt->io_uring, why, sizeof why) < 0)
         log_error("nodelay: io_uring unavailable (%s), using %s", why, event_backend());
     for (int i = 0; i < n; i++) {
         if (worker_init(&c->workers[i], c, i) < 0)

@@ -11,12 +11,16 @@
 #include "stats/registry.h"
 
 struct server_ops;
-struct settings;
+struct net_options;
+struct proto_options;
+struct settings_runtime;
 struct store;
 struct worker;
 
 struct core {
-    struct settings *settings; /* verbosity, maxbytes and detail change at run time */
+    const struct net_options *opt;
+    const struct proto_options *proto; /* handed to every session */
+    struct settings_runtime *run;      /* verbosity, maxbytes, detail... change at run time */
     struct store *store;
     struct listener_set listeners;
     struct registry registry;
@@ -30,7 +34,7 @@ struct core {
     bool graceful;            /* atomic */
 };
 
-/* Start nworkers threads (settings->num_threads), each watching every
+/* Start nworkers threads (opt->num_threads), each watching every
  * listener. Returns 0, or -1 after stopping whatever had started. */
 int core_start(struct core *c);
 /* Ask every worker to stop (graceful: let queued replies drain first) and

@@ -20,7 +20,7 @@
 #include "net/core.h"
 #include "net/sockopt.h"
 #include "net/udp.h"
-#include "settings.h"
+#include "net/net_options.h"
 #include "store/store.h"
 
 #define WORKER_EVENTS 256
@@ -53,8 +53,8 @@ int worker_init(struct worker *w, struct core *core, int id)
     w->wake[0] = w->wake[1] = -1;
     /* -o read_buf_mem_limit (MB, 0 = none): each worker's share of it bounds
      * how much its connections' read buffers may hold together. */
-    size_t rlimit = core->settings->read_buf_mem_limit > 0
-                        ? ((size_t)core->settings->read_buf_mem_limit << 20) / (size_t)core->settings->num_threads
+    size_t rlimit = core->opt->read_buf_mem_limit > 0
+                        ? ((size_t)core->opt->read_buf_mem_limit << 20) / (size_t)core->opt->num_threads
                         : 0;
     rbuf_pool_init(&w->rbufs, &w->rbuf_bytes, rlimit);
     if (event_loop_create(&w->loop) < 0)
@@ -184,7 +184,7 @@ static void worker_accept(struct worker *w, struct listener *l)
             }
             return; /* EAGAIN: another worker took it, or none left */
         }
-        int maxconns = core->settings->maxconns;
+        int maxconns = core->opt->maxconns;
         if (__atomic_fetch_add(&core->curr_conns, 1, __ATOMIC_RELAXED) >= maxconns) {
             __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
             ssize_t rc = write(fd, worker_too_many, sizeof worker_too_many - 1);
@@ -213,9 +213,9 @@ static void worker_accept(struct worker *w, struct listener *l)
         }
         STAT_INC(&w->stats, total_connections);
         log_verbose("<%d new %s client connection", fd,
-                    strcmp(core->settings->binding_protocol, "auto") == 0
+                    strcmp(core->opt->binding_protocol, "auto") == 0
                         ? "auto-negotiating"
-                        : core->settings->binding_protocol);
+                        : core->opt->binding_protocol);
     }
 }
 

@@ -11,7 +11,7 @@
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings.h"
+#include "settings_run.h"
 #include "stats/stats.h"
 #include "version.h"
 #include "proto/watch_note.h"
@@ -19,7 +19,7 @@
 /* `stats detail on|off` flips this while workers run. */
 static bool bin_detail_enabled(const struct session *s)
 {
-    return SETTINGS_GET(s->settings, detail_enabled);
+    return SETTINGS_RUN_GET(s->run, detail_enabled);
 }
 
 static struct bin_resp bin_resp_ok(const struct bin_header *h, uint64_t cas)
@@ -131,7 +131,7 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
 {
     struct bin_state *st = &s->bin;
     size_t vlen = bin_value_len(h);
-    bool cas = h->cas != 0 && s->settings->cas_enabled;
+    bool cas = h->cas != 0 && s->opt->cas_enabled;
     struct store_set_req req = {0};
 
     if (bin_detail_enabled(s))
@@ -310,7 +310,7 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
 static enum proto_status bin_flush(struct session *s, const struct bin_header *h, bool quiet,
                                    const unsigned char *ext)
 {
-    if (!s->settings->flush_enabled)
+    if (!s->opt->flush_enabled)
         return bin_error(s, h, BIN_STATUS_AUTH_ERROR); /* memcached's answer to -F */
     uint32_t delay = h->extlen == 4 ? bin_load32(ext) : 0;
     rel_time_t when = delay > 0 ? clock_exptime((int64_t)delay) : clock_now();

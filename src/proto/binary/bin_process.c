@@ -13,7 +13,6 @@
 #include "log.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings.h"
 #include "stats/stats.h"
 
 static void bin_recv_done(struct session *s)
@@ -120,7 +119,7 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
      * hostile length never makes us wait for (or buffer) its bytes. */
     if (bin_lengths_inconsistent(&h))
         return bin_fatal(s, &h, BIN_STATUS_UNKNOWN_COMMAND);
-    if (s->settings->sasl && !s->bin.sasl_authed && !bin_allowed_unauthenticated(h.opcode))
+    if (s->opt->sasl && !s->bin.sasl_authed && !bin_allowed_unauthenticated(h.opcode))
         return bin_fatal(s, &h, BIN_STATUS_AUTH_ERROR);
     if (h.keylen > STORE_KEY_MAX)
         return bin_fatal(s, &h, BIN_STATUS_EINVAL);
@@ -144,7 +143,7 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
                               size_t *consumed)
 {
     struct bin_state *st = &s->bin;
-    int budget = s->settings->reqs_per_event;
+    int budget = s->opt->reqs_per_event;
     int done = 0;
     size_t off = 0;
     enum proto_status rc = PROTO_OK;

@@ -5,7 +5,6 @@
 #include "reply/reply.h"
 #include "proto/meta/meta.h"
 #include "proto/session.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 

@@ -9,7 +9,6 @@
 #include "log.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 

@@ -1,7 +1,6 @@
 /* delete, incr, decr. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 

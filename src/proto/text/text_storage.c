@@ -2,7 +2,6 @@
  * receive the value straight into it, then link it. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 
