@@ -16,6 +16,8 @@ int core_start(struct core *c)
         return -1;
     c->nworkers = 0;
     c->accepting = 1;
+    if (trimmer_start(&c->trimmer) < 0)
+        log_info("freed client memory will not be returned to the OS");
     for (int i = 0; i < n; i++) {
         if (worker_init(&c->workers[i], c, i) < 0)
             goto fail;
@@ -49,6 +51,7 @@ void core_stop(struct core *c, bool graceful)
             pthread_join(c->workers[i].thread, NULL);
     for (int i = 0; i < c->nworkers; i++)
         worker_release(&c->workers[i]);
+    trimmer_stop(&c->trimmer);
     free(c->workers);
     c->workers = NULL;
     c->nworkers = 0;
