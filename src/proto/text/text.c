@@ -170,6 +170,7 @@ static void text_dispatch(struct session *s, const struct text_line *l)
             return;
         }
         if (CMD_IS(c, "quit")) {
+            s->close_why = SESSION_CLOSE_NORMAL;
             s->text.closing = true;
             return;
         }
@@ -402,6 +403,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     int budget = s->settings->reqs_per_event;
     int handled = 0;
     size_t pos = 0;
+    size_t prefetched = 0; /* lines before this offset had their keys prefetched */
     enum proto_status st = PROTO_OK;
 
     while (!t->closing && !s->watcher) {
@@ -423,6 +425,8 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             break;
         }
         bool resuming = t->cont.kind != TEXT_CONT_NONE;
+        if (!resuming && pos >= prefetched)
+            prefetched = text_prefetch_ahead(s, buf, pos, len);
         if (!resuming && budget > 0 && handled >= budget) {
             st = PROTO_YIELD;
             break;
