@@ -31,10 +31,12 @@
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
 /* conn_env.client_bytes: what all workers' clients hold (each gauge is
- * written by its own worker and read here without a lock). */
+ * written by its own worker and read here without a lock): reply queues,
+ * read buffers, and small values still arriving (the large ones have their
+ * own bound, upload_limit). */
 static size_t worker_client_bytes(const struct core *core)
 {
-    size_t used = 0;
+    size_t used = store_upload_small_bytes(core->store);
     for (int i = 0; i < core->nworkers; i++) {
         used += __atomic_load_n(&core->workers[i].reply_bytes, __ATOMIC_RELAXED);
         used += __atomic_load_n(&core->workers[i].rbuf_bytes, __ATOMIC_RELAXED);

@@ -439,3 +439,47 @@ def test_freed_client_memory_is_returned_off_the_workers(start_server):
     assert trims, "the trimmer did not run"
     if not SANITIZED:  # ASan's and TSan's allocators keep their pages
         assert after <= base + 8, f"RSS {base:.0f} -> {peak:.0f} -> {after:.0f} MiB"
+
+
+@pytest.mark.concurrency
+def test_small_staged_uploads_count_against_the_bound(start_server):
+    """9.3's bound and small values still arriving: 520 connections that
+    each send `set holdN 0 0 16000` and 10 bytes of it stage 8.1 MB outside
+    the segments. That is client memory: it fills -o client_mem_limit=8, so
+    40 non-readers of `get s s s s s s s s s s` may owe only their floors
+    (about 1 MiB in all). Before, staged values were not counted and the
+    non-readers took 4 MiB and more on top of them."""
+    bound = 8
+    srv = start_server("-m", "64", "-o", f"client_mem_limit={bound}")
+    nodelay_only(srv)
+    c = srv.connect()
+    c.set("s", "x" * 500)
+    holders = []
+    try:
+        for i in range(520):
+            h = socket.create_connection(("127.0.0.1", srv.port))
+            h.sendall(b"set hold%d 0 0 16000\r\n" % i + b"h" * 10)
+            holders.append(h)
+        staged = 0
+        deadline = time.monotonic() + 10 * slow_factor()
+        while staged < 520 * 16000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            staged = int(stats(c, "nodelay")["upload_bytes"])
+        assert staged >= 520 * 16000, f"only {staged} bytes staged"
+        att = start_attacker(srv, 40, 4 * slow_factor(), r"get s s s s s s s s s s\r\n")
+        peak = 0
+        try:
+            end = time.monotonic() + 3 * slow_factor()
+            while time.monotonic() < end:
+                peak = max(peak, client_bytes(c))
+                time.sleep(0.05)
+        finally:
+            att.kill()
+            att.wait(10)
+    finally:
+        for h in holders:
+            h.close()
+    print(f"staged {staged / MiB:.1f} MiB; the non-readers were owed at most {peak / MiB:.2f} MiB")
+    # each of the 40 may pass its 16 KiB floor by one line's reply and its
+    # 16 KiB read buffer; without the staged bytes counted they took 4 MiB
+    assert peak <= 41 * 48 * 1024, f"owed {peak / MiB:.2f} MiB beside {staged / MiB:.1f} MiB staged"
