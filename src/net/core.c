@@ -17,6 +17,8 @@ int core_start(struct core *c)
         return -1;
     c->nworkers = 0;
     c->accepting = 1;
+    if (trimmer_start(&c->trimmer) < 0)
+        log_info("freed client memory will not be returned to the OS");
     /* -o io_uring: the ring backend when the kernel allows it, else epoll,
      * said in one line (seccomp policies and io_uring_disabled forbid it) */
     char why[128];
@@ -55,6 +57,7 @@ void core_stop(struct core *c, bool graceful)
             pthread_join(c->workers[i].thread, NULL);
     for (int i = 0; i < c->nworkers; i++)
         worker_release(&c->workers[i]);
+    trimmer_stop(&c->trimmer);
     free(c->workers);
     c->workers = NULL;
     c->nworkers = 0;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "net/listener.h"
+#include "net/trim.h"
 #include "stats/registry.h"
 
 struct server_ops;
@@ -27,6 +28,7 @@ struct core {
     const struct server_ops *ops; /* what sessions ask of the server (server.c's) */
     struct worker *workers;
     int nworkers;
+    struct trimmer trimmer;   /* returns freed client memory, off the workers */
     int curr_conns;           /* client connections, atomic (the -c limit) */
     int accepting;            /* 1 unless accept hit the fd limit, atomic */
     unsigned listen_disabled; /* times accept was paused on EMFILE, atomic */

@@ -5,9 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#ifdef __GLIBC__
-#include <malloc.h> /* malloc_trim */
-#endif
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +31,12 @@
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
 /* conn_env.client_bytes: what all workers' clients hold (each gauge is
- * written by its own worker and read here without a lock). */
+ * written by its own worker and read here without a lock): reply queues,
+ * read buffers, and small values still arriving (the large ones have their
+ * own bound, upload_limit). */
 static size_t worker_client_bytes(const struct core *core)
 {
-    size_t used = 0;
+    size_t used = store_upload_small_bytes(core->store);
     for (int i = 0; i < core->nworkers; i++) {
         used += __atomic_load_n(&core->workers[i].reply_bytes, __ATOMIC_RELAXED);
         used += __atomic_load_n(&core->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
@@ -219,13 +218,11 @@ static void worker_accept(struct worker *w, struct listener *l)
     }
 }
 
-/* Client buffers are many small blocks; once freed, glibc keeps them in its
- * heaps (reused next time, but never returned: after an attack the server
- * would stay at its peak). When what this worker's clients hold has fallen
- * well below its high point, free the cached read buffers and ask the
- * allocator to return free pages (malloc_trim madvises them away, even in
- * the middle of a heap). Sampled once a second, so a steady load never
- * trims; a worker left with no clients trims once. */
+/* When what this worker's clients hold has fallen well below its high
+ * point, free the cached read buffers and ask the trimmer (net/trim.h) to
+ * return free pages to the OS: the trim itself runs on its own thread, not
+ * here, where it would delay every ready connection. Sampled once a second,
+ * so a steady load never trims; a worker left with no clients asks once. */
 static void worker_trim(struct worker *w)
 {
     size_t held = __atomic_load_n(&w->reply_bytes, __ATOMIC_RELAXED) +
@@ -242,10 +239,8 @@ static void worker_trim(struct worker *w)
     w->client_peak = held;
     w->clients_since_trim = w->env.nconns > 0;
     rbuf_pool_trim(&w->rbufs);
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-    log_verbose("worker %d: client memory fell to %zu bytes: returned free memory", w->id, held);
+    trimmer_request(&w->core->trimmer);
+    log_verbose("worker %d: client memory fell to %zu bytes: returning free memory", w->id, held);
 }
 
 static void worker_tick(struct worker *w, rel_time_t now)

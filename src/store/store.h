@@ -234,6 +234,11 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
                                        size_t nvalue, bool fields_known, uint32_t flags,
                                        rel_time_t exptime, struct store_reservation *res);
 
+/* Bytes staged by incomplete small uploads (up to STORE_UPLOAD_SMALL each,
+ * one per connection): memory owed to clients, which the server counts
+ * against -o client_mem_limit (the large ones have their own bound). */
+size_t store_upload_small_bytes(const struct store *s);
+
 /* Past the bound, a new large upload cuts off the oldest one that has
  * received nothing for STORE_UPLOAD_STALL seconds. The receiving side calls
  * this whenever bytes arrive (got_bytes: noted as progress) and now and
