@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "log.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
@@ -39,7 +40,7 @@ static enum proto_status bin_result(int rc)
 static enum proto_status bin_error(struct session *s, const struct bin_header *h,
                                    uint16_t status)
 {
-    return bin_result(bin_compose_error(&s->reply, h->opcode, h->opaque, status));
+    return bin_result(bin_reply_error(s, h->opcode, h->opaque, status));
 }
 
 /* ENOMEM with memcached's own wording for where memory ran out. */
@@ -48,7 +49,7 @@ static enum proto_status bin_enomem(struct session *s, const struct bin_header *
 {
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_ENOMEM, .opaque = h->opaque};
     return bin_result(
-        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text)));
+        bin_reply(s, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text)));
 }
 
 /* A success with an optional body, unless the opcode is quiet. */
@@ -58,7 +59,7 @@ static enum proto_status bin_success(struct session *s, const struct bin_header 
     if (quiet)
         return PROTO_OK;
     struct bin_resp r = bin_resp_ok(h, cas);
-    return bin_result(bin_compose(&s->reply, &r, NULL, 0, NULL, 0, body, bodylen));
+    return bin_result(bin_reply(s, &r, NULL, 0, NULL, 0, body, bodylen));
 }
 
 /* GET GETQ GETK GETKQ TOUCH GAT GATQ GATK GATKQ */
@@ -91,7 +92,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
         /* GETK/GATK: the key is the body, without the usual text. */
         struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_KEY_ENOENT,
                              .opaque = h->opaque};
-        return bin_result(bin_compose(&s->reply, &r, NULL, 0, key, h->keylen, NULL, 0));
+        return bin_result(bin_reply(s, &r, NULL, 0, key, h->keylen, NULL, 0));
     }
 
     uint32_t nvalue = with_value ? it.nvalue : 0;
@@ -99,6 +100,13 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     unsigned char head[BIN_HEADER_LEN + 4 + STORE_KEY_MAX];
     struct bin_resp r = bin_resp_ok(h, it.cas);
     bin_header_encode(head, &r, nkey, 4, 4 + (uint32_t)nkey + nvalue);
+    if (LOG_ENABLED(LOG_LEVEL_VERBOSE)) {
+        /* memcached logs this header before it fills in the CAS */
+        unsigned char logged[BIN_HEADER_LEN];
+        memcpy(logged, head, BIN_HEADER_LEN);
+        memset(logged + 16, 0, 8);
+        bin_log_header(s->cfd, true, logged);
+    }
     bin_store32(head + BIN_HEADER_LEN, it.flags);
     if (nkey)
         memcpy(head + BIN_HEADER_LEN + 4, key, nkey);
