@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs, from Debian's packages, everything nodelay's build, tests, package
-# and benchmark need: scripts/build-deps.sh's list (the server's build) plus
-# the list below. Safe to run again. Runs apt as root, through sudo when
+# and benchmark need: scripts/build-deps.sh's list (the server's build, with
+# liburing-dev for the io_uring backend) plus the list below. Safe to run again. Runs apt as root, through sudo when
 # started as another user. Each package and why:
 #   build-essential, clang, libclang-rt-14-dev  compilers; clang for libFuzzer
 #   libcmocka-dev        the unit-test library

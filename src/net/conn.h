@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "clock.h"
 #include "net/conn_env.h"
@@ -18,9 +20,19 @@
 /* A connection may owe at most this much before its requests pause (a long
  * multiget or dump then resumes as the socket drains)... */
 #define CONN_REPLY_SOFT_LIMIT (4u * 1024 * 1024)
-/* ...and, while all clients together owe more than the client memory bound,
- * at most this much: the connections owing most stop being read. */
+/* ...and, once all clients together owe half the client memory bound, its
+ * share of the other half, never less than this (conn_allowance). */
 #define CONN_REPLY_FLOOR (16u * 1024)
+/* Reply bytes the kernel may hold unsent per TCP connection
+ * (TCP_NOTSENT_LOWAT). Without a limit each client that stops reading holds
+ * 4 MiB of kernel memory (tcp_wmem's maximum); a few hundred of them push
+ * the host's TCP into memory pressure (tcp_mem), where the kernel drops and
+ * shrinks the windows of every connection, honest ones included: requests
+ * then wait 40 ms and more. A reader that keeps up never has a backlog, so
+ * it loses nothing; one that lags is refilled as the backlog halves. */
+#ifndef CONN_KERNEL_UNSENT
+#define CONN_KERNEL_UNSENT (128 * 1024)
+#endif
 /* Bytes written per wake-up before other connections get their turn. */
 #define CONN_FLUSH_BUDGET (2u * 1024 * 1024)
 /* Cut off a client that takes none of its replies for this long. */
@@ -39,6 +51,18 @@ struct conn {
     bool in_ready;
     bool dead;
 
+    /* Completion I/O (an io_uring loop, plaintext): reads and writes are
+     * started here and finish in conn_on_complete; the memory they name is
+     * the kernel's until then, so a closed connection waits for them on
+     * the zombie list before its buffers and pins are released. */
+    bool ring;
+    bool recv_busy, send_busy;
+    bool recv_own;             /* the loop ran out of its buffers: use ours */
+    enum conn_in_target recv_target;
+    struct iovec *iov;         /* the send in flight's iovecs */
+    int iov_cap;
+    struct msghdr msg;
+
     struct conn_input in;
     struct tls_conn *tls;   /* -Z: the TLS session, NULL for plaintext */
 
@@ -55,8 +79,13 @@ struct conn {
  * tls_mode. Returns the connection, or NULL (the fd is then closed). */
 struct conn *conn_create(struct conn_env *env, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr);
-/* Event handlers. */
+/* Event handlers: readiness, and a started receive or send completing
+ * (EVENT_RECV/EVENT_SEND, with event_fired's res and data). */
 void conn_on_event(struct conn *c, unsigned events);
+void conn_on_complete(struct conn *c, unsigned events, int res, const char *data);
+/* After the loop is gone: release a closed connection still waiting for
+ * its completions (the kernel has dropped them with the ring). */
+void conn_zombie_release(struct conn *c);
 /* On the ready list: go on flushing (budget spent) or running requests
  * already buffered (after a -R yield, or a reply paused for memory). */
 void conn_resume(struct conn *c);

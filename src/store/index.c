@@ -17,7 +17,7 @@
  * memory is given back (table_tombstone).
  */
 #define _GNU_SOURCE /* memfd_create */
-#include "store/store_int.h"
+#include "store/store_index.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -276,10 +276,12 @@ uint64_t *index_lock_hash(struct index *ix, uint64_t h)
     }
 }
 
-void index_prefetch(struct index *ix, uint64_t h)
+const uint64_t *index_prefetch(struct index *ix, uint64_t h)
 {
     struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-    __builtin_prefetch(c->b + ((h & c->mask) << 3), 1);
+    uint64_t *b = c->b + ((h & c->mask) << 3);
+    __builtin_prefetch(b, 1);
+    return b;
 }
 
 static uint64_t *index_overflow(struct index *ix, uint32_t id)

@@ -1,6 +1,12 @@
 /* The store: set-up, lookups and the read side (get, touch, delete, flush,
  * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c. */
-#include "store/store_int.h"
+#include "store/store_core.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_lookup.h"
+#include "store/store_seg.h"
+#include "store/store_upload.h"
+#include "store/store_write.h"
 #include "store/persist.h"
 
 #include <errno.h>
@@ -118,16 +124,6 @@ enum item_life store_item_life(struct store *s, const char *p, const struct item
     if (clock_expired(item_get_u32(p, h->exp_off), now))
         return ITEM_EXPIRED;
     return ITEM_LIVE;
-}
-
-void store_unlink(struct store *s, struct store_found *f)
-{
-    /* -e: dead in the file before anyone can see it gone */
-    if (s->pm)
-        item_set_state(f->p, ITEM_L_DEAD);
-    index_clear_slot(&s->index, f->bucket, f->slot);
-    struct store_cls_of c = store_item_class(s, f->p, &f->h);
-    seg_note_gone(f->seg, item_total(&f->h), &c);
 }
 
 /* The ghost: fingerprints of keys that left the small queue unread, in a
@@ -577,6 +573,56 @@ static void store_fill_item(struct store *s, const struct store_found *f, struct
 static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
                                       const struct store_get_req *req, struct store_item *out);
 
+#if defined(__SANITIZE_THREAD__)
+#define STORE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STORE_TSAN 1
+#endif
+#endif
+
+/* Three passes so the misses overlap instead of queueing one behind the
+ * other: hash every key and start loading its bucket; then, the buckets
+ * having arrived meanwhile, read each one's slots (unlocked: a slot may be
+ * changing, so what it points to is only a guess) and start loading the
+ * items whose tag matches; the lookups that follow (store_get, locked and
+ * exact) then find bucket and item in cache. Under ThreadSanitizer the
+ * second pass is left out: its unlocked reads of slots and segment
+ * pointers are races by design (a wrong guess costs one wasted prefetch),
+ * and TSan would rightly name them. */
+void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n)
+{
+    struct store *s = ctx->store;
+    const uint64_t *b[STORE_PREFETCH_MAX];
+    uint32_t tag[STORE_PREFETCH_MAX];
+    if (n > STORE_PREFETCH_MAX)
+        n = STORE_PREFETCH_MAX;
+    for (size_t i = 0; i < n; i++) {
+        struct store_key k = store_key_of(keys[i].key, keys[i].nkey);
+        tag[i] = k.tag;
+        b[i] = index_prefetch(&s->index, k.hv);
+    }
+#ifndef STORE_TSAN
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 1; k <= INDEX_SLOTS; k++) {
+            uint64_t sl = __atomic_load_n(&b[i][k], __ATOMIC_RELAXED);
+            if (!sl || slot_tag(sl) != tag[i])
+                continue;
+            uint32_t id = slot_seg(sl);
+            struct seg *chunk = __atomic_load_n(&s->seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
+            if (!chunk)
+                continue;
+            const char *data = __atomic_load_n(&chunk[id % SEG_CHUNK].data, __ATOMIC_RELAXED);
+            if (data)
+                __builtin_prefetch(data + ((size_t)slot_off(sl) << s->off_shift), 1);
+        }
+    }
+#else
+    (void)b;
+    (void)tag;
+#endif
+}
+
 enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                             const struct store_get_req *req, struct store_item *out)
 {
@@ -623,7 +669,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             }
             out->exptime = req->exptime;
         }
-        uint32_t st = item_get_u32(f.p, f.h.atime_off);
+        uint32_t st0 = item_get_u32(f.p, f.h.atime_off), st = st0;
         bool token = st & ITEM_S_TOKEN;
         bool won = false;
         rel_time_t judged = req->recache_before_touch ? out->exptime_before : out->exptime;
@@ -635,15 +681,22 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         out->won = won;
         if (won)
             st |= ITEM_S_TOKEN;
+        /* A hit writes only what changes: the access bits until they
+         * saturate, the access time once a second. Most hits then write no
+         * line other threads read (the bucket's lock word and the segment's
+         * pin count excepted). */
         if (!req->no_update) {
-            *f.slot = slot_hit(*f.slot);
+            uint64_t hit = slot_hit(*f.slot);
+            if (hit != *f.slot)
+                *f.slot = hit;
             /* memcached marks the first fetch and bumps the time on later ones. */
             if (st & ITEM_S_FETCHED)
                 st = (st & ITEM_S_MASK) | now;
             else
                 st |= ITEM_S_FETCHED;
         }
-        item_put_u32(f.p, f.h.atime_off, st);
+        if (st != st0)
+            item_put_u32(f.p, f.h.atime_off, st);
         if (req->want_value) {
             out->pin = (struct store_pin *)f.seg;
         } else {

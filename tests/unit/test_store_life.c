@@ -2,7 +2,7 @@
  * clock_debug_pause / clock_debug_advance), and housekeeping. */
 #include "test_store_helpers.h"
 
-#include "store/store_int.h"
+#include "store/store_core.h"
 
 #include <stdio.h>
 #include <time.h>
