@@ -80,7 +80,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     if (watch_active(WATCH_LOOKUPS))
         watch_note_get(s, key, h->keylen, st, &it);
 
-    stats_count_fetch(s->stats, touch, hit);
+    stats_count_fetch(s->stats, touch, hit, it.class_id, it.lru);
     if (bin_detail_enabled(s))
         session_stats_detail(s, key, h->keylen, 'g', hit);
 
@@ -200,6 +200,8 @@ void bin_update_complete(struct session *s)
     uint64_t cas = 0;
 
     STAT_INC(s->stats, cmd_set);
+    unsigned cls = store_reservation_class(s->store, &st->res, st->set_req.flags);
+    STAT_CLS_INC(s->stats, cls, cmd_set);
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &st->res, &wc);
@@ -207,10 +209,13 @@ void bin_update_complete(struct session *s)
     if (wc.on)
         watch_commit_end(s, &wc, rs, st->set_req.mode, st->set_req.exptime);
     if (st->set_req.mode == STORE_MODE_CAS) {
-        if (rs == STORE_OK)
+        if (rs == STORE_OK) {
             STAT_INC(s->stats, cas_hits);
-        else if (rs == STORE_EXISTS)
+            STAT_CLS_INC(s->stats, cls, cas_hits);
+        } else if (rs == STORE_EXISTS) {
             STAT_INC(s->stats, cas_badval);
+            STAT_CLS_INC(s->stats, cls, cas_badval);
+        }
         else if (rs == STORE_MISS)
             STAT_INC(s->stats, cas_misses);
     }
@@ -244,7 +249,8 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
 {
     if (bin_detail_enabled(s))
         session_stats_detail(s, key, h->keylen, 'd', false);
-    struct store_delete_req req = {.cas_compare = h->cas};
+    uint8_t cls = 0;
+    struct store_delete_req req = {.cas_compare = h->cas, .class_out = &cls};
     struct watch_seen seen = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
         watch_peek(s, key, h->keylen, &seen);
@@ -253,6 +259,7 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
         if (watch_active(WATCH_DELETIONS))
             watch_note_deleted(key, h->keylen, "delete", &seen);
         STAT_INC(s->stats, delete_hits);
+        STAT_CLS_INC(s->stats, cls, delete_hits);
         return bin_success(s, h, quiet, 0, NULL, 0);
     case STORE_EXISTS:
         return bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
@@ -282,10 +289,13 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
     switch (store_arith(s->store, key, h->keylen, &req, &res)) {
     case STORE_OK: {
         if (!res.created) {
-            if (req.incr)
+            if (req.incr) {
                 STAT_INC(s->stats, incr_hits);
-            else
+                STAT_CLS_INC(s->stats, res.class_id, incr_hits);
+            } else {
                 STAT_INC(s->stats, decr_hits);
+                STAT_CLS_INC(s->stats, res.class_id, decr_hits);
+            }
         }
         unsigned char body[8];
         bin_store64(body, res.value);
