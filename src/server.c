@@ -101,6 +101,11 @@ static void server_sum_workers(struct core *c, struct stats_thread *sum, uint64_
         struct worker *w = &c->workers[i];
         STATS_GENERAL(SERVER_SUM)
         STATS_NODELAY(SERVER_SUM)
+        for (unsigned k = 0; k < STATS_CLASSES; k++) {
+#define SERVER_SUM_CLS(f) sum->cls[k].f += STAT_GET(&w->stats.cls[k], f);
+            STATS_CLASS_COUNTERS(SERVER_SUM_CLS)
+#undef SERVER_SUM_CLS
+        }
         *reply_bytes += __atomic_load_n(&w->reply_bytes, __ATOMIC_RELAXED);
         *rbuf_bytes += __atomic_load_n(&w->rbuf_bytes, __ATOMIC_RELAXED);
     }
@@ -167,7 +172,8 @@ static void server_snapshot_raw(struct core *c, const struct settings *set,
                (SETTINGS_GET(set, lru_crawler) ? 1u << STATS_WHEN_LRU_CRAWLER : 0) |
                (set->lru_maintainer_thread ? 1u << STATS_WHEN_LRU_MAINTAINER : 0) |
                (tls_enabled() ? 1u << STATS_WHEN_SSL : 0) |
-               (tls_enabled() && set->ssl_session_cache ? 1u << STATS_WHEN_SSL_SESSION_CACHE : 0);
+               (tls_enabled() && set->ssl_session_cache ? 1u << STATS_WHEN_SSL_SESSION_CACHE : 0) |
+               (SETTINGS_GET(set, temp_lru) ? 1u << STATS_WHEN_TEMP_LRU : 0);
     s->cert_age = tls_enabled() ? tls_cert_age() : 0;
     uint64_t rbuf = 0;
     server_sum_workers(c, &s->t, &s->reply_bytes, &rbuf);

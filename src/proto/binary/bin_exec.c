@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "log.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
@@ -39,7 +40,7 @@ static enum proto_status bin_result(int rc)
 static enum proto_status bin_error(struct session *s, const struct bin_header *h,
                                    uint16_t status)
 {
-    return bin_result(bin_compose_error(&s->reply, h->opcode, h->opaque, status));
+    return bin_result(bin_reply_error(s, h->opcode, h->opaque, status));
 }
 
 /* ENOMEM with memcached's own wording for where memory ran out. */
@@ -48,7 +49,7 @@ static enum proto_status bin_enomem(struct session *s, const struct bin_header *
 {
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_ENOMEM, .opaque = h->opaque};
     return bin_result(
-        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text)));
+        bin_reply(s, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text)));
 }
 
 /* A success with an optional body, unless the opcode is quiet. */
@@ -58,7 +59,7 @@ static enum proto_status bin_success(struct session *s, const struct bin_header 
     if (quiet)
         return PROTO_OK;
     struct bin_resp r = bin_resp_ok(h, cas);
-    return bin_result(bin_compose(&s->reply, &r, NULL, 0, NULL, 0, body, bodylen));
+    return bin_result(bin_reply(s, &r, NULL, 0, NULL, 0, body, bodylen));
 }
 
 /* GET GETQ GETK GETKQ TOUCH GAT GATQ GATK GATKQ */
@@ -79,7 +80,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     if (watch_active(WATCH_LOOKUPS))
         watch_note_get(s, key, h->keylen, st, &it);
 
-    stats_count_fetch(s->stats, touch, hit);
+    stats_count_fetch(s->stats, touch, hit, it.class_id, it.lru);
     if (bin_detail_enabled(s))
         session_stats_detail(s, key, h->keylen, 'g', hit);
 
@@ -91,7 +92,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
         /* GETK/GATK: the key is the body, without the usual text. */
         struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_KEY_ENOENT,
                              .opaque = h->opaque};
-        return bin_result(bin_compose(&s->reply, &r, NULL, 0, key, h->keylen, NULL, 0));
+        return bin_result(bin_reply(s, &r, NULL, 0, key, h->keylen, NULL, 0));
     }
 
     uint32_t nvalue = with_value ? it.nvalue : 0;
@@ -99,6 +100,13 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     unsigned char head[BIN_HEADER_LEN + 4 + STORE_KEY_MAX];
     struct bin_resp r = bin_resp_ok(h, it.cas);
     bin_header_encode(head, &r, nkey, 4, 4 + (uint32_t)nkey + nvalue);
+    if (LOG_ENABLED(LOG_LEVEL_VERBOSE)) {
+        /* memcached logs this header before it fills in the CAS */
+        unsigned char logged[BIN_HEADER_LEN];
+        memcpy(logged, head, BIN_HEADER_LEN);
+        memset(logged + 16, 0, 8);
+        bin_log_header(s->cfd, true, logged);
+    }
     bin_store32(head + BIN_HEADER_LEN, it.flags);
     if (nkey)
         memcpy(head + BIN_HEADER_LEN + 4, key, nkey);
@@ -192,6 +200,8 @@ void bin_update_complete(struct session *s)
     uint64_t cas = 0;
 
     STAT_INC(s->stats, cmd_set);
+    unsigned cls = store_reservation_class(s->store, &st->res, st->set_req.flags);
+    STAT_CLS_INC(s->stats, cls, cmd_set);
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &st->res, &wc);
@@ -199,10 +209,13 @@ void bin_update_complete(struct session *s)
     if (wc.on)
         watch_commit_end(s, &wc, rs, st->set_req.mode, st->set_req.exptime);
     if (st->set_req.mode == STORE_MODE_CAS) {
-        if (rs == STORE_OK)
+        if (rs == STORE_OK) {
             STAT_INC(s->stats, cas_hits);
-        else if (rs == STORE_EXISTS)
+            STAT_CLS_INC(s->stats, cls, cas_hits);
+        } else if (rs == STORE_EXISTS) {
             STAT_INC(s->stats, cas_badval);
+            STAT_CLS_INC(s->stats, cls, cas_badval);
+        }
         else if (rs == STORE_MISS)
             STAT_INC(s->stats, cas_misses);
     }
@@ -236,7 +249,8 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
 {
     if (bin_detail_enabled(s))
         session_stats_detail(s, key, h->keylen, 'd', false);
-    struct store_delete_req req = {.cas_compare = h->cas};
+    uint8_t cls = 0;
+    struct store_delete_req req = {.cas_compare = h->cas, .class_out = &cls};
     struct watch_seen seen = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
         watch_peek(s, key, h->keylen, &seen);
@@ -245,6 +259,7 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
         if (watch_active(WATCH_DELETIONS))
             watch_note_deleted(key, h->keylen, "delete", &seen);
         STAT_INC(s->stats, delete_hits);
+        STAT_CLS_INC(s->stats, cls, delete_hits);
         return bin_success(s, h, quiet, 0, NULL, 0);
     case STORE_EXISTS:
         return bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
@@ -274,10 +289,13 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
     switch (store_arith(s->store, key, h->keylen, &req, &res)) {
     case STORE_OK: {
         if (!res.created) {
-            if (req.incr)
+            if (req.incr) {
                 STAT_INC(s->stats, incr_hits);
-            else
+                STAT_CLS_INC(s->stats, res.class_id, incr_hits);
+            } else {
                 STAT_INC(s->stats, decr_hits);
+                STAT_CLS_INC(s->stats, res.class_id, decr_hits);
+            }
         }
         unsigned char body[8];
         bin_store64(body, res.value);
