@@ -158,7 +158,7 @@
 #define STATS_NODELAY(X)                                                                           \
     X(nodelay_version, SNAP, nodelay_version, STR, INFO, ALWAYS, "nodelay's own version")          \
     X(protocol_version, SNAP, version, STR, INFO, ALWAYS, "the memcached protocol version served") \
-    X(event_backend, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (io_uring, epoll, poll)")         \
+    X(event_backend, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (io_uring/epoll/poll)") \
     X(read_calls, WORKER, read_calls, U64, COUNTER, ALWAYS, "read(2)/recv calls")                  \
     X(write_calls, WORKER, write_calls, U64, COUNTER, ALWAYS, "writev/sendmsg calls")              \
     X(direct_reads, WORKER, direct_reads, U64, COUNTER, ALWAYS, "reads straight into item memory") \
