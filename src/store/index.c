@@ -276,12 +276,6 @@ uint64_t *index_lock_hash(struct index *ix, uint64_t h)
     }
 }
 
-void index_prefetch(struct index *ix, uint64_t h)
-{
-    struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-    __builtin_prefetch(c->b + ((h & c->mask) << 3), 1);
-}
-
 static uint64_t *index_overflow(struct index *ix, uint32_t id)
 {
     uint32_t i = id - 1;
@@ -505,4 +499,46 @@ uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets)
             return b;
         index_unlock(b);
     }
+}
+
+struct index_table *index_swap_table(struct index *ix, unsigned level)
+{
+    struct index_table *c = ix->cur;
+    if (ix->old || ix->items)
+        return NULL;
+    struct index_table *t = table_new(index_power_of(level));
+    if (!t)
+        return NULL;
+    __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
+    return c;
+}
+
+void index_table_release(struct index_table *t)
+{
+    table_free(t);
+}
+
+unsigned index_bucket_bits(struct index *ix)
+{
+    return ix->cur->power;
+}
+
+uint64_t *index_bucket_of(struct index *ix, uint64_t h)
+{
+    struct index_table *c = ix->cur;
+    return c->b + ((h & c->mask) << 3);
+}
+
+uint64_t *index_chain_grow(struct index *ix, uint64_t *last)
+{
+    uint32_t id = pool_get(ix);
+    if (!id)
+        return NULL;
+    hdr_set_next(last, id);
+    return index_overflow(ix, id);
+}
+
+void index_count(struct index *ix, uint64_t n)
+{
+    __atomic_fetch_add(&ix->items, n, __ATOMIC_RELAXED);
 }

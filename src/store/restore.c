@@ -8,11 +8,11 @@
  * lock; it does take bucket locks, as the index functions expect.
  */
 #include "store/persist.h"
+#include "store/restore_index.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -28,43 +28,15 @@ static bool restore_seg_sane(const struct store *s, const struct pm_seg *ps)
     return ps->flags == 0;
 }
 
-/* Map every written page of the file in one call per segment: faulting
- * them in one by one costs more than reading them. A hint only. */
-static void restore_populate(struct store *s)
-{
-#ifdef MADV_POPULATE_READ
-    struct persist *pm = s->pm;
-    for (uint32_t i = 0; i < pm->nsegs; i++) {
-        struct pm_seg *ps = pm_seg(pm, i);
-        if (ps->seq && ps->write_off <= s->seg_size)
-            madvise(pm_seg_data(pm, s, i), (ps->write_off + 4095) & ~(size_t)4095,
-                    MADV_POPULATE_READ);
-    }
-#else
-    (void)s;
-#endif
-}
-
-/* Work split over up to RESTORE_THREADS threads, one per core: segment i
- * goes to thread i % n. */
-#define RESTORE_THREADS 4
-
-struct restore_split {
-    void *(*fn)(void *);
-    void *arg;
-    size_t size;   /* bytes of each thread's argument */
-};
-
-static uint32_t restore_nthreads(uint32_t work)
+/* Work is split over up to RESTORE_THREADS threads, one per core. */
+uint32_t restore_nthreads(uint32_t work)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t t = cores > 1 ? (uint32_t)(cores < RESTORE_THREADS ? cores : RESTORE_THREADS) : 1;
     return t > work ? (work ? work : 1) : t;
 }
 
-/* Run fn on args[0..t) (args: t structs of `size` bytes), on threads
- * where they can be made, else here. */
-static void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
+void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
 {
     pthread_t th[RESTORE_THREADS];
     bool started[RESTORE_THREADS] = {false};
@@ -184,61 +156,51 @@ struct restore_run {
     uint64_t max_cas;
     uint64_t dups;
     uint64_t restored, expired, corrupt;
+    struct rix *rix;
+    uint32_t bin;        /* this thread's filing in rix */
+    bool nomem_logged;
     const uint32_t *ids; /* segments to walk: ids[first], ids[first + step], ... */
     uint32_t n, first, step;
+    size_t last_mc;      /* the class of the last item's size, */
+    struct store_cls_of last_cls; /* since neighbours are often alike */
 };
 
-/* An item waiting for its bucket to arrive in cache. */
-struct restore_pending {
-    char *p;
-    struct item_hdr h;
-    uint64_t hv;
-    uint32_t off;
-};
-
-#define RESTORE_AHEAD 16
-
-/* Link one committed, live-looking item found in segment seg at off. */
-static void restore_item(struct store *s, struct restore_run *r, struct seg *seg,
-                         const struct restore_pending *it)
+static struct store_cls_of restore_class(struct restore_run *r, const char *p,
+                                         const struct item_hdr *h)
 {
-    char *p = it->p;
-    const struct item_hdr *h = &it->h;
-    const char *key = p + h->hlen;
-    uint32_t tag = index_tag(it->hv);
-    uint64_t *b = index_lock_hash(&s->index, it->hv);
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++) {
-            if (!cur[i] || slot_tag(cur[i]) != tag)
-                continue;
-            const char *q = seg_item(s, cur[i]);
-            struct item_hdr qh;
-            item_decode(q, &qh);
-            if (qh.nkey == h->nkey && memcmp(q + qh.hlen, key, h->nkey) == 0) {
-                /* A copy eviction made of the same version (seg_carry or a
-                 * compaction) that a kill left behind: keep one. */
-                index_unlock(b);
-                item_set_state(p, ITEM_L_DEAD);
-                r->dups++;
-                return;
-            }
-        }
-    uint64_t *slot = index_free_slot(&s->index, b);
-    if (!slot) {
-        index_unlock(b);
+    size_t mc = item_mc_size(h->nkey, h->nvalue, item_get_u32(p, h->flags_off),
+                             r->s->opt.cas_enabled);
+    if (mc != r->last_mc) {
+        r->last_mc = mc;
+        r->last_cls = (struct store_cls_of){store_class_id(r->s, mc), (uint32_t)mc};
+    }
+    return r->last_cls;
+}
+
+/* A committed, live item found in seg at off: counted in its segment and
+ * binned for the index (restore_index.c links it, or hands it back to
+ * restore_drop). Nothing else runs yet, and each segment is one thread's:
+ * plain updates, published by the join. */
+static void restore_item(struct restore_run *r, struct seg *seg, char *p,
+                         const struct item_hdr *h, uint32_t off)
+{
+    struct store *s = r->s;
+    uint64_t hv = XXH3_64bits(p + h->hlen, h->nkey);
+    if (!rix_add(r->rix, r->bin, hv, seg->id, off >> s->off_shift)) {
+        if (!r->nomem_logged)
+            log_error("-e %s: out of memory restoring the index; dropping items",
+                      s->opt.memory_file);
+        r->nomem_logged = true;
         item_set_state(p, ITEM_L_DEAD);
         r->corrupt++;
         return;
     }
-    *slot = slot_make(tag, seg->id, it->off >> s->off_shift);
-    index_unlock(b);
     uint32_t size = item_total(h);
     uint64_t cas = item_get_cas(p, h, seg->cas_base);
     rel_time_t exp = item_get_u32(p, h->exp_off);
-    /* Nothing else runs yet: plain updates, published by thread creation. */
     seg->live_items++;
     seg->live_bytes += size;
-    struct store_cls_of c = store_item_class(s, p, h);
+    struct store_cls_of c = restore_class(r, p, h);
     seg->cls_items[c.cls]++;
     seg->cls_bytes[c.cls] += (int32_t)c.mc_size;
     if (exp == REL_TIME_NEVER)
@@ -254,7 +216,29 @@ static void restore_item(struct store *s, struct restore_run *r, struct seg *seg
     if (cas > r->max_cas)
         r->max_cas = cas;
     r->restored++;
-    index_maintain(&s->index); /* when the size hint was short (a kill in the first second) */
+}
+
+/* An item the index build did not link (already marked dead): take it
+ * out of its segment's counts. Its CAS and expiry stay in the segment's
+ * bounds, which only makes them looser. */
+static void restore_drop(void *arg, uint64_t slot, bool dup)
+{
+    struct restore_run *r = arg;
+    struct store *s = r->s;
+    const char *p = seg_item(s, slot);
+    struct item_hdr h;
+    item_decode(p, &h);
+    struct seg *seg = seg_of(s, slot_seg(slot));
+    seg->live_items--;
+    seg->live_bytes -= item_total(&h);
+    struct store_cls_of c = store_item_class(s, p, &h);
+    seg->cls_items[c.cls]--;
+    seg->cls_bytes[c.cls] -= (int32_t)c.mc_size;
+    r->restored--;
+    if (dup)
+        r->dups++;
+    else
+        r->corrupt++;
 }
 
 /* Checks that need only the item itself; false when it is not restored. */
@@ -278,11 +262,9 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
 {
     size_t align = (size_t)1 << s->off_shift;
     uint32_t end = seg->write_off;
-    struct restore_pending ring[RESTORE_AHEAD];
-    unsigned head = 0, n = 0;
     for (uint32_t x = 0; x < end;) {
         char *p = seg->data + x;
-        if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) { /* compaction padding */
+        if (!*(const uint8_t *)p) { /* compaction padding */
             x += (uint32_t)align;
             continue;
         }
@@ -296,24 +278,10 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
             break;
         }
         uint8_t st = item_state(p);
-        if ((st & ITEM_L_COMMIT) && !(st & ITEM_L_DEAD) && restore_keep(s, r, seg, p, &h)) {
-            if (n == RESTORE_AHEAD) {
-                restore_item(s, r, seg, &ring[head]);
-                head = (head + 1) % RESTORE_AHEAD;
-                n--;
-            }
-            struct restore_pending *it = &ring[(head + n) % RESTORE_AHEAD];
-            it->p = p;
-            it->h = h;
-            it->off = x;
-            it->hv = XXH3_64bits(p + h.hlen, h.nkey);
-            index_prefetch(&s->index, it->hv);
-            n++;
-        }
+        if ((st & ITEM_L_COMMIT) && !(st & ITEM_L_DEAD) && restore_keep(s, r, seg, p, &h))
+            restore_item(r, seg, p, &h, x);
         x = (uint32_t)((x + item_total(&h) + align - 1) & ~(align - 1));
     }
-    for (; n; n--, head = (head + 1) % RESTORE_AHEAD)
-        restore_item(s, r, seg, &ring[head]);
 }
 
 static int restore_by_seq(const void *a, const void *b, void *arg)
@@ -328,31 +296,44 @@ static void *restore_thread(void *arg)
     struct restore_run *r = arg;
     for (uint32_t k = r->first; k < r->n; k += r->step)
         restore_walk(r->s, r, seg_of(r->s, r->ids[k]));
+    rix_finish(r->rix, r->bin);
     return NULL;
 }
 
-/* Walk the segments on up to RESTORE_THREADS threads: each segment is one
- * thread's, and the index takes concurrent inserts (a key found in two
- * segments meets itself under its bucket lock). */
+/* Walk the segments on up to RESTORE_THREADS threads, each segment one
+ * thread's, binning what they find; then build the index from the bins
+ * (restore_index.h says why in two steps). A key found in two segments
+ * meets itself in the build. */
 static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_t n)
 {
     struct restore_run runs[RESTORE_THREADS];
+    struct rix x;
     uint32_t t = restore_nthreads(n);
+    if (rix_init(&x, r->s, t) != 0) {
+        log_error("-e %s: out of memory for the restore; starting empty", r->s->opt.memory_file);
+        t = 0; /* every segment is left with no live item: freed below */
+    }
     for (uint32_t i = 0; i < t; i++) {
         runs[i] = *r;
+        runs[i].rix = &x;
+        runs[i].bin = i;
         runs[i].ids = ids;
         runs[i].n = n;
         runs[i].first = i;
         runs[i].step = t;
     }
-    restore_run_split(restore_thread, (char *)runs, sizeof(runs[0]), t);
+    if (t)
+        restore_run_split(restore_thread, (char *)runs, sizeof(runs[0]), t);
     for (uint32_t i = 0; i < t; i++) {
         if (runs[i].max_cas > r->max_cas)
             r->max_cas = runs[i].max_cas;
-        r->dups += runs[i].dups;
         r->restored += runs[i].restored;
         r->expired += runs[i].expired;
         r->corrupt += runs[i].corrupt;
+    }
+    if (t) {
+        rix_fill(&x, t, restore_drop, r);
+        rix_release(&x);
     }
 }
 
@@ -445,8 +426,9 @@ void persist_restore(struct store *s)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     bool restore = pm->start == PM_START_CLEAN || pm->start == PM_START_CRASH;
-    if (restore)
-        restore_populate(s);
+    /* The file's pages are mapped as the threads below first read them
+     * (the kernel maps a fault's neighbours too): populating them all
+     * first, on one thread, cost more. */
     bool sums_ok = pm->start != PM_START_CLEAN || restore_verify_clean(s);
     struct timespec tv;
     clock_gettime(CLOCK_MONOTONIC, &tv);
