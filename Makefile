@@ -4,7 +4,8 @@
 #   make debug           debug server (debugtime command): build/debug/nodelay
 #   make man             the man page nodelay(1), generated from the settings table: build/nodelay.1
 #   make CONFIG=asan     any target under ASan+UBSan (also: tsan, debug, release)
-#   make EVENT=poll      the portable poll(2) backend instead of epoll
+#   make EVENT=poll      the portable poll(2) backend instead of epoll (and io_uring)
+#   make URING=no        leave io_uring out even when liburing is there
 #   make unit            unit tests (cmocka)
 #   make test            everything CI runs (see scripts/test-all.sh)
 #   make fuzz            libFuzzer harnesses, briefly (clang)
@@ -48,6 +49,18 @@ MHD_CFLAGS := -DNODELAY_HAVE_MHD $(shell pkg-config --cflags libmicrohttpd 2>/de
 endif
 LDLIBS += $(MHD_LIBS)
 
+# The io_uring backend (chosen at run time, epoll its fallback) when
+# pkg-config finds liburing (Debian: liburing-dev) and EVENT=epoll; without
+# it the server builds the same on epoll alone. URING=no leaves it out.
+URING ?= auto
+ifeq ($(EVENT)-$(filter no,$(URING)),epoll-)
+URING_LIBS := $(shell pkg-config --libs liburing 2>/dev/null)
+endif
+ifneq ($(URING_LIBS),)
+URING_CFLAGS := -DNODELAY_HAVE_URING $(shell pkg-config --cflags liburing 2>/dev/null)
+endif
+LDLIBS += $(URING_LIBS)
+
 ifeq ($(CONFIG),release)
 CFLAGS_CONFIG := -O2 -g
 else ifeq ($(CONFIG),debug)
@@ -71,9 +84,11 @@ ALL_LDFLAGS := $(LDFLAGS_CONFIG) $(LDFLAGS)
 OUT := build/$(CONFIG)-$(EVENT)
 
 # Every .c under src/ is part of the server; main.c alone is left out of the
-# library that unit tests and fuzzers link, and only one event backend is built.
+# library that unit tests and fuzzers link, and only one readiness backend is
+# built (io_uring beside it when liburing is there).
 OTHER_EVENT := $(if $(filter epoll,$(EVENT)),poll,epoll)
-LIB_SRC := $(filter-out src/main.c src/event/event_$(OTHER_EVENT).c, \
+NO_URING := $(if $(URING_LIBS),,src/event/event_uring.c)
+LIB_SRC := $(filter-out src/main.c src/event/event_$(OTHER_EVENT).c $(NO_URING), \
              $(wildcard src/*.c src/*/*.c src/*/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o)
 LIB := $(OUT)/libnodelay.a
@@ -115,6 +130,14 @@ $(MHD_STAMP): FORCE
 $(OUT)/src/metrics/metrics_http.o: src/metrics/metrics_http.c $(MHD_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
+
+# Only event.c asks whether io_uring is built in; same stamp scheme.
+URING_STAMP := $(OUT)/uring.stamp
+$(URING_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(URING_LIBS)' | cmp -s - $@ || echo '$(URING_LIBS)' >$@
+$(OUT)/src/event/event.o $(OUT)/src/event/event_uring.o: ALL_CFLAGS += $(URING_CFLAGS)
+$(OUT)/src/event/event.o: $(URING_STAMP)
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

@@ -1,6 +1,7 @@
 # The benchmark's tools, built from bench/ (never part of libnodelay.a).
 #   make bench                the side-by-side comparison (bench/compare.sh)
 #   make loadgen              build/bench/loadgen only
+#   make floor                build/bench/floor: the canned-reply floor server (liburing)
 #   make loadgen-selftest     its self-checks (no server needed)
 #   make bench-soak           the soak against the release server (SOAK_SECONDS=300)
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
@@ -10,9 +11,16 @@ LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
 LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
-.PHONY: loadgen loadgen-selftest bench-soak
+.PHONY: loadgen loadgen-selftest bench-soak floor
 
 loadgen: $(LOADGEN)
+
+FLOOR := build/bench/floor
+floor: $(FLOOR)
+
+$(FLOOR): bench/floor/floor.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LOADGEN_CFLAGS) -o $@ $< -luring
 
 loadgen-selftest: $(LOADGEN)
 	$(LOADGEN) selftest
@@ -25,7 +33,7 @@ $(LOADGEN): $(LOADGEN_OBJ)
 	$(CC) -pthread -o $@ $^ -lm -lssl -lcrypto
 
 BENCH_ARGS ?=
-bench: $(LOADGEN)
+bench: $(LOADGEN) $(FLOOR)
 	$(MAKE) CONFIG=release EVENT=epoll server
 	bash bench/compare.sh $(BENCH_ARGS)
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Side by side: Debian's memcached (A) against nodelay (B), plus a second
-# memcached (A') so the report shows the noise floor (A'/A). Run by
+# Side by side: Debian's memcached (A) against nodelay (B; with its io_uring
+# backend, also Be: the same binary with -o io_uring=off), the canned-reply
+# floor servers (F on epoll, Fu on io_uring: no cache at all), plus a second
+# memcached (A') so the report shows the noise floor (A'/A). Then the same at
+# -t 2 with the load generator on the same cores (the *_t2 workloads). Run by
 # `make bench`; see docs/benchmark.md for what each number means.
 #
 #   bench/compare.sh [--duration S] [--rounds N] [--threads T] [--memory MB]
 #                    [--rate OPS] [--replay-requests N] [--scan N]
 #                    [--skip-fill] [--skip-replay] [--workloads a,b,...]
-#                    [--nodelay PATH] [--memcached PATH] [--out DIR]
+#                    [--nodelay PATH] [--memcached PATH] [--floor PATH] [--out DIR]
 set -euo pipefail
 # The whole script is one block, so bash parses it before running: editing
 # this file while a run is in progress cannot corrupt that run.
@@ -29,6 +32,7 @@ SKIP_REPLAY=0
 WORKLOADS=""
 NODELAY=$ROOT/build/release-epoll/nodelay
 MEMCACHED=/usr/bin/memcached
+FLOOR=$ROOT/build/bench/floor
 OUT=""
 
 while [ $# -gt 0 ]; do
@@ -46,8 +50,9 @@ while [ $# -gt 0 ]; do
     --workloads) WORKLOADS=$2; shift ;;
     --nodelay) NODELAY=$2; shift ;;
     --memcached) MEMCACHED=$2; shift ;;
+    --floor) FLOOR=$2; shift ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -57,6 +62,11 @@ LOADGEN=$ROOT/build/bench/loadgen
 make -s loadgen >/dev/null
 [ -x "$NODELAY" ] || { echo "compare.sh: no nodelay at $NODELAY (make CONFIG=release server)" >&2; exit 1; }
 [ -x "$MEMCACHED" ] || { echo "compare.sh: no memcached at $MEMCACHED" >&2; exit 1; }
+[ -x "$FLOOR" ] || echo "compare.sh: no floor server at $FLOOR (make floor): no floor rows" >&2
+# The io_uring backend's switch: when the binary has it, the epoll row (Be)
+# runs beside the default backend.
+HAVE_URING_OPT=0
+"$NODELAY" -h 2>/dev/null | grep -q 'io_uring' && HAVE_URING_OPT=1
 
 STAMP=$(date -u +%Y-%m-%dT%H%MZ)
 OUT=${OUT:-$ROOT/bench/results/$STAMP}
@@ -76,7 +86,11 @@ if [ "$NCPU" -ge 2 ]; then
     fi
     LG_PIN=(taskset -c "$LG_CPUS")
     SRV_PIN=(taskset -c "$SRV_CPUS")
+    # -t 2 on a 2-core machine: servers and load generator share both cores.
+    T2_CPUS="0-$((NCPU - 1))"
+    [ "$NCPU" -gt 2 ] && T2_CPUS="0-1"
 else
+    T2_CPUS=all
     LG_PIN=()
     SRV_PIN=()
     SRV_CPUS=all
@@ -112,22 +126,47 @@ use_tls() {
     fi
 }
 
-# start_server NAME BINARY MEMORY -> sets SPID and SPORT
-start_server() {
-    local name=$1 bin=$2 mem=$3
-    SPORT=$(free_port)
-    "${SRV_PIN[@]}" "$bin" -p "$SPORT" -U 0 -l 127.0.0.1 -t "$THREADS" -m "$mem" -c 4096 \
-        "${USER_FLAG[@]}" "${SRV_EXTRA[@]}" >"$OUT/$name.log" 2>&1 &
-    SPID=$!
-    PIDS+=("$SPID")
+# Threads and CPUs of the servers being started (the -t 2 group changes them).
+CUR_THREADS=$THREADS
+CUR_PIN=("${SRV_PIN[@]}")
+
+wait_ready() {
+    local name=$1
     for _ in $(seq 50); do
-        if env "${LG_ENV[@]}" "$LOADGEN" -s "127.0.0.1:$SPORT" -c 1 -n 1 -k 1 -g 1 -q 2>/dev/null; then
+        if env "${LG_ENV[@]}" "$LOADGEN" -s "127.0.0.1:$SPORT" -c 1 -n 1 -k 1 -g 1 -q \
+            --no-verify 2>/dev/null; then
             return 0
         fi
+        kill -0 "$SPID" 2>/dev/null || break
         sleep 0.1
     done
-    echo "compare.sh: $name ($bin) did not start; see $OUT/$name.log" >&2
-    exit 1
+    echo "compare.sh: $name did not start; see $OUT/$name.log" >&2
+    return 1
+}
+
+# start_server NAME BINARY MEMORY [FLAGS...] -> sets SPID and SPORT
+start_server() {
+    local name=$1 bin=$2 mem=$3
+    shift 3
+    SPORT=$(free_port)
+    "${CUR_PIN[@]}" "$bin" -p "$SPORT" -U 0 -l 127.0.0.1 -t "$CUR_THREADS" -m "$mem" -c 4096 \
+        "${USER_FLAG[@]}" "${SRV_EXTRA[@]}" "$@" >"$OUT/$name.log" 2>&1 &
+    SPID=$!
+    PIDS+=("$SPID")
+    wait_ready "$name ($bin)" || exit 1
+}
+
+# start_floor NAME BACKEND VALUE_BYTES -> SPID and SPORT, or returns 1 (no
+# floor binary, or no io_uring here: that row is left out, said in its log)
+start_floor() {
+    local name=$1 backend=$2 vlen=$3
+    [ -x "$FLOOR" ] || return 1
+    SPORT=$(free_port)
+    "${CUR_PIN[@]}" "$FLOOR" -b "$backend" -p "$SPORT" -t "$CUR_THREADS" -v "$vlen" \
+        >"$OUT/$name.log" 2>&1 &
+    SPID=$!
+    PIDS+=("$SPID")
+    wait_ready "$name ($FLOOR -b $backend)"
 }
 
 stop_server() {
@@ -149,8 +188,12 @@ WL[meta_mg_p16]="-c 50 -d 16 -g 1 -p meta -v 100 -k 100000"
 WL[tls_get90_p1]=${WL[get90_p1]}
 WL[tls_get90_p16]=${WL[get90_p16]}
 WL[tls_large100k]=${WL[large100k]}
+# -t 2 for every server, the load generator with two threads on the same
+# two cores (docs/benchmark.md "-t 2").
+WL[get90_p1_t2]="-t 2 ${WL[get90_p1]}"
+WL[get90_p16_t2]="-t 2 ${WL[get90_p16]}"
 ORDER=(get90_p1 get90_p16 get90_rate mget16 large100k set90 meta_mg_p16
-       tls_get90_p1 tls_get90_p16 tls_large100k)
+       tls_get90_p1 tls_get90_p16 tls_large100k get90_p1_t2 get90_p16_t2)
 if [ -n "$WORKLOADS" ]; then
     IFS=, read -r -a ORDER <<<"$WORKLOADS"
 fi
@@ -166,12 +209,34 @@ prefill() {
 uptime >"$OUT/load-before.txt"
 echo "compare.sh: results in $OUT"
 
-# ---- workloads: A, B, A' in turn, ROUNDS times ----
+# ---- workloads: A, B, (Be,) (F, Fu,) A' in turn, ROUNDS times ----
 declare -A SRV_PID SRV_PORT
-start_server A "$MEMCACHED" "$MEMORY"; SRV_PID[A]=$SPID; SRV_PORT[A]=$SPORT
-start_server B "$NODELAY" "$MEMORY"; SRV_PID[B]=$SPID; SRV_PORT[B]=$SPORT
-start_server A2 "$MEMCACHED" "$MEMORY"; SRV_PID[A2]=$SPID; SRV_PORT[A2]=$SPORT
-for s in A B A2; do prefill "${SRV_PORT[$s]}"; done
+# start_group PREFIX: memcached twice, nodelay (and its epoll row), prefilled;
+# the floor servers when PREFIX is not TLS (F/Fu answer 100 B values, FL/FLu
+# the 100 KiB ones).
+start_group() {
+    local g=$1
+    start_server "${g}A" "$MEMCACHED" "$MEMORY"; SRV_PID[${g}A]=$SPID; SRV_PORT[${g}A]=$SPORT
+    start_server "${g}B" "$NODELAY" "$MEMORY"; SRV_PID[${g}B]=$SPID; SRV_PORT[${g}B]=$SPORT
+    local set=("${g}A" "${g}B")
+    if [ "$HAVE_URING_OPT" = 1 ]; then
+        start_server "${g}Be" "$NODELAY" "$MEMORY" -o io_uring=off
+        SRV_PID[${g}Be]=$SPID; SRV_PORT[${g}Be]=$SPORT; set+=("${g}Be")
+    fi
+    start_server "${g}A2" "$MEMCACHED" "$MEMORY"; SRV_PID[${g}A2]=$SPID; SRV_PORT[${g}A2]=$SPORT
+    set+=("${g}A2")
+    for s in "${set[@]}"; do prefill "${SRV_PORT[$s]}"; done
+    [ "$g" = T ] && return 0
+    local f
+    for f in F:epoll:100 Fu:uring:100 FL:epoll:102400 FLu:uring:102400; do
+        IFS=: read -r n b v <<<"$f"
+        if start_floor "$g$n" "$b" "$v"; then
+            SRV_PID[$g$n]=$SPID; SRV_PORT[$g$n]=$SPORT
+        fi
+    done
+}
+has_workload() { printf '%s\n' "${ORDER[@]}" | grep -q "$1"; }
+start_group ""
 # The TLS trio (tls_* workloads): the same servers with -Z, keys "TA" ...
 if printf '%s\n' "${ORDER[@]}" | grep -q '^tls_'; then
     mkdir -p "$TLS_DIR"
@@ -179,11 +244,16 @@ if printf '%s\n' "${ORDER[@]}" | grep -q '^tls_'; then
         -keyout "$TLS_DIR/key.pem" -out "$TLS_DIR/cert.pem" -days 2 -subj /CN=127.0.0.1 \
         >/dev/null 2>&1 || { echo "compare.sh: openssl could not make a certificate" >&2; exit 1; }
     use_tls 1
-    start_server TA "$MEMCACHED" "$MEMORY"; SRV_PID[TA]=$SPID; SRV_PORT[TA]=$SPORT
-    start_server TB "$NODELAY" "$MEMORY"; SRV_PID[TB]=$SPID; SRV_PORT[TB]=$SPORT
-    start_server TA2 "$MEMCACHED" "$MEMORY"; SRV_PID[TA2]=$SPID; SRV_PORT[TA2]=$SPORT
-    for s in TA TB TA2; do prefill "${SRV_PORT[$s]}"; done
+    start_group T
     use_tls 0
+fi
+# The -t 2 group (*_t2 workloads): every server at -t 2 on both cores.
+if has_workload '_t2$'; then
+    CUR_THREADS=2
+    CUR_PIN=(); [ "$T2_CPUS" != all ] && CUR_PIN=(taskset -c "$T2_CPUS")
+    start_group 2
+    CUR_THREADS=$THREADS
+    CUR_PIN=("${SRV_PIN[@]}")
 fi
 
 # The fixed-rate run must offer a load both servers can carry, or it measures
@@ -199,32 +269,45 @@ WL[get90_rate]="-c 50 -d 1 -g 0.9 -v 100 -k 100000 -r $RATE"
 for round in $(seq "$ROUNDS"); do
     for w in "${ORDER[@]}"; do
         args=${WL[$w]:?unknown workload $w}
-        tls=0; srv_prefix=""
-        case $w in tls_*) tls=1; srv_prefix=T ;; esac
+        tls=0; srv_prefix=""; lg_pin=("${LG_PIN[@]}")
+        case $w in
+        tls_*) tls=1; srv_prefix=T ;;
+        *_t2) srv_prefix=2; lg_pin=(); [ "$T2_CPUS" != all ] && lg_pin=(taskset -c "$T2_CPUS") ;;
+        esac
         use_tls "$tls"
-        for s in A B A2; do
+        # The floors answer text get/set only; FL* carry the 100 KiB values.
+        floors=(F Fu)
+        case $w in
+        large100k*) floors=(FL FLu) ;;
+        meta_*|tls_*) floors=() ;;
+        esac
+        for s in A B Be "${floors[@]}" A2; do
+            [ -n "${SRV_PID[$srv_prefix$s]:-}" ] || continue
             pid=${SRV_PID[$srv_prefix$s]}
             port=${SRV_PORT[$srv_prefix$s]}
-            base=$OUT/runs/$w.$s.$round
+            nv=(); case $s in F*) nv=(--no-verify) ;; esac
+            # report.py names the floor rows F and Fu whatever value size they carry
+            row=$s; case $s in FL) row=F ;; FLu) row=Fu ;; esac
+            base=$OUT/runs/$w.$row.$round
             # CPU: utime+stime of every server thread over the measured run
             t0=$(cpu_ticks "$pid")
             # shellcheck disable=SC2086
-            env "${LG_ENV[@]}" "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args -D "$DURATION" \
-                -q --seed "$round" --json "$base.json" || echo "loadgen exit $? ($w $s)" >&2
+            env "${LG_ENV[@]}" "${lg_pin[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args -D "$DURATION" \
+                "${nv[@]}" -q --seed "$round" --json "$base.json" || echo "loadgen exit $? ($w $s)" >&2
             t1=$(cpu_ticks "$pid")
             # syscalls: a separate, shorter run, so tracing never inflates the CPU figure
             perf stat -e raw_syscalls:sys_enter -x , -p "$pid" -o "$base.perf" &
             pp=$!
             sleep 0.2
             # shellcheck disable=SC2086
-            env "${LG_ENV[@]}" "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args \
-                -D "$SYSCALL_DURATION" -q --seed "$((round + 100))" --json "$base.sys.json" || true
+            env "${LG_ENV[@]}" "${lg_pin[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args \
+                -D "$SYSCALL_DURATION" "${nv[@]}" -q --seed "$((round + 100))" --json "$base.sys.json" || true
             kill -INT "$pp" 2>/dev/null || true
             wait "$pp" 2>/dev/null || true
             sys=$(awk -F, '/raw_syscalls/ {print $1}' "$base.perf" 2>/dev/null | head -1)
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$s" "$round" "$((t1 - t0))" \
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$row" "$round" "$((t1 - t0))" \
                 "$CLK_TCK" "${sys:-NA}" "$base" >>"$RUNS"
-            echo "  round $round $w $s: $(grep -o '"ops_per_s": [0-9.]*' "$base.json")"
+            echo "  round $round $w $row: $(grep -o '"ops_per_s": [0-9.]*' "$base.json")"
         done
     done
 done
@@ -285,6 +368,9 @@ uptime >"$OUT/load-after.txt"
     echo "memcached=$("$MEMCACHED" -V 2>&1 | head -1)"
     echo "nodelay=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown) $NODELAY"
     echo "threads=$THREADS"
+    echo "t2_cpus=$T2_CPUS"
+    echo "uring_row=$HAVE_URING_OPT"
+    echo "floor=$FLOOR"
     echo "memory=$MEMORY"
     echo "duration=$DURATION"
     echo "syscall_duration=$SYSCALL_DURATION"

@@ -2,8 +2,11 @@
 """Turns one compare.sh result directory into report.md and PNG charts.
 
 Every number in the report is the median over rounds of what the runs
-recorded; ratios are B/A (nodelay over memcached) and A'/A (memcached over a
-second memcached: the noise floor). Nothing here is measured, only summarised.
+recorded; ratios are X/A (a server over memcached) and A'/A (memcached over a
+second memcached: the noise floor). Servers: A memcached, B nodelay (its
+default backend), Be nodelay -o io_uring=off (when the binary has io_uring),
+F and Fu the canned-reply floor servers on epoll and io_uring, A2 memcached
+again. Nothing here is measured, only summarised.
 """
 import json
 import os
@@ -12,7 +15,9 @@ import subprocess
 import sys
 
 OUT = sys.argv[1]
-NAMES = {"A": "memcached", "B": "nodelay", "A2": "memcached #2"}
+NAMES = {"A": "memcached", "B": "nodelay", "Be": "nodelay epoll", "F": "floor epoll",
+         "Fu": "floor io_uring", "A2": "memcached #2"}
+SERVERS = ["A", "B", "Be", "F", "Fu", "A2"]
 
 DESCRIPTIONS = {
     "get90_p1": "50 conns, 90 % get / 10 % set, 100 B, pipeline 1",
@@ -25,6 +30,8 @@ DESCRIPTIONS = {
     "tls_get90_p1": "get90_p1 over TLS (-Z, both servers with the same certificate)",
     "tls_get90_p16": "get90_p16 over TLS",
     "tls_large100k": "large100k over TLS",
+    "get90_p1_t2": "get90_p1 with every server at -t 2 and the load generator (2 threads) on the same 2 cores",
+    "get90_p16_t2": "get90_p16 the same way",
 }
 
 
@@ -133,20 +140,58 @@ def main():
         f"`{m.get('load_after', '').strip()}` (the machine is shared; see docs/benchmark.md).")
     add("")
     if order:
-        add("## Throughput, CPU and syscalls per request")
+        present = [x for x in SERVERS if any((w, x) in runs for w in order)]
+        others = [x for x in present if x not in ("A", "A2")]
+        for key, title, d in (("cpu_us", "Server CPU µs per request", 2),
+                              ("sys", "Server syscalls per request", 3)):
+            add(f"## {title}")
+            add("")
+            add("| workload | " + " | ".join(NAMES[x] for x in present) + " | "
+                + " | ".join(f"{x}/A" for x in others) + " | A'/A |")
+            add("|---|" + "---|" * (len(present) + len(others) + 1))
+            for w in order:
+                v = {x: med(runs, w, x, key) for x in present}
+                add(f"| {w} | " + " | ".join(fmt(v[x], d) for x in present) + " | "
+                    + " | ".join(fmt(ratio(v[x], v["A"])) for x in others)
+                    + f" | {fmt(ratio(v.get('A2'), v['A']))} |")
+            add("")
+        if "F" in present:
+            add("F and Fu are the floor: a server with no cache that answers every request "
+                "from one read with canned replies in one write (bench/floor). B − F is what "
+                "nodelay's own work costs above the kernel interface.")
+            add("")
+        add("## Throughput and latency")
         add("")
-        add("| workload | CPU µs/req A → B | B/A | A'/A | syscalls/req A → B | B/A | ops/s A → B | B/A | p99 µs A → B | p99.9 µs A → B |")
-        add("|---|---|---|---|---|---|---|---|---|---|")
+        add("| workload | ops/s A → B | B/A | A'/A | p99 µs A → B | p99.9 µs A → B |")
+        add("|---|---|---|---|---|---|")
         for w in order:
             a = {k: med(runs, w, "A", k) for k, _, _ in MEASURES}
             b = {k: med(runs, w, "B", k) for k, _, _ in MEASURES}
             a2 = {k: med(runs, w, "A2", k) for k, _, _ in MEASURES}
-            add(f"| {w} | {fmt(a['cpu_us'])} → {fmt(b['cpu_us'])} | {fmt(ratio(b['cpu_us'], a['cpu_us']))} "
-                f"| {fmt(ratio(a2['cpu_us'], a['cpu_us']))} "
-                f"| {fmt(a['sys'], 3)} → {fmt(b['sys'], 3)} | {fmt(ratio(b['sys'], a['sys']))} "
-                f"| {fmt(a['ops'])} → {fmt(b['ops'])} | {fmt(ratio(b['ops'], a['ops']))} "
+            add(f"| {w} | {fmt(a['ops'])} → {fmt(b['ops'])} | {fmt(ratio(b['ops'], a['ops']))} "
+                f"| {fmt(ratio(a2['ops'], a['ops']))} "
                 f"| {fmt(a['p99'], 0)} → {fmt(b['p99'], 0)} | {fmt(a['p999'], 0)} → {fmt(b['p999'], 0)} |")
         add("")
+        t2 = [w for w in order if w.endswith("_t2") and w[:-3] in order]
+        if t2:
+            add("## Two threads (-t 2) on the two cores, with the load generator")
+            add("")
+            add("Per-thread efficiency = CPU µs/request at -t 1 ÷ CPU µs/request at -t 2: "
+                "1.00 means the second worker serves each request as cheaply as one worker "
+                "alone; below 1 is what sharing the cores (with each other and with the load "
+                "generator), the index locks and the cache lines cost.")
+            add("")
+            add("| workload | server | ops/s -t 1 → -t 2 | CPU µs/req -t 1 → -t 2 | per-thread efficiency |")
+            add("|---|---|---|---|---|")
+            for w in t2:
+                for x in present:
+                    c1, c2 = med(runs, w[:-3], x, "cpu_us"), med(runs, w, x, "cpu_us")
+                    o1, o2 = med(runs, w[:-3], x, "ops"), med(runs, w, x, "ops")
+                    if c2 is None:
+                        continue
+                    add(f"| {w[:-3]} | {NAMES[x]} | {fmt(o1)} → {fmt(o2)} | {fmt(c1)} → {fmt(c2)} "
+                        f"| {fmt(ratio(c1, c2))} |")
+            add("")
         add("Workloads: " + "; ".join(f"**{w}**: {DESCRIPTIONS.get(w, m.get('workload.' + w, ''))} "
                                       f"(`{m.get('workload.' + w, '')}`)" for w in order) + ".")
         add("")
@@ -156,15 +201,17 @@ def main():
         add("")
         add("### Every measure, per workload (median of rounds)")
         add("")
-        add("| workload | measure | A memcached | B nodelay | B/A | A' memcached | A'/A |")
-        add("|---|---|---|---|---|---|---|")
+        add("| workload | measure | " + " | ".join(f"{x} {NAMES[x]}" for x in present) + " | B/A | A'/A |")
+        add("|---|---|" + "---|" * (len(present) + 2))
         for w in order:
             for key, label, d in MEASURES:
-                a, b, a2 = med(runs, w, "A", key), med(runs, w, "B", key), med(runs, w, "A2", key)
-                add(f"| {w} | {label} | {fmt(a, d)} | {fmt(b, d)} | {fmt(ratio(b, a))} | {fmt(a2, d)} | {fmt(ratio(a2, a))} |")
-            errs = {s: sum(r["errors"] for r in runs.get((w, s), [])) for s in ("A", "B", "A2")}
+                v = {x: med(runs, w, x, key) for x in present}
+                add(f"| {w} | {label} | " + " | ".join(fmt(v[x], d) for x in present)
+                    + f" | {fmt(ratio(v.get('B'), v['A']))} | {fmt(ratio(v.get('A2'), v['A']))} |")
+            errs = {x: sum(r["errors"] for r in runs.get((w, x), [])) for x in present}
             if any(errs.values()):
-                add(f"| {w} | errors + wrong values (sum) | {errs['A']} | {errs['B']} | | {errs['A2']} | |")
+                add(f"| {w} | errors + wrong values (sum) | " + " | ".join(str(errs[x]) for x in present)
+                    + " | | |")
         add("")
 
     fills = []
@@ -233,6 +280,30 @@ def main():
         if "get90_p1" in order:
             line("pipeline 1, nodelay CPU µs/request vs memcached's", med(runs, "get90_p1", "B", "cpu_us"),
                  med(runs, "get90_p1", "A", "cpu_us") or 0)
+        add("")
+        add("## Against the targets of issue 15 (ratios to memcached in the same run)")
+        add("")
+        def rline(label, w, x, key, lim, absolute=False):
+            v = med(runs, w, x, key) if w in order else None
+            a = med(runs, w, "A", key) if w in order else None
+            val = v if absolute else ratio(v, a)
+            if val is None:
+                add(f"- {label} ({NAMES[x]}): not measured")
+                return
+            noise = ratio(med(runs, w, "A2", key), a)
+            extra = "" if absolute or noise is None else f"; A'/A {fmt(noise)}"
+            add(f"- {label} ({NAMES[x]}): {fmt(val, 3)} (target ≤ {fmt(lim, 3)}{extra}) "
+                f"{'✔' if val <= lim else '✘'}")
+        for x in ("B", "Be"):
+            if not any(k[1] == x for k in runs):
+                continue
+            rline("server CPU per request, pipeline 1, × memcached", "get90_p1", x, "cpu_us", 0.85)
+            rline("syscalls per request, pipeline 1", "get90_p1", x, "sys", 0.3, absolute=True)
+            rline("server CPU per request, pipeline 16, × memcached", "get90_p16", x, "cpu_us", 0.11)
+            rline("100 KiB values, CPU per request, × memcached", "large100k", x, "cpu_us", 0.7)
+            if "get90_rate" in order:
+                rline("p99.9 at the fixed rate, × memcached's", "get90_rate", x, "p999", 1.0)
+        add("")
         if "get90_rate" in order:
             try:
                 offered = float(m.get("rate"))
@@ -262,10 +333,15 @@ def summary(m, runs, order, fills, replays):
         if a is None and b is None:
             return
         rows.append(f"| {label} | {fmt(a, digits)}{unit} | {fmt(b, digits)}{unit} | {fmt(ratio(b, a))} |")
-    for w, label in (("get90_p1", "pipeline 1"), ("get90_p16", "pipeline 16"), ("mget16", "16-key multiget")):
+    for w, label in (("get90_p1", "pipeline 1"), ("get90_p16", "pipeline 16"), ("mget16", "16-key multiget"),
+                     ("large100k", "100 KiB values")):
         if w in order:
             row(f"server CPU µs / request, {label}", med(runs, w, "A", "cpu_us"), med(runs, w, "B", "cpu_us"))
             row(f"syscalls / request, {label}", med(runs, w, "A", "sys"), med(runs, w, "B", "sys"), 3)
+            for x in ("Be", "F", "Fu"):
+                if (w, x) in runs:
+                    row(f"server CPU µs / request, {label}: {NAMES[x]} in place of nodelay",
+                        med(runs, w, "A", "cpu_us"), med(runs, w, x, "cpu_us"))
     for v in (10, 100, 1000):
         a = next((j for s, vv, j in fills if s == "A" and vv == v), None) or {}
         b = next((j for s, vv, j in fills if s == "B" and vv == v), None) or {}

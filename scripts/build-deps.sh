@@ -12,11 +12,13 @@
 #                          (optional: without it the build works, sends nothing)
 #   libmicrohttpd-dev      the Prometheus endpoint's HTTP server (-o metrics_listen;
 #                          optional: without it the build works and refuses that option)
+#   liburing-dev           the io_uring event backend (-o io_uring; optional: without
+#                          it the build works, on epoll alone)
 set -e
 if [ "$(id -u)" != 0 ]; then
     exec sudo "$0" "$@"
 fi
-PKGS="make gcc libc6-dev libxxhash-dev libssl-dev pkg-config libsystemd-dev libmicrohttpd-dev"
+PKGS="make gcc libc6-dev libxxhash-dev libssl-dev pkg-config libsystemd-dev libmicrohttpd-dev liburing-dev"
 missing=""
 for p in $PKGS "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

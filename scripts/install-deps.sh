@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs, from Debian's packages, everything nodelay's build, tests, package
-# and benchmark need: scripts/build-deps.sh's list (the server's build) plus
-# the list below. Safe to run again. Runs apt as root, through sudo when
+# and benchmark need: scripts/build-deps.sh's list (the server's build, with
+# liburing-dev for the io_uring backend) plus the list below. Safe to run again. Runs apt as root, through sudo when
 # started as another user. Each package and why:
 #   build-essential, clang, libclang-rt-14-dev  compilers; clang for libFuzzer
 #   libcmocka-dev        the unit-test library
@@ -14,11 +14,14 @@
 #                        (a Recommends of libsasl2-2, so not pulled in by
 #                        --no-install-recommends)
 #   libcache-memcached-fast-perl  a real client (Perl, XS)
+#   ruby, ruby-dalli     a real client (Ruby, binary protocol) that speaks TLS:
+#                        the second TLS client beside pymemcache
 #   nutcracker           twemproxy: the scale-out test puts it before 3 nodes
 #   systemd              systemd-analyze verify, for the unit's test
 #   dpkg-dev, debhelper, fakeroot, lintian  build and check the .deb (debian/)
 #   gnuplot-nox          the benchmark's charts
 #   linux-perf, strace   syscalls per request in the benchmark
+#   liburing-dev         io_uring: the benchmark's canned-reply floor server (bench/floor)
 #   iproute2             ss, for the connection tests
 #   procps               ps and pgrep, for the process tests
 #   openssl              the TLS tests make their certificates at test time
@@ -30,8 +33,8 @@ fi
 cd "$(dirname "$0")/.."
 ./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
     libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc \
-    libsasl2-modules libcache-memcached-fast-perl nutcracker systemd dpkg-dev debhelper \
-    fakeroot lintian gnuplot-nox linux-perf strace iproute2 procps prometheus openssl
+    libsasl2-modules libcache-memcached-fast-perl ruby ruby-dalli nutcracker systemd dpkg-dev debhelper \
+    fakeroot lintian gnuplot-nox linux-perf liburing-dev strace iproute2 procps prometheus openssl
 # Debian's memcached, nutcracker and prometheus packages may start system
 # services (on 11211, 22121 and 9090); the tests use their own ports, so they are harmless, but
 # stop them to keep the machine quiet.

@@ -127,6 +127,21 @@ int settings_parse_BOOL(struct settings_parse_ctx *c, const struct settings_row 
     return 0;
 }
 
+/* -o x=on|off (also yes|no, 1|0). */
+int settings_parse_SWITCH(struct settings_parse_ctx *c, const struct settings_row *r,
+                          const char *name, const char *val)
+{
+    if (settings_value_need(c, name, val) < 0)
+        return -1;
+    if (strcmp(val, "on") == 0 || strcmp(val, "yes") == 0 || strcmp(val, "1") == 0)
+        settings_row_set_long(c->s, r, 1);
+    else if (strcmp(val, "off") == 0 || strcmp(val, "no") == 0 || strcmp(val, "0") == 0)
+        settings_row_set_long(c->s, r, 0);
+    else
+        return settings_value_bad(c, r, name, val);
+    return 0;
+}
+
 int settings_parse_STR(struct settings_parse_ctx *c, const struct settings_row *r,
                        const char *name, const char *val)
 {

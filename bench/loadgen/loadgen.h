@@ -37,6 +37,8 @@ struct lg_config {
     /* soak: each key is owned by one connection, whose in-order replies let it
      * know exactly which versions a get may legally return */
     bool strict;
+    /* the floor server's canned values: count hits, check only their key */
+    bool no_verify;
     double disconnect_ratio; /* per request: drop the connection abruptly */
 };
 

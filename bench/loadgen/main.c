@@ -36,6 +36,8 @@ static void usage(FILE *f)
 "      --json FILE            write results as JSON ('-' = stdout)\n"
 "      --strict               each key owned by one connection: a get must\n"
 "                             return the last acknowledged version or a miss\n"
+"      --no-verify            check only that each hit is a requested key, not\n"
+"                             its value (for bench/floor's canned values)\n"
 "      --disconnect F         per request, drop the connection abruptly\n"
 "                             (half the time mid-way through a set)\n"
 "environment: LOADGEN_TLS=1 makes every connection TLS (fill and replay too)\n"
@@ -77,8 +79,8 @@ static void print_json(FILE *f, const struct lg_config *cfg, const struct lg_sta
     fprintf(f, "  \"hits\": %lu, \"misses\": %lu, \"errors\": %lu, \"server_errors\": %lu,"
                " \"not_stored\": %lu,\n", st->hits, st->misses, st->errors,
             st->server_errors, st->not_stored);
-    fprintf(f, "  \"verify_failures\": %lu, \"stale\": %lu, \"future\": %lu,"
-               " \"miss_after_ack\": %lu,\n", st->verify_failures, st->stale, st->future,
+    fprintf(f, "  \"verified\": %s, \"verify_failures\": %lu, \"stale\": %lu, \"future\": %lu,"
+               " \"miss_after_ack\": %lu,\n", cfg->no_verify ? "false" : "true", st->verify_failures, st->stale, st->future,
             st->miss_after_ack);
     fprintf(f, "  \"abandoned_seen\": %lu, \"abandoned_late\": %lu,"
                " \"abandoned_late_max_ms\": %.1f,\n",
@@ -156,7 +158,7 @@ int main(int argc, char **argv)
         .keys = 100000, .vmin = 100, .vmax = 100, .get_ratio = 0.9, .multi = 1,
         .proto = LG_TEXT, .duration = 5, .seed = 1,
     };
-    enum { O_BASE = 255, O_ZIPF = 256, O_DEL, O_PREFILL, O_TTL, O_SEED, O_JSON, O_STRICT, O_DISC, O_MR, O_TRACE };
+    enum { O_BASE = 255, O_ZIPF = 256, O_DEL, O_PREFILL, O_TTL, O_SEED, O_JSON, O_STRICT, O_DISC, O_MR, O_TRACE, O_NOVERIFY };
     static const struct option opts[] = {
         { "server", 1, 0, 's' }, { "threads", 1, 0, 't' }, { "conns", 1, 0, 'c' },
         { "depth", 1, 0, 'd' }, { "keys", 1, 0, 'k' }, { "zipf", 1, 0, O_ZIPF }, { "key-base", 1, 0, O_BASE },
@@ -165,6 +167,7 @@ int main(int argc, char **argv)
         { "requests", 1, 0, 'n' }, { "duration", 1, 0, 'D' }, { "rate", 1, 0, 'r' },
         { "prefill", 0, 0, O_PREFILL }, { "ttl", 1, 0, O_TTL }, { "seed", 1, 0, O_SEED },
         { "json", 1, 0, O_JSON }, { "strict", 0, 0, O_STRICT },
+        { "no-verify", 0, 0, O_NOVERIFY },
         { "disconnect", 1, 0, O_DISC }, { "quiet", 0, 0, 'q' }, { "trace-slow", 0, 0, O_TRACE }, { "help", 0, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -211,6 +214,7 @@ int main(int argc, char **argv)
         case O_SEED: cfg.seed = strtoull(optarg, NULL, 10); break;
         case O_JSON: cfg.json_path = optarg; break;
         case O_STRICT: cfg.strict = true; break;
+        case O_NOVERIFY: cfg.no_verify = true; break;
         case O_DISC: cfg.disconnect_ratio = atof(optarg); break;
         case 'q': cfg.quiet = true; break;
         case O_TRACE: cfg.trace_slow = true; break;
@@ -220,7 +224,7 @@ int main(int argc, char **argv)
     }
     if (cfg.threads < 1 || cfg.conns < cfg.threads || cfg.depth < 1 || cfg.depth > 4096 ||
         cfg.multi < 1 || cfg.multi > LG_MAX_MULTI || cfg.keys < 1 ||
-        (cfg.strict && cfg.keys < (uint32_t)cfg.conns)) {
+        (cfg.strict && cfg.keys < (uint32_t)cfg.conns) || (cfg.strict && cfg.no_verify)) {
         fprintf(stderr, "bad option combination (see --help)\n");
         return 2;
     }

@@ -1,11 +1,23 @@
-/* One event-loop interface; the backend (epoll on Linux, poll anywhere) is
- * chosen at build time (EVENT=epoll|poll) and nothing else knows which.
+/* One event-loop interface; the backend is chosen at start-up and nothing
+ * else knows which: io_uring (Linux with liburing, when the kernel allows
+ * it), else epoll (Linux) or poll (EVENT=poll, any POSIX).
  *
- * Level-triggered: an fd stays reported while it is readable/writable and
- * its interest includes that, so a caller that stops early (the -R budget,
- * backpressure) loses nothing. A loop belongs to one thread. */
+ * Readiness: level-triggered. An fd stays reported while it is
+ * readable/writable and its interest includes that, so a caller that stops
+ * early (the -R budget, backpressure) loses nothing. A loop belongs to one
+ * thread (it may be set up by another before that thread first waits).
+ *
+ * Completion I/O (event_has_io): a receive or a send is started on an fd
+ * and its result comes back later as an event (EVENT_RECV / EVENT_SEND with
+ * res = what recv(2)/sendmsg(2) would have returned, or -errno). The
+ * memory it names belongs to the kernel until then. */
 #ifndef NODELAY_EVENT_H
 #define NODELAY_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct msghdr;
 
 enum {
     EVENT_READ = 1u << 0,
@@ -13,15 +25,31 @@ enum {
     EVENT_ERROR = 1u << 2,     /* reported only: hang-up or socket error */
     EVENT_EXCLUSIVE = 1u << 3, /* interest only, with event_add: a listening fd
                                   watched by several loops wakes one of them
-                                  (EPOLLEXCLUSIVE); ignored by poll */
+                                  (EPOLLEXCLUSIVE); ignored by poll and io_uring */
+    EVENT_RECV = 1u << 4,      /* reported only: an event_recv completed */
+    EVENT_SEND = 1u << 5,      /* reported only: an event_send completed */
 };
 
 struct event_loop;
 
+/* The most a receive into the loop's own buffer delivers. */
+#define EVENT_RECV_BUF_MAX 2048
+
 struct event_fired {
     void *ptr;
-    unsigned events; /* EVENT_READ | EVENT_WRITE | EVENT_ERROR */
+    unsigned events; /* EVENT_READ | EVENT_WRITE | EVENT_ERROR, or one of
+                        EVENT_RECV, EVENT_SEND */
+    int res;         /* EVENT_RECV/EVENT_SEND: bytes, 0 (EOF) or -errno */
+    const char *data; /* EVENT_RECV started without a buffer: the loop's
+                         buffer holding the res bytes, valid until the next
+                         event_wait on this loop */
 };
+
+/* Pick the backend for the loops created after: io_uring if want_ring and
+ * the kernel lets us set up a ring, else epoll/poll. Returns 0, or -1 when
+ * the ring was wanted but is not available (the reason in why; the
+ * fallback is then in use). Call before creating loops. */
+int event_select(bool want_ring, char *why, size_t n);
 
 /* Returns 0 or -1 (errno set). */
 int event_loop_create(struct event_loop **out);
@@ -34,10 +62,26 @@ int event_modify(struct event_loop *loop, int fd, unsigned interest, void *ptr);
 int event_delete(struct event_loop *loop, int fd);
 
 /* Wait up to timeout_ms (-1 = forever) and fill up to max events. Returns
- * how many (0 on timeout or EINTR), or -1 on error. */
+ * how many (0 on timeout or EINTR), or -1 on error. Started I/O is handed
+ * to the kernel here, with the wait: one system call per turn. */
 int event_wait(struct event_loop *loop, struct event_fired *out, int max, int timeout_ms);
 
-/* "epoll" or "poll", for logs and `stats nodelay`. */
+/* Does this loop do completion I/O (event_recv/event_send)? */
+bool event_has_io(const struct event_loop *loop);
+/* Receive up to len bytes into buf / send msg: buf, msg, its iovec array
+ * and the bytes it points at stay untouched until the completion. buf NULL:
+ * into a buffer of the loop's, taken only when bytes arrive (at most
+ * EVENT_RECV_BUF_MAX bytes, reported in event_fired.data). At most one of
+ * each per ptr at a time; ptr must be 4-byte aligned. Return 0 or -1
+ * (errno set). */
+int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr);
+int event_send(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
+/* Ask the kernel to stop ptr's receive and/or send (which: EVENT_RECV |
+ * EVENT_SEND). Their completions still come (res -ECANCELED, or what was
+ * done). Returns 0 or -1. */
+int event_cancel(struct event_loop *loop, void *ptr, unsigned which);
+
+/* "io_uring", "epoll" or "poll": the backend in use, for logs and stats. */
 const char *event_backend(void);
 
 #endif

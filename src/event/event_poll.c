@@ -1,14 +1,15 @@
 /* poll(2) backend: any POSIX system. Watched fds live in a dense pollfd
  * array (what poll wants); an fd-indexed table finds an fd's slot, so add,
  * modify and delete are O(1) and wait is O(watched fds). */
-#include "event/event.h"
+#include "event/event_backend.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct event_loop {
+struct event_poll {
+    struct event_loop base;
     struct pollfd *pfd;
     void **ptr;
     size_t n, cap;
@@ -16,25 +17,28 @@ struct event_loop {
     size_t nslot;
 };
 
-int event_loop_create(struct event_loop **out)
+static struct event_poll *event_poll_of(struct event_loop *base)
 {
-    struct event_loop *l = calloc(1, sizeof *l);
+    return (struct event_poll *)base;
+}
+
+static int event_poll_create(struct event_loop **out)
+{
+    struct event_poll *l = calloc(1, sizeof *l);
     if (!l)
         return -1;
-    *out = l;
+    l->base.ops = &event_poll_ops;
+    *out = &l->base;
     return 0;
 }
 
-void event_loop_destroy(struct event_loop **loop)
+static void event_poll_destroy(struct event_loop *base)
 {
-    struct event_loop *l = *loop;
-    if (!l)
-        return;
+    struct event_poll *l = event_poll_of(base);
     free(l->pfd);
     free(l->ptr);
     free(l->slot);
     free(l);
-    *loop = NULL;
 }
 
 static short event_poll_mask(unsigned interest)
@@ -47,15 +51,16 @@ static short event_poll_mask(unsigned interest)
     return m;
 }
 
-static int event_poll_slot(const struct event_loop *l, int fd)
+static int event_poll_slot(const struct event_poll *l, int fd)
 {
     if (fd < 0 || (size_t)fd >= l->nslot)
         return -1;
     return l->slot[fd];
 }
 
-int event_add(struct event_loop *l, int fd, unsigned interest, void *ptr)
+static int event_poll_add(struct event_loop *base, int fd, unsigned interest, void *ptr)
 {
+    struct event_poll *l = event_poll_of(base);
     if (fd < 0) {
         errno = EBADF;
         return -1;
@@ -95,8 +100,9 @@ int event_add(struct event_loop *l, int fd, unsigned interest, void *ptr)
     return 0;
 }
 
-int event_modify(struct event_loop *l, int fd, unsigned interest, void *ptr)
+static int event_poll_modify(struct event_loop *base, int fd, unsigned interest, void *ptr)
 {
+    struct event_poll *l = event_poll_of(base);
     int i = event_poll_slot(l, fd);
     if (i < 0) {
         errno = ENOENT;
@@ -107,8 +113,9 @@ int event_modify(struct event_loop *l, int fd, unsigned interest, void *ptr)
     return 0;
 }
 
-int event_delete(struct event_loop *l, int fd)
+static int event_poll_del(struct event_loop *base, int fd)
 {
+    struct event_poll *l = event_poll_of(base);
     int i = event_poll_slot(l, fd);
     if (i < 0) {
         errno = ENOENT;
@@ -125,8 +132,9 @@ int event_delete(struct event_loop *l, int fd)
     return 0;
 }
 
-int event_wait(struct event_loop *l, struct event_fired *out, int max, int timeout_ms)
+static int event_poll_wait(struct event_loop *base, struct event_fired *out, int max, int timeout_ms)
 {
+    struct event_poll *l = event_poll_of(base);
     int n = poll(l->pfd, (nfds_t)l->n, timeout_ms);
     if (n < 0)
         return errno == EINTR ? 0 : -1;
@@ -143,14 +151,18 @@ int event_wait(struct event_loop *l, struct event_fired *out, int max, int timeo
             ev |= EVENT_WRITE;
         if (r & (POLLERR | POLLHUP | POLLNVAL))
             ev |= EVENT_ERROR;
-        out[got].ptr = l->ptr[i];
-        out[got].events = ev;
+        out[got] = (struct event_fired){.ptr = l->ptr[i], .events = ev};
         got++;
     }
     return got;
 }
 
-const char *event_backend(void)
-{
-    return "poll";
-}
+const struct event_ops event_poll_ops = {
+    .name = "poll",
+    .create = event_poll_create,
+    .destroy = event_poll_destroy,
+    .add = event_poll_add,
+    .modify = event_poll_modify,
+    .del = event_poll_del,
+    .wait = event_poll_wait,
+};

@@ -1,6 +1,13 @@
 /* The connection: socket -> read buffer -> proto_process() -> reply queue ->
  * one writev. Everything parsed from one read is answered by one writev
- * (looping only on a partial write), never a write per reply. */
+ * (looping only on a partial write), never a write per reply.
+ *
+ * On an io_uring loop a plaintext connection does the same through
+ * completions: a receive is started whenever it would wait for readability
+ * (conn_recv_start), a send of the whole iovec whenever it would writev
+ * (conn_send_start), and both finish in conn_on_complete, which hands the
+ * bytes to the same input path and settles the same way. TLS connections
+ * stay on readiness (a poll through the ring, then SSL_read/SSL_write). */
 #include "net/conn.h"
 
 #include <errno.h>
@@ -85,6 +92,8 @@ static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
     return c->tls ? tls_conn_writev(c->tls, iov, n) : writev(c->fd, iov, n);
 }
 
+static void conn_recv_start(struct conn *c);
+
 struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr)
 {
@@ -121,7 +130,8 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->entry.state = REGISTRY_NEW_CMD;
     c->entry.last_cmd = c->last_active;
     c->interest = EVENT_READ;
-    if (event_add(w->loop, fd, c->interest, &c->watch) < 0) {
+    c->ring = !c->tls && event_has_io(w->loop);
+    if (!c->ring && event_add(w->loop, fd, c->interest, &c->watch) < 0) {
         log_info("event_add(%d): %s", fd, strerror(errno));
         session_release(&c->sess);
         tls_conn_free(c->tls);
@@ -138,7 +148,46 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     w->nconns++;
     if (watch_active(WATCH_CONNEVENTS))
         watch_conn_event(c->entry.addr, true, NULL, fd);
+    if (c->ring)
+        conn_recv_start(c); /* may close it: the caller's count stays right */
     return c;
+}
+
+/* What a closed connection holds: its session, buffers and socket. */
+static void conn_release_io(struct conn *c)
+{
+    /* Aborts a value being received and releases every pin the queue holds. */
+    session_release(&c->sess);
+    reply_init(&c->sess.reply);
+    conn_account_reply(c);
+    conn_input_release(&c->in);
+    tls_conn_free(c->tls);
+    c->tls = NULL;
+    free(c->iov);
+    c->iov = NULL;
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* A zombie's last completion came: release it and free it at the turn's end. */
+static void conn_zombie_done(struct conn *c)
+{
+    struct conn_env *w = c->env;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->zombies = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    conn_release_io(c);
+    c->dead_next = w->dead;
+    w->dead = c;
+}
+
+void conn_zombie_release(struct conn *c)
+{
+    c->recv_busy = c->send_busy = false;
+    conn_zombie_done(c);
 }
 
 void conn_close(struct conn *c, const char *why)
@@ -149,17 +198,9 @@ void conn_close(struct conn *c, const char *why)
     log_verbose("<%d connection closed%s%s.", c->fd, why ? ": " : "", why ? why : "");
     if (watch_active(WATCH_CONNEVENTS))
         watch_conn_event(c->entry.addr, false, why, c->fd);
-    event_delete(w->loop, c->fd);
+    if (!c->ring)
+        event_delete(w->loop, c->fd);
     registry_remove(&w->core->registry, &c->entry);
-    /* Aborts a value being received and releases every pin the queue holds. */
-    session_release(&c->sess);
-    reply_init(&c->sess.reply);
-    conn_account_reply(c);
-    conn_input_release(&c->in);
-    tls_conn_free(c->tls);
-    c->tls = NULL;
-    close(c->fd);
-    c->fd = -1;
     c->dead = true;
     if (c->prev)
         c->prev->next = c->next;
@@ -169,6 +210,20 @@ void conn_close(struct conn *c, const char *why)
         c->next->prev = c->prev;
     w->nconns--;
     __atomic_fetch_sub(&w->core->curr_conns, 1, __ATOMIC_RELAXED);
+    if (c->recv_busy || c->send_busy) {
+        /* The kernel still has our memory: stop its I/O and wait for the
+         * completions (conn_on_complete) before releasing anything. A
+         * `watch` stream has nothing in flight: it goes now. */
+        event_cancel(w->loop, &c->watch, (c->recv_busy ? EVENT_RECV : 0u) | (c->send_busy ? EVENT_SEND : 0u));
+        watch_remove(&c->sess.watcher);
+        c->prev = NULL;
+        c->next = w->zombies;
+        if (w->zombies)
+            w->zombies->prev = c;
+        w->zombies = c;
+        return;
+    }
+    conn_release_io(c);
     c->dead_next = w->dead;
     w->dead = c;
 }
@@ -180,7 +235,17 @@ void conn_free(struct conn *c)
 
 static void conn_set_interest(struct conn *c, unsigned want)
 {
-    if (c->dead || want == c->interest)
+    if (c->dead)
+        return;
+    if (c->ring) {
+        /* no readiness to ask for: a receive is started, and writes finish
+         * by themselves */
+        c->interest = want;
+        if (want & EVENT_READ)
+            conn_recv_start(c);
+        return;
+    }
+    if (want == c->interest)
         return;
     if (event_modify(c->env->loop, c->fd, want, &c->watch) < 0) {
         log_info("event_modify(%d): %s", c->fd, strerror(errno));
@@ -219,8 +284,76 @@ static int conn_watch_copy(void *q, const void *data, size_t n)
     return reply_copy(q, data, n);
 }
 
+/* Blocked with more owed than a client may: cut it off. */
+static void conn_check_owed(struct conn *c)
+{
+    struct conn_env *w = c->env;
+    struct reply_queue *q = &c->sess.reply;
+    if (c->stall_since == 0)
+        c->stall_since = clock_now();
+    if (reply_pending(q) > w->core->settings->reply_queue_limit) {
+        STAT_INC(w->stats, slow_reader_kills);
+        log_info("<%d client owes %zu reply bytes and is not reading: cut off", c->fd,
+                 reply_pending(q));
+        conn_close(c, "slow reader");
+    }
+}
+
+/* Completion I/O: send everything owed (IOV_MAX-bounded) in one sendmsg,
+ * unless the last one is still the kernel's; its completion sends what
+ * came since, and the rest of a partial send (conn_sent). */
+static void conn_send_start(struct conn *c)
+{
+    struct conn_env *w = c->env;
+    struct reply_queue *q = &c->sess.reply;
+    c->flush_more = false;
+    if (c->send_busy) {
+        conn_check_owed(c);
+        return;
+    }
+    if (reply_pending(q) == 0 && c->sess.watcher)
+        watch_refill(c->sess.watcher, 0, conn_watch_copy, q);
+    if (reply_pending(q) == 0) {
+        conn_account_reply(c);
+        return;
+    }
+    size_t segs = q->nseg - q->head;
+    int need = segs < (size_t)w->iov_max ? (int)segs : w->iov_max;
+    if (need > c->iov_cap) {
+        int cap = c->iov_cap ? c->iov_cap : 8;
+        while (cap < need)
+            cap *= 2;
+        if (cap > w->iov_max)
+            cap = w->iov_max;
+        struct iovec *iov = realloc(c->iov, (size_t)cap * sizeof *iov);
+        if (!iov) {
+            conn_close(c, "out of memory");
+            return;
+        }
+        c->iov = iov;
+        c->iov_cap = cap;
+    }
+    int n = reply_iov(q, c->iov, c->iov_cap);
+    c->msg = (struct msghdr){.msg_iov = c->iov, .msg_iovlen = (size_t)n};
+    if (event_send(w->loop, c->fd, &c->msg, &c->watch) < 0) {
+        log_info("<%d could not start a send: %s", c->fd, strerror(errno));
+        conn_close(c, "event loop error");
+        return;
+    }
+    c->send_busy = true;
+    c->blocked = true; /* until the kernel says it took them */
+    if (c->stall_since == 0)
+        c->stall_since = clock_now();
+    STAT_INC(w->stats, write_calls);
+    conn_account_reply(c);
+}
+
 void conn_flush(struct conn *c)
 {
+    if (c->ring) {
+        conn_send_start(c);
+        return;
+    }
     struct conn_env *w = c->env;
     struct reply_queue *q = &c->sess.reply;
     c->blocked = false;
@@ -253,16 +386,8 @@ void conn_flush(struct conn *c)
         c->stall_since = 0;
     }
     conn_account_reply(c);
-    if (c->blocked) {
-        if (c->stall_since == 0)
-            c->stall_since = clock_now();
-        if (reply_pending(q) > w->core->settings->reply_queue_limit) {
-            STAT_INC(w->stats, slow_reader_kills);
-            log_info("<%d client owes %zu reply bytes and is not reading: cut off", c->fd,
-                     reply_pending(q));
-            conn_close(c, "slow reader");
-        }
-    }
+    if (c->blocked)
+        conn_check_owed(c);
 }
 
 /* Run again next turn, after the connections whose events came this turn. */
@@ -328,18 +453,44 @@ static void conn_apply(struct conn *c, unsigned act)
     conn_settle(c);
 }
 
+/* Where the next read lands; CONN_IN_TO_NOWHERE after closing. */
+static enum conn_in_target conn_read_target(struct conn *c, char **at, size_t *room)
+{
+    conn_allowance(c);
+    enum conn_in_target t = conn_input_target(&c->in, &c->sess, at, room);
+    if (t == CONN_IN_TO_NOWHERE) {
+        log_info("<%d request line too long for the read buffer limits: closing", c->fd);
+        conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);
+    }
+    return t;
+}
+
+/* n bytes (0: end of input) were read into what target t named. */
+static void conn_read_done(struct conn *c, enum conn_in_target t, size_t n)
+{
+    struct conn_env *w = c->env;
+    STAT_INC(w->stats, read_calls);
+    if (n == 0) {
+        conn_apply(c, conn_input_eof(&c->in, &c->sess));
+        return;
+    }
+    STAT_ADD(w->stats, bytes_read, (uint64_t)n);
+    c->last_active = clock_now();
+    registry_touch(&c->entry, c->last_active);
+    if (t == CONN_IN_TO_SINK)
+        STAT_INC(w->stats, direct_reads);
+    registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
+    conn_apply(c, conn_input_received(&c->in, &c->sess, t, n));
+}
+
 static void conn_on_readable(struct conn *c)
 {
     struct conn_env *w = c->env;
     char *at;
     size_t room;
-    conn_allowance(c);
-    enum conn_in_target t = conn_input_target(&c->in, &c->sess, &at, &room);
-    if (t == CONN_IN_TO_NOWHERE) {
-        log_info("<%d request line too long for the read buffer limits: closing", c->fd);
-        conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);
+    enum conn_in_target t = conn_read_target(c, &at, &room);
+    if (t == CONN_IN_TO_NOWHERE)
         return;
-    }
     ssize_t n = conn_io_read(c, at, room);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -353,18 +504,113 @@ static void conn_on_readable(struct conn *c)
         conn_close(c, strerror(errno));
         return;
     }
-    STAT_INC(w->stats, read_calls);
-    if (n == 0) {
-        conn_apply(c, conn_input_eof(&c->in, &c->sess));
+    conn_read_done(c, t, (size_t)n);
+}
+
+/* Completion I/O: start a receive where a read would go. With nothing
+ * buffered and no value to fill, into the loop's own buffers, so an idle
+ * connection holds no read buffer (conn_received copies the bytes in). */
+static void conn_recv_start(struct conn *c)
+{
+    if (c->recv_busy || c->dead)
+        return;
+    char *at = NULL;
+    size_t room = 0;
+    enum conn_in_target t = CONN_IN_TO_BUF;
+    if (c->recv_own || c->in.len > 0 || c->sess.sink_len >= CONN_DIRECT_MIN) {
+        t = conn_read_target(c, &at, &room);
+        if (t == CONN_IN_TO_NOWHERE)
+            return;
+    }
+    if (event_recv(c->env->loop, c->fd, at, room, &c->watch) < 0) {
+        log_info("<%d could not start a receive: %s", c->fd, strerror(errno));
+        conn_close(c, "event loop error");
         return;
     }
-    STAT_ADD(w->stats, bytes_read, (uint64_t)n);
-    c->last_active = clock_now();
-    registry_touch(&c->entry, c->last_active);
-    if (t == CONN_IN_TO_SINK)
-        STAT_INC(w->stats, direct_reads);
-    registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
-    conn_apply(c, conn_input_received(&c->in, &c->sess, t, (size_t)n));
+    c->recv_busy = true;
+    c->recv_target = t;
+}
+
+static void conn_received(struct conn *c, int res, const char *data)
+{
+    c->recv_own = false;
+    if (res == -ECANCELED) {
+        /* conn_tick stopped a receive into a value's memory to check the
+         * upload (it may have been cut off for others) */
+        session_tick(&c->sess);
+        conn_settle(c);
+        return;
+    }
+    if (res == -ENOBUFS) {
+        c->recv_own = true; /* the loop's buffers are all out this turn */
+        conn_settle(c);
+        return;
+    }
+    if (res < 0) {
+        if (res == -EAGAIN || res == -EINTR) {
+            conn_settle(c);
+            return;
+        }
+        conn_close(c, strerror(-res));
+        return;
+    }
+    if (c->closing) { /* stopping: no more requests */
+        conn_settle(c);
+        return;
+    }
+    enum conn_in_target t = c->recv_target;
+    if (data && res > 0) {
+        char *at;
+        size_t room;
+        t = conn_read_target(c, &at, &room);
+        if (t == CONN_IN_TO_NOWHERE)
+            return;
+        if (t != CONN_IN_TO_BUF || room < (size_t)res) {
+            /* cannot be: nothing was buffered when it started */
+            log_error("<%d no room for a received %d bytes: closing", c->fd, res);
+            conn_close(c, "internal error");
+            return;
+        }
+        memcpy(at, data, (size_t)res);
+    }
+    conn_read_done(c, t, (size_t)res);
+}
+
+static void conn_sent(struct conn *c, int res)
+{
+    struct conn_env *w = c->env;
+    if (res < 0 && res != -EAGAIN && res != -EINTR) {
+        log_verbose("<%d sendmsg: %s", c->fd, strerror(-res));
+        conn_close(c, "write error");
+        return;
+    }
+    if (res > 0) {
+        STAT_ADD(w->stats, bytes_written, (uint64_t)res);
+        reply_consume(&c->sess.reply, (size_t)res);
+        c->stall_since = 0;
+    }
+    c->blocked = false;
+    conn_account_reply(c);
+    /* the rest of a partial send, and what was queued meanwhile, leave
+     * from here as conn_settle decides (replies held by a -R yield wait) */
+    conn_settle(c);
+}
+
+void conn_on_complete(struct conn *c, unsigned events, int res, const char *data)
+{
+    if (events & EVENT_RECV)
+        c->recv_busy = false;
+    else
+        c->send_busy = false;
+    if (c->dead) {
+        if (!c->recv_busy && !c->send_busy)
+            conn_zombie_done(c);
+        return;
+    }
+    if (events & EVENT_RECV)
+        conn_received(c, res, data);
+    else
+        conn_sent(c, res);
 }
 
 void conn_resume(struct conn *c)
@@ -433,11 +679,21 @@ void conn_tick(struct conn *c, rel_time_t now)
     /* A connection quiet for a second gives its reply-queue memory back, so
      * idle clients cost about one struct conn each. */
     if (reply_pending(&c->sess.reply) == 0 && now - c->last_active >= 1 &&
-        (c->sess.reply.cap > 0 || c->sess.reply.spare || c->sess.reply.first)) {
+        (c->sess.reply.cap > 0 || c->sess.reply.spare || c->sess.reply.first || c->iov)) {
         reply_release(&c->sess.reply);
         reply_init(&c->sess.reply);
+        if (!c->send_busy) {
+            free(c->iov);
+            c->iov = NULL;
+            c->iov_cap = 0;
+        }
     }
-    session_tick(&c->sess); /* an upload cut off for others frees its memory */
+    /* An upload cut off for others frees its memory; while the kernel is
+     * receiving into it, stop that first (conn_received then checks). */
+    if (c->recv_busy && c->recv_target == CONN_IN_TO_SINK)
+        event_cancel(w->loop, &c->watch, EVENT_RECV);
+    else
+        session_tick(&c->sess);
     int idle = w->core->settings->idle_timeout;
     if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&
         now - c->last_active > (rel_time_t)idle) {

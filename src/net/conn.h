@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "clock.h"
 #include "net/conn_env.h"
@@ -39,6 +41,18 @@ struct conn {
     bool in_ready;
     bool dead;
 
+    /* Completion I/O (an io_uring loop, plaintext): reads and writes are
+     * started here and finish in conn_on_complete; the memory they name is
+     * the kernel's until then, so a closed connection waits for them on
+     * the zombie list before its buffers and pins are released. */
+    bool ring;
+    bool recv_busy, send_busy;
+    bool recv_own;             /* the loop ran out of its buffers: use ours */
+    enum conn_in_target recv_target;
+    struct iovec *iov;         /* the send in flight's iovecs */
+    int iov_cap;
+    struct msghdr msg;
+
     struct conn_input in;
     struct tls_conn *tls;   /* -Z: the TLS session, NULL for plaintext */
 
@@ -55,8 +69,13 @@ struct conn {
  * tls_mode. Returns the connection, or NULL (the fd is then closed). */
 struct conn *conn_create(struct conn_env *env, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr);
-/* Event handlers. */
+/* Event handlers: readiness, and a started receive or send completing
+ * (EVENT_RECV/EVENT_SEND, with event_fired's res and data). */
 void conn_on_event(struct conn *c, unsigned events);
+void conn_on_complete(struct conn *c, unsigned events, int res, const char *data);
+/* After the loop is gone: release a closed connection still waiting for
+ * its completions (the kernel has dropped them with the ring). */
+void conn_zombie_release(struct conn *c);
 /* On the ready list: go on flushing (budget spent) or running requests
  * already buffered (after a -R yield, or a reply paused for memory). */
 void conn_resume(struct conn *c);

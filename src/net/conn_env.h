@@ -31,6 +31,7 @@ struct conn_env {
     size_t nconns;
     struct conn *ready; /* to run again next turn (-R yield, paused, flush budget) */
     struct conn *dead;  /* closed this turn, freed at its end */
+    struct conn *zombies; /* closed, waiting for started I/O to complete */
 };
 
 #endif

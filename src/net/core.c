@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event/event.h"
 #include "log.h"
 #include "net/worker.h"
 #include "settings.h"
@@ -16,6 +17,11 @@ int core_start(struct core *c)
         return -1;
     c->nworkers = 0;
     c->accepting = 1;
+    /* -o io_uring: the ring backend when the kernel allows it, else epoll,
+     * said in one line (seccomp policies and io_uring_disabled forbid it) */
+    char why[128];
+    if (event_select(c->settings->io_uring, why, sizeof why) < 0)
+        log_error("nodelay: io_uring unavailable (%s), using %s", why, event_backend());
     for (int i = 0; i < n; i++) {
         if (worker_init(&c->workers[i], c, i) < 0)
             goto fail;

@@ -201,19 +201,17 @@ static SSL_CTX *tls_ctx_build(const struct settings *s, char *msg, size_t n)
         snprintf(msg, n, "Error setting the provided cipher(s): %s", s->ssl_ciphers);
         goto fail;
     }
+    /* Tickets as memcached: OpenSSL's defaults (stateless tickets, two per
+     * TLS 1.3 handshake, one for TLS 1.2), so a client resumes without the
+     * server cache; ssl_session_cache adds the server-side cache and counts
+     * the sessions it takes in (ssl_new_sessions). */
     if (s->ssl_session_cache) {
         static const unsigned char id[] = "nodelay";
-        /* Sessions kept here (stateful), not in tickets, so a resumed
-         * client is found in the cache and ssl_new_sessions counts them. */
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
-        SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
         SSL_CTX_set_session_id_context(ctx, id, sizeof id - 1);
         SSL_CTX_sess_set_new_cb(ctx, tls_new_session);
     } else {
-        /* No resumption: no tickets to build and send after each handshake. */
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-        SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
-        SSL_CTX_set_num_tickets(ctx, 0);
     }
     return ctx;
 fail:

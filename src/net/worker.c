@@ -107,6 +107,13 @@ void worker_release(struct worker *w)
     while (w->env.conns)
         conn_close(w->env.conns, NULL);
     w->env.ready = NULL; /* every connection is closed: all are on the dead list */
+    /* ...or, with I/O still started (a stop that could not wait for it),
+     * zombies: the ring's end drops that I/O, then their memory can go. */
+    if (w->env.zombies) {
+        event_loop_destroy(&w->loop);
+        while (w->env.zombies)
+            conn_zombie_release(w->env.zombies);
+    }
     while (w->env.dead) {
         struct conn *c = w->env.dead;
         w->env.dead = c->dead_next;
@@ -311,7 +318,11 @@ static void worker_shutdown(struct worker *w)
             int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
             for (int i = 0; i < n; i++) {
                 struct watch *wt = ev[i].ptr;
-                if (wt->kind == WATCH_CONN && (ev[i].events & EVENT_WRITE))
+                if (wt->kind != WATCH_CONN)
+                    continue;
+                if (ev[i].events & (EVENT_RECV | EVENT_SEND))
+                    conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
+                else if (ev[i].events & EVENT_WRITE)
                     conn_on_event(wt->obj, EVENT_WRITE);
             }
             worker_free_dead(w);
@@ -319,6 +330,16 @@ static void worker_shutdown(struct worker *w)
     }
     while (w->env.conns)
         conn_close(w->env.conns, "server stopping");
+    /* Closed connections with I/O started wait for its cancellation. */
+    for (int turns = 0; w->env.zombies && turns < WORKER_DRAIN_MS / 50; turns++) {
+        struct event_fired ev[WORKER_EVENTS];
+        int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
+        for (int i = 0; i < n; i++) {
+            struct watch *wt = ev[i].ptr;
+            if (wt->kind == WATCH_CONN && (ev[i].events & (EVENT_RECV | EVENT_SEND)))
+                conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
+        }
+    }
     worker_free_dead(w);
 }
 
@@ -339,7 +360,10 @@ void *worker_main(void *arg)
             struct watch *wt = ev[i].ptr;
             switch (wt->kind) {
             case WATCH_CONN:
-                conn_on_event(wt->obj, ev[i].events);
+                if (ev[i].events & (EVENT_RECV | EVENT_SEND))
+                    conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
+                else
+                    conn_on_event(wt->obj, ev[i].events);
                 break;
             case WATCH_LOG:
                 conn_on_event(wt->obj, EVENT_WRITE);

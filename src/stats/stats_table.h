@@ -36,7 +36,7 @@
     X(uptime, SNAP, uptime, U64, CLOCK, ALWAYS, "seconds since the server started")             \
     X(time, SNAP, time, I64, GAUGE, ALWAYS, "the server's current unix time")                      \
     X(version, SNAP, version, STR, INFO, ALWAYS, "the memcached protocol version served")         \
-    X(libevent, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (epoll, poll)")              \
+    X(libevent, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (io_uring, epoll, poll)")              \
     X(pointer_size, CONST, (8 * sizeof(void *)), U64, GAUGE, ALWAYS, "bits in a pointer")          \
     X(rusage_user, SNAP, rusage_user, TIMEVAL, CLOCK, ALWAYS, "user CPU seconds")                \
     X(rusage_system, SNAP, rusage_system, TIMEVAL, CLOCK, ALWAYS, "system CPU seconds")          \
@@ -158,7 +158,7 @@
 #define STATS_NODELAY(X)                                                                           \
     X(nodelay_version, SNAP, nodelay_version, STR, INFO, ALWAYS, "nodelay's own version")          \
     X(protocol_version, SNAP, version, STR, INFO, ALWAYS, "the memcached protocol version served") \
-    X(event_backend, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (epoll, poll)")         \
+    X(event_backend, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (io_uring, epoll, poll)")         \
     X(read_calls, WORKER, read_calls, U64, COUNTER, ALWAYS, "read(2)/recv calls")                  \
     X(write_calls, WORKER, write_calls, U64, COUNTER, ALWAYS, "writev/sendmsg calls")              \
     X(direct_reads, WORKER, direct_reads, U64, COUNTER, ALWAYS, "reads straight into item memory") \

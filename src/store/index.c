@@ -276,6 +276,14 @@ uint64_t *index_lock_hash(struct index *ix, uint64_t h)
     }
 }
 
+const uint64_t *index_prefetch(struct index *ix, uint64_t h)
+{
+    struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t *b = c->b + ((h & c->mask) << 3);
+    __builtin_prefetch(b, 1);
+    return b;
+}
+
 static uint64_t *index_overflow(struct index *ix, uint32_t id)
 {
     uint32_t i = id - 1;

@@ -130,42 +130,6 @@ void store_unlink(struct store *s, struct store_found *f)
     seg_note_gone(f->seg, item_total(&f->h), &c);
 }
 
-bool store_find_live(struct store_ctx *ctx, uint64_t *b, uint32_t tag, const char *key,
-                     size_t nkey, rel_time_t now, struct store_found *f)
-{
-    struct store *s = ctx->store;
-    f->bucket = b;
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-        for (int i = 1; i <= INDEX_SLOTS; i++) {
-            uint64_t sl = cur[i];
-            if (!sl || slot_tag(sl) != tag)
-                continue;
-            char *p = seg_item(s, sl);
-            if ((uint8_t)p[1] != nkey)
-                continue;
-            struct item_hdr h;
-            item_decode(p, &h);
-            if (h.nkey != nkey || memcmp(p + h.hlen, key, nkey) != 0)
-                continue;
-            f->bucket = b;
-            f->slot = &cur[i];
-            f->p = p;
-            f->seg = seg_of(s, slot_seg(sl));
-            f->h = h;
-            enum item_life life = store_item_life(s, p, &h, f->seg->cas_base, now);
-            if (life == ITEM_LIVE)
-                return true;
-            store_unlink(s, f);
-            if (life == ITEM_FLUSHED)
-                CTR_INC(ctx, get_flushed);
-            else
-                CTR_INC(ctx, get_expired);
-            return false;
-        }
-    }
-    return false;
-}
-
 /* The ghost: fingerprints of keys that left the small queue unread, in a
  * direct-mapped table of about one entry per item -m holds. A key written
  * again while its fingerprint is there was wanted after all: it starts with
@@ -236,17 +200,13 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
     return true;
 }
 
-enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nkey, uint64_t hv,
-                              uint8_t layout)
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout)
 {
     struct store *s = ctx->store;
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
     for (;;) {
         struct store_found f;
-        b = index_lock_hash(&s->index, hv);
-        if (!store_find_live(ctx, b, tag, key, nkey, clock_now(), &f)) {
-            index_unlock(b);
+        if (!store_lookup(ctx, k, STORE_LOOK_PIN, &f)) {
+            index_unlock(f.bucket);
             return STORE_MISS;
         }
         uint64_t snap = *f.slot;
@@ -254,16 +214,11 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
         if (want & ITEM_L_CAS64)
             want &= (uint8_t)~ITEM_L_CAS32;
         want &= (uint8_t)~ITEM_L_MARK;
-        if (!seg_try_pin(f.seg)) {
-            index_unlock(b);
-            seg_wait_compacted(f.seg);
-            continue;
-        }
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
-        index_unlock(b);
+        index_unlock(f.bucket);
 
         struct store_reservation r;
-        enum store_status st = store_reserve_raw(ctx, key, nkey, f.h.nvalue, want,
+        enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
                                                  store_ttl_group(s, exp, clock_now()), &r);
         if (st == STORE_OK)
             memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
@@ -271,10 +226,8 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
         if (st != STORE_OK)
             return st;
 
-        b = index_lock_hash(&s->index, hv);
         struct store_found g;
-        bool same = store_find_live(ctx, b, tag, key, nkey, clock_now(), &g) &&
-                    slot_same(*g.slot, snap);
+        bool same = store_lookup(ctx, k, STORE_LOOK_FIND, &g) && slot_same(*g.slot, snap);
         struct seg *ns = r.seg;
         if (same && __atomic_load_n(&ns->gen, __ATOMIC_ACQUIRE) == r.gen) {
             uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
@@ -288,15 +241,15 @@ enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nke
                     item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
                 item_put_cas(r.item, &nh, cas, ns->cas_base);
                 uint64_t access = *g.slot & SLOT_FREQ;
-                store_link(s, &g, true, &r, tag, hv);
+                store_link(s, &g, true, &r, k->tag, k->hv);
                 *g.slot |= access;
-                index_unlock(b);
+                index_unlock(g.bucket);
                 seg_unpin(ns);
                 return STORE_OK;
             }
             layout |= ITEM_L_CAS64;
         }
-        index_unlock(b);
+        index_unlock(g.bucket);
         seg_unpin(ns);
     }
 }
@@ -624,6 +577,56 @@ static void store_fill_item(struct store *s, const struct store_found *f, struct
 static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
                                       const struct store_get_req *req, struct store_item *out);
 
+#if defined(__SANITIZE_THREAD__)
+#define STORE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STORE_TSAN 1
+#endif
+#endif
+
+/* Three passes so the misses overlap instead of queueing one behind the
+ * other: hash every key and start loading its bucket; then, the buckets
+ * having arrived meanwhile, read each one's slots (unlocked: a slot may be
+ * changing, so what it points to is only a guess) and start loading the
+ * items whose tag matches; the lookups that follow (store_get, locked and
+ * exact) then find bucket and item in cache. Under ThreadSanitizer the
+ * second pass is left out: its unlocked reads of slots and segment
+ * pointers are races by design (a wrong guess costs one wasted prefetch),
+ * and TSan would rightly name them. */
+void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n)
+{
+    struct store *s = ctx->store;
+    const uint64_t *b[STORE_PREFETCH_MAX];
+    uint32_t tag[STORE_PREFETCH_MAX];
+    if (n > STORE_PREFETCH_MAX)
+        n = STORE_PREFETCH_MAX;
+    for (size_t i = 0; i < n; i++) {
+        struct store_key k = store_key_of(keys[i].key, keys[i].nkey);
+        tag[i] = k.tag;
+        b[i] = index_prefetch(&s->index, k.hv);
+    }
+#ifndef STORE_TSAN
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 1; k <= INDEX_SLOTS; k++) {
+            uint64_t sl = __atomic_load_n(&b[i][k], __ATOMIC_RELAXED);
+            if (!sl || slot_tag(sl) != tag[i])
+                continue;
+            uint32_t id = slot_seg(sl);
+            struct seg *chunk = __atomic_load_n(&s->seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
+            if (!chunk)
+                continue;
+            const char *data = __atomic_load_n(&chunk[id % SEG_CHUNK].data, __ATOMIC_RELAXED);
+            if (data)
+                __builtin_prefetch(data + ((size_t)slot_off(sl) << s->off_shift), 1);
+        }
+    }
+#else
+    (void)b;
+    (void)tag;
+#endif
+}
+
 enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                             const struct store_get_req *req, struct store_item *out)
 {
@@ -634,31 +637,26 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     memset(out, 0, sizeof(*out));
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
-    uint64_t hv = XXH3_64bits(key, nkey);
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
+    struct store_key k = store_key_of(key, nkey);
+    /* Pinned in the lookup, so nothing below is applied twice: a lookup
+     * that has to look again does so before it returns. */
+    enum store_look how = req->want_value ? STORE_LOOK_PIN : STORE_LOOK_FIND;
     for (;;) {
-        rel_time_t now = clock_now();
         struct store_found f;
-        b = index_lock_hash(&s->index, hv);
-        if (!store_find_live(ctx, b, tag, key, nkey, now, &f)) {
-            index_unlock(b);
+        if (!store_lookup(ctx, &k, how, &f)) {
+            index_unlock(f.bucket);
             if (req->vivify)
                 return store_vivify(ctx, key, nkey, req, out);
             return STORE_MISS;
         }
+        rel_time_t now = f.now;
         if (req->touch && req->exptime != REL_TIME_NEVER && !f.h.exp_off) {
-            index_unlock(b);
-            enum store_status st = store_widen(ctx, key, nkey, hv, ITEM_L_EXP);
+            index_unlock(f.bucket);
+            if (how == STORE_LOOK_PIN)
+                seg_unpin(f.seg);
+            enum store_status st = store_widen(ctx, &k, ITEM_L_EXP);
             if (st == STORE_NO_MEMORY)
                 return st;
-            continue;
-        }
-        /* Pin first: if the segment is being compacted we look again, and
-         * nothing below may have been applied twice. */
-        if (req->want_value && !seg_try_pin(f.seg)) {
-            index_unlock(b);
-            seg_wait_compacted(f.seg);
             continue;
         }
         store_fill_item(s, &f, out);
@@ -670,7 +668,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             }
             out->exptime = req->exptime;
         }
-        uint32_t st = item_get_u32(f.p, f.h.atime_off);
+        uint32_t st0 = item_get_u32(f.p, f.h.atime_off), st = st0;
         bool token = st & ITEM_S_TOKEN;
         bool won = false;
         rel_time_t judged = req->recache_before_touch ? out->exptime_before : out->exptime;
@@ -682,21 +680,28 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         out->won = won;
         if (won)
             st |= ITEM_S_TOKEN;
+        /* A hit writes only what changes: the access bits until they
+         * saturate, the access time once a second. Most hits then write no
+         * line other threads read (the bucket's lock word and the segment's
+         * pin count excepted). */
         if (!req->no_update) {
-            *f.slot = slot_hit(*f.slot);
+            uint64_t hit = slot_hit(*f.slot);
+            if (hit != *f.slot)
+                *f.slot = hit;
             /* memcached marks the first fetch and bumps the time on later ones. */
             if (st & ITEM_S_FETCHED)
                 st = (st & ITEM_S_MASK) | now;
             else
                 st |= ITEM_S_FETCHED;
         }
-        item_put_u32(f.p, f.h.atime_off, st);
+        if (st != st0)
+            item_put_u32(f.p, f.h.atime_off, st);
         if (req->want_value) {
             out->pin = (struct store_pin *)f.seg;
         } else {
             out->key = out->value = NULL;
         }
-        index_unlock(b);
+        index_unlock(f.bucket);
         return STORE_OK;
     }
 }
@@ -759,26 +764,22 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         req = &plain;
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
-    uint64_t hv = XXH3_64bits(key, nkey);
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
+    struct store_key k = store_key_of(key, nkey);
     for (;;) {
         struct store_found f;
-        rel_time_t now = clock_now();
-        b = index_lock_hash(&s->index, hv);
-        if (!store_find_live(ctx, b, tag, key, nkey, now, &f)) {
-            index_unlock(b);
+        if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+            index_unlock(f.bucket);
             return STORE_MISS;
         }
         uint64_t cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (req->cas_compare && req->cas_compare != cas) {
-            index_unlock(b);
+            index_unlock(f.bucket);
             return STORE_EXISTS;
         }
         if (req->drop_value) {
             /* md x: the item stays, empty, flags cleared, with the same CAS. */
             uint64_t snap = *f.slot;
-            index_unlock(b);
+            index_unlock(f.bucket);
             struct store_set_req sr = {
                 .mode = STORE_MODE_SET,
                 .exptime = req->touch ? req->exptime : REL_TIME_NEVER,
@@ -799,7 +800,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         }
         if (!req->invalidate) {
             store_unlink(s, &f);
-            index_unlock(b);
+            index_unlock(f.bucket);
             return STORE_OK;
         }
         /* md I: mark stale, take the token back, new CAS, maybe new TTL. */
@@ -811,8 +812,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         uint8_t need = store_missing_layout(f.h.layout, 0, exp, s->opt.cas_enabled, ncas,
                                             f.seg->cas_base);
         if (need) {
-            index_unlock(b);
-            enum store_status st = store_widen(ctx, key, nkey, hv, need);
+            index_unlock(f.bucket);
+            enum store_status st = store_widen(ctx, &k, need);
             if (st != STORE_OK)
                 return st;
             continue;
@@ -820,8 +821,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         if (s->opt.cas_enabled && !req->cas_new)
             ncas = store_next_cas(s);
         if (!item_cas_fits(f.h.layout, ncas, f.seg->cas_base) && s->opt.cas_enabled) {
-            index_unlock(b);
-            store_widen(ctx, key, nkey, hv, ITEM_L_CAS64);
+            index_unlock(f.bucket);
+            store_widen(ctx, &k, ITEM_L_CAS64);
             continue;
         }
         if (req->touch && f.h.exp_off) {
@@ -833,7 +834,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         item_put_u32(f.p, f.h.atime_off, st);
         item_put_cas(f.p, &f.h, ncas, f.seg->cas_base);
         seg_note_cas(f.seg, ncas);
-        index_unlock(b);
+        index_unlock(f.bucket);
         return STORE_OK;
     }
 }

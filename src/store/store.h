@@ -139,6 +139,18 @@ struct store_get_req {
 enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                             const struct store_get_req *req, struct store_item *out);
 
+/* Keys about to be looked up one after another (a read's pipelined gets, a
+ * multiget): hashes them and starts loading their index buckets, then their
+ * items, so the lookups that follow overlap their cache misses instead of
+ * taking them one at a time. A hint only: it changes nothing, and keys past
+ * STORE_PREFETCH_MAX are ignored. */
+#define STORE_PREFETCH_MAX 32
+struct store_keyref {
+    const char *key;
+    size_t nkey;
+};
+void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n);
+
 /* touch: new expiry, no value. STORE_OK or STORE_MISS. */
 enum store_status store_touch(struct store_ctx *ctx, const char *key, size_t nkey,
                               rel_time_t exptime);

@@ -11,7 +11,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <xxhash.h>
 
 enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nkey,
                               const struct store_arith_req *req, struct store_arith_res *res)
@@ -20,14 +19,11 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
     memset(res, 0, sizeof(*res));
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
-    uint64_t hv = XXH3_64bits(key, nkey);
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
+    struct store_key k = store_key_of(key, nkey);
     for (;;) {
         struct store_found f;
-        b = index_lock_hash(&s->index, hv);
-        if (!store_find_live(ctx, b, tag, key, nkey, clock_now(), &f)) {
-            index_unlock(b);
+        if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+            index_unlock(f.bucket);
             if (!req->create)
                 return STORE_MISS;
             char buf[24];
@@ -57,7 +53,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         }
         uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (req->cas_compare && req->cas_compare != old_cas) {
-            index_unlock(b);
+            index_unlock(f.bucket);
             return STORE_EXISTS;
         }
         const char *val = f.p + f.h.hlen + f.h.nkey;
@@ -67,7 +63,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         if (f.h.nvalue == 0 ||
             item_mc_size(nkey, f.h.nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max / 2 ||
             !num_safe_u64(val, f.h.nvalue, &v)) {
-            index_unlock(b);
+            index_unlock(f.bucket);
             return STORE_NON_NUMERIC;
         }
         if (req->incr)
@@ -80,7 +76,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         rel_time_t exp = req->touch ? req->exptime : item_get_u32(f.p, f.h.exp_off);
         uint32_t keep = item_get_u32(f.p, f.h.atime_off) & ITEM_S_MASK;
         uint64_t snap = *f.slot;
-        index_unlock(b);
+        index_unlock(f.bucket);
 
         struct store_reservation r;
         enum store_status st = store_reserve_for(ctx, key, nkey, nlen, flags, exp, &r);

@@ -174,6 +174,9 @@ static inline uint32_t index_tag(uint64_t h)
 /* Lock and return the primary bucket that holds hash h now (growth may
  * have moved it since a previous look). */
 uint64_t *index_lock_hash(struct index *ix, uint64_t h);
+/* Start loading the bucket of hash h (a pipelined read looks up many:
+ * issuing the loads ahead hides their latency). Returns that bucket, unlocked: a hint to read, never to trust. */
+const uint64_t *index_prefetch(struct index *ix, uint64_t h);
 void index_lock(uint64_t *bucket);
 void index_unlock(uint64_t *bucket);
 /* The bucket chained after b, or NULL (bucket lock held). */
@@ -396,20 +399,43 @@ uint8_t store_class_id(const struct store *s, size_t mc_size);
 /* Adds from's counters to into's (evicted_time: the larger). */
 void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);
 
-/* ---- lookups (store.c) -------------------------------------------------- */
+/* ---- lookups (store_lookup.c) ------------------------------------------ */
+
+/* A key and its hash, computed once per operation. */
+struct store_key {
+    const char *key;
+    size_t nkey;
+    uint64_t hv;
+    uint32_t tag; /* index_tag(hv) */
+};
+struct store_key store_key_of(const char *key, size_t nkey);
 
 struct store_found {
-    uint64_t *bucket;
-    uint64_t *slot;
+    uint64_t *bucket;   /* the key's primary bucket, locked */
+    uint64_t *slot;     /* the rest is set only when the item was found */
     char *p;            /* the item */
     struct seg *seg;
     struct item_hdr h;
+    rel_time_t now;     /* the time its life was judged by */
 };
 
-/* Find a key in its bucket chain (bucket lock held), unlinking it if it has
- * expired or been flushed (counted as get_expired / get_flushed). */
-bool store_find_live(struct store_ctx *ctx, uint64_t *b, uint32_t tag, const char *key,
-                     size_t nkey, rel_time_t now, struct store_found *f);
+enum store_look {
+    STORE_LOOK_FIND, /* under the bucket lock only */
+    STORE_LOOK_PIN,  /* and pin the item's segment, to read it after unlocking */
+};
+
+/* The one lookup every operation makes: lock the key's bucket (wherever a
+ * growth of the index has put it) and find the key's live item, unlinking
+ * it if it has expired or been flushed (counted as get_expired /
+ * get_flushed). With STORE_LOOK_PIN the item's segment is pinned too; while
+ * eviction is compacting that segment the lookup waits and looks again, so
+ * a pin that is taken never lets the item move.
+ * Returns true when found (f filled; pinned with STORE_LOOK_PIN), false on
+ * a miss (f->bucket and f->now only: a caller may link a new item into the
+ * bucket). Either way f->bucket is locked on return: the caller releases it
+ * (index_unlock) and, after a pinned find, the pin (seg_unpin(f->seg)). */
+bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
+                  struct store_found *f);
 /* Unlink a found item (bucket lock held). */
 void store_unlink(struct store *s, struct store_found *f);
 /* Reserve raw space for an item with this layout in TTL group g. */
@@ -418,8 +444,7 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
                                     struct store_reservation *res);
 /* Copy a linked item to a new place with at least `layout` fields (so a
  * touch or CAS change fits), keeping everything else. */
-enum store_status store_widen(struct store_ctx *ctx, const char *key, size_t nkey, uint64_t hv,
-                              uint8_t layout);
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout);
 /* Link reservation res (filled, header fields set) in place of f->slot or
  * in a free slot; false when the index is out of memory. Bucket lock held. */
 bool store_link(struct store *s, struct store_found *f, bool have_old,

@@ -12,7 +12,6 @@
 #include "store/persist.h"
 
 #include <string.h>
-#include <xxhash.h>
 
 static size_t store_align(struct store *s, size_t n)
 {
@@ -214,9 +213,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
 
     struct item_hdr h;
     item_decode(res->item, &h);
-    uint64_t hv = XXH3_64bits(res->item + h.hlen, h.nkey);
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
+    struct store_key k = store_key_of(res->item + h.hlen, h.nkey);
     uint8_t extra = 0;
 
     if (cas_on || req->flags || req->exptime) {
@@ -232,6 +229,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
     for (;;) {
         struct seg *seg = res->seg;
         item_decode(res->item, &h);
+        k.key = res->item + h.hlen; /* store_shrink and store_relocate move it */
         uint64_t peek = !cas_on ? 0
                         : req->cas_new ? req->cas_new
                                        : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
@@ -244,14 +242,13 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             extra = 0;
             continue;
         }
-        rel_time_t now = clock_now();
         struct store_found f;
-        b = index_lock_hash(&s->index, hv);
+        bool found = store_lookup(ctx, &k, STORE_LOOK_FIND, &f);
+        rel_time_t now = f.now;
         if (store_gen_moved(res)) {
-            index_unlock(b);
+            index_unlock(f.bucket);
             continue;
         }
-        bool found = store_find_live(ctx, b, tag, res->item + h.hlen, h.nkey, now, &f);
         enum store_status refuse = STORE_OK;
         bool stale = false;
         uint64_t old_cas = found ? item_get_cas(f.p, &f.h, f.seg->cas_base) : 0;
@@ -278,7 +275,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
                 refuse = STORE_EXISTS;
         }
         if (refuse != STORE_OK) {
-            index_unlock(b);
+            index_unlock(f.bucket);
             store_abort(ctx, res);
             return refuse;
         }
@@ -292,17 +289,17 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
         uint64_t cas = !cas_on ? 0 : req->cas_new ? req->cas_new : store_next_cas(s);
         extra = store_missing_layout(h.layout, req->flags, exptime, cas_on, cas, seg->cas_base);
         if (extra) {
-            index_unlock(b);
+            index_unlock(f.bucket);
             continue;
         }
         store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg->cas_base);
-        if (!store_link(s, &f, found, res, tag, hv)) {
-            index_unlock(b);
+        if (!store_link(s, &f, found, res, k.tag, k.hv)) {
+            index_unlock(f.bucket);
             store_abort(ctx, res);
             return STORE_NO_MEMORY;
         }
         CTR_INC(ctx, total_items);
-        index_unlock(b);
+        index_unlock(f.bucket);
         index_maintain(&s->index);
         store_abort(ctx, res); /* drops the reservation's pin; the item stays linked */
         if (cas_out)
@@ -321,16 +318,13 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
     struct item_hdr h;
     item_decode(res->item, &h);
     const char *key = res->item + h.hlen;
-    uint64_t hv = XXH3_64bits(key, h.nkey);
-    uint32_t tag = index_tag(hv);
-    uint64_t *b = NULL;
+    struct store_key k = store_key_of(key, h.nkey);
     uint8_t extra = 0;
 
     for (;;) {
         struct store_found f;
-        b = index_lock_hash(&s->index, hv);
-        if (!store_find_live(ctx, b, tag, key, h.nkey, clock_now(), &f)) {
-            index_unlock(b);
+        if (!store_lookup(ctx, &k, STORE_LOOK_PIN, &f)) {
+            index_unlock(f.bucket);
             if (!req->vivify) {
                 store_abort(ctx, res);
                 return STORE_NOT_STORED;
@@ -347,7 +341,8 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         }
         uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (req->cas_compare && req->cas_compare != old_cas) {
-            index_unlock(b);
+            index_unlock(f.bucket);
+            seg_unpin(f.seg);
             store_abort(ctx, res);
             return STORE_EXISTS;
         }
@@ -357,12 +352,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         const char *op = f.p;
         uint32_t flags = item_get_u32(op, oh.flags_off);
         rel_time_t exp = item_get_u32(op, oh.exp_off);
-        if (!seg_try_pin(oseg)) {
-            index_unlock(b);
-            seg_wait_compacted(oseg);
-            continue;
-        }
-        index_unlock(b);
+        index_unlock(f.bucket);
 
         size_t total = (size_t)oh.nvalue + res->nvalue;
         if (item_mc_size(h.nkey, total, flags, cas_on) > s->opt.item_size_max) {
@@ -392,10 +382,9 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         }
         seg_unpin(oseg);
 
-        rel_time_t now = clock_now();
-        b = index_lock_hash(&s->index, hv);
-        bool same = store_find_live(ctx, b, tag, key, h.nkey, now, &f) &&
-                    slot_same(*f.slot, snap) && !store_gen_moved(&r);
+        bool same = store_lookup(ctx, &k, STORE_LOOK_FIND, &f) && slot_same(*f.slot, snap) &&
+                    !store_gen_moved(&r);
+        rel_time_t now = f.now;
         if (same) {
             struct item_hdr nh;
             item_decode(r.item, &nh);
@@ -405,9 +394,9 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             extra = store_missing_layout(nh.layout, flags, exp, cas_on, cas, ns->cas_base);
             if (!extra) {
                 store_put_fields(r.item, &nh, now, flags, exp, cas, ns->cas_base);
-                store_link(s, &f, true, &r, tag, hv);
+                store_link(s, &f, true, &r, k.tag, k.hv);
                 CTR_INC(ctx, total_items);
-                index_unlock(b);
+                index_unlock(f.bucket);
                 store_abort(ctx, &r);
                 store_abort(ctx, res);
                 if (cas_out)
@@ -417,7 +406,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
                 return STORE_OK;
             }
         }
-        index_unlock(b);
+        index_unlock(f.bucket);
         store_abort(ctx, &r);
     }
 }

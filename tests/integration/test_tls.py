@@ -137,6 +137,32 @@ def test_pymemcache_over_tls(tls_server, pki):
     cl.close()
 
 
+def dalli(srv, pki, *cert):
+    """Dalli (Ruby, binary protocol), a second real client: its script
+    prints TAP lines; returns (exit code, output)."""
+    if shutil.which("ruby") is None or subprocess.run(
+            ["ruby", "-e", "require 'dalli'"], capture_output=True).returncode != 0:
+        pytest.skip("ruby-dalli not installed (scripts/install-deps.sh)")
+    script = os.path.join(os.path.dirname(__file__), "clients", "dalli_tls.rb")
+    r = subprocess.run(["ruby", script, f"127.0.0.1:{srv.port}", str(pki / "ca.pem"),
+                        *[str(pki / f) for f in cert]], capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_dalli_over_tls(tls_server, pki):
+    rc, out = dalli(tls_server, pki)
+    assert rc == 0 and "not ok" not in out, out
+    assert "ok 20 - version" in out, out  # all of it ran
+
+
+def test_dalli_mutual_tls(start_server, pki):
+    srv = start_server(*tls_flags(pki), "-o", f"ssl_verify_mode=2,ssl_ca_cert={pki / 'ca.pem'}")
+    rc, out = dalli(srv, pki, "client.pem", "client.key")
+    assert rc == 0 and "not ok" not in out, out
+    rc, out = dalli(srv, pki)  # no client certificate: refused
+    assert rc != 0 and "certificate required" in out, out
+
+
 def test_stats_and_settings_names(tls_server, pki):
     c = tls_connect(tls_server, client_ctx(pki))
     st = stats(c, "settings")
@@ -300,7 +326,9 @@ def test_notls_listener(start_server, pki):
 def test_session_resumption(start_server, pki):
     srv = start_server(*tls_flags(pki), "-o", "ssl_session_cache")
     ctx = client_ctx(pki)
-    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # a session id, no tickets to wait for
+    # TLS 1.2 without tickets: the server-side cache, found by session id.
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.options |= ssl.OP_NO_TICKET
     c = tls_connect(srv, ctx)
     assert c.call("version").startswith(b"VERSION")
     sess = c.sock.session
@@ -310,6 +338,41 @@ def test_session_resumption(start_server, pki):
     assert c2.call("version").startswith(b"VERSION")
     assert c2.sock.session_reused
     assert int(stats(c2)["ssl_new_sessions"]) >= 1
+
+
+def resumption_outcome(srv, pki, version, cache):
+    """(ticket sent, second connection resumed, ssl_new_sessions after both)."""
+    ctx = client_ctx(pki)
+    ctx.minimum_version = ctx.maximum_version = version
+    c = tls_connect(srv, ctx)
+    assert c.call("version").startswith(b"VERSION")  # TLS 1.3 tickets come after the handshake
+    sess = c.sock.session
+    c.close()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    c2 = Conn(ctx.wrap_socket(s, server_hostname="127.0.0.1", session=sess))
+    assert c2.call("version").startswith(b"VERSION")
+    return sess.has_ticket, c2.sock.session_reused, stats(c2).get("ssl_new_sessions")
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
+def test_session_tickets_without_session_cache(start_server, pki, version):
+    """memcached leaves OpenSSL's ticket defaults alone: without
+    ssl_session_cache a client still gets a ticket and resumes with it."""
+    srv = start_server(*tls_flags(pki))
+    ticket, reused, new_sessions = resumption_outcome(srv, pki, version, cache=False)
+    assert ticket and reused
+    assert new_sessions is None  # only shown with the cache, as in memcached
+
+
+@pytest.mark.parametrize("cache", [False, True])
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
+def test_session_tickets_match_memcached_1_6_45(start_server, pki, version, cache):
+    if not os.access(REF_BIN, os.X_OK):
+        pytest.skip(f"memcached 1.6.45 reference not found at {REF_BIN} (../shared/ref)")
+    more = ["-o", "ssl_session_cache"] if cache else []
+    got = [resumption_outcome(start_server(*tls_flags(pki), *more, binary=b), pki, version, cache)
+           for b in (None, REF_BIN)]
+    assert got[0] == got[1]
 
 
 # ---- hostile clients --------------------------------------------------------

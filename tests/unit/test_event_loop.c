@@ -1,12 +1,17 @@
-/* The event loop on socketpairs; built against whichever backend EVENT= picks. */
+/* The event loop on socketpairs: the readiness tests run on the build's
+ * backend (epoll or poll) and again on io_uring when the build and the
+ * kernel have it, which also runs the completion I/O tests. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "event/event.h"
@@ -159,22 +164,114 @@ static void test_shared_listener(void **state)
 
 static void test_backend_name(void **state)
 {
+    const char *want = *state;
+    assert_string_equal(event_backend(), want);
+    struct event_loop *l = NULL;
+    assert_int_equal(event_loop_create(&l), 0);
+    assert_int_equal(event_has_io(l), strcmp(want, "io_uring") == 0);
+    event_loop_destroy(&l);
+}
+
+/* Wait until ptr's completion comes; returns it. */
+static struct event_fired wait_for(struct event_loop *l, void *ptr, unsigned kind)
+{
+    struct event_fired ev[8];
+    for (int tries = 0; tries < 20; tries++) {
+        int n = event_wait(l, ev, 8, 100);
+        for (int i = 0; i < n; i++)
+            if (ev[i].ptr == ptr && (ev[i].events & kind))
+                return ev[i];
+    }
+    fail_msg("no completion");
+    return ev[0];
+}
+
+/* A receive into our buffer, one into the loop's, a send of an iovec. */
+static void test_completion_io(void **state)
+{
     (void)state;
-#ifdef NODELAY_EVENT_poll
-    assert_string_equal(event_backend(), "poll");
-#else
-    assert_string_equal(event_backend(), "epoll");
-#endif
+    struct event_loop *l = NULL;
+    assert_int_equal(event_loop_create(&l), 0);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int tag;
+    char buf[16];
+    assert_int_equal(event_recv(l, sv[0], buf, sizeof buf, &tag), 0);
+    struct event_fired ev[4];
+    assert_int_equal(event_wait(l, ev, 4, 0), 0); /* nothing sent yet */
+    assert_int_equal(write(sv[1], "hello", 5), 5);
+    struct event_fired f = wait_for(l, &tag, EVENT_RECV);
+    assert_int_equal(f.res, 5);
+    assert_null(f.data);
+    assert_memory_equal(buf, "hello", 5);
+
+    /* no buffer: the loop's, taken when the bytes come */
+    assert_int_equal(event_recv(l, sv[0], NULL, 0, &tag), 0);
+    assert_int_equal(write(sv[1], "world", 5), 5);
+    f = wait_for(l, &tag, EVENT_RECV);
+    assert_int_equal(f.res, 5);
+    assert_non_null(f.data);
+    assert_memory_equal(f.data, "world", 5);
+
+    /* one send of two pieces */
+    struct iovec iov[2] = {{"ab", 2}, {"cde", 3}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    assert_int_equal(event_send(l, sv[0], &msg, &tag), 0);
+    f = wait_for(l, &tag, EVENT_SEND);
+    assert_int_equal(f.res, 5);
+    assert_int_equal(read(sv[1], buf, sizeof buf), 5);
+    assert_memory_equal(buf, "abcde", 5);
+
+    /* a cancelled receive completes with -ECANCELED */
+    assert_int_equal(event_recv(l, sv[0], buf, sizeof buf, &tag), 0);
+    assert_int_equal(event_wait(l, ev, 4, 0), 0);
+    assert_int_equal(event_cancel(l, &tag, EVENT_RECV), 0);
+    f = wait_for(l, &tag, EVENT_RECV);
+    assert_int_equal(f.res, -ECANCELED);
+
+    /* end of input */
+    assert_int_equal(event_recv(l, sv[0], NULL, 0, &tag), 0);
+    close(sv[1]);
+    f = wait_for(l, &tag, EVENT_RECV);
+    assert_int_equal(f.res, 0);
+    close(sv[0]);
+    event_loop_destroy(&l);
+}
+
+static const struct CMUnitTest readiness_tests[] = {
+    cmocka_unit_test(test_read_write_interest),
+    cmocka_unit_test(test_hangup_reported),
+    cmocka_unit_test(test_many_fds_and_swap_delete),
+    cmocka_unit_test(test_shared_listener),
+};
+
+static int run_on(bool ring, const char *name)
+{
+    char why[128];
+    if (event_select(ring, why, sizeof why) < 0) {
+        printf("io_uring not available here (%s): its tests not run\n", why);
+        return 0;
+    }
+    const char *want = name;
+    const struct CMUnitTest named[] = {
+        cmocka_unit_test_prestate(test_backend_name, (void *)want),
+    };
+    int failed = _cmocka_run_group_tests(name, readiness_tests,
+                                         sizeof readiness_tests / sizeof readiness_tests[0], NULL, NULL);
+    failed += _cmocka_run_group_tests(name, named, 1, NULL, NULL);
+    if (ring) {
+        const struct CMUnitTest io[] = {cmocka_unit_test(test_completion_io)};
+        failed += _cmocka_run_group_tests("io_uring completions", io, 1, NULL, NULL);
+    }
+    return failed;
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_write_interest),
-        cmocka_unit_test(test_hangup_reported),
-        cmocka_unit_test(test_many_fds_and_swap_delete),
-        cmocka_unit_test(test_shared_listener),
-        cmocka_unit_test(test_backend_name),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+#ifdef NODELAY_EVENT_poll
+    int failed = run_on(false, "poll");
+#else
+    int failed = run_on(false, "epoll");
+#endif
+    return failed + run_on(true, "io_uring");
 }

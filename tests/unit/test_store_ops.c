@@ -45,6 +45,49 @@ static void test_set_get(void **state)
     tstore_close(&t);
 }
 
+/* store_prefetch is a hint: over keys present, missing, empty or too
+ * long, and more of them than it takes, it changes no item and no counter,
+ * and the lookups after it answer as without it. */
+static void test_prefetch(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    char names[48][16], buf[64], want[16];
+    static char big[300];
+    memset(big, 'x', sizeof big);
+    struct store_keyref keys[48];
+    for (int i = 0; i < 48; i++) {
+        snprintf(names[i], sizeof names[i], "pk%d", i);
+        keys[i] = (struct store_keyref){names[i], strlen(names[i])};
+        if (i % 3 != 0)
+            assert_int_equal(tset(&t, names[i], names[i], STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    keys[5] = (struct store_keyref){"", 0};
+    keys[7] = (struct store_keyref){big, sizeof big};
+    struct store_stats before, after;
+    store_stats(t.s, &before);
+    store_prefetch(t.c, keys, 48);
+    store_prefetch(t.c, keys, 0);
+    store_stats(t.s, &after);
+    assert_memory_equal(&before, &after, sizeof before);
+    for (int i = 0; i < 48; i++) {
+        struct store_item it;
+        enum store_status st = tget(&t, names[i], buf, sizeof buf, &it);
+        if (i % 3 == 0) {
+            assert_int_equal(st, STORE_MISS);
+            continue;
+        }
+        assert_int_equal(st, STORE_OK);
+        snprintf(want, sizeof want, "pk%d", i);
+        assert_string_equal(buf, want);
+        assert_false(it.fetched); /* the prefetch did not count as a fetch */
+        assert_int_equal(tget(&t, names[i], buf, sizeof buf, &it), STORE_OK);
+        assert_true(it.fetched);
+    }
+    tstore_close(&t);
+}
+
 static void test_modes(void **state)
 {
     (void)state;
@@ -364,7 +407,7 @@ int main(void)
         cmocka_unit_test(test_cas),       cmocka_unit_test(test_cas_disabled),
         cmocka_unit_test(test_arith),     cmocka_unit_test(test_delete),
         cmocka_unit_test(test_meta_win),  cmocka_unit_test(test_sizes),
-        cmocka_unit_test(test_big_items),
+        cmocka_unit_test(test_big_items), cmocka_unit_test(test_prefetch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -402,6 +402,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     int budget = s->settings->reqs_per_event;
     int handled = 0;
     size_t pos = 0;
+    size_t prefetched = 0; /* lines before this offset had their keys prefetched */
     enum proto_status st = PROTO_OK;
 
     while (!t->closing && !s->watcher) {
@@ -423,6 +424,8 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             break;
         }
         bool resuming = t->cont.kind != TEXT_CONT_NONE;
+        if (!resuming && pos >= prefetched)
+            prefetched = text_prefetch_ahead(s, buf, pos, len);
         if (!resuming && budget > 0 && handled >= budget) {
             st = PROTO_YIELD;
             break;

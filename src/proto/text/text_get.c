@@ -48,6 +48,83 @@ static int text_value_header(struct session *s, const char *key, size_t nkey,
 /* Keys looked up per call before a long multiget lets other clients run. */
 #define TEXT_GET_KEY_BUDGET 2048
 
+/* Lookups prefetched together: enough misses in flight to hide memory
+ * latency (a core keeps 10-20 outstanding), few enough that the first
+ * lines are still in cache when the last lookup runs. */
+#define TEXT_PREFETCH_BATCH 16
+
+/* The first key of a lookup line [p, e), or NULL when it is not one. */
+static const char *text_lookup_key(const char *p, const char *e, size_t *nkey)
+{
+    size_t n = (size_t)(e - p);
+    int skip; /* tokens before the first key, the command included */
+    if (n > 4 && memcmp(p, "get ", 4) == 0)
+        skip = 1;
+    else if (n > 5 && memcmp(p, "gets ", 5) == 0)
+        skip = 1;
+    else if (n > 3 && memcmp(p, "mg ", 3) == 0)
+        skip = 1;
+    else if (n > 4 && (memcmp(p, "gat ", 4) == 0 || memcmp(p, "gats ", 5) == 0))
+        skip = 2;
+    else
+        return NULL;
+    for (;;) {
+        while (p < e && *p == ' ')
+            p++;
+        const char *k = p;
+        while (p < e && *p != ' ')
+            p++;
+        if (p == k)
+            return NULL;
+        if (skip-- == 0) {
+            *nkey = (size_t)(p - k);
+            return *nkey <= STORE_KEY_MAX ? k : NULL;
+        }
+    }
+}
+
+size_t text_prefetch_ahead(struct session *s, const char *buf, size_t pos, size_t len)
+{
+    struct store_keyref keys[TEXT_PREFETCH_BATCH];
+    size_t n = 0, at = pos;
+    while (n < TEXT_PREFETCH_BATCH && at < len) {
+        const char *nl = memchr(buf + at, '\n', len - at);
+        if (!nl)
+            break;
+        const char *e = nl > buf + at && nl[-1] == '\r' ? nl - 1 : nl;
+        const char *k = text_lookup_key(buf + at, e, &keys[n].nkey);
+        if (!k)
+            break;
+        keys[n++].key = k;
+        at = (size_t)(nl - buf) + 1;
+    }
+    /* One lookup alone has nothing to overlap with (a multiget's further
+     * keys are text_get_run's). */
+    if (n > 1)
+        store_prefetch(s->store, keys, n);
+    return at;
+}
+
+/* Prefetches the keys from p on in a multiget line (up to a batch), when
+ * there are several. */
+static void text_get_prefetch(struct session *s, const char *p, const char *end)
+{
+    struct store_keyref keys[TEXT_PREFETCH_BATCH];
+    size_t n = 0;
+    while (p < end && n < TEXT_PREFETCH_BATCH) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        const char *k = p;
+        while (p < end && *p != ' ')
+            p++;
+        keys[n++] = (struct store_keyref){k, (size_t)(p - k)};
+    }
+    if (n > 1)
+        store_prefetch(s->store, keys, n);
+}
+
 /* True when no key in p[0..end) is longer than memcached allows. */
 static bool text_get_rest_ok(const char *p, const char *end)
 {
@@ -97,6 +174,8 @@ static void text_get_run(struct session *s, const struct text_line *l)
                 return;
             }
         }
+        if (keys % TEXT_PREFETCH_BATCH == 0)
+            text_get_prefetch(s, p, end);
         const char *key = p;
         while (p < end && *p != ' ')
             p++;

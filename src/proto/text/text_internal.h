@@ -133,6 +133,11 @@ void text_cmd_refresh_certs(struct session *s, const struct text_line *l);
 void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump);
 /* Go on with a paused multiget (its line again) or dump. */
 void text_get_resume(struct session *s, const struct text_line *l);
+/* Called before the line at buf[pos..]: when it is a lookup (get, gets,
+ * gat, gats, mg), starts loading the index buckets and items of it and the
+ * lookups buffered after it (store_prefetch), and returns the offset past
+ * the last line so covered; else returns pos. Changes nothing but caches. */
+size_t text_prefetch_ahead(struct session *s, const char *buf, size_t pos, size_t len);
 void text_dump_resume(struct session *s);
 
 /* -Y: handle one line from a connection that has not authenticated yet. */

@@ -1,0 +1,488 @@
+/* io_uring backend (Linux, liburing): completion I/O plus readiness.
+ *
+ * Connections receive and send through the ring (event_recv/event_send):
+ * the kernel delivers the bytes and takes the replies, and the worker
+ * enters the kernel once per loop turn, handing over every request of the
+ * turn and collecting every completion in the same call.
+ *
+ * Readiness (listeners, the wake pipe, TLS connections, `watch` pipes) is a
+ * one-shot poll per watched fd, armed again at the next wait while the
+ * interest stays: a one-shot poll on an fd that is still ready completes at
+ * once, so this is level-triggered like epoll. Each poll carries its fd and
+ * a generation; a completion from before a modify or delete is dropped.
+ *
+ * The ring is set up with SINGLE_ISSUER | DEFER_TASKRUN where the kernel
+ * has them (6.1+): completions are run when the owning thread enters, not
+ * by interrupting it. It starts disabled and is enabled by the first wait,
+ * so the thread that waits, not the one that set it up, is its issuer. */
+#define _GNU_SOURCE /* POLLRDHUP */
+#include "event/event_backend.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EVENT_URING_SQ 1024
+#define EVENT_URING_CQ 8192
+/* Provided buffers: a receive started with no buffer of its own (an idle
+ * connection's) takes one only when its bytes arrive, so idle connections
+ * hold no read buffer, as on epoll. A turn hands out at most its batch of
+ * completions' worth; all come back at the next wait. */
+#define EVENT_URING_BUFS 512 /* a power of two */
+#define EVENT_URING_BUF_SIZE EVENT_RECV_BUF_MAX
+#define EVENT_URING_BGID 0
+
+/* The low two bits of user_data say what completed. */
+enum {
+    URING_TAG_POLL = 0,
+    URING_TAG_RECV = 1,
+    URING_TAG_SEND = 2,
+    URING_TAG_IGNORE = 3, /* poll removals and cancellations */
+    URING_TAG_MASK = 3,
+};
+
+struct uring_fd {
+    void *ptr;
+    unsigned interest;
+    unsigned armed_mask; /* poll mask of the armed poll */
+    uint32_t gen;
+    bool used, armed, queued;
+};
+
+struct event_uring {
+    struct event_loop base;
+    struct io_uring ring;
+    bool enabled;
+    struct uring_fd *fds; /* by fd */
+    size_t nfds;
+    int *arm; /* fds whose poll is to be armed at the next wait */
+    size_t narm, armcap;
+    struct io_uring_buf_ring *br; /* EVENT_URING_BUFS entries, page aligned */
+    char *bufs;                   /* EVENT_URING_BUFS * EVENT_URING_BUF_SIZE */
+    unsigned short lent[EVENT_URING_BUFS]; /* ids handed out this turn */
+    size_t nlent;
+};
+
+/* Setup flags this kernel accepts, found by event_uring_probe. */
+static unsigned event_uring_flags;
+
+static struct event_uring *event_uring_of(struct event_loop *base)
+{
+    return (struct event_uring *)base;
+}
+
+int event_uring_probe(char *why, size_t n)
+{
+    /* Newest first; an older kernel answers EINVAL for flags it lacks. */
+    static const unsigned tries[] = {
+        IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+        IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN,
+        0,
+    };
+    int err = EINVAL;
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        struct io_uring r;
+        struct io_uring_params p = {.flags = tries[i] | IORING_SETUP_R_DISABLED};
+        int rc = io_uring_queue_init_params(8, &r, &p);
+        if (rc < 0) {
+            err = -rc;
+            if (err == EINVAL)
+                continue;
+            break;
+        }
+        /* a wait with a timeout in one call (5.11), sockets polled
+         * internally rather than by a kernel thread (5.7), provided buffer
+         * rings (5.19) */
+        bool old = !(p.features & IORING_FEAT_EXT_ARG) || !(p.features & IORING_FEAT_FAST_POLL);
+        void *br = NULL;
+        if (!old && posix_memalign(&br, 4096, 4096) == 0) {
+            struct io_uring_buf_reg reg = {.ring_addr = (uintptr_t)br, .ring_entries = 8,
+                                           .bgid = EVENT_URING_BGID};
+            old = io_uring_register_buf_ring(&r, &reg, 0) < 0;
+        }
+        io_uring_queue_exit(&r);
+        free(br);
+        if (old) {
+            snprintf(why, n, "kernel too old: needs EXT_ARG, FAST_POLL and buffer rings (5.19)");
+            return -1;
+        }
+        event_uring_flags = tries[i];
+        return 0;
+    }
+    snprintf(why, n, "io_uring_setup: %s", strerror(err));
+    return -1;
+}
+
+static void event_uring_destroy(struct event_loop *base);
+
+static int event_uring_create(struct event_loop **out)
+{
+    struct event_uring *l = calloc(1, sizeof *l);
+    if (!l)
+        return -1;
+    l->base.ops = &event_uring_ops;
+    struct io_uring_params p = {
+        .flags = event_uring_flags | IORING_SETUP_R_DISABLED | IORING_SETUP_CQSIZE,
+        .cq_entries = EVENT_URING_CQ,
+    };
+    int rc = io_uring_queue_init_params(EVENT_URING_SQ, &l->ring, &p);
+    if (rc < 0) {
+        free(l);
+        errno = -rc;
+        return -1;
+    }
+    void *br = NULL;
+    if (posix_memalign(&br, 4096, EVENT_URING_BUFS * sizeof(struct io_uring_buf)) != 0 ||
+        !(l->bufs = malloc((size_t)EVENT_URING_BUFS * EVENT_URING_BUF_SIZE))) {
+        free(br);
+        io_uring_queue_exit(&l->ring);
+        free(l);
+        errno = ENOMEM;
+        return -1;
+    }
+    l->br = br;
+    io_uring_buf_ring_init(l->br);
+    struct io_uring_buf_reg reg = {.ring_addr = (uintptr_t)br, .ring_entries = EVENT_URING_BUFS,
+                                   .bgid = EVENT_URING_BGID};
+    rc = io_uring_register_buf_ring(&l->ring, &reg, 0);
+    if (rc < 0) {
+        event_uring_destroy(&l->base);
+        errno = -rc;
+        return -1;
+    }
+    int mask = io_uring_buf_ring_mask(EVENT_URING_BUFS);
+    for (int i = 0; i < EVENT_URING_BUFS; i++)
+        io_uring_buf_ring_add(l->br, l->bufs + (size_t)i * EVENT_URING_BUF_SIZE,
+                              EVENT_URING_BUF_SIZE, (unsigned short)i, mask, i);
+    io_uring_buf_ring_advance(l->br, EVENT_URING_BUFS);
+    *out = &l->base;
+    return 0;
+}
+
+/* Give the kernel back the buffers handed out by the last wait. */
+static void event_uring_give_back(struct event_uring *l)
+{
+    int mask = io_uring_buf_ring_mask(EVENT_URING_BUFS);
+    for (size_t i = 0; i < l->nlent; i++) {
+        unsigned short bid = l->lent[i];
+        io_uring_buf_ring_add(l->br, l->bufs + (size_t)bid * EVENT_URING_BUF_SIZE,
+                              EVENT_URING_BUF_SIZE, bid, mask, (int)i);
+    }
+    if (l->nlent)
+        io_uring_buf_ring_advance(l->br, (int)l->nlent);
+    l->nlent = 0;
+}
+
+static void event_uring_destroy(struct event_loop *base)
+{
+    struct event_uring *l = event_uring_of(base);
+    io_uring_queue_exit(&l->ring);
+    free(l->fds);
+    free(l->arm);
+    free(l->br);
+    free(l->bufs);
+    free(l);
+}
+
+/* A submission slot; when the queue is full, hand it to the kernel first. */
+static struct io_uring_sqe *event_uring_sqe(struct event_uring *l)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+    if (!sqe && l->enabled) {
+        io_uring_submit(&l->ring);
+        sqe = io_uring_get_sqe(&l->ring);
+    }
+    if (!sqe)
+        errno = EBUSY;
+    return sqe;
+}
+
+static uint64_t event_uring_poll_ud(int fd, uint32_t gen)
+{
+    return (uint64_t)gen << 32 | (uint64_t)(unsigned)fd << 2 | URING_TAG_POLL;
+}
+
+static unsigned event_uring_mask(unsigned interest)
+{
+    unsigned m = 0;
+    if (interest & EVENT_READ)
+        m |= POLLIN | POLLRDHUP;
+    if (interest & EVENT_WRITE)
+        m |= POLLOUT;
+    return m;
+}
+
+static struct uring_fd *event_uring_slot(struct event_uring *l, int fd)
+{
+    if (fd < 0 || (size_t)fd >= l->nfds || !l->fds[fd].used)
+        return NULL;
+    return &l->fds[fd];
+}
+
+static int event_uring_queue(struct event_uring *l, int fd)
+{
+    struct uring_fd *s = &l->fds[fd];
+    if (s->queued || s->armed || !s->interest)
+        return 0;
+    if (l->narm == l->armcap) {
+        size_t cap = l->armcap ? l->armcap * 2 : 64;
+        int *a = realloc(l->arm, cap * sizeof *a);
+        if (!a)
+            return -1;
+        l->arm = a;
+        l->armcap = cap;
+    }
+    l->arm[l->narm++] = fd;
+    s->queued = true;
+    return 0;
+}
+
+/* Drop the armed poll: a later completion of it carries an old generation. */
+static void event_uring_disarm(struct event_uring *l, int fd)
+{
+    struct uring_fd *s = &l->fds[fd];
+    if (s->armed) {
+        struct io_uring_sqe *sqe = event_uring_sqe(l);
+        if (sqe) {
+            io_uring_prep_poll_remove(sqe, event_uring_poll_ud(fd, s->gen));
+            sqe->user_data = URING_TAG_IGNORE;
+        }
+        s->armed = false;
+    }
+    s->gen++;
+}
+
+static int event_uring_add(struct event_loop *base, int fd, unsigned interest, void *ptr)
+{
+    struct event_uring *l = event_uring_of(base);
+    if (fd < 0 || fd >= (1 << 30)) {
+        errno = EBADF;
+        return -1;
+    }
+    if (event_uring_slot(l, fd)) {
+        errno = EEXIST;
+        return -1;
+    }
+    if ((size_t)fd >= l->nfds) {
+        size_t n = l->nfds ? l->nfds : 64;
+        while (n <= (size_t)fd)
+            n *= 2;
+        struct uring_fd *f = realloc(l->fds, n * sizeof *f);
+        if (!f)
+            return -1;
+        memset(f + l->nfds, 0, (n - l->nfds) * sizeof *f);
+        l->fds = f;
+        l->nfds = n;
+    }
+    struct uring_fd *s = &l->fds[fd];
+    s->used = true;
+    s->ptr = ptr;
+    s->interest = interest & (EVENT_READ | EVENT_WRITE);
+    s->gen++;
+    return event_uring_queue(l, fd);
+}
+
+static int event_uring_modify(struct event_loop *base, int fd, unsigned interest, void *ptr)
+{
+    struct event_uring *l = event_uring_of(base);
+    struct uring_fd *s = event_uring_slot(l, fd);
+    if (!s) {
+        errno = ENOENT;
+        return -1;
+    }
+    s->ptr = ptr;
+    s->interest = interest & (EVENT_READ | EVENT_WRITE);
+    if (s->armed && s->armed_mask != event_uring_mask(s->interest))
+        event_uring_disarm(l, fd);
+    return event_uring_queue(l, fd);
+}
+
+static int event_uring_del(struct event_loop *base, int fd)
+{
+    struct event_uring *l = event_uring_of(base);
+    struct uring_fd *s = event_uring_slot(l, fd);
+    if (!s) {
+        errno = ENOENT;
+        return -1;
+    }
+    event_uring_disarm(l, fd);
+    s->used = false;
+    s->interest = 0;
+    s->ptr = NULL;
+    return 0;
+}
+
+/* Arm a poll for every fd that wants one and has none. */
+static void event_uring_arm(struct event_uring *l)
+{
+    size_t i = 0;
+    for (; i < l->narm; i++) {
+        int fd = l->arm[i];
+        struct uring_fd *s = &l->fds[fd];
+        if (!s->used || s->armed || !s->interest) {
+            s->queued = false;
+            continue;
+        }
+        struct io_uring_sqe *sqe = event_uring_sqe(l);
+        if (!sqe)
+            break; /* the rest at the next wait */
+        s->queued = false;
+        s->armed = true;
+        s->armed_mask = event_uring_mask(s->interest);
+        io_uring_prep_poll_add(sqe, fd, s->armed_mask);
+        sqe->user_data = event_uring_poll_ud(fd, s->gen);
+    }
+    memmove(l->arm, l->arm + i, (l->narm - i) * sizeof *l->arm);
+    l->narm -= i;
+}
+
+/* One poll completion: the event to report, or 0 to drop it. */
+static unsigned event_uring_polled(struct event_uring *l, uint64_t ud, int res, void **ptr)
+{
+    int fd = (int)((ud >> 2) & 0x3fffffff);
+    struct uring_fd *s = event_uring_slot(l, fd);
+    if (!s || !s->armed || s->gen != (uint32_t)(ud >> 32))
+        return 0;
+    s->armed = false;
+    event_uring_queue(l, fd); /* level-triggered: ask again next turn */
+    *ptr = s->ptr;
+    if (res < 0)
+        return res == -ECANCELED ? 0 : EVENT_ERROR;
+    unsigned ev = 0;
+    if (res & (POLLIN | POLLRDHUP))
+        ev |= EVENT_READ;
+    if (res & POLLOUT)
+        ev |= EVENT_WRITE;
+    if (res & (POLLERR | POLLHUP | POLLNVAL))
+        ev |= EVENT_ERROR;
+    return ev;
+}
+
+static int event_uring_wait(struct event_loop *base, struct event_fired *out, int max, int timeout_ms)
+{
+    struct event_uring *l = event_uring_of(base);
+    if (!l->enabled) {
+        /* io_uring_enable_rings is not in Debian 12's liburing 2.3 */
+        int rc = io_uring_register(l->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+        if (rc < 0) {
+            errno = -rc;
+            return -1;
+        }
+        l->enabled = true;
+    }
+    event_uring_give_back(l);
+    event_uring_arm(l);
+    int rc;
+    if (timeout_ms == 0 || io_uring_cq_ready(&l->ring) > 0) {
+        rc = io_uring_submit_and_get_events(&l->ring);
+    } else {
+        struct io_uring_cqe *cqe;
+        struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
+                                       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
+        rc = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, timeout_ms < 0 ? NULL : &ts, NULL);
+    }
+    if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
+        errno = -rc;
+        return -1;
+    }
+    int got = 0;
+    unsigned head, seen = 0;
+    struct io_uring_cqe *cqe;
+    io_uring_for_each_cqe(&l->ring, head, cqe)
+    {
+        if (got == max || l->nlent == EVENT_URING_BUFS)
+            break;
+        seen++;
+        uint64_t ud = cqe->user_data;
+        void *ptr = (void *)(uintptr_t)(ud & ~(uint64_t)URING_TAG_MASK);
+        switch (ud & URING_TAG_MASK) {
+        case URING_TAG_RECV: {
+            const char *data = NULL;
+            if (cqe->flags & IORING_CQE_F_BUFFER) {
+                unsigned short bid = (unsigned short)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+                l->lent[l->nlent++] = bid;
+                data = l->bufs + (size_t)bid * EVENT_URING_BUF_SIZE;
+            }
+            out[got++] = (struct event_fired){
+                .ptr = ptr, .events = EVENT_RECV, .res = cqe->res, .data = data};
+            break;
+        }
+        case URING_TAG_SEND:
+            out[got++] = (struct event_fired){.ptr = ptr, .events = EVENT_SEND, .res = cqe->res};
+            break;
+        case URING_TAG_POLL: {
+            unsigned ev = event_uring_polled(l, ud, cqe->res, &ptr);
+            if (ev)
+                out[got++] = (struct event_fired){.ptr = ptr, .events = ev};
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    io_uring_cq_advance(&l->ring, seen);
+    return got;
+}
+
+static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t len, void *ptr)
+{
+    struct io_uring_sqe *sqe = event_uring_sqe(event_uring_of(base));
+    if (!sqe)
+        return -1;
+    if (buf) {
+        io_uring_prep_recv(sqe, fd, buf, len, 0);
+    } else {
+        io_uring_prep_recv(sqe, fd, NULL, EVENT_URING_BUF_SIZE, 0);
+        sqe->flags |= IOSQE_BUFFER_SELECT;
+        sqe->buf_group = EVENT_URING_BGID;
+    }
+    sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_RECV;
+    return 0;
+}
+
+static int event_uring_send(struct event_loop *base, int fd, const struct msghdr *msg, void *ptr)
+{
+    struct io_uring_sqe *sqe = event_uring_sqe(event_uring_of(base));
+    if (!sqe)
+        return -1;
+    io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL);
+    sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_SEND;
+    return 0;
+}
+
+static int event_uring_cancel(struct event_loop *base, void *ptr, unsigned which)
+{
+    struct event_uring *l = event_uring_of(base);
+    static const struct {
+        unsigned ev;
+        uint64_t tag;
+    } ops[] = {{EVENT_RECV, URING_TAG_RECV}, {EVENT_SEND, URING_TAG_SEND}};
+    for (size_t i = 0; i < 2; i++) {
+        if (!(which & ops[i].ev))
+            continue;
+        struct io_uring_sqe *sqe = event_uring_sqe(l);
+        if (!sqe)
+            return -1;
+        io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)ptr | ops[i].tag, 0);
+        sqe->user_data = URING_TAG_IGNORE;
+    }
+    return 0;
+}
+
+const struct event_ops event_uring_ops = {
+    .name = "io_uring",
+    .create = event_uring_create,
+    .destroy = event_uring_destroy,
+    .add = event_uring_add,
+    .modify = event_uring_modify,
+    .del = event_uring_del,
+    .wait = event_uring_wait,
+    .recv = event_uring_recv,
+    .send = event_uring_send,
+    .cancel = event_uring_cancel,
+};

@@ -1,0 +1,82 @@
+"""The event backend: io_uring by default where the kernel allows it,
+`-o io_uring=off` for epoll, and a server that cannot set up a ring says so
+in one line and serves on epoll (issue 15)."""
+import errno
+import os
+import stat
+
+import pytest
+
+import helpers
+from helpers import ServerError, stats, target
+
+pytestmark = pytest.mark.skipif(target() == "memcached", reason="nodelay's own backends")
+
+NORING = os.path.join(os.path.dirname(__file__), "noring.py")
+UNAVAILABLE = "io_uring unavailable"
+
+
+def backend(srv):
+    c = srv.connect()
+    try:
+        return stats(c)["libevent"], stats(c, "nodelay")["event_backend"]
+    finally:
+        c.close()
+
+
+def serves(srv):
+    c = srv.connect()
+    assert c.call("set eb 0 0 5\r\nhello") == b"STORED\r\n"
+    assert c.call("get eb", until=b"END\r\n") == b"VALUE eb 0 5\r\nhello\r\nEND\r\n"
+    c.close()
+
+
+def refused_wrapper(tmp_path, server_bin, err):
+    """A launcher that runs the server with io_uring_setup refused (-err)."""
+    path = tmp_path / f"noring-{err}.sh"
+    path.write_text(f'#!/bin/sh\nexec /usr/bin/python3 {NORING} {err} {server_bin} "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_default_backend(start_server):
+    """io_uring unless the run asked for epoll or the kernel refuses rings
+    (then the one line says why)."""
+    srv = start_server()
+    libevent, nodelay_stat = backend(srv)
+    assert libevent == nodelay_stat
+    if "io_uring=off" in " ".join(helpers.EXTRA_ARGS):
+        assert libevent == "epoll"
+    elif UNAVAILABLE in srv.stderr():
+        assert libevent == "epoll"
+    else:
+        assert libevent == "io_uring"
+    serves(srv)
+
+
+def test_io_uring_off_is_epoll(start_server):
+    srv = start_server("-o", "io_uring=off")
+    assert backend(srv) == ("epoll", "epoll")
+    assert UNAVAILABLE not in srv.stderr()
+    serves(srv)
+
+
+@pytest.mark.parametrize("err", [errno.ENOSYS, errno.EPERM])
+def test_ring_refused_falls_back_to_epoll(start_server, server_bin, tmp_path, err):
+    """Ring creation fails for real (a seccomp filter, as container
+    runtimes' default policies, refuses io_uring_setup): one line, then
+    the server runs on epoll."""
+    srv = start_server("-o", "io_uring=on", binary=refused_wrapper(tmp_path, server_bin, err))
+    assert backend(srv) == ("epoll", "epoll")
+    serves(srv)
+    lines = [l for l in srv.stderr().splitlines() if UNAVAILABLE in l]
+    assert len(lines) == 1, srv.stderr()
+    assert lines[0].startswith("nodelay: io_uring unavailable (")
+    assert lines[0].endswith("), using epoll")
+    if "not built with liburing" not in lines[0]:
+        assert os.strerror(err) in lines[0]
+
+
+def test_bad_value_refused(start_server):
+    with pytest.raises(ServerError):
+        start_server("-o", "io_uring=maybe")
