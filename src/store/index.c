@@ -526,6 +526,15 @@ void index_table_release(struct index_table *t)
     table_free(t);
 }
 
+void index_wipe(struct index *ix)
+{
+    struct index_table *c = ix->cur;
+    size_t len = (c->mask + 1) * 64;
+    /* Pages given back read as zeros again, without writing them. */
+    if (madvise(c->b, len, MADV_DONTNEED) != 0)
+        memset(c->b, 0, len);
+}
+
 unsigned index_bucket_bits(struct index *ix)
 {
     return ix->cur->power;

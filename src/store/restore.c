@@ -51,52 +51,23 @@ void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
     }
 }
 
-struct restore_verify {
-    struct store *s;
-    uint32_t first, step;
-    bool ok;
-};
-
-static void *restore_verify_thread(void *arg)
-{
-    struct restore_verify *v = arg;
-    struct store *s = v->s;
-    struct persist *pm = s->pm;
-    v->ok = true;
-    for (uint32_t i = v->first; i < pm->nsegs && v->ok; i += v->step) {
-        struct pm_seg *ps = pm_seg(pm, i);
-        if (!ps->seq)
-            continue;
-        if (!restore_seg_sane(s, ps) || (ps->flags & PM_SEG_COMPACTING) ||
-            XXH3_64bits(pm_seg_data(pm, s, i), ps->write_off) != ps->sum)
-            v->ok = false;
-    }
-    return NULL;
-}
-
-/* After a graceful stop every checksum must hold, or nothing is used. */
-static bool restore_verify_clean(struct store *s)
-{
-    struct persist *pm = s->pm;
-    if (pm->hdr->stop_sum != persist_stop_sum(pm))
-        return false;
-    struct restore_verify v[RESTORE_THREADS];
-    uint32_t t = restore_nthreads(pm->nsegs);
-    for (uint32_t i = 0; i < t; i++)
-        v[i] = (struct restore_verify){.s = s, .first = i, .step = t};
-    restore_run_split(restore_verify_thread, (char *)v, sizeof(v[0]), t);
-    for (uint32_t i = 0; i < t; i++)
-        if (!v[i].ok)
-            return false;
-    return true;
-}
-
 static void restore_discard(struct persist *pm)
 {
     memset(pm->segs, 0, (size_t)pm->nsegs * sizeof(struct pm_seg));
     memset(pm->journal, 0, PM_JOURNAL_SLOTS * sizeof(struct pm_journal));
     pm->hdr->oldest_live = 0;
     pm->hdr->oldest_cas = 0;
+}
+
+/* A graceful stop's file that fails its checksums: never partly used. */
+static void restore_damaged(struct store *s)
+{
+    struct persist *pm = s->pm;
+    log_error("-e %s: the memory file fails its checksums after a graceful stop (damaged); "
+              "discarding it and starting empty",
+              s->opt.memory_file);
+    restore_discard(pm);
+    pm->start = PM_START_DISCARDED;
 }
 
 /* The item a journal location names, or NULL if it names none. */
@@ -153,6 +124,8 @@ struct restore_run {
     struct store *s;
     rel_time_t now;
     bool verify;        /* crash: check every item's checksum */
+    bool clean;         /* graceful stop: check every segment's checksum */
+    int *damaged;       /* (clean) a segment failed it: all threads stop */
     uint64_t max_cas;
     uint64_t dups;
     uint64_t restored, expired, corrupt;
@@ -161,6 +134,7 @@ struct restore_run {
     bool nomem_logged;
     const uint32_t *ids; /* segments to walk: ids[first], ids[first + step], ... */
     uint32_t n, first, step;
+    uint64_t walk_cpu_us, index_cpu_us; /* CPU time of the two steps */
     size_t last_mc;      /* the class of the last item's size, */
     struct store_cls_of last_cls; /* since neighbours are often alike */
 };
@@ -294,10 +268,32 @@ static int restore_by_seq(const void *a, const void *b, void *arg)
 static void *restore_thread(void *arg)
 {
     struct restore_run *r = arg;
-    for (uint32_t k = r->first; k < r->n; k += r->step)
-        restore_walk(r->s, r, seg_of(r->s, r->ids[k]));
+    struct store *s = r->s;
+    for (uint32_t k = r->first; k < r->n; k += r->step) {
+        struct seg *seg = seg_of(s, r->ids[k]);
+        /* After a graceful stop every segment's checksum must hold, or
+         * nothing is used. Checked just before the walk reads the same
+         * bytes, so that they are read from memory once. */
+        if (r->clean) {
+            if (__atomic_load_n(r->damaged, __ATOMIC_RELAXED))
+                break;
+            if (XXH3_64bits(seg->data, seg->write_off) != pm_seg(s->pm, seg->id)->sum) {
+                __atomic_store_n(r->damaged, 1, __ATOMIC_RELAXED);
+                break;
+            }
+        }
+        restore_walk(s, r, seg);
+    }
     rix_finish(r->rix, r->bin);
     return NULL;
+}
+
+/* CPU time of the process so far, all threads. */
+static uint64_t restore_cpu_us(void)
+{
+    struct timespec c;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+    return (uint64_t)c.tv_sec * 1000000u + (uint64_t)c.tv_nsec / 1000;
 }
 
 /* Walk the segments on up to RESTORE_THREADS threads, each segment one
@@ -309,6 +305,7 @@ static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_
     struct restore_run runs[RESTORE_THREADS];
     struct rix x;
     uint32_t t = restore_nthreads(n);
+    uint64_t started = restore_cpu_us();
     if (rix_init(&x, r->s, t) != 0) {
         log_error("-e %s: out of memory for the restore; starting empty", r->s->opt.memory_file);
         t = 0; /* every segment is left with no live item: freed below */
@@ -331,13 +328,26 @@ static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_
         r->expired += runs[i].expired;
         r->corrupt += runs[i].corrupt;
     }
-    if (t) {
+    if (t && *r->damaged) {
+        /* Nothing is used: the table holds filed words, not buckets, and
+         * every segment goes back to empty. */
+        index_wipe(&r->s->index);
+        for (uint32_t k = 0; k < n; k++)
+            seg_of(r->s, ids[k])->live_items = 0;
+        r->restored = r->expired = r->corrupt = 0;
+    } else if (t) {
+        uint64_t walked = restore_cpu_us();
+        r->walk_cpu_us = walked - started;
         rix_fill(&x, t, restore_drop, r);
-        rix_release(&x);
+        r->index_cpu_us = restore_cpu_us() - walked;
     }
+    if (t)
+        rix_release(&x);
 }
 
-static void restore_segments(struct store *s, struct restore_run *r)
+/* Rebuild the segment lists and the index from the file; false (and
+ * nothing restored) when a graceful stop's file fails its checks. */
+static bool restore_segments(struct store *s, struct restore_run *r)
 {
     struct persist *pm = s->pm;
     uint32_t *ids = malloc((size_t)pm->nsegs * sizeof(*ids));
@@ -346,6 +356,10 @@ static void restore_segments(struct store *s, struct restore_run *r)
         struct pm_seg *ps = pm_seg(pm, i);
         if (!ps->seq)
             continue;
+        if (r->clean && (!restore_seg_sane(s, ps) || (ps->flags & PM_SEG_COMPACTING))) {
+            free(ids); /* nothing is changed yet */
+            return false;
+        }
         if (!restore_seg_sane(s, ps) || !ids) {
             pm->discarded_corrupt++;
             ps->seq = 0;
@@ -416,6 +430,7 @@ static void restore_segments(struct store *s, struct restore_run *r)
         to->n++;
     }
     free(ids);
+    return !*r->damaged;
 }
 
 void persist_restore(struct store *s)
@@ -423,23 +438,14 @@ void persist_restore(struct store *s)
     struct persist *pm = s->pm;
     struct pm_hdr *h = pm->hdr;
     struct timespec t0, t1, c0, c1;
+    uint64_t walk_us = 0, index_us = 0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     bool restore = pm->start == PM_START_CLEAN || pm->start == PM_START_CRASH;
-    /* The file's pages are mapped as the threads below first read them
-     * (the kernel maps a fault's neighbours too): populating them all
-     * first, on one thread, cost more. */
-    bool sums_ok = pm->start != PM_START_CLEAN || restore_verify_clean(s);
-    struct timespec tv;
-    clock_gettime(CLOCK_MONOTONIC, &tv);
-    uint64_t verify_us = (uint64_t)(tv.tv_sec - t0.tv_sec) * 1000000u +
-                         (uint64_t)((tv.tv_nsec - t0.tv_nsec) / 1000);
-    if (!sums_ok) {
-        log_error("-e %s: the memory file fails its checksums after a graceful stop (damaged); "
-                  "discarding it and starting empty",
-                  s->opt.memory_file);
-        restore_discard(pm);
-        pm->start = PM_START_DISCARDED;
+    /* After a graceful stop the run state and segment table must match
+     * their checksum (each segment's own is checked by the walk). */
+    if (pm->start == PM_START_CLEAN && h->stop_sum != persist_stop_sum(pm)) {
+        restore_damaged(s);
         restore = false;
     }
     /* From here on the file is this run's: a kill even during the restore
@@ -461,11 +467,22 @@ void persist_restore(struct store *s)
         clock_resume((time_t)h->epoch, (rel_time_t)rel);
         s->oldest_live = h->oldest_live;
         s->oldest_cas = h->oldest_cas;
+        int damaged = 0;
         struct restore_run r = {.s = s, .now = clock_now(),
-                                .verify = pm->start == PM_START_CRASH};
+                                .verify = pm->start == PM_START_CRASH,
+                                .clean = pm->start == PM_START_CLEAN,
+                                .damaged = &damaged};
         if (pm->start == PM_START_CRASH)
             restore_journal(s);
-        restore_segments(s, &r);
+        if (!restore_segments(s, &r)) {
+            restore_damaged(s);
+            clock_setup(); /* a cold start's clock, as if the file were never read */
+            s->oldest_live = 0;
+            s->oldest_cas = 0;
+            restore = false;
+        }
+        walk_us = r.walk_cpu_us;
+        index_us = r.index_cpu_us;
         pm->restored_items = r.restored;
         pm->discarded_expired = r.expired;
         pm->discarded_corrupt += r.corrupt;
@@ -474,8 +491,10 @@ void persist_restore(struct store *s)
             next = h->cas_ceiling;
         if (h->oldest_cas > next)
             next = h->oldest_cas;
-        s->cas_next = next;
-        persist_cas(s, next);
+        if (restore) {
+            s->cas_next = next;
+            persist_cas(s, next);
+        }
     } else {
         restore_discard(pm);
     }
@@ -490,12 +509,13 @@ void persist_restore(struct store *s)
     pm->restore_us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u +
                      (uint64_t)((t1.tv_nsec - t0.tv_nsec) / 1000);
     if (restore)
-        log_info("-e %s: restored %llu items after a %s in %llu ms (%llu ms of CPU; checksums %llu ms; "
-                 "%llu expired or flushed, %llu damaged, dropped)",
+        log_info("-e %s: restored %llu items after a %s in %llu ms (%llu ms of CPU: walk %llu, "
+                 "index %llu; %llu expired or flushed, %llu damaged, dropped)",
                  s->opt.memory_file, (unsigned long long)pm->restored_items,
                  pm->start == PM_START_CLEAN ? "graceful stop" : "crash",
                  (unsigned long long)(pm->restore_us / 1000),
-                 (unsigned long long)(cpu_us / 1000), (unsigned long long)(verify_us / 1000),
+                 (unsigned long long)(cpu_us / 1000), (unsigned long long)(walk_us / 1000),
+                 (unsigned long long)(index_us / 1000),
                  (unsigned long long)pm->discarded_expired,
                  (unsigned long long)pm->discarded_corrupt);
 }

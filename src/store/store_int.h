@@ -202,6 +202,9 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
  * index_table_release. NULL when out of memory or not empty. */
 struct index_table *index_swap_table(struct index *ix, unsigned level);
 void index_table_release(struct index_table *t);
+/* Empty every bucket of an index that holds no item (its memory held
+ * something else). */
+void index_wipe(struct index *ix);
 /* log2 of the current table's bucket count. */
 unsigned index_bucket_bits(struct index *ix);
 /* The primary bucket of hash h in the current table (no lock, no growth). */

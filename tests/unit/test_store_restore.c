@@ -9,7 +9,9 @@
  *  - the index build (restore_index.c): every item comes back when the
  *    header's item count, which sizes the table, is far short (the keys'
  *    buckets found again) or short enough that parts spill; two copies of
- *    one key (W5) come back as one, and the other stays dead.
+ *    one key (W5) come back as one, and the other stays dead;
+ *  - after a graceful stop, damage in the last segment walked discards
+ *    everything, even what earlier segments had filed.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -295,6 +297,55 @@ static void test_two_copies_of_a_key_come_back_as_one(void **state)
     expect("other", "x");
 }
 
+static void test_damage_late_in_a_clean_file_discards_all(void **state)
+{
+    (void)state;
+    struct tstore t;
+    unlink(path);
+    open_pm_mb(&t, 16);
+    char k[32], v[32], buf[64];
+    for (int i = 0; i < 190000; i++) {
+        snprintf(k, sizeof(k), "key:%d", i);
+        snprintf(v, sizeof(v), "v%d", i);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    tstore_close(&t);
+    size_t len;
+    char *img = load(&len);
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    struct pm_seg *ps = (struct pm_seg *)(img + 4096);
+    uint32_t last = 0, used = 0;
+    for (uint32_t i = 0; i < h->nsegs; i++)
+        if (ps[i].seq) {
+            used++;
+            if (ps[i].seq > ps[last].seq || !ps[last].seq)
+                last = i;
+        }
+    assert_true(used >= 3);
+    img[h->data_off + (size_t)last * h->seg_size + ps[last].write_off / 2] ^= 0x20;
+    int fd = open(path, O_WRONLY); /* as it is: still marked clean */
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, img, len, 0), (ssize_t)len);
+    close(fd);
+    free(img);
+
+    open_pm_mb(&t, 16);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.restore_mode, STORE_RESTORE_DISCARDED);
+    assert_int_equal(st.curr_items, 0);
+    assert_int_equal(st.restored_items, 0);
+    assert_int_equal(tget(&t, "key:0", buf, sizeof(buf), NULL), STORE_MISS);
+    for (int i = 0; i < 1000; i++) { /* and the index works as an empty one */
+        snprintf(k, sizeof(k), "new:%d", i);
+        assert_int_equal(tset(&t, k, "n", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    assert_int_equal(tget(&t, "new:999", buf, sizeof(buf), NULL), STORE_OK);
+    store_stats(t.s, &st);
+    assert_int_equal(st.curr_items, 1000);
+    tstore_close(&t);
+}
+
 int main(void)
 {
     snprintf(path, sizeof(path), "/dev/shm/nodelay-unit-restore-%d", (int)getpid());
@@ -305,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_count_far_short_rebuckets_every_key),
         cmocka_unit_test(test_count_short_spills_and_restores_all),
         cmocka_unit_test(test_two_copies_of_a_key_come_back_as_one),
+        cmocka_unit_test(test_damage_late_in_a_clean_file_discards_all),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(path);
