@@ -26,6 +26,9 @@
 #   procps               ps and pgrep, for the process tests
 #   openssl              the TLS tests make their certificates at test time
 #   prometheus           promtool checks /metrics; its server scrapes it in a test
+#   perl                 prove and Test::More: memcached's own t/*.t
+#                        (scripts/memcached-suite.sh; its source comes from apt)
+#   libio-socket-ssl-perl  memcached's t/ssl_*.t and SSL_TEST=1 (IO::Socket::SSL)
 set -e
 if [ "$(id -u)" != 0 ]; then
     exec sudo "$0" "$@"
@@ -34,7 +37,8 @@ cd "$(dirname "$0")/.."
 ./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
     libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc \
     libsasl2-modules libcache-memcached-fast-perl ruby ruby-dalli nutcracker systemd dpkg-dev debhelper \
-    fakeroot lintian gnuplot-nox linux-perf liburing-dev strace iproute2 procps prometheus openssl
+    fakeroot lintian gnuplot-nox linux-perf liburing-dev strace iproute2 procps prometheus openssl \
+    perl libio-socket-ssl-perl
 # Debian's memcached, nutcracker and prometheus packages may start system
 # services (on 11211, 22121 and 9090); the tests use their own ports, so they are harmless, but
 # stop them to keep the machine quiet.

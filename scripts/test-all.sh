@@ -13,13 +13,15 @@
 #   soak        bench/soak for SOAK_SECONDS on the default backend
 #   layers      no import loop between the folders of src/ (scripts/check-layers.sh;
 #               counts as one test)
+#   suite       memcached's own t/*.t (Debian's source package) against the debug
+#               build (scripts/memcached-suite.sh; each .t file counts as one test)
 #
 # Each stage adds its tests to the totals; the last line is exactly
 # "N passed, N failed" and the exit status is non-zero on any failure. A stage
 # that ran no test (pytest's exit 5, a unit binary with no summary) fails.
 # Logs: build/test-logs/. Knobs: FUZZ_SECONDS (13), SOAK_SECONDS (60), SOAK_KINDS,
 # PYTEST_ARGS (extra pytest arguments), STAGES (space-separated subset of
-# "layers build unit integration fuzz soak").
+# "layers build unit integration suite fuzz soak").
 set -u
 cd "$(dirname "$0")/.."
 
@@ -28,7 +30,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS=${FUZZ_SECONDS:-13} # 20 before the epoll run was added: the budget holds both
 SOAK_SECONDS=${SOAK_SECONDS:-60}
 PYTEST_ARGS=${PYTEST_ARGS:-}
-STAGES=${STAGES:-layers build unit integration fuzz soak}
+STAGES=${STAGES:-layers build unit integration suite fuzz soak}
 LOGS=build/test-logs
 mkdir -p "$LOGS"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -81,7 +83,7 @@ build() { # config event
     fi
 }
 
-if want build || want unit || want integration; then
+if want build || want unit || want integration || want suite; then
     build release epoll
     build debug epoll
     build asan epoll
@@ -190,6 +192,34 @@ if want integration; then
     [ -n "${BUILT[release-poll]:-}" ] && pytest_stage poll build/release-poll/nodelay \
         -m "not slow and not clients"
     [ -n "${BUILT[tsan-epoll]:-}" ] && pytest_stage tsan build/tsan-epoll/nodelay -m concurrency
+fi
+
+# ---- memcached's own tests ---------------------------------------------------------
+# Skips (exit 77) when Debian's source package cannot be fetched, e.g. offline;
+# CI has Debian's registry, so there a skip is a failure.
+if want suite; then
+    if [ -n "${BUILT[debug-epoll]:-}" ]; then
+        note "memcached's t/*.t (scripts/memcached-suite.sh)"
+        timeout 900 bash scripts/memcached-suite.sh >"$LOGS/memcached-suite.log" 2>&1
+        rc=$?
+        grep -E '^(ok|FAIL) |SKIP' "$LOGS/memcached-suite.log" | sed 's/^/   /'
+        line=$(tail -1 "$LOGS/memcached-suite.log")
+        p=$(sed -n 's/^memcached-suite: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")
+        f=$(sed -n 's/^memcached-suite: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' <<<"$line")
+        if [ $rc -eq 77 ] && [ -z "${CI:-}" ]; then
+            echo "   skipped (not counted): $line"
+        elif [ $rc -ne 0 ] || [ -z "$p" ] || [ "$p" -eq 0 ]; then
+            PASSED=$((PASSED + ${p:-0}))
+            n=${f:-1}
+            n=$((n > 0 ? n : 1))
+            FAILED=$((FAILED + n - 1))
+            fail "memcached-suite: $n failed (see $LOGS/memcached-suite.log)"
+        else
+            pass suite "$p"
+        fi
+    else
+        note "memcached's t/*.t: no debug build, not run"
+    fi
 fi
 
 # ---- fuzzers ------------------------------------------------------------------

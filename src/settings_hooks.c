@@ -335,18 +335,24 @@ int settings_parse_SLAB_SIZES(struct settings_parse_ctx *c, const struct setting
     return 0;
 }
 
-/* memcached 1.4's defaults. */
+/* memcached 1.4's defaults: every field 1.6.45's NO_MODERN case sets, the
+ * same way (maxconns_fast and slab_chunk_max were missing here once, and
+ * `stats` then kept rejected_connections). A slab_chunk_max given before it
+ * stays; one given after it wins, as there. */
 int settings_parse_NO_MODERN(struct settings_parse_ctx *c, const struct settings_row *r,
                              const char *name, const char *val)
 {
     (void)r, (void)name, (void)val;
     struct settings *s = c->s;
+    if (!c->chunk_max_given)
+        s->slab_chunk_max = SETTINGS_SLAB_PAGE;
     s->slab_reassign = false;
     SETTINGS_SET(s, slab_automove, 0);
+    s->maxconns_fast = false;
+    SETTINGS_SET(s, lru_segmented, false);
     s->hash_algorithm = "jenkins";
     SETTINGS_SET(s, lru_crawler, false);
     s->lru_maintainer_thread = false;
-    SETTINGS_SET(s, lru_segmented, false);
     return 0;
 }
 

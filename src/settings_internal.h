@@ -24,6 +24,10 @@ enum settings_type {
 
 struct settings_row;
 
+/* memcached's slab_page_size: what -o no_modern sets slab_chunk_max to, and
+ * the -I above which items are chunked (slab_chunk_max half of it). */
+#define SETTINGS_SLAB_PAGE (1 << 20)
+
 /* What one parse of a command line (or config file) knows beyond the
  * settings: which flags were given explicitly, where messages go. */
 struct settings_parse_ctx {

@@ -159,10 +159,12 @@ static int settings_check(struct settings_parse_ctx *c)
             SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
                  "-I (item_size_max: %zu) must be evenly divisible by slab_chunk_max (bytes: %d)\n",
                  s->item_size_max, s->slab_chunk_max);
-    } else if ((size_t)s->slab_chunk_max > s->item_size_max / 2) {
-        s->slab_chunk_max = (int)(s->item_size_max / 2);
-    } else if (s->item_size_max > (1u << 20)) {
-        s->slab_chunk_max = (int)(s->item_size_max / 2);
+    } else if (s->item_size_max > SETTINGS_SLAB_PAGE) {
+        /* memcached: items above a page are chunked, half a page each */
+        s->slab_chunk_max = SETTINGS_SLAB_PAGE / 2;
+    } else if ((size_t)s->slab_chunk_max > s->item_size_max) {
+        /* memcached refuses -I below slab_chunk_max; nodelay lowers it */
+        s->slab_chunk_max = (int)s->item_size_max;
     }
     if (SETTINGS_GET(s, hot_lru_pct) + SETTINGS_GET(s, warm_lru_pct) > 80)
         SETTINGS_FAIL(c, SETTINGS_EX_USAGE,

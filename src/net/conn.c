@@ -52,17 +52,25 @@ static size_t conn_client_bound(const struct settings *set)
     return half > ((size_t)32 << 20) ? half : (size_t)32 << 20;
 }
 
-/* How much this connection may owe before its requests pause: up to the
- * soft limit while all clients together owe less than the bound, down to
- * the floor as they reach it, so those owing most stop being read and the
- * total stays within the bound plus one floor per connection. */
+/* How much this connection may owe before its requests pause. Half of the
+ * bound is shared out: each connection may owe its share of that half (at
+ * least the floor) whatever the others do, so clients that read keep being
+ * served while others hoard. The other half is first come: a connection may
+ * owe past its share only while all clients together owe less than half the
+ * bound. So those that owe most (clients that stopped reading) are the ones
+ * held back, and all together stay within the bound, plus a floor and one
+ * reply per connection. */
 static size_t conn_allowance(struct conn *c)
 {
     struct core *core = c->env->core;
+    size_t half = conn_client_bound(core->settings) / 2;
     size_t used = c->env->client_bytes(core);
-    size_t bound = conn_client_bound(core->settings);
-    size_t room = bound > used ? bound - used : 0;
+    int conns = __atomic_load_n(&core->curr_conns, __ATOMIC_RELAXED);
+    size_t share = half / (size_t)(conns > 1 ? conns : 1);
+    size_t room = half > used ? half - used : 0;
     size_t allow = reply_pending(&c->sess.reply) + room;
+    if (allow < share)
+        allow = share;
     if (allow > CONN_REPLY_SOFT_LIMIT)
         allow = CONN_REPLY_SOFT_LIMIT;
     if (allow < CONN_REPLY_FLOOR)
@@ -405,6 +413,21 @@ static bool conn_tls_input(const struct conn *c)
     return c->tls && (c->interest & EVENT_READ) && tls_conn_has_input(c->tls);
 }
 
+/* The reason conn_close reports for a close the session or the server asked
+ * for (NULL: the client's own). */
+static const char *conn_close_why(const struct conn *c)
+{
+    switch (c->sess.close_why) {
+    case SESSION_CLOSE_NORMAL:
+        return NULL;
+    case SESSION_CLOSE_SHUTDOWN:
+        return "server stopping";
+    case SESSION_CLOSE_ERROR:
+        break;
+    }
+    return "protocol error";
+}
+
 /* After a flush: close if asked and done, else set what to wait for. */
 static void conn_settle(struct conn *c)
 {
@@ -421,7 +444,7 @@ static void conn_settle(struct conn *c)
             return;
     }
     if (c->closing && reply_pending(&c->sess.reply) == 0) {
-        conn_close(c, NULL);
+        conn_close(c, conn_close_why(c));
         return;
     }
     conn_update_interest(c);
@@ -657,6 +680,7 @@ void conn_stop_reading(struct conn *c)
     if (c->dead || c->closing)
         return;
     c->closing = true;
+    c->sess.close_why = SESSION_CLOSE_SHUTDOWN;
     conn_update_interest(c);
 }
 

@@ -20,9 +20,19 @@
 /* A connection may owe at most this much before its requests pause (a long
  * multiget or dump then resumes as the socket drains)... */
 #define CONN_REPLY_SOFT_LIMIT (4u * 1024 * 1024)
-/* ...and, while all clients together owe more than the client memory bound,
- * at most this much: the connections owing most stop being read. */
+/* ...and, once all clients together owe half the client memory bound, its
+ * share of the other half, never less than this (conn_allowance). */
 #define CONN_REPLY_FLOOR (16u * 1024)
+/* Reply bytes the kernel may hold unsent per TCP connection
+ * (TCP_NOTSENT_LOWAT). Without a limit each client that stops reading holds
+ * 4 MiB of kernel memory (tcp_wmem's maximum); a few hundred of them push
+ * the host's TCP into memory pressure (tcp_mem), where the kernel drops and
+ * shrinks the windows of every connection, honest ones included: requests
+ * then wait 40 ms and more. A reader that keeps up never has a backlog, so
+ * it loses nothing; one that lags is refilled as the backlog halves. */
+#ifndef CONN_KERNEL_UNSENT
+#define CONN_KERNEL_UNSENT (128 * 1024)
+#endif
 /* Bytes written per wake-up before other connections get their turn. */
 #define CONN_FLUSH_BUDGET (2u * 1024 * 1024)
 /* Cut off a client that takes none of its replies for this long. */

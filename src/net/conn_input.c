@@ -86,8 +86,12 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s)
         conn_input_release(in);
 
     unsigned act = 0;
-    if (st == PROTO_CLOSE || (in->eof && !in->again))
+    if (st == PROTO_CLOSE)
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
+    if (in->eof && !in->again) {
+        s->close_why = SESSION_CLOSE_NORMAL;
+        return CONN_IN_CLOSE | CONN_IN_FLUSH;
+    }
     /* After a yield or pause the buffered bytes are complete requests, not a
      * wait for more. */
     if ((in->len > 0 && !in->again) || s->sink_len > 0)
@@ -125,14 +129,20 @@ unsigned conn_input_eof(struct conn_input *in, struct session *s)
     /* A half-closed client still reads: answer what it sent in full (an
      * incomplete last request is dropped), then close. */
     in->eof = true;
-    if (!in->again)
+    if (!in->again) {
+        s->close_why = SESSION_CLOSE_NORMAL;
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
+    }
     return conn_input_run(in, s);
 }
 
 unsigned conn_input_resume(struct conn_input *in, struct session *s)
 {
-    if (!in->again)
-        return in->eof ? CONN_IN_CLOSE | CONN_IN_FLUSH : 0;
+    if (!in->again) {
+        if (!in->eof)
+            return 0;
+        s->close_why = SESSION_CLOSE_NORMAL;
+        return CONN_IN_CLOSE | CONN_IN_FLUSH;
+    }
     return conn_input_run(in, s);
 }

@@ -33,6 +33,17 @@ int sockopt_quickack(int fd)
 #endif
 }
 
+int sockopt_notsent_lowat(int fd, int bytes)
+{
+#ifdef TCP_NOTSENT_LOWAT
+    return sockopt_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, bytes);
+#else
+    (void)fd;
+    (void)bytes;
+    return 0;
+#endif
+}
+
 int sockopt_reuseaddr(int fd)
 {
     return sockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);

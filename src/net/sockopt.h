@@ -12,6 +12,12 @@ int sockopt_nodelay(int fd);
  * while we wait for the rest of its request. Linux only; elsewhere a no-op
  * that returns 0. Linux clears it again by itself, so it is set per read. */
 int sockopt_quickack(int fd);
+/* Keep at most about `bytes` written but not yet sent in the kernel's send
+ * queue: a writev past it is partial and the socket is writable again once
+ * the backlog is under half of it. Without it a client that stops reading
+ * holds the send buffer's whole autotuned size (tcp_wmem's maximum, 4 MiB)
+ * of kernel memory. Where the option does not exist, a no-op returning 0. */
+int sockopt_notsent_lowat(int fd, int bytes);
 int sockopt_reuseaddr(int fd);
 int sockopt_v6only(int fd);
 /* Read back TCP_NODELAY (for tests and stats). */

@@ -11,18 +11,30 @@
  *          (not yet reported as written) until its records have all left.
  *
  * So everything produced from one read leaves as one run of records in one
- * write, never a record or a write per reply. Kernel TLS would need OpenSSL
- * to own the socket for writing (one sendmsg per record): not used. */
+ * write, never a record or a write per reply.
+ *
+ * Kernel TLS (-o ssl_kernel_tls, when the kernel has the "tls" ULP): the
+ * handshake runs as above; when OpenSSL hands its send keys to the write
+ * BIO (tls_out_ctrl), ours gives them to the socket (TLS_TX), and from then
+ * on the reply queue's iovecs go to writev(2) as plaintext: one writev per
+ * read still, the kernel building the records, large values leaving from
+ * item memory as in plaintext. OpenSSL's own kTLS would write one record
+ * per sendmsg. Receiving stays in user space. */
 #include "net/tls.h"
 
 #include <errno.h>
+#include <linux/tls.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -35,8 +47,18 @@
 #define TLS_WRITE_MAX (256u * 1024)
 /* The largest TLS record's plaintext. */
 #define TLS_RECORD_MAX 16384u
+/* What a record adds to its plaintext, at most for the AEAD ciphers (TLS
+ * 1.2 GCM: 5 header + 8 nonce + 16 tag); others make the buffer grow. */
+#define TLS_RECORD_OVERHEAD 32u
 /* An empty out buffer larger than this is given back (idle connections). */
 #define TLS_OUT_KEEP (32u * 1024)
+/* What libssl asks of its write BIO for kernel TLS: controls <openssl/bio.h>
+ * reserves as "internal BIO" (72, 74, 75) and BIO_CTRL_GET_KTLS_SEND.
+ * OpenSSL's socket BIO answers them; ours does, so that kTLS needs no
+ * OpenSSL-owned socket. */
+#define TLS_BIO_SET_KTLS 72            /* ptr: the kernel's crypto info, num: sending */
+#define TLS_BIO_SET_KTLS_CTRL_MSG 74   /* num: the record type of the next write */
+#define TLS_BIO_CLEAR_KTLS_CTRL_MSG 75
 
 struct tls_conn {
     SSL *ssl;
@@ -45,6 +67,8 @@ struct tls_conn {
     rel_time_t since; /* accepted at (the handshake timeout) */
     bool ready;       /* handshake done */
     bool failed;      /* a TLS error: no close_notify */
+    bool ktls_tx;     /* the kernel encrypts what is sent (TLS_TX is set) */
+    int ctrl_type;    /* kTLS: record type of OpenSSL's next write, 0 = none */
     char *out;        /* records not yet sent: out[off .. len) */
     size_t off, len, cap;
     size_t owed;      /* plaintext bytes those records carry, reported once sent */
@@ -53,6 +77,7 @@ struct tls_conn {
 static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
 static SSL_CTX *tls_ctx;                 /* new connections' context (tls_lock) */
 static bool tls_on;                      /* set once at start-up, read anywhere */
+static bool tls_ktls;                    /* ssl_kernel_tls and the kernel has it */
 static const struct settings *tls_settings;
 static BIO_METHOD *tls_out_method;
 static _Atomic long long tls_loaded_at;  /* unix time of the last cert load */
@@ -77,9 +102,47 @@ static int tls_out_reserve(struct tls_conn *t, size_t more)
     return 0;
 }
 
+static int tls_send(struct tls_conn *t);
+
+/* Under kTLS, what OpenSSL still writes itself (alerts, session tickets):
+ * plaintext, its record type in a control message, straight to the socket
+ * (nothing of ours is queued by then). Application data never comes here. */
+static int tls_ktls_write(BIO *b, struct tls_conn *t, const char *data, size_t len,
+                          size_t *written)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(unsigned char))];
+        struct cmsghdr align;
+    } cm;
+    memset(&cm, 0, sizeof cm);
+    struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (t->ctrl_type) {
+        m.msg_control = cm.buf;
+        m.msg_controllen = sizeof cm.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_TLS;
+        c->cmsg_type = TLS_SET_RECORD_TYPE;
+        c->cmsg_len = CMSG_LEN(sizeof(unsigned char));
+        *CMSG_DATA(c) = (unsigned char)t->ctrl_type;
+    }
+    BIO_clear_retry_flags(b);
+    ssize_t n = sendmsg(t->fd, &m, MSG_NOSIGNAL);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            BIO_set_retry_write(b);
+        return 0;
+    }
+    t->ctrl_type = 0; /* one control message per record, as OpenSSL's socket BIO */
+    *written = (size_t)n;
+    return 1;
+}
+
 static int tls_out_write(BIO *b, const char *data, size_t len, size_t *written)
 {
     struct tls_conn *t = BIO_get_data(b);
+    if (t->ktls_tx)
+        return tls_ktls_write(b, t, data, len, written);
     if (tls_out_reserve(t, len) < 0)
         return 0;
     memcpy(t->out + t->len, data, len);
@@ -88,10 +151,66 @@ static int tls_out_write(BIO *b, const char *data, size_t len, size_t *written)
     return 1;
 }
 
+/* The kernel's crypto info is as long as its cipher's struct. */
+static size_t tls_ktls_info_len(const struct tls_crypto_info *ci)
+{
+    switch (ci->cipher_type) {
+    case TLS_CIPHER_AES_GCM_128:
+        return sizeof(struct tls12_crypto_info_aes_gcm_128);
+    case TLS_CIPHER_AES_GCM_256:
+        return sizeof(struct tls12_crypto_info_aes_gcm_256);
+    case TLS_CIPHER_AES_CCM_128:
+        return sizeof(struct tls12_crypto_info_aes_ccm_128);
+    case TLS_CIPHER_CHACHA20_POLY1305:
+        return sizeof(struct tls12_crypto_info_chacha20_poly1305);
+    default:
+        return 0;
+    }
+}
+
+/* OpenSSL offers its send keys: give them to the kernel. Refused (OpenSSL
+ * then goes on building records here) while records of ours are still
+ * queued, since the kernel would encrypt whatever is sent after. */
+static int tls_ktls_start(struct tls_conn *t, const struct tls_crypto_info *ci)
+{
+    size_t len = tls_ktls_info_len(ci);
+    if (t->off < t->len || len == 0)
+        return 0;
+    if (setsockopt(t->fd, IPPROTO_TCP, TCP_ULP, "tls", sizeof "tls") < 0 ||
+        setsockopt(t->fd, SOL_TLS, TLS_TX, ci, (socklen_t)len) < 0) {
+        log_verbose("<%d kernel TLS refused (%s): records built in user space", t->fd,
+                    strerror(errno));
+        return 0;
+    }
+    t->ktls_tx = true;
+    log_verbose("<%d kernel TLS: the kernel builds the records sent", t->fd);
+    return 1;
+}
+
 static long tls_out_ctrl(BIO *b, int cmd, long num, void *ptr)
 {
-    (void)b, (void)num, (void)ptr;
-    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+    struct tls_conn *t = BIO_get_data(b);
+    switch (cmd) {
+    case BIO_CTRL_FLUSH:
+        /* libssl flushes before offering kTLS its keys: send what we hold
+         * then, so the offer can be taken. Otherwise records wait for the
+         * one send after the call into OpenSSL. */
+        if (tls_ktls && !t->ktls_tx && t->off < t->len)
+            (void)tls_send(t);
+        return 1;
+    case TLS_BIO_SET_KTLS:
+        return num != 0 && tls_ktls && tls_ktls_start(t, ptr);
+    case BIO_CTRL_GET_KTLS_SEND:
+        return t->ktls_tx;
+    case TLS_BIO_SET_KTLS_CTRL_MSG:
+        t->ctrl_type = (int)num;
+        return 1;
+    case TLS_BIO_CLEAR_KTLS_CTRL_MSG:
+        t->ctrl_type = 0;
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 /* Send what the out buffer holds: 1 all sent, 0 some left (EAGAIN), -1 on
@@ -175,6 +294,8 @@ static SSL_CTX *tls_ctx_build(const struct settings *s, char *msg, size_t n)
      * client closing without close_notify is an end of input, not an error. */
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF |
                                  SSL_OP_NO_COMPRESSION);
+    if (tls_ktls)
+        SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
     /* One read(2) takes every record the kernel holds; idle connections give
      * their record buffers back. */
     SSL_CTX_set_read_ahead(ctx, 1);
@@ -219,8 +340,41 @@ fail:
     return NULL;
 }
 
+/* Can this kernel take TLS keys? Attach the "tls" ULP to a loopback
+ * connection (the ULP needs an established socket): 0, or an errno. */
+static int tls_ktls_probe(void)
+{
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int a = -1, e = 0;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 1) < 0 ||
+        getsockname(l, (struct sockaddr *)&sa, &sl) < 0 ||
+        connect(c, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        (a = accept(l, NULL, NULL)) < 0 ||
+        setsockopt(a, IPPROTO_TCP, TCP_ULP, "tls", sizeof "tls") < 0)
+        e = errno ? errno : EINVAL;
+    if (a >= 0)
+        close(a);
+    if (c >= 0)
+        close(c);
+    if (l >= 0)
+        close(l);
+    return e;
+}
+
 int tls_setup(const struct settings *s, FILE *err)
 {
+    if (s->ssl_kernel_tls) {
+        int e = tls_ktls_probe();
+        tls_ktls = e == 0;
+        if (tls_ktls)
+            log_info("ssl_kernel_tls: the kernel builds the records sent, for ciphers it has");
+        else
+            log_info("ssl_kernel_tls: no kernel TLS here (TCP_ULP \"tls\": %s); records are built "
+                     "in user space", strerror(e));
+    }
     if (!tls_out_method) {
         tls_out_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "nodelay-out");
         if (!tls_out_method || !BIO_meth_set_write_ex(tls_out_method, tls_out_write) ||
@@ -251,6 +405,7 @@ void tls_teardown(void)
     SSL_CTX_free(tls_ctx);
     tls_ctx = NULL;
     tls_on = false;
+    tls_ktls = false;
     pthread_mutex_unlock(&tls_lock);
     BIO_meth_free(tls_out_method);
     tls_out_method = NULL;
@@ -395,6 +550,15 @@ ssize_t tls_conn_read(struct tls_conn *t, void *buf, size_t n)
         ERR_clear_error();
         errno = 0;
         int r = SSL_read_ex(t->ssl, (char *)buf + total, n - total, &got);
+        if (r == 1 && t->ktls_tx && SSL_get_key_update_type(t->ssl) != SSL_KEY_UPDATE_NONE) {
+            /* The peer wants our send keys changed before our next data,
+             * and OpenSSL 3.0 cannot hand new ones to the kernel. */
+            STAT_INC(t->st, ssl_proto_errors);
+            log_verbose("<%d TLS key update asked for under kernel TLS: closed", t->fd);
+            t->failed = true;
+            errno = EPROTO;
+            return -1;
+        }
         if (r == 1) {
             total += got;
             if (!SSL_has_pending(t->ssl))
@@ -446,6 +610,16 @@ ssize_t tls_conn_writev(struct tls_conn *t, const struct iovec *iov, int n)
         errno = t->failed ? EPROTO : EAGAIN;
         return -1;
     }
+    if (t->ktls_tx)
+        return writev(t->fd, iov, n); /* the plaintext path: the kernel encrypts */
+    /* Room for all the records at once (a 100 KiB value would otherwise
+     * grow the buffer by doubling, copying it five times). */
+    size_t plain = 0;
+    for (int i = 0; i < n && plain < TLS_WRITE_MAX; i++)
+        plain += iov[i].iov_len;
+    plain = plain < TLS_WRITE_MAX ? plain : TLS_WRITE_MAX;
+    if (tls_out_reserve(t, plain + (plain / tls_chunk + 1) * TLS_RECORD_OVERHEAD) < 0)
+        goto fail;
     static __thread char stage[TLS_RECORD_MAX];
     size_t staged = 0, used = 0;
     for (int i = 0; i < n && used < TLS_WRITE_MAX; i++) {

@@ -1,7 +1,9 @@
 /* TLS (-Z), with OpenSSL: the server context built from the ssl_* settings,
  * and per connection a TLS session whose records are collected in memory and
  * leave in ONE send per flush, so the no-delay rule (everything answered from
- * one read leaves in one write) holds under TLS as in plaintext.
+ * one read leaves in one write) holds under TLS as in plaintext. With
+ * -o ssl_kernel_tls, where the kernel has TLS, the kernel builds the records
+ * sent after the handshake and a flush is one writev of plaintext.
  *
  * The connection calls tls_conn_read/tls_conn_writev where it would call
  * read/writev; they keep the same contract (-1 with errno EAGAIN when the

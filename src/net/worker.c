@@ -198,6 +198,8 @@ static void worker_accept(struct worker *w, struct listener *l)
             STAT_INC(&w->stats, nodelay_failures);
             log_info("<%d setsockopt(TCP_NODELAY): %s", fd, strerror(errno));
         }
+        if (l->tcp && sockopt_notsent_lowat(fd, CONN_KERNEL_UNSENT) < 0)
+            log_verbose("<%d setsockopt(TCP_NOTSENT_LOWAT): %s", fd, strerror(errno));
         char addr[128];
         if (l->tcp) {
             listener_format_addr((struct sockaddr *)&ss, "tcp", NULL, addr, sizeof addr);

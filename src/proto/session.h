@@ -20,6 +20,15 @@ struct settings;
 struct event_loop;
 struct watcher;
 
+/* Why a connection closes, as memcached's close_reason (watch's conn_close
+ * reason=): an error unless the client quit or hung up, or the server is
+ * stopping. */
+enum session_close {
+    SESSION_CLOSE_ERROR, /* a PROTO_CLOSE that is not one of the below */
+    SESSION_CLOSE_NORMAL, /* quit, or the client's end of stream */
+    SESSION_CLOSE_SHUTDOWN,
+};
+
 enum proto_kind {
     PROTO_KIND_NEGOTIATING, /* -B auto: the first byte decides */
     PROTO_KIND_TEXT,        /* classic text and meta */
@@ -49,6 +58,7 @@ struct session {
     struct auth_guard auth; /* failed attempts (session_set_peer) */
     bool datagram;          /* serves one UDP datagram: no connection behind it */
     struct watcher *watcher; /* after `watch`: input is ignored, the stream is sent */
+    enum session_close close_why; /* read when the connection closes */
 
     /* Direct read target, see proto_sink_filled(). */
     char *sink;

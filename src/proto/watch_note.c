@@ -17,7 +17,11 @@ void watch_note_get(const struct session *s, const char *key, size_t nkey, enum 
     if (found)
         watch_item_get(key, nkey, WATCH_GET_FOUND, it->class_id, s->cfd, it->nvalue);
     else
-        watch_item_get(key, nkey, WATCH_GET_NOT_FOUND, 0, s->cfd, 0);
+        watch_item_get(key, nkey,
+                       !it || it->miss == STORE_MISS_ABSENT ? WATCH_GET_NOT_FOUND
+                       : it->miss == STORE_MISS_EXPIRED     ? WATCH_GET_EXPIRED
+                                                            : WATCH_GET_FLUSHED,
+                       0, s->cfd, 0);
 }
 
 void watch_peek(const struct session *s, const char *key, size_t nkey, struct watch_seen *seen)

@@ -1,99 +1,107 @@
 #include "stats/stats_output.h"
+#include "stats/stats_table.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Each group's rows go to the emitter; an error only stops the caller. */
-#define U(name, v) rc |= stats_emit_u64(out, name, (uint64_t)(v))
+/* What a class's segments would hold were they slab pages: as many of its
+ * chunk size as a segment holds, on every segment holding one of its live
+ * items (the PAGE rows of STATS_SLABS). */
+struct stats_class_pages {
+    uint64_t per_page, total, free;
+};
 
-/* "items:<class>:<field>" / "<class>:<field>" */
-static int emit_cls(const struct stats_emit *out, const char *pre, unsigned k, const char *field,
-                    uint64_t v)
+enum stats_cls_src { STATS_CLS_SRC_CLS, STATS_CLS_SRC_PAGE, STATS_CLS_SRC_CONST };
+
+struct stats_cls_row {
+    const char *name;
+    enum stats_cls_src src;
+    size_t offset, size; /* of the field in its struct, unless CONST */
+    uint64_t value;      /* CONST */
+};
+
+#define STATS_CLS_OF_CLS struct store_class_stats
+#define STATS_CLS_OF_PAGE struct stats_class_pages
+#define STATS_CLS_SIZE_CLS(f) sizeof(((STATS_CLS_OF_CLS *)0)->f)
+#define STATS_CLS_SIZE_PAGE(f) sizeof(((STATS_CLS_OF_PAGE *)0)->f)
+#define STATS_CLS_SIZE_CONST(v) 8
+#define STATS_CLS_OFF_CLS(f) offsetof(STATS_CLS_OF_CLS, f), STATS_CLS_SIZE_CLS(f), 0
+#define STATS_CLS_OFF_PAGE(f) offsetof(STATS_CLS_OF_PAGE, f), STATS_CLS_SIZE_PAGE(f), 0
+#define STATS_CLS_OFF_CONST(v) 0, 0, (v)
+#define STATS_CLS_ROW(name, src, field) {#name, STATS_CLS_SRC_##src, STATS_CLS_OFF_##src(field)},
+
+static const struct stats_cls_row stats_items_list[] = {STATS_ITEMS(STATS_CLS_ROW)};
+static const struct stats_cls_row stats_slabs_list[] = {STATS_SLABS(STATS_CLS_ROW)};
+#undef STATS_CLS_ROW
+
+/* Fields are read as 4 or 8 bytes: checked at build time. */
+#define STATS_CLS_CHECK(name, src, field)                                                          \
+    _Static_assert(STATS_CLS_SIZE_##src(field) == 4 || STATS_CLS_SIZE_##src(field) == 8,           \
+                   #name " is read as 4 or 8 bytes");
+STATS_ITEMS(STATS_CLS_CHECK)
+STATS_SLABS(STATS_CLS_CHECK)
+#undef STATS_CLS_CHECK
+
+static uint64_t stats_cls_value(const struct stats_cls_row *r, const struct store_class_stats *c,
+                                const struct stats_class_pages *pg)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%s%u:%s", pre, k, field);
-    return stats_emit_u64(out, name, v);
+    if (r->src == STATS_CLS_SRC_CONST)
+        return r->value;
+    const char *p = (const char *)(r->src == STATS_CLS_SRC_CLS ? (const void *)c : pg) + r->offset;
+    if (r->size == 4) {
+        uint32_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
-/* One block per class holding a live item, memcached's field order. Counts
- * kept per class are real; LRU-segment and per-class hit counts are not
- * kept (a read touches no class counter) and read 0 (docs/store.md). */
+/* Every class holding a live item, each row as "<pre><class>:<name>".
+ * Returns the classes shown, or -1 when the emitter failed. */
+static long stats_cls_emit(const struct stats_cls_row *rows, size_t n, const char *pre,
+                           const struct stats_snapshot *s, const struct stats_emit *out)
+{
+    int rc = 0;
+    long shown = 0;
+    for (unsigned k = 1; k <= s->nclasses; k++) {
+        const struct store_class_stats *c = &s->cls[k];
+        if (c->number == 0)
+            continue;
+        shown++;
+        struct stats_class_pages pg;
+        pg.per_page = c->chunk_size ? s->store.seg_size / c->chunk_size : 0;
+        if (pg.per_page == 0)
+            pg.per_page = 1;
+        pg.total = pg.per_page * c->pages;
+        pg.free = pg.total > c->number ? pg.total - c->number : 0;
+        for (size_t i = 0; i < n; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s%u:%s", pre, k, rows[i].name);
+            rc |= stats_emit_u64(out, name, stats_cls_value(&rows[i], c, &pg));
+        }
+    }
+    return rc ? -1 : shown;
+}
+
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *out)
 {
-    int rc = 0;
-    for (unsigned k = 1; k <= s->nclasses; k++) {
-        const struct store_class_stats *c = &s->cls[k];
-        if (c->number == 0)
-            continue;
-#define ITEM(field, v) rc |= emit_cls(out, "items:", k, field, (uint64_t)(v))
-        ITEM("number", c->number);
-        ITEM("number_hot", 0);
-        ITEM("number_warm", 0);
-        ITEM("number_cold", c->number);
-        ITEM("age_hot", 0);
-        ITEM("age_warm", 0);
-        ITEM("age", c->age);
-        ITEM("mem_requested", c->mem_requested);
-        ITEM("evicted", c->evicted);
-        ITEM("evicted_nonzero", c->evicted_nonzero);
-        ITEM("evicted_time", c->evicted_time);
-        ITEM("outofmemory", 0);
-        ITEM("tailrepairs", 0);
-        ITEM("reclaimed", c->reclaimed);
-        ITEM("expired_unfetched", c->expired_unfetched);
-        ITEM("evicted_unfetched", c->evicted_unfetched);
-        ITEM("evicted_active", 0);
-        ITEM("crawler_reclaimed", 0);
-        ITEM("crawler_items_checked", 0);
-        ITEM("lrutail_reflocked", 0);
-        ITEM("moves_to_cold", 0);
-        ITEM("moves_to_warm", 0);
-        ITEM("moves_within_lru", 0);
-        ITEM("direct_reclaims", 0);
-        ITEM("hits_to_hot", 0);
-        ITEM("hits_to_warm", 0);
-        ITEM("hits_to_cold", 0);
-        ITEM("hits_to_temp", 0);
-#undef ITEM
-    }
-    return rc ? -1 : 0;
+    return stats_cls_emit(stats_items_list, sizeof stats_items_list / sizeof stats_items_list[0],
+                          "items:", s, out) < 0
+               ? -1
+               : 0;
 }
 
-/* A class's pages are the segments holding one of its live items; a page's
- * chunks are as many of its chunk size as a segment would hold. */
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *out)
 {
-    const struct store_stats *st = &s->store;
-    int rc = 0;
-    uint64_t active = 0;
-    for (unsigned k = 1; k <= s->nclasses; k++) {
-        const struct store_class_stats *c = &s->cls[k];
-        if (c->number == 0)
-            continue;
-        active++;
-        uint64_t per = c->chunk_size ? st->seg_size / c->chunk_size : 0;
-        if (per == 0)
-            per = 1;
-        uint64_t total = per * c->pages;
-#define SLAB(field, v) rc |= emit_cls(out, "", k, field, (uint64_t)(v))
-        SLAB("chunk_size", c->chunk_size);
-        SLAB("chunks_per_page", per);
-        SLAB("total_pages", c->pages);
-        SLAB("total_chunks", total);
-        SLAB("used_chunks", c->number);
-        SLAB("free_chunks", total > c->number ? total - c->number : 0);
-        SLAB("free_chunks_end", 0);
-        SLAB("get_hits", 0);
-        SLAB("cmd_set", 0);
-        SLAB("delete_hits", 0);
-        SLAB("incr_hits", 0);
-        SLAB("decr_hits", 0);
-        SLAB("cas_hits", 0);
-        SLAB("cas_badval", 0);
-        SLAB("touch_hits", 0);
-#undef SLAB
-    }
-    U("active_slabs", active);
-    U("total_malloced", st->seg_used * st->seg_size);
+    long active = stats_cls_emit(stats_slabs_list,
+                                 sizeof stats_slabs_list / sizeof stats_slabs_list[0], "", s, out);
+    if (active < 0)
+        return -1;
+    /* memcached's totals after the class blocks */
+    int rc = stats_emit_u64(out, "active_slabs", (uint64_t)active);
+    rc |= stats_emit_u64(out, "total_malloced", s->store.seg_used * s->store.seg_size);
     return rc ? -1 : 0;
 }

@@ -96,8 +96,9 @@ int stats_rows_emit(const struct stats_rows *rows, const struct stats_snapshot *
  * reset (base), so counters are never written behind their writers. */
 void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot *base);
 
-/* `stats items` / `stats slabs` rows: one block per memcached size class
- * holding a live item, pages being segments (docs/store.md "Size classes"). */
+/* `stats items` / `stats slabs` rows (STATS_ITEMS / STATS_SLABS in
+ * stats_table.h): one block per memcached size class holding a live item,
+ * pages being segments (docs/store.md "Size classes"). */
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 

@@ -204,4 +204,64 @@
     X(restore_cpu_ms, STORE, restore_cpu_ms, U64, GAUGE, ALWAYS,                                   \
       "CPU milliseconds the restore used, all threads")
 
+/* `stats items` and `stats slabs`: a block of rows per memcached size class
+ * holding a live item, printed "items:<class>:<name>" and "<class>:<name>"
+ * in memcached 1.6.45's order (stats_output.c walks them).
+ *
+ *   X(name, source, field)
+ *
+ *   source  CLS    a field of struct store_class_stats (the store's count)
+ *           PAGE   a field of struct stats_class_pages: the chunks a
+ *                  class's segments would hold were they slab pages
+ *           CONST  memcached's LRU segments and per-class hit counts,
+ *                  which nodelay does not keep (a read touches no class
+ *                  counter): `field` is the value
+ */
+#define STATS_ITEMS(X)                                                                             \
+    X(number, CLS, number)                                                                         \
+    X(number_hot, CONST, 0)                                                                        \
+    X(number_warm, CONST, 0)                                                                       \
+    X(number_cold, CLS, number) /* all of a class's items are in its one queue */                \
+    X(age_hot, CONST, 0)                                                                           \
+    X(age_warm, CONST, 0)                                                                          \
+    X(age, CLS, age)                                                                               \
+    X(mem_requested, CLS, mem_requested)                                                           \
+    X(evicted, CLS, evicted)                                                                       \
+    X(evicted_nonzero, CLS, evicted_nonzero)                                                       \
+    X(evicted_time, CLS, evicted_time)                                                             \
+    X(outofmemory, CONST, 0)                                                                       \
+    X(tailrepairs, CONST, 0)                                                                       \
+    X(reclaimed, CLS, reclaimed)                                                                   \
+    X(expired_unfetched, CLS, expired_unfetched)                                                   \
+    X(evicted_unfetched, CLS, evicted_unfetched)                                                   \
+    X(evicted_active, CONST, 0)                                                                    \
+    X(crawler_reclaimed, CONST, 0)                                                                 \
+    X(crawler_items_checked, CONST, 0)                                                             \
+    X(lrutail_reflocked, CONST, 0)                                                                 \
+    X(moves_to_cold, CONST, 0)                                                                     \
+    X(moves_to_warm, CONST, 0)                                                                     \
+    X(moves_within_lru, CONST, 0)                                                                  \
+    X(direct_reclaims, CONST, 0)                                                                   \
+    X(hits_to_hot, CONST, 0)                                                                       \
+    X(hits_to_warm, CONST, 0)                                                                      \
+    X(hits_to_cold, CONST, 0)                                                                      \
+    X(hits_to_temp, CONST, 0)
+
+#define STATS_SLABS(X)                                                                             \
+    X(chunk_size, CLS, chunk_size)                                                                 \
+    X(chunks_per_page, PAGE, per_page)                                                             \
+    X(total_pages, CLS, pages)                                                                     \
+    X(total_chunks, PAGE, total)                                                                   \
+    X(used_chunks, CLS, number)                                                                    \
+    X(free_chunks, PAGE, free)                                                                     \
+    X(free_chunks_end, CONST, 0)                                                                   \
+    X(get_hits, CONST, 0)                                                                          \
+    X(cmd_set, CONST, 0)                                                                           \
+    X(delete_hits, CONST, 0)                                                                       \
+    X(incr_hits, CONST, 0)                                                                         \
+    X(decr_hits, CONST, 0)                                                                         \
+    X(cas_hits, CONST, 0)                                                                          \
+    X(cas_badval, CONST, 0)                                                                        \
+    X(touch_hits, CONST, 0)
+
 #endif

@@ -17,7 +17,7 @@
  * memory is given back (table_tombstone).
  */
 #define _GNU_SOURCE /* memfd_create */
-#include "store/store_int.h"
+#include "store/store_index.h"
 
 #include <sched.h>
 #include <stdlib.h>

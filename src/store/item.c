@@ -8,7 +8,7 @@
  * bytes of header at values under 128 bytes. Multi-byte fields are
  * little-endian and unaligned (memcpy), so no padding is ever spent.
  */
-#include "store/store_int.h"
+#include "store/store_item.h"
 
 #include <string.h>
 #include <xxhash.h>

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/store_int.h"
+#include "store/store_core.h"
 
 #define PM_MAGIC "NDLYMEM"  /* 8 bytes with its NUL */
 #define PM_VERSION 2        /* bump when the file or item layout changes */

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/store_int.h"
+#include "store/store_core.h"
 
 /* Threads a restore uses: one per core, at most this many. */
 #define RESTORE_THREADS 4

@@ -23,7 +23,10 @@
  *
  * Lock order: pool_lock, then bucket locks, then the index pool lock.
  */
-#include "store/store_int.h"
+#include "store/store_core.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_seg.h"
 #include "store/persist.h"
 #include "watch/watch.h"
 

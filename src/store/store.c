@@ -1,6 +1,12 @@
 /* The store: set-up, lookups and the read side (get, touch, delete, flush,
  * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c. */
-#include "store/store_int.h"
+#include "store/store_core.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_lookup.h"
+#include "store/store_seg.h"
+#include "store/store_upload.h"
+#include "store/store_write.h"
 #include "store/persist.h"
 
 #include <errno.h>
@@ -118,16 +124,6 @@ enum item_life store_item_life(struct store *s, const char *p, const struct item
     if (clock_expired(item_get_u32(p, h->exp_off), now))
         return ITEM_EXPIRED;
     return ITEM_LIVE;
-}
-
-void store_unlink(struct store *s, struct store_found *f)
-{
-    /* -e: dead in the file before anyone can see it gone */
-    if (s->pm)
-        item_set_state(f->p, ITEM_L_DEAD);
-    index_clear_slot(&s->index, f->bucket, f->slot);
-    struct store_cls_of c = store_item_class(s, f->p, &f->h);
-    seg_note_gone(f->seg, item_total(&f->h), &c);
 }
 
 /* The ghost: fingerprints of keys that left the small queue unread, in a
@@ -645,9 +641,14 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         struct store_found f;
         if (!store_lookup(ctx, &k, how, &f)) {
             index_unlock(f.bucket);
+            enum store_miss miss = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED
+                                   : f.gone == ITEM_EXPIRED ? STORE_MISS_EXPIRED
+                                                            : STORE_MISS_ABSENT;
+            enum store_status st = STORE_MISS;
             if (req->vivify)
-                return store_vivify(ctx, key, nkey, req, out);
-            return STORE_MISS;
+                st = store_vivify(ctx, key, nkey, req, out);
+            out->miss = miss;
+            return st;
         }
         rel_time_t now = f.now;
         if (req->touch && req->exptime != REL_TIME_NEVER && !f.h.exp_off) {

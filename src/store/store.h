@@ -93,6 +93,13 @@ unsigned store_class_stats(struct store *store, struct store_class_stats *out);
 
 /* A view of one item. Every pointer stays valid until store_pin_release(pin);
  * without a pin (want_value false) only the scalar fields are meaningful. */
+/* Why a read missed: what `watch` prints as item_get's status. */
+enum store_miss {
+    STORE_MISS_ABSENT,  /* no item under the key */
+    STORE_MISS_EXPIRED, /* this read found it expired (and unlinked it) */
+    STORE_MISS_FLUSHED, /* this read found it flushed (and unlinked it) */
+};
+
 struct store_item {
     const char *key;
     const char *value;
@@ -108,6 +115,7 @@ struct store_item {
     bool stale;             /* invalidated by md I / ms I (mg X) */
     bool won;               /* this request won the recache token (mg W) */
     bool win_sent;          /* another request already holds the token (mg Z) */
+    enum store_miss miss;   /* on STORE_MISS: why (STORE_MISS_ABSENT otherwise) */
     struct store_pin *pin;  /* NULL unless a value was pinned */
 };
 

@@ -5,7 +5,11 @@
  * num_safe_u64); incr wraps at 2^64, decr stops at 0; a result shorter than
  * the old value keeps the old length, padded with spaces. The new value is a
  * new item (values never change in place: readers may hold the old one). */
-#include "store/store_int.h"
+#include "store/store_core.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_lookup.h"
+#include "store/store_write.h"
 
 #include "num.h"
 

@@ -1,8 +1,12 @@
 /* The store's one lookup: every operation that reads or changes a key finds
- * it here (store_lookup's contract is in store_int.h). A batch of lookups
+ * it here (store_lookup's contract is in store_lookup.h). A batch of lookups
  * can hash its keys first (store_key_of) and prefetch their buckets
  * (index_prefetch) before the first store_lookup. */
-#include "store/store_int.h"
+#include "store/store_lookup.h"
+#include "store/store_core.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_seg.h"
 
 #include <string.h>
 #include <xxhash.h>
@@ -11,6 +15,16 @@ struct store_key store_key_of(const char *key, size_t nkey)
 {
     uint64_t hv = XXH3_64bits(key, nkey);
     return (struct store_key){.key = key, .nkey = nkey, .hv = hv, .tag = index_tag(hv)};
+}
+
+void store_unlink(struct store *s, struct store_found *f)
+{
+    /* -e: dead in the file before anyone can see it gone */
+    if (s->pm)
+        item_set_state(f->p, ITEM_L_DEAD);
+    index_clear_slot(&s->index, f->bucket, f->slot);
+    struct store_cls_of c = store_item_class(s, f->p, &f->h);
+    seg_note_gone(f->seg, item_total(&f->h), &c);
 }
 
 /* Find the key in the chain of locked bucket b, unlinking it if it has
@@ -39,6 +53,7 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
             if (life == ITEM_LIVE)
                 return true;
             store_unlink(s, f);
+            f->gone = life;
             if (life == ITEM_FLUSHED)
                 CTR_INC(ctx, get_flushed);
             else
@@ -55,6 +70,7 @@ bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_l
     struct store *s = ctx->store;
     for (;;) {
         f->now = clock_now();
+        f->gone = ITEM_LIVE;
         f->bucket = index_lock_hash(&s->index, k->hv);
         if (!store_find_live(ctx, f->bucket, k, f))
             return false;

@@ -22,7 +22,9 @@
  * so until then it still counts, against twice the limit.
  * docs/store.md "Uploads" has the reasons.
  */
-#include "store/store_int.h"
+#include "store/store_upload.h"
+#include "store/store_core.h"
+#include "store/store_write.h"
 
 #include <stdlib.h>
 #include <string.h>

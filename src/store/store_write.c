@@ -8,7 +8,13 @@
  * Values are never changed once linked, so pinned readers are never racing
  * a writer: every change is a new item replacing the slot.
  */
-#include "store/store_int.h"
+#include "store/store_write.h"
+#include "store/store_core.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_lookup.h"
+#include "store/store_seg.h"
+#include "store/store_upload.h"
 #include "store/persist.h"
 
 #include <string.h>

@@ -106,12 +106,37 @@ def test_field_names_match_memcached(pair):
     assert len(names(started["no_lru_crawler,no_lru_maintainer"][1])) == 84
 
 
-@pytest.mark.xfail(reason="-o no_modern leaves maxconns_fast on (and slab_automove_window, "
-                          "slab_chunk_max as they were): the settings table's to fix",
-                   strict=False)
 def test_field_names_match_memcached_no_modern(pair):
     ours, ref = pair("-o", "no_modern")
     assert names(ours) == names(ref)
+
+
+def settings_rows(srv):
+    c = srv.connect()
+    raw = c.call("stats settings", until=b"END\r\n").decode()
+    c.close()
+    return dict(line.split(" ", 2)[1:] for line in raw.split("\r\n") if line.startswith("STAT "))
+
+
+# What -o no_modern changes, and how slab_chunk_max follows -I and the
+# order of the flags that set it.
+NO_MODERN_FIELDS = ("maxconns_fast", "slab_chunk_max", "slab_reassign", "slab_automove",
+                    "lru_segmented", "hash_algorithm", "lru_crawler", "lru_maintainer_thread")
+
+
+@pytest.mark.parametrize("flags", [
+    ["-o", "no_modern"],
+    ["-o", "no_modern", "-I", "2m"],
+    ["-I", "2m", "-o", "no_modern"],
+    ["-I", "2m"],
+    ["-I", "512k"],
+    ["-o", "slab_chunk_max=64,no_modern"],
+    ["-o", "no_modern,slab_chunk_max=64"],
+], ids=" ".join)
+def test_no_modern_and_slab_chunk_max_values_match_memcached(pair, flags):
+    ours, ref = pair(*flags)
+    got, want = settings_rows(ours), settings_rows(ref)
+    assert {f: got[f] for f in NO_MODERN_FIELDS} == {f: want[f] for f in NO_MODERN_FIELDS}
 
 
 CONN_FIELDS = ("curr_connections", "total_connections", "connection_structures",

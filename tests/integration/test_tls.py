@@ -8,6 +8,7 @@ import socket
 import ssl
 import struct
 import subprocess
+import threading
 import time
 
 import pytest
@@ -149,12 +150,14 @@ def dalli(srv, pki, *cert):
     return r.returncode, r.stdout + r.stderr
 
 
+@pytest.mark.clients
 def test_dalli_over_tls(tls_server, pki):
     rc, out = dalli(tls_server, pki)
     assert rc == 0 and "not ok" not in out, out
     assert "ok 20 - version" in out, out  # all of it ran
 
 
+@pytest.mark.clients
 def test_dalli_mutual_tls(start_server, pki):
     srv = start_server(*tls_flags(pki), "-o", f"ssl_verify_mode=2,ssl_ca_cert={pki / 'ca.pem'}")
     rc, out = dalli(srv, pki, "client.pem", "client.key")
@@ -438,23 +441,42 @@ def test_renegotiation_refused(tls_server, pki):
     ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     c = tls_connect(tls_server, ctx)
     assert c.call("version").startswith(b"VERSION")
-    # Python cannot start a renegotiation; the openssl CLI can (an "R" line).
+    # Python cannot start a renegotiation; the openssl CLI can (an "R" line,
+    # read alone: each line is sent once the previous one has had its effect,
+    # since s_client takes a read of several lines as data).
     p = subprocess.Popen(["openssl", "s_client", "-connect", f"127.0.0.1:{tls_server.port}",
                           "-tls1_2", "-no_ign_eof"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    for line, pause in ((b"version\n", 0.5), (b"R\n", 0.5), (b"version\n", 0.5)):
+    got = bytearray()
+
+    def read_all():
+        for chunk in iter(lambda: p.stdout.read1(4096), b""):
+            got.extend(chunk)
+
+    reader = threading.Thread(target=read_all, daemon=True)
+    reader.start()
+
+    def send_after(line, seen):
+        deadline = time.monotonic() + 10
+        while seen not in got and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.02)
         try:
             p.stdin.write(line)
             p.stdin.flush()
         except BrokenPipeError:
-            break
-        time.sleep(pause)
+            pass
+
+    send_after(b"version\n", b"---\n")            # the handshake's summary is printed
+    send_after(b"R\n", b"VERSION ")
+    send_after(b"version\n", b"RENEGOTIATING")
+    time.sleep(0.5)
     try:
         p.stdin.close()
     except BrokenPipeError:
         pass
-    out = p.stdout.read()
     p.wait(10)
+    reader.join(5)
+    out = bytes(got)
     assert b"RENEGOTIATING" in out
     assert out.count(b"VERSION ") == 1, out[-600:]  # nothing answered after the attempt
     assert c.call("version").startswith(b"VERSION")
@@ -520,11 +542,14 @@ def test_delayed_ack_trap_over_tls(start_server, pki, nodelay, size):
         timed("multiget 100", multiget)
 
 
-def test_pipeline_replies_leave_in_one_write(start_server, pki, tmp_path):
+@pytest.mark.parametrize("ktls", [False, True], ids=["user-space-records", "ssl_kernel_tls"])
+def test_pipeline_replies_leave_in_one_write(start_server, pki, tmp_path, ktls):
+    """With ssl_kernel_tls the write is a writev of plaintext where the
+    kernel has TLS, one send of records where it has not: one either way."""
     if shutil.which("strace") is None:
         pytest.skip("strace not installed")
     from test_syscalls import Tracer, WRITES
-    srv = start_server(*tls_flags(pki), "-t", "1")
+    srv = start_server(*tls_flags(pki), "-t", "1", *(["-o", "ssl_kernel_tls"] if ktls else []))
     c = tls_connect(srv, client_ctx(pki))
     for i in range(20):
         assert c.call(f"set p{i} 0 0 5\r\nv{i:04d}") == b"STORED\r\n"
@@ -546,6 +571,116 @@ def test_pipeline_replies_leave_in_one_write(start_server, pki, tmp_path):
     # five pipelines: five writes of records (20 replies each), never one per reply
     assert len(writes) == 5, "\n".join(writes)
     assert len(reads) >= 5
+
+
+def kernel_has_tls():
+    """The probe nodelay makes: attach the "tls" ULP to a connected socket."""
+    with socket.create_server(("127.0.0.1", 0)) as ls, \
+            socket.create_connection(ls.getsockname()) as c:
+        a, _ = ls.accept()
+        with a:
+            try:
+                a.setsockopt(socket.IPPROTO_TCP, 31, b"tls")  # TCP_ULP
+                return True
+            except OSError:
+                return False
+
+
+def test_kernel_tls_used_where_the_kernel_has_it(start_server, pki):
+    """-o ssl_kernel_tls: where the kernel has the tls ULP, sends go through
+    it (said per connection at -vv); where it has not (this project's CI
+    machine), one line at start-up says so and records are built in user
+    space. Either way values of every size come back intact."""
+    srv = start_server(*tls_flags(pki), "-vv", "-o", "ssl_kernel_tls")
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        ctx = client_ctx(pki)
+        ctx.minimum_version = ctx.maximum_version = version
+        c = tls_connect(srv, ctx)
+        for size in (5, 20000, 900_000):
+            v = os.urandom(size).hex().encode()[:size]
+            assert c.call(b"set kt%d 0 0 %d\r\n%s" % (size, size, v)) == b"STORED\r\n"
+            c.send(b"get kt%d\r\n" % size)
+            assert c.read_until(b"\r\n") == b"VALUE kt%d 0 %d\r\n" % (size, size)
+            assert c.read_exact(size + 7) == v + b"\r\nEND\r\n"
+        c.send(b"".join(b"get kt5\r\n" for _ in range(50)))
+        for _ in range(50):
+            assert c.read_until(b"END\r\n").startswith(b"VALUE kt5 0 5\r\n")
+        c.close()
+    assert stats(tls_connect(srv, client_ctx(pki)), "settings")["ssl_kernel_tls"] == "yes"
+    err = srv.stderr()
+    said = [ln for ln in err.splitlines() if ln.startswith("ssl_kernel_tls: ")]
+    assert len(said) == 1, err
+    if kernel_has_tls():
+        assert "the kernel builds the records sent" in said[0], err
+        assert "kernel TLS: the kernel builds the records sent" in err, err
+    else:
+        assert "no kernel TLS here" in said[0], err
+        assert "kernel TLS: the kernel builds" not in err, err
+
+
+# A kernel that says it has TLS but takes no keys: the ULP attaches (so
+# nodelay's probe succeeds and OpenSSL gets SSL_OP_ENABLE_KTLS), TLS_TX and
+# TLS_RX fail as a kernel without the cipher would.
+KTLS_REFUSING_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+int setsockopt(int fd, int level, int name, const void *v, socklen_t len)
+{
+    static int (*real)(int, int, int, const void *, socklen_t);
+    if (!real)
+        real = (int (*)(int, int, int, const void *, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
+    if (level == IPPROTO_TCP && name == TCP_ULP)
+        return 0;
+    if (level == SOL_TLS) {
+        errno = ENOPROTOOPT;
+        return -1;
+    }
+    return real(fd, level, name, v, len);
+}
+"""
+
+
+def test_kernel_tls_offered_keys_and_refused_falls_back(start_server, pki, tmp_path):
+    """The kernel-TLS handover short of the kernel: with SSL_OP_ENABLE_KTLS
+    on, OpenSSL offers its send keys to nodelay's write BIO at the end of
+    every handshake (said at -vv), the kernel refuses them, and the
+    connection goes on with user-space records: TLS 1.2 and 1.3, resumed
+    sessions included, a large value and a pipeline intact."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler for the setsockopt shim")
+    so = tmp_path / "ktls_refusing.so"
+    src = tmp_path / "ktls_refusing.c"
+    src.write_text(KTLS_REFUSING_SHIM)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src), "-ldl"], check=True)
+    env = dict(os.environ, LD_PRELOAD=str(so),
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+    srv = start_server(*tls_flags(pki), "-vv", "-o", "ssl_kernel_tls", env=env)
+    conns = 0
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        ctx = client_ctx(pki)
+        ctx.minimum_version = ctx.maximum_version = version
+        sess = None
+        for _ in range(2):  # a full handshake, then a resumed one
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            c = Conn(ctx.wrap_socket(s, server_hostname="127.0.0.1", session=sess), 5)
+            conns += 1
+            v = os.urandom(300_000).hex().encode()[:300_000]
+            assert c.call(b"set kr 0 0 %d\r\n%s" % (len(v), v)) == b"STORED\r\n"
+            c.send(b"get kr\r\n" + b"get nope\r\n" * 20)
+            assert c.read_until(b"\r\n") == b"VALUE kr 0 300000\r\n"
+            assert c.read_exact(len(v) + 7) == v + b"\r\nEND\r\n"
+            assert c.read_exact(5 * 20) == b"END\r\n" * 20
+            sess = c.sock.session
+            c.close()
+    err = srv.stderr()
+    assert "ssl_kernel_tls: the kernel builds the records sent" in err, err
+    refused = [ln for ln in err.splitlines() if "kernel TLS refused (" in ln]
+    assert len(refused) >= conns, err  # every connection's keys were offered
+    assert "kernel TLS: the kernel builds" not in err, err
 
 
 # ---- authentication, -c, partial writes over TLS ------------------------------

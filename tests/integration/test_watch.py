@@ -348,3 +348,110 @@ def test_binary_protocol_is_logged(start_server):
     assert kinds == ["item_get", "item_store", "item_get", "item_get", "deleted"], got
     assert " key=bk status=stored cmd=set ttl=0 " in got[1]
     assert " key=bk status=found " in got[2] and got[2].endswith(" size=3")
+
+
+# How a client leaves, and the conn_close reason memcached gives it
+# (close_reason: an error unless the client quit or hung up).
+CLOSES = {
+    "eof": (None, "normal"),
+    "quit": (b"quit\r\n", "normal"),
+    "http": (b"GET / HTTP/1.1\r\n", "error"),
+    "binary_quit": (bytes([0x80, 0x07]) + bytes(22), "normal"),
+    # a NOOP, then a header whose magic is a response's
+    "binary_bad_magic": (bytes([0x80, 0x0a]) + bytes(22) + bytes([0x81, 0x0a]) + bytes(22), "error"),
+}
+
+
+def close_reasons(srv):
+    w = watcher(srv, "connevents")
+    out = {}
+    for how, (payload, _) in CLOSES.items():
+        c = srv.connect()
+        new = lines_until(w, lambda l: "type=conn_new" in l)[-1]
+        cfd = re.search(r" cfd=(\d+)$", new).group(1)
+        if payload is None:
+            c.close()
+        else:
+            c.send(payload)
+        line = lines_until(w, lambda l: "type=conn_close" in l and l.endswith(" cfd=" + cfd))[-1]
+        out[how] = re.search(r" reason=(\S+)", line).group(1)
+        c.close()
+    w.close()
+    return out
+
+
+def test_close_reasons(start_server):
+    """watcher.t's connection events: a client's quit or hang-up is
+    reason=normal, a close the server decides on a protocol error (a web
+    client's request line, a bad binary packet) reason=error."""
+    got = close_reasons(start_server())
+    assert got == {how: reason for how, (_, reason) in CLOSES.items()}
+
+
+def test_close_reasons_match_1_6_45(start_server):
+    ref = start_server(binary=ref_bin())
+    assert close_reasons(start_server()) == close_reasons(ref)
+
+
+# Each case: set the key, move the clock on (expiring it) or flush after
+# moving it on, then one command that looks the key up.
+GONE_CASES = [
+    # (key, set's ttl, flush after moving the clock?, the lookup)
+    ("e1", 2, False, "get e1"),
+    ("e2", 2, False, "gets e2"),
+    ("e3", 2, False, "mg e3 v"),
+    ("e4", 2, False, "touch e4 10"),
+    ("e5", 2, False, "gat 10 e5"),
+    ("e6", 2, False, "delete e6"),
+    ("e7", 2, False, "incr e7 1"),
+    ("f1", 0, True, "get f1"),
+    ("f2", 0, True, "mg f2 v"),
+    ("f3", 0, True, "gets f3"),
+]
+
+
+def gone_statuses(srv):
+    """{key: status of item_get for the lookup after it expired/was flushed}"""
+    c = srv.connect()
+    assert c.call("debugtime p") == b"OK\r\n"
+    w = watcher(srv, "fetchers")
+    out = {}
+    for key, ttl, flush, lookup in GONE_CASES:
+        assert c.call(f"set {key} 0 {ttl} 1\r\n5") == b"STORED\r\n"
+        assert c.call("debugtime 5") == b"OK\r\n"
+        if flush:
+            assert c.call("flush_all") == b"OK\r\n"
+        c.send(lookup + "\r\n")
+        c.readline()  # a miss answers in one line (END, EN, NOT_FOUND)
+        # the set's own lookup is logged first (not_found), then this one
+        seen = []
+        lines_until(w, lambda l: f"type=item_get key={key} " in l and len(seen.append(l) or seen) == 2)
+        out[key] = re.search(r" status=(\S+)", seen[1]).group(1)
+    assert c.call("debugtime r") == b"OK\r\n"
+    w.close()
+    return out
+
+
+def test_item_get_status_expired_and_flushed(start_server, server_bin):
+    """An item a lookup finds expired is logged status=expired, one it finds
+    flushed status=flushed (nodelay said not_found for both before)."""
+    binary = helpers.debug_bin(server_bin)
+    if binary is None:
+        pytest.skip("no server build answers debugtime (build CONFIG=debug)")
+    got = gone_statuses(start_server(binary=binary))
+    assert got == {key: "flushed" if flush else "expired" for key, _, flush, _ in GONE_CASES}
+
+
+def test_item_get_status_matches_1_6_45(start_server, server_bin):
+    """The same against memcached 1.6.45's debug build, with its LRU crawler
+    and maintainer off: they would reap expired items in the background
+    before the lookup (status=not_found there)."""
+    ref = REF + "-debug"
+    if not os.access(ref, os.X_OK):
+        pytest.skip("../shared/ref/memcached-1.6.45-debug is absent: no 1.6.45 to compare with")
+    binary = helpers.debug_bin(server_bin)
+    if binary is None:
+        pytest.skip("no server build answers debugtime (build CONFIG=debug)")
+    flags = ("-o", "no_lru_crawler,no_lru_maintainer")
+    assert gone_statuses(start_server(*flags, binary=binary)) == \
+        gone_statuses(start_server(*flags, binary=ref))

@@ -82,7 +82,7 @@ static void test_short_and_long_flags(void **state)
     assert_int_equal(p.s.tcp_backlog, 99);
     assert_string_equal(p.s.binding_protocol, "ascii");
     assert_true(p.s.item_size_max == 2u << 20);
-    assert_int_equal(p.s.slab_chunk_max, 1 << 20); /* -I above 1m: half of it */
+    assert_int_equal(p.s.slab_chunk_max, 512 * 1024); /* -I above 1m: half a page, as memcached */
     assert_false(p.s.flush_enabled);
     assert_false(p.s.dump_enabled);
     assert_false(p.s.watch_enabled);
@@ -161,6 +161,14 @@ static void test_extended_suboptions(void **state)
     assert_false(p.s.slab_reassign);
     assert_false(SETTINGS_GET(&p.s, lru_crawler));
     assert_string_equal(p.s.hash_algorithm, "jenkins");
+    assert_false(p.s.maxconns_fast);
+    assert_int_equal(p.s.slab_chunk_max, 1 << 20); /* memcached's page size */
+    settings_release(&p.s);
+
+    /* a slab_chunk_max given before no_modern stays, as in memcached */
+    parse(&p, "-o", "slab_chunk_max=64,no_modern", NULL);
+    assert_int_equal(p.res, SETTINGS_RUN);
+    assert_int_equal(p.s.slab_chunk_max, 64 * 1024);
     settings_release(&p.s);
 }
 

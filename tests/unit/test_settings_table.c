@@ -308,8 +308,6 @@ static void test_notes_only_for_given_inert_options(void **state)
     fclose(f);
     assert_string_equal(buf,
                         "nodelay: -f: " SETTINGS_CLASSES "\n"
-                        "nodelay: -o ssl_kernel_tls: records are built in user space so that "
-                        "one read's replies leave in one write; kernel TLS is not used\n"
                         "nodelay: -o ext_*: no extstore in nodelay; items stay in memory\n");
     free(buf);
     settings_release(&p.s);

@@ -9,7 +9,7 @@
  * test's mix of large values and readers). */
 #include "test_store_helpers.h"
 
-#include "store/store_int.h"
+#include "store/store_core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

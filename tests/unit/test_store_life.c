@@ -2,7 +2,7 @@
  * clock_debug_pause / clock_debug_advance), and housekeeping. */
 #include "test_store_helpers.h"
 
-#include "store/store_int.h"
+#include "store/store_core.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -92,6 +92,36 @@ static void test_flush_immediate(void **state)
     struct store_stats st;
     store_stats(t.s, &st);
     assert_int_equal(st.get_flushed, 2);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
+/* A miss says why: what watch prints as item_get's status. */
+static void test_miss_reason(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    struct store_item it;
+    assert_int_equal(store_get(t.c, "none", 4, NULL, &it), STORE_MISS);
+    assert_int_equal(it.miss, STORE_MISS_ABSENT);
+    tset(&t, "f", "1", STORE_MODE_SET, 0, 0, NULL);
+    clock_debug_advance(2);
+    store_flush(t.s, clock_now());
+    /* stored after the flush, so only expired (one both expired and flushed
+     * reads as flushed, memcached's order) */
+    tset(&t, "e", "1", STORE_MODE_SET, 0, clock_exptime(1), NULL);
+    clock_debug_advance(2);
+    assert_int_equal(store_get(t.c, "e", 1, NULL, &it), STORE_MISS);
+    assert_int_equal(it.miss, STORE_MISS_EXPIRED);
+    assert_int_equal(store_get(t.c, "f", 1, NULL, &it), STORE_MISS);
+    assert_int_equal(it.miss, STORE_MISS_FLUSHED);
+    /* the first lookup unlinked them: the next finds nothing */
+    assert_int_equal(store_get(t.c, "e", 1, NULL, &it), STORE_MISS);
+    assert_int_equal(it.miss, STORE_MISS_ABSENT);
+    assert_int_equal(store_get(t.c, "f", 1, NULL, &it), STORE_MISS);
+    assert_int_equal(it.miss, STORE_MISS_ABSENT);
     clock_debug_pause(false);
     tstore_close(&t);
 }
@@ -241,6 +271,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_expiry_boundary), cmocka_unit_test(test_touch),
         cmocka_unit_test(test_flush_immediate), cmocka_unit_test(test_flush_delayed),
+        cmocka_unit_test(test_miss_reason),
         cmocka_unit_test(test_flush_nocas),     cmocka_unit_test(test_housekeeping),
         cmocka_unit_test(test_crawl_open_segment), cmocka_unit_test(test_background_thread),
     };

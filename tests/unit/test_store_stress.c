@@ -5,7 +5,7 @@
  * while pinned and again before release. Run under TSan and ASan. */
 #include "test_store_helpers.h"
 
-#include "store/store_int.h"
+#include "store/store_core.h"
 
 #include <pthread.h>
 #include <stdio.h>

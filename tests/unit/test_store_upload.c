@@ -4,7 +4,9 @@
  * temporary_ttl group, which eviction spares. */
 #include "test_store_helpers.h"
 
-#include "store/store_int.h"
+#include "store/store_core.h"
+#include "store/store_seg.h"
+#include "store/store_upload.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -343,6 +343,7 @@ enum proto_status bin_exec(struct session *s, const struct bin_header *h, enum b
                            (uint32_t)strlen(NODELAY_PROTOCOL_VERSION));
     case BIN_KIND_QUIT:
         bin_success(s, h, quiet, 0, NULL, 0);
+        s->close_why = SESSION_CLOSE_NORMAL;
         return PROTO_CLOSE;
     case BIN_KIND_SASL_LIST:
         return bin_sasl_list(s, h);

@@ -170,6 +170,7 @@ static void text_dispatch(struct session *s, const struct text_line *l)
             return;
         }
         if (CMD_IS(c, "quit")) {
+            s->close_why = SESSION_CLOSE_NORMAL;
             s->text.closing = true;
             return;
         }

@@ -59,9 +59,11 @@ void text_cmd_shutdown(struct session *s, const struct text_line *l)
     }
     if (l->ntok == 1) {
         s->ops->shutdown(s->ops->ctx, false);
+        s->close_why = SESSION_CLOSE_SHUTDOWN;
         s->text.closing = true;
     } else if (l->ntok == 2 && TEXT_TOK_IS(&l->tok[1], "graceful")) {
         s->ops->shutdown(s->ops->ctx, true);
+        s->close_why = SESSION_CLOSE_SHUTDOWN;
         s->text.closing = true;
     } else {
         TEXT_OUT(s, "CLIENT_ERROR invalid shutdown mode");

@@ -1,0 +1,143 @@
+/* The store itself (store.c): struct store and the per-worker struct
+ * store_ctx that the store's files share, and store.c's helpers for them.
+ *
+ * Layering: item.c knows the byte layout of one item (store_item.h);
+ * index.c the hash index of 8-byte slots (store_index.h); seg.c the
+ * segments (store_seg.h); store_lookup.c the one lookup; store.c,
+ * store_write.c and store_arith.c the operations of store.h on top.
+ * Nothing outside src/store includes these headers. docs/store.md says why
+ * it is shaped this way. */
+#ifndef NODELAY_STORE_CORE_H
+#define NODELAY_STORE_CORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_lookup.h"
+#include "store/store_seg.h"
+
+/* Per-ctx event counters (STORE_COUNTERS, store.h): single writer (the
+ * ctx's thread), read by stats. */
+struct store_ctx_counters {
+#define STORE_CTX_FIELD(n) uint64_t n;
+    STORE_COUNTERS(STORE_CTX_FIELD)
+#undef STORE_CTX_FIELD
+};
+
+#define CTR_ADD(ctx, f, n)                                                     \
+    __atomic_store_n(&(ctx)->cnt.f, __atomic_load_n(&(ctx)->cnt.f, __ATOMIC_RELAXED) + (n), \
+                     __ATOMIC_RELAXED)
+#define CTR_INC(ctx, f) CTR_ADD(ctx, f, 1)
+/* The same single-writer update on a struct store_cls_ctr. */
+#define CLS_SET(c, f, v) __atomic_store_n(&(c)->f, (v), __ATOMIC_RELAXED)
+#define CLS_INC(c, f) CLS_SET(c, f, __atomic_load_n(&(c)->f, __ATOMIC_RELAXED) + 1)
+
+/* Per-class event counters of one ctx (single writer, like cnt). */
+struct store_cls_ctr {
+    uint64_t evicted, evicted_nonzero, evicted_unfetched, reclaimed, expired_unfetched;
+    uint32_t evicted_time; /* age of the last item this ctx evicted from the class */
+};
+
+struct store_ctx {
+    struct store *store;
+    struct seg *open[STORE_GROUPS];     /* this worker's open segments */
+    uint8_t last_group;                 /* guess for store_reserve */
+    struct store_ctx_counters cnt;
+    struct store_cls_ctr cls[STORE_CLASSES];
+    struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
+};
+
+struct store {
+    struct store_options opt;
+    size_t seg_size;
+    unsigned off_shift;       /* item offsets are stored >> off_shift */
+    struct index index;
+
+    pthread_mutex_t pool_lock; /* segment lists, allocation, eviction */
+    struct seg **seg_chunks;   /* SEG_CHUNK headers each, see seg_grow_cap */
+    uint32_t seg_cap;          /* ids 0..seg_cap-1 have headers (pool lock) */
+    uint32_t seg_limit;        /* segments -m allows */
+    uint32_t seg_alloc;        /* segments holding memory */
+    struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
+    struct seg_list temp;      /* sealed segments of the temporary_ttl group */
+    struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
+    uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t open_max;          /* budget for them: an eighth of -m */
+    size_t mem_limit;
+
+    uint64_t cas_next;     /* last CAS handed out */
+    uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
+    uint64_t oldest_cas;
+
+    pthread_mutex_t ctx_lock;
+    struct store_ctx *ctxs;
+    struct store_ctx_counters gone; /* counters of destroyed ctxs */
+    struct store_cls_ctr gone_cls[STORE_CLASSES];
+    struct store_ctx *house;        /* the housekeeper's own ctx */
+    uint64_t crawl_cursor;          /* next bucket for store_crawl (housekeeper) */
+
+    pthread_t house_thread;
+    bool house_running;
+    pthread_mutex_t house_lock;
+    pthread_cond_t house_cond;
+    bool house_stop;
+    bool house_kick;                /* run a pass now (an immediate flush_all) */
+
+    int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
+    uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
+    uint64_t upload_limit;     /* bound on the large ones */
+    pthread_mutex_t upload_lock;
+    struct { struct store_upload *head, *tail; } uploads; /* oldest first */
+    uint64_t upload_live;      /* large ones not cut off (upload_lock) */
+    uint64_t upload_held;      /* large ones still allocated (upload_lock) */
+
+    struct persist *pm;        /* the -e memory file, or NULL (persist.h) */
+
+    uint32_t *ghost;           /* see store_ghost_add */
+    uint64_t ghost_mask;
+    uint32_t class_size[STORE_CLASSES]; /* memcached's class sizes (store_init_classes) */
+    unsigned nclasses;
+};
+
+static inline struct seg *seg_of(struct store *s, uint32_t id)
+{
+    return &s->seg_chunks[id / SEG_CHUNK][id % SEG_CHUNK];
+}
+static inline char *seg_item(struct store *s, uint64_t slot)
+{
+    return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->off_shift);
+}
+
+/* Expired or flushed, by memcached's rules; counts nothing. */
+enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
+                               uint64_t cas_base, rel_time_t now);
+uint64_t store_next_cas(struct store *s);
+/* The TTL group for an item of this expiry (STORE_GROUP_TEMP included). */
+unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now);
+uint8_t store_class_id(const struct store *s, size_t mc_size);
+/* Adds from's counters to into's (evicted_time: the larger). */
+void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);
+/* An item's memcached size class and size. */
+struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h);
+/* Copy a linked item to a new place with at least `layout` fields (so a
+ * touch or CAS change fits), keeping everything else. */
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout);
+/* Link reservation res (filled, header fields set) in place of f->slot or
+ * in a free slot; false when the index is out of memory. Bucket lock held. */
+bool store_link(struct store *s, struct store_found *f, bool have_old,
+                struct store_reservation *res, uint32_t tag, uint64_t hv);
+/* Remember a key that left the small queue unread (the ghost queue). */
+void store_ghost_add(struct store *s, uint64_t hv);
+/* The layout bits item fields need beyond what `have` has; 0 if it fits. */
+uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
+                             uint64_t cas, uint64_t cas_base);
+void store_housekeep(struct store *s);
+/* Unlink expired and flushed items from up to max buckets of the index,
+ * reading only items whose segment may hold some (housekeeper). */
+size_t store_crawl(struct store_ctx *ctx, uint64_t max);
+
+#endif

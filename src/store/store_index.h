@@ -1,0 +1,135 @@
+/* The hash index (index.c): buckets of 8-byte slots, bucket locks,
+ * overflow chains and growth. Knows nothing of items: it rehashes a slot
+ * through the callback it is given; docs/store.md "Index". */
+#ifndef NODELAY_STORE_INDEX_H
+#define NODELAY_STORE_INDEX_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A bucket is one cache line: word 0 is the header (bit 0 the lock, bits
+ * 32..63 the overflow bucket chained after it, 0 = none), words 1..7 slots.
+ * A slot: tag(11) | segment id(24) | offset(27) | frequency(2); 0 = empty.
+ * The frequency counts reads since the item was written or last kept at an
+ * eviction, saturating at 3 (S3-FIFO's counter). */
+#define INDEX_SLOTS 7
+#define SLOT_FREQ 3ull
+#define SLOT_OFF_BITS 27
+#define SLOT_SEG_BITS 24
+#define SLOT_MAX_SEGS (1u << SLOT_SEG_BITS)
+#define SLOT_MAX_OFF (1u << SLOT_OFF_BITS)
+
+static inline uint64_t slot_make(uint32_t tag, uint32_t seg, uint32_t off)
+{
+    return ((uint64_t)tag << 53) | ((uint64_t)seg << 29) | ((uint64_t)off << 2);
+}
+static inline uint32_t slot_tag(uint64_t s) { return (uint32_t)(s >> 53); }
+static inline uint32_t slot_seg(uint64_t s) { return (uint32_t)(s >> 29) & (SLOT_MAX_SEGS - 1); }
+static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 2) & (SLOT_MAX_OFF - 1); }
+static inline unsigned slot_freq(uint64_t s) { return (unsigned)(s & SLOT_FREQ); }
+static inline uint64_t slot_hit(uint64_t s) { return (s & SLOT_FREQ) == SLOT_FREQ ? s : s + 1; }
+/* Same item, whatever the frequency says. */
+static inline bool slot_same(uint64_t a, uint64_t b) { return (a | SLOT_FREQ) == (b | SLOT_FREQ); }
+
+/* One generation of the bucket array. */
+struct index_table {
+    uint64_t *b;       /* (mask + 1) * 8 words, 64-byte aligned */
+    uint64_t mask;
+    unsigned power;
+    bool tomb;         /* retired: its pages map the MOVED pattern */
+    struct index_table *retired_next;
+};
+
+/* Rehash the item a slot points to (the index stores no full hashes). */
+typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
+
+struct index {
+    struct index_table *cur;
+    struct index_table *old; /* being migrated into cur, or NULL */
+    uint64_t migrate_next;     /* next old bucket to migrate */
+    uint64_t migrated;         /* old buckets done */
+    uint64_t items;            /* occupied slots */
+    pthread_mutex_t grow_lock;
+    struct index_table *retired;       /* old generations, unmapped at release */
+    int tomb_fd;                       /* the MOVED pattern (table_tombstone) */
+    index_rehash_fn rehash;
+    void *rehash_arg;
+    pthread_mutex_t pool_lock; /* overflow bucket pool */
+    uint64_t **chunks;         /* overflow buckets, INDEX_CHUNK_BUCKETS each */
+    uint32_t nchunks;
+    uint32_t pool_next;        /* next never-used overflow id (1-based) */
+    uint32_t pool_free;        /* free list head, linked through the header */
+    uint64_t overflow_used;
+};
+
+/* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,
+ * and its table doubles past 1.5 items a chain. A bucket of ours stands for
+ * 2^INDEX_LEVEL_SHIFT of those chains and takes 1.5 of them each, six items
+ * of its seven slots, before the table doubles: so the level reported, the
+ * level asked for and the item counts at which the table grows are all
+ * memcached's (2^16 chains, 2^14 buckets, grown at 98,305 items). */
+#define INDEX_LEVEL_SHIFT 2
+#define INDEX_GROW_LOAD 6
+
+/* A table of memcached's level `level` (2^(level - 2) buckets). */
+int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg);
+void index_release(struct index *ix);
+size_t index_bytes(struct index *ix);
+/* memcached's hash power of the current table. */
+unsigned index_level(struct index *ix);
+/* The level the table reaches by growth as it takes `items` items (from
+ * `level`): what a restore sizes the table at before inserting them. */
+unsigned index_level_for(unsigned level, uint64_t items);
+bool index_expanding(struct index *ix);
+
+static inline uint32_t index_tag(uint64_t h)
+{
+    uint32_t t = (uint32_t)(h >> 53);
+    return t ? t : 1;
+}
+/* Lock and return the primary bucket that holds hash h now (growth may
+ * have moved it since a previous look). */
+uint64_t *index_lock_hash(struct index *ix, uint64_t h);
+/* Start loading the bucket of hash h (a pipelined read looks up many:
+ * issuing the loads ahead hides their latency). Returns that bucket, unlocked: a hint to read, never to trust. */
+const uint64_t *index_prefetch(struct index *ix, uint64_t h);
+void index_lock(uint64_t *bucket);
+void index_unlock(uint64_t *bucket);
+/* The bucket chained after b, or NULL (bucket lock held). */
+uint64_t *index_next(struct index *ix, uint64_t *b);
+/* An empty slot in the chain of primary bucket b, chaining a new overflow
+ * bucket when all are full; NULL when out of memory. The caller fills it. */
+uint64_t *index_free_slot(struct index *ix, uint64_t *b);
+/* With no bucket lock held: grow the table when it is loaded, and move a
+ * few buckets of a growth in progress (every insert pays a little). */
+void index_maintain(struct index *ix);
+/* Finish any growth in progress (before a walk). */
+void index_finish_growth(struct index *ix);
+/* Lock bucket i of the current table for a walk; NULL past the end. The
+ * walk position is in buckets of the table whose size *nbuckets reports. */
+uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
+/* Empty a slot and drop overflow buckets left empty. */
+void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
+
+/* Bulk loading, for a restore before any other thread uses the index: a
+ * caller owns the buckets it touches and takes no bucket lock. */
+/* An empty index takes a new table of `level`; the old one is the
+ * caller's (its memory may hold anything), to give back with
+ * index_table_release. NULL when out of memory or not empty. */
+struct index_table *index_swap_table(struct index *ix, unsigned level);
+void index_table_release(struct index_table *t);
+/* Empty every bucket of an index that holds no item (its memory held
+ * something else). */
+void index_wipe(struct index *ix);
+/* log2 of the current table's bucket count. */
+unsigned index_bucket_bits(struct index *ix);
+/* The primary bucket of hash h in the current table (no lock, no growth). */
+uint64_t *index_bucket_of(struct index *ix, uint64_t h);
+/* Chain an empty overflow bucket after `last`; NULL when out of memory. */
+uint64_t *index_chain_grow(struct index *ix, uint64_t *last);
+/* n slots were filled by hand. */
+void index_count(struct index *ix, uint64_t n);
+
+#endif

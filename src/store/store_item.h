@@ -1,0 +1,85 @@
+/* One item's bytes (item.c): its layout byte, header fields and checksum.
+ * Knows nothing of segments or the index; docs/store.md "Items". */
+#ifndef NODELAY_STORE_ITEM_H
+#define NODELAY_STORE_ITEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+
+/* Layout byte: which optional fields an item carries. Fixed when its space is
+ * reserved, never changed afterwards, so a segment can be walked without
+ * locks. */
+#define ITEM_L_MARK 0x80    /* always set */
+#define ITEM_L_FLAGS 0x01   /* 4 bytes of client flags */
+#define ITEM_L_EXP 0x02     /* 4 bytes of expiry */
+#define ITEM_L_CAS32 0x04   /* CAS as a 4-byte delta from the segment's cas_base */
+#define ITEM_L_CAS64 0x08   /* CAS in full */
+#define ITEM_L_SUM 0x10     /* 4-byte checksum of nkey, flags, key and value (-e only) */
+/* State bits (-e only), set after the item is laid out and never cleared:
+ * COMMIT when it is linked (its value complete), DEAD when it is unlinked
+ * (overwritten, deleted, evicted, expired). The restore scan serves an item
+ * only when it is COMMIT and not DEAD (docs/store.md "Restarts"). They do
+ * not change where fields lie; item_decode leaves them out of h->layout. */
+#define ITEM_L_COMMIT 0x20
+#define ITEM_L_DEAD 0x40
+#define ITEM_L_STATE (ITEM_L_COMMIT | ITEM_L_DEAD)
+
+/* Status bits live in the top of the access-time word (mutable under the
+ * bucket lock). rel_time_t keeps 29 bits: 17 years of uptime. */
+#define ITEM_S_FETCHED 0x80000000u
+#define ITEM_S_STALE 0x40000000u
+#define ITEM_S_TOKEN 0x20000000u
+#define ITEM_S_MASK 0xe0000000u
+
+#define ITEM_HDR_MAX (1 + 1 + 5 + 4 + 4 + 4 + 8 + 4)
+
+/* A decoded item header. */
+struct item_hdr {
+    uint8_t layout;
+    uint8_t nkey;
+    uint32_t nvalue;
+    uint32_t hlen;    /* bytes before the key */
+    uint32_t atime_off, flags_off, exp_off, cas_off, sum_off; /* 0 = absent (atime always present) */
+};
+
+/* Bytes of header an item with this layout and value length needs. */
+uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue);
+/* Write a header (fields zeroed) and the key; returns the header length. */
+uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint32_t nvalue);
+void item_decode(const char *p, struct item_hdr *h);
+static inline uint32_t item_total(const struct item_hdr *h)
+{
+    return h->hlen + h->nkey + h->nvalue;
+}
+
+uint32_t item_get_u32(const char *p, uint32_t off);
+void item_put_u32(char *p, uint32_t off, uint32_t v);
+uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base);
+/* false when the CAS does not fit the item's layout */
+bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base);
+void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base);
+/* The checksum of an item's immutable part (nkey, flags, key, value). */
+uint32_t item_sum(const char *p, const struct item_hdr *h);
+/* The state bits of an item (ITEM_L_COMMIT, ITEM_L_DEAD). */
+static inline uint8_t item_state(const char *p)
+{
+    return __atomic_load_n((const uint8_t *)p, __ATOMIC_ACQUIRE) & ITEM_L_STATE;
+}
+/* Set state bits with release ordering: every byte of the item written
+ * before is in memory before the bit is (what a restore after a kill -9
+ * relies on). */
+static inline void item_set_state(char *p, uint8_t bits)
+{
+    __atomic_fetch_or((uint8_t *)p, bits, __ATOMIC_RELEASE);
+}
+/* The layout needed to hold these field values. */
+uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, uint64_t cas,
+                        uint64_t cas_base);
+
+/* memcached's own item size for this item (its -I check and slab class). */
+size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled);
+
+#endif

@@ -1,0 +1,61 @@
+/* The store's one lookup (store_lookup.c): every operation that reads or
+ * changes a key finds it through store_lookup. */
+#ifndef NODELAY_STORE_LOOKUP_H
+#define NODELAY_STORE_LOOKUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store_item.h"
+
+struct seg;
+struct store;
+/* What store_item_life (store_core.h) judges an item: memcached's rules. */
+enum item_life { ITEM_LIVE, ITEM_EXPIRED, ITEM_FLUSHED };
+
+struct store_ctx;
+
+/* A key and its hash, computed once per operation. */
+struct store_key {
+    const char *key;
+    size_t nkey;
+    uint64_t hv;
+    uint32_t tag; /* index_tag(hv) */
+};
+struct store_key store_key_of(const char *key, size_t nkey);
+
+struct store_found {
+    uint64_t *bucket;   /* the key's primary bucket, locked */
+    uint64_t *slot;     /* the rest is set only when the item was found */
+    char *p;            /* the item */
+    struct seg *seg;
+    struct item_hdr h;
+    rel_time_t now;     /* the time its life was judged by */
+    /* On a miss: ITEM_EXPIRED or ITEM_FLUSHED when the lookup found the key
+     * dead and unlinked it, else ITEM_LIVE (no such key). */
+    enum item_life gone;
+};
+
+enum store_look {
+    STORE_LOOK_FIND, /* under the bucket lock only */
+    STORE_LOOK_PIN,  /* and pin the item's segment, to read it after unlocking */
+};
+
+/* The one lookup every operation makes: lock the key's bucket (wherever a
+ * growth of the index has put it) and find the key's live item, unlinking
+ * it if it has expired or been flushed (counted as get_expired /
+ * get_flushed). With STORE_LOOK_PIN the item's segment is pinned too; while
+ * eviction is compacting that segment the lookup waits and looks again, so
+ * a pin that is taken never lets the item move.
+ * Returns true when found (f filled; pinned with STORE_LOOK_PIN), false on
+ * a miss (f->bucket and f->now only: a caller may link a new item into the
+ * bucket). Either way f->bucket is locked on return: the caller releases it
+ * (index_unlock) and, after a pinned find, the pin (seg_unpin(f->seg)). */
+bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
+                  struct store_found *f);
+/* Unlink a found item (bucket lock held): dead in the -e file first, then
+ * out of the index and its segment's counts. */
+void store_unlink(struct store *s, struct store_found *f);
+
+#endif

@@ -1,0 +1,94 @@
+/* Segments (seg.c): allocation, the FIFO queues, eviction by compaction,
+ * expiry of whole segments, pins; docs/store.md "Segments". */
+#ifndef NODELAY_STORE_SEG_H
+#define NODELAY_STORE_SEG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+struct store;
+struct store_ctx;
+
+enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
+
+#define STORE_TTL_GROUPS 8
+/* With -o temporary_ttl, items that expire within it (memcached's TEMP LRU)
+ * get segments of their own, which eviction takes only as a last resort. */
+#define STORE_GROUP_TEMP STORE_TTL_GROUPS
+#define STORE_GROUPS (STORE_TTL_GROUPS + 1)
+#define SEG_CHUNK 1024u
+#define SEG_Q_MAIN 0
+#define SEG_Q_SMALL 1
+#define SEG_Q_TEMP 2
+#define SEG_EXP_NEVER UINT32_MAX
+
+/* An item's memcached size class and memcached size (store_item_class,
+ * store_core.h). */
+struct store_cls_of {
+    uint8_t cls;
+    uint32_t mc_size;
+};
+
+struct seg {
+    char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
+    uint32_t id;
+    uint32_t write_off;           /* bytes used: written by the owner only */
+    uint32_t refcount;    /* pins and pending reservations */
+    uint32_t gen;         /* bumped when eviction of it starts */
+    uint32_t live_items;
+    uint64_t live_bytes;
+    uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
+    uint32_t min_exptime; /* earliest expiry of its items that expire, or SEG_EXP_NEVER */
+    uint64_t max_cas;
+    uint64_t cas_base;
+    rel_time_t created;
+    /* Live items per memcached size class and their memcached sizes (stats
+     * items/slabs). Updated where live_items is, on write, unlink and
+     * eviction only: a read touches neither. Signed: see seg_counts. */
+    int32_t cls_items[STORE_CLASSES];
+    int32_t cls_bytes[STORE_CLASSES];
+    uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
+    uint8_t group;
+    uint8_t queue;                /* SEG_Q_SMALL, SEG_Q_MAIN or SEG_Q_TEMP while sealed */
+    struct seg *prev, *next;      /* in free / fifo / draining lists */
+};
+
+struct seg_list {
+    struct seg *head, *tail;
+    uint32_t n;
+};
+
+int seg_pool_init(struct store *s);
+void seg_pool_release(struct store *s);
+/* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
+ * NULL when no room can be made. Seals the ctx's previous open segment of g. */
+struct seg *seg_open(struct store_ctx *ctx, unsigned g);
+/* Give a ctx's open segment back (ctx destroy). */
+void seg_close(struct store_ctx *ctx, struct seg *seg);
+void seg_unpin(struct seg *seg);
+/* Take a pin on the segment of an item found under its bucket lock; false
+ * while eviction is compacting it: unlock, seg_wait_compacted, look again. */
+bool seg_try_pin(struct seg *seg);
+void seg_wait_compacted(struct seg *seg);
+/* cls and mc_size: the item's memcached size class and size (store_item_class). */
+void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
+                   const struct store_cls_of *c);
+void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c);
+/* Per-class live counts and pages, summed over segments (pool lock). */
+void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n, rel_time_t now);
+void seg_note_exptime(struct seg *seg, rel_time_t exptime);
+void seg_note_cas(struct seg *seg, uint64_t cas);
+/* Segment-side stats: curr_items, bytes, seg_*, dead_bytes; adds the
+ * segment table to hash_bytes. */
+void seg_counts(struct store *s, struct store_stats *out);
+/* True when some open or sealed segment may hold an item expired at `now`
+ * (the housekeeper crawls the index only then). */
+bool seg_any_expiring(struct store *s, rel_time_t now);
+/* Housekeeping pass: reclaim segments whose items all expired or were
+ * flushed. Returns segments reclaimed. */
+unsigned seg_reclaim_expired(struct store_ctx *ctx);
+int seg_set_limit(struct store *s, size_t bytes);
+
+#endif

@@ -1,0 +1,25 @@
+/* Reservations and commits (store_write.c) as the store's other files use
+ * them: raw reservations with a given layout, and the commit behind set,
+ * add, replace and cas. */
+#ifndef NODELAY_STORE_WRITE_H
+#define NODELAY_STORE_WRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* Commit for set/add/replace/cas (not append/prepend). `status` bits are
+ * given to the new item; with expect_slot non-zero the commit happens only
+ * if that exact item is still the key's (else STORE_EXISTS). Consumes res. */
+enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservation *res,
+                                  const struct store_set_req *req, uint32_t status,
+                                  uint64_t expect_slot, uint64_t *cas_out);
+/* Reserve raw space for an item with this layout in TTL group g. */
+enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
+                                    size_t nvalue, uint8_t layout, unsigned g,
+                                    struct store_reservation *res);
+/* memcached's item size check for -I and the key length (store_write.c). */
+enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags);
+
+#endif
