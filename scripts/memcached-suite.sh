@@ -30,6 +30,7 @@ ROOT=$PWD
 TESTS=(
     watcher_connid.t
     stats.t
+    restart.t
 )
 # Run only with SSL_TEST=1 (they need nodelay's -Z and IO::Socket::SSL).
 SSL_TESTS=(
