@@ -127,7 +127,13 @@ unsigned store_reservation_class(const struct store_ctx *ctx, const struct store
                                  uint32_t flags)
 {
     size_t nkey;
-    store_reservation_key(res, &nkey);
+    if (res->stage || res->cut) {
+        nkey = res->nkey; /* an upload, or one cut off (its memory is gone) */
+    } else if (res->item) {
+        store_reservation_key(res, &nkey);
+    } else {
+        return 0; /* nothing reserved: no class */
+    }
     return store_class_for(ctx, nkey, res->nvalue, flags);
 }
 
