@@ -31,6 +31,7 @@ ROOT=$PWD
 TESTS=(
     watcher_connid.t
     stats.t
+    restart.t
 )
 # memcached's TLS tests: run with SSL_TEST=1 (each file skips itself
 # without it), so nodelay runs with -Z and memcached's own test
