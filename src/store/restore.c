@@ -415,10 +415,12 @@ static bool restore_segments(struct store *s, struct restore_run *r)
         } else if (seg->group == STORE_GROUP_TEMP) {
             seg->state = SEG_SEALED; /* temporary_ttl items keep their own queue */
             seg->queue = SEG_Q_TEMP;
+            seg_set_lru(seg, STORE_LRU_TEMP);
             to = &s->temp;
         } else {
             seg->state = SEG_SEALED;
             seg->queue = SEG_Q_MAIN;
+            seg_set_lru(seg, STORE_LRU_WARM);
         }
         seg->next = NULL;
         seg->prev = to->tail;

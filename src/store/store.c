@@ -552,6 +552,12 @@ void store_pin_release(struct store_pin *pin)
         seg_unpin((struct seg *)pin);
 }
 
+unsigned store_class_for(const struct store_ctx *ctx, size_t nkey, size_t nvalue, uint32_t flags)
+{
+    const struct store *s = ctx->store;
+    return store_class_id(s, item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled));
+}
+
 static void store_fill_item(struct store *s, const struct store_found *f, struct store_item *out)
 {
     const char *p = f->p;
@@ -568,6 +574,7 @@ static void store_fill_item(struct store *s, const struct store_found *f, struct
     out->stale = st & ITEM_S_STALE;
     out->class_id = store_class_id(s, item_mc_size(f->h.nkey, f->h.nvalue, out->flags,
                                                    s->opt.cas_enabled));
+    out->lru = __atomic_load_n(&f->seg->lru, __ATOMIC_RELAXED);
 }
 
 static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
@@ -777,6 +784,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             index_unlock(f.bucket);
             return STORE_EXISTS;
         }
+        if (req->class_out)
+            *req->class_out = store_item_class(s, f.p, &f.h).cls;
         if (req->drop_value) {
             /* md x: the item stays, empty, flags cleared, with the same CAS. */
             uint64_t snap = *f.slot;

@@ -94,6 +94,7 @@ struct store {
     struct { struct store_upload *head, *tail; } uploads; /* oldest first */
     uint64_t upload_live;      /* large ones not cut off (upload_lock) */
     uint64_t upload_held;      /* large ones still allocated (upload_lock) */
+    uint64_t upload_small;     /* the small ones, atomic: client memory (client_mem_limit) */
 
     struct persist *pm;        /* the -e memory file, or NULL (persist.h) */
 

@@ -123,6 +123,14 @@ const char *store_reservation_key(const struct store_reservation *res, size_t *n
     return (const char *)res->item + h.hlen;
 }
 
+unsigned store_reservation_class(const struct store_ctx *ctx, const struct store_reservation *res,
+                                 uint32_t flags)
+{
+    size_t nkey;
+    store_reservation_key(res, &nkey);
+    return store_class_for(ctx, nkey, res->nvalue, flags);
+}
+
 void store_abort(struct store_ctx *ctx, struct store_reservation *res)
 {
     if (res->stage)
