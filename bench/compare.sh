@@ -66,7 +66,9 @@ make -s loadgen >/dev/null
 # The io_uring backend's switch: when the binary has it, the epoll row (Be)
 # runs beside the default backend.
 HAVE_URING_OPT=0
-"$NODELAY" -h 2>/dev/null | grep -q 'io_uring' && HAVE_URING_OPT=1
+# (not `-h | grep -q`: grep leaving early kills -h with SIGPIPE, and
+# pipefail then says no)
+case "$("$NODELAY" -h 2>/dev/null)" in *io_uring=*) HAVE_URING_OPT=1 ;; esac
 
 STAMP=$(date -u +%Y-%m-%dT%H%MZ)
 OUT=${OUT:-$ROOT/bench/results/$STAMP}

@@ -337,7 +337,8 @@ static void event_uring_arm(struct event_uring *l)
         io_uring_prep_poll_add(sqe, fd, s->armed_mask);
         sqe->user_data = event_uring_poll_ud(fd, s->gen);
     }
-    memmove(l->arm, l->arm + i, (l->narm - i) * sizeof *l->arm);
+    if (i > 0 && i < l->narm)
+        memmove(l->arm, l->arm + i, (l->narm - i) * sizeof *l->arm);
     l->narm -= i;
 }
 

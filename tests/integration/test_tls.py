@@ -488,15 +488,18 @@ LIMIT = 0.040
 
 
 def timed(label, fn):
-    for _ in range(2):
+    """The trap costs >= 40 ms every time; a loaded machine only now and
+    then: three tries tell them apart without hiding the trap."""
+    for _ in range(3):
         t = time.perf_counter()
         fn()
         dt = time.perf_counter() - t
         if dt < LIMIT:
             return dt
-    pytest.fail(f"{label}: {dt * 1000:.1f} ms, twice (limit {LIMIT * 1000:.0f} ms)")
+    pytest.fail(f"{label}: {dt * 1000:.1f} ms, three times (limit {LIMIT * 1000:.0f} ms)")
 
 
+@pytest.mark.trap
 @pytest.mark.parametrize("nodelay", [True, False])
 @pytest.mark.parametrize("size", [1, 1400, 16 * 1024, 65537, 200 * 1024])
 def test_delayed_ack_trap_over_tls(start_server, pki, nodelay, size):
