@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs, from Debian's packages, everything nodelay's build, tests, package
 # and benchmark need: scripts/build-deps.sh's list (the server's build, with
-# liburing-dev for the io_uring backend) plus the list below. Safe to run again. Runs apt as root, through sudo when
+# liburing-dev for the io_uring backend, which bench/floor uses too) plus the list below. Safe to run again. Runs apt as root, through sudo when
 # started as another user. Each package and why:
 #   build-essential, clang, libclang-rt-14-dev  compilers; clang for libFuzzer
 #   libcmocka-dev        the unit-test library
@@ -21,7 +21,6 @@
 #   dpkg-dev, debhelper, fakeroot, lintian  build and check the .deb (debian/)
 #   gnuplot-nox          the benchmark's charts
 #   linux-perf, strace   syscalls per request in the benchmark
-#   liburing-dev         io_uring: the benchmark's canned-reply floor server (bench/floor)
 #   iproute2             ss, for the connection tests
 #   procps               ps and pgrep, for the process tests
 #   openssl              the TLS tests make their certificates at test time
@@ -37,7 +36,7 @@ cd "$(dirname "$0")/.."
 ./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
     libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc \
     libsasl2-modules libcache-memcached-fast-perl ruby ruby-dalli nutcracker systemd dpkg-dev debhelper \
-    fakeroot lintian gnuplot-nox linux-perf liburing-dev strace iproute2 procps prometheus openssl \
+    fakeroot lintian gnuplot-nox linux-perf strace iproute2 procps prometheus openssl \
     perl libio-socket-ssl-perl
 # Debian's memcached, nutcracker and prometheus packages may start system
 # services (on 11211, 22121 and 9090); the tests use their own ports, so they are harmless, but

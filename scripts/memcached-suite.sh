@@ -13,8 +13,9 @@
 #
 # Usage: scripts/memcached-suite.sh [TEST.t ...]   (default: the list below)
 # Env:   NODELAY_SUITE_BIN  the server to test
-#        SSL_TEST=1         also run the TLS tests (SSL_TESTS below), as
-#                           memcached's own `make test` does with SSL_TEST=1
+#        SSL_TEST=1         run every file over TLS (-Z), as memcached's own
+#                           `make test` does with SSL_TEST=1; the TLS tests
+#                           (SSL_TESTS below) always run with SSL_TEST=1
 #        SUITE_TIMEOUT      seconds allowed per .t file (default 180)
 #        SUITE_MIRROR       the Debian mirror (default http://deb.debian.org/debian)
 # Exit:  0 all passed, 1 a test failed, 77 skipped (the source could not be
@@ -30,9 +31,18 @@ ROOT=$PWD
 TESTS=(
     watcher_connid.t
     stats.t
+    restart.t
 )
-# Run only with SSL_TEST=1 (they need nodelay's -Z and IO::Socket::SSL).
+# memcached's TLS tests: run with SSL_TEST=1 (each file skips itself
+# without it), so nodelay runs with -Z and memcached's own test
+# certificates from the source package's t/; they need IO::Socket::SSL.
 SSL_TESTS=(
+    ssl_cert_refresh.t
+    ssl_ports.t
+    ssl_proto_version.t
+    ssl_session_resumption.t
+    ssl_settings.t
+    ssl_verify_modes.t
 )
 # Subtests that memcached 1.6.45 itself fails in 1.6.18's t/, where nodelay
 # follows 1.6.45: FILE -> subtest numbers, with the reason. A file passes when
@@ -99,9 +109,14 @@ NODELAY_SUITE_EXE=$(readlink -f "$BIN")
 if [ $# -gt 0 ]; then
     list=("$@")
 else
-    list=("${TESTS[@]}")
-    if [ "${SSL_TEST:-}" = 1 ]; then list+=("${SSL_TESTS[@]}"); fi
+    list=("${TESTS[@]}" "${SSL_TESTS[@]}")
 fi
+# SSL_TEST for one file: 1 for the TLS tests, else what the caller said.
+ssl_test_for() {
+    local s
+    for s in "${SSL_TESTS[@]}"; do [ "$s" = "$1" ] && { echo 1; return; }; done
+    echo "${SSL_TEST:-}"
+}
 LOG=$ROOT/build/test-logs
 mkdir -p "$LOG"
 # True when the file ran to its plan and failed only excused subtests.
@@ -122,7 +137,8 @@ failed=0
 for t in "${list[@]}"; do
     log=$LOG/memcached-suite-${t%.t}.log
     start=$(date +%s)
-    (cd "$SRC" && timeout -k 5 "$SUITE_TIMEOUT" prove -v "t/$t") >"$log" 2>&1
+    (cd "$SRC" && SSL_TEST=$(ssl_test_for "$t") timeout -k 5 "$SUITE_TIMEOUT" prove -v "t/$t") \
+        >"$log" 2>&1
     rc=$?
     summary=$(grep -E '^(Files=|Result:)' "$log" | tr '\n' ' ')
     secs=$(($(date +%s) - start))

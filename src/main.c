@@ -31,6 +31,7 @@
 #include "net/core.h"
 #include "net/listener.h"
 #include "net/tls.h"
+#include "options.h"
 #include "stats/registry.h"
 #include "proto/sasl.h"
 #include "proto/text/text.h"
@@ -253,9 +254,11 @@ int main(int argc, char **argv)
     /* getpwnam's result lives in static storage: keep what we need. */
     struct passwd user = pw ? *pw : (struct passwd){0};
     settings_print_notes(&s, stderr);
+    struct options opt; /* what each module is given at setup */
+    options_from_settings(&s, &opt);
     /* Certificates are checked before anything starts, as memcached does
      * (and before -d, so the message is seen). */
-    if (s.ssl_enabled && tls_setup(&s, stderr) < 0) {
+    if (s.ssl_enabled && tls_setup(&opt.tls, stderr) < 0) {
         settings_release(&s);
         return MAIN_EX_USAGE;
     }
@@ -297,35 +300,21 @@ int main(int argc, char **argv)
         settings_release(&s);
         return EXIT_FAILURE;
     }
-    if (s.sasl && sasl_setup(&s) < 0) {
+    if (s.sasl && sasl_setup() < 0) {
         fprintf(stderr, "Failed to initialize SASL\n");
         settings_release(&s);
         return EXIT_FAILURE;
     }
     /* from here on every exit goes through out_settings, which removes it */
     bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
-    struct core core = {.settings = &s};
-    struct store_options opt = {
-        .mem_limit = SETTINGS_GET(&s, maxbytes),
-        .item_size_max = s.item_size_max,
-        .evictions = s.evictions,
-        .cas_enabled = s.cas_enabled,
-        .hashpower = (unsigned)s.hashpower_init,
-        .background = true,
-        .memory_file = s.memory_file,
-        .temp_lru = SETTINGS_GET(&s, temp_lru),
-        .temporary_ttl = (unsigned)SETTINGS_GET(&s, temporary_ttl),
-        .growth_factor = s.growth_factor,
-        .chunk_size = (size_t)s.chunk_size,
-        .slab_chunk_max = (size_t)s.slab_chunk_max,
-    };
-    if (store_create(&core.store, &opt) != 0) {
+    struct core core = {.opt = &opt.net, .proto = &opt.proto, .run = settings_runtime_of(&s)};
+    if (store_create(&core.store, &opt.store) != 0) {
         log_error("failed to create the store (-m %zu MB)", SETTINGS_GET(&s, maxbytes) >> 20);
         goto out_settings;
     }
     if (registry_init(&core.registry) < 0)
         goto out_store;
-    if (listener_open_all(&s, &core.listeners) < 0)
+    if (listener_open_all(&opt.net, &core.listeners) < 0)
         goto out_registry;
     if (s.udpport != 0)
         log_info("UDP is on (-U %d): keep it off networks where sources can be forged",
@@ -352,12 +341,12 @@ int main(int argc, char **argv)
                                                             : s.binding_protocol);
     }
 
-    struct server *srv = server_create(&core); /* the ops every session gets */
+    struct server *srv = server_create(&core, &s); /* the ops every session gets */
     if (!srv)
         goto out_entries;
     if (s.metrics_listen) {
         char err[256];
-        if (metrics_start(s.metrics_listen, srv, &s, err, sizeof err) < 0) {
+        if (metrics_start(s.metrics_listen, srv, err, sizeof err) < 0) {
             log_error("%s", err);
             server_destroy(&srv);
             rc = MAIN_EX_USAGE;

@@ -33,6 +33,7 @@
 
 struct server {
     struct core *core;
+    const struct settings *set; /* `stats settings`, and what the snapshot shows */
     struct server_ops ops;
     /* `stats reset`: counters are per-worker single-writer, so instead of
      * zeroing them under the writers' feet we remember what they were and
@@ -57,7 +58,7 @@ static void server_set_verbosity(void *ctx, unsigned level)
         level = SERVER_MAX_VERBOSITY;
     log_set_verbosity((int)level);
     watch_set_stderr((int)level >= LOG_LEVEL_DEBUG); /* -vvv: lookups to stderr */
-    SETTINGS_SET(srv->core->settings, verbosity, (int)level);
+    SETTINGS_SET(srv->set, verbosity, (int)level);
 }
 
 static int server_set_memlimit(void *ctx, size_t megabytes)
@@ -68,7 +69,7 @@ static int server_set_memlimit(void *ctx, size_t megabytes)
     size_t bytes = megabytes * 1024 * 1024;
     if (store_set_mem_limit(srv->core->store, bytes) < 0)
         return -1;
-    SETTINGS_SET(srv->core->settings, maxbytes, bytes);
+    SETTINGS_SET(srv->set, maxbytes, bytes);
     return 0;
 }
 
@@ -100,6 +101,11 @@ static void server_sum_workers(struct core *c, struct stats_thread *sum, uint64_
         struct worker *w = &c->workers[i];
         STATS_GENERAL(SERVER_SUM)
         STATS_NODELAY(SERVER_SUM)
+        for (unsigned k = 0; k < STATS_CLASSES; k++) {
+#define SERVER_SUM_CLS(f) sum->cls[k].f += STAT_GET(&w->stats.cls[k], f);
+            STATS_CLASS_COUNTERS(SERVER_SUM_CLS)
+#undef SERVER_SUM_CLS
+        }
         *reply_bytes += __atomic_load_n(&w->reply_bytes, __ATOMIC_RELAXED);
         *rbuf_bytes += __atomic_load_n(&w->rbuf_bytes, __ATOMIC_RELAXED);
     }
@@ -124,7 +130,8 @@ static uint64_t server_listener_conns(const struct core *c, uint64_t *udp)
 }
 
 /* Everything the rows read, before `stats reset`'s baseline. */
-static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
+static void server_snapshot_raw(struct core *c, const struct settings *set,
+                                struct stats_snapshot *s)
 {
     memset(s, 0, sizeof *s);
     s->pid = (int64_t)getpid();
@@ -138,7 +145,6 @@ static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
         s->rusage_user = ru.ru_utime;
         s->rusage_system = ru.ru_stime;
     }
-    const struct settings *set = c->settings;
     uint64_t udp;
     uint64_t nl = server_listener_conns(c, &udp);
     uint64_t clients = (uint64_t)__atomic_load_n(&c->curr_conns, __ATOMIC_RELAXED);
@@ -166,7 +172,8 @@ static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
                (SETTINGS_GET(set, lru_crawler) ? 1u << STATS_WHEN_LRU_CRAWLER : 0) |
                (set->lru_maintainer_thread ? 1u << STATS_WHEN_LRU_MAINTAINER : 0) |
                (tls_enabled() ? 1u << STATS_WHEN_SSL : 0) |
-               (tls_enabled() && set->ssl_session_cache ? 1u << STATS_WHEN_SSL_SESSION_CACHE : 0);
+               (tls_enabled() && set->ssl_session_cache ? 1u << STATS_WHEN_SSL_SESSION_CACHE : 0) |
+               (SETTINGS_GET(set, temp_lru) ? 1u << STATS_WHEN_TEMP_LRU : 0);
     s->cert_age = tls_enabled() ? tls_cert_age() : 0;
     uint64_t rbuf = 0;
     server_sum_workers(c, &s->t, &s->reply_bytes, &rbuf);
@@ -180,7 +187,7 @@ static void server_snapshot_raw(struct core *c, struct stats_snapshot *s)
 
 static void server_snapshot(struct server *srv, struct stats_snapshot *s)
 {
-    server_snapshot_raw(srv->core, s);
+    server_snapshot_raw(srv->core, srv->set, s);
     pthread_mutex_lock(&srv->reset_lock);
     if (srv->was_reset)
         stats_snapshot_since(s, &srv->base);
@@ -195,7 +202,7 @@ void server_stats_snapshot(struct server *srv, struct stats_snapshot *out)
 static void server_stats_reset(struct server *srv)
 {
     struct stats_snapshot now;
-    server_snapshot_raw(srv->core, &now);
+    server_snapshot_raw(srv->core, srv->set, &now);
     pthread_mutex_lock(&srv->reset_lock);
     srv->base = now;
     srv->was_reset = true;
@@ -232,12 +239,13 @@ static enum server_stats_rc server_refuse(struct server_stats_out *out, const ch
 
 /* stats cachedump <class> <limit>: our single pseudo class is 1. ITEM
  * lines, not STAT rows, so text only. */
-static enum server_stats_rc server_cachedump(struct core *c, const char *arg1, const char *arg2,
+static enum server_stats_rc server_cachedump(struct core *c, const struct settings *set,
+                                             const char *arg1, const char *arg2,
                                              struct server_stats_out *out)
 {
     if (!out->raw)
         return SERVER_STATS_UNKNOWN;
-    if (!c->settings->dump_enabled)
+    if (!set->dump_enabled)
         return server_refuse(out, "CLIENT_ERROR stats cachedump not allowed");
     if (!arg1 || !arg2)
         return server_refuse(out, "CLIENT_ERROR bad command line");
@@ -277,11 +285,11 @@ static void server_size_item(const struct store_item *it, void *arg)
         a->n[b]++;
 }
 
-static int server_sizes(struct core *c, const struct stats_emit *e)
+static int server_sizes(struct core *c, const struct settings *set, const struct stats_emit *e)
 {
-    if (!c->settings->track_sizes)
+    if (!set->track_sizes)
         return stats_emit_str(e, "sizes_status", "disabled");
-    struct server_sizes a = {c->store, NULL, c->settings->item_size_max / 32 + 2};
+    struct server_sizes a = {c->store, NULL, set->item_size_max / 32 + 2};
     a.n = calloc(a.nb, sizeof *a.n);
     if (!a.n)
         return -1;
@@ -300,17 +308,17 @@ static int server_sizes(struct core *c, const struct stats_emit *e)
     return rc;
 }
 
-static enum server_stats_rc server_detail(struct core *c, const char *arg,
+static enum server_stats_rc server_detail(const struct settings *set, const char *arg,
                                           struct server_stats_out *out)
 {
-    if (!c->settings->dump_enabled)
+    if (!set->dump_enabled)
         return server_refuse(out, "CLIENT_ERROR stats detail not allowed");
     if (arg && strcmp(arg, "on") == 0) {
-        SETTINGS_SET(c->settings, detail_enabled, true);
+        SETTINGS_SET(set, detail_enabled, true);
         return SERVER_STATS_OK;
     }
     if (arg && strcmp(arg, "off") == 0) {
-        SETTINGS_SET(c->settings, detail_enabled, false);
+        SETTINGS_SET(set, detail_enabled, false);
         return SERVER_STATS_OK;
     }
     if (!arg || strcmp(arg, "dump") != 0)
@@ -356,7 +364,7 @@ static enum server_stats_rc server_stats(void *ctx, const char *args, size_t len
         server_snapshot(srv, &snap);
         rc = stats_rows_emit(&stats_general_rows, &snap, e);
     } else if (strcmp(sub, "settings") == 0) {
-        rc = settings_stats_emit(c->settings, server_settings_row, (void *)e);
+        rc = settings_stats_emit(srv->set, server_settings_row, (void *)e);
     } else if (strcmp(sub, "items") == 0) {
         server_snapshot(srv, &snap);
         rc = stats_items_compose(&snap, e);
@@ -364,7 +372,7 @@ static enum server_stats_rc server_stats(void *ctx, const char *args, size_t len
         server_snapshot(srv, &snap);
         rc = stats_slabs_compose(&snap, e);
     } else if (strcmp(sub, "sizes") == 0) {
-        rc = server_sizes(c, e);
+        rc = server_sizes(c, srv->set, e);
     } else if (strcmp(sub, "conns") == 0) {
         rc = registry_compose(&c->registry, clock_now(), e);
     } else if (strcmp(sub, "nodelay") == 0) {
@@ -374,16 +382,22 @@ static enum server_stats_rc server_stats(void *ctx, const char *args, size_t len
         server_stats_reset(srv);
         return SERVER_STATS_RESET;
     } else if (strcmp(sub, "detail") == 0) {
-        return server_detail(c, a1, out);
+        return server_detail(srv->set, a1, out);
     } else if (strcmp(sub, "cachedump") == 0) {
-        return server_cachedump(c, a1, a2, out);
+        return server_cachedump(c, srv->set, a1, a2, out);
     } else {
         return SERVER_STATS_UNKNOWN;
     }
     return rc ? SERVER_STATS_NOMEM : SERVER_STATS_END;
 }
 
-struct server *server_create(struct core *c)
+int server_settings_emit(struct server *srv,
+                         int (*emit)(void *arg, const char *name, const char *value), void *arg)
+{
+    return settings_stats_emit(srv->set, emit, arg);
+}
+
+struct server *server_create(struct core *c, const struct settings *set)
 {
     struct server *srv = calloc(1, sizeof *srv);
     if (!srv)
@@ -393,6 +407,7 @@ struct server *server_create(struct core *c)
         return NULL;
     }
     srv->core = c;
+    srv->set = set;
     srv->ops = (struct server_ops){
         .ctx = srv,
         .shutdown = server_shutdown,
@@ -402,7 +417,7 @@ struct server *server_create(struct core *c)
         .stats_detail = server_stats_detail,
         .refresh_certs = server_refresh_certs,
     };
-    stats_detail_set_delimiter(c->settings->prefix_delimiter);
+    stats_detail_set_delimiter(set->prefix_delimiter);
     c->ops = &srv->ops;
     return srv;
 }

@@ -7,10 +7,12 @@
 
 struct core;
 struct server;
+struct settings;
 struct stats_snapshot;
 
-/* Sets c->ops. Returns NULL when out of memory. */
-struct server *server_create(struct core *c);
+/* Sets c->ops. set: what `stats settings` shows and the snapshot reads
+ * (it outlives the server). Returns NULL when out of memory. */
+struct server *server_create(struct core *c, const struct settings *set);
 /* After the workers stopped: clears c->ops and frees *srv (NULL after). */
 void server_destroy(struct server **srv);
 
@@ -18,5 +20,10 @@ void server_destroy(struct server **srv);
  * for a reader outside the protocols (the metrics endpoint walks
  * stats_general_rows / stats_nodelay_rows over it). Takes no worker's lock. */
 void server_stats_snapshot(struct server *srv, struct stats_snapshot *out);
+
+/* `stats settings` for a reader outside the protocols: emit(arg, name,
+ * value) per line, as settings_stats_emit. Returns its result. */
+int server_settings_emit(struct server *srv,
+                         int (*emit)(void *arg, const char *name, const char *value), void *arg);
 
 #endif

@@ -5,8 +5,14 @@
  * command line; modules take a const struct settings *. The few values that
  * memcached lets a client change at run time (verbosity, cache_memlimit,
  * stats detail on|off, lru_crawler enable|disable, slabs automove, lru tune)
- * are in struct settings_runtime, atomics read with SETTINGS_GET and written
- * with SETTINGS_SET, so `stats settings` shows their current values. */
+ * are in struct settings_runtime (settings_run.h), atomics read with
+ * SETTINGS_GET and written with SETTINGS_SET, so `stats settings` shows
+ * their current values.
+ *
+ * Only settings_*.c, main.c (parse, then options.c maps the settings to
+ * each module's options) and server.c (`stats settings`) include this:
+ * every other module gets its own options at setup and, for the values
+ * that change at run time, a struct settings_runtime *. */
 #ifndef NODELAY_SETTINGS_H
 #define NODELAY_SETTINGS_H
 
@@ -16,34 +22,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "settings_run.h"
 #include "settings_table.h"
-
-/* The C type of each type column. */
-#define SETTINGS_CTYPE_INT int
-#define SETTINGS_CTYPE_SIZE size_t
-#define SETTINGS_CTYPE_BOOL bool
-#define SETTINGS_CTYPE_STR const char *
-#define SETTINGS_CTYPE_DBL double
-#define SETTINGS_CTYPE_CHAR char
 
 #define SETTINGS_FIELD_FIX(type, field) SETTINGS_CTYPE_##type field;
 #define SETTINGS_FIELD_RUN(type, field)
 #define SETTINGS_FIELD_NONE(type, field)
-#define SETTINGS_RUNFIELD_FIX(type, field)
-#define SETTINGS_RUNFIELD_RUN(type, field) _Atomic(SETTINGS_CTYPE_##type) field;
-#define SETTINGS_RUNFIELD_NONE(type, field)
 
 #define SETTINGS_X_FIELD(st, f, t, ...) SETTINGS_FIELD_##st(t, f)
-#define SETTINGS_X_RUNFIELD(st, f, t, ...) SETTINGS_RUNFIELD_##st(t, f)
 #define SETTINGS_X_ROWID(st, f, ...) SETTINGS_ROW_##f,
 
 /* Row ids, in table order. */
 enum settings_row_id { SETTINGS(SETTINGS_X_ROWID) SETTINGS_NROWS };
-
-/* The values a running server may change; shown live in `stats settings`. */
-struct settings_runtime {
-    SETTINGS(SETTINGS_X_RUNFIELD)
-};
 
 struct settings {
     SETTINGS(SETTINGS_X_FIELD)
@@ -61,9 +51,8 @@ static inline struct settings_runtime *settings_runtime_of(const struct settings
 {
     return (struct settings_runtime *)&s->run;
 }
-#define SETTINGS_GET(s, f) atomic_load_explicit(&(s)->run.f, memory_order_relaxed)
-#define SETTINGS_SET(s, f, v) \
-    atomic_store_explicit(&settings_runtime_of(s)->f, (v), memory_order_relaxed)
+#define SETTINGS_GET(s, f) SETTINGS_RUN_GET(&(s)->run, f)
+#define SETTINGS_SET(s, f, v) SETTINGS_RUN_SET(settings_runtime_of(s), f, v)
 
 /* Fill *s with the defaults. */
 void settings_defaults(struct settings *s);

@@ -18,20 +18,18 @@
 
 struct reply_queue;
 struct server;
-struct settings;
 
 /* Whether this build has libmicrohttpd (else -o metrics_listen is refused). */
 bool metrics_available(void);
 
 /* Start serving on `listen` ("PORT", "ADDR:PORT", "[ADDR6]:PORT"; an address
- * left out means 127.0.0.1) the counters of srv and the settings s, which
- * must outlive metrics_stop. Returns 0, or -1 with a message in err. */
-int metrics_start(const char *listen, struct server *srv, const struct settings *s, char *err,
-                  size_t errlen);
+ * left out means 127.0.0.1) the counters and settings of srv, which must
+ * outlive metrics_stop. Returns 0, or -1 with a message in err. */
+int metrics_start(const char *listen, struct server *srv, char *err, size_t errlen);
 void metrics_stop(void);
 
 /* The /metrics page (no socket involved, so tests compose it directly).
  * Returns 0, or -1 when out of memory. */
-int metrics_compose(struct server *srv, const struct settings *s, struct reply_queue *out);
+int metrics_compose(struct server *srv, struct reply_queue *out);
 
 #endif

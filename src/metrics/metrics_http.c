@@ -23,7 +23,6 @@
 
 static struct MHD_Daemon *metrics_daemon;
 static struct server *metrics_srv;
-static const struct settings *metrics_settings;
 
 bool metrics_available(void)
 {
@@ -78,7 +77,7 @@ static enum MHD_Result metrics_handle(void *cls, struct MHD_Connection *conn, co
     }
     struct reply_queue q;
     reply_init(&q);
-    if (metrics_compose(metrics_srv, metrics_settings, &q) != 0) {
+    if (metrics_compose(metrics_srv, &q) != 0) {
         reply_release(&q);
         char *b = metrics_strdup("out of memory\n", &len);
         return b ? metrics_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", b, len) : MHD_NO;
@@ -148,11 +147,9 @@ static int metrics_parse(const char *listen, struct sockaddr_storage *ss, bool *
     return -1;
 }
 
-int metrics_start(const char *listen, struct server *srv, const struct settings *s, char *err,
-                  size_t errlen)
+int metrics_start(const char *listen, struct server *srv, char *err, size_t errlen)
 {
     metrics_srv = srv;
-    metrics_settings = s;
     struct sockaddr_storage ss;
     bool v6 = false;
     if (metrics_parse(listen, &ss, &v6) < 0) {
@@ -192,11 +189,9 @@ bool metrics_available(void)
     return false;
 }
 
-int metrics_start(const char *listen, struct server *srv, const struct settings *s, char *err,
-                  size_t errlen)
+int metrics_start(const char *listen, struct server *srv, char *err, size_t errlen)
 {
     (void)srv;
-    (void)s;
     snprintf(err, errlen,
              "metrics_listen=%s: this nodelay was built without libmicrohttpd "
              "(install libmicrohttpd-dev and rebuild)",

@@ -21,7 +21,6 @@
 #include "stats/stats_hist.h"
 #include "reply/reply.h"
 #include "server.h"
-#include "settings.h"
 #include "stats/stats_emit.h"
 #include "stats/stats_output.h"
 
@@ -452,7 +451,7 @@ static int page_histograms(struct reply_queue *out)
     return rc;
 }
 
-int metrics_compose(struct server *srv, const struct settings *set, struct reply_queue *out)
+int metrics_compose(struct server *srv, struct reply_queue *out)
 {
     struct page p = {.s = calloc(PAGE_SAMPLES_MAX, sizeof(struct sample))};
     if (!p.s)
@@ -472,7 +471,7 @@ int metrics_compose(struct server *srv, const struct settings *set, struct reply
              commands_help);
     struct page_emit pe = {&p, on_settings, NULL};
     struct stats_emit e = page_emitter(&pe);
-    int rc = settings_stats_emit(set, on_settings_row, &p);
+    int rc = server_settings_emit(srv, on_settings_row, &p);
     pe.fn = on_items;
     rc |= stats_items_compose(snap, &e);
     pe.fn = on_slabs;

@@ -22,7 +22,8 @@
 #include "net/sockopt.h"
 #include "net/tls.h"
 #include "proto/proto.h"
-#include "settings.h"
+#include "net/net_options.h"
+#include "settings_run.h"
 #include "stats/stats.h"
 #include "watch/watch.h"
 
@@ -44,11 +45,11 @@ static void conn_account_reply(struct conn *c)
 /* The global bound on memory owed to clients (-o client_mem_limit): half
  * of -m, at least 32 MiB, unless set. Read per call: -m changes at run time
  * (cache_memlimit). */
-static size_t conn_client_bound(const struct settings *set)
+static size_t conn_client_bound(const struct core *core)
 {
-    if (set->client_mem_limit > 0)
-        return set->client_mem_limit;
-    size_t half = SETTINGS_GET(set, maxbytes) / 2;
+    if (core->opt->client_mem_limit > 0)
+        return core->opt->client_mem_limit;
+    size_t half = SETTINGS_RUN_GET(core->run, maxbytes) / 2;
     return half > ((size_t)32 << 20) ? half : (size_t)32 << 20;
 }
 
@@ -63,7 +64,7 @@ static size_t conn_client_bound(const struct settings *set)
 static size_t conn_allowance(struct conn *c)
 {
     struct core *core = c->env->core;
-    size_t half = conn_client_bound(core->settings) / 2;
+    size_t half = conn_client_bound(core) / 2;
     size_t used = c->env->client_bytes(core);
     int conns = __atomic_load_n(&core->curr_conns, __ATOMIC_RELAXED);
     size_t share = half / (size_t)(conns > 1 ? conns : 1);
@@ -124,7 +125,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->tcp = tcp;
     c->last_active = clock_now();
     conn_input_init(&c->in, w->rbufs);
-    session_init(&c->sess, w->store, w->stats, w->core->settings);
+    session_init(&c->sess, w->store, w->stats, w->core->proto, w->core->run);
     if (w->core->ops)
         c->sess.ops = w->core->ops;
     session_set_peer(&c->sess, tcp ? addr : NULL);
@@ -307,7 +308,7 @@ static void conn_check_owed(struct conn *c)
     struct reply_queue *q = &c->sess.reply;
     if (c->stall_since == 0)
         c->stall_since = clock_now();
-    if (reply_pending(q) > w->core->settings->reply_queue_limit) {
+    if (reply_pending(q) > w->core->opt->reply_queue_limit) {
         STAT_INC(w->stats, slow_reader_kills);
         log_info("<%d client owes %zu reply bytes and is not reading: cut off", c->fd,
                  reply_pending(q));
@@ -697,7 +698,7 @@ void conn_tick(struct conn *c, rel_time_t now)
     if (c->dead)
         return;
     struct conn_env *w = c->env;
-    if (c->tls && tls_conn_handshake_expired(c->tls, now, w->core->settings->ssl_handshake_timeout)) {
+    if (c->tls && tls_conn_handshake_expired(c->tls, now, w->core->opt->ssl_handshake_timeout)) {
         conn_close(c, "TLS handshake timeout");
         return;
     }
@@ -726,7 +727,7 @@ void conn_tick(struct conn *c, rel_time_t now)
         event_cancel(w->loop, &c->watch, EVENT_RECV);
     else
         session_tick(&c->sess);
-    int idle = w->core->settings->idle_timeout;
+    int idle = w->core->opt->idle_timeout;
     if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&
         now - c->last_active > (rel_time_t)idle) {
         STAT_INC(w->stats, idle_kicks);

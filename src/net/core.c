@@ -7,20 +7,22 @@
 #include "event/event.h"
 #include "log.h"
 #include "net/worker.h"
-#include "settings.h"
+#include "net/net_options.h"
 
 int core_start(struct core *c)
 {
-    int n = c->settings->num_threads;
+    int n = c->opt->num_threads;
     c->workers = calloc((size_t)n, sizeof *c->workers);
     if (!c->workers)
         return -1;
     c->nworkers = 0;
     c->accepting = 1;
+    if (trimmer_start(&c->trimmer) < 0)
+        log_info("freed client memory will not be returned to the OS");
     /* -o io_uring: the ring backend when the kernel allows it, else epoll,
      * said in one line (seccomp policies and io_uring_disabled forbid it) */
     char why[128];
-    if (event_select(c->settings->io_uring, why, sizeof why) < 0)
+    if (event_select(c->opt->io_uring, why, sizeof why) < 0)
         log_error("nodelay: io_uring unavailable (%s), using %s", why, event_backend());
     for (int i = 0; i < n; i++) {
         if (worker_init(&c->workers[i], c, i) < 0)
@@ -55,6 +57,7 @@ void core_stop(struct core *c, bool graceful)
             pthread_join(c->workers[i].thread, NULL);
     for (int i = 0; i < c->nworkers; i++)
         worker_release(&c->workers[i]);
+    trimmer_stop(&c->trimmer);
     free(c->workers);
     c->workers = NULL;
     c->nworkers = 0;

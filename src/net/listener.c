@@ -14,7 +14,7 @@
 #include "log.h"
 #include "net/sockopt.h"
 #include "net/tls.h"
-#include "settings.h"
+#include "net/net_options.h"
 
 #ifndef SOCK_CLOEXEC
 #define SOCK_CLOEXEC 0 /* macOS: listeners are few and never exec'd across */
@@ -115,7 +115,7 @@ static int listener_push(struct listener_set *set, const struct listener *l)
     return 0;
 }
 
-static int listener_open_inet(const struct settings *s, const char *host, int port, bool udp,
+static int listener_open_inet(const struct net_options *s, const char *host, int port, bool udp,
                               int tls, struct listener_set *set)
 {
     const char *proto = udp ? "udp" : "tcp";
@@ -183,7 +183,7 @@ static int listener_open_inet(const struct settings *s, const char *host, int po
     return 0;
 }
 
-static int listener_open_unix(const struct settings *s, struct listener_set *set)
+static int listener_open_unix(const struct net_options *s, struct listener_set *set)
 {
     const char *path = s->domain_socket;
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -219,7 +219,7 @@ static int listener_open_unix(const struct settings *s, struct listener_set *set
     return 0;
 }
 
-int listener_open_all(const struct settings *s, struct listener_set *out)
+int listener_open_all(const struct net_options *s, struct listener_set *out)
 {
     memset(out, 0, sizeof *out);
     if (s->domain_socket) {

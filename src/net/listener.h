@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct settings;
+struct net_options;
 
 struct listener {
     int fd;
@@ -36,9 +36,9 @@ int listener_parse_addr(const char *entry, char *host, size_t hostsz, int defaul
  * (tls_on false) every listener is plaintext. */
 int listener_tls_mode(const char *entry, bool tls_on);
 
-/* Open every listener the settings ask for. Returns 0, or -1 after logging
+/* Open every listener the options ask for. Returns 0, or -1 after logging
  * why (the caller exits, as memcached does, with EX_OSERR). */
-int listener_open_all(const struct settings *s, struct listener_set *out);
+int listener_open_all(const struct net_options *s, struct listener_set *out);
 void listener_close_all(struct listener_set *set);
 
 /* memcached's MEMCACHED_PORT_FILENAME: "TCP INET: <port>" per TCP listener,

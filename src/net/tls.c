@@ -19,7 +19,7 @@
  * on the reply queue's iovecs go to writev(2) as plaintext: one writev per
  * read still, the kernel building the records, large values leaving from
  * item memory as in plaintext. OpenSSL's own kTLS would write one record
- * per sendmsg. Receiving stays in user space. */
+ * per sendmsg. Receiving stays with OpenSSL (its socket BIO decides). */
 #include "net/tls.h"
 
 #include <errno.h>
@@ -40,7 +40,6 @@
 #include <openssl/ssl.h>
 
 #include "log.h"
-#include "settings.h"
 #include "stats/stats.h"
 
 /* Plaintext encrypted per call: with its records, what one send carries. */
@@ -78,7 +77,7 @@ static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
 static SSL_CTX *tls_ctx;                 /* new connections' context (tls_lock) */
 static bool tls_on;                      /* set once at start-up, read anywhere */
 static bool tls_ktls;                    /* ssl_kernel_tls and the kernel has it */
-static const struct settings *tls_settings;
+static const struct tls_options *tls_opt; /* for refresh_certs */
 static BIO_METHOD *tls_out_method;
 static _Atomic long long tls_loaded_at;  /* unix time of the last cert load */
 static size_t tls_chunk = TLS_RECORD_MAX; /* plaintext gathered per record */
@@ -280,7 +279,7 @@ static int tls_verify_flags(int mode)
     }
 }
 
-static SSL_CTX *tls_ctx_build(const struct settings *s, char *msg, size_t n)
+static SSL_CTX *tls_ctx_build(const struct tls_options *s, char *msg, size_t n)
 {
     static const int versions[] = {TLS1_VERSION, TLS1_1_VERSION, TLS1_2_VERSION, TLS1_3_VERSION};
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
@@ -364,7 +363,7 @@ static int tls_ktls_probe(void)
     return e;
 }
 
-int tls_setup(const struct settings *s, FILE *err)
+int tls_setup(const struct tls_options *s, FILE *err)
 {
     if (s->ssl_kernel_tls) {
         int e = tls_ktls_probe();
@@ -390,7 +389,7 @@ int tls_setup(const struct settings *s, FILE *err)
         fprintf(err, "%s\n", msg);
         return -1;
     }
-    tls_settings = s;
+    tls_opt = s;
     tls_ctx = ctx;
     tls_on = true;
     size_t w = s->ssl_wbuf_size;
@@ -409,7 +408,7 @@ void tls_teardown(void)
     pthread_mutex_unlock(&tls_lock);
     BIO_meth_free(tls_out_method);
     tls_out_method = NULL;
-    tls_settings = NULL;
+    tls_opt = NULL;
 }
 
 bool tls_enabled(void)
@@ -419,12 +418,12 @@ bool tls_enabled(void)
 
 int tls_refresh_certs(char *msg, size_t n)
 {
-    if (!tls_settings) {
+    if (!tls_opt) {
         snprintf(msg, n, "Error TLS not enabled");
         return -1;
     }
     ERR_clear_error();
-    SSL_CTX *ctx = tls_ctx_build(tls_settings, msg, n);
+    SSL_CTX *ctx = tls_ctx_build(tls_opt, msg, n);
     ERR_clear_error();
     if (!ctx)
         return -1;

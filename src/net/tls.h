@@ -20,7 +20,6 @@
 
 #include "clock.h"
 
-struct settings;
 struct stats_thread;
 struct tls_conn;
 
@@ -31,10 +30,30 @@ enum tls_mode {
     TLS_MODE_MTLS,  /* TLS that requires a client certificate */
 };
 
-/* Build the server context from the settings (once, at start-up, when -Z
- * was given). Returns 0, or -1 after printing memcached's message (and
+/* The ssl_* settings tls.c reads (options.c fills them; a field has its
+ * settings row's name and C type). */
+#define TLS_OPTIONS(X)                                                                             \
+    X(const char *, ssl_chain_cert)                                                                \
+    X(const char *, ssl_key)                                                                       \
+    X(int, ssl_keyformat)                                                                          \
+    X(const char *, ssl_ca_cert)                                                                   \
+    X(int, ssl_verify_mode)                                                                        \
+    X(const char *, ssl_ciphers)                                                                   \
+    X(int, ssl_min_version)                                                                        \
+    X(bool, ssl_session_cache)                                                                     \
+    X(int, ssl_wbuf_size)                                                                          \
+    X(bool, ssl_kernel_tls)
+
+#define TLS_OPTIONS_FIELD(type, name) type name;
+struct tls_options {
+    TLS_OPTIONS(TLS_OPTIONS_FIELD)
+};
+#undef TLS_OPTIONS_FIELD
+
+/* Build the server context from the options (once, at start-up, when -Z
+ * was given; *o must outlive the server: refresh_certs reads it again). Returns 0, or -1 after printing memcached's message (and
  * OpenSSL's error queue) to `err`; the caller exits with 64 as memcached. */
-int tls_setup(const struct settings *s, FILE *err);
+int tls_setup(const struct tls_options *o, FILE *err);
 void tls_teardown(void);
 /* -Z was given and tls_setup succeeded. */
 bool tls_enabled(void);

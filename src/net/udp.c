@@ -12,7 +12,7 @@
 #include "net/worker.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings.h"
+#include "net/net_options.h"
 
 #define UDP_BATCH 64
 #define UDP_DATA_MAX (UDP_MAX_DATAGRAM - UDP_HEADER_SIZE)
@@ -94,7 +94,7 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
     if (count != 1)
         return; /* memcached 1.6 takes only single-datagram requests, silently */
     struct session s;
-    session_init(&s, w->store, &w->stats, w->core->settings);
+    session_init(&s, w->store, &w->stats, w->core->proto, w->core->run);
     if (w->core->ops)
         s.ops = w->core->ops;
     s.datagram = true;
@@ -102,7 +102,7 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
      * included, both ways): past that the requests have run but their
      * replies are replaced by one error line. A multiget or dump
      * pauses once it owes more, so it is not composed to be thrown away. */
-    int factor = w->core->settings->udp_amplification;
+    int factor = w->core->opt->udp_amplification;
     size_t cap = factor > 0 ? (size_t)factor * n : SIZE_MAX;
     s.reply_allow = cap;
     bool over = false;
@@ -126,7 +126,7 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
     if (over) {
         log_verbose("UDP reply over %d x the %zu-byte request: refused", factor, n);
         session_release(&s);
-        session_init(&s, w->store, &w->stats, w->core->settings);
+        session_init(&s, w->store, &w->stats, w->core->proto, w->core->run);
         /* the error only where it is itself within the bound */
         if (buf[UDP_HEADER_SIZE] != 0x80 && udp_wire_bytes(sizeof UDP_TOO_LARGE - 1) <= cap)
             reply_copy(&s.reply, UDP_TOO_LARGE, sizeof UDP_TOO_LARGE - 1);

@@ -5,9 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#ifdef __GLIBC__
-#include <malloc.h> /* malloc_trim */
-#endif
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +17,7 @@
 #include "net/core.h"
 #include "net/sockopt.h"
 #include "net/udp.h"
-#include "settings.h"
+#include "net/net_options.h"
 #include "store/store.h"
 
 #define WORKER_EVENTS 256
@@ -34,10 +31,12 @@
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
 /* conn_env.client_bytes: what all workers' clients hold (each gauge is
- * written by its own worker and read here without a lock). */
+ * written by its own worker and read here without a lock): reply queues,
+ * read buffers, and small values still arriving (the large ones have their
+ * own bound, upload_limit). */
 static size_t worker_client_bytes(const struct core *core)
 {
-    size_t used = 0;
+    size_t used = store_upload_small_bytes(core->store);
     for (int i = 0; i < core->nworkers; i++) {
         used += __atomic_load_n(&core->workers[i].reply_bytes, __ATOMIC_RELAXED);
         used += __atomic_load_n(&core->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
@@ -53,8 +52,8 @@ int worker_init(struct worker *w, struct core *core, int id)
     w->wake[0] = w->wake[1] = -1;
     /* -o read_buf_mem_limit (MB, 0 = none): each worker's share of it bounds
      * how much its connections' read buffers may hold together. */
-    size_t rlimit = core->settings->read_buf_mem_limit > 0
-                        ? ((size_t)core->settings->read_buf_mem_limit << 20) / (size_t)core->settings->num_threads
+    size_t rlimit = core->opt->read_buf_mem_limit > 0
+                        ? ((size_t)core->opt->read_buf_mem_limit << 20) / (size_t)core->opt->num_threads
                         : 0;
     rbuf_pool_init(&w->rbufs, &w->rbuf_bytes, rlimit);
     if (event_loop_create(&w->loop) < 0)
@@ -184,7 +183,7 @@ static void worker_accept(struct worker *w, struct listener *l)
             }
             return; /* EAGAIN: another worker took it, or none left */
         }
-        int maxconns = core->settings->maxconns;
+        int maxconns = core->opt->maxconns;
         if (__atomic_fetch_add(&core->curr_conns, 1, __ATOMIC_RELAXED) >= maxconns) {
             __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
             ssize_t rc = write(fd, worker_too_many, sizeof worker_too_many - 1);
@@ -213,19 +212,17 @@ static void worker_accept(struct worker *w, struct listener *l)
         }
         STAT_INC(&w->stats, total_connections);
         log_verbose("<%d new %s client connection", fd,
-                    strcmp(core->settings->binding_protocol, "auto") == 0
+                    strcmp(core->opt->binding_protocol, "auto") == 0
                         ? "auto-negotiating"
-                        : core->settings->binding_protocol);
+                        : core->opt->binding_protocol);
     }
 }
 
-/* Client buffers are many small blocks; once freed, glibc keeps them in its
- * heaps (reused next time, but never returned: after an attack the server
- * would stay at its peak). When what this worker's clients hold has fallen
- * well below its high point, free the cached read buffers and ask the
- * allocator to return free pages (malloc_trim madvises them away, even in
- * the middle of a heap). Sampled once a second, so a steady load never
- * trims; a worker left with no clients trims once. */
+/* When what this worker's clients hold has fallen well below its high
+ * point, free the cached read buffers and ask the trimmer (net/trim.h) to
+ * return free pages to the OS: the trim itself runs on its own thread, not
+ * here, where it would delay every ready connection. Sampled once a second,
+ * so a steady load never trims; a worker left with no clients asks once. */
 static void worker_trim(struct worker *w)
 {
     size_t held = __atomic_load_n(&w->reply_bytes, __ATOMIC_RELAXED) +
@@ -242,10 +239,8 @@ static void worker_trim(struct worker *w)
     w->client_peak = held;
     w->clients_since_trim = w->env.nconns > 0;
     rbuf_pool_trim(&w->rbufs);
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-    log_verbose("worker %d: client memory fell to %zu bytes: returned free memory", w->id, held);
+    trimmer_request(&w->core->trimmer);
+    log_verbose("worker %d: client memory fell to %zu bytes: returning free memory", w->id, held);
 }
 
 static void worker_tick(struct worker *w, rel_time_t now)

@@ -9,7 +9,6 @@
 
 #include "log.h"
 #include "proto/passwd.h"
-#include "settings.h"
 
 /* memcached reads lines of at most 255 bytes and refuses user + password
  * longer than 252; nothing longer can ever authenticate. */
@@ -62,9 +61,8 @@ static void sasl_load_once(void)
     sasl_load_rc = sasl_load_env();
 }
 
-int sasl_setup(const struct settings *settings)
+int sasl_setup(void)
 {
-    (void)settings;
     pthread_once(&sasl_once, sasl_load_once);
     return sasl_load_rc;
 }

@@ -13,17 +13,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct settings;
-
 /* The mechanisms LIST_MECHS answers, space-separated. */
 #define SASL_MECHS "PLAIN"
 
 /* Load the password file named by MEMCACHED_SASL_PWDB. main() calls it at
- * start-up when settings->sasl is on, so a bad file stops the server there;
+ * start-up when -S is on, so a bad file stops the server there;
  * otherwise the first authentication loads it. Returns 0, or -1 with a message
  * logged when the variable is set but the file cannot be read. With the
  * variable unset it logs a warning and returns 0: every AUTH then fails. */
-int sasl_setup(const struct settings *settings);
+int sasl_setup(void);
 
 /* Free the loaded passwords. */
 void sasl_teardown(void);

@@ -3,29 +3,29 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "settings.h"
 #include "watch/watch.h"
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
-                  const struct settings *settings)
+                  const struct proto_options *opt, struct settings_runtime *run)
 {
     memset(s, 0, sizeof *s);
     s->store = store;
     s->stats = stats;
-    s->settings = settings;
+    s->opt = opt;
+    s->run = run;
     s->ops = &server_ops_none;
     s->cfd = -1;
     reply_init(&s->reply);
     s->reply_allow = SIZE_MAX;
     /* -Y speaks ascii only (memcached forces -B ascii with it). */
-    const char *bind = settings->binding_protocol;
-    if (settings->auth_file || (bind && strcmp(bind, "ascii") == 0))
+    const char *bind = opt->binding_protocol;
+    if (opt->auth_file || (bind && strcmp(bind, "ascii") == 0))
         s->kind = PROTO_KIND_TEXT;
     else if (bind && strcmp(bind, "binary") == 0)
         s->kind = PROTO_KIND_BINARY;
     else
         s->kind = PROTO_KIND_NEGOTIATING;
-    s->authenticated = !settings->auth_file && !settings->sasl;
+    s->authenticated = !opt->auth_file && !opt->sasl;
 }
 
 void session_set_peer(struct session *s, const char *addr)

@@ -1,5 +1,5 @@
 /* A session is the protocols' view of one connection: everything a request
- * needs (store, counters, settings, server operations, the reply queue) and
+ * needs (store, counters, options, server operations, the reply queue) and
  * the state a protocol keeps between reads, with no socket in it, so
  * protocols are testable alone. */
 #ifndef NODELAY_SESSION_H
@@ -10,13 +10,14 @@
 
 #include "proto/auth_guard.h"
 #include "proto/binary/binary.h"
+#include "proto/proto_options.h"
 #include "proto/server_ops.h"
 #include "proto/text/text.h"
 #include "reply/reply.h"
 
 struct store_ctx;
 struct stats_thread;
-struct settings;
+struct settings_runtime;
 struct event_loop;
 struct watcher;
 
@@ -39,7 +40,8 @@ struct session {
     /* Provided by the connection; borrowed. */
     struct store_ctx *store;
     struct stats_thread *stats;
-    const struct settings *settings;
+    const struct proto_options *opt;
+    struct settings_runtime *run; /* the values that change at run time */
     const struct server_ops *ops; /* server-wide actions; &server_ops_none until set */
     /* For `watch`: the client's fd (cfd= in event lines), the loop and the
      * event pointer a watcher's wake-ups go to (NULL in socket-free tests). */
@@ -70,7 +72,7 @@ struct session {
 };
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
-                  const struct settings *settings);
+                  const struct proto_options *opt, struct settings_runtime *run);
 /* -D / stats detail on: count one key's prefix (op 'g', 's' or 'd'). */
 static inline void session_stats_detail(struct session *s, const char *key, size_t nkey, char op,
                                         bool hit)

@@ -12,31 +12,42 @@ struct stats_class_pages {
     uint64_t per_page, total, free;
 };
 
-enum stats_cls_src { STATS_CLS_SRC_CLS, STATS_CLS_SRC_PAGE, STATS_CLS_SRC_CONST };
+enum stats_cls_src { STATS_CLS_SRC_CLS, STATS_CLS_SRC_CNT, STATS_CLS_SRC_PAGE, STATS_CLS_SRC_CONST };
 
 struct stats_cls_row {
     const char *name;
     enum stats_cls_src src;
     size_t offset, size; /* of the field in its struct, unless CONST */
     uint64_t value;      /* CONST */
+    enum stats_when when;
 };
 
+_Static_assert(STATS_CLASSES == STORE_CLASSES, "one class id range");
+/* stats_count_get_hit (stats.h) numbers the LRUs so */
+_Static_assert(STORE_LRU_HOT == 0 && STORE_LRU_WARM == 1 && STORE_LRU_COLD == 2 &&
+                   STORE_LRU_TEMP == 3,
+               "hits_to_* order");
+
 #define STATS_CLS_OF_CLS struct store_class_stats
+#define STATS_CLS_OF_CNT struct stats_class_counts
 #define STATS_CLS_OF_PAGE struct stats_class_pages
 #define STATS_CLS_SIZE_CLS(f) sizeof(((STATS_CLS_OF_CLS *)0)->f)
+#define STATS_CLS_SIZE_CNT(f) sizeof(((STATS_CLS_OF_CNT *)0)->f)
 #define STATS_CLS_SIZE_PAGE(f) sizeof(((STATS_CLS_OF_PAGE *)0)->f)
 #define STATS_CLS_SIZE_CONST(v) 8
 #define STATS_CLS_OFF_CLS(f) offsetof(STATS_CLS_OF_CLS, f), STATS_CLS_SIZE_CLS(f), 0
+#define STATS_CLS_OFF_CNT(f) offsetof(STATS_CLS_OF_CNT, f), STATS_CLS_SIZE_CNT(f), 0
 #define STATS_CLS_OFF_PAGE(f) offsetof(STATS_CLS_OF_PAGE, f), STATS_CLS_SIZE_PAGE(f), 0
 #define STATS_CLS_OFF_CONST(v) 0, 0, (v)
-#define STATS_CLS_ROW(name, src, field) {#name, STATS_CLS_SRC_##src, STATS_CLS_OFF_##src(field)},
+#define STATS_CLS_ROW(name, src, field, when)                                                      \
+    {#name, STATS_CLS_SRC_##src, STATS_CLS_OFF_##src(field), STATS_WHEN_##when},
 
 static const struct stats_cls_row stats_items_list[] = {STATS_ITEMS(STATS_CLS_ROW)};
 static const struct stats_cls_row stats_slabs_list[] = {STATS_SLABS(STATS_CLS_ROW)};
 #undef STATS_CLS_ROW
 
 /* Fields are read as 4 or 8 bytes: checked at build time. */
-#define STATS_CLS_CHECK(name, src, field)                                                          \
+#define STATS_CLS_CHECK(name, src, field, when)                                                    \
     _Static_assert(STATS_CLS_SIZE_##src(field) == 4 || STATS_CLS_SIZE_##src(field) == 8,           \
                    #name " is read as 4 or 8 bytes");
 STATS_ITEMS(STATS_CLS_CHECK)
@@ -44,11 +55,15 @@ STATS_SLABS(STATS_CLS_CHECK)
 #undef STATS_CLS_CHECK
 
 static uint64_t stats_cls_value(const struct stats_cls_row *r, const struct store_class_stats *c,
+                                const struct stats_class_counts *n,
                                 const struct stats_class_pages *pg)
 {
     if (r->src == STATS_CLS_SRC_CONST)
         return r->value;
-    const char *p = (const char *)(r->src == STATS_CLS_SRC_CLS ? (const void *)c : pg) + r->offset;
+    const void *base = r->src == STATS_CLS_SRC_CLS   ? (const void *)c
+                       : r->src == STATS_CLS_SRC_CNT ? (const void *)n
+                                                     : (const void *)pg;
+    const char *p = (const char *)base + r->offset;
     if (r->size == 4) {
         uint32_t v;
         memcpy(&v, p, sizeof v);
@@ -78,9 +93,12 @@ static long stats_cls_emit(const struct stats_cls_row *rows, size_t n, const cha
         pg.total = pg.per_page * c->pages;
         pg.free = pg.total > c->number ? pg.total - c->number : 0;
         for (size_t i = 0; i < n; i++) {
+            if (rows[i].when != STATS_WHEN_ALWAYS && !(s->shown & (1u << rows[i].when)))
+                continue;
             char name[64];
             snprintf(name, sizeof name, "%s%u:%s", pre, k, rows[i].name);
-            rc |= stats_emit_u64(out, name, stats_cls_value(&rows[i], c, &pg));
+            rc |= stats_emit_u64(out, name,
+                                 stats_cls_value(&rows[i], c, &s->t.cls[k], &pg));
         }
     }
     return rc ? -1 : shown;

@@ -27,6 +27,7 @@ enum stats_when {
     STATS_WHEN_LRU_MAINTAINER, /* -o lru_maintainer */
     STATS_WHEN_SSL,            /* -Z */
     STATS_WHEN_SSL_SESSION_CACHE, /* -Z and -o ssl_session_cache */
+    STATS_WHEN_TEMP_LRU,       /* -o temporary_ttl (memcached's temp_lru) */
 };
 
 struct stats_row {

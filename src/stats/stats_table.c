@@ -152,4 +152,21 @@ void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot 
     struct stats_snapshot now = *s;
     stats_rows_since(&stats_general_rows, s, &now, base);
     stats_rows_since(&stats_nodelay_rows, s, &now, base);
+    /* the per-class counters too, as memcached's reset clears its
+     * slab_stats and itemstats */
+    for (unsigned k = 0; k < STATS_CLASSES; k++) {
+#define STATS_SINCE_CLS(f) s->t.cls[k].f -= base->t.cls[k].f;
+        STATS_CLASS_COUNTERS(STATS_SINCE_CLS)
+#undef STATS_SINCE_CLS
+        struct store_class_stats *c = &s->cls[k];
+        const struct store_class_stats *b = &base->cls[k];
+        bool evicted_since = c->evicted > b->evicted;
+        c->evicted -= b->evicted;
+        c->evicted_nonzero -= b->evicted_nonzero;
+        c->evicted_unfetched -= b->evicted_unfetched;
+        c->reclaimed -= b->reclaimed;
+        c->expired_unfetched -= b->expired_unfetched;
+        if (!evicted_since)
+            c->evicted_time = 0; /* the age of the last eviction, if one came since */
+    }
 }

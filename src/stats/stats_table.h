@@ -204,64 +204,90 @@
     X(restore_cpu_ms, STORE, restore_cpu_ms, U64, GAUGE, ALWAYS,                                   \
       "CPU milliseconds the restore used, all threads")
 
+/* Per memcached size class and per worker (struct stats_thread's cls[]),
+ * counted where the totals are, in the class of the item concerned, as
+ * memcached's slab_stats and lru_hits: get_hits is the sum of hits_to_*,
+ * kept on its own so a row reads one field. `stats reset` zeroes them. */
+#define STATS_CLASSES 64 /* = STORE_CLASSES (checked in stats_output.c) */
+#define STATS_CLASS_COUNTERS(X)                                                                    \
+    X(get_hits)                                                                                    \
+    X(hits_to_hot)                                                                                 \
+    X(hits_to_warm)                                                                                \
+    X(hits_to_cold)                                                                                \
+    X(hits_to_temp)                                                                                \
+    X(cmd_set)                                                                                     \
+    X(touch_hits)                                                                                  \
+    X(delete_hits)                                                                                 \
+    X(incr_hits)                                                                                   \
+    X(decr_hits)                                                                                   \
+    X(cas_hits)                                                                                    \
+    X(cas_badval)
+
 /* `stats items` and `stats slabs`: a block of rows per memcached size class
  * holding a live item, printed "items:<class>:<name>" and "<class>:<name>"
  * in memcached 1.6.45's order (stats_output.c walks them).
  *
- *   X(name, source, field)
+ *   X(name, source, field, when)
  *
  *   source  CLS    a field of struct store_class_stats (the store's count)
+ *           CNT    a field of struct stats_class_counts (STATS_CLASS_COUNTERS,
+ *                  summed over workers)
  *           PAGE   a field of struct stats_class_pages: the chunks a
  *                  class's segments would hold were they slab pages
- *           CONST  memcached's LRU segments and per-class hit counts,
- *                  which nodelay does not keep (a read touches no class
- *                  counter): `field` is the value
+ *           CONST  memcached machinery nodelay does not have (crawler, LRU
+ *                  moves, slab repairs): `field` is the value
+ *   when    ALWAYS, or TEMP_LRU: memcached prints the row only with
+ *           -o temporary_ttl
+ *
+ * hot/warm/cold/temp are where the item's segment stands (enum store_lru,
+ * docs/store.md "Size classes").
  */
 #define STATS_ITEMS(X)                                                                             \
-    X(number, CLS, number)                                                                         \
-    X(number_hot, CONST, 0)                                                                        \
-    X(number_warm, CONST, 0)                                                                       \
-    X(number_cold, CLS, number) /* all of a class's items are in its one queue */                \
-    X(age_hot, CONST, 0)                                                                           \
-    X(age_warm, CONST, 0)                                                                          \
-    X(age, CLS, age)                                                                               \
-    X(mem_requested, CLS, mem_requested)                                                           \
-    X(evicted, CLS, evicted)                                                                       \
-    X(evicted_nonzero, CLS, evicted_nonzero)                                                       \
-    X(evicted_time, CLS, evicted_time)                                                             \
-    X(outofmemory, CONST, 0)                                                                       \
-    X(tailrepairs, CONST, 0)                                                                       \
-    X(reclaimed, CLS, reclaimed)                                                                   \
-    X(expired_unfetched, CLS, expired_unfetched)                                                   \
-    X(evicted_unfetched, CLS, evicted_unfetched)                                                   \
-    X(evicted_active, CONST, 0)                                                                    \
-    X(crawler_reclaimed, CONST, 0)                                                                 \
-    X(crawler_items_checked, CONST, 0)                                                             \
-    X(lrutail_reflocked, CONST, 0)                                                                 \
-    X(moves_to_cold, CONST, 0)                                                                     \
-    X(moves_to_warm, CONST, 0)                                                                     \
-    X(moves_within_lru, CONST, 0)                                                                  \
-    X(direct_reclaims, CONST, 0)                                                                   \
-    X(hits_to_hot, CONST, 0)                                                                       \
-    X(hits_to_warm, CONST, 0)                                                                      \
-    X(hits_to_cold, CONST, 0)                                                                      \
-    X(hits_to_temp, CONST, 0)
+    X(number, CLS, number, ALWAYS)                                                                 \
+    X(number_hot, CLS, number_lru[STORE_LRU_HOT], ALWAYS)                                          \
+    X(number_warm, CLS, number_lru[STORE_LRU_WARM], ALWAYS)                                        \
+    X(number_cold, CLS, number_lru[STORE_LRU_COLD], ALWAYS)                                        \
+    X(number_temp, CLS, number_lru[STORE_LRU_TEMP], TEMP_LRU)                                      \
+    X(age_hot, CLS, age_hot, ALWAYS)                                                               \
+    X(age_warm, CLS, age_warm, ALWAYS)                                                             \
+    X(age, CLS, age, ALWAYS)                                                                       \
+    X(mem_requested, CLS, mem_requested, ALWAYS)                                                   \
+    X(evicted, CLS, evicted, ALWAYS)                                                               \
+    X(evicted_nonzero, CLS, evicted_nonzero, ALWAYS)                                               \
+    X(evicted_time, CLS, evicted_time, ALWAYS)                                                     \
+    X(outofmemory, CONST, 0, ALWAYS)                                                               \
+    X(tailrepairs, CONST, 0, ALWAYS)                                                               \
+    X(reclaimed, CLS, reclaimed, ALWAYS)                                                           \
+    X(expired_unfetched, CLS, expired_unfetched, ALWAYS)                                           \
+    X(evicted_unfetched, CLS, evicted_unfetched, ALWAYS)                                           \
+    X(evicted_active, CONST, 0, ALWAYS)                                                            \
+    X(crawler_reclaimed, CONST, 0, ALWAYS)                                                         \
+    X(crawler_items_checked, CONST, 0, ALWAYS)                                                     \
+    X(lrutail_reflocked, CONST, 0, ALWAYS)                                                         \
+    X(moves_to_cold, CONST, 0, ALWAYS)                                                             \
+    X(moves_to_warm, CONST, 0, ALWAYS)                                                             \
+    X(moves_within_lru, CONST, 0, ALWAYS)                                                          \
+    X(direct_reclaims, CONST, 0, ALWAYS)                                                           \
+    X(hits_to_hot, CNT, hits_to_hot, ALWAYS)                                                       \
+    X(hits_to_warm, CNT, hits_to_warm, ALWAYS)                                                     \
+    X(hits_to_cold, CNT, hits_to_cold, ALWAYS)                                                     \
+    X(hits_to_temp, CNT, hits_to_temp, ALWAYS)
 
 #define STATS_SLABS(X)                                                                             \
-    X(chunk_size, CLS, chunk_size)                                                                 \
-    X(chunks_per_page, PAGE, per_page)                                                             \
-    X(total_pages, CLS, pages)                                                                     \
-    X(total_chunks, PAGE, total)                                                                   \
-    X(used_chunks, CLS, number)                                                                    \
-    X(free_chunks, PAGE, free)                                                                     \
-    X(free_chunks_end, CONST, 0)                                                                   \
-    X(get_hits, CONST, 0)                                                                          \
-    X(cmd_set, CONST, 0)                                                                           \
-    X(delete_hits, CONST, 0)                                                                       \
-    X(incr_hits, CONST, 0)                                                                         \
-    X(decr_hits, CONST, 0)                                                                         \
-    X(cas_hits, CONST, 0)                                                                          \
-    X(cas_badval, CONST, 0)                                                                        \
-    X(touch_hits, CONST, 0)
+    X(chunk_size, CLS, chunk_size, ALWAYS)                                                         \
+    X(chunks_per_page, PAGE, per_page, ALWAYS)                                                     \
+    X(total_pages, CLS, pages, ALWAYS)                                                             \
+    X(total_chunks, PAGE, total, ALWAYS)                                                           \
+    X(used_chunks, CLS, number, ALWAYS)                                                            \
+    X(free_chunks, PAGE, free, ALWAYS)                                                             \
+    X(free_chunks_end, CONST, 0, ALWAYS)                                                           \
+    X(get_hits, CNT, get_hits, ALWAYS)                                                             \
+    X(cmd_set, CNT, cmd_set, ALWAYS)                                                               \
+    X(delete_hits, CNT, delete_hits, ALWAYS)                                                       \
+    X(incr_hits, CNT, incr_hits, ALWAYS)                                                           \
+    X(decr_hits, CNT, decr_hits, ALWAYS)                                                           \
+    X(cas_hits, CNT, cas_hits, ALWAYS)                                                             \
+    X(cas_badval, CNT, cas_badval, ALWAYS)                                                         \
+    X(touch_hits, CNT, touch_hits, ALWAYS)
 
 #endif

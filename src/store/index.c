@@ -508,3 +508,54 @@ uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets)
         index_unlock(b);
     }
 }
+
+struct index_table *index_swap_table(struct index *ix, unsigned level)
+{
+    struct index_table *c = ix->cur;
+    if (ix->old || ix->items)
+        return NULL;
+    struct index_table *t = table_new(index_power_of(level));
+    if (!t)
+        return NULL;
+    __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
+    return c;
+}
+
+void index_table_release(struct index_table *t)
+{
+    table_free(t);
+}
+
+void index_wipe(struct index *ix)
+{
+    struct index_table *c = ix->cur;
+    size_t len = (c->mask + 1) * 64;
+    /* Pages given back read as zeros again, without writing them. */
+    if (madvise(c->b, len, MADV_DONTNEED) != 0)
+        memset(c->b, 0, len);
+}
+
+unsigned index_bucket_bits(struct index *ix)
+{
+    return ix->cur->power;
+}
+
+uint64_t *index_bucket_of(struct index *ix, uint64_t h)
+{
+    struct index_table *c = ix->cur;
+    return c->b + ((h & c->mask) << 3);
+}
+
+uint64_t *index_chain_grow(struct index *ix, uint64_t *last)
+{
+    uint32_t id = pool_get(ix);
+    if (!id)
+        return NULL;
+    hdr_set_next(last, id);
+    return index_overflow(ix, id);
+}
+
+void index_count(struct index *ix, uint64_t n)
+{
+    __atomic_fetch_add(&ix->items, n, __ATOMIC_RELAXED);
+}

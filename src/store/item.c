@@ -158,10 +158,15 @@ uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, ui
 
 /* Key and value lie side by side, so one pass hashes both; nkey and the
  * flags seed it, so a value moved across the key boundary does not match. */
+uint32_t item_sum_for(const char *p, const struct item_hdr *h, uint32_t flags)
+{
+    uint64_t seed = ((uint64_t)flags << 8) | h->nkey;
+    return (uint32_t)XXH3_64bits_withSeed(p + h->hlen, (size_t)h->nkey + h->nvalue, seed);
+}
+
 uint32_t item_sum(const char *p, const struct item_hdr *h)
 {
-    uint64_t seed = ((uint64_t)item_get_u32(p, h->flags_off) << 8) | h->nkey;
-    return (uint32_t)XXH3_64bits_withSeed(p + h->hlen, (size_t)h->nkey + h->nvalue, seed);
+    return item_sum_for(p, h, item_get_u32(p, h->flags_off));
 }
 
 /* memcached 1.6: sizeof(item) 48, key + NUL, value + "\r\n", 8 bytes of

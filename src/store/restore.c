@@ -8,11 +8,11 @@
  * lock; it does take bucket locks, as the index functions expect.
  */
 #include "store/persist.h"
+#include "store/restore_index.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -28,43 +28,15 @@ static bool restore_seg_sane(const struct store *s, const struct pm_seg *ps)
     return ps->flags == 0;
 }
 
-/* Map every written page of the file in one call per segment: faulting
- * them in one by one costs more than reading them. A hint only. */
-static void restore_populate(struct store *s)
-{
-#ifdef MADV_POPULATE_READ
-    struct persist *pm = s->pm;
-    for (uint32_t i = 0; i < pm->nsegs; i++) {
-        struct pm_seg *ps = pm_seg(pm, i);
-        if (ps->seq && ps->write_off <= s->seg_size)
-            madvise(pm_seg_data(pm, s, i), (ps->write_off + 4095) & ~(size_t)4095,
-                    MADV_POPULATE_READ);
-    }
-#else
-    (void)s;
-#endif
-}
-
-/* Work split over up to RESTORE_THREADS threads, one per core: segment i
- * goes to thread i % n. */
-#define RESTORE_THREADS 4
-
-struct restore_split {
-    void *(*fn)(void *);
-    void *arg;
-    size_t size;   /* bytes of each thread's argument */
-};
-
-static uint32_t restore_nthreads(uint32_t work)
+/* Work is split over up to RESTORE_THREADS threads, one per core. */
+uint32_t restore_nthreads(uint32_t work)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t t = cores > 1 ? (uint32_t)(cores < RESTORE_THREADS ? cores : RESTORE_THREADS) : 1;
     return t > work ? (work ? work : 1) : t;
 }
 
-/* Run fn on args[0..t) (args: t structs of `size` bytes), on threads
- * where they can be made, else here. */
-static void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
+void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
 {
     pthread_t th[RESTORE_THREADS];
     bool started[RESTORE_THREADS] = {false};
@@ -79,52 +51,23 @@ static void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint
     }
 }
 
-struct restore_verify {
-    struct store *s;
-    uint32_t first, step;
-    bool ok;
-};
-
-static void *restore_verify_thread(void *arg)
-{
-    struct restore_verify *v = arg;
-    struct store *s = v->s;
-    struct persist *pm = s->pm;
-    v->ok = true;
-    for (uint32_t i = v->first; i < pm->nsegs && v->ok; i += v->step) {
-        struct pm_seg *ps = pm_seg(pm, i);
-        if (!ps->seq)
-            continue;
-        if (!restore_seg_sane(s, ps) || (ps->flags & PM_SEG_COMPACTING) ||
-            XXH3_64bits(pm_seg_data(pm, s, i), ps->write_off) != ps->sum)
-            v->ok = false;
-    }
-    return NULL;
-}
-
-/* After a graceful stop every checksum must hold, or nothing is used. */
-static bool restore_verify_clean(struct store *s)
-{
-    struct persist *pm = s->pm;
-    if (pm->hdr->stop_sum != persist_stop_sum(pm))
-        return false;
-    struct restore_verify v[RESTORE_THREADS];
-    uint32_t t = restore_nthreads(pm->nsegs);
-    for (uint32_t i = 0; i < t; i++)
-        v[i] = (struct restore_verify){.s = s, .first = i, .step = t};
-    restore_run_split(restore_verify_thread, (char *)v, sizeof(v[0]), t);
-    for (uint32_t i = 0; i < t; i++)
-        if (!v[i].ok)
-            return false;
-    return true;
-}
-
 static void restore_discard(struct persist *pm)
 {
     memset(pm->segs, 0, (size_t)pm->nsegs * sizeof(struct pm_seg));
     memset(pm->journal, 0, PM_JOURNAL_SLOTS * sizeof(struct pm_journal));
     pm->hdr->oldest_live = 0;
     pm->hdr->oldest_cas = 0;
+}
+
+/* A graceful stop's file that fails its checksums: never partly used. */
+static void restore_damaged(struct store *s)
+{
+    struct persist *pm = s->pm;
+    log_error("-e %s: the memory file fails its checksums after a graceful stop (damaged); "
+              "discarding it and starting empty",
+              s->opt.memory_file);
+    restore_discard(pm);
+    pm->start = PM_START_DISCARDED;
 }
 
 /* The item a journal location names, or NULL if it names none. */
@@ -181,64 +124,57 @@ struct restore_run {
     struct store *s;
     rel_time_t now;
     bool verify;        /* crash: check every item's checksum */
+    bool clean;         /* graceful stop: check every segment's checksum */
+    int *damaged;       /* (clean) a segment failed it: all threads stop */
     uint64_t max_cas;
     uint64_t dups;
     uint64_t restored, expired, corrupt;
+    struct rix *rix;
+    uint32_t bin;        /* this thread's filing in rix */
+    bool nomem_logged;
     const uint32_t *ids; /* segments to walk: ids[first], ids[first + step], ... */
     uint32_t n, first, step;
+    uint64_t walk_cpu_us, index_cpu_us; /* CPU time of the two steps */
+    size_t last_mc;      /* the class of the last item's size, */
+    struct store_cls_of last_cls; /* since neighbours are often alike */
 };
 
-/* An item waiting for its bucket to arrive in cache. */
-struct restore_pending {
-    char *p;
-    struct item_hdr h;
-    uint64_t hv;
-    uint32_t off;
-};
-
-#define RESTORE_AHEAD 16
-
-/* Link one committed, live-looking item found in segment seg at off. */
-static void restore_item(struct store *s, struct restore_run *r, struct seg *seg,
-                         const struct restore_pending *it)
+static struct store_cls_of restore_class(struct restore_run *r, const char *p,
+                                         const struct item_hdr *h)
 {
-    char *p = it->p;
-    const struct item_hdr *h = &it->h;
-    const char *key = p + h->hlen;
-    uint32_t tag = index_tag(it->hv);
-    uint64_t *b = index_lock_hash(&s->index, it->hv);
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++) {
-            if (!cur[i] || slot_tag(cur[i]) != tag)
-                continue;
-            const char *q = seg_item(s, cur[i]);
-            struct item_hdr qh;
-            item_decode(q, &qh);
-            if (qh.nkey == h->nkey && memcmp(q + qh.hlen, key, h->nkey) == 0) {
-                /* A copy eviction made of the same version (seg_carry or a
-                 * compaction) that a kill left behind: keep one. */
-                index_unlock(b);
-                item_set_state(p, ITEM_L_DEAD);
-                r->dups++;
-                return;
-            }
-        }
-    uint64_t *slot = index_free_slot(&s->index, b);
-    if (!slot) {
-        index_unlock(b);
+    size_t mc = item_mc_size(h->nkey, h->nvalue, item_get_u32(p, h->flags_off),
+                             r->s->opt.cas_enabled);
+    if (mc != r->last_mc) {
+        r->last_mc = mc;
+        r->last_cls = (struct store_cls_of){store_class_id(r->s, mc), (uint32_t)mc};
+    }
+    return r->last_cls;
+}
+
+/* A committed, live item found in seg at off: counted in its segment and
+ * binned for the index (restore_index.c links it, or hands it back to
+ * restore_drop). Nothing else runs yet, and each segment is one thread's:
+ * plain updates, published by the join. */
+static void restore_item(struct restore_run *r, struct seg *seg, char *p,
+                         const struct item_hdr *h, uint32_t off)
+{
+    struct store *s = r->s;
+    uint64_t hv = XXH3_64bits(p + h->hlen, h->nkey);
+    if (!rix_add(r->rix, r->bin, hv, seg->id, off >> s->off_shift)) {
+        if (!r->nomem_logged)
+            log_error("-e %s: out of memory restoring the index; dropping items",
+                      s->opt.memory_file);
+        r->nomem_logged = true;
         item_set_state(p, ITEM_L_DEAD);
         r->corrupt++;
         return;
     }
-    *slot = slot_make(tag, seg->id, it->off >> s->off_shift);
-    index_unlock(b);
     uint32_t size = item_total(h);
     uint64_t cas = item_get_cas(p, h, seg->cas_base);
     rel_time_t exp = item_get_u32(p, h->exp_off);
-    /* Nothing else runs yet: plain updates, published by thread creation. */
     seg->live_items++;
     seg->live_bytes += size;
-    struct store_cls_of c = store_item_class(s, p, h);
+    struct store_cls_of c = restore_class(r, p, h);
     seg->cls_items[c.cls]++;
     seg->cls_bytes[c.cls] += (int32_t)c.mc_size;
     if (exp == REL_TIME_NEVER)
@@ -254,7 +190,29 @@ static void restore_item(struct store *s, struct restore_run *r, struct seg *seg
     if (cas > r->max_cas)
         r->max_cas = cas;
     r->restored++;
-    index_maintain(&s->index); /* when the size hint was short (a kill in the first second) */
+}
+
+/* An item the index build did not link (already marked dead): take it
+ * out of its segment's counts. Its CAS and expiry stay in the segment's
+ * bounds, which only makes them looser. */
+static void restore_drop(void *arg, uint64_t slot, bool dup)
+{
+    struct restore_run *r = arg;
+    struct store *s = r->s;
+    const char *p = seg_item(s, slot);
+    struct item_hdr h;
+    item_decode(p, &h);
+    struct seg *seg = seg_of(s, slot_seg(slot));
+    seg->live_items--;
+    seg->live_bytes -= item_total(&h);
+    struct store_cls_of c = store_item_class(s, p, &h);
+    seg->cls_items[c.cls]--;
+    seg->cls_bytes[c.cls] -= (int32_t)c.mc_size;
+    r->restored--;
+    if (dup)
+        r->dups++;
+    else
+        r->corrupt++;
 }
 
 /* Checks that need only the item itself; false when it is not restored. */
@@ -278,11 +236,9 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
 {
     size_t align = (size_t)1 << s->off_shift;
     uint32_t end = seg->write_off;
-    struct restore_pending ring[RESTORE_AHEAD];
-    unsigned head = 0, n = 0;
     for (uint32_t x = 0; x < end;) {
         char *p = seg->data + x;
-        if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) { /* compaction padding */
+        if (!*(const uint8_t *)p) { /* compaction padding */
             x += (uint32_t)align;
             continue;
         }
@@ -296,24 +252,10 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
             break;
         }
         uint8_t st = item_state(p);
-        if ((st & ITEM_L_COMMIT) && !(st & ITEM_L_DEAD) && restore_keep(s, r, seg, p, &h)) {
-            if (n == RESTORE_AHEAD) {
-                restore_item(s, r, seg, &ring[head]);
-                head = (head + 1) % RESTORE_AHEAD;
-                n--;
-            }
-            struct restore_pending *it = &ring[(head + n) % RESTORE_AHEAD];
-            it->p = p;
-            it->h = h;
-            it->off = x;
-            it->hv = XXH3_64bits(p + h.hlen, h.nkey);
-            index_prefetch(&s->index, it->hv);
-            n++;
-        }
+        if ((st & ITEM_L_COMMIT) && !(st & ITEM_L_DEAD) && restore_keep(s, r, seg, p, &h))
+            restore_item(r, seg, p, &h, x);
         x = (uint32_t)((x + item_total(&h) + align - 1) & ~(align - 1));
     }
-    for (; n; n--, head = (head + 1) % RESTORE_AHEAD)
-        restore_item(s, r, seg, &ring[head]);
 }
 
 static int restore_by_seq(const void *a, const void *b, void *arg)
@@ -326,37 +268,86 @@ static int restore_by_seq(const void *a, const void *b, void *arg)
 static void *restore_thread(void *arg)
 {
     struct restore_run *r = arg;
-    for (uint32_t k = r->first; k < r->n; k += r->step)
-        restore_walk(r->s, r, seg_of(r->s, r->ids[k]));
+    struct store *s = r->s;
+    for (uint32_t k = r->first; k < r->n; k += r->step) {
+        struct seg *seg = seg_of(s, r->ids[k]);
+        /* After a graceful stop every segment's checksum must hold, or
+         * nothing is used. Checked just before the walk reads the same
+         * bytes, so that they are read from memory once. */
+        if (r->clean) {
+            if (__atomic_load_n(r->damaged, __ATOMIC_RELAXED))
+                break;
+            if (XXH3_64bits(seg->data, seg->write_off) != pm_seg(s->pm, seg->id)->sum) {
+                __atomic_store_n(r->damaged, 1, __ATOMIC_RELAXED);
+                break;
+            }
+        }
+        restore_walk(s, r, seg);
+    }
+    rix_finish(r->rix, r->bin);
     return NULL;
 }
 
-/* Walk the segments on up to RESTORE_THREADS threads: each segment is one
- * thread's, and the index takes concurrent inserts (a key found in two
- * segments meets itself under its bucket lock). */
+/* CPU time of the process so far, all threads. */
+static uint64_t restore_cpu_us(void)
+{
+    struct timespec c;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+    return (uint64_t)c.tv_sec * 1000000u + (uint64_t)c.tv_nsec / 1000;
+}
+
+/* Walk the segments on up to RESTORE_THREADS threads, each segment one
+ * thread's, binning what they find; then build the index from the bins
+ * (restore_index.h says why in two steps). A key found in two segments
+ * meets itself in the build. */
 static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_t n)
 {
     struct restore_run runs[RESTORE_THREADS];
+    struct rix x;
     uint32_t t = restore_nthreads(n);
+    uint64_t started = restore_cpu_us();
+    if (rix_init(&x, r->s, t) != 0) {
+        log_error("-e %s: out of memory for the restore; starting empty", r->s->opt.memory_file);
+        t = 0; /* every segment is left with no live item: freed below */
+    }
     for (uint32_t i = 0; i < t; i++) {
         runs[i] = *r;
+        runs[i].rix = &x;
+        runs[i].bin = i;
         runs[i].ids = ids;
         runs[i].n = n;
         runs[i].first = i;
         runs[i].step = t;
     }
-    restore_run_split(restore_thread, (char *)runs, sizeof(runs[0]), t);
+    if (t)
+        restore_run_split(restore_thread, (char *)runs, sizeof(runs[0]), t);
     for (uint32_t i = 0; i < t; i++) {
         if (runs[i].max_cas > r->max_cas)
             r->max_cas = runs[i].max_cas;
-        r->dups += runs[i].dups;
         r->restored += runs[i].restored;
         r->expired += runs[i].expired;
         r->corrupt += runs[i].corrupt;
     }
+    if (t && *r->damaged) {
+        /* Nothing is used: the table holds filed words, not buckets, and
+         * every segment goes back to empty. */
+        index_wipe(&r->s->index);
+        for (uint32_t k = 0; k < n; k++)
+            seg_of(r->s, ids[k])->live_items = 0;
+        r->restored = r->expired = r->corrupt = 0;
+    } else if (t) {
+        uint64_t walked = restore_cpu_us();
+        r->walk_cpu_us = walked - started;
+        rix_fill(&x, t, restore_drop, r);
+        r->index_cpu_us = restore_cpu_us() - walked;
+    }
+    if (t)
+        rix_release(&x);
 }
 
-static void restore_segments(struct store *s, struct restore_run *r)
+/* Rebuild the segment lists and the index from the file; false (and
+ * nothing restored) when a graceful stop's file fails its checks. */
+static bool restore_segments(struct store *s, struct restore_run *r)
 {
     struct persist *pm = s->pm;
     uint32_t *ids = malloc((size_t)pm->nsegs * sizeof(*ids));
@@ -365,6 +356,10 @@ static void restore_segments(struct store *s, struct restore_run *r)
         struct pm_seg *ps = pm_seg(pm, i);
         if (!ps->seq)
             continue;
+        if (r->clean && (!restore_seg_sane(s, ps) || (ps->flags & PM_SEG_COMPACTING))) {
+            free(ids); /* nothing is changed yet */
+            return false;
+        }
         if (!restore_seg_sane(s, ps) || !ids) {
             pm->discarded_corrupt++;
             ps->seq = 0;
@@ -420,10 +415,12 @@ static void restore_segments(struct store *s, struct restore_run *r)
         } else if (seg->group == STORE_GROUP_TEMP) {
             seg->state = SEG_SEALED; /* temporary_ttl items keep their own queue */
             seg->queue = SEG_Q_TEMP;
+            seg_set_lru(seg, STORE_LRU_TEMP);
             to = &s->temp;
         } else {
             seg->state = SEG_SEALED;
             seg->queue = SEG_Q_MAIN;
+            seg_set_lru(seg, STORE_LRU_WARM);
         }
         seg->next = NULL;
         seg->prev = to->tail;
@@ -435,6 +432,7 @@ static void restore_segments(struct store *s, struct restore_run *r)
         to->n++;
     }
     free(ids);
+    return !*r->damaged;
 }
 
 void persist_restore(struct store *s)
@@ -442,22 +440,14 @@ void persist_restore(struct store *s)
     struct persist *pm = s->pm;
     struct pm_hdr *h = pm->hdr;
     struct timespec t0, t1, c0, c1;
+    uint64_t walk_us = 0, index_us = 0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     bool restore = pm->start == PM_START_CLEAN || pm->start == PM_START_CRASH;
-    if (restore)
-        restore_populate(s);
-    bool sums_ok = pm->start != PM_START_CLEAN || restore_verify_clean(s);
-    struct timespec tv;
-    clock_gettime(CLOCK_MONOTONIC, &tv);
-    uint64_t verify_us = (uint64_t)(tv.tv_sec - t0.tv_sec) * 1000000u +
-                         (uint64_t)((tv.tv_nsec - t0.tv_nsec) / 1000);
-    if (!sums_ok) {
-        log_error("-e %s: the memory file fails its checksums after a graceful stop (damaged); "
-                  "discarding it and starting empty",
-                  s->opt.memory_file);
-        restore_discard(pm);
-        pm->start = PM_START_DISCARDED;
+    /* After a graceful stop the run state and segment table must match
+     * their checksum (each segment's own is checked by the walk). */
+    if (pm->start == PM_START_CLEAN && h->stop_sum != persist_stop_sum(pm)) {
+        restore_damaged(s);
         restore = false;
     }
     /* From here on the file is this run's: a kill even during the restore
@@ -479,11 +469,22 @@ void persist_restore(struct store *s)
         clock_resume((time_t)h->epoch, (rel_time_t)rel);
         s->oldest_live = h->oldest_live;
         s->oldest_cas = h->oldest_cas;
+        int damaged = 0;
         struct restore_run r = {.s = s, .now = clock_now(),
-                                .verify = pm->start == PM_START_CRASH};
+                                .verify = pm->start == PM_START_CRASH,
+                                .clean = pm->start == PM_START_CLEAN,
+                                .damaged = &damaged};
         if (pm->start == PM_START_CRASH)
             restore_journal(s);
-        restore_segments(s, &r);
+        if (!restore_segments(s, &r)) {
+            restore_damaged(s);
+            clock_setup(); /* a cold start's clock, as if the file were never read */
+            s->oldest_live = 0;
+            s->oldest_cas = 0;
+            restore = false;
+        }
+        walk_us = r.walk_cpu_us;
+        index_us = r.index_cpu_us;
         pm->restored_items = r.restored;
         pm->discarded_expired = r.expired;
         pm->discarded_corrupt += r.corrupt;
@@ -492,8 +493,10 @@ void persist_restore(struct store *s)
             next = h->cas_ceiling;
         if (h->oldest_cas > next)
             next = h->oldest_cas;
-        s->cas_next = next;
-        persist_cas(s, next);
+        if (restore) {
+            s->cas_next = next;
+            persist_cas(s, next);
+        }
     } else {
         restore_discard(pm);
     }
@@ -508,12 +511,13 @@ void persist_restore(struct store *s)
     pm->restore_us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u +
                      (uint64_t)((t1.tv_nsec - t0.tv_nsec) / 1000);
     if (restore)
-        log_info("-e %s: restored %llu items after a %s in %llu ms (%llu ms of CPU; checksums %llu ms; "
-                 "%llu expired or flushed, %llu damaged, dropped)",
+        log_info("-e %s: restored %llu items after a %s in %llu ms (%llu ms of CPU: walk %llu, "
+                 "index %llu; %llu expired or flushed, %llu damaged, dropped)",
                  s->opt.memory_file, (unsigned long long)pm->restored_items,
                  pm->start == PM_START_CLEAN ? "graceful stop" : "crash",
                  (unsigned long long)(pm->restore_us / 1000),
-                 (unsigned long long)(cpu_us / 1000), (unsigned long long)(verify_us / 1000),
+                 (unsigned long long)(cpu_us / 1000), (unsigned long long)(walk_us / 1000),
+                 (unsigned long long)(index_us / 1000),
                  (unsigned long long)pm->discarded_expired,
                  (unsigned long long)pm->discarded_corrupt);
 }

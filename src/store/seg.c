@@ -199,6 +199,7 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     seg->cas_base = cas_base;
     seg->created = clock_now();
     seg->group = (uint8_t)group;
+    seg_set_lru(seg, group == STORE_GROUP_TEMP ? STORE_LRU_TEMP : STORE_LRU_HOT);
     seg_set_state(seg, SEG_OPEN);
     if (s->pm)
         persist_seg_open(s, seg);
@@ -211,6 +212,7 @@ static void seg_seal(struct store *s, struct seg *seg)
     seg_set_state(seg, SEG_SEALED);
     bool temp = seg->group == STORE_GROUP_TEMP;
     seg->queue = temp ? SEG_Q_TEMP : SEG_Q_SMALL;
+    seg_set_lru(seg, temp ? STORE_LRU_TEMP : STORE_LRU_COLD);
     list_push(temp ? &s->temp : &s->small, seg);
 }
 
@@ -480,6 +482,7 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
         }
         v->created = now;
         v->queue = SEG_Q_MAIN;
+        seg_set_lru(v, STORE_LRU_WARM);
         __atomic_store_n(&v->state, SEG_OPEN, __ATOMIC_RELEASE);
         s->mopen = v;
         return true;
@@ -642,6 +645,7 @@ void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
 void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n, rel_time_t now)
 {
     int64_t items[STORE_CLASSES] = {0}, bytes[STORE_CLASSES] = {0};
+    int64_t lru_items[STORE_CLASSES][STORE_LRUS] = {{0}};
     pthread_mutex_lock(&s->pool_lock);
     for (uint32_t i = 0; i < s->seg_cap; i++) {
         struct seg *g = seg_of(s, i);
@@ -653,11 +657,18 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
                 continue;
             items[k] += c;
             bytes[k] += __atomic_load_n(&g->cls_bytes[k], __ATOMIC_RELAXED);
+            unsigned lru = __atomic_load_n(&g->lru, __ATOMIC_RELAXED);
+            if (lru < STORE_LRUS)
+                lru_items[k][lru] += c;
             if (c > 0) {
                 out[k].pages++;
                 uint32_t age = g->created <= now ? now - g->created : 0;
                 if (age > out[k].age)
                     out[k].age = age;
+                if (lru == STORE_LRU_HOT && age > out[k].age_hot)
+                    out[k].age_hot = age;
+                if (lru == STORE_LRU_WARM && age > out[k].age_warm)
+                    out[k].age_warm = age;
             }
         }
     }
@@ -666,6 +677,8 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
     for (unsigned k = 1; k <= n; k++) {
         out[k].number = items[k] > 0 ? (uint64_t)items[k] : 0;
         out[k].mem_requested = bytes[k] > 0 ? (uint64_t)bytes[k] : 0;
+        for (unsigned l = 0; l < STORE_LRUS; l++)
+            out[k].number_lru[l] = lru_items[k][l] > 0 ? (uint64_t)lru_items[k][l] : 0;
     }
 }
 

@@ -157,7 +157,7 @@ static bool store_ghost_take(struct store *s, uint64_t hv)
 }
 
 bool store_link(struct store *s, struct store_found *f, bool have_old,
-                struct store_reservation *res, uint32_t tag, uint64_t hv)
+                struct store_reservation *res, uint32_t tag, uint64_t hv, const uint32_t *sum)
 {
     struct seg *seg = res->seg;
     char *p = res->item;
@@ -173,7 +173,7 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
         /* Checksum, then the commit bit; an overwrite journals both items
          * so that a kill between the new commit and the old death cannot
          * leave two live versions (docs/store.md "Restarts"). */
-        item_put_u32(p, h.sum_off, item_sum(p, &h));
+        item_put_u32(p, h.sum_off, sum ? *sum : item_sum(p, &h));
         if (have_old)
             j = persist_journal_begin(s->pm, pm_loc(f->seg->id, (uint32_t)(f->p - f->seg->data)),
                                       pm_loc(seg->id, (uint32_t)(p - seg->data)));
@@ -237,7 +237,7 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
                     item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
                 item_put_cas(r.item, &nh, cas, ns->cas_base);
                 uint64_t access = *g.slot & SLOT_FREQ;
-                store_link(s, &g, true, &r, k->tag, k->hv);
+                store_link(s, &g, true, &r, k->tag, k->hv, NULL); /* rare: a touch or CAS that did not fit */
                 *g.slot |= access;
                 index_unlock(g.bucket);
                 seg_unpin(ns);
@@ -552,6 +552,12 @@ void store_pin_release(struct store_pin *pin)
         seg_unpin((struct seg *)pin);
 }
 
+unsigned store_class_for(const struct store_ctx *ctx, size_t nkey, size_t nvalue, uint32_t flags)
+{
+    const struct store *s = ctx->store;
+    return store_class_id(s, item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled));
+}
+
 static void store_fill_item(struct store *s, const struct store_found *f, struct store_item *out)
 {
     const char *p = f->p;
@@ -568,6 +574,7 @@ static void store_fill_item(struct store *s, const struct store_found *f, struct
     out->stale = st & ITEM_S_STALE;
     out->class_id = store_class_id(s, item_mc_size(f->h.nkey, f->h.nvalue, out->flags,
                                                    s->opt.cas_enabled));
+    out->lru = __atomic_load_n(&f->seg->lru, __ATOMIC_RELAXED);
 }
 
 static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
@@ -777,6 +784,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             index_unlock(f.bucket);
             return STORE_EXISTS;
         }
+        if (req->class_out)
+            *req->class_out = store_item_class(s, f.p, &f.h).cls;
         if (req->drop_value) {
             /* md x: the item stays, empty, flags cleared, with the same CAS. */
             uint64_t snap = *f.slot;

@@ -75,12 +75,21 @@ unsigned store_class_largest(const struct store *store);
 /* memcached's MAX_NUMBER_OF_SLAB_CLASSES: class ids run 1..63. */
 #define STORE_CLASSES 64
 
+/* Where an item's segment stands, as memcached's segmented LRU names it
+ * (docs/store.md "Size classes"): HOT a worker's open segment (the newest
+ * writes), COLD the small (probation) queue, WARM the main queue and its
+ * open segment (items carried because they were read), TEMP the
+ * temporary_ttl group's segments. */
+enum store_lru { STORE_LRU_HOT, STORE_LRU_WARM, STORE_LRU_COLD, STORE_LRU_TEMP, STORE_LRUS };
+
 /* One size class as `stats items` / `stats slabs` show it. Items live in
  * segments, not slabs: pages are the segments holding a live item of the
  * class, age the age of the oldest such segment (docs/store.md). */
 struct store_class_stats {
     uint32_t chunk_size;
     uint64_t number;          /* live items */
+    uint64_t number_lru[STORE_LRUS]; /* of them, in segments at each stand */
+    uint32_t age_hot, age_warm; /* seconds since the oldest HOT / WARM segment opened */
     uint64_t mem_requested;   /* their memcached sizes */
     uint64_t pages;           /* segments holding one or more */
     uint32_t age;             /* seconds since the oldest of those segments opened */
@@ -91,8 +100,6 @@ struct store_class_stats {
  * Walks every segment: for `stats`, not for a request path. */
 unsigned store_class_stats(struct store *store, struct store_class_stats *out);
 
-/* A view of one item. Every pointer stays valid until store_pin_release(pin);
- * without a pin (want_value false) only the scalar fields are meaningful. */
 /* Why a read missed: what `watch` prints as item_get's status. */
 enum store_miss {
     STORE_MISS_ABSENT,  /* no item under the key */
@@ -100,12 +107,16 @@ enum store_miss {
     STORE_MISS_FLUSHED, /* this read found it flushed (and unlinked it) */
 };
 
+/* A view of one item. Every pointer stays valid until store_pin_release(pin);
+ * without a pin (want_value false) only the scalar fields are meaningful. */
+
 struct store_item {
     const char *key;
     const char *value;
     uint32_t nvalue;
     uint8_t nkey;
     uint8_t class_id;       /* pseudo slab class for tools (me, metadump, stats items) */
+    uint8_t lru;            /* enum store_lru of its segment (stats items hits_to_*) */
     uint32_t flags;         /* client flags */
     uint64_t cas;           /* 0 when CAS is disabled */
     rel_time_t exptime;     /* REL_TIME_NEVER or when it expires */
@@ -120,6 +131,14 @@ struct store_item {
 };
 
 void store_pin_release(struct store_pin *pin);
+
+/* The size class memcached would give a new item of this key length, value
+ * length and client flags (what it counts cmd_set in, per class). */
+unsigned store_class_for(const struct store_ctx *ctx, size_t nkey, size_t nvalue, uint32_t flags);
+/* ... of the item a reservation holds, committed with these flags. */
+struct store_reservation;
+unsigned store_reservation_class(const struct store_ctx *ctx, const struct store_reservation *res,
+                                 uint32_t flags);
 
 /* The bytes memcached 1.6 would spend on this item (its 48-byte header, key
  * and NUL, value and CRLF, the CAS unless -C, non-zero client flags): what
@@ -234,6 +253,11 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
                                        size_t nvalue, bool fields_known, uint32_t flags,
                                        rel_time_t exptime, struct store_reservation *res);
 
+/* Bytes staged by incomplete small uploads (up to STORE_UPLOAD_SMALL each,
+ * one per connection): memory owed to clients, which the server counts
+ * against -o client_mem_limit (the large ones have their own bound). */
+size_t store_upload_small_bytes(const struct store *s);
+
 /* Past the bound, a new large upload cuts off the oldest one that has
  * received nothing for STORE_UPLOAD_STALL seconds. The receiving side calls
  * this whenever bytes arrive (got_bytes: noted as progress) and now and
@@ -272,6 +296,7 @@ struct store_delete_req {
     bool touch;           /* md T (with I): new expiry */
     rel_time_t exptime;
     bool drop_value;      /* md x: keep the item, empty its value, clear its flags */
+    uint8_t *class_out;   /* out, optional: the class of the item found (stats slabs) */
 };
 
 /* STORE_OK (deleted), STORE_MISS, STORE_EXISTS (CAS mismatch). req may be NULL. */
@@ -295,6 +320,7 @@ struct store_arith_res {
     uint64_t cas;
     rel_time_t exptime;
     bool created;
+    uint8_t class_id;    /* of the item before the change (stats slabs' incr_hits) */
 };
 
 /* memcached's rules: the value must be a decimal u64; incr wraps at 2^64,

@@ -92,9 +92,8 @@ static inline uint32_t index_tag(uint64_t h)
 /* Lock and return the primary bucket that holds hash h now (growth may
  * have moved it since a previous look). */
 uint64_t *index_lock_hash(struct index *ix, uint64_t h);
-/* Start loading the bucket of hash h (a restore inserts millions of keys,
- * a pipelined read looks up many: issuing the loads ahead hides their
- * latency). Returns that bucket, unlocked: a hint to read, never to trust. */
+/* Start loading the bucket of hash h (a pipelined read looks up many:
+ * issuing the loads ahead hides their latency). Returns that bucket, unlocked: a hint to read, never to trust. */
 const uint64_t *index_prefetch(struct index *ix, uint64_t h);
 void index_lock(uint64_t *bucket);
 void index_unlock(uint64_t *bucket);
@@ -113,5 +112,24 @@ void index_finish_growth(struct index *ix);
 uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
 /* Empty a slot and drop overflow buckets left empty. */
 void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
+
+/* Bulk loading, for a restore before any other thread uses the index: a
+ * caller owns the buckets it touches and takes no bucket lock. */
+/* An empty index takes a new table of `level`; the old one is the
+ * caller's (its memory may hold anything), to give back with
+ * index_table_release. NULL when out of memory or not empty. */
+struct index_table *index_swap_table(struct index *ix, unsigned level);
+void index_table_release(struct index_table *t);
+/* Empty every bucket of an index that holds no item (its memory held
+ * something else). */
+void index_wipe(struct index *ix);
+/* log2 of the current table's bucket count. */
+unsigned index_bucket_bits(struct index *ix);
+/* The primary bucket of hash h in the current table (no lock, no growth). */
+uint64_t *index_bucket_of(struct index *ix, uint64_t h);
+/* Chain an empty overflow bucket after `last`; NULL when out of memory. */
+uint64_t *index_chain_grow(struct index *ix, uint64_t *last);
+/* n slots were filled by hand. */
+void index_count(struct index *ix, uint64_t n);
 
 #endif

@@ -63,6 +63,8 @@ bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base);
 void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base);
 /* The checksum of an item's immutable part (nkey, flags, key, value). */
 uint32_t item_sum(const char *p, const struct item_hdr *h);
+/* The checksum item p will have once its client flags are `flags`. */
+uint32_t item_sum_for(const char *p, const struct item_hdr *h, uint32_t flags);
 /* The state bits of an item (ITEM_L_COMMIT, ITEM_L_DEAD). */
 static inline uint8_t item_state(const char *p)
 {

@@ -44,6 +44,9 @@ struct seg {
     uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
+    /* enum store_lru: set with state and queue, read atomically by a hit
+     * (beside cas_base, which the hit reads too: one cache line) */
+    uint8_t lru;
     /* Live items per memcached size class and their memcached sizes (stats
      * items/slabs). Updated where live_items is, on write, unlink and
      * eviction only: a read touches neither. Signed: see seg_counts. */
@@ -54,6 +57,12 @@ struct seg {
     uint8_t queue;                /* SEG_Q_SMALL, SEG_Q_MAIN or SEG_Q_TEMP while sealed */
     struct seg *prev, *next;      /* in free / fifo / draining lists */
 };
+
+/* Readers load it without the pool lock (a hit's hits_to_* row). */
+static inline void seg_set_lru(struct seg *g, enum store_lru lru)
+{
+    __atomic_store_n(&g->lru, (uint8_t)lru, __ATOMIC_RELAXED);
+}
 
 struct seg_list {
     struct seg *head, *tail;

@@ -108,6 +108,8 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
     s->uploads.tail = u;
     pthread_mutex_unlock(&s->upload_lock);
     __atomic_add_fetch(&s->upload_bytes, n, __ATOMIC_RELAXED);
+    if (!u->large)
+        __atomic_add_fetch(&s->upload_small, n, __ATOMIC_RELAXED);
 
     memcpy(u->data, key, nkey);
     *res = (struct store_reservation){
@@ -120,6 +122,11 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
         .exptime = exptime,
     };
     return STORE_OK;
+}
+
+size_t store_upload_small_bytes(const struct store *s)
+{
+    return (size_t)__atomic_load_n(&s->upload_small, __ATOMIC_RELAXED);
 }
 
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res)
@@ -142,6 +149,8 @@ void store_upload_free(struct store_ctx *ctx, struct store_reservation *res)
     }
     pthread_mutex_unlock(&s->upload_lock);
     __atomic_sub_fetch(&s->upload_bytes, u->bytes, __ATOMIC_RELAXED);
+    if (!u->large)
+        __atomic_sub_fetch(&s->upload_small, u->bytes, __ATOMIC_RELAXED);
     free(u);
     res->stage = NULL;
     res->value = NULL;

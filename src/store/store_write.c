@@ -123,6 +123,20 @@ const char *store_reservation_key(const struct store_reservation *res, size_t *n
     return (const char *)res->item + h.hlen;
 }
 
+unsigned store_reservation_class(const struct store_ctx *ctx, const struct store_reservation *res,
+                                 uint32_t flags)
+{
+    size_t nkey;
+    if (res->stage || res->cut) {
+        nkey = res->nkey; /* an upload, or one cut off (its memory is gone) */
+    } else if (res->item) {
+        store_reservation_key(res, &nkey);
+    } else {
+        return 0; /* nothing reserved: no class */
+    }
+    return store_class_for(ctx, nkey, res->nvalue, flags);
+}
+
 void store_abort(struct store_ctx *ctx, struct store_reservation *res)
 {
     if (res->stage)
@@ -248,6 +262,10 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             extra = 0;
             continue;
         }
+        /* -e: the checksum over key, value and the flags it will have, before
+         * the bucket lock (the reservation is this thread's and its bytes
+         * stay put while its segment's generation does, checked below). */
+        uint32_t sum = s->pm ? item_sum_for(res->item, &h, req->flags) : 0;
         struct store_found f;
         bool found = store_lookup(ctx, &k, STORE_LOOK_FIND, &f);
         rel_time_t now = f.now;
@@ -299,7 +317,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
             continue;
         }
         store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg->cas_base);
-        if (!store_link(s, &f, found, res, k.tag, k.hv)) {
+        if (!store_link(s, &f, found, res, k.tag, k.hv, &sum)) {
             index_unlock(f.bucket);
             store_abort(ctx, res);
             return STORE_NO_MEMORY;
@@ -388,6 +406,12 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         }
         seg_unpin(oseg);
 
+        uint32_t sum = 0; /* -e: before the lock, as in store_commit_ex */
+        if (s->pm) {
+            struct item_hdr rh;
+            item_decode(r.item, &rh);
+            sum = item_sum_for(r.item, &rh, flags);
+        }
         bool same = store_lookup(ctx, &k, STORE_LOOK_FIND, &f) && slot_same(*f.slot, snap) &&
                     !store_gen_moved(&r);
         rel_time_t now = f.now;
@@ -400,7 +424,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             extra = store_missing_layout(nh.layout, flags, exp, cas_on, cas, ns->cas_base);
             if (!extra) {
                 store_put_fields(r.item, &nh, now, flags, exp, cas, ns->cas_base);
-                store_link(s, &f, true, &r, k.tag, k.hv);
+                store_link(s, &f, true, &r, k.tag, k.hv, &sum);
                 CTR_INC(ctx, total_items);
                 index_unlock(f.bucket);
                 store_abort(ctx, &r);

@@ -19,6 +19,7 @@
 #include "proto/proto.h"
 #include "proto/sasl.h"
 #include "proto/session.h"
+#include "options.h"
 #include "settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
@@ -91,7 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct stats_thread stats;
     memset(&stats, 0, sizeof stats);
     struct session s;
-    session_init(&s, fuzz_ctx, &stats, &settings);
+    struct options opt;
+    options_from_settings(&settings, &opt);
+    session_init(&s, fuzz_ctx, &stats, &opt.proto, settings_runtime_of(&settings));
 
     /* A connection's read buffer: unconsumed bytes are passed again. */
     char *buf = malloc(size + 1);

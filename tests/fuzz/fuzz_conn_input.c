@@ -18,6 +18,7 @@
 #include "net/conn_input.h"
 #include "proto/proto.h"
 #include "proto/session.h"
+#include "options.h"
 #include "settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
@@ -111,7 +112,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct conn_input in;
     conn_input_init(&in, &pool);
     struct session s;
-    session_init(&s, fz_ctx, &fz_stats, &set);
+    struct options opt;
+    options_from_settings(&set, &opt);
+    session_init(&s, fz_ctx, &fz_stats, &opt.proto, settings_runtime_of(&set));
     s.reply_allow = allows[mem & 7];
     size_t take = takes[(mem >> 3) & 3];
 

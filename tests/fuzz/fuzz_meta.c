@@ -20,6 +20,7 @@
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
+#include "options.h"
 #include "settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
@@ -31,12 +32,14 @@ static const char *const META_CMDS[6] = {"mg ", "ms ", "md ", "ma ", "mn ", "me 
 static struct store *fuzz_store;
 static struct store_ctx *fuzz_ctx;
 static struct settings fuzz_settings;
+static struct options fuzz_opt; /* from fuzz_settings */
 
 static int fuzz_setup(void)
 {
     clock_setup();
     settings_defaults(&fuzz_settings);
     fuzz_settings.item_size_max = 64 * 1024;
+    options_from_settings(&fuzz_settings, &fuzz_opt);
     struct store_options opt = {
         .mem_limit = 8u << 20,
         .item_size_max = 64 * 1024,
@@ -105,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct stats_thread stats;
     memset(&stats, 0, sizeof stats);
     struct session s;
-    session_init(&s, fuzz_ctx, &stats, &fuzz_settings);
+    session_init(&s, fuzz_ctx, &stats, &fuzz_opt.proto, settings_runtime_of(&fuzz_settings));
 
     size_t nbuf = 0, off = 0;
     bool closed = false;

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "proto/proto.h"
 #include "proto/session.h"
+#include "options.h"
 #include "settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
@@ -73,7 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t chunk = 1 + (mode & 0x3f);
 
     struct session s;
-    session_init(&s, fz_ctx, &fz_stats, &set);
+    struct options opt;
+    options_from_settings(&set, &opt);
+    session_init(&s, fz_ctx, &fz_stats, &opt.proto, settings_runtime_of(&set));
 
     char *rbuf = malloc(size + 1);
     size_t rlen = 0;

@@ -24,12 +24,14 @@
 #include <openssl/x509.h>
 
 #include "net/tls.h"
+#include "options.h"
 #include "settings.h"
 #include "stats/stats.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct settings fz_set;
+static struct options fz_opt; /* from fz_set; tls keeps a pointer to its tls part */
 static SSL_CTX *fz_client_ctx;
 static struct stats_thread fz_stats;
 static char fz_cert[64], fz_key[64];
@@ -84,7 +86,8 @@ static void fz_setup(void)
     fz_set.ssl_enabled = true;
     fz_set.ssl_chain_cert = fz_cert;
     fz_set.ssl_key = fz_key;
-    if (tls_setup(&fz_set, stderr) < 0)
+    options_from_settings(&fz_set, &fz_opt);
+    if (tls_setup(&fz_opt.tls, stderr) < 0)
         fz_die("tls_setup");
     fz_client_ctx = SSL_CTX_new(TLS_client_method());
     if (!fz_client_ctx)

@@ -6,12 +6,14 @@ STORED and old keys stay readable, over the text, meta and binary
 protocols. Honest slow uploads (values sent in pieces, several at a time)
 must store at least what Debian's memcached 1.6.18 stores under the same
 load. See docs/store.md "Uploads"."""
+import os
 import random
 import time
 import struct
 
 import pytest
 
+import helpers
 from helpers import bin_read, bin_request, is_memcached, stats
 
 OLD_KEYS = 100
@@ -315,3 +317,55 @@ def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
     assert int(stats(honest, "nodelay")["upload_bytes"]) == 0
     for c in others + [oldest, honest]:
         c.close()
+
+
+# memcached 1.6.45, the reference for what happens to the old value (skips,
+# saying so, when ../shared/ref is absent)
+REF_1645 = os.environ.get("NODELAY_REF") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "shared", "ref", "memcached-1.6.45")
+
+CUT_OFF = {
+    "set-small": lambda cas: b"set k 0 0 10\r\nnnn",
+    "set-large": lambda cas: b"set k 0 0 100000\r\n" + b"n" * 5000,
+    "set-no-crlf": lambda cas: b"set k 0 0 10\r\nnnnnnnnnnn",
+    "append": lambda cas: b"append k 0 0 10\r\nnnn",
+    "cas": lambda cas: b"cas k 0 0 10 %d\r\nnnn" % cas,
+    "meta-ms": lambda cas: b"ms k 10 T0\r\nnnn",
+    "binary-set": lambda cas: bin_request(0x01, key=b"k", value=b"n" * 100,
+                                          extras=struct.pack(">II", 0, 0))[:24 + 8 + 1 + 30],
+}
+
+
+def cut_off_then_get(srv, opening):
+    """Store `old` under k, let another client send `opening` (a storage
+    request cut off mid-value) and vanish, then read k."""
+    c = srv.connect()
+    assert c.set("k", "old") == b"STORED\r\n"
+    cas = c.gets("k")[2]
+    a = srv.connect()
+    a.send(opening(cas))
+    time.sleep(0.2)
+    a.close()
+    time.sleep(0.2)
+    return c.get("k")
+
+
+@pytest.mark.parametrize("case", sorted(CUT_OFF))
+def test_set_cut_off_mid_value_keeps_the_old_value(start_server, tmp_path, case):
+    """A storage request whose client vanishes before its value ends changes
+    nothing: the key keeps its old value, as in memcached 1.6.45 (checked
+    against it when ../shared/ref is there; its answers were `old` in every
+    case here)."""
+    srv = start_server()
+    got = cut_off_then_get(srv, CUT_OFF[case])
+    assert got == b"old", got
+    if is_memcached(srv.binary):
+        return
+    if not os.access(REF_1645, os.X_OK):
+        pytest.skip(f"old value kept; memcached 1.6.45 not found at {REF_1645} (../shared/ref) "
+                    "to compare with")
+    ref = helpers.Server(REF_1645, [], workdir=str(tmp_path)).start()
+    try:
+        assert cut_off_then_get(ref, CUT_OFF[case]) == got
+    finally:
+        ref.stop()

@@ -145,3 +145,79 @@ def test_verbosity_command_raises_the_level(start_server):
     c.set("vk2", "v")
     c.call("mn")
     assert "vk2" not in srv.stderr()[len(before):]
+
+
+def binary_session(srv):
+    import struct
+    from helpers import bin_read, bin_request as R
+    setx = struct.pack(">II", 0, 0)
+    arith = struct.pack(">QQI", 2, 5, 0)
+    c = srv.connect()
+    for req in [R(0x01, b"foo", b"bar", setx),             # SET
+                R(0x00, b"foo"), R(0x00, b"nope"),          # GET hit, miss
+                R(0x0c, b"foo"),                            # GETK
+                R(0x02, b"foo", b"x", setx),                # ADD: exists
+                R(0x03, b"nf", b"x", setx),                 # REPLACE: not found
+                R(0x05, b"n", b"", arith), R(0x06, b"n", b"", arith),  # INCR (creates), DECR
+                R(0x04, b"foo"), R(0x04, b"foo"),           # DELETE hit, miss
+                R(0x0e, b"n", b"z"),                        # APPEND
+                R(0x1c, b"n", b"", struct.pack(">I", 10)),  # TOUCH
+                R(0x1d, b"n", b"", struct.pack(">I", 10)),  # GAT
+                R(0x0a), R(0x0b),                           # NOOP, VERSION
+                R(0x08, b"", b"", struct.pack(">I", 0)),    # FLUSH
+                R(0x42)]:                                   # unknown
+        c.send(req)
+        bin_read(c)
+    c.send(R(0x10, b"settings"))                            # STAT settings
+    while bin_read(c)["key"]:
+        pass
+    c.send(R(0x11, b"q", b"ab", setx) + R(0x0a))            # SETQ (no reply), NOOP
+    bin_read(c)
+    c.close()
+
+
+def binary_logged(start_server, binary):
+    srv = start_server("-vv", "-t", "1", binary=binary)
+    binary_session(srv)
+    wait_for(srv, "connection closed", count=2)
+    out = []
+    dump_row = None
+    for line in srv.stderr().splitlines():
+        line = re.sub(r"^([<>])\d+", r"\1N", line)
+        if re.match(r"^[<>]N (Read binary protocol data|Writing bin response):$", line):
+            dump_row = 0 if line.startswith(">") else None
+        elif dump_row is not None and re.match(r"^>N   (0x[0-9a-f]{2} ?){4}$", line):
+            dump_row += 1
+            if dump_row >= 5:  # the CAS: each server numbers its own
+                line = ">N   CAS"
+        else:
+            dump_row = None
+        if re.match(r"^([<>]N (Read|Writing|  |GET|TOUCH|SET|ADD|REPLACE|STATS)|incr |Deleting "
+                    r"|Value len)", line) and "connection" not in line:
+            out.append(line)
+    return out
+
+
+def test_vv_binary_logs_headers_and_commands(start_server, server_bin):
+    lines = binary_logged(start_server, server_bin)
+    # every request header as read, every response header as written
+    assert lines.count("<N Read binary protocol data:") == 20
+    assert lines.count(">N Writing bin response:") == 18  # not the STATs, not SETQ's
+    for want in ["<N SET foo Value len is 3", "<N GET foo", "<N GET nope", "<N ADD foo Value len is 1",
+                 "<N REPLACE nf Value len is 1", "incr n 2, 5, 0", "Deleting foo", "Value len is 1",
+                 "<N TOUCH n", "<N STATS settings", "<N SET q Value len is 2",
+                 ">N Writing an error: Not found", ">N Writing an error: Data exists for key.",
+                 ">N Writing an error: Unknown command"]:
+        assert want in lines, want
+    i = lines.index("<N SET foo Value len is 3")
+    assert lines[i - 7:i] == ["<N Read binary protocol data:", "<N    0x80 0x01 0x00 0x03",
+                              "<N    0x08 0x00 0x00 0x00", "<N    0x00 0x00 0x00 0x0e",
+                              "<N    0x00 0x00 0x00 0x00", "<N    0x00 0x00 0x00 0x00",
+                              "<N    0x00 0x00 0x00 0x00"]
+    assert lines[i + 1:i + 3] == [">N Writing bin response:", ">N   0x81 0x01 0x00 0x00"]
+
+
+def test_vv_binary_matches_1_6_45(start_server, server_bin):
+    ref = binary_logged(start_server, ref_bin())
+    ours = binary_logged(start_server, server_bin)
+    assert ours == ref

@@ -93,6 +93,50 @@ def test_workload_moves_exactly_its_counters(start_server):
     assert "nodelay_quickacks_total" in after
 
 
+def test_binary_requests_are_in_the_histograms(start_server):
+    """Binary requests are timed in the same families as their text
+    equivalents; a set whose value arrives in a later write is one
+    observation, taken when its reply is queued."""
+    import struct
+    from helpers import bin_read, bin_request as R
+    srv, port = endpoint(start_server)
+    c = srv.connect()
+    before = samples(scrape(port))
+    setx = struct.pack(">II", 0, 0)
+    for i in range(4):
+        c.send(R(0x01, b"bk%d" % i, b"v", setx))   # SET
+        bin_read(c)
+    for i in range(3):
+        c.send(R(0x00, b"bk%d" % i))                # GET
+        bin_read(c)
+    c.send(R(0x1d, b"bk0", b"", struct.pack(">I", 0)))  # GAT: a get
+    bin_read(c)
+    c.send(R(0x1c, b"bk0", b"", struct.pack(">I", 0)))  # TOUCH: other, as text's
+    bin_read(c)
+    c.send(R(0x04, b"bk3"))                          # DELETE
+    bin_read(c)
+    c.send(R(0x05, b"n", b"", struct.pack(">QQI", 1, 0, 0)))  # INCREMENT
+    bin_read(c)
+    c.send(R(0x0a))                                  # NOOP
+    bin_read(c)
+    big = R(0x01, b"late", b"x" * 5000, setx)
+    c.send(big[:50])                                 # the value comes later
+    time.sleep(0.05)
+    c.send(big[50:])
+    bin_read(c)
+    after = samples(scrape(port))
+
+    def delta(family):
+        name = 'nodelay_request_duration_seconds_count{family="%s"}' % family
+        return after.get(name, 0) - before.get(name, 0)
+
+    assert (delta("set"), delta("get"), delta("delete"), delta("arith"), delta("other")) == \
+        (5, 4, 1, 1, 2)
+    # the late value waited ~50 ms inside its observation
+    assert after['nodelay_request_duration_seconds_sum{family="set"}'] - \
+        before.get('nodelay_request_duration_seconds_sum{family="set"}', 0) >= 0.04
+
+
 def test_every_memcached_exporter_name_is_served(start_server):
     srv, port = endpoint(start_server)
     srv.connect().set("one", "item")  # per-class metrics need an item

@@ -176,3 +176,143 @@ def test_stats_sizes_as_1645(start_server):
             assert sum(counts) == len(SIZES) + 2 - 1  # the deleted one is gone
         else:
             assert got[1] == b"STAT sizes_status disabled\r\nEND\r\n"
+
+
+# One of each command memcached counts per class, over text, meta and
+# binary, on keys in two classes (values of 10 and 3000 bytes).
+def per_class_workload(srv, c):
+    import struct
+    from helpers import bin_read, bin_request as R
+    for key, n in (("small", 10), ("big", 3000)):
+        assert c.call(f"set {key} 0 0 {n}\r\n" + "v" * n) == b"STORED\r\n"
+        assert c.get(key) is not None
+        assert c.get(key) is not None
+        c.send(f"mg {key} v\r\n")
+        c.read_until(b"\r\n" + b"v" * n + b"\r\n")
+        assert c.call(f"touch {key} 100") == b"TOUCHED\r\n"
+        c.send(f"gat 100 {key}\r\n")
+        c.read_until(b"END\r\n")
+        cas = c.call(f"gets {key}", until=b"END\r\n").split(b"\r\n")[0].split()[-1].decode()
+        assert c.call(f"cas {key} 0 0 {n} 99999999\r\n" + "w" * n) == b"EXISTS\r\n"
+        assert c.call(f"cas {key} 0 0 {n} {cas}\r\n" + "x" * n) == b"STORED\r\n"
+        assert c.call(f"ms {key} {n}\r\n" + "y" * n) == b"HD\r\n"
+    assert c.call("set num 0 0 2\r\n10") == b"STORED\r\n"
+    assert c.call("incr num 5") == b"15\r\n"
+    assert c.call("decr num 1") == b"14\r\n"
+    assert c.call("ma num") == b"HD\r\n"
+    b = srv.connect()  # the first byte picks a connection's protocol
+    b.send(R(0x00, b"num"))                                      # binary GET
+    bin_read(b)
+    b.send(R(0x05, b"num", b"", struct.pack(">QQI", 1, 0, 0)))   # binary INCREMENT
+    bin_read(b)
+    b.close()
+    assert c.call("delete small") == b"DELETED\r\n"
+    assert c.call("md num") == b"HD\r\n"
+    assert c.call("set keep 0 0 10\r\n" + "k" * 10) == b"STORED\r\n"  # keeps class 1 shown
+
+
+CLASS_COUNTERS = ["get_hits", "cmd_set", "delete_hits", "incr_hits", "decr_hits", "cas_hits",
+                  "cas_badval", "touch_hits"]
+
+
+def class_counters(c):
+    sl, it = stats(c, "slabs"), stats(c, "items")
+    out = {}
+    for k, v in sl.items():
+        m = re.match(r"^(\d+):(\w+)$", k)
+        if m and m.group(2) in CLASS_COUNTERS:
+            out[(int(m.group(1)), m.group(2))] = int(v)
+    for k, v in it.items():
+        m = re.match(r"^items:(\d+):(hits_to_\w+)$", k)
+        if m:
+            out[(int(m.group(1)), m.group(2))] = int(v)
+    return out
+
+
+def test_per_class_counters(start_server):
+    """stats slabs' per-class hit counters and stats items' hits_to_*, in the
+    class of the item concerned; stats reset zeroes them."""
+    srv = start_server()
+    c = srv.connect()
+    per_class_workload(srv, c)
+    got = class_counters(c)
+    small = int(re.match(r"^items:(\d+):", next(k for k in stats(c, "items"))).group(1))
+    assert got[(small, "get_hits")] == 3 + 1 + 1  # get, get, mg; gets; num's binary GET
+    assert got[(small, "touch_hits")] == 2
+    assert got[(small, "cmd_set")] >= 5
+    assert got[(small, "cas_hits")] == 1 and got[(small, "cas_badval")] == 1
+    assert got[(small, "incr_hits")] == 3  # incr, ma, binary INCREMENT
+    assert got[(small, "decr_hits")] == 1
+    assert got[(small, "delete_hits")] == 2
+    # new items are in a worker's open segment: HOT, as memcached puts them
+    assert got[(small, "hits_to_hot")] == got[(small, "get_hits")]
+    # every class's get_hits adds up to the total
+    assert sum(v for (k, name), v in got.items() if name == "get_hits") == \
+        int(stats(c)["get_hits"])
+    assert c.call("stats reset") == b"RESET\r\n"
+    assert all(v == 0 for v in class_counters(c).values()), class_counters(c)
+    c.close()
+
+
+def test_per_class_counters_match_1645(start_server):
+    """The same numbers as 1.6.45 in every class. hits_to_* are compared as
+    a sum only: which of memcached's LRUs an item sits in when hit depends
+    on its maintainer thread's timing (HOT items move to COLD in the
+    background), nodelay's on its segments."""
+    ref = start_server(binary=ref_bin())
+    ours = start_server()
+    got = []
+    for srv in (ours, ref):
+        c = srv.connect()
+        per_class_workload(srv, c)
+        counters = class_counters(c)
+        for cls in {k for k, _ in counters}:
+            lru = sum(counters.pop((cls, f"hits_to_{x}")) for x in ("hot", "warm", "cold", "temp"))
+            assert lru == counters[(cls, "get_hits")]
+        got.append(counters)
+        c.close()
+    assert got[0] == got[1]
+
+
+def test_stats_reset_zeroes_class_events(start_server):
+    srv = start_server("-m", "2")
+    c = srv.connect()
+    val = "e" * 2000
+    for i in range(4000):
+        c.send(f"set ev{i} 0 0 {len(val)} noreply\r\n{val}\r\n")
+    assert c.call("mn") == b"MN\r\n"
+    before = stats(c, "items")
+    assert sum(int(v) for k, v in before.items() if k.endswith(":evicted")) > 0
+    assert c.call("stats reset") == b"RESET\r\n"
+    after = stats(c, "items")
+    for name in ("evicted", "evicted_nonzero", "evicted_time", "evicted_unfetched", "reclaimed",
+                 "expired_unfetched"):
+        assert all(int(v) == 0 for k, v in after.items() if k.endswith(":" + name)), name
+    # the levels stay
+    assert sum(int(v) for k, v in after.items() if k.endswith(":number")) > 0
+    c.close()
+
+
+def test_hot_warm_cold_counts(start_server):
+    """number_hot/warm/cold: a worker's open segment, the main queue, the
+    small queue (docs/store.md). A fresh item is hot; once its segment is
+    sealed it is cold; read and carried by eviction it is warm."""
+    srv = start_server("-m", "8", "-t", "1")
+    c = srv.connect()
+    assert c.call("set fresh 0 0 10\r\n" + "f" * 10) == b"STORED\r\n"
+    it = stats(c, "items")
+    assert it["items:1:number_hot"] == "1" and it["items:1:number_cold"] == "0"
+    # fill past -m with 2000-byte values, reading a few of the first ones
+    val = "w" * 2000
+    for i in range(8000):
+        c.send(f"set w{i} 0 0 {len(val)} noreply\r\n{val}\r\n")
+        if i < 300 and i % 3 == 0:
+            c.send(f"mg w{i}\r\n")
+    assert c.call("mn", until=b"MN\r\n").endswith(b"MN\r\n")
+    it = stats(c, "items")
+    cls = next(k.split(":")[1] for k, v in it.items()
+               if k.endswith(":number") and int(v) > 100)
+    n = {x: int(it[f"items:{cls}:number_{x}"]) for x in ("hot", "warm", "cold")}
+    assert sum(n.values()) == int(it[f"items:{cls}:number"])
+    assert n["hot"] > 0 and n["cold"] > 0 and n["warm"] > 0, n
+    c.close()

@@ -16,6 +16,7 @@
 #include "proto/binary/binary.h"
 #include "proto/proto.h"
 #include "proto/session.h"
+#include "options.h"
 #include "settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
@@ -24,6 +25,7 @@ struct th {
     struct store *store;
     struct store_ctx *ctx;
     struct settings settings;
+    struct options opt; /* from settings, as main.c makes them */
     struct stats_thread stats;
     struct session s;
     bool closed;
@@ -104,7 +106,8 @@ static inline void th_session(struct th *t)
     t->ctx = store_ctx_create(t->store);
     if (!t->ctx)
         abort();
-    session_init(&t->s, t->ctx, &t->stats, &t->settings);
+    options_from_settings(&t->settings, &t->opt);
+    session_init(&t->s, t->ctx, &t->stats, &t->opt.proto, settings_runtime_of(&t->settings));
     t->closed = false;
     t->nin = 0;
     t->nout = 0;

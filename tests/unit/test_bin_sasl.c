@@ -106,7 +106,7 @@ static void test_file(void **state)
      * re-reads nor replaces what is loaded. */
     assert_int_equal(setenv("MEMCACHED_SASL_PWDB", path, 1), 0);
     assert_int_equal(sasl_load_text("", 0), 0);
-    assert_int_equal(sasl_setup(NULL), 0);
+    assert_int_equal(sasl_setup(), 0);
     assert_false(sasl_plain_check(PLAIN("\0dave\0pw1")));
     unlink(path);
     assert_int_equal(sasl_load_file(path), -1);

@@ -66,7 +66,7 @@ static void test_yield_keeps_replies_together(void **state)
 {
     (void)state;
     struct tt *t = tt_new();
-    t->set.reqs_per_event = 2;
+    t->opt.proto.reqs_per_event = 2;
     const char in[] = "version\r\nversion\r\nversion\r\nversion\r\nversion\r\nget a";
     unsigned act = ci_read(t, in, sizeof in - 1);
     /* -R 2: a yield, and the replies wait for the read's last request */
@@ -182,7 +182,7 @@ static void test_eof_answers_then_closes(void **state)
 {
     (void)state;
     struct tt *t = tt_new();
-    t->set.reqs_per_event = 1;
+    t->opt.proto.reqs_per_event = 1;
     const char in[] = "version\r\nversion\r\nversion\r\nget";
     unsigned act = ci_read(t, in, sizeof in - 1);
     assert_true(act & CONN_IN_AGAIN);

@@ -17,6 +17,7 @@
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
+#include "options.h"
 #include "settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
@@ -26,6 +27,7 @@ struct fixture {
     struct store_ctx *ctx;
     struct stats_thread stats;
     struct settings settings;
+    struct options opt;
     struct session s;
     char out[1 << 21];
     size_t nout;
@@ -48,7 +50,8 @@ static int setup_with(void **state, size_t item_size_max)
     f->ctx = store_ctx_create(f->store);
     settings_defaults(&f->settings);
     f->settings.item_size_max = item_size_max;
-    session_init(&f->s, f->ctx, &f->stats, &f->settings);
+    options_from_settings(&f->settings, &f->opt);
+    session_init(&f->s, f->ctx, &f->stats, &f->opt.proto, settings_runtime_of(&f->settings));
     *state = f;
     return 0;
 }

@@ -235,6 +235,40 @@ static void test_reset_covers_every_counter(void **state)
     assert_int_equal(now.uptime, 100); /* a CLOCK: reset leaves it */
 }
 
+/* The per-class counters reset too, as memcached's slab_stats and
+ * itemstats; the class levels (number, pages) stay. */
+static void test_reset_covers_class_counters(void **state)
+{
+    (void)state;
+    struct stats_snapshot now, base;
+    memset(&now, 0, sizeof now);
+    memset(&base, 0, sizeof base);
+    for (unsigned k = 0; k < STATS_CLASSES; k++) {
+#define SET_C(f) now.t.cls[k].f = 7; base.t.cls[k].f = 3;
+        STATS_CLASS_COUNTERS(SET_C)
+#undef SET_C
+    }
+    now.cls[2] = (struct store_class_stats){.number = 9, .pages = 2, .evicted = 6,
+                                            .evicted_time = 40, .reclaimed = 4};
+    base.cls[2] = (struct store_class_stats){.number = 8, .pages = 2, .evicted = 5,
+                                             .evicted_time = 30, .reclaimed = 4};
+    now.cls[3] = (struct store_class_stats){.number = 1, .evicted = 2, .evicted_time = 50};
+    base.cls[3] = (struct store_class_stats){.number = 1, .evicted = 2, .evicted_time = 50};
+    stats_snapshot_since(&now, &base);
+    for (unsigned k = 0; k < STATS_CLASSES; k++) {
+#define CHECK_C(f) assert_int_equal(now.t.cls[k].f, 4);
+        STATS_CLASS_COUNTERS(CHECK_C)
+#undef CHECK_C
+    }
+    assert_int_equal(now.cls[2].evicted, 1);
+    assert_int_equal(now.cls[2].evicted_time, 40); /* an eviction came since */
+    assert_int_equal(now.cls[2].reclaimed, 0);
+    assert_int_equal(now.cls[2].number, 9);
+    assert_int_equal(now.cls[2].pages, 2);
+    assert_int_equal(now.cls[3].evicted, 0);
+    assert_int_equal(now.cls[3].evicted_time, 0); /* none since: 0, as after memcached's */
+}
+
 /* What an exporter walking the table relies on: a name once per table,
  * help on every row, strings only in INFO rows. */
 static void test_table_rows(void **state)
@@ -321,8 +355,13 @@ static void test_items_and_slabs(void **state)
     snapshot(&s);
     /* class 1 holds the items, class 2 none (not shown) */
     s.nclasses = 2;
-    s.cls[1] = (struct store_class_stats){.chunk_size = 96, .number = 2, .pages = 1, .age = 7};
+    s.cls[1] = (struct store_class_stats){.chunk_size = 96, .number = 2, .pages = 1, .age = 7,
+                                          .number_lru = {[STORE_LRU_HOT] = 1,
+                                                         [STORE_LRU_COLD] = 1}};
     s.cls[2] = (struct store_class_stats){.chunk_size = 120};
+    s.t.cls[1].hits_to_warm = 4;
+    s.t.cls[1].get_hits = 4;
+    s.t.cls[1].cmd_set = 3;
     struct reply_queue q;
     reply_init(&q);
     struct stats_emit e = stats_emit_text(&q);
@@ -340,8 +379,18 @@ static void test_items_and_slabs(void **state)
         "items:1:hits_to_warm items:1:hits_to_cold items:1:hits_to_temp");
     assert_non_null(strstr(text, "STAT items:1:number 2\r\n"));
     assert_non_null(strstr(text, "STAT items:1:age 7\r\n"));
+    assert_non_null(strstr(text, "STAT items:1:number_hot 1\r\n"));
+    assert_non_null(strstr(text, "STAT items:1:number_cold 1\r\n"));
+    assert_non_null(strstr(text, "STAT items:1:hits_to_warm 4\r\n"));
     free(n);
     free(text);
+    /* -o temporary_ttl: number_temp after number_cold, as 1.6.45 */
+    s.shown |= 1u << STATS_WHEN_TEMP_LRU;
+    assert_int_equal(stats_items_compose(&s, &e), 0);
+    text = drain(&q);
+    assert_non_null(strstr(text, "STAT items:1:number_cold 1\r\nSTAT items:1:number_temp 0\r\n"));
+    free(text);
+    s.shown &= ~(1u << STATS_WHEN_TEMP_LRU);
 
     assert_int_equal(stats_slabs_compose(&s, &e), 0);
     text = drain(&q);
@@ -352,6 +401,7 @@ static void test_items_and_slabs(void **state)
                            "1:touch_hits active_slabs total_malloced");
     assert_non_null(strstr(text, "STAT total_malloced 3145728\r\n"));
     assert_non_null(strstr(text, "STAT 1:used_chunks 2\r\n"));
+    assert_non_null(strstr(text, "STAT 1:get_hits 4\r\nSTAT 1:cmd_set 3\r\n"));
     assert_non_null(strstr(text, "STAT 1:total_pages 1\r\n"));
     free(n);
     free(text);
@@ -416,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_general_order_and_values),
         cmocka_unit_test(test_general_field_sets),
         cmocka_unit_test(test_reset_covers_every_counter),
+        cmocka_unit_test(test_reset_covers_class_counters),
         cmocka_unit_test(test_table_rows),
         cmocka_unit_test(test_settings_like_memcached),
         cmocka_unit_test(test_items_and_slabs),

@@ -5,7 +5,13 @@
  *  - the same cut before the new commit: the old value stays;
  *  - W2: an item laid out but never committed is not served;
  *  - W3: a dead item is not served;
- *  - P5: CAS goes on above every restored one.
+ *  - P5: CAS goes on above every restored one;
+ *  - the index build (restore_index.c): every item comes back when the
+ *    header's item count, which sizes the table, is far short (the keys'
+ *    buckets found again) or short enough that parts spill; two copies of
+ *    one key (W5) come back as one, and the other stays dead;
+ *  - after a graceful stop, damage in the last segment walked discards
+ *    everything, even what earlier segments had filed.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,11 +23,11 @@
 
 static char path[64];
 
-static void open_pm(struct tstore *t)
+static void open_pm_mb(struct tstore *t, size_t mb)
 {
     clock_setup();
     struct store_options o = {
-        .mem_limit = 2u << 20,
+        .mem_limit = mb << 20,
         .item_size_max = 64 * 1024,
         .evictions = true,
         .cas_enabled = true,
@@ -30,6 +36,11 @@ static void open_pm(struct tstore *t)
     assert_int_equal(store_create(&t->s, &o), 0);
     t->c = store_ctx_create(t->s);
     assert_non_null(t->c);
+}
+
+static void open_pm(struct tstore *t)
+{
+    open_pm_mb(t, 2);
 }
 
 /* The whole file, to edit as a kill would have left it. */
@@ -180,6 +191,161 @@ static void test_cas_continues_above_restored(void **state)
     tstore_close(&t);
 }
 
+static uint64_t stat_of(struct tstore *t, uint64_t *restored)
+{
+    struct store_stats st;
+    store_stats(t->s, &st);
+    if (restored)
+        *restored = st.restored_items;
+    return st.curr_items;
+}
+
+/* Store n keys, stop cleanly, then leave the file as a kill would with
+ * the header's item count set to `count`. */
+static void fill_and_miscount(int n, uint64_t count)
+{
+    struct tstore t;
+    unlink(path);
+    open_pm_mb(&t, 16);
+    char k[32], v[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(k, sizeof(k), "key:%d", i);
+        snprintf(v, sizeof(v), "v%d", i * 7);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    assert_int_equal(stat_of(&t, NULL), n);
+    tstore_close(&t);
+    size_t len;
+    char *img = load(&len);
+    assert_int_equal(((struct pm_hdr *)img)->items, n);
+    ((struct pm_hdr *)img)->items = count;
+    ((struct pm_hdr *)img)->index_level = 0; /* (else the table keeps its old size) */
+    save(img, len);
+}
+
+static void expect_all(int n)
+{
+    struct tstore t;
+    open_pm_mb(&t, 16);
+    uint64_t restored;
+    assert_int_equal(stat_of(&t, &restored), n);
+    assert_int_equal(restored, n);
+    char k[32], v[32], buf[64];
+    for (int i = 0; i < n; i++) {
+        snprintf(k, sizeof(k), "key:%d", i);
+        snprintf(v, sizeof(v), "v%d", i * 7);
+        assert_int_equal(tget(&t, k, buf, sizeof(buf), NULL), STORE_OK);
+        assert_string_equal(buf, v);
+    }
+    tstore_close(&t);
+}
+
+static void test_count_far_short_rebuckets_every_key(void **state)
+{
+    (void)state;
+    /* the table at -o hashpower's size: 250 K items in 16 K buckets, more
+     * than twice what it takes before growing */
+    fill_and_miscount(250000, 0);
+    expect_all(250000);
+}
+
+static void test_count_short_spills_and_restores_all(void **state)
+{
+    (void)state;
+    /* sized for 90 K: 16 K buckets again, now 11.6 items a bucket, under
+     * twice the growth point; every part outgrows its share of its memory */
+    fill_and_miscount(190000, 90000);
+    expect_all(190000);
+}
+
+static void test_two_copies_of_a_key_come_back_as_one(void **state)
+{
+    (void)state;
+    struct tstore t;
+    unlink(path);
+    open_pm(&t);
+    assert_int_equal(tset(&t, "twin", "same-version", STORE_MODE_SET, 9, 0, NULL), STORE_OK);
+    assert_int_equal(tset(&t, "other", "x", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    tstore_close(&t);
+    /* a copy of the item at the end of its segment, as eviction's carry
+     * leaves it when killed between the copy and the source's death */
+    size_t len;
+    char *img = load(&len);
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    size_t o = item_start(img, find_value(img, len, "same-version", 0), "twin");
+    struct item_hdr ih;
+    item_decode(img + o, &ih);
+    size_t rel = o - h->data_off;
+    struct pm_seg *ps = (struct pm_seg *)(img + 4096) + rel / h->seg_size;
+    char *end = img + h->data_off + (rel / h->seg_size) * h->seg_size + ps->write_off;
+    memcpy(end, img + o, item_total(&ih));
+    ps->write_off += item_total(&ih);
+    save(img, len);
+
+    open_pm(&t);
+    char buf[64];
+    struct store_item it;
+    assert_int_equal(tget(&t, "twin", buf, sizeof(buf), &it), STORE_OK);
+    assert_string_equal(buf, "same-version");
+    assert_int_equal(it.flags, 9);
+    assert_int_equal(stat_of(&t, NULL), 2);
+    assert_int_equal(store_delete(t.c, "twin", 4, NULL), STORE_OK);
+    tstore_close(&t);
+    img = load(&len);
+    save(img, len); /* and killed: neither copy may come back */
+    expect("twin", NULL);
+    expect("other", "x");
+}
+
+static void test_damage_late_in_a_clean_file_discards_all(void **state)
+{
+    (void)state;
+    struct tstore t;
+    unlink(path);
+    open_pm_mb(&t, 16);
+    char k[32], v[32], buf[64];
+    for (int i = 0; i < 190000; i++) {
+        snprintf(k, sizeof(k), "key:%d", i);
+        snprintf(v, sizeof(v), "v%d", i);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    tstore_close(&t);
+    size_t len;
+    char *img = load(&len);
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    struct pm_seg *ps = (struct pm_seg *)(img + 4096);
+    uint32_t last = 0, used = 0;
+    for (uint32_t i = 0; i < h->nsegs; i++)
+        if (ps[i].seq) {
+            used++;
+            if (ps[i].seq > ps[last].seq || !ps[last].seq)
+                last = i;
+        }
+    assert_true(used >= 3);
+    img[h->data_off + (size_t)last * h->seg_size + ps[last].write_off / 2] ^= 0x20;
+    int fd = open(path, O_WRONLY); /* as it is: still marked clean */
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, img, len, 0), (ssize_t)len);
+    close(fd);
+    free(img);
+
+    open_pm_mb(&t, 16);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.restore_mode, STORE_RESTORE_DISCARDED);
+    assert_int_equal(st.curr_items, 0);
+    assert_int_equal(st.restored_items, 0);
+    assert_int_equal(tget(&t, "key:0", buf, sizeof(buf), NULL), STORE_MISS);
+    for (int i = 0; i < 1000; i++) { /* and the index works as an empty one */
+        snprintf(k, sizeof(k), "new:%d", i);
+        assert_int_equal(tset(&t, k, "n", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    assert_int_equal(tget(&t, "new:999", buf, sizeof(buf), NULL), STORE_OK);
+    store_stats(t.s, &st);
+    assert_int_equal(st.curr_items, 1000);
+    tstore_close(&t);
+}
+
 int main(void)
 {
     snprintf(path, sizeof(path), "/dev/shm/nodelay-unit-restore-%d", (int)getpid());
@@ -187,6 +353,10 @@ int main(void)
         cmocka_unit_test(test_journal_finishes_overwrite),
         cmocka_unit_test(test_uncommitted_overwrite_keeps_old),
         cmocka_unit_test(test_cas_continues_above_restored),
+        cmocka_unit_test(test_count_far_short_rebuckets_every_key),
+        cmocka_unit_test(test_count_short_spills_and_restores_all),
+        cmocka_unit_test(test_two_copies_of_a_key_come_back_as_one),
+        cmocka_unit_test(test_damage_late_in_a_clean_file_discards_all),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(path);

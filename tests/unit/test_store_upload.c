@@ -57,6 +57,30 @@ static void test_uploads_pin_no_segment(void **state)
     tstore_close(&t);
 }
 
+/* Small staged values are client memory (the server counts them against
+ * client_mem_limit): store_upload_small_bytes has them, not the large ones,
+ * until each ends. */
+static void test_upload_small_bytes(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    struct store_reservation small, large;
+    assert_int_equal(store_reserve_upload(t.c, "s", 1, STORE_UPLOAD_SMALL, true, 0,
+                                          REL_TIME_NEVER, &small),
+                     STORE_OK);
+    assert_int_equal(store_reserve_upload(t.c, "l", 1, STORE_UPLOAD_SMALL + 1, true, 0,
+                                          REL_TIME_NEVER, &large),
+                     STORE_OK);
+    assert_int_equal(store_upload_small_bytes(t.s), 1 + STORE_UPLOAD_SMALL);
+    assert_int_equal(st_of(&t).upload_bytes, 2 + 2 * STORE_UPLOAD_SMALL + 1);
+    store_abort(t.c, &large);
+    assert_int_equal(store_upload_small_bytes(t.s), 1 + STORE_UPLOAD_SMALL);
+    store_abort(t.c, &small);
+    assert_int_equal(store_upload_small_bytes(t.s), 0);
+    tstore_close(&t);
+}
+
 /* Large uploads are refused past the limit; small ones never are. Ending
  * one (commit or abort) gives its bytes back. */
 static void test_upload_limit(void **state)
@@ -145,6 +169,10 @@ static void test_upload_cut_off(void **state)
     assert_false(store_upload_alive(t.c, &up[1], false));
     assert_null(up[1].value);
     assert_int_equal(st_of(&t).upload_bytes, 4 * 1000001);
+    /* a cut upload still has a class (the protocols count cmd_set in it) */
+    assert_int_equal(store_reservation_class(t.c, &up[1], 0),
+                     store_reservation_class(t.c, &up[0], 0));
+    assert_true(store_reservation_class(t.c, &up[1], 0) > 0);
     struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
     assert_int_equal(store_commit(t.c, &up[1], &req, NULL, NULL), STORE_NO_MEMORY);
     /* again: up[0] still receiving, up[2] now the oldest stalled */
@@ -281,6 +309,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads_pin_no_segment),
         cmocka_unit_test(test_upload_limit),
+        cmocka_unit_test(test_upload_small_bytes),
         cmocka_unit_test(test_upload_modes),
         cmocka_unit_test(test_upload_cut_off),
         cmocka_unit_test(test_upload_set_fails_like_reserve),

@@ -20,6 +20,7 @@
 #include "net/conn_input.h"
 #include "proto/proto.h"
 #include "proto/session.h"
+#include "options.h"
 #include "settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
@@ -32,6 +33,7 @@ struct tt {
     struct store_ctx *ctx;
     struct stats_thread stats;
     struct settings set;
+    struct options opt; /* from set, as main.c makes them */
     struct session s;
     size_t rbuf_held;
     struct rbuf_pool pool;
@@ -58,7 +60,8 @@ static inline struct tt *tt_new_with(void (*tweak)(struct settings *))
     assert_int_equal(store_create(&t->store, &opt), 0);
     t->ctx = store_ctx_create(t->store);
     assert_non_null(t->ctx);
-    session_init(&t->s, t->ctx, &t->stats, &t->set);
+    options_from_settings(&t->set, &t->opt);
+    session_init(&t->s, t->ctx, &t->stats, &t->opt.proto, settings_runtime_of(&t->set));
     rbuf_pool_init(&t->pool, &t->rbuf_held, 0);
     conn_input_init(&t->in, &t->pool);
     return t;

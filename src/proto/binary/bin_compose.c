@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "log.h"
+#include "proto/session.h"
 #include "reply/reply.h"
 
 /* Each part goes in with reply_copy, which either appends all of it or
@@ -47,4 +49,23 @@ int bin_compose_error(struct reply_queue *q, uint8_t opcode, uint32_t opaque,
     struct bin_resp r = {.opcode = opcode, .status = status, .opaque = opaque, .cas = 0};
     const char *text = bin_status_text(status);
     return bin_compose(q, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text));
+}
+
+int bin_reply(struct session *s, const struct bin_resp *r, const void *ext, uint8_t extlen,
+              const void *key, uint16_t keylen, const void *body, uint32_t bodylen)
+{
+    if (LOG_ENABLED(LOG_LEVEL_VERBOSE)) {
+        unsigned char head[BIN_HEADER_LEN];
+        bin_header_encode(head, r, keylen, extlen, (uint32_t)extlen + keylen + bodylen);
+        bin_log_header(s->cfd, true, head);
+    }
+    return bin_compose(&s->reply, r, ext, extlen, key, keylen, body, bodylen);
+}
+
+int bin_reply_error(struct session *s, uint8_t opcode, uint32_t opaque, uint16_t status)
+{
+    const char *text = bin_status_text(status);
+    log_verbose(">%d Writing an error: %s", s->cfd, text);
+    struct bin_resp r = {.opcode = opcode, .status = status, .opaque = opaque, .cas = 0};
+    return bin_reply(s, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text));
 }

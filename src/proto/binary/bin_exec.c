@@ -8,10 +8,11 @@
 #include <string.h>
 
 #include "clock.h"
+#include "log.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings.h"
+#include "settings_run.h"
 #include "stats/stats.h"
 #include "version.h"
 #include "proto/watch_note.h"
@@ -19,7 +20,7 @@
 /* `stats detail on|off` flips this while workers run. */
 static bool bin_detail_enabled(const struct session *s)
 {
-    return SETTINGS_GET(s->settings, detail_enabled);
+    return SETTINGS_RUN_GET(s->run, detail_enabled);
 }
 
 static struct bin_resp bin_resp_ok(const struct bin_header *h, uint64_t cas)
@@ -39,7 +40,7 @@ static enum proto_status bin_result(int rc)
 static enum proto_status bin_error(struct session *s, const struct bin_header *h,
                                    uint16_t status)
 {
-    return bin_result(bin_compose_error(&s->reply, h->opcode, h->opaque, status));
+    return bin_result(bin_reply_error(s, h->opcode, h->opaque, status));
 }
 
 /* ENOMEM with memcached's own wording for where memory ran out. */
@@ -48,7 +49,7 @@ static enum proto_status bin_enomem(struct session *s, const struct bin_header *
 {
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_ENOMEM, .opaque = h->opaque};
     return bin_result(
-        bin_compose(&s->reply, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text)));
+        bin_reply(s, &r, NULL, 0, NULL, 0, text, (uint32_t)strlen(text)));
 }
 
 /* A success with an optional body, unless the opcode is quiet. */
@@ -58,7 +59,7 @@ static enum proto_status bin_success(struct session *s, const struct bin_header 
     if (quiet)
         return PROTO_OK;
     struct bin_resp r = bin_resp_ok(h, cas);
-    return bin_result(bin_compose(&s->reply, &r, NULL, 0, NULL, 0, body, bodylen));
+    return bin_result(bin_reply(s, &r, NULL, 0, NULL, 0, body, bodylen));
 }
 
 /* GET GETQ GETK GETKQ TOUCH GAT GATQ GATK GATKQ */
@@ -79,7 +80,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     if (watch_active(WATCH_LOOKUPS))
         watch_note_get(s, key, h->keylen, st, &it);
 
-    stats_count_fetch(s->stats, touch, hit);
+    stats_count_fetch(s->stats, touch, hit, it.class_id, it.lru);
     if (bin_detail_enabled(s))
         session_stats_detail(s, key, h->keylen, 'g', hit);
 
@@ -91,7 +92,7 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
         /* GETK/GATK: the key is the body, without the usual text. */
         struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_KEY_ENOENT,
                              .opaque = h->opaque};
-        return bin_result(bin_compose(&s->reply, &r, NULL, 0, key, h->keylen, NULL, 0));
+        return bin_result(bin_reply(s, &r, NULL, 0, key, h->keylen, NULL, 0));
     }
 
     uint32_t nvalue = with_value ? it.nvalue : 0;
@@ -99,6 +100,13 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     unsigned char head[BIN_HEADER_LEN + 4 + STORE_KEY_MAX];
     struct bin_resp r = bin_resp_ok(h, it.cas);
     bin_header_encode(head, &r, nkey, 4, 4 + (uint32_t)nkey + nvalue);
+    if (LOG_ENABLED(LOG_LEVEL_VERBOSE)) {
+        /* memcached logs this header before it fills in the CAS */
+        unsigned char logged[BIN_HEADER_LEN];
+        memcpy(logged, head, BIN_HEADER_LEN);
+        memset(logged + 16, 0, 8);
+        bin_log_header(s->cfd, true, logged);
+    }
     bin_store32(head + BIN_HEADER_LEN, it.flags);
     if (nkey)
         memcpy(head + BIN_HEADER_LEN + 4, key, nkey);
@@ -131,7 +139,7 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
 {
     struct bin_state *st = &s->bin;
     size_t vlen = bin_value_len(h);
-    bool cas = h->cas != 0 && s->settings->cas_enabled;
+    bool cas = h->cas != 0 && s->opt->cas_enabled;
     struct store_set_req req = {0};
 
     if (bin_detail_enabled(s))
@@ -192,6 +200,8 @@ void bin_update_complete(struct session *s)
     uint64_t cas = 0;
 
     STAT_INC(s->stats, cmd_set);
+    unsigned cls = store_reservation_class(s->store, &st->res, st->set_req.flags);
+    STAT_CLS_INC(s->stats, cls, cmd_set);
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &st->res, &wc);
@@ -199,10 +209,13 @@ void bin_update_complete(struct session *s)
     if (wc.on)
         watch_commit_end(s, &wc, rs, st->set_req.mode, st->set_req.exptime);
     if (st->set_req.mode == STORE_MODE_CAS) {
-        if (rs == STORE_OK)
+        if (rs == STORE_OK) {
             STAT_INC(s->stats, cas_hits);
-        else if (rs == STORE_EXISTS)
+            STAT_CLS_INC(s->stats, cls, cas_hits);
+        } else if (rs == STORE_EXISTS) {
             STAT_INC(s->stats, cas_badval);
+            STAT_CLS_INC(s->stats, cls, cas_badval);
+        }
         else if (rs == STORE_MISS)
             STAT_INC(s->stats, cas_misses);
     }
@@ -236,7 +249,8 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
 {
     if (bin_detail_enabled(s))
         session_stats_detail(s, key, h->keylen, 'd', false);
-    struct store_delete_req req = {.cas_compare = h->cas};
+    uint8_t cls = 0;
+    struct store_delete_req req = {.cas_compare = h->cas, .class_out = &cls};
     struct watch_seen seen = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
         watch_peek(s, key, h->keylen, &seen);
@@ -245,6 +259,7 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
         if (watch_active(WATCH_DELETIONS))
             watch_note_deleted(key, h->keylen, "delete", &seen);
         STAT_INC(s->stats, delete_hits);
+        STAT_CLS_INC(s->stats, cls, delete_hits);
         return bin_success(s, h, quiet, 0, NULL, 0);
     case STORE_EXISTS:
         return bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
@@ -274,10 +289,13 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
     switch (store_arith(s->store, key, h->keylen, &req, &res)) {
     case STORE_OK: {
         if (!res.created) {
-            if (req.incr)
+            if (req.incr) {
                 STAT_INC(s->stats, incr_hits);
-            else
+                STAT_CLS_INC(s->stats, res.class_id, incr_hits);
+            } else {
                 STAT_INC(s->stats, decr_hits);
+                STAT_CLS_INC(s->stats, res.class_id, decr_hits);
+            }
         }
         unsigned char body[8];
         bin_store64(body, res.value);
@@ -310,7 +328,7 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
 static enum proto_status bin_flush(struct session *s, const struct bin_header *h, bool quiet,
                                    const unsigned char *ext)
 {
-    if (!s->settings->flush_enabled)
+    if (!s->opt->flush_enabled)
         return bin_error(s, h, BIN_STATUS_AUTH_ERROR); /* memcached's answer to -F */
     uint32_t delay = h->extlen == 4 ? bin_load32(ext) : 0;
     rel_time_t when = delay > 0 ? clock_exptime((int64_t)delay) : clock_now();

@@ -13,8 +13,8 @@
 #include "log.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings.h"
 #include "stats/stats.h"
+#include "stats/stats_hist.h"
 
 static void bin_recv_done(struct session *s)
 {
@@ -27,6 +27,34 @@ static void bin_recv_done(struct session *s)
         bin_update_complete(s);
     else if (what == BIN_RECV_SASL)
         bin_sasl_complete(s);
+    if (st->timing_start) {
+        metrics_hist_record((enum metrics_family)st->timing_family,
+                            metrics_now_ns() - st->timing_start);
+        st->timing_start = 0;
+    }
+}
+
+/* The histogram family of a request, as the text commands' (metrics_family_of). */
+static enum metrics_family bin_family(const struct bin_header *h, enum bin_kind kind)
+{
+    switch (kind) {
+    case BIN_KIND_GET:
+        return METRICS_GET;
+    case BIN_KIND_TOUCH: {
+        bool quiet;
+        /* touch is "other" in text; gat is a get */
+        return bin_opcode_base(h->opcode, &quiet) == BIN_OP_TOUCH ? METRICS_OTHER : METRICS_GET;
+    }
+    case BIN_KIND_UPDATE:
+    case BIN_KIND_APPEND:
+        return METRICS_SET;
+    case BIN_KIND_DELETE:
+        return METRICS_DELETE;
+    case BIN_KIND_ARITH:
+        return METRICS_ARITH;
+    default:
+        return METRICS_OTHER;
+    }
 }
 
 /* Take value bytes from p; returns how many were used. */
@@ -93,7 +121,7 @@ void bin_swallow(struct session *s, size_t n)
 static enum proto_status bin_fatal(struct session *s, const struct bin_header *h,
                                    uint16_t status)
 {
-    bin_compose_error(&s->reply, h->opcode, h->opaque, status);
+    bin_reply_error(s, h->opcode, h->opaque, status);
     log_info("binary protocol error (opcode %02x), closing connection", h->opcode);
     return PROTO_CLOSE;
 }
@@ -112,39 +140,64 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     bin_header_decode(p, &h);
     *used = 0;
 
+    /* The checks that close the connection need only the header, so a
+     * hostile length never makes us wait for (or buffer) its bytes. */
+    uint16_t refuse = 0;
+    if (h.magic != BIN_MAGIC_REQ)
+        ;
+    else if (bin_lengths_inconsistent(&h))
+        refuse = BIN_STATUS_UNKNOWN_COMMAND;
+    else if (s->opt->sasl && !s->bin.sasl_authed && !bin_allowed_unauthenticated(h.opcode))
+        refuse = BIN_STATUS_AUTH_ERROR;
+    else if (h.keylen > STORE_KEY_MAX)
+        refuse = BIN_STATUS_EINVAL;
+    size_t head = (size_t)BIN_HEADER_LEN + h.extlen + h.keylen;
+    bool closing = h.magic != BIN_MAGIC_REQ || refuse;
+    if (!closing && avail < head)
+        return PROTO_OK;
+    /* once per request, as memcached dumps each header it reads */
+    if (LOG_ENABLED(LOG_LEVEL_VERBOSE))
+        bin_log_header(s->cfd, false, p);
     if (h.magic != BIN_MAGIC_REQ) {
         log_info("invalid binary magic %02x, closing connection", h.magic);
         return PROTO_CLOSE;
     }
-    /* The checks that close the connection need only the header, so a
-     * hostile length never makes us wait for (or buffer) its bytes. */
-    if (bin_lengths_inconsistent(&h))
-        return bin_fatal(s, &h, BIN_STATUS_UNKNOWN_COMMAND);
-    if (s->settings->sasl && !s->bin.sasl_authed && !bin_allowed_unauthenticated(h.opcode))
-        return bin_fatal(s, &h, BIN_STATUS_AUTH_ERROR);
-    if (h.keylen > STORE_KEY_MAX)
-        return bin_fatal(s, &h, BIN_STATUS_EINVAL);
-
-    size_t head = (size_t)BIN_HEADER_LEN + h.extlen + h.keylen;
-    if (avail < head)
-        return PROTO_OK;
+    if (refuse)
+        return bin_fatal(s, &h, refuse);
     *used = head;
     s->bin.avail = avail - head;
 
-    log_verbose("<binary opcode 0x%02x keylen %u extlen %u bodylen %u", h.opcode,
-                (unsigned)h.keylen, (unsigned)h.extlen, (unsigned)h.bodylen);
     enum bin_kind kind = bin_classify(&h);
     if (kind == BIN_KIND_INVALID)
         return bin_fatal(s, &h, BIN_STATUS_EINVAL);
-    return bin_exec(s, &h, kind, p + BIN_HEADER_LEN,
-                    (const char *)p + BIN_HEADER_LEN + h.extlen);
+    const unsigned char *ext = p + BIN_HEADER_LEN;
+    const char *key = (const char *)p + BIN_HEADER_LEN + h.extlen;
+    if (LOG_ENABLED(LOG_LEVEL_VERBOSE)) {
+        bool quiet;
+        bin_log_command(s->cfd, bin_opcode_base(h.opcode, &quiet), key, h.keylen, ext,
+                        bin_value_len(&h));
+    }
+    if (!metrics_timing())
+        return bin_exec(s, &h, kind, ext, key);
+    /* Service time (stats/stats_hist.h), to the reply queued: for a store,
+     * when its value has arrived (bin_recv_done). */
+    uint64_t t0 = metrics_now_ns();
+    enum proto_status rc = bin_exec(s, &h, kind, ext, key);
+    enum metrics_family f = bin_family(&h, kind);
+    if (s->bin.recv == BIN_RECV_STORE) {
+        s->bin.timing_start = t0;
+        s->bin.timing_family = (uint8_t)f;
+    } else {
+        metrics_hist_record(f, metrics_now_ns() - t0);
+    }
+    return rc;
 }
 
 enum proto_status bin_process(struct session *s, const char *buf, size_t len,
                               size_t *consumed)
 {
     struct bin_state *st = &s->bin;
-    int budget = s->settings->reqs_per_event;
+    int budget = s->opt->reqs_per_event;
     int done = 0;
     size_t off = 0;
     enum proto_status rc = PROTO_OK;

@@ -16,7 +16,6 @@
 #include "proto/proto.h"
 #include "proto/sasl.h"
 #include "proto/session.h"
-#include "settings.h"
 #include "stats/stats.h"
 
 static void bin_sasl_reset(struct session *s)
@@ -28,19 +27,19 @@ static void bin_sasl_reset(struct session *s)
 /* Without -S the SASL opcodes are unknown, and their data is discarded. */
 static enum proto_status bin_sasl_disabled(struct session *s, const struct bin_header *h)
 {
-    int rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_UNKNOWN_COMMAND);
+    int rc = bin_reply_error(s, h->opcode, h->opaque, BIN_STATUS_UNKNOWN_COMMAND);
     bin_swallow(s, (size_t)h->bodylen - h->keylen - h->extlen);
     return rc == 0 ? PROTO_OK : PROTO_CLOSE;
 }
 
 enum proto_status bin_sasl_list(struct session *s, const struct bin_header *h)
 {
-    if (!s->settings->sasl)
+    if (!s->opt->sasl)
         return bin_sasl_disabled(s, h);
     bin_sasl_reset(s);
     s->bin.sasl_started = false;
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque};
-    int rc = bin_compose(&s->reply, &r, NULL, 0, NULL, 0, SASL_MECHS, strlen(SASL_MECHS));
+    int rc = bin_reply(s, &r, NULL, 0, NULL, 0, SASL_MECHS, strlen(SASL_MECHS));
     return rc == 0 ? PROTO_OK : PROTO_CLOSE;
 }
 
@@ -48,17 +47,17 @@ enum proto_status bin_sasl_start(struct session *s, const struct bin_header *h,
                                  const char *key)
 {
     struct bin_state *st = &s->bin;
-    if (!s->settings->sasl)
+    if (!s->opt->sasl)
         return bin_sasl_disabled(s, h);
     size_t vlen = bin_value_len(h);
     if (h->keylen > BIN_SASL_MECH_MAX) {
-        int rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_EINVAL);
+        int rc = bin_reply_error(s, h->opcode, h->opaque, BIN_STATUS_EINVAL);
         bin_swallow(s, vlen);
         return rc == 0 ? PROTO_OK : PROTO_CLOSE;
     }
     /* memcached holds the data in an item: more than -I cannot be. */
-    if (vlen + h->keylen > s->settings->item_size_max) {
-        int rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_ENOMEM);
+    if (vlen + h->keylen > s->opt->item_size_max) {
+        int rc = bin_reply_error(s, h->opcode, h->opaque, BIN_STATUS_ENOMEM);
         bin_swallow(s, vlen);
         return rc == 0 ? PROTO_OK : PROTO_CLOSE;
     }
@@ -82,7 +81,7 @@ enum bin_sasl_result { BIN_SASL_OK, BIN_SASL_CONTINUE, BIN_SASL_FAIL };
 /* Count a failed attempt; true when the connection must be closed. */
 static bool bin_sasl_guard_failed(struct session *s)
 {
-    int limit = s->settings->auth_fail_limit;
+    int limit = s->opt->auth_fail_limit;
     rel_time_t now = clock_now();
     return auth_guard_failed(&s->auth, limit, now) || !auth_guard_admit(&s->auth, limit, now);
 }
@@ -111,7 +110,7 @@ void bin_sasl_complete(struct session *s)
     bin_sasl_reset(s);
     enum bin_sasl_result res = bin_sasl_run(st);
     /* an address over its guessing limit is refused without a check */
-    if (res == BIN_SASL_OK && !auth_guard_admit(&s->auth, s->settings->auth_fail_limit, clock_now()))
+    if (res == BIN_SASL_OK && !auth_guard_admit(&s->auth, s->opt->auth_fail_limit, clock_now()))
         res = BIN_SASL_FAIL;
     st->sasl_started = res == BIN_SASL_CONTINUE;
     struct bin_resp r = {.opcode = h->opcode, .opaque = h->opaque};
@@ -123,16 +122,16 @@ void bin_sasl_complete(struct session *s)
         s->authenticated = true;
         STAT_INC(s->stats, auth_cmds);
         r.status = BIN_STATUS_OK;
-        rc = bin_compose(&s->reply, &r, NULL, 0, NULL, 0, "Authenticated", 13);
+        rc = bin_reply(s, &r, NULL, 0, NULL, 0, "Authenticated", 13);
         break;
     case BIN_SASL_CONTINUE:
         r.status = BIN_STATUS_AUTH_CONTINUE;
-        rc = bin_compose(&s->reply, &r, NULL, 0, NULL, 0, NULL, 0);
+        rc = bin_reply(s, &r, NULL, 0, NULL, 0, NULL, 0);
         break;
     case BIN_SASL_FAIL:
         STAT_INC(s->stats, auth_cmds);
         STAT_INC(s->stats, auth_errors);
-        rc = bin_compose_error(&s->reply, h->opcode, h->opaque, BIN_STATUS_AUTH_ERROR);
+        rc = bin_reply_error(s, h->opcode, h->opaque, BIN_STATUS_AUTH_ERROR);
         if (bin_sasl_guard_failed(s))
             st->failed = true; /* closed after the reply (auth_guard.h) */
         break;

@@ -65,7 +65,7 @@ const char *bin_stat_group(const char *key, size_t n)
 static enum proto_status bin_stat_error(struct session *s, const struct bin_header *h,
                                         uint16_t status)
 {
-    int rc = bin_compose_error(&s->reply, h->opcode, h->opaque, status);
+    int rc = bin_reply_error(s, h->opcode, h->opaque, status);
     return rc == 0 ? PROTO_OK : PROTO_CLOSE;
 }
 
@@ -94,11 +94,11 @@ enum proto_status bin_stat(struct session *s, const struct bin_header *h, const 
         struct bin_resp e = {.opcode = h->opcode, .status = BIN_STATUS_ENOMEM,
                              .opaque = h->opaque};
         static const char oom[] = "Out of memory generating stats";
-        int rc = bin_compose(&s->reply, &e, NULL, 0, NULL, 0, oom, sizeof oom - 1);
+        int rc = bin_reply(s, &e, NULL, 0, NULL, 0, oom, sizeof oom - 1);
         return rc == 0 ? PROTO_OK : PROTO_CLOSE;
     }
     }
-    /* An empty packet ends the list. */
+    /* An empty packet ends the list (memcached logs none of these at -vv). */
     if (bin_compose(&s->reply, &r, NULL, 0, NULL, 0, NULL, 0) != 0)
         return PROTO_CLOSE;
     return PROTO_OK;

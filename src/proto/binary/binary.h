@@ -189,6 +189,25 @@ const char *bin_status_text(uint16_t status);
 int bin_compose_error(struct reply_queue *q, uint8_t opcode, uint32_t opaque,
                       uint16_t status);
 
+struct session;
+/* The session's replies: bin_compose / bin_compose_error into s->reply, and
+ * at -vv the header logged as memcached's add_bin_header does (and an
+ * error's text, as its write_bin_error). STAT packets use bin_compose: memcached
+ * logs none of them. */
+int bin_reply(struct session *s, const struct bin_resp *r, const void *ext, uint8_t extlen,
+              const void *key, uint16_t keylen, const void *body, uint32_t bodylen);
+int bin_reply_error(struct session *s, uint8_t opcode, uint32_t opaque, uint16_t status);
+
+/* ---- bin_log.c: memcached's -vv lines (call under LOG_ENABLED) ---- */
+
+/* A request header as read (response false) or a response header as
+ * written: head is the 24 bytes on the wire. */
+void bin_log_header(int fd, bool response, const unsigned char *head);
+/* The line memcached prints for the command (op without its quiet bit;
+ * ext: the request's extras; vlen: its value's length). */
+void bin_log_command(int fd, uint8_t op, const char *key, uint16_t nkey,
+                     const unsigned char *ext, size_t vlen);
+
 /* ---- bin_process.c: the protocol as the session sees it ---- */
 
 /* What the value now arriving is for. */
@@ -211,6 +230,8 @@ struct bin_state {
     struct bin_header hdr;
     bool quiet;
     bool failed; /* a reply could not be composed (no memory): close */
+    uint8_t timing_family;  /* its service time, when /metrics is on: the */
+    uint64_t timing_start;  /* family and the start (0: not timed) */
     struct store_reservation res;
     struct store_set_req set_req;
     /* SASL: a PLAIN exchange in progress, and its outcome. */

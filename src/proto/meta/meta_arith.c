@@ -61,10 +61,13 @@ void meta_arith(struct session *s, const struct meta_req *req)
     switch (st) {
     case STORE_OK: {
         if (!res.created) {
-            if (incr)
+            if (incr) {
                 STAT_INC(s->stats, incr_hits);
-            else
+                STAT_CLS_INC(s->stats, res.class_id, incr_hits);
+            } else {
                 STAT_INC(s->stats, decr_hits);
+                STAT_CLS_INC(s->stats, res.class_id, decr_hits);
+            }
         }
         /* q hides a success, the number included */
         if (req->quiet)

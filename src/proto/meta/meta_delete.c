@@ -8,6 +8,7 @@
 
 void meta_delete(struct session *s, const struct meta_req *req)
 {
+    uint8_t cls = 0;
     struct store_delete_req d = {
         .cas_compare = req->has_cas ? req->cas : 0,
         .cas_new = req->has_cas_new ? req->cas_new : 0,
@@ -17,6 +18,7 @@ void meta_delete(struct session *s, const struct meta_req *req)
         .touch = (req->invalidate || req->drop_value) && req->has_ttl,
         .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
         .drop_value = req->drop_value,
+        .class_out = &cls,
     };
     enum store_status st;
     struct watch_seen seen = {0};
@@ -46,8 +48,10 @@ void meta_delete(struct session *s, const struct meta_req *req)
     switch (st) {
     case STORE_OK:
         /* memcached counts a removal or an emptying, not a mark-stale */
-        if (!req->invalidate)
+        if (!req->invalidate) {
             STAT_INC(s->stats, delete_hits);
+            STAT_CLS_INC(s->stats, cls, delete_hits);
+        }
         if (req->quiet)
             return;
         meta_line_mem(&l, "HD", 2);

@@ -5,7 +5,6 @@
 #include "reply/reply.h"
 #include "proto/meta/meta.h"
 #include "proto/session.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 
@@ -160,9 +159,11 @@ void meta_get(struct session *s, const struct meta_req *req)
         if (req->has_ttl) {
             STAT_INC(s->stats, cmd_touch);
             STAT_INC(s->stats, touch_hits);
+            STAT_CLS_INC(s->stats, it.class_id, touch_hits);
         } else {
             STAT_INC(s->stats, cmd_get);
             STAT_INC(s->stats, get_hits);
+            stats_count_get_hit(s->stats, it.class_id, it.lru);
         }
         meta_get_hit(s, req, &it, st == STORE_MISS);
     } else {

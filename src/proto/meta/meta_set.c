@@ -73,15 +73,21 @@ static void meta_set_reply(struct session *s, const struct meta_state *m, enum s
     meta_line_send(s, &l);
 }
 
-static void meta_set_count(struct session *s, const struct meta_state *m, enum store_status st)
+/* cls: the new item's class (store_class_for) */
+static void meta_set_count(struct session *s, const struct meta_state *m, enum store_status st,
+                           unsigned cls)
 {
     STAT_INC(s->stats, cmd_set);
+    STAT_CLS_INC(s->stats, cls, cmd_set);
     if (!m->cas_mode)
         return;
-    if (st == STORE_OK)
+    if (st == STORE_OK) {
         STAT_INC(s->stats, cas_hits);
-    else if (st == STORE_EXISTS)
+        STAT_CLS_INC(s->stats, cls, cas_hits);
+    } else if (st == STORE_EXISTS) {
         STAT_INC(s->stats, cas_badval);
+        STAT_CLS_INC(s->stats, cls, cas_badval);
+    }
     else if (st == STORE_MISS)
         STAT_INC(s->stats, cas_misses);
 }
@@ -102,10 +108,11 @@ static void meta_set_done(struct session *s, bool chunk_ok)
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &s->text.res, &wc);
+    unsigned cls = store_reservation_class(s->store, &s->text.res, m->req.flags);
     enum store_status st = store_commit(s->store, &s->text.res, &m->req, &cas, &size);
     if (wc.on)
         watch_commit_end(s, &wc, st, m->req.mode, m->req.exptime);
-    meta_set_count(s, m, st);
+    meta_set_count(s, m, st, cls);
     meta_set_reply(s, m, st, cas, size);
 }
 

@@ -16,7 +16,6 @@
 #include "proto/proto.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 
 static void text_tokenize(struct text_line *l, const char *raw, size_t len)
@@ -400,7 +399,7 @@ static void text_timing_begin(struct text_state *t, const struct text_line *l, u
 enum proto_status text_process(struct session *s, const char *buf, size_t len, size_t *consumed)
 {
     struct text_state *t = &s->text;
-    int budget = s->settings->reqs_per_event;
+    int budget = s->opt->reqs_per_event;
     int handled = 0;
     size_t pos = 0;
     size_t prefetched = 0; /* lines before this offset had their keys prefetched */

@@ -4,7 +4,6 @@
 #include "clock.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "stats/stats_emit.h"
 #include "store/store.h"
@@ -19,7 +18,7 @@ void text_cmd_flush_all(struct session *s, const struct text_line *l)
     }
     s->text.noreply = text_line_noreply(l);
     STAT_INC(s->stats, cmd_flush); /* counted even when refused, as memcached */
-    if (!s->settings->flush_enabled) {
+    if (!s->opt->flush_enabled) {
         TEXT_OUT(s, "CLIENT_ERROR flush_all not allowed");
         return;
     }
@@ -53,7 +52,7 @@ void text_cmd_verbosity(struct session *s, const struct text_line *l)
 
 void text_cmd_shutdown(struct session *s, const struct text_line *l)
 {
-    if (!s->settings->shutdown_command) {
+    if (!s->opt->shutdown_command) {
         TEXT_OUT(s, "SERVER_ERROR: shutdown not enabled");
         return;
     }
@@ -104,7 +103,7 @@ void text_cmd_stats(struct session *s, const struct text_line *l)
             nargs--;
         const struct text_token *sub = &l->tok[1];
         if (TEXT_TOK_IS(sub, "detail")) {
-            if (!s->settings->dump_enabled) {
+            if (!s->opt->dump_enabled) {
                 TEXT_OUT(s, "CLIENT_ERROR stats detail not allowed");
                 return;
             }
@@ -115,7 +114,7 @@ void text_cmd_stats(struct session *s, const struct text_line *l)
             }
         } else if (TEXT_TOK_IS(sub, "cachedump")) {
             uint32_t id, limit;
-            if (!s->settings->dump_enabled) {
+            if (!s->opt->dump_enabled) {
                 TEXT_OUT(s, "CLIENT_ERROR stats cachedump not allowed");
                 return;
             }

@@ -10,7 +10,6 @@
 #include "proto/passwd.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 
 /* memcached 1.6.45 refuses longer tokens (1.6.18 crashed on them). */
@@ -54,7 +53,7 @@ static void text_auth_done(struct session *s, bool chunk_ok)
         goto out;
     }
     STAT_INC(s->stats, auth_cmds);
-    int limit = s->settings->auth_fail_limit;
+    int limit = s->opt->auth_fail_limit;
     rel_time_t now = clock_now();
     /* an address over its guessing limit is refused without a check */
     if (auth_guard_admit(&s->auth, limit, now) &&
@@ -78,8 +77,8 @@ void text_auth_line(struct session *s, const struct text_line *l)
     s->text.noreply = false;
     /* Start-up should have loaded the file (text_auth_load); if it did not,
      * load it on first use so -Y works either way. */
-    if (!passwd_file_loaded(&text_auth_pw) && s->settings->auth_file)
-        (void)text_auth_load(s->settings->auth_file);
+    if (!passwd_file_loaded(&text_auth_pw) && s->opt->auth_file)
+        (void)text_auth_load(s->opt->auth_file);
     if (l->ntok < 5 || !TEXT_TOK_IS(&l->tok[0], "set") || !text_parse_u32(&l->tok[4], &size)) {
         TEXT_OUT_ALWAYS(s, "CLIENT_ERROR unauthenticated");
         return;

@@ -7,7 +7,7 @@
 
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
+#include "settings_run.h"
 #include "store/store.h"
 #include "watch/watch.h"
 
@@ -20,7 +20,7 @@ static void text_slabs_reassign(struct session *s, const struct text_line *l)
 {
     int32_t src, dst;
     int32_t largest = (int32_t)store_class_largest(store_ctx_store(s->store));
-    if (!s->settings->slab_reassign)
+    if (!s->opt->slab_reassign)
         TEXT_OUT(s, "CLIENT_ERROR slab reassignment disabled");
     else if (!text_tok_i32(&l->tok[2], &src) || !text_tok_i32(&l->tok[3], &dst))
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
@@ -54,7 +54,7 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
             return;
         }
         if (TEXT_TOK_IS(arg, "ratio"))
-            SETTINGS_SET(s->settings, slab_automove_ratio, d);
+            SETTINGS_RUN_SET(s->run, slab_automove_ratio, d);
     } else if (TEXT_TOK_IS(arg, "window")) {
         if (l->ntok < 4 || !text_tok_u32(&l->tok[3], &v)) {
             TEXT_OUT(s, "CLIENT_ERROR bad command line format");
@@ -64,7 +64,7 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
             TEXT_OUT(s, "CLIENT_ERROR automove window too low or too high");
             return;
         }
-        SETTINGS_SET(s->settings, slab_automove_window, (int)v);
+        SETTINGS_RUN_SET(s->run, slab_automove_window, (int)v);
     } else {
         if (!text_tok_u32(arg, &v)) {
             TEXT_OUT(s, "CLIENT_ERROR bad command line format");
@@ -74,7 +74,7 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
             TEXT_OUT(s, "ERROR");
             return;
         }
-        SETTINGS_SET(s->settings, slab_automove, (int)v);
+        SETTINGS_RUN_SET(s->run, slab_automove, (int)v);
     }
     TEXT_OUT(s, "OK");
 }
@@ -83,10 +83,10 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
 static void text_lru_tune(struct session *s, int hot, int warm, double hot_factor,
                           double warm_factor)
 {
-    SETTINGS_SET(s->settings, hot_lru_pct, hot);
-    SETTINGS_SET(s->settings, warm_lru_pct, warm);
-    SETTINGS_SET(s->settings, hot_max_factor, hot_factor);
-    SETTINGS_SET(s->settings, warm_max_factor, warm_factor);
+    SETTINGS_RUN_SET(s->run, hot_lru_pct, hot);
+    SETTINGS_RUN_SET(s->run, warm_lru_pct, warm);
+    SETTINGS_RUN_SET(s->run, hot_max_factor, hot_factor);
+    SETTINGS_RUN_SET(s->run, warm_max_factor, warm_factor);
     TEXT_OUT(s, "OK");
 }
 
@@ -111,22 +111,22 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
             TEXT_OUT(s, "ERROR hot/warm age factors must be greater than 0");
         else
             text_lru_tune(s, (int)hot, (int)warm, hot_factor, warm_factor);
-    } else if (TEXT_TOK_IS(sub, "mode") && l->ntok >= 3 && s->settings->lru_maintainer_thread) {
+    } else if (TEXT_TOK_IS(sub, "mode") && l->ntok >= 3 && s->opt->lru_maintainer_thread) {
         if (TEXT_TOK_IS(&l->tok[2], "flat") || TEXT_TOK_IS(&l->tok[2], "segmented")) {
-            SETTINGS_SET(s->settings, lru_segmented, TEXT_TOK_IS(&l->tok[2], "segmented"));
+            SETTINGS_RUN_SET(s->run, lru_segmented, TEXT_TOK_IS(&l->tok[2], "segmented"));
             TEXT_OUT(s, "OK");
         } else
             TEXT_OUT(s, "ERROR");
     } else if (TEXT_TOK_IS(sub, "temp_ttl") && l->ntok >= 3 &&
-               s->settings->lru_maintainer_thread) {
+               s->opt->lru_maintainer_thread) {
         int32_t ttl;
         if (!text_tok_i32(&l->tok[2], &ttl)) {
             TEXT_OUT(s, "ERROR");
         } else {
             /* memcached: a negative TTL turns the TEMP LRU off */
-            SETTINGS_SET(s->settings, temp_lru, ttl >= 0);
+            SETTINGS_RUN_SET(s->run, temp_lru, ttl >= 0);
             if (ttl >= 0)
-                SETTINGS_SET(s->settings, temporary_ttl, (int)ttl);
+                SETTINGS_RUN_SET(s->run, temporary_ttl, (int)ttl);
             store_set_temporary_ttl(store_ctx_store(s->store), ttl);
             TEXT_OUT(s, "OK");
         }
@@ -162,7 +162,7 @@ static bool text_class_list_ok(const struct text_token *t)
  * needs no crawler. */
 static bool text_crawler_on(const struct session *s)
 {
-    return SETTINGS_GET(s->settings, lru_crawler);
+    return SETTINGS_RUN_GET(s->run, lru_crawler);
 }
 
 void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
@@ -200,11 +200,11 @@ void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
         if (text_crawler_on(s)) {
             TEXT_OUT(s, "ERROR failed to start lru crawler thread");
         } else {
-            SETTINGS_SET(s->settings, lru_crawler, true);
+            SETTINGS_RUN_SET(s->run, lru_crawler, true);
             TEXT_OUT(s, "OK");
         }
     } else if (l->ntok == 2 && TEXT_TOK_IS(sub, "disable")) {
-        SETTINGS_SET(s->settings, lru_crawler, false);
+        SETTINGS_RUN_SET(s->run, lru_crawler, false);
         TEXT_OUT(s, "OK");
     } else {
         TEXT_OUT(s, "ERROR");
@@ -231,7 +231,7 @@ void text_cmd_watch(struct session *s, const struct text_line *l)
     if (s->datagram)
         return; /* no connection to stream to: memcached answers nothing */
     s->text.noreply = text_line_noreply(l);
-    if (!s->settings->watch_enabled) {
+    if (!s->opt->watch_enabled) {
         TEXT_OUT(s, "CLIENT_ERROR watch commands not allowed");
         return;
     }
@@ -255,7 +255,7 @@ void text_cmd_watch(struct session *s, const struct text_line *l)
         flags = WATCH_FETCHERS;
     enum watch_add_result r = WATCH_ADD_FAILED;
     if (s->loop)
-        r = watch_add(flags, (size_t)s->settings->watcher_logbuf_size, s->loop, s->wake_ptr,
+        r = watch_add(flags, (size_t)s->opt->watcher_logbuf_size, s->loop, s->wake_ptr,
                       &s->watcher);
     if (r == WATCH_ADD_TOO_MANY)
         TEXT_OUT(s, "WATCHER_TOO_MANY log watcher limit reached");

@@ -9,7 +9,6 @@
 #include "proto/meta/meta.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "store/store.h"
 
 #define TEXT_DUMP_BATCH 64
@@ -124,7 +123,7 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
      * 1.6.45 answers nothing, and so do we */
     if (s->datagram)
         return;
-    if (!s->settings->dump_enabled) {
+    if (!s->opt->dump_enabled) {
         if (mgdump)
             TEXT_OUT(s, "ERROR mgdump not allowed");
         else

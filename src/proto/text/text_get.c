@@ -9,7 +9,6 @@
 #include "log.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 
@@ -195,7 +194,7 @@ static void text_get_run(struct session *s, const struct text_line *l)
             watch_note_get(s, key, nkey, st, &it);
         if (detail)
             session_stats_detail(s, key, nkey, 'g', hit);
-        stats_count_fetch(s->stats, c->touch, hit);
+        stats_count_fetch(s->stats, c->touch, hit, it.class_id, it.lru);
         if (!hit)
             continue;
         if (text_value_header(s, key, nkey, &it, c->want_cas, crlf) != 0) {
@@ -261,8 +260,11 @@ void text_cmd_touch(struct session *s, const struct text_line *l)
     STAT_INC(s->stats, cmd_touch);
     if (watch_active(WATCH_LOOKUPS))
         watch_peek(s, key->s, key->len, NULL);
-    if (store_touch(s->store, key->s, key->len, clock_exptime(exptime)) == STORE_OK) {
+    struct store_get_req touch = {.touch = true, .exptime = clock_exptime(exptime)};
+    struct store_item it;
+    if (store_get(s->store, key->s, key->len, &touch, &it) == STORE_OK) {
         STAT_INC(s->stats, touch_hits);
+        STAT_CLS_INC(s->stats, it.class_id, touch_hits);
         TEXT_OUT(s, "TOUCHED");
     } else {
         STAT_INC(s->stats, touch_misses);

@@ -23,6 +23,7 @@
 
 #include "proto/text/text.h"
 #include "num.h"
+#include "settings_run.h"
 
 struct session;
 
@@ -85,7 +86,7 @@ static inline bool text_tok_eq(const struct text_token *t, const char *lit, size
 #define TEXT_TOK_IS(t, lit) text_tok_eq((t), lit, sizeof(lit) - 1)
 
 /* `stats detail on|off` flips this at run time from another thread. */
-#define TEXT_DETAIL_ON(s) SETTINGS_GET((s)->settings, detail_enabled)
+#define TEXT_DETAIL_ON(s) SETTINGS_RUN_GET((s)->run, detail_enabled)
 
 /* ---- replies (text_reply.c) ---- */
 

@@ -1,7 +1,6 @@
 /* delete, incr, decr. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 
@@ -27,10 +26,13 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
     struct watch_seen seen = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
         watch_peek(s, key->s, key->len, &seen);
-    if (store_delete(s->store, key->s, key->len, NULL) == STORE_OK) {
+    uint8_t cls = 0;
+    struct store_delete_req req = {.class_out = &cls};
+    if (store_delete(s->store, key->s, key->len, &req) == STORE_OK) {
         if (watch_active(WATCH_DELETIONS))
             watch_note_deleted(key->s, key->len, "delete", &seen);
         STAT_INC(s->stats, delete_hits);
+        STAT_CLS_INC(s->stats, cls, delete_hits);
         TEXT_OUT(s, "DELETED");
     } else {
         STAT_INC(s->stats, delete_misses);
@@ -57,10 +59,13 @@ void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
         watch_peek(s, key->s, key->len, NULL);
     switch (store_arith(s->store, key->s, key->len, &req, &res)) {
     case STORE_OK:
-        if (incr)
+        if (incr) {
             STAT_INC(s->stats, incr_hits);
-        else
+            STAT_CLS_INC(s->stats, res.class_id, incr_hits);
+        } else {
             STAT_INC(s->stats, decr_hits);
+            STAT_CLS_INC(s->stats, res.class_id, decr_hits);
+        }
         text_out_u64(s, res.value);
         break;
     case STORE_MISS:

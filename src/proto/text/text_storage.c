@@ -2,7 +2,6 @@
  * receive the value straight into it, then link it. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 
@@ -18,6 +17,10 @@ static void text_storage_done(struct session *s, bool chunk_ok)
         return;
     }
     bool is_cas = t->set_req.mode == STORE_MODE_CAS;
+    /* memcached counts per class in the new item's (cas: the old item's;
+     * nodelay uses the new one's, docs/store.md) */
+    unsigned cls = store_reservation_class(s->store, &t->res, t->set_req.flags);
+    STAT_CLS_INC(s->stats, cls, cmd_set);
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &t->res, &wc);
@@ -26,12 +29,15 @@ static void text_storage_done(struct session *s, bool chunk_ok)
         watch_commit_end(s, &wc, st, t->set_req.mode, t->set_req.exptime);
     switch (st) {
     case STORE_OK:
-        if (is_cas)
+        if (is_cas) {
             STAT_INC(s->stats, cas_hits);
+            STAT_CLS_INC(s->stats, cls, cas_hits);
+        }
         TEXT_OUT(s, "STORED");
         break;
     case STORE_EXISTS:
         STAT_INC(s->stats, cas_badval);
+        STAT_CLS_INC(s->stats, cls, cas_badval);
         TEXT_OUT(s, "EXISTS");
         break;
     case STORE_MISS:

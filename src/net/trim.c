@@ -1,0 +1,79 @@
+#define _GNU_SOURCE /* pthread_setname_np */
+#include "net/trim.h"
+
+#include <string.h>
+#include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
+
+#include "log.h"
+
+#ifdef __GLIBC__
+static void *trimmer_main(void *arg)
+{
+    struct trimmer *t = arg;
+    pthread_mutex_lock(&t->lock);
+    for (;;) {
+        while (!t->requested && !t->stop)
+            pthread_cond_wait(&t->cond, &t->lock);
+        if (t->stop)
+            break;
+        t->requested = false;
+        pthread_mutex_unlock(&t->lock);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        malloc_trim(0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        unsigned long n = __atomic_add_fetch(&t->trims, 1, __ATOMIC_RELAXED);
+        log_verbose("returned free memory to the OS (trim %lu, %.1f ms)", n,
+                    (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+        pthread_mutex_lock(&t->lock);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+#endif
+
+int trimmer_start(struct trimmer *t)
+{
+    memset(t, 0, sizeof *t);
+#ifdef __GLIBC__
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->cond, NULL);
+    int rc = pthread_create(&t->thread, NULL, trimmer_main, t);
+    if (rc != 0) {
+        log_error("could not start the memory trimmer: %s", strerror(rc));
+        pthread_cond_destroy(&t->cond);
+        pthread_mutex_destroy(&t->lock);
+        return -1;
+    }
+    t->started = true;
+    pthread_setname_np(t->thread, TRIMMER_THREAD_NAME); /* for ps, top and the tests */
+#endif
+    return 0;
+}
+
+void trimmer_request(struct trimmer *t)
+{
+    if (!t->started)
+        return;
+    pthread_mutex_lock(&t->lock);
+    t->requested = true;
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+void trimmer_stop(struct trimmer *t)
+{
+    if (!t->started)
+        return;
+    pthread_mutex_lock(&t->lock);
+    t->stop = true;
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->thread, NULL);
+    pthread_cond_destroy(&t->cond);
+    pthread_mutex_destroy(&t->lock);
+    t->started = false;
+}

@@ -1,0 +1,42 @@
+/* Settings to module options. A field of net_options, proto_options or
+ * tls_options is a settings row of the same name; its type is checked
+ * against the row's here, so the lists cannot drift from the table. */
+#include "options.h"
+
+#include "settings.h"
+
+#define OPTIONS_CHECK(type, name)                                                                  \
+    _Static_assert(__builtin_types_compatible_p(type, __typeof__(((struct settings *)0)->name)),  \
+                   #name " has another type in the settings table");
+NET_OPTIONS(OPTIONS_CHECK)
+PROTO_OPTIONS(OPTIONS_CHECK)
+TLS_OPTIONS(OPTIONS_CHECK)
+#undef OPTIONS_CHECK
+
+void options_from_settings(const struct settings *s, struct options *o)
+{
+#define OPTIONS_NET(type, name) o->net.name = s->name;
+#define OPTIONS_PROTO(type, name) o->proto.name = s->name;
+#define OPTIONS_TLS(type, name) o->tls.name = s->name;
+    NET_OPTIONS(OPTIONS_NET)
+    PROTO_OPTIONS(OPTIONS_PROTO)
+    TLS_OPTIONS(OPTIONS_TLS)
+#undef OPTIONS_NET
+#undef OPTIONS_PROTO
+#undef OPTIONS_TLS
+    /* the store's own names (store.h) */
+    o->store = (struct store_options){
+        .mem_limit = SETTINGS_GET(s, maxbytes),
+        .item_size_max = s->item_size_max,
+        .evictions = s->evictions,
+        .cas_enabled = s->cas_enabled,
+        .hashpower = (unsigned)s->hashpower_init,
+        .background = true,
+        .memory_file = s->memory_file,
+        .temp_lru = SETTINGS_GET(s, temp_lru),
+        .temporary_ttl = (unsigned)SETTINGS_GET(s, temporary_ttl),
+        .growth_factor = s->growth_factor,
+        .chunk_size = (size_t)s->chunk_size,
+        .slab_chunk_max = (size_t)s->slab_chunk_max,
+    };
+}

@@ -1,0 +1,348 @@
+/* The restore's index build: items filed by the segment walk, packed in
+ * the table's own memory part by part (or spilled beside it), then the
+ * table filled part by part. restore_index.h says why; docs/store.md "The
+ * restore scan" where it sits in the restore.
+ *
+ * Nothing else runs yet: the walk is over before the fill starts, and each
+ * fill thread owns whole parts of the table, so no bucket lock is taken.
+ * The table holds the filed words until each part is filled: no lookup
+ * may run before rix_fill returns (none does: the restore runs before the
+ * store is handed to anyone).
+ */
+#include "store/restore_index.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "log.h"
+
+/* Buckets in a part at least: 256 KiB, a quarter of a core's L2 here. */
+#define RIX_PART_MIN_BITS 12
+/* Parts at most: each walking thread keeps one open block per part, and
+ * the lines those are written at must stay in cache. */
+#define RIX_MAX_PART_BITS 11
+/* Words ahead whose bucket the fill asks the CPU for. */
+#define RIX_AHEAD 8
+/* Blocks come from mappings of this size, given back at the end. */
+#define RIX_ARENA_BYTES ((size_t)32 << 20)
+
+struct rix_arena {
+    struct rix_arena *next;
+    size_t used;
+};
+
+static unsigned rix_bits(uint64_t n) /* bits to write 0..n-1, at least 1 */
+{
+    unsigned b = 1;
+    while (b < 64 && ((uint64_t)1 << b) < n)
+        b++;
+    return b;
+}
+
+int rix_init(struct rix *x, struct store *s, uint32_t nbins)
+{
+    memset(x, 0, sizeof(*x));
+    x->s = s;
+    /* Only this thread uses the index yet: its table, read as it is. */
+    x->table = s->index.cur->b;
+    x->power = index_bucket_bits(&s->index);
+    unsigned pbits = x->power > RIX_PART_MIN_BITS ? x->power - RIX_PART_MIN_BITS : 0;
+    if (pbits > RIX_MAX_PART_BITS)
+        pbits = RIX_MAX_PART_BITS;
+    x->part_shift = x->power - pbits;
+    x->nparts = 1u << pbits;
+    x->nbins = nbins > RESTORE_THREADS ? RESTORE_THREADS : nbins ? nbins : 1;
+    /* whole lines each, so that every line written is a whole line */
+    x->cap = (uint32_t)(((uint64_t)INDEX_SLOTS + 1) << x->part_shift) / x->nbins & ~7u;
+    x->seg_bits = rix_bits(s->seg_cap);
+    x->off_bits = rix_bits(s->seg_size >> s->off_shift);
+    x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
+    /* A buffer for one part's buckets per filling thread (up to one per
+     * core, as the walkers). */
+    for (uint32_t i = 0; i < x->nbins; i++) {
+        x->words[i] = aligned_alloc(64, (((size_t)INDEX_SLOTS + 1) << x->part_shift) * 8);
+        if (!x->words[i]) {
+            rix_release(x);
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < x->nbins; i++) {
+        struct rix_bins *b = &x->bins[i];
+        b->packed = calloc(x->nparts, sizeof(*b->packed));
+        b->stage = aligned_alloc(64, (size_t)x->nparts * sizeof(*b->stage));
+        b->head = calloc(x->nparts, sizeof(*b->head));
+        b->tail = calloc(x->nparts, sizeof(*b->tail));
+        if (!b->packed || !b->stage || !b->head || !b->tail) {
+            rix_release(x);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void rix_release(struct rix *x)
+{
+    for (uint32_t i = 0; i < x->nbins; i++) {
+        free(x->words[i]);
+        struct rix_bins *b = &x->bins[i];
+        free(b->packed);
+        free(b->stage);
+        free(b->head);
+        free(b->tail);
+        while (b->arena) {
+            struct rix_arena *a = b->arena;
+            b->arena = a->next;
+            munmap(a, RIX_ARENA_BYTES);
+        }
+    }
+    memset(x, 0, sizeof(*x));
+}
+
+bool rix_spill(struct rix *x, struct rix_bins *b, uint32_t part, uint64_t hv, uint64_t slot)
+{
+    struct rix_block *k = b->tail[part];
+    if (k && k->n < RIX_BLOCK_RECS) {
+        k->rec[k->n++] = (struct rix_rec){hv, slot};
+        return true;
+    }
+    struct rix_arena *a = b->arena;
+    if (!a || a->used + sizeof(struct rix_block) > RIX_ARENA_BYTES) {
+        void *m = mmap(NULL, RIX_ARENA_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return false;
+        a = m;
+        a->next = b->arena;
+        a->used = sizeof(struct rix_block); /* the first block holds the header */
+        b->arena = a;
+    }
+    k = (struct rix_block *)((char *)a + a->used);
+    a->used += sizeof(struct rix_block);
+    k->next = NULL;
+    k->n = 1;
+    k->rec[0] = (struct rix_rec){hv, slot};
+    if (b->tail[part])
+        b->tail[part]->next = k;
+    else
+        b->head[part] = k;
+    b->tail[part] = k;
+    (void)x;
+    return true;
+}
+
+void rix_flush(struct rix *x, uint32_t bin, uint32_t part, uint32_t at)
+{
+    uint64_t *dst = x->table + ((uint64_t)part << (x->part_shift + 3)) + (uint64_t)bin * x->cap + at;
+    const uint64_t *src = x->bins[bin].stage[part];
+#ifdef __SSE2__
+    for (int i = 0; i < 8; i += 2)
+        _mm_stream_si128((__m128i *)(dst + i), _mm_load_si128((const __m128i *)(src + i)));
+#else
+    memcpy(dst, src, 64);
+#endif
+}
+
+void rix_finish(struct rix *x, uint32_t bin)
+{
+    struct rix_bins *b = &x->bins[bin];
+    for (uint32_t part = 0; part < x->nparts && x->pack; part++) {
+        uint32_t n = b->packed[part];
+        if (n & 7)
+            memcpy(x->table + ((uint64_t)part << (x->part_shift + 3)) + (uint64_t)bin * x->cap +
+                       (n & ~7u),
+                   b->stage[part], (n & 7) * 8);
+    }
+#ifdef __SSE2__
+    _mm_sfence(); /* the streamed lines before the join that publishes them */
+#endif
+}
+
+static bool rix_same_key(struct store *s, uint64_t a, uint64_t b)
+{
+    const char *p = seg_item(s, a), *q = seg_item(s, b);
+    if (p[1] != q[1]) /* nkey */
+        return false;
+    struct item_hdr ha, hb;
+    item_decode(p, &ha);
+    item_decode(q, &hb);
+    return ha.nkey == hb.nkey && memcmp(p + ha.hlen, q + hb.hlen, ha.nkey) == 0;
+}
+
+enum rix_put { RIX_LINKED, RIX_DUP, RIX_NOMEM };
+
+/* Link slot into the chain of bucket b unless its key is there already.
+ * Nothing is unlinked during a restore, so a chain's empty slots are all
+ * after its full ones: the first empty slot ends the search. */
+static enum rix_put rix_put(struct store *s, uint64_t *b, uint64_t slot)
+{
+    struct index *ix = &s->index;
+    uint32_t tag = slot_tag(slot);
+    uint64_t *last = b;
+    for (uint64_t *cur = b; cur; cur = index_next(ix, cur)) {
+        for (int i = 1; i <= INDEX_SLOTS; i++) {
+            uint64_t v = cur[i];
+            if (!v) {
+                cur[i] = slot;
+                return RIX_LINKED;
+            }
+            /* A copy eviction made of the same version (seg_carry or a
+             * compaction) that a kill left behind: keep one. */
+            if (slot_tag(v) == tag && rix_same_key(s, v, slot))
+                return RIX_DUP;
+        }
+        last = cur;
+    }
+    uint64_t *nb = index_chain_grow(ix, last);
+    if (!nb)
+        return RIX_NOMEM;
+    nb[1] = slot;
+    return RIX_LINKED;
+}
+
+struct rix_dropped {
+    uint64_t slot;
+    bool dup;
+};
+
+/* One fill thread: parts [lo, hi). */
+struct rix_filler {
+    struct rix *x;
+    uint32_t lo, hi;
+    bool rehash;     /* link into a new, larger table: buckets from the keys */
+    uint64_t *words; /* where a part's buckets are built */
+    uint64_t linked;
+    struct rix_dropped *drops;
+    size_t ndrops, cap;
+    bool drops_lost; /* no memory to remember a drop */
+};
+
+static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup)
+{
+    if (f->ndrops == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 64;
+        struct rix_dropped *d = realloc(f->drops, cap * sizeof(*d));
+        if (!d) {
+            f->drops_lost = true;
+            return;
+        }
+        f->drops = d;
+        f->cap = cap;
+    }
+    f->drops[f->ndrops++] = (struct rix_dropped){slot, dup};
+}
+
+/* Link slot in bucket b, or (rehash) in its key's bucket of the table. */
+static void rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot)
+{
+    struct store *s = f->x->s;
+    if (f->rehash)
+        b = index_bucket_of(&s->index, s->index.rehash(s->index.rehash_arg, slot));
+    enum rix_put r = rix_put(s, b, slot);
+    if (r == RIX_LINKED) {
+        f->linked++;
+        return;
+    }
+    /* Dead at once, so that the copy never comes back; only its segment's
+     * counts wait for the caller. */
+    item_set_state(seg_item(s, slot), ITEM_L_DEAD);
+    rix_note_drop(f, slot, r == RIX_DUP);
+}
+
+/* Fill one part: its buckets are built in the thread's own buffer, which
+ * stays in cache from part to part, from the words filed in the table and
+ * the spilled records; then the buffer is written over the part. */
+static void rix_fill_part(struct rix_filler *f, uint32_t part)
+{
+    struct rix *x = f->x;
+    uint64_t *base = x->table + ((uint64_t)part << (x->part_shift + 3));
+    uint64_t *local = f->rehash ? NULL : f->words;
+    size_t bytes = ((size_t)INDEX_SLOTS + 1) << (x->part_shift + 3);
+    if (local)
+        memset(local, 0, bytes);
+    uint64_t in_mask = ((uint64_t)1 << x->part_shift) - 1;
+    uint64_t off_mask = ((uint64_t)1 << x->off_bits) - 1, seg_mask = ((uint64_t)1 << x->seg_bits) - 1;
+    unsigned in_at = x->off_bits + x->seg_bits + 11; /* where a word's bucket starts */
+    for (uint32_t q = 0; q < x->nbins && x->pack; q++) {
+        const uint64_t *words = base + (uint64_t)q * x->cap;
+        uint32_t n = x->bins[q].packed[part];
+        for (uint32_t i = 0; i < n; i++) {
+            if (local && i + RIX_AHEAD < n)
+                __builtin_prefetch(local + (((words[i + RIX_AHEAD] >> in_at) & in_mask) << 3), 1);
+            uint64_t w = words[i];
+            uint32_t off = (uint32_t)(w & off_mask);
+            w >>= x->off_bits;
+            uint32_t seg = (uint32_t)(w & seg_mask);
+            w >>= x->seg_bits;
+            uint32_t tag = (uint32_t)(w & 2047);
+            uint64_t in_part = (w >> 11) & in_mask;
+            rix_link(f, local ? local + (in_part << 3) : NULL, slot_make(tag, seg, off));
+        }
+    }
+    for (uint32_t q = 0; q < x->nbins; q++)
+        for (struct rix_block *k = x->bins[q].head[part]; k; k = k->next)
+            for (uint32_t i = 0; i < k->n; i++)
+                rix_link(f, local ? local + ((k->rec[i].hv & in_mask) << 3) : NULL,
+                         k->rec[i].slot);
+    if (local)
+        memcpy(base, local, bytes);
+}
+
+static void *rix_fill_thread(void *arg)
+{
+    struct rix_filler *f = arg;
+    for (uint32_t part = f->lo; part < f->hi; part++)
+        rix_fill_part(f, part);
+    return NULL;
+}
+
+uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
+{
+    struct store *s = x->s;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < x->nbins; i++)
+        total += x->bins[i].n;
+    /* The header's item count sized the table. After a crash it may be a
+     * second of writes short: the table grows later, as it would have. If
+     * it is far short (a damaged count), link into a table of the right
+     * size instead, on one thread, finding buckets from the keys: slower,
+     * but no chain is long. */
+    struct index_table *old = NULL;
+    if (total > 2 * ((uint64_t)INDEX_GROW_LOAD << x->power)) {
+        old = index_swap_table(&s->index, index_level_for(index_level(&s->index), total));
+        if (!old)
+            log_error("store: out of memory sizing the index for %llu restored items",
+                      (unsigned long long)total);
+    }
+    struct rix_filler f[RESTORE_THREADS];
+    uint32_t t = nthreads > x->nbins ? x->nbins : nthreads;
+    if (t > x->nparts)
+        t = x->nparts;
+    if (t == 0 || old)
+        t = 1;
+    for (uint32_t i = 0; i < t; i++)
+        f[i] = (struct rix_filler){.x = x,
+                                   .lo = (uint32_t)((uint64_t)x->nparts * i / t),
+                                   .hi = (uint32_t)((uint64_t)x->nparts * (i + 1) / t),
+                                   .rehash = old != NULL,
+                                   .words = x->words[i]};
+    restore_run_split(rix_fill_thread, (char *)f, sizeof(f[0]), t);
+    uint64_t linked = 0;
+    bool lost = false;
+    for (uint32_t i = 0; i < t; i++) {
+        linked += f[i].linked;
+        for (size_t k = 0; k < f[i].ndrops; k++)
+            drop(arg, f[i].drops[k].slot, f[i].drops[k].dup);
+        lost |= f[i].drops_lost;
+        free(f[i].drops);
+    }
+    if (old) /* it held the filed words only */
+        index_table_release(old);
+    if (lost) /* the items are unlinked and dead, only their segment counts stay high */
+        log_error("store: out of memory during the restore; some segments' live counts are high");
+    index_count(&s->index, linked);
+    return linked;
+}

@@ -1,0 +1,115 @@
+/* The restore's index build (restore_index.c), shared with the segment walk
+ * (restore.c) only.
+ *
+ * Inserting millions of items one by one lands each on a random bucket of
+ * a table of hundreds of MiB: a cache and TLB miss per item, most of what
+ * a restore cost. So the walk only files each item it keeps under the part
+ * of the table it belongs in (a part: 4096 buckets or more, 256 KiB), and
+ * the table is then filled part by part, one thread per part and no lock,
+ * the part's buckets staying in cache while it fills.
+ *
+ * Where the items are filed is the table itself: a part's own 256 KiB
+ * holds eight words a bucket, and a bucket takes six items on average at
+ * most (INDEX_GROW_LOAD), so an item packed in one word (its bucket in the
+ * part, tag, segment, offset) fits in its part's memory, split between the
+ * walking threads. Filling a part links its items into buckets built in a
+ * buffer of the thread's, then writes the buffer over the part. A walking thread gathers each
+ * part's words a cache line at a time and writes the line whole, past the
+ * caches (it would only be read back from memory anyway): its writes to a
+ * thousand places at once then cost no read of each line first. A part that runs out of room,
+ * or a file whose numbers do not pack in 64 bits, spills to blocks of
+ * (hash, slot) pairs beside it. So a restore touches no memory beyond the
+ * table it must build anyway.
+ */
+#ifndef NODELAY_RESTORE_INDEX_H
+#define NODELAY_RESTORE_INDEX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/persist.h"
+#include "store/store_core.h"
+
+
+struct rix_rec {
+    uint64_t hv;   /* the key's hash */
+    uint64_t slot; /* the index slot that will point at the item */
+};
+
+#define RIX_BLOCK_RECS 255
+struct rix_block { /* 4 KiB: a run of one part's spilled records */
+    struct rix_block *next;
+    uint32_t n;
+    uint32_t pad;
+    struct rix_rec rec[RIX_BLOCK_RECS];
+};
+
+struct rix_arena;
+
+/* One walking thread's filing: packed words per part, and its spill. */
+struct rix_bins {
+    uint32_t *packed;                /* per part: words filed in the table */
+    uint64_t (*stage)[8];            /* per part: the line being gathered */
+    struct rix_block **head, **tail; /* per part: spilled records */
+    struct rix_arena *arena;         /* where spill blocks come from */
+    uint64_t n;                      /* items filed */
+};
+
+struct rix {
+    struct store *s;
+    uint64_t *table;     /* the index's buckets, holding packed words */
+    unsigned power;      /* log2 of its buckets */
+    unsigned part_shift; /* part = (hv >> part_shift) & (nparts - 1) */
+    uint32_t nparts;
+    uint32_t nbins;
+    uint32_t cap;        /* packed words per part and walking thread */
+    bool pack;           /* the numbers fit in a word */
+    unsigned seg_bits, off_bits; /* a packed word: bucket in part | tag | seg | off */
+    struct rix_bins bins[RESTORE_THREADS];
+    uint64_t *words[RESTORE_THREADS]; /* a filling thread's buckets of a part */
+};
+
+/* Filing for `nbins` walking threads, in the index's (empty) table. */
+int rix_init(struct rix *x, struct store *s, uint32_t nbins);
+void rix_release(struct rix *x);
+
+bool rix_spill(struct rix *x, struct rix_bins *b, uint32_t part, uint64_t hv, uint64_t slot);
+/* Write walking thread bin's staged line of part's words, the first at
+ * word `at` of its share. */
+void rix_flush(struct rix *x, uint32_t bin, uint32_t part, uint32_t at);
+/* A walking thread is done: write what it still stages. On that thread. */
+void rix_finish(struct rix *x, uint32_t bin);
+
+/* File an item (segment seg, offset off in slot units) for walking
+ * thread `bin`; false when out of memory. */
+static inline bool rix_add(struct rix *x, uint32_t bin, uint64_t hv, uint32_t seg, uint32_t off)
+{
+    struct rix_bins *b = &x->bins[bin];
+    uint32_t part = (uint32_t)(hv >> x->part_shift) & (x->nparts - 1);
+    uint32_t tag = index_tag(hv);
+    b->n++;
+    if (x->pack && b->packed[part] < x->cap) {
+        uint64_t in_part = hv & (((uint64_t)1 << x->part_shift) - 1);
+        uint32_t n = b->packed[part]++;
+        b->stage[part][n & 7] = (((in_part << 11) | tag) << x->seg_bits | seg) << x->off_bits | off;
+        if ((n & 7) == 7)
+            rix_flush(x, bin, part, n & ~7u);
+        return true;
+    }
+    if (rix_spill(x, b, part, hv, slot_make(tag, seg, off)))
+        return true;
+    b->n--;
+    return false;
+}
+
+/* An item filed but not linked (and marked dead): another copy of its key
+ * was linked (dup), or no overflow bucket could be had. Called on the
+ * calling thread after the fill, for each such slot, to fix its segment's
+ * counts. */
+typedef void (*rix_drop_fn)(void *arg, uint64_t slot, bool dup);
+
+/* Link every filed item, on up to `nthreads` threads (at most nbins);
+ * returns how many were linked. */
+uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg);
+
+#endif

@@ -1,0 +1,166 @@
+/* store_lookup's contract (store_lookup.h): the bucket is locked on return
+ * whatever the answer; a find fills the item and, with STORE_LOOK_PIN, pins
+ * its segment; an expired item is unlinked and counted; a segment being
+ * compacted is waited out, never pinned. */
+#include "test_store_helpers.h"
+
+#include "store/store_core.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define MB (1u << 20)
+
+static uint32_t refcount(struct seg *seg)
+{
+    return __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE);
+}
+
+/* A store holding key = value (flags 7), and the segment the value is in. */
+static struct seg *open_with(struct tstore *t, const char *key, const char *value)
+{
+    tstore_open(t, 8 * MB, MB, true, true);
+    assert_int_equal(tset(t, key, value, STORE_MODE_SET, 7, REL_TIME_NEVER, NULL), STORE_OK);
+    struct store_key k = store_key_of(key, strlen(key));
+    struct store_found f;
+    assert_true(store_lookup(t->c, &k, STORE_LOOK_FIND, &f));
+    index_unlock(f.bucket);
+    return f.seg;
+}
+
+static void test_find_and_miss(void **state)
+{
+    (void)state;
+    struct tstore t;
+    struct seg *seg = open_with(&t, "here", "value");
+    struct store_key k = store_key_of("here", 4);
+    struct store_found f;
+    assert_true(store_lookup(t.c, &k, STORE_LOOK_FIND, &f));
+    assert_int_equal(f.h.nkey, 4);
+    assert_memory_equal(f.p + f.h.hlen, "here", 4);
+    assert_memory_equal(f.p + f.h.hlen + f.h.nkey, "value", 5);
+    assert_int_equal(item_get_u32(f.p, f.h.flags_off), 7);
+    assert_ptr_equal(f.seg, seg_of(t.s, slot_seg(*f.slot)));
+    assert_ptr_equal(f.seg, seg);
+    /* the bucket is held: another lookup of it could not take it now */
+    assert_true(__atomic_load_n(f.bucket, __ATOMIC_RELAXED) & 1);
+    index_unlock(f.bucket);
+
+    struct store_key m = store_key_of("absent", 6);
+    assert_false(store_lookup(t.c, &m, STORE_LOOK_PIN, &f));
+    assert_true(__atomic_load_n(f.bucket, __ATOMIC_RELAXED) & 1); /* locked on a miss too */
+    index_unlock(f.bucket);
+    tstore_close(&t);
+}
+
+static void test_pin_is_taken_and_given_back(void **state)
+{
+    (void)state;
+    struct tstore t;
+    struct seg *seg = open_with(&t, "k", "v");
+    uint32_t before = refcount(seg);
+    struct store_key k = store_key_of("k", 1);
+    struct store_found f;
+
+    assert_true(store_lookup(t.c, &k, STORE_LOOK_PIN, &f));
+    assert_ptr_equal(f.seg, seg);
+    assert_int_equal(refcount(seg), before + 1);
+    index_unlock(f.bucket);
+    seg_unpin(f.seg);
+    assert_int_equal(refcount(seg), before);
+    tstore_close(&t);
+}
+
+static void test_expired_item_is_unlinked_and_counted(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    /* a negative expiry: expired as soon as it is stored */
+    assert_int_equal(tset(&t, "old", "v", STORE_MODE_SET, 0, clock_exptime(-1), NULL), STORE_OK);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.curr_items, 1);
+    struct store_key k = store_key_of("old", 3);
+    struct store_found f;
+    assert_false(store_lookup(t.c, &k, STORE_LOOK_PIN, &f));
+    index_unlock(f.bucket);
+    store_stats(t.s, &st);
+    assert_int_equal(st.get_expired, 1);
+    assert_int_equal(st.curr_items, 0); /* unlinked, not just hidden */
+    assert_false(store_lookup(t.c, &k, STORE_LOOK_FIND, &f));
+    index_unlock(f.bucket);
+    store_stats(t.s, &st);
+    assert_int_equal(st.get_expired, 1); /* gone: not counted again */
+    tstore_close(&t);
+}
+
+struct unfreeze {
+    struct seg *seg;
+    uint8_t state;
+};
+
+#define FREEZE_MS 60
+
+static void *unfreeze_later(void *arg)
+{
+    struct unfreeze *u = arg;
+    struct timespec ts = {0, FREEZE_MS * 1000000L};
+    nanosleep(&ts, NULL);
+    __atomic_store_n(&u->seg->state, u->state, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* While eviction compacts a segment its items move: a pinned lookup must
+ * not pin it but wait until the compaction is over, then find the item
+ * again (here it did not move) and pin it. An unpinned lookup does not
+ * wait: it reads under the bucket lock, which a compaction also takes. */
+static void test_pin_waits_out_a_compaction(void **state)
+{
+    (void)state;
+    struct tstore t;
+    struct seg *seg = open_with(&t, "k", "v");
+    uint32_t before = refcount(seg);
+    struct store_key k = store_key_of("k", 1);
+    struct store_found f;
+
+    struct unfreeze u = {seg, __atomic_load_n(&seg->state, __ATOMIC_ACQUIRE)};
+    __atomic_store_n(&seg->state, (uint8_t)SEG_COMPACTING, __ATOMIC_SEQ_CST);
+    /* nothing will end this compaction: a lookup that waited would hang */
+    assert_true(store_lookup(t.c, &k, STORE_LOOK_FIND, &f));
+    index_unlock(f.bucket);
+    assert_int_equal(__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE), SEG_COMPACTING);
+    assert_int_equal(refcount(seg), before);
+
+    pthread_t th;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(pthread_create(&th, NULL, unfreeze_later, &u), 0);
+    assert_true(store_lookup(t.c, &k, STORE_LOOK_PIN, &f));
+    double waited = ms_since(&t0);
+    index_unlock(f.bucket);
+    pthread_join(th, NULL);
+    assert_true(waited >= FREEZE_MS * 0.9);
+    assert_ptr_equal(f.seg, seg);
+    assert_int_equal(refcount(seg), before + 1); /* the failed tries left no pin behind */
+    seg_unpin(f.seg);
+    tstore_close(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_find_and_miss),
+        cmocka_unit_test(test_pin_is_taken_and_given_back),
+        cmocka_unit_test(test_expired_item_is_unlinked_and_counted),
+        cmocka_unit_test(test_pin_waits_out_a_compaction),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
