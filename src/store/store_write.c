@@ -117,6 +117,10 @@ const char *store_reservation_key(const struct store_reservation *res, size_t *n
         *nkey = res->nkey;
         return res->value - res->nkey;
     }
+    if (!res->item) { /* an upload cut off for others: its key went with the stage */
+        *nkey = 0;
+        return "";
+    }
     struct item_hdr h;
     item_decode(res->item, &h);
     *nkey = h.nkey;
@@ -126,8 +130,9 @@ const char *store_reservation_key(const struct store_reservation *res, size_t *n
 unsigned store_reservation_class(const struct store_ctx *ctx, const struct store_reservation *res,
                                  uint32_t flags)
 {
-    size_t nkey;
-    store_reservation_key(res, &nkey);
+    size_t nkey = res->nkey; /* what a cut-off upload still knows of its key */
+    if (res->stage || res->item)
+        store_reservation_key(res, &nkey);
     return store_class_for(ctx, nkey, res->nvalue, flags);
 }
 
