@@ -3,12 +3,13 @@
 # and after kill -9, memcached 1.6.45 (../shared/ref) after SIGUSR1 (it
 # restores nothing after a kill).
 #
-#   bash bench/restart.sh [SIZES_MB] [VALUE_BYTES]
-#   bash bench/restart.sh "1024 4096" "100 10240"      (the default)
+#   bash bench/restart.sh [SIZES_MB] [VALUE_BYTES] [RUNS]
+#   bash bench/restart.sh "1024 4096" "100 10240" 2    (the default)
 #
 # For each size and value: start with -m SIZE -e /dev/shm/FILE, fill with
-# `loadgen fill` until the first eviction (a full cache), stop, start again
-# and time it: `ready` is from exec to the port accepting (what a client
+# `loadgen fill` until the first eviction (a full cache), then RUNS times:
+# stop gracefully and start again, kill -9 and start again; each start is
+# timed: `ready` is from exec to the port accepting (what a client
 # waits), `restore_ms` nodelay's own figure and `restore_cpu_ms` the CPU
 # time in it (on a loaded machine the rest is waiting for a core). Prints one
 # markdown row per run. Needs SIZE of free /dev/shm; everything is on
@@ -18,6 +19,7 @@ cd "$(dirname "$0")/.."
 
 SIZES=${1:-"1024 4096"}
 VALUES=${2:-"100 10240"}
+RUNS=${3:-2}
 ND=${NODELAY_BIN:-build/release-epoll/nodelay}
 # ../shared/ref beside the project (a worktree's is beside the main checkout)
 MC=${MEMCACHED_REF:-../shared/ref/memcached-1.6.45}
@@ -81,19 +83,23 @@ echo "| server | -m MB | value B | items | stop | stop ms | ready ms | restore_m
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for mb in $SIZES; do
     for v in $VALUES; do
-        for how in TERM KILL; do
-            rm -f "$FILE"
-            start "$ND" -m "$mb" -e "$FILE"
-            "$LG" fill -s 127.0.0.1:$PORT -v "$v" >/dev/null
-            items=$(stat_of "" curr_items)
-            stop "$how"
-            start "$ND" -m "$mb" -e "$FILE"
-            after=$(stat_of "" curr_items)
-            rms=$(stat_of nodelay restore_ms)
-            cms=$(stat_of nodelay restore_cpu_ms)
-            echo "| nodelay | $mb | $v | $items | $how | $STOPPED | $READY | $rms | $cms | $after |"
-            stop TERM
+        # One fill, then RUNS restarts after each kind of stop: each start
+        # restores what the one before it restored.
+        rm -f "$FILE"
+        start "$ND" -m "$mb" -e "$FILE"
+        "$LG" fill -s 127.0.0.1:$PORT -v "$v" >/dev/null
+        items=$(stat_of "" curr_items)
+        for _ in $(seq 1 "$RUNS"); do
+            for how in TERM KILL; do
+                stop "$how"
+                start "$ND" -m "$mb" -e "$FILE"
+                after=$(stat_of "" curr_items)
+                rms=$(stat_of nodelay restore_ms)
+                cms=$(stat_of nodelay restore_cpu_ms)
+                echo "| nodelay | $mb | $v | $items | $how | $STOPPED | $READY | $rms | $cms | $after |"
+            done
         done
+        stop TERM
         if [ -x "$MC" ]; then
             rm -f "$FILE" "$FILE.meta"
             start "$MC" -m "$mb" -e "$FILE"

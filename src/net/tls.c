@@ -19,7 +19,7 @@
  * on the reply queue's iovecs go to writev(2) as plaintext: one writev per
  * read still, the kernel building the records, large values leaving from
  * item memory as in plaintext. OpenSSL's own kTLS would write one record
- * per sendmsg. Receiving stays in user space. */
+ * per sendmsg. Receiving stays with OpenSSL (its socket BIO decides). */
 #include "net/tls.h"
 
 #include <errno.h>

@@ -296,6 +296,24 @@ uint64_t persist_stop_sum(struct persist *pm)
     return v;
 }
 
+/* A graceful stop's segment checksums, split over one thread per core:
+ * segments first, first + step, ... */
+struct persist_sums {
+    struct store *s;
+    uint32_t first, step;
+};
+
+static void *persist_sum_thread(void *arg)
+{
+    struct persist_sums *j = arg;
+    struct persist *pm = j->s->pm;
+    for (uint32_t i = j->first; i < pm->nsegs; i += j->step) {
+        struct pm_seg *ps = pm_seg(pm, i);
+        ps->sum = ps->seq ? XXH3_64bits(pm_seg_data(pm, j->s, i), ps->write_off) : 0;
+    }
+    return NULL;
+}
+
 void persist_close(struct store *s, bool clean)
 {
     struct persist *pm = s->pm;
@@ -303,10 +321,11 @@ void persist_close(struct store *s, bool clean)
         return;
     if (clean && pm->hdr) {
         struct pm_hdr *h = pm->hdr;
-        for (uint32_t i = 0; i < pm->nsegs; i++) {
-            struct pm_seg *ps = pm_seg(pm, i);
-            ps->sum = ps->seq ? XXH3_64bits(pm_seg_data(pm, s, i), ps->write_off) : 0;
-        }
+        struct persist_sums jobs[RESTORE_THREADS];
+        uint32_t t = restore_nthreads(pm->nsegs);
+        for (uint32_t i = 0; i < t; i++)
+            jobs[i] = (struct persist_sums){s, i, t};
+        restore_run_split(persist_sum_thread, (char *)jobs, sizeof(jobs[0]), t);
         persist_heartbeat(s);
         persist_cas(s, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
         persist_flush(s, s->oldest_live, s->oldest_cas);

@@ -25,6 +25,8 @@
 /* Parts at most: each walking thread keeps one open block per part, and
  * the lines those are written at must stay in cache. */
 #define RIX_MAX_PART_BITS 11
+/* Words ahead whose bucket the fill asks the CPU for. */
+#define RIX_AHEAD 8
 /* Blocks come from mappings of this size, given back at the end. */
 #define RIX_ARENA_BYTES ((size_t)32 << 20)
 
@@ -263,9 +265,13 @@ static void rix_fill_part(struct rix_filler *f, uint32_t part)
         memset(local, 0, bytes);
     uint64_t in_mask = ((uint64_t)1 << x->part_shift) - 1;
     uint64_t off_mask = ((uint64_t)1 << x->off_bits) - 1, seg_mask = ((uint64_t)1 << x->seg_bits) - 1;
+    unsigned in_at = x->off_bits + x->seg_bits + 11; /* where a word's bucket starts */
     for (uint32_t q = 0; q < x->nbins && x->pack; q++) {
         const uint64_t *words = base + (uint64_t)q * x->cap;
-        for (uint32_t i = 0; i < x->bins[q].packed[part]; i++) {
+        uint32_t n = x->bins[q].packed[part];
+        for (uint32_t i = 0; i < n; i++) {
+            if (local && i + RIX_AHEAD < n)
+                __builtin_prefetch(local + (((words[i + RIX_AHEAD] >> in_at) & in_mask) << 3), 1);
             uint64_t w = words[i];
             uint32_t off = (uint32_t)(w & off_mask);
             w >>= x->off_bits;

@@ -27,16 +27,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/persist.h"
 #include "store/store_core.h"
 
-/* Threads a restore uses: one per core, at most this many. */
-#define RESTORE_THREADS 4
-
-/* How many threads for `work` units, one per core. */
-uint32_t restore_nthreads(uint32_t work);
-/* Run fn on args[0..t) (t structs of `size` bytes), on threads where they
- * can be made, else here. */
-void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t);
 
 struct rix_rec {
     uint64_t hv;   /* the key's hash */

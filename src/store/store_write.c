@@ -130,9 +130,14 @@ const char *store_reservation_key(const struct store_reservation *res, size_t *n
 unsigned store_reservation_class(const struct store_ctx *ctx, const struct store_reservation *res,
                                  uint32_t flags)
 {
-    size_t nkey = res->nkey; /* what a cut-off upload still knows of its key */
-    if (res->stage || res->item)
+    size_t nkey;
+    if (res->stage || res->cut) {
+        nkey = res->nkey; /* an upload, or one cut off (its memory is gone) */
+    } else if (res->item) {
         store_reservation_key(res, &nkey);
+    } else {
+        return 0; /* nothing reserved: no class */
+    }
     return store_class_for(ctx, nkey, res->nvalue, flags);
 }
 

@@ -326,6 +326,22 @@ def test_notls_listener(start_server, pki):
     assert c.call("get k", until=b"END\r\n") == b"VALUE k 0 1\r\nv\r\nEND\r\n"
 
 
+def test_unix_socket_stays_plaintext_under_tls(start_server, pki, tmp_path):
+    """-Z with -s: the unix socket speaks plaintext and refuses a TLS
+    handshake, as memcached 1.6.45 (checked beside it when ../shared/ref
+    is there)."""
+    binaries = [None] + ([REF_BIN] if os.access(REF_BIN, os.X_OK) else [])
+    for i, binary in enumerate(binaries):
+        path = str(tmp_path / f"tls{i}.sock")
+        srv = start_server(*tls_flags(pki), "-s", path, binary=binary)
+        assert srv.connect().call("version").startswith(b"VERSION"), binary
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(1)  # memcached waits for the rest of a "line": a timeout
+        s.connect(path)
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            client_ctx(verify=False).wrap_socket(s).sendall(b"version\r\n")
+
+
 def test_session_resumption(start_server, pki):
     srv = start_server(*tls_flags(pki), "-o", "ssl_session_cache")
     ctx = client_ctx(pki)
