@@ -38,7 +38,7 @@ void reply_release(struct reply_queue *q)
 {
     for (size_t i = q->head; i < q->nseg; i++)
         if (q->segs[i].pin)
-            store_pin_release(q->segs[i].pin);
+            store_pin_release_kept(q->segs[i].pin);
     free(q->segs);
     reply_block_free_all(q->first);
     free(q->spare);
@@ -166,15 +166,19 @@ int reply_printf(struct reply_queue *q, const char *fmt, ...)
 
 int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin)
 {
-    if (len == 0) {
+    if (len == 0 || (pin && !store_pin_keep(pin))) {
+        /* Empty, or reply queues already pin their share of the cache: a
+         * copy costs this client's memory (client_mem_limit) instead of a
+         * segment that eviction may need while the client does not read. */
+        int rc = reply_copy(q, data, len);
         if (pin)
             store_pin_release(pin);
-        return 0;
+        return rc;
     }
     struct reply_seg *s = reply_seg_add(q);
     if (!s) {
         if (pin)
-            store_pin_release(pin);
+            store_pin_release_kept(pin);
         return -1;
     }
     s->data = data;
@@ -233,7 +237,7 @@ void reply_rollback(struct reply_queue *q, const struct reply_mark *m)
     for (size_t i = keep; i < q->nseg; i++) {
         struct reply_seg *s = &q->segs[i];
         if (s->pin)
-            store_pin_release(s->pin);
+            store_pin_release_kept(s->pin);
         if (s->block)
             s->block->refs--;
     }
@@ -287,7 +291,7 @@ void reply_consume(struct reply_queue *q, size_t n)
             reply_block_unref(q, s->block);
         }
         if (s->pin)
-            store_pin_release(s->pin);
+            store_pin_release_kept(s->pin);
         q->head++;
         q->head_sent = 0;
     }

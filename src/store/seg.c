@@ -99,6 +99,7 @@ static int seg_grow_cap(struct store *s, uint64_t want)
             return -1;
         for (uint32_t k = 0; k < SEG_CHUNK; k++) {
             c[k].id = s->seg_cap + k;
+            c[k].store = s;
             list_push(&s->unused, &c[k]);
         }
         __atomic_store_n(&s->seg_chunks[s->seg_cap / SEG_CHUNK], c, __ATOMIC_RELEASE);
@@ -593,6 +594,41 @@ void seg_close(struct store_ctx *ctx, struct seg *seg)
 void seg_unpin(struct seg *seg)
 {
     __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
+}
+
+/* Reply queues may pin at most this share of the segments -m allows
+ * (docs/store.md "Pins and zero copy"): a client that stops reading then
+ * holds copies, counted in client_mem_limit, never segments eviction needs. */
+#define SEG_KEEP_DIV 4
+
+/* Counted per segment, not per pin: what blocks eviction is a segment with
+ * any pin, however many values of it are queued. The global count moves
+ * only when a segment's first kept pin comes or its last one goes. A segment
+ * taking its first kept pin reserves a place in the count before it is
+ * marked, so two workers racing past the bound cannot both keep one. */
+bool seg_keep(struct seg *seg)
+{
+    struct store *s = seg->store;
+    if (__atomic_load_n(&seg->kept, __ATOMIC_RELAXED) == 0) {
+        uint32_t lim = __atomic_load_n(&s->seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
+        if (__atomic_add_fetch(&s->kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1)) {
+            __atomic_fetch_sub(&s->kept_segs, 1, __ATOMIC_RELAXED);
+            return false;
+        }
+        if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) != 0)
+            __atomic_fetch_sub(&s->kept_segs, 1, __ATOMIC_RELAXED); /* raced: counted already */
+        return true;
+    }
+    if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) == 0)
+        __atomic_fetch_add(&s->kept_segs, 1, __ATOMIC_RELAXED); /* its last went meanwhile */
+    return true;
+}
+
+void seg_unkeep(struct seg *seg)
+{
+    if (__atomic_fetch_sub(&seg->kept, 1, __ATOMIC_RELAXED) == 1)
+        __atomic_fetch_sub(&seg->store->kept_segs, 1, __ATOMIC_RELAXED);
+    seg_unpin(seg);
 }
 
 static void atomic_max32(uint32_t *p, uint32_t v)

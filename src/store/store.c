@@ -552,6 +552,16 @@ void store_pin_release(struct store_pin *pin)
         seg_unpin((struct seg *)pin);
 }
 
+bool store_pin_keep(struct store_pin *pin)
+{
+    return seg_keep((struct seg *)pin);
+}
+
+void store_pin_release_kept(struct store_pin *pin)
+{
+    seg_unkeep((struct seg *)pin);
+}
+
 unsigned store_class_for(const struct store_ctx *ctx, size_t nkey, size_t nvalue, uint32_t flags)
 {
     const struct store *s = ctx->store;

@@ -131,6 +131,13 @@ struct store_item {
 };
 
 void store_pin_release(struct store_pin *pin);
+/* A reply queue asks to hold pin until its bytes are written, which may be
+ * never for a client that stops reading. false once reply queues pin a
+ * quarter of the segments: the caller then copies the value and releases
+ * pin, so eviction always has segments to take. A kept pin goes back with
+ * store_pin_release_kept, not store_pin_release. */
+bool store_pin_keep(struct store_pin *pin);
+void store_pin_release_kept(struct store_pin *pin);
 
 /* The size class memcached would give a new item of this key length, value
  * length and client flags (what it counts cmd_set in, per class). */

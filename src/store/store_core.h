@@ -61,6 +61,7 @@ struct store {
     struct seg **seg_chunks;   /* SEG_CHUNK headers each, see seg_grow_cap */
     uint32_t seg_cap;          /* ids 0..seg_cap-1 have headers (pool lock) */
     uint32_t seg_limit;        /* segments -m allows */
+    uint32_t kept_segs;        /* segments reply queues pin (seg_keep), atomic */
     uint32_t seg_alloc;        /* segments holding memory */
     struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
     struct seg_list temp;      /* sealed segments of the temporary_ttl group */

@@ -36,6 +36,7 @@ struct seg {
     uint32_t id;
     uint32_t write_off;           /* bytes used: written by the owner only */
     uint32_t refcount;    /* pins and pending reservations */
+    uint32_t kept;        /* of which held by reply queues (seg_keep) */
     uint32_t gen;         /* bumped when eviction of it starts */
     uint32_t live_items;
     uint64_t live_bytes;
@@ -56,6 +57,7 @@ struct seg {
     uint8_t group;
     uint8_t queue;                /* SEG_Q_SMALL, SEG_Q_MAIN or SEG_Q_TEMP while sealed */
     struct seg *prev, *next;      /* in free / fifo / draining lists */
+    struct store *store;          /* owner: seg_keep's bound is per store */
 };
 
 /* Readers load it without the pool lock (a hit's hits_to_* row). */
@@ -77,6 +79,9 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct store_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
+/* A pin a reply queue holds: false past the bound (store_pin_keep). */
+bool seg_keep(struct seg *seg);
+void seg_unkeep(struct seg *seg);
 /* Take a pin on the segment of an item found under its bucket lock; false
  * while eviction is compacting it: unlock, seg_wait_compacted, look again. */
 bool seg_try_pin(struct seg *seg);

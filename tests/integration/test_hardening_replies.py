@@ -6,6 +6,7 @@ reader, RSS within the README's formula, a probe client's latency, RSS back
 near its baseline once the attackers leave."""
 import os
 import platform
+import random
 import re
 import socket
 import subprocess
@@ -483,3 +484,59 @@ def test_small_staged_uploads_count_against_the_bound(start_server):
     # each of the 40 may pass its 16 KiB floor by one line's reply and its
     # 16 KiB read buffer; without the staged bytes counted they took 4 MiB
     assert peak <= 41 * 48 * 1024, f"owed {peak / MiB:.2f} MiB beside {staged / MiB:.1f} MiB staged"
+
+
+
+def test_non_readers_do_not_pin_the_cache_against_honest_sets(start_server):
+    """9 (pins): 40 connections pipeline multigets and never read (the soak's
+    kind 5). Their replies used to hold a pin on every segment they
+    referenced, so at -m 16 eviction found no segment it could reuse and
+    honest sets failed with SERVER_ERROR out of memory. Reply queues now pin
+    at most a quarter of the segments and copy past that: every honest set
+    of a new key is STORED, the newest keys read back, RSS stays bounded."""
+    srv = start_server("-m", "16", "-o", "client_mem_limit=32")
+    c = srv.connect(timeout=30 * slow_factor())
+    val = b"o" * 4000
+    old = 4000  # 16 MB: the cache is full before the attack
+    c.send(b"".join(b"set old%04d 0 0 %d noreply\r\n%s\r\n" % (i, len(val), val)
+                    for i in range(old)))
+    assert c.call("version").startswith(b"VERSION")
+    base = rss_mib(srv)
+    hogs = []
+    try:
+        rng = random.Random(9)
+        for n in range(40):
+            h = socket.socket()
+            h.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            h.connect(("127.0.0.1", srv.port))
+            h.setblocking(False)
+            hogs.append(h)
+        # each asks for values spread over every segment, many times over
+        reqs = [b"".join(b"get " + b" ".join(b"old%04d" % rng.randrange(old) for _ in range(10))
+                         + b"\r\n" for _ in range(100)) for _ in hogs]
+        deadline = time.monotonic() + 1.0 * slow_factor()
+        while time.monotonic() < deadline:
+            for h, req in zip(hogs, reqs):
+                try:
+                    h.send(req)
+                except OSError:
+                    pass
+            time.sleep(0.01)
+        new = b"n" * 4000
+        sets = 8000  # 32 MB of new keys: the whole cache turns over twice
+        failed = []
+        for i in range(sets):
+            r = c.call(b"set new%04d 0 0 %d\r\n" % (i, len(new)) + new)
+            if r != b"STORED\r\n":
+                failed.append((i, r))
+        assert not failed, f"{len(failed)} of {sets} sets failed, first {failed[0]}"
+        for i in range(sets - 50, sets):
+            assert c.get(f"new{i:04d}") == new, f"new{i:04d} missing"
+        if not SANITIZED and not srv.is_memcached:
+            # -m, plus what the non-readers may be owed (client_mem_limit
+            # and 48 KiB each past it), plus the index and slack
+            peak = rss_mib(srv)
+            assert peak - base <= 16 + 32 + 2 + 24, f"RSS {base:.0f} -> {peak:.0f} MiB"
+    finally:
+        for h in hogs:
+            h.close()

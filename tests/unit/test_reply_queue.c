@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,23 @@
 /* The store's pin release, observed: the queue must release every pin
  * exactly once, when its bytes are written or dropped. */
 static int released[64];
+static bool keep_refused; /* store_pin_keep's answer: reply queues pin their share */
+static int kept_now;      /* pins the queue holds (kept and not yet released) */
 void store_pin_release(struct store_pin *pin)
 {
+    released[(size_t)pin]++;
+}
+bool store_pin_keep(struct store_pin *pin)
+{
+    (void)pin;
+    if (keep_refused)
+        return false;
+    kept_now++;
+    return true;
+}
+void store_pin_release_kept(struct store_pin *pin)
+{
+    kept_now--;
     released[(size_t)pin]++;
 }
 #define PIN(n) ((struct store_pin *)(size_t)(n))
@@ -37,6 +53,8 @@ static int setup(void **state)
 {
     (void)state;
     memset(released, 0, sizeof released);
+    keep_refused = false;
+    kept_now = 0;
     return 0;
 }
 
@@ -129,6 +147,36 @@ static void test_value_copies_short_references_long(void **state)
 
 /* A mark taken with sent segments at the head stays right when adding
  * segments slides the array down (reply_seg_add compacts). */
+/* Past the share of the cache reply queues may pin, a value is copied and
+ * its pin goes back at once: a client that never reads holds memory of its
+ * own, never a segment. The bytes sent are the same. */
+static void test_ref_copies_past_pin_share(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    static char value[2000];
+    memset(value, 'v', sizeof value);
+    assert_int_equal(reply_ref(&q, value, sizeof value, PIN(1)), 0);
+    assert_int_equal(kept_now, 1);
+    assert_int_equal(released[1], 0);
+    keep_refused = true;
+    assert_int_equal(reply_ref(&q, value, sizeof value, PIN(2)), 0);
+    assert_int_equal(released[2], 1); /* released before any write */
+    assert_int_equal(kept_now, 1);
+    struct iovec iov[4];
+    assert_int_equal(reply_iov(&q, iov, 4), 2);
+    assert_ptr_equal(iov[0].iov_base, value);
+    assert_ptr_not_equal(iov[1].iov_base, value); /* a copy */
+    assert_memory_equal(iov[1].iov_base, value, sizeof value);
+    assert_int_equal(reply_pending(&q), 2 * sizeof value);
+    reply_consume(&q, 2 * sizeof value);
+    assert_int_equal(kept_now, 0);
+    assert_int_equal(released[1], 1);
+    assert_int_equal(released[2], 1);
+    reply_release(&q);
+}
+
 static void test_rollback_after_compaction(void **state)
 {
     (void)state;
@@ -247,6 +295,7 @@ int main(void)
         cmocka_unit_test_setup(test_rollback, setup),
         cmocka_unit_test_setup(test_large_and_many, setup),
         cmocka_unit_test_setup(test_reserve_commit, setup),
+        cmocka_unit_test_setup(test_ref_copies_past_pin_share, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

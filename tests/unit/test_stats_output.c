@@ -17,6 +17,15 @@ void store_pin_release(struct store_pin *pin)
 {
     (void)pin; /* stats never reference item memory */
 }
+bool store_pin_keep(struct store_pin *pin)
+{
+    (void)pin;
+    return true;
+}
+void store_pin_release_kept(struct store_pin *pin)
+{
+    (void)pin;
+}
 
 static char *drain(struct reply_queue *q)
 {

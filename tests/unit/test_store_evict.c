@@ -157,6 +157,53 @@ static void test_pin_survives(void **state)
     tstore_close(&t);
 }
 
+/* Reply queues may keep pins on a quarter of the segments, counted per
+ * segment: past that store_pin_keep says no (the queue copies instead), and
+ * the kept pins never stop eviction from making room for new sets. */
+static void test_pin_keep_bound(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true); /* 8 segments: 2 may be kept */
+    size_t n = 600 * 1024;                   /* one value to a segment */
+    char *v = malloc(n);
+    memset(v, 'k', n);
+    struct store_set_req r = {.mode = STORE_MODE_SET};
+    struct store_get_req g = {.want_value = true};
+    struct store_item it[4], again;
+    for (int i = 0; i < 4; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "p%d", i);
+        assert_int_equal(store_store(t.c, key, strlen(key), v, n, &r, NULL), STORE_OK);
+    }
+    for (int i = 0; i < 4; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "p%d", i);
+        assert_int_equal(store_get(t.c, key, strlen(key), &g, &it[i]), STORE_OK);
+    }
+    assert_true(store_pin_keep(it[0].pin));
+    assert_true(store_pin_keep(it[1].pin));
+    assert_false(store_pin_keep(it[2].pin)); /* a third segment: refused */
+    store_pin_release(it[2].pin);
+    /* a second pin on a kept segment costs no share */
+    assert_int_equal(store_get(t.c, "p1", 2, &g, &again), STORE_OK);
+    assert_true(store_pin_keep(again.pin));
+    store_pin_release_kept(again.pin);
+    /* 19 MiB through the 8 MiB cache with two segments kept: all stored */
+    for (int i = 0; i < 32; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "f%d", i);
+        assert_int_equal(store_store(t.c, key, strlen(key), v, n, &r, NULL), STORE_OK);
+    }
+    assert_memory_equal(it[0].value, v, n);
+    store_pin_release_kept(it[0].pin);
+    assert_true(store_pin_keep(it[3].pin)); /* a share came back */
+    store_pin_release_kept(it[3].pin);
+    store_pin_release_kept(it[1].pin);
+    free(v);
+    tstore_close(&t);
+}
+
 static void test_no_evictions(void **state)
 {
     (void)state;
@@ -293,6 +340,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_order),   cmocka_unit_test(test_second_chance),
         cmocka_unit_test(test_scan_resistance), cmocka_unit_test(test_pin_survives),
+        cmocka_unit_test(test_pin_keep_bound),
         cmocka_unit_test(test_no_evictions), cmocka_unit_test(test_no_evictions_compacts),
         cmocka_unit_test(test_mem_limit),
         cmocka_unit_test(test_walk),
