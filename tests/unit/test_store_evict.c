@@ -172,12 +172,12 @@ static void test_pin_keep_bound(void **state)
     struct store_get_req g = {.want_value = true};
     struct store_item it[4], again;
     for (int i = 0; i < 4; i++) {
-        char key[8];
+        char key[16];
         snprintf(key, sizeof key, "p%d", i);
         assert_int_equal(store_store(t.c, key, strlen(key), v, n, &r, NULL), STORE_OK);
     }
     for (int i = 0; i < 4; i++) {
-        char key[8];
+        char key[16];
         snprintf(key, sizeof key, "p%d", i);
         assert_int_equal(store_get(t.c, key, strlen(key), &g, &it[i]), STORE_OK);
     }
