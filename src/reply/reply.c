@@ -11,6 +11,12 @@
 #define REPLY_BLOCK_SIZE (16 * 1024)
 /* Values up to this size are copied rather than referenced (reply_value). */
 #define REPLY_COPY_MAX 512
+/* Past the share of segments reply queues may pin (store_pin_keep), values
+ * up to this size are copied: no more than the connection's allowance floor
+ * (CONN_REPLY_FLOOR), so what a non-reader holds stays within README's 48 KiB
+ * a connection. A larger value keeps its pin: a copy of up to -I each, held
+ * by every non-reader, would break that bound instead. */
+#define REPLY_SHARE_COPY_MAX (16 * 1024)
 
 struct reply_block {
     struct reply_block *next;
@@ -166,7 +172,7 @@ int reply_printf(struct reply_queue *q, const char *fmt, ...)
 
 int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin)
 {
-    if (len == 0 || (pin && !store_pin_keep(pin))) {
+    if (len == 0 || (pin && !store_pin_keep(pin, len > REPLY_SHARE_COPY_MAX))) {
         /* Empty, or reply queues already pin their share of the cache: a
          * copy costs this client's memory (client_mem_limit) instead of a
          * segment that eviction may need while the client does not read. */

@@ -70,8 +70,8 @@ void reply_commit(struct reply_queue *q, size_t n);
 /* Append len bytes by reference. Takes ownership of pin (may be NULL for
  * static data): it is released when the bytes are consumed or dropped, even
  * when this call fails (-1, out of memory). When reply queues already pin
- * their share of the cache (store_pin_keep says no), the bytes are copied
- * instead and pin is released at once. */
+ * their share of the cache (store_pin_keep says no), bytes of up to 16 KiB
+ * are copied instead and pin is released at once. */
 int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin);
 
 /* Append an item's value: by reference when large, copied (and the pin

@@ -605,13 +605,15 @@ void seg_unpin(struct seg *seg)
  * any pin, however many values of it are queued. The global count moves
  * only when a segment's first kept pin comes or its last one goes. A segment
  * taking its first kept pin reserves a place in the count before it is
- * marked, so two workers racing past the bound cannot both keep one. */
-bool seg_keep(struct seg *seg)
+ * marked, so two workers racing past the bound cannot both keep one. With
+ * must, it is kept and counted whatever the count (a value too large to
+ * copy, reply_ref). */
+bool seg_keep(struct seg *seg, bool must)
 {
     struct store *s = seg->store;
     if (__atomic_load_n(&seg->kept, __ATOMIC_RELAXED) == 0) {
         uint32_t lim = __atomic_load_n(&s->seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
-        if (__atomic_add_fetch(&s->kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1)) {
+        if (__atomic_add_fetch(&s->kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1) && !must) {
             __atomic_fetch_sub(&s->kept_segs, 1, __ATOMIC_RELAXED);
             return false;
         }

@@ -552,9 +552,9 @@ void store_pin_release(struct store_pin *pin)
         seg_unpin((struct seg *)pin);
 }
 
-bool store_pin_keep(struct store_pin *pin)
+bool store_pin_keep(struct store_pin *pin, bool must)
 {
-    return seg_keep((struct seg *)pin);
+    return seg_keep((struct seg *)pin, must);
 }
 
 void store_pin_release_kept(struct store_pin *pin)

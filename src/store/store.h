@@ -135,8 +135,9 @@ void store_pin_release(struct store_pin *pin);
  * never for a client that stops reading. false once reply queues pin a
  * quarter of the segments: the caller then copies the value and releases
  * pin, so eviction always has segments to take. A kept pin goes back with
- * store_pin_release_kept, not store_pin_release. */
-bool store_pin_keep(struct store_pin *pin);
+ * store_pin_release_kept, not store_pin_release. With must it is kept (and
+ * counted) past the share too: true. */
+bool store_pin_keep(struct store_pin *pin, bool must);
 void store_pin_release_kept(struct store_pin *pin);
 
 /* The size class memcached would give a new item of this key length, value

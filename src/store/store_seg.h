@@ -80,7 +80,7 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 void seg_close(struct store_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
 /* A pin a reply queue holds: false past the bound (store_pin_keep). */
-bool seg_keep(struct seg *seg);
+bool seg_keep(struct seg *seg, bool must);
 void seg_unkeep(struct seg *seg);
 /* Take a pin on the segment of an item found under its bucket lock; false
  * while eviction is compacting it: unlock, seg_wait_compacted, look again. */

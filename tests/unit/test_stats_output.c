@@ -17,9 +17,10 @@ void store_pin_release(struct store_pin *pin)
 {
     (void)pin; /* stats never reference item memory */
 }
-bool store_pin_keep(struct store_pin *pin)
+bool store_pin_keep(struct store_pin *pin, bool must)
 {
     (void)pin;
+    (void)must;
     return true;
 }
 void store_pin_release_kept(struct store_pin *pin)

@@ -181,13 +181,14 @@ static void test_pin_keep_bound(void **state)
         snprintf(key, sizeof key, "p%d", i);
         assert_int_equal(store_get(t.c, key, strlen(key), &g, &it[i]), STORE_OK);
     }
-    assert_true(store_pin_keep(it[0].pin));
-    assert_true(store_pin_keep(it[1].pin));
-    assert_false(store_pin_keep(it[2].pin)); /* a third segment: refused */
-    store_pin_release(it[2].pin);
+    assert_true(store_pin_keep(it[0].pin, false));
+    assert_true(store_pin_keep(it[1].pin, false));
+    assert_false(store_pin_keep(it[2].pin, false)); /* a third segment: refused */
+    assert_true(store_pin_keep(it[2].pin, true));   /* unless it must */
+    store_pin_release_kept(it[2].pin);
     /* a second pin on a kept segment costs no share */
     assert_int_equal(store_get(t.c, "p1", 2, &g, &again), STORE_OK);
-    assert_true(store_pin_keep(again.pin));
+    assert_true(store_pin_keep(again.pin, false));
     store_pin_release_kept(again.pin);
     /* 19 MiB through the 8 MiB cache with two segments kept: all stored */
     for (int i = 0; i < 32; i++) {
@@ -197,7 +198,7 @@ static void test_pin_keep_bound(void **state)
     }
     assert_memory_equal(it[0].value, v, n);
     store_pin_release_kept(it[0].pin);
-    assert_true(store_pin_keep(it[3].pin)); /* a share came back */
+    assert_true(store_pin_keep(it[3].pin, false)); /* a share came back */
     store_pin_release_kept(it[3].pin);
     store_pin_release_kept(it[1].pin);
     free(v);
