@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
     --memcached) MEMCACHED=$2; shift ;;
     --floor) FLOOR=$2; shift ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift

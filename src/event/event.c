@@ -97,6 +97,11 @@ int event_cancel(struct event_loop *loop, void *ptr, unsigned which)
     return loop->ops->cancel(loop, ptr, which);
 }
 
+int event_submit(struct event_loop *loop)
+{
+    return loop->ops->submit ? loop->ops->submit(loop) : 0;
+}
+
 const char *event_backend(void)
 {
     return event_chosen->name;

@@ -25,7 +25,7 @@ enum {
     EVENT_ERROR = 1u << 2,     /* reported only: hang-up or socket error */
     EVENT_EXCLUSIVE = 1u << 3, /* interest only, with event_add: a listening fd
                                   watched by several loops wakes one of them
-                                  (EPOLLEXCLUSIVE); ignored by poll and io_uring */
+                                  (EPOLLEXCLUSIVE, also on io_uring); ignored by poll */
     EVENT_RECV = 1u << 4,      /* reported only: an event_recv completed */
     EVENT_SEND = 1u << 5,      /* reported only: an event_send completed */
 };
@@ -80,6 +80,12 @@ int event_send(struct event_loop *loop, int fd, const struct msghdr *msg, void *
  * EVENT_SEND). Their completions still come (res -ECANCELED, or what was
  * done). Returns 0 or -1. */
 int event_cancel(struct event_loop *loop, void *ptr, unsigned which);
+
+/* Hand the I/O started so far to the kernel now rather than at the next
+ * wait (a system call: only before closing an fd that started I/O names,
+ * so that no request of it is left to find that fd number reused).
+ * Returns 0 or -1. */
+int event_submit(struct event_loop *loop);
 
 /* "io_uring", "epoll" or "poll": the backend in use, for logs and stats. */
 const char *event_backend(void);

@@ -28,6 +28,7 @@ struct event_ops {
     int (*recv)(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr);
     int (*send)(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
     int (*cancel)(struct event_loop *loop, void *ptr, unsigned which);
+    int (*submit)(struct event_loop *loop);
 };
 
 #ifdef NODELAY_EVENT_poll

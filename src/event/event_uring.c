@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
+#include <sys/epoll.h> /* EPOLLEXCLUSIVE, which io_uring's poll takes too */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -210,8 +211,13 @@ static uint64_t event_uring_poll_ud(int fd, uint32_t gen)
 static unsigned event_uring_mask(unsigned interest)
 {
     unsigned m = 0;
+    /* a listener watched by every worker wakes one of them, as on epoll */
+    if (interest & EVENT_EXCLUSIVE)
+        m |= EPOLLEXCLUSIVE;
+    else if (interest & EVENT_READ)
+        m |= POLLRDHUP;
     if (interest & EVENT_READ)
-        m |= POLLIN | POLLRDHUP;
+        m |= POLLIN;
     if (interest & EVENT_WRITE)
         m |= POLLOUT;
     return m;
@@ -282,7 +288,7 @@ static int event_uring_add(struct event_loop *base, int fd, unsigned interest, v
     struct uring_fd *s = &l->fds[fd];
     s->used = true;
     s->ptr = ptr;
-    s->interest = interest & (EVENT_READ | EVENT_WRITE);
+    s->interest = interest & (EVENT_READ | EVENT_WRITE | EVENT_EXCLUSIVE);
     s->gen++;
     return event_uring_queue(l, fd);
 }
@@ -451,7 +457,12 @@ static int event_uring_send(struct event_loop *base, int fd, const struct msghdr
     struct io_uring_sqe *sqe = event_uring_sqe(event_uring_of(base));
     if (!sqe)
         return -1;
-    io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL);
+    /* One piece (most replies at pipeline 1: short values are copied in
+     * with their header) needs no msghdr for the kernel to copy in. */
+    if (msg->msg_iovlen == 1)
+        io_uring_prep_send(sqe, fd, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, MSG_NOSIGNAL);
+    else
+        io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL);
     sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_SEND;
     return 0;
 }
@@ -475,6 +486,19 @@ static int event_uring_cancel(struct event_loop *base, void *ptr, unsigned which
     return 0;
 }
 
+static int event_uring_submit(struct event_loop *base)
+{
+    struct event_uring *l = event_uring_of(base);
+    if (!l->enabled || io_uring_sq_ready(&l->ring) == 0)
+        return 0;
+    int rc = io_uring_submit(&l->ring);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
 const struct event_ops event_uring_ops = {
     .name = "io_uring",
     .create = event_uring_create,
@@ -486,4 +510,5 @@ const struct event_ops event_uring_ops = {
     .recv = event_uring_recv,
     .send = event_uring_send,
     .cancel = event_uring_cancel,
+    .submit = event_uring_submit,
 };

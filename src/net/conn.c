@@ -174,7 +174,8 @@ static void conn_release_io(struct conn *c)
     c->tls = NULL;
     free(c->iov);
     c->iov = NULL;
-    close(c->fd);
+    if (c->fd >= 0)
+        close(c->fd);
     c->fd = -1;
 }
 
@@ -225,6 +226,13 @@ void conn_close(struct conn *c, const char *why)
          * `watch` stream has nothing in flight: it goes now. */
         event_cancel(w->loop, &c->watch, (c->recv_busy ? EVENT_RECV : 0u) | (c->send_busy ? EVENT_SEND : 0u));
         watch_remove(&c->sess.watcher);
+        /* Its requests hold the socket itself: once they are the kernel's,
+         * the descriptor can go now, as on epoll (the next accept may take
+         * its number). Should the submit fail, keep it until they end. */
+        if (event_submit(w->loop) == 0) {
+            close(c->fd);
+            c->fd = -1;
+        }
         c->prev = NULL;
         c->next = w->zombies;
         if (w->zombies)

@@ -366,9 +366,7 @@ void *worker_main(void *arg)
                 conn_on_event(wt->obj, EVENT_WRITE);
                 break;
             case WATCH_LISTENER:
-                if (w->listening)
-                    worker_accept(w, wt->obj);
-                break;
+                break; /* below */
             case WATCH_UDP:
                 if (w->listening)
                     udp_on_readable(w, wt->obj);
@@ -380,6 +378,15 @@ void *worker_main(void *arg)
                 break;
             }
             }
+        }
+        /* Accept after this turn's closes: a client that hung up and
+         * reconnected finds its descriptor number free again (as memcached
+         * and epoll's ordering usually give; `connection_structures`), and a
+         * full -c has made room first. */
+        for (int i = 0; i < n && w->listening; i++) {
+            struct watch *wt = ev[i].ptr;
+            if (wt->kind == WATCH_LISTENER)
+                worker_accept(w, wt->obj);
         }
         worker_run_ready(w);
         worker_free_dead(w);

@@ -278,7 +278,8 @@ enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *
                                const struct store_set_req *req, uint64_t *cas_out,
                                uint32_t *size_out);
 
-/* The key a reservation was made for (`watch` lines name it at commit). */
+/* The key a reservation was made for (`watch` lines name it at commit);
+ * empty for an upload cut off for others (its staged key is freed). */
 const char *store_reservation_key(const struct store_reservation *res, size_t *nkey);
 
 /* Give up a reservation (client vanished, bad data chunk). */

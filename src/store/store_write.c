@@ -117,6 +117,10 @@ const char *store_reservation_key(const struct store_reservation *res, size_t *n
         *nkey = res->nkey;
         return res->value - res->nkey;
     }
+    if (!res->item) { /* an upload cut off for others: its key went with the stage */
+        *nkey = 0;
+        return "";
+    }
     struct item_hdr h;
     item_decode(res->item, &h);
     *nkey = h.nkey;

@@ -17,11 +17,16 @@ UNAVAILABLE = "io_uring unavailable"
 
 
 def backend(srv):
+    """(stats' libevent, stats nodelay's event_backend). The EVENT=poll
+    build has only poll: there is no backend to choose, so skip."""
     c = srv.connect()
     try:
-        return stats(c)["libevent"], stats(c, "nodelay")["event_backend"]
+        got = stats(c)["libevent"], stats(c, "nodelay")["event_backend"]
     finally:
         c.close()
+    if got == ("poll", "poll"):
+        pytest.skip("the EVENT=poll build has neither io_uring nor epoll")
+    return got
 
 
 def serves(srv):

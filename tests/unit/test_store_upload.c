@@ -173,6 +173,10 @@ static void test_upload_cut_off(void **state)
     assert_int_equal(store_reservation_class(t.c, &up[1], 0),
                      store_reservation_class(t.c, &up[0], 0));
     assert_true(store_reservation_class(t.c, &up[1], 0) > 0);
+    /* and its key, which `watch` names at commit, is empty: it went with the stage */
+    size_t nkey = 99;
+    assert_string_equal(store_reservation_key(&up[1], &nkey), "");
+    assert_int_equal(nkey, 0);
     struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
     assert_int_equal(store_commit(t.c, &up[1], &req, NULL, NULL), STORE_NO_MEMORY);
     /* again: up[0] still receiving, up[2] now the oldest stalled */
