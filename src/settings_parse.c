@@ -189,6 +189,18 @@ static int settings_check(struct settings_parse_ctx *c)
     if (s->sasl && s->auth_file)
         SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
              "ERROR: -S (SASL) and -Y (ascii auth) cannot be used together.\n");
+    /* memcached sizes its item lock table by -t and refuses a hash table
+     * no larger than it; nodelay locks buckets, but a command line that
+     * memcached refuses is refused here too, with its words. */
+    int lock_power = s->num_threads < 3 ? 10 : s->num_threads < 4 ? 11 : s->num_threads < 5 ? 12
+                   : s->num_threads <= 10 ? 13 : s->num_threads <= 20 ? 14 : 15;
+    int hashpower = s->hashpower_init ? s->hashpower_init : 16;
+    if (lock_power >= hashpower)
+        SETTINGS_FAIL(c, 1,
+             "Hash table power size (%d) cannot be equal to or less than item lock table (%d)\n"
+             "Item lock table grows with `-t N` (worker threadcount)\n"
+             "Hash table grows with `-o hashpower=N` \n",
+             hashpower, lock_power);
     return 0;
 }
 

@@ -9,6 +9,18 @@
 #include "net/worker.h"
 #include "net/net_options.h"
 
+/* Set up every worker (not yet running); -1 with errno and c->nworkers
+ * the one that failed. */
+static int core_init_workers(struct core *c)
+{
+    for (int i = 0; i < c->opt->num_threads; i++) {
+        if (worker_init(&c->workers[i], c, i) < 0)
+            return -1;
+        c->nworkers++;
+    }
+    return 0;
+}
+
 int core_start(struct core *c)
 {
     int n = c->opt->num_threads;
@@ -22,12 +34,29 @@ int core_start(struct core *c)
     /* -o io_uring: the ring backend when the kernel allows it, else epoll,
      * said in one line (seccomp policies and io_uring_disabled forbid it) */
     char why[128];
-    if (event_select(c->opt->io_uring, why, sizeof why) < 0)
+    bool ring = event_select(c->opt->io_uring, why, sizeof why) == 0 && c->opt->io_uring;
+    if (c->opt->io_uring && !ring)
         log_error("nodelay: io_uring unavailable (%s), using %s", why, event_backend());
-    for (int i = 0; i < n; i++) {
-        if (worker_init(&c->workers[i], c, i) < 0)
+    if (core_init_workers(c) < 0) {
+        int err = errno;
+        /* The probe's ring was allowed, but the kernel may still refuse a
+         * later one (locked-memory or io_uring limits at high -t): then
+         * every worker runs on epoll rather than the server not starting. */
+        if (!ring) {
+            log_error("worker %d: %s", c->nworkers, strerror(err));
             goto fail;
-        c->nworkers++;
+        }
+        int failed = c->nworkers;
+        for (int i = 0; i < c->nworkers; i++)
+            worker_release(&c->workers[i]);
+        c->nworkers = 0;
+        event_select(false, why, sizeof why);
+        log_error("nodelay: io_uring unavailable (worker %d's ring: %s), using %s", failed,
+                  strerror(err), event_backend());
+        if (core_init_workers(c) < 0) {
+            log_error("worker %d: %s", c->nworkers, strerror(errno));
+            goto fail;
+        }
     }
     for (int i = 0; i < n; i++) {
         int rc = pthread_create(&c->workers[i].thread, NULL, worker_main, &c->workers[i]);

@@ -44,6 +44,14 @@ def test_version_flag(server_bin):
     (["-o", "bogus"], 1, 'Illegal suboption "bogus"'),
     (["-f", "1.0"], 1, "Factor must be greater than 1"),
     (["-I", "2000m"], 64, "Cannot set item size limit higher than 1/2 of memory max"),
+    # memcached 1.6.45 sizes its item lock table by -t (10 .. 15) and refuses
+    # a hash table no larger (checked against its binary: same text, exit 1)
+    (["-t", "4", "-o", "hashpower=12"], 1,
+     "Hash table power size (12) cannot be equal to or less than item lock table (12)\n"
+     "Item lock table grows with `-t N` (worker threadcount)\n"
+     "Hash table grows with `-o hashpower=N` \n"),
+    (["-t", "64", "-o", "hashpower=15"], 1,
+     "Hash table power size (15) cannot be equal to or less than item lock table (15)"),
     (["--bogus"], 1, None),
     (["-Q"], 1, None),
 ])

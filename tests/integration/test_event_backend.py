@@ -85,3 +85,31 @@ def test_ring_refused_falls_back_to_epoll(start_server, server_bin, tmp_path, er
 def test_bad_value_refused(start_server):
     with pytest.raises(ServerError):
         start_server("-o", "io_uring=maybe")
+
+
+
+def memlock_wrapper(tmp_path, server_bin, limit):
+    """A launcher that runs the server with RLIMIT_MEMLOCK at `limit` bytes."""
+    path = tmp_path / "memlock.sh"
+    path.write_text(f'#!/bin/sh\nexec prlimit --memlock={limit}:{limit} {server_bin} "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_worker_ring_refused_after_the_probe_falls_back(start_server, server_bin, tmp_path):
+    """io_uring's rings are charged to the locked-memory limit, which every
+    process of the user shares: the probe's small ring may pass and a
+    worker's ring then fail (at 1 MiB here; at Debian's default 8 MiB, about
+    the 33rd ring). The server must run every worker on epoll, saying so
+    once, rather than exit."""
+    # as nobody: root's CAP_IPC_LOCK is exempt from the charge
+    srv = start_server("-u", "nobody", "-t", "4", "-o", "io_uring=on",
+                       binary=memlock_wrapper(tmp_path, server_bin, 1 << 20))
+    assert backend(srv) == ("epoll", "epoll")
+    lines = [l for l in srv.stderr().splitlines() if UNAVAILABLE in l]
+    assert len(lines) == 1, srv.stderr()
+    assert lines[0].endswith("), using epoll")
+    c = srv.connect()
+    assert stats(c)["threads"] == "4"
+    c.close()
+    serves(srv)
