@@ -423,6 +423,24 @@ static void check_hit(struct worker *w, const struct conn *c, const struct req *
     }
 }
 
+/* One line on stderr: "server error: set keys N: TEXT" (text and meta: the
+ * reply's line; binary: its status). */
+static void note_server_error(const struct conn *c, const struct req *r, const char *at,
+                              size_t len)
+{
+    static const char *const ops[] = {"get", "set", "delete"};
+    const char *op = r->op < 3 ? ops[r->op] : "?";
+    if (c->proto == LG_BINARY) {
+        unsigned st = len >= 8 ? ((unsigned)(unsigned char)at[6] << 8) | (unsigned char)at[7] : 0;
+        fprintf(stderr, "server error: %s keys %u: binary status 0x%04x\n", op, r->nkeys, st);
+        return;
+    }
+    size_t n = 0;
+    while (n < len && n < 120 && at[n] != '\r' && at[n] != '\n')
+        n++;
+    fprintf(stderr, "server error: %s keys %u: %.*s\n", op, r->nkeys, (int)n, at);
+}
+
 static void complete(struct worker *w, struct conn *c, const struct req *r,
                      const struct lg_reply *rep, uint64_t now)
 {
@@ -440,6 +458,9 @@ static void complete(struct worker *w, struct conn *c, const struct req *r,
     }
     switch (rep->status) {
     case LG_ST_SERVER_ERROR:
+        /* the first few, with their text, so a run can say which error */
+        if (w->st.server_errors < 10)
+            note_server_error(c, r, c->in.p + c->in_off, c->in.len - c->in_off);
         w->st.server_errors++;
         return;
     case LG_ST_ERROR:
