@@ -99,12 +99,12 @@ def memlock_wrapper(tmp_path, server_bin, limit):
 def test_worker_ring_refused_after_the_probe_falls_back(start_server, server_bin, tmp_path):
     """io_uring's rings are charged to the locked-memory limit, which every
     process of the user shares: the probe's small ring may pass and a
-    worker's ring then fail (at 1 MiB here; at Debian's default 8 MiB, about
+    worker's ring then fail (at 64 KiB here, worker 0; at Debian's default 8 MiB, about
     the 33rd ring). The server must run every worker on epoll, saying so
     once, rather than exit."""
     # as nobody: root's CAP_IPC_LOCK is exempt from the charge
     srv = start_server("-u", "nobody", "-t", "4", "-o", "io_uring=on",
-                       binary=memlock_wrapper(tmp_path, server_bin, 1 << 20))
+                       binary=memlock_wrapper(tmp_path, server_bin, 64 << 10))
     assert backend(srv) == ("epoll", "epoll")
     lines = [l for l in srv.stderr().splitlines() if UNAVAILABLE in l]
     assert len(lines) == 1, srv.stderr()
