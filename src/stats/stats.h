@@ -70,6 +70,23 @@ static inline void stats_count_get_hit(struct stats_thread *st, unsigned cls, un
     }
 }
 
+/* An incr/decr that found its key (hit) or not; cls is the item's class.
+ * One place for all three protocols. */
+static inline void stats_count_arith(struct stats_thread *st, bool incr, bool hit, unsigned cls)
+{
+    if (incr && hit) {
+        STAT_INC(st, incr_hits);
+        STAT_CLS_INC(st, cls, incr_hits);
+    } else if (hit) {
+        STAT_INC(st, decr_hits);
+        STAT_CLS_INC(st, cls, decr_hits);
+    } else if (incr) {
+        STAT_INC(st, incr_misses);
+    } else {
+        STAT_INC(st, decr_misses);
+    }
+}
+
 /* A key fetched by get/gets (cmd_get, get_hits|misses) or by a touching
  * fetch, gat/gats and the binary GAT family (cmd_touch, touch_hits|misses),
  * as memcached counts them; a hit also in its class (cls, lru: the item's

@@ -288,24 +288,14 @@ static enum proto_status bin_arith(struct session *s, const struct bin_header *h
         watch_peek(s, key, h->keylen, NULL);
     switch (store_arith(s->store, key, h->keylen, &req, &res)) {
     case STORE_OK: {
-        if (!res.created) {
-            if (req.incr) {
-                STAT_INC(s->stats, incr_hits);
-                STAT_CLS_INC(s->stats, res.class_id, incr_hits);
-            } else {
-                STAT_INC(s->stats, decr_hits);
-                STAT_CLS_INC(s->stats, res.class_id, decr_hits);
-            }
-        }
+        if (!res.created)
+            stats_count_arith(s->stats, req.incr, true, res.class_id);
         unsigned char body[8];
         bin_store64(body, res.value);
         return bin_success(s, h, quiet, res.cas, body, sizeof body);
     }
     case STORE_MISS:
-        if (req.incr)
-            STAT_INC(s->stats, incr_misses);
-        else
-            STAT_INC(s->stats, decr_misses);
+        stats_count_arith(s->stats, req.incr, false, 0);
         return bin_error(s, h, BIN_STATUS_KEY_ENOENT);
     case STORE_NON_NUMERIC:
         return bin_error(s, h, BIN_STATUS_DELTA_BADVAL);

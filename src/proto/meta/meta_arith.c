@@ -60,15 +60,8 @@ void meta_arith(struct session *s, const struct meta_req *req)
     l.len = 0;
     switch (st) {
     case STORE_OK: {
-        if (!res.created) {
-            if (incr) {
-                STAT_INC(s->stats, incr_hits);
-                STAT_CLS_INC(s->stats, res.class_id, incr_hits);
-            } else {
-                STAT_INC(s->stats, decr_hits);
-                STAT_CLS_INC(s->stats, res.class_id, decr_hits);
-            }
-        }
+        if (!res.created)
+            stats_count_arith(s->stats, incr, true, res.class_id);
         /* q hides a success, the number included */
         if (req->quiet)
             return;
@@ -90,10 +83,7 @@ void meta_arith(struct session *s, const struct meta_req *req)
         return;
     }
     case STORE_MISS:
-        if (incr)
-            STAT_INC(s->stats, incr_misses);
-        else
-            STAT_INC(s->stats, decr_misses);
+        stats_count_arith(s->stats, incr, false, 0);
         meta_line_mem(&l, "NF", 2);
         break;
     case STORE_EXISTS:

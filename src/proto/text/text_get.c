@@ -245,13 +245,9 @@ void text_get_resume(struct session *s, const struct text_line *l)
 
 void text_cmd_touch(struct session *s, const struct text_line *l)
 {
-    s->text.noreply = text_line_noreply(l);
-    s->text.reply_unlogged = true; /* as memcached 1.6.45 at -vv */
-    const struct text_token *key = &l->tok[1];
-    if (key->len > STORE_KEY_MAX) {
-        TEXT_OUT(s, "CLIENT_ERROR bad command line format");
+    const struct text_token *key = text_one_key(s, l);
+    if (!key)
         return;
-    }
     int32_t exptime;
     if (!text_tok_i32(&l->tok[2], &exptime)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");

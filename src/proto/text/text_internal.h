@@ -116,6 +116,9 @@ void text_swallowed(struct session *s, bool chunk_ok);
 
 void text_cmd_storage(struct session *s, const struct text_line *l, enum store_mode mode);
 void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, bool touch);
+/* The key of a one-key command (touch, incr, decr), its noreply noted and
+ * its reply unlogged at -vv as 1.6.45; NULL, answered, when too long. */
+const struct text_token *text_one_key(struct session *s, const struct text_line *l);
 void text_cmd_touch(struct session *s, const struct text_line *l);
 void text_cmd_delete(struct session *s, const struct text_line *l);
 void text_cmd_arith(struct session *s, const struct text_line *l, bool incr);

@@ -40,15 +40,23 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
     }
 }
 
-void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
+const struct text_token *text_one_key(struct session *s, const struct text_line *l)
 {
     s->text.noreply = text_line_noreply(l);
     s->text.reply_unlogged = true; /* as memcached 1.6.45 at -vv */
     const struct text_token *key = &l->tok[1];
     if (key->len > STORE_KEY_MAX) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
-        return;
+        return NULL;
     }
+    return key;
+}
+
+void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
+{
+    const struct text_token *key = text_one_key(s, l);
+    if (!key)
+        return;
     struct store_arith_req req = {.incr = incr};
     if (!text_tok_u64(&l->tok[2], &req.delta)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid numeric delta argument");
@@ -59,20 +67,11 @@ void text_cmd_arith(struct session *s, const struct text_line *l, bool incr)
         watch_peek(s, key->s, key->len, NULL);
     switch (store_arith(s->store, key->s, key->len, &req, &res)) {
     case STORE_OK:
-        if (incr) {
-            STAT_INC(s->stats, incr_hits);
-            STAT_CLS_INC(s->stats, res.class_id, incr_hits);
-        } else {
-            STAT_INC(s->stats, decr_hits);
-            STAT_CLS_INC(s->stats, res.class_id, decr_hits);
-        }
+        stats_count_arith(s->stats, incr, true, res.class_id);
         text_out_u64(s, res.value);
         break;
     case STORE_MISS:
-        if (incr)
-            STAT_INC(s->stats, incr_misses);
-        else
-            STAT_INC(s->stats, decr_misses);
+        stats_count_arith(s->stats, incr, false, 0);
         TEXT_OUT(s, "NOT_FOUND");
         break;
     case STORE_NON_NUMERIC:
