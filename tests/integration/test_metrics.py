@@ -28,6 +28,18 @@ def endpoint(start_server, *flags):
         if "without libmicrohttpd" in str(e):
             pytest.skip("this build has no libmicrohttpd (install libmicrohttpd-dev, rebuild)")
         raise
+    # start_server is satisfied once the memcached port takes a connection,
+    # which the kernel does from listen(); the endpoint is bound a moment
+    # later (READY=1 waits for both), so wait for it too.
+    deadline = time.monotonic() + 10 * helpers.slow_factor()
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or srv.proc.poll() is not None:
+                raise
+            time.sleep(0.01)
     return srv, port
 
 
