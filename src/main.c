@@ -359,8 +359,9 @@ int main(int argc, char **argv)
         goto out_entries;
     }
     main_lock_memory(&s);
-    log_info("nodelay %s (memcached %s protocol): %d worker threads, %s, -m %zu MB", NODELAY_VERSION,
-             NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(),
+    log_info("nodelay %s (memcached %s protocol): %d worker threads, %s%s, -m %zu MB",
+             NODELAY_VERSION, NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(),
+             event_ring_built() ? "" : " (this build has no io_uring: no liburing)",
              SETTINGS_GET(&s, maxbytes) >> 20);
     /* every listener is bound and every worker runs: clients can connect */
     main_notify("READY=1");
