@@ -21,16 +21,7 @@ import time
 import urllib.parse
 import urllib.request
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+from benchproc import ROOT, free_port, server_argv
 
 
 def query_range(web, q, start, end):
@@ -52,10 +43,7 @@ def main():
         raise SystemExit("needs prometheus and gnuplot (scripts/install-deps.sh)")
     tmp = tempfile.mkdtemp(prefix="nodelay-chart-")
     port, mport, web = free_port(), free_port(), free_port()
-    argv = [a.bin, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-t", "2", "-m", "256",
-            "-o", f"metrics_listen={mport}"]
-    if os.geteuid() == 0:
-        argv += ["-u", "root"]
+    argv = server_argv(a.bin, port, "-t", "2", "-o", f"metrics_listen={mport}")
     srv = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cfg = os.path.join(tmp, "prometheus.yml")
     with open(cfg, "w") as f:

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event/event.h"
 #include "settings_internal.h"
 #include "version.h"
 
@@ -457,8 +458,8 @@ int settings_parse_VERSION(struct settings_parse_ctx *c, const struct settings_r
                            const char *name, const char *val)
 {
     (void)r, (void)name, (void)val;
-    fprintf(c->out, "nodelay %s (memcached %s protocol)\n", NODELAY_VERSION,
-            NODELAY_PROTOCOL_VERSION);
+    fprintf(c->out, "nodelay %s (memcached %s protocol)\nevent backends: %s\n", NODELAY_VERSION,
+            NODELAY_PROTOCOL_VERSION, event_backends_built());
     return settings_done(c);
 }
 

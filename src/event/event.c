@@ -106,3 +106,23 @@ const char *event_backend(void)
 {
     return event_chosen->name;
 }
+
+bool event_ring_built(void)
+{
+#ifdef NODELAY_HAVE_URING
+    return true;
+#else
+    return false;
+#endif
+}
+
+const char *event_backends_built(void)
+{
+#ifdef NODELAY_EVENT_poll
+    return "poll";
+#elif defined(NODELAY_HAVE_URING)
+    return "io_uring, epoll";
+#else
+    return "epoll";
+#endif
+}

@@ -89,5 +89,9 @@ int event_submit(struct event_loop *loop);
 
 /* "io_uring", "epoll" or "poll": the backend in use, for logs and stats. */
 const char *event_backend(void);
+/* Whether this build has the io_uring backend (liburing at build time),
+ * and the backends it has, for -V: "io_uring, epoll", "epoll" or "poll". */
+bool event_ring_built(void);
+const char *event_backends_built(void);
 
 #endif

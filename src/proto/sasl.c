@@ -14,8 +14,8 @@
  * longer than 252; nothing longer can ever authenticate. */
 #define SASL_ENTRY_MAX 252
 
-/* Read once at start-up (or by the first authentication); shared loader
- * and check with -Y (proto/passwd.c). */
+/* Read at start-up (or by the first authentication) and on SIGHUP; shared
+ * loader and check with -Y (proto/passwd.c). */
 static struct passwd_file sasl_pw = PASSWD_FILE_INIT(PASSWD_SASLDB);
 
 void sasl_teardown(void)
@@ -65,6 +65,13 @@ int sasl_setup(void)
 {
     pthread_once(&sasl_once, sasl_load_once);
     return sasl_load_rc;
+}
+
+int sasl_reload(void)
+{
+    pthread_once(&sasl_once, sasl_load_once); /* a first load is not repeated */
+    const char *path = getenv("MEMCACHED_SASL_PWDB");
+    return path ? sasl_load_file(path) : 0;
 }
 
 bool sasl_mech_supported(const char *mech, size_t len)

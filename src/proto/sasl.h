@@ -23,6 +23,12 @@
  * variable unset it logs a warning and returns 0: every AUTH then fails. */
 int sasl_setup(void);
 
+/* SIGHUP: read the MEMCACHED_SASL_PWDB file again (memcached reads it at
+ * every authentication; nodelay at start-up and here, off the request
+ * path). Returns 0 (also with the variable unset: nothing to read), or -1
+ * (logged) when it cannot be read: the passwords loaded before stay. */
+int sasl_reload(void);
+
 /* Free the loaded passwords. */
 void sasl_teardown(void);
 

@@ -3,7 +3,9 @@
 in one line and serves on epoll (issue 15)."""
 import errno
 import os
+import re
 import stat
+import subprocess
 
 import pytest
 
@@ -29,6 +31,14 @@ def backend(srv):
     return got
 
 
+def built_backends(server_bin):
+    """The backends -V says this build has."""
+    out = subprocess.run([server_bin, "-V"], capture_output=True, text=True, timeout=10).stdout
+    m = re.search(r"^event backends: (.+)$", out, re.M)
+    assert m, out
+    return m.group(1).split(", ")
+
+
 def serves(srv):
     c = srv.connect()
     assert c.call("set eb 0 0 5\r\nhello") == b"STORED\r\n"
@@ -44,14 +54,18 @@ def refused_wrapper(tmp_path, server_bin, err):
     return str(path)
 
 
-def test_default_backend(start_server):
-    """io_uring unless the run asked for epoll or the kernel refuses rings
-    (then the one line says why)."""
+def test_default_backend(start_server, server_bin):
+    """io_uring unless the run asked for epoll, the build has no io_uring
+    (-V says so) or the kernel refuses rings (then the one line says why)."""
     srv = start_server()
     libevent, nodelay_stat = backend(srv)
     assert libevent == nodelay_stat
+    assert libevent in built_backends(server_bin)
     if "io_uring=off" in " ".join(helpers.EXTRA_ARGS):
         assert libevent == "epoll"
+    elif "io_uring" not in built_backends(server_bin):
+        assert libevent == "epoll"
+        assert UNAVAILABLE not in srv.stderr()
     elif UNAVAILABLE in srv.stderr():
         assert libevent == "epoll"
     else:
@@ -80,6 +94,29 @@ def test_ring_refused_falls_back_to_epoll(start_server, server_bin, tmp_path, er
     assert lines[0].endswith("), using epoll")
     if "not built with liburing" not in lines[0]:
         assert os.strerror(err) in lines[0]
+
+
+def test_version_lists_the_backends(server_bin):
+    """-V names the backends built: io_uring beside epoll with liburing,
+    epoll alone without it, poll alone in the EVENT=poll build."""
+    assert built_backends(server_bin) in (["io_uring", "epoll"], ["epoll"], ["poll"])
+
+
+def test_build_without_io_uring_says_so_once(start_server, server_bin):
+    """A build without liburing (EVENT=poll, make URING=no) cannot have
+    io_uring: -V says so and the -v start-up line says so; a plain start
+    prints no "unavailable" line, which stays for a run that names
+    -o io_uring=on and for a liburing build falling back at run time."""
+    if "io_uring" in built_backends(server_bin):
+        pytest.skip("this build has io_uring (the EVENT=poll run checks a build without it)")
+    assert UNAVAILABLE not in start_server().stderr()
+    srv = start_server("-v")
+    assert UNAVAILABLE not in srv.stderr()
+    assert "(this build has no io_uring: no liburing)" in srv.stderr()
+    srv = start_server("-o", "io_uring=on")
+    lines = [l for l in srv.stderr().splitlines() if UNAVAILABLE in l]
+    assert lines == ["nodelay: io_uring unavailable (not built with liburing), using "
+                     + built_backends(server_bin)[0]], srv.stderr()
 
 
 def test_bad_value_refused(start_server):
