@@ -102,6 +102,11 @@ int event_submit(struct event_loop *loop)
     return loop->ops->submit ? loop->ops->submit(loop) : 0;
 }
 
+int event_forget(struct event_loop *loop, int fd)
+{
+    return loop->ops->forget ? loop->ops->forget(loop, fd) : 0;
+}
+
 const char *event_backend(void)
 {
     return event_chosen->name;

@@ -80,21 +80,31 @@ bool sasl_mech_supported(const char *mech, size_t len)
     return len == 5 && strncasecmp(mech, "PLAIN", 5) == 0;
 }
 
+/* The field at *p up to the next NUL, which it steps over; false when no
+ * NUL is left in the *rest bytes. */
+static bool sasl_plain_field(const char **p, size_t *rest, size_t *n)
+{
+    const char *nul = memchr(*p, '\0', *rest);
+    if (!nul)
+        return false;
+    *n = (size_t)(nul - *p);
+    *rest -= *n + 1;
+    *p = nul + 1;
+    return true;
+}
+
 bool sasl_plain_check(const char *msg, size_t len)
 {
     pthread_once(&sasl_once, sasl_load_once);
-    const char *nul1 = memchr(msg, '\0', len);
-    if (!nul1)
+    const char *p = msg, *user;
+    size_t rest = len, nauthz, nuser;
+    if (!sasl_plain_field(&p, &rest, &nauthz))
         return false;
-    size_t nauthz = (size_t)(nul1 - msg);
-    const char *user = nul1 + 1;
-    size_t rest = len - nauthz - 1;
-    const char *nul2 = memchr(user, '\0', rest);
-    if (!nul2)
+    user = p;
+    if (!sasl_plain_field(&p, &rest, &nuser))
         return false;
-    size_t nuser = (size_t)(nul2 - user);
-    const char *pass = nul2 + 1;
-    size_t npass = rest - nuser - 1;
+    const char *pass = p;
+    size_t npass = rest;
     if (nuser == 0 || nuser + npass > SASL_ENTRY_MAX)
         return false;
     /* Acting as another user is not something a password file can grant. */

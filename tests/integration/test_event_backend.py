@@ -150,3 +150,29 @@ def test_worker_ring_refused_after_the_probe_falls_back(start_server, server_bin
     assert stats(c)["threads"] == "4"
     c.close()
     serves(srv)
+
+
+def test_closed_sockets_leave_the_ring_file_table(start_server):
+    """On io_uring a connection's socket sits in the ring's file table from
+    its first receive; closing must take it out (else the table's reference
+    keeps the socket open: no EOF for the client), and the next connection
+    given the same descriptor number must be served through its own socket,
+    not the old one's slot. Quit, then reconnect, many times over, beside a
+    connection that stays open; on epoll the same holds trivially."""
+    srv = start_server("-t", "1")
+    backend(srv)
+    keep = srv.connect()
+    assert keep.call("set keep 0 0 1\r\nk") == b"STORED\r\n"
+    for i in range(40):
+        c = srv.connect()
+        value = f"v{i}"
+        assert c.call(f"set fd{i} 0 0 {len(value)}\r\n{value}") == b"STORED\r\n"
+        assert c.call(f"get fd{i}", until=b"END\r\n") == \
+            f"VALUE fd{i} 0 {len(value)}\r\n{value}\r\nEND\r\n".encode()
+        c.send("quit\r\n")
+        assert c.closed_by_peer(), f"round {i}: no EOF after quit"
+        c.close()
+        assert keep.call("get keep", until=b"END\r\n") == b"VALUE keep 0 1\r\nk\r\nEND\r\n"
+    st = stats(keep)
+    assert int(st["curr_connections"]) <= 3, st["curr_connections"]
+    keep.close()
