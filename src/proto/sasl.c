@@ -93,22 +93,42 @@ static bool sasl_plain_field(const char **p, size_t *rest, size_t *n)
     return true;
 }
 
-bool sasl_plain_check(const char *msg, size_t len)
+/* In the order Cyrus SASL's PLAIN plugin checks, under memcached: the
+ * message's three fields, then the password (memcached's password-file
+ * callback, which refuses an over-long entry first), then whether the
+ * authcid may act as the authzid. */
+enum sasl_plain_verdict sasl_plain_verify(const char *msg, size_t len, const char **user_out,
+                                          size_t *nuser_out)
 {
     pthread_once(&sasl_once, sasl_load_once);
+    *user_out = msg;
+    *nuser_out = 0;
     const char *p = msg, *user;
     size_t rest = len, nauthz, nuser;
     if (!sasl_plain_field(&p, &rest, &nauthz))
-        return false;
+        return SASL_PLAIN_NO_AUTHCID;
     user = p;
     if (!sasl_plain_field(&p, &rest, &nuser))
-        return false;
+        return SASL_PLAIN_NO_PASSWORD;
     const char *pass = p;
     size_t npass = rest;
-    if (nuser == 0 || nuser + npass > SASL_ENTRY_MAX)
-        return false;
+    *user_out = user;
+    *nuser_out = nuser;
+    if (memchr(pass, '\0', npass))
+        return SASL_PLAIN_TRAILING;
+    if (nuser + npass > SASL_ENTRY_MAX)
+        return SASL_PLAIN_TOO_LONG;
+    if (nuser == 0 || !passwd_file_check(&sasl_pw, user, nuser, pass, npass))
+        return SASL_PLAIN_BAD_PASSWORD;
     /* Acting as another user is not something a password file can grant. */
     if (nauthz != 0 && !(nauthz == nuser && memcmp(msg, user, nuser) == 0))
-        return false;
-    return passwd_file_check(&sasl_pw, user, nuser, pass, npass);
+        return SASL_PLAIN_NOT_AUTHZID;
+    return SASL_PLAIN_OK;
+}
+
+bool sasl_plain_check(const char *msg, size_t len)
+{
+    const char *user;
+    size_t nuser;
+    return sasl_plain_verify(msg, len, &user, &nuser) == SASL_PLAIN_OK;
 }
