@@ -1,5 +1,8 @@
 # The benchmark's tools, built from bench/ (never part of libnodelay.a).
-#   make bench                the side-by-side comparison (bench/compare.sh)
+#   make bench                the side-by-side comparison (bench/compare.sh), into
+#                             bench/results/tmp/ (untracked)
+#   make bench-publish        the same, kept in bench/results/<date>/ and made
+#                             bench/results/latest* (what the README shows)
 #   make loadgen              build/bench/loadgen only
 #   make floor                build/bench/floor: the canned-reply floor server (liburing)
 #   make loadgen-selftest     its self-checks (no server needed)
@@ -12,7 +15,7 @@ LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
 LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
-.PHONY: loadgen loadgen-selftest bench-soak floor pipecost
+.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost
 
 loadgen: $(LOADGEN)
 
@@ -44,6 +47,10 @@ BENCH_ARGS ?=
 bench: $(LOADGEN) $(FLOOR)
 	$(MAKE) CONFIG=release EVENT=epoll server
 	bash bench/compare.sh $(BENCH_ARGS)
+
+bench-publish: $(LOADGEN) $(FLOOR)
+	$(MAKE) CONFIG=release EVENT=epoll server
+	bash bench/compare.sh --publish $(BENCH_ARGS)
 
 SOAK_SECONDS ?= 300
 bench-soak: $(LOADGEN)

@@ -174,8 +174,11 @@ static void conn_release_io(struct conn *c)
     c->tls = NULL;
     free(c->iov);
     c->iov = NULL;
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
+        if (c->ring)
+            event_forget(c->env->loop, c->fd);
         close(c->fd);
+    }
     c->fd = -1;
 }
 
@@ -197,6 +200,7 @@ static void conn_zombie_done(struct conn *c)
 void conn_zombie_release(struct conn *c)
 {
     c->recv_busy = c->send_busy = false;
+    c->ring = false; /* its loop is gone, and with it the registered file */
     conn_zombie_done(c);
 }
 
@@ -230,6 +234,7 @@ void conn_close(struct conn *c, const char *why)
          * the descriptor can go now, as on epoll (the next accept may take
          * its number). Should the submit fail, keep it until they end. */
         if (event_submit(w->loop) == 0) {
+            event_forget(w->loop, c->fd);
             close(c->fd);
             c->fd = -1;
         }

@@ -230,6 +230,10 @@ struct store_set_req {
 struct store_reservation {
     char *value;     /* write nvalue bytes here */
     uint32_t nvalue;
+    /* Set by store_commit when it compared a CAS (cas, ms C): the memcached
+     * size class of the item it compared against, 0 when none was found.
+     * memcached counts cas_hits and cas_badval in that class. */
+    uint8_t cas_cls;
     /* private */
     void *seg;
     void *item;
