@@ -77,6 +77,7 @@ static size_t conn_allowance(struct conn *c)
     if (allow < CONN_REPLY_FLOOR)
         allow = CONN_REPLY_FLOOR;
     c->sess.reply_allow = allow;
+    c->sess.reply.copy_limit = allow;
     return allow;
 }
 
