@@ -9,7 +9,12 @@
 #   bench/compare.sh [--duration S] [--rounds N] [--threads T] [--memory MB]
 #                    [--rate OPS] [--replay-requests N] [--scan N]
 #                    [--skip-fill] [--skip-replay] [--workloads a,b,...]
-#                    [--nodelay PATH] [--memcached PATH] [--floor PATH] [--out DIR]
+#                    [--nodelay PATH] [--memcached PATH] [--floor PATH]
+#                    [--out DIR] [--publish]
+#
+# A run writes bench/results/tmp/<UTC date>/ (untracked) or --out DIR, and
+# leaves the tracked results alone; --publish writes bench/results/<UTC date>/
+# (unless --out) and makes it bench/results/latest*, which the README shows.
 set -euo pipefail
 # The whole script is one block, so bash parses it before running: editing
 # this file while a run is in progress cannot corrupt that run.
@@ -34,6 +39,7 @@ NODELAY=$ROOT/build/release-epoll/nodelay
 MEMCACHED=/usr/bin/memcached
 FLOOR=$ROOT/build/bench/floor
 OUT=""
+PUBLISH=0
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -52,7 +58,8 @@ while [ $# -gt 0 ]; do
     --memcached) MEMCACHED=$2; shift ;;
     --floor) FLOOR=$2; shift ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --publish) PUBLISH=1 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -71,7 +78,11 @@ HAVE_URING_OPT=0
 case "$("$NODELAY" -h 2>/dev/null)" in *io_uring=*) HAVE_URING_OPT=1 ;; esac
 
 STAMP=$(date -u +%Y-%m-%dT%H%MZ)
-OUT=${OUT:-$ROOT/bench/results/$STAMP}
+if [ "$PUBLISH" = 1 ]; then
+    OUT=${OUT:-$ROOT/bench/results/$STAMP}
+else
+    OUT=${OUT:-$ROOT/bench/results/tmp/$STAMP} # .gitignore'd
+fi
 mkdir -p "$OUT/runs"
 RUNS=$OUT/runs.tsv
 : >"$RUNS"
@@ -387,7 +398,7 @@ uptime >"$OUT/load-after.txt"
     for w in "${ORDER[@]}"; do echo "workload.$w=${WL[$w]}"; done
 } >"$OUT/machine.txt"
 /usr/bin/python3 "$ROOT/bench/report.py" "$OUT"
-if [ -z "${BENCH_NO_LATEST:-}" ]; then
+if [ "$PUBLISH" = 1 ]; then
     sed -e 's/](latency\.png)/](latest-latency.png)/' -e 's/](ratios\.png)/](latest-ratios.png)/' \
         "$OUT/report.md" >"$ROOT/bench/results/latest.md"
     cp "$OUT/summary.md" "$ROOT/bench/results/latest-summary.md"

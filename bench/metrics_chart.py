@@ -8,9 +8,11 @@ then asks Prometheus for request rates per command and the p50/p99 of
 nodelay_request_duration_seconds per family, and draws them with gnuplot.
 
   bench/metrics_chart.py [--bin build/release-epoll/nodelay] [--phase 10] \
-      [--out bench/results/metrics-latest.png]
+      [--out bench/results/tmp/metrics.png]
 
-Loopback only; bounded by 3 x PHASE seconds of load."""
+The chart goes to the untracked bench/results/tmp/ unless --out says
+otherwise; --out bench/results/metrics-latest.png replaces the one the
+README shows. Loopback only; bounded by 3 x PHASE seconds of load."""
 import argparse
 import json
 import os
@@ -21,16 +23,7 @@ import time
 import urllib.parse
 import urllib.request
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+from benchproc import ROOT, free_port, server_argv
 
 
 def query_range(web, q, start, end):
@@ -45,17 +38,15 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build/release-epoll/nodelay"))
     ap.add_argument("--loadgen", default=os.path.join(ROOT, "build/bench/loadgen"))
     ap.add_argument("--phase", type=int, default=10)
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench/results/metrics-latest.png"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench/results/tmp/metrics.png"))
     a = ap.parse_args()
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     prom, gnuplot = shutil.which("prometheus"), shutil.which("gnuplot")
     if not prom or not gnuplot:
         raise SystemExit("needs prometheus and gnuplot (scripts/install-deps.sh)")
     tmp = tempfile.mkdtemp(prefix="nodelay-chart-")
     port, mport, web = free_port(), free_port(), free_port()
-    argv = [a.bin, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-t", "2", "-m", "256",
-            "-o", f"metrics_listen={mport}"]
-    if os.geteuid() == 0:
-        argv += ["-u", "root"]
+    argv = server_argv(a.bin, port, "-t", "2", "-o", f"metrics_listen={mport}")
     srv = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cfg = os.path.join(tmp, "prometheus.yml")
     with open(cfg, "w") as f:

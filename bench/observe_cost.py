@@ -22,29 +22,16 @@ import os
 import random
 import subprocess
 import threading
-import time
 import urllib.request
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-
-
-def cpu_seconds(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+from benchproc import ROOT, cpu_seconds, free_port, start_server, stop_server
 
 
 def run(binary, metrics, scrape, requests, loadgen):
-    port = random.randint(24000, 29000)
-    mport = port + 1
-    argv = ["taskset", "-c", "1", binary, "-p", str(port), "-U", "0", "-l", "127.0.0.1",
-            "-t", "1", "-m", "256"]
-    if os.geteuid() == 0:
-        argv += ["-u", "root"]
-    if metrics:
-        argv += ["-o", f"metrics_listen={mport}"]
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mport = free_port()
+    extra = ["-t", "1"] + (["-o", f"metrics_listen={mport}"] if metrics else [])
+    p, port = start_server(binary, *extra, cpu=1)
     try:
-        time.sleep(0.4)
         subprocess.run([loadgen, "-s", f"127.0.0.1:{port}", "--prefill", "-k", "100000", "-q"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
         stop = threading.Event()
@@ -75,8 +62,7 @@ def run(binary, metrics, scrape, requests, loadgen):
     except (ValueError, subprocess.TimeoutExpired):
         return None
     finally:
-        p.terminate()
-        p.wait()
+        stop_server(p)
 
 
 def main():

@@ -26,27 +26,13 @@ import subprocess
 import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+from benchproc import ROOT, cpu_seconds, start_server, stop_server
 WORKLOADS = {  # the same arguments as bench/compare.sh
     "get90_p1": "-c 50 -d 1 -g 0.9 -v 100 -k 100000",
     "get90_p16": "-c 50 -d 16 -g 0.9 -v 100 -k 100000",
     "mget16": "-c 50 -d 1 -g 1 -m 16 -v 100 -k 100000",
     "meta_mg_p16": "-c 50 -d 16 -g 1 -p meta -v 100 -k 100000",
 }
-
-
-def cpu_ticks(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(f[11]) + int(f[12])
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def loadgen(lg, port, args, seconds, seed):
@@ -73,24 +59,20 @@ def main():
     procs, ports = {}, {}
     try:
         for name, b in bins.items():
-            ports[name] = free_port()
-            procs[name] = subprocess.Popen(["taskset", "-c", "1", b, "-p", str(ports[name]), "-U", "0",
-                                            "-l", "127.0.0.1", "-t", "1", "-m", "256", "-c", "4096"]
-                                           + (["-u", "root"] if os.getuid() == 0 else []))
-        time.sleep(0.5)
+            procs[name], ports[name] = start_server(b, "-t", "1", "-c", "4096", cpu=1,
+                                                    quiet=False)
         for name in bins:
             subprocess.run(["taskset", "-c", "0", a.loadgen, "-s", f"127.0.0.1:{ports[name]}", "-q",
                             "--prefill", "-c", "10", "-d", "16", "-k", "100000", "-v", "100"],
                            check=True)
-        clk = os.sysconf("SC_CLK_TCK")
         cpu = {n: [] for n in bins}
         for r in range(a.rounds):
             order = list(bins) if r % 2 == 0 else list(bins)[::-1]
             for n in order:
-                t0 = cpu_ticks(procs[n].pid)
+                t0 = cpu_seconds(procs[n].pid)
                 j = loadgen(a.loadgen, ports[n], args, a.seconds, r + 1)
-                t1 = cpu_ticks(procs[n].pid)
-                cpu[n].append((t1 - t0) * 1e6 / clk / max(1, j["requests"]))
+                t1 = cpu_seconds(procs[n].pid)
+                cpu[n].append((t1 - t0) * 1e6 / max(1, j["requests"]))
         print(f"{a.workload}, {a.rounds} rounds of {a.seconds} s, load average "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         for n in bins:
@@ -117,8 +99,7 @@ def main():
                         print("    " + " ".join(line.split()[:3]))
     finally:
         for p in procs.values():
-            p.terminate()
-            p.wait()
+            stop_server(p)
 
 
 if __name__ == "__main__":

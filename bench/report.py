@@ -53,6 +53,19 @@ def read_json(path):
         return None
 
 
+def read_index(name, tag=str):
+    """The rows of OUT/name, compare.sh's "server<TAB>tag<TAB>json path"
+    lines, as (server, tag(tag), the JSON); [] when the file is absent."""
+    path = os.path.join(OUT, name)
+    if not os.path.exists(path):
+        return []
+    rows = []
+    for line in open(path):
+        s, t, p = line.rstrip("\n").split("\t")
+        rows.append((s, tag(t), read_json(p)))
+    return rows
+
+
 def median(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -214,12 +227,7 @@ def main():
                     + " | | |")
         add("")
 
-    fills = []
-    fpath = os.path.join(OUT, "fill.tsv")
-    if os.path.exists(fpath):
-        for line in open(fpath):
-            s, v, p = line.rstrip("\n").split("\t")
-            fills.append((s, int(v), read_json(p)))
+    fills = read_index("fill.tsv", int)
     if fills:
         add("## Memory per item (fill at -m 64 until evictions begin)")
         add("")
@@ -237,12 +245,7 @@ def main():
         add("Command: `build/bench/loadgen fill -s HOST:PORT -v BYTES` against a server started with `-m 64`.")
         add("")
 
-    replays = []
-    rpath = os.path.join(OUT, "replay.tsv")
-    if os.path.exists(rpath):
-        for line in open(rpath):
-            s, variant, p = line.rstrip("\n").split("\t")
-            replays.append((s, variant, read_json(p)))
+    replays = read_index("replay.tsv")
     if replays:
         add("## Miss ratio (deterministic Zipf replay at -m 64)")
         add("")

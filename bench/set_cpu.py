@@ -10,38 +10,16 @@ is divided by the count. CPU rather than wall time, so a loaded machine
 skews it less. Used for docs/store.md "Uploads" (the cost of staging values
 that span reads)."""
 import argparse
-import os
 import socket
-import subprocess
 import time
 
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from benchproc import cpu_seconds, start_server, stop_server
 
 
 def run(binary, size, n):
-    port = free_port()
-    argv = [binary, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-m", "256"]
-    if os.geteuid() == 0:
-        argv += ["-u", "root"]
-    proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
+    proc, port = start_server(binary)
     try:
-        for _ in range(100):
-            try:
-                sock = socket.create_connection(("127.0.0.1", port))
-                break
-            except OSError:
-                time.sleep(0.05)
+        sock = socket.create_connection(("127.0.0.1", port))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         replies = sock.makefile("rb")
         value = b"v" * size
@@ -56,8 +34,7 @@ def run(binary, size, n):
         sock.close()
         return cpu / n * 1e6, wall / n * 1e6
     finally:
-        proc.kill()
-        proc.wait()
+        stop_server(proc)
 
 
 def main():

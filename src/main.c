@@ -194,9 +194,30 @@ static void main_lock_memory(const struct settings *s)
         fprintf(stderr, "warning: -k invalid, mlockall() failed: %s\n", strerror(errno));
 }
 
+/* SIGHUP: memcached 1.6 re-reads the -Y file and nothing else (its proxy
+ * config too, which nodelay has not); a file that cannot be read leaves the
+ * list it had. nodelay also re-reads the SASL password file under -S:
+ * memcached reads that one at every authentication, nodelay at start-up
+ * and here. Settings, certificates (`refresh_certs`) and the config file
+ * are not reloaded. */
+static void main_reload(const char *auth_file, bool sasl)
+{
+    if (auth_file) {
+        if (text_auth_load(auth_file) < 0)
+            log_error("could not reload the auth file %s: %s", auth_file, strerror(errno));
+        else
+            log_info("SIGHUP: auth file %s reloaded", auth_file);
+    }
+    if (sasl && sasl_reload() == 0)
+        log_info("SIGHUP: SASL password file reloaded");
+    if (!auth_file && !sasl)
+        log_info("SIGHUP: nothing to reload (no -Y, no -S)");
+}
+
 /* Every signal we act on is blocked in all threads and taken by sigwait
  * here, so the workers never run a signal handler. */
-static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool *graceful)
+static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool sasl,
+                              bool *graceful)
 {
     for (;;) {
         int sig;
@@ -213,12 +234,7 @@ static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool *
             *graceful = true;
             return 0;
         case SIGHUP:
-            /* memcached reloads the -Y file on SIGHUP; a failed reload keeps
-             * the previous list. */
-            if (auth_file && text_auth_load(auth_file) < 0)
-                log_error("could not reload the auth file %s: %s", auth_file, strerror(errno));
-            else
-                log_info("SIGHUP: %s", auth_file ? "auth file reloaded" : "nothing to reload");
+            main_reload(auth_file, sasl);
             break;
         default:
             break;
@@ -359,14 +375,15 @@ int main(int argc, char **argv)
         goto out_entries;
     }
     main_lock_memory(&s);
-    log_info("nodelay %s (memcached %s protocol): %d worker threads, %s, -m %zu MB", NODELAY_VERSION,
-             NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(),
+    log_info("nodelay %s (memcached %s protocol): %d worker threads, %s%s, -m %zu MB",
+             NODELAY_VERSION, NODELAY_PROTOCOL_VERSION, s.num_threads, event_backend(),
+             event_ring_built() ? "" : " (this build has no io_uring: no liburing)",
              SETTINGS_GET(&s, maxbytes) >> 20);
     /* every listener is bound and every worker runs: clients can connect */
     main_notify("READY=1");
 
     bool graceful = false;
-    main_wait_for_stop(&set, s.auth_file, &graceful);
+    main_wait_for_stop(&set, s.auth_file, s.sasl, &graceful);
     main_notify("STOPPING=1");
     metrics_stop(); /* before the core it reads goes away */
     core_stop(&core, graceful);

@@ -3,6 +3,7 @@
  * against the row's here, so the lists cannot drift from the table. */
 #include "options.h"
 
+#include "event/event.h"
 #include "settings.h"
 
 #define OPTIONS_CHECK(type, name)                                                                  \
@@ -21,6 +22,11 @@ void options_from_settings(const struct settings *s, struct options *o)
     NET_OPTIONS(OPTIONS_NET)
     PROTO_OPTIONS(OPTIONS_PROTO)
     TLS_OPTIONS(OPTIONS_TLS)
+    /* io_uring's default "on" means where the build has it: a build
+     * without liburing says so in -V and at -v, not at every start; a run
+     * that names -o io_uring=on still hears, in one line, that it is not
+     * there (core_start). */
+    o->net.io_uring = s->io_uring && (event_ring_built() || s->given[SETTINGS_ROW_io_uring]);
 #undef OPTIONS_NET
 #undef OPTIONS_PROTO
 #undef OPTIONS_TLS

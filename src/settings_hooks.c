@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event/event.h"
 #include "settings_internal.h"
 #include "version.h"
 
@@ -446,7 +447,9 @@ int settings_parse_LICENSE(struct settings_parse_ctx *c, const struct settings_r
 {
     (void)r, (void)name, (void)val;
     fprintf(c->out,
-            "nodelay %s is distributed under the license in its source tree.\n"
+            /* the tree has no LICENSE file yet: say so rather than name one
+             * (debian/copyright says the same) */
+            "nodelay %s: no licence has been stated for it yet.\n"
             "It implements the protocol of memcached %s (BSD licence); it contains no "
             "memcached code.\n",
             NODELAY_VERSION, NODELAY_PROTOCOL_VERSION);
@@ -457,8 +460,8 @@ int settings_parse_VERSION(struct settings_parse_ctx *c, const struct settings_r
                            const char *name, const char *val)
 {
     (void)r, (void)name, (void)val;
-    fprintf(c->out, "nodelay %s (memcached %s protocol)\n", NODELAY_VERSION,
-            NODELAY_PROTOCOL_VERSION);
+    fprintf(c->out, "nodelay %s (memcached %s protocol)\nevent backends: %s\n", NODELAY_VERSION,
+            NODELAY_PROTOCOL_VERSION, event_backends_built());
     return settings_done(c);
 }
 

@@ -41,7 +41,8 @@ static void usage(FILE *f)
 "      --disconnect F         per request, drop the connection abruptly\n"
 "                             (half the time mid-way through a set)\n"
 "environment: LOADGEN_TLS=1 makes every connection TLS (fill and replay too)\n"
-"      --trace-slow           print requests that take 40 ms or more\n"
+"      --trace-slow           print requests that take 40 ms or more, with their times,\n"
+"                             sends and the kernel's TCP state (2000 per thread)\n"
 "  -q, --quiet\n");
 }
 

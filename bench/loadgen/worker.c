@@ -14,12 +14,16 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
 #include <stddef.h>
 
 #define MS (1000000ull)
+/* slow requests traced per load thread; the counters hold the rest */
+#define LG_TRACE_MAX 2000
 
 uint64_t lg_now_ns(void)
 {
@@ -60,6 +64,13 @@ int lg_connect(const char *host, int port, bool nonblocking)
 
 struct req {
     uint64_t t_intended;
+    /* for --trace-slow: when it was composed and when its last byte left in
+     * a send, how many sends carried it, and where it lies in the
+     * connection's byte stream */
+    uint64_t t_issued, t_sent;
+    uint64_t seq_start, seq_end;
+    uint16_t nwrites, nagain;
+    uint32_t unsent; /* bytes the kernel held unsent just after its last send */
     uint32_t ver;   /* set: version written; delete: newest version at send */
     uint8_t op;
     uint8_t nkeys;
@@ -73,6 +84,7 @@ struct conn {
     bool want_out;
     struct lg_buf out, in;
     size_t in_off;
+    uint64_t sent; /* bytes sent since the connection opened */
     struct req *ring;
     uint32_t *keyslab; /* depth * multi */
     unsigned head, count;
@@ -154,6 +166,7 @@ static void conn_drop(struct worker *w, struct conn *c, uint64_t now)
     c->head = c->count = 0;
     c->out.len = 0;
     c->in.len = c->in_off = 0;
+    c->sent = 0;
 }
 
 static void conn_set_out(struct worker *w, struct conn *c, bool want)
@@ -165,19 +178,57 @@ static void conn_set_out(struct worker *w, struct conn *c, bool want)
     c->want_out = want;
 }
 
+/* Which in-flight requests a send of stream bytes [a, b) carried. */
+static void note_sent(struct worker *w, struct conn *c, uint64_t a, uint64_t b, uint64_t now)
+{
+    /* Unsent bytes left in the socket: the peer's window (or our
+     * congestion window) held back what we wrote, and only its ACK lets the
+     * rest go. */
+    int unsent = -1;
+    for (unsigned i = 0; i < c->count; i++) {
+        struct req *r = &c->ring[(c->head + i) % (unsigned)w->cfg->depth];
+        if (r->seq_start < b && r->seq_end > a) {
+            r->nwrites++;
+            if (r->seq_end <= b) {
+                r->t_sent = now;
+                if (unsent < 0 && ioctl(c->fd, SIOCOUTQNSD, &unsent) != 0)
+                    unsent = 0;
+                r->unsent = (uint32_t)unsent;
+            }
+        }
+    }
+}
+
+/* Requests whose bytes a send could not take (EAGAIN) wait for EPOLLOUT. */
+static void note_again(struct worker *w, struct conn *c)
+{
+    for (unsigned i = 0; i < c->count; i++) {
+        struct req *r = &c->ring[(c->head + i) % (unsigned)w->cfg->depth];
+        if (r->seq_end > c->sent)
+            r->nagain++;
+    }
+}
+
 static int conn_flush(struct worker *w, struct conn *c)
 {
     size_t off = 0;
+    uint64_t now = w->cfg->trace_slow ? lg_now_ns() : 0;
     while (off < c->out.len) {
         ssize_t n = lg_send(c->fd, c->out.p + off, c->out.len - off);
         if (n > 0) {
+            if (w->cfg->trace_slow)
+                note_sent(w, c, c->sent, c->sent + (uint64_t)n, now);
             off += (size_t)n;
+            c->sent += (uint64_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (w->cfg->trace_slow)
+                note_again(w, c);
             break;
+        }
         return -1;
     }
     memmove(c->out.p, c->out.p + off, c->out.len - off);
@@ -215,6 +266,11 @@ static int issue_one(struct worker *w, struct conn *c, uint64_t t_intended)
     unsigned slot = (c->head + c->count) % (unsigned)cfg->depth;
     struct req *r = &c->ring[slot];
     r->t_intended = t_intended;
+    r->t_issued = cfg->trace_slow ? lg_now_ns() : 0;
+    r->t_sent = 0;
+    r->nwrites = r->nagain = 0;
+    r->unsent = 0;
+    r->seq_start = c->sent + c->out.len;
     r->keys = c->keyslab + (size_t)slot * cfg->multi;
     double u = lg_rng_unit(&c->rng);
     char keybuf[LG_MAX_MULTI * LG_KEY_LEN];
@@ -263,6 +319,7 @@ static int issue_one(struct worker *w, struct conn *c, uint64_t t_intended)
             w->st.deletes++;
         }
     }
+    r->seq_end = c->sent + c->out.len;
     c->count++;
     w->issued++;
     w->st.requests++;
@@ -441,6 +498,52 @@ static void note_server_error(const struct conn *c, const struct req *r, const c
     fprintf(stderr, "server error: %s keys %u: %.*s\n", op, r->nkeys, (int)n, at);
 }
 
+/* One line per request of 40 ms or more, with what tells a delayed ACK on
+ * one connection from a stall of everyone: monotonic times (ms since the
+ * run started) of when it was due and when it completed, how long after it
+ * was due it was composed and fully sent, in how many sends (and how often
+ * the socket was full), and the connection's TCP state as the kernel sees
+ * it. Requests that complete within a few ms of each other on many
+ * connections were one stall (bench/soak counts them so). */
+static void trace_slow(struct worker *w, const struct conn *c, const struct req *r,
+                       uint64_t lat)
+{
+    uint64_t t0 = w->sh->start_ns;
+    double due = r->t_intended > t0 ? (double)(r->t_intended - t0) / 1e6 : 0;
+    double issued = (double)(r->t_issued - r->t_intended) / 1e6;
+    double sent = r->t_sent ? (double)(r->t_sent - r->t_intended) / 1e6 : -1;
+    struct tcp_info ti;
+    socklen_t tl = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0)
+        memset(&ti, 0, sizeof ti);
+    /* the newest request in flight behind it: a reply that waited for the
+     * connection's next request comes just after that one was sent */
+    const struct req *last = &c->ring[(c->head + c->count - 1) % (unsigned)w->cfg->depth];
+    double next = c->count > 1 && last->t_sent ? (double)(last->t_sent - r->t_intended) / 1e6 : -1;
+    /* the local port and the wall clock, to find it in a packet capture */
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof sa;
+    int port = 0;
+    if (getsockname(c->fd, (struct sockaddr *)&sa, &sl) == 0)
+        port = sa.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&sa)->sin6_port)
+                                        : ntohs(((struct sockaddr_in *)&sa)->sin_port);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    fprintf(stderr,
+            "slow: %.1f ms conn %d proto %d op %d keys %u key %u bytes in %zu"
+            " | due %.3f done %.3f issued +%.3f sent +%.3f req %lu B in %u sends (%u full)"
+            " unsent after %u, behind it %u, newest sent +%.3f"
+            " | tcp rtt %u us retrans %u unacked %u last_ack_recv %u ms cwnd %u rcv_space %u"
+            " | port %d wall %ld.%06ld\n",
+            (double)lat / 1e6, c->gid, (int)c->proto, r->op, r->nkeys, r->keys[0],
+            c->in.len - c->in_off, due, due + (double)lat / 1e6, issued, sent,
+            (unsigned long)(r->seq_end - r->seq_start), r->nwrites, r->nagain, r->unsent, c->count - 1, next,
+            ti.tcpi_rtt,
+            ti.tcpi_total_retrans, ti.tcpi_unacked, ti.tcpi_last_ack_recv, ti.tcpi_snd_cwnd,
+            ti.tcpi_rcv_space, port, (long)wall.tv_sec, wall.tv_nsec / 1000);
+}
+
 static void complete(struct worker *w, struct conn *c, const struct req *r,
                      const struct lg_reply *rep, uint64_t now)
 {
@@ -448,10 +551,8 @@ static void complete(struct worker *w, struct conn *c, const struct req *r,
     uint64_t lat = now > r->t_intended ? now - r->t_intended : 0;
     lg_hist_add(&w->st.lat, lat);
     if (lat >= 40 * MS) {
-        if (w->cfg->trace_slow && w->st.slow40 < 50)
-            fprintf(stderr, "slow: %.1f ms conn %d proto %d op %d keys %u key %u bytes in %zu\n",
-                    (double)lat / 1e6, c->gid, (int)c->proto, r->op, r->nkeys, r->keys[0],
-                    c->in.len - c->in_off);
+        if (w->cfg->trace_slow && w->st.slow40 < LG_TRACE_MAX)
+            trace_slow(w, c, r, lat);
         w->st.slow40++;
         if (lat < 50 * MS)
             w->st.slow40_50++;

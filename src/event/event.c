@@ -102,7 +102,32 @@ int event_submit(struct event_loop *loop)
     return loop->ops->submit ? loop->ops->submit(loop) : 0;
 }
 
+int event_forget(struct event_loop *loop, int fd)
+{
+    return loop->ops->forget ? loop->ops->forget(loop, fd) : 0;
+}
+
 const char *event_backend(void)
 {
     return event_chosen->name;
+}
+
+bool event_ring_built(void)
+{
+#ifdef NODELAY_HAVE_URING
+    return true;
+#else
+    return false;
+#endif
+}
+
+const char *event_backends_built(void)
+{
+#ifdef NODELAY_EVENT_poll
+    return "poll";
+#elif defined(NODELAY_HAVE_URING)
+    return "io_uring, epoll";
+#else
+    return "epoll";
+#endif
 }

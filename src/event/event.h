@@ -87,7 +87,17 @@ int event_cancel(struct event_loop *loop, void *ptr, unsigned which);
  * Returns 0 or -1. */
 int event_submit(struct event_loop *loop);
 
+/* fd, which started I/O (event_recv/event_send), is about to be closed:
+ * drop what the loop keeps of it (io_uring: its registered file, whose
+ * reference would keep the socket open). Hands the I/O started so far to
+ * the kernel first. Returns 0 or -1 (errno set); close the fd either way. */
+int event_forget(struct event_loop *loop, int fd);
+
 /* "io_uring", "epoll" or "poll": the backend in use, for logs and stats. */
 const char *event_backend(void);
+/* Whether this build has the io_uring backend (liburing at build time),
+ * and the backends it has, for -V: "io_uring, epoll", "epoll" or "poll". */
+bool event_ring_built(void);
+const char *event_backends_built(void);
 
 #endif

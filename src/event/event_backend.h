@@ -29,6 +29,7 @@ struct event_ops {
     int (*send)(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
     int (*cancel)(struct event_loop *loop, void *ptr, unsigned which);
     int (*submit)(struct event_loop *loop);
+    int (*forget)(struct event_loop *loop, int fd); /* NULL: nothing kept */
 };
 
 #ifdef NODELAY_EVENT_poll

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define EVENT_URING_SQ 1024
 #define EVENT_URING_CQ 8192
@@ -37,6 +38,11 @@
 #define EVENT_URING_BUFS 512 /* a power of two */
 #define EVENT_URING_BUF_SIZE EVENT_RECV_BUF_MAX
 #define EVENT_URING_BGID 0
+/* Registered files: a connection's socket is put in the ring's file table
+ * (slot = its fd number) the first time it starts I/O, so each receive and
+ * send skips the kernel's fd lookup and reference count (fget/fput). The
+ * table is sized by the descriptor limit (-c raises it), at most this. */
+#define EVENT_URING_FILES_MAX 65536
 
 /* The low two bits of user_data say what completed. */
 enum {
@@ -53,6 +59,7 @@ struct uring_fd {
     unsigned armed_mask; /* poll mask of the armed poll */
     uint32_t gen;
     bool used, armed, queued;
+    bool fixed; /* in the ring's file table (event_uring_file) */
 };
 
 struct event_uring {
@@ -67,6 +74,7 @@ struct event_uring {
     char *bufs;                   /* EVENT_URING_BUFS * EVENT_URING_BUF_SIZE */
     unsigned short lent[EVENT_URING_BUFS]; /* ids handed out this turn */
     size_t nlent;
+    unsigned nfiles; /* slots in the file table; 0 = none registered */
 };
 
 /* Setup flags this kernel accepts, found by event_uring_probe. */
@@ -161,6 +169,13 @@ static int event_uring_create(struct event_loop **out)
         io_uring_buf_ring_add(l->br, l->bufs + (size_t)i * EVENT_URING_BUF_SIZE,
                               EVENT_URING_BUF_SIZE, (unsigned short)i, mask, i);
     io_uring_buf_ring_advance(l->br, EVENT_URING_BUFS);
+    struct rlimit rl;
+    unsigned nfiles = EVENT_URING_FILES_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < nfiles)
+        nfiles = (unsigned)rl.rlim_cur;
+    /* without a table (an old kernel, no memory) I/O names plain fds */
+    if (io_uring_register_files_sparse(&l->ring, nfiles) == 0)
+        l->nfiles = nfiles;
     *out = &l->base;
     return 0;
 }
@@ -223,6 +238,23 @@ static unsigned event_uring_mask(unsigned interest)
     return m;
 }
 
+/* Grow the per-fd table to hold fd. */
+static int event_uring_grow(struct event_uring *l, int fd)
+{
+    if ((size_t)fd < l->nfds)
+        return 0;
+    size_t n = l->nfds ? l->nfds : 64;
+    while (n <= (size_t)fd)
+        n *= 2;
+    struct uring_fd *f = realloc(l->fds, n * sizeof *f);
+    if (!f)
+        return -1;
+    memset(f + l->nfds, 0, (n - l->nfds) * sizeof *f);
+    l->fds = f;
+    l->nfds = n;
+    return 0;
+}
+
 static struct uring_fd *event_uring_slot(struct event_uring *l, int fd)
 {
     if (fd < 0 || (size_t)fd >= l->nfds || !l->fds[fd].used)
@@ -274,17 +306,8 @@ static int event_uring_add(struct event_loop *base, int fd, unsigned interest, v
         errno = EEXIST;
         return -1;
     }
-    if ((size_t)fd >= l->nfds) {
-        size_t n = l->nfds ? l->nfds : 64;
-        while (n <= (size_t)fd)
-            n *= 2;
-        struct uring_fd *f = realloc(l->fds, n * sizeof *f);
-        if (!f)
-            return -1;
-        memset(f + l->nfds, 0, (n - l->nfds) * sizeof *f);
-        l->fds = f;
-        l->nfds = n;
-    }
+    if (event_uring_grow(l, fd) < 0)
+        return -1;
     struct uring_fd *s = &l->fds[fd];
     s->used = true;
     s->ptr = ptr;
@@ -436,9 +459,31 @@ static int event_uring_wait(struct event_loop *base, struct event_fired *out, in
     return got;
 }
 
+/* fd's slot in the file table, put there on its first I/O; false: name
+ * the fd itself (no table, out of range, or the update failed). */
+static bool event_uring_file(struct event_uring *l, int fd)
+{
+    if ((unsigned)fd >= l->nfiles || (size_t)fd >= l->nfds)
+        return false;
+    struct uring_fd *s = &l->fds[fd];
+    if (!s->fixed)
+        s->fixed = io_uring_register_files_update(&l->ring, (unsigned)fd, &fd, 1) == 1;
+    return s->fixed;
+}
+
+/* Aim sqe at fd's registered file where it has one. */
+static void event_uring_target(struct event_uring *l, struct io_uring_sqe *sqe, int fd)
+{
+    if (event_uring_file(l, fd))
+        sqe->flags |= IOSQE_FIXED_FILE; /* sqe->fd is then the slot: fd */
+}
+
 static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t len, void *ptr)
 {
-    struct io_uring_sqe *sqe = event_uring_sqe(event_uring_of(base));
+    struct event_uring *l = event_uring_of(base);
+    if (fd < 0 || fd >= (1 << 30) || event_uring_grow(l, fd) < 0)
+        return -1;
+    struct io_uring_sqe *sqe = event_uring_sqe(l);
     if (!sqe)
         return -1;
     if (buf) {
@@ -448,13 +493,17 @@ static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t l
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = EVENT_URING_BGID;
     }
+    event_uring_target(l, sqe, fd);
     sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_RECV;
     return 0;
 }
 
 static int event_uring_send(struct event_loop *base, int fd, const struct msghdr *msg, void *ptr)
 {
-    struct io_uring_sqe *sqe = event_uring_sqe(event_uring_of(base));
+    struct event_uring *l = event_uring_of(base);
+    if (fd < 0 || fd >= (1 << 30) || event_uring_grow(l, fd) < 0)
+        return -1;
+    struct io_uring_sqe *sqe = event_uring_sqe(l);
     if (!sqe)
         return -1;
     /* One piece (most replies at pipeline 1: short values are copied in
@@ -463,6 +512,7 @@ static int event_uring_send(struct event_loop *base, int fd, const struct msghdr
         io_uring_prep_send(sqe, fd, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, MSG_NOSIGNAL);
     else
         io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL);
+    event_uring_target(l, sqe, fd);
     sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_SEND;
     return 0;
 }
@@ -482,6 +532,27 @@ static int event_uring_cancel(struct event_loop *base, void *ptr, unsigned which
             return -1;
         io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)ptr | ops[i].tag, 0);
         sqe->user_data = URING_TAG_IGNORE;
+    }
+    return 0;
+}
+
+/* fd is about to be closed: take it out of the file table, or the table's
+ * reference would keep the socket open (no FIN for its peer). Started I/O
+ * is handed to the kernel first, so none is left to find the slot empty
+ * (or, later, holding the next connection given that number). */
+static int event_uring_forget(struct event_loop *base, int fd)
+{
+    struct event_uring *l = event_uring_of(base);
+    if (fd < 0 || (size_t)fd >= l->nfds || !l->fds[fd].fixed)
+        return 0;
+    if (l->enabled && io_uring_sq_ready(&l->ring) > 0)
+        io_uring_submit(&l->ring);
+    int none = -1;
+    l->fds[fd].fixed = false;
+    int rc = io_uring_register_files_update(&l->ring, (unsigned)fd, &none, 1);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
     }
     return 0;
 }
@@ -511,4 +582,5 @@ const struct event_ops event_uring_ops = {
     .send = event_uring_send,
     .cancel = event_uring_cancel,
     .submit = event_uring_submit,
+    .forget = event_uring_forget,
 };

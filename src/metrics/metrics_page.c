@@ -5,8 +5,10 @@
  * the server takes without any worker's lock, so a row added to the table
  * shows up here with no second list. The tables below are only
  * memcached_exporter's vocabulary (its metric names, kinds and help, so its
- * dashboards work unchanged) for the rows it knows; every other row is
- * exported as nodelay_<name> with the row's own kind and help.
+ * dashboards work unchanged) for the `stats` and `stats settings` rows it
+ * knows; every other `stats` row is exported as nodelay_<name> with the
+ * row's own kind and help. The per-class rows (`stats items`) carry their
+ * exporter name and help in their own row of STATS_ITEMS.
  *
  * Kinds differ from the exporter's in one respect: a counter whose name does
  * not end in _total (uptime_seconds, the slab moves) is typed gauge, which
@@ -21,7 +23,6 @@
 #include "stats/stats_hist.h"
 #include "reply/reply.h"
 #include "server.h"
-#include "stats/stats_emit.h"
 #include "stats/stats_output.h"
 
 enum kind { GAUGE, COUNTER };
@@ -109,52 +110,6 @@ static const struct export settings_rows[] = {
     {NULL, NULL, GAUGE, NULL},
 };
 
-/* `stats items` fields (items:<class>:<field>), with a slab label. */
-static const struct export items_rows[] = {
-    {"number", "memcached_slab_current_items", GAUGE,
-     "Number of items currently stored in this slab class."},
-    {"age", "memcached_slab_items_age_seconds", GAUGE,
-     "Number of seconds the oldest item has been in the slab class."},
-    {"crawler_reclaimed", "memcached_slab_items_crawler_reclaimed_total", COUNTER,
-     "Number of items freed by the LRU Crawler."},
-    {"evicted", "memcached_slab_items_evicted_total", COUNTER,
-     "Total number of times an item had to be evicted from the LRU before it expired."},
-    {"evicted_nonzero", "memcached_slab_items_evicted_nonzero_total", COUNTER,
-     "Total number of times an item which had an explicit expire time set had to be evicted."},
-    {"evicted_time", "memcached_slab_items_evicted_time_seconds", GAUGE,
-     "Seconds since the last access for the most recent item evicted from this class."},
-    {"evicted_unfetched", "memcached_slab_items_evicted_unfetched_total", COUNTER,
-     "Total number of items evicted and never fetched."},
-    {"expired_unfetched", "memcached_slab_items_expired_unfetched_total", COUNTER,
-     "Total number of valid items evicted from the LRU which were never touched after being set."},
-    {"outofmemory", "memcached_slab_items_outofmemory_total", COUNTER,
-     "Total number of items for this slab class that have triggered an out of memory error."},
-    {"reclaimed", "memcached_slab_items_reclaimed_total", COUNTER,
-     "Total number of items reclaimed."},
-    {"tailrepairs", "memcached_slab_items_tailrepairs_total", COUNTER,
-     "Total number of times the entries for a particular ID need repairing."},
-    {"mem_requested", "memcached_slab_mem_requested_bytes", GAUGE,
-     "Number of bytes of memory actual items take up within a slab."},
-    {"moves_to_cold", "memcached_slab_items_moves_to_cold", GAUGE,
-     "Number of items moved from HOT or WARM into COLD."},
-    {"moves_to_warm", "memcached_slab_items_moves_to_warm", GAUGE,
-     "Number of items moves from COLD into WARM."},
-    {"moves_within_lru", "memcached_slab_items_moves_within_lru", GAUGE,
-     "Number of times active items were bumped within HOT or WARM."},
-    {"number_hot", "memcached_slab_hot_items", GAUGE, "Number of items presently stored in the HOT LRU."},
-    {"number_warm", "memcached_slab_warm_items", GAUGE, "Number of items presently stored in the WARM LRU."},
-    {"number_cold", "memcached_slab_cold_items", GAUGE, "Number of items presently stored in the COLD LRU."},
-    {"number_temp", "memcached_slab_temporary_items", GAUGE,
-     "Number of items presently stored in the TEMPORARY LRU."},
-    {"age_hot", "memcached_slab_hot_age_seconds", GAUGE, "Age of the oldest item in HOT LRU."},
-    {"age_warm", "memcached_slab_warm_age_seconds", GAUGE, "Age of the oldest item in WARM LRU."},
-    {NULL, NULL, GAUGE, NULL},
-};
-
-static const char *const lru_hits[][2] = {
-    {"hits_to_hot", "hot"}, {"hits_to_warm", "warm"}, {"hits_to_cold", "cold"}, {"hits_to_temp", "temporary"},
-};
-
 static const char commands_help[] =
     "Total number of all requests broken down by command (get, set, etc.) and status.";
 
@@ -171,8 +126,6 @@ static const char *const command_rows[][3] = {
 
 /* ---- samples, grouped by metric when printed ---- */
 
-#define PAGE_SAMPLES_MAX 1024
-
 struct sample {
     char metric[96];
     char labels[96]; /* without braces; "" for none */
@@ -181,18 +134,26 @@ struct sample {
     const char *help;
 };
 
+/* Grown as rows come: 64 size classes of `stats items` alone are some
+ * 1,800 samples. */
 struct page {
     struct sample *s;
-    size_t n;
-    bool full;
+    size_t n, cap;
+    bool oom; /* a sample could not be added: the page is not served */
 };
 
 static void page_add(struct page *p, const char *metric, const char *labels, const char *value,
                      enum kind kind, const char *help)
 {
-    if (p->n == PAGE_SAMPLES_MAX) {
-        p->full = true;
-        return;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 256;
+        struct sample *bigger = realloc(p->s, cap * sizeof *bigger);
+        if (!bigger) {
+            p->oom = true;
+            return;
+        }
+        p->s = bigger;
+        p->cap = cap;
     }
     struct sample *s = &p->s[p->n++];
     snprintf(s->metric, sizeof s->metric, "%s", metric);
@@ -209,31 +170,6 @@ static bool numeric(const char *v)
     char *end;
     strtod(v, &end);
     return *end == '\0';
-}
-
-/* A stats group's rows (stats_emit.h) handed to fn as C strings. */
-typedef void (*stat_fn)(struct page *p, const char *name, const char *value, void *arg);
-
-struct page_emit {
-    struct page *p;
-    stat_fn fn;
-    void *arg;
-};
-
-static int page_emit_row(void *ctx, const char *name, size_t nname, const char *value,
-                         size_t nvalue)
-{
-    struct page_emit *pe = ctx;
-    char n[128], v[128];
-    snprintf(n, sizeof n, "%.*s", (int)nname, name);
-    snprintf(v, sizeof v, "%.*s", (int)nvalue, value);
-    pe->fn(pe->p, n, v, pe->arg);
-    return 0;
-}
-
-static struct stats_emit page_emitter(struct page_emit *pe)
-{
-    return (struct stats_emit){page_emit_row, pe};
 }
 
 static const struct export *find(const struct export *rows, const char *stat)
@@ -348,9 +284,8 @@ static void on_general(struct page *p, const struct stats_row *r, const char *va
     on_nodelay_row(p, r, value);
 }
 
-static void on_settings(struct page *p, const char *name, const char *value, void *arg)
+static void on_settings(struct page *p, const char *name, const char *value)
 {
-    (void)arg;
     const struct export *e = find(settings_rows, name);
     if (!e)
         return;
@@ -362,41 +297,31 @@ static void on_settings(struct page *p, const char *name, const char *value, voi
         page_add(p, e->metric, NULL, value, e->kind, e->help);
 }
 
-static void on_items(struct page *p, const char *name, const char *value, void *arg)
-{
-    (void)arg;
-    unsigned cls;
-    char field[64];
-    if (sscanf(name, "items:%u:%63s", &cls, field) != 2 || !numeric(value))
-        return;
-    char labels[64];
-    for (size_t i = 0; i < sizeof lru_hits / sizeof lru_hits[0]; i++) {
-        if (strcmp(field, lru_hits[i][0]) == 0) {
-            snprintf(labels, sizeof labels, "slab=\"%u\",lru=\"%s\"", cls, lru_hits[i][1]);
-            page_add(p, "memcached_slab_lru_hits_total", labels, value, COUNTER,
-                     "Number of get_hits to the LRU.");
-            return;
-        }
-    }
-    const struct export *e = find(items_rows, field);
-    if (!e)
-        return;
-    snprintf(labels, sizeof labels, "slab=\"%u\"", cls);
-    page_add(p, e->metric, labels, value, e->kind, e->help);
-}
-
 static int on_settings_row(void *arg, const char *name, const char *value)
 {
-    on_settings(arg, name, value, NULL);
+    on_settings(arg, name, value);
     return 0;
 }
 
-static void on_slabs(struct page *p, const char *name, const char *value, void *arg)
+/* One `stats items` row of one class: its STATS_ITEMS metric, labelled
+ * slab="<class>" and with the fixed labels the row names after it. */
+static int on_items(void *arg, const struct stats_cls_sample *smp)
 {
-    (void)arg;
-    if (strcmp(name, "total_malloced") == 0 && numeric(value))
-        page_add(p, "memcached_malloced_bytes", NULL, value, GAUGE,
-                 "Number of bytes of memory allocated to slab pages.");
+    struct page *p = arg;
+    if (!smp->metric)
+        return 0;
+    const char *brace = strchr(smp->metric, '{');
+    size_t nname = brace ? (size_t)(brace - smp->metric) : strlen(smp->metric);
+    char metric[96], labels[96], value[24];
+    snprintf(metric, sizeof metric, "%.*s", (int)nname, smp->metric);
+    if (brace) /* {lru="hot"}: the labels between the braces */
+        snprintf(labels, sizeof labels, "slab=\"%u\",%.*s", smp->cls,
+                 (int)(strlen(brace) - 2), brace + 1);
+    else
+        snprintf(labels, sizeof labels, "slab=\"%u\"", smp->cls);
+    snprintf(value, sizeof value, "%llu", (unsigned long long)smp->value);
+    page_add(p, metric, labels, value, ends_with(metric, "_total") ? COUNTER : GAUGE, smp->help);
+    return 0;
 }
 
 static int page_print(const struct page *p, struct reply_queue *out)
@@ -453,14 +378,10 @@ static int page_histograms(struct reply_queue *out)
 
 int metrics_compose(struct server *srv, struct reply_queue *out)
 {
-    struct page p = {.s = calloc(PAGE_SAMPLES_MAX, sizeof(struct sample))};
-    if (!p.s)
-        return -1;
+    struct page p = {0};
     struct stats_snapshot *snap = malloc(sizeof *snap);
-    if (!snap) {
-        free(p.s);
+    if (!snap)
         return -1;
-    }
     server_stats_snapshot(srv, snap);
     struct general_acc acc = {0};
     page_rows(&p, &stats_general_rows, snap, &acc);
@@ -469,16 +390,16 @@ int metrics_compose(struct server *srv, struct reply_queue *out)
     snprintf(v, sizeof v, "%.0f", acc.cmd_set - acc.cas_all);
     page_add(&p, "memcached_commands_total", "command=\"set\",status=\"hit\"", v, COUNTER,
              commands_help);
-    struct page_emit pe = {&p, on_settings, NULL};
-    struct stats_emit e = page_emitter(&pe);
     int rc = server_settings_emit(srv, on_settings_row, &p);
-    pe.fn = on_items;
-    rc |= stats_items_compose(snap, &e);
-    pe.fn = on_slabs;
-    rc |= stats_slabs_compose(snap, &e);
+    rc |= stats_items_walk(snap, on_items, &p);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)stats_slabs_malloced(snap));
+    page_add(&p, "memcached_malloced_bytes", NULL, v, GAUGE,
+             "Number of bytes of memory allocated to slab pages.");
     page_rows(&p, &stats_nodelay_rows, snap, NULL);
     page_add(&p, "memcached_up", NULL, "1", GAUGE, "Could the memcached server be reached.");
-    if (rc == 0 && !p.full) {
+    if (p.oom)
+        rc = -1;
+    if (rc == 0) {
         rc = page_print(&p, out);
         rc |= page_histograms(out);
     }

@@ -1,7 +1,7 @@
 /* Password files, one loader and one check for both users of them: -Y ascii
  * authentication (memcached's authfile: "user:pass" lines, reloaded on
  * SIGHUP) and SASL PLAIN (memcached's MEMCACHED_SASL_PWDB: "user:pass[:x]",
- * read once). The formats differ in small ways memcached gives them, so a
+ * read at start-up and on SIGHUP). The formats differ in small ways memcached gives them, so a
  * file is loaded with its format's rules; the check is the same for both:
  * it visits every entry and compares in time that depends on the lengths
  * only, so neither which user exists nor where a guess first goes wrong can

@@ -23,6 +23,12 @@
  * variable unset it logs a warning and returns 0: every AUTH then fails. */
 int sasl_setup(void);
 
+/* SIGHUP: read the MEMCACHED_SASL_PWDB file again (memcached reads it at
+ * every authentication; nodelay at start-up and here, off the request
+ * path). Returns 0 (also with the variable unset: nothing to read), or -1
+ * (logged) when it cannot be read: the passwords loaded before stay. */
+int sasl_reload(void);
+
 /* Free the loaded passwords. */
 void sasl_teardown(void);
 
@@ -42,5 +48,20 @@ bool sasl_mech_supported(const char *mech, size_t len);
  * the authzid is empty or equal to the authcid and the user and password
  * match an entry. Runs in time independent of where the strings differ. */
 bool sasl_plain_check(const char *msg, size_t len);
+
+/* sasl_plain_check's answer in detail, for the lines memcached prints at -v
+ * (docs/protocol-binary.md "SASL"). *user is the authcid (not
+ * NUL-terminated), *nuser 0 when the message has none. */
+enum sasl_plain_verdict {
+    SASL_PLAIN_OK,
+    SASL_PLAIN_NO_AUTHCID,   /* no NUL after the authzid */
+    SASL_PLAIN_NO_PASSWORD,  /* no NUL after the authcid */
+    SASL_PLAIN_TRAILING,     /* a NUL inside the password: more than three fields */
+    SASL_PLAIN_TOO_LONG,     /* user and password longer than a file entry may be */
+    SASL_PLAIN_BAD_PASSWORD, /* no such user, or not its password */
+    SASL_PLAIN_NOT_AUTHZID,  /* the right password, asking to act as another user */
+};
+enum sasl_plain_verdict sasl_plain_verify(const char *msg, size_t len, const char **user,
+                                          size_t *nuser);
 
 #endif

@@ -20,6 +20,7 @@ struct stats_cls_row {
     size_t offset, size; /* of the field in its struct, unless CONST */
     uint64_t value;      /* CONST */
     enum stats_when when;
+    const char *metric, *help; /* STATS_ITEMS: the /metrics name and help, or NULL */
 };
 
 _Static_assert(STATS_CLASSES == STORE_CLASSES, "one class id range");
@@ -40,14 +41,17 @@ _Static_assert(STORE_LRU_HOT == 0 && STORE_LRU_WARM == 1 && STORE_LRU_COLD == 2 
 #define STATS_CLS_OFF_PAGE(f) offsetof(STATS_CLS_OF_PAGE, f), STATS_CLS_SIZE_PAGE(f), 0
 #define STATS_CLS_OFF_CONST(v) 0, 0, (v)
 #define STATS_CLS_ROW(name, src, field, when)                                                      \
-    {#name, STATS_CLS_SRC_##src, STATS_CLS_OFF_##src(field), STATS_WHEN_##when},
+    {#name, STATS_CLS_SRC_##src, STATS_CLS_OFF_##src(field), STATS_WHEN_##when, NULL, NULL},
+#define STATS_ITEMS_ROW(name, src, field, when, metric, help)                                      \
+    {#name, STATS_CLS_SRC_##src, STATS_CLS_OFF_##src(field), STATS_WHEN_##when, metric, help},
 
-static const struct stats_cls_row stats_items_list[] = {STATS_ITEMS(STATS_CLS_ROW)};
+static const struct stats_cls_row stats_items_list[] = {STATS_ITEMS(STATS_ITEMS_ROW)};
 static const struct stats_cls_row stats_slabs_list[] = {STATS_SLABS(STATS_CLS_ROW)};
 #undef STATS_CLS_ROW
+#undef STATS_ITEMS_ROW
 
 /* Fields are read as 4 or 8 bytes: checked at build time. */
-#define STATS_CLS_CHECK(name, src, field, when)                                                    \
+#define STATS_CLS_CHECK(name, src, field, when, ...)                                               \
     _Static_assert(STATS_CLS_SIZE_##src(field) == 4 || STATS_CLS_SIZE_##src(field) == 8,           \
                    #name " is read as 4 or 8 bytes");
 STATS_ITEMS(STATS_CLS_CHECK)
@@ -74,10 +78,10 @@ static uint64_t stats_cls_value(const struct stats_cls_row *r, const struct stor
     return v;
 }
 
-/* Every class holding a live item, each row as "<pre><class>:<name>".
- * Returns the classes shown, or -1 when the emitter failed. */
-static long stats_cls_emit(const struct stats_cls_row *rows, size_t n, const char *pre,
-                           const struct stats_snapshot *s, const struct stats_emit *out)
+/* Every row shown of every class holding a live item, to fn. Returns the
+ * classes shown, or -1 when fn failed. */
+static long stats_cls_walk(const struct stats_cls_row *rows, size_t n,
+                           const struct stats_snapshot *s, stats_cls_fn fn, void *ctx)
 {
     int rc = 0;
     long shown = 0;
@@ -95,31 +99,57 @@ static long stats_cls_emit(const struct stats_cls_row *rows, size_t n, const cha
         for (size_t i = 0; i < n; i++) {
             if (rows[i].when != STATS_WHEN_ALWAYS && !(s->shown & (1u << rows[i].when)))
                 continue;
-            char name[64];
-            snprintf(name, sizeof name, "%s%u:%s", pre, k, rows[i].name);
-            rc |= stats_emit_u64(out, name,
-                                 stats_cls_value(&rows[i], c, &s->t.cls[k], &pg));
+            struct stats_cls_sample smp = {k, rows[i].name, rows[i].metric, rows[i].help,
+                                           stats_cls_value(&rows[i], c, &s->t.cls[k], &pg),
+                                           rows[i].src == STATS_CLS_SRC_CONST};
+            rc |= fn(ctx, &smp);
         }
     }
     return rc ? -1 : shown;
 }
 
+/* The text and binary forms: "<pre><class>:<name> <value>". */
+struct stats_cls_text {
+    const char *pre;
+    const struct stats_emit *out;
+};
+
+static int stats_cls_text_row(void *ctx, const struct stats_cls_sample *smp)
+{
+    const struct stats_cls_text *t = ctx;
+    char name[64];
+    snprintf(name, sizeof name, "%s%u:%s", t->pre, smp->cls, smp->name);
+    return stats_emit_u64(t->out, name, smp->value);
+}
+
+#define STATS_NROWS(list) (sizeof list / sizeof list[0])
+
+int stats_items_walk(const struct stats_snapshot *s, stats_cls_fn fn, void *ctx)
+{
+    return stats_cls_walk(stats_items_list, STATS_NROWS(stats_items_list), s, fn, ctx) < 0 ? -1
+                                                                                            : 0;
+}
+
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *out)
 {
-    return stats_cls_emit(stats_items_list, sizeof stats_items_list / sizeof stats_items_list[0],
-                          "items:", s, out) < 0
-               ? -1
-               : 0;
+    struct stats_cls_text t = {"items:", out};
+    return stats_items_walk(s, stats_cls_text_row, &t);
+}
+
+uint64_t stats_slabs_malloced(const struct stats_snapshot *s)
+{
+    return s->store.seg_used * s->store.seg_size;
 }
 
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *out)
 {
-    long active = stats_cls_emit(stats_slabs_list,
-                                 sizeof stats_slabs_list / sizeof stats_slabs_list[0], "", s, out);
+    struct stats_cls_text t = {"", out};
+    long active = stats_cls_walk(stats_slabs_list, STATS_NROWS(stats_slabs_list), s,
+                                 stats_cls_text_row, &t);
     if (active < 0)
         return -1;
     /* memcached's totals after the class blocks */
     int rc = stats_emit_u64(out, "active_slabs", (uint64_t)active);
-    rc |= stats_emit_u64(out, "total_malloced", s->store.seg_used * s->store.seg_size);
+    rc |= stats_emit_u64(out, "total_malloced", stats_slabs_malloced(s));
     return rc ? -1 : 0;
 }

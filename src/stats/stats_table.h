@@ -227,7 +227,8 @@
  * holding a live item, printed "items:<class>:<name>" and "<class>:<name>"
  * in memcached 1.6.45's order (stats_output.c walks them).
  *
- *   X(name, source, field, when)
+ *   X(name, source, field, when)                    STATS_SLABS
+ *   X(name, source, field, when, metric, help)      STATS_ITEMS
  *
  *   source  CLS    a field of struct store_class_stats (the store's count)
  *           CNT    a field of struct stats_class_counts (STATS_CLASS_COUNTERS,
@@ -238,40 +239,73 @@
  *                  moves, slab repairs): `field` is the value
  *   when    ALWAYS, or TEMP_LRU: memcached prints the row only with
  *           -o temporary_ttl
+ *   metric  the /metrics name, memcached_exporter's, with a slab="<class>"
+ *           label and any fixed labels of its own in braces; a counter
+ *           exactly when it ends in _total (so promtool's lint holds);
+ *           NULL: not on the page (a CONST row the exporter does not name).
+ *           memcached_exporter's `stats slabs` names are off by default
+ *           (its slab collector), so STATS_SLABS has none.
+ *   help    the metric's # HELP (memcached_exporter's words)
  *
  * hot/warm/cold/temp are where the item's segment stands (enum store_lru,
  * docs/store.md "Size classes").
  */
 #define STATS_ITEMS(X)                                                                             \
-    X(number, CLS, number, ALWAYS)                                                                 \
-    X(number_hot, CLS, number_lru[STORE_LRU_HOT], ALWAYS)                                          \
-    X(number_warm, CLS, number_lru[STORE_LRU_WARM], ALWAYS)                                        \
-    X(number_cold, CLS, number_lru[STORE_LRU_COLD], ALWAYS)                                        \
-    X(number_temp, CLS, number_lru[STORE_LRU_TEMP], TEMP_LRU)                                      \
-    X(age_hot, CLS, age_hot, ALWAYS)                                                               \
-    X(age_warm, CLS, age_warm, ALWAYS)                                                             \
-    X(age, CLS, age, ALWAYS)                                                                       \
-    X(mem_requested, CLS, mem_requested, ALWAYS)                                                   \
-    X(evicted, CLS, evicted, ALWAYS)                                                               \
-    X(evicted_nonzero, CLS, evicted_nonzero, ALWAYS)                                               \
-    X(evicted_time, CLS, evicted_time, ALWAYS)                                                     \
-    X(outofmemory, CONST, 0, ALWAYS)                                                               \
-    X(tailrepairs, CONST, 0, ALWAYS)                                                               \
-    X(reclaimed, CLS, reclaimed, ALWAYS)                                                           \
-    X(expired_unfetched, CLS, expired_unfetched, ALWAYS)                                           \
-    X(evicted_unfetched, CLS, evicted_unfetched, ALWAYS)                                           \
-    X(evicted_active, CONST, 0, ALWAYS)                                                            \
-    X(crawler_reclaimed, CONST, 0, ALWAYS)                                                         \
-    X(crawler_items_checked, CONST, 0, ALWAYS)                                                     \
-    X(lrutail_reflocked, CONST, 0, ALWAYS)                                                         \
-    X(moves_to_cold, CONST, 0, ALWAYS)                                                             \
-    X(moves_to_warm, CONST, 0, ALWAYS)                                                             \
-    X(moves_within_lru, CONST, 0, ALWAYS)                                                          \
-    X(direct_reclaims, CONST, 0, ALWAYS)                                                           \
-    X(hits_to_hot, CNT, hits_to_hot, ALWAYS)                                                       \
-    X(hits_to_warm, CNT, hits_to_warm, ALWAYS)                                                     \
-    X(hits_to_cold, CNT, hits_to_cold, ALWAYS)                                                     \
-    X(hits_to_temp, CNT, hits_to_temp, ALWAYS)
+    X(number, CLS, number, ALWAYS, "memcached_slab_current_items",                                 \
+      "Number of items currently stored in this slab class.")                                      \
+    X(number_hot, CLS, number_lru[STORE_LRU_HOT], ALWAYS, "memcached_slab_hot_items",              \
+      "Number of items presently stored in the HOT LRU.")                                          \
+    X(number_warm, CLS, number_lru[STORE_LRU_WARM], ALWAYS, "memcached_slab_warm_items",           \
+      "Number of items presently stored in the WARM LRU.")                                         \
+    X(number_cold, CLS, number_lru[STORE_LRU_COLD], ALWAYS, "memcached_slab_cold_items",           \
+      "Number of items presently stored in the COLD LRU.")                                         \
+    X(number_temp, CLS, number_lru[STORE_LRU_TEMP], TEMP_LRU, "memcached_slab_temporary_items",    \
+      "Number of items presently stored in the TEMPORARY LRU.")                                    \
+    X(age_hot, CLS, age_hot, ALWAYS, "memcached_slab_hot_age_seconds",                             \
+      "Age of the oldest item in HOT LRU.")                                                        \
+    X(age_warm, CLS, age_warm, ALWAYS, "memcached_slab_warm_age_seconds",                          \
+      "Age of the oldest item in WARM LRU.")                                                       \
+    X(age, CLS, age, ALWAYS, "memcached_slab_items_age_seconds",                                   \
+      "Number of seconds the oldest item has been in the slab class.")                             \
+    X(mem_requested, CLS, mem_requested, ALWAYS, "memcached_slab_mem_requested_bytes",             \
+      "Number of bytes of memory actual items take up within a slab.")                             \
+    X(evicted, CLS, evicted, ALWAYS, "memcached_slab_items_evicted_total",                         \
+      "Total number of times an item had to be evicted from the LRU before it expired.")           \
+    X(evicted_nonzero, CLS, evicted_nonzero, ALWAYS, "memcached_slab_items_evicted_nonzero_total", \
+      "Total number of times an item which had an explicit expire time set had to be evicted.")    \
+    X(evicted_time, CLS, evicted_time, ALWAYS, "memcached_slab_items_evicted_time_seconds",        \
+      "Seconds since the last access for the most recent item evicted from this class.")           \
+    X(outofmemory, CONST, 0, ALWAYS, "memcached_slab_items_outofmemory_total",                     \
+      "Total number of items for this slab class that have triggered an out of memory error.")     \
+    X(tailrepairs, CONST, 0, ALWAYS, "memcached_slab_items_tailrepairs_total",                     \
+      "Total number of times the entries for a particular ID need repairing.")                     \
+    X(reclaimed, CLS, reclaimed, ALWAYS, "memcached_slab_items_reclaimed_total",                   \
+      "Total number of items reclaimed.")                                                          \
+    X(expired_unfetched, CLS, expired_unfetched, ALWAYS,                                           \
+      "memcached_slab_items_expired_unfetched_total",                                              \
+      "Total number of valid items evicted from the LRU which were never touched after being set.")\
+    X(evicted_unfetched, CLS, evicted_unfetched, ALWAYS,                                           \
+      "memcached_slab_items_evicted_unfetched_total", "Total number of items evicted and never fetched.")\
+    X(evicted_active, CONST, 0, ALWAYS, NULL, NULL)                                                \
+    X(crawler_reclaimed, CONST, 0, ALWAYS, "memcached_slab_items_crawler_reclaimed_total",         \
+      "Number of items freed by the LRU Crawler.")                                                 \
+    X(crawler_items_checked, CONST, 0, ALWAYS, NULL, NULL)                                         \
+    X(lrutail_reflocked, CONST, 0, ALWAYS, NULL, NULL)                                             \
+    X(moves_to_cold, CONST, 0, ALWAYS, "memcached_slab_items_moves_to_cold",                       \
+      "Number of items moved from HOT or WARM into COLD.")                                         \
+    X(moves_to_warm, CONST, 0, ALWAYS, "memcached_slab_items_moves_to_warm",                       \
+      "Number of items moves from COLD into WARM.")                                                \
+    X(moves_within_lru, CONST, 0, ALWAYS, "memcached_slab_items_moves_within_lru",                 \
+      "Number of times active items were bumped within HOT or WARM.")                              \
+    X(direct_reclaims, CONST, 0, ALWAYS, NULL, NULL)                                               \
+    X(hits_to_hot, CNT, hits_to_hot, ALWAYS, "memcached_slab_lru_hits_total{lru=\"hot\"}",         \
+      "Number of get_hits to the LRU.")                                                            \
+    X(hits_to_warm, CNT, hits_to_warm, ALWAYS, "memcached_slab_lru_hits_total{lru=\"warm\"}",      \
+      "Number of get_hits to the LRU.")                                                            \
+    X(hits_to_cold, CNT, hits_to_cold, ALWAYS, "memcached_slab_lru_hits_total{lru=\"cold\"}",      \
+      "Number of get_hits to the LRU.")                                                            \
+    X(hits_to_temp, CNT, hits_to_temp, ALWAYS, "memcached_slab_lru_hits_total{lru=\"temporary\"}", \
+      "Number of get_hits to the LRU.")
 
 #define STATS_SLABS(X)                                                                             \
     X(chunk_size, CLS, chunk_size, ALWAYS)                                                         \

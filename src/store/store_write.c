@@ -280,6 +280,8 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
         enum store_status refuse = STORE_OK;
         bool stale = false;
         uint64_t old_cas = found ? item_get_cas(f.p, &f.h, f.seg->cas_base) : 0;
+        if (mode == STORE_MODE_CAS)
+            res->cas_cls = found ? store_item_class(s, f.p, &f.h).cls : 0;
         if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
             refuse = STORE_EXISTS;
         } else if (mode == STORE_MODE_ADD && found) {
@@ -368,6 +370,8 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             return st;
         }
         uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
+        if (req->cas_compare)
+            res->cas_cls = store_item_class(s, f.p, &f.h).cls;
         if (req->cas_compare && req->cas_compare != old_cas) {
             index_unlock(f.bucket);
             seg_unpin(f.seg);
@@ -449,6 +453,7 @@ enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *
                                const struct store_set_req *req, uint64_t *cas_out,
                                uint32_t *size_out)
 {
+    res->cas_cls = 0;
     if (res->cut) {
         res->cut = false;
         return STORE_NO_MEMORY;

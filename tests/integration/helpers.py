@@ -54,11 +54,25 @@ def slow_factor():
 
 
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
-    s = socket.socket(family, socket.SOCK_STREAM)
-    s.bind((host, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port free for TCP and for UDP alike: tests pass it to -U as well, and
+    a UDP socket bound with SO_REUSEADDR (memcached's and nodelay's) shares its
+    port with another such socket, so a second server started by a parallel
+    run would take the first one's datagrams. Binding UDP here without
+    SO_REUSEADDR fails while any other socket holds the port."""
+    for _ in range(100):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.bind((host, 0))
+        port = s.getsockname()[1]
+        u = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            u.bind((host, port))
+        except OSError:
+            continue
+        finally:
+            u.close()
+            s.close()
+        return port
+    raise RuntimeError("no port free for both TCP and UDP")
 
 
 def ipv6_loopback_available():

@@ -136,3 +136,76 @@ def test_sasl_guessing_closes_connection(start_server, tmp_path, server_bin):
     ok = srv.connect()
     ok.send(bin_request(0x21, key=b"PLAIN", value=b"\0alice\0secret"))
     assert bin_read(ok)["status"] == 0
+
+
+def _until(check, seconds):
+    """check() until it is true or seconds pass (memcached acts on SIGHUP in
+    its once-a-second clock tick; nodelay at once)."""
+    import time
+    from helpers import slow_factor
+    deadline = time.monotonic() + seconds * slow_factor()
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _ascii_login(srv, user, password):
+    c = srv.connect()
+    token = f"{user} {password}".encode()
+    try:
+        return c.call(b"set x 0 0 %d\r\n" % len(token) + token) == b"STORED\r\n"
+    finally:
+        c.close()
+
+
+def test_sighup_rereads_the_auth_file(start_server, tmp_path):
+    """SIGHUP re-reads the -Y file, as memcached: new users in, removed ones
+    out; a file that cannot be read then keeps the list it had."""
+    import signal
+    pw = tmp_path / "auth"
+    pw.write_text("alice:secret\n")
+    srv = start_server("-Y", str(pw))
+    assert _ascii_login(srv, "alice", "secret")
+    assert not _ascii_login(srv, "carol", "pw")
+    pw.write_text("carol:pw\n")
+    srv.proc.send_signal(signal.SIGHUP)
+    assert _until(lambda: _ascii_login(srv, "carol", "pw"), 5)
+    assert not _ascii_login(srv, "alice", "secret")
+    pw.unlink()
+    srv.proc.send_signal(signal.SIGHUP)
+    import time
+    time.sleep(1.5)  # past memcached's clock tick too
+    assert srv.proc.poll() is None
+    assert _ascii_login(srv, "carol", "pw")
+
+
+def test_sighup_rereads_the_sasl_file(start_server, tmp_path, server_bin):
+    """-S: SIGHUP re-reads $MEMCACHED_SASL_PWDB too (memcached reads it at
+    every authentication, so there an edit needs no signal)."""
+    import os
+    import signal
+    if os.path.basename(server_bin).startswith("memcached"):
+        pytest.skip("Debian's memcached has no SASL password database here")
+    pw = tmp_path / "pwdb"
+    pw.write_text("alice:secret\n")
+    srv = start_server("-S", env=dict(os.environ, MEMCACHED_SASL_PWDB=str(pw)))
+
+    def login(user, password):
+        c = srv.connect()
+        try:
+            c.send(bin_request(0x21, key=b"PLAIN", value=b"\0%s\0%s" % (user, password)))
+            return bin_read(c)["status"] == 0
+        finally:
+            c.close()
+
+    assert login(b"alice", b"secret") and not login(b"carol", b"pw")
+    pw.write_text("carol:pw\n")
+    srv.proc.send_signal(signal.SIGHUP)
+    assert _until(lambda: login(b"carol", b"pw"), 5)
+    assert not login(b"alice", b"secret")
+    pw.unlink()
+    srv.proc.send_signal(signal.SIGHUP)
+    assert _until(lambda: "could not" in srv.stderr() or "failed to read" in srv.stderr(), 5)
+    assert login(b"carol", b"pw")

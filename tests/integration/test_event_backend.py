@@ -3,7 +3,10 @@
 in one line and serves on epoll (issue 15)."""
 import errno
 import os
+import re
 import stat
+import subprocess
+import time
 
 import pytest
 
@@ -29,6 +32,14 @@ def backend(srv):
     return got
 
 
+def built_backends(server_bin):
+    """The backends -V says this build has."""
+    out = subprocess.run([server_bin, "-V"], capture_output=True, text=True, timeout=10).stdout
+    m = re.search(r"^event backends: (.+)$", out, re.M)
+    assert m, out
+    return m.group(1).split(", ")
+
+
 def serves(srv):
     c = srv.connect()
     assert c.call("set eb 0 0 5\r\nhello") == b"STORED\r\n"
@@ -44,14 +55,18 @@ def refused_wrapper(tmp_path, server_bin, err):
     return str(path)
 
 
-def test_default_backend(start_server):
-    """io_uring unless the run asked for epoll or the kernel refuses rings
-    (then the one line says why)."""
+def test_default_backend(start_server, server_bin):
+    """io_uring unless the run asked for epoll, the build has no io_uring
+    (-V says so) or the kernel refuses rings (then the one line says why)."""
     srv = start_server()
     libevent, nodelay_stat = backend(srv)
     assert libevent == nodelay_stat
+    assert libevent in built_backends(server_bin)
     if "io_uring=off" in " ".join(helpers.EXTRA_ARGS):
         assert libevent == "epoll"
+    elif "io_uring" not in built_backends(server_bin):
+        assert libevent == "epoll"
+        assert UNAVAILABLE not in srv.stderr()
     elif UNAVAILABLE in srv.stderr():
         assert libevent == "epoll"
     else:
@@ -80,6 +95,40 @@ def test_ring_refused_falls_back_to_epoll(start_server, server_bin, tmp_path, er
     assert lines[0].endswith("), using epoll")
     if "not built with liburing" not in lines[0]:
         assert os.strerror(err) in lines[0]
+
+
+def test_version_lists_the_backends(server_bin):
+    """-V names the backends built: io_uring beside epoll with liburing,
+    epoll alone without it, poll alone in the EVENT=poll build."""
+    assert built_backends(server_bin) in (["io_uring", "epoll"], ["epoll"], ["poll"])
+
+
+def stderr_once_it_says(srv, text):
+    """The server's stderr once it holds text (start_server returns when the
+    port takes connections, from listen(): the start-up lines come a moment
+    later), or as it is after 10 s."""
+    deadline = time.monotonic() + 10 * helpers.slow_factor()
+    while text not in srv.stderr() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return srv.stderr()
+
+
+def test_build_without_io_uring_says_so_once(start_server, server_bin):
+    """A build without liburing (EVENT=poll, make URING=no) cannot have
+    io_uring: -V says so and the -v start-up line says so; no "unavailable"
+    line comes before it, which stays for a run that names -o io_uring=on
+    and for a liburing build falling back at run time."""
+    if "io_uring" in built_backends(server_bin):
+        pytest.skip("this build has io_uring (the EVENT=poll run checks a build without it)")
+    # the -v line is printed after the workers start, so after any
+    # "unavailable" line core_start would print
+    err = stderr_once_it_says(start_server("-v"), "worker threads")
+    assert "(this build has no io_uring: no liburing)" in err, err
+    assert UNAVAILABLE not in err
+    err = stderr_once_it_says(start_server("-o", "io_uring=on"), UNAVAILABLE)
+    lines = [l for l in err.splitlines() if UNAVAILABLE in l]
+    assert lines == ["nodelay: io_uring unavailable (not built with liburing), using "
+                     + built_backends(server_bin)[0]], err
 
 
 def test_bad_value_refused(start_server):
@@ -113,3 +162,29 @@ def test_worker_ring_refused_after_the_probe_falls_back(start_server, server_bin
     assert stats(c)["threads"] == "4"
     c.close()
     serves(srv)
+
+
+def test_closed_sockets_leave_the_ring_file_table(start_server):
+    """On io_uring a connection's socket sits in the ring's file table from
+    its first receive; closing must take it out (else the table's reference
+    keeps the socket open: no EOF for the client), and the next connection
+    given the same descriptor number must be served through its own socket,
+    not the old one's slot. Quit, then reconnect, many times over, beside a
+    connection that stays open; on epoll the same holds trivially."""
+    srv = start_server("-t", "1")
+    backend(srv)
+    keep = srv.connect()
+    assert keep.call("set keep 0 0 1\r\nk") == b"STORED\r\n"
+    for i in range(40):
+        c = srv.connect()
+        value = f"v{i}"
+        assert c.call(f"set fd{i} 0 0 {len(value)}\r\n{value}") == b"STORED\r\n"
+        assert c.call(f"get fd{i}", until=b"END\r\n") == \
+            f"VALUE fd{i} 0 {len(value)}\r\n{value}\r\nEND\r\n".encode()
+        c.send("quit\r\n")
+        assert c.closed_by_peer(), f"round {i}: no EOF after quit"
+        c.close()
+        assert keep.call("get keep", until=b"END\r\n") == b"VALUE keep 0 1\r\nk\r\nEND\r\n"
+    st = stats(keep)
+    assert int(st["curr_connections"]) <= 3, st["curr_connections"]
+    keep.close()

@@ -221,3 +221,122 @@ def test_vv_binary_matches_1_6_45(start_server, server_bin):
     ref = binary_logged(start_server, ref_bin())
     ours = binary_logged(start_server, server_bin)
     assert ours == ref
+
+
+# ---- binary SASL (-S) ---------------------------------------------------------
+
+# One connection per entry. Only exchanges whose outcome does not depend on
+# a password database: Debian's memcached checks passwords in Cyrus's sasldb,
+# nodelay in the MEMCACHED_SASL_PWDB file (test_vv_sasl_password_lines).
+SASL_SESSIONS = [
+    [(0x20, b"", b""), (0x21, b"NOPE", b"abc")],           # LIST_MECHS, AUTH: no such mech
+    [(0x22, b"PLAIN", b"\0alice\0secret")],                 # STEP before any AUTH
+    [(0x21, b"PLAIN", b""), (0x22, b"PLAIN", b"alice")],    # AUTH: continue; STEP: one field
+    [(0x21, b"plain", b"\0alice")],                         # two fields
+    [(0x21, b"PLAIN", b"\0alice\0secret\0x")],              # four fields
+    [(0x21, b"X" * 40, b"abc")],                            # mechanism name too long
+    [(0x0b, b"", b""), (0x00, b"k", b"")],                  # VERSION; GET unauthenticated
+]
+
+SASL_LINE = re.compile(r"^(authenticated\(\) in cmd|mech:  |SASL \(severity|sasl result code|"
+                       r"Unknown sasl response|N: SASL_STEP called|>N Writing an error|INFO: User|"
+                       r"WARNING: Failed to authenticate)")
+
+
+def sasl_logged(start_server, binary, level, tmp_path, sessions=SASL_SESSIONS, pwdb=""):
+    from helpers import bin_read, bin_request as R
+    conf = tmp_path / "sasl"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "memcached.conf").write_text("mech_list: plain\n")
+    (tmp_path / "pwdb").write_text(pwdb)
+    for p in (tmp_path, conf, conf / "memcached.conf", tmp_path / "pwdb"):
+        os.chmod(p, 0o755)  # memcached reads them after dropping root
+    env = dict(os.environ, SASL_CONF_PATH=str(conf), MEMCACHED_SASL_PWDB=str(tmp_path / "pwdb"))
+    srv = start_server("-S", level, "-t", "1", binary=binary, env=env)
+    closes = srv.stderr().count("connection closed")
+    for seq in sessions:
+        c = srv.connect()
+        for op, key, value in seq:
+            c.send(R(op, key, value))
+            bin_read(c)
+        c.close()
+        closes += 1
+        # every line about a request is out before its reply; the close is
+        # logged from -vv only
+        if level == "-vv":
+            wait_for(srv, "connection closed", count=closes)
+    out = []
+    for line in srv.stderr().splitlines():
+        line = re.sub(r"^([<>])\d+ ", r"\1N ", line)
+        line = re.sub(r"^\d+: SASL_STEP", "N: SASL_STEP", line)
+        if SASL_LINE.match(line) or (line == "" and out and out[-1].startswith("SASL (")):
+            out.append(line)
+    return out
+
+
+def test_vv_sasl_lines(start_server, server_bin, tmp_path):
+    lines = sasl_logged(start_server, server_bin, "-vv", tmp_path)
+    assert lines[:2] == ["authenticated() in cmd 0x20 is true", "authenticated() in cmd 0x21 is true"]
+    for want in ["mech:  ``NOPE'' with 3 bytes of data", "SASL (severity 2): Couldn't find mech NOPE",
+                 "sasl result code:  -4", "Unknown sasl response:  -4",
+                 "N: SASL_STEP called but sasl_server_start not called for this connection!",
+                 "sasl result code:  -1", "sasl result code:  1",
+                 "SASL (severity 2): Can only find author (no password)",
+                 "SASL (severity 2): Can only find author/en (no password)",
+                 "SASL (severity 2): Got more data than we were expecting in the PLAIN plugin",
+                 "authenticated() in cmd 0x00 is false", ">N Writing an error: Auth failure.",
+                 ">N Writing an error: Invalid arguments"]:
+        assert want in lines, want
+    # the continue is not an error
+    i = lines.index("sasl result code:  1")
+    assert not lines[i + 1].startswith("Unknown")
+
+
+def test_v_sasl_lines_without_the_vv_ones(start_server, server_bin, tmp_path):
+    """-v prints the exchange; the authenticated() lines are -vv's."""
+    lines = sasl_logged(start_server, server_bin, "-v", tmp_path)
+    assert "sasl result code:  -4" in lines and "mech:  ``NOPE'' with 3 bytes of data" in lines
+    assert not any(l.startswith("authenticated()") for l in lines)
+
+
+def test_vv_sasl_matches_memcached(start_server, server_bin, memcached_bin, tmp_path):
+    """Line for line as memcached prints them (Debian's 1.6.18: the 1.6.45
+    reference is built without SASL; proto_bin.c's SASL lines are the same in
+    both)."""
+    if "enable-sasl" not in subprocess_help(memcached_bin):
+        pytest.skip("this memcached is built without SASL")
+    ref = sasl_logged(start_server, memcached_bin, "-vv", tmp_path)
+    ours = sasl_logged(start_server, server_bin, "-vv", tmp_path / "ours")
+    assert ours == ref
+
+
+def subprocess_help(binary):
+    import subprocess
+    return subprocess.run([binary, "-h"], capture_output=True, text=True, timeout=10).stdout
+
+
+def test_vv_sasl_password_lines(start_server, server_bin, tmp_path):
+    """With its MEMCACHED_SASL_PWDB file memcached's own callback logs a user
+    it refuses, then Cyrus's failure; the right password is result 0, and
+    acting as another user Cyrus's SASL_BADAUTH (-13), which Cyrus does not log."""
+    if os.path.basename(server_bin).startswith("memcached"):
+        pytest.skip("Debian's memcached has no SASL password database here")
+    sessions = [[(0x21, b"PLAIN", b"\0alice\0secret")], [(0x21, b"PLAIN", b"\0alice\0wrong")],
+                [(0x21, b"PLAIN", b"\0bob\0x")], [(0x21, b"PLAIN", b"carol\0alice\0secret")],
+                [(0x21, b"PLAIN", b"\0alice\0" + b"p" * 300)]]
+    lines = sasl_logged(start_server, server_bin, "-vv", tmp_path, sessions, "alice:secret\n")
+    stderr_lines = [l for l in lines if not l.startswith(("authenticated()", ">N"))]
+    assert stderr_lines == [
+        "mech:  ``PLAIN'' with 13 bytes of data", "sasl result code:  0",
+        "mech:  ``PLAIN'' with 12 bytes of data", "INFO: User <alice> failed to authenticate",
+        "SASL (severity 2): Password verification failed", "sasl result code:  -20",
+        "Unknown sasl response:  -20",
+        "mech:  ``PLAIN'' with 6 bytes of data", "INFO: User <bob> failed to authenticate",
+        "SASL (severity 2): Password verification failed", "sasl result code:  -20",
+        "Unknown sasl response:  -20",
+        "mech:  ``PLAIN'' with 18 bytes of data", "sasl result code:  -13",
+        "Unknown sasl response:  -13",
+        "mech:  ``PLAIN'' with 307 bytes of data",
+        "WARNING: Failed to authenticate <alice> due to too long password (300)",
+        "SASL (severity 2): Password verification failed", "sasl result code:  -20",
+        "Unknown sasl response:  -20"]

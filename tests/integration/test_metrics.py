@@ -174,6 +174,36 @@ def test_promtool_accepts_the_page(start_server):
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
 
 
+def test_every_size_class_is_served(start_server):
+    """Items in all 63 size classes (-f 1.05): every class's `stats items`
+    rows are on the page with its slab label, values as `stats items`
+    prints them (the page once held 1,024 samples and came back empty
+    past about 40 classes), and promtool still accepts it."""
+    srv, port = endpoint(start_server, "-f", "1.05")
+    c = srv.connect()
+    size = 10
+    while size < 4000:
+        assert c.set("sz%d" % size, "v" * size) == b"STORED\r\n"
+        size = int(size * 1.02) + 1
+    assert c.get("sz10") == b"v" * 10
+    items = helpers.stats(c, "items")
+    classes = {k.split(":")[1] for k in items}
+    assert len(classes) > 60, sorted(classes)
+    page = scrape(port)
+    got = samples(page)
+    assert got["memcached_up"] == 1
+    for cls in classes:
+        assert got['memcached_slab_current_items{slab="%s"}' % cls] == \
+            float(items["items:%s:number" % cls])
+        assert got['memcached_slab_lru_hits_total{slab="%s",lru="hot"}' % cls] == \
+            float(items["items:%s:hits_to_hot" % cls])
+    promtool = shutil.which("promtool")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=page.encode(),
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+
+
 def test_only_metrics_and_get(start_server):
     _, port = endpoint(start_server)
     with pytest.raises(urllib.error.HTTPError) as e:

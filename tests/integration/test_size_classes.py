@@ -316,3 +316,65 @@ def test_hot_warm_cold_counts(start_server):
     assert sum(n.values()) == int(it[f"items:{cls}:number"])
     assert n["hot"] > 0 and n["cold"] > 0 and n["warm"] > 0, n
     c.close()
+
+
+def cas_class_workload(srv, c):
+    """cas, ms C and binary SET with a CAS whose new value falls in another
+    class than the item it replaces, or fails to."""
+    import struct
+    from helpers import bin_read, bin_request as R
+
+    def gets_cas(key):
+        return int(c.call(f"gets {key}", until=b"END\r\n").split(b"\r\n")[0].split()[-1])
+
+    for key, old, new in (("up", 10, 3000), ("down", 3000, 10)):
+        assert c.call(f"set {key} 0 0 {old}\r\n" + "o" * old) == b"STORED\r\n"
+        cas = gets_cas(key)
+        assert c.call(f"cas {key} 0 0 {new} {cas + 1000}\r\n" + "w" * new) == b"EXISTS\r\n"
+        assert c.call(f"cas {key} 0 0 {new} {cas}\r\n" + "n" * new) == b"STORED\r\n"
+        cas = gets_cas(key)  # the item now has the `new` size
+        assert c.call(f"ms {key} {old} C{cas + 1000}\r\n" + "w" * old) == b"EX\r\n"
+        assert c.call(f"ms {key} {old} C{cas}\r\n" + "m" * old) == b"HD\r\n"
+    assert c.call("set bk 0 0 10\r\n" + "b" * 10) == b"STORED\r\n"
+    cas = gets_cas("bk")
+    b = srv.connect()
+    extras = struct.pack(">II", 0, 0)
+    b.send(R(0x01, b"bk", b"B" * 3000, extras, cas=cas + 1000))  # binary SET, wrong CAS
+    assert bin_read(b)["status"] == 0x0002  # key exists
+    b.send(R(0x01, b"bk", b"B" * 3000, extras, cas=cas))
+    assert bin_read(b)["status"] == 0
+    b.close()
+
+
+def test_cas_counted_in_old_items_class(start_server):
+    """memcached counts cas_hits and cas_badval in the class of the item the
+    CAS was compared with (do_store_item: ITEM_clsid(old_it)), not the new
+    value's: text cas, ms C and binary SET each once in each direction."""
+    srv = start_server()
+    c = srv.connect()
+    cas_class_workload(srv, c)
+    got = class_counters(c)
+    cls = {}
+    for n in (10, 3000):
+        assert c.call(f"set probe{n} 0 0 {n}\r\n" + "p" * n) == b"STORED\r\n"
+        cls[n] = int(c.call(f"me probe{n}").split(b"cls=")[1].split()[0])
+    small, big = cls[10], cls[3000]
+    assert small != big
+    # up: cas on a small item (small), ms on the big one (big); down: the
+    # other way round; bk: binary SET on a small item
+    assert got.get((small, "cas_hits"), 0) == 3 and got.get((small, "cas_badval"), 0) == 3
+    assert got.get((big, "cas_hits"), 0) == 2 and got.get((big, "cas_badval"), 0) == 2
+    c.close()
+
+
+def test_cas_class_counters_match_1645(start_server):
+    ref = start_server(binary=ref_bin())
+    ours = start_server()
+    got = []
+    for srv in (ours, ref):
+        c = srv.connect()
+        cas_class_workload(srv, c)
+        counters = class_counters(c)
+        got.append({k: v for k, v in counters.items() if k[1] in ("cas_hits", "cas_badval") and v})
+        c.close()
+    assert got[0] == got[1]

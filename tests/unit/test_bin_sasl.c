@@ -32,6 +32,38 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The detail behind a refusal, in the order Cyrus's PLAIN checks (the -v
+ * lines, bin_sasl.c), and the authcid it names. */
+static void test_verdicts(void **state)
+{
+    (void)state;
+    const char *user;
+    size_t n;
+    assert_int_equal(sasl_plain_verify(PLAIN("\0alice\0secret"), &user, &n), SASL_PLAIN_OK);
+    assert_int_equal(n, 5);
+    assert_memory_equal(user, "alice", 5);
+    assert_int_equal(sasl_plain_verify(PLAIN("alice"), &user, &n), SASL_PLAIN_NO_AUTHCID);
+    assert_int_equal(n, 0);
+    assert_int_equal(sasl_plain_verify(PLAIN("\0alice"), &user, &n), SASL_PLAIN_NO_PASSWORD);
+    assert_int_equal(sasl_plain_verify(PLAIN("\0alice\0secret\0x"), &user, &n),
+                     SASL_PLAIN_TRAILING);
+    assert_int_equal(sasl_plain_verify(PLAIN("\0alice\0wrong"), &user, &n),
+                     SASL_PLAIN_BAD_PASSWORD);
+    assert_int_equal(sasl_plain_verify(PLAIN("\0mallory\0secret"), &user, &n),
+                     SASL_PLAIN_BAD_PASSWORD);
+    assert_int_equal(n, 7);
+    assert_memory_equal(user, "mallory", 7);
+    /* the password is checked before the authzid, as Cyrus does */
+    assert_int_equal(sasl_plain_verify(PLAIN("bob\0alice\0wrong"), &user, &n),
+                     SASL_PLAIN_BAD_PASSWORD);
+    assert_int_equal(sasl_plain_verify(PLAIN("bob\0alice\0secret"), &user, &n),
+                     SASL_PLAIN_NOT_AUTHZID);
+    char msg[300] = {0};
+    memcpy(msg + 1, "alice", 5);
+    memset(msg + 7, 'p', sizeof msg - 7);
+    assert_int_equal(sasl_plain_verify(msg, sizeof msg, &user, &n), SASL_PLAIN_TOO_LONG);
+}
+
 static void test_good(void **state)
 {
     (void)state;
@@ -118,6 +150,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),
+        cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_too_long),
         cmocka_unit_test(test_mechs),

@@ -428,6 +428,59 @@ static void test_items_and_slabs(void **state)
     reply_release(&q);
 }
 
+/* What stats_items_walk hands the metrics page: the rows and values
+ * `stats items` prints, in its order, each with its /metrics name from
+ * STATS_ITEMS; only a CONST row may go without one. */
+struct walked {
+    char text[4096];
+    size_t len;
+    int n, named;
+};
+
+static int walk_row(void *ctx, const struct stats_cls_sample *smp)
+{
+    struct walked *w = ctx;
+    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len,
+                               "STAT items:%u:%s %llu\r\n", smp->cls, smp->name,
+                               (unsigned long long)smp->value);
+    w->n++;
+    if (smp->metric) {
+        w->named++;
+        assert_non_null(smp->help);
+        assert_int_equal(strncmp(smp->metric, "memcached_slab_", 15), 0);
+    } else {
+        assert_true(smp->constant); /* a real per-class row names its metric */
+    }
+    return 0;
+}
+
+static void test_items_walk_names_every_metric(void **state)
+{
+    (void)state;
+    struct stats_snapshot s;
+    snapshot(&s);
+    s.nclasses = 3;
+    s.cls[1] = (struct store_class_stats){.chunk_size = 96, .number = 2, .pages = 1, .age = 7};
+    s.cls[3] = (struct store_class_stats){.chunk_size = 152, .number = 1, .pages = 1,
+                                          .evicted = 5};
+    s.t.cls[3].hits_to_cold = 9;
+    struct walked w = {0};
+    assert_int_equal(stats_items_walk(&s, walk_row, &w), 0);
+    /* byte for byte what the text form prints */
+    struct reply_queue q;
+    reply_init(&q);
+    struct stats_emit e = stats_emit_text(&q);
+    assert_int_equal(stats_items_compose(&s, &e), 0);
+    char *text = drain(&q);
+    assert_string_equal(w.text, text);
+    free(text);
+    reply_release(&q);
+    assert_int_equal(w.n % 2, 0); /* two classes, the same rows each */
+    assert_true(w.named > 0 && w.named < w.n);
+    assert_non_null(strstr(w.text, "STAT items:3:evicted 5\r\n"));
+    assert_non_null(strstr(w.text, "STAT items:3:hits_to_cold 9\r\n"));
+}
+
 static void test_nodelay_stats(void **state)
 {
     (void)state;
@@ -480,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_table_rows),
         cmocka_unit_test(test_settings_like_memcached),
         cmocka_unit_test(test_items_and_slabs),
+        cmocka_unit_test(test_items_walk_names_every_metric),
         cmocka_unit_test(test_nodelay_stats),
         cmocka_unit_test(test_detail),
     };

@@ -211,10 +211,10 @@ void bin_update_complete(struct session *s)
     if (st->set_req.mode == STORE_MODE_CAS) {
         if (rs == STORE_OK) {
             STAT_INC(s->stats, cas_hits);
-            STAT_CLS_INC(s->stats, cls, cas_hits);
+            STAT_CLS_INC(s->stats, st->res.cas_cls, cas_hits); /* the old item's class */
         } else if (rs == STORE_EXISTS) {
             STAT_INC(s->stats, cas_badval);
-            STAT_CLS_INC(s->stats, cls, cas_badval);
+            STAT_CLS_INC(s->stats, st->res.cas_cls, cas_badval);
         }
         else if (rs == STORE_MISS)
             STAT_INC(s->stats, cas_misses);

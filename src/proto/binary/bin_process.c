@@ -156,8 +156,15 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     if (!closing && avail < head)
         return PROTO_OK;
     /* once per request, as memcached dumps each header it reads */
-    if (LOG_ENABLED(LOG_LEVEL_VERBOSE))
+    if (LOG_ENABLED(LOG_LEVEL_VERBOSE)) {
         bin_log_header(s->cfd, false, p);
+        /* memcached asks this of every command under -S, once the lengths
+         * are consistent (dispatch_bin_command) */
+        if (s->opt->sasl && h.magic == BIN_MAGIC_REQ && !bin_lengths_inconsistent(&h))
+            log_write(LOG_LEVEL_VERBOSE, "authenticated() in cmd 0x%02x is %s", h.opcode,
+                      s->bin.sasl_authed || bin_allowed_unauthenticated(h.opcode) ? "true"
+                                                                                 : "false");
+    }
     if (h.magic != BIN_MAGIC_REQ) {
         log_info("invalid binary magic %02x, closing connection", h.magic);
         return PROTO_CLOSE;

@@ -4,10 +4,16 @@
  * memcached) first drops the connection's authentication, so a failed attempt
  * after a successful one never leaves it authenticated (memcached's
  * CVE-2013-7239). PLAIN sends everything at once; an AUTH without data gets
- * AUTH_CONTINUE and the credentials then come in a STEP, as Cyrus answers. */
+ * AUTH_CONTINUE and the credentials then come in a STEP, as Cyrus answers.
+ *
+ * At -v each AUTH and STEP logs what memcached (linked with Cyrus SASL, with
+ * its MEMCACHED_SASL_PWDB password file) prints: the mechanism and data
+ * length, Cyrus's message for a refusal ("SASL (severity 2): ..."), and
+ * Cyrus's result code (bin_sasl_run). */
 #include "proto/binary/binary.h"
 
 #include "clock.h"
+#include "log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +84,22 @@ enum proto_status bin_sasl_start(struct session *s, const struct bin_header *h,
 
 enum bin_sasl_result { BIN_SASL_OK, BIN_SASL_CONTINUE, BIN_SASL_FAIL };
 
+/* Cyrus SASL's result codes (sasl.h) that memcached prints as "sasl result
+ * code:  N" for the outcomes nodelay has. */
+enum {
+    CYRUS_SASL_CONTINUE = 1,
+    CYRUS_SASL_OK = 0,
+    CYRUS_SASL_FAIL = -1,
+    CYRUS_SASL_NOMECH = -4,
+    CYRUS_SASL_BADPROT = -5,
+    CYRUS_SASL_BADAUTH = -13,
+    CYRUS_SASL_NOUSER = -20,
+};
+
+/* What Cyrus logs through memcached's callback for a failed check (severity
+ * 2, SASL_LOG_FAIL, printed from -v). */
+#define bin_sasl_log_cyrus(...) log_info("SASL (severity 2): " __VA_ARGS__)
+
 /* Count a failed attempt; true when the connection must be closed. */
 static bool bin_sasl_guard_failed(struct session *s)
 {
@@ -86,21 +108,66 @@ static bool bin_sasl_guard_failed(struct session *s)
     return auth_guard_failed(&s->auth, limit, now) || !auth_guard_admit(&s->auth, limit, now);
 }
 
-static enum bin_sasl_result bin_sasl_run(struct bin_state *st)
+/* A PLAIN message's result code, logging as memcached with Cyrus does. */
+static int bin_sasl_plain(const char *msg, size_t n, bool overflow)
+{
+    if (overflow) {
+        /* longer than BIN_SASL_DATA_MAX, more than any password file entry
+         * can be: not kept, so nothing to name */
+        bin_sasl_log_cyrus("Password verification failed");
+        return CYRUS_SASL_NOUSER;
+    }
+    const char *user;
+    size_t nuser;
+    enum sasl_plain_verdict v = sasl_plain_verify(msg, n, &user, &nuser);
+    int k = (int)nuser;
+    switch (v) {
+    case SASL_PLAIN_OK:
+        return CYRUS_SASL_OK;
+    case SASL_PLAIN_NO_AUTHCID:
+        bin_sasl_log_cyrus("Can only find author (no password)");
+        return CYRUS_SASL_BADPROT;
+    case SASL_PLAIN_NO_PASSWORD:
+        bin_sasl_log_cyrus("Can only find author/en (no password)");
+        return CYRUS_SASL_BADPROT;
+    case SASL_PLAIN_TRAILING:
+        /* Cyrus's message ends in a newline of its own */
+        bin_sasl_log_cyrus("Got more data than we were expecting in the PLAIN plugin\n");
+        return CYRUS_SASL_BADPROT;
+    case SASL_PLAIN_TOO_LONG:
+        log_info("WARNING: Failed to authenticate <%.*s> due to too long password (%d)", k, user,
+                 (int)(n - (size_t)(user - msg) - nuser - 1));
+        bin_sasl_log_cyrus("Password verification failed");
+        return CYRUS_SASL_NOUSER;
+    case SASL_PLAIN_BAD_PASSWORD:
+        log_info("INFO: User <%.*s> failed to authenticate", k, user);
+        bin_sasl_log_cyrus("Password verification failed");
+        return CYRUS_SASL_NOUSER;
+    case SASL_PLAIN_NOT_AUTHZID:
+        return CYRUS_SASL_BADAUTH; /* Cyrus does not log this one */
+    }
+    return CYRUS_SASL_FAIL;
+}
+
+/* Cyrus's result code for the exchange in st, logging as memcached does. */
+static int bin_sasl_run(struct session *s, struct bin_state *st)
 {
     const struct bin_header *h = &st->hdr;
     size_t n = st->need;
+    log_info("mech:  ``%.*s'' with %zu bytes of data", (int)st->sasl_nmech, st->sasl_mech, n);
     if (h->opcode == BIN_OP_SASL_AUTH) {
-        if (!sasl_mech_supported(st->sasl_mech, st->sasl_nmech))
-            return BIN_SASL_FAIL;
+        if (!sasl_mech_supported(st->sasl_mech, st->sasl_nmech)) {
+            bin_sasl_log_cyrus("Couldn't find mech %.*s", (int)st->sasl_nmech, st->sasl_mech);
+            return CYRUS_SASL_NOMECH;
+        }
         if (n == 0)
-            return BIN_SASL_CONTINUE;
+            return CYRUS_SASL_CONTINUE;
     } else if (!st->sasl_started) {
-        return BIN_SASL_FAIL; /* STEP without AUTH */
+        log_info("%d: SASL_STEP called but sasl_server_start not called for this connection!",
+                 s->cfd);
+        return CYRUS_SASL_FAIL;
     }
-    if (st->sasl_overflow)
-        return BIN_SASL_FAIL;
-    return sasl_plain_check(st->sasl_data, n) ? BIN_SASL_OK : BIN_SASL_FAIL;
+    return bin_sasl_plain(st->sasl_data, n, st->sasl_overflow);
 }
 
 void bin_sasl_complete(struct session *s)
@@ -108,10 +175,16 @@ void bin_sasl_complete(struct session *s)
     struct bin_state *st = &s->bin;
     const struct bin_header *h = &st->hdr;
     bin_sasl_reset(s);
-    enum bin_sasl_result res = bin_sasl_run(st);
+    int code = bin_sasl_run(s, st);
     /* an address over its guessing limit is refused without a check */
-    if (res == BIN_SASL_OK && !auth_guard_admit(&s->auth, s->opt->auth_fail_limit, clock_now()))
-        res = BIN_SASL_FAIL;
+    if (code == CYRUS_SASL_OK && !auth_guard_admit(&s->auth, s->opt->auth_fail_limit, clock_now()))
+        code = CYRUS_SASL_FAIL;
+    enum bin_sasl_result res = code == CYRUS_SASL_OK         ? BIN_SASL_OK
+                               : code == CYRUS_SASL_CONTINUE ? BIN_SASL_CONTINUE
+                                                             : BIN_SASL_FAIL;
+    log_info("sasl result code:  %d", code);
+    if (res == BIN_SASL_FAIL)
+        log_info("Unknown sasl response:  %d", code);
     st->sasl_started = res == BIN_SASL_CONTINUE;
     struct bin_resp r = {.opcode = h->opcode, .opaque = h->opaque};
     int rc = 0;

@@ -73,9 +73,10 @@ static void meta_set_reply(struct session *s, const struct meta_state *m, enum s
     meta_line_send(s, &l);
 }
 
-/* cls: the new item's class (store_class_for) */
+/* cls: the new item's class (store_class_for); cas_cls: the one of the item
+ * its CAS was compared with, where memcached counts cas_hits and cas_badval */
 static void meta_set_count(struct session *s, const struct meta_state *m, enum store_status st,
-                           unsigned cls)
+                           unsigned cls, unsigned cas_cls)
 {
     STAT_INC(s->stats, cmd_set);
     STAT_CLS_INC(s->stats, cls, cmd_set);
@@ -83,10 +84,10 @@ static void meta_set_count(struct session *s, const struct meta_state *m, enum s
         return;
     if (st == STORE_OK) {
         STAT_INC(s->stats, cas_hits);
-        STAT_CLS_INC(s->stats, cls, cas_hits);
+        STAT_CLS_INC(s->stats, cas_cls, cas_hits);
     } else if (st == STORE_EXISTS) {
         STAT_INC(s->stats, cas_badval);
-        STAT_CLS_INC(s->stats, cls, cas_badval);
+        STAT_CLS_INC(s->stats, cas_cls, cas_badval);
     }
     else if (st == STORE_MISS)
         STAT_INC(s->stats, cas_misses);
@@ -112,7 +113,7 @@ static void meta_set_done(struct session *s, bool chunk_ok)
     enum store_status st = store_commit(s->store, &s->text.res, &m->req, &cas, &size);
     if (wc.on)
         watch_commit_end(s, &wc, st, m->req.mode, m->req.exptime);
-    meta_set_count(s, m, st, cls);
+    meta_set_count(s, m, st, cls, s->text.res.cas_cls);
     meta_set_reply(s, m, st, cas, size);
 }
 

@@ -17,8 +17,8 @@ static void text_storage_done(struct session *s, bool chunk_ok)
         return;
     }
     bool is_cas = t->set_req.mode == STORE_MODE_CAS;
-    /* memcached counts per class in the new item's (cas: the old item's;
-     * nodelay uses the new one's, docs/store.md) */
+    /* memcached counts per class in the new item's; cas in the old item's
+     * (t->res.cas_cls, set by the commit) */
     unsigned cls = store_reservation_class(s->store, &t->res, t->set_req.flags);
     STAT_CLS_INC(s->stats, cls, cmd_set);
     struct watch_commit wc = {0};
@@ -31,13 +31,13 @@ static void text_storage_done(struct session *s, bool chunk_ok)
     case STORE_OK:
         if (is_cas) {
             STAT_INC(s->stats, cas_hits);
-            STAT_CLS_INC(s->stats, cls, cas_hits);
+            STAT_CLS_INC(s->stats, t->res.cas_cls, cas_hits);
         }
         TEXT_OUT(s, "STORED");
         break;
     case STORE_EXISTS:
         STAT_INC(s->stats, cas_badval);
-        STAT_CLS_INC(s->stats, cls, cas_badval);
+        STAT_CLS_INC(s->stats, t->res.cas_cls, cas_badval);
         TEXT_OUT(s, "EXISTS");
         break;
     case STORE_MISS:

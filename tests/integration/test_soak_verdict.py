@@ -1,0 +1,82 @@
+"""The soak's slow-request verdict (bench/soak, docs/testing.md "Reading the
+soak's slow-request verdict"): slow requests are grouped by when they ended,
+so a stall that held many connections at once counts once and is told apart
+from delayed ACKs, which hold one connection each, on its own timer. Pure
+logic over trace lines in the load generator's format; no server."""
+import importlib.machinery
+import importlib.util
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_soak():
+    path = os.path.join(ROOT, "bench", "soak")
+    loader = importlib.machinery.SourceFileLoader("soak_under_test", path)
+    spec = importlib.util.spec_from_loader("soak_under_test", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def trace_line(lat_ms, conn, done_wall):
+    # the shape bench/loadgen/worker.c (trace_slow) prints
+    return (f"slow: {lat_ms:.1f} ms conn {conn} proto 0 op 1 keys 1 key {conn} bytes in 8"
+            f" | due 1.000 done {1 + lat_ms:.3f} issued +0.010 sent +0.020 req 6000 B in 1 sends"
+            f" (0 full) unsent after 0, behind it 0, newest sent +-1.000 | tcp rtt 10 us"
+            f" retrans 0 unacked 0 last_ack_recv 0 ms cwnd 10 rcv_space 65483"
+            f" | port {40000 + conn} wall {done_wall:.6f}\n")
+
+
+def write(tmp_path, name, lines):
+    p = tmp_path / name
+    p.write_text("".join(lines) + "loadgen: some other line\n")
+    return str(p)
+
+
+def test_a_stall_of_many_connections_is_one_episode(tmp_path):
+    soak = load_soak()
+    # 40 connections held by one 45 ms stall: all end within 2 ms
+    reqs = [(40 + i * 0.1, i, 1000.045 + i * 0.00005) for i in range(40)]
+    lines = [trace_line(*r) for r in reqs]
+    n, eps = soak.slow_episodes([("main", write(tmp_path, "main.err", lines))])
+    assert n == 40
+    assert len(eps) == 1
+    assert len(eps[0]["conns"]) == 40
+    # it began when the longest-waiting of them was due
+    assert abs(eps[0]["start"] - min(done - lat / 1e3 for lat, _, done in reqs)) < 1e-6
+    assert abs(eps[0]["end"] - reqs[-1][2]) < 1e-6
+
+
+def test_delayed_acks_stay_isolated(tmp_path):
+    soak = load_soak()
+    # one connection at a time, 200 ms apart: each its own episode
+    lines = [trace_line(44.0, i, 1000 + i * 0.2) for i in range(30)]
+    n, eps = soak.slow_episodes([("main", write(tmp_path, "main.err", lines))])
+    assert n == 30
+    assert len(eps) == 30
+    assert all(len(e["conns"]) == 1 for e in eps)
+
+
+def test_episodes_span_both_generators(tmp_path):
+    soak = load_soak()
+    # the same instant seen by two generators (the wall clock is shared);
+    # connection numbers are per generator, so conn 1 twice is 2 connections
+    main = write(tmp_path, "main.err", [trace_line(41.0, 1, 2000.0100)])
+    big = write(tmp_path, "big.err", [trace_line(42.0, 1, 2000.0120), trace_line(43.0, 2, 2000.0130)])
+    n, eps = soak.slow_episodes([("main", main), ("big", big)])
+    assert n == 3
+    assert len(eps) == 1
+    assert eps[0]["conns"] == {("main", 1), ("big", 1), ("big", 2)}
+
+
+def test_run_queue_wait_is_summed_over_a_stall():
+    soak = load_soak()
+    rq = soak.RunQueue({}, None)
+    # 50 ms steps: the server waited 20 + 25 ms in the two steps overlapping
+    # [10.00, 10.05]; a load generator 5 ms; a step outside adds nothing
+    rq.samples = [(10.00, {"server": 20.0, "main": 5.0}), (10.05, {"server": 25.0}),
+                  (10.50, {"server": 90.0})]
+    assert rq.waited_ms(10.00, 10.05) == 45.0
+    assert rq.waited_ms(10.00, 10.05, "main") == 5.0
+    assert rq.total_ms("server") == 135.0
