@@ -6,6 +6,7 @@
 #   make loadgen              build/bench/loadgen only
 #   make floor                build/bench/floor: the canned-reply floor server (liburing)
 #   make loadgen-selftest     its self-checks (no server needed)
+#   make pipecost             build/bench/pipecost: the cache's own cost per request, no kernel
 #   make bench-soak           the soak against the release server (SOAK_SECONDS=300)
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
 
@@ -14,7 +15,7 @@ LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
 LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
-.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor
+.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost
 
 loadgen: $(LOADGEN)
 
@@ -24,6 +25,13 @@ floor: $(FLOOR)
 $(FLOOR): bench/floor/floor.c
 	@mkdir -p $(dir $@)
 	$(CC) $(LOADGEN_CFLAGS) -o $@ $< -luring
+
+# Links the release library: it measures the server's own code as shipped.
+pipecost:
+	$(MAKE) CONFIG=release EVENT=$(EVENT) build/release-$(EVENT)/libnodelay.a
+	@mkdir -p build/bench
+	$(CC) $(LOADGEN_CFLAGS) -Isrc -o build/bench/pipecost bench/pipecost/pipecost.c \
+	    build/release-$(EVENT)/libnodelay.a $(LDLIBS)
 
 loadgen-selftest: $(LOADGEN)
 	$(LOADGEN) selftest

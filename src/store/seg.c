@@ -114,6 +114,7 @@ int seg_pool_init(struct store *s)
     if (!s->seg_chunks)
         return -1;
     pthread_mutex_init(&s->pool_lock, NULL);
+    hugemem_pool_init(&s->seg_mem);
     if (seg_grow_cap(s, s->seg_limit) != 0) {
         seg_pool_release(s);
         return -1;
@@ -128,6 +129,7 @@ void seg_pool_release(struct store *s)
         if (g->data)
             munmap(g->data, s->seg_size);
     }
+    hugemem_pool_release(&s->seg_mem);
     for (uint32_t c = 0; c < s->seg_cap / SEG_CHUNK; c++)
         free(s->seg_chunks[c]);
     free(s->seg_chunks);
@@ -174,10 +176,11 @@ static struct seg *seg_take_free(struct store *s)
     }
     if (s->seg_alloc < s->seg_limit && s->unused.head) {
         struct seg *u = s->unused.head;
+        bool more = s->seg_alloc + 1 < s->seg_limit;
         void *p = s->pm ? pm_seg_data(s->pm, s, u->id)
-                        : mmap(NULL, s->seg_size, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
+                        : hugemem_piece(&s->seg_mem, s->seg_size,
+                                        (size_t)s->seg_alloc * s->seg_size, more);
+        if (!p)
             return NULL;
         list_remove(&s->unused, u);
         u->data = p;

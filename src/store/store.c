@@ -598,46 +598,73 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
 #endif
 #endif
 
-/* Three passes so the misses overlap instead of queueing one behind the
- * other: hash every key and start loading its bucket; then, the buckets
- * having arrived meanwhile, read each one's slots (unlocked: a slot may be
- * changing, so what it points to is only a guess) and start loading the
- * items whose tag matches; the lookups that follow (store_get, locked and
- * exact) then find bucket and item in cache. Under ThreadSanitizer the
- * second pass is left out: its unlocked reads of slots and segment
- * pointers are races by design (a wrong guess costs one wasted prefetch),
- * and TSan would rightly name them. */
-void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n)
+/* A run's misses overlap instead of queueing one behind the other: every
+ * key is hashed and its bucket starts loading at once; an item starts
+ * loading once its bucket has had time to arrive, STORE_PREFETCH_LEAD
+ * lookups ahead of its own (its bucket's slots read unlocked: a slot may be
+ * changing, so what it points to is only a guess); the lookup (store_get,
+ * locked and exact) then finds bucket and item in cache. Under
+ * ThreadSanitizer the item step is left out: its unlocked reads of slots
+ * and segment pointers are races by design (a wrong guess costs one wasted
+ * prefetch), and TSan would rightly name them. */
+/* Bytes of each matching item prefetched (from its start): a hit reads its
+ * header, key and value, and a 100-byte value ends in its third line. */
+#define STORE_PREFETCH_ITEM_BYTES 192
+
+static void store_prefetch_item(struct store *s, const struct store_prefetch_run *r, uint32_t i)
+{
+#ifndef STORE_TSAN
+    for (int k = 1; k <= INDEX_SLOTS; k++) {
+        uint64_t sl = __atomic_load_n(&r->bucket[i][k], __ATOMIC_RELAXED);
+        if (!sl || slot_tag(sl) != r->tag[i])
+            continue;
+        uint32_t id = slot_seg(sl);
+        struct seg *chunk = __atomic_load_n(&s->seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
+        if (!chunk)
+            continue;
+        const char *data = __atomic_load_n(&chunk[id % SEG_CHUNK].data, __ATOMIC_RELAXED);
+        if (!data)
+            continue;
+        const char *p = data + ((size_t)slot_off(sl) << s->off_shift);
+        for (unsigned o = 0; o < STORE_PREFETCH_ITEM_BYTES; o += 64)
+            __builtin_prefetch(p + o, 1);
+    }
+#else
+    (void)s;
+    (void)r;
+    (void)i;
+#endif
+}
+
+void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
+                          const struct store_keyref *keys, size_t n)
 {
     struct store *s = ctx->store;
-    const uint64_t *b[STORE_PREFETCH_MAX];
-    uint32_t tag[STORE_PREFETCH_MAX];
     if (n > STORE_PREFETCH_MAX)
         n = STORE_PREFETCH_MAX;
     for (size_t i = 0; i < n; i++) {
         struct store_key k = store_key_of(keys[i].key, keys[i].nkey);
-        tag[i] = k.tag;
-        b[i] = index_prefetch(&s->index, k.hv);
+        r->tag[i] = k.tag;
+        r->bucket[i] = index_prefetch(&s->index, k.hv);
     }
-#ifndef STORE_TSAN
-    for (size_t i = 0; i < n; i++) {
-        for (int k = 1; k <= INDEX_SLOTS; k++) {
-            uint64_t sl = __atomic_load_n(&b[i][k], __ATOMIC_RELAXED);
-            if (!sl || slot_tag(sl) != tag[i])
-                continue;
-            uint32_t id = slot_seg(sl);
-            struct seg *chunk = __atomic_load_n(&s->seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
-            if (!chunk)
-                continue;
-            const char *data = __atomic_load_n(&chunk[id % SEG_CHUNK].data, __ATOMIC_RELAXED);
-            if (data)
-                __builtin_prefetch(data + ((size_t)slot_off(sl) << s->off_shift), 1);
-        }
-    }
-#else
-    (void)b;
-    (void)tag;
-#endif
+    r->n = (uint32_t)n;
+    /* The first items have nothing to hide their buckets' wait behind. */
+    for (r->next = 0; r->next < r->n && r->next < STORE_PREFETCH_LEAD; r->next++)
+        store_prefetch_item(s, r, r->next);
+}
+
+void store_prefetch_next(struct store_ctx *ctx, struct store_prefetch_run *r)
+{
+    if (r->next < r->n)
+        store_prefetch_item(ctx->store, r, r->next++);
+}
+
+void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n)
+{
+    struct store_prefetch_run r;
+    store_prefetch_start(ctx, &r, keys, n);
+    while (r.next < r.n)
+        store_prefetch_next(ctx, &r);
 }
 
 enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,

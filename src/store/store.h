@@ -185,6 +185,21 @@ struct store_keyref {
     size_t nkey;
 };
 void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n);
+/* The same as a pipeline over lookups that have other work between them
+ * (a read's pipelined requests, each parsed and answered in turn): start
+ * loads every bucket and the first STORE_PREFETCH_LEAD items; each call of
+ * next, made before the lookup of key i, loads the item of key
+ * i + STORE_PREFETCH_LEAD, whose bucket has arrived by then. A hint only,
+ * like store_prefetch. */
+#define STORE_PREFETCH_LEAD 2
+struct store_prefetch_run {
+    uint32_t n, next;
+    uint32_t tag[STORE_PREFETCH_MAX];
+    const uint64_t *bucket[STORE_PREFETCH_MAX];
+};
+void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
+                          const struct store_keyref *keys, size_t n);
+void store_prefetch_next(struct store_ctx *ctx, struct store_prefetch_run *r);
 
 /* touch: new expiry, no value. STORE_OK or STORE_MISS. */
 enum store_status store_touch(struct store_ctx *ctx, const char *key, size_t nkey,

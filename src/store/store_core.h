@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/hugemem.h"
 #include "store/store.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
@@ -63,6 +64,7 @@ struct store {
     uint32_t seg_limit;        /* segments -m allows */
     uint32_t kept_segs;        /* segments reply queues pin (seg_keep), atomic */
     uint32_t seg_alloc;        /* segments holding memory */
+    struct hugemem_pool seg_mem; /* their memory, on huge pages (pool lock) */
     struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
     struct seg_list temp;      /* sealed segments of the temporary_ttl group */
     struct seg *mopen;         /* main open segment: where kept items go (pool lock) */

@@ -131,6 +131,61 @@ static void test_pipeline(void **state)
     tt_free(t);
 }
 
+/* A read's lookups are prefetched as one batch that steps over storage
+ * commands' values (text_prefetch_ahead): values that look like commands,
+ * lengths that lie or do not parse, and a value not all in the read must
+ * answer exactly as the same requests sent one read each, where nothing is
+ * batched. */
+static const char *const batch_reqs[] = {
+    "set a 0 0 9\r\nget b\r\nxy\r\n", /* a value holding a lookup line */
+    "get a\r\n",
+    "gets zz\r\n",
+    "set b 0 0 3\r\nabcdef\r\n",       /* the length lies: bad data chunk */
+    "get b\r\n",
+    "set c 0 0 x1\r\n",                /* does not parse */
+    "cas a 0 0 2 999\r\nzz\r\n",     /* EXISTS */
+    "prepend a 0 0 1\r\n>\r\n",
+    "gat 0 a b\r\n",
+    "mg a v\r\n",
+    "set d 0 0 12345678901\r\n",       /* too long to step over */
+    "add e 0 0 2\r\nee\r\n",
+    "get a e d\r\n",
+    "set f 0 0 4\r\nfi",               /* the value goes on in the next read */
+};
+
+static void test_batch_steps_over_values(void **state)
+{
+    (void)state;
+    size_t n = sizeof batch_reqs / sizeof *batch_reqs;
+    char all[1024];
+    size_t len = 0;
+    struct tt *one = tt_new();
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(batch_reqs[i]);
+        memcpy(all + len, batch_reqs[i], l);
+        len += l;
+        tt_feed(one, batch_reqs[i], l, 0);
+    }
+    tt_feed(one, "ve\r\nget f\r\n", 11, 0);
+    size_t n_one;
+    char *want = tt_drain(one, &n_one);
+    struct tt *batch = tt_new();
+    tt_feed(batch, all, len, 0);
+    tt_feed(batch, "ve\r\nget f\r\n", 11, 0);
+    size_t n_batch;
+    char *got = tt_drain(batch, &n_batch);
+    assert_int_equal(n_batch, n_one);
+    assert_memory_equal(got, want, n_one);
+    assert_non_null(strstr(got, "VALUE a 0 9\r\nget b\r\nxy\r\nEND\r\n"));
+    assert_non_null(strstr(got, "CLIENT_ERROR bad data chunk\r\n"));
+    assert_non_null(strstr(got, "VALUE a 0 10\r\n>get b\r\nxy\r\nVALUE e 0 2\r\nee\r\nEND\r\n"));
+    assert_non_null(strstr(got, "STORED\r\nVALUE f 0 4\r\nfive\r\nEND\r\n"));
+    free(want);
+    free(got);
+    tt_free(one);
+    tt_free(batch);
+}
+
 static void two_per_event(struct settings *s)
 {
     s->reqs_per_event = 2;
@@ -320,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_split_every_byte),
         cmocka_unit_test(test_large_value_sink),
         cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_batch_steps_over_values),
         cmocka_unit_test(test_reqs_per_event),
         cmocka_unit_test(test_line_limit),
         cmocka_unit_test(test_http_and_quit),

@@ -402,7 +402,8 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     int budget = s->opt->reqs_per_event;
     int handled = 0;
     size_t pos = 0;
-    size_t prefetched = 0; /* lines before this offset had their keys prefetched */
+    size_t prefetched = 0; /* requests before this offset had their keys prefetched */
+    struct store_prefetch_run run = {0};
     enum proto_status st = PROTO_OK;
 
     while (!t->closing && !s->watcher) {
@@ -425,7 +426,9 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         }
         bool resuming = t->cont.kind != TEXT_CONT_NONE;
         if (!resuming && pos >= prefetched)
-            prefetched = text_prefetch_ahead(s, buf, pos, len);
+            prefetched = text_prefetch_ahead(s, &run, buf, pos, len);
+        else if (!resuming)
+            store_prefetch_next(s->store, &run);
         if (!resuming && budget > 0 && handled >= budget) {
             st = PROTO_YIELD;
             break;

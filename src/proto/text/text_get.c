@@ -52,37 +52,65 @@ static int text_value_header(struct session *s, const char *key, size_t nkey,
  * lines are still in cache when the last lookup runs. */
 #define TEXT_PREFETCH_BATCH 16
 
-/* The first key of a lookup line [p, e), or NULL when it is not one. */
-static const char *text_lookup_key(const char *p, const char *e, size_t *nkey)
+/* The key a buffered request line [p, e) looks up, or NULL when it is not
+ * a command the batch knows. A storage command's key is looked up too (to
+ * replace the old item), and *data is the value's length, which follows
+ * the line: the batch steps over it to the requests after it. */
+static const char *text_batch_key(const char *p, const char *e, size_t *nkey, size_t *data)
 {
     size_t n = (size_t)(e - p);
-    int skip; /* tokens before the first key, the command included */
+    int key_at, bytes_at = 0; /* token indexes, the command's word being 0 */
     if (n > 4 && memcmp(p, "get ", 4) == 0)
-        skip = 1;
+        key_at = 1;
     else if (n > 5 && memcmp(p, "gets ", 5) == 0)
-        skip = 1;
+        key_at = 1;
     else if (n > 3 && memcmp(p, "mg ", 3) == 0)
-        skip = 1;
+        key_at = 1;
     else if (n > 4 && (memcmp(p, "gat ", 4) == 0 || memcmp(p, "gats ", 5) == 0))
-        skip = 2;
+        key_at = 2;
+    else if (n > 4 && (memcmp(p, "set ", 4) == 0 || memcmp(p, "add ", 4) == 0 ||
+                       memcmp(p, "cas ", 4) == 0))
+        key_at = 1, bytes_at = 4;
+    else if (n > 7 && (memcmp(p, "append ", 7) == 0 || memcmp(p, "prepend ", 8) == 0 ||
+                       memcmp(p, "replace ", 8) == 0))
+        key_at = 1, bytes_at = 4;
     else
         return NULL;
-    for (;;) {
+    const char *key = NULL;
+    *data = 0;
+    for (int i = 0;; i++) {
         while (p < e && *p == ' ')
             p++;
-        const char *k = p;
+        const char *t = p;
         while (p < e && *p != ' ')
             p++;
-        if (p == k)
+        if (p == t)
             return NULL;
-        if (skip-- == 0) {
-            *nkey = (size_t)(p - k);
-            return *nkey <= STORE_KEY_MAX ? k : NULL;
+        if (i == key_at) {
+            *nkey = (size_t)(p - t);
+            if (*nkey > STORE_KEY_MAX)
+                return NULL;
+            key = t;
+            if (!bytes_at)
+                return key;
+        } else if (bytes_at && i == bytes_at) {
+            /* Only a plain length is stepped over; anything else (the
+             * command will answer it) ends the batch here. */
+            if (p - t > 9)
+                return NULL;
+            for (; t < p; t++) {
+                if (*t < '0' || *t > '9')
+                    return NULL;
+                *data = *data * 10 + (size_t)(*t - '0');
+            }
+            *data += 2; /* its "\r\n" */
+            return key;
         }
     }
 }
 
-size_t text_prefetch_ahead(struct session *s, const char *buf, size_t pos, size_t len)
+size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run, const char *buf,
+                           size_t pos, size_t len)
 {
     struct store_keyref keys[TEXT_PREFETCH_BATCH];
     size_t n = 0, at = pos;
@@ -91,16 +119,21 @@ size_t text_prefetch_ahead(struct session *s, const char *buf, size_t pos, size_
         if (!nl)
             break;
         const char *e = nl > buf + at && nl[-1] == '\r' ? nl - 1 : nl;
-        const char *k = text_lookup_key(buf + at, e, &keys[n].nkey);
+        size_t data;
+        const char *k = text_batch_key(buf + at, e, &keys[n].nkey, &data);
         if (!k)
             break;
         keys[n++].key = k;
-        at = (size_t)(nl - buf) + 1;
+        size_t next = (size_t)(nl - buf) + 1;
+        if (data > len - next) {
+            at = next; /* the value is not all here: the batch ends with it */
+            break;
+        }
+        at = next + data;
     }
     /* One lookup alone has nothing to overlap with (a multiget's further
      * keys are text_get_run's). */
-    if (n > 1)
-        store_prefetch(s->store, keys, n);
+    store_prefetch_start(s->store, run, keys, n > 1 ? n : 0);
     return at;
 }
 

@@ -138,10 +138,14 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump);
 /* Go on with a paused multiget (its line again) or dump. */
 void text_get_resume(struct session *s, const struct text_line *l);
 /* Called before the line at buf[pos..]: when it is a lookup (get, gets,
- * gat, gats, mg), starts loading the index buckets and items of it and the
- * lookups buffered after it (store_prefetch), and returns the offset past
- * the last line so covered; else returns pos. Changes nothing but caches. */
-size_t text_prefetch_ahead(struct session *s, const char *buf, size_t pos, size_t len);
+ * gat, gats, mg) or a storage command, starts loading the index buckets of
+ * its key and of the keys of such requests buffered after it (a storage
+ * command's value stepped over), in *run, and returns the offset past the
+ * last request so covered; else returns pos. The caller calls
+ * store_prefetch_next(run) before each of those requests, which loads the
+ * items a few requests ahead (store.h). Changes nothing but caches. */
+size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run, const char *buf,
+                           size_t pos, size_t len);
 void text_dump_resume(struct session *s);
 
 /* -Y: handle one line from a connection that has not authenticated yet. */

@@ -1,0 +1,137 @@
+/* Why huge pages: a lookup reads one random bucket and one random item, so
+ * on 4 KiB pages nearly every lookup misses the TLB once the index and the
+ * items outgrow what it maps (2,048 entries, 8 MiB, on the AMD EPYC here),
+ * and each miss is a page walk, a two-level one under a hypervisor. A
+ * prefetch does not hide that walk: get90_p16's profile had the first
+ * prefetch of each item as the lookup's costliest instruction
+ * (docs/benchmark.md). A 2 MiB page maps 512 times as much.
+ *
+ * Why a thread: with THP's usual "madvise" defrag setting the first touch
+ * of a madvised huge page allocates it synchronously, compacting memory
+ * when none is free: 50-600 ms for a 2 MiB segment, measured in the
+ * delayed-ACK tests on this machine, where a request may take none of that.
+ *
+ * It is a hint (MADV_HUGEPAGE: THP "never" ignores it); without huge pages
+ * everything works the same, on small pages. */
+#include "store/hugemem.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+void *hugemem_map(size_t len)
+{
+    int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MADV_HUGEPAGE
+    if (len >= HUGEMEM_PAGE && len % HUGEMEM_PAGE == 0) {
+        /* A huge page must be aligned: map one more and trim both ends. */
+        char *raw = mmap(NULL, len + HUGEMEM_PAGE, prot, flags, -1, 0);
+        if (raw == MAP_FAILED)
+            return NULL;
+        char *p = (char *)(((uintptr_t)raw + HUGEMEM_PAGE - 1) & ~(uintptr_t)(HUGEMEM_PAGE - 1));
+        if (p > raw)
+            munmap(raw, (size_t)(p - raw));
+        munmap(p + len, (size_t)(raw + HUGEMEM_PAGE - p));
+        madvise(p, len, MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    void *p = mmap(NULL, len, prot, flags, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void hugemem_pool_init(struct hugemem_pool *p)
+{
+    *p = (struct hugemem_pool){0};
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->wake, NULL);
+}
+
+/* Keeps HUGEMEM_READY pages faulted in while pieces are wanted. */
+static void *hugemem_filler(void *arg)
+{
+    struct hugemem_pool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->stop) {
+        if (!p->want_more || p->nready == HUGEMEM_READY) {
+            pthread_cond_wait(&p->wake, &p->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&p->lock);
+        char *page = hugemem_map(HUGEMEM_PAGE);
+        if (page)
+            for (size_t o = 0; o < HUGEMEM_PAGE; o += 4096)
+                page[o] = 0; /* the fault, here rather than in a request */
+        pthread_mutex_lock(&p->lock);
+        if (!page) {
+            p->want_more = false; /* out of memory: wait for the next ask */
+            continue;
+        }
+        p->ready[p->nready++] = page;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void *hugemem_small(size_t len)
+{
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+/* Tell the filler whether to keep pages ready, starting it the first time. */
+static void hugemem_ask(struct hugemem_pool *p, bool more)
+{
+    pthread_mutex_lock(&p->lock);
+    p->want_more = more;
+    if (more && !p->started && !p->stop)
+        p->started = pthread_create(&p->thread, NULL, hugemem_filler, p) == 0;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void *hugemem_piece(struct hugemem_pool *p, size_t len, size_t in_use, bool more)
+{
+    if (len == 0 || len > HUGEMEM_PAGE || HUGEMEM_PAGE % len != 0)
+        return hugemem_small(len);
+    if (in_use < HUGEMEM_AFTER) {
+        /* Small pages still; the filler starts early enough to have its
+         * pages ready when the caller's pieces reach HUGEMEM_AFTER. */
+        if (in_use + HUGEMEM_READY * HUGEMEM_PAGE >= HUGEMEM_AFTER)
+            hugemem_ask(p, true);
+        return hugemem_small(len);
+    }
+    if (p->spare_len < len) {
+        pthread_mutex_lock(&p->lock);
+        p->spare = p->nready ? p->ready[--p->nready] : NULL;
+        p->spare_len = p->spare ? HUGEMEM_PAGE : 0;
+        pthread_mutex_unlock(&p->lock);
+        hugemem_ask(p, more);
+    } else if (!more) {
+        hugemem_ask(p, false);
+    }
+    if (p->spare_len < len)
+        return hugemem_small(len); /* none ready: small pages rather than a wait */
+    char *piece = p->spare;
+    p->spare += len;
+    p->spare_len -= len;
+    return piece;
+}
+
+void hugemem_pool_release(struct hugemem_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    if (p->started)
+        pthread_join(p->thread, NULL);
+    p->started = false;
+    while (p->nready)
+        munmap(p->ready[--p->nready], HUGEMEM_PAGE);
+    if (p->spare_len)
+        munmap(p->spare, p->spare_len);
+    p->spare = NULL;
+    p->spare_len = 0;
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->lock);
+}
