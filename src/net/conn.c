@@ -77,6 +77,7 @@ static size_t conn_allowance(struct conn *c)
     if (allow < CONN_REPLY_FLOOR)
         allow = CONN_REPLY_FLOOR;
     c->sess.reply_allow = allow;
+    c->sess.reply.copy_limit = allow;
     return allow;
 }
 
@@ -162,6 +163,15 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     return c;
 }
 
+/* Before closing a ring connection's socket: out of the ring's file table.
+ * Should that fail the table keeps the socket open (its client sees no
+ * EOF) until the slot is reused or the worker stops: say so. */
+static void conn_forget(struct conn *c)
+{
+    if (event_forget(c->env->loop, c->fd) < 0)
+        log_info("<%d could not leave the ring's file table: %s", c->fd, strerror(errno));
+}
+
 /* What a closed connection holds: its session, buffers and socket. */
 static void conn_release_io(struct conn *c)
 {
@@ -176,7 +186,7 @@ static void conn_release_io(struct conn *c)
     c->iov = NULL;
     if (c->fd >= 0) {
         if (c->ring)
-            event_forget(c->env->loop, c->fd);
+            conn_forget(c);
         close(c->fd);
     }
     c->fd = -1;
@@ -234,7 +244,7 @@ void conn_close(struct conn *c, const char *why)
          * the descriptor can go now, as on epoll (the next accept may take
          * its number). Should the submit fail, keep it until they end. */
         if (event_submit(w->loop) == 0) {
-            event_forget(w->loop, c->fd);
+            conn_forget(c);
             close(c->fd);
             c->fd = -1;
         }

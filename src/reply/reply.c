@@ -1,5 +1,6 @@
 #include "reply/reply.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +13,14 @@
 /* Values up to this size are copied rather than referenced (reply_value). */
 #define REPLY_COPY_MAX 512
 /* Past the share of segments reply queues may pin (store_pin_keep), values
- * up to this size are copied: no more than the connection's allowance floor
- * (CONN_REPLY_FLOOR), so what a non-reader holds stays within README's 48 KiB
- * a connection. A larger value keeps its pin: a copy of up to -I each, held
- * by every non-reader, would break that bound instead. */
+ * up to this size are always copied: no more than the connection's
+ * allowance floor (CONN_REPLY_FLOOR), so what a non-reader holds stays
+ * within README's 48 KiB a connection. A larger value is copied only while
+ * the queue stays within what the connection may owe (copy_limit, its share
+ * of client_mem_limit), so copies stay within that bound; past it the value
+ * keeps its pin, and the connection, owing more than it may, pauses. A copy
+ * of up to -I for every non-reader would break the memory bound instead;
+ * a pin for each, the cache (docs/store.md "Pins and zero copy"). */
 #define REPLY_SHARE_COPY_MAX (16 * 1024)
 
 struct reply_block {
@@ -170,12 +175,25 @@ int reply_printf(struct reply_queue *q, const char *fmt, ...)
     return rc;
 }
 
+/* Past the pin share: copy this value, or keep its pin beyond the share? */
+static bool reply_copy_past_share(const struct reply_queue *q, size_t len)
+{
+    return len <= REPLY_SHARE_COPY_MAX ||
+           (q->pending <= q->copy_limit && len <= q->copy_limit - q->pending);
+}
+
 int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin)
 {
-    if (len == 0 || (pin && !store_pin_keep(pin, len > REPLY_SHARE_COPY_MAX))) {
-        /* Empty, or reply queues already pin their share of the cache: a
-         * copy costs this client's memory (client_mem_limit) instead of a
-         * segment that eviction may need while the client does not read. */
+    bool copy = len == 0;
+    if (!copy && pin && !store_pin_keep(pin, false)) {
+        /* Reply queues already pin their share of the cache: a copy costs
+         * this client's memory (client_mem_limit) instead of a segment that
+         * eviction may need while the client does not read. */
+        copy = reply_copy_past_share(q, len);
+        if (!copy)
+            store_pin_keep(pin, true); /* past its allowance: it pauses after this */
+    }
+    if (copy) {
         int rc = reply_copy(q, data, len);
         if (pin)
             store_pin_release(pin);

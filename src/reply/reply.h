@@ -39,6 +39,11 @@ struct reply_queue {
     size_t copied;          /* of which held in our own blocks */
     struct reply_block *first, *tail; /* blocks in FIFO order */
     struct reply_block *spare;        /* one empty block kept for reuse */
+    /* What the connection may owe (its allowance, set by the connection):
+     * past the share of segments reply queues may pin, a value over 16 KiB
+     * is copied while the queue stays within it. 0 (after reply_init): no
+     * such copies. */
+    size_t copy_limit;
 };
 
 /* A point to roll back to (a multiget whose later key is bad discards what it
@@ -70,8 +75,11 @@ void reply_commit(struct reply_queue *q, size_t n);
 /* Append len bytes by reference. Takes ownership of pin (may be NULL for
  * static data): it is released when the bytes are consumed or dropped, even
  * when this call fails (-1, out of memory). When reply queues already pin
- * their share of the cache (store_pin_keep says no), bytes of up to 16 KiB
- * are copied instead and pin is released at once. */
+ * their share of the cache (store_pin_keep says no), the bytes are copied
+ * instead and pin is released at once: always up to 16 KiB, larger ones
+ * while the queue stays within copy_limit. Only a larger value past that
+ * keeps its pin beyond the share (the connection then owes more than it may
+ * and pauses, so it holds one such pin at a time). */
 int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin);
 
 /* Append an item's value: by reference when large, copied (and the pin

@@ -1,4 +1,4 @@
-#define _GNU_SOURCE /* qsort_r */
+#define _GNU_SOURCE /* qsort_r, MADV_POPULATE_READ */
 /* The restore scan: rebuild the index and the segment lists from an -e file
  * at start, after a graceful stop (the file's checksums must all hold) or
  * after a crash (every item's own checksum must hold). docs/store.md
@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -265,12 +266,29 @@ static int restore_by_seq(const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y;
 }
 
+/* Map the written part of a segment's file pages in one call before the
+ * walk reads them, instead of a fault every 16 pages (the kernel's
+ * fault-around) while it does: with two walkers faulting into one process
+ * beside the index's first touch, 4 GiB of 100-byte values restored in a
+ * median 3.78 s of CPU against 4.99 s (docs/store.md "The restore scan").
+ * A hint: without it the walk faults the pages in as before. */
+static void restore_map(const struct seg *seg)
+{
+#ifdef MADV_POPULATE_READ
+    if (seg->write_off)
+        (void)madvise(seg->data, seg->write_off, MADV_POPULATE_READ);
+#else
+    (void)seg;
+#endif
+}
+
 static void *restore_thread(void *arg)
 {
     struct restore_run *r = arg;
     struct store *s = r->s;
     for (uint32_t k = r->first; k < r->n; k += r->step) {
         struct seg *seg = seg_of(s, r->ids[k]);
+        restore_map(seg);
         /* After a graceful stop every segment's checksum must hold, or
          * nothing is used. Checked just before the walk reads the same
          * bytes, so that they are read from memory once. */

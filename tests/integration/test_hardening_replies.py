@@ -540,3 +540,58 @@ def test_non_readers_do_not_pin_the_cache_against_honest_sets(start_server):
     finally:
         for h in hogs:
             h.close()
+
+
+def test_non_readers_of_large_values_do_not_pin_the_cache(start_server):
+    """9 (pins, values over 16 KiB): 30 connections each ask for one 400 KB
+    value and never read (more than the kernel takes: TCP_NOTSENT_LOWAT). Values of up to 16 KiB were copied past the
+    quarter of the segments reply queues may pin, larger ones always kept
+    their pin: one segment per non-reader, so at -m 16 they pinned every
+    segment and honest sets failed with SERVER_ERROR out of memory. Large
+    values now count against the same share and are copied past it (the
+    copy counted in client memory like any queued byte): every honest set is
+    STORED, the newest keys read back, and what the non-readers hold stays
+    within client_mem_limit."""
+    srv = start_server("-m", "16", "-o", "client_mem_limit=32")
+    c = srv.connect(timeout=30 * slow_factor())
+    val = b"b" * 400_000
+    old = 40  # 16 MB: the cache is full, two values a segment
+    for i in range(old):
+        assert c.call(b"set big%03d 0 0 %d\r\n" % (i, len(val)) + val) == b"STORED\r\n"
+    present = [i for i in range(old) if c.get(f"big{i:03d}") is not None]
+    assert len(present) >= 30
+    hogs = []
+    try:
+        for n in range(30):
+            h = socket.socket()
+            h.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            h.connect(("127.0.0.1", srv.port))
+            # one value each, from segments all over the cache
+            h.sendall(b"get big%03d\r\n" % present[n * len(present) // 30])
+            hogs.append(h)
+        time.sleep(0.3 * slow_factor())  # their replies are queued, unread
+        if not srv.is_memcached:
+            owed = int(stats(c)["response_obj_bytes"])
+            assert owed <= (32 << 20), f"non-readers are owed {owed} bytes"
+        new = b"n" * 4000
+        sets = 8000  # 32 MB of new keys: the whole cache turns over twice
+        failed = []
+        for i in range(sets):
+            r = c.call(b"set new%04d 0 0 %d\r\n" % (i, len(new)) + new)
+            if r != b"STORED\r\n":
+                failed.append((i, r))
+        assert not failed, f"{len(failed)} of {sets} sets failed, first {failed[0]}"
+        for i in range(sets - 50, sets):
+            assert c.get(f"new{i:04d}") == new, f"new{i:04d} missing"
+        # the non-readers still get their values whole once they read
+        for n, h in enumerate(hogs[:5]):
+            h.settimeout(10 * slow_factor())
+            got = b""
+            while not got.endswith(b"END\r\n"):
+                d = h.recv(1 << 20)
+                assert d, f"non-reader {n} cut off after {len(got)} bytes"
+                got += d
+            assert got.endswith(b"\r\n" + val + b"\r\nEND\r\n")
+    finally:
+        for h in hogs:
+            h.close()

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,8 +175,8 @@ static void test_ref_copies_past_pin_share(void **state)
     assert_int_equal(kept_now, 0);
     assert_int_equal(released[1], 1);
     assert_int_equal(released[2], 1);
-    /* a value over 16 KiB keeps its pin even then: a copy of it per
-     * non-reader would break the per-connection memory bound */
+    /* a value over 16 KiB with no copy_limit (reply_init's 0) keeps its
+     * pin even then */
     static char big[20000];
     assert_int_equal(reply_ref(&q, big, sizeof big, PIN(3)), 0);
     assert_int_equal(kept_now, 1);
@@ -184,6 +185,51 @@ static void test_ref_copies_past_pin_share(void **state)
     reply_release(&q);
     assert_int_equal(kept_now, 0);
     assert_int_equal(released[3], 1);
+}
+
+/* Past the pin share, values over 16 KiB count against what the connection
+ * may owe (copy_limit): copied while the queue stays within it, so a
+ * non-reader holds memory client_mem_limit bounds, never a segment; past
+ * it the pin is kept beyond the share (the connection then pauses). */
+static void test_large_ref_copied_within_copy_limit(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    static char big[100000];
+    memset(big, 'B', sizeof big);
+    keep_refused = true;
+    q.copy_limit = 2 * sizeof big + 10;
+    assert_int_equal(reply_ref(&q, big, sizeof big, PIN(1)), 0);
+    assert_int_equal(kept_now, 0);
+    assert_int_equal(released[1], 1); /* a copy: the pin went back at once */
+    assert_int_equal(reply_str(&q, "\r\n"), 0);
+    assert_int_equal(reply_ref(&q, big, sizeof big, PIN(2)), 0);
+    assert_int_equal(kept_now, 0); /* 200,002 of 200,010: still within */
+    assert_int_equal(released[2], 1);
+    assert_int_equal(q.copied, 2 * sizeof big + 2);
+    /* a third would pass the limit: kept by reference, beyond the share */
+    assert_int_equal(reply_ref(&q, big, sizeof big, PIN(3)), 0);
+    assert_int_equal(kept_now, 1);
+    assert_int_equal(released[3], 0);
+    static char out[3 * sizeof big + 2];
+    assert_int_equal(flatten(&q, out, sizeof out), sizeof out);
+    assert_memory_equal(out, big, sizeof big);
+    assert_memory_equal(out + sizeof big, "\r\n", 2);
+    assert_memory_equal(out + sizeof big + 2, big, sizeof big);
+    struct iovec iov[8];
+    int n = reply_iov(&q, iov, 8);
+    assert_ptr_equal(iov[n - 1].iov_base, big); /* only the last by reference */
+    reply_consume(&q, reply_pending(&q));
+    assert_int_equal(kept_now, 0);
+    assert_int_equal(released[3], 1);
+    /* within the share, a pin is kept whatever the limit */
+    keep_refused = false;
+    q.copy_limit = SIZE_MAX;
+    assert_int_equal(reply_ref(&q, big, sizeof big, PIN(4)), 0);
+    assert_int_equal(kept_now, 1);
+    reply_release(&q);
+    assert_int_equal(released[4], 1);
 }
 
 static void test_rollback_after_compaction(void **state)
@@ -305,6 +351,7 @@ int main(void)
         cmocka_unit_test_setup(test_large_and_many, setup),
         cmocka_unit_test_setup(test_reserve_commit, setup),
         cmocka_unit_test_setup(test_ref_copies_past_pin_share, setup),
+        cmocka_unit_test_setup(test_large_ref_copied_within_copy_limit, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
