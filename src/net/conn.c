@@ -566,8 +566,8 @@ static void conn_on_readable(struct conn *c)
  * value would be copied twice (buffers, then item memory) instead of read
  * straight into the item. So a connection that was sent one while its
  * multishot receive was started uses one-shot receives for this many
- * reads (a client that sends large values tends to send more). */
-#define CONN_MULTI_COOL 64
+ * seconds (a client that sends large values tends to send more). */
+#define CONN_MULTI_COOL_SECS 2
 
 /* Idle: nothing buffered, no value to fill, the loop's buffers not out. */
 static bool conn_idle(const struct conn *c)
@@ -658,13 +658,16 @@ static void conn_recv_start(struct conn *c)
     if (c->dead)
         return;
     if (c->early_len > 0 || c->early_eof) {
-        conn_deliver_early(c);
+        /* all of them at once, when the stopped receive has ended: one
+         * hand-over (one TCP_QUICKACK, say) rather than one per buffer */
+        if (!c->recv_busy)
+            conn_deliver_early(c);
         return;
     }
     bool idle = conn_idle(c);
     if (c->recv_busy) {
         if (!idle && c->recv_multi && !c->multi_stop && c->sess.sink_len >= CONN_DIRECT_MIN)
-            c->multi_cool = CONN_MULTI_COOL;
+            c->multi_cool_until = clock_now() + CONN_MULTI_COOL_SECS;
         if (!idle)
             conn_multi_stop(c);
         return;
@@ -672,9 +675,7 @@ static void conn_recv_start(struct conn *c)
     char *at = NULL;
     size_t room = 0;
     enum conn_in_target t = CONN_IN_TO_BUF;
-    if (idle && c->multi_cool > 0)
-        c->multi_cool--;
-    else if (idle && !c->multi_none) {
+    if (idle && !c->multi_none && clock_now() >= c->multi_cool_until) {
         if (event_recv_multi(c->env->loop, c->fd, &c->watch) == 0) {
             c->recv_busy = c->recv_multi = true;
             c->multi_stop = false;

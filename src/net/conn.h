@@ -62,8 +62,8 @@ struct conn {
                                   started while the connection is idle */
     bool multi_stop;           /* and its cancellation is on the way */
     bool multi_none;           /* the loop has no multishot receive */
-    unsigned multi_cool;       /* one-shot receives left before multishot
-                                  again (CONN_MULTI_COOL) */
+    rel_time_t multi_cool_until; /* one-shot receives until then
+                                    (CONN_MULTI_COOL_SECS) */
     bool delivering;           /* conn_deliver_early is running */
     bool early_eof;            /* the peer's EOF came behind early bytes */
     /* Bytes the multishot receive delivered after the connection stopped
