@@ -361,6 +361,7 @@ static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_
     }
     if (t)
         rix_release(&x);
+    index_load_done(&r->s->index);
 }
 
 /* Rebuild the segment lists and the index from the file; false (and

@@ -51,7 +51,9 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
 {
     memset(x, 0, sizeof(*x));
     x->s = s;
-    /* Only this thread uses the index yet: its table, read as it is. */
+    /* Only this thread uses the index yet: its table, read as it is,
+     * every page of which the walk and the fill write. */
+    index_load_prefault(&s->index);
     x->table = s->index.cur->b;
     x->power = index_bucket_bits(&s->index);
     unsigned pbits = x->power > RIX_PART_MIN_BITS ? x->power - RIX_PART_MIN_BITS : 0;

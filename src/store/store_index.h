@@ -123,6 +123,11 @@ void index_table_release(struct index_table *t);
 /* Empty every bucket of an index that holds no item (its memory held
  * something else). */
 void index_wipe(struct index *ix);
+/* Before a bulk load writes every page of the current (empty, untouched)
+ * table: map it now, on small pages; index_load_done asks for huge pages
+ * again. index.c says why. */
+void index_load_prefault(struct index *ix);
+void index_load_done(struct index *ix);
 /* log2 of the current table's bucket count. */
 unsigned index_bucket_bits(struct index *ix);
 /* The primary bucket of hash h in the current table (no lock, no growth). */
