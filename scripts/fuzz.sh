@@ -4,14 +4,27 @@
 # each for a short time from a seed corpus.
 #
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]     default 20 s each, all harnesses
+#   scripts/fuzz.sh --build-only [HARNESS...]  only build them (make test
+#                                              does it while other stages wait)
+#
+# FUZZ_JOBS harnesses (default: the number of CPUs) run at a time: libFuzzer
+# is one thread, so on 2 cores two harnesses get each the CPU time one alone
+# got, in half the wall time.
 #
 # Output: one line per harness, "fuzz <name>: ok (<runs> runs)" or
-# "fuzz <name>: FAILED (...)", and last "N passed, N failed". Exit status is
-# non-zero when any harness failed to build or found a crash, leak or UB.
-# Crash inputs are kept in build/fuzz/<name>/ (crash-*, leak-*, timeout-*).
+# "fuzz <name>: FAILED (...)", in the harnesses' order, and last "N passed,
+# N failed". Exit status is non-zero when any harness failed to build or found
+# a crash, leak or UB. Crash inputs are kept in build/fuzz/<name>/ (crash-*,
+# leak-*, timeout-*); each run's libFuzzer output is build/fuzz/<name>/run.log.
 set -u
 cd "$(dirname "$0")/.."
 
+BUILD_ONLY=
+if [ "${1:-}" = --build-only ]; then
+    BUILD_ONLY=1
+    shift
+    set -- 0 "$@"
+fi
 SECONDS_EACH=${1:-20}
 shift || true
 CLANG=${CLANG:-clang}
@@ -21,6 +34,7 @@ CFLAGS="-std=gnu11 -g -O1 -pthread -Isrc -DNODELAY_EVENT_epoll -DNODELAY_DEBUG
         -fno-sanitize-recover=undefined"
 LINK="-fsanitize=fuzzer,address,undefined -pthread -lxxhash -lssl -lcrypto"
 JOBS=$(nproc 2>/dev/null || echo 2)
+FUZZ_JOBS=${FUZZ_JOBS:-$JOBS}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
@@ -63,18 +77,24 @@ if [ ! -d "$seed_all/text" ] || [ tests/integration/diff_cases.txt -nt "$seed_al
     /usr/bin/python3 tests/integration/fuzz_seeds.py "$seed_all" || echo "fuzz: could not write seeds"
 fi
 
+# Builds run one after another (make-like output stays readable), then the
+# harnesses FUZZ_JOBS at a time; each writes its verdict to verdict.txt.
+runnable=()
 for name in "${harnesses[@]}"; do
     dir="$OUT/$name"
     mkdir -p "$dir/corpus"
+    rm -f "$dir/verdict.txt"
     if [ $lib_ok -ne 0 ] || ! $CLANG $(echo $CFLAGS) -c "tests/fuzz/$name.c" -o "$dir/$name.o" \
         || ! $CLANG -o "$dir/$name" "$dir/$name.o" $objs $LINK; then
-        echo "fuzz $name: FAILED (build)"
-        failed=$((failed + 1))
+        echo "fuzz $name: FAILED (build)" >"$dir/verdict.txt"
         continue
     fi
-    seeds="$seed_all/text"
+    runnable+=("$name")
+done
+
+run_one() { # name: runs one harness, its verdict to $OUT/<name>/verdict.txt
+    local name=$1 dir="$OUT/$1" seeds="$seed_all/text" extra=() log rc runs
     case "$name" in *bin*) seeds="$seed_all/binary" ;; esac
-    extra=()
     [ -d "tests/fuzz/corpus/$name" ] && extra+=("tests/fuzz/corpus/$name")
     log="$dir/run.log"
     "$dir/$name" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
@@ -84,12 +104,46 @@ for name in "${harnesses[@]}"; do
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
     if [ $rc -eq 0 ] && ! grep -q -e 'ERROR: AddressSanitizer' -e 'runtime error:' \
             -e 'ERROR: LeakSanitizer' -e 'ERROR: libFuzzer' "$log"; then
-        echo "fuzz $name: ok (${runs:-?} runs in ${SECONDS_EACH}s)"
+        echo "fuzz $name: ok (${runs:-?} runs in ${SECONDS_EACH}s)" >"$dir/verdict.txt"
+    else
+        {
+            echo "fuzz $name: FAILED (exit $rc; log $log)"
+            grep -m 20 -A 12 -e 'ERROR: ' -e 'runtime error:' "$log" | head -40
+            ls "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* 2>/dev/null | head -5
+        } >"$dir/verdict.txt"
+    fi
+}
+
+if [ -n "$BUILD_ONLY" ]; then
+    for name in "${harnesses[@]}"; do
+        [ -s "$OUT/$name/verdict.txt" ] && cat "$OUT/$name/verdict.txt"
+    done
+    echo "fuzz: ${#runnable[@]} of ${#harnesses[@]} harnesses built"
+    [ ${#runnable[@]} -eq ${#harnesses[@]} ]
+    exit
+fi
+
+running=0
+for name in "${runnable[@]}"; do
+    if [ $running -ge "$FUZZ_JOBS" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+    run_one "$name" &
+    running=$((running + 1))
+done
+wait
+
+for name in "${harnesses[@]}"; do
+    v="$OUT/$name/verdict.txt"
+    if [ -s "$v" ]; then
+        cat "$v"
+    else
+        echo "fuzz $name: FAILED (no verdict: the run did not finish)"
+    fi
+    if [ -s "$v" ] && head -1 "$v" | grep -q ': ok ('; then
         passed=$((passed + 1))
     else
-        echo "fuzz $name: FAILED (exit $rc; log $log)"
-        grep -m 20 -A 12 -e 'ERROR: ' -e 'runtime error:' "$log" | head -40
-        ls "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* 2>/dev/null | head -5
         failed=$((failed + 1))
     fi
 done

@@ -1,13 +1,14 @@
 #!/bin/bash
 # Everything `make test` and CI run, in one go, on this 2-core machine in
-# under 10 minutes:
+# under 15 minutes (docs/testing.md has the measured times):
 #
 #   builds      release, debug, asan (ASan+UBSan), tsan, and EVENT=poll
 #   unit        cmocka tests in release, asan and tsan
 #   integration the pytest suite against release and asan (full), both on the
 #               default backend (io_uring where the kernel allows it); epoll
-#               (the release build with -o io_uring=off) and the poll build
-#               without the slow and client-library tests; tsan (the
+#               (the release build with -o io_uring=off) and the poll build:
+#               the `backend` tests (conftest.py says which, docs/testing.md
+#               why) without the slow and client-library ones; tsan (the
 #               concurrency tests, on the default backend)
 #   fuzz        every libFuzzer harness, FUZZ_SECONDS each (scripts/fuzz.sh)
 #   soak        bench/soak for SOAK_SECONDS on the default backend
@@ -16,12 +17,24 @@
 #   suite       memcached's own t/*.t (Debian's source package) against the debug
 #               build (scripts/memcached-suite.sh; each .t file counts as one test)
 #
-# Each stage adds its tests to the totals; the last line is exactly
-# "N passed, N failed" and the exit status is non-zero on any failure. A stage
-# that ran no test (pytest's exit 5, a unit binary with no summary) fails.
-# Logs: build/test-logs/. Knobs: FUZZ_SECONDS (13), SOAK_SECONDS (60), SOAK_KINDS,
-# PYTEST_ARGS (extra pytest arguments), STAGES (space-separated subset of
-# "layers build unit integration suite fuzz soak").
+# The integration runs mostly wait (sleeps, timeouts, a server's answer), so
+# stages run side by side (docs/testing.md, "How `make test` fits in 15
+# minutes"): the three unit configurations; then release and asan, each as
+# two pytest processes (the `long` files and the rest), with memcached's
+# suite; then epoll, poll, tsan and the fuzzers (FUZZ_JOBS at a time). The
+# delayed-ACK trap's tests (`trap`) and the soak, which time requests, run
+# with nothing of ours beside them. Each pytest run has its own servers on
+# free ports and its own pytest temporary directory; each stage's output is
+# kept apart and printed whole, in start order, once its group is done.
+# SERIAL=1 runs every stage alone, one after another.
+#
+# Each stage adds its tests to the totals and prints its wall and CPU
+# seconds; the last line is exactly "N passed, N failed" and the exit status
+# is non-zero on any failure. A stage that ran no test (pytest's exit 5, a
+# unit binary with no summary) or did not finish fails.
+# Logs: build/test-logs/. Knobs: FUZZ_SECONDS (13), FUZZ_JOBS (CPUs), SOAK_SECONDS (60),
+# SOAK_KINDS, PYTEST_ARGS (extra pytest arguments), SERIAL, STAGES
+# (space-separated subset of "layers build unit integration suite fuzz soak").
 set -u
 cd "$(dirname "$0")/.."
 
@@ -30,6 +43,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS=${FUZZ_SECONDS:-13} # 20 before the epoll run was added: the budget holds both
 SOAK_SECONDS=${SOAK_SECONDS:-60}
 PYTEST_ARGS=${PYTEST_ARGS:-}
+SERIAL=${SERIAL:-}
 STAGES=${STAGES:-layers build unit integration suite fuzz soak}
 LOGS=build/test-logs
 mkdir -p "$LOGS"
@@ -50,8 +64,98 @@ START=$(date +%s)
 want() { [[ " $STAGES " == *" $1 "* ]]; }
 elapsed() { echo $(($(date +%s) - START)); }
 note() { printf '== [%4ss] %s\n' "$(elapsed)" "$*"; }
-pass() { PASSED=$((PASSED + ${2:-1})); }
-fail() { FAILED=$((FAILED + ${2:-1})); FAILURES+=("$1"); echo "   FAILED: $1"; }
+
+# pass LABEL [N], fail MESSAGE [N]: add to the totals, or, inside a stage
+# started by spawn (RESULTS set), to that stage's result file, which collect
+# adds to the totals.
+RESULTS=
+pass() {
+    if [ -n "$RESULTS" ]; then echo "P ${2:-1} $1" >>"$RESULTS"; else PASSED=$((PASSED + ${2:-1})); fi
+}
+fail() {
+    echo "   FAILED: $1"
+    if [ -n "$RESULTS" ]; then echo "F ${2:-1} $1" >>"$RESULTS"; return; fi
+    FAILED=$((FAILED + ${2:-1}))
+    FAILURES+=("$1")
+}
+
+# CPU_NOW: CPU seconds (user + system) of this shell's waited-for children
+# so far, from /proc (a $(...) or a pipe would read a fresh subshell's).
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+child_cpu() {
+    local st
+    read -r -a st </proc/$BASHPID/stat
+    CPU_NOW=$(((st[15] + st[16]) / CLK_TCK))
+}
+
+# timed LABEL COMMAND...: runs a stage in this shell and prints its cost.
+timed() {
+    local label=$1 t0 c0
+    shift
+    t0=$(date +%s)
+    child_cpu
+    c0=$CPU_NOW
+    "$@"
+    child_cpu
+    printf '   [%s: %ss wall, %ss CPU]\n' "$label" $(($(date +%s) - t0)) $((CPU_NOW - c0))
+}
+
+# spawn LABEL COMMAND...: starts a stage in the background (in the
+# foreground with SERIAL set), its output and results in build/test-logs/.
+# collect: waits for every spawned stage, prints their output in start
+# order and adds their results to the totals.
+SPAWNED=()
+spawn() {
+    local label=$1
+    shift
+    local out="$LOGS/stage-$label.out" res="$LOGS/stage-$label.result"
+    : >"$res"
+    (
+        RESULTS=$res
+        timed "$label" "$@"
+        echo "E" >>"$RESULTS"
+    ) >"$out" 2>&1 &
+    SPAWNED+=("$label:$!")
+    [ -z "$SERIAL" ] || collect
+}
+collect() {
+    local entry label pid kind n msg
+    for entry in "${SPAWNED[@]}"; do
+        label=${entry%%:*}
+        pid=${entry#*:}
+        wait "$pid"
+        cat "$LOGS/stage-$label.out"
+        while read -r kind n msg; do
+            case $kind in
+            P) PASSED=$((PASSED + n)) ;;
+            F) FAILED=$((FAILED + n)); FAILURES+=("$msg") ;;
+            esac
+        done <"$LOGS/stage-$label.result"
+        if [ "$(tail -1 "$LOGS/stage-$label.result")" != E ]; then
+            FAILED=$((FAILED + 1))
+            FAILURES+=("$label: the stage did not finish (see $LOGS/stage-$label.out)")
+            echo "   FAILED: $label: the stage did not finish"
+        fi
+    done
+    SPAWNED=()
+}
+# alone LABEL COMMAND...: a stage with nothing of ours beside it.
+alone() {
+    spawn "$@"
+    collect
+}
+# Stopped (CI's timeout, ^C): the stages running in the background stop too.
+kill_tree() {
+    local c
+    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$c"; done
+    kill "$1" 2>/dev/null
+}
+stop_spawned() {
+    local entry
+    for entry in "${SPAWNED[@]}"; do kill_tree "${entry#*:}"; done
+    exit 130
+}
+trap stop_spawned INT TERM
 
 # ---- layers ----------------------------------------------------------------
 if want layers; then
@@ -84,11 +188,9 @@ build() { # config event
 }
 
 if want build || want unit || want integration || want suite; then
-    build release epoll
-    build debug epoll
-    build asan epoll
-    build tsan epoll
-    build release poll
+    for b in "release epoll" "debug epoll" "asan epoll" "tsan epoll" "release poll"; do
+        timed "build ${b/ /-}" build $b
+    done
 fi
 
 # ---- unit tests -------------------------------------------------------------
@@ -109,22 +211,23 @@ unit() { # config
     fi
     : >"$log"
     for b in "${bins[@]}"; do
-        local out rc p f
+        local out rc p f t0 t
         if [ "$cfg" = tsan ] && [[ " $UNIT_SKIP_TSAN " == *" $(basename "$b") "* ]]; then
             echo "   $(basename "$b"): not run under TSan (UNIT_SKIP_TSAN; runs in release and asan)"
             continue
         fi
+        t0=$(date +%s)
         out=$(timeout 300 "$b" 2>&1)
         rc=$?
+        t=$(($(date +%s) - t0))
+        [ "$t" -lt 10 ] || echo "   $(basename "$b"): ${t}s"
         printf '%s\n' "$out" >>"$log"
         p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
         f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
         if grep -q -e 'ERROR: AddressSanitizer' -e 'runtime error:' -e 'WARNING: ThreadSanitizer' \
                 -e 'ERROR: LeakSanitizer' <<<"$out"; then
-            fail "unit $cfg $(basename "$b"): sanitizer report (see $log)"
-            f=$((f > 0 ? f : 1))
-            FAILED=$((FAILED + f - 1))
-            PASSED=$((PASSED + p))
+            pass "unit $cfg $(basename "$b")" "$p"
+            fail "unit $cfg $(basename "$b"): sanitizer report (see $log)" $((f > 0 ? f : 1))
             continue
         fi
         if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
@@ -137,11 +240,10 @@ unit() { # config
             fi
             continue
         fi
-        PASSED=$((PASSED + p))
+        pass "unit $cfg $(basename "$b")" "$p"
         if [ "$f" -gt 0 ] || [ $rc -ne 0 ]; then
             f=$((f > 0 ? f : 1))
-            FAILED=$((FAILED + f - 1))
-            fail "unit $cfg $(basename "$b"): $f failed (exit $rc)"
+            fail "unit $cfg $(basename "$b"): $f failed (exit $rc)" "$f"
             printf '%s\n' "$out" | grep -e '\[  FAILED  \]' -e 'ERROR' | head -10
         fi
     done
@@ -151,10 +253,13 @@ unit() { # config
     [ "$ok" -gt 0 ] || fail "unit $cfg: ran no test"
 }
 
+# The three configurations side by side: a unit binary is mostly one thread,
+# so one run alone leaves a CPU idle.
 if want unit; then
     for cfg in release asan tsan; do
-        if [ -n "${BUILT[$cfg-epoll]:-}" ]; then unit "$cfg"; fi
+        if [ -n "${BUILT[$cfg-epoll]:-}" ]; then spawn "unit-$cfg" unit "$cfg"; fi
     done
+    collect
 fi
 
 # ---- integration tests ------------------------------------------------------
@@ -162,7 +267,7 @@ pytest_stage() { # label binary [pytest args...]
     local label=$1 bin=$2 log="$LOGS/pytest-$1.log" rc line p f e
     shift 2
     note "integration ($label): $bin $*"
-    NODELAY_BIN="$bin" timeout 900 "$PY" -m pytest -p no:cacheprovider -q -rfEx \
+    NODELAY_BIN="$bin" timeout 900 "$PY" -m pytest -p no:cacheprovider -q -rfEx --durations=15 \
         tests/integration "$@" $PYTEST_ARGS >"$log" 2>&1
     rc=$?
     line=$(tail -1 "$log")
@@ -171,91 +276,141 @@ pytest_stage() { # label binary [pytest args...]
     e=$(grep -o '[0-9]* error' <<<"$line" | grep -o '[0-9]*')
     p=${p:-0}; f=${f:-0}; e=${e:-0}
     echo "   $line"
-    PASSED=$((PASSED + p))
+    pass "integration $label" "$p"
     if [ $rc -eq 5 ] || [ "$p" -eq 0 ]; then
         fail "integration $label: ran no test (pytest exit $rc; see $log)"
     elif [ $rc -ne 0 ] || [ "$f" -gt 0 ] || [ "$e" -gt 0 ]; then
         local n=$((f + e))
         n=$((n > 0 ? n : 1))
-        FAILED=$((FAILED + n - 1))
-        fail "integration $label: $n failed (pytest exit $rc; see $log)"
+        fail "integration $label: $n failed (pytest exit $rc; see $log)" "$n"
         grep -E '^(FAILED|ERROR) ' "$log" | head -30
     fi
 }
 
-if want integration; then
-    [ -n "${BUILT[release-epoll]:-}" ] && pytest_stage release build/release-epoll/nodelay
-    [ -n "${BUILT[asan-epoll]:-}" ] && pytest_stage asan build/asan-epoll/nodelay
-    # the same binary on its fallback backend (helpers.py adds NODELAY_ARGS)
-    [ -n "${BUILT[release-epoll]:-}" ] && NODELAY_ARGS="-o io_uring=off" pytest_stage epoll \
-        build/release-epoll/nodelay -m "not slow and not clients"
-    [ -n "${BUILT[release-poll]:-}" ] && pytest_stage poll build/release-poll/nodelay \
-        -m "not slow and not clients"
-    [ -n "${BUILT[tsan-epoll]:-}" ] && pytest_stage tsan build/tsan-epoll/nodelay -m concurrency
-fi
-
 # ---- memcached's own tests ---------------------------------------------------------
 # Skips (exit 77) when Debian's source package cannot be fetched, e.g. offline;
 # CI has Debian's registry, so there a skip is a failure.
-if want suite; then
-    if [ -n "${BUILT[debug-epoll]:-}" ]; then
-        note "memcached's t/*.t (scripts/memcached-suite.sh)"
-        timeout 900 bash scripts/memcached-suite.sh >"$LOGS/memcached-suite.log" 2>&1
-        rc=$?
-        grep -E '^(ok|FAIL) |SKIP' "$LOGS/memcached-suite.log" | sed 's/^/   /'
-        line=$(tail -1 "$LOGS/memcached-suite.log")
-        p=$(sed -n 's/^memcached-suite: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")
-        f=$(sed -n 's/^memcached-suite: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' <<<"$line")
-        if [ $rc -eq 77 ] && [ -z "${CI:-}" ]; then
-            echo "   skipped (not counted): $line"
-        elif [ $rc -ne 0 ] || [ -z "$p" ] || [ "$p" -eq 0 ]; then
-            PASSED=$((PASSED + ${p:-0}))
-            n=${f:-1}
-            n=$((n > 0 ? n : 1))
-            FAILED=$((FAILED + n - 1))
-            fail "memcached-suite: $n failed (see $LOGS/memcached-suite.log)"
-        else
-            pass suite "$p"
-        fi
+suite_stage() {
+    local rc line p f n
+    note "memcached's t/*.t (scripts/memcached-suite.sh)"
+    timeout 900 bash scripts/memcached-suite.sh >"$LOGS/memcached-suite.log" 2>&1
+    rc=$?
+    grep -E '^(ok|FAIL) |SKIP' "$LOGS/memcached-suite.log" | sed 's/^/   /'
+    line=$(tail -1 "$LOGS/memcached-suite.log")
+    p=$(sed -n 's/^memcached-suite: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")
+    f=$(sed -n 's/^memcached-suite: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' <<<"$line")
+    if [ $rc -eq 77 ] && [ -z "${CI:-}" ]; then
+        echo "   skipped (not counted): $line"
+    elif [ $rc -ne 0 ] || [ -z "$p" ] || [ "$p" -eq 0 ]; then
+        pass suite "${p:-0}"
+        n=${f:-1}
+        n=$((n > 0 ? n : 1))
+        fail "memcached-suite: $n failed (see $LOGS/memcached-suite.log)" "$n"
     else
-        note "memcached's t/*.t: no debug build, not run"
+        pass suite "$p"
     fi
-fi
+}
 
 # ---- fuzzers ------------------------------------------------------------------
-if want fuzz; then
+# Both under nice: they run beside integration runs that wait, and take the
+# CPU those leave idle without delaying the servers' replies.
+fuzz_build_stage() {
+    note "fuzz: building the harnesses"
+    nice -n 10 bash scripts/fuzz.sh --build-only >"$LOGS/fuzz-build.log" 2>&1
+    tail -1 "$LOGS/fuzz-build.log" | sed 's/^/   /'
+}
+fuzz_stage() {
+    local rc line p f n
     note "fuzz (${FUZZ_SECONDS}s each)"
-    bash scripts/fuzz.sh "$FUZZ_SECONDS" >"$LOGS/fuzz.log" 2>&1
+    nice -n 10 bash scripts/fuzz.sh "$FUZZ_SECONDS" >"$LOGS/fuzz.log" 2>&1
     rc=$?
     grep '^fuzz ' "$LOGS/fuzz.log" | sed 's/^/   /'
     line=$(tail -1 "$LOGS/fuzz.log")
     p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")
     f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' <<<"$line")
-    PASSED=$((PASSED + ${p:-0}))
+    pass fuzz "${p:-0}"
     if [ $rc -ne 0 ] || [ -z "$p" ] || [ "${p:-0}" -eq 0 ]; then
         n=${f:-1}
         n=$((n > 0 ? n : 1))
-        FAILED=$((FAILED + n - 1))
-        fail "fuzz: $n failed (see $LOGS/fuzz.log)"
+        fail "fuzz: $n failed (see $LOGS/fuzz.log)" "$n"
     fi
-fi
+}
 
 # ---- soak ---------------------------------------------------------------------
 # SOAK_KINDS: the slow/bad clients beside the honest load, all of them by
 # default (bench/soak --help lists them), kind 5's bursts of non-readers too.
 SOAK_KINDS=${SOAK_KINDS:-0,1,2,3,4,5,6}
+soak_stage() {
+    note "soak (${SOAK_SECONDS}s)"
+    if make -j"$JOBS" loadgen >"$LOGS/soak-build.log" 2>&1 &&
+        timeout $((SOAK_SECONDS + 120)) bench/soak --server build/release-epoll/nodelay \
+            --duration "$SOAK_SECONDS" --slow-kinds "$SOAK_KINDS" >"$LOGS/soak.log" 2>&1; then
+        tail -3 "$LOGS/soak.log" | sed 's/^/   /'
+        pass soak
+    else
+        tail -15 "$LOGS/soak.log" 2>/dev/null
+        fail "soak (see $LOGS/soak.log)"
+    fi
+}
+
+# ---- the order --------------------------------------------------------------------
+# Group 1, side by side: the two full runs, each as two pytest processes
+# (the `long` files, conftest.py, and the rest), the fuzzers' clang build,
+# and memcached's suite (which sleeps: restart.t 10 s across its stop). The man page is made first, so
+# test_deploy's `make install` in the two runs has nothing to write there.
+if want integration || want suite; then
+    [ -n "${BUILT[release-epoll]:-}" ] && make -s man >"$LOGS/man.log" 2>&1
+    if want integration; then
+        for cfg in release asan; do
+            [ -n "${BUILT[$cfg-epoll]:-}" ] || continue
+            spawn "$cfg" pytest_stage "$cfg" "build/$cfg-epoll/nodelay" -m "not trap and not long"
+            spawn "$cfg-long" pytest_stage "$cfg-long" "build/$cfg-epoll/nodelay" -m "not trap and long"
+        done
+    fi
+    # no count: the fuzz stage below builds again what failed and fails it
+    want fuzz && spawn fuzz-build fuzz_build_stage
+    if want suite; then
+        if [ -n "${BUILT[debug-epoll]:-}" ]; then
+            spawn suite suite_stage
+        else
+            note "memcached's t/*.t: no debug build, not run"
+        fi
+    fi
+    collect
+fi
+
+# Group 2, side by side: the other backends (the same release binary with
+# -o io_uring=off, which helpers.py adds to every nodelay it starts; the
+# poll build) on the tests that depend on the backend, TSan on the
+# concurrency tests, and the fuzzers (their clang build too), which use the
+# CPU these runs leave idle.
+REDUCED="backend and not slow and not clients"
+if want integration; then
+    [ -n "${BUILT[release-epoll]:-}" ] && NODELAY_ARGS="-o io_uring=off" spawn epoll pytest_stage \
+        epoll build/release-epoll/nodelay -m "$REDUCED and not trap"
+    [ -n "${BUILT[release-poll]:-}" ] && spawn poll pytest_stage poll build/release-poll/nodelay \
+        -m "$REDUCED and not trap"
+    [ -n "${BUILT[tsan-epoll]:-}" ] && spawn tsan pytest_stage tsan build/tsan-epoll/nodelay -m concurrency
+fi
+want fuzz && spawn fuzz fuzz_stage
+collect
+
+# The delayed-ACK trap times every request against 40 ms: its tests of each
+# run above, one run at a time, with no other stage of ours beside them.
+if want integration; then
+    [ -n "${BUILT[release-epoll]:-}" ] && alone release-trap pytest_stage release-trap \
+        build/release-epoll/nodelay -m trap
+    [ -n "${BUILT[asan-epoll]:-}" ] && alone asan-trap pytest_stage asan-trap \
+        build/asan-epoll/nodelay -m trap
+    [ -n "${BUILT[release-epoll]:-}" ] && NODELAY_ARGS="-o io_uring=off" alone epoll-trap \
+        pytest_stage epoll-trap build/release-epoll/nodelay -m "$REDUCED and trap"
+    [ -n "${BUILT[release-poll]:-}" ] && alone poll-trap pytest_stage poll-trap \
+        build/release-poll/nodelay -m "$REDUCED and trap"
+fi
+
 if want soak; then
     if [ -x bench/soak ] && [ -n "${BUILT[release-epoll]:-}" ]; then
-        note "soak (${SOAK_SECONDS}s)"
-        if make -j"$JOBS" loadgen >"$LOGS/soak-build.log" 2>&1 &&
-            timeout $((SOAK_SECONDS + 120)) bench/soak --server build/release-epoll/nodelay \
-                --duration "$SOAK_SECONDS" --slow-kinds "$SOAK_KINDS" >"$LOGS/soak.log" 2>&1; then
-            tail -3 "$LOGS/soak.log" | sed 's/^/   /'
-            pass soak
-        else
-            tail -15 "$LOGS/soak.log" 2>/dev/null
-            fail "soak (see $LOGS/soak.log)"
-        fi
+        alone soak soak_stage
     else
         note "soak: bench/soak not present yet, not run"
     fi

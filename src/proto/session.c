@@ -2,6 +2,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "watch/watch.h"
 
@@ -47,4 +48,14 @@ void session_release(struct session *s)
     s->sink = NULL;
     s->sink_len = 0;
     reply_release(&s->reply);
+}
+
+bool session_value_coming(const struct session *s, size_t rest)
+{
+    /* A connection reads while it owes at most half its allowance. */
+    if (s->cfd < 0 || reply_pending(&s->reply) > s->reply_allow / 2)
+        return false;
+    int queued = 0;
+    size_t want = rest < SESSION_COMING_MIN ? rest : SESSION_COMING_MIN;
+    return ioctl(s->cfd, FIONREAD, &queued) == 0 && queued >= 0 && (size_t)queued >= want;
 }

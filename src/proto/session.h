@@ -89,5 +89,13 @@ void session_release(struct session *s);
  * that was cut off for others give its memory back while its client is
  * silent (docs/store.md "Uploads"). */
 void session_tick(struct session *s);
+/* The client is sending the rest of a value (rest bytes): the socket holds
+ * all of it, or SESSION_COMING_MIN bytes of it, more than a read takes at
+ * once, and the connection owes little enough to go on reading. Such an
+ * upload is being read, not held back (store_reserve_upload_here). False
+ * without a socket (cfd < 0). One ioctl: ask only when the upload bound is
+ * full. */
+#define SESSION_COMING_MIN (32u * 1024)
+bool session_value_coming(const struct session *s, size_t rest);
 
 #endif

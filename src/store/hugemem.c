@@ -94,9 +94,9 @@ void *hugemem_piece(struct hugemem_pool *p, size_t len, size_t in_use, bool more
     if (len == 0 || len > HUGEMEM_PAGE || HUGEMEM_PAGE % len != 0)
         return hugemem_small(len);
     if (in_use < HUGEMEM_AFTER) {
-        /* Small pages still; the filler starts early enough to have its
+        /* Small pages still; the filler starts a page early, to have its
          * pages ready when the caller's pieces reach HUGEMEM_AFTER. */
-        if (in_use + HUGEMEM_READY * HUGEMEM_PAGE >= HUGEMEM_AFTER)
+        if (in_use + HUGEMEM_PAGE >= HUGEMEM_AFTER)
             hugemem_ask(p, true);
         return hugemem_small(len);
     }

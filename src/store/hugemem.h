@@ -12,10 +12,11 @@
 /* Huge pages a pool keeps faulted in ahead of need. */
 #define HUGEMEM_READY 2
 /* Pieces come from huge pages only once the caller holds this much in
- * pieces: below it the small pages' TLB reach (8 MiB here) covers them,
- * and a small cache keeps the lazily touched small pages it has always
- * had (a barely used segment costs the pages it wrote, not all of it). */
-#define HUGEMEM_AFTER ((size_t)8 << 20)
+ * pieces: below it, half the small pages' TLB reach (8 MiB here, shared
+ * with the index, buffers and code) covers them, and a small cache keeps
+ * the lazily touched small pages it has always had (a barely used segment
+ * costs the pages it wrote, not all of it). */
+#define HUGEMEM_AFTER ((size_t)4 << 20)
 
 /* len bytes, zeroed; NULL when out of memory. A multiple of HUGEMEM_PAGE
  * is mapped HUGEMEM_PAGE-aligned and asked for huge pages (the caller

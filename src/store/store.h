@@ -279,6 +279,19 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
 enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, size_t nkey,
                                        size_t nvalue, bool fields_known, uint32_t flags,
                                        rel_time_t exptime, struct store_reservation *res);
+/* The same, but with here (its client is sending the rest: more of it is
+ * queued to be read, session_value_coming) a large upload is admitted past
+ * the limit when nothing can be cut off for it: it is arriving, not held
+ * back (docs/store.md "Uploads"). Cut and live uploads together still never
+ * pass twice the limit. */
+enum store_status store_reserve_upload_here(struct store_ctx *ctx, const char *key, size_t nkey,
+                                            size_t nvalue, bool fields_known, uint32_t flags,
+                                            rel_time_t exptime, bool here,
+                                            struct store_reservation *res);
+/* Would an upload of nvalue bytes fit the limit as things stand? Advisory
+ * (it may change before the reservation): whether to look at the socket
+ * for `here`. */
+bool store_upload_fits(const struct store_ctx *ctx, size_t nvalue);
 
 /* Bytes staged by incomplete small uploads (up to STORE_UPLOAD_SMALL each,
  * one per connection): memory owed to clients, which the server counts

@@ -58,8 +58,10 @@ void store_upload_release(struct store *s)
 }
 
 /* Make room for n large bytes (upload_lock held): cut off the oldest
- * stalled uploads while the live ones would pass the limit. */
-static bool upload_admit(struct store_ctx *ctx, size_t n)
+ * stalled uploads while the live ones would pass the limit. With here (its
+ * bytes are all queued: it cannot stall), it may pass the limit when none
+ * can be cut; held bytes stay within twice the limit either way. */
+static bool upload_admit(struct store_ctx *ctx, size_t n, bool here)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
@@ -72,12 +74,33 @@ static bool upload_admit(struct store_ctx *ctx, size_t n)
         s->upload_live -= u->bytes;
         CTR_INC(ctx, uploads_cut);
     }
-    return s->upload_live + n <= s->upload_limit && s->upload_held + n <= 2 * s->upload_limit;
+    return (here || s->upload_live + n <= s->upload_limit) &&
+           s->upload_held + n <= 2 * s->upload_limit;
+}
+
+bool store_upload_fits(const struct store_ctx *ctx, size_t nvalue)
+{
+    struct store *s = ctx->store;
+    if (nvalue <= STORE_UPLOAD_SMALL)
+        return true;
+    pthread_mutex_lock(&s->upload_lock);
+    bool fits = s->upload_live + nvalue <= s->upload_limit;
+    pthread_mutex_unlock(&s->upload_lock);
+    return fits;
 }
 
 enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, size_t nkey,
                                        size_t nvalue, bool fields_known, uint32_t flags,
                                        rel_time_t exptime, struct store_reservation *res)
+{
+    return store_reserve_upload_here(ctx, key, nkey, nvalue, fields_known, flags, exptime, false,
+                                     res);
+}
+
+enum store_status store_reserve_upload_here(struct store_ctx *ctx, const char *key, size_t nkey,
+                                            size_t nvalue, bool fields_known, uint32_t flags,
+                                            rel_time_t exptime, bool here,
+                                            struct store_reservation *res)
 {
     struct store *s = ctx->store;
     enum store_status st = store_check_size(s, nkey, nvalue, fields_known ? flags : 0);
@@ -90,7 +113,7 @@ enum store_status store_reserve_upload(struct store_ctx *ctx, const char *key, s
     *u = (struct store_upload){.bytes = n, .progress = clock_now(),
                                .large = nvalue > STORE_UPLOAD_SMALL};
     pthread_mutex_lock(&s->upload_lock);
-    if (u->large && !upload_admit(ctx, n)) {
+    if (u->large && !upload_admit(ctx, n, here)) {
         pthread_mutex_unlock(&s->upload_lock);
         free(u);
         CTR_INC(ctx, uploads_refused);

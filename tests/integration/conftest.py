@@ -16,14 +16,47 @@ from helpers import Server
 ROOT = helpers.ROOT
 
 
+# The test files whose outcome can depend on the event backend: they drive
+# accepts, reads, writes, partial writes, timers, closes and the backend's
+# choice itself. scripts/test-all.sh runs only these (marked `backend`) on
+# the second and third backends (epoll, poll); every test runs on the
+# default one in the release and asan runs. The rest (settings, expiry's
+# clock, stats and size classes, logging's lines, metrics' HTTP thread,
+# restart files, packaging) runs the same code whatever the backend.
+# docs/testing.md says why each is here.
+BACKEND_MODULES = (
+    "test_connections", "test_delayed_ack", "test_syscalls", "test_bad_clients",
+    "test_hardening_uploads", "test_hardening_replies", "test_event_backend",
+    "test_text_commands", "test_meta_binary", "test_udp", "test_differential",
+    "test_dump", "test_tls", "test_watch",
+)
+
+
+# The files that hold most of a full run's wall time (a package build, a
+# 60-second kill -9 loop, the reply-memory attacks), marked `long`:
+# scripts/test-all.sh runs them as a pytest process of their own beside the
+# rest of the same run, so the full runs' wall time is their longest half.
+LONG_MODULES = ("test_deploy", "test_restart", "test_hardening_replies")
+
+
 def pytest_configure(config):
     for name, doc in (
         ("concurrency", "many connections or threads at once; also run under TSan"),
-        ("slow", "takes seconds; left out of the reduced (poll/tsan) runs"),
+        ("slow", "takes seconds; left out of the reduced (epoll/poll/tsan) runs"),
         ("clients", "real client libraries and tools"),
-        ("trap", "the delayed-ACK trap"),
+        ("trap", "the delayed-ACK trap; test-all.sh runs these with no other stage beside them"),
+        ("backend", "in a file of BACKEND_MODULES (conftest.py): also run on epoll and poll"),
+        ("long", "in a file of LONG_MODULES (conftest.py): run beside the rest of its run"),
     ):
         config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__ in BACKEND_MODULES:
+            item.add_marker(pytest.mark.backend)
+        if item.module.__name__ in LONG_MODULES:
+            item.add_marker(pytest.mark.long)
 
 
 def pytest_report_header(config):

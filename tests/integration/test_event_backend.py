@@ -188,3 +188,51 @@ def test_closed_sockets_leave_the_ring_file_table(start_server):
     st = stats(keep)
     assert int(st["curr_connections"]) <= 3, st["curr_connections"]
     keep.close()
+
+
+def ring_files(pid):
+    """The sockets in the server's rings' file tables, from each ring's
+    /proc fdinfo (its `UserFiles:` list: one `slot: socket:[inode]` line
+    per registered file); None when no ring shows one."""
+    found = None
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if "io_uring" not in os.readlink(f"/proc/{pid}/fd/{fd}"):
+                continue
+            info = open(f"/proc/{pid}/fdinfo/{fd}").read()
+        except OSError:
+            continue
+        if "UserFiles:" not in info:
+            continue
+        block = info.split("UserFiles:", 1)[1].split("UserBufs:", 1)[0]
+        files = [line.split(":", 1)[1].strip() for line in block.splitlines()[1:]
+                 if line.strip()[:1].isdigit()]
+        found = (found or []) + files
+    return found
+
+
+def test_ring_file_table_holds_exactly_the_open_connections(start_server):
+    """Registered files, seen from the kernel's side: once each client has
+    made a request its socket is in the worker's file table, and once they
+    have gone the table is empty again (a slot left behind would keep that
+    socket open)."""
+    srv = start_server("-t", "1")
+    if backend(srv)[0] != "io_uring":
+        pytest.skip("not on io_uring")
+    conns = [srv.connect() for _ in range(3)]
+    for c in conns:
+        assert c.call("version").startswith(b"VERSION ")
+    files = ring_files(srv.proc.pid)
+    if files is None:
+        pytest.skip("this kernel's io_uring fdinfo lists no registered files")
+    assert len(files) == 3 and all(f.startswith("socket:") for f in files), files
+    for c in conns[1:]:
+        c.close()
+    deadline = time.monotonic() + 5 * helpers.slow_factor()
+    while len(ring_files(srv.proc.pid)) != 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(ring_files(srv.proc.pid)) == 1, ring_files(srv.proc.pid)
+    conns[0].close()
+    while ring_files(srv.proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ring_files(srv.proc.pid) == []

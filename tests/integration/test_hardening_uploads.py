@@ -276,6 +276,44 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
         c.close()
 
 
+def test_upload_being_sent_is_stored_past_a_full_bound(start_server, server_bin):
+    """Young half-sent sets fill the bound (none has stalled long enough to be
+    cut off), and a client sends whole large sets over text, meta and
+    binary, each in one write: the 5-minute soak refused such honest sets
+    (1 and 2 of them in two runs, memcached 0). A value its client is still
+    sending (more of it queued in the socket) is admitted past the bound,
+    up to twice it; a set whose value is held back is still refused."""
+    srv = start_server("-m", "8")
+    held = [srv.connect() for _ in range(4)]
+    for i, c in enumerate(held):
+        c.send(b"set up%d 0 0 1000000\r\n" % i + b"u" * 1000)
+    if not is_memcached(server_bin):
+        wait_upload_bytes(srv, 4 * (1000000 + 3))
+        # a value held back is still refused at once (within 2 s, before
+        # the half-sent ones count as stalled and may be cut off for it)
+        late = srv.connect()
+        late.send(b"set late 0 0 1000000\r\n")
+        assert late.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+        late.close()  # (what it sends next would be swallowed as the value)
+    value = b"w" * 1000000
+    c = srv.connect(timeout=30 * helpers.slow_factor())
+    c.send(b"set whole 0 0 %d\r\n" % len(value) + value + b"\r\n")
+    assert c.readline() == b"STORED\r\n"
+    c.send(b"ms mwhole %d T0\r\n" % len(value) + value + b"\r\n")
+    assert c.readline() == b"HD\r\n"
+    b = srv.connect(timeout=30 * helpers.slow_factor())
+    b.send(bin_request(0x01, key=b"bwhole", value=value, extras=struct.pack(">II", 0, 0)))
+    assert bin_read(b)["status"] == 0
+    for k in ("whole", "mwhole", "bwhole"):
+        assert c.get(k) == value
+    if not is_memcached(server_bin):
+        assert int(stats(c, "nodelay")["uploads_refused"]) == 1
+    for h in held:
+        h.close()
+    b.close()
+    c.close()
+
+
 @pytest.mark.slow
 def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
     """When stalled uploads fill the bound, a new large one cuts off the oldest

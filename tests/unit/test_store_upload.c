@@ -130,6 +130,47 @@ static void test_upload_limit(void **state)
     tstore_close(&t);
 }
 
+/* An upload whose client is sending it (here: more of it queued to be read)
+ * is admitted past the limit when nothing can be cut off for it, so a burst
+ * of honest large sets is not refused for a few young half-sent ones; cut
+ * and live uploads together still stop at twice the limit. */
+static void test_upload_here_past_the_limit(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    struct store_reservation up[9];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(store_reserve_upload(t.c, "k", 1, 1000000, true, 0, REL_TIME_NEVER,
+                                              &up[i]),
+                         STORE_OK);
+    assert_false(store_upload_fits(t.c, 1000000));
+    assert_true(store_upload_fits(t.c, STORE_UPLOAD_SMALL));
+    /* held back (not here): refused, as before */
+    assert_int_equal(store_reserve_upload_here(t.c, "k", 1, 1000000, true, 0, REL_TIME_NEVER,
+                                               false, &up[4]),
+                     STORE_NO_MEMORY);
+    assert_int_equal(st_of(&t).uploads_refused, 1);
+    /* arriving: admitted up to twice the limit (8 MB of 1,000,001-byte stages: three more) */
+    for (int i = 4; i < 7; i++)
+        assert_int_equal(store_reserve_upload_here(t.c, "k", 1, 1000000, true, 0,
+                                                   REL_TIME_NEVER, true, &up[i]),
+                         STORE_OK);
+    assert_int_equal(store_reserve_upload_here(t.c, "k", 1, 1000000, true, 0, REL_TIME_NEVER,
+                                               true, &up[7]),
+                     STORE_OK);
+    assert_int_equal(st_of(&t).upload_bytes, 8 * 1000001);
+    assert_int_equal(store_reserve_upload_here(t.c, "k", 1, 1000000, true, 0, REL_TIME_NEVER,
+                                               true, &up[8]),
+                     STORE_NO_MEMORY);
+    assert_int_equal(st_of(&t).uploads_refused, 2);
+    for (int i = 0; i < 8; i++)
+        store_abort(t.c, &up[i]);
+    assert_int_equal(st_of(&t).upload_bytes, 0);
+    assert_true(store_upload_fits(t.c, 1000000));
+    tstore_close(&t);
+}
+
 /* Let STORE_UPLOAD_STALL seconds pass on the store's clock. */
 static void pass_stall_time(void)
 {
@@ -313,6 +354,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uploads_pin_no_segment),
         cmocka_unit_test(test_upload_limit),
+        cmocka_unit_test(test_upload_here_past_the_limit),
         cmocka_unit_test(test_upload_small_bytes),
         cmocka_unit_test(test_upload_modes),
         cmocka_unit_test(test_upload_cut_off),

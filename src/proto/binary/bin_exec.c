@@ -169,8 +169,12 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
      * lays the item out for them (APPEND/PREPEND keep the old item's). */
     bool append = op == BIN_OP_APPEND || op == BIN_OP_PREPEND;
     enum store_status rs =
-        st->avail < vlen ? store_reserve_upload(s->store, key, h->keylen, vlen, !append,
-                                                req.flags, req.exptime, &st->res)
+        st->avail < vlen
+            ? store_reserve_upload_here(s->store, key, h->keylen, vlen, !append, req.flags,
+                                        req.exptime,
+                                        !store_upload_fits(s->store, vlen) &&
+                                            session_value_coming(s, vlen - st->avail),
+                                        &st->res)
         : append         ? store_reserve(s->store, key, h->keylen, vlen, &st->res)
                  : store_reserve_for(s->store, key, h->keylen, vlen, req.flags, req.exptime,
                                      &st->res);

@@ -105,10 +105,14 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
      * it holds no segment while it arrives (store_reserve_upload). */
     bool concat = mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND;
     struct store_reservation *res = &s->text.res;
+    size_t need = (size_t)vlen + 2;
     enum store_status st =
-        s->text.avail < (size_t)vlen + 2
-            ? store_reserve_upload(s->store, key->s, key->len, (size_t)vlen, !concat, flags,
-                                   exp, res)
+        s->text.avail < need
+            ? store_reserve_upload_here(s->store, key->s, key->len, (size_t)vlen, !concat, flags,
+                                        exp,
+                                        !store_upload_fits(s->store, (size_t)vlen) &&
+                                            session_value_coming(s, need - s->text.avail),
+                                        res)
         : concat ? store_reserve(s->store, key->s, key->len, (size_t)vlen, res)
                  : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp, res);
     switch (st) {
