@@ -27,6 +27,7 @@ struct event_ops {
     /* Completion I/O; NULL on a readiness-only backend. */
     int (*recv)(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr);
     int (*send)(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
+    int (*recv_multi)(struct event_loop *loop, int fd, void *ptr); /* NULL: none */
     int (*cancel)(struct event_loop *loop, void *ptr, unsigned which);
     int (*submit)(struct event_loop *loop);
     int (*forget)(struct event_loop *loop, int fd); /* NULL: nothing kept */

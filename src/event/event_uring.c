@@ -438,8 +438,9 @@ static int event_uring_wait(struct event_loop *base, struct event_fired *out, in
                 l->lent[l->nlent++] = bid;
                 data = l->bufs + (size_t)bid * EVENT_URING_BUF_SIZE;
             }
+            unsigned more = cqe->flags & IORING_CQE_F_MORE ? EVENT_MORE : 0;
             out[got++] = (struct event_fired){
-                .ptr = ptr, .events = EVENT_RECV, .res = cqe->res, .data = data};
+                .ptr = ptr, .events = EVENT_RECV | more, .res = cqe->res, .data = data};
             break;
         }
         case URING_TAG_SEND:
@@ -493,6 +494,28 @@ static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t l
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = EVENT_URING_BGID;
     }
+    event_uring_target(l, sqe, fd);
+    sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_RECV;
+    return 0;
+}
+
+/* Multishot receive (6.0) into the provided buffers; offered where the
+ * ring has DEFER_TASKRUN (6.1), older kernels get one-shot receives. */
+static int event_uring_recv_multi(struct event_loop *base, int fd, void *ptr)
+{
+    struct event_uring *l = event_uring_of(base);
+    if (!(event_uring_flags & IORING_SETUP_DEFER_TASKRUN)) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    if (fd < 0 || fd >= (1 << 30) || event_uring_grow(l, fd) < 0)
+        return -1;
+    struct io_uring_sqe *sqe = event_uring_sqe(l);
+    if (!sqe)
+        return -1;
+    io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = EVENT_URING_BGID;
     event_uring_target(l, sqe, fd);
     sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_RECV;
     return 0;
@@ -580,6 +603,7 @@ const struct event_ops event_uring_ops = {
     .wait = event_uring_wait,
     .recv = event_uring_recv,
     .send = event_uring_send,
+    .recv_multi = event_uring_recv_multi,
     .cancel = event_uring_cancel,
     .submit = event_uring_submit,
     .forget = event_uring_forget,

@@ -4,7 +4,8 @@
  *
  * On an io_uring loop a plaintext connection does the same through
  * completions: a receive is started whenever it would wait for readability
- * (conn_recv_start), a send of the whole iovec whenever it would writev
+ * (conn_recv_start; multishot while the connection is idle, so one serves
+ * all its requests), a send of the whole iovec whenever it would writev
  * (conn_send_start), and both finish in conn_on_complete, which hands the
  * bytes to the same input path and settles the same way. TLS connections
  * stay on readiness (a poll through the ring, then SSL_read/SSL_write). */
@@ -103,6 +104,7 @@ static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
 }
 
 static void conn_recv_start(struct conn *c);
+static void conn_multi_stop(struct conn *c);
 
 struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr)
@@ -184,6 +186,9 @@ static void conn_release_io(struct conn *c)
     c->tls = NULL;
     free(c->iov);
     c->iov = NULL;
+    free(c->early);
+    c->early = NULL;
+    c->early_len = c->early_off = c->early_cap = 0;
     if (c->fd >= 0) {
         if (c->ring)
             conn_forget(c);
@@ -275,6 +280,8 @@ static void conn_set_interest(struct conn *c, unsigned want)
         c->interest = want;
         if (want & EVENT_READ)
             conn_recv_start(c);
+        else
+            conn_multi_stop(c);
         return;
     }
     if (want == c->interest)
@@ -554,17 +561,135 @@ static void conn_on_readable(struct conn *c)
     conn_read_done(c, t, (size_t)n);
 }
 
-/* Completion I/O: start a receive where a read would go. With nothing
- * buffered and no value to fill, into the loop's own buffers, so an idle
- * connection holds no read buffer (conn_received copies the bytes in). */
+/* A multishot receive empties the socket into the loop's 2 KiB buffers as
+ * bytes come, before the connection has seen the first of them: a large
+ * value would be copied twice (buffers, then item memory) instead of read
+ * straight into the item. So a connection that was sent one while its
+ * multishot receive was started uses one-shot receives for this many
+ * seconds (a client that sends large values tends to send more). */
+#define CONN_MULTI_COOL_SECS 2
+
+/* Idle: nothing buffered, no value to fill, the loop's buffers not out. */
+static bool conn_idle(const struct conn *c)
+{
+    return !c->recv_own && c->in.len == 0 && c->sess.sink_len < CONN_DIRECT_MIN &&
+           c->early_len == 0 && !c->early_eof;
+}
+
+/* Stop the multishot receive (the connection is no longer idle, or must
+ * not read): what it delivers until the cancellation lands is kept in
+ * c->early. */
+static void conn_multi_stop(struct conn *c)
+{
+    if (c->recv_busy && c->recv_multi && !c->multi_stop) {
+        event_cancel(c->env->loop, &c->watch, EVENT_RECV);
+        c->multi_stop = true;
+    }
+}
+
+/* Keep n bytes a multishot receive delivered while the connection could
+ * not take them. Returns 0 or -1 (closed: out of memory). */
+static int conn_stash(struct conn *c, const char *data, size_t n)
+{
+    if (c->early_off > 0) {
+        memmove(c->early, c->early + c->early_off, c->early_len);
+        c->early_off = 0;
+    }
+    if (c->early_len + n > c->early_cap) {
+        size_t cap = c->early_cap ? c->early_cap : 4096;
+        while (cap < c->early_len + n)
+            cap *= 2;
+        char *e = realloc(c->early, cap);
+        if (!e) {
+            conn_close(c, "out of memory");
+            return -1;
+        }
+        c->early = e;
+        c->early_cap = cap;
+    }
+    memcpy(c->early + c->early_len, data, n);
+    c->early_len += n;
+    return 0;
+}
+
+/* Hand the kept bytes (then a kept EOF) to the input path, as reads would,
+ * while the connection reads; then receive from the socket again. */
+static void conn_deliver_early(struct conn *c)
+{
+    if (c->delivering)
+        return; /* a read done below asked to read on: the loop goes on */
+    c->delivering = true;
+    while (!c->dead && !c->closing && c->early_len > 0 && (c->interest & EVENT_READ)) {
+        char *at;
+        size_t room;
+        enum conn_in_target t = conn_read_target(c, &at, &room);
+        if (t == CONN_IN_TO_NOWHERE || room == 0)
+            break;
+        size_t k = room < c->early_len ? room : c->early_len;
+        memcpy(at, c->early + c->early_off, k);
+        c->early_off += k;
+        c->early_len -= k;
+        conn_read_done(c, t, k);
+    }
+    c->delivering = false;
+    if (c->dead)
+        return;
+    if (c->closing) /* stopping: no more requests, as conn_received */
+        c->early_len = 0;
+    if (c->early_len > 0 || !(c->interest & EVENT_READ))
+        return; /* the rest when it reads again */
+    c->early_off = 0;
+    if (c->early_eof) {
+        c->early_eof = false;
+        conn_read_done(c, CONN_IN_TO_BUF, 0);
+        return;
+    }
+    conn_recv_start(c);
+}
+
+/* Completion I/O: start a receive where a read would go. An idle
+ * connection gets one multishot receive into the loop's own buffers, which
+ * serves each of its requests while it stays idle (one request per
+ * connection instead of one per read), and holds no read buffer until
+ * bytes come (conn_received copies them in). Otherwise a receive into what
+ * the input path names: the buffer's tail or a value's memory. */
 static void conn_recv_start(struct conn *c)
 {
-    if (c->recv_busy || c->dead)
+    if (c->dead)
         return;
+    if (c->early_len > 0 || c->early_eof) {
+        /* all of them at once, when the stopped receive has ended: one
+         * hand-over (one TCP_QUICKACK, say) rather than one per buffer */
+        if (!c->recv_busy)
+            conn_deliver_early(c);
+        return;
+    }
+    bool idle = conn_idle(c);
+    if (c->recv_busy) {
+        if (!idle && c->recv_multi && !c->multi_stop && c->sess.sink_len >= CONN_DIRECT_MIN)
+            c->multi_cool_until = clock_now() + CONN_MULTI_COOL_SECS;
+        if (!idle)
+            conn_multi_stop(c);
+        return;
+    }
     char *at = NULL;
     size_t room = 0;
     enum conn_in_target t = CONN_IN_TO_BUF;
-    if (c->recv_own || c->in.len > 0 || c->sess.sink_len >= CONN_DIRECT_MIN) {
+    if (idle && !c->multi_none && clock_now() >= c->multi_cool_until) {
+        if (event_recv_multi(c->env->loop, c->fd, &c->watch) == 0) {
+            c->recv_busy = c->recv_multi = true;
+            c->multi_stop = false;
+            c->recv_target = t;
+            return;
+        }
+        if (errno != ENOTSUP) {
+            log_info("<%d could not start a receive: %s", c->fd, strerror(errno));
+            conn_close(c, "event loop error");
+            return;
+        }
+        c->multi_none = true;
+    }
+    if (!idle) {
         t = conn_read_target(c, &at, &room);
         if (t == CONN_IN_TO_NOWHERE)
             return;
@@ -575,16 +700,20 @@ static void conn_recv_start(struct conn *c)
         return;
     }
     c->recv_busy = true;
+    c->recv_multi = false;
     c->recv_target = t;
 }
 
-static void conn_received(struct conn *c, int res, const char *data)
+/* multi: it came from a multishot receive (which may still be started). */
+static void conn_received(struct conn *c, int res, const char *data, bool multi)
 {
     c->recv_own = false;
     if (res == -ECANCELED) {
         /* conn_tick stopped a receive into a value's memory to check the
-         * upload (it may have been cut off for others) */
-        session_tick(&c->sess);
+         * upload (it may have been cut off for others); or the multishot
+         * receive was stopped */
+        if (!multi)
+            session_tick(&c->sess);
         conn_settle(c);
         return;
     }
@@ -605,6 +734,17 @@ static void conn_received(struct conn *c, int res, const char *data)
         conn_settle(c);
         return;
     }
+    /* From a multishot receive that the connection can no longer take as it
+     * comes (not idle, or not reading): kept for its next read. */
+    if (multi && (!conn_idle(c) || !(c->interest & EVENT_READ))) {
+        if (res == 0)
+            c->early_eof = true;
+        else if (conn_stash(c, data, (size_t)res) < 0)
+            return;
+        conn_multi_stop(c);
+        conn_settle(c);
+        return;
+    }
     enum conn_in_target t = c->recv_target;
     if (data && res > 0) {
         char *at;
@@ -613,7 +753,7 @@ static void conn_received(struct conn *c, int res, const char *data)
         if (t == CONN_IN_TO_NOWHERE)
             return;
         if (t != CONN_IN_TO_BUF || room < (size_t)res) {
-            /* cannot be: nothing was buffered when it started */
+            /* cannot be: the connection was idle, so this is a fresh buffer */
             log_error("<%d no room for a received %d bytes: closing", c->fd, res);
             conn_close(c, "internal error");
             return;
@@ -645,17 +785,22 @@ static void conn_sent(struct conn *c, int res)
 
 void conn_on_complete(struct conn *c, unsigned events, int res, const char *data)
 {
-    if (events & EVENT_RECV)
-        c->recv_busy = false;
-    else
+    bool multi = c->recv_multi;
+    if (events & EVENT_RECV) {
+        if (!(events & EVENT_MORE)) { /* the receive's last event */
+            c->recv_busy = false;
+            c->recv_multi = c->multi_stop = false;
+        }
+    } else {
         c->send_busy = false;
+    }
     if (c->dead) {
         if (!c->recv_busy && !c->send_busy)
             conn_zombie_done(c);
         return;
     }
     if (events & EVENT_RECV)
-        conn_received(c, res, data);
+        conn_received(c, res, data, multi);
     else
         conn_sent(c, res);
 }

@@ -58,6 +58,20 @@ struct conn {
     bool ring;
     bool recv_busy, send_busy;
     bool recv_own;             /* the loop ran out of its buffers: use ours */
+    bool recv_multi;           /* the started receive is multishot: it stays
+                                  started while the connection is idle */
+    bool multi_stop;           /* and its cancellation is on the way */
+    bool multi_none;           /* the loop has no multishot receive */
+    rel_time_t multi_cool_until; /* one-shot receives until then
+                                    (CONN_MULTI_COOL_SECS) */
+    bool delivering;           /* conn_deliver_early is running */
+    bool early_eof;            /* the peer's EOF came behind early bytes */
+    /* Bytes the multishot receive delivered after the connection stopped
+     * being idle (a partial request, a value to fill, the allowance
+     * reached) and before its cancellation landed: the input path takes
+     * them first, when it next reads. At most one turn's provided buffers. */
+    char *early;
+    size_t early_off, early_len, early_cap;
     enum conn_in_target recv_target;
     struct iovec *iov;         /* the send in flight's iovecs */
     int iov_cap;

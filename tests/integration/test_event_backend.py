@@ -4,6 +4,7 @@ in one line and serves on epoll (issue 15)."""
 import errno
 import os
 import re
+import socket
 import stat
 import subprocess
 import time
@@ -236,3 +237,41 @@ def test_ring_file_table_holds_exactly_the_open_connections(start_server):
     while ring_files(srv.proc.pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert ring_files(srv.proc.pid) == []
+
+
+@pytest.mark.parametrize("size", [5000, 100_000, 900_000])
+def test_value_in_one_write_with_requests_behind_it(start_server, size):
+    """An idle connection's receive on io_uring is multishot into 2 KiB
+    buffers: a set, its value and the requests after it sent in one write
+    reach the server as a burst of small receives, of which all but the
+    first come after the connection stopped being idle (a value to fill).
+    Those are kept and handed over in order: every reply must come, right."""
+    srv = start_server("-t", "1")
+    c = srv.connect()
+    value = bytes(i % 251 for i in range(size))
+    c.send(b"set big 0 0 %d\r\n%s\r\nget big\r\nset small 0 0 2\r\nok\r\nget small\r\n"
+           % (size, value))
+    assert c.readline() == b"STORED\r\n"
+    assert c.readline() == b"VALUE big 0 %d\r\n" % size
+    assert c.read_exact(size + 2) == value + b"\r\n"
+    assert c.readline() == b"END\r\n"
+    assert c.readline() == b"STORED\r\n"
+    assert c.read_until(b"END\r\n") == b"VALUE small 0 2\r\nok\r\nEND\r\n"
+    c.close()
+
+
+def test_eof_behind_a_burst_answers_what_came_first(start_server):
+    """The client's EOF right behind a value and requests sent in one write
+    (the multishot receive's last event may carry it while earlier bytes are
+    still kept): every complete request is answered, then the close."""
+    srv = start_server("-t", "1")
+    c = srv.connect()
+    value = b"e" * 300_000
+    c.send(b"set eofv 0 0 %d\r\n%s\r\nget eofv\r\n" % (len(value), value))
+    c.sock.shutdown(socket.SHUT_WR)
+    assert c.readline() == b"STORED\r\n"
+    assert c.readline() == b"VALUE eofv 0 %d\r\n" % len(value)
+    assert c.read_exact(len(value) + 2) == value + b"\r\n"
+    assert c.readline() == b"END\r\n"
+    assert c.closed_by_peer()
+    c.close()
