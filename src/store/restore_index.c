@@ -63,7 +63,7 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
     x->nparts = 1u << pbits;
     x->nbins = nbins > RESTORE_THREADS ? RESTORE_THREADS : nbins ? nbins : 1;
     /* whole lines each, so that every line written is a whole line */
-    x->cap = (uint32_t)(((uint64_t)INDEX_SLOTS + 1) << x->part_shift) / x->nbins & ~7u;
+    x->cap = (uint32_t)(((uint64_t)INDEX_SLOTS + 1) << x->part_shift) / x->nbins & ~(RIX_STAGE - 1);
     x->seg_bits = rix_bits(s->seg_cap);
     x->off_bits = rix_bits(s->seg_size >> s->off_shift);
     x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
@@ -145,10 +145,10 @@ void rix_flush(struct rix *x, uint32_t bin, uint32_t part, uint32_t at)
     uint64_t *dst = x->table + ((uint64_t)part << (x->part_shift + 3)) + (uint64_t)bin * x->cap + at;
     const uint64_t *src = x->bins[bin].stage[part];
 #ifdef __SSE2__
-    for (int i = 0; i < 8; i += 2)
+    for (unsigned i = 0; i < RIX_STAGE; i += 2)
         _mm_stream_si128((__m128i *)(dst + i), _mm_load_si128((const __m128i *)(src + i)));
 #else
-    memcpy(dst, src, 64);
+    memcpy(dst, src, RIX_STAGE * 8);
 #endif
 }
 
@@ -157,10 +157,10 @@ void rix_finish(struct rix *x, uint32_t bin)
     struct rix_bins *b = &x->bins[bin];
     for (uint32_t part = 0; part < x->nparts && x->pack; part++) {
         uint32_t n = b->packed[part];
-        if (n & 7)
+        if (n & (RIX_STAGE - 1))
             memcpy(x->table + ((uint64_t)part << (x->part_shift + 3)) + (uint64_t)bin * x->cap +
-                       (n & ~7u),
-                   b->stage[part], (n & 7) * 8);
+                       (n & ~(RIX_STAGE - 1)),
+                   b->stage[part], (n & (RIX_STAGE - 1)) * 8);
     }
 #ifdef __SSE2__
     _mm_sfence(); /* the streamed lines before the join that publishes them */

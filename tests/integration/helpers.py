@@ -85,6 +85,11 @@ def ipv6_loopback_available():
         return False
 
 
+# A listener with its own port in -l: an optional `notls:`/`mtls:` kind,
+# an IPv4 address or a bracketed IPv6 one, the port.
+LISTENER = re.compile(r"^(?:[a-z]+:)?(\[[0-9a-fA-F:]+\]|\d+\.\d+\.\d+\.\d+):(\d+)$")
+
+
 class ServerError(Exception):
     pass
 
@@ -144,6 +149,8 @@ class Server:
                 try:
                     c = self.connect(timeout=1.0)
                     c.close()
+                    for addr in self.extra_listeners():
+                        socket.create_connection(addr, timeout=1.0).close()
                     return self
                 except OSError:
                     time.sleep(0.01)
@@ -155,6 +162,22 @@ class Server:
             if "in use" not in last:
                 break
         raise ServerError(f"{self.argv(self.port)} exited with {self.proc.returncode}:\n{last}")
+
+    def extra_listeners(self):
+        """(host, port) of every TCP listener a test names in -l with its own
+        port (`notls:127.0.0.1:P`, `[::1]:P`): the server listens on them one
+        after another, so the first accepting is not proof that the others
+        do (under ASan on a loaded machine a test's connect to a later one
+        was refused)."""
+        out = []
+        for i, flag in enumerate(self.flags[:-1]):
+            if flag != "-l":
+                continue
+            for item in self.flags[i + 1].split(","):
+                m = LISTENER.match(item)
+                if m:
+                    out.append((m.group(1).strip("[]"), int(m.group(2))))
+        return out
 
     def stderr(self):
         try:
