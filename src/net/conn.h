@@ -58,6 +58,7 @@ struct conn {
     bool ring;
     bool recv_busy, send_busy;
     bool recv_own;             /* the loop ran out of its buffers: use ours */
+    size_t recv_room;          /* what the receive started was given */
     enum conn_in_target recv_target;
     struct iovec *iov;         /* the send in flight's iovecs */
     int iov_cap;

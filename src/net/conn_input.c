@@ -50,7 +50,8 @@ enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, 
 {
     /* A large value goes straight into item memory; a small one is read
      * with what follows it (its "\r\n", the next requests) in one call. */
-    if (s->sink_len >= CONN_DIRECT_MIN && in->len == 0) {
+    if (s->sink_len >= CONN_DIRECT_MIN && in->len == 0 &&
+        !(in->more_queued && s->sink_len + 2 <= RBUF_SIZE)) {
         *at = s->sink;
         *room = s->sink_len;
         return CONN_IN_TO_SINK;

@@ -25,6 +25,10 @@ struct conn_input {
     bool again;            /* the protocol stopped with work left (-R yield, or
                               a reply paused until the queue drains) */
     bool eof;              /* the client sent its last byte */
+    bool more_queued;      /* the last read filled its room: the rest of a
+                              value that fits in the buffer is read with what
+                              follows it, in one call, not straight into item
+                              memory and then its "\r\n" in another */
 };
 
 /* What the caller should do after an input event (bits). */

@@ -4,7 +4,8 @@
  * it is owed between resumes, -R yields, and end of input at any point.
  *
  * First byte: read size and -R; second: the allowance and how much of the
- * queue each "client read" takes. Checks what must always hold: the unit
+ * queue each "client read" takes, the read buffer limit, and whether a
+ * full read means more is queued (conn_input.more_queued). Checks what must always hold: the unit
  * never reports buffered bytes it does not have, a pause leaves no more than
  * the allowance plus one bounded reply owed, and EOF ends in CLOSE within a
  * bounded number of resumes. */
@@ -133,6 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(at, data + off, n);
         off += n;
         open = fz_settle(&in, &s, conn_input_received(&in, &s, to, n), take);
+        /* as a ring connection does: a read that filled its room says the
+         * rest is queued (the next value goes to the buffer if it fits) */
+        in.more_queued = (mem & 0x40) && n == room;
         if (in.len > in.size || in.pos + in.len > in.size)
             abort();
         fz_take(&s, 0);

@@ -275,3 +275,31 @@ def test_eof_behind_a_burst_answers_what_came_first(start_server):
     assert c.readline() == b"END\r\n"
     assert c.closed_by_peer()
     c.close()
+
+
+def test_set_in_one_write_takes_at_most_two_receives(start_server):
+    """Each receive on io_uring waits for a whole turn of the worker's other
+    connections (10 ms and more on a loaded host). An idle connection's
+    receive takes 2 KiB; the rest of a 4-16 KB value sent in one write was
+    read in two more (2 KiB a turn, or straight into the value and then its
+    "\\r\\n" alone): three turns, the soak's isolated 40 ms sets. The rest is
+    queued already, so it comes in one receive with its "\\r\\n": read_calls
+    counts at most two per set (epoll: one)."""
+    srv = start_server("-t", "1")
+    if srv.is_memcached:
+        pytest.skip("read_calls is nodelay's")
+    c = srv.connect()
+
+    def reads():
+        return int(stats(c, "nodelay")["read_calls"])
+
+    for size in (4100, 5000, 6500, 7900, 15000):
+        a = reads()
+        b = reads()  # a stats request's own receives: b - a
+        c.send(b"set w%d 0 0 %d\r\n%s\r\n" % (size, size, b"w" * size))
+        assert c.readline() == b"STORED\r\n"
+        took = reads() - b - (b - a)
+        assert took <= 2, f"a {size}-byte set sent in one write took {took} receives"
+        assert c.call(f"get w{size}", until=b"END\r\n") == \
+            b"VALUE w%d 0 %d\r\n%s\r\nEND\r\n" % (size, size, b"w" * size)
+    c.close()

@@ -265,6 +265,39 @@ static void test_direct_read_target(void **state)
     tt_free(t);
 }
 
+/* After a read that filled its room (more_queued), the rest of a value that
+ * fits in the read buffer is read there with its "\r\n", in one call; a
+ * value larger than the buffer still goes straight to item memory. */
+static void test_more_queued_reads_the_rest_into_the_buffer(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    const char hdr[] = "set mid 0 0 6000\r\n";
+    unsigned act = ci_read(t, hdr, sizeof hdr - 1);
+    assert_true(act & CONN_IN_QUICKACK);
+    t->in.more_queued = true;
+    char *at;
+    size_t room;
+    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_BUF);
+    assert_true(room >= 6002);
+    memset(at, 'm', 6000);
+    memcpy(at + 6000, "\r\n", 2);
+    act = conn_input_received(&t->in, &t->s, CONN_IN_TO_BUF, 6002);
+    size_t n;
+    char *out = tt_drain(t, &n);
+    assert_string_equal(out, "STORED\r\n");
+    free(out);
+
+    const char big[] = "set big 0 0 20000\r\n";
+    t->in.more_queued = false;
+    act = ci_read(t, big, sizeof big - 1);
+    t->in.more_queued = true;
+    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_SINK);
+    assert_int_equal(room, 20000);
+    (void)act;
+    tt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_eof_answers_then_closes),
         cmocka_unit_test(test_read_buffer_limit),
         cmocka_unit_test(test_direct_read_target),
+        cmocka_unit_test(test_more_queued_reads_the_rest_into_the_buffer),
     };
     return cmocka_run_group_tests(tests, tt_group_setup, NULL);
 }
