@@ -316,6 +316,21 @@ def cpu_waits(pid):
     return total / 1e9
 
 
+def honest_sets_turn_the_cache_over(c):
+    """8000 sets of 4000 B (32 MB: a -m 16 cache turns over twice), every one
+    STORED, and the newest 50 read back."""
+    new = b"n" * 4000
+    sets = 8000
+    failed = []
+    for i in range(sets):
+        r = c.call(b"set new%04d 0 0 %d\r\n" % (i, len(new)) + new)
+        if r != b"STORED\r\n":
+            failed.append((i, r))
+    assert not failed, f"{len(failed)} of {sets} sets failed, first {failed[0]}"
+    for i in range(sets - 50, sets):
+        assert c.get(f"new{i:04d}") == new, f"new{i:04d} missing"
+
+
 def server_send_queues(port):
     """Send-Q (bytes the kernel holds, sent or not, unacknowledged) of every
     established socket on the server's side of `port`."""
@@ -531,16 +546,7 @@ def test_non_readers_do_not_pin_the_cache_against_honest_sets(start_server):
                 except OSError:
                     pass
             time.sleep(0.01)
-        new = b"n" * 4000
-        sets = 8000  # 32 MB of new keys: the whole cache turns over twice
-        failed = []
-        for i in range(sets):
-            r = c.call(b"set new%04d 0 0 %d\r\n" % (i, len(new)) + new)
-            if r != b"STORED\r\n":
-                failed.append((i, r))
-        assert not failed, f"{len(failed)} of {sets} sets failed, first {failed[0]}"
-        for i in range(sets - 50, sets):
-            assert c.get(f"new{i:04d}") == new, f"new{i:04d} missing"
+        honest_sets_turn_the_cache_over(c)
         if not SANITIZED and not srv.is_memcached:
             # -m, plus what the non-readers may be owed (client_mem_limit
             # and 48 KiB each past it), plus the index and slack
@@ -582,16 +588,7 @@ def test_non_readers_of_large_values_do_not_pin_the_cache(start_server):
         if not srv.is_memcached:
             owed = int(stats(c)["response_obj_bytes"])
             assert owed <= (32 << 20), f"non-readers are owed {owed} bytes"
-        new = b"n" * 4000
-        sets = 8000  # 32 MB of new keys: the whole cache turns over twice
-        failed = []
-        for i in range(sets):
-            r = c.call(b"set new%04d 0 0 %d\r\n" % (i, len(new)) + new)
-            if r != b"STORED\r\n":
-                failed.append((i, r))
-        assert not failed, f"{len(failed)} of {sets} sets failed, first {failed[0]}"
-        for i in range(sets - 50, sets):
-            assert c.get(f"new{i:04d}") == new, f"new{i:04d} missing"
+        honest_sets_turn_the_cache_over(c)
         # the non-readers still get their values whole once they read
         for n, h in enumerate(hogs[:5]):
             h.settimeout(10 * slow_factor())
