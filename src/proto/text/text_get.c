@@ -15,7 +15,9 @@
 #include "proto/watch_note.h"
 
 /* "\r\n" + "VALUE " + key + " " + flags + " " + bytes + " " + cas + "\r\n" */
-#define TEXT_VALUE_HEADER_MAX (2 + 6 + STORE_KEY_MAX + 1 + 10 + 1 + 10 + 1 + TEXT_U64_MAX_DIGITS + 2)
+#define TEXT_VALUE_HEADER_FIXED (2 + 6 + 1 + 10 + 1 + 10 + 1 + TEXT_U64_MAX_DIGITS + 2)
+#define TEXT_VALUE_HEADER_MAX (TEXT_VALUE_HEADER_FIXED + STORE_KEY_MAX)
+#define TEXT_END "\r\nEND\r\n"
 
 static char *text_value_header(char *q, const char *key, size_t nkey, const struct store_item *it,
                                bool want_cas, bool crlf_first)
@@ -41,31 +43,44 @@ static char *text_value_header(char *q, const char *key, size_t nkey, const stru
     return q;
 }
 
-/* A hit's header and value. A short value is copied in the header's own
- * reserve (one reserve and one commit a hit: they were a visible share of
- * it); a longer one goes by reference (reply_value). The pin is released
- * or handed on, whatever the outcome. */
+/* A hit whose value is copied while the store holds its bucket
+ * (store_get_req.copy): header and value composed into room reserved
+ * before the lookup, and the END after them when it is the line's last
+ * key, so a one-key get is one reserve and one commit. */
+struct text_hit {
+    char *at;      /* reserved: TEXT_VALUE_HEADER_FIXED + nkey + REPLY_COPY_MAX + END */
+    const char *key;
+    size_t nkey;
+    bool want_cas, crlf, last;
+    size_t len;    /* composed, with END when `last` */
+};
+
+static void text_hit_copy(void *arg, const struct store_item *it)
+{
+    struct text_hit *h = arg;
+    char *q = text_value_header(h->at, h->key, h->nkey, it, h->want_cas, h->crlf);
+    if (it->nvalue)
+        memcpy(q, it->value, it->nvalue);
+    q += it->nvalue;
+    if (h->last) {
+        memcpy(q, TEXT_END, sizeof TEXT_END - 1);
+        q += sizeof TEXT_END - 1;
+    }
+    h->len = (size_t)(q - h->at);
+}
+
+/* A hit's header and a value too long to copy (reply_value, by
+ * reference). The pin is released or handed on, whatever the outcome. */
 static int text_value_hit(struct session *s, const char *key, size_t nkey,
                           const struct store_item *it, bool want_cas, bool crlf_first)
 {
-    bool copy = it->nvalue <= REPLY_COPY_MAX;
-    char *p = reply_reserve(&s->reply, TEXT_VALUE_HEADER_MAX + (copy ? it->nvalue : 0));
+    char *p = reply_reserve(&s->reply, TEXT_VALUE_HEADER_MAX);
     if (!p) {
         if (it->pin)
             store_pin_release(it->pin);
         return -1;
     }
-    char *q = text_value_header(p, key, nkey, it, want_cas, crlf_first);
-    if (copy && it->nvalue) {
-        memcpy(q, it->value, it->nvalue);
-        q += it->nvalue;
-    }
-    reply_commit(&s->reply, (size_t)(q - p));
-    if (copy) {
-        if (it->pin)
-            store_pin_release(it->pin);
-        return 0;
-    }
+    reply_commit(&s->reply, (size_t)(text_value_header(p, key, nkey, it, want_cas, crlf_first) - p));
     return reply_value(&s->reply, it->value, it->nvalue, it->pin);
 }
 
@@ -111,6 +126,17 @@ static bool text_keys_next(struct text_keys *w, const char **key, size_t *nkey)
     return true;
 }
 
+/* Whether another key follows. */
+static bool text_keys_more(const struct text_keys *w)
+{
+    if (w->tok < w->whole)
+        return true;
+    const char *p = w->p, *end = w->l->raw + w->l->len;
+    while (p < end && *p == ' ')
+        p++;
+    return p < end;
+}
+
 /* Prefetches the next keys of a multiget (up to a batch), when there are
  * several. */
 static void text_get_prefetch(struct session *s, struct text_keys w)
@@ -152,6 +178,7 @@ static void text_get_run(struct session *s, const struct text_line *l)
     bool detail = TEXT_DETAIL_ON(s);
     bool crlf = c->crlf;
     size_t keys = 0;
+    bool ended = false; /* the last hit's copy brought END with it */
     c->kind = TEXT_CONT_NONE;
 
     struct text_keys w;
@@ -187,6 +214,16 @@ static void text_get_run(struct session *s, const struct text_line *l)
             return;
         }
         keys++;
+        /* Room for a short hit before the lookup, so that the store can
+         * have it copied under its bucket lock (nothing allocated there);
+         * without room, the hit is pinned and composed after. */
+        struct text_hit h = {.key = key, .nkey = nkey, .want_cas = c->want_cas, .crlf = crlf,
+                             .last = !text_keys_more(&w)};
+        h.at = reply_reserve(&s->reply, TEXT_VALUE_HEADER_FIXED + nkey + REPLY_COPY_MAX +
+                                            sizeof TEXT_END - 1);
+        req.copy = h.at ? text_hit_copy : NULL;
+        req.copy_arg = &h;
+        req.copy_max = REPLY_COPY_MAX;
         struct store_item it;
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         bool hit = st == STORE_OK;
@@ -197,14 +234,20 @@ static void text_get_run(struct session *s, const struct text_line *l)
         stats_count_fetch(s->stats, c->touch, hit, it.class_id, it.lru);
         if (!hit)
             continue;
-        if (text_value_hit(s, key, nkey, &it, c->want_cas, crlf) != 0)
+        if (h.len) {
+            reply_commit(&s->reply, h.len);
+            ended = h.last;
+        } else if (text_value_hit(s, key, nkey, &it, c->want_cas, crlf) != 0) {
             goto oom;
+        }
         log_verbose(">%d sending key %.*s", s->cfd, (int)nkey, key);
         crlf = true;
     }
     log_verbose(">%d END", s->cfd);
+    if (ended)
+        return;
     if (crlf) {
-        if (reply_copy(&s->reply, "\r\nEND\r\n", 7) != 0)
+        if (reply_copy(&s->reply, TEXT_END, sizeof TEXT_END - 1) != 0)
             goto oom;
     } else if (reply_copy(&s->reply, "END\r\n", 5) != 0) {
         goto oom;
