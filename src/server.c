@@ -90,7 +90,7 @@ static void server_stats_detail(void *ctx, const char *key, size_t nkey, char op
 #define SERVER_SUM_STORE(f)
 #define SERVER_SUM_SNAP(f)
 #define SERVER_SUM_CONST(f)
-#define SERVER_SUM(name, src, field, fmt, kind, when, help) SERVER_SUM_##src(field)
+#define SERVER_SUM(name, src, field, ...) SERVER_SUM_##src(field)
 
 static void server_sum_workers(struct core *c, struct stats_thread *sum, uint64_t *reply_bytes,
                                uint64_t *rbuf_bytes)
@@ -391,10 +391,12 @@ static enum server_stats_rc server_stats(void *ctx, const char *args, size_t len
     return rc ? SERVER_STATS_NOMEM : SERVER_STATS_END;
 }
 
-int server_settings_emit(struct server *srv,
-                         int (*emit)(void *arg, const char *name, const char *value), void *arg)
+int server_settings_metrics(struct server *srv,
+                            int (*emit)(void *arg, const char *metric, const char *help,
+                                        const char *value),
+                            void *arg)
 {
-    return settings_stats_emit(srv->set, emit, arg);
+    return settings_metrics_emit(srv->set, emit, arg);
 }
 
 struct server *server_create(struct core *c, const struct settings *set)

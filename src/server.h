@@ -21,9 +21,12 @@ void server_destroy(struct server **srv);
  * stats_general_rows / stats_nodelay_rows over it). Takes no worker's lock. */
 void server_stats_snapshot(struct server *srv, struct stats_snapshot *out);
 
-/* `stats settings` for a reader outside the protocols: emit(arg, name,
- * value) per line, as settings_stats_emit. Returns its result. */
-int server_settings_emit(struct server *srv,
-                         int (*emit)(void *arg, const char *name, const char *value), void *arg);
+/* The `stats settings` rows memcached_exporter exports, for the metrics
+ * endpoint: emit(arg, metric, help, value) per row, as
+ * settings_metrics_emit. Returns its result. */
+int server_settings_metrics(struct server *srv,
+                            int (*emit)(void *arg, const char *metric, const char *help,
+                                        const char *value),
+                            void *arg);
 
 #endif

@@ -82,6 +82,13 @@ void settings_print_notes(const struct settings *s, FILE *err);
 typedef int settings_emit_fn(void *arg, const char *name, const char *value);
 int settings_stats_emit(const struct settings *s, settings_emit_fn *emit, void *arg);
 
+/* The rows memcached_exporter exports (their SETTINGS_METRIC): calls
+ * emit(arg, metric, help, value) per row, value as `stats settings` prints
+ * it, in the same order. Returns the first nonzero emit result, else 0. */
+typedef int settings_metric_fn(void *arg, const char *metric, const char *help,
+                               const char *value);
+int settings_metrics_emit(const struct settings *s, settings_metric_fn *emit, void *arg);
+
 struct reply_queue;
 /* The same as "STAT name value\r\n" lines appended to a reply queue (no END). */
 int stats_settings_compose(const struct settings *s, struct reply_queue *out);

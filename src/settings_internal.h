@@ -51,6 +51,12 @@ typedef int settings_parse_fn(struct settings_parse_ctx *c, const struct setting
 typedef void settings_show_fn(const struct settings *s, const struct settings_row *r, char *buf,
                               size_t n);
 
+/* A `stats settings` row memcached_exporter exports (SETTINGS_METRIC). */
+struct settings_metric {
+    const char *name, *help;
+};
+#define SETTINGS_METRIC(name, help) (&(const struct settings_metric){name, help})
+
 struct settings_row {
     const char *field;
     enum settings_store store;
@@ -63,6 +69,7 @@ struct settings_row {
     const char *stat;
     settings_show_fn *show;
     const char *note, *help;
+    const struct settings_metric *metric;
 };
 
 extern const struct settings_row settings_rows[SETTINGS_NROWS];

@@ -107,19 +107,33 @@ SETTINGS_SHOW(THREADS)
     snprintf(buf, n, "%d", s->num_threads);
 }
 
-int settings_stats_emit(const struct settings *s, settings_emit_fn *emit, void *arg)
+/* Every row with a `stats settings` line, its value shown, to emit (name
+ * and value) or, when metric is given, every such row with a metric to it. */
+static int settings_walk(const struct settings *s, settings_emit_fn *emit,
+                         settings_metric_fn *metric, void *arg)
 {
     char buf[512];
     for (size_t i = 0; i < SETTINGS_NROWS; i++) {
         const struct settings_row *r = &settings_rows[i];
-        if (!r->stat)
+        if (!r->stat || (metric && !r->metric))
             continue;
         r->show(s, r, buf, sizeof buf);
-        int rc = emit(arg, r->stat, buf);
+        int rc = metric ? metric(arg, r->metric->name, r->metric->help, buf)
+                        : emit(arg, r->stat, buf);
         if (rc)
             return rc;
     }
     return 0;
+}
+
+int settings_stats_emit(const struct settings *s, settings_emit_fn *emit, void *arg)
+{
+    return settings_walk(s, emit, NULL, arg);
+}
+
+int settings_metrics_emit(const struct settings *s, settings_metric_fn *emit, void *arg)
+{
+    return settings_walk(s, NULL, emit, arg);
 }
 
 static int settings_stats_line(void *arg, const char *name, const char *value)

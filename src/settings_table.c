@@ -10,7 +10,7 @@
 #define SETTINGS_OFF_NONE(f) 0
 
 #define SETTINGS_X_ROW(st, f, t, def, so, lopt_, on, a, parse_, lo_, hi_, stat_, show_, note_, \
-                       help_)                                                                   \
+                       help_, metric_)                                                          \
     [SETTINGS_ROW_##f] = {.field = #f,                                                          \
                           .store = SETTINGS_STORE_##st,                                         \
                           .type = SETTINGS_TYPE_##t,                                            \
@@ -25,7 +25,8 @@
                           .stat = stat_,                                                        \
                           .show = settings_show_##show_,                                        \
                           .note = note_,                                                        \
-                          .help = help_},
+                          .help = help_,                                                        \
+                          .metric = metric_},
 
 const struct settings_row settings_rows[SETTINGS_NROWS] = {SETTINGS(SETTINGS_X_ROW)};
 

@@ -21,7 +21,7 @@
 #define STATS_THREAD_FIELD_STORE(field)
 #define STATS_THREAD_FIELD_SNAP(field)
 #define STATS_THREAD_FIELD_CONST(field)
-#define STATS_THREAD_FIELD(name, src, field, fmt, kind, when, help) STATS_THREAD_FIELD_##src(field)
+#define STATS_THREAD_FIELD(name, src, field, ...) STATS_THREAD_FIELD_##src(field)
 
 /* One size class's counters (STATS_CLASS_COUNTERS). */
 #define STATS_CLASS_FIELD(field) uint64_t field;

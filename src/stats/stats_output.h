@@ -32,6 +32,7 @@ enum stats_when {
 
 struct stats_row {
     const char *name;
+    const char *metric; /* memcached_exporter's /metrics name, or NULL */
     const char *help;
     enum stats_src src;
     enum stats_fmt fmt;

@@ -14,9 +14,9 @@
 #define STATS_VAL_SNAP(f) 0
 #define STATS_VAL_CONST(f) (f)
 
-#define STATS_ROW(name, src, field, fmt, kind, when, help)                                         \
-    {#name, help, STATS_SRC_##src, STATS_FMT_##fmt, STATS_KIND_##kind, STATS_WHEN_##when,          \
-     STATS_OFF_##src(field), STATS_VAL_##src(field)},
+#define STATS_ROW(name, src, field, fmt, kind, when, metric, help)                                 \
+    {#name, metric, help, STATS_SRC_##src, STATS_FMT_##fmt, STATS_KIND_##kind,                     \
+     STATS_WHEN_##when, STATS_OFF_##src(field), STATS_VAL_##src(field)},
 
 static const struct stats_row stats_general_list[] = {STATS_GENERAL(STATS_ROW)};
 static const struct stats_row stats_nodelay_list[] = {STATS_NODELAY(STATS_ROW)};
@@ -41,7 +41,7 @@ const struct stats_rows stats_nodelay_rows = {
 #define STATS_CHECK_STORE(f, fmt) STATS_CHECK_TYPE(store.f, fmt)
 #define STATS_CHECK_SNAP(f, fmt) STATS_CHECK_TYPE(f, fmt)
 #define STATS_CHECK_CONST(f, fmt)
-#define STATS_CHECK(name, src, field, fmt, kind, when, help) STATS_CHECK_##src(field, fmt)
+#define STATS_CHECK(name, src, field, fmt, ...) STATS_CHECK_##src(field, fmt)
 STATS_GENERAL(STATS_CHECK)
 STATS_NODELAY(STATS_CHECK)
 #undef STATS_CHECK

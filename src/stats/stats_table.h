@@ -2,7 +2,7 @@
  *
  * One row per stat, in the order it is printed:
  *
- *   X(name, source, field, format, kind, when, help)
+ *   X(name, source, field, format, kind, when, metric, help)
  *
  *   name    what `stats` prints (memcached 1.6.45's name where it has one)
  *   source  WORKER  a per-worker counter: the row declares the field of
@@ -19,7 +19,14 @@
  *           GAUGE    a level; `stats reset` leaves it
  *           INFO     a string (version, backend)
  *   when    ALWAYS, or the setting without which memcached omits the row
- *   help    one line for the Prometheus exporter's # HELP
+ *   metric  its /metrics name: memcached_exporter's, so the exporter's
+ *           dashboards work unchanged, with any fixed labels in braces
+ *           (STATS_COMMAND); a counter exactly when it ends in _total, as
+ *           promtool's lint asks (so uptime is a gauge); an INFO row is an
+ *           info metric, 1 with the text in a label named after the row.
+ *           NULL: nodelay_<name>, with the row's kind (metrics_page.c)
+ *   help    the metric's # HELP: memcached_exporter's words where metric
+ *           names one of its metrics, else ours
  *
  * STATS_GENERAL is plain `stats` in memcached 1.6.45's exact order (no
  * extstore or proxy rows: nodelay has neither; the TLS rows only with -Z); STATS_NODELAY
@@ -30,182 +37,255 @@
 #ifndef NODELAY_STATS_TABLE_H
 #define NODELAY_STATS_TABLE_H
 
-/* Written on two lines per row only where the help is long. */
+/* memcached_exporter's commands_total{command,status}, from the rows it
+ * reads (its set, cmd_set less the cas commands, is no row: metrics_page.c). */
+#define STATS_COMMAND(command, status)                                                             \
+    "memcached_commands_total{command=\"" command "\",status=\"" status "\"}"
+#define STATS_HELP_COMMANDS                                                                        \
+    "Total number of all requests broken down by command (get, set, etc.) and status."
+
+/* Written on two lines per row only where the metric and help are long. */
 #define STATS_GENERAL(X)                                                                           \
-    X(pid, SNAP, pid, I64, INFO, ALWAYS, "process id")                                             \
-    X(uptime, SNAP, uptime, U64, CLOCK, ALWAYS, "seconds since the server started")             \
-    X(time, SNAP, time, I64, GAUGE, ALWAYS, "the server's current unix time")                      \
-    X(version, SNAP, version, STR, INFO, ALWAYS, "the memcached protocol version served")         \
-    X(libevent, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (io_uring, epoll, poll)")              \
-    X(pointer_size, CONST, (8 * sizeof(void *)), U64, GAUGE, ALWAYS, "bits in a pointer")          \
-    X(rusage_user, SNAP, rusage_user, TIMEVAL, CLOCK, ALWAYS, "user CPU seconds")                \
-    X(rusage_system, SNAP, rusage_system, TIMEVAL, CLOCK, ALWAYS, "system CPU seconds")          \
-    X(max_connections, SNAP, max_connections, U64, GAUGE, ALWAYS, "-c")                            \
+    X(pid, SNAP, pid, I64, INFO, ALWAYS, NULL, "process id")                                       \
+    X(uptime, SNAP, uptime, U64, CLOCK, ALWAYS, "memcached_uptime_seconds",                        \
+      "Number of seconds since the server started.")                                               \
+    X(time, SNAP, time, I64, GAUGE, ALWAYS, "memcached_time_seconds",                              \
+      "current UNIX time according to the server.")                                                \
+    X(version, SNAP, version, STR, INFO, ALWAYS, "memcached_version",                              \
+      "The version of this memcached server.")                                                     \
+    X(libevent, SNAP, libevent, STR, INFO, ALWAYS, NULL,                                           \
+      "the event backend (io_uring, epoll, poll)")                                                 \
+    X(pointer_size, CONST, (8 * sizeof(void *)), U64, GAUGE, ALWAYS, NULL, "bits in a pointer")    \
+    X(rusage_user, SNAP, rusage_user, TIMEVAL, CLOCK, ALWAYS,                                      \
+      "memcached_process_user_cpu_seconds_total", "Accumulated user time for this process.")       \
+    X(rusage_system, SNAP, rusage_system, TIMEVAL, CLOCK, ALWAYS,                                  \
+      "memcached_process_system_cpu_seconds_total", "Accumulated system time for this process.")   \
+    X(max_connections, SNAP, max_connections, U64, GAUGE, ALWAYS, NULL, "-c")                      \
+    /* memcached's: open connections and listeners, less one */                                    \
     X(curr_connections, SNAP, curr_connections, U64, GAUGE, ALWAYS,                                \
-      "open connections, listeners included, minus one (memcached's definition)")                  \
+      "memcached_current_connections", "Current number of open connections.")                      \
+    /* listeners included */                                                                       \
     X(total_connections, SNAP, total_connections, U64, COUNTER, ALWAYS,                            \
-      "connections opened, listeners included")                                                    \
+      "memcached_connections_total",                                                               \
+      "Total number of connections opened since the server started running.")                      \
+    /* refused over -c */                                                                          \
     X(rejected_connections, WORKER, rejected_connections, U64, COUNTER, MAXCONNS_FAST,             \
-      "connections refused over -c")                                                               \
-    X(connection_structures, SNAP, connection_structures, U64, GAUGE, ALWAYS,                      \
+      "memcached_connections_rejected_total",                                                      \
+      "Total number of connections rejected due to hitting the -c limit in maxconns_fast mode.")   \
+    X(connection_structures, SNAP, connection_structures, U64, GAUGE, ALWAYS, NULL,                \
       "descriptors ever used by a connection or listener")                                         \
-    X(response_obj_oom, CONST, 0, U64, COUNTER, ALWAYS, "memcached's response objects: none")      \
-    X(response_obj_count, SNAP, response_obj_count, U64, GAUGE, ALWAYS,                            \
+    X(response_obj_oom, CONST, 0, U64, COUNTER, ALWAYS, NULL,                                      \
+      "memcached's response objects: none")                                                        \
+    X(response_obj_count, SNAP, response_obj_count, U64, GAUGE, ALWAYS, NULL,                      \
       "client connections (each owns one reply queue)")                                            \
-    X(response_obj_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, "bytes queued for clients")       \
-    X(read_buf_count, SNAP, read_buf_count, U64, GAUGE, ALWAYS, "read buffers held")               \
-    X(read_buf_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, "bytes in read buffers")           \
-    X(read_buf_bytes_free, CONST, 0, U64, GAUGE, ALWAYS, "read buffers are returned, not pooled")  \
-    X(read_buf_oom, CONST, 0, U64, COUNTER, ALWAYS, "read buffer allocation failures")             \
-    X(reserved_fds, SNAP, reserved_fds, U64, GAUGE, ALWAYS,                                        \
+    X(response_obj_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "bytes queued for clients") \
+    X(read_buf_count, SNAP, read_buf_count, U64, GAUGE, ALWAYS, NULL, "read buffers held")         \
+    X(read_buf_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, NULL, "bytes in read buffers")     \
+    X(read_buf_bytes_free, CONST, 0, U64, GAUGE, ALWAYS, NULL,                                     \
+      "read buffers are returned, not pooled")                                                     \
+    X(read_buf_oom, CONST, 0, U64, COUNTER, ALWAYS, NULL, "read buffer allocation failures")       \
+    X(reserved_fds, SNAP, reserved_fds, U64, GAUGE, ALWAYS, NULL,                                  \
       "descriptors kept from connections (stdio, event loops, wake pipes, listeners)")             \
-    X(cmd_get, WORKER, cmd_get, U64, COUNTER, ALWAYS, "keys requested by get/gets/mg/binary get")  \
-    X(cmd_set, WORKER, cmd_set, U64, COUNTER, ALWAYS, "storage commands")                          \
-    X(cmd_flush, WORKER, cmd_flush, U64, COUNTER, ALWAYS, "flush_all commands")                    \
-    X(cmd_touch, WORKER, cmd_touch, U64, COUNTER, ALWAYS, "keys touched (touch, gat, gats)")       \
-    X(cmd_meta, WORKER, cmd_meta, U64, COUNTER, ALWAYS, "meta commands")                           \
-    X(get_hits, WORKER, get_hits, U64, COUNTER, ALWAYS, "keys found")                              \
-    X(get_misses, WORKER, get_misses, U64, COUNTER, ALWAYS, "keys not found")                      \
-    X(get_expired, STORE, get_expired, U64, COUNTER, ALWAYS, "reads that found an expired item")   \
-    X(get_flushed, STORE, get_flushed, U64, COUNTER, ALWAYS, "reads that found a flushed item")    \
-    X(delete_misses, WORKER, delete_misses, U64, COUNTER, ALWAYS, "deletes of missing keys")       \
-    X(delete_hits, WORKER, delete_hits, U64, COUNTER, ALWAYS, "keys deleted")                      \
-    X(incr_misses, WORKER, incr_misses, U64, COUNTER, ALWAYS, "incr of missing keys")              \
-    X(incr_hits, WORKER, incr_hits, U64, COUNTER, ALWAYS, "keys incremented")                      \
-    X(decr_misses, WORKER, decr_misses, U64, COUNTER, ALWAYS, "decr of missing keys")              \
-    X(decr_hits, WORKER, decr_hits, U64, COUNTER, ALWAYS, "keys decremented")                      \
-    X(cas_misses, WORKER, cas_misses, U64, COUNTER, ALWAYS, "cas of missing keys")                 \
-    X(cas_hits, WORKER, cas_hits, U64, COUNTER, ALWAYS, "cas that stored")                         \
-    X(cas_badval, WORKER, cas_badval, U64, COUNTER, ALWAYS, "cas refused: the item had changed")   \
-    X(touch_hits, WORKER, touch_hits, U64, COUNTER, ALWAYS, "keys touched that existed")           \
-    X(touch_misses, WORKER, touch_misses, U64, COUNTER, ALWAYS, "touches of missing keys")         \
-    X(store_too_large, WORKER, store_too_large, U64, COUNTER, ALWAYS, "values over -I refused")    \
-    X(store_no_memory, WORKER, store_no_memory, U64, COUNTER, ALWAYS, "stores refused: no memory") \
-    X(auth_cmds, WORKER, auth_cmds, U64, COUNTER, ALWAYS, "authentication attempts")               \
-    X(auth_errors, WORKER, auth_errors, U64, COUNTER, ALWAYS, "failed authentications")            \
-    X(idle_kicks, WORKER, idle_kicks, U64, COUNTER, IDLE_TIMEOUT,                                  \
+    X(cmd_get, WORKER, cmd_get, U64, COUNTER, ALWAYS, NULL,                                        \
+      "keys requested by get/gets/mg/binary get")                                                  \
+    X(cmd_set, WORKER, cmd_set, U64, COUNTER, ALWAYS, NULL, "storage commands")                    \
+    X(cmd_flush, WORKER, cmd_flush, U64, COUNTER, ALWAYS, STATS_COMMAND("flush", "hit"),           \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(cmd_touch, WORKER, cmd_touch, U64, COUNTER, ALWAYS, NULL, "keys touched (touch, gat, gats)") \
+    X(cmd_meta, WORKER, cmd_meta, U64, COUNTER, ALWAYS, NULL, "meta commands")                     \
+    X(get_hits, WORKER, get_hits, U64, COUNTER, ALWAYS, STATS_COMMAND("get", "hit"),               \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(get_misses, WORKER, get_misses, U64, COUNTER, ALWAYS, STATS_COMMAND("get", "miss"),          \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(get_expired, STORE, get_expired, U64, COUNTER, ALWAYS, NULL,                                 \
+      "reads that found an expired item")                                                          \
+    X(get_flushed, STORE, get_flushed, U64, COUNTER, ALWAYS, NULL,                                 \
+      "reads that found a flushed item")                                                           \
+    X(delete_misses, WORKER, delete_misses, U64, COUNTER, ALWAYS, STATS_COMMAND("delete", "miss"), \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(delete_hits, WORKER, delete_hits, U64, COUNTER, ALWAYS, STATS_COMMAND("delete", "hit"),      \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(incr_misses, WORKER, incr_misses, U64, COUNTER, ALWAYS, STATS_COMMAND("incr", "miss"),       \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(incr_hits, WORKER, incr_hits, U64, COUNTER, ALWAYS, STATS_COMMAND("incr", "hit"),            \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(decr_misses, WORKER, decr_misses, U64, COUNTER, ALWAYS, STATS_COMMAND("decr", "miss"),       \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(decr_hits, WORKER, decr_hits, U64, COUNTER, ALWAYS, STATS_COMMAND("decr", "hit"),            \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(cas_misses, WORKER, cas_misses, U64, COUNTER, ALWAYS, STATS_COMMAND("cas", "miss"),          \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(cas_hits, WORKER, cas_hits, U64, COUNTER, ALWAYS, STATS_COMMAND("cas", "hit"),               \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(cas_badval, WORKER, cas_badval, U64, COUNTER, ALWAYS, STATS_COMMAND("cas", "badval"),        \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(touch_hits, WORKER, touch_hits, U64, COUNTER, ALWAYS, STATS_COMMAND("touch", "hit"),         \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(touch_misses, WORKER, touch_misses, U64, COUNTER, ALWAYS, STATS_COMMAND("touch", "miss"),    \
+      STATS_HELP_COMMANDS)                                                                         \
+    X(store_too_large, WORKER, store_too_large, U64, COUNTER, ALWAYS,                              \
+      "memcached_item_too_large_total",                                                            \
+      "The number of times an item exceeded the max-item-size when being stored.")                 \
+    X(store_no_memory, WORKER, store_no_memory, U64, COUNTER, ALWAYS,                              \
+      "memcached_item_no_memory_total",                                                            \
+      "The number of times an item could not be stored due to no more memory.")                    \
+    X(auth_cmds, WORKER, auth_cmds, U64, COUNTER, ALWAYS, NULL, "authentication attempts")         \
+    X(auth_errors, WORKER, auth_errors, U64, COUNTER, ALWAYS, NULL, "failed authentications")      \
+    X(idle_kicks, WORKER, idle_kicks, U64, COUNTER, IDLE_TIMEOUT, NULL,                            \
       "connections closed by idle_timeout")                                                        \
-    X(bytes_read, WORKER, bytes_read, U64, COUNTER, ALWAYS, "bytes read from clients")             \
-    X(bytes_written, WORKER, bytes_written, U64, COUNTER, ALWAYS, "bytes written to clients")      \
-    X(limit_maxbytes, STORE, limit_maxbytes, U64, GAUGE, ALWAYS, "-m in bytes")                    \
+    X(bytes_read, WORKER, bytes_read, U64, COUNTER, ALWAYS, "memcached_read_bytes_total",          \
+      "Total number of bytes read by this server from network.")                                   \
+    X(bytes_written, WORKER, bytes_written, U64, COUNTER, ALWAYS, "memcached_written_bytes_total", \
+      "Total number of bytes sent by this server to network.")                                     \
+    X(limit_maxbytes, STORE, limit_maxbytes, U64, GAUGE, ALWAYS, "memcached_limit_bytes",          \
+      "Number of bytes this server is allowed to use for storage.")                                \
+    /* 1 unless accept is paused (out of descriptors); the pauses */                               \
     X(accepting_conns, SNAP, accepting_conns, U64, GAUGE, ALWAYS,                                  \
-      "1 unless accept is paused (out of descriptors)")                                            \
+      "memcached_accepting_connections", "The server is currently accepting new connections.")     \
     X(listen_disabled_num, SNAP, listen_disabled_num, U64, COUNTER, ALWAYS,                        \
-      "times accept was paused")                                                                   \
-    X(time_in_listen_disabled_us, CONST, 0, U64, COUNTER, ALWAYS, "not measured")                  \
-    X(threads, SNAP, threads, U64, GAUGE, ALWAYS, "worker threads (-t)")                           \
+      "memcached_connections_listener_disabled_total",                                             \
+      "Number of times the server has hit its connections limit and disabled its listener.")       \
+    X(time_in_listen_disabled_us, CONST, 0, U64, COUNTER, ALWAYS, NULL, "not measured")            \
+    X(threads, SNAP, threads, U64, GAUGE, ALWAYS, NULL, "worker threads (-t)")                     \
+    /* the -R budget spent with requests still buffered */                                         \
     X(conn_yields, WORKER, conn_yields, U64, COUNTER, ALWAYS,                                      \
-      "-R budget spent with requests still buffered")                                              \
-    X(hash_power_level, STORE, hash_power_level, U64, GAUGE, ALWAYS,                               \
+      "memcached_connections_yielded_total",                                                       \
+      "Total number of connections yielded running due to hitting the -R limit.")                  \
+    X(hash_power_level, STORE, hash_power_level, U64, GAUGE, ALWAYS, NULL,                         \
       "memcached's hash power: log2 of index buckets x 4")                                         \
-    X(hash_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, "index memory, outside -m")               \
-    X(hash_is_expanding, STORE, hash_is_expanding, U64, GAUGE, ALWAYS, "1 while the index grows")  \
+    X(hash_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, NULL, "index memory, outside -m")         \
+    X(hash_is_expanding, STORE, hash_is_expanding, U64, GAUGE, ALWAYS, NULL,                       \
+      "1 while the index grows")                                                                   \
     /* memcached's slab mover: segments have no slabs to move */                                   \
-    X(slab_reassign_rescues, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")               \
-    X(slab_reassign_chunk_rescues, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")         \
-    X(slab_reassign_inline_reclaim, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")        \
-    X(slab_reassign_busy_items, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")            \
-    X(slab_reassign_busy_deletes, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")          \
-    X(slab_reassign_busy_nomem, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")            \
-    X(slab_reassign_last_busy_status, CONST, 0, U64, GAUGE, SLAB_REASSIGN, "no slab mover")        \
-    X(slab_reassign_running, CONST, 0, U64, GAUGE, SLAB_REASSIGN, "no slab mover")                 \
-    X(slabs_moved, CONST, 0, U64, COUNTER, SLAB_REASSIGN, "no slab mover")                         \
-    X(lru_crawler_running, CONST, 0, U64, GAUGE, LRU_CRAWLER, "the housekeeper crawls inline")     \
-    X(lru_crawler_starts, CONST, 0, U64, COUNTER, LRU_CRAWLER, "the housekeeper crawls inline")    \
-    X(lru_maintainer_juggles, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no LRU to maintain")        \
-    X(malloc_fails, CONST, 0, U64, COUNTER, ALWAYS, "item memory is preallocated")                 \
-    X(log_worker_dropped, SNAP, log_worker_dropped, U64, COUNTER, ALWAYS,                          \
+    X(slab_reassign_rescues, CONST, 0, U64, COUNTER, SLAB_REASSIGN, NULL, "no slab mover")         \
+    X(slab_reassign_chunk_rescues, CONST, 0, U64, COUNTER, SLAB_REASSIGN, NULL, "no slab mover")   \
+    X(slab_reassign_inline_reclaim, CONST, 0, U64, COUNTER, SLAB_REASSIGN, NULL, "no slab mover")  \
+    X(slab_reassign_busy_items, CONST, 0, U64, COUNTER, SLAB_REASSIGN, NULL, "no slab mover")      \
+    X(slab_reassign_busy_deletes, CONST, 0, U64, COUNTER, SLAB_REASSIGN, NULL, "no slab mover")    \
+    X(slab_reassign_busy_nomem, CONST, 0, U64, COUNTER, SLAB_REASSIGN, NULL, "no slab mover")      \
+    X(slab_reassign_last_busy_status, CONST, 0, U64, GAUGE, SLAB_REASSIGN, NULL, "no slab mover")  \
+    X(slab_reassign_running, CONST, 0, U64, GAUGE, SLAB_REASSIGN, NULL, "no slab mover")           \
+    X(slabs_moved, CONST, 0, U64, COUNTER, SLAB_REASSIGN, NULL, "no slab mover")                   \
+    X(lru_crawler_running, CONST, 0, U64, GAUGE, LRU_CRAWLER, NULL,                                \
+      "the housekeeper crawls inline")                                                             \
+    /* the housekeeper crawls inline */                                                            \
+    X(lru_crawler_starts, CONST, 0, U64, COUNTER, LRU_CRAWLER,                                     \
+      "memcached_lru_crawler_starts_total", "Times an LRU crawler was started.")                   \
+    X(lru_maintainer_juggles, CONST, 0, U64, COUNTER, LRU_MAINTAINER, NULL, "no LRU to maintain")  \
+    X(malloc_fails, CONST, 0, U64, COUNTER, ALWAYS, NULL, "item memory is preallocated")           \
+    X(log_worker_dropped, SNAP, log_worker_dropped, U64, COUNTER, ALWAYS, NULL,                    \
       "watch event lines dropped before a watcher")                                                \
-    X(log_worker_written, SNAP, log_worker_written, U64, COUNTER, ALWAYS,                          \
+    X(log_worker_written, SNAP, log_worker_written, U64, COUNTER, ALWAYS, NULL,                    \
       "watch event lines workers produced")                                                        \
-    X(log_watcher_skipped, SNAP, log_watcher_skipped, U64, COUNTER, ALWAYS,                        \
+    X(log_watcher_skipped, SNAP, log_watcher_skipped, U64, COUNTER, ALWAYS, NULL,                  \
       "watch lines a full watcher buffer dropped")                                                 \
-    X(log_watcher_sent, SNAP, log_watcher_sent, U64, COUNTER, ALWAYS,                              \
+    X(log_watcher_sent, SNAP, log_watcher_sent, U64, COUNTER, ALWAYS, NULL,                        \
       "watch lines placed in a watcher buffer")                                                    \
-    X(log_watchers, SNAP, log_watchers, U64, GAUGE, ALWAYS, "connections running watch")           \
-    X(ssl_new_sessions, WORKER, ssl_new_sessions, U64, COUNTER, SSL_SESSION_CACHE,                 \
+    X(log_watchers, SNAP, log_watchers, U64, GAUGE, ALWAYS, NULL, "connections running watch")     \
+    X(ssl_new_sessions, WORKER, ssl_new_sessions, U64, COUNTER, SSL_SESSION_CACHE, NULL,           \
       "TLS sessions put in the session cache")                                                     \
-    X(ssl_handshake_errors, WORKER, ssl_handshake_errors, U64, COUNTER, SSL,                       \
+    X(ssl_handshake_errors, WORKER, ssl_handshake_errors, U64, COUNTER, SSL, NULL,                 \
       "TLS handshakes that failed or timed out")                                                   \
-    X(ssl_proto_errors, WORKER, ssl_proto_errors, U64, COUNTER, SSL,                               \
+    X(ssl_proto_errors, WORKER, ssl_proto_errors, U64, COUNTER, SSL, NULL,                         \
       "TLS errors after the handshake")                                                            \
-    X(time_since_server_cert_refresh, SNAP, cert_age, U64, GAUGE, SSL,                             \
+    X(time_since_server_cert_refresh, SNAP, cert_age, U64, GAUGE, SSL, NULL,                       \
       "seconds since the certificate and key were loaded (start or refresh_certs)")                \
-    X(unexpected_napi_ids, CONST, 0, U64, COUNTER, ALWAYS, "no NAPI id steering")                  \
-    X(round_robin_fallback, CONST, 0, U64, COUNTER, ALWAYS, "no NAPI id steering")                 \
-    X(bytes, STORE, bytes, U64, GAUGE, ALWAYS, "bytes used by live items")                         \
-    X(curr_items, STORE, curr_items, U64, GAUGE, ALWAYS, "live items")                             \
-    X(total_items, STORE, total_items, U64, COUNTER, ALWAYS, "items stored")                       \
-    X(slab_global_page_pool, CONST, 0, U64, GAUGE, ALWAYS, "no slab page pool")                    \
-    X(expired_unfetched, STORE, expired_unfetched, U64, COUNTER, ALWAYS,                           \
+    X(unexpected_napi_ids, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no NAPI id steering")            \
+    X(round_robin_fallback, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no NAPI id steering")           \
+    X(bytes, STORE, bytes, U64, GAUGE, ALWAYS, "memcached_current_bytes",                          \
+      "Current number of bytes used to store items.")                                              \
+    X(curr_items, STORE, curr_items, U64, GAUGE, ALWAYS, "memcached_current_items",                \
+      "Current number of items stored by this instance.")                                          \
+    X(total_items, STORE, total_items, U64, COUNTER, ALWAYS, "memcached_items_total",              \
+      "Total number of items stored during the life of this instance.")                            \
+    X(slab_global_page_pool, CONST, 0, U64, GAUGE, ALWAYS, NULL, "no slab page pool")              \
+    X(expired_unfetched, STORE, expired_unfetched, U64, COUNTER, ALWAYS, NULL,                     \
       "expired items reclaimed that were never fetched")                                           \
-    X(evicted_unfetched, STORE, evicted_unfetched, U64, COUNTER, ALWAYS,                           \
+    X(evicted_unfetched, STORE, evicted_unfetched, U64, COUNTER, ALWAYS, NULL,                     \
       "evicted items that were never fetched")                                                     \
-    X(evicted_active, STORE, evicted_active, U64, COUNTER, LRU_MAINTAINER,                         \
+    X(evicted_active, STORE, evicted_active, U64, COUNTER, LRU_MAINTAINER, NULL,                   \
       "evicted items that were accessed recently")                                                 \
-    X(evictions, STORE, evictions, U64, COUNTER, ALWAYS, "live items dropped to make room")        \
-    X(reclaimed, STORE, reclaimed, U64, COUNTER, ALWAYS, "stores into expired or dead space")      \
-    X(crawler_reclaimed, CONST, 0, U64, COUNTER, ALWAYS, "expiry frees whole segments instead")    \
-    X(crawler_items_checked, CONST, 0, U64, COUNTER, ALWAYS, "expiry frees whole segments")        \
-    X(lrutail_reflocked, CONST, 0, U64, COUNTER, ALWAYS, "no LRU tail")                            \
-    X(moves_to_cold, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")                   \
-    X(moves_to_warm, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")                   \
-    X(moves_within_lru, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")                \
-    X(direct_reclaims, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")                 \
-    X(lru_bumps_dropped, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "no segmented LRU")
+    X(evictions, STORE, evictions, U64, COUNTER, ALWAYS, "memcached_items_evicted_total",          \
+      "Total number of valid items removed from cache to free memory for new items.")              \
+    /* stores into expired or dead space */                                                        \
+    X(reclaimed, STORE, reclaimed, U64, COUNTER, ALWAYS, "memcached_items_reclaimed_total",        \
+      "Total number of times an entry was stored using memory from an expired entry.")             \
+    /* expiry frees whole segments: no crawler, no segmented LRU */                                \
+    X(crawler_reclaimed, CONST, 0, U64, COUNTER, ALWAYS, "memcached_lru_crawler_reclaimed_total",  \
+      "Total items freed by LRU Crawler.")                                                         \
+    X(crawler_items_checked, CONST, 0, U64, COUNTER, ALWAYS,                                       \
+      "memcached_lru_crawler_items_checked_total", "Total items examined by LRU Crawler.")         \
+    X(lrutail_reflocked, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no LRU tail")                      \
+    X(moves_to_cold, CONST, 0, U64, COUNTER, LRU_MAINTAINER,                                       \
+      "memcached_lru_crawler_moves_to_cold_total",                                                 \
+      "Total number of items moved from HOT/WARM to COLD LRU's.")                                  \
+    X(moves_to_warm, CONST, 0, U64, COUNTER, LRU_MAINTAINER,                                       \
+      "memcached_lru_crawler_moves_to_warm_total",                                                 \
+      "Total number of items moved from COLD to WARM LRU.")                                        \
+    X(moves_within_lru, CONST, 0, U64, COUNTER, LRU_MAINTAINER,                                    \
+      "memcached_lru_crawler_moves_within_lru_total",                                              \
+      "Total number of items reshuffled within HOT or WARM LRU's.")                                \
+    X(direct_reclaims, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "memcached_direct_reclaims_total",  \
+      "Times worker threads had to directly reclaim or evict items.")                              \
+    X(lru_bumps_dropped, CONST, 0, U64, COUNTER, LRU_MAINTAINER, NULL, "no segmented LRU")
 
 /* `stats nodelay`: nodelay's own. */
 #define STATS_NODELAY(X)                                                                           \
-    X(nodelay_version, SNAP, nodelay_version, STR, INFO, ALWAYS, "nodelay's own version")          \
-    X(protocol_version, SNAP, version, STR, INFO, ALWAYS, "the memcached protocol version served") \
-    X(event_backend, SNAP, libevent, STR, INFO, ALWAYS, "the event backend (io_uring/epoll/poll)") \
-    X(read_calls, WORKER, read_calls, U64, COUNTER, ALWAYS, "read(2)/recv calls")                  \
-    X(write_calls, WORKER, write_calls, U64, COUNTER, ALWAYS, "writev/sendmsg calls")              \
-    X(direct_reads, WORKER, direct_reads, U64, COUNTER, ALWAYS, "reads straight into item memory") \
-    X(multishot_receives, WORKER, multishot_receives, U64, COUNTER, ALWAYS,                        \
+    X(nodelay_version, SNAP, nodelay_version, STR, INFO, ALWAYS, NULL, "nodelay's own version")    \
+    X(protocol_version, SNAP, version, STR, INFO, ALWAYS, NULL,                                    \
+      "the memcached protocol version served")                                                     \
+    X(event_backend, SNAP, libevent, STR, INFO, ALWAYS, NULL,                                      \
+      "the event backend (io_uring/epoll/poll)")                                                   \
+    X(read_calls, WORKER, read_calls, U64, COUNTER, ALWAYS, NULL, "read(2)/recv calls")            \
+    X(write_calls, WORKER, write_calls, U64, COUNTER, ALWAYS, NULL, "writev/sendmsg calls")        \
+    X(direct_reads, WORKER, direct_reads, U64, COUNTER, ALWAYS, NULL,                              \
+      "reads straight into item memory")                                                           \
+    X(multishot_receives, WORKER, multishot_receives, U64, COUNTER, ALWAYS, NULL,                  \
       "io_uring multishot receives started (each serves an idle connection's requests)")           \
-    X(multishot_kept_bytes, WORKER, multishot_kept_bytes, U64, COUNTER, ALWAYS,                    \
+    X(multishot_kept_bytes, WORKER, multishot_kept_bytes, U64, COUNTER, ALWAYS, NULL,              \
       "bytes a multishot receive delivered while its connection could not run them (kept in its read buffer)") \
-    X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS,                                          \
+    X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS, NULL,                                    \
       "TCP_QUICKACK set after a partial request")                                                  \
-    X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS,                          \
+    X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS, NULL,                    \
       "connections cut off for an unbounded reply queue")                                          \
-    X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS,                            \
+    X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS, NULL,                      \
       "accepted sockets where TCP_NODELAY failed")                                                 \
     /* the worker counter behind total_connections (which adds the listeners) */                   \
-    X(accepted_connections, WORKER, total_connections, U64, COUNTER, ALWAYS,                       \
+    X(accepted_connections, WORKER, total_connections, U64, COUNTER, ALWAYS, NULL,                 \
       "client connections accepted")                                                               \
-    X(reply_queue_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, "bytes queued for clients")        \
-    X(read_buffer_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, "bytes in read buffers")        \
-    X(index_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, "index memory, outside -m")              \
-    X(seg_size, STORE, seg_size, U64, GAUGE, ALWAYS, "bytes per segment")                          \
-    X(seg_total, STORE, seg_total, U64, GAUGE, ALWAYS, "segments that fit in -m")                  \
-    X(seg_used, STORE, seg_used, U64, GAUGE, ALWAYS, "segments holding items")                     \
-    X(seg_evicted, STORE, seg_evicted, U64, COUNTER, ALWAYS, "segments reclaimed by eviction")     \
-    X(seg_expired, STORE, seg_expired, U64, COUNTER, ALWAYS,                                       \
+    X(reply_queue_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "bytes queued for clients")  \
+    X(read_buffer_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, NULL, "bytes in read buffers")  \
+    X(index_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, NULL, "index memory, outside -m")        \
+    X(seg_size, STORE, seg_size, U64, GAUGE, ALWAYS, NULL, "bytes per segment")                    \
+    X(seg_total, STORE, seg_total, U64, GAUGE, ALWAYS, NULL, "segments that fit in -m")            \
+    X(seg_used, STORE, seg_used, U64, GAUGE, ALWAYS, NULL, "segments holding items")               \
+    X(seg_evicted, STORE, seg_evicted, U64, COUNTER, ALWAYS, NULL,                                 \
+      "segments reclaimed by eviction")                                                            \
+    X(seg_expired, STORE, seg_expired, U64, COUNTER, ALWAYS, NULL,                                 \
       "segments reclaimed whole because all expired")                                              \
-    X(items_reinserted, STORE, items_reinserted, U64, COUNTER, ALWAYS,                             \
+    X(items_reinserted, STORE, items_reinserted, U64, COUNTER, ALWAYS, NULL,                       \
       "live, accessed items carried forward at eviction")                                          \
-    X(dead_bytes, STORE, dead_bytes, U64, GAUGE, ALWAYS,                                           \
+    X(dead_bytes, STORE, dead_bytes, U64, GAUGE, ALWAYS, NULL,                                     \
       "overwritten/deleted bytes awaiting reclaim")                                                \
-    X(upload_bytes, STORE, upload_bytes, U64, GAUGE, ALWAYS,                                       \
+    X(upload_bytes, STORE, upload_bytes, U64, GAUGE, ALWAYS, NULL,                                 \
       "bytes held by values still arriving (outside -m)")                                          \
-    X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS,                                       \
+    X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS, NULL,                                 \
       "the bound on large values still arriving")                                                  \
-    X(uploads_refused, STORE, uploads_refused, U64, COUNTER, ALWAYS,                               \
+    X(uploads_refused, STORE, uploads_refused, U64, COUNTER, ALWAYS, NULL,                         \
       "large uploads refused at upload_limit")                                                     \
-    X(uploads_cut, STORE, uploads_cut, U64, COUNTER, ALWAYS,                                       \
+    X(uploads_cut, STORE, uploads_cut, U64, COUNTER, ALWAYS, NULL,                                 \
       "stalled uploads cut off to make room for new ones")                                         \
     /* how the cache started (-e, store/restore.c) */                                              \
-    X(restore_mode, SNAP, restore_mode, STR, INFO, ALWAYS,                                         \
+    X(restore_mode, SNAP, restore_mode, STR, INFO, ALWAYS, NULL,                                   \
       "how the cache started: none, new, graceful, crash, discarded")                              \
-    X(restored_items, STORE, restored_items, U64, GAUGE, ALWAYS, "items restored from the -e file")\
-    X(restore_discarded_expired, STORE, restore_discarded_expired, U64, GAUGE, ALWAYS,             \
+    X(restored_items, STORE, restored_items, U64, GAUGE, ALWAYS, NULL,                             \
+      "items restored from the -e file")                                                           \
+    X(restore_discarded_expired, STORE, restore_discarded_expired, U64, GAUGE, ALWAYS, NULL,       \
       "items in the -e file found expired or flushed at the restore")                              \
-    X(restore_discarded_corrupt, STORE, restore_discarded_corrupt, U64, GAUGE, ALWAYS,             \
+    X(restore_discarded_corrupt, STORE, restore_discarded_corrupt, U64, GAUGE, ALWAYS, NULL,       \
       "items in the -e file failing their checksum, or damaged")                                   \
-    X(restore_ms, STORE, restore_ms, U64, GAUGE, ALWAYS, "milliseconds the restore took")          \
-    X(restore_cpu_ms, STORE, restore_cpu_ms, U64, GAUGE, ALWAYS,                                   \
+    X(restore_ms, STORE, restore_ms, U64, GAUGE, ALWAYS, NULL, "milliseconds the restore took")    \
+    X(restore_cpu_ms, STORE, restore_cpu_ms, U64, GAUGE, ALWAYS, NULL,                             \
       "CPU milliseconds the restore used, all threads")
 
 /* Per memcached size class and per worker (struct stats_thread's cls[]),

@@ -98,30 +98,9 @@ void item_decode(const char *p, struct item_hdr *h)
     h->hlen = i;
 }
 
-uint32_t item_get_u32(const char *p, uint32_t off)
-{
-    uint32_t v;
-    if (!off)
-        return 0;
-    memcpy(&v, p + off, 4);
-    return v;
-}
-
 void item_put_u32(char *p, uint32_t off, uint32_t v)
 {
     memcpy(p + off, &v, 4);
-}
-
-uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base)
-{
-    if (!h->cas_off)
-        return 0;
-    if (h->layout & ITEM_L_CAS64) {
-        uint64_t v;
-        memcpy(&v, p + h->cas_off, 8);
-        return v;
-    }
-    return cas_base + item_get_u32(p, h->cas_off);
 }
 
 bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base)
@@ -169,9 +148,3 @@ uint32_t item_sum(const char *p, const struct item_hdr *h)
     return item_sum_for(p, h, item_get_u32(p, h->flags_off));
 }
 
-/* memcached 1.6: sizeof(item) 48, key + NUL, value + "\r\n", 8 bytes of
- * CAS when enabled, 4 of client flags when non-zero. */
-size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled)
-{
-    return 48 + nkey + 1 + nvalue + 2 + (cas_enabled ? 8 : 0) + (flags ? 4 : 0);
-}

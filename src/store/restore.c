@@ -1,4 +1,4 @@
-#define _GNU_SOURCE /* qsort_r, MADV_POPULATE_READ */
+#define _GNU_SOURCE /* qsort_r */
 /* The restore scan: rebuild the index and the segment lists from an -e file
  * at start, after a graceful stop (the file's checksums must all hold) or
  * after a crash (every item's own checksum must hold). docs/store.md
@@ -13,9 +13,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "log.h"
@@ -120,6 +120,45 @@ static bool restore_decode(const char *p, size_t avail, struct item_hdr *h)
     return h->nkey >= 1 && h->nkey <= STORE_KEY_MAX && (uint64_t)item_total(h) <= avail;
 }
 
+/* The layout bits an item's header may carry (the rest are ITEM_L_MARK and
+ * the state bits), which index restore_hdrs. */
+#define RESTORE_LAYOUTS 32
+_Static_assert((ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_CAS32 | ITEM_L_CAS64 | ITEM_L_SUM) ==
+                   RESTORE_LAYOUTS - 1 &&
+               (ITEM_L_MARK | ITEM_L_STATE) == (uint8_t)~(RESTORE_LAYOUTS - 1),
+               "restore_hdrs is indexed by the layout bits");
+
+/* Each layout's decoded header for a value length under 128 (a one-byte
+ * varint, the common case of small items), made by item_decode itself, so
+ * item.c stays the one place that knows the layout; a plausible layout
+ * (restore_decode's checks) has hlen != 0. */
+static void restore_hdrs_init(struct item_hdr *tab)
+{
+    for (unsigned l = 0; l < RESTORE_LAYOUTS; l++) {
+        char b[ITEM_HDR_MAX] = {(char)(ITEM_L_MARK | l), 1, 0};
+        tab[l] = (struct item_hdr){0};
+        if ((l & ITEM_L_SUM) && !((l & ITEM_L_CAS32) && (l & ITEM_L_CAS64)))
+            item_decode(b, &tab[l]);
+    }
+}
+
+/* restore_decode, with the common case (a one-byte value length) read from
+ * the table: the same checks, most of a small item's walk before. */
+static inline bool restore_decode_fast(const struct item_hdr *tab, const char *p, uint8_t l,
+                                       size_t avail, struct item_hdr *h)
+{
+    const uint8_t *u = (const uint8_t *)p;
+    if (avail < 7 || (u[2] & 0x80))
+        return restore_decode(p, avail, h);
+    const struct item_hdr *t = &tab[l & (RESTORE_LAYOUTS - 1)];
+    if (!(l & ITEM_L_MARK) || !t->hlen || t->hlen > avail)
+        return false;
+    *h = *t;
+    h->nkey = u[1];
+    h->nvalue = u[2];
+    return h->nkey >= 1 && h->nkey <= STORE_KEY_MAX && (uint64_t)item_total(h) <= avail;
+}
+
 /* One walking thread's state; the counters are summed after the join. */
 struct restore_run {
     struct store *s;
@@ -133,6 +172,8 @@ struct restore_run {
     struct rix *rix;
     uint32_t bin;        /* this thread's filing in rix */
     bool nomem_logged;
+    bool flush_on;       /* the restored flush_all state can flush items */
+    struct item_hdr hdrs[RESTORE_LAYOUTS]; /* restore_hdrs_init */
     const uint32_t *ids; /* segments to walk: ids[first], ids[first + step], ... */
     uint32_t n, first, step;
     uint64_t walk_cpu_us, index_cpu_us; /* CPU time of the two steps */
@@ -225,7 +266,9 @@ static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg
         item_set_state(p, ITEM_L_DEAD);
         return false;
     }
-    if (store_item_life(s, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
+    /* Without a flush in force or an expiry, an item is live: most are. */
+    if ((r->flush_on || h->exp_off) &&
+        store_item_life(s, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
         r->expired++;
         item_set_state(p, ITEM_L_DEAD);
         return false;
@@ -239,12 +282,13 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
     uint32_t end = seg->write_off;
     for (uint32_t x = 0; x < end;) {
         char *p = seg->data + x;
-        if (!*(const uint8_t *)p) { /* compaction padding */
+        uint8_t l = __atomic_load_n((const uint8_t *)p, __ATOMIC_ACQUIRE);
+        if (!l) { /* compaction padding */
             x += (uint32_t)align;
             continue;
         }
         struct item_hdr h;
-        if (!restore_decode(p, end - x, &h)) {
+        if (!restore_decode_fast(r->hdrs, p, l, end - x, &h)) {
             /* Only damage gets here: what was laid out is whole (persist.h).
              * Nothing after it can be trusted to start an item. */
             r->corrupt++;
@@ -252,7 +296,7 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
             pm_store32(&pm_seg(s->pm, seg->id)->write_off, x);
             break;
         }
-        uint8_t st = item_state(p);
+        uint8_t st = l & ITEM_L_STATE;
         if ((st & ITEM_L_COMMIT) && !(st & ITEM_L_DEAD) && restore_keep(s, r, seg, p, &h))
             restore_item(r, seg, p, &h, x);
         x = (uint32_t)((x + item_total(&h) + align - 1) & ~(align - 1));
@@ -266,20 +310,23 @@ static int restore_by_seq(const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y;
 }
 
-/* Map the written part of a segment's file pages in one call before the
- * walk reads them, instead of a fault every 16 pages (the kernel's
- * fault-around) while it does: with two walkers faulting into one process
- * beside the index's first touch, 4 GiB of 100-byte values restored in a
- * median 3.78 s of CPU against 4.99 s (docs/store.md "The restore scan").
- * A hint: without it the walk faults the pages in as before. */
+/* Map the written part of a segment's file pages before the walk reads
+ * them, in a tight run of faults rather than one every 64 KiB of the walk
+ * (with two walkers beside the index's first touch, that took 4 GiB of
+ * 100-byte values from 4.99 s of CPU to 3.78 s; docs/store.md "The restore
+ * scan"): one read per RESTORE_MAP_STEP, each fault mapping the pages
+ * around it (the kernel's fault-around, 64 KiB by default). That costs
+ * about two thirds of MADV_POPULATE_READ, which takes each page through
+ * get_user_pages: 1 GiB mapped in 72-80 ms of CPU against 111-122 ms
+ * (one thread), and the restore's map step 100-115 ms against 146-159 ms
+ * (both walkers, interleaved runs at load 6-7). A hint: without it the
+ * walk faults the same pages in. */
+#define RESTORE_MAP_STEP 65536u
 static void restore_map(const struct seg *seg)
 {
-#ifdef MADV_POPULATE_READ
-    if (seg->write_off)
-        (void)madvise(seg->data, seg->write_off, MADV_POPULATE_READ);
-#else
-    (void)seg;
-#endif
+    const volatile char *d = seg->data;
+    for (uint32_t o = 0; o < seg->write_off; o += RESTORE_MAP_STEP)
+        (void)d[o];
 }
 
 static void *restore_thread(void *arg)
@@ -328,6 +375,8 @@ static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_
         log_error("-e %s: out of memory for the restore; starting empty", r->s->opt.memory_file);
         t = 0; /* every segment is left with no live item: freed below */
     }
+    r->flush_on = r->s->oldest_live && r->s->oldest_live <= r->now;
+    restore_hdrs_init(r->hdrs);
     for (uint32_t i = 0; i < t; i++) {
         runs[i] = *r;
         runs[i].rix = &x;

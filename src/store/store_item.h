@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "clock.h"
 
@@ -55,9 +56,28 @@ static inline uint32_t item_total(const struct item_hdr *h)
     return h->hlen + h->nkey + h->nvalue;
 }
 
-uint32_t item_get_u32(const char *p, uint32_t off);
+/* The accessors below are inline: the restore scan calls them for every
+ * item of the file (docs/store.md "The restore scan"). */
+static inline uint32_t item_get_u32(const char *p, uint32_t off)
+{
+    uint32_t v;
+    if (!off)
+        return 0;
+    memcpy(&v, p + off, 4);
+    return v;
+}
 void item_put_u32(char *p, uint32_t off, uint32_t v);
-uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base);
+static inline uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base)
+{
+    if (!h->cas_off)
+        return 0;
+    if (h->layout & ITEM_L_CAS64) {
+        uint64_t v;
+        memcpy(&v, p + h->cas_off, 8);
+        return v;
+    }
+    return cas_base + item_get_u32(p, h->cas_off);
+}
 /* false when the CAS does not fit the item's layout */
 bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base);
 void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base);
@@ -81,7 +101,12 @@ static inline void item_set_state(char *p, uint8_t bits)
 uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, uint64_t cas,
                         uint64_t cas_base);
 
-/* memcached's own item size for this item (its -I check and slab class). */
-size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled);
+/* memcached's own item size for this item (its -I check and slab class):
+ * in 1.6, sizeof(item) 48, key + NUL, value + "\r\n", 8 bytes of CAS when
+ * enabled, 4 of client flags when non-zero. */
+static inline size_t item_mc_size(size_t nkey, size_t nvalue, uint32_t flags, bool cas_enabled)
+{
+    return 48 + nkey + 1 + nvalue + 2 + (cas_enabled ? 8 : 0) + (flags ? 4 : 0);
+}
 
 #endif

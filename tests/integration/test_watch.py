@@ -6,9 +6,11 @@ when it is not); the rest checks nodelay alone: each event class, `skipped`
 under a flood, the counters, and that a watcher that never reads slows
 nobody else.
 """
+import contextlib
 import os
 import re
 import socket
+import threading
 import time
 
 import pytest
@@ -57,54 +59,88 @@ def shape(line):
     return [k for k, _ in parse(line)]
 
 
-def settle(srv, c):
-    """Wait until c is the only client (the fixture's readiness probe may
-    still be being accepted or closed), so a watcher sees only ours."""
-    deadline = time.monotonic() + 5 * helpers.slow_factor()
-    while True:
-        conns = c.call("stats conns", until=b"END\r\n").decode()
-        states = re.findall(r"STAT (\d+):state (\S+)", conns)
-        if len([fd for fd, st in states if st != "conn_listening"]) == 1:
-            return
-        assert time.monotonic() < deadline, conns
-        time.sleep(0.02)
+def rport_of(c):
+    """' rport=N ': what the client's conn_new and conn_close lines carry."""
+    return " rport=%d " % c.sock.getsockname()[1]
 
 
-def scenario(srv):
-    """Run one of each event class; return {type: first line of that type}."""
-    c0 = srv.connect()
-    settle(srv, c0)  # and kept open, so the client below has an fd of its own
+class Noise:
+    """Other clients connecting and hanging up while a test runs, as the
+    fixture's readiness probe does when the worker that accepted it is slow
+    to log it: their conn_new/conn_close lines fall between the client's."""
+
+    def __init__(self, srv):
+        self.srv, self.stop, self.n = srv, threading.Event(), 0
+        self.t = threading.Thread(target=self.run)
+
+    def run(self):
+        while not self.stop.is_set():
+            self.srv.connect().close()
+            self.n += 1
+            time.sleep(0.002)
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.t.join()
+
+
+def scenario(srv, noise=False):
+    """Run one of each event class from one client; return {type: first
+    line of that type} and the client's lines in stream order.
+
+    The client's own lines are told by its port (conn_*: rport) and fd
+    (item_*: cfd), never by their place in the stream: lines of one
+    connection come in the order it made them, but another connection's may
+    fall between them, even one accepted before the watch began (another
+    worker may log its conn_new later); the fixture's readiness probe did
+    that once under load, and its conn_close was taken for the client's."""
     w = watcher(srv, "fetchers mutations evictions connevents deletions")
-    c = srv.connect()
-    c.set("wk", "abc")
-    c.get("wk")
-    c.get("wk_missing")
-    c.call("delete wk")
-    c.close()
-    # the client's own lines: the fixture's readiness probe may still be
-    # closing when the watcher starts, so its conn_close can come first
-    cfd = []
-
-    def ours_closed(line):
-        m = re.search(r" cfd=(\d+)", line)
-        if m and "type=conn_new" in line and not cfd:
-            cfd.append(m.group(1))
-        return "type=conn_close" in line and cfd and line.endswith(" cfd=" + cfd[0])
-
-    seen = {}
-    for line in lines_until(w, ours_closed):
+    with Noise(srv) if noise else contextlib.nullcontext() as n:
+        c = srv.connect()
+        rport = rport_of(c)
+        c.set("wk", "abc")
+        c.get("wk")
+        c.get("wk_missing")
+        c.call("delete wk")
+        c.close()
+        got = lines_until(w, lambda l: "type=conn_close" in l and rport in l)
+    if noise:
+        assert n.n > 0
+    cfd = None
+    ours = []
+    for line in got:
         m = LINE.match(line)
         assert m, f"not a log line: {line!r}"
-        if "type=conn_" in line and not line.endswith(" cfd=" + cfd[0]):
+        if "type=conn_" in line:
+            if rport not in line:
+                continue
+            cfd = cfd or re.search(r" cfd=(\d+)$", line).group(1)
+        elif " cfd=" in line and f" cfd={cfd} " not in line:
             continue
-        seen.setdefault(m.group(1) + ("" if "status=not_found" not in line else "_miss"), line)
+        ours.append(line)
+    seen = {}
+    for line in ours:
+        kind = LINE.match(line).group(1)
+        seen.setdefault(kind + ("" if "status=not_found" not in line else "_miss"), line)
     w.close()
-    c0.close()
-    return seen
+    return seen, ours
+
+
+def order(lines):
+    """[(type, key, status)] of a client's lines."""
+    out = []
+    for line in lines:
+        f = dict(parse(line))
+        out.append((f["type"], f.get("key"), f.get("status")))
+    return out
 
 
 def test_watch_lines_have_memcached_fields(start_server):
-    seen = scenario(start_server())
+    seen, _ = scenario(start_server())
     # memcached 1.6.45's logger.c formats
     assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=conn_new rip=127\.0\.0\.1 rport=\d+ "
                         r"transport=tcp cfd=\d+", seen["conn_new"])
@@ -122,8 +158,9 @@ def test_watch_lines_have_memcached_fields(start_server):
 
 def test_watch_field_order_matches_1_6_45(start_server):
     ref = start_server(binary=ref_bin())
-    ours = scenario(start_server())
-    theirs = scenario(ref)
+    ours, our_lines = scenario(start_server())
+    theirs, their_lines = scenario(ref)
+    assert order(our_lines) == order(their_lines)
     assert set(ours) == set(theirs)
     for kind in theirs:
         assert shape(ours[kind]) == shape(theirs[kind]), kind
@@ -131,6 +168,29 @@ def test_watch_field_order_matches_1_6_45(start_server):
         fixed = {"type", "key", "status", "cmd", "ttl", "size", "transport", "reason", "rip"}
         assert [f for f in parse(ours[kind]) if f[0] in fixed] == \
                [f for f in parse(theirs[kind]) if f[0] in fixed], kind
+
+
+# One client's lines, in the order memcached 1.6.45 logs them (the
+# comparison above checks that against the reference binary).
+CLIENT_ORDER = [
+    ("conn_new", None, None),
+    ("item_get", "wk", "not_found"),  # the set's own lookup
+    ("item_store", "wk", "stored"),
+    ("item_get", "wk", "found"),
+    ("item_get", "wk_missing", "not_found"),
+    ("item_get", "wk", "found"),  # the delete's lookup
+    ("deleted", "wk", None),
+    ("conn_close", None, None),
+]
+
+
+def test_one_clients_lines_in_its_order_among_others(start_server):
+    """Other clients connecting and closing all the while: the client's
+    lines are all there, in the order it made them."""
+    srv = start_server()
+    for _ in range(3):
+        seen, lines = scenario(srv, noise=True)
+        assert order(lines) == CLIENT_ORDER, lines
 
 
 def test_set_logs_lookup_then_store_with_cfd(start_server):
@@ -367,13 +427,12 @@ def close_reasons(srv):
     out = {}
     for how, (payload, _) in CLOSES.items():
         c = srv.connect()
-        new = lines_until(w, lambda l: "type=conn_new" in l)[-1]
-        cfd = re.search(r" cfd=(\d+)$", new).group(1)
+        rport = rport_of(c)  # not the first conn_new: see scenario()
         if payload is None:
             c.close()
         else:
             c.send(payload)
-        line = lines_until(w, lambda l: "type=conn_close" in l and l.endswith(" cfd=" + cfd))[-1]
+        line = lines_until(w, lambda l: "type=conn_close" in l and rport in l)[-1]
         out[how] = re.search(r" reason=(\S+)", line).group(1)
         c.close()
     w.close()

@@ -216,7 +216,7 @@ static void test_reset_covers_every_counter(void **state)
     struct stats_snapshot now, base;
     memset(&now, 0, sizeof now);
     memset(&base, 0, sizeof base);
-#define SET_T(name, src, field, fmt, kind, when, help) SET_T_##src(field)
+#define SET_T(name, src, field, ...) SET_T_##src(field)
 #define SET_T_WORKER(f) now.t.f = 5; base.t.f = 2;
 #define SET_T_STORE(f)
 #define SET_T_SNAP(f)
@@ -230,7 +230,7 @@ static void test_reset_covers_every_counter(void **state)
     now.uptime = 100;
     base.uptime = 10;
     stats_snapshot_since(&now, &base);
-#define CHECK_T(name, src, field, fmt, kind, when, help) CHECK_T_##src(field)
+#define CHECK_T(name, src, field, ...) CHECK_T_##src(field)
 #define CHECK_T_WORKER(f) assert_int_equal(now.t.f, 3);
 #define CHECK_T_STORE(f)
 #define CHECK_T_SNAP(f)
@@ -310,6 +310,53 @@ static void test_table_rows(void **state)
         if (strcmp(r->name, "pointer_size") == 0)
             assert_true(stats_row_number(r, &s) == 64.0);
     }
+}
+
+/* A Prometheus name, then optionally {labels}: what the page splits the
+ * metric column into. */
+static bool metric_well_formed(const char *m)
+{
+    size_t n = strspn(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:0123456789");
+    if (n == 0 || (m[0] >= '0' && m[0] <= '9'))
+        return false;
+    if (m[n] == '\0')
+        return true;
+    return m[n] == '{' && m[strlen(m) - 1] == '}' && strchr(m + n, '=') != NULL;
+}
+
+/* The metric column: every exporter name well formed, a counter row's
+ * (other than a CLOCK the exporter types gauge) ending in _total, an INFO
+ * row named only as an info metric, and no name and labels twice. */
+static void test_metric_column(void **state)
+{
+    (void)state;
+    const struct stats_rows *tables[] = {&stats_general_rows, &stats_nodelay_rows};
+    size_t named = 0;
+    const char *seen[128];
+    for (size_t t = 0; t < 2; t++) {
+        for (size_t i = 0; i < tables[t]->n; i++) {
+            const struct stats_row *r = &tables[t]->row[i];
+            if (!r->metric)
+                continue;
+            if (!metric_well_formed(r->metric))
+                fail_msg("%s: metric %s", r->name, r->metric);
+            const char *brace = strchr(r->metric, '{');
+            size_t len = brace ? (size_t)(brace - r->metric) : strlen(r->metric);
+            bool total = len > 6 && strncmp(r->metric + len - 6, "_total", 6) == 0;
+            if (r->kind == STATS_KIND_COUNTER && !total)
+                fail_msg("%s is a counter: %s wants _total", r->name, r->metric);
+            if ((r->kind == STATS_KIND_GAUGE || r->kind == STATS_KIND_INFO) && total)
+                fail_msg("%s is no counter: %s", r->name, r->metric);
+            if (r->kind == STATS_KIND_INFO)
+                assert_null(brace);
+            for (size_t k = 0; k < named; k++)
+                if (strcmp(seen[k], r->metric) == 0)
+                    fail_msg("%s twice", r->metric);
+            assert_true(named < sizeof seen / sizeof seen[0]);
+            seen[named++] = r->metric;
+        }
+    }
+    assert_true(named >= 40); /* memcached_exporter's vocabulary for `stats` */
 }
 
 static void test_settings_like_memcached(void **state)
@@ -531,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_reset_covers_every_counter),
         cmocka_unit_test(test_reset_covers_class_counters),
         cmocka_unit_test(test_table_rows),
+        cmocka_unit_test(test_metric_column),
         cmocka_unit_test(test_settings_like_memcached),
         cmocka_unit_test(test_items_and_slabs),
         cmocka_unit_test(test_items_walk_names_every_metric),

@@ -11,7 +11,11 @@
  *    buckets found again) or short enough that parts spill; two copies of
  *    one key (W5) come back as one, and the other stays dead;
  *  - after a graceful stop, damage in the last segment walked discards
- *    everything, even what earlier segments had filed.
+ *    everything, even what earlier segments had filed;
+ *  - every header layout the walk decodes (client flags or not, expiry or
+ *    not, CAS or not) at value lengths of one to three varint bytes comes
+ *    back whole, after a graceful stop and after a crash (the walk reads
+ *    one-byte lengths from a table, the rest through item_decode).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -346,6 +350,84 @@ static void test_damage_late_in_a_clean_file_discards_all(void **state)
     tstore_close(&t);
 }
 
+/* Value lengths around the varint's byte boundaries (127 | 128, 16383 |
+ * 16384), and a value of n bytes that says which key it is. */
+static const uint32_t layout_lens[] = {0, 1, 100, 127, 128, 300, 16383, 16384, 20000};
+#define NLAYOUT_LENS (sizeof(layout_lens) / sizeof(layout_lens[0]))
+
+static void layout_value(char *v, uint32_t n, unsigned i)
+{
+    for (uint32_t k = 0; k < n; k++)
+        v[k] = (char)('a' + (k * 7 + i) % 26);
+    v[n] = 0;
+}
+
+static void layouts_round_trip(bool cas, bool crash)
+{
+    static char v[20001], buf[20001];
+    struct tstore t;
+    unlink(path);
+    clock_setup();
+    struct store_options o = {.mem_limit = (size_t)4 << 20, .item_size_max = 64 * 1024,
+                              .evictions = true, .cas_enabled = cas, .memory_file = path};
+    assert_int_equal(store_create(&t.s, &o), 0);
+    t.c = store_ctx_create(t.s);
+    rel_time_t exp = clock_now() + 100000;
+    uint64_t cas_of[2][2][NLAYOUT_LENS];
+    char k[32];
+    for (unsigned f = 0; f < 2; f++)
+        for (unsigned e = 0; e < 2; e++)
+            for (unsigned i = 0; i < NLAYOUT_LENS; i++) {
+                snprintf(k, sizeof(k), "lay:%u:%u:%u", f, e, i);
+                layout_value(v, layout_lens[i], i);
+                assert_int_equal(tset(&t, k, v, STORE_MODE_SET, f ? 0xfeed0001u : 0,
+                                      e ? exp : REL_TIME_NEVER, &cas_of[f][e][i]),
+                                 STORE_OK);
+            }
+    tstore_close(&t);
+    if (crash) {
+        size_t len;
+        char *img = load(&len); /* saved as a kill leaves it */
+        save(img, len);
+    }
+    assert_int_equal(store_create(&t.s, &o), 0);
+    t.c = store_ctx_create(t.s);
+    uint64_t restored;
+    assert_int_equal(stat_of(&t, &restored), 2 * 2 * NLAYOUT_LENS);
+    assert_int_equal(restored, 2 * 2 * NLAYOUT_LENS);
+    for (unsigned f = 0; f < 2; f++)
+        for (unsigned e = 0; e < 2; e++)
+            for (unsigned i = 0; i < NLAYOUT_LENS; i++) {
+                struct store_item it;
+                snprintf(k, sizeof(k), "lay:%u:%u:%u", f, e, i);
+                layout_value(v, layout_lens[i], i);
+                assert_int_equal(tget(&t, k, buf, sizeof(buf), &it), STORE_OK);
+                assert_int_equal(it.nvalue, layout_lens[i]);
+                assert_string_equal(buf, v);
+                assert_int_equal(it.flags, f ? 0xfeed0001u : 0);
+                assert_int_equal(it.exptime, e ? exp : REL_TIME_NEVER);
+                assert_int_equal(it.cas, cas_of[f][e][i]);
+                if (cas)
+                    assert_true(it.cas != 0);
+            }
+    tstore_close(&t);
+}
+
+static void test_every_layout_comes_back_after_a_graceful_stop(void **state)
+{
+    (void)state;
+    layouts_round_trip(true, false);
+    layouts_round_trip(false, false);
+}
+
+static void test_every_layout_comes_back_after_a_crash(void **state)
+{
+    (void)state;
+    layouts_round_trip(true, true);
+    layouts_round_trip(false, true);
+}
+
+
 int main(void)
 {
     snprintf(path, sizeof(path), "/dev/shm/nodelay-unit-restore-%d", (int)getpid());
@@ -357,6 +439,8 @@ int main(void)
         cmocka_unit_test(test_count_short_spills_and_restores_all),
         cmocka_unit_test(test_two_copies_of_a_key_come_back_as_one),
         cmocka_unit_test(test_damage_late_in_a_clean_file_discards_all),
+        cmocka_unit_test(test_every_layout_comes_back_after_a_graceful_stop),
+        cmocka_unit_test(test_every_layout_comes_back_after_a_crash),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(path);
