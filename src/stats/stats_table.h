@@ -240,6 +240,10 @@
     X(write_calls, WORKER, write_calls, U64, COUNTER, ALWAYS, NULL, "writev/sendmsg calls")        \
     X(direct_reads, WORKER, direct_reads, U64, COUNTER, ALWAYS, NULL,                              \
       "reads straight into item memory")                                                           \
+    X(multishot_receives, WORKER, multishot_receives, U64, COUNTER, ALWAYS, NULL,                  \
+      "io_uring multishot receives started (each serves an idle connection's requests)")           \
+    X(multishot_kept_bytes, WORKER, multishot_kept_bytes, U64, COUNTER, ALWAYS, NULL,              \
+      "bytes a multishot receive delivered while its connection could not run them (kept in its read buffer)") \
     X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS, NULL,                                    \
       "TCP_QUICKACK set after a partial request")                                                  \
     X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS, NULL,                    \
