@@ -275,6 +275,8 @@
       "large uploads refused at upload_limit")                                                     \
     X(uploads_cut, STORE, uploads_cut, U64, COUNTER, ALWAYS, NULL,                                 \
       "stalled uploads cut off to make room for new ones")                                         \
+    X(sets_direct, WORKER, sets_direct, U64, COUNTER, ALWAYS, NULL,                                \
+      "values not all read yet, reserved in a segment as the socket held the rest (no staging)") \
     /* how the cache started (-e, store/restore.c) */                                              \
     X(restore_mode, SNAP, restore_mode, STR, INFO, ALWAYS, NULL,                                   \
       "how the cache started: none, new, graceful, crash, discarded")                              \
