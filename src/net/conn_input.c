@@ -141,6 +141,22 @@ unsigned conn_input_received(struct conn_input *in, struct session *s,
     return conn_input_run(in, s);
 }
 
+int conn_input_keep(struct conn_input *in, const char *data, size_t n)
+{
+    while (n > 0) {
+        if (conn_input_room(in) < 0)
+            return -1;
+        size_t room = in->size - in->pos - in->len;
+        size_t k = room < n ? room : n;
+        memcpy(in->buf + in->pos + in->len, data, k);
+        in->len += k;
+        data += k;
+        n -= k;
+    }
+    in->again = true; /* work left: run at the resume, not read past */
+    return 0;
+}
+
 unsigned conn_input_eof(struct conn_input *in, struct session *s)
 {
     /* A half-closed client still reads: answer what it sent in full (an

@@ -64,6 +64,13 @@ size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at
  * CONN_IN_TO_SINK, those past the sink went to conn_input_tail's *at. */
 unsigned conn_input_received(struct conn_input *in, struct session *s,
                              enum conn_in_target t, size_t n);
+/* n > 0 bytes that arrived while the connection could not run them (a
+ * multishot receive's, on io_uring, delivered before its stop landed):
+ * appended to the read buffer, where read_buf_bytes (and so the client
+ * bound) counts them, and run by the next conn_input_resume, in order
+ * after what was buffered. Returns 0, or -1 when no buffer may hold them
+ * (the caller closes, as for CONN_IN_TO_NOWHERE). */
+int conn_input_keep(struct conn_input *in, const char *data, size_t n);
 /* The client closed its side: answer every complete request buffered (over
  * as many resumes as it takes), then close. */
 unsigned conn_input_eof(struct conn_input *in, struct session *s);

@@ -301,6 +301,66 @@ static void test_more_queued_reads_the_rest_into_the_buffer(void **state)
     tt_free(t);
 }
 
+/* Bytes that arrive while the unit has work left (a multishot receive's on
+ * io_uring, before its stop lands) wait in the read buffer, counted there,
+ * and run after what was buffered, in order, at the resumes. */
+static void test_kept_bytes_run_after_the_paused_work(void **state)
+{
+    (void)state;
+    enum { NKEYS = 40 };
+    const size_t vlen = 2000, allow = 8 * 1024;
+    char line[NKEYS * 12 + 16];
+    size_t h = (size_t)sprintf(line, "get");
+    for (int i = 0; i < NKEYS; i++)
+        h += (size_t)sprintf(line + h, " key%d", i);
+    h += (size_t)sprintf(line + h, "\r\n");
+    const char later[] = "get key1\r\nversion\r\n";
+
+    char *want = NULL, *got = NULL;
+    size_t nwant = 0, ngot = 0;
+    struct tt *a = tt_new();
+    ci_set_many(a, NKEYS, vlen);
+    char both[sizeof line + sizeof later];
+    memcpy(both, line, h);
+    memcpy(both + h, later, sizeof later - 1);
+    unsigned act = ci_read(a, both, h + sizeof later - 1);
+    assert_int_equal(ci_run(a, act, SIZE_MAX, 0, &want, &nwant), 0);
+
+    struct tt *b = tt_new();
+    ci_set_many(b, NKEYS, vlen);
+    b->s.reply_allow = allow;
+    act = ci_read(b, line, h);
+    assert_true(act & CONN_IN_AGAIN);
+    size_t held = b->rbuf_held;
+    assert_int_equal(conn_input_keep(&b->in, later, sizeof later - 1), 0);
+    assert_true(conn_input_busy(&b->in));
+    assert_true(b->rbuf_held >= held && b->rbuf_held > 0); /* in a counted buffer */
+    assert_true(ci_run(b, act, allow, vlen + 64, &got, &ngot) > 0);
+    assert_int_equal(ngot, nwant);
+    assert_memory_equal(got, want, nwant);
+    assert_string_equal(want + nwant - 16, "VERSION 1.6.45\r\n");
+    assert_int_equal(b->in.len, 0);
+    assert_int_equal(b->rbuf_held, 0); /* given back once run */
+
+    /* with nothing buffered: a buffer is taken, and the resume runs them */
+    struct tt *c = tt_new();
+    assert_int_equal(conn_input_keep(&c->in, "version\r\n", 9), 0);
+    assert_true(conn_input_busy(&c->in));
+    assert_int_equal(c->rbuf_held, RBUF_SIZE);
+    act = conn_input_resume(&c->in, &c->s);
+    assert_false(act & CONN_IN_AGAIN);
+    assert_true(act & CONN_IN_FLUSH);
+    size_t n;
+    char *out = tt_drain(c, &n);
+    assert_string_equal(out, "VERSION 1.6.45\r\n");
+    free(out);
+    free(want);
+    free(got);
+    tt_free(a);
+    tt_free(b);
+    tt_free(c);
+}
+
 /* A value whose rest the socket already holds is reserved in a segment, not
  * staged (sets_direct), with no early ACK; the read that fills it takes its
  * "\r\n" and the next request too, through conn_input_tail (one readv). */
@@ -367,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_read_buffer_limit),
         cmocka_unit_test(test_direct_read_target),
         cmocka_unit_test(test_more_queued_reads_the_rest_into_the_buffer),
+        cmocka_unit_test(test_kept_bytes_run_after_the_paused_work),
         cmocka_unit_test(test_held_value_is_read_with_what_follows),
     };
     return cmocka_run_group_tests(tests, tt_group_setup, NULL);
