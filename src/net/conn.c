@@ -134,6 +134,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
     c->sess.cfd = fd;
+    c->sess.plain_fd = c->tls ? -1 : fd;
     c->sess.loop = w->loop;
     c->sess.wake_ptr = &c->log_watch;
     c->entry.fd = fd;
@@ -291,12 +292,16 @@ static void conn_set_interest(struct conn *c, unsigned want)
     c->interest = want;
 }
 
-/* Read while we may owe little; write interest only after EAGAIN. */
+/* Read while we may owe little; write interest only after EAGAIN. A held
+ * value (sink_held: its bytes are queued, its segment reserved) is read
+ * whatever is owed: reading it takes no memory, and its segment must not
+ * wait on the client. */
 static void conn_update_interest(struct conn *c)
 {
     size_t pending = reply_pending(&c->sess.reply);
     unsigned want = 0;
-    if (!c->closing && !conn_input_busy(&c->in) && pending <= conn_allowance(c) / 2)
+    bool held = c->sess.sink_len > 0 && c->sess.sink_held;
+    if (!c->closing && !conn_input_busy(&c->in) && (held || pending <= conn_allowance(c) / 2))
         want |= EVENT_READ;
     if (c->blocked && pending > 0)
         want |= EVENT_WRITE;
@@ -534,15 +539,31 @@ static void conn_read_done(struct conn *c, enum conn_in_target t, size_t n)
     conn_apply(c, conn_input_received(&c->in, &c->sess, t, n));
 }
 
-static void conn_on_readable(struct conn *c)
+/* A held value (its rest queued: session_reserve_value) is read now, in
+ * this turn, and the read that fills it takes what follows it too: one
+ * readv for the rest, its "\r\n" and any next request. */
+static ssize_t conn_read_held(struct conn *c, char *at, size_t room)
+{
+    char *tail;
+    size_t tail_room = conn_input_tail(&c->in, &c->sess, &tail);
+    if (tail_room == 0)
+        return read(c->fd, at, room);
+    struct iovec v[2] = {{at, room}, {tail, tail_room}};
+    return readv(c->fd, v, 2);
+}
+
+/* One read where conn_input_target says; false when the socket had
+ * nothing (or the connection closed). */
+static bool conn_read_once(struct conn *c)
 {
     struct conn_env *w = c->env;
     char *at;
     size_t room;
     enum conn_in_target t = conn_read_target(c, &at, &room);
     if (t == CONN_IN_TO_NOWHERE)
-        return;
-    ssize_t n = conn_io_read(c, at, room);
+        return false;
+    bool held = t == CONN_IN_TO_SINK && c->sess.sink_held && !c->tls;
+    ssize_t n = held ? conn_read_held(c, at, room) : conn_io_read(c, at, room);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
             /* Part of a TLS record: its sender waits for our ACK as for
@@ -550,12 +571,27 @@ static void conn_on_readable(struct conn *c)
             if (c->tls && c->tcp && tls_conn_record_incomplete(c->tls) &&
                 sockopt_quickack(c->fd) == 0)
                 STAT_INC(w->stats, quickacks);
-            return;
+            return false;
         }
         conn_close(c, strerror(errno));
-        return;
+        return false;
     }
     conn_read_done(c, t, (size_t)n);
+    return n > 0;
+}
+
+/* Reads a readiness event makes while a value it holds is still unfilled:
+ * the first takes the command line, the next the rest; more only when a
+ * read returned less than the socket said it held. */
+#define CONN_HELD_READS 4
+
+static void conn_on_readable(struct conn *c)
+{
+    for (int i = 0; i < CONN_HELD_READS; i++) {
+        if (!conn_read_once(c) || c->dead || c->sess.sink_len == 0 || !c->sess.sink_held ||
+            !(c->interest & EVENT_READ))
+            return;
+    }
 }
 
 /* What one multishot receive may deliver before it ends by itself (the

@@ -131,9 +131,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (room == 0)
             abort();
         size_t n = size - off < chunk ? size - off : chunk;
+        /* as an epoll connection holding a value whose rest is queued
+         * (s.sink_held): one read fills it and takes what follows */
+        char *tail = NULL;
+        size_t tail_room = 0;
+        if (to == CONN_IN_TO_SINK && (mem & 0x80)) {
+            s.sink_held = true;
+            tail_room = conn_input_tail(&in, &s, &tail);
+        }
+        if (n > room + tail_room)
+            n = room + tail_room;
+        memcpy(at, data + off, n < room ? n : room);
         if (n > room)
-            n = room;
-        memcpy(at, data + off, n);
+            memcpy(tail, data + off + room, n - room);
         off += n;
         unsigned act = conn_input_received(&in, &s, to, n);
         /* the next read's bytes arrive before the resume: kept, run after
