@@ -3,20 +3,29 @@
 # and after kill -9, memcached 1.6.45 (../shared/ref) after SIGUSR1 (it
 # restores nothing after a kill).
 #
-#   bash bench/restart.sh [SIZES_MB] [VALUE_BYTES] [RUNS]
+#   bash bench/restart.sh [--no-memcached] [SIZES_MB] [VALUE_BYTES] [RUNS]
 #   bash bench/restart.sh "1024 4096" "100 10240" 2    (the default)
+#
+# --no-memcached leaves memcached's rows out (their figures do not change
+# with nodelay's; a 4 GiB fill of memcached alone takes minutes here).
 #
 # For each size and value: start with -m SIZE -e /dev/shm/FILE, fill with
 # `loadgen fill` until the first eviction (a full cache), then RUNS times:
 # stop gracefully and start again, kill -9 and start again; each start is
 # timed: `ready` is from exec to the port accepting (what a client
 # waits), `restore_ms` nodelay's own figure and `restore_cpu_ms` the CPU
-# time in it (on a loaded machine the rest is waiting for a core). Prints one
+# time in it (on a loaded machine the rest is waiting for a core), and the
+# 1-minute load average after it. Prints one
 # markdown row per run. Needs SIZE of free /dev/shm; everything is on
 # 127.0.0.1 and removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+WITH_MC=1
+if [ "${1:-}" = --no-memcached ]; then
+    WITH_MC=
+    shift
+fi
 SIZES=${1:-"1024 4096"}
 VALUES=${2:-"100 10240"}
 RUNS=${3:-2}
@@ -79,8 +88,10 @@ stop() { # stop SIGNAL; waits for the exit, sets STOPPED (ms)
     STOPPED=$(( $(now_ms) - t0 ))
 }
 
-echo "| server | -m MB | value B | items | stop | stop ms | ready ms | restore_ms | restore_cpu_ms | items after |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo -; } # the 1-minute load average
+
+echo "| server | -m MB | value B | items | stop | stop ms | ready ms | restore_ms | restore_cpu_ms | items after | load |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for mb in $SIZES; do
     for v in $VALUES; do
         # One fill, then RUNS restarts after each kind of stop: each start
@@ -96,11 +107,13 @@ for mb in $SIZES; do
                 after=$(stat_of "" curr_items)
                 rms=$(stat_of nodelay restore_ms)
                 cms=$(stat_of nodelay restore_cpu_ms)
-                echo "| nodelay | $mb | $v | $items | $how | $STOPPED | $READY | $rms | $cms | $after |"
+                echo "| nodelay | $mb | $v | $items | $how | $STOPPED | $READY | $rms | $cms | $after | $(load) |"
             done
         done
         stop TERM
-        if [ -x "$MC" ]; then
+        if [ -z "$WITH_MC" ]; then
+            :
+        elif [ -x "$MC" ]; then
             rm -f "$FILE" "$FILE.meta"
             start "$MC" -m "$mb" -e "$FILE"
             "$LG" fill -s 127.0.0.1:$PORT -v "$v" >/dev/null
@@ -108,10 +121,10 @@ for mb in $SIZES; do
             stop USR1
             start "$MC" -m "$mb" -e "$FILE"
             after=$(stat_of "" curr_items)
-            echo "| memcached 1.6.45 | $mb | $v | $items | USR1 | $STOPPED | $READY | - | - | $after |"
+            echo "| memcached 1.6.45 | $mb | $v | $items | USR1 | $STOPPED | $READY | - | - | $after | $(load) |"
             stop TERM
         else
-            echo "| memcached 1.6.45 | $mb | $v | - | - | - | - | - | - | ($MC absent) |"
+            echo "| memcached 1.6.45 | $mb | $v | - | - | - | - | - | - | ($MC absent) | - |"
         fi
     done
 done

@@ -130,6 +130,10 @@ static inline void pm_store64(uint64_t *p, uint64_t v)
 /* Threads a restore (or a graceful stop's checksums) uses: one per core,
  * at most this many (restore.c). */
 #define RESTORE_THREADS 4
+/* Each restore thread's own state lies on cache lines of its own: two
+ * threads writing counters on one line, once per item each, would move
+ * it between the cores at every item. */
+#define RESTORE_LINE 64
 /* How many threads for `work` units, one per core. */
 uint32_t restore_nthreads(uint32_t work);
 /* Run fn on args[0..t) (t structs of `size` bytes), on threads where they

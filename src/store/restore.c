@@ -159,9 +159,10 @@ static inline bool restore_decode_fast(const struct item_hdr *tab, const char *p
     return h->nkey >= 1 && h->nkey <= STORE_KEY_MAX && (uint64_t)item_total(h) <= avail;
 }
 
-/* One walking thread's state; the counters are summed after the join. */
+/* One walking thread's state; the counters are summed after the join. On
+ * lines of its own (RESTORE_LINE). */
 struct restore_run {
-    struct store *s;
+    _Alignas(RESTORE_LINE) struct store *s;
     rel_time_t now;
     bool verify;        /* crash: check every item's checksum */
     bool clean;         /* graceful stop: check every segment's checksum */
@@ -333,6 +334,7 @@ static void *restore_thread(void *arg)
 {
     struct restore_run *r = arg;
     struct store *s = r->s;
+    rix_map(r->rix, r->bin);
     for (uint32_t k = r->first; k < r->n; k += r->step) {
         struct seg *seg = seg_of(s, r->ids[k]);
         restore_map(seg);

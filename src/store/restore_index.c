@@ -51,9 +51,10 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
 {
     memset(x, 0, sizeof(*x));
     x->s = s;
-    /* Only this thread uses the index yet: its table, read as it is,
-     * every page of which the walk and the fill write. */
-    index_load_prefault(&s->index);
+    /* Only the restore uses the index yet: its table, read as it is,
+     * every page of which the walk and the fill write (each walking
+     * thread maps its share: rix_map). */
+    index_load_begin(&s->index);
     x->table = s->index.cur->b;
     x->power = index_bucket_bits(&s->index);
     unsigned pbits = x->power > RIX_PART_MIN_BITS ? x->power - RIX_PART_MIN_BITS : 0;
@@ -106,6 +107,11 @@ void rix_release(struct rix *x)
         }
     }
     memset(x, 0, sizeof(*x));
+}
+
+void rix_map(struct rix *x, uint32_t bin)
+{
+    index_load_map(&x->s->index, bin, x->nbins);
 }
 
 bool rix_spill(struct rix *x, struct rix_bins *b, uint32_t part, uint64_t hv, uint64_t slot)
@@ -214,9 +220,9 @@ struct rix_dropped {
     bool dup;
 };
 
-/* One fill thread: parts [lo, hi). */
+/* One fill thread: parts [lo, hi). On lines of its own (RESTORE_LINE). */
 struct rix_filler {
-    struct rix *x;
+    _Alignas(RESTORE_LINE) struct rix *x;
     uint32_t lo, hi;
     bool rehash;     /* link into a new, larger table: buckets from the keys */
     uint64_t *words; /* where a part's buckets are built */

@@ -49,16 +49,17 @@ struct rix_arena;
 /* Words a walking thread gathers per part before it writes them out: four
  * lines, so that each write to one of the thousand-odd pages it fills at
  * once is four lines long, a TLB miss per four lines while the table is
- * on small pages (index_load_prefault). 4 GiB of 100-byte values: median
+ * on small pages (index_load_begin). 4 GiB of 100-byte values: median
  * 4.17 s of CPU against 4.72 s with one line (five interleaved runs, load
  * 17-20); eight lines was no better (3.95 against 4.07). */
 #ifndef RIX_STAGE
 #define RIX_STAGE 32u
 #endif
 
-/* One walking thread's filing: packed words per part, and its spill. */
+/* One walking thread's filing: packed words per part, and its spill. On
+ * cache lines of its own (RESTORE_LINE): every item filed writes it. */
 struct rix_bins {
-    uint32_t *packed;                /* per part: words filed in the table */
+    _Alignas(RESTORE_LINE) uint32_t *packed; /* per part: words filed in the table */
     uint64_t (*stage)[RIX_STAGE];    /* per part: the lines being gathered */
     struct rix_block **head, **tail; /* per part: spilled records */
     struct rix_arena *arena;         /* where spill blocks come from */
@@ -83,6 +84,9 @@ struct rix {
 int rix_init(struct rix *x, struct store *s, uint32_t nbins);
 void rix_release(struct rix *x);
 
+/* Map walking thread bin's share of the table's pages (index_load_map);
+ * on that thread, before it files anything. */
+void rix_map(struct rix *x, uint32_t bin);
 bool rix_spill(struct rix *x, struct rix_bins *b, uint32_t part, uint64_t hv, uint64_t slot);
 /* Write walking thread bin's staged lines of part's words, the first at
  * word `at` of its share. */

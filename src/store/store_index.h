@@ -131,9 +131,12 @@ void index_table_release(struct index_table *t);
  * something else). */
 void index_wipe(struct index *ix);
 /* Before a bulk load writes every page of the current (empty, untouched)
- * table: map it now, on small pages; index_load_done asks for huge pages
- * again. index.c says why. */
-void index_load_prefault(struct index *ix);
+ * table: keep it on small pages (index_load_begin, before any page is
+ * touched) and map it now, share i of n on each of n threads
+ * (index_load_map); index_load_done asks for huge pages again. index.c
+ * says why. */
+void index_load_begin(struct index *ix);
+void index_load_map(struct index *ix, uint32_t i, uint32_t n);
 void index_load_done(struct index *ix);
 /* log2 of the current table's bucket count. */
 unsigned index_bucket_bits(struct index *ix);
