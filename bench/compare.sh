@@ -66,7 +66,7 @@ while [ $# -gt 0 ]; do
 done
 
 LOADGEN=$ROOT/build/bench/loadgen
-make -s loadgen >/dev/null
+make -s loadgen floor >/dev/null
 [ -x "$NODELAY" ] || { echo "compare.sh: no nodelay at $NODELAY (make CONFIG=release server)" >&2; exit 1; }
 [ -x "$MEMCACHED" ] || { echo "compare.sh: no memcached at $MEMCACHED" >&2; exit 1; }
 [ -x "$FLOOR" ] || echo "compare.sh: no floor server at $FLOOR (make floor): no floor rows" >&2
@@ -169,14 +169,14 @@ start_server() {
     wait_ready "$name ($bin)" || exit 1
 }
 
-# start_floor NAME BACKEND VALUE_BYTES -> SPID and SPORT, or returns 1 (no
-# floor binary, or no io_uring here: that row is left out, said in its log)
+# start_floor NAME BACKEND VALUE_BYTES [VALUES] -> SPID and SPORT, or returns 1
+# (no floor binary, or no io_uring here: that row is left out, said in its log)
 start_floor() {
-    local name=$1 backend=$2 vlen=$3
+    local name=$1 backend=$2 vlen=$3 nvalues=${4:-1}
     [ -x "$FLOOR" ] || return 1
     SPORT=$(free_port)
     "${CUR_PIN[@]}" "$FLOOR" -b "$backend" -p "$SPORT" -t "$CUR_THREADS" -v "$vlen" \
-        >"$OUT/$name.log" 2>&1 &
+        -n "$nvalues" >"$OUT/$name.log" 2>&1 &
     SPID=$!
     PIDS+=("$SPID")
     wait_ready "$name ($FLOOR -b $backend)"
@@ -226,7 +226,8 @@ echo "compare.sh: results in $OUT"
 declare -A SRV_PID SRV_PORT
 # start_group PREFIX: memcached twice, nodelay (and its epoll row), prefilled;
 # the floor servers when PREFIX is not TLS (F/Fu answer 100 B values, FL/FLu
-# the 100 KiB ones).
+# the 100 KiB ones, from 200 buffers: as much memory as large100k's 200 keys
+# take in a cache, so their copies miss the caches as a cache's do).
 start_group() {
     local g=$1
     start_server "${g}A" "$MEMCACHED" "$MEMORY"; SRV_PID[${g}A]=$SPID; SRV_PORT[${g}A]=$SPORT
@@ -241,9 +242,9 @@ start_group() {
     for s in "${set[@]}"; do prefill "${SRV_PORT[$s]}"; done
     [ "$g" = T ] && return 0
     local f
-    for f in F:epoll:100 Fu:uring:100 FL:epoll:102400 FLu:uring:102400; do
-        IFS=: read -r n b v <<<"$f"
-        if start_floor "$g$n" "$b" "$v"; then
+    for f in F:epoll:100:1 Fu:uring:100:1 FL:epoll:102400:200 FLu:uring:102400:200; do
+        IFS=: read -r n b v k <<<"$f"
+        if start_floor "$g$n" "$b" "$v" "$k"; then
             SRV_PID[$g$n]=$SPID; SRV_PORT[$g$n]=$SPORT
         fi
     done

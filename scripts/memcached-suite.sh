@@ -29,6 +29,7 @@ ROOT=$PWD
 # Where 1.6.45's version of a file differs from 1.6.18's in a way that
 # matters, docs/testing.md says so.
 TESTS=(
+    watcher.t
     watcher_connid.t
     stats.t
     restart.t

@@ -242,15 +242,15 @@ int settings_parse_CRAWL_SLEEP(struct settings_parse_ctx *c, const struct settin
     return 0;
 }
 
-/* lru_maintainer also brings the segmented LRU back (memcached does). */
+/* lru_maintainer also brings the segmented LRU back, no_lru_maintainer
+ * turns it off (memcached does both). */
 int settings_parse_MAINTAINER(struct settings_parse_ctx *c, const struct settings_row *r,
                               const char *name, const char *val)
 {
     (void)val;
     bool on = strncmp(name, "no_", 3) != 0;
     settings_row_set_long(c->s, r, on);
-    if (on)
-        SETTINGS_SET(c->s, lru_segmented, true);
+    SETTINGS_SET(c->s, lru_segmented, on);
     return 0;
 }
 

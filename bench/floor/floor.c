@@ -4,13 +4,18 @@
  * is from what the kernel interface alone costs. Everything parsed from one
  * read is answered in one write, as nodelay does.
  *
- *   floor [-b epoll|uring] [-p PORT] [-t THREADS] [-v VALUE_BYTES]
+ *   floor [-b epoll|uring] [-p PORT] [-t THREADS] [-v VALUE_BYTES] [-n VALUES]
  *
  * Two loops over the same parser: epoll (one read and one writev per ready
  * connection) and io_uring (a send linked to the next recv, all of a turn's
  * submissions and the wait in one io_uring_enter). Each thread has its own
  * SO_REUSEPORT listener. The load generator must run with --no-verify: the
- * values are canned, so only their key and size are right. */
+ * values are canned, so only their key and size are right.
+ *
+ * -n VALUES (default 1): that many distinct value buffers, a key's chosen by
+ * a hash of it, so a key set of large values is sent from as much memory as
+ * a cache holds for it (200 of 100 KiB: 20 MB, past the L2 and shared L3),
+ * not from one buffer that stays in the L2 cache. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <liburing.h>
@@ -18,6 +23,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +53,17 @@ struct fconn {
 
 static int fl_port = 11311;
 static size_t fl_vlen = 100;
-static char *fl_value;  /* fl_vlen bytes of 'x' */
+static char *fl_value;  /* fl_nvalues buffers of fl_vlen bytes of 'x', fl_stride apart */
+static size_t fl_nvalues = 1, fl_stride;
+
+/* The buffer a key's value is sent from: always the same one for a key. */
+static const char *fl_value_of(const char *k, size_t n)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)k[i]) * 1099511628211u;
+    return fl_value + (h % fl_nvalues) * fl_stride;
+}
 
 static void fl_iov_text(struct fconn *c, size_t from)
 {
@@ -115,7 +131,8 @@ static void fl_process(struct fconn *c)
                 c->ntext += (size_t)sprintf(c->text + c->ntext, "VALUE %.*s 0 %zu\r\n",
                                             (int)(ke - k), k, fl_vlen);
                 fl_iov_text(c, from);
-                c->iov[c->niov++] = (struct iovec){fl_value, fl_vlen};
+                c->iov[c->niov++] =
+                    (struct iovec){(void *)fl_value_of(k, (size_t)(ke - k)), fl_vlen};
                 fl_say(c, "\r\n", 2);
                 k = ke;
             }
@@ -365,26 +382,30 @@ int main(int argc, char **argv)
 {
     const char *backend = "epoll";
     int threads = 1, o;
-    while ((o = getopt(argc, argv, "b:p:t:v:h")) != -1) {
+    while ((o = getopt(argc, argv, "b:p:t:v:n:h")) != -1) {
         switch (o) {
         case 'b': backend = optarg; break;
         case 'p': fl_port = atoi(optarg); break;
         case 't': threads = atoi(optarg); break;
         case 'v': fl_vlen = strtoul(optarg, NULL, 10); break;
+        case 'n': fl_nvalues = strtoul(optarg, NULL, 10); break;
         default:
-            fprintf(stderr, "usage: floor [-b epoll|uring] [-p PORT] [-t THREADS] [-v VALUE_BYTES]\n");
+            fprintf(stderr, "usage: floor [-b epoll|uring] [-p PORT] [-t THREADS] [-v VALUE_BYTES]"
+                            " [-n VALUES]\n");
             return o == 'h' ? 0 : 2;
         }
     }
     void *(*loop)(void *) = strcmp(backend, "uring") == 0 ? fl_uring : fl_epoll;
-    if (threads < 1 || (loop == fl_epoll && strcmp(backend, "epoll") != 0)) {
-        fprintf(stderr, "floor: bad -b or -t\n");
+    if (threads < 1 || fl_nvalues < 1 || fl_nvalues > 100000 ||
+        (loop == fl_epoll && strcmp(backend, "epoll") != 0)) {
+        fprintf(stderr, "floor: bad -b, -t or -n\n");
         return 2;
     }
-    fl_value = malloc(fl_vlen ? fl_vlen : 1);
+    fl_stride = (fl_vlen + 63) & ~(size_t)63; /* each value on its own cache lines */
+    fl_value = malloc(fl_nvalues * fl_stride + 1);
     if (!fl_value)
         return 1;
-    memset(fl_value, 'x', fl_vlen);
+    memset(fl_value, 'x', fl_nvalues * fl_stride + 1);
     pthread_t t;
     for (int i = 1; i < threads; i++)
         pthread_create(&t, NULL, loop, NULL);

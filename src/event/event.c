@@ -79,6 +79,15 @@ int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr
     return loop->ops->recv(loop, fd, buf, len, ptr);
 }
 
+int event_recv_multi(struct event_loop *loop, int fd, size_t max, void *ptr)
+{
+    if (!loop->ops->recv_multi) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    return loop->ops->recv_multi(loop, fd, max, ptr);
+}
+
 int event_send(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr)
 {
     if (!loop->ops->send) {

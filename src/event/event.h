@@ -28,6 +28,9 @@ enum {
                                   (EPOLLEXCLUSIVE, also on io_uring); ignored by poll */
     EVENT_RECV = 1u << 4,      /* reported only: an event_recv completed */
     EVENT_SEND = 1u << 5,      /* reported only: an event_send completed */
+    EVENT_MORE = 1u << 6,      /* reported only, with EVENT_RECV: an
+                                  event_recv_multi delivered bytes and stays
+                                  started (more events of it will come) */
 };
 
 struct event_loop;
@@ -76,6 +79,17 @@ bool event_has_io(const struct event_loop *loop);
  * (errno set). */
 int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr);
 int event_send(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
+/* A receive that stays started (multishot) into the loop's buffers: each
+ * arrival of bytes is one EVENT_RECV event (as event_recv with buf NULL),
+ * flagged EVENT_MORE while it stays started. It ends by itself once it has
+ * delivered max bytes or more (at most max + EVENT_RECV_BUF_MAX - 1), so
+ * one start never hands a connection more than that, however long its
+ * stop takes to land; the event without EVENT_MORE is its last (the one
+ * that reached max, end of input, an error, -ECANCELED after event_cancel,
+ * -ENOBUFS when the loop's buffers ran out). At most one receive of either
+ * kind per ptr at a time. Returns 0, or -1 with errno ENOTSUP where the
+ * loop or the kernel cannot bound it so (use event_recv). */
+int event_recv_multi(struct event_loop *loop, int fd, size_t max, void *ptr);
 /* Ask the kernel to stop ptr's receive and/or send (which: EVENT_RECV |
  * EVENT_SEND). Their completions still come (res -ECANCELED, or what was
  * done). Returns 0 or -1. */

@@ -27,6 +27,8 @@ struct event_ops {
     /* Completion I/O; NULL on a readiness-only backend. */
     int (*recv)(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr);
     int (*send)(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
+    /* NULL: no multishot receive (event_recv_multi says ENOTSUP) */
+    int (*recv_multi)(struct event_loop *loop, int fd, size_t max, void *ptr);
     int (*cancel)(struct event_loop *loop, void *ptr, unsigned which);
     int (*submit)(struct event_loop *loop);
     int (*forget)(struct event_loop *loop, int fd); /* NULL: nothing kept */

@@ -28,13 +28,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define EVENT_URING_SQ 1024
 #define EVENT_URING_CQ 8192
 /* Provided buffers: a receive started with no buffer of its own (an idle
- * connection's) takes one only when its bytes arrive, so idle connections
- * hold no read buffer, as on epoll. A turn hands out at most its batch of
- * completions' worth; all come back at the next wait. */
+ * connection's, one-shot or multishot) takes one only when its bytes
+ * arrive, so idle connections hold no read buffer, as on epoll. A turn
+ * hands out at most its batch of completions' worth, whose bytes the
+ * connections copy out in that turn; all come back at the next wait, before
+ * the enter in which the kernel could pick one again. */
 #define EVENT_URING_BUFS 512 /* a power of two */
 #define EVENT_URING_BUF_SIZE EVENT_RECV_BUF_MAX
 #define EVENT_URING_BGID 0
@@ -79,10 +83,58 @@ struct event_uring {
 
 /* Setup flags this kernel accepts, found by event_uring_probe. */
 static unsigned event_uring_flags;
+/* Whether a multishot receive here can be given a byte limit, after which
+ * it ends by itself (Linux 6.17; event_uring_probe_multi). Without one the
+ * kernel would go on draining a socket into the provided buffers until a
+ * cancellation lands, so event_recv_multi is not offered then. */
+static bool event_uring_multi_ok;
 
 static struct event_uring *event_uring_of(struct event_loop *base)
 {
     return (struct event_uring *)base;
+}
+
+/* A multishot receive's byte limit is the SQE word the kernel reads as
+ * optlen (6.17: it ends the receive once that many bytes came); Debian 12's
+ * liburing 2.3 names that word file_index. Older kernels refuse the
+ * receive (EINVAL: the word must be 0 there). */
+static void event_uring_prep_multi(struct io_uring_sqe *sqe, int fd, size_t max)
+{
+    io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = EVENT_URING_BGID;
+    sqe->file_index = max > UINT32_MAX ? UINT32_MAX : (uint32_t)max;
+}
+
+/* Does a limited multishot receive end at its limit on this kernel? Tried
+ * on r (set up with the flags being probed, its buffer ring br of 8
+ * entries registered): a socket pair holding 4 bytes, a receive limited to
+ * 1 byte, whose one completion must be its last. */
+static bool event_uring_probe_multi(struct io_uring *r, void *br)
+{
+    int sv[2];
+    if (!(event_uring_flags & IORING_SETUP_DEFER_TASKRUN) ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0)
+        return false;
+    bool ok = false;
+    static char buf[64];
+    struct io_uring_buf_ring *ring = br;
+    io_uring_buf_ring_init(ring);
+    io_uring_buf_ring_add(ring, buf, sizeof buf, 0, io_uring_buf_ring_mask(8), 0);
+    io_uring_buf_ring_advance(ring, 1);
+    struct io_uring_sqe *sqe;
+    struct io_uring_cqe *cqe;
+    if (io_uring_register(r->ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) == 0 &&
+        write(sv[1], "ping", 4) == 4 && (sqe = io_uring_get_sqe(r))) {
+        event_uring_prep_multi(sqe, sv[0], 1);
+        if (io_uring_submit_and_wait(r, 1) >= 0 && io_uring_peek_cqe(r, &cqe) == 0) {
+            ok = cqe->res > 0 && !(cqe->flags & IORING_CQE_F_MORE);
+            io_uring_cqe_seen(r, cqe);
+        }
+    }
+    close(sv[0]);
+    close(sv[1]);
+    return ok;
 }
 
 int event_uring_probe(char *why, size_t n)
@@ -114,13 +166,16 @@ int event_uring_probe(char *why, size_t n)
                                            .bgid = EVENT_URING_BGID};
             old = io_uring_register_buf_ring(&r, &reg, 0) < 0;
         }
+        if (!old) {
+            event_uring_flags = tries[i];
+            event_uring_multi_ok = event_uring_probe_multi(&r, br);
+        }
         io_uring_queue_exit(&r);
         free(br);
         if (old) {
             snprintf(why, n, "kernel too old: needs EXT_ARG, FAST_POLL and buffer rings (5.19)");
             return -1;
         }
-        event_uring_flags = tries[i];
         return 0;
     }
     snprintf(why, n, "io_uring_setup: %s", strerror(err));
@@ -467,8 +522,9 @@ static int event_uring_wait(struct event_loop *base, struct event_fired *out, in
                 l->lent[l->nlent++] = bid;
                 data = l->bufs + (size_t)bid * EVENT_URING_BUF_SIZE;
             }
+            unsigned more = cqe->flags & IORING_CQE_F_MORE ? EVENT_MORE : 0;
             out[got++] = (struct event_fired){
-                .ptr = ptr, .events = EVENT_RECV, .res = cqe->res, .data = data};
+                .ptr = ptr, .events = EVENT_RECV | more, .res = cqe->res, .data = data};
             break;
         }
         case URING_TAG_SEND:
@@ -522,6 +578,24 @@ static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t l
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = EVENT_URING_BGID;
     }
+    event_uring_target(l, sqe, fd);
+    sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_RECV;
+    return 0;
+}
+
+static int event_uring_recv_multi(struct event_loop *base, int fd, size_t max, void *ptr)
+{
+    struct event_uring *l = event_uring_of(base);
+    if (!event_uring_multi_ok || max == 0) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    if (fd < 0 || fd >= (1 << 30) || event_uring_grow(l, fd) < 0)
+        return -1;
+    struct io_uring_sqe *sqe = event_uring_sqe(l);
+    if (!sqe)
+        return -1;
+    event_uring_prep_multi(sqe, fd, max);
     event_uring_target(l, sqe, fd);
     sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_RECV;
     return 0;
@@ -609,6 +683,7 @@ const struct event_ops event_uring_ops = {
     .wait = event_uring_wait,
     .recv = event_uring_recv,
     .send = event_uring_send,
+    .recv_multi = event_uring_recv_multi,
     .cancel = event_uring_cancel,
     .submit = event_uring_submit,
     .forget = event_uring_forget,

@@ -4,7 +4,8 @@
  *
  * On an io_uring loop a plaintext connection does the same through
  * completions: a receive is started whenever it would wait for readability
- * (conn_recv_start), a send of the whole iovec whenever it would writev
+ * (conn_recv_start; multishot while the connection is idle, so that one
+ * serves many of its requests), a send of the whole iovec whenever it would writev
  * (conn_send_start), and both finish in conn_on_complete, which hands the
  * bytes to the same input path and settles the same way. TLS connections
  * stay on readiness (a poll through the ring, then SSL_read/SSL_write). */
@@ -103,6 +104,7 @@ static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
 }
 
 static void conn_recv_start(struct conn *c);
+static void conn_multi_stop(struct conn *c);
 
 struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr)
@@ -132,6 +134,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
     c->sess.cfd = fd;
+    c->sess.plain_fd = c->tls ? -1 : fd;
     c->sess.loop = w->loop;
     c->sess.wake_ptr = &c->log_watch;
     c->entry.fd = fd;
@@ -275,6 +278,8 @@ static void conn_set_interest(struct conn *c, unsigned want)
         c->interest = want;
         if (want & EVENT_READ)
             conn_recv_start(c);
+        else
+            conn_multi_stop(c);
         return;
     }
     if (want == c->interest)
@@ -287,12 +292,16 @@ static void conn_set_interest(struct conn *c, unsigned want)
     c->interest = want;
 }
 
-/* Read while we may owe little; write interest only after EAGAIN. */
+/* Read while we may owe little; write interest only after EAGAIN. A held
+ * value (sink_held: its bytes are queued, its segment reserved) is read
+ * whatever is owed: reading it takes no memory, and its segment must not
+ * wait on the client. */
 static void conn_update_interest(struct conn *c)
 {
     size_t pending = reply_pending(&c->sess.reply);
     unsigned want = 0;
-    if (!c->closing && !conn_input_busy(&c->in) && pending <= conn_allowance(c) / 2)
+    bool held = c->sess.sink_len > 0 && c->sess.sink_held;
+    if (!c->closing && !conn_input_busy(&c->in) && (held || pending <= conn_allowance(c) / 2))
         want |= EVENT_READ;
     if (c->blocked && pending > 0)
         want |= EVENT_WRITE;
@@ -530,15 +539,31 @@ static void conn_read_done(struct conn *c, enum conn_in_target t, size_t n)
     conn_apply(c, conn_input_received(&c->in, &c->sess, t, n));
 }
 
-static void conn_on_readable(struct conn *c)
+/* A held value (its rest queued: session_reserve_value) is read now, in
+ * this turn, and the read that fills it takes what follows it too: one
+ * readv for the rest, its "\r\n" and any next request. */
+static ssize_t conn_read_held(struct conn *c, char *at, size_t room)
+{
+    char *tail;
+    size_t tail_room = conn_input_tail(&c->in, &c->sess, &tail);
+    if (tail_room == 0)
+        return read(c->fd, at, room);
+    struct iovec v[2] = {{at, room}, {tail, tail_room}};
+    return readv(c->fd, v, 2);
+}
+
+/* One read where conn_input_target says; false when the socket had
+ * nothing (or the connection closed). */
+static bool conn_read_once(struct conn *c)
 {
     struct conn_env *w = c->env;
     char *at;
     size_t room;
     enum conn_in_target t = conn_read_target(c, &at, &room);
     if (t == CONN_IN_TO_NOWHERE)
-        return;
-    ssize_t n = conn_io_read(c, at, room);
+        return false;
+    bool held = t == CONN_IN_TO_SINK && c->sess.sink_held && !c->tls;
+    ssize_t n = held ? conn_read_held(c, at, room) : conn_io_read(c, at, room);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
             /* Part of a TLS record: its sender waits for our ACK as for
@@ -546,27 +571,101 @@ static void conn_on_readable(struct conn *c)
             if (c->tls && c->tcp && tls_conn_record_incomplete(c->tls) &&
                 sockopt_quickack(c->fd) == 0)
                 STAT_INC(w->stats, quickacks);
-            return;
+            return false;
         }
         conn_close(c, strerror(errno));
-        return;
+        return false;
     }
     conn_read_done(c, t, (size_t)n);
+    return n > 0;
 }
 
-/* Completion I/O: start a receive where a read would go. With nothing
- * buffered and no value to fill, into the loop's own buffers, so an idle
- * connection holds no read buffer (conn_received copies the bytes in). After
- * a receive that filled its room in the middle of a value, the rest is
- * queued already: it goes into our read buffer in one receive, with its
- * "\r\n" (in.more_queued), not EVENT_RECV_BUF_MAX bytes a turn nor into
- * item memory and then the "\r\n" a turn later. Each receive waits for a
- * whole turn of the worker's other connections (10 ms on a loaded host): a
- * 5-8 KB set took three turns, the soak's isolated 40 ms sets. */
+/* Reads a readiness event makes while a value it holds is still unfilled:
+ * the first takes the command line, the next the rest; more only when a
+ * read returned less than the socket said it held. */
+#define CONN_HELD_READS 4
+
+static void conn_on_readable(struct conn *c)
+{
+    for (int i = 0; i < CONN_HELD_READS; i++) {
+        if (!conn_read_once(c) || c->dead || c->sess.sink_len == 0 || !c->sess.sink_held ||
+            !(c->interest & EVENT_READ))
+            return;
+    }
+}
+
+/* What one multishot receive may deliver before it ends by itself (the
+ * kernel's bound, event_recv_multi): one provided buffer's worth. It is
+ * started only on an idle connection (nothing buffered), so all it can
+ * deliver, under 4 KiB, fits the 16 KiB read buffer a read on epoll would
+ * have filled: bytes that come after the connection stopped being idle and
+ * before its cancellation lands go there, counted in the client bound
+ * (conn_take), never into a stash of their own. And a value sent in one
+ * write reaches item memory after the same 2 KiB a one-shot receive would
+ * have taken, not copied twice. At pipeline 1 one start still serves some
+ * 60 requests of 30 bytes. */
+#define CONN_MULTI_BYTES EVENT_RECV_BUF_MAX
+
+/* Idle: reading, nothing buffered, no value of 4 KiB or more to fill (nor
+ * the rest of a smaller one queued), the loop's buffers not out. Only then
+ * may a multishot receive serve it: what it delivers is run at once. */
+static bool conn_idle(const struct conn *c)
+{
+    return (c->interest & EVENT_READ) && !c->closing && !c->recv_own && c->in.len == 0 &&
+           !conn_input_busy(&c->in) && c->sess.sink_len < CONN_DIRECT_MIN &&
+           !(c->in.more_queued && c->sess.sink_len > 0);
+}
+
+/* The connection stopped being idle: stop its multishot receive. What it
+ * delivers until the cancellation lands is taken as any receive's is
+ * (conn_take). Should the cancel not be queued, the receive still ends by
+ * itself within CONN_MULTI_BYTES, and the next call asks again. */
+static void conn_multi_stop(struct conn *c)
+{
+    if (c->recv_busy && c->recv_multi && !c->multi_stop &&
+        event_cancel(c->env->loop, &c->watch, EVENT_RECV) == 0)
+        c->multi_stop = true;
+}
+
+/* Completion I/O: start a receive where a read would go. An idle
+ * connection gets a multishot receive into the loop's own buffers, which
+ * stays started across its requests (one submission, its poll kept armed,
+ * for some 60 of them) and holds no read buffer until bytes come
+ * (conn_take copies them in). Otherwise, with nothing buffered and no
+ * value to fill, a one-shot receive into the loop's buffers; else into
+ * what the input path names. After a receive that filled its room in the
+ * middle of a value, the rest is queued already: it goes into our read
+ * buffer in one receive, with its "\r\n" (in.more_queued), not
+ * EVENT_RECV_BUF_MAX bytes a turn nor into item memory and then the "\r\n"
+ * a turn later. Each receive waits for a whole turn of the worker's other
+ * connections (10 ms on a loaded host): a 5-8 KB set took three turns, the
+ * soak's isolated 40 ms sets. */
 static void conn_recv_start(struct conn *c)
 {
-    if (c->recv_busy || c->dead)
+    if (c->dead || c->taking)
         return;
+    bool idle = conn_idle(c);
+    if (c->recv_busy) {
+        if (c->recv_multi && !idle)
+            conn_multi_stop(c);
+        return;
+    }
+    if (idle && !c->multi_none && c->env->core->opt->io_uring_multishot) {
+        if (event_recv_multi(c->env->loop, c->fd, CONN_MULTI_BYTES, &c->watch) == 0) {
+            c->recv_busy = c->recv_multi = true;
+            c->multi_stop = false;
+            c->recv_target = CONN_IN_TO_BUF;
+            c->recv_room = EVENT_RECV_BUF_MAX;
+            STAT_INC(c->env->stats, multishot_receives);
+            return;
+        }
+        if (errno != ENOTSUP) {
+            log_info("<%d could not start a receive: %s", c->fd, strerror(errno));
+            conn_close(c, "event loop error");
+            return;
+        }
+        c->multi_none = true; /* this kernel cannot bound one: one-shot */
+    }
     char *at = NULL;
     size_t room = 0;
     enum conn_in_target t = CONN_IN_TO_BUF;
@@ -582,18 +681,66 @@ static void conn_recv_start(struct conn *c)
         return;
     }
     c->recv_busy = true;
+    c->recv_multi = false;
     c->recv_target = t;
     c->recv_room = at ? room : EVENT_RECV_BUF_MAX;
 }
 
-static void conn_received(struct conn *c, int res, const char *data)
+/* n bytes a receive put in one of the loop's buffers (which goes back to
+ * the kernel at the next wait: nothing of it is kept). Run at once, copied
+ * where a read would have put them (the read buffer's tail, a value's
+ * memory), in as many pieces as that takes; or, while the connection may
+ * not run them (a multishot receive whose stop has not landed: paused for
+ * its replies, a -R yield, the allowance reached), appended to its read
+ * buffer, which the client bound counts (read_buf_bytes) and which is
+ * freed as read buffers are, and run at the resume, in order. */
+static void conn_take(struct conn *c, const char *data, size_t n)
+{
+    struct conn_env *w = c->env;
+    c->taking = true;
+    while (n > 0 && !c->dead && !c->closing) {
+        if (conn_input_busy(&c->in) || !(c->interest & EVENT_READ)) {
+            STAT_INC(w->stats, read_calls);
+            STAT_ADD(w->stats, bytes_read, (uint64_t)n);
+            STAT_ADD(w->stats, multishot_kept_bytes, (uint64_t)n);
+            c->last_active = clock_now();
+            registry_touch(&c->entry, c->last_active);
+            if (conn_input_keep(&c->in, data, n) < 0) {
+                log_info("<%d no read buffer may hold what came: closing", c->fd);
+                reply_str(&c->sess.reply, "SERVER_ERROR out of memory reading request\r\n");
+                conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);
+                break;
+            }
+            conn_settle(c); /* run at the resume (in.again) */
+            break;
+        }
+        char *at;
+        size_t room;
+        enum conn_in_target t = conn_read_target(c, &at, &room);
+        if (t == CONN_IN_TO_NOWHERE)
+            break;
+        size_t k = room < n ? room : n;
+        memcpy(at, data, k);
+        data += k;
+        n -= k;
+        conn_read_done(c, t, k);
+    }
+    c->taking = false;
+    if (!c->dead && (c->interest & EVENT_READ))
+        conn_recv_start(c);
+}
+
+/* multi: it came from a multishot receive (which may still be started). */
+static void conn_received(struct conn *c, int res, const char *data, bool multi)
 {
     c->recv_own = false;
     c->in.more_queued = res > 0 && (size_t)res == c->recv_room;
     if (res == -ECANCELED) {
         /* conn_tick stopped a receive into a value's memory to check the
-         * upload (it may have been cut off for others) */
-        session_tick(&c->sess);
+         * upload (it may have been cut off for others); or a multishot
+         * receive was stopped */
+        if (!multi)
+            session_tick(&c->sess);
         conn_settle(c);
         return;
     }
@@ -607,6 +754,13 @@ static void conn_received(struct conn *c, int res, const char *data)
             conn_settle(c);
             return;
         }
+        if (multi && c->in.again && c->in.len > 0 && !c->closing) {
+            /* behind bytes kept from the same receive: answer those first,
+             * as after an EOF (a reset peer then fails the send) */
+            log_verbose("<%d recv: %s", c->fd, strerror(-res));
+            conn_read_done(c, CONN_IN_TO_BUF, 0);
+            return;
+        }
         conn_close(c, strerror(-res));
         return;
     }
@@ -614,22 +768,13 @@ static void conn_received(struct conn *c, int res, const char *data)
         conn_settle(c);
         return;
     }
-    enum conn_in_target t = c->recv_target;
     if (data && res > 0) {
-        char *at;
-        size_t room;
-        t = conn_read_target(c, &at, &room);
-        if (t == CONN_IN_TO_NOWHERE)
-            return;
-        if (t != CONN_IN_TO_BUF || room < (size_t)res) {
-            /* cannot be: nothing was buffered when it started */
-            log_error("<%d no room for a received %d bytes: closing", c->fd, res);
-            conn_close(c, "internal error");
-            return;
-        }
-        memcpy(at, data, (size_t)res);
+        conn_take(c, data, (size_t)res);
+        return;
     }
-    conn_read_done(c, t, (size_t)res);
+    /* into our own memory (recv_target), or the end of input: an EOF behind
+     * kept bytes answers them first (conn_input_eof) */
+    conn_read_done(c, c->recv_target, (size_t)res);
 }
 
 static void conn_sent(struct conn *c, int res)
@@ -654,17 +799,22 @@ static void conn_sent(struct conn *c, int res)
 
 void conn_on_complete(struct conn *c, unsigned events, int res, const char *data)
 {
-    if (events & EVENT_RECV)
-        c->recv_busy = false;
-    else
+    bool multi = c->recv_multi;
+    if (events & EVENT_RECV) {
+        if (!(events & EVENT_MORE)) { /* the receive's last event */
+            c->recv_busy = false;
+            c->recv_multi = c->multi_stop = false;
+        }
+    } else {
         c->send_busy = false;
+    }
     if (c->dead) {
         if (!c->recv_busy && !c->send_busy)
             conn_zombie_done(c);
         return;
     }
     if (events & EVENT_RECV)
-        conn_received(c, res, data);
+        conn_received(c, res, data, multi);
     else
         conn_sent(c, res);
 }

@@ -58,6 +58,12 @@ struct conn {
     bool ring;
     bool recv_busy, send_busy;
     bool recv_own;             /* the loop ran out of its buffers: use ours */
+    bool recv_multi;           /* the started receive is multishot: it stays
+                                  started while the connection is idle */
+    bool multi_stop;           /* ...and its cancellation has been asked */
+    bool multi_none;           /* the loop offers none: one-shot receives */
+    bool taking;               /* conn_take is handing bytes over: no
+                                  receive may be started into our buffers */
     size_t recv_room;          /* what the receive started was given */
     enum conn_in_target recv_target;
     struct iovec *iov;         /* the send in flight's iovecs */

@@ -68,6 +68,14 @@ enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, 
     return CONN_IN_TO_BUF;
 }
 
+size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at)
+{
+    if (!s->sink_held || s->sink_len == 0 || in->len > 0 || conn_input_room(in) < 0)
+        return 0;
+    *at = in->buf + in->pos;
+    return in->size - in->pos;
+}
+
 /* Hand buffered bytes to the protocol and say what follows. */
 static unsigned conn_input_run(struct conn_input *in, struct session *s)
 {
@@ -94,8 +102,8 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s)
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     }
     /* After a yield or pause the buffered bytes are complete requests, not a
-     * wait for more. */
-    if ((in->len > 0 && !in->again) || s->sink_len > 0)
+     * wait for more; nor is a held value, whose bytes are all queued. */
+    if ((in->len > 0 && !in->again) || (s->sink_len > 0 && !s->sink_held))
         act |= CONN_IN_QUICKACK;
     if (in->again)
         act |= CONN_IN_AGAIN;
@@ -116,13 +124,37 @@ unsigned conn_input_received(struct conn_input *in, struct session *s,
                              enum conn_in_target t, size_t n)
 {
     if (t == CONN_IN_TO_SINK) {
-        proto_sink_filled(s, n);
-        return CONN_IN_FLUSH | (s->sink_len > 0 ? CONN_IN_QUICKACK : 0);
+        /* past the value: what follows it, in the tail (conn_input_tail) */
+        size_t into = n < s->sink_len ? n : s->sink_len;
+        proto_sink_filled(s, into);
+        if (n > into) {
+            in->len += n - into;
+            return conn_input_run(in, s);
+        }
+        if (in->len == 0)
+            conn_input_release(in); /* a tail that took nothing */
+        return CONN_IN_FLUSH | (s->sink_len > 0 && !s->sink_held ? CONN_IN_QUICKACK : 0);
     }
     if (t != CONN_IN_TO_BUF)
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     in->len += n;
     return conn_input_run(in, s);
+}
+
+int conn_input_keep(struct conn_input *in, const char *data, size_t n)
+{
+    while (n > 0) {
+        if (conn_input_room(in) < 0)
+            return -1;
+        size_t room = in->size - in->pos - in->len;
+        size_t k = room < n ? room : n;
+        memcpy(in->buf + in->pos + in->len, data, k);
+        in->len += k;
+        data += k;
+        n -= k;
+    }
+    in->again = true; /* work left: run at the resume, not read past */
+    return 0;
 }
 
 unsigned conn_input_eof(struct conn_input *in, struct session *s)

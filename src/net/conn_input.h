@@ -55,9 +55,22 @@ void conn_input_release(struct conn_input *in);
 
 enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, char **at,
                                       size_t *room);
-/* n > 0 bytes were read into what conn_input_target returned (t). */
+/* When the sink is a held value (s->sink_held: the rest is queued in the
+ * socket), the read buffer's free tail, so that the read that fills the
+ * value takes its "\r\n" and what follows in the same call (readv): its
+ * room, 0 when there is none to give. Read into the sink first, then *at. */
+size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at);
+/* n > 0 bytes were read into what conn_input_target returned (t); with
+ * CONN_IN_TO_SINK, those past the sink went to conn_input_tail's *at. */
 unsigned conn_input_received(struct conn_input *in, struct session *s,
                              enum conn_in_target t, size_t n);
+/* n > 0 bytes that arrived while the connection could not run them (a
+ * multishot receive's, on io_uring, delivered before its stop landed):
+ * appended to the read buffer, where read_buf_bytes (and so the client
+ * bound) counts them, and run by the next conn_input_resume, in order
+ * after what was buffered. Returns 0, or -1 when no buffer may hold them
+ * (the caller closes, as for CONN_IN_TO_NOWHERE). */
+int conn_input_keep(struct conn_input *in, const char *data, size_t n);
 /* The client closed its side: answer every complete request buffered (over
  * as many resumes as it takes), then close. */
 unsigned conn_input_eof(struct conn_input *in, struct session *s);

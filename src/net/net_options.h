@@ -10,6 +10,7 @@
 #define NET_OPTIONS(X)                                                                             \
     X(int, num_threads)            /* -t */                                                        \
     X(bool, io_uring)              /* -o io_uring: the ring backend where the kernel allows it */ \
+    X(bool, io_uring_multishot)    /* -o io_uring_multishot: idle connections' receives stay started */ \
     X(int, maxconns)               /* -c */                                                        \
     X(const char *, binding_protocol) /* -B, for the listening log line */                        \
     X(int, read_buf_mem_limit)     /* MB of read buffers, all workers; 0 = no bound */            \

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "stats/stats.h"
 #include "watch/watch.h"
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
@@ -16,6 +17,7 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->run = run;
     s->ops = &server_ops_none;
     s->cfd = -1;
+    s->plain_fd = -1;
     reply_init(&s->reply);
     s->reply_allow = SIZE_MAX;
     /* -Y speaks ascii only (memcached forces -B ascii with it). */
@@ -58,4 +60,40 @@ bool session_value_coming(const struct session *s, size_t rest)
     int queued = 0;
     size_t want = rest < SESSION_COMING_MIN ? rest : SESSION_COMING_MIN;
     return ioctl(s->cfd, FIONREAD, &queued) == 0 && queued >= 0 && (size_t)queued >= want;
+}
+
+/* The socket holds at least rest more bytes of the request. */
+static bool session_value_queued(const struct session *s, size_t rest)
+{
+    int queued = 0;
+    return s->plain_fd >= 0 && ioctl(s->plain_fd, FIONREAD, &queued) == 0 && queued >= 0 &&
+           (size_t)queued >= rest;
+}
+
+enum store_status session_reserve_value(struct session *s, const char *key, size_t nkey,
+                                        size_t nvalue, size_t avail, size_t need, bool known,
+                                        uint32_t flags, rel_time_t exptime,
+                                        struct store_reservation *res)
+{
+    s->sink_held = false;
+    bool here = avail >= need;
+    if (!here && session_value_queued(s, need - avail)) {
+        /* The rest is in the kernel: a segment reserved now is filled by
+         * the reads this turn makes, never held waiting for the client
+         * (docs/store.md "Uploads"). */
+        here = true;
+        s->sink_held = true;
+    }
+    if (here) {
+        enum store_status st = known ? store_reserve_for(s->store, key, nkey, nvalue, flags,
+                                                         exptime, res)
+                                     : store_reserve(s->store, key, nkey, nvalue, res);
+        if (st == STORE_OK && s->sink_held)
+            STAT_INC(s->stats, sets_direct);
+        return st;
+    }
+    return store_reserve_upload_here(s->store, key, nkey, nvalue, known, flags, exptime,
+                                     !store_upload_fits(s->store, nvalue) &&
+                                         session_value_coming(s, need - avail),
+                                     res);
 }

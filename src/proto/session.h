@@ -46,6 +46,10 @@ struct session {
     /* For `watch`: the client's fd (cfd= in event lines), the loop and the
      * event pointer a watcher's wake-ups go to (NULL in socket-free tests). */
     int cfd;
+    /* The socket when its bytes are the requests' own (not TLS, whose
+     * queued bytes are records): where session_reserve_value asks what is
+     * queued. -1 without one. */
+    int plain_fd;
     struct event_loop *loop;
     void *wake_ptr;
 
@@ -65,6 +69,11 @@ struct session {
     /* Direct read target, see proto_sink_filled(). */
     char *sink;
     size_t sink_len;
+    /* While sink_len > 0: the sink is segment memory, reserved because the
+     * socket already held the rest of the value (session_reserve_value).
+     * The connection reads it now, whatever it owes, and acknowledges
+     * nothing early: no segment waits on the client. */
+    bool sink_held;
 
     /* Per-protocol state between reads. */
     struct text_state text;
@@ -97,5 +106,19 @@ void session_tick(struct session *s);
  * full. */
 #define SESSION_COMING_MIN (32u * 1024)
 bool session_value_coming(const struct session *s, size_t rest);
+
+/* Reserve a value of nvalue bytes under key for a protocol that waits for
+ * need bytes (the value and any terminator), avail of them already read.
+ * All here: a plain reservation, filled from the read buffer. Else, when
+ * the socket already holds the rest (one FIONREAD), a plain reservation
+ * too, which the connection fills straight from the socket in the same
+ * turn (sink_held, counted in sets_direct): no staging copy, and no
+ * segment waits on the client. Else an upload, staged outside the segments
+ * (store_reserve_upload_here). known: flags and exptime are the ones to
+ * commit (store_reserve_for), else as store_reserve. */
+enum store_status session_reserve_value(struct session *s, const char *key, size_t nkey,
+                                        size_t nvalue, size_t avail, size_t need, bool known,
+                                        uint32_t flags, rel_time_t exptime,
+                                        struct store_reservation *res);
 
 #endif

@@ -10,8 +10,6 @@
 /* Copied bytes are packed into blocks of this size; a larger single copy gets
  * a block of its own size. 16 KiB holds a full pipeline of short replies. */
 #define REPLY_BLOCK_SIZE (16 * 1024)
-/* Values up to this size are copied rather than referenced (reply_value). */
-#define REPLY_COPY_MAX 512
 /* Past the share of segments reply queues may pin (store_pin_keep), values
  * up to this size are always copied: no more than the connection's
  * allowance floor (CONN_REPLY_FLOOR), so what a non-reader holds stays
@@ -104,6 +102,12 @@ static struct reply_block *reply_block_room(struct reply_queue *q, size_t len)
 
 char *reply_reserve(struct reply_queue *q, size_t len)
 {
+    /* A segment slot exists before the bytes do, so the commit cannot fail. */
+    if (q->nseg == q->cap) {
+        if (!reply_seg_add(q))
+            return NULL;
+        q->nseg--; /* room made (slid down or grown): the slot is the commit's */
+    }
     struct reply_block *b = reply_block_room(q, len);
     return b ? b->data + b->used : NULL;
 }
@@ -118,9 +122,7 @@ void reply_commit(struct reply_queue *q, size_t n)
     if (last && last->block == b && last->data + last->len == at) {
         last->len += n; /* contiguous with the previous copy: one iovec */
     } else {
-        struct reply_seg *s = reply_seg_add(q);
-        if (!s)
-            return; /* cannot happen after a successful reserve unless OOM; bytes dropped */
+        struct reply_seg *s = reply_seg_add(q); /* cannot fail: reserve made room */
         s->data = at;
         s->len = n;
         s->block = b;
@@ -136,10 +138,6 @@ int reply_copy(struct reply_queue *q, const void *data, size_t len)
 {
     if (len == 0)
         return 0;
-    /* Make sure a segment slot exists before reserving, so commit cannot fail. */
-    if (!reply_seg_add(q))
-        return -1;
-    q->nseg--;
     char *dst = reply_reserve(q, len);
     if (!dst)
         return -1;

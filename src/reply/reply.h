@@ -68,7 +68,7 @@ int reply_printf(struct reply_queue *q, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Room for at least `len` bytes to compose into; finish with reply_commit(n)
- * (n <= len). Returns NULL when out of memory. */
+ * (n <= len), which then cannot fail. Returns NULL when out of memory. */
 char *reply_reserve(struct reply_queue *q, size_t len);
 void reply_commit(struct reply_queue *q, size_t n);
 
@@ -82,10 +82,14 @@ void reply_commit(struct reply_queue *q, size_t n);
  * and pauses, so it holds one such pin at a time). */
 int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin);
 
+/* Values up to this size are copied rather than referenced (reply_value). */
+#define REPLY_COPY_MAX 512
+
 /* Append an item's value: by reference when large, copied (and the pin
- * released at once) when short, since a copy of a few hundred bytes costs
- * less than an iovec of its own and a pin held until the write. Same
- * ownership rule for pin as reply_ref. */
+ * released at once) when short (len <= REPLY_COPY_MAX), since a copy of a
+ * few hundred bytes costs less than an iovec of its own and a pin held
+ * until the write. A composer may copy a short value itself, in one
+ * reserve with its header. Same ownership rule for pin as reply_ref. */
 int reply_value(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin);
 
 static inline size_t reply_pending(const struct reply_queue *q) { return q->pending; }

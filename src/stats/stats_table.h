@@ -240,6 +240,10 @@
     X(write_calls, WORKER, write_calls, U64, COUNTER, ALWAYS, NULL, "writev/sendmsg calls")        \
     X(direct_reads, WORKER, direct_reads, U64, COUNTER, ALWAYS, NULL,                              \
       "reads straight into item memory")                                                           \
+    X(multishot_receives, WORKER, multishot_receives, U64, COUNTER, ALWAYS, NULL,                  \
+      "io_uring multishot receives started (each serves an idle connection's requests)")           \
+    X(multishot_kept_bytes, WORKER, multishot_kept_bytes, U64, COUNTER, ALWAYS, NULL,              \
+      "bytes a multishot receive delivered while its connection could not run them (kept in its read buffer)") \
     X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS, NULL,                                    \
       "TCP_QUICKACK set after a partial request")                                                  \
     X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS, NULL,                    \
@@ -271,6 +275,8 @@
       "large uploads refused at upload_limit")                                                     \
     X(uploads_cut, STORE, uploads_cut, U64, COUNTER, ALWAYS, NULL,                                 \
       "stalled uploads cut off to make room for new ones")                                         \
+    X(sets_direct, WORKER, sets_direct, U64, COUNTER, ALWAYS, NULL,                                \
+      "values not all read yet, reserved in a segment as the socket held the rest (no staging)") \
     /* how the cache started (-e, store/restore.c) */                                              \
     X(restore_mode, SNAP, restore_mode, STR, INFO, ALWAYS, NULL,                                   \
       "how the cache started: none, new, graceful, crash, discarded")                              \
@@ -317,8 +323,9 @@
  *                  class's segments would hold were they slab pages
  *           CONST  memcached machinery nodelay does not have (crawler, LRU
  *                  moves, slab repairs): `field` is the value
- *   when    ALWAYS, or TEMP_LRU: memcached prints the row only with
- *           -o temporary_ttl
+ *   when    ALWAYS, or the setting without which memcached 1.6.45 omits the
+ *           row: LRU_MAINTAINER (its per-LRU rows; `lru mode flat` keeps
+ *           them), TEMP_LRU (-o temporary_ttl)
  *   metric  the /metrics name, memcached_exporter's, with a slab="<class>"
  *           label and any fixed labels of its own in braces; a counter
  *           exactly when it ends in _total (so promtool's lint holds);
@@ -333,17 +340,17 @@
 #define STATS_ITEMS(X)                                                                             \
     X(number, CLS, number, ALWAYS, "memcached_slab_current_items",                                 \
       "Number of items currently stored in this slab class.")                                      \
-    X(number_hot, CLS, number_lru[STORE_LRU_HOT], ALWAYS, "memcached_slab_hot_items",              \
+    X(number_hot, CLS, number_lru[STORE_LRU_HOT], LRU_MAINTAINER, "memcached_slab_hot_items",      \
       "Number of items presently stored in the HOT LRU.")                                          \
-    X(number_warm, CLS, number_lru[STORE_LRU_WARM], ALWAYS, "memcached_slab_warm_items",           \
+    X(number_warm, CLS, number_lru[STORE_LRU_WARM], LRU_MAINTAINER, "memcached_slab_warm_items",   \
       "Number of items presently stored in the WARM LRU.")                                         \
-    X(number_cold, CLS, number_lru[STORE_LRU_COLD], ALWAYS, "memcached_slab_cold_items",           \
+    X(number_cold, CLS, number_lru[STORE_LRU_COLD], LRU_MAINTAINER, "memcached_slab_cold_items",   \
       "Number of items presently stored in the COLD LRU.")                                         \
     X(number_temp, CLS, number_lru[STORE_LRU_TEMP], TEMP_LRU, "memcached_slab_temporary_items",    \
       "Number of items presently stored in the TEMPORARY LRU.")                                    \
-    X(age_hot, CLS, age_hot, ALWAYS, "memcached_slab_hot_age_seconds",                             \
+    X(age_hot, CLS, age_hot, LRU_MAINTAINER, "memcached_slab_hot_age_seconds",                     \
       "Age of the oldest item in HOT LRU.")                                                        \
-    X(age_warm, CLS, age_warm, ALWAYS, "memcached_slab_warm_age_seconds",                          \
+    X(age_warm, CLS, age_warm, LRU_MAINTAINER, "memcached_slab_warm_age_seconds",                  \
       "Age of the oldest item in WARM LRU.")                                                       \
     X(age, CLS, age, ALWAYS, "memcached_slab_items_age_seconds",                                   \
       "Number of seconds the oldest item has been in the slab class.")                             \
@@ -365,27 +372,28 @@
       "memcached_slab_items_expired_unfetched_total",                                              \
       "Total number of valid items evicted from the LRU which were never touched after being set.")\
     X(evicted_unfetched, CLS, evicted_unfetched, ALWAYS,                                           \
-      "memcached_slab_items_evicted_unfetched_total", "Total number of items evicted and never fetched.")\
-    X(evicted_active, CONST, 0, ALWAYS, NULL, NULL)                                                \
+      "memcached_slab_items_evicted_unfetched_total",                                              \
+      "Total number of items evicted and never fetched.")                                          \
+    X(evicted_active, CONST, 0, LRU_MAINTAINER, NULL, NULL)                                        \
     X(crawler_reclaimed, CONST, 0, ALWAYS, "memcached_slab_items_crawler_reclaimed_total",         \
       "Number of items freed by the LRU Crawler.")                                                 \
     X(crawler_items_checked, CONST, 0, ALWAYS, NULL, NULL)                                         \
     X(lrutail_reflocked, CONST, 0, ALWAYS, NULL, NULL)                                             \
-    X(moves_to_cold, CONST, 0, ALWAYS, "memcached_slab_items_moves_to_cold",                       \
+    X(moves_to_cold, CONST, 0, LRU_MAINTAINER, "memcached_slab_items_moves_to_cold",               \
       "Number of items moved from HOT or WARM into COLD.")                                         \
-    X(moves_to_warm, CONST, 0, ALWAYS, "memcached_slab_items_moves_to_warm",                       \
+    X(moves_to_warm, CONST, 0, LRU_MAINTAINER, "memcached_slab_items_moves_to_warm",               \
       "Number of items moves from COLD into WARM.")                                                \
-    X(moves_within_lru, CONST, 0, ALWAYS, "memcached_slab_items_moves_within_lru",                 \
+    X(moves_within_lru, CONST, 0, LRU_MAINTAINER, "memcached_slab_items_moves_within_lru",         \
       "Number of times active items were bumped within HOT or WARM.")                              \
-    X(direct_reclaims, CONST, 0, ALWAYS, NULL, NULL)                                               \
-    X(hits_to_hot, CNT, hits_to_hot, ALWAYS, "memcached_slab_lru_hits_total{lru=\"hot\"}",         \
+    X(direct_reclaims, CONST, 0, LRU_MAINTAINER, NULL, NULL)                                       \
+    X(hits_to_hot, CNT, hits_to_hot, LRU_MAINTAINER, "memcached_slab_lru_hits_total{lru=\"hot\"}", \
       "Number of get_hits to the LRU.")                                                            \
-    X(hits_to_warm, CNT, hits_to_warm, ALWAYS, "memcached_slab_lru_hits_total{lru=\"warm\"}",      \
-      "Number of get_hits to the LRU.")                                                            \
-    X(hits_to_cold, CNT, hits_to_cold, ALWAYS, "memcached_slab_lru_hits_total{lru=\"cold\"}",      \
-      "Number of get_hits to the LRU.")                                                            \
-    X(hits_to_temp, CNT, hits_to_temp, ALWAYS, "memcached_slab_lru_hits_total{lru=\"temporary\"}", \
-      "Number of get_hits to the LRU.")
+    X(hits_to_warm, CNT, hits_to_warm, LRU_MAINTAINER,                                             \
+      "memcached_slab_lru_hits_total{lru=\"warm\"}", "Number of get_hits to the LRU.")             \
+    X(hits_to_cold, CNT, hits_to_cold, LRU_MAINTAINER,                                             \
+      "memcached_slab_lru_hits_total{lru=\"cold\"}", "Number of get_hits to the LRU.")             \
+    X(hits_to_temp, CNT, hits_to_temp, LRU_MAINTAINER,                                             \
+      "memcached_slab_lru_hits_total{lru=\"temporary\"}", "Number of get_hits to the LRU.")
 
 #define STATS_SLABS(X)                                                                             \
     X(chunk_size, CLS, chunk_size, ALWAYS)                                                         \

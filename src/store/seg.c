@@ -2,14 +2,18 @@
  *
  * Every byte of item data lives in a segment of seg_size bytes; -m allows
  * seg_limit of them. A worker appends to its own open segment per TTL group;
- * a full one is sealed onto the small queue. When a worker needs a segment
- * and -m is used up, a whole segment is evicted, S3-FIFO style (seg_evict):
- * from the small queue while it holds more than a tenth of the segments,
- * else from the main queue. Items read since they were written (small) or
- * since the last pass (main) are kept, copied to the main open segment;
- * when that is full the victim is compacted in place and takes its place.
- * The rest leave; keys that leave the small queue unread go to the ghost
- * (store_ghost_add). At most half a victim is kept, so room is always made.
+ * a full one is sealed onto the small queue. Once -m is all in use, a victim
+ * is chosen S3-FIFO style (seg_pick_victim): from the small queue while it
+ * holds more than a tenth of the segments, else from the main queue; and it
+ * is walked item by item at the writers' pace (seg_pay): every write owes
+ * the bytes it wrote, paid every SEG_PAY_BYTES by walking the victim that
+ * far. Items read since they were written (small) or since the last pass
+ * (main) are kept, copied to the main open segment; when that is full they
+ * stay in place and, at the walk's end, the victim is compacted and takes
+ * its place. The rest leave; keys that leave the small queue unread go to
+ * the ghost (store_ghost_add). At most half a victim is kept, so room is
+ * always made. A worker that needs a segment and finds none free finishes
+ * the walk from its cursor (seg_evict_one).
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
@@ -153,8 +157,9 @@ static void seg_unmap(struct store *s, struct seg *seg)
     list_push(&s->unused, seg);
 }
 
-/* A segment with no items in use, or NULL (pool lock held). */
-static struct seg *seg_take_free(struct store *s)
+/* Move drained segments whose pins are gone to the free list and give back
+ * what a lowered limit no longer allows (pool lock held). */
+static void seg_collect_drained(struct store *s)
 {
     for (struct seg *d = s->draining.head, *n; d; d = n) {
         n = d->next;
@@ -169,6 +174,12 @@ static struct seg *seg_take_free(struct store *s)
         list_remove(&s->free, f);
         seg_unmap(s, f);
     }
+}
+
+/* A segment with no items in use, or NULL (pool lock held). */
+static struct seg *seg_take_free(struct store *s)
+{
+    seg_collect_drained(s);
     if (s->free.head) {
         struct seg *f = s->free.head;
         list_remove(&s->free, f);
@@ -300,17 +311,6 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
     return slot_make(tag, r->id, off >> s->off_shift);
 }
 
-/* Evict a sealed segment (pool lock held), S3-FIFO style on segments:
- *  - from the small (probation) queue, items read since they were written
- *    move to the main queue, the rest leave;
- *  - from the main queue, items read since the last pass stay, owing one
- *    read, the rest leave.
- * Items that stay are copied to the main open segment; when it is full the
- * rest of the victim is compacted in place (nothing below the walk is
- * referenced any more) and the victim becomes the main open segment. */
-/* keep_all (-M): every live item is kept, so only dead bytes are freed; the
- * victim is marked COMPACTING from the start (no pin can be taken) and the
- * caller has checked it holds none, so compacting it cannot fail. */
 /* memcached's eviction line for a `watch evictions` stream. */
 static void seg_watch_eviction(struct store *s, const char *p, const struct item_hdr *h,
                                uint32_t status, rel_time_t now)
@@ -324,214 +324,326 @@ static void seg_watch_eviction(struct store *s, const char *p, const struct item
                    h->nvalue);
 }
 
-static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool keep_all)
+/* The slot that still refers to the victim's item at off, with its bucket
+ * locked (the caller unlocks *bucket), or NULL: the item is dead or was
+ * copied out. */
+static uint64_t *seg_find_slot(struct store *s, struct seg *v, size_t off, const char *p,
+                               const struct item_hdr *h, uint64_t *hv, uint32_t *tag,
+                               uint64_t **bucket)
+{
+    *hv = XXH3_64bits(p + h->hlen, h->nkey);
+    *tag = index_tag(*hv);
+    uint64_t want = slot_make(*tag, v->id, (uint32_t)(off >> s->off_shift));
+    *bucket = index_lock_hash(&s->index, *hv);
+    for (uint64_t *cur = *bucket; cur; cur = index_next(&s->index, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (cur[i] && slot_same(cur[i], want))
+                return &cur[i];
+    return NULL;
+}
+
+/* Unlink a victim's item that leaves (bucket lock held): evicted when it
+ * was live, else reclaimed; dead before gone (docs/store.md, W3). */
+static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
+                          const struct item_hdr *h, uint64_t *b, uint64_t *slot, uint64_t hv,
+                          rel_time_t now)
 {
     struct store *s = ctx->store;
-    rel_time_t now = clock_now();
-    size_t budget = s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN;
-    size_t align = (size_t)1 << s->off_shift;
-    bool any_evicted = false;
-    /* a temporary segment (a last resort) is treated as probation too */
-    bool from_small = v->queue != SEG_Q_MAIN;
+    struct seg *v = w->v;
+    uint32_t status = item_get_u32(p, h->atime_off);
+    bool fetched = status & ITEM_S_FETCHED;
+    unsigned freq = slot_freq(*slot);
+    enum item_life life = store_item_life(s, p, h, v->cas_base, now);
+    struct store_cls_of cls = store_item_class(s, p, h);
+    if (s->pm)
+        item_set_state(p, ITEM_L_DEAD);
+    index_clear_slot(&s->index, b, slot);
+    seg_note_gone(v, item_total(h), &cls);
+    struct store_cls_ctr *cc = &ctx->cls[cls.cls];
+    if (life == ITEM_LIVE) {
+        w->any_evicted = true;
+        if (w->from_small)
+            store_ghost_add(s, hv);
+        CTR_INC(ctx, evictions);
+        CLS_INC(cc, evicted);
+        rel_time_t atime = status & ~ITEM_S_MASK;
+        CLS_SET(cc, evicted_time, atime <= now ? now - atime : 0);
+        if (item_get_u32(p, h->exp_off) != REL_TIME_NEVER)
+            CLS_INC(cc, evicted_nonzero);
+        if (watch_active(WATCH_EVICTIONS))
+            seg_watch_eviction(s, p, h, status, now);
+        if (!fetched) {
+            CTR_INC(ctx, evicted_unfetched);
+            CLS_INC(cc, evicted_unfetched);
+        }
+        if (freq)
+            CTR_INC(ctx, evicted_active);
+    } else {
+        CTR_INC(ctx, reclaimed);
+        CLS_INC(cc, reclaimed);
+        /* flushed ones too, as memcached's lru_pull_tail */
+        if (!fetched) {
+            CTR_INC(ctx, expired_unfetched);
+            CLS_INC(cc, expired_unfetched);
+        }
+    }
+}
 
+/* Start evicting sealed segment v (pool lock held): it leaves its queue and
+ * its items are walked by seg_walk_step, S3-FIFO style on segments:
+ *  - from the small (probation) queue, items read since they were written
+ *    move to the main queue, the rest leave;
+ *  - from the main queue, items read since the last pass stay, owing one
+ *    read, the rest leave.
+ * Readers may still pin v and read the items past the cursor: nothing of v
+ * moves until seg_walk_end. keep_all (-M): every live item is kept, only
+ * dead bytes are freed; v is marked COMPACTING from the start (no pin can
+ * be taken); false when it holds a pin. */
+static bool seg_walk_begin(struct store_ctx *ctx, struct seg_walk *w, struct seg *v, bool retain,
+                           bool keep_all)
+{
+    struct store *s = ctx->store;
+    *w = (struct seg_walk){
+        .v = v,
+        .kept_from = UINT32_MAX,
+        .budget = keep_all ? s->seg_size : s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN,
+        .retain = retain,
+        .keep_all = keep_all,
+        /* a temporary segment (a last resort) is treated as probation too */
+        .from_small = v->queue != SEG_Q_MAIN,
+    };
     if (keep_all) {
         __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) != 0) {
             seg_set_state(v, SEG_SEALED);
+            w->v = NULL;
             return false;
         }
-        budget = s->seg_size;
     }
     list_remove(seg_queue(s, v), v);
     /* A reservation still being filled in here sees this and relocates. */
     __atomic_fetch_add(&v->gen, 1, __ATOMIC_RELEASE);
     if (!keep_all)
         seg_set_state(v, SEG_DRAINING);
-    bool compact = false, cant_compact = false;
+    return true;
+}
 
-    size_t w = 0;
-    struct pm_seg *ps = s->pm ? pm_seg(s->pm, v->id) : NULL;
-    for (size_t off = 0; off < v->write_off;) {
+/* Walk the victim's items from the cursor, about `bytes` of it: the next
+ * item is taken while more than half of it is still owed (so the walk
+ * overshoots or falls short by at most half an item, which seg_pay carries
+ * to the next payment), or to its end (pool lock held); returns the bytes
+ * walked. Each item still linked is kept or leaves by its read counter. A
+ * kept one is copied
+ * to the end of the main open segment; once that is full, it and every
+ * later kept item stay where they are (kept_from), to be compacted in
+ * place by seg_walk_end, when no reader can reach past the cursor. */
+static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t bytes)
+{
+    struct store *s = ctx->store;
+    struct seg *v = w->v;
+    rel_time_t now = clock_now();
+    size_t align = (size_t)1 << s->off_shift;
+    size_t start = w->off;
+    while (w->off < v->write_off && w->off - start < bytes) {
+        size_t off = w->off;
         char *p = v->data + off;
         if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) {
-            /* padding left by an in-place compaction with -e (below) */
+            /* padding left by an in-place compaction with -e (seg_walk_end) */
+            w->off += (uint32_t)align;
+            continue;
+        }
+        struct item_hdr h;
+        item_decode(p, &h);
+        uint32_t size = item_total(&h);
+        if (off - start + size / 2 >= bytes)
+            break;
+        uint64_t hv, *b;
+        uint32_t tag;
+        uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
+        if (slot) {
+            unsigned freq = slot_freq(*slot);
+            bool keep = store_item_life(s, p, &h, v->cas_base, now) == ITEM_LIVE &&
+                        (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
+            if (keep) {
+                uint64_t nfreq = w->keep_all ? freq : w->from_small ? SEG_SMALL_NFREQ : freq - 1;
+                uint64_t moved = w->kept_from == UINT32_MAX
+                                     ? seg_carry(s, p, &h, item_get_cas(p, &h, v->cas_base), tag)
+                                     : 0;
+                if (moved) {
+                    struct store_cls_of cls = store_item_class(s, p, &h);
+                    seg_note_gone(v, size, &cls);
+                    *slot = moved | nfreq;
+                    if (s->pm)
+                        item_set_state(p, ITEM_L_DEAD); /* the copy left behind (W5) */
+                    CTR_INC(ctx, items_reinserted);
+                } else {
+                    /* Main open segment full: kept here, v takes its place. */
+                    if (w->kept_from == UINT32_MAX)
+                        w->kept_from = (uint32_t)off;
+                    *slot = (*slot & ~SLOT_FREQ) | nfreq;
+                }
+                w->budget -= size;
+            } else {
+                seg_drop_item(ctx, w, p, &h, b, slot, hv, now);
+            }
+        }
+        index_unlock(b);
+        w->off = (uint32_t)((off + size + align - 1) & ~(align - 1));
+    }
+    return w->off - start;
+}
+
+/* Items kept in place from kept_from on, once v is walked to its end (pool
+ * lock held): with compact, moved down to the front of v (every byte below
+ * the walk is unreferenced by then), else (v is pinned) dropped. */
+static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool compact)
+{
+    struct store *s = ctx->store;
+    struct seg *v = w->v;
+    rel_time_t now = clock_now();
+    size_t align = (size_t)1 << s->off_shift;
+    struct pm_seg *ps = s->pm ? pm_seg(s->pm, v->id) : NULL;
+    size_t wr = 0;
+    if (compact && ps) {
+        /* Everything below kept_from is dead or copied out: a restore reads
+         * [0, compact_w) and [compact_off, write_off) (W6). */
+        pm_store32(&ps->compact_w, 0);
+        pm_store32(&ps->compact_off, w->kept_from);
+        pm_store32(&ps->flags, PM_SEG_COMPACTING);
+    }
+    for (size_t off = w->kept_from; off < v->write_off;) {
+        char *p = v->data + off;
+        if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) {
             off += align;
             continue;
         }
         struct item_hdr h;
         item_decode(p, &h);
         uint32_t size = item_total(&h);
-        uint64_t hv = XXH3_64bits(p + h.hlen, h.nkey);
-        uint32_t tag = index_tag(hv);
-        uint64_t want = slot_make(tag, v->id, (uint32_t)(off >> s->off_shift));
-        uint64_t *b = index_lock_hash(&s->index, hv);
-        uint64_t *slot = NULL;
-        for (uint64_t *cur = b; cur && !slot; cur = index_next(&s->index, cur))
-            for (int i = 1; i <= INDEX_SLOTS; i++)
-                if (cur[i] && slot_same(cur[i], want)) {
-                    slot = &cur[i];
-                    break;
-                }
-        if (slot) {
-            uint32_t status = item_get_u32(p, h.atime_off);
-            bool fetched = status & ITEM_S_FETCHED;
-            unsigned freq = slot_freq(*slot);
-            enum item_life life = store_item_life(s, p, &h, v->cas_base, now);
-            struct store_cls_of cls = store_item_class(s, p, &h);
-            bool keep = life == ITEM_LIVE &&
-                        (keep_all || (retain && freq > 0 && budget >= size));
-            uint64_t moved = 0;
-            unsigned nfreq = keep_all ? freq : from_small ? SEG_SMALL_NFREQ : freq - 1;
-            if (keep && !compact)
-                moved = seg_carry(s, p, &h, item_get_cas(p, &h, v->cas_base), tag);
-            if (keep && !moved && !compact && !cant_compact) {
-                /* Main open segment full: this victim takes its place. */
-                __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
-                if (__atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) == 0) {
-                    compact = true;
-                    if (ps) {
-                        /* Everything below off is dead or copied out: a
-                         * restore reads [0, w) and [off, write_off). */
-                        pm_store32(&ps->compact_w, 0);
-                        pm_store32(&ps->compact_off, (uint32_t)off);
-                        pm_store32(&ps->flags, PM_SEG_COMPACTING);
-                    }
-                    if (s->mopen) {
-                        s->mopen->queue = SEG_Q_MAIN;
-                        seg_set_state(s->mopen, SEG_SEALED);
-                        list_push(&s->fifo, s->mopen);
-                        s->mopen = NULL;
-                    }
-                } else {
-                    cant_compact = true;
-                    seg_set_state(v, SEG_DRAINING);
-                }
+        uint64_t hv, *b;
+        uint32_t tag;
+        uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
+        if (slot && compact) {
+            /* Only dead or moved bytes lie below: nothing a slot or a pin
+             * refers to is overwritten. With -e an item is never moved over
+             * its own bytes (a kill mid-copy would tear the only copy): it
+             * stays, and the gap becomes padding. */
+            if (ps && wr != off && off - wr < size) {
+                memset(v->data + wr, 0, off - wr);
+                wr = off;
             }
-            bool moved_down = false;
-            if (keep && !moved && compact) {
-                /* Only dead or moved bytes lie below: nothing a slot or a
-                 * pin refers to is overwritten. With -e an item is never
-                 * moved over its own bytes (a kill mid-copy would tear the
-                 * only copy): it stays, and the gap becomes padding. */
-                if (ps && w != off && off - w < size) {
-                    memset(v->data + w, 0, off - w);
-                    w = off;
-                }
-                if (w != off) {
-                    memmove(v->data + w, p, size);
-                    moved_down = true;
-                }
-                moved = slot_make(tag, v->id, (uint32_t)(w >> s->off_shift));
-                w = (w + size + align - 1) & ~(align - 1);
-                if (ps)
-                    pm_store32(&ps->compact_w, (uint32_t)w);
-            } else if (moved) {
-                seg_note_gone(v, size, &cls);
-            }
-            if (moved) {
-                *slot = moved | nfreq;
-                if (ps && (moved_down || !compact || slot_seg(moved) != v->id))
-                    item_set_state(p, ITEM_L_DEAD); /* the copy left behind */
-                budget -= size;
-                CTR_INC(ctx, items_reinserted);
-            } else {
-                if (ps)
-                    item_set_state(p, ITEM_L_DEAD);
-                index_clear_slot(&s->index, b, slot);
-                seg_note_gone(v, size, &cls);
-                struct store_cls_ctr *cc = &ctx->cls[cls.cls];
-                if (life == ITEM_LIVE) {
-                    any_evicted = true;
-                    if (from_small)
-                        store_ghost_add(s, hv);
-                    CTR_INC(ctx, evictions);
-                    CLS_INC(cc, evicted);
-                    rel_time_t atime = status & ~ITEM_S_MASK;
-                    CLS_SET(cc, evicted_time, atime <= now ? now - atime : 0);
-                    if (item_get_u32(p, h.exp_off) != REL_TIME_NEVER)
-                        CLS_INC(cc, evicted_nonzero);
-                    if (watch_active(WATCH_EVICTIONS))
-                        seg_watch_eviction(s, p, &h, status, now);
-                    if (!fetched) {
-                        CTR_INC(ctx, evicted_unfetched);
-                        CLS_INC(cc, evicted_unfetched);
-                    }
-                    if (freq)
-                        CTR_INC(ctx, evicted_active);
-                } else {
-                    CTR_INC(ctx, reclaimed);
-                    CLS_INC(cc, reclaimed);
-                    /* flushed ones too, as memcached's lru_pull_tail */
-                    if (!fetched) {
-                        CTR_INC(ctx, expired_unfetched);
-                        CLS_INC(cc, expired_unfetched);
-                    }
-                }
-            }
+            bool moved_down = wr != off;
+            if (moved_down)
+                memmove(v->data + wr, p, size);
+            *slot = slot_make(tag, v->id, (uint32_t)(wr >> s->off_shift)) | (*slot & SLOT_FREQ);
+            if (ps && moved_down)
+                item_set_state(p, ITEM_L_DEAD); /* the copy left behind */
+            wr = (wr + size + align - 1) & ~(align - 1);
+            if (ps)
+                pm_store32(&ps->compact_w, (uint32_t)wr);
+            CTR_INC(ctx, items_reinserted);
+        } else if (slot) {
+            seg_drop_item(ctx, w, p, &h, b, slot, hv, now);
         }
         index_unlock(b);
         off = (off + size + align - 1) & ~(align - 1);
         if (ps && compact)
             pm_store32(&ps->compact_off, (uint32_t)off);
     }
-    if (any_evicted)
+    if (!compact)
+        return;
+    v->write_off = (uint32_t)wr;
+    if (ps) {
+        pm_store32(&ps->write_off, (uint32_t)wr);
+        pm_store32(&ps->flags, 0);
+    }
+}
+
+/* Finish a victim walked to its end (pool lock held): it goes to draining,
+ * free once its pins are released, or, when it kept items in place, is
+ * compacted and becomes the main open segment. A pin on it forbids the
+ * compaction: with must (a worker needs room now) the kept items are then
+ * dropped, as the whole-segment walk always did; without, false: it waits
+ * for a later call. */
+static bool seg_walk_end(struct store_ctx *ctx, struct seg_walk *w, bool must)
+{
+    struct store *s = ctx->store;
+    struct seg *v = w->v;
+    bool compact = false;
+    if (w->kept_from != UINT32_MAX) {
+        compact = w->keep_all; /* COMPACTING since seg_walk_begin, unpinned */
+        if (!compact) {
+            __atomic_store_n(&v->state, SEG_COMPACTING, __ATOMIC_SEQ_CST);
+            compact = __atomic_load_n(&v->refcount, __ATOMIC_SEQ_CST) == 0;
+            if (!compact) {
+                seg_set_state(v, SEG_DRAINING);
+                if (!must)
+                    return false;
+            }
+        }
+        if (compact && s->mopen) {
+            s->mopen->queue = SEG_Q_MAIN;
+            seg_set_state(s->mopen, SEG_SEALED);
+            list_push(&s->fifo, s->mopen);
+            s->mopen = NULL;
+        }
+        seg_walk_settle(ctx, w, compact);
+    }
+    if (w->any_evicted)
         CTR_INC(ctx, seg_evicted);
     else
         CTR_INC(ctx, seg_expired);
+    w->v = NULL;
     if (compact) {
-        v->write_off = (uint32_t)w;
-        if (ps) {
-            pm_store32(&ps->write_off, (uint32_t)w);
-            pm_store32(&ps->flags, 0);
-        }
-        v->created = now;
+        v->created = clock_now();
         v->queue = SEG_Q_MAIN;
         seg_set_lru(v, STORE_LRU_WARM);
         __atomic_store_n(&v->state, SEG_OPEN, __ATOMIC_RELEASE);
         s->mopen = v;
         return true;
     }
-    if (ps)
+    if (s->pm)
         persist_seg_free(s, v); /* every item in it is dead or copied out */
     list_push(&s->draining, v);
     return true;
 }
 
-/* Make room (pool lock held): evict one segment; false if impossible. */
-static bool seg_evict_one(struct store_ctx *ctx)
+/* Evict a sealed segment whole (pool lock held); false: -M and pinned. */
+static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool keep_all)
 {
-    struct store *s = ctx->store;
+    struct seg_walk w;
+    if (!seg_walk_begin(ctx, &w, v, retain, keep_all))
+        return false;
+    seg_walk_step(ctx, &w, SIZE_MAX);
+    return seg_walk_end(ctx, &w, true);
+}
+
+/* A sealed segment whose items are all dead, or NULL (pool lock held). */
+static struct seg *seg_find_dead(struct store *s)
+{
     rel_time_t now = clock_now();
     unsigned scanned = 0;
     struct seg_list *lists[3] = {&s->small, &s->fifo, &s->temp};
     for (int l = 0; l < 3; l++)
         for (struct seg *c = lists[l]->head; c && scanned < SEG_DEAD_SCAN;
-             c = c->next, scanned++) {
-            if (seg_dead(s, c, now)) {
-                seg_evict(ctx, c, false, false);
-                return true;
-            }
-        }
-    if (!s->opt.evictions) {
-        /* -M: never drop a live item, but squeeze out dead bytes: compact
-         * the unpinned segment with the most of them (an eighth at least). */
-        struct seg *best = NULL;
-        uint64_t best_dead = s->seg_size / 8;
-        for (int l = 0; l < 3; l++)
-            for (struct seg *c = lists[l]->head; c; c = c->next) {
-                uint64_t dead = c->write_off - __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
-                if (dead > best_dead && __atomic_load_n(&c->refcount, __ATOMIC_ACQUIRE) == 0) {
-                    best = c;
-                    best_dead = dead;
-                }
-            }
-        return best && seg_evict(ctx, best, true, true);
-    }
+             c = c->next, scanned++)
+            if (seg_dead(s, c, now))
+                return c;
+    return NULL;
+}
+
+/* The next live victim, S3-FIFO style (pool lock held), or NULL. ahead: it
+ * is picked while the writer's segment that will need its room is still
+ * open; that one enters the small queue before the room is taken, so it is
+ * counted there, and the pick is the one a worker needing a segment would
+ * make. */
+static struct seg *seg_pick_victim(struct store *s, bool ahead)
+{
     /* The small queue holds about a tenth of the segments; below that the
      * main queue gives room, and when it has nothing sealed yet, its open
      * segment is sealed so that kept items cannot sit there for ever. */
     uint32_t small_max = s->seg_limit / SEG_SMALL_DIV ? s->seg_limit / SEG_SMALL_DIV : 1;
-    bool want_main = s->small.n <= small_max || !s->small.head;
+    bool want_main = s->small.n + ahead <= small_max || !s->small.head;
     if (want_main && !s->fifo.head && s->mopen && s->mopen->write_off) {
         s->mopen->queue = SEG_Q_MAIN;
         seg_set_state(s->mopen, SEG_SEALED);
@@ -545,11 +657,98 @@ static bool seg_evict_one(struct store_ctx *ctx)
      * others only when nothing else is left (memcached would refuse). */
     if (!v)
         v = s->temp.head;
+    return v;
+}
+
+/* Start the paced walk on the next victim (pool lock held): an all-dead
+ * segment first, else the S3-FIFO choice; false when there is none. Above
+ * a lowered limit victims are given back, nothing kept. */
+static bool seg_pace_start(struct store_ctx *ctx, bool ahead)
+{
+    struct store *s = ctx->store;
+    struct seg *v = seg_find_dead(s);
+    bool retain = v == NULL && s->seg_alloc <= s->seg_limit;
     if (!v)
+        v = seg_pick_victim(s, ahead);
+    return v && seg_walk_begin(ctx, &s->walk, v, retain, false);
+}
+
+/* Make room for a worker that needs a segment now (pool lock held): false
+ * if impossible. An all-dead segment costs no eviction; else the paced
+ * walk's victim is finished from its cursor (usually little is left), or a
+ * victim is walked whole. */
+static bool seg_evict_one(struct store_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    struct seg *d = seg_find_dead(s);
+    if (d)
+        return seg_evict(ctx, d, false, false);
+    if (!s->opt.evictions) {
+        /* -M: never drop a live item, but squeeze out dead bytes: compact
+         * the unpinned segment with the most of them (an eighth at least). */
+        struct seg_list *lists[3] = {&s->small, &s->fifo, &s->temp};
+        struct seg *best = NULL;
+        uint64_t best_dead = s->seg_size / 8;
+        for (int l = 0; l < 3; l++)
+            for (struct seg *c = lists[l]->head; c; c = c->next) {
+                uint64_t dead = c->write_off - __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
+                if (dead > best_dead && __atomic_load_n(&c->refcount, __ATOMIC_ACQUIRE) == 0) {
+                    best = c;
+                    best_dead = dead;
+                }
+            }
+        return best && seg_evict(ctx, best, true, true);
+    }
+    if (!s->walk.v && !seg_pace_start(ctx, false))
         return false;
-    /* Above a lowered limit victims are given back, nothing kept. */
-    seg_evict(ctx, v, s->seg_alloc <= s->seg_limit, false);
-    return true;
+    seg_walk_step(ctx, &s->walk, SIZE_MAX);
+    return seg_walk_end(ctx, &s->walk, true);
+}
+
+/* Writers owe eviction once every segment -m allows is in use (pool lock
+ * held); store_owe reads it without the lock. */
+static void seg_pace_update(struct store *s)
+{
+    bool pace = s->opt.evictions && s->seg_alloc >= s->seg_limit;
+    __atomic_store_n(&s->evict_pace, (uint8_t)pace, __ATOMIC_RELAXED);
+}
+
+void seg_pay(struct store_ctx *ctx)
+{
+    struct store *s = ctx->store;
+    int64_t want = ctx->evict_debt;
+    ctx->evict_debt = 0;
+    pthread_mutex_lock(&s->pool_lock);
+    seg_collect_drained(s);
+    /* Room already made (expiry, flush, deletes) is used first: nothing is
+     * evicted for it. */
+    if (!s->opt.evictions || s->seg_alloc < s->seg_limit || s->free.n >= SEG_PACE_FREE) {
+        s->walk_ahead = 0;
+        goto out;
+    }
+    /* What the walk went past or fell short of last time counts in this
+     * payment, so the walk keeps the writers' pace and never drifts. */
+    want -= s->walk_ahead;
+    while (want > 0) {
+        if (!s->walk.v && !seg_pace_start(ctx, true))
+            break;
+        want -= (int64_t)seg_walk_step(ctx, &s->walk, (size_t)want);
+        if (s->walk.off < s->walk.v->write_off)
+            break; /* the rest of the next item is owed by later writes */
+        if (!seg_walk_end(ctx, &s->walk, false))
+            break; /* pinned while it must be compacted: retried later */
+        seg_collect_drained(s);
+        if (s->free.n >= SEG_PACE_FREE)
+            break;
+    }
+    /* Behind (want > 0) by part of an item, or ahead by at most half a one;
+     * a debt that found nothing to walk is kept up to a segment. */
+    s->walk_ahead = s->free.n >= SEG_PACE_FREE ? 0 : -want;
+    if (s->walk_ahead < -(int64_t)s->seg_size)
+        s->walk_ahead = -(int64_t)s->seg_size;
+out:
+    seg_pace_update(s);
+    pthread_mutex_unlock(&s->pool_lock);
 }
 
 struct seg *seg_open(struct store_ctx *ctx, unsigned g)
@@ -574,6 +773,7 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
         ctx->open[g] = seg;
         __atomic_fetch_add(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
+    seg_pace_update(s);
     pthread_mutex_unlock(&s->pool_lock);
     return seg;
 }
@@ -768,6 +968,7 @@ int seg_set_limit(struct store *s, size_t bytes)
         list_remove(&s->free, f);
         seg_unmap(s, f);
     }
+    seg_pace_update(s);
     pthread_mutex_unlock(&s->pool_lock);
     return 0;
 }

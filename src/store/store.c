@@ -678,9 +678,11 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
     struct store_key k = store_key_of(key, nkey);
-    /* Pinned in the lookup, so nothing below is applied twice: a lookup
-     * that has to look again does so before it returns. */
-    enum store_look how = req->want_value ? STORE_LOOK_PIN : STORE_LOOK_FIND;
+    /* Pinned in the lookup (or just after it, a value too long to copy),
+     * so nothing below is applied twice: a lookup that has to look again
+     * does so before anything changes. */
+    bool copy_some = req->want_value && req->copy;
+    enum store_look how = req->want_value && !copy_some ? STORE_LOOK_PIN : STORE_LOOK_FIND;
     for (;;) {
         struct store_found f;
         if (!store_lookup(ctx, &k, how, &f)) {
@@ -694,10 +696,21 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             out->miss = miss;
             return st;
         }
+        bool copied = copy_some && f.h.nvalue <= req->copy_max;
+        bool pinned = how == STORE_LOOK_PIN;
+        if (copy_some && !copied) {
+            /* as store_lookup pins: not while eviction compacts it */
+            if (!seg_try_pin(f.seg)) {
+                index_unlock(f.bucket);
+                seg_wait_compacted(f.seg);
+                continue;
+            }
+            pinned = true;
+        }
         rel_time_t now = f.now;
         if (req->touch && req->exptime != REL_TIME_NEVER && !f.h.exp_off) {
             index_unlock(f.bucket);
-            if (how == STORE_LOOK_PIN)
+            if (pinned)
                 seg_unpin(f.seg);
             enum store_status st = store_widen(ctx, &k, ITEM_L_EXP);
             if (st == STORE_NO_MEMORY)
@@ -741,7 +754,12 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         }
         if (st != st0)
             item_put_u32(f.p, f.h.atime_off, st);
-        if (req->want_value) {
+        if (copied) {
+            /* Under the bucket lock the item cannot move or go: eviction
+             * and compaction take that lock for each item they touch. */
+            req->copy(req->copy_arg, out);
+            out->key = out->value = NULL;
+        } else if (req->want_value) {
             out->pin = (struct store_pin *)f.seg;
         } else {
             out->key = out->value = NULL;

@@ -165,6 +165,17 @@ struct store_get_req {
     rel_time_t recache_below; /* seconds */
     bool recache_before_touch; /* mg R before T: R judges the expiry T replaces */
     uint64_t cas_new;         /* mg E: CAS to give the item if this request modifies it (0 = next) */
+    /* With want_value: a hit's value of at most copy_max bytes is handed
+     * to copy(copy_arg, out) under the item's bucket lock instead of being
+     * pinned (out filled, its pointers valid only during the call, which
+     * must not call the store; out->key, value and pin are NULL after).
+     * A short value is copied anyway (reply_value): this way the hit
+     * writes nothing to the segment's pin count, a line every worker
+     * reading that segment shares, and takes no atomic operation but the
+     * bucket lock. */
+    void (*copy)(void *copy_arg, const struct store_item *it);
+    void *copy_arg;
+    uint32_t copy_max;
 };
 
 /* Look a key up. STORE_OK fills *out (a hit); STORE_MISS on a miss, in which

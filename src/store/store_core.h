@@ -47,6 +47,7 @@ struct store_ctx {
     struct store *store;
     struct seg *open[STORE_GROUPS];     /* this worker's open segments */
     uint8_t last_group;                 /* guess for store_reserve */
+    uint32_t evict_debt;                /* bytes written not yet paid (store_owe) */
     struct store_ctx_counters cnt;
     struct store_cls_ctr cls[STORE_CLASSES];
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
@@ -68,6 +69,9 @@ struct store {
     struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
     struct seg_list temp;      /* sealed segments of the temporary_ttl group */
     struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
+    struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
+    int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
+    uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
     size_t mem_limit;
@@ -114,6 +118,17 @@ static inline struct seg *seg_of(struct store *s, uint32_t id)
 static inline char *seg_item(struct store *s, uint64_t slot)
 {
     return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->off_shift);
+}
+
+/* A write of `bytes` into the store: once -m is all in use it owes that
+ * much eviction, paid every SEG_PAY_BYTES (seg_pay). */
+static inline void store_owe(struct store_ctx *ctx, size_t bytes)
+{
+    if (!__atomic_load_n(&ctx->store->evict_pace, __ATOMIC_RELAXED))
+        return;
+    ctx->evict_debt += (uint32_t)bytes;
+    if (ctx->evict_debt >= SEG_PAY_BYTES)
+        seg_pay(ctx);
 }
 
 /* Expired or flushed, by memcached's rules; counts nothing. */

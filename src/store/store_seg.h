@@ -71,11 +71,31 @@ struct seg_list {
     uint32_t n;
 };
 
+/* Eviction at the writers' pace (docs/store.md "Eviction"): once every
+ * segment -m allows is in use, each write owes eviction as many bytes as it
+ * wrote, and the debt walks one victim at a time from its cursor. A worker
+ * pays once it owes SEG_PAY_BYTES (one write that large pays at once), so
+ * the pool lock stays off the fast path of small writes. Nothing is walked
+ * while SEG_PACE_FREE segments are already free. */
+#define SEG_PAY_BYTES 4096u
+#define SEG_PACE_FREE 2u
+
+/* A victim's walk (pool lock): out of its queue, items below off decided. */
+struct seg_walk {
+    struct seg *v;        /* NULL: no walk */
+    uint32_t off;         /* cursor: the first byte not yet walked */
+    uint32_t kept_from;   /* first item kept in place (main open segment full), or UINT32_MAX */
+    size_t budget;        /* bytes it may still keep */
+    bool retain, keep_all, from_small, any_evicted;
+};
+
 int seg_pool_init(struct store *s);
 void seg_pool_release(struct store *s);
 /* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
  * NULL when no room can be made. Seals the ctx's previous open segment of g. */
 struct seg *seg_open(struct store_ctx *ctx, unsigned g);
+/* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
+void seg_pay(struct store_ctx *ctx);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct store_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);

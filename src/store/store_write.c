@@ -36,6 +36,7 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     size_t size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
     if (size > s->seg_size)
         return STORE_TOO_LARGE;
+    store_owe(ctx, size);
     struct seg *seg = ctx->open[g];
     if (!seg && g != STORE_GROUP_TEMP &&
         __atomic_load_n(&s->open_segs, __ATOMIC_RELAXED) >= s->open_max) {

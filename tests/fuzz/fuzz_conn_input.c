@@ -5,7 +5,9 @@
  *
  * First byte: read size and -R; second: the allowance and how much of the
  * queue each "client read" takes, the read buffer limit, and whether a
- * full read means more is queued (conn_input.more_queued). Checks what must always hold: the unit
+ * full read means more is queued (conn_input.more_queued), and whether
+ * bytes come while the unit has work left (a multishot receive's on
+ * io_uring, conn_input_keep). Checks what must always hold: the unit
  * never reports buffered bytes it does not have, a pause leaves no more than
  * the allowance plus one bounded reply owed, and EOF ends in CLOSE within a
  * bounded number of resumes. */
@@ -129,11 +131,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (room == 0)
             abort();
         size_t n = size - off < chunk ? size - off : chunk;
+        /* as an epoll connection holding a value whose rest is queued
+         * (s.sink_held): one read fills it and takes what follows */
+        char *tail = NULL;
+        size_t tail_room = 0;
+        if (to == CONN_IN_TO_SINK && (mem & 0x80)) {
+            s.sink_held = true;
+            tail_room = conn_input_tail(&in, &s, &tail);
+        }
+        if (n > room + tail_room)
+            n = room + tail_room;
+        memcpy(at, data + off, n < room ? n : room);
         if (n > room)
-            n = room;
-        memcpy(at, data + off, n);
+            memcpy(tail, data + off + room, n - room);
         off += n;
-        open = fz_settle(&in, &s, conn_input_received(&in, &s, to, n), take);
+        unsigned act = conn_input_received(&in, &s, to, n);
+        /* the next read's bytes arrive before the resume: kept, run after
+         * what was buffered */
+        if ((mem & 0x80) && (act & CONN_IN_AGAIN) && off < size) {
+            size_t k = size - off < chunk ? size - off : chunk;
+            if (conn_input_keep(&in, (const char *)data + off, k) < 0)
+                break;
+            off += k;
+            if (!conn_input_busy(&in))
+                abort();
+        }
+        open = fz_settle(&in, &s, act, take);
         /* as a ring connection does: a read that filled its room says the
          * rest is queued (the next value goes to the buffer if it fits) */
         in.more_queued = (mem & 0x40) && n == room;

@@ -26,11 +26,14 @@ def floor_bin(tmp_path_factory):
     return out
 
 
-@pytest.fixture(params=["epoll", "uring"])
+# (loop, -n: distinct value buffers, as the 100 KiB floors run with 200)
+@pytest.fixture(params=[("epoll", 1), ("uring", 1), ("epoll", 200), ("uring", 200)],
+                ids=["epoll", "uring", "epoll-n200", "uring-n200"])
 def floor(request, floor_bin):
     port = free_port()
-    p = subprocess.Popen([floor_bin, "-b", request.param, "-p", str(port), "-v", str(VLEN)],
-                         stderr=subprocess.PIPE)
+    backend, nvalues = request.param
+    p = subprocess.Popen([floor_bin, "-b", backend, "-p", str(port), "-v", str(VLEN),
+                          "-n", str(nvalues)], stderr=subprocess.PIPE)
     deadline = time.time() + 5
     while True:
         try:
@@ -39,7 +42,7 @@ def floor(request, floor_bin):
         except OSError:
             if p.poll() is not None:
                 err = p.stderr.read().decode()
-                if request.param == "uring":
+                if backend == "uring":
                     pytest.skip(f"no io_uring here: {err.strip()}")
                 pytest.fail(f"floor exited: {err}")
             if time.time() > deadline:

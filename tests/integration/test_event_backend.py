@@ -303,3 +303,107 @@ def test_set_in_one_write_takes_at_most_two_receives(start_server):
         assert c.call(f"get w{size}", until=b"END\r\n") == \
             b"VALUE w%d 0 %d\r\n%s\r\nEND\r\n" % (size, size, b"w" * size)
     c.close()
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+def multishot_counts(c):
+    s = stats(c, "nodelay")
+    return int(s["multishot_receives"]), int(s["read_calls"])
+
+
+def multishot_server(start_server, *args):
+    """A one-worker server on io_uring whose kernel can bound a multishot
+    receive (Linux 6.17+); skip where either is not so."""
+    srv = start_server("-t", "1", *args)
+    if backend(srv)[1] != "io_uring":
+        pytest.skip("multishot receives are io_uring's")
+    c = srv.connect()
+    assert c.call("version").startswith(b"VERSION")
+    if multishot_counts(c)[0] == 0 and "io_uring_multishot=off" not in " ".join(args):
+        pytest.skip("this kernel cannot bound a multishot receive: one-shot receives only")
+    c.close()
+    return srv
+
+
+@pytest.mark.parametrize("multishot", ["on", "off"])
+def test_one_multishot_receive_serves_many_requests(start_server, multishot):
+    """An idle connection's receive stays started across its requests: 100
+    gets of 7 bytes, sent one at a time, are 100 reads served by at most
+    two multishot starts (one ends by itself after 2 KiB); with
+    -o io_uring_multishot=off every receive is one-shot."""
+    srv = multishot_server(start_server, "-o", f"io_uring_multishot={multishot}")
+    c = srv.connect()
+    assert c.call("set k 0 0 1\r\nx") == b"STORED\r\n"
+    starts0, reads0 = multishot_counts(c)
+    for _ in range(100):
+        assert c.call("get k", until=b"END\r\n") == b"VALUE k 0 1\r\nx\r\nEND\r\n"
+    starts, reads = multishot_counts(c)
+    assert reads - reads0 >= 101
+    if multishot == "on":
+        assert starts >= 1 and starts - starts0 <= 2, \
+            f"{starts - starts0} multishot starts for 100 requests"
+    else:
+        assert starts == 0
+    c.close()
+
+
+def test_non_readers_on_multishot_stay_within_the_bound(start_server):
+    """200 connections whose receives are multishot (asserted) send bursts
+    of gets, each burst under one provided buffer and its replies far over
+    their allowance, and never read. A receive that stays started must not
+    hand them bytes outside the bound: what it delivers is run or kept in
+    the connection's read buffer (multishot_kept_bytes, when a burst comes
+    before a stop lands), so `stats` owed bytes stay within -o
+    client_mem_limit plus the README's 48 KiB per connection, RSS within
+    the formula, and all of it goes when they leave."""
+    bound = 8
+    srv = multishot_server(start_server, "-m", "64", "-o", f"client_mem_limit={bound}")
+    c = srv.connect()
+    assert c.call("set s 0 0 500\r\n" + "s" * 500) == b"STORED\r\n"
+    starts0, _ = multishot_counts(c)
+    base = rss_mib(srv.proc.pid)
+    n = 200
+    socks = []
+    burst = b"get s s s s s s s s s s\r\n" * 80  # 1,920 bytes: under one buffer
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        socks.append(s)
+    peak, peak_rss = 0, 0.0
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        for s in socks:
+            s.setblocking(False)
+            try:
+                s.send(burst)
+            except BlockingIOError:
+                pass
+        st = stats(c)
+        peak = max(peak, int(st["response_obj_bytes"]) + int(st["read_buf_bytes"]))
+        peak_rss = max(peak_rss, rss_mib(srv.proc.pid))
+        time.sleep(0.01)
+    starts, _ = multishot_counts(c)
+    kept = int(stats(c, "nodelay")["multishot_kept_bytes"])
+    print(f"owed peak {peak / 2**20:.1f} MiB, multishot starts {starts - starts0}, kept {kept} B")
+    assert starts - starts0 >= n, "the non-readers' receives were not multishot"
+    assert peak <= bound * 2**20 + (n + 1) * 48 * 1024, f"owed {peak / 2**20:.1f} MiB"
+    assert peak > bound * 2**20 / 2, "the attack did not reach the bound"
+    if helpers.slow_factor() == 1:  # ASan's shadow memory is not ours
+        # -m is not touched (one item): RSS <= bound + 48 KiB x connections + fixed
+        assert peak_rss - base <= bound + (n + 1) * 48 / 1024 + 24, \
+            f"RSS {base:.0f} -> {peak_rss:.0f} MiB"
+    for s in socks:
+        s.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        st = stats(c)
+        if int(st["response_obj_bytes"]) + int(st["read_buf_bytes"]) < 2**20:
+            break
+        time.sleep(0.1)
+    st = stats(c)
+    assert int(st["response_obj_bytes"]) + int(st["read_buf_bytes"]) < 2**20
+    c.close()

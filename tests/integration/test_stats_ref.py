@@ -221,3 +221,72 @@ def test_hash_power_level_grows_at_memcached_item_counts(pair):
         while [level(c) for c in conns] != [want_before + 1] * 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert [level(c) for c in conns] == [want_before + 1, want_before + 1]
+
+
+# The flag sets that change which `stats items` / `stats settings` rows
+# 1.6.45 prints, or their values: no_lru_maintainer drops the per-LRU rows
+# and turns lru_segmented off; temporary_ttl adds number_temp.
+SUB_FLAG_SETS = {
+    "defaults": [],
+    "no_lru_crawler,no_lru_maintainer": ["-o", "no_lru_crawler,no_lru_maintainer"],
+    "no_modern": ["-o", "no_modern"],
+    "temporary_ttl": ["-o", "temporary_ttl=30"],
+}
+
+
+def sub_rows(srv, group):
+    """[(name, value)] of `stats <group>`; `stats conns` names without their
+    fd, each once (fds differ between the servers)."""
+    c = srv.connect()
+    raw = c.call(f"stats {group}", until=b"END\r\n").decode()
+    c.close()
+    rows = [tuple(line.split(" ", 2)[1:]) for line in raw.split("\r\n") if line.startswith("STAT ")]
+    if group == "conns":
+        names = []
+        for name, _ in rows:
+            field = name.split(":", 1)[1]
+            if field not in names:
+                names.append(field)
+        return [(n, None) for n in names]
+    if group == "settings":
+        # extstore's lines (nodelay has no extstore); the ports the helper picked
+        return [(n, v) for n, v in rows
+                if not n.startswith("ext_") and n != "slab_automove_freeratio" and n != "tcpport"]
+    return [(n, None) for n, _ in rows]
+
+
+@pytest.mark.parametrize("label", SUB_FLAG_SETS)
+def test_items_slabs_conns_settings_match_memcached(pair, label):
+    """`stats items`, `stats slabs` and `stats conns` print 1.6.45's field
+    names in its order, and `stats settings` its names and values, once
+    both hold the same items in three classes. Nothing is deleted: memcached
+    keeps an emptied class's pages, and its `stats slabs` block, nodelay's
+    pages are the segments holding a live item (docs/store.md "Size
+    classes")."""
+    ours, ref = pair(*SUB_FLAG_SETS[label])
+    for srv in (ours, ref):
+        c = srv.connect()
+        for n in (10, 300, 3000):
+            assert c.call(f"set sub{n} 0 0 {n}\r\n" + "v" * n) == b"STORED\r\n"
+        assert c.get("sub300") == b"v" * 300
+        c.close()
+    for group in ("items", "slabs", "conns", "settings"):
+        got, want = sub_rows(ours, group), sub_rows(ref, group)
+        assert got == want, (group, [r for r in want if r not in got], [r for r in got if r not in want])
+    assert len(sub_rows(ref, "items")) >= 3 * 14
+
+
+def test_items_after_lru_mode_flat_match_memcached(pair):
+    """`lru mode flat` turns lru_segmented off at run time, but `stats items`
+    keeps its per-LRU rows then: 1.6.45 leaves them out only without the
+    maintainer."""
+    ours, ref = pair()
+    for srv in (ours, ref):
+        c = srv.connect()
+        assert c.call("set flat 0 0 1\r\nv") == b"STORED\r\n"
+        assert c.call("lru mode flat") == b"OK\r\n"
+        c.close()
+    got, want = sub_rows(ours, "items"), sub_rows(ref, "items")
+    assert got == want
+    assert ("items:1:number_hot", None) in got
+    assert dict(sub_rows(ours, "settings"))["lru_segmented"] == "no"

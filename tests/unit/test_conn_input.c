@@ -4,6 +4,9 @@
  * resumed byte-exact, end of input, and the read-buffer limit. */
 #include "test_text_support.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 /* Send bytes as one read; returns the action bits of that read alone. */
 static unsigned ci_read(struct tt *t, const char *data, size_t len)
 {
@@ -298,6 +301,121 @@ static void test_more_queued_reads_the_rest_into_the_buffer(void **state)
     tt_free(t);
 }
 
+/* Bytes that arrive while the unit has work left (a multishot receive's on
+ * io_uring, before its stop lands) wait in the read buffer, counted there,
+ * and run after what was buffered, in order, at the resumes. */
+static void test_kept_bytes_run_after_the_paused_work(void **state)
+{
+    (void)state;
+    enum { NKEYS = 40 };
+    const size_t vlen = 2000, allow = 8 * 1024;
+    char line[NKEYS * 12 + 16];
+    size_t h = (size_t)sprintf(line, "get");
+    for (int i = 0; i < NKEYS; i++)
+        h += (size_t)sprintf(line + h, " key%d", i);
+    h += (size_t)sprintf(line + h, "\r\n");
+    const char later[] = "get key1\r\nversion\r\n";
+
+    char *want = NULL, *got = NULL;
+    size_t nwant = 0, ngot = 0;
+    struct tt *a = tt_new();
+    ci_set_many(a, NKEYS, vlen);
+    char both[sizeof line + sizeof later];
+    memcpy(both, line, h);
+    memcpy(both + h, later, sizeof later - 1);
+    unsigned act = ci_read(a, both, h + sizeof later - 1);
+    assert_int_equal(ci_run(a, act, SIZE_MAX, 0, &want, &nwant), 0);
+
+    struct tt *b = tt_new();
+    ci_set_many(b, NKEYS, vlen);
+    b->s.reply_allow = allow;
+    act = ci_read(b, line, h);
+    assert_true(act & CONN_IN_AGAIN);
+    size_t held = b->rbuf_held;
+    assert_int_equal(conn_input_keep(&b->in, later, sizeof later - 1), 0);
+    assert_true(conn_input_busy(&b->in));
+    assert_true(b->rbuf_held >= held && b->rbuf_held > 0); /* in a counted buffer */
+    assert_true(ci_run(b, act, allow, vlen + 64, &got, &ngot) > 0);
+    assert_int_equal(ngot, nwant);
+    assert_memory_equal(got, want, nwant);
+    assert_string_equal(want + nwant - 16, "VERSION 1.6.45\r\n");
+    assert_int_equal(b->in.len, 0);
+    assert_int_equal(b->rbuf_held, 0); /* given back once run */
+
+    /* with nothing buffered: a buffer is taken, and the resume runs them */
+    struct tt *c = tt_new();
+    assert_int_equal(conn_input_keep(&c->in, "version\r\n", 9), 0);
+    assert_true(conn_input_busy(&c->in));
+    assert_int_equal(c->rbuf_held, RBUF_SIZE);
+    act = conn_input_resume(&c->in, &c->s);
+    assert_false(act & CONN_IN_AGAIN);
+    assert_true(act & CONN_IN_FLUSH);
+    size_t n;
+    char *out = tt_drain(c, &n);
+    assert_string_equal(out, "VERSION 1.6.45\r\n");
+    free(out);
+    free(want);
+    free(got);
+    tt_free(a);
+    tt_free(b);
+    tt_free(c);
+}
+
+/* A value whose rest the socket already holds is reserved in a segment, not
+ * staged (sets_direct), with no early ACK; the read that fills it takes its
+ * "\r\n" and the next request too, through conn_input_tail (one readv). */
+static void test_held_value_is_read_with_what_follows(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    t->s.plain_fd = sv[0];
+    enum { VLEN = 20000 };
+    static char rest[VLEN + 64];
+    for (size_t i = 0; i < VLEN; i++)
+        rest[i] = (char)('a' + i % 26);
+    const char next[] = "\r\nget held\r\n";
+    memcpy(rest + VLEN, next, sizeof next - 1);
+    size_t nrest = VLEN + sizeof next - 1;
+    assert_int_equal(write(sv[1], rest, nrest), (ssize_t)nrest);
+
+    const char hdr[] = "set held 0 0 20000\r\n";
+    unsigned act = ci_read(t, hdr, sizeof hdr - 1);
+    assert_false(act & CONN_IN_QUICKACK); /* its bytes are queued: no ACK owed */
+    assert_true(t->s.sink_held);
+    assert_int_equal(t->stats.sets_direct, 1);
+    assert_int_equal(store_upload_small_bytes(t->store), 0);
+    char *at, *tail;
+    size_t room;
+    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_SINK);
+    assert_int_equal(room, VLEN);
+    size_t tail_room = conn_input_tail(&t->in, &t->s, &tail);
+    assert_true(tail_room >= sizeof next - 1);
+    struct iovec v[2] = {{at, room}, {tail, tail_room}};
+    assert_int_equal(readv(sv[0], v, 2), (ssize_t)nrest);
+    act = conn_input_received(&t->in, &t->s, CONN_IN_TO_SINK, nrest);
+    assert_false(act & CONN_IN_QUICKACK);
+    size_t n;
+    char *out = tt_drain(t, &n);
+    const char head[] = "STORED\r\nVALUE held 0 20000\r\n";
+    assert_true(n == sizeof head - 1 + VLEN + 7);
+    assert_memory_equal(out, head, sizeof head - 1);
+    assert_memory_equal(out + sizeof head - 1, rest, VLEN);
+    assert_memory_equal(out + sizeof head - 1 + VLEN, "\r\nEND\r\n", 7);
+    free(out);
+
+    /* the rest not queued: staged as before, and acknowledged early */
+    act = ci_read(t, hdr, sizeof hdr - 1);
+    assert_true(act & CONN_IN_QUICKACK);
+    assert_false(t->s.sink_held);
+    assert_int_equal(t->stats.sets_direct, 1);
+    assert_int_equal(conn_input_tail(&t->in, &t->s, &tail), 0);
+    close(sv[0]);
+    close(sv[1]);
+    tt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +427,8 @@ int main(void)
         cmocka_unit_test(test_read_buffer_limit),
         cmocka_unit_test(test_direct_read_target),
         cmocka_unit_test(test_more_queued_reads_the_rest_into_the_buffer),
+        cmocka_unit_test(test_kept_bytes_run_after_the_paused_work),
+        cmocka_unit_test(test_held_value_is_read_with_what_follows),
     };
     return cmocka_run_group_tests(tests, tt_group_setup, NULL);
 }

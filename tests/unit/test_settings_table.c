@@ -124,6 +124,49 @@ static void test_every_row_in_help_and_man(void **state)
     free(man);
 }
 
+struct exported {
+    size_t n;
+    const char *metric[16], *help[16];
+    char value[16][64];
+};
+
+static int collect_metric(void *arg, const char *metric, const char *help, const char *value)
+{
+    struct exported *e = arg;
+    assert_true(e->n < 16);
+    e->metric[e->n] = metric;
+    e->help[e->n] = help;
+    snprintf(e->value[e->n], sizeof e->value[0], "%s", value);
+    e->n++;
+    return 0;
+}
+
+/* /metrics' settings: the rows with a metric, each a `stats settings` row
+ * (c: those lines), in its order, with the value that line prints. */
+static void check_metric_rows(const struct settings *s, const struct collected *c)
+{
+    struct exported e = {.n = 0};
+    assert_int_equal(settings_metrics_emit(s, collect_metric, &e), 0);
+    size_t k = 0;
+    for (size_t i = 0; i < SETTINGS_NROWS; i++) {
+        const struct settings_row *r = &settings_rows[i];
+        if (!r->metric)
+            continue;
+        if (!r->stat)
+            fail_msg("%s has a metric and no stats settings line", r->field);
+        assert_true(k < e.n);
+        assert_string_equal(e.metric[k], r->metric->name);
+        assert_true(strncmp(e.metric[k], "memcached_", 10) == 0);
+        assert_true(strlen(e.help[k]) > 0);
+        assert_string_equal(e.value[k], value_of(c, r->stat));
+        k++;
+    }
+    assert_int_equal(k, e.n);
+    assert_int_equal(e.n, 9); /* memcached_exporter's settings metrics */
+    assert_string_equal(e.metric[0], "memcached_max_connections");
+    assert_string_equal(e.value[0], "1024");
+}
+
 static void test_every_stat_row_once_in_order(void **state)
 {
     (void)state;
@@ -143,55 +186,7 @@ static void test_every_stat_row_once_in_order(void **state)
     assert_int_equal(k, c.n);
     assert_string_equal(c.names[0], "maxbytes");
     assert_string_equal(c.names[c.n - 1], "client_flags_size");
-    settings_release(&s);
-}
-
-struct exported {
-    size_t n;
-    const char *metric[16], *help[16];
-    char value[16][64];
-};
-
-static int collect_metric(void *arg, const char *metric, const char *help, const char *value)
-{
-    struct exported *e = arg;
-    assert_true(e->n < 16);
-    e->metric[e->n] = metric;
-    e->help[e->n] = help;
-    snprintf(e->value[e->n], sizeof e->value[0], "%s", value);
-    e->n++;
-    return 0;
-}
-
-/* /metrics' settings: the rows with a metric, each a `stats settings` row,
- * in its order, with the value that line prints. */
-static void test_metric_rows_are_stats_rows(void **state)
-{
-    (void)state;
-    struct settings s;
-    settings_defaults(&s);
-    struct collected c = {.n = 0};
-    assert_int_equal(settings_stats_emit(&s, collect, &c), 0);
-    struct exported e = {.n = 0};
-    assert_int_equal(settings_metrics_emit(&s, collect_metric, &e), 0);
-    size_t k = 0;
-    for (size_t i = 0; i < SETTINGS_NROWS; i++) {
-        const struct settings_row *r = &settings_rows[i];
-        if (!r->metric)
-            continue;
-        if (!r->stat)
-            fail_msg("%s has a metric and no stats settings line", r->field);
-        assert_true(k < e.n);
-        assert_string_equal(e.metric[k], r->metric->name);
-        assert_true(strncmp(e.metric[k], "memcached_", 10) == 0);
-        assert_true(strlen(e.help[k]) > 0);
-        assert_string_equal(e.value[k], value_of(&c, r->stat));
-        k++;
-    }
-    assert_int_equal(k, e.n);
-    assert_int_equal(e.n, 9); /* memcached_exporter's settings metrics */
-    assert_string_equal(e.metric[0], "memcached_max_connections");
-    assert_string_equal(e.value[0], "1024");
+    check_metric_rows(&s, &c);
     settings_release(&s);
 }
 
@@ -376,7 +371,6 @@ int main(void)
         cmocka_unit_test(test_every_row_in_help_and_man),
         cmocka_unit_test(test_every_stat_row_once_in_order),
         cmocka_unit_test(test_names_unique),
-        cmocka_unit_test(test_metric_rows_are_stats_rows),
         cmocka_unit_test(test_runtime_values_shown),
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_config_errors),

@@ -448,6 +448,19 @@ static void test_items_and_slabs(void **state)
     assert_non_null(strstr(text, "STAT items:1:number_cold 1\r\nSTAT items:1:number_temp 0\r\n"));
     free(text);
     s.shown &= ~(1u << STATS_WHEN_TEMP_LRU);
+    /* -o no_lru_maintainer: 1.6.45's 14 rows */
+    s.shown &= ~(1u << STATS_WHEN_LRU_MAINTAINER);
+    assert_int_equal(stats_items_compose(&s, &e), 0);
+    text = drain(&q);
+    n = names(text);
+    assert_string_equal(n,
+        "items:1:number items:1:age items:1:mem_requested items:1:evicted "
+        "items:1:evicted_nonzero items:1:evicted_time items:1:outofmemory items:1:tailrepairs "
+        "items:1:reclaimed items:1:expired_unfetched items:1:evicted_unfetched "
+        "items:1:crawler_reclaimed items:1:crawler_items_checked items:1:lrutail_reflocked");
+    free(n);
+    free(text);
+    s.shown = ALL_SHOWN;
 
     assert_int_equal(stats_slabs_compose(&s, &e), 0);
     text = drain(&q);

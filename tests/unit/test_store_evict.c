@@ -1,6 +1,7 @@
 /* Eviction order and second chance, pins across overwrite and eviction
  * (memcached's t/multiversioning case), -M, run-time memory limits, walk. */
 #include "test_store_helpers.h"
+#include "store/store_core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,77 @@ static void test_walk(void **state)
     tstore_close(&t);
 }
 
+static uint64_t evictions_of(struct tstore *t)
+{
+    struct store_stats st;
+    store_stats(t->s, &st);
+    return st.evictions;
+}
+
+/* Once -m is used up, a write pays for itself: the victim's items leave as
+ * the writer's segment fills, before the writer needs a segment, at the
+ * writers' pace (docs/store.md "Eviction"): at least one item for each
+ * item's worth written, paid every SEG_PAY_BYTES, and never more than
+ * what was written. */
+static void test_eviction_at_writers_pace(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, true, true);
+    int i = 0;
+    while (evictions_of(&t) == 0)
+        put(&t, i++, 1000);
+    /* start at a fresh segment, so what follows fits in it */
+    struct seg *open = t.c->open[0];
+    while (t.c->open[0] == open)
+        put(&t, i++, 1000);
+    open = t.c->open[0];
+    uint32_t before = open->write_off;
+    put(&t, i++, 1000);
+    uint32_t isz = open->write_off - before; /* one item, as the victim's are */
+    uint64_t e0 = evictions_of(&t);
+    const int k = 200;
+    for (int j = 0; j < k; j++)
+        put(&t, i++, 1000);
+    assert_ptr_equal(t.c->open[0], open); /* no segment was opened */
+    uint64_t paid = (uint64_t)k * isz - SEG_PAY_BYTES; /* at most that much is still owed */
+    uint64_t d = evictions_of(&t) - e0;
+    assert_true(d >= paid / isz - 1);
+    assert_true(d <= (uint64_t)k + 1);
+    /* one write of SEG_PAY_BYTES or more pays at once */
+    e0 = evictions_of(&t);
+    put(&t, i++, 9000);
+    assert_ptr_equal(t.c->open[0], open);
+    assert_true(evictions_of(&t) - e0 >= 9000 / isz);
+    /* what is left is a suffix of what was written, as before */
+    assert_true(has(&t, i - 1));
+    assert_false(has(&t, 0));
+    tstore_close(&t);
+}
+
+/* -M: a write into a full store never drops a live item to pay its way. */
+static void test_no_evictions_pays_nothing(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, false, true);
+    char v[1001];
+    memset(v, 'v', 1000);
+    v[1000] = 0;
+    int i = 0;
+    for (; i < 10000; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "key:%010d", i);
+        if (tset(&t, key, v, STORE_MODE_SET, 0, 0, NULL) != STORE_OK)
+            break;
+    }
+    assert_true(i > 100 && i < 10000); /* refused once full */
+    assert_int_equal(evictions_of(&t), 0);
+    for (int j = 0; j < i; j++)
+        assert_true(has(&t, j));
+    tstore_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +417,8 @@ int main(void)
         cmocka_unit_test(test_no_evictions), cmocka_unit_test(test_no_evictions_compacts),
         cmocka_unit_test(test_mem_limit),
         cmocka_unit_test(test_walk),
+        cmocka_unit_test(test_eviction_at_writers_pace),
+        cmocka_unit_test(test_no_evictions_pays_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,6 +154,72 @@ static void test_pin_waits_out_a_compaction(void **state)
     tstore_close(&t);
 }
 
+struct copied {
+    int calls;
+    char value[16];
+    uint32_t nvalue, flags;
+    uint32_t refs; /* the segment's pin count during the call */
+    struct seg *seg;
+};
+
+static void copy_out(void *arg, const struct store_item *it)
+{
+    struct copied *c = arg;
+    c->calls++;
+    c->nvalue = it->nvalue;
+    c->flags = it->flags;
+    memcpy(c->value, it->value, it->nvalue < sizeof c->value ? it->nvalue : sizeof c->value);
+    c->refs = refcount(c->seg);
+}
+
+/* store_get_req.copy: a value up to copy_max is handed over under the
+ * bucket lock with no pin taken (not even while a compaction runs, which
+ * a pin would wait out); a longer one is pinned as without it. */
+static void test_get_copies_short_values_unpinned(void **state)
+{
+    (void)state;
+    struct tstore t;
+    struct seg *seg = open_with(&t, "short", "value");
+    assert_int_equal(tset(&t, "long", "a value longer than eight", STORE_MODE_SET, 3,
+                          REL_TIME_NEVER, NULL), STORE_OK);
+    uint32_t before = refcount(seg);
+    struct copied c = {.seg = seg};
+    struct store_get_req req = {.want_value = true, .copy = copy_out, .copy_arg = &c,
+                                .copy_max = 8};
+    struct store_item it;
+
+    assert_int_equal(store_get(t.c, "short", 5, &req, &it), STORE_OK);
+    assert_int_equal(c.calls, 1);
+    assert_int_equal(c.nvalue, 5);
+    assert_memory_equal(c.value, "value", 5);
+    assert_int_equal(c.flags, 7);
+    assert_int_equal(c.refs, before);
+    assert_null(it.pin);
+    assert_null(it.value);
+    assert_int_equal(it.nvalue, 5);
+    assert_int_equal(refcount(seg), before);
+
+    assert_int_equal(store_get(t.c, "long", 4, &req, &it), STORE_OK);
+    assert_int_equal(c.calls, 1); /* not called */
+    assert_non_null(it.pin);
+    assert_memory_equal(it.value, "a value longer than eight", 25);
+    struct seg *lseg = (struct seg *)it.pin;
+    uint32_t pinned = refcount(lseg);
+    store_pin_release(it.pin);
+    assert_int_equal(refcount(lseg), pinned - 1);
+
+    uint8_t st = __atomic_load_n(&seg->state, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&seg->state, (uint8_t)SEG_COMPACTING, __ATOMIC_SEQ_CST);
+    assert_int_equal(store_get(t.c, "short", 5, &req, &it), STORE_OK); /* no wait */
+    assert_int_equal(c.calls, 2);
+    assert_int_equal(refcount(seg), before);
+    __atomic_store_n(&seg->state, st, __ATOMIC_SEQ_CST);
+
+    assert_int_equal(store_get(t.c, "absent", 6, &req, &it), STORE_MISS);
+    assert_int_equal(c.calls, 2);
+    tstore_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_pin_is_taken_and_given_back),
         cmocka_unit_test(test_expired_item_is_unlinked_and_counted),
         cmocka_unit_test(test_pin_waits_out_a_compaction),
+        cmocka_unit_test(test_get_copies_short_values_unpinned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

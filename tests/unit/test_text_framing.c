@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "test_text_support.h"
+#include "proto/text/text_internal.h"
 
 /* A script mixing every kind of line; its replies must not depend on how
  * the bytes are cut into reads. */
@@ -150,6 +151,12 @@ static const char *const batch_reqs[] = {
     "set d 0 0 12345678901\r\n",       /* too long to step over */
     "add e 0 0 2\r\nee\r\n",
     "get a e d\r\n",
+    " get a\r\n",                      /* names no command: ERROR */
+    "get  a\r\n",                      /* two spaces, */
+    "get a \r\n",                      /* a trailing one: the same get */
+    "version\r\n",                     /* ends a batch, the next starts after it */
+    "gets a zz a\r\n",
+    "get a\r\r\n",                     /* key "a\r": a miss */
     "set f 0 0 4\r\nfi",               /* the value goes on in the next read */
 };
 
@@ -184,6 +191,149 @@ static void test_batch_steps_over_values(void **state)
     free(got);
     tt_free(one);
     tt_free(batch);
+}
+
+/* What text_tokenize must make of a line, a byte at a time as memcached's
+ * tokenizer: words split on spaces, the 24th keeping the unsplit rest
+ * without its trailing spaces. */
+static size_t naive_tokens(const char *raw, size_t len, struct text_token *tok)
+{
+    size_t n = 0, i = 0;
+    while (i < len) {
+        while (i < len && raw[i] == ' ')
+            i++;
+        if (i == len)
+            break;
+        size_t b = i;
+        if (n == TEXT_MAX_TOKENS - 1) {
+            size_t e = len;
+            while (raw[e - 1] == ' ')
+                e--;
+            tok[n++] = (struct text_token){raw + b, e - b};
+            break;
+        }
+        while (i < len && raw[i] != ' ')
+            i++;
+        tok[n++] = (struct text_token){raw + b, i - b};
+    }
+    return n;
+}
+
+/* The tokenizer reads eight bytes at a time: words of every length,
+ * spaces at every offset, lines that end in or out of a word. */
+static void test_tokenize_every_offset(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "  ab\r\t";
+    uint64_t x = 7;
+    char raw[80];
+    for (int round = 0; round < 20000; round++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t len = (size_t)(x >> 58) + (round % 3 == 0 ? 0 : 10); /* up to 73 */
+        uint64_t y = x;
+        for (size_t i = 0; i < len; i++) {
+            y = y * 6364136223846793005ull + 1442695040888963407ull;
+            /* runs of letters long enough to span words */
+            raw[i] = (y >> 60) < 12 ? 'k' : alphabet[(y >> 40) % (sizeof alphabet - 1)];
+        }
+        struct text_line l;
+        struct text_token want[TEXT_MAX_TOKENS];
+        text_tokenize(&l, raw, len);
+        size_t n = naive_tokens(raw, len, want);
+        assert_int_equal(l.ntok, n);
+        for (size_t i = 0; i < n; i++) {
+            assert_ptr_equal(l.tok[i].s, want[i].s);
+            assert_int_equal(l.tok[i].len, want[i].len);
+        }
+    }
+}
+
+static void test_u64toa(void **state)
+{
+    (void)state;
+    uint64_t v[128];
+    size_t n = 0;
+    v[n++] = 0;
+    v[n++] = UINT64_MAX;
+    for (uint64_t p = 1; p <= 1000000000000000000ull; p *= 10) {
+        v[n++] = p - 1;
+        v[n++] = p;
+        v[n++] = p + 1;
+        v[n++] = p * 9 + 99;
+    }
+    v[n++] = 10000000000000000000ull;
+    v[n++] = 18446744073709551614ull;
+    for (size_t i = 0; i < n; i++) {
+        char want[32], got[32];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)v[i]);
+        char *e = text_u64toa(v[i], got);
+        assert_int_equal((size_t)(e - got), strlen(want));
+        assert_memory_equal(got, want, strlen(want));
+    }
+}
+
+/* A multiget that pauses after every value (its connection may owe next
+ * to nothing) goes on where it stopped: among the tokens, past them in
+ * the unsplit rest, gat's too; the replies are those of the same line
+ * run in one go. */
+static void test_multiget_paused_per_key(void **state)
+{
+    (void)state;
+    static const char *const lines[] = {
+        "get k0 k1 nope k2  k3 k4 k5 k6 k7 k8 k9 k10 k11 k12 k13 k14 k15 k16 k17 k18 k19 "
+        "k20 k21 k22   k23 k24 nope k25 k26 k27 k28 k29 k0   \r\n",
+        "gets k3 k29 k4\r\n",
+        "gat 0 k1 k2 k3 k4 k5 k6 k7 k8 k9 k10 k11 k12 k13 k14 k15 k16 k17 k18 k19 k20 k21 "
+        "k22 k23 k24 k25\r\n",
+        "get k5\r\n",
+    };
+    for (size_t li = 0; li < sizeof lines / sizeof *lines; li++) {
+        char *out[2];
+        size_t nout[2];
+        for (int paused = 0; paused < 2; paused++) {
+            struct tt *t = tt_new();
+            char set[64];
+            for (int k = 0; k < 30; k++) {
+                int n = snprintf(set, sizeof set, "set k%d %d 0 2\r\nv%d\r\n", k, k, k % 10);
+                tt_feed(t, set, (size_t)n, 0);
+            }
+            size_t nset;
+            free(tt_drain(t, &nset));
+            const char *in = lines[li];
+            size_t len = strlen(in), off = 0;
+            t->s.reply_allow = paused ? 1 : SIZE_MAX;
+            char *acc = malloc(16384);
+            size_t nacc = 0;
+            int calls = 0;
+            while (off < len) {
+                size_t used;
+                enum proto_status st = proto_process(&t->s, in + off, len - off, &used);
+                off += used;
+                size_t n;
+                char *got = tt_drain(t, &n);
+                memcpy(acc + nacc, got, n);
+                nacc += n;
+                free(got);
+                calls++;
+                assert_true(st == PROTO_OK || st == PROTO_PAUSE);
+                assert_true(calls < 100);
+            }
+            /* paused after each value: one call a hit and one more */
+            if (paused && li != 3)
+                assert_true(calls > 2);
+            out[paused] = acc;
+            nout[paused] = nacc;
+            tt_free(t);
+        }
+        assert_int_equal(nout[1], nout[0]);
+        assert_memory_equal(out[1], out[0], nout[0]);
+        assert_non_null(strstr(out[0], li == 0 ? "VALUE k29 29 2\r\nv9\r\nVALUE k0 0 2\r\nv0\r\nEND\r\n"
+                                     : li == 2 ? "VALUE k25 25 2\r\nv5\r\nEND\r\n"
+                                     : li == 3 ? "VALUE k5 5 2\r\nv5\r\nEND\r\n"
+                                               : "VALUE k4 4 2 "));
+        free(out[0]);
+        free(out[1]);
+    }
 }
 
 static void two_per_event(struct settings *s)
@@ -376,6 +526,9 @@ int main(void)
         cmocka_unit_test(test_large_value_sink),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_batch_steps_over_values),
+        cmocka_unit_test(test_tokenize_every_offset),
+        cmocka_unit_test(test_u64toa),
+        cmocka_unit_test(test_multiget_paused_per_key),
         cmocka_unit_test(test_reqs_per_event),
         cmocka_unit_test(test_line_limit),
         cmocka_unit_test(test_http_and_quit),

@@ -168,16 +168,8 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
     /* SET/ADD/REPLACE know the item's flags and expiry up front: the store
      * lays the item out for them (APPEND/PREPEND keep the old item's). */
     bool append = op == BIN_OP_APPEND || op == BIN_OP_PREPEND;
-    enum store_status rs =
-        st->avail < vlen
-            ? store_reserve_upload_here(s->store, key, h->keylen, vlen, !append, req.flags,
-                                        req.exptime,
-                                        !store_upload_fits(s->store, vlen) &&
-                                            session_value_coming(s, vlen - st->avail),
-                                        &st->res)
-        : append         ? store_reserve(s->store, key, h->keylen, vlen, &st->res)
-                 : store_reserve_for(s->store, key, h->keylen, vlen, req.flags, req.exptime,
-                                     &st->res);
+    enum store_status rs = session_reserve_value(s, key, h->keylen, vlen, st->avail, vlen,
+                                                 !append, req.flags, req.exptime, &st->res);
     if (rs != STORE_OK) {
         /* A failed set must not leave the old value readable. */
         if (op == BIN_OP_SET)

@@ -161,15 +161,9 @@ void meta_set(struct session *s, const struct meta_req *req)
     /* flags and expiry are known now: the store lays the item out for them */
     rel_time_t exptime = r->vivify ? r->vivify_exptime : r->exptime;
     size_t need = (size_t)req->datalen + 2; /* the value and its "\r\n" */
-    enum store_status st =
-        s->text.avail < need
-            ? store_reserve_upload_here(s->store, req->key, req->nkey, req->datalen, true,
-                                        r->flags, exptime,
-                                        !store_upload_fits(s->store, req->datalen) &&
-                                            session_value_coming(s, need - s->text.avail),
-                                        &s->text.res)
-            : store_reserve_for(s->store, req->key, req->nkey, req->datalen, r->flags, exptime,
-                                &s->text.res);
+    enum store_status st = session_reserve_value(s, req->key, req->nkey, req->datalen,
+                                                 s->text.avail, need, true, r->flags, exptime,
+                                                 &s->text.res);
     if (st != STORE_OK) {
         if (st == STORE_TOO_LARGE)
             STAT_INC(s->stats, store_too_large);

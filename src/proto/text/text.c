@@ -8,6 +8,7 @@
  * when it is not all buffered yet, s->sink lets the connection read the
  * rest of it directly there (no copy through the read buffer).
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "log.h"
@@ -18,7 +19,31 @@
 #include "proto/text/text_internal.h"
 #include "stats/stats.h"
 
-static void text_tokenize(struct text_line *l, const char *raw, size_t len)
+/* The first space in raw[i..len), or len. Eight bytes at a time where the
+ * byte order lets the lowest flagged byte be the first: a key is most of a
+ * get line, and a byte at a time was the tokenizer's whole cost. */
+static size_t text_word_end(const char *raw, size_t i, size_t len)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull, spaces = 0x2020202020202020ull;
+    while (len - i >= 8) {
+        uint64_t w;
+        memcpy(&w, raw + i, 8);
+        w ^= spaces; /* a space is now a zero byte */
+        /* High bit set in each zero byte (and maybe in bytes above one,
+         * never below the first). */
+        uint64_t z = (w - ones) & ~w & (ones << 7);
+        if (z)
+            return i + (size_t)(__builtin_ctzll(z) >> 3);
+        i += 8;
+    }
+#endif
+    while (i < len && raw[i] != ' ')
+        i++;
+    return i;
+}
+
+void text_tokenize(struct text_line *l, const char *raw, size_t len)
 {
     l->raw = raw;
     l->len = len;
@@ -40,8 +65,7 @@ static void text_tokenize(struct text_line *l, const char *raw, size_t len)
             return;
         }
         size_t start = i;
-        while (i < len && raw[i] != ' ')
-            i++;
+        i = text_word_end(raw, i, len);
         l->tok[l->ntok].s = raw + start;
         l->tok[l->ntok].len = i - start;
         l->ntok++;
@@ -403,7 +427,12 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     int handled = 0;
     size_t pos = 0;
     size_t prefetched = 0; /* requests before this offset had their keys prefetched */
-    struct store_prefetch_run run = {0};
+    /* Not cleared: start fills what next reads (and clearing its arrays
+     * was a visible share of a short read's cost). */
+    struct store_prefetch_run run;
+    run.n = run.next = 0;
+    struct text_ahead ahead;
+    ahead.n = ahead.next = 0;
     enum proto_status st = PROTO_OK;
 
     while (!t->closing && !s->watcher) {
@@ -417,18 +446,25 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         }
         if (pos == len)
             break;
-        const char *nl = memchr(buf + pos, '\n', len - pos);
+        bool resuming = t->cont.kind != TEXT_CONT_NONE;
+        /* The batch found and tokenized this line already when it is the
+         * next one it recorded (it ends on a line it cannot step past; a
+         * value whose length lied may have made it record lines the parse
+         * never starts at). */
+        const struct text_ahead_line *rec = resuming ? NULL : text_ahead_at(&ahead, pos);
+        if (!resuming && pos >= prefetched && !rec) {
+            prefetched = text_prefetch_ahead(s, &run, &ahead, buf, pos, len);
+            rec = text_ahead_at(&ahead, pos);
+        } else if (!resuming && pos < prefetched) {
+            store_prefetch_next(s->store, &run);
+        }
+        const char *nl = rec ? buf + rec->nl : memchr(buf + pos, '\n', len - pos);
         if (!nl) {
             if (len - pos > TEXT_LINE_MAX &&
                 (!s->authenticated || !text_long_line_ok(buf + pos, len - pos)))
                 t->closing = true;
             break;
         }
-        bool resuming = t->cont.kind != TEXT_CONT_NONE;
-        if (!resuming && pos >= prefetched)
-            prefetched = text_prefetch_ahead(s, &run, buf, pos, len);
-        else if (!resuming)
-            store_prefetch_next(s->store, &run);
         if (!resuming && budget > 0 && handled >= budget) {
             st = PROTO_YIELD;
             break;
@@ -443,8 +479,12 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         size_t next = end + 1;
         if (end > pos && buf[end - 1] == '\r')
             end--;
-        struct text_line line;
-        text_tokenize(&line, buf + pos, end - pos);
+        struct text_line own;
+        const struct text_line *lp = &own;
+        if (rec)
+            lp = &rec->line;
+        else
+            text_tokenize(&own, buf + pos, end - pos);
         size_t start = pos;
         size_t whole = next - pos; /* the request with its line end */
         pos = next;
@@ -452,21 +492,21 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
         t->avail = len - pos;
         if (resuming) {
             if (t->cont.kind == TEXT_CONT_GET)
-                text_get_resume(s, &line);
+                text_get_resume(s, lp);
             else
                 text_dump_resume(s);
             if (t->timing_start && t->cont.kind == TEXT_CONT_NONE)
                 text_timing_end(t);
         } else {
-            log_verbose("<%d %.*s", s->cfd, (int)line.len, line.raw);
+            log_verbose("<%d %.*s", s->cfd, (int)lp->len, lp->raw);
             if (metrics_timing())
                 t0 = metrics_now_ns();
             if (!s->authenticated)
-                text_auth_line(s, &line);
-            else if (text_framing_ok(s, &line, whole))
-                text_dispatch(s, &line);
+                text_auth_line(s, lp);
+            else if (text_framing_ok(s, lp, whole))
+                text_dispatch(s, lp);
             if (t0)
-                text_timing_begin(t, &line, t0);
+                text_timing_begin(t, lp, t0);
         }
         handled++;
         if (t->cont.kind != TEXT_CONT_NONE && !t->closing) {

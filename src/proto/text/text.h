@@ -43,7 +43,8 @@ enum text_cont_kind { TEXT_CONT_NONE, TEXT_CONT_GET, TEXT_CONT_DUMP };
 struct text_cont {
     enum text_cont_kind kind;
     /* get/gets/gat/gats */
-    size_t off;        /* where in the line the next key starts */
+    size_t tok;        /* the next key's token, while tokens are whole keys */
+    size_t off;        /* then where in the line's unsplit rest to go on */
     bool want_cas, touch;
     bool crlf;         /* a value was sent: "\r\n" goes before what follows */
     bool rest_ok;      /* the rest of the line has no over-long key */

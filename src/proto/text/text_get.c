@@ -1,8 +1,10 @@
 /* get gets gat gats (multi-key, any line length) and touch.
  *
- * Each hit adds a header composed in place and the value by reference (the
- * item stays pinned until the bytes are written). The "\r\n" after a value
- * is put in front of the next header (or of END), so a hit costs two iovecs.
+ * Each hit adds a header composed in place and the value: a short one
+ * copied right after the header, a longer one by reference (the item stays
+ * pinned until the bytes are written). The "\r\n" after a value is put in
+ * front of the next header (or of END), so a run of short hits is one
+ * iovec and a long hit costs two.
  */
 #include <string.h>
 
@@ -13,15 +15,13 @@
 #include "proto/watch_note.h"
 
 /* "\r\n" + "VALUE " + key + " " + flags + " " + bytes + " " + cas + "\r\n" */
-#define TEXT_VALUE_HEADER_MAX (2 + 6 + STORE_KEY_MAX + 1 + 10 + 1 + 10 + 1 + TEXT_U64_MAX_DIGITS + 2)
+#define TEXT_VALUE_HEADER_FIXED (2 + 6 + 1 + 10 + 1 + 10 + 1 + TEXT_U64_MAX_DIGITS + 2)
+#define TEXT_VALUE_HEADER_MAX (TEXT_VALUE_HEADER_FIXED + STORE_KEY_MAX)
+#define TEXT_END "\r\nEND\r\n"
 
-static int text_value_header(struct session *s, const char *key, size_t nkey,
-                             const struct store_item *it, bool want_cas, bool crlf_first)
+static char *text_value_header(char *q, const char *key, size_t nkey, const struct store_item *it,
+                               bool want_cas, bool crlf_first)
 {
-    char *p = reply_reserve(&s->reply, TEXT_VALUE_HEADER_MAX);
-    if (!p)
-        return -1;
-    char *q = p;
     if (crlf_first) {
         *q++ = '\r';
         *q++ = '\n';
@@ -40,119 +40,113 @@ static int text_value_header(struct session *s, const char *key, size_t nkey,
     }
     *q++ = '\r';
     *q++ = '\n';
-    reply_commit(&s->reply, (size_t)(q - p));
-    return 0;
+    return q;
+}
+
+/* A hit whose value is copied while the store holds its bucket
+ * (store_get_req.copy): header and value composed into room reserved
+ * before the lookup, and the END after them when it is the line's last
+ * key, so a one-key get is one reserve and one commit. */
+struct text_hit {
+    char *at;      /* reserved: TEXT_VALUE_HEADER_FIXED + nkey + REPLY_COPY_MAX + END */
+    const char *key;
+    size_t nkey;
+    bool want_cas, crlf, last;
+    size_t len;    /* composed, with END when `last` */
+};
+
+static void text_hit_copy(void *arg, const struct store_item *it)
+{
+    struct text_hit *h = arg;
+    char *q = text_value_header(h->at, h->key, h->nkey, it, h->want_cas, h->crlf);
+    if (it->nvalue)
+        memcpy(q, it->value, it->nvalue);
+    q += it->nvalue;
+    if (h->last) {
+        memcpy(q, TEXT_END, sizeof TEXT_END - 1);
+        q += sizeof TEXT_END - 1;
+    }
+    h->len = (size_t)(q - h->at);
+}
+
+/* A hit's header and a value too long to copy (reply_value, by
+ * reference). The pin is released or handed on, whatever the outcome. */
+static int text_value_hit(struct session *s, const char *key, size_t nkey,
+                          const struct store_item *it, bool want_cas, bool crlf_first)
+{
+    char *p = reply_reserve(&s->reply, TEXT_VALUE_HEADER_MAX);
+    if (!p) {
+        if (it->pin)
+            store_pin_release(it->pin);
+        return -1;
+    }
+    reply_commit(&s->reply, (size_t)(text_value_header(p, key, nkey, it, want_cas, crlf_first) - p));
+    return reply_value(&s->reply, it->value, it->nvalue, it->pin);
 }
 
 /* Keys looked up per call before a long multiget lets other clients run. */
 #define TEXT_GET_KEY_BUDGET 2048
 
-/* Lookups prefetched together: enough misses in flight to hide memory
- * latency (a core keeps 10-20 outstanding), few enough that the first
- * lines are still in cache when the last lookup runs. */
-#define TEXT_PREFETCH_BATCH 16
+/* The keys of a get line from where its run is: the tokens the tokenizer
+ * split (they are the keys, no line scanned again), then, for a line of
+ * more than TEXT_MAX_TOKENS words, a walk of the last token's unsplit rest
+ * (a multiget may have far more keys than tokens). */
+struct text_keys {
+    const struct text_line *l;
+    size_t tok, whole; /* the next token; tokens [.., whole) are whole keys */
+    const char *p;     /* the rest's walk, once tok == whole */
+};
 
-/* The key a buffered request line [p, e) looks up, or NULL when it is not
- * a command the batch knows. A storage command's key is looked up too (to
- * replace the old item), and *data is the value's length, which follows
- * the line: the batch steps over it to the requests after it. */
-static const char *text_batch_key(const char *p, const char *e, size_t *nkey, size_t *data)
+static void text_keys_at(struct text_keys *w, const struct text_line *l,
+                         const struct text_cont *c)
 {
-    size_t n = (size_t)(e - p);
-    int key_at, bytes_at = 0; /* token indexes, the command's word being 0 */
-    if (n > 4 && memcmp(p, "get ", 4) == 0)
-        key_at = 1;
-    else if (n > 5 && memcmp(p, "gets ", 5) == 0)
-        key_at = 1;
-    else if (n > 3 && memcmp(p, "mg ", 3) == 0)
-        key_at = 1;
-    else if (n > 4 && (memcmp(p, "gat ", 4) == 0 || memcmp(p, "gats ", 5) == 0))
-        key_at = 2;
-    else if (n > 4 && (memcmp(p, "set ", 4) == 0 || memcmp(p, "add ", 4) == 0 ||
-                       memcmp(p, "cas ", 4) == 0))
-        key_at = 1, bytes_at = 4;
-    else if (n > 7 && (memcmp(p, "append ", 7) == 0 || memcmp(p, "prepend ", 8) == 0 ||
-                       memcmp(p, "replace ", 8) == 0))
-        key_at = 1, bytes_at = 4;
-    else
-        return NULL;
-    const char *key = NULL;
-    *data = 0;
-    for (int i = 0;; i++) {
-        while (p < e && *p == ' ')
-            p++;
-        const char *t = p;
-        while (p < e && *p != ' ')
-            p++;
-        if (p == t)
-            return NULL;
-        if (i == key_at) {
-            *nkey = (size_t)(p - t);
-            if (*nkey > STORE_KEY_MAX)
-                return NULL;
-            key = t;
-            if (!bytes_at)
-                return key;
-        } else if (bytes_at && i == bytes_at) {
-            /* Only a plain length is stepped over; anything else (the
-             * command will answer it) ends the batch here. */
-            if (p - t > 9)
-                return NULL;
-            for (; t < p; t++) {
-                if (*t < '0' || *t > '9')
-                    return NULL;
-                *data = *data * 10 + (size_t)(*t - '0');
-            }
-            *data += 2; /* its "\r\n" */
-            return key;
-        }
-    }
+    w->l = l;
+    w->tok = c->tok;
+    w->whole = l->ntok < TEXT_MAX_TOKENS ? l->ntok : TEXT_MAX_TOKENS - 1;
+    w->p = l->raw + c->off;
 }
 
-size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run, const char *buf,
-                           size_t pos, size_t len)
+static bool text_keys_next(struct text_keys *w, const char **key, size_t *nkey)
 {
-    struct store_keyref keys[TEXT_PREFETCH_BATCH];
-    size_t n = 0, at = pos;
-    while (n < TEXT_PREFETCH_BATCH && at < len) {
-        const char *nl = memchr(buf + at, '\n', len - at);
-        if (!nl)
-            break;
-        const char *e = nl > buf + at && nl[-1] == '\r' ? nl - 1 : nl;
-        size_t data;
-        const char *k = text_batch_key(buf + at, e, &keys[n].nkey, &data);
-        if (!k)
-            break;
-        keys[n++].key = k;
-        size_t next = (size_t)(nl - buf) + 1;
-        if (data > len - next) {
-            at = next; /* the value is not all here: the batch ends with it */
-            break;
-        }
-        at = next + data;
+    if (w->tok < w->whole) {
+        *key = w->l->tok[w->tok].s;
+        *nkey = w->l->tok[w->tok].len;
+        w->tok++;
+        return true;
     }
-    /* One lookup alone has nothing to overlap with (a multiget's further
-     * keys are text_get_run's). */
-    store_prefetch_start(s->store, run, keys, n > 1 ? n : 0);
-    return at;
+    const char *end = w->l->raw + w->l->len;
+    while (w->p < end && *w->p == ' ')
+        w->p++;
+    if (w->p == end)
+        return false;
+    *key = w->p;
+    while (w->p < end && *w->p != ' ')
+        w->p++;
+    *nkey = (size_t)(w->p - *key);
+    return true;
 }
 
-/* Prefetches the keys from p on in a multiget line (up to a batch), when
- * there are several. */
-static void text_get_prefetch(struct session *s, const char *p, const char *end)
+/* Whether another key follows. */
+static bool text_keys_more(const struct text_keys *w)
 {
+    if (w->tok < w->whole)
+        return true;
+    const char *p = w->p, *end = w->l->raw + w->l->len;
+    while (p < end && *p == ' ')
+        p++;
+    return p < end;
+}
+
+/* Prefetches the next keys of a multiget (up to a batch), when there are
+ * several. */
+static void text_get_prefetch(struct session *s, struct text_keys w)
+{
+    if (w.tok + 1 >= w.whole && w.p == w.l->raw + w.l->len)
+        return; /* one key left, and a read's batch covered it */
     struct store_keyref keys[TEXT_PREFETCH_BATCH];
     size_t n = 0;
-    while (p < end && n < TEXT_PREFETCH_BATCH) {
-        if (*p == ' ') {
-            p++;
-            continue;
-        }
-        const char *k = p;
-        while (p < end && *p != ' ')
-            p++;
-        keys[n++] = (struct store_keyref){k, (size_t)(p - k)};
-    }
+    while (n < TEXT_PREFETCH_BATCH && text_keys_next(&w, &keys[n].key, &keys[n].nkey))
+        n++;
     if (n > 1)
         store_prefetch(s->store, keys, n);
 }
@@ -170,10 +164,11 @@ static bool text_get_rest_ok(const char *p, const char *end)
     return true;
 }
 
-/* Look up keys from s->text.cont.off on. Stops (s->text.cont.kind set) when
- * the connection owes more than it may or after TEXT_GET_KEY_BUDGET keys,
- * and goes on from there when called again: a multiget of any size is
- * produced as the client takes it, in memcached's order and bytes. */
+/* Look up keys from where s->text.cont says on. Stops (s->text.cont.kind
+ * set) when the connection owes more than it may or after
+ * TEXT_GET_KEY_BUDGET keys, and goes on from there when called again: a
+ * multiget of any size is produced as the client takes it, in memcached's
+ * order and bytes. */
 static void text_get_run(struct session *s, const struct text_line *l)
 {
     struct text_cont *c = &s->text.cont;
@@ -183,35 +178,34 @@ static void text_get_run(struct session *s, const struct text_line *l)
     bool detail = TEXT_DETAIL_ON(s);
     bool crlf = c->crlf;
     size_t keys = 0;
+    bool ended = false; /* the last hit's copy brought END with it */
     c->kind = TEXT_CONT_NONE;
 
-    /* Walk the raw line: a multiget may have far more keys than tokens. */
-    const char *p = l->raw + c->off;
+    struct text_keys w;
+    text_keys_at(&w, l, c);
     const char *end = l->raw + l->len;
-    while (p < end) {
-        if (*p == ' ') {
-            p++;
-            continue;
-        }
+    for (;;) {
+        struct text_keys here = w; /* where a pause goes on from */
+        const char *key;
+        size_t nkey;
+        if (!text_keys_next(&w, &key, &nkey))
+            break;
         if (!c->no_pause &&
             (keys >= TEXT_GET_KEY_BUDGET || reply_pending(&s->reply) > s->reply_allow)) {
             /* memcached sends nothing but the error for a line with an
              * over-long key, so pause only a line that has none. */
-            if (!c->rest_ok && !(c->rest_ok = text_get_rest_ok(p, end)))
+            if (!c->rest_ok && !(c->rest_ok = text_get_rest_ok(key, end)))
                 c->no_pause = true;
             if (c->rest_ok) {
                 c->kind = TEXT_CONT_GET;
-                c->off = (size_t)(p - l->raw);
+                c->tok = here.tok;
+                c->off = (size_t)(here.p - l->raw);
                 c->crlf = crlf;
                 return;
             }
         }
         if (keys % TEXT_PREFETCH_BATCH == 0)
-            text_get_prefetch(s, p, end);
-        const char *key = p;
-        while (p < end && *p != ' ')
-            p++;
-        size_t nkey = (size_t)(p - key);
+            text_get_prefetch(s, here);
         if (nkey > STORE_KEY_MAX) {
             /* memcached discards what it composed and sends only the error;
              * 1.6.45 follows it with an empty line. */
@@ -220,6 +214,16 @@ static void text_get_run(struct session *s, const struct text_line *l)
             return;
         }
         keys++;
+        /* Room for a short hit before the lookup, so that the store can
+         * have it copied under its bucket lock (nothing allocated there);
+         * without room, the hit is pinned and composed after. */
+        struct text_hit h = {.key = key, .nkey = nkey, .want_cas = c->want_cas, .crlf = crlf,
+                             .last = !text_keys_more(&w)};
+        h.at = reply_reserve(&s->reply, TEXT_VALUE_HEADER_FIXED + nkey + REPLY_COPY_MAX +
+                                            sizeof TEXT_END - 1);
+        req.copy = h.at ? text_hit_copy : NULL;
+        req.copy_arg = &h;
+        req.copy_max = REPLY_COPY_MAX;
         struct store_item it;
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         bool hit = st == STORE_OK;
@@ -230,19 +234,20 @@ static void text_get_run(struct session *s, const struct text_line *l)
         stats_count_fetch(s->stats, c->touch, hit, it.class_id, it.lru);
         if (!hit)
             continue;
-        if (text_value_header(s, key, nkey, &it, c->want_cas, crlf) != 0) {
-            if (it.pin)
-                store_pin_release(it.pin);
+        if (h.len) {
+            reply_commit(&s->reply, h.len);
+            ended = h.last;
+        } else if (text_value_hit(s, key, nkey, &it, c->want_cas, crlf) != 0) {
             goto oom;
         }
-        if (reply_value(&s->reply, it.value, it.nvalue, it.pin) != 0)
-            goto oom;
         log_verbose(">%d sending key %.*s", s->cfd, (int)nkey, key);
         crlf = true;
     }
     log_verbose(">%d END", s->cfd);
+    if (ended)
+        return;
     if (crlf) {
-        if (reply_copy(&s->reply, "\r\nEND\r\n", 7) != 0)
+        if (reply_copy(&s->reply, TEXT_END, sizeof TEXT_END - 1) != 0)
             goto oom;
     } else if (reply_copy(&s->reply, "END\r\n", 5) != 0) {
         goto oom;
@@ -256,7 +261,13 @@ oom:
 void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, bool touch)
 {
     struct text_cont *c = &s->text.cont;
-    *c = (struct text_cont){.want_cas = want_cas, .touch = touch};
+    /* Only the get's fields: the rest of text_cont is the dump's (and
+     * clearing all of it was a visible share of every get). */
+    c->kind = TEXT_CONT_NONE;
+    c->want_cas = want_cas;
+    c->touch = touch;
+    c->crlf = c->rest_ok = c->no_pause = false;
+    c->exptime = 0;
     size_t first = 1;
     if (touch) {
         int32_t exptime;
@@ -267,7 +278,10 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
         c->exptime = clock_exptime(exptime);
         first = 2;
     }
-    c->off = (size_t)(l->tok[first].s - l->raw);
+    /* Keys are the tokens from the first on; a line of more words than
+     * tokens goes on in its last token's unsplit rest. */
+    c->tok = first;
+    c->off = l->ntok < TEXT_MAX_TOKENS ? l->len : (size_t)(l->tok[TEXT_MAX_TOKENS - 1].s - l->raw);
     text_get_run(s, l);
 }
 

@@ -2,6 +2,7 @@
  * for the rest of the server: see text.h for that).
  *
  *   text.c          framing: lines, values, dispatch, -R budget
+ *   text_ahead.c    a read's batch: lines tokenized once, keys prefetched
  *   text_num.c      memcached's number parsing rules, integer formatting
  *   text_reply.c    reply helpers that honour noreply
  *   text_storage.c  set add replace append prepend cas
@@ -103,6 +104,9 @@ void text_out_u64(struct session *s, uint64_t v);
 
 /* ---- lines and values (text.c) ---- */
 
+/* Split a request line (without its line end) into tokens, as memcached. */
+void text_tokenize(struct text_line *l, const char *raw, size_t len);
+
 /* True when the line's last word is "noreply" (memcached honours it only
  * there, however many tokens the line has). */
 bool text_line_noreply(const struct text_line *line);
@@ -137,15 +141,43 @@ void text_cmd_refresh_certs(struct session *s, const struct text_line *l);
 void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump);
 /* Go on with a paused multiget (its line again) or dump. */
 void text_get_resume(struct session *s, const struct text_line *l);
+/* Lookups prefetched together: enough misses in flight to hide memory
+ * latency (a core keeps 10-20 outstanding), few enough that the first
+ * lines are still in cache when the last lookup runs. */
+#define TEXT_PREFETCH_BATCH 16
+
+/* What text_prefetch_ahead found of the request lines it looked at, so
+ * text_process does not scan them again: where each line ends and its
+ * tokens. A record describes the bytes at its offset, whatever path the
+ * parse took there. */
+struct text_ahead_line {
+    size_t start; /* the line's first byte, an offset in the read */
+    size_t nl;    /* its '\n' */
+    struct text_line line;
+};
+struct text_ahead {
+    uint32_t n, next; /* lines recorded; the first not yet passed */
+    struct text_ahead_line line[TEXT_PREFETCH_BATCH];
+};
+
+/* The record of the line at pos, if any; records before it are passed. */
+static inline const struct text_ahead_line *text_ahead_at(struct text_ahead *a, size_t pos)
+{
+    while (a->next < a->n && a->line[a->next].start < pos)
+        a->next++;
+    return a->next < a->n && a->line[a->next].start == pos ? &a->line[a->next++] : NULL;
+}
+
 /* Called before the line at buf[pos..]: when it is a lookup (get, gets,
  * gat, gats, mg) or a storage command, starts loading the index buckets of
  * its key and of the keys of such requests buffered after it (a storage
- * command's value stepped over), in *run, and returns the offset past the
- * last request so covered; else returns pos. The caller calls
- * store_prefetch_next(run) before each of those requests, which loads the
- * items a few requests ahead (store.h). Changes nothing but caches. */
-size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run, const char *buf,
-                           size_t pos, size_t len);
+ * command's value stepped over), in *run, records those lines (and the
+ * one the batch stops at) in *ahead, and returns the offset past the last request so covered; else returns
+ * pos. The caller calls store_prefetch_next(run) before each of those
+ * requests, which loads the items a few requests ahead (store.h). Changes
+ * nothing but caches and *ahead. */
+size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
+                           struct text_ahead *ahead, const char *buf, size_t pos, size_t len);
 void text_dump_resume(struct session *s);
 
 /* -Y: handle one line from a connection that has not authenticated yet. */

@@ -101,20 +101,14 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     rel_time_t exp = clock_exptime(exptime);
     /* append/prepend keep the old item's flags and expiry: no layout hint.
      * A value not all in this read, its "\r\n" included (else a client
-     * could hold a segment by leaving those two bytes out), is an upload:
-     * it holds no segment while it arrives (store_reserve_upload). */
+     * could hold a segment by leaving those two bytes out), is an upload
+     * unless the socket holds the rest: it holds no segment while it
+     * arrives (session_reserve_value). */
     bool concat = mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND;
     struct store_reservation *res = &s->text.res;
     size_t need = (size_t)vlen + 2;
-    enum store_status st =
-        s->text.avail < need
-            ? store_reserve_upload_here(s->store, key->s, key->len, (size_t)vlen, !concat, flags,
-                                        exp,
-                                        !store_upload_fits(s->store, (size_t)vlen) &&
-                                            session_value_coming(s, need - s->text.avail),
-                                        res)
-        : concat ? store_reserve(s->store, key->s, key->len, (size_t)vlen, res)
-                 : store_reserve_for(s->store, key->s, key->len, (size_t)vlen, flags, exp, res);
+    enum store_status st = session_reserve_value(s, key->s, key->len, (size_t)vlen,
+                                                 s->text.avail, need, !concat, flags, exp, res);
     switch (st) {
     case STORE_OK:
         break;

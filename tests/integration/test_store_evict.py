@@ -1,0 +1,96 @@
+"""Eviction at the writers' pace (docs/store.md "Eviction").
+
+Once -m is used up, every write into the store evicts about as many bytes as
+it wrote, before the writer needs a new segment, so a single set into a full
+cache evicts at once, as memcached's set into a full slab class does
+(memcached's t/watcher.t subtest 15 waits for exactly that line).
+"""
+import re
+
+from helpers import stats
+
+VALUE = b"B" * 11000
+
+
+def fill(c, n, prefix):
+    for i in range(n):
+        c.send(b"set %s%d 0 0 %d noreply\r\n%s\r\n" % (prefix, i, len(VALUE), VALUE))
+    assert c.call("version").startswith(b"VERSION")
+
+
+def eviction_lines(w, want, limit=200):
+    """Read watch lines until `want` eviction lines have come; return them."""
+    out = []
+    for _ in range(limit):
+        line = w.read_until(b"\n").decode().rstrip("\r\n")
+        if "type=eviction" in line:
+            out.append(line)
+            if len(out) == want:
+                return out
+    raise AssertionError(f"{len(out)} of {want} eviction lines in {limit} lines")
+
+
+def test_each_set_into_a_full_cache_evicts(start_server):
+    srv = start_server("-m", "8")
+    c = srv.connect()
+    # 8 MiB of segments hold about 750 of these: fill to evictions and past
+    fill(c, 1200, b"fill")
+    before = int(stats(c)["evictions"])
+    assert before > 0
+    w = srv.connect()
+    w.send(b"watch evictions\r\n")
+    assert w.readline() == b"OK\r\n"
+    # Five sets one after another, each waiting for its own eviction: with
+    # whole-segment eviction only the set that opens a segment (one in ~94
+    # here) evicted anything.
+    for i in range(5):
+        n0 = int(stats(c)["evictions"])
+        assert c.call(b"set one%d 0 0 %d\r\n%s" % (i, len(VALUE), VALUE)) == b"STORED\r\n"
+        line = eviction_lines(w, 1)[0]
+        assert re.fullmatch(r"ts=\d+\.\d+ gid=\d+ type=eviction key=fill\d+ fetch=no ttl=-1 "
+                            r"la=\d+ clsid=\d+ size=11000", line), line
+        assert int(stats(c)["evictions"]) > n0
+    s = stats(c)
+    # never more than was written: one 11000-byte item per set, give or take
+    # the set that also opened a segment
+    assert int(s["evictions"]) - before <= 5 + 1
+    assert int(s["evicted_unfetched"]) == int(s["evictions"])
+    # the newest items are all there
+    for i in range(5):
+        assert c.call(b"mg one%d v" % i, until=b"\r\n").startswith(b"VA 11000")
+        c.readline()
+
+
+def test_small_sets_evict_every_few_kib(start_server):
+    srv = start_server("-m", "8")
+    c = srv.connect()
+    fill(c, 1200, b"fill")
+    w = srv.connect()
+    w.send(b"watch evictions\r\n")
+    assert w.readline() == b"OK\r\n"
+    n0 = int(stats(c)["evictions"])
+    # 100 sets of 100 bytes: about 13 KB written, paid every 4 KiB, so at
+    # least one 11000-byte victim item leaves, and not many more
+    small = b"s" * 100
+    for i in range(100):
+        c.send(b"set small%d 0 0 %d noreply\r\n%s\r\n" % (i, len(small), small))
+    assert c.call("version").startswith(b"VERSION")
+    eviction_lines(w, 1)
+    d = int(stats(c)["evictions"]) - n0
+    assert 1 <= d <= 3, d
+
+
+def test_no_evictions_flag_still_refuses(start_server):
+    srv = start_server("-m", "8", "-M")
+    c = srv.connect()
+    stored = 0
+    for i in range(1200):
+        r = c.call(b"set m%d 0 0 %d\r\n%s" % (i, len(VALUE), VALUE))
+        if r != b"STORED\r\n":
+            assert r == b"SERVER_ERROR out of memory storing object\r\n"
+            break
+        stored += 1
+    assert 100 < stored < 1200
+    assert int(stats(c)["evictions"]) == 0
+    for i in range(stored):
+        assert c.call(b"mg m%d" % i) == b"HD\r\n"
