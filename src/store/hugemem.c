@@ -135,3 +135,94 @@ void hugemem_pool_release(struct hugemem_pool *p)
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->lock);
 }
+
+void hugemem_ahead_init(struct hugemem_ahead *a)
+{
+    *a = (struct hugemem_ahead){0};
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->wake, NULL);
+}
+
+/* Makes the mapping asked for, faulted in here rather than in a request. */
+static void *hugemem_ahead_maker(void *arg)
+{
+    struct hugemem_ahead *a = arg;
+    pthread_mutex_lock(&a->lock);
+    while (!a->stop) {
+        if (!a->want || a->ready_len == a->want) {
+            pthread_cond_wait(&a->wake, &a->lock);
+            continue;
+        }
+        if (a->ready) { /* made for a length no longer wanted */
+            munmap(a->ready, a->ready_len);
+            a->ready = NULL;
+            a->ready_len = 0;
+        }
+        size_t len = a->want;
+        pthread_mutex_unlock(&a->lock);
+        char *m = hugemem_map(len);
+        if (m)
+            for (size_t o = 0; o < len; o += 4096)
+                m[o] = 0;
+        pthread_mutex_lock(&a->lock);
+        if (!m) {
+            a->want = 0; /* out of memory: the caller maps its own */
+            continue;
+        }
+        a->ready = m;
+        a->ready_len = len;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+void hugemem_ahead_ask(struct hugemem_ahead *a, size_t len)
+{
+    pthread_mutex_lock(&a->lock);
+    if (a->want != len && !a->stop) {
+        a->want = len;
+        if (!a->started)
+            a->started = pthread_create(&a->thread, NULL, hugemem_ahead_maker, a) == 0;
+        pthread_cond_signal(&a->wake);
+    }
+    pthread_mutex_unlock(&a->lock);
+}
+
+void *hugemem_ahead_take(struct hugemem_ahead *a, size_t len)
+{
+    void *m = NULL;
+    pthread_mutex_lock(&a->lock);
+    if (a->ready && a->ready_len == len) {
+        m = a->ready;
+        a->ready = NULL;
+        a->ready_len = 0;
+        a->want = 0;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return m;
+}
+
+size_t hugemem_ahead_bytes(struct hugemem_ahead *a)
+{
+    pthread_mutex_lock(&a->lock);
+    size_t n = a->ready ? a->ready_len : 0;
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}
+
+void hugemem_ahead_release(struct hugemem_ahead *a)
+{
+    pthread_mutex_lock(&a->lock);
+    a->stop = true;
+    pthread_cond_signal(&a->wake);
+    pthread_mutex_unlock(&a->lock);
+    if (a->started)
+        pthread_join(a->thread, NULL);
+    a->started = false;
+    if (a->ready)
+        munmap(a->ready, a->ready_len);
+    a->ready = NULL;
+    a->ready_len = 0;
+    pthread_cond_destroy(&a->wake);
+    pthread_mutex_destroy(&a->lock);
+}

@@ -56,28 +56,38 @@ struct index_table_mig {
     uint64_t done; /* buckets moved */
 };
 
-static struct index_table *table_new(unsigned power)
+/* A table of 2^power buckets, in `made` (zeroed, that size) when given. */
+static struct index_table *table_new_in(unsigned power, void *made)
 {
     struct index_table_mig *m = calloc(1, sizeof(*m));
     if (!m)
         return NULL;
     size_t nbuckets = (size_t)1 << power;
-    void *p = mmap(NULL, nbuckets * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    if (p == MAP_FAILED) {
-        free(m);
-        return NULL;
-    }
+    void *p = made;
+    if (!p) {
+        p = mmap(NULL, nbuckets * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                 0);
+        if (p == MAP_FAILED) {
+            free(m);
+            return NULL;
+        }
 #ifdef MADV_HUGEPAGE
-    /* Lookups land on random buckets: a large table on huge pages misses
-     * the TLB far less. A hint; without it the table works the same. */
-    if (nbuckets * 64 >= INDEX_HUGE_MIN)
-        madvise(p, nbuckets * 64, MADV_HUGEPAGE);
+        /* Lookups land on random buckets: a large table on huge pages
+         * misses the TLB far less. A hint; without it the table works the
+         * same. */
+        if (nbuckets * 64 >= INDEX_HUGE_MIN)
+            madvise(p, nbuckets * 64, MADV_HUGEPAGE);
 #endif
+    }
     m->t.b = p;
     m->t.mask = nbuckets - 1;
     m->t.power = power;
     return &m->t;
+}
+
+static struct index_table *table_new(unsigned power)
+{
+    return table_new_in(power, NULL);
 }
 
 static void table_free(struct index_table *t)
@@ -173,6 +183,7 @@ int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *a
     ix->rehash_arg = arg;
     ix->pool_next = 1;
     ix->tomb_fd = -1;
+    hugemem_ahead_init(&ix->next);
     pthread_mutex_init(&ix->pool_lock, NULL);
     pthread_mutex_init(&ix->grow_lock, NULL);
     return 0;
@@ -195,6 +206,7 @@ void index_release(struct index *ix)
     }
     if (ix->tomb_fd >= 0)
         close(ix->tomb_fd);
+    hugemem_ahead_release(&ix->next);
     pthread_mutex_destroy(&ix->pool_lock);
     pthread_mutex_destroy(&ix->grow_lock);
     memset(ix, 0, sizeof(*ix));
@@ -215,7 +227,7 @@ size_t index_bytes(struct index *ix)
     pthread_mutex_lock(&ix->pool_lock);
     n += (size_t)ix->nchunks * (INDEX_CHUNK_BUCKETS * 64 + sizeof(*ix->chunks));
     pthread_mutex_unlock(&ix->pool_lock);
-    return n;
+    return n + hugemem_ahead_bytes(&ix->next);
 }
 
 unsigned index_level(struct index *ix)
@@ -471,12 +483,29 @@ void index_maintain(struct index *ix)
     }
     struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
     uint64_t items = __atomic_load_n(&ix->items, __ATOMIC_RELAXED);
-    if (items <= (c->mask + 1) * INDEX_GROW_LOAD || c->power >= INDEX_MAX_POWER)
+    uint64_t grow_at = (c->mask + 1) * INDEX_GROW_LOAD;
+    size_t next_len = (c->mask + 1) * 128;
+    if (c->power >= INDEX_MAX_POWER)
         return;
+    if (items <= grow_at) {
+        /* Three quarters of the way there: the next table is made now,
+         * on huge pages where it fills one, by a thread of its own. */
+        if (items > grow_at / 4 * 3 && next_len >= HUGEMEM_PAGE &&
+            __atomic_load_n(&ix->next_power, __ATOMIC_RELAXED) != c->power + 1) {
+            __atomic_store_n(&ix->next_power, c->power + 1, __ATOMIC_RELAXED);
+            hugemem_ahead_ask(&ix->next, next_len);
+        }
+        return;
+    }
     pthread_mutex_lock(&ix->grow_lock);
     if (__atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE) == c &&
         !__atomic_load_n(&ix->old, __ATOMIC_ACQUIRE)) {
-        struct index_table *t = table_new(c->power + 1);
+        /* Made ahead if it is ready; else mapped here, on small pages
+         * below INDEX_HUGE_MIN. */
+        void *made = next_len >= HUGEMEM_PAGE ? hugemem_ahead_take(&ix->next, next_len) : NULL;
+        struct index_table *t = table_new_in(c->power + 1, made);
+        if (!t && made)
+            munmap(made, next_len);
         if (t) {
             /* old first, then cur: see index_lock_hash. */
             __atomic_store_n(&ix->old, c, __ATOMIC_RELEASE);

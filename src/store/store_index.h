@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/hugemem.h"
+
 /* A bucket is one cache line: word 0 is the header (bit 0 the lock, bits
  * 32..63 the overflow bucket chained after it, 0 = none), words 1..7 slots.
  * A slot: tag(11) | segment id(24) | offset(27) | frequency(2); 0 = empty.
@@ -62,6 +64,11 @@ struct index {
     uint32_t pool_next;        /* next never-used overflow id (1-based) */
     uint32_t pool_free;        /* free list head, linked through the header */
     uint64_t overflow_used;
+    /* The next table, made on huge pages ahead of the growth that takes
+     * it (index_maintain): its first touch may compact memory, which no
+     * request may wait for (docs/store.md "Huge pages"). */
+    struct hugemem_ahead next;
+    unsigned next_power; /* the power it was asked for */
 };
 
 /* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,

@@ -7,6 +7,7 @@
 #include "store/store_core.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <time.h>
 
 #define MB (1u << 20)
@@ -220,6 +221,51 @@ static void test_get_copies_short_values_unpinned(void **state)
     tstore_close(&t);
 }
 
+/* The index's next table is made ahead, off the request path, once the
+ * table is three quarters of the way to growing, and the growth takes it
+ * (on huge pages: the first touch of one may compact memory). Keys stay
+ * found across the growth. */
+static void test_next_table_made_ahead(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 64 * MB, MB, true, true);
+    struct index *ix = &t.s->index;
+    uint64_t buckets = ix->cur->mask + 1; /* 2^14 at memcached's default level */
+    uint64_t grow_at = buckets * INDEX_GROW_LOAD;
+    size_t next_len = buckets * 2 * 64;
+    assert_true(next_len >= HUGEMEM_PAGE);
+    char key[32];
+    uint64_t n = 0;
+    for (; n <= grow_at / 4 * 3 + 1; n++) {
+        snprintf(key, sizeof key, "k%llu", (unsigned long long)n);
+        assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
+    }
+    for (int ms = 0; ms < 5000 && hugemem_ahead_bytes(&ix->next) != next_len; ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(hugemem_ahead_bytes(&ix->next), next_len);
+    const uint64_t *made = ix->next.ready;
+    assert_int_equal((uintptr_t)made % HUGEMEM_PAGE, 0);
+    assert_int_equal(ix->cur->mask + 1, buckets); /* not grown yet */
+    for (; n <= grow_at + 100; n++) {
+        snprintf(key, sizeof key, "k%llu", (unsigned long long)n);
+        assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
+    }
+    assert_int_equal(ix->cur->mask + 1, buckets * 2);
+    assert_ptr_equal(ix->cur->b, made);
+    assert_int_equal(hugemem_ahead_bytes(&ix->next), 0);
+    index_finish_growth(ix);
+    char buf[8];
+    for (uint64_t i = 0; i < n; i += 997) {
+        snprintf(key, sizeof key, "k%llu", (unsigned long long)i);
+        assert_int_equal(tget(&t, key, buf, sizeof buf, NULL), STORE_OK);
+        assert_string_equal(buf, "v");
+    }
+    tstore_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_expired_item_is_unlinked_and_counted),
         cmocka_unit_test(test_pin_waits_out_a_compaction),
         cmocka_unit_test(test_get_copies_short_values_unpinned),
+        cmocka_unit_test(test_next_table_made_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
