@@ -79,6 +79,15 @@ int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr
     return loop->ops->recv(loop, fd, buf, len, ptr);
 }
 
+int event_recvv(struct event_loop *loop, int fd, const struct iovec *iov, int n, void *ptr)
+{
+    if (!loop->ops->recvv) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    return loop->ops->recvv(loop, fd, iov, n, ptr);
+}
+
 int event_recv_multi(struct event_loop *loop, int fd, size_t max, void *ptr)
 {
     if (!loop->ops->recv_multi) {

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct iovec;
 struct msghdr;
 
 enum {
@@ -79,6 +80,10 @@ bool event_has_io(const struct event_loop *loop);
  * (errno set). */
 int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr);
 int event_send(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
+/* Receive into n pieces in order (a held value's rest and the read buffer
+ * after it: one receive, as a readv on epoll); iov and what it points at
+ * stay untouched until the completion, as for event_recv. */
+int event_recvv(struct event_loop *loop, int fd, const struct iovec *iov, int n, void *ptr);
 /* A receive that stays started (multishot) into the loop's buffers: each
  * arrival of bytes is one EVENT_RECV event (as event_recv with buf NULL),
  * flagged EVENT_MORE while it stays started. It ends by itself once it has

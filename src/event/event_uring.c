@@ -583,6 +583,24 @@ static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t l
     return 0;
 }
 
+/* READV, not RECVMSG: no msghdr for the kernel to copy in, and on a socket
+ * it ends at what was queued, as recv does (a short read is retried only
+ * on regular files). */
+static int event_uring_recvv(struct event_loop *base, int fd, const struct iovec *iov, int n,
+                             void *ptr)
+{
+    struct event_uring *l = event_uring_of(base);
+    if (fd < 0 || fd >= (1 << 30) || n <= 0 || event_uring_grow(l, fd) < 0)
+        return -1;
+    struct io_uring_sqe *sqe = event_uring_sqe(l);
+    if (!sqe)
+        return -1;
+    io_uring_prep_readv(sqe, fd, iov, (unsigned)n, 0);
+    event_uring_target(l, sqe, fd);
+    sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_RECV;
+    return 0;
+}
+
 static int event_uring_recv_multi(struct event_loop *base, int fd, size_t max, void *ptr)
 {
     struct event_uring *l = event_uring_of(base);
@@ -682,6 +700,7 @@ const struct event_ops event_uring_ops = {
     .del = event_uring_del,
     .wait = event_uring_wait,
     .recv = event_uring_recv,
+    .recvv = event_uring_recvv,
     .send = event_uring_send,
     .recv_multi = event_uring_recv_multi,
     .cancel = event_uring_cancel,

@@ -675,7 +675,21 @@ static void conn_recv_start(struct conn *c)
         if (t == CONN_IN_TO_NOWHERE)
             return;
     }
-    if (event_recv(c->env->loop, c->fd, at, room, &c->watch) < 0) {
+    /* A held value's rest is queued: the receive that fills it takes its
+     * "\r\n" and what follows into the read buffer too (conn_read_held) */
+    char *tail = NULL;
+    size_t tail_room = 0;
+    if (t == CONN_IN_TO_SINK && c->sess.sink_held)
+        tail_room = conn_input_tail(&c->in, &c->sess, &tail);
+    int rc;
+    if (tail_room > 0) {
+        c->recv_iov[0] = (struct iovec){at, room};
+        c->recv_iov[1] = (struct iovec){tail, tail_room};
+        rc = event_recvv(c->env->loop, c->fd, c->recv_iov, 2, &c->watch);
+    } else {
+        rc = event_recv(c->env->loop, c->fd, at, room, &c->watch);
+    }
+    if (rc < 0) {
         log_info("<%d could not start a receive: %s", c->fd, strerror(errno));
         conn_close(c, "event loop error");
         return;
@@ -683,7 +697,7 @@ static void conn_recv_start(struct conn *c)
     c->recv_busy = true;
     c->recv_multi = false;
     c->recv_target = t;
-    c->recv_room = at ? room : EVENT_RECV_BUF_MAX;
+    c->recv_room = at ? room + tail_room : EVENT_RECV_BUF_MAX;
 }
 
 /* n bytes a receive put in one of the loop's buffers (which goes back to

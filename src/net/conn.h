@@ -66,6 +66,8 @@ struct conn {
                                   receive may be started into our buffers */
     size_t recv_room;          /* what the receive started was given */
     enum conn_in_target recv_target;
+    struct iovec recv_iov[2];  /* a two-piece receive's: a held value's
+                                  rest, then the read buffer */
     struct iovec *iov;         /* the send in flight's iovecs */
     int iov_cap;
     struct msghdr msg;
