@@ -2,13 +2,15 @@
 """Where a server's CPU goes on one workload, and what a change saved.
 
   bench/profile.py --bin NEW [--base OLD] [--workload get90_p16] [--rounds 5]
-                   [--seconds 3] [--perf]
+                   [--seconds 3] [--perf] [--server-args '-o io_uring=off']
 
 Starts each binary once, pinned to CPU 1 (-t 1 -m 256), prefills 100,000
-keys of 100 B, then runs the load generator on CPU 0 for --seconds per run,
-alternating the binaries round after round (the order flips each round),
-and prints each one's median server CPU µs per request (utime+stime from
-/proc over the run ÷ requests) with its range, and NEW/OLD. With --perf it
+keys of 100 B (large100k: its 200 keys of 100 KiB), then runs the load
+generator on CPU 0 for --seconds per run, alternating the binaries round
+after round (the order flips each round), and prints each one's median
+server CPU µs per request (utime+stime from /proc over the run ÷ requests)
+with its range, and NEW/OLD (of the medians, and the median of the
+rounds' own ratios: paired, steadier on a shared machine). With --perf it
 then records each server for 4 s under the same load (perf record -g) and
 prints its top symbols. docs/benchmark.md "The cache's own cost" was made
 with it:
@@ -32,7 +34,11 @@ WORKLOADS = {  # the same arguments as bench/compare.sh
     "get90_p16": "-c 50 -d 16 -g 0.9 -v 100 -k 100000",
     "mget16": "-c 50 -d 1 -g 1 -m 16 -v 100 -k 100000",
     "meta_mg_p16": "-c 50 -d 16 -g 1 -p meta -v 100 -k 100000",
+    "large100k": "-c 10 -d 1 -g 0.9 -v 102400 -k 200 --key-base 1000000",
 }
+# What each workload's keys are prefilled with (compare.sh's prefill)
+PREFILL = {"large100k": "-c 4 -d 2 -k 200 --key-base 1000000 -v 102400"}
+PREFILL_DEFAULT = "-c 10 -d 16 -k 100000 -v 100"
 
 
 def loadgen(lg, port, args, seconds, seed):
@@ -51,6 +57,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--perf", action="store_true", help="also print each server's top symbols")
+    ap.add_argument("--server-args", default="",
+                    help="more flags for both servers, e.g. '-o io_uring=off'")
     a = ap.parse_args()
     bins = {"new": a.bin}
     if a.base:
@@ -59,11 +67,11 @@ def main():
     procs, ports = {}, {}
     try:
         for name, b in bins.items():
-            procs[name], ports[name] = start_server(b, "-t", "1", "-c", "4096", cpu=1,
-                                                    quiet=False)
+            procs[name], ports[name] = start_server(b, "-t", "1", "-c", "4096",
+                                                    *a.server_args.split(), cpu=1, quiet=False)
         for name in bins:
             subprocess.run(["taskset", "-c", "0", a.loadgen, "-s", f"127.0.0.1:{ports[name]}", "-q",
-                            "--prefill", "-c", "10", "-d", "16", "-k", "100000", "-v", "100"],
+                            "--prefill"] + PREFILL.get(a.workload, PREFILL_DEFAULT).split(),
                            check=True)
         cpu = {n: [] for n in bins}
         for r in range(a.rounds):
@@ -79,7 +87,9 @@ def main():
             print(f"  {n} {bins[n]}: CPU µs/request median {statistics.median(cpu[n]):.3f} "
                   f"(min {min(cpu[n]):.3f}, max {max(cpu[n]):.3f})")
         if a.base:
-            print(f"  new/old: {statistics.median(cpu['new']) / statistics.median(cpu['old']):.2f}")
+            paired = statistics.median(n / o for n, o in zip(cpu["new"], cpu["old"]))
+            print(f"  new/old: {statistics.median(cpu['new']) / statistics.median(cpu['old']):.2f}"
+                  f" (paired {paired:.2f})")
         if a.perf:
             for n in bins:
                 with tempfile.TemporaryDirectory() as d:

@@ -77,7 +77,9 @@ enum store_status session_reserve_value(struct session *s, const char *key, size
 {
     s->sink_held = false;
     bool here = avail >= need;
-    if (!here && session_value_queued(s, need - avail)) {
+    /* Ask only for a large value: the ioctl costs about what staging and
+     * copying a small one does (and the ring's system calls are few). */
+    if (!here && nvalue > STORE_UPLOAD_SMALL && session_value_queued(s, need - avail)) {
         /* The rest is in the kernel: a segment reserved now is filled by
          * the reads this turn makes, never held waiting for the client
          * (docs/store.md "Uploads"). */

@@ -109,8 +109,9 @@ bool session_value_coming(const struct session *s, size_t rest);
 
 /* Reserve a value of nvalue bytes under key for a protocol that waits for
  * need bytes (the value and any terminator), avail of them already read.
- * All here: a plain reservation, filled from the read buffer. Else, when
- * the socket already holds the rest (one FIONREAD), a plain reservation
+ * All here: a plain reservation, filled from the read buffer. Else, for a
+ * value over STORE_UPLOAD_SMALL whose rest the socket already holds (one
+ * FIONREAD), a plain reservation
  * too, which the connection fills straight from the socket in the same
  * turn (sink_held, counted in sets_direct): no staging copy, and no
  * segment waits on the client. Else an upload, staged outside the segments

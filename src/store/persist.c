@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -100,6 +101,32 @@ static void pm_layout(struct store *s, struct persist *pm)
     h->seq_next = 1;
 }
 
+/* One server per file: a second one would restore from (or lay out
+ * afresh) the memory the first is writing, and both would serve what the
+ * other overwrites. An exclusive lock on the open file, released by the
+ * kernel when the holder exits however it exits; a server just killed may
+ * take a moment to let go, so the lock is asked for again for up to
+ * PM_LOCK_WAIT_MS before the start is refused. */
+#define PM_LOCK_WAIT_MS 2000
+static int pm_lock(int fd, const char *path)
+{
+    for (int waited = 0;; waited += 10) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            log_error("-e %s: cannot lock the memory file: %s", path, strerror(errno));
+            return -1;
+        }
+        if (waited >= PM_LOCK_WAIT_MS) {
+            log_error("-e %s: in use by another server (the file is locked): refusing to use it",
+                      path);
+            return -1;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int persist_open(struct store *s, const char *path, struct persist **out)
 {
     *out = NULL;
@@ -135,6 +162,10 @@ int persist_open(struct store *s, const char *path, struct persist **out)
     if (st.st_uid != geteuid()) {
         log_error("-e %s: owned by uid %u, not by this user (uid %u): refusing to use it", path,
                   (unsigned)st.st_uid, (unsigned)geteuid());
+        close(fd);
+        return -1;
+    }
+    if (pm_lock(fd, path) != 0) {
         close(fd);
         return -1;
     }

@@ -22,13 +22,18 @@
 
 /* Buckets in a part at least: 256 KiB, a quarter of a core's L2 here. */
 #define RIX_PART_MIN_BITS 12
-/* Parts at most: each walking thread gathers a line per part and writes
- * to as many places, which must stay in its caches and TLB. For 4 GiB of
- * 100-byte items (2^23 buckets), taking turns on this machine: 1024 parts
- * of 512 KiB restored in 3.4-4.6 s of CPU (median 3.8), 2048 of 256 KiB in
- * 4.0-6.9 s (median 4.8; more walk) and 512 of 1 MiB in 3.5-4.7 s (more
- * fill). */
-#define RIX_MAX_PART_BITS 10
+/* Parts at most: each walking thread gathers lines per part and writes
+ * to as many places, whose pages must stay in its TLB between two writes
+ * to one place (a TLB miss costs a two-level page walk on this VM), beside
+ * the pages of the segments it walks. For 4 GiB of 100-byte items (2^23
+ * buckets), taking turns on this machine: 512 parts of 1 MiB restored
+ * after a graceful stop in 2.91-3.19 s of CPU against 3.27-3.43 s with
+ * 1024 parts of 512 KiB (four runs each, load 10-11; after a crash, three
+ * each at load 8, alike: 3.28-3.51 against 3.24-3.53); 256 parts of
+ * 2 MiB spend less in the walk and more in the fill (parts larger than
+ * L2), alike in all. Earlier, when the walk was slower: 1024 parts 3.4-4.6 s,
+ * 2048 of 256 KiB 4.0-6.9 s (more walk). */
+#define RIX_MAX_PART_BITS 9
 /* Words ahead whose bucket the fill asks the CPU for. */
 #define RIX_AHEAD 8
 /* Blocks come from mappings of this size, given back at the end. */

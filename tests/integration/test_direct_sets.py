@@ -102,3 +102,21 @@ def test_large_values_and_what_follows_them(start_server, backend):
         want = b"VALUE big%d 0 %d\r\n%s\r\nEND\r\nMN\r\n" % (n, n, value)
         assert c.read_exact(len(want)) == want
     c.close()
+
+
+def test_small_value_is_staged_without_asking(start_server):
+    """Values up to 16 KiB are staged as before, whatever the socket holds:
+    the FIONREAD would cost about what their copy does."""
+    srv = start_server("-t", "1")
+    c, m = srv.connect(), srv.connect()
+    before = counters(m)
+    for n in (5000, 16000):
+        value = os.urandom(n)
+        c.send(b"set small 0 0 %d\r\n%s\r\n" % (n, value))
+        assert c.readline() == b"STORED\r\n"
+        want = b"VALUE small 0 %d\r\n%s\r\nEND\r\n" % (n, value)
+        c.send(b"get small\r\n")
+        assert c.read_exact(len(want)) == want
+    assert counters(m)["sets_direct"] == before["sets_direct"]
+    c.close()
+    m.close()

@@ -180,6 +180,19 @@ def wait_upload_bytes(srv, want, timeout=10.0):
     assert got == want
 
 
+def wait_stat(srv, name, want, timeout=10.0):
+    """Until `stats nodelay` shows name == want."""
+    c = srv.connect()
+    deadline = time.monotonic() + timeout
+    while True:
+        got = int(stats(c, "nodelay")[name])
+        if got == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    c.close()
+    assert got == want, f"{name} {got}, not {want}"
+
+
 def slow_upload_refusals(srv, seed=11, clients=8, per_client=40):
     """clients connections upload values of 50 B - 400 KB, each value sent
     in pieces, round-robin, so all of them are half-sent at once; keys
@@ -338,8 +351,12 @@ def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
     honest.send(value[1000:] + b"\r\n")  # swallowed
     assert honest.call("version").startswith(b"VERSION ")
     time.sleep(2.2)  # now they have all stalled
-    honest.send(b"set fresh 0 0 1000000\r\n")
-    for off in range(0, len(value), 100000):
+    # the rest sent only once the line is parsed: had the socket held the
+    # whole value by then, it would go straight to a segment, no upload
+    # needing room (sets_direct, test_direct_sets.py)
+    honest.send(b"set fresh 0 0 1000000\r\n" + value[:1000])
+    wait_stat(srv, "uploads_cut", 1)
+    for off in range(1000, len(value), 100000):
         honest.send(value[off:off + 100000])
     honest.send(b"\r\n")
     assert honest.readline() == b"STORED\r\n"

@@ -564,6 +564,31 @@ def test_kill9_under_load_loses_and_resurrects_nothing(start_server, mem_file, m
     assert counts["restarts"] >= 3
 
 
+def test_a_second_server_on_the_file_is_refused(start_server, server_bin, mem_file, tmp_path):
+    """One server per memory file: a second one started on it (by mistake,
+    or before the first has exited) would restore from, or lay out afresh,
+    the memory the first is writing. It waits a moment for the lock, then
+    refuses to start; the first server and its items are untouched."""
+    srv = start_server("-e", mem_file)
+    fill_some(srv, 50)
+    other = helpers.Server(server_bin, ["-e", mem_file], workdir=str(tmp_path))
+    t0 = time.monotonic()
+    with pytest.raises(helpers.ServerError) as e:
+        other.start(timeout=10)
+    assert "in use by another server" in str(e.value)
+    assert time.monotonic() - t0 >= 1.5  # it asked again for a while first
+    c = srv.connect()
+    assert c.get_multi(["k7"]) == {"k7": (7, b"v7" * 20)}
+    c.close()
+    # ... and the lock goes with its holder, however it stops.
+    kill9(srv)
+    srv = start_server("-e", mem_file)
+    c = srv.connect()
+    assert c.get_multi(["k7", "k49"]) == {"k7": (7, b"v7" * 20), "k49": (49, b"v49" * 20)}
+    assert stats(c, "nodelay")["restore_mode"] == "crash"
+    c.close()
+
+
 def test_memcached_meta_file_is_refused(server_bin, mem_file, tmp_path):
     """FILE.meta is memcached's restart metadata: the file is memcached's,
     and nodelay refuses it as memcached refuses a .meta it cannot read."""

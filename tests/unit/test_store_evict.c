@@ -2,6 +2,10 @@
  * (memcached's t/multiversioning case), -M, run-time memory limits, walk. */
 #include "test_store_helpers.h"
 #include "store/store_core.h"
+#include "store/persist.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -408,8 +412,84 @@ static void test_no_evictions_pays_nothing(void **state)
     tstore_close(&t);
 }
 
+static char pm_path[64];
+
+static bool value_is(struct tstore *t, int i, size_t vlen)
+{
+    char key[32];
+    snprintf(key, sizeof key, "key:%010d", i);
+    struct store_item it;
+    struct store_get_req r = {.no_update = true, .want_value = true};
+    if (store_get(t->c, key, strlen(key), &r, &it) != STORE_OK)
+        return false;
+    bool ok = it.nvalue == vlen;
+    for (size_t k = 0; ok && k < vlen; k++)
+        ok = it.value[k] == (char)('a' + i % 26);
+    store_pin_release(it.pin);
+    return ok;
+}
+
+/* -e: a kill while a victim is half walked (items evicted, carried and
+ * kept in place behind the cursor, the rest untouched) brings back exactly
+ * what was live: nothing evicted returns, nothing live is lost (docs/store.md
+ * "Restarts", P3 and P4). */
+static void test_half_walked_victim_after_a_crash(void **state)
+{
+    (void)state;
+    unlink(pm_path);
+    clock_setup();
+    struct store_options o = {.mem_limit = 4 * MB, .item_size_max = 64 * 1024,
+                              .evictions = true, .cas_enabled = true, .memory_file = pm_path};
+    struct tstore t;
+    assert_int_equal(store_create(&t.s, &o), 0);
+    t.c = store_ctx_create(t.s);
+    enum { N = 12000 };
+    int n = 0;
+    /* every third key is read once, so victims keep some: carried to the
+     * main open segment or, once it is full, kept in place */
+    while (n < N) {
+        put(&t, n, 1000);
+        if (n % 3 == 0)
+            touch_read(&t, n);
+        n++;
+        bool far = evictions_of(&t) > 2000; /* takes the pool lock itself */
+        pthread_mutex_lock(&t.s->pool_lock);
+        bool mid = far && t.s->walk.v && t.s->walk.off > t.s->seg_size / 3 &&
+                   t.s->walk.kept_from != UINT32_MAX;
+        pthread_mutex_unlock(&t.s->pool_lock);
+        if (mid)
+            break;
+    }
+    assert_true(n < N); /* stopped mid-walk, with items kept in place */
+    static bool live[N];
+    int nlive = 0;
+    for (int i = 0; i < n; i++)
+        nlive += live[i] = value_is(&t, i, 1000);
+    assert_true(nlive > 0 && nlive < n);
+    tstore_close(&t);
+    /* as a kill leaves it: the run state not marked clean */
+    int fd = open(pm_path, O_RDWR);
+    assert_true(fd >= 0);
+    struct pm_hdr h;
+    assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+    h.state = PM_RUNNING;
+    assert_int_equal(pwrite(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+    close(fd);
+    assert_int_equal(store_create(&t.s, &o), 0);
+    t.c = store_ctx_create(t.s);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.restore_mode, STORE_RESTORE_CRASH);
+    assert_int_equal(st.curr_items, (uint64_t)nlive);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(value_is(&t, i, 1000), live[i]);
+    tstore_close(&t);
+    unlink(pm_path);
+}
+
 int main(void)
 {
+    snprintf(pm_path, sizeof pm_path, "/dev/shm/nodelay-unit-evict-%d", (int)getpid());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_order),   cmocka_unit_test(test_second_chance),
         cmocka_unit_test(test_scan_resistance), cmocka_unit_test(test_pin_survives),
@@ -419,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_eviction_at_writers_pace),
         cmocka_unit_test(test_no_evictions_pays_nothing),
+        cmocka_unit_test(test_half_walked_victim_after_a_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
