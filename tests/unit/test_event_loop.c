@@ -213,6 +213,23 @@ static void test_completion_io(void **state)
     assert_non_null(f.data);
     assert_memory_equal(f.data, "world", 5);
 
+    /* one receive into two pieces, the first filled before the second:
+     * then one that ends at what was queued, not waiting to fill both */
+    char one[4], two[8];
+    struct iovec rv[2] = {{one, sizeof one}, {two, sizeof two}};
+    assert_int_equal(write(sv[1], "value\r\nget", 10), 10);
+    assert_int_equal(event_recvv(l, sv[0], rv, 2, &tag), 0);
+    f = wait_for(l, &tag, EVENT_RECV);
+    assert_int_equal(f.res, 10);
+    assert_null(f.data);
+    assert_memory_equal(one, "valu", 4);
+    assert_memory_equal(two, "e\r\nget", 6);
+    assert_int_equal(event_recvv(l, sv[0], rv, 2, &tag), 0);
+    assert_int_equal(write(sv[1], "ab\r\n", 4), 4);
+    f = wait_for(l, &tag, EVENT_RECV);
+    assert_int_equal(f.res, 4);
+    assert_memory_equal(one, "ab\r\n", 4);
+
     /* one send of two pieces */
     struct iovec iov[2] = {{"ab", 2}, {"cde", 3}};
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
