@@ -166,6 +166,30 @@ def test_upload_completes_after_many_pieces(start_server):
     b.close()
 
 
+def test_value_whole_before_its_crlf(start_server):
+    """The stall that test_upload_completes_after_many_pieces hit now and
+    then on io_uring: a first receive that fills its room exactly (the
+    command and the value's first bytes: 2048, a multishot receive's limit)
+    has the rest read into the read buffer; when that brings the whole value
+    but not its "\r\n", sent apart, the "\r\n" must end the set, not land in
+    item memory as value bytes (the set was never answered). The pauses put
+    each piece in a receive of its own."""
+    srv = start_server()
+    c = srv.connect()
+    size = 16384
+    value = bytes(random.Random(3).getrandbits(8) for _ in range(size))
+    head = b"set whole 0 0 %d\r\n" % size
+    first = 2048 - len(head)
+    c.send(head + value[:first])
+    time.sleep(0.1)
+    c.send(value[first:])
+    time.sleep(0.1)
+    c.send(b"\r\n")
+    assert c.readline() == b"STORED\r\n"
+    assert c.get_multi(["whole"])["whole"] == (0, value)
+    c.close()
+
+
 def wait_upload_bytes(srv, want, timeout=10.0):
     """Until the server holds `want` bytes of incomplete uploads (requests on
     other connections may be parsed by other workers, in any order)."""

@@ -301,6 +301,54 @@ static void test_more_queued_reads_the_rest_into_the_buffer(void **state)
     tt_free(t);
 }
 
+/* io_uring's stall: the first receive took the command and the value's
+ * first bytes and filled its room (more_queued), so the rest was read into
+ * the buffer; it brought the whole value but not its "\r\n" (sent apart).
+ * The next read must go to the buffer: a sink left pointing into item memory
+ * took the "\r\n" as value bytes and the set was never answered. */
+static void test_value_whole_before_its_crlf(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    enum { VLEN = 16384, FIRST = 2048 };
+    char *val = malloc(VLEN);
+    assert_non_null(val);
+    for (size_t i = 0; i < VLEN; i++)
+        val[i] = (char)('a' + i % 26);
+    char first[FIRST];
+    int h = snprintf(first, sizeof first, "set whole 0 0 %d\r\n", VLEN);
+    memcpy(first + h, val, FIRST - (size_t)h);
+    unsigned act = ci_read(t, first, FIRST);
+    assert_true(act & CONN_IN_QUICKACK);
+    size_t rest = VLEN - (FIRST - (size_t)h);
+    assert_int_equal(t->s.sink_len, rest);
+    t->in.more_queued = true;
+    act = ci_read(t, val + VLEN - rest, rest);
+    assert_int_equal(t->s.sink_len, 0); /* whole: nothing may land in item memory */
+    t->in.more_queued = false;
+    char *at;
+    size_t room;
+    enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+    assert_int_equal(to, CONN_IN_TO_BUF);
+    memcpy(at, "\r\n", 2);
+    conn_input_received(&t->in, &t->s, to, 2);
+    size_t n;
+    char *out = tt_drain(t, &n);
+    assert_string_equal(out, "STORED\r\n");
+    free(out);
+    ci_read(t, "get whole\r\n", 11);
+    out = tt_drain(t, &n);
+    char head[64];
+    int k = snprintf(head, sizeof head, "VALUE whole 0 %d\r\n", VLEN);
+    assert_int_equal(n, (size_t)k + VLEN + 7);
+    assert_memory_equal(out, head, (size_t)k);
+    assert_memory_equal(out + k, val, VLEN);
+    assert_memory_equal(out + k + VLEN, "\r\nEND\r\n", 7);
+    free(out);
+    free(val);
+    tt_free(t);
+}
+
 /* Bytes that arrive while the unit has work left (a multishot receive's on
  * io_uring, before its stop lands) wait in the read buffer, counted there,
  * and run after what was buffered, in order, at the resumes. */
@@ -427,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_read_buffer_limit),
         cmocka_unit_test(test_direct_read_target),
         cmocka_unit_test(test_more_queued_reads_the_rest_into_the_buffer),
+        cmocka_unit_test(test_value_whole_before_its_crlf),
         cmocka_unit_test(test_kept_bytes_run_after_the_paused_work),
         cmocka_unit_test(test_held_value_is_read_with_what_follows),
     };

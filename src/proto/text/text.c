@@ -354,6 +354,13 @@ static size_t text_receive(struct session *s, const char *buf, size_t len)
     } else if (t->dest && t->filled < t->need) {
         s->sink = t->dest + t->filled;
         s->sink_len = t->need - t->filled;
+    } else {
+        /* The value is whole, its "\r\n" still to come: no receive may
+         * land in item memory now. A sink left from an earlier piece (the
+         * rest read into the buffer, io_uring's more_queued) took the
+         * "\r\n" as value bytes and the set never finished. */
+        s->sink = NULL;
+        s->sink_len = 0;
     }
     return pos;
 }
