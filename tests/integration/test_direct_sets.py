@@ -48,23 +48,33 @@ def test_value_in_one_write_goes_straight_to_its_segment(start_server, backend, 
     srv = start_server("-t", "1", *BACKENDS[backend])
     c, m = srv.connect(), srv.connect()  # m: stats (a binary session speaks only binary)
     readiness = stats(m, "nodelay")["event_backend"] != "io_uring"
-    for i in range(5):
+    # One write of 100 KiB reaches the server's socket in loopback segments:
+    # on a loaded machine the worker may parse the command line before the
+    # last one is queued, and then the value is rightly staged. So judge the
+    # sets that went direct, and need most of them to.
+    direct = 0
+    for i in range(20):
         key = b"direct%d" % i
         value = os.urandom(VLEN)
         a = counters(m)
         b = counters(m)  # a stats request's own reads: b - a
         setter(c, key, value)
         d = counters(m)
-        assert d["sets_direct"] - b["sets_direct"] == 1, "the set was staged"
+        assert d["upload_bytes"] == 0
+        want = b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (key, VLEN, value)
+        m.send(b"get %s\r\n" % key)
+        assert m.read_exact(len(want)) == want
+        if d["sets_direct"] - b["sets_direct"] != 1:
+            continue
+        direct += 1
         assert d["quickacks"] == b["quickacks"], "a value whose bytes were all queued was ACKed early"
         reads = d["read_calls"] - b["read_calls"] - (b["read_calls"] - a["read_calls"])
         # the command line, then the rest with its "\r\n": one readv on
         # epoll/poll, one READV receive on io_uring
         assert reads <= 2, f"{reads} reads for one set ({'readiness' if readiness else 'io_uring'})"
-        assert d["upload_bytes"] == 0
-        want = b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (key, VLEN, value)
-        m.send(b"get %s\r\n" % key)
-        assert m.read_exact(len(want)) == want
+        if direct == 5:
+            break
+    assert direct == 5, f"only {direct} of {i + 1} sets sent in one write went straight to a segment"
     c.close()
     m.close()
 
