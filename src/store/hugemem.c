@@ -39,6 +39,17 @@ void *hugemem_map(size_t len)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* A huge-page mapping with every page faulted in: the fault is taken by a
+ * thread of the store's own, never by a request. */
+static char *hugemem_map_faulted(size_t len)
+{
+    char *m = hugemem_map(len);
+    if (m)
+        for (size_t o = 0; o < len; o += 4096)
+            m[o] = 0;
+    return m;
+}
+
 void hugemem_pool_init(struct hugemem_pool *p)
 {
     *p = (struct hugemem_pool){0};
@@ -57,10 +68,7 @@ static void *hugemem_filler(void *arg)
             continue;
         }
         pthread_mutex_unlock(&p->lock);
-        char *page = hugemem_map(HUGEMEM_PAGE);
-        if (page)
-            for (size_t o = 0; o < HUGEMEM_PAGE; o += 4096)
-                page[o] = 0; /* the fault, here rather than in a request */
+        char *page = hugemem_map_faulted(HUGEMEM_PAGE);
         pthread_mutex_lock(&p->lock);
         if (!page) {
             p->want_more = false; /* out of memory: wait for the next ask */
@@ -160,10 +168,7 @@ static void *hugemem_ahead_maker(void *arg)
         }
         size_t len = a->want;
         pthread_mutex_unlock(&a->lock);
-        char *m = hugemem_map(len);
-        if (m)
-            for (size_t o = 0; o < len; o += 4096)
-                m[o] = 0;
+        char *m = hugemem_map_faulted(len);
         pthread_mutex_lock(&a->lock);
         if (!m) {
             a->want = 0; /* out of memory: the caller maps its own */
