@@ -29,10 +29,56 @@ ROOT=$PWD
 # Where 1.6.45's version of a file differs from 1.6.18's in a way that
 # matters, docs/testing.md says so.
 TESTS=(
+    00-startup.t
+    ascii-auth.t
+    binary-get.t
+    binary.t
+    bogus-commands.t
+    chunked-items.t
+    daemonize.t
+    dash-M.t
+    evictions.t
+    expirations.t
+    flags.t
+    flush-all.t
+    getandtouch.t
+    getset.t
+    idle-timeout.t
+    incrdecr.t
+    issue_104.t
+    issue_108.t
+    issue_152.t
+    issue_163.t
+    issue_192.t
+    issue_22.t
+    issue_29.t
+    issue_3.t
+    issue_41.t
+    issue_42.t
+    issue_50.t
+    issue_61.t
+    issue_67.t
+    issue_68.t
+    issue_70.t
+    item_size_max.t
+    line-lengths.t
+    lru.t
+    malicious-commands.t
+    maxconns.t
+    metaget.t
+    multiversioning.t
+    noreply.t
+    quit.t
+    restart.t
+    shutdown.t
+    stats-conns.t
+    stats-detail.t
+    stats.t
+    strtol-testing.t
+    touch.t
+    unixsocket.t
     watcher.t
     watcher_connid.t
-    stats.t
-    restart.t
 )
 # memcached's TLS tests: run with SSL_TEST=1 (each file skips itself
 # without it), so nodelay runs with -Z and memcached's own test
@@ -53,6 +99,15 @@ declare -A EXCUSED=(
     # 1.6.45 prints 84 stats, not 83: slab_reassign_busy_nomem and
     # slab_reassign_last_busy_status came in, slab_reassign_evictions_nomem left.
     [stats.t]="1"
+    # A blank line: 1.6.45's request parser answers a line under 4 bytes with
+    # CLIENT_ERROR bad command line format (docs/compat-differences.md D12).
+    [metaget.t]="1"
+    # `delete foo 10`: 1.6.45 takes the number after the key as the old hold
+    # time and deletes (NOT_FOUND, not a usage error), so `delete foo 10
+    # noreply` deletes too and the add after it is STORED.
+    [issue_3.t]="2 4"
+    # 1.6.45 answers a disabled shutdown with "SERVER_ERROR: shutdown not enabled".
+    [shutdown.t]="1"
 )
 
 BIN=${NODELAY_SUITE_BIN:-build/debug-epoll/nodelay}
