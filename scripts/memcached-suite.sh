@@ -62,6 +62,7 @@ TESTS=(
     issue_70.t
     item_size_max.t
     line-lengths.t
+    lru-crawler.t
     lru.t
     malicious-commands.t
     maxconns.t
@@ -108,6 +109,8 @@ declare -A EXCUSED=(
     [issue_3.t]="2 4"
     # 1.6.45 answers a disabled shutdown with "SERVER_ERROR: shutdown not enabled".
     [shutdown.t]="1"
+    # 1.6.45's metadump starts with an OK line, which the test counts as an item.
+    [lru-crawler.t]="100 70222"
 )
 
 BIN=${NODELAY_SUITE_BIN:-build/debug-epoll/nodelay}

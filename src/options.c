@@ -44,5 +44,6 @@ void options_from_settings(const struct settings *s, struct options *o)
         .growth_factor = s->growth_factor,
         .chunk_size = (size_t)s->chunk_size,
         .slab_chunk_max = (size_t)s->slab_chunk_max,
+        .no_lru_maintainer = !s->lru_maintainer_thread,
     };
 }

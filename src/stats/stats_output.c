@@ -78,16 +78,19 @@ static uint64_t stats_cls_value(const struct stats_cls_row *r, const struct stor
     return v;
 }
 
-/* Every row shown of every class holding a live item, to fn. Returns the
- * classes shown, or -1 when fn failed. */
+/* Every row shown of every class shown, to fn: for `stats items` a class
+ * holding a live item, for `stats slabs` (pages) one with a page, as
+ * memcached shows a class's slab block while it has pages, its items gone
+ * or not (a segment holding its items' bytes, docs/store.md "Size
+ * classes"). Returns the classes shown, or -1 when fn failed. */
 static long stats_cls_walk(const struct stats_cls_row *rows, size_t n,
-                           const struct stats_snapshot *s, stats_cls_fn fn, void *ctx)
+                           const struct stats_snapshot *s, bool pages, stats_cls_fn fn, void *ctx)
 {
     int rc = 0;
     long shown = 0;
     for (unsigned k = 1; k <= s->nclasses; k++) {
         const struct store_class_stats *c = &s->cls[k];
-        if (c->number == 0)
+        if (c->number == 0 && (!pages || c->pages == 0))
             continue;
         shown++;
         struct stats_class_pages pg;
@@ -126,8 +129,9 @@ static int stats_cls_text_row(void *ctx, const struct stats_cls_sample *smp)
 
 int stats_items_walk(const struct stats_snapshot *s, stats_cls_fn fn, void *ctx)
 {
-    return stats_cls_walk(stats_items_list, STATS_NROWS(stats_items_list), s, fn, ctx) < 0 ? -1
-                                                                                            : 0;
+    return stats_cls_walk(stats_items_list, STATS_NROWS(stats_items_list), s, false, fn, ctx) < 0
+               ? -1
+               : 0;
 }
 
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *out)
@@ -144,7 +148,7 @@ uint64_t stats_slabs_malloced(const struct stats_snapshot *s)
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *out)
 {
     struct stats_cls_text t = {"", out};
-    long active = stats_cls_walk(stats_slabs_list, STATS_NROWS(stats_slabs_list), s,
+    long active = stats_cls_walk(stats_slabs_list, STATS_NROWS(stats_slabs_list), s, true,
                                  stats_cls_text_row, &t);
     if (active < 0)
         return -1;

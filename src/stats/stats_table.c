@@ -161,11 +161,9 @@ void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot 
         struct store_class_stats *c = &s->cls[k];
         const struct store_class_stats *b = &base->cls[k];
         bool evicted_since = c->evicted > b->evicted;
-        c->evicted -= b->evicted;
-        c->evicted_nonzero -= b->evicted_nonzero;
-        c->evicted_unfetched -= b->evicted_unfetched;
-        c->reclaimed -= b->reclaimed;
-        c->expired_unfetched -= b->expired_unfetched;
+#define STATS_SINCE_EVENT(f) c->f -= b->f;
+        STORE_CLASS_EVENTS(STATS_SINCE_EVENT)
+#undef STATS_SINCE_EVENT
         if (!evicted_since)
             c->evicted_time = 0; /* the age of the last eviction, if one came since */
     }

@@ -166,10 +166,11 @@
     X(slab_reassign_last_busy_status, CONST, 0, U64, GAUGE, SLAB_REASSIGN, NULL, "no slab mover")  \
     X(slab_reassign_running, CONST, 0, U64, GAUGE, SLAB_REASSIGN, NULL, "no slab mover")           \
     X(slabs_moved, CONST, 0, U64, COUNTER, SLAB_REASSIGN, NULL, "no slab mover")                   \
-    X(lru_crawler_running, CONST, 0, U64, GAUGE, LRU_CRAWLER, NULL,                                \
-      "the housekeeper crawls inline")                                                             \
-    /* the housekeeper crawls inline */                                                            \
-    X(lru_crawler_starts, CONST, 0, U64, COUNTER, LRU_CRAWLER,                                     \
+    /* `lru_crawler crawl` runs on the housekeeper */                                              \
+    X(lru_crawler_running, STORE, lru_crawler_running, U64, GAUGE, LRU_CRAWLER, NULL,              \
+      "1 while a lru_crawler crawl runs")                                                          \
+    /* crawls, metadumps and mgdumps */                                                            \
+    X(lru_crawler_starts, STORE, lru_crawler_starts, U64, COUNTER, LRU_CRAWLER,                    \
       "memcached_lru_crawler_starts_total", "Times an LRU crawler was started.")                   \
     X(lru_maintainer_juggles, CONST, 0, U64, COUNTER, LRU_MAINTAINER, NULL, "no LRU to maintain")  \
     X(malloc_fails, CONST, 0, U64, COUNTER, ALWAYS, NULL, "item memory is preallocated")           \
@@ -210,12 +211,13 @@
     /* stores into expired or dead space */                                                        \
     X(reclaimed, STORE, reclaimed, U64, COUNTER, ALWAYS, "memcached_items_reclaimed_total",        \
       "Total number of times an entry was stored using memory from an expired entry.")             \
-    /* expiry frees whole segments: no crawler, no segmented LRU */                                \
-    X(crawler_reclaimed, CONST, 0, U64, COUNTER, ALWAYS, "memcached_lru_crawler_reclaimed_total",  \
-      "Total items freed by LRU Crawler.")                                                         \
-    X(crawler_items_checked, CONST, 0, U64, COUNTER, ALWAYS,                                       \
+    /* what `lru_crawler crawl` unlinked and examined */                                          \
+    X(crawler_reclaimed, STORE, crawler_reclaimed, U64, COUNTER, ALWAYS,                           \
+      "memcached_lru_crawler_reclaimed_total", "Total items freed by LRU Crawler.")                \
+    X(crawler_items_checked, STORE, crawler_items_checked, U64, COUNTER, ALWAYS,                   \
       "memcached_lru_crawler_items_checked_total", "Total items examined by LRU Crawler.")         \
     X(lrutail_reflocked, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no LRU tail")                      \
+    /* no segmented LRU */                                                                         \
     X(moves_to_cold, CONST, 0, U64, COUNTER, LRU_MAINTAINER,                                       \
       "memcached_lru_crawler_moves_to_cold_total",                                                 \
       "Total number of items moved from HOT/WARM to COLD LRU's.")                                  \
@@ -321,15 +323,17 @@
  *                  summed over workers)
  *           PAGE   a field of struct stats_class_pages: the chunks a
  *                  class's segments would hold were they slab pages
- *           CONST  memcached machinery nodelay does not have (crawler, LRU
- *                  moves, slab repairs): `field` is the value
+ *           CONST  memcached machinery nodelay does not have (out of memory
+ *                  per class, LRU moves, slab repairs, the LRU tail's locks,
+ *                  direct reclaims): `field` is the value
  *   when    ALWAYS, or the setting without which memcached 1.6.45 omits the
  *           row: LRU_MAINTAINER (its per-LRU rows; `lru mode flat` keeps
  *           them), TEMP_LRU (-o temporary_ttl)
  *   metric  the /metrics name, memcached_exporter's, with a slab="<class>"
  *           label and any fixed labels of its own in braces; a counter
  *           exactly when it ends in _total (so promtool's lint holds);
- *           NULL: not on the page (a CONST row the exporter does not name).
+ *           NULL: not on the page (a row the exporter does not name: a
+ *           CONST one, or crawler_items_checked).
  *           memcached_exporter's `stats slabs` names are off by default
  *           (its slab collector), so STATS_SLABS has none.
  *   help    the metric's # HELP (memcached_exporter's words)
@@ -375,9 +379,9 @@
       "memcached_slab_items_evicted_unfetched_total",                                              \
       "Total number of items evicted and never fetched.")                                          \
     X(evicted_active, CONST, 0, LRU_MAINTAINER, NULL, NULL)                                        \
-    X(crawler_reclaimed, CONST, 0, ALWAYS, "memcached_slab_items_crawler_reclaimed_total",         \
-      "Number of items freed by the LRU Crawler.")                                                 \
-    X(crawler_items_checked, CONST, 0, ALWAYS, NULL, NULL)                                         \
+    X(crawler_reclaimed, CLS, crawler_reclaimed, ALWAYS,                                           \
+      "memcached_slab_items_crawler_reclaimed_total", "Number of items freed by the LRU Crawler.") \
+    X(crawler_items_checked, CLS, crawler_items_checked, ALWAYS, NULL, NULL)                       \
     X(lrutail_reflocked, CONST, 0, ALWAYS, NULL, NULL)                                             \
     X(moves_to_cold, CONST, 0, LRU_MAINTAINER, "memcached_slab_items_moves_to_cold",               \
       "Number of items moved from HOT or WARM into COLD.")                                         \

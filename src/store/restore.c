@@ -478,6 +478,12 @@ static bool restore_segments(struct store *s, struct restore_run *r)
     for (uint32_t k = 0; k < n; k++) {
         struct seg *seg = seg_of(s, ids[k]);
         struct seg_list *to = &s->fifo;
+        /* stats slabs' pages: the classes of what it kept (its dead items'
+         * classes are not known here) */
+        seg->cls_held = 0;
+        for (unsigned c = 1; c < STORE_CLASSES; c++)
+            if (seg->cls_items[c] > 0)
+                seg->cls_held |= (uint64_t)1 << c;
         if (seg->live_items == 0) {
             persist_seg_free(s, seg);
             seg->state = SEG_FREE;

@@ -208,6 +208,7 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     __atomic_store_n(&seg->live_bytes, 0, __ATOMIC_RELAXED);
     memset(seg->cls_items, 0, sizeof(seg->cls_items));
     memset(seg->cls_bytes, 0, sizeof(seg->cls_bytes));
+    __atomic_store_n(&seg->cls_held, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_exptime, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->min_exptime, SEG_EXP_NEVER, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_cas, 0, __ATOMIC_RELAXED);
@@ -504,6 +505,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
     size_t align = (size_t)1 << s->off_shift;
     struct pm_seg *ps = s->pm ? pm_seg(s->pm, v->id) : NULL;
     size_t wr = 0;
+    uint64_t held = 0; /* the classes of the items compacted: all v holds after */
     if (compact && ps) {
         /* Everything below kept_from is dead or copied out: a restore reads
          * [0, compact_w) and [compact_off, write_off) (W6). */
@@ -524,6 +526,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
         uint32_t tag;
         uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
         if (slot && compact) {
+            unsigned cls = store_item_class(s, p, &h).cls; /* read before it moves */
             /* Only dead or moved bytes lie below: nothing a slot or a pin
              * refers to is overwritten. With -e an item is never moved over
              * its own bytes (a kill mid-copy would tear the only copy): it
@@ -542,6 +545,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
             if (ps)
                 pm_store32(&ps->compact_w, (uint32_t)wr);
             CTR_INC(ctx, items_reinserted);
+            held |= (uint64_t)1 << cls;
         } else if (slot) {
             seg_drop_item(ctx, w, p, &h, b, slot, hv, now);
         }
@@ -552,6 +556,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
     }
     if (!compact)
         return;
+    __atomic_store_n(&v->cls_held, held, __ATOMIC_RELAXED);
     v->write_off = (uint32_t)wr;
     if (ps) {
         pm_store32(&ps->write_off, (uint32_t)wr);
@@ -867,6 +872,10 @@ void seg_note_exptime(struct seg *seg, rel_time_t exptime)
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
                    const struct store_cls_of *c)
 {
+    /* a plain load first: the bit is nearly always there already */
+    uint64_t bit = (uint64_t)1 << c->cls;
+    if (!(__atomic_load_n(&seg->cls_held, __ATOMIC_RELAXED) & bit))
+        __atomic_fetch_or(&seg->cls_held, bit, __ATOMIC_RELAXED);
     __atomic_fetch_add(&seg->live_items, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&seg->live_bytes, size, __ATOMIC_RELAXED);
     __atomic_fetch_add(&seg->cls_items[c->cls], 1, __ATOMIC_RELAXED);
@@ -892,7 +901,14 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
         struct seg *g = seg_of(s, i);
         if (!g->data)
             continue;
+        /* a free segment's bits are stale until it is reset: it holds nothing */
+        uint8_t st = seg_get_state(g);
+        uint64_t held = st == SEG_FREE || st == SEG_UNUSED
+                            ? 0
+                            : __atomic_load_n(&g->cls_held, __ATOMIC_RELAXED);
         for (unsigned k = 1; k <= n; k++) {
+            if (held >> k & 1)
+                out[k].pages++;
             int32_t c = __atomic_load_n(&g->cls_items[k], __ATOMIC_RELAXED);
             if (c == 0)
                 continue;
@@ -902,7 +918,6 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
             if (lru < STORE_LRUS)
                 lru_items[k][lru] += c;
             if (c > 0) {
-                out[k].pages++;
                 uint32_t age = g->created <= now ? now - g->created : 0;
                 if (age > out[k].age)
                     out[k].age = age;

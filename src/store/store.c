@@ -264,6 +264,7 @@ static uint64_t store_rehash(void *arg, uint64_t slot)
 #define STORE_FLUSH_RECLAIM_NS 100000000L /* 100 ms */
 
 static void *store_housekeeper(void *arg);
+static void store_crawl_run(struct store_ctx *ctx, uint64_t classes);
 
 int store_create(struct store **out, const struct store_options *opt)
 {
@@ -445,10 +446,23 @@ static void *store_housekeeper(void *arg)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
-        if (!s->house_kick)
+        if (!s->house_kick && !s->crawl_classes)
             pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts);
         if (s->house_stop)
             break;
+        if (s->crawl_classes) {
+            /* `lru_crawler crawl`: run it now, then go on as usual */
+            uint64_t classes = s->crawl_classes;
+            s->crawl_classes = 0;
+            s->crawl_active = true;
+            pthread_mutex_unlock(&s->house_lock);
+            store_crawl_run(s->house, classes);
+            pthread_mutex_lock(&s->house_lock);
+            s->crawl_active = false;
+            __atomic_store_n(&s->crawl_running, false, __ATOMIC_RELEASE);
+            if (s->house_stop)
+                break;
+        }
         if (s->house_kick) {
             /* An immediate flush_all: reclaim its items a moment after the
              * last one, as memcached's LRU maintainer does (reclaimed after
@@ -537,11 +551,114 @@ void store_housekeep(struct store *s)
         persist_heartbeat(s);
     seg_reclaim_expired(s->house);
     /* Crawl only when something can have expired or been flushed: an idle
-     * or TTL-less cache then costs the housekeeper nothing but this check. */
+     * or TTL-less cache then costs the housekeeper nothing but this check.
+     * Without memcached's LRU maintainer nothing reaps items one by one
+     * (store.h, no_lru_maintainer). */
     rel_time_t now = clock_now();
     rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
-    if ((ol && ol <= now) || seg_any_expiring(s, now))
+    if (!s->opt.no_lru_maintainer && ((ol && ol <= now) || seg_any_expiring(s, now)))
         store_crawl(s->house, STORE_CRAWL_BUCKETS);
+}
+
+/* One bucket of a `lru_crawler crawl` (bucket b locked): every item of the
+ * classes asked for is examined, the expired and flushed ones unlinked and
+ * counted as memcached's crawler counts them. Slots never move, but an
+ * unlink may free an overflow bucket of the chain: the items are examined
+ * first, and the chain walked again from its head after each unlink. */
+static void store_crawl_bucket(struct store_ctx *ctx, uint64_t *b, uint64_t classes,
+                               rel_time_t now)
+{
+    struct store *s = ctx->store;
+    unsigned gone = 0;
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
+        for (int j = 1; j <= INDEX_SLOTS; j++) {
+            uint64_t sl = cur[j];
+            if (!sl)
+                continue;
+            struct seg *seg = seg_of(s, slot_seg(sl));
+            const char *p = seg_item(s, sl);
+            struct item_hdr h;
+            item_decode(p, &h);
+            unsigned cls = store_item_class(s, p, &h).cls;
+            if (!(classes >> cls & 1))
+                continue;
+            CTR_INC(ctx, crawler_items_checked);
+            CLS_INC(&ctx->cls[cls], crawler_items_checked);
+            gone += store_item_life(s, p, &h, seg->cas_base, now) != ITEM_LIVE;
+        }
+    }
+    for (uint64_t *cur = b; cur && gone; cur = index_next(&s->index, cur)) {
+        for (int j = 1; j <= INDEX_SLOTS && gone; j++) {
+            uint64_t sl = cur[j];
+            if (!sl)
+                continue;
+            struct seg *seg = seg_of(s, slot_seg(sl));
+            struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(s, sl),
+                                    .seg = seg};
+            item_decode(f.p, &f.h);
+            unsigned cls = store_item_class(s, f.p, &f.h).cls;
+            enum item_life life = store_item_life(s, f.p, &f.h, seg->cas_base, now);
+            if (!(classes >> cls & 1) || life == ITEM_LIVE)
+                continue;
+            bool fetched = item_get_u32(f.p, f.h.atime_off) & ITEM_S_FETCHED;
+            store_unlink(s, &f);
+            struct store_cls_ctr *cc = &ctx->cls[cls];
+            CTR_INC(ctx, crawler_reclaimed);
+            CLS_INC(cc, crawler_reclaimed);
+            /* memcached's crawler: a flushed item is not "expired unfetched" */
+            if (!fetched && life == ITEM_EXPIRED) {
+                CTR_INC(ctx, expired_unfetched);
+                CLS_INC(cc, expired_unfetched);
+            }
+            gone--;
+            cur = b;
+            j = 0;
+        }
+    }
+}
+
+/* memcached's LRU crawler over the classes asked for: the whole index
+ * once, one bucket lock at a time. */
+static void store_crawl_run(struct store_ctx *ctx, uint64_t classes)
+{
+    struct store *s = ctx->store;
+    uint64_t nb = 0, *b;
+    for (uint64_t i = 0; (b = index_lock_nth(&s->index, i, &nb)); i++) {
+        store_crawl_bucket(ctx, b, classes, clock_now());
+        index_unlock(b);
+    }
+}
+
+bool store_crawl_classes(struct store_ctx *ctx, uint64_t classes)
+{
+    struct store *s = ctx->store;
+    classes &= ~(uint64_t)1; /* class ids start at 1 */
+    if (!classes)
+        return true;
+    if (!s->house_running) {
+        CTR_INC(ctx, lru_crawler_starts);
+        store_crawl_run(ctx, classes);
+        return true;
+    }
+    /* While one runs, memcached answers BUSY. A crawl asked for but not
+     * started yet takes these classes too: it examines them all after now,
+     * which is what a crawl started now would do. */
+    pthread_mutex_lock(&s->house_lock);
+    bool busy = s->crawl_active;
+    if (!busy) {
+        s->crawl_classes |= classes;
+        __atomic_store_n(&s->crawl_running, true, __ATOMIC_RELEASE);
+        pthread_cond_signal(&s->house_cond);
+    }
+    pthread_mutex_unlock(&s->house_lock);
+    if (!busy)
+        CTR_INC(ctx, lru_crawler_starts);
+    return !busy;
+}
+
+void store_note_crawler_start(struct store_ctx *ctx)
+{
+    CTR_INC(ctx, lru_crawler_starts);
 }
 
 /* ---- reads ------------------------------------------------------------- */
@@ -997,11 +1114,7 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
 void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from)
 {
 #define CLS_FOLD(f) into->f += __atomic_load_n(&from->f, __ATOMIC_RELAXED);
-    CLS_FOLD(evicted)
-    CLS_FOLD(evicted_nonzero)
-    CLS_FOLD(evicted_unfetched)
-    CLS_FOLD(reclaimed)
-    CLS_FOLD(expired_unfetched)
+    STORE_CLASS_EVENTS(CLS_FOLD)
 #undef CLS_FOLD
     uint32_t t = __atomic_load_n(&from->evicted_time, __ATOMIC_RELAXED);
     /* one worker's last eviction stands for the class's: the largest shown */
@@ -1023,11 +1136,9 @@ unsigned store_class_stats(struct store *s, struct store_class_stats *out)
     for (unsigned k = 1; k <= n; k++) {
         struct store_class_stats *o = &out[k];
         o->chunk_size = s->class_size[k];
-        o->evicted = sum[k].evicted;
-        o->evicted_nonzero = sum[k].evicted_nonzero;
-        o->evicted_unfetched = sum[k].evicted_unfetched;
-        o->reclaimed = sum[k].reclaimed;
-        o->expired_unfetched = sum[k].expired_unfetched;
+#define CLS_COPY(f) o->f = sum[k].f;
+        STORE_CLASS_EVENTS(CLS_COPY)
+#undef CLS_COPY
         o->evicted_time = sum[k].evicted_time;
     }
     seg_class_counts(s, out, n, clock_now());
@@ -1057,6 +1168,7 @@ void store_stats(struct store *s, struct store_stats *out)
                       (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
     out->hash_is_expanding = index_expanding(&s->index);
     out->seg_size = s->seg_size;
+    out->lru_crawler_running = __atomic_load_n(&s->crawl_running, __ATOMIC_ACQUIRE);
     if (s->pm) {
         out->restore_mode = s->pm->start;
         out->restored_items = s->pm->restored_items;

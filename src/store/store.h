@@ -48,6 +48,12 @@ struct store_options {
     double growth_factor;   /* -f */
     size_t chunk_size;      /* -n */
     size_t slab_chunk_max;  /* -o slab_chunk_max in bytes; 0 = -I / 2 */
+    /* -o no_lru_maintainer (or no_modern): memcached has no LRU maintainer
+     * then, nothing reaps expired and flushed items in the background and
+     * they go when read, written over, crawled (`lru_crawler crawl`) or
+     * evicted; so the housekeeper does not unlink them one by one either
+     * (it still reclaims segments whose items are all dead). */
+    bool no_lru_maintainer;
 };
 
 enum store_status {
@@ -82,18 +88,30 @@ unsigned store_class_largest(const struct store *store);
  * temporary_ttl group's segments. */
 enum store_lru { STORE_LRU_HOT, STORE_LRU_WARM, STORE_LRU_COLD, STORE_LRU_TEMP, STORE_LRUS };
 
+/* Per-class event counters, memcached's `stats items` names (docs/store.md
+ * "Size classes"): items evicted (live, dropped for room), of them with an
+ * expiry, never fetched; reclaimed (expired or flushed, unlinked by a read's
+ * store, eviction or the housekeeper) and of them never fetched; unlinked by
+ * `lru_crawler crawl` and the items it examined. */
+#define STORE_CLASS_EVENTS(X)                                                   \
+    X(evicted) X(evicted_nonzero) X(evicted_unfetched) X(reclaimed)             \
+    X(expired_unfetched) X(crawler_reclaimed) X(crawler_items_checked)
+
 /* One size class as `stats items` / `stats slabs` show it. Items live in
- * segments, not slabs: pages are the segments holding a live item of the
- * class, age the age of the oldest such segment (docs/store.md). */
+ * segments, not slabs: pages are the segments in use that hold the class's
+ * items, live or dead and not yet reclaimed, age the age of the oldest
+ * segment holding a live one (docs/store.md). */
 struct store_class_stats {
     uint32_t chunk_size;
     uint64_t number;          /* live items */
     uint64_t number_lru[STORE_LRUS]; /* of them, in segments at each stand */
     uint32_t age_hot, age_warm; /* seconds since the oldest HOT / WARM segment opened */
     uint64_t mem_requested;   /* their memcached sizes */
-    uint64_t pages;           /* segments holding one or more */
-    uint32_t age;             /* seconds since the oldest of those segments opened */
-    uint64_t evicted, evicted_nonzero, evicted_unfetched, reclaimed, expired_unfetched;
+    uint64_t pages;           /* segments in use holding its items' bytes */
+    uint32_t age;             /* seconds since the oldest segment holding a live one opened */
+#define STORE_CLASS_EVENT_FIELD(f) uint64_t f;
+    STORE_CLASS_EVENTS(STORE_CLASS_EVENT_FIELD)
+#undef STORE_CLASS_EVENT_FIELD
     uint32_t evicted_time;
 };
 /* Fills out[1..n] (STORE_CLASSES entries) and returns n, the largest class id.
@@ -393,6 +411,17 @@ void store_set_temporary_ttl(struct store *store, int ttl);
 /* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
 int store_set_mem_limit(struct store *store, size_t bytes);
 
+/* `lru_crawler crawl`: memcached's LRU crawler over the classes whose bits
+ * are set in `classes` (bit k: class k). Every item of those classes is
+ * examined (crawler_items_checked) and the expired and flushed ones
+ * unlinked (crawler_reclaimed; expired_unfetched for an expired one never
+ * fetched), on the housekeeper thread (lru_crawler_running meanwhile), or
+ * here when the store has none. false: a crawl is still running (BUSY). */
+bool store_crawl_classes(struct store_ctx *ctx, uint64_t classes);
+/* A metadump or mgdump started: memcached runs them on its crawler too
+ * (lru_crawler_starts). */
+void store_note_crawler_start(struct store_ctx *ctx);
+
 /* Walk live items for lru_crawler metadump/mgdump. Visits at most `max`
  * items from *cursor on and advances it (more only when a single index
  * bucket holds more than max); *cursor is 0 at the start and UINT64_MAX when
@@ -421,7 +450,10 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_expired)         /* segments reclaimed whole because all expired */    \
     X(items_reinserted)    /* live, accessed items carried forward at eviction */\
     X(uploads_refused)     /* large uploads refused at that bound (upload_limit) */\
-    X(uploads_cut)         /* stalled ones cut off to make room */
+    X(uploads_cut)         /* stalled ones cut off to make room */                \
+    X(crawler_reclaimed)   /* expired or flushed items `lru_crawler crawl` unlinked */\
+    X(crawler_items_checked) /* items it examined */                             \
+    X(lru_crawler_starts)  /* crawls, metadumps and mgdumps started */
 
 #define STORE_GAUGES(X)                                                         \
     X(curr_items)          /* live items */                                      \
@@ -433,6 +465,7 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_size)            /* bytes per segment */                               \
     X(seg_total)           /* segments that fit in -m */                         \
     X(seg_used)            /* segments holding items */                          \
+    X(lru_crawler_running) /* 1 while a `lru_crawler crawl` runs */             \
     X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */      \
     X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
     X(upload_limit)        /* the bound on large ones among them */              \

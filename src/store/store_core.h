@@ -39,7 +39,9 @@ struct store_ctx_counters {
 
 /* Per-class event counters of one ctx (single writer, like cnt). */
 struct store_cls_ctr {
-    uint64_t evicted, evicted_nonzero, evicted_unfetched, reclaimed, expired_unfetched;
+#define STORE_CLS_CTR_FIELD(f) uint64_t f;
+    STORE_CLASS_EVENTS(STORE_CLS_CTR_FIELD)
+#undef STORE_CLS_CTR_FIELD
     uint32_t evicted_time; /* age of the last item this ctx evicted from the class */
 };
 
@@ -86,6 +88,9 @@ struct store {
     struct store_cls_ctr gone_cls[STORE_CLASSES];
     struct store_ctx *house;        /* the housekeeper's own ctx */
     uint64_t crawl_cursor;          /* next bucket for store_crawl (housekeeper) */
+    uint64_t crawl_classes;         /* classes `lru_crawler crawl` asked for (house_lock) */
+    bool crawl_active;              /* the housekeeper is crawling them (house_lock) */
+    bool crawl_running;             /* from the request to the crawl's end, atomic */
 
     pthread_t house_thread;
     bool house_running;

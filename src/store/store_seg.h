@@ -53,6 +53,11 @@ struct seg {
      * eviction only: a read touches neither. Signed: see seg_counts. */
     int32_t cls_items[STORE_CLASSES];
     int32_t cls_bytes[STORE_CLASSES];
+    /* Bit k: the segment holds bytes of a class-k item, live or dead, not
+     * yet reclaimed (stats slabs' pages): set with the counts, cleared when
+     * the segment is reset, and made again from the kept items when it is
+     * compacted. */
+    uint64_t cls_held;
     uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
     uint8_t group;
     uint8_t queue;                /* SEG_Q_SMALL, SEG_Q_MAIN or SEG_Q_TEMP while sealed */

@@ -378,3 +378,113 @@ def test_cas_class_counters_match_1645(start_server):
         got.append({k: v for k, v in counters.items() if k[1] in ("cas_hits", "cas_badval") and v})
         c.close()
     assert got[0] == got[1]
+
+
+def expiring_fill(c):
+    """lru-crawler.t's items: 30 that never expire, 30 of TTL 1 (class 1),
+    and 10 of TTL 1 in another class (512-byte values)."""
+    for i in range(30):
+        c.send(f"set if{i} 0 0 2 noreply\r\nok\r\n")
+        c.send(f"set sf{i} 0 1 2 noreply\r\nok\r\n")
+    for i in range(10):
+        c.send(f"set mf{i} 0 1 512 noreply\r\n{'m' * 512}\r\n")
+    assert c.call("mn") == b"MN\r\n"
+
+
+def crawl_and_wait(c, classes):
+    assert c.call(f"lru_crawler crawl {classes}") == b"OK\r\n"
+    deadline = time.monotonic() + 10
+    while stats(c).get("lru_crawler_running") != "0":
+        assert time.monotonic() < deadline, "the crawl did not end"
+        time.sleep(0.05)
+
+
+CRAWL_ROWS = ("curr_items", "reclaimed", "crawler_reclaimed", "crawler_items_checked",
+              "expired_unfetched")
+
+
+def test_crawler_counts_match_1645(start_server):
+    """`lru_crawler crawl` reclaims a class's expired items as memcached's
+    crawler: crawler_reclaimed (not reclaimed) and crawler_items_checked,
+    per class too; without the LRU maintainer nothing reaps them before.
+    A class whose items are all gone keeps its stats slabs block, used
+    chunks 0, and leaves stats items (t/lru-crawler.t)."""
+    ref = ref_bin()
+    conns = {}
+    for name, binary in (("ref", ref), ("ours", None)):
+        srv = start_server("-m", "32", "-o", "no_modern,lru_crawler", binary=binary)
+        conns[name] = srv.connect()
+        expiring_fill(conns[name])
+    time.sleep(3)
+    got = {}
+    for name, c in conns.items():
+        before = stats(c)
+        crawl_and_wait(c, "1")
+        st, it, sl = stats(c), stats(c, "items"), stats(c, "slabs")
+        mcls = next(k.split(":")[1] for k, v in it.items()
+                    if k.endswith(":number") and k != "items:1:number")
+        got[name] = {
+            "before": {k: before[k] for k in ("curr_items", "reclaimed")},
+            "after": {k: st[k] for k in CRAWL_ROWS},
+            "class1": {k: it[f"items:1:{k}"] for k in
+                       ("number", "crawler_reclaimed", "crawler_items_checked",
+                        "expired_unfetched", "reclaimed")},
+            "other": (it[f"items:{mcls}:number"], it[f"items:{mcls}:crawler_items_checked"]),
+            "used": sl["1:used_chunks"],
+        }
+        # every class: the expired class-1 items are gone, the 30 immortal
+        # ones stay; the other class's 10 go now
+        crawl_and_wait(c, "all")
+        it, sl = stats(c, "items"), stats(c, "slabs")
+        got[name]["all"] = (stats(c)["crawler_reclaimed"], sl[f"{mcls}:used_chunks"],
+                            f"items:{mcls}:number" in it, sl["active_slabs"])
+    assert got["ours"] == got["ref"]
+    assert got["ours"]["after"]["crawler_reclaimed"] == "30"
+    assert got["ours"]["class1"]["crawler_reclaimed"] == "30"
+    assert got["ours"]["all"] == ("40", "0", False, "2")
+    for c in conns.values():
+        c.close()
+
+
+@pytest.mark.parametrize("flags", [[], ["-o", "no_lru_maintainer"], ["-o", "no_modern"]],
+                         ids=["defaults", "no_lru_maintainer", "no_modern"])
+def test_background_reaping_follows_the_maintainer_as_1645(start_server, flags):
+    """memcached reaps expired items in the background only with its LRU
+    maintainer; so does the housekeeper. (How many the maintainer has reaped
+    after 3 s depends on its LRU tails and its sleeps: with it, only that it
+    reaps is compared.)"""
+    conns = {}
+    for name, binary in (("ref", ref_bin()), ("ours", None)):
+        conns[name] = start_server("-m", "32", *flags, binary=binary).connect()
+        for i in range(10):
+            conns[name].send(f"set sf{i} 0 1 2 noreply\r\nok\r\n")
+        for i in range(10):
+            conns[name].send(f"set if{i} 0 0 2 noreply\r\nok\r\n")
+        assert conns[name].call("mn") == b"MN\r\n"
+    time.sleep(3)
+    got = {name: {k: int(stats(c)[k]) for k in ("curr_items", "reclaimed", "crawler_reclaimed")}
+           for name, c in conns.items()}
+    if flags:
+        assert got["ours"] == got["ref"] == {"curr_items": 20, "reclaimed": 0,
+                                             "crawler_reclaimed": 0}
+    else:
+        assert got["ours"] == {"curr_items": 10, "reclaimed": 10, "crawler_reclaimed": 0}
+        assert got["ref"]["reclaimed"] > 0 and got["ref"]["crawler_reclaimed"] == 0
+    for c in conns.values():
+        c.close()
+
+
+def test_crawl_answers(start_server):
+    srv = start_server("-o", "lru_crawler")
+    c = srv.connect()
+    assert c.call("lru_crawler crawl ,") == b"NOTSTARTED no items to crawl\r\n"
+    assert c.call("lru_crawler crawl 64") == b"BADCLASS invalid class id\r\n"
+    starts = int(stats(c)["lru_crawler_starts"])
+    crawl_and_wait(c, "1,2")
+    c.send("lru_crawler metadump all\r\n")
+    c.read_until(b"END\r\n")
+    assert int(stats(c)["lru_crawler_starts"]) == starts + 2
+    assert c.call("lru_crawler disable") == b"OK\r\n"
+    assert c.call("lru_crawler crawl 1") == b"CLIENT_ERROR lru crawler disabled\r\n"
+    c.close()
+

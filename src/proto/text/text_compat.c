@@ -135,11 +135,15 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
     }
 }
 
-/* memcached's class list: "all", or comma-separated ids 1..63. */
-static bool text_class_list_ok(const struct text_token *t)
+/* memcached's class list: "all", or comma-separated ids 1..63; *classes
+ * gets bit k for class k. */
+static bool text_class_list(const struct text_token *t, uint64_t *classes)
 {
-    if (TEXT_TOK_IS(t, "all"))
+    *classes = 0;
+    if (TEXT_TOK_IS(t, "all")) {
+        *classes = ~(uint64_t)1;
         return true;
+    }
     size_t i = 0;
     while (i <= t->len) {
         size_t b = i;
@@ -150,6 +154,7 @@ static bool text_class_list_ok(const struct text_token *t)
             uint32_t id;
             if (!text_parse_u32(&one, &id) || id < 1 || id >= 64)
                 return false;
+            *classes |= (uint64_t)1 << id;
         }
         i++;
     }
@@ -158,8 +163,8 @@ static bool text_class_list_ok(const struct text_token *t)
 
 /* `lru_crawler enable|disable` switch memcached's crawler thread, and
  * crawl/metadump refuse while it is off; we keep the same switch (the
- * run-time setting lru_crawler, shown in stats settings) although our store
- * needs no crawler. */
+ * run-time setting lru_crawler, shown in stats settings): a crawl runs on
+ * the store's housekeeper, a dump on the connection's worker. */
 static bool text_crawler_on(const struct session *s)
 {
     return SETTINGS_RUN_GET(s->run, lru_crawler);
@@ -169,14 +174,19 @@ void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
 {
     const struct text_token *sub = l->ntok > 1 ? &l->tok[1] : NULL;
     if (l->ntok == 3 && TEXT_TOK_IS(sub, "crawl")) {
-        /* Expired items are reclaimed by the store's own sweep; a crawl
-         * request is accepted and has nothing extra to do. */
+        /* memcached's crawler: the expired and flushed items of those
+         * classes are unlinked in the background (crawler_reclaimed). */
+        uint64_t classes;
         if (!text_crawler_on(s))
             TEXT_OUT(s, "CLIENT_ERROR lru crawler disabled");
-        else if (text_class_list_ok(&l->tok[2]))
-            TEXT_OUT(s, "OK");
-        else
+        else if (!text_class_list(&l->tok[2], &classes))
             TEXT_OUT(s, "BADCLASS invalid class id");
+        else if (!classes) /* "," names none */
+            TEXT_OUT(s, "NOTSTARTED no items to crawl");
+        else if (!store_crawl_classes(s->store, classes))
+            TEXT_OUT(s, "BUSY currently processing crawler request");
+        else
+            TEXT_OUT(s, "OK");
     } else if (l->ntok == 3 && (TEXT_TOK_IS(sub, "metadump") || TEXT_TOK_IS(sub, "mgdump"))) {
         if (!text_crawler_on(s))
             TEXT_OUT(s, "CLIENT_ERROR lru crawler disabled");

@@ -167,6 +167,7 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
         }
     }
     TEXT_OUT(s, "OK");
+    store_note_crawler_start(s->store); /* memcached dumps from its crawler */
     text_dump_resume(s);
 }
 
