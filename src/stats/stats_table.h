@@ -217,14 +217,15 @@
     X(crawler_items_checked, STORE, crawler_items_checked, U64, COUNTER, ALWAYS,                   \
       "memcached_lru_crawler_items_checked_total", "Total items examined by LRU Crawler.")         \
     X(lrutail_reflocked, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no LRU tail")                      \
-    /* no segmented LRU */                                                                         \
-    X(moves_to_cold, CONST, 0, U64, COUNTER, LRU_MAINTAINER,                                       \
+    /* HOT, WARM, COLD are where an item's segment stands (docs/store.md "Size classes"): sealed   \
+     * onto probation (to cold), kept by an eviction walk (to warm, within it) */                  \
+    X(moves_to_cold, STORE, moves_to_cold, U64, COUNTER, LRU_MAINTAINER,                           \
       "memcached_lru_crawler_moves_to_cold_total",                                                 \
       "Total number of items moved from HOT/WARM to COLD LRU's.")                                  \
-    X(moves_to_warm, CONST, 0, U64, COUNTER, LRU_MAINTAINER,                                       \
+    X(moves_to_warm, STORE, moves_to_warm, U64, COUNTER, LRU_MAINTAINER,                           \
       "memcached_lru_crawler_moves_to_warm_total",                                                 \
       "Total number of items moved from COLD to WARM LRU.")                                        \
-    X(moves_within_lru, CONST, 0, U64, COUNTER, LRU_MAINTAINER,                                    \
+    X(moves_within_lru, STORE, moves_within_lru, U64, COUNTER, LRU_MAINTAINER,                     \
       "memcached_lru_crawler_moves_within_lru_total",                                              \
       "Total number of items reshuffled within HOT or WARM LRU's.")                                \
     X(direct_reclaims, CONST, 0, U64, COUNTER, LRU_MAINTAINER, "memcached_direct_reclaims_total",  \
@@ -324,8 +325,8 @@
  *           PAGE   a field of struct stats_class_pages: the chunks a
  *                  class's segments would hold were they slab pages
  *           CONST  memcached machinery nodelay does not have (out of memory
- *                  per class, LRU moves, slab repairs, the LRU tail's locks,
- *                  direct reclaims): `field` is the value
+ *                  per class, slab repairs, the LRU tail's locks, direct
+ *                  reclaims): `field` is the value
  *   when    ALWAYS, or the setting without which memcached 1.6.45 omits the
  *           row: LRU_MAINTAINER (its per-LRU rows; `lru mode flat` keeps
  *           them), TEMP_LRU (-o temporary_ttl)
@@ -383,11 +384,12 @@
       "memcached_slab_items_crawler_reclaimed_total", "Number of items freed by the LRU Crawler.") \
     X(crawler_items_checked, CLS, crawler_items_checked, ALWAYS, NULL, NULL)                       \
     X(lrutail_reflocked, CONST, 0, ALWAYS, NULL, NULL)                                             \
-    X(moves_to_cold, CONST, 0, LRU_MAINTAINER, "memcached_slab_items_moves_to_cold",               \
+    X(moves_to_cold, CLS, moves_to_cold, LRU_MAINTAINER, "memcached_slab_items_moves_to_cold",     \
       "Number of items moved from HOT or WARM into COLD.")                                         \
-    X(moves_to_warm, CONST, 0, LRU_MAINTAINER, "memcached_slab_items_moves_to_warm",               \
+    X(moves_to_warm, CLS, moves_to_warm, LRU_MAINTAINER, "memcached_slab_items_moves_to_warm",     \
       "Number of items moves from COLD into WARM.")                                                \
-    X(moves_within_lru, CONST, 0, LRU_MAINTAINER, "memcached_slab_items_moves_within_lru",         \
+    X(moves_within_lru, CLS, moves_within_lru, LRU_MAINTAINER,                                     \
+      "memcached_slab_items_moves_within_lru",                                                     \
       "Number of times active items were bumped within HOT or WARM.")                              \
     X(direct_reclaims, CONST, 0, LRU_MAINTAINER, NULL, NULL)                                       \
     X(hits_to_hot, CNT, hits_to_hot, LRU_MAINTAINER, "memcached_slab_lru_hits_total{lru=\"hot\"}", \

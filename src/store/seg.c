@@ -222,11 +222,25 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
 }
 
 /* A worker's full segment enters the small (probation) queue; one of the
- * temporary_ttl group goes to its own queue, which eviction spares. */
-static void seg_seal(struct store *s, struct seg *seg)
+ * temporary_ttl group goes to its own queue, which eviction spares. Its
+ * live items move from HOT to COLD (moves_to_cold, counted in ctx, the
+ * segment's owner). */
+static void seg_seal(struct store_ctx *ctx, struct seg *seg)
 {
+    struct store *s = ctx->store;
     seg_set_state(seg, SEG_SEALED);
     bool temp = seg->group == STORE_GROUP_TEMP;
+    if (!temp) {
+        uint64_t moved = 0;
+        for (unsigned k = 1; k < s->nclasses; k++) {
+            int32_t n = __atomic_load_n(&seg->cls_items[k], __ATOMIC_RELAXED);
+            if (n > 0) {
+                CLS_ADD(&ctx->cls[k], moves_to_cold, (uint64_t)n);
+                moved += (uint64_t)n;
+            }
+        }
+        CTR_ADD(ctx, moves_to_cold, moved);
+    }
     seg->queue = temp ? SEG_Q_TEMP : SEG_Q_SMALL;
     seg_set_lru(seg, temp ? STORE_LRU_TEMP : STORE_LRU_COLD);
     list_push(temp ? &s->temp : &s->small, seg);
@@ -390,6 +404,20 @@ static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
     }
 }
 
+/* An item an eviction walk keeps: from a probation (or temporary_ttl)
+ * victim it moves into WARM, from a main one within WARM (memcached's
+ * moves_to_warm, moves_within_lru; docs/store.md "Size classes"). */
+static void seg_note_move(struct store_ctx *ctx, const struct seg_walk *w, unsigned cls)
+{
+    if (w->from_small) {
+        CTR_INC(ctx, moves_to_warm);
+        CLS_INC(&ctx->cls[cls], moves_to_warm);
+    } else {
+        CTR_INC(ctx, moves_within_lru);
+        CLS_INC(&ctx->cls[cls], moves_within_lru);
+    }
+}
+
 /* Start evicting sealed segment v (pool lock held): it leaves its queue and
  * its items are walked by seg_walk_step, S3-FIFO style on segments:
  *  - from the small (probation) queue, items read since they were written
@@ -477,6 +505,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
                     if (s->pm)
                         item_set_state(p, ITEM_L_DEAD); /* the copy left behind (W5) */
                     CTR_INC(ctx, items_reinserted);
+                    seg_note_move(ctx, w, cls.cls);
                 } else {
                     /* Main open segment full: kept here, v takes its place. */
                     if (w->kept_from == UINT32_MAX)
@@ -546,6 +575,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
                 pm_store32(&ps->compact_w, (uint32_t)wr);
             CTR_INC(ctx, items_reinserted);
             held |= (uint64_t)1 << cls;
+            seg_note_move(ctx, w, cls);
         } else if (slot) {
             seg_drop_item(ctx, w, p, &h, b, slot, hv, now);
         }
@@ -761,7 +791,7 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     struct store *s = ctx->store;
     pthread_mutex_lock(&s->pool_lock);
     if (ctx->open[g]) {
-        seg_seal(s, ctx->open[g]);
+        seg_seal(ctx, ctx->open[g]);
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
     }
@@ -794,7 +824,7 @@ void seg_close(struct store_ctx *ctx, struct seg *seg)
         seg_set_state(seg, SEG_FREE);
         list_push(&s->free, seg);
     } else {
-        seg_seal(s, seg);
+        seg_seal(ctx, seg);
     }
     pthread_mutex_unlock(&s->pool_lock);
 }

@@ -92,10 +92,14 @@ enum store_lru { STORE_LRU_HOT, STORE_LRU_WARM, STORE_LRU_COLD, STORE_LRU_TEMP, 
  * "Size classes"): items evicted (live, dropped for room), of them with an
  * expiry, never fetched; reclaimed (expired or flushed, unlinked by a read's
  * store, eviction or the housekeeper) and of them never fetched; unlinked by
- * `lru_crawler crawl` and the items it examined. */
+ * `lru_crawler crawl` and the items it examined; moved from HOT to COLD (a
+ * worker's segment sealed onto the probation queue), into WARM (kept by an
+ * eviction walk of a probation segment), within WARM (kept by one of a main
+ * segment). */
 #define STORE_CLASS_EVENTS(X)                                                   \
     X(evicted) X(evicted_nonzero) X(evicted_unfetched) X(reclaimed)             \
-    X(expired_unfetched) X(crawler_reclaimed) X(crawler_items_checked)
+    X(expired_unfetched) X(crawler_reclaimed) X(crawler_items_checked)          \
+    X(moves_to_cold) X(moves_to_warm) X(moves_within_lru)
 
 /* One size class as `stats items` / `stats slabs` show it. Items live in
  * segments, not slabs: pages are the segments in use that hold the class's
@@ -453,7 +457,10 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(uploads_cut)         /* stalled ones cut off to make room */                \
     X(crawler_reclaimed)   /* expired or flushed items `lru_crawler crawl` unlinked */\
     X(crawler_items_checked) /* items it examined */                             \
-    X(lru_crawler_starts)  /* crawls, metadumps and mgdumps started */
+    X(lru_crawler_starts)  /* crawls, metadumps and mgdumps started */           \
+    X(moves_to_cold)       /* items whose segment was sealed onto probation */   \
+    X(moves_to_warm)       /* ... kept from a probation segment into main */     \
+    X(moves_within_lru)    /* ... kept from a main segment, carried forward */
 
 #define STORE_GAUGES(X)                                                         \
     X(curr_items)          /* live items */                                      \

@@ -37,6 +37,8 @@ struct store_ctx_counters {
 #define CLS_SET(c, f, v) __atomic_store_n(&(c)->f, (v), __ATOMIC_RELAXED)
 #define CLS_INC(c, f) CLS_SET(c, f, __atomic_load_n(&(c)->f, __ATOMIC_RELAXED) + 1)
 
+#define CLS_ADD(c, f, n) CLS_SET(c, f, __atomic_load_n(&(c)->f, __ATOMIC_RELAXED) + (n))
+
 /* Per-class event counters of one ctx (single writer, like cnt). */
 struct store_cls_ctr {
 #define STORE_CLS_CTR_FIELD(f) uint64_t f;

@@ -488,3 +488,29 @@ def test_crawl_answers(start_server):
     assert c.call("lru_crawler crawl 1") == b"CLIENT_ERROR lru crawler disabled\r\n"
     c.close()
 
+
+def test_moves_to_cold_and_warm(start_server):
+    """t/lru-maintainer.t's canary at -m 6: the items of a sealed worker
+    segment move to COLD (moves_to_cold, as soon as the segment is full);
+    the canary, read twice there, moves to WARM when eviction reaches its
+    segment (moves_to_warm) and survives 100 writes of its size."""
+    srv = start_server("-m", "6", "-o", "lru_maintainer,lru_crawler")
+    c = srv.connect()
+    val = "B" * 66560
+    assert c.call(f"set canary 0 0 66560\r\n{val}") == b"STORED\r\n"
+    for i in range(30):
+        assert c.call(f"set key{i} 0 0 66560\r\n{val}") == b"STORED\r\n"
+    it = stats(c, "items")
+    assert int(it["items:31:moves_to_cold"]) >= 15
+    assert int(stats(c)["moves_to_cold"]) == int(it["items:31:moves_to_cold"])
+    for _ in range(2):
+        assert c.get("canary") is not None
+    assert it["items:31:moves_to_warm"] == "0"
+    for i in range(30, 100):
+        assert c.call(f"set key{i} 0 0 66560\r\n{val}") == b"STORED\r\n"
+    st, it = stats(c), stats(c, "items")
+    assert int(st["evictions"]) > 0
+    assert int(it["items:31:moves_to_warm"]) >= 1
+    assert st["moves_to_warm"] == it["items:31:moves_to_warm"]
+    assert c.get("canary") is not None
+    c.close()

@@ -1,8 +1,8 @@
 /* memcached's per-class counters that follow the store's real events
  * (docs/store.md "Size classes"): `lru_crawler crawl` (crawler_reclaimed,
  * crawler_items_checked), the housekeeper without the LRU maintainer,
- * and a class's pages once its items are gone. Expiry needs the debug clock
- * (CONFIG=debug, asan). */
+ * a class's pages once its items are gone, and moves_to_cold, moves_to_warm,
+ * moves_within_lru. Expiry needs the debug clock (CONFIG=debug, asan). */
 #include "test_store_helpers.h"
 
 #include "store/store_core.h"
@@ -39,6 +39,14 @@ static void put(struct tstore *t, const char *prefix, int i, size_t vlen, rel_ti
     snprintf(key, sizeof key, "%s%d", prefix, i);
     assert_int_equal(tset(t, key, v, STORE_MODE_SET, 0, exp, NULL), STORE_OK);
     free(v);
+}
+
+static void read_key(struct tstore *t, const char *prefix, int i)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%s%d", prefix, i);
+    struct store_item it;
+    assert_int_equal(store_get(t->c, key, strlen(key), NULL, &it), STORE_OK);
 }
 
 static struct store_class_stats cls_of(struct tstore *t, unsigned k)
@@ -165,6 +173,61 @@ static void test_deleted_class_keeps_its_page(void **state)
     tstore_close(&t);
 }
 
+/* A worker's segment sealed onto the probation queue moves its live items
+ * from HOT to COLD; eviction then keeps the ones read there (into WARM) and,
+ * from main, the ones read since (within WARM). */
+static void test_moves_follow_the_queues(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_store(&t, 4 * MB, false);
+    /* about 1000 1 KiB items a segment */
+    for (int i = 0; i < 100; i++)
+        put(&t, "k", i, 1000, 0);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.moves_to_cold, 0);
+    for (int i = 0; i < 100; i++)
+        read_key(&t, "k", i);
+    for (int i = 100; i < 1500; i++)
+        put(&t, "k", i, 1000, 0); /* the first segment is sealed */
+    store_stats(t.s, &st);
+    assert_true(st.moves_to_cold >= 900 && st.moves_to_cold <= 1100);
+    unsigned k = store_class_for(t.c, strlen("k100"), 1000, 0);
+    struct store_class_stats c = cls_of(&t, k);
+    assert_int_equal(c.moves_to_cold, st.moves_to_cold);
+    assert_int_equal(c.number_lru[STORE_LRU_COLD] + c.number_lru[STORE_LRU_HOT], c.number);
+    assert_int_equal(st.moves_to_warm, 0);
+    for (int i = 1500; i < 4500; i++)
+        put(&t, "k", i, 1000, 0); /* evicts: the 100 read ones are kept */
+    store_stats(t.s, &st);
+    assert_true(st.evictions > 0);
+    assert_int_equal(st.moves_to_warm, 100);
+    c = cls_of(&t, k);
+    assert_int_equal(c.moves_to_warm, 100);
+    assert_int_equal(c.number_lru[STORE_LRU_WARM], 100);
+    /* items read in main are carried within it when their segment's turn
+     * comes: read everything, every round, until main is walked */
+    assert_int_equal(st.moves_within_lru, 0);
+    int next = 4500;
+    for (int round = 0; round < 40 && st.moves_within_lru == 0; round++) {
+        for (int i = 0; i < next; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "k%d", i);
+            struct store_item it;
+            store_get(t.c, key, strlen(key), NULL, &it);
+        }
+        for (int i = 0; i < 500; i++)
+            put(&t, "k", next++, 1000, 0);
+        store_stats(t.s, &st);
+    }
+    assert_true(st.moves_within_lru > 0);
+    c = cls_of(&t, k);
+    assert_int_equal(c.moves_within_lru, st.moves_within_lru);
+    assert_int_equal(c.moves_to_warm, st.moves_to_warm);
+    tstore_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -172,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_housekeeper_reaps_only_with_maintainer),
         cmocka_unit_test(test_emptied_class_keeps_its_pages_until_reclaimed),
         cmocka_unit_test(test_deleted_class_keeps_its_page),
+        cmocka_unit_test(test_moves_follow_the_queues),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
