@@ -76,6 +76,7 @@ TESTS=(
     stats.t
     strtol-testing.t
     touch.t
+    udp.t
     unixsocket.t
     watcher.t
     watcher_connid.t
