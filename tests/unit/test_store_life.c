@@ -237,6 +237,100 @@ static void test_crawl_open_segment(void **state)
     tstore_close(&t);
 }
 
+/* issue_14.t: an open segment whose items all expired is recycled by the
+ * next write into it, not appended to until full and followed by a fresh
+ * segment; its items count as reclaimed, as memcached's allocation reuses
+ * expired chunks. */
+static void test_spent_open_segment_is_reused(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    static char val[66561];
+    memset(val, 'B', sizeof val - 1);
+    char key[32];
+    struct store_stats st;
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "key%d", i);
+        assert_int_equal(tset(&t, key, val, STORE_MODE_SET, 0, clock_exptime(2), NULL), STORE_OK);
+    }
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_used, 1);
+    clock_debug_advance(4);
+    for (int i = 10; i < 20; i++) {
+        snprintf(key, sizeof key, "key%d", i);
+        assert_int_equal(tset(&t, key, val, STORE_MODE_SET, 0, clock_exptime(2), NULL), STORE_OK);
+    }
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_used, 1); /* was 2: the 16th item opened a new one */
+    assert_int_equal(st.curr_items, 10);
+    assert_int_equal(st.reclaimed, 10);
+    assert_int_equal(st.expired_unfetched, 10);
+    assert_int_equal(st.get_expired, 0);
+    assert_int_equal(st.evictions, 0);
+    char buf[66600];
+    assert_int_equal(tget(&t, "key15", buf, sizeof buf, NULL), STORE_OK);
+    assert_string_equal(buf, val);
+    assert_int_equal(tget(&t, "key5", buf, sizeof buf, NULL), STORE_MISS);
+
+    /* deleted items free their segment the same way (no expiry at all) */
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "never%d", i);
+        assert_int_equal(tset(&t, key, val, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+        assert_int_equal(store_delete(t.c, key, strlen(key), NULL), STORE_OK);
+    }
+    store_stats(t.s, &st);
+    uint64_t used = st.seg_used;
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "never%d", i);
+        assert_int_equal(tset(&t, key, val, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_used, used);
+    assert_int_equal(st.reclaimed, 10); /* nothing was linked to reclaim */
+    /* a segment with a live item is never recycled */
+    clock_debug_advance(100);
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "never%d", i);
+        assert_int_equal(tget(&t, key, buf, sizeof buf, NULL), STORE_OK);
+    }
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
+/* A spent open segment a reader still pins is not recycled under it: the
+ * pinned bytes stay as they were while the writer goes on. */
+static void test_spent_open_segment_pinned(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    clock_debug_pause(true);
+    static char val[66561];
+    memset(val, 'P', sizeof val - 1);
+    char key[32];
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "p%d", i);
+        assert_int_equal(tset(&t, key, val, STORE_MODE_SET, 0, clock_exptime(2), NULL), STORE_OK);
+    }
+    struct store_get_req r = {.want_value = true};
+    struct store_item it;
+    assert_int_equal(store_get(t.c, "p3", 2, &r, &it), STORE_OK);
+    clock_debug_advance(3);
+    memset(val, 'Q', sizeof val - 1);
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "q%d", i);
+        assert_int_equal(tset(&t, key, val, STORE_MODE_SET, 0, clock_exptime(2), NULL), STORE_OK);
+    }
+    assert_int_equal(it.nvalue, 66560);
+    for (uint32_t i = 0; i < it.nvalue; i++)
+        assert_int_equal(it.value[i], 'P');
+    store_pin_release(it.pin);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
 static void test_background_thread(void **state)
 {
     (void)state;
@@ -274,6 +368,8 @@ int main(void)
         cmocka_unit_test(test_miss_reason),
         cmocka_unit_test(test_flush_nocas),     cmocka_unit_test(test_housekeeping),
         cmocka_unit_test(test_crawl_open_segment), cmocka_unit_test(test_background_thread),
+        cmocka_unit_test(test_spent_open_segment_is_reused),
+        cmocka_unit_test(test_spent_open_segment_pinned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
