@@ -30,6 +30,7 @@ ROOT=$PWD
 # matters, docs/testing.md says so.
 TESTS=(
     00-startup.t
+    64bit.t
     ascii-auth.t
     binary-get.t
     binary.t

@@ -960,7 +960,7 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
 
 int seg_set_limit(struct store *s, size_t bytes)
 {
-    size_t n = bytes / s->seg_size;
+    size_t n = store_seg_count(s, bytes);
     if (n < 1 || n > SLOT_MAX_SEGS)
         return -1;
     if (s->pm && n > s->pm->nsegs)

@@ -280,7 +280,8 @@ int store_create(struct store **out, const struct store_options *opt)
     s->seg_size = seg;
     while ((s->seg_size >> s->off_shift) > SLOT_MAX_OFF)
         s->off_shift++;
-    s->seg_limit = (uint32_t)(opt->mem_limit / s->seg_size);
+    size_t nsegs = store_seg_count(s, opt->mem_limit);
+    s->seg_limit = nsegs > SLOT_MAX_SEGS ? 0 : (uint32_t)nsegs;
     if (s->seg_limit < 1) {
         free(s);
         return -1;
@@ -1057,6 +1058,7 @@ void store_stats(struct store *s, struct store_stats *out)
                       (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
     out->hash_is_expanding = index_expanding(&s->index);
     out->seg_size = s->seg_size;
+    out->initial_malloced = s->opt.initial_malloced;
     if (s->pm) {
         out->restore_mode = s->pm->start;
         out->restored_items = s->pm->restored_items;

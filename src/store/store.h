@@ -48,6 +48,11 @@ struct store_options {
     double growth_factor;   /* -f */
     size_t chunk_size;      /* -n */
     size_t slab_chunk_max;  /* -o slab_chunk_max in bytes; 0 = -I / 2 */
+    /* memcached's test hook T_MEMD_INITIAL_MALLOC (its slabs_init): bytes
+     * counted as already taken from -m, so segments get only the rest (at
+     * least one) and `stats slabs` total_malloced starts there; 0 = none.
+     * docs/store.md "Run-time limit, -M, sizes". */
+    size_t initial_malloced;
 };
 
 enum store_status {
@@ -433,6 +438,7 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_size)            /* bytes per segment */                               \
     X(seg_total)           /* segments that fit in -m */                         \
     X(seg_used)            /* segments holding items */                          \
+    X(initial_malloced)    /* T_MEMD_INITIAL_MALLOC: counted as taken from -m */ \
     X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */      \
     X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
     X(upload_limit)        /* the bound on large ones among them */              \

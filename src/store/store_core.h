@@ -111,6 +111,18 @@ struct store {
     unsigned nclasses;
 };
 
+/* Segments a limit of `bytes` allows: what the T_MEMD_INITIAL_MALLOC hook
+ * (opt.initial_malloced) leaves of it, at least one with the hook, as
+ * memcached grants a class its first page past its limit. */
+static inline size_t store_seg_count(const struct store *s, size_t bytes)
+{
+    size_t pre = s->opt.initial_malloced;
+    if (!pre)
+        return bytes / s->seg_size;
+    size_t n = bytes > pre ? (bytes - pre) / s->seg_size : 0;
+    return n ? n : 1;
+}
+
 static inline struct seg *seg_of(struct store *s, uint32_t id)
 {
     return &s->seg_chunks[id / SEG_CHUNK][id % SEG_CHUNK];

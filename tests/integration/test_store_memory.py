@@ -88,3 +88,43 @@ def test_deleted_items_memory_is_reused(start_server):
     assert int(stats(c, "slabs")["total_malloced"]) == first == 1 << 20
     assert int(stats(c)["curr_items"]) == 10
 
+
+def ref_release():
+    if not os.access(REF, os.X_OK):
+        pytest.skip(f"{os.path.normpath(REF)} is absent: no 1.6.45 to compare with")
+    return REF
+
+
+def initial_malloc_run(srv):
+    """memcached's t/64bit.t, then a cache_memlimit: the hook's bytes stay
+    counted against the raised limit."""
+    c = srv.connect()
+    out = []
+    sl = stats(c, "slabs")
+    out.append((sl["total_malloced"], sl["active_slabs"], stats(c)["limit_maxbytes"]))
+    big = "a" * (400 * 1024)
+    out += [c.set(f"big{i}", big) for i in range(1, 6)]
+    sl = stats(c, "slabs")
+    out.append((sl["total_malloced"], sl["active_slabs"]))
+    out.append(c.call("cache_memlimit 4100"))
+    out.append(c.set("big9", big))
+    out.append(stats(c, "slabs")["total_malloced"])
+    c.close()
+    return out
+
+
+@pytest.mark.parametrize("initial", ["4294967328", "5000000000"])
+def test_initial_malloc_hook_as_1_6_45(start_server, initial):
+    """T_MEMD_INITIAL_MALLOC (memcached's test hook, with its 64bit.t's
+    T_MEMD_SLABS_ALLOC=0, which 1.6.45 does not read): total_malloced starts
+    at it, -m's rest holds one segment (one 1 MiB page in memcached), so the
+    third 400 KiB set under -M is refused; past -m (5e9) the first one is
+    still granted, as memcached grants a class its first page."""
+    env = dict(os.environ, T_MEMD_INITIAL_MALLOC=initial, T_MEMD_SLABS_ALLOC="0")
+    ours = initial_malloc_run(start_server("-m", "4098", "-M", env=env))
+    assert ours[0] == (initial, "0", "4297064448")
+    assert ours[1:3] == [b"STORED\r\n"] * 2
+    assert ours[3] == b"SERVER_ERROR out of memory storing object\r\n"
+    assert ours[6] == (str(int(initial) + (1 << 20)), "1")
+    ref = initial_malloc_run(start_server("-m", "4098", "-M", env=env, binary=ref_release()))
+    assert ours == ref
