@@ -51,6 +51,7 @@ TESTS=(
     issue_14.t
     issue_152.t
     issue_163.t
+    issue_183.t
     issue_192.t
     issue_22.t
     issue_29.t

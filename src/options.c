@@ -64,5 +64,6 @@ void options_from_settings(const struct settings *s, struct options *o)
         .chunk_size = (size_t)s->chunk_size,
         .slab_chunk_max = (size_t)s->slab_chunk_max,
         .initial_malloced = options_initial_malloced(),
+        .lru_flat = !SETTINGS_GET(s, lru_segmented),
     };
 }

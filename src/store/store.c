@@ -289,6 +289,7 @@ int store_create(struct store **out, const struct store_options *opt)
     s->mem_limit = opt->mem_limit;
     s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
     s->temp_ttl = opt->temp_lru ? (int64_t)opt->temporary_ttl : -1;
+    s->lru_flat = opt->lru_flat;
     s->upload_limit = opt->upload_limit
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
@@ -932,6 +933,11 @@ void store_flush(struct store *s, rel_time_t when)
         pthread_cond_signal(&s->house_cond);
         pthread_mutex_unlock(&s->house_lock);
     }
+}
+
+void store_set_lru_segmented(struct store *s, bool segmented)
+{
+    __atomic_store_n(&s->lru_flat, (uint8_t)!segmented, __ATOMIC_RELAXED);
 }
 
 void store_set_temporary_ttl(struct store *s, int ttl)

@@ -53,6 +53,10 @@ struct store_options {
      * least one) and `stats slabs` total_malloced starts there; 0 = none.
      * docs/store.md "Run-time limit, -M, sizes". */
     size_t initial_malloced;
+    /* memcached without its segmented LRU (-o no_modern, no_lru_maintainer,
+     * `lru mode flat`; store_set_lru_segmented): a storage command reclaims
+     * its key's expired or flushed item (docs/store.md "flush_all"). */
+    bool lru_flat;
 };
 
 enum store_status {
@@ -394,6 +398,10 @@ void store_flush(struct store *store, rel_time_t when);
 /* `lru temp_ttl N`: change temporary_ttl at run time; negative turns it off
  * (memcached's rule). Items already stored keep their place. */
 void store_set_temporary_ttl(struct store *store, int ttl);
+
+/* `lru mode flat|segmented`: memcached's lru_segmented at run time
+ * (store_options.lru_flat is its opposite). */
+void store_set_lru_segmented(struct store *store, bool segmented);
 
 /* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
 int store_set_mem_limit(struct store *store, size_t bytes);

@@ -95,6 +95,7 @@ struct store {
     bool house_kick;                /* run a pass now (an immediate flush_all) */
 
     int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
+    uint8_t lru_flat;          /* no segmented LRU (store_set_lru_segmented), atomic */
     uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
     uint64_t upload_limit;     /* bound on the large ones */
     pthread_mutex_t upload_lock;

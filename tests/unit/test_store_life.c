@@ -331,6 +331,67 @@ static void test_spent_open_segment_pinned(void **state)
     tstore_close(&t);
 }
 
+/* memcached without its segmented LRU (-o no_modern: issue_183.t) allocates
+ * a storage command's item first, and that allocation reclaims the expired
+ * or flushed item it finds at the LRU tail: a set of a flushed key counts
+ * reclaimed, not get_flushed. With the segmented LRU (the default) the set
+ * finds it and counts get_flushed, as before. */
+static void test_flat_lru_store_reclaims_its_key(void **state)
+{
+    (void)state;
+    clock_setup();
+    struct store_options o = {.mem_limit = 8 * MB, .item_size_max = MB, .evictions = true,
+                              .cas_enabled = true, .lru_flat = true};
+    struct tstore t;
+    assert_int_equal(store_create(&t.s, &o), 0);
+    t.c = store_ctx_create(t.s);
+    clock_debug_pause(true);
+    char buf[16];
+    struct store_stats st;
+    tset(&t, "key", "1", STORE_MODE_SET, 0, 0, NULL);
+    clock_debug_advance(2);
+    store_flush(t.s, clock_now());
+    assert_int_equal(tset(&t, "key", "1", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    store_stats(t.s, &st);
+    assert_int_equal(st.reclaimed, 1);
+    assert_int_equal(st.expired_unfetched, 1);
+    assert_int_equal(st.get_flushed, 0);
+    assert_int_equal(st.curr_items, 1);
+    /* expired, and fetched before: reclaimed, not unfetched; add stores */
+    tset(&t, "e", "1", STORE_MODE_SET, 0, clock_exptime(1), NULL);
+    assert_int_equal(tget(&t, "e", buf, sizeof buf, NULL), STORE_OK);
+    clock_debug_advance(2);
+    assert_int_equal(tset(&t, "e", "2", STORE_MODE_ADD, 0, 0, NULL), STORE_OK);
+    store_stats(t.s, &st);
+    assert_int_equal(st.reclaimed, 2);
+    assert_int_equal(st.expired_unfetched, 1);
+    assert_int_equal(st.get_expired, 0);
+    /* append allocates first too: reclaimed, then nothing to append to */
+    tset(&t, "a", "1", STORE_MODE_SET, 0, clock_exptime(1), NULL);
+    clock_debug_advance(2);
+    assert_int_equal(tset(&t, "a", "2", STORE_MODE_APPEND, 0, 0, NULL), STORE_NOT_STORED);
+    store_stats(t.s, &st);
+    assert_int_equal(st.reclaimed, 3);
+    /* a read is no allocation: get_expired, as memcached's do_item_get */
+    tset(&t, "r", "1", STORE_MODE_SET, 0, clock_exptime(1), NULL);
+    clock_debug_advance(2);
+    assert_int_equal(tget(&t, "r", buf, sizeof buf, NULL), STORE_MISS);
+    store_stats(t.s, &st);
+    assert_int_equal(st.get_expired, 1);
+    assert_int_equal(st.reclaimed, 3);
+    /* `lru mode segmented`: a set counts get_flushed again */
+    store_set_lru_segmented(t.s, true);
+    tset(&t, "key", "1", STORE_MODE_SET, 0, 0, NULL);
+    clock_debug_advance(2);
+    store_flush(t.s, clock_now());
+    tset(&t, "key", "1", STORE_MODE_SET, 0, 0, NULL);
+    store_stats(t.s, &st);
+    assert_int_equal(st.get_flushed, 1);
+    assert_int_equal(st.reclaimed, 3);
+    clock_debug_pause(false);
+    tstore_close(&t);
+}
+
 static void test_background_thread(void **state)
 {
     (void)state;
@@ -370,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_crawl_open_segment), cmocka_unit_test(test_background_thread),
         cmocka_unit_test(test_spent_open_segment_is_reused),
         cmocka_unit_test(test_spent_open_segment_pinned),
+        cmocka_unit_test(test_flat_lru_store_reclaims_its_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
