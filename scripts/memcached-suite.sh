@@ -32,6 +32,7 @@ ROOT=$PWD
 # matters, docs/testing.md says so.
 TESTS=(
     00-startup.t
+    64bit.t
     ascii-auth.t
     binary-get.t
     binary.t
@@ -49,8 +50,10 @@ TESTS=(
     incrdecr.t
     issue_104.t
     issue_108.t
+    issue_14.t
     issue_152.t
     issue_163.t
+    issue_183.t
     issue_192.t
     issue_22.t
     issue_29.t

@@ -17,7 +17,8 @@
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
- * ahead of need.
+ * ahead of need, and a worker's open segment whose items are all gone or
+ * expired is recycled by its next write (seg_spent, seg_open).
  *
  * Pins: readers hold a segment's refcount while they send from it. A pinned
  * victim is not compacted: its items are unlinked or copied out (so no new
@@ -755,10 +756,18 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
 {
     struct store *s = ctx->store;
     pthread_mutex_lock(&s->pool_lock);
-    if (ctx->open[g]) {
-        seg_seal(s, ctx->open[g]);
+    struct seg *prev = ctx->open[g];
+    if (prev) {
+        seg_seal(s, prev);
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
+        /* Nothing in it is wanted: its expired items are reclaimed now, as
+         * the housekeeper would a sealed one, and its room is the first a
+         * new segment is taken from (it passes through draining to the free
+         * list: a pin taken meanwhile keeps it there). So a cache full of
+         * expired items reuses their memory rather than taking more. */
+        if (seg_spent(prev, s->seg_size))
+            seg_evict(ctx, prev, false, false);
     }
     struct seg *seg = NULL;
     /* Each pass removes a sealed segment from a queue, so this ends. */
@@ -951,7 +960,7 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
 
 int seg_set_limit(struct store *s, size_t bytes)
 {
-    size_t n = bytes / s->seg_size;
+    size_t n = store_seg_count(s, bytes);
     if (n < 1 || n > SLOT_MAX_SEGS)
         return -1;
     if (s->pm && n > s->pm->nsegs)
