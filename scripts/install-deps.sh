@@ -28,6 +28,10 @@
 #   perl                 prove and Test::More: memcached's own t/*.t
 #                        (scripts/memcached-suite.sh; its source comes from apt)
 #   libio-socket-ssl-perl  memcached's t/ssl_*.t and SSL_TEST=1 (IO::Socket::SSL)
+#   sasl2-bin            saslpasswd2, which memcached's t/binary-sasl.t runs to
+#                        make its Cyrus sasldb (nodelay reads its own password
+#                        file instead; the test dies without the tool); its
+#                        saslauthd service is stopped below
 set -e
 if [ "$(id -u)" != 0 ]; then
     exec sudo "$0" "$@"
@@ -37,12 +41,14 @@ cd "$(dirname "$0")/.."
     libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc \
     libsasl2-modules libcache-memcached-fast-perl ruby ruby-dalli nutcracker systemd dpkg-dev debhelper \
     fakeroot lintian gnuplot-nox linux-perf strace iproute2 procps prometheus openssl \
-    perl libio-socket-ssl-perl
-# Debian's memcached, nutcracker and prometheus packages may start system
-# services (on 11211, 22121 and 9090); the tests use their own ports, so they are harmless, but
-# stop them to keep the machine quiet.
+    perl libio-socket-ssl-perl sasl2-bin
+# Debian's memcached, nutcracker, prometheus and sasl2-bin packages may start
+# system services (on 11211, 22121 and 9090; saslauthd on a unix socket); the
+# tests use their own ports, so they are harmless, but stop them to keep the
+# machine quiet.
 if command -v service >/dev/null 2>&1; then
     service memcached stop >/dev/null 2>&1 || true
     service nutcracker stop >/dev/null 2>&1 || true
     service prometheus stop >/dev/null 2>&1 || true
+    service saslauthd stop >/dev/null 2>&1 || true
 fi

@@ -324,6 +324,9 @@ int main(int argc, char **argv)
     /* from here on every exit goes through out_settings, which removes it */
     bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
     struct core core = {.opt = &opt.net, .proto = &opt.proto, .run = settings_runtime_of(&s)};
+    if (opt.store.initial_malloced)
+        log_info("T_MEMD_INITIAL_MALLOC: %zu bytes of -m counted as already taken "
+                 "(memcached's test hook)", opt.store.initial_malloced);
     if (store_create(&core.store, &opt.store) != 0) {
         log_error("failed to create the store (-m %zu MB)", SETTINGS_GET(&s, maxbytes) >> 20);
         goto out_settings;

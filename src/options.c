@@ -4,7 +4,26 @@
 #include "options.h"
 
 #include "event/event.h"
+#include "num.h"
 #include "settings.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* memcached's test hook (slabs_init, "for the test suite: faking of how much
+ * we've already malloc'd"): T_MEMD_INITIAL_MALLOC=N counts N bytes as taken
+ * from -m before anything is stored; its t/64bit.t sets just over 4 GiB
+ * under -m 4098 to check the 64-bit counters without allocating them. Read
+ * as memcached reads it (safe_strtoll); a negative or unreadable value is
+ * ignored (memcached would wrap a negative one to a huge size). */
+size_t options_initial_malloced(void)
+{
+    const char *v = getenv("T_MEMD_INITIAL_MALLOC");
+    int64_t n;
+    if (!v || !num_safe_i64(v, strlen(v), &n) || n < 0)
+        return 0;
+    return (size_t)n;
+}
 
 #define OPTIONS_CHECK(type, name)                                                                  \
     _Static_assert(__builtin_types_compatible_p(type, __typeof__(((struct settings *)0)->name)),  \
@@ -45,5 +64,7 @@ void options_from_settings(const struct settings *s, struct options *o)
         .chunk_size = (size_t)s->chunk_size,
         .slab_chunk_max = (size_t)s->slab_chunk_max,
         .no_lru_maintainer = !s->lru_maintainer_thread,
+        .initial_malloced = options_initial_malloced(),
+        .lru_flat = !SETTINGS_GET(s, lru_segmented),
     };
 }

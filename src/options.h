@@ -23,5 +23,8 @@ struct options {
 
 /* Fill *o from *s (which must outlive o: strings are shared). */
 void options_from_settings(const struct settings *s, struct options *o);
+/* memcached's test hook T_MEMD_INITIAL_MALLOC from the environment: bytes to
+ * count as already taken from -m (store_options.initial_malloced), or 0. */
+size_t options_initial_malloced(void);
 
 #endif

@@ -19,6 +19,7 @@
     X(int, idle_timeout)           /* seconds; 0 = never */                                        \
     X(int, ssl_handshake_timeout)  /* seconds */                                                   \
     X(int, udp_amplification)      /* reply bytes per request byte over UDP */                    \
+    X(bool, udp_trust_loopback)    /* loopback datagrams: up to UDP_LOOPBACK_REPLY_MAX instead */ \
     /* the listeners (listener.c) */                                                               \
     X(const char *, inter)         /* -l */                                                        \
     X(int, port)                   /* -p */                                                        \

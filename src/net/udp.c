@@ -1,12 +1,14 @@
 #include "net/udp.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "log.h"
+#include "net/conn.h"
 #include "net/listener.h"
 #include "net/core.h"
 #include "net/worker.h"
@@ -35,6 +37,34 @@ void udp_frame(unsigned char out[UDP_HEADER_SIZE], uint16_t req_id, uint16_t seq
 size_t udp_datagrams(size_t len)
 {
     return (len + UDP_DATA_MAX - 1) / UDP_DATA_MAX;
+}
+
+_Static_assert(UDP_LOOPBACK_REPLY_MAX == CONN_REPLY_SOFT_LIMIT,
+               "a loopback datagram may be owed what a TCP connection may");
+
+bool udp_from_loopback(const struct sockaddr *from, socklen_t fromlen)
+{
+    if (from->sa_family == AF_INET && fromlen >= (socklen_t)sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)from;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (from->sa_family == AF_INET6 && fromlen >= (socklen_t)sizeof(struct sockaddr_in6)) {
+        /* Not ::ffff:127.x: our IPv6 sockets are IPV6_V6ONLY, so such a
+         * source came in an IPv6 packet, and Linux (since 5.12) delivers
+         * those to UDP whichever interface they arrive on. */
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)from)->sin6_addr);
+    }
+    return false;
+}
+
+size_t udp_reply_bound(int factor, size_t n, bool loopback)
+{
+    if (factor <= 0)
+        return SIZE_MAX;
+    size_t bound = (size_t)factor * n;
+    if (loopback && bound < UDP_LOOPBACK_REPLY_MAX)
+        bound = UDP_LOOPBACK_REPLY_MAX;
+    return bound;
 }
 
 /* A reply's bytes on the wire: its data and a frame per datagram. */
@@ -101,9 +131,13 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
     /* A forged source gets at most `factor` times what it sent (frames
      * included, both ways): past that the requests have run but their
      * replies are replaced by one error line. A multiget or dump
-     * pauses once it owes more, so it is not composed to be thrown away. */
+     * pauses once it owes more, so it is not composed to be thrown away.
+     * A loopback source cannot be forged from outside and its reply stays
+     * on this host: it gets what a TCP connection may owe, so memory and
+     * the worker's time stay bounded (-o udp_trust_loopback). */
     int factor = w->core->opt->udp_amplification;
-    size_t cap = factor > 0 ? (size_t)factor * n : SIZE_MAX;
+    bool loopback = w->core->opt->udp_trust_loopback && udp_from_loopback(from, fromlen);
+    size_t cap = udp_reply_bound(factor, n, loopback);
     s.reply_allow = cap;
     bool over = false;
     const char *p = (const char *)buf + UDP_HEADER_SIZE;
@@ -124,7 +158,8 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
         /* PROTO_PAUSE under the cap: a long multiget's key budget; go on */
     }
     if (over) {
-        log_verbose("UDP reply over %d x the %zu-byte request: refused", factor, n);
+        log_verbose("UDP reply over %zu bytes to a %zu-byte request%s: refused", cap, n,
+                    loopback ? " from loopback" : "");
         session_release(&s);
         session_init(&s, w->store, &w->stats, w->core->proto, w->core->run);
         /* the error only where it is itself within the bound */

@@ -142,7 +142,9 @@ int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit 
 
 uint64_t stats_slabs_malloced(const struct stats_snapshot *s)
 {
-    return s->store.seg_used * s->store.seg_size;
+    /* memcached's mem_malloced: what is counted against -m, the
+     * T_MEMD_INITIAL_MALLOC hook's bytes included */
+    return s->store.initial_malloced + s->store.seg_used * s->store.seg_size;
 }
 
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *out)

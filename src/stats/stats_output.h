@@ -117,7 +117,8 @@ struct stats_cls_sample {
 typedef int (*stats_cls_fn)(void *ctx, const struct stats_cls_sample *smp);
 /* The rows stats_items_compose prints, in its order. Returns 0 or -1 (fn). */
 int stats_items_walk(const struct stats_snapshot *s, stats_cls_fn fn, void *ctx);
-/* `stats slabs` total_malloced: the bytes of segments in use. */
+/* `stats slabs` total_malloced: the bytes of segments in use, plus those
+ * the T_MEMD_INITIAL_MALLOC test hook counts as taken (store.h). */
 uint64_t stats_slabs_malloced(const struct stats_snapshot *s);
 
 #endif

@@ -17,7 +17,8 @@
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
- * ahead of need.
+ * ahead of need, and a worker's open segment whose items are all gone or
+ * expired is recycled by its next write (seg_spent, seg_open).
  *
  * Pins: readers hold a segment's refcount while they send from it. A pinned
  * victim is not compacted: its items are unlinked or copied out (so no new
@@ -222,15 +223,15 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
 }
 
 /* A worker's full segment enters the small (probation) queue; one of the
- * temporary_ttl group goes to its own queue, which eviction spares. Its
- * live items move from HOT to COLD (moves_to_cold, counted in ctx, the
- * segment's owner). */
-static void seg_seal(struct store_ctx *ctx, struct seg *seg)
+ * temporary_ttl group goes to its own queue, which eviction spares. With
+ * moves, its live items move from HOT to COLD (moves_to_cold, counted in
+ * ctx, the segment's owner); without, they are about to be reclaimed. */
+static void seg_seal(struct store_ctx *ctx, struct seg *seg, bool moves)
 {
     struct store *s = ctx->store;
     seg_set_state(seg, SEG_SEALED);
     bool temp = seg->group == STORE_GROUP_TEMP;
-    if (!temp) {
+    if (!temp && moves) {
         uint64_t moved = 0;
         for (unsigned k = 1; k < s->nclasses; k++) {
             int32_t n = __atomic_load_n(&seg->cls_items[k], __ATOMIC_RELAXED);
@@ -790,10 +791,20 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
 {
     struct store *s = ctx->store;
     pthread_mutex_lock(&s->pool_lock);
-    if (ctx->open[g]) {
-        seg_seal(ctx, ctx->open[g]);
+    struct seg *prev = ctx->open[g];
+    if (prev) {
+        /* a spent one's items are reclaimed below: none moves to COLD */
+        bool spent = seg_spent(prev, s->seg_size);
+        seg_seal(ctx, prev, !spent);
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
+        /* Nothing in it is wanted: its expired items are reclaimed now, as
+         * the housekeeper would a sealed one, and its room is the first a
+         * new segment is taken from (it passes through draining to the free
+         * list: a pin taken meanwhile keeps it there). So a cache full of
+         * expired items reuses their memory rather than taking more. */
+        if (spent)
+            seg_evict(ctx, prev, false, false);
     }
     struct seg *seg = NULL;
     /* Each pass removes a sealed segment from a queue, so this ends. */
@@ -824,7 +835,7 @@ void seg_close(struct store_ctx *ctx, struct seg *seg)
         seg_set_state(seg, SEG_FREE);
         list_push(&s->free, seg);
     } else {
-        seg_seal(ctx, seg);
+        seg_seal(ctx, seg, true);
     }
     pthread_mutex_unlock(&s->pool_lock);
 }
@@ -996,7 +1007,7 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
 
 int seg_set_limit(struct store *s, size_t bytes)
 {
-    size_t n = bytes / s->seg_size;
+    size_t n = store_seg_count(s, bytes);
     if (n < 1 || n > SLOT_MAX_SEGS)
         return -1;
     if (s->pm && n > s->pm->nsegs)

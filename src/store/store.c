@@ -281,7 +281,8 @@ int store_create(struct store **out, const struct store_options *opt)
     s->seg_size = seg;
     while ((s->seg_size >> s->off_shift) > SLOT_MAX_OFF)
         s->off_shift++;
-    s->seg_limit = (uint32_t)(opt->mem_limit / s->seg_size);
+    size_t nsegs = store_seg_count(s, opt->mem_limit);
+    s->seg_limit = nsegs > SLOT_MAX_SEGS ? 0 : (uint32_t)nsegs;
     if (s->seg_limit < 1) {
         free(s);
         return -1;
@@ -289,6 +290,7 @@ int store_create(struct store **out, const struct store_options *opt)
     s->mem_limit = opt->mem_limit;
     s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
     s->temp_ttl = opt->temp_lru ? (int64_t)opt->temporary_ttl : -1;
+    s->lru_flat = opt->lru_flat;
     s->upload_limit = opt->upload_limit
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
@@ -1050,6 +1052,11 @@ void store_flush(struct store *s, rel_time_t when)
     }
 }
 
+void store_set_lru_segmented(struct store *s, bool segmented)
+{
+    __atomic_store_n(&s->lru_flat, (uint8_t)!segmented, __ATOMIC_RELAXED);
+}
+
 void store_set_temporary_ttl(struct store *s, int ttl)
 {
     __atomic_store_n(&s->temp_ttl, ttl < 0 ? (int64_t)-1 : (int64_t)ttl, __ATOMIC_RELAXED);
@@ -1169,6 +1176,7 @@ void store_stats(struct store *s, struct store_stats *out)
     out->hash_is_expanding = index_expanding(&s->index);
     out->seg_size = s->seg_size;
     out->lru_crawler_running = __atomic_load_n(&s->crawl_running, __ATOMIC_ACQUIRE);
+    out->initial_malloced = s->opt.initial_malloced;
     if (s->pm) {
         out->restore_mode = s->pm->start;
         out->restored_items = s->pm->restored_items;

@@ -54,6 +54,15 @@ struct store_options {
      * evicted; so the housekeeper does not unlink them one by one either
      * (it still reclaims segments whose items are all dead). */
     bool no_lru_maintainer;
+    /* memcached's test hook T_MEMD_INITIAL_MALLOC (its slabs_init): bytes
+     * counted as already taken from -m, so segments get only the rest (at
+     * least one) and `stats slabs` total_malloced starts there; 0 = none.
+     * docs/store.md "Run-time limit, -M, sizes". */
+    size_t initial_malloced;
+    /* memcached without its segmented LRU (-o no_modern, no_lru_maintainer,
+     * `lru mode flat`; store_set_lru_segmented): a storage command reclaims
+     * its key's expired or flushed item (docs/store.md "flush_all"). */
+    bool lru_flat;
 };
 
 enum store_status {
@@ -412,6 +421,10 @@ void store_flush(struct store *store, rel_time_t when);
  * (memcached's rule). Items already stored keep their place. */
 void store_set_temporary_ttl(struct store *store, int ttl);
 
+/* `lru mode flat|segmented`: memcached's lru_segmented at run time
+ * (store_options.lru_flat is its opposite). */
+void store_set_lru_segmented(struct store *store, bool segmented);
+
 /* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
 int store_set_mem_limit(struct store *store, size_t bytes);
 
@@ -473,6 +486,7 @@ size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_
     X(seg_total)           /* segments that fit in -m */                         \
     X(seg_used)            /* segments holding items */                          \
     X(lru_crawler_running) /* 1 while a `lru_crawler crawl` runs */             \
+    X(initial_malloced)    /* T_MEMD_INITIAL_MALLOC: counted as taken from -m */ \
     X(dead_bytes)          /* overwritten/deleted bytes awaiting reclaim */      \
     X(upload_bytes)        /* bytes held by values still arriving (outside -m) */\
     X(upload_limit)        /* the bound on large ones among them */              \

@@ -102,6 +102,7 @@ struct store {
     bool house_kick;                /* run a pass now (an immediate flush_all) */
 
     int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
+    uint8_t lru_flat;          /* no segmented LRU (store_set_lru_segmented), atomic */
     uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
     uint64_t upload_limit;     /* bound on the large ones */
     pthread_mutex_t upload_lock;
@@ -117,6 +118,18 @@ struct store {
     uint32_t class_size[STORE_CLASSES]; /* memcached's class sizes (store_init_classes) */
     unsigned nclasses;
 };
+
+/* Segments a limit of `bytes` allows: what the T_MEMD_INITIAL_MALLOC hook
+ * (opt.initial_malloced) leaves of it, at least one with the hook, as
+ * memcached grants a class its first page past its limit. */
+static inline size_t store_seg_count(const struct store *s, size_t bytes)
+{
+    size_t pre = s->opt.initial_malloced;
+    if (!pre)
+        return bytes / s->seg_size;
+    size_t n = bytes > pre ? (bytes - pre) / s->seg_size : 0;
+    return n ? n : 1;
+}
 
 static inline struct seg *seg_of(struct store *s, uint32_t id)
 {

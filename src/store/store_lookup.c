@@ -28,9 +28,10 @@ void store_unlink(struct store *s, struct store_found *f)
 }
 
 /* Find the key in the chain of locked bucket b, unlinking it if it has
- * expired or been flushed (counted as get_expired / get_flushed). */
+ * expired or been flushed (counted as get_expired / get_flushed, or with
+ * reclaim as reclaimed: store_lookup_write). */
 static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct store_key *k,
-                            struct store_found *f)
+                            bool reclaim, struct store_found *f)
 {
     struct store *s = ctx->store;
     for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
@@ -52,27 +53,38 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
             enum item_life life = store_item_life(s, p, &h, f->seg->cas_base, f->now);
             if (life == ITEM_LIVE)
                 return true;
+            if (reclaim) {
+                /* as memcached's lru_pull_tail: flushed ones count too */
+                bool fetched = item_get_u32(p, h.atime_off) & ITEM_S_FETCHED;
+                struct store_cls_ctr *cc = &ctx->cls[store_item_class(s, p, &h).cls];
+                CTR_INC(ctx, reclaimed);
+                CLS_INC(cc, reclaimed);
+                if (!fetched) {
+                    CTR_INC(ctx, expired_unfetched);
+                    CLS_INC(cc, expired_unfetched);
+                }
+            } else if (life == ITEM_FLUSHED) {
+                CTR_INC(ctx, get_flushed);
+            } else {
+                CTR_INC(ctx, get_expired);
+            }
             store_unlink(s, f);
             f->gone = life;
-            if (life == ITEM_FLUSHED)
-                CTR_INC(ctx, get_flushed);
-            else
-                CTR_INC(ctx, get_expired);
             return false;
         }
     }
     return false;
 }
 
-bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
-                  struct store_found *f)
+bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
+                        bool reclaim, struct store_found *f)
 {
     struct store *s = ctx->store;
     for (;;) {
         f->now = clock_now();
         f->gone = ITEM_LIVE;
         f->bucket = index_lock_hash(&s->index, k->hv);
-        if (!store_find_live(ctx, f->bucket, k, f))
+        if (!store_find_live(ctx, f->bucket, k, reclaim, f))
             return false;
         /* A segment being compacted moves its items: wait until it is done
          * and look again, the item is somewhere else by then. */
@@ -83,4 +95,10 @@ bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_l
         }
         return true;
     }
+}
+
+bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
+                  struct store_found *f)
+{
+    return store_lookup_write(ctx, k, how, false, f);
 }

@@ -94,10 +94,32 @@ struct seg_walk {
     bool retain, keep_all, from_small, any_evicted;
 };
 
+/* An open segment is recycled rather than appended to (store_reserve_raw,
+ * seg_open) once at least this share of it is written and nothing in it is
+ * wanted any more: no live item (all deleted, overwritten or reclaimed by
+ * the housekeeper) or its latest expiry passed, and no pin. The check costs
+ * a write two loads on the segment's header (which the write touches
+ * anyway), and one clock read in an expiring TTL group; the recycle itself
+ * at most once per this share of a segment written. */
+#define SEG_RECYCLE_DIV 8
+
+static inline bool seg_spent(struct seg *g, size_t seg_size)
+{
+    if (g->write_off < seg_size / SEG_RECYCLE_DIV)
+        return false;
+    if (__atomic_load_n(&g->live_items, __ATOMIC_RELAXED) != 0) {
+        uint32_t maxe = __atomic_load_n(&g->max_exptime, __ATOMIC_RELAXED);
+        if (maxe == SEG_EXP_NEVER || maxe > clock_now())
+            return false;
+    }
+    return __atomic_load_n(&g->refcount, __ATOMIC_ACQUIRE) == 0;
+}
+
 int seg_pool_init(struct store *s);
 void seg_pool_release(struct store *s);
 /* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
- * NULL when no room can be made. Seals the ctx's previous open segment of g. */
+ * NULL when no room can be made. Seals the ctx's previous open segment of g,
+ * or, when that one is spent (seg_spent), reclaims it and reuses its room. */
 struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
 void seg_pay(struct store_ctx *ctx);

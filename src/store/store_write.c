@@ -50,7 +50,9 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
                 seg = ctx->open[g += d];
         }
     }
-    if (!seg || seg->write_off + size > s->seg_size) {
+    /* A spent open segment (all its items gone or expired) is recycled
+     * rather than appended to: its room is reused, not a new segment's. */
+    if (!seg || seg->write_off + size > s->seg_size || seg_spent(seg, s->seg_size)) {
         seg = seg_open(ctx, g);
         /* Never write past a segment's end (seg_open hands out empty
          * segments; this guards that promise, see test_store_compact). */
@@ -226,9 +228,18 @@ static void store_put_fields(char *p, const struct item_hdr *h, uint32_t status,
     item_put_cas(p, h, cas, cas_base);
 }
 
-enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservation *res,
-                                  const struct store_set_req *req, uint32_t status,
-                                  uint64_t expect_slot, uint64_t *cas_out)
+/* A storage command's key is looked up with reclaim in memcached's flat LRU
+ * mode (store_lookup_write): memcached allocated its item first, and that
+ * allocation reclaimed the key's expired or flushed item at the LRU tail. */
+static bool store_write_reclaims(struct store *s)
+{
+    return __atomic_load_n(&s->lru_flat, __ATOMIC_RELAXED);
+}
+
+/* store_commit_ex; reclaim: see store_lookup_write. */
+static enum store_status store_commit_at(struct store_ctx *ctx, struct store_reservation *res,
+                                         const struct store_set_req *req, uint32_t status,
+                                         uint64_t expect_slot, bool reclaim, uint64_t *cas_out)
 {
     struct store *s = ctx->store;
     bool cas_on = s->opt.cas_enabled;
@@ -272,7 +283,7 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
          * stay put while its segment's generation does, checked below). */
         uint32_t sum = s->pm ? item_sum_for(res->item, &h, req->flags) : 0;
         struct store_found f;
-        bool found = store_lookup(ctx, &k, STORE_LOOK_FIND, &f);
+        bool found = store_lookup_write(ctx, &k, STORE_LOOK_FIND, reclaim, &f);
         rel_time_t now = f.now;
         if (store_gen_moved(res)) {
             index_unlock(f.bucket);
@@ -339,6 +350,13 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
     }
 }
 
+enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservation *res,
+                                  const struct store_set_req *req, uint32_t status,
+                                  uint64_t expect_slot, uint64_t *cas_out)
+{
+    return store_commit_at(ctx, res, req, status, expect_slot, false, cas_out);
+}
+
 /* append / prepend: a new item holding both parts replaces the old one. */
 static enum store_status store_concat(struct store_ctx *ctx, struct store_reservation *res,
                                       const struct store_set_req *req, uint64_t *cas_out,
@@ -351,10 +369,11 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
     const char *key = res->item + h.hlen;
     struct store_key k = store_key_of(key, h.nkey);
     uint8_t extra = 0;
+    bool reclaim = store_write_reclaims(s);
 
     for (;;) {
         struct store_found f;
-        if (!store_lookup(ctx, &k, STORE_LOOK_PIN, &f)) {
+        if (!store_lookup_write(ctx, &k, STORE_LOOK_PIN, reclaim, &f)) {
             index_unlock(f.bucket);
             if (!req->vivify) {
                 store_abort(ctx, res);
@@ -365,7 +384,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             sr.exptime = req->vivify_exptime;
             sr.cas_compare = 0;
             uint32_t n = res->nvalue;
-            enum store_status st = store_commit_ex(ctx, res, &sr, 0, 0, cas_out);
+            enum store_status st = store_commit_at(ctx, res, &sr, 0, 0, reclaim, cas_out);
             if (st == STORE_OK && size_out)
                 *size_out = n;
             return st;
@@ -421,8 +440,8 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             item_decode(r.item, &rh);
             sum = item_sum_for(r.item, &rh, flags);
         }
-        bool same = store_lookup(ctx, &k, STORE_LOOK_FIND, &f) && slot_same(*f.slot, snap) &&
-                    !store_gen_moved(&r);
+        bool same = store_lookup_write(ctx, &k, STORE_LOOK_FIND, reclaim, &f) &&
+                    slot_same(*f.slot, snap) && !store_gen_moved(&r);
         rel_time_t now = f.now;
         if (same) {
             struct item_hdr nh;
@@ -467,7 +486,8 @@ enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *
     if (req->mode == STORE_MODE_APPEND || req->mode == STORE_MODE_PREPEND)
         return store_concat(ctx, res, req, cas_out, size_out);
     uint32_t n = res->nvalue;
-    enum store_status st = store_commit_ex(ctx, res, req, 0, 0, cas_out);
+    enum store_status st = store_commit_at(ctx, res, req, 0, 0,
+                                           store_write_reclaims(ctx->store), cas_out);
     if (st == STORE_OK && size_out)
         *size_out = n;
     return st;

@@ -485,6 +485,13 @@ static void test_items_and_slabs(void **state)
     assert_non_null(strstr(text, "STAT 1:total_pages 1\r\n"));
     free(n);
     free(text);
+    /* the T_MEMD_INITIAL_MALLOC hook's bytes count in it, as in memcached */
+    s.store.initial_malloced = ((uint64_t)1 << 32) + 32;
+    assert_int_equal(stats_slabs_compose(&s, &e), 0);
+    text = drain(&q);
+    assert_non_null(strstr(text, "STAT total_malloced 4298113056\r\n"));
+    free(text);
+    s.store.initial_malloced = 0;
 
     /* a class whose items are gone while a segment still holds their
      * bytes keeps its slab block, used_chunks 0, as memcached keeps an

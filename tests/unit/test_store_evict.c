@@ -296,6 +296,52 @@ static void test_mem_limit(void **state)
     tstore_close(&t);
 }
 
+/* memcached's test hook T_MEMD_INITIAL_MALLOC (store_options
+ * initial_malloced): its bytes count against -m from the start, at run
+ * time too, and at least one segment is left (64bit.t: 2^32 + 32 under
+ * -m 4098 leaves one). */
+static void test_initial_malloced(void **state)
+{
+    (void)state;
+    clock_setup();
+    struct store_options o = {.mem_limit = (size_t)4098 * MB, .item_size_max = MB,
+                              .evictions = false, .cas_enabled = true,
+                              .initial_malloced = ((size_t)1 << 32) + 32};
+    struct tstore t;
+    assert_int_equal(store_create(&t.s, &o), 0);
+    t.c = store_ctx_create(t.s);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_total, 1);
+    assert_int_equal(st.seg_used, 0);
+    assert_int_equal(st.initial_malloced, ((uint64_t)1 << 32) + 32);
+    assert_int_equal(st.limit_maxbytes, (uint64_t)4098 * MB);
+    static char big[409601];
+    memset(big, 'a', sizeof big - 1);
+    struct store_set_req r = {.mode = STORE_MODE_SET};
+    char key[16];
+    enum store_status got[5];
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof key, "big%d", i);
+        got[i] = store_store(t.c, key, strlen(key), big, sizeof big - 1, &r, NULL);
+    }
+    /* two fit the one segment, the third needs a second: -M refuses it */
+    assert_int_equal(got[0], STORE_OK);
+    assert_int_equal(got[1], STORE_OK);
+    assert_int_equal(got[2], STORE_NO_MEMORY);
+    assert_int_equal(got[4], STORE_NO_MEMORY);
+    /* cache_memlimit 4100: the hook's bytes still count, 3 segments now */
+    assert_int_equal(store_set_mem_limit(t.s, (size_t)4100 * MB), 0);
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_total, 3);
+    assert_int_equal(store_store(t.c, "big9", 4, big, sizeof big - 1, &r, NULL), STORE_OK);
+    /* a limit below the hook's bytes still leaves one segment */
+    assert_int_equal(store_set_mem_limit(t.s, 64 * MB), 0);
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_total, 1);
+    tstore_close(&t);
+}
+
 struct walk_acc {
     unsigned char seen[1000];
     size_t n;
@@ -496,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_pin_keep_bound),
         cmocka_unit_test(test_no_evictions), cmocka_unit_test(test_no_evictions_compacts),
         cmocka_unit_test(test_mem_limit),
+        cmocka_unit_test(test_initial_malloced),
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_eviction_at_writers_pace),
         cmocka_unit_test(test_no_evictions_pays_nothing),

@@ -113,7 +113,9 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
             text_lru_tune(s, (int)hot, (int)warm, hot_factor, warm_factor);
     } else if (TEXT_TOK_IS(sub, "mode") && l->ntok >= 3 && s->opt->lru_maintainer_thread) {
         if (TEXT_TOK_IS(&l->tok[2], "flat") || TEXT_TOK_IS(&l->tok[2], "segmented")) {
-            SETTINGS_RUN_SET(s->run, lru_segmented, TEXT_TOK_IS(&l->tok[2], "segmented"));
+            bool segmented = TEXT_TOK_IS(&l->tok[2], "segmented");
+            SETTINGS_RUN_SET(s->run, lru_segmented, segmented);
+            store_set_lru_segmented(store_ctx_store(s->store), segmented);
             TEXT_OUT(s, "OK");
         } else
             TEXT_OUT(s, "ERROR");
