@@ -117,7 +117,12 @@ SASL_USER="testuser@memcached.realm:testpass"
 declare -A EXCUSED=(
     # 1.6.45 prints 84 stats, not 83: slab_reassign_busy_nomem and
     # slab_reassign_last_busy_status came in, slab_reassign_evictions_nomem left.
-    [stats.t]="1"
+    # 111: an immediate flush_all unlinks the items of its second at once
+    # (uncounted), so the get after it is a plain miss, not get_flushed.
+    [stats.t]="1 111"
+    # 27: with -C a set right after flush_all in its second is kept (1.6.45
+    # takes the second before the flush as the cut-off, with or without CAS).
+    [flush-all.t]="27"
     # A blank line: 1.6.45's request parser answers a line under 4 bytes with
     # CLIENT_ERROR bad command line format (docs/compat-differences.md D12).
     [metaget.t]="1"

@@ -466,6 +466,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
         seg->cas_base = ps->cas_base;
         seg->group = ps->group;
         seg->created = r->now;
+        seg->last_write = r->now; /* its items' times are not looked at */
         seg->live_items = 0;
         seg->live_bytes = 0;
         memset(seg->cls_items, 0, sizeof(seg->cls_items));

@@ -215,6 +215,7 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     __atomic_store_n(&seg->max_cas, 0, __ATOMIC_RELAXED);
     seg->cas_base = cas_base;
     seg->created = clock_now();
+    __atomic_store_n(&seg->last_write, 0, __ATOMIC_RELAXED);
     seg->group = (uint8_t)group;
     seg_set_lru(seg, group == STORE_GROUP_TEMP ? STORE_LRU_TEMP : STORE_LRU_HOT);
     seg_set_state(seg, SEG_OPEN);
@@ -923,6 +924,9 @@ void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t 
     __atomic_fetch_add(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);
     seg_note_exptime(seg, exptime);
     atomic_max64(&seg->max_cas, cas);
+    rel_time_t now = clock_now();
+    if (__atomic_load_n(&seg->last_write, __ATOMIC_RELAXED) < now)
+        __atomic_store_n(&seg->last_write, now, __ATOMIC_RELAXED);
 }
 
 void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)

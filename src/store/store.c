@@ -1025,11 +1025,54 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
 
 /* ---- flush ------------------------------------------------------------- */
 
+/* memcached 1.6.45's do_item_flush_expired, run by an immediate flush_all:
+ * every item accessed at or after oldest_live (the flush's second and the
+ * one before) is unlinked there and then, uncounted (no reclaimed, no
+ * expired_unfetched; a read of it is a plain miss, not get_flushed). The
+ * access time alone cannot tell such an item stored just before the flush
+ * from one stored just after it, and with -C there is no CAS to: this pass
+ * leaves only the second kind. Older items are left to the lazy test and
+ * the housekeeper, which count them. The whole index is read, but items are
+ * looked at only in segments written since oldest_live (memcached walks its
+ * LRU heads, newest first, until the first older item). */
+static void store_flush_recent(struct store *s, rel_time_t ol)
+{
+    uint64_t nb = 0;
+    uint64_t *b;
+    for (uint64_t i = 0; (b = index_lock_nth(&s->index, i, &nb)); i++) {
+        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
+            for (int j = 1; j <= INDEX_SLOTS; j++) {
+                uint64_t sl = cur[j];
+                if (!sl)
+                    continue;
+                struct seg *seg = seg_of(s, slot_seg(sl));
+                /* nothing linked there since: its items are older (but
+                 * for a hit's bump, which memcached's walk may miss too) */
+                if (__atomic_load_n(&seg->last_write, __ATOMIC_RELAXED) < ol)
+                    continue;
+                struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(s, sl),
+                                        .seg = seg};
+                item_decode(f.p, &f.h);
+                if ((item_get_u32(f.p, f.h.atime_off) & ~ITEM_S_MASK) < ol)
+                    continue;
+                store_unlink(s, &f);
+                /* The chain may have lost a bucket: start this one over. */
+                cur = b;
+                j = 0;
+            }
+        }
+        index_unlock(b);
+    }
+}
+
 void store_flush(struct store *s, rel_time_t when)
 {
-    /* memcached's process_flush_all_command rule, to the second. */
+    /* memcached 1.6.45's process_flush_all_command rule, to the second:
+     * oldest_live is the second before the flush time, with or without
+     * CAS (1.6.18 took the flush time itself under -C, which hid items
+     * stored in the flush's second after it). */
     rel_time_t now = clock_now();
-    rel_time_t ol = s->opt.cas_enabled ? when - 1 : when;
+    rel_time_t ol = when - 1;
     uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
     if (s->opt.cas_enabled && ol <= now)
         oc = store_next_cas(s);
@@ -1041,6 +1084,8 @@ void store_flush(struct store *s, rel_time_t when)
      * sees the CAS that goes with it. */
     __atomic_store_n(&s->oldest_cas, oc, __ATOMIC_RELAXED);
     __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELEASE);
+    if (ol <= now)
+        store_flush_recent(s, ol);
     /* memcached's LRU maintainer reclaims flushed items within a fraction
      * of a second (`reclaimed`, `curr_items` drop): an immediate flush
      * wakes the housekeeper instead of waiting for its next tick. */

@@ -45,6 +45,10 @@ struct seg {
     uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
+    /* when an item was last linked into it: an upper bound of its items'
+     * access times but for hits' bumps (store_flush_recent skips those
+     * below the flush's oldest_live) */
+    rel_time_t last_write;
     /* enum store_lru: set with state and queue, read atomically by a hit
      * (beside cas_base, which the hit reads too: one cache line) */
     uint8_t lru;

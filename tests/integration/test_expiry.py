@@ -99,11 +99,61 @@ def test_flush_all_delay(clk):
 
 
 def test_flush_counts_get_flushed(clk):
+    """An item older than the second before the flush stays until read (or
+    reclaimed): the read counts get_flushed."""
     clk.set("fd3", "v")
+    clk.advance(2)
     clk.call("flush_all")
     before = int(stats(clk)["get_flushed"])
     assert clk.get("fd3") is None
     assert int(stats(clk)["get_flushed"]) == before + 1
+
+
+def test_flush_unlinks_its_second_at_once(clk):
+    """memcached 1.6.45 (its do_item_flush_expired): an immediate flush_all
+    unlinks the items accessed in its second and the one before there and
+    then, uncounted, so a read right after it is a plain miss (1.6.18 left
+    them to be read as get_flushed)."""
+    clk.set("fd4", "v")
+    clk.advance(1)
+    clk.set("fd5", "v")
+    before = stats(clk)
+    assert clk.call("flush_all") == b"OK\r\n"
+    assert int(stats(clk)["curr_items"]) == int(before["curr_items"]) - 2
+    assert clk.get("fd4") is None
+    assert clk.get("fd5") is None
+    after = stats(clk)
+    assert int(after["get_flushed"]) == int(before["get_flushed"])
+    assert int(after["get_misses"]) == int(before["get_misses"]) + 2
+    # stored after the flush in its second: kept
+    clk.set("fd6", "w")
+    assert clk.get("fd6") == b"w"
+
+
+def test_flush_without_cas(start_server, server_bin):
+    """-C: the flush keeps a store made after it in its own second, as with
+    CAS (1.6.45; 1.6.18 lost it), and flush_all 2 hides what is stored up
+    to the second before its time."""
+    import helpers
+    binary = helpers.debug_bin(server_bin)
+    if binary is None:
+        pytest.skip("no server build answers debugtime (build CONFIG=debug)")
+    c = start_server("-C", binary=binary).connect()
+    assert c.call("debugtime p") == b"OK\r\n"
+    c.set("nc1", "old")
+    assert c.call("flush_all") == b"OK\r\n"
+    assert c.get("nc1") is None
+    c.set("nc1", "new")
+    assert c.get("nc1") == b"new"
+    assert c.call("flush_all 2") == b"OK\r\n"
+    c.set("nc2", "v")
+    assert c.call("debugtime 1") == b"OK\r\n"
+    c.set("nc3", "v")
+    assert c.call("debugtime 1") == b"OK\r\n"
+    c.set("nc4", "v")
+    assert c.call("debugtime 1") == b"OK\r\n"
+    assert [c.get(k) for k in ("nc1", "nc2", "nc3", "nc4")] == [None, None, None, b"v"]
+    c.call("debugtime r")
 
 
 def test_expired_items_reclaimed_without_reads(clk):

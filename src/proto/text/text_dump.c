@@ -124,8 +124,9 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
     if (s->datagram)
         return;
     if (!s->opt->dump_enabled) {
+        /* 1.6.45's wording, which differs between the two */
         if (mgdump)
-            TEXT_OUT(s, "ERROR mgdump not allowed");
+            TEXT_OUT(s, "ERROR key dump not allowed");
         else
             TEXT_OUT(s, "ERROR metadump not allowed");
         return;
