@@ -637,13 +637,15 @@ static void store_prefetch_item(struct store *s, const struct store_prefetch_run
 }
 
 void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
-                          const struct store_keyref *keys, size_t n)
+                          struct store_keyref *keys, size_t n)
 {
     struct store *s = ctx->store;
     if (n > STORE_PREFETCH_MAX)
         n = STORE_PREFETCH_MAX;
     for (size_t i = 0; i < n; i++) {
         struct store_key k = store_key_of(keys[i].key, keys[i].nkey);
+        if (keys[i].hv)
+            *keys[i].hv = k.hv;
         r->tag[i] = k.tag;
         r->bucket[i] = index_prefetch(&s->index, k.hv);
     }
@@ -659,7 +661,7 @@ void store_prefetch_next(struct store_ctx *ctx, struct store_prefetch_run *r)
         store_prefetch_item(ctx->store, r, r->next++);
 }
 
-void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n)
+void store_prefetch(struct store_ctx *ctx, struct store_keyref *keys, size_t n)
 {
     struct store_prefetch_run r;
     store_prefetch_start(ctx, &r, keys, n);
@@ -677,7 +679,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     memset(out, 0, sizeof(*out));
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
-    struct store_key k = store_key_of(key, nkey);
+    struct store_key k = req->hashed ? store_key_hashed(key, nkey, req->hv) : store_key_of(key, nkey);
     /* Pinned in the lookup (or just after it, a value too long to copy),
      * so nothing below is applied twice: a lookup that has to look again
      * does so before anything changes. */

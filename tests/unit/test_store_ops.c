@@ -1,6 +1,7 @@
 /* The store's operations one by one: modes, CAS rules, incr/decr, delete,
  * touch, meta flags (stale / win / vivify), size limits. */
 #include "test_store_helpers.h"
+#include "store/store_lookup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,18 +60,34 @@ static void test_prefetch(void **state)
     struct store_keyref keys[48];
     for (int i = 0; i < 48; i++) {
         snprintf(names[i], sizeof names[i], "pk%d", i);
-        keys[i] = (struct store_keyref){names[i], strlen(names[i])};
+        keys[i] = (struct store_keyref){.key = names[i], .nkey = strlen(names[i])};
         if (i % 3 != 0)
             assert_int_equal(tset(&t, names[i], names[i], STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     }
-    keys[5] = (struct store_keyref){"", 0};
-    keys[7] = (struct store_keyref){big, sizeof big};
+    keys[5] = (struct store_keyref){.key = "", .nkey = 0};
+    keys[7] = (struct store_keyref){.key = big, .nkey = sizeof big};
+    uint64_t hv[48] = {0};
+    for (int i = 0; i < 48; i++)
+        keys[i].hv = &hv[i];
     struct store_stats before, after;
     store_stats(t.s, &before);
     store_prefetch(t.c, keys, 48);
     store_prefetch(t.c, keys, 0);
     store_stats(t.s, &after);
     assert_memory_equal(&before, &after, sizeof before);
+    /* The hashes it gave: those of STORE_PREFETCH_MAX keys, the rest left. */
+    for (int i = 0; i < 48; i++) {
+        if (i < STORE_PREFETCH_MAX)
+            assert_true(hv[i] == store_key_of(keys[i].key, keys[i].nkey).hv);
+        else
+            assert_true(hv[i] == 0);
+    }
+    /* A lookup given its key's hash (store_get_req.hashed) finds it. */
+    struct store_get_req hashed = {.hashed = true, .hv = hv[1], .no_update = true};
+    struct store_item hit;
+    assert_int_equal(store_get(t.c, names[1], strlen(names[1]), &hashed, &hit), STORE_OK);
+    hashed.hv = hv[3];
+    assert_int_equal(store_get(t.c, names[3], strlen(names[3]), &hashed, &hit), STORE_MISS);
     for (int i = 0; i < 48; i++) {
         struct store_item it;
         enum store_status st = tget(&t, names[i], buf, sizeof buf, &it);

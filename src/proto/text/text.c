@@ -48,6 +48,7 @@ void text_tokenize(struct text_line *l, const char *raw, size_t len)
     l->raw = raw;
     l->len = len;
     l->ntok = 0;
+    l->hkey = NULL;
     size_t i = 0;
     while (i < len) {
         while (i < len && raw[i] == ' ')

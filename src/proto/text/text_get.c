@@ -146,7 +146,7 @@ static void text_get_prefetch(struct session *s, struct text_keys w)
     struct store_keyref keys[TEXT_PREFETCH_BATCH];
     size_t n = 0;
     while (n < TEXT_PREFETCH_BATCH && text_keys_next(&w, &keys[n].key, &keys[n].nkey))
-        n++;
+        keys[n++].hv = NULL;
     if (n > 1)
         store_prefetch(s->store, keys, n);
 }
@@ -224,6 +224,8 @@ static void text_get_run(struct session *s, const struct text_line *l)
         req.copy = h.at ? text_hit_copy : NULL;
         req.copy_arg = &h;
         req.copy_max = REPLY_COPY_MAX;
+        req.hashed = key == l->hkey;
+        req.hv = l->hv;
         struct store_item it;
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         bool hit = st == STORE_OK;
