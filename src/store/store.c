@@ -52,12 +52,21 @@ unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
 
 /* The one mapping from an item's memcached size to its class: me, metadump,
  * watch lines and stats items/slabs all come through here. */
-uint8_t store_class_id(const struct store *s, size_t mc_size)
+static uint8_t store_class_walk(const struct store *s, size_t mc_size)
 {
     for (unsigned i = 1; i < s->nclasses; i++)
         if (mc_size <= s->class_size[i])
             return (uint8_t)i;
     return (uint8_t)(s->nclasses - 1);
+}
+
+uint8_t store_class_id(const struct store *s, size_t mc_size)
+{
+    /* Every class size but the last is a multiple of 8, so a size has the
+     * class of the multiple of 8 it rounds up to (store_init_classes). */
+    if (mc_size <= STORE_CLASS_TABLE_MAX)
+        return s->class_of8[(mc_size + 7) >> 3];
+    return store_class_walk(s, mc_size);
 }
 
 struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h)
@@ -92,6 +101,8 @@ static void store_init_classes(struct store *s)
     }
     s->class_size[i++] = (uint32_t)chunk_max;
     s->nclasses = i;
+    for (size_t g = 0; g <= STORE_CLASS_TABLE_MAX >> 3; g++)
+        s->class_of8[g] = store_class_walk(s, g << 3);
 }
 
 uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,

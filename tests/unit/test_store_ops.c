@@ -1,6 +1,7 @@
 /* The store's operations one by one: modes, CAS rules, incr/decr, delete,
  * touch, meta flags (stale / win / vivify), size limits. */
 #include "test_store_helpers.h"
+#include "store/store_core.h"
 #include "store/store_lookup.h"
 
 #include <stdio.h>
@@ -103,6 +104,36 @@ static void test_prefetch(void **state)
         assert_true(it.fetched);
     }
     tstore_close(&t);
+}
+
+/* A size's class by the table (store_class_id) is the first class that
+ * holds it, as the walk over the sizes finds it, for growth factors and
+ * chunk sizes whose classes end anywhere. */
+static void test_class_table(void **state)
+{
+    (void)state;
+    static const struct {
+        double f;
+        size_t chunk, chunk_max;
+    } cases[] = {{0, 0, 0}, {1.07, 0, 0}, {2.0, 5, 0}, {1.25, 100, 10001}, {1.5, 48, 3000}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clock_setup();
+        struct store_options o = {.mem_limit = 8 * MB, .item_size_max = MB,
+                                  .growth_factor = cases[c].f, .chunk_size = cases[c].chunk,
+                                  .slab_chunk_max = cases[c].chunk_max};
+        struct store *s;
+        assert_int_equal(store_create(&s, &o), 0);
+        for (size_t mc = 0; mc <= STORE_CLASS_TABLE_MAX + 64; mc++) {
+            unsigned want = s->nclasses - 1;
+            for (unsigned i = 1; i < s->nclasses; i++)
+                if (mc <= s->class_size[i]) {
+                    want = i;
+                    break;
+                }
+            assert_int_equal(store_class_id(s, mc), want);
+        }
+        store_destroy(&s);
+    }
 }
 
 static void test_modes(void **state)
@@ -421,6 +452,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_get),   cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_class_table),
         cmocka_unit_test(test_cas),       cmocka_unit_test(test_cas_disabled),
         cmocka_unit_test(test_arith),     cmocka_unit_test(test_delete),
         cmocka_unit_test(test_meta_win),  cmocka_unit_test(test_sizes),
