@@ -34,10 +34,9 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
 {
     struct store *s = ctx->store;
     for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-        for (int i = 1; i <= INDEX_SLOTS; i++) {
+        for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
+            int i = __builtin_ctz(m) >> 1;
             uint64_t sl = cur[i];
-            if (!sl || slot_tag(sl) != k->tag)
-                continue;
             char *p = seg_item(s, sl);
             if ((uint8_t)p[1] != k->nkey)
                 continue;

@@ -266,10 +266,46 @@ static void test_next_table_made_ahead(void **state)
     tstore_close(&t);
 }
 
+/* index_match: the slots whose tag is the one asked, in order, whatever
+ * else the words hold; never the header, whatever its chain bits. */
+static void test_index_match(void **state)
+{
+    (void)state;
+    _Alignas(64) uint64_t b[8];
+    for (uint32_t tag = 1; tag < 2048; tag += 97) {
+        uint32_t other = tag == 2047 ? 1 : tag + 1;
+        b[0] = ~0ull;                                  /* locked, chained everywhere */
+        b[1] = slot_make(tag, 3, 5);
+        b[2] = 0;                                      /* empty */
+        b[3] = slot_make(other, SLOT_MAX_SEGS - 1, SLOT_MAX_OFF - 1) | SLOT_FREQ;
+        b[4] = slot_make(tag, SLOT_MAX_SEGS - 1, SLOT_MAX_OFF - 1) | SLOT_FREQ;
+        b[5] = slot_make(other ^ 1024, 0, 0);
+        b[6] = slot_make(tag, 0, 0);
+        b[7] = slot_make(tag ^ 1, 1, 1);
+        unsigned m = index_match(b, tag), want = 0;
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (b[i] && slot_tag(b[i]) == tag)
+                want |= 3u << (2 * i);
+        assert_int_equal(m, want);
+        int seen[8], n = 0;
+        for (; m; m &= m - 1, m &= m - 1)
+            seen[n++] = __builtin_ctz(m) >> 1;
+        assert_int_equal(n, 3);
+        assert_int_equal(seen[0], 1);
+        assert_int_equal(seen[1], 4);
+        assert_int_equal(seen[2], 6);
+        /* the header alone, holding the tag in its top bits */
+        memset(b, 0, sizeof b);
+        b[0] = (uint64_t)tag << 53 | 1;
+        assert_int_equal(index_match(b, tag), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_find_and_miss),
+        cmocka_unit_test(test_index_match),
         cmocka_unit_test(test_pin_is_taken_and_given_back),
         cmocka_unit_test(test_expired_item_is_unlinked_and_counted),
         cmocka_unit_test(test_pin_waits_out_a_compaction),
