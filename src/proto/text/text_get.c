@@ -173,8 +173,13 @@ static void text_get_run(struct session *s, const struct text_line *l)
 {
     struct text_cont *c = &s->text.cont;
     struct store_get_req req = {.want_value = true, .touch = c->touch, .exptime = c->exptime};
+    /* Where a rollback goes back to: taken before the first composition a
+     * later key's error or a failed one would have to undo (a line of
+     * several keys, a hit not copied whole); a one-key line whose hit is
+     * copied with its END (it cannot fail) needs none. Without it nothing
+     * was composed, and there is nothing to undo. */
     struct reply_mark mark;
-    reply_get_mark(&s->reply, &mark);
+    bool marked = false;
     bool detail = TEXT_DETAIL_ON(s);
     bool crlf = c->crlf;
     size_t keys = 0;
@@ -209,7 +214,8 @@ static void text_get_run(struct session *s, const struct text_line *l)
         if (nkey > STORE_KEY_MAX) {
             /* memcached discards what it composed and sends only the error;
              * 1.6.45 follows it with an empty line. */
-            reply_rollback(&s->reply, &mark);
+            if (marked)
+                reply_rollback(&s->reply, &mark);
             TEXT_OUT(s, "CLIENT_ERROR bad command line format\r\n");
             return;
         }
@@ -221,6 +227,10 @@ static void text_get_run(struct session *s, const struct text_line *l)
                              .last = !text_keys_more(&w)};
         h.at = reply_reserve(&s->reply, TEXT_VALUE_HEADER_FIXED + nkey + REPLY_COPY_MAX +
                                             sizeof TEXT_END - 1);
+        if (!marked && (!h.last || !h.at)) {
+            reply_get_mark(&s->reply, &mark); /* the reserve committed nothing */
+            marked = true;
+        }
         req.copy = h.at ? text_hit_copy : NULL;
         req.copy_arg = &h;
         req.copy_max = REPLY_COPY_MAX;
@@ -239,8 +249,13 @@ static void text_get_run(struct session *s, const struct text_line *l)
         if (h.len) {
             reply_commit(&s->reply, h.len);
             ended = h.last;
-        } else if (text_value_hit(s, key, nkey, &it, c->want_cas, crlf) != 0) {
-            goto oom;
+        } else {
+            if (!marked) {
+                reply_get_mark(&s->reply, &mark);
+                marked = true;
+            }
+            if (text_value_hit(s, key, nkey, &it, c->want_cas, crlf) != 0)
+                goto oom;
         }
         log_verbose(">%d sending key %.*s", s->cfd, (int)nkey, key);
         crlf = true;
@@ -256,7 +271,8 @@ static void text_get_run(struct session *s, const struct text_line *l)
     }
     return;
 oom:
-    reply_rollback(&s->reply, &mark);
+    if (marked)
+        reply_rollback(&s->reply, &mark);
     TEXT_OUT(s, "SERVER_ERROR out of memory writing get response");
 }
 
