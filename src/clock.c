@@ -20,6 +20,8 @@ static rel_time_t clock_rel_base = CLOCK_START_SLACK; /* what the clock read at 
 static _Atomic uint32_t clock_debug_offset;
 static _Atomic uint32_t clock_paused_at; /* 0 = running */
 
+__thread rel_time_t clock_held;
+
 void clock_setup(void)
 {
     clock_gettime(CLOCK_SOURCE, &clock_mono_start);
@@ -49,7 +51,7 @@ static rel_time_t clock_running_now(void)
            atomic_load_explicit(&clock_debug_offset, memory_order_relaxed);
 }
 
-rel_time_t clock_now(void)
+rel_time_t clock_read(void)
 {
     uint32_t paused = atomic_load_explicit(&clock_paused_at, memory_order_relaxed);
     return paused ? paused : clock_running_now();
@@ -82,12 +84,22 @@ rel_time_t clock_exptime(int64_t exptime)
 }
 
 #ifdef NODELAY_DEBUG
+/* The clock moved under a held batch (debugtime in it): the requests after
+ * the command see the moved clock, as they did before holds. Other threads'
+ * batches began before the move and keep the time they began at. */
+static void clock_rehold(void)
+{
+    if (clock_held)
+        clock_held = clock_read();
+}
+
 void clock_debug_advance(uint32_t seconds)
 {
     atomic_fetch_add(&clock_debug_offset, seconds);
     uint32_t paused = atomic_load(&clock_paused_at);
     if (paused)
         atomic_store(&clock_paused_at, paused + seconds);
+    clock_rehold();
 }
 
 void clock_debug_pause(bool paused)
@@ -109,5 +121,6 @@ void clock_debug_pause(bool paused)
                                  : (running - at));
         atomic_store(&clock_paused_at, 0);
     }
+    clock_rehold();
 }
 #endif

@@ -30,9 +30,43 @@ void clock_setup(void);
  * their TTLs, as memcached's restart does. Call before any thread reads it. */
 void clock_resume(time_t epoch, rel_time_t now);
 
-/* Seconds since start-up (plus any debug offset). Never returns 0 or 1, so
- * those stay free for REL_TIME_NEVER and REL_TIME_EXPIRED. Thread-safe. */
-rel_time_t clock_now(void);
+/* The clock itself: seconds since start-up (plus any debug offset). Never
+ * returns 0 or 1, so those stay free for REL_TIME_NEVER and
+ * REL_TIME_EXPIRED. Thread-safe. */
+rel_time_t clock_read(void);
+
+/* What this thread's clock is held at (clock_hold), 0 when it is not. */
+extern __thread rel_time_t clock_held;
+
+/* The server's time: clock_read(), or the time this thread's clock is held
+ * at while it runs the requests of one read (clock_hold). */
+static inline rel_time_t clock_now(void)
+{
+    rel_time_t held = clock_held;
+    return held ? held : clock_read();
+}
+
+/* Hold this thread's clock for a batch of requests that arrived together
+ * (one read's): clock_now() reads it once, here, instead of once a lookup.
+ * They were all received before this read of the clock, so each may be
+ * served at the time it gives, as if the batch ran in an instant; expiry,
+ * flush and the times written are judged on the one clock inside it. Runs
+ * no longer than the batch (memcached's own clock lags by up to a second).
+ * Returns whether this call took the hold (a nested one does not), which
+ * clock_release wants back. */
+static inline bool clock_hold(void)
+{
+    if (clock_held)
+        return false;
+    clock_held = clock_read();
+    return true;
+}
+
+static inline void clock_release(bool took)
+{
+    if (took)
+        clock_held = 0;
+}
 
 /* Unix time corresponding to rel_time_t 0. */
 time_t clock_epoch(void);

@@ -531,12 +531,16 @@ static void conn_read_done(struct conn *c, enum conn_in_target t, size_t n)
         return;
     }
     STAT_ADD(w->stats, bytes_read, (uint64_t)n);
+    /* One clock read for the read: its time of arrival and the time its
+     * requests run at (proto_process holds it no longer). */
+    bool held = clock_hold();
     c->last_active = clock_now();
     registry_touch(&c->entry, c->last_active);
     if (t == CONN_IN_TO_SINK)
         STAT_INC(w->stats, direct_reads);
     registry_set_state(&c->entry, REGISTRY_PARSE_CMD);
     conn_apply(c, conn_input_received(&c->in, &c->sess, t, n));
+    clock_release(held);
 }
 
 /* A held value (its rest queued: session_reserve_value) is read now, in

@@ -3,6 +3,7 @@
  * text; -B ascii / -B binary force one. */
 #include "proto/proto.h"
 
+#include "clock.h"
 #include "log.h"
 #include "proto/session.h"
 
@@ -25,9 +26,13 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len, 
         log_verbose("%d: Client using the %s protocol", s->cfd,
                     s->kind == PROTO_KIND_BINARY ? "binary" : "ascii");
     }
-    if (s->kind == PROTO_KIND_BINARY)
-        return bin_process(s, buf, len, consumed);
-    return text_process(s, buf, len, consumed);
+    /* The read's requests run at one time: one clock read for all their
+     * lookups (clock_hold), not one each. */
+    bool held = clock_hold();
+    enum proto_status st = s->kind == PROTO_KIND_BINARY ? bin_process(s, buf, len, consumed)
+                                                        : text_process(s, buf, len, consumed);
+    clock_release(held);
+    return st;
 }
 
 void proto_sink_filled(struct session *s, size_t n)

@@ -21,14 +21,6 @@
  * a pin for each, the cache (docs/store.md "Pins and zero copy"). */
 #define REPLY_SHARE_COPY_MAX (16 * 1024)
 
-struct reply_block {
-    struct reply_block *next;
-    size_t size;
-    size_t used;
-    size_t refs; /* segments pointing into this block */
-    char data[];
-};
-
 void reply_init(struct reply_queue *q)
 {
     memset(q, 0, sizeof *q);
@@ -100,7 +92,7 @@ static struct reply_block *reply_block_room(struct reply_queue *q, size_t len)
     return b;
 }
 
-char *reply_reserve(struct reply_queue *q, size_t len)
+char *reply_reserve_more(struct reply_queue *q, size_t len)
 {
     /* A segment slot exists before the bytes do, so the commit cannot fail. */
     if (q->nseg == q->cap) {
@@ -112,23 +104,15 @@ char *reply_reserve(struct reply_queue *q, size_t len)
     return b ? b->data + b->used : NULL;
 }
 
-void reply_commit(struct reply_queue *q, size_t n)
+void reply_commit_seg(struct reply_queue *q, size_t n)
 {
-    if (n == 0)
-        return;
     struct reply_block *b = q->tail;
-    char *at = b->data + b->used;
-    struct reply_seg *last = q->nseg > q->head ? &q->segs[q->nseg - 1] : NULL;
-    if (last && last->block == b && last->data + last->len == at) {
-        last->len += n; /* contiguous with the previous copy: one iovec */
-    } else {
-        struct reply_seg *s = reply_seg_add(q); /* cannot fail: reserve made room */
-        s->data = at;
-        s->len = n;
-        s->block = b;
-        s->pin = NULL;
-        b->refs++;
-    }
+    struct reply_seg *s = reply_seg_add(q); /* cannot fail: reserve made room */
+    s->data = b->data + b->used;
+    s->len = n;
+    s->block = b;
+    s->pin = NULL;
+    b->refs++;
     b->used += n;
     q->pending += n;
     q->copied += n;

@@ -68,9 +68,12 @@ int reply_printf(struct reply_queue *q, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Room for at least `len` bytes to compose into; finish with reply_commit(n)
- * (n <= len), which then cannot fail. Returns NULL when out of memory. */
-char *reply_reserve(struct reply_queue *q, size_t len);
-void reply_commit(struct reply_queue *q, size_t n);
+ * (n <= len), which then cannot fail. Returns NULL when out of memory.
+ * Inline where the tail block has the room and the bytes join the copy
+ * before them (a pipeline's replies, one after the other): every reply
+ * composed goes through here. */
+static inline char *reply_reserve(struct reply_queue *q, size_t len);
+static inline void reply_commit(struct reply_queue *q, size_t n);
 
 /* Append len bytes by reference. Takes ownership of pin (may be NULL for
  * static data): it is released when the bytes are consumed or dropped, even
@@ -93,6 +96,44 @@ int reply_ref(struct reply_queue *q, const void *data, size_t len, struct store_
 int reply_value(struct reply_queue *q, const void *data, size_t len, struct store_pin *pin);
 
 static inline size_t reply_pending(const struct reply_queue *q) { return q->pending; }
+
+/* The queue's own memory for copied bytes (reply.c), here for the inline
+ * reserve and commit. */
+struct reply_block {
+    struct reply_block *next;
+    size_t size;
+    size_t used;
+    size_t refs; /* segments pointing into this block */
+    char data[];
+};
+char *reply_reserve_more(struct reply_queue *q, size_t len);
+void reply_commit_seg(struct reply_queue *q, size_t n);
+
+static inline char *reply_reserve(struct reply_queue *q, size_t len)
+{
+    struct reply_block *b = q->tail;
+    if (b && q->nseg < q->cap && b->size - b->used >= len)
+        return b->data + b->used;
+    return reply_reserve_more(q, len);
+}
+
+static inline void reply_commit(struct reply_queue *q, size_t n)
+{
+    if (n == 0)
+        return;
+    struct reply_block *b = q->tail;
+    if (q->nseg > q->head) {
+        struct reply_seg *last = &q->segs[q->nseg - 1];
+        if (last->block == b && last->data + last->len == b->data + b->used) {
+            last->len += n; /* contiguous with the previous copy: one iovec */
+            b->used += n;
+            q->pending += n;
+            q->copied += n;
+            return;
+        }
+    }
+    reply_commit_seg(q, n);
+}
 
 void reply_get_mark(const struct reply_queue *q, struct reply_mark *m);
 void reply_rollback(struct reply_queue *q, const struct reply_mark *m);

@@ -56,14 +56,8 @@ uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint3
     return hlen;
 }
 
-void item_decode(const char *p, struct item_hdr *h)
+uint32_t item_varint_long(const uint8_t *u, uint32_t *at)
 {
-    const uint8_t *u = (const uint8_t *)p;
-    /* -e's state bits may be set meanwhile by a thread holding the item's
-     * bucket lock (eviction reads headers before taking it): read the byte
-     * atomically; the bits read here never change. */
-    h->layout = __atomic_load_n(&u[0], __ATOMIC_RELAXED) & (uint8_t)~ITEM_L_STATE;
-    h->nkey = u[1];
     uint32_t i = 2, v = 0, shift = 0;
     for (;;) {
         uint8_t b = u[i++];
@@ -72,31 +66,22 @@ void item_decode(const char *p, struct item_hdr *h)
             break;
         shift += 7;
     }
-    h->nvalue = v;
-    h->atime_off = i;
-    i += 4;
-    h->flags_off = 0;
-    h->exp_off = 0;
-    h->cas_off = 0;
-    h->sum_off = 0;
-    if (h->layout & ITEM_L_FLAGS) {
-        h->flags_off = i;
-        i += 4;
-    }
-    if (h->layout & ITEM_L_EXP) {
-        h->exp_off = i;
-        i += 4;
-    }
-    if (h->layout & (ITEM_L_CAS32 | ITEM_L_CAS64)) {
-        h->cas_off = i;
-        i += (h->layout & ITEM_L_CAS64) ? 8 : 4;
-    }
-    if (h->layout & ITEM_L_SUM) {
-        h->sum_off = i;
-        i += 4;
-    }
-    h->hlen = i;
+    *at = i;
+    return v;
 }
+
+/* After the access time (4 bytes): flags, expiry, CAS (8 bytes with CAS64,
+ * else 4), checksum, in that order, each where its layout bit is set. */
+#define IL_F(l) (((l) & ITEM_L_FLAGS) ? 4 : 0)
+#define IL_E(l) (((l) & ITEM_L_EXP) ? 4 : 0)
+#define IL_C(l) (((l) & (ITEM_L_CAS32 | ITEM_L_CAS64)) ? (((l) & ITEM_L_CAS64) ? 8 : 4) : 0)
+#define IL_S(l) (((l) & ITEM_L_SUM) ? 4 : 0)
+#define IL(l)                                                                                     \
+    {IL_F(l) ? 4 : 0, IL_E(l) ? 4 + IL_F(l) : 0, IL_C(l) ? 4 + IL_F(l) + IL_E(l) : 0,             \
+     IL_S(l) ? 4 + IL_F(l) + IL_E(l) + IL_C(l) : 0, 4 + IL_F(l) + IL_E(l) + IL_C(l) + IL_S(l)}
+#define IL4(l) IL(l), IL(l + 1), IL(l + 2), IL(l + 3)
+const struct item_offs item_offs[32] = {IL4(0),  IL4(4),  IL4(8),  IL4(12),
+                                        IL4(16), IL4(20), IL4(24), IL4(28)};
 
 void item_put_u32(char *p, uint32_t off, uint32_t v)
 {

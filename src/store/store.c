@@ -52,12 +52,21 @@ unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
 
 /* The one mapping from an item's memcached size to its class: me, metadump,
  * watch lines and stats items/slabs all come through here. */
-uint8_t store_class_id(const struct store *s, size_t mc_size)
+static uint8_t store_class_walk(const struct store *s, size_t mc_size)
 {
     for (unsigned i = 1; i < s->nclasses; i++)
         if (mc_size <= s->class_size[i])
             return (uint8_t)i;
     return (uint8_t)(s->nclasses - 1);
+}
+
+uint8_t store_class_id(const struct store *s, size_t mc_size)
+{
+    /* Every class size but the last is a multiple of 8, so a size has the
+     * class of the multiple of 8 it rounds up to (store_init_classes). */
+    if (mc_size <= STORE_CLASS_TABLE_MAX)
+        return s->class_of8[(mc_size + 7) >> 3];
+    return store_class_walk(s, mc_size);
 }
 
 struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h)
@@ -92,6 +101,8 @@ static void store_init_classes(struct store *s)
     }
     s->class_size[i++] = (uint32_t)chunk_max;
     s->nclasses = i;
+    for (size_t g = 0; g <= STORE_CLASS_TABLE_MAX >> 3; g++)
+        s->class_of8[g] = store_class_walk(s, g << 3);
 }
 
 uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
@@ -733,8 +744,8 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
 static void store_prefetch_item(struct store *s, const struct store_prefetch_run *r, uint32_t i)
 {
 #ifndef STORE_TSAN
-    for (int k = 1; k <= INDEX_SLOTS; k++) {
-        uint64_t sl = __atomic_load_n(&r->bucket[i][k], __ATOMIC_RELAXED);
+    for (unsigned m = index_match(r->bucket[i], r->tag[i]); m; m &= m - 1, m &= m - 1) {
+        uint64_t sl = __atomic_load_n(&r->bucket[i][__builtin_ctz(m) >> 1], __ATOMIC_RELAXED);
         if (!sl || slot_tag(sl) != r->tag[i])
             continue;
         uint32_t id = slot_seg(sl);
@@ -756,13 +767,15 @@ static void store_prefetch_item(struct store *s, const struct store_prefetch_run
 }
 
 void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
-                          const struct store_keyref *keys, size_t n)
+                          struct store_keyref *keys, size_t n)
 {
     struct store *s = ctx->store;
     if (n > STORE_PREFETCH_MAX)
         n = STORE_PREFETCH_MAX;
     for (size_t i = 0; i < n; i++) {
         struct store_key k = store_key_of(keys[i].key, keys[i].nkey);
+        if (keys[i].hv)
+            *keys[i].hv = k.hv;
         r->tag[i] = k.tag;
         r->bucket[i] = index_prefetch(&s->index, k.hv);
     }
@@ -778,7 +791,7 @@ void store_prefetch_next(struct store_ctx *ctx, struct store_prefetch_run *r)
         store_prefetch_item(ctx->store, r, r->next++);
 }
 
-void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n)
+void store_prefetch(struct store_ctx *ctx, struct store_keyref *keys, size_t n)
 {
     struct store_prefetch_run r;
     store_prefetch_start(ctx, &r, keys, n);
@@ -796,7 +809,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     memset(out, 0, sizeof(*out));
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
-    struct store_key k = store_key_of(key, nkey);
+    struct store_key k = req->hashed ? store_key_hashed(key, nkey, req->hv) : store_key_of(key, nkey);
     /* Pinned in the lookup (or just after it, a value too long to copy),
      * so nothing below is applied twice: a lookup that has to look again
      * does so before anything changes. */

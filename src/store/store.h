@@ -207,6 +207,10 @@ struct store_get_req {
     void (*copy)(void *copy_arg, const struct store_item *it);
     void *copy_arg;
     uint32_t copy_max;
+    /* The key's hash is hv, as a prefetch of it gave it (store_keyref.hv):
+     * not hashed again. */
+    bool hashed;
+    uint64_t hv;
 };
 
 /* Look a key up. STORE_OK fills *out (a hit); STORE_MISS on a miss, in which
@@ -225,8 +229,9 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
 struct store_keyref {
     const char *key;
     size_t nkey;
+    uint64_t *hv; /* where to put the key's hash (store_get_req.hashed), or NULL */
 };
-void store_prefetch(struct store_ctx *ctx, const struct store_keyref *keys, size_t n);
+void store_prefetch(struct store_ctx *ctx, struct store_keyref *keys, size_t n);
 /* The same as a pipeline over lookups that have other work between them
  * (a read's pipelined requests, each parsed and answered in turn): start
  * loads every bucket and the first STORE_PREFETCH_LEAD items; each call of
@@ -240,7 +245,7 @@ struct store_prefetch_run {
     const uint64_t *bucket[STORE_PREFETCH_MAX];
 };
 void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
-                          const struct store_keyref *keys, size_t n);
+                          struct store_keyref *keys, size_t n);
 void store_prefetch_next(struct store_ctx *ctx, struct store_prefetch_run *r);
 
 /* touch: new expiry, no value. STORE_OK or STORE_MISS. */

@@ -47,6 +47,8 @@ struct store_cls_ctr {
     uint32_t evicted_time; /* age of the last item this ctx evicted from the class */
 };
 
+#define STORE_CLASS_TABLE_MAX 16384
+
 struct store_ctx {
     struct store *store;
     struct seg *open[STORE_GROUPS];     /* this worker's open segments */
@@ -117,6 +119,9 @@ struct store {
     uint64_t ghost_mask;
     uint32_t class_size[STORE_CLASSES]; /* memcached's class sizes (store_init_classes) */
     unsigned nclasses;
+    /* The class of the sizes up to STORE_CLASS_TABLE_MAX, by 8-byte step:
+     * a hit's class (its per-class counters) without a walk of the sizes. */
+    uint8_t class_of8[(STORE_CLASS_TABLE_MAX >> 3) + 1];
 };
 
 /* Segments a limit of `bytes` allows: what the T_MEMD_INITIAL_MALLOC hook

@@ -50,7 +50,38 @@ struct item_hdr {
 uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue);
 /* Write a header (fields zeroed) and the key; returns the header length. */
 uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint32_t nvalue);
-void item_decode(const char *p, struct item_hdr *h);
+/* Where a layout's fields lie, from the access time's offset: 0 = absent
+ * (item_decode). */
+struct item_offs {
+    uint8_t flags, exp, cas, sum, end;
+};
+extern const struct item_offs item_offs[32];
+/* An nvalue of 128 or more (its varint from p[2] on); *at: past it. */
+uint32_t item_varint_long(const uint8_t *u, uint32_t *at);
+
+/* Inline, and the fields' offsets from a table by layout rather than a
+ * test for each: every lookup decodes the items its tag matches. */
+static inline void item_decode(const char *p, struct item_hdr *h)
+{
+    const uint8_t *u = (const uint8_t *)p;
+    /* -e's state bits may be set meanwhile by a thread holding the item's
+     * bucket lock (eviction reads headers before taking it): read the byte
+     * atomically; the bits read here never change. */
+    uint8_t layout = __atomic_load_n(&u[0], __ATOMIC_RELAXED) & (uint8_t)~ITEM_L_STATE;
+    h->layout = layout;
+    h->nkey = u[1];
+    uint32_t i = 3, v = u[2];
+    if (v & 0x80)
+        v = item_varint_long(u, &i);
+    h->nvalue = v;
+    h->atime_off = i;
+    const struct item_offs *o = &item_offs[layout & 0x1f];
+    h->flags_off = o->flags ? i + o->flags : 0;
+    h->exp_off = o->exp ? i + o->exp : 0;
+    h->cas_off = o->cas ? i + o->cas : 0;
+    h->sum_off = o->sum ? i + o->sum : 0;
+    h->hlen = i + o->end;
+}
 static inline uint32_t item_total(const struct item_hdr *h)
 {
     return h->hlen + h->nkey + h->nvalue;

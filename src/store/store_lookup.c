@@ -27,6 +27,21 @@ void store_unlink(struct store *s, struct store_found *f)
     seg_note_gone(f->seg, item_total(&f->h), &c);
 }
 
+/* The item's key is the one looked up: keys of 8 to 16 bytes (most are)
+ * as two overlapping 8-byte words each, without a call to memcmp. */
+static inline bool store_key_eq(const char *a, const char *b, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, b0, a1, b1;
+        memcpy(&a0, a, 8);
+        memcpy(&b0, b, 8);
+        memcpy(&a1, a + n - 8, 8);
+        memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    return memcmp(a, b, n) == 0;
+}
+
 /* Find the key in the chain of locked bucket b, unlinking it if it has
  * expired or been flushed (counted as get_expired / get_flushed, or with
  * reclaim as reclaimed: store_lookup_write). */
@@ -35,16 +50,15 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
 {
     struct store *s = ctx->store;
     for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-        for (int i = 1; i <= INDEX_SLOTS; i++) {
+        for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
+            int i = __builtin_ctz(m) >> 1;
             uint64_t sl = cur[i];
-            if (!sl || slot_tag(sl) != k->tag)
-                continue;
             char *p = seg_item(s, sl);
             if ((uint8_t)p[1] != k->nkey)
                 continue;
             struct item_hdr h;
             item_decode(p, &h);
-            if (h.nkey != k->nkey || memcmp(p + h.hlen, k->key, k->nkey) != 0)
+            if (h.nkey != k->nkey || !store_key_eq(p + h.hlen, k->key, k->nkey))
                 continue;
             f->slot = &cur[i];
             f->p = p;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/store_index.h"
 #include "store/store_item.h"
 
 struct seg;
@@ -24,6 +25,11 @@ struct store_key {
     uint32_t tag; /* index_tag(hv) */
 };
 struct store_key store_key_of(const char *key, size_t nkey);
+/* The same for a key whose hash hv store_key_of gave already. */
+static inline struct store_key store_key_hashed(const char *key, size_t nkey, uint64_t hv)
+{
+    return (struct store_key){.key = key, .nkey = nkey, .hv = hv, .tag = index_tag(hv)};
+}
 
 struct store_found {
     uint64_t *bucket;   /* the key's primary bucket, locked */

@@ -173,3 +173,14 @@ def test_expired_items_reclaimed_without_reads(clk):
             break
         time.sleep(0.2)
     assert int(stats(clk)["curr_items"]) <= full - 200
+
+
+def test_clock_moved_inside_one_read(clk):
+    """A read's requests run at one time (clock_hold), but a debugtime among
+    them moves it for those after it, and a flush_all among them flushes
+    for those after it."""
+    clk.send(b"set inr 0 10 1\r\nv\r\nget inr\r\ndebugtime 11\r\nget inr\r\n"
+             b"set inr2 0 0 1\r\nw\r\nget inr2\r\nflush_all\r\nget inr2\r\n")
+    want = (b"STORED\r\nVALUE inr 0 1\r\nv\r\nEND\r\nOK\r\nEND\r\n"
+            b"STORED\r\nVALUE inr2 0 1\r\nw\r\nEND\r\nOK\r\nEND\r\n")
+    assert clk.read_exact(len(want)) == want

@@ -266,10 +266,86 @@ static void test_next_table_made_ahead(void **state)
     tstore_close(&t);
 }
 
+/* index_match: the slots whose tag is the one asked, in order, whatever
+ * else the words hold; never the header, whatever its chain bits. */
+static void test_index_match(void **state)
+{
+    (void)state;
+    _Alignas(64) uint64_t b[8];
+    for (uint32_t tag = 1; tag < 2048; tag += 97) {
+        uint32_t other = tag == 2047 ? 1 : tag + 1;
+        b[0] = ~0ull;                                  /* locked, chained everywhere */
+        b[1] = slot_make(tag, 3, 5);
+        b[2] = 0;                                      /* empty */
+        b[3] = slot_make(other, SLOT_MAX_SEGS - 1, SLOT_MAX_OFF - 1) | SLOT_FREQ;
+        b[4] = slot_make(tag, SLOT_MAX_SEGS - 1, SLOT_MAX_OFF - 1) | SLOT_FREQ;
+        b[5] = slot_make(other ^ 1024, 0, 0);
+        b[6] = slot_make(tag, 0, 0);
+        b[7] = slot_make(tag ^ 1, 1, 1);
+        unsigned m = index_match(b, tag), want = 0;
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (b[i] && slot_tag(b[i]) == tag)
+                want |= 3u << (2 * i);
+        assert_int_equal(m, want);
+        int seen[8], n = 0;
+        for (; m; m &= m - 1, m &= m - 1)
+            seen[n++] = __builtin_ctz(m) >> 1;
+        assert_int_equal(n, 3);
+        assert_int_equal(seen[0], 1);
+        assert_int_equal(seen[1], 4);
+        assert_int_equal(seen[2], 6);
+        /* the header alone, holding the tag in its top bits */
+        memset(b, 0, sizeof b);
+        b[0] = (uint64_t)tag << 53 | 1;
+        assert_int_equal(index_match(b, tag), 0);
+    }
+}
+
+/* item_decode's table against the layout rules, for every layout and
+ * value lengths of each varint width: offsets in order, each field as wide
+ * as its bit says, the header as long as item_hdr_len. */
+static void test_item_decode_layouts(void **state)
+{
+    (void)state;
+    static const uint32_t lens[] = {0, 1, 127, 128, 16383, 16384, (1u << 21) - 1, 1u << 21,
+                                    (1u << 28) + 5};
+    _Alignas(8) char p[64];
+    for (unsigned l = 0; l < 32; l++) {
+        if ((l & ITEM_L_CAS32) && (l & ITEM_L_CAS64))
+            continue; /* never laid out: a CAS is one or the other */
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+            uint8_t layout = (uint8_t)(l | ITEM_L_MARK);
+            uint32_t hlen = item_init(p, layout, "kk", 2, lens[k]);
+            /* the state bits change nothing */
+            p[0] = (char)(p[0] | ITEM_L_COMMIT);
+            struct item_hdr h;
+            item_decode(p, &h);
+            assert_int_equal(h.layout, layout);
+            assert_int_equal(h.nkey, 2);
+            assert_int_equal(h.nvalue, lens[k]);
+            assert_int_equal(h.hlen, hlen);
+            assert_int_equal(h.hlen, item_hdr_len(layout, lens[k]));
+            uint32_t at = h.atime_off + 4;
+            assert_int_equal(h.flags_off, (l & ITEM_L_FLAGS) ? at : 0);
+            at += (l & ITEM_L_FLAGS) ? 4 : 0;
+            assert_int_equal(h.exp_off, (l & ITEM_L_EXP) ? at : 0);
+            at += (l & ITEM_L_EXP) ? 4 : 0;
+            assert_int_equal(h.cas_off, (l & (ITEM_L_CAS32 | ITEM_L_CAS64)) ? at : 0);
+            at += (l & ITEM_L_CAS64) ? 8 : (l & ITEM_L_CAS32) ? 4 : 0;
+            assert_int_equal(h.sum_off, (l & ITEM_L_SUM) ? at : 0);
+            at += (l & ITEM_L_SUM) ? 4 : 0;
+            assert_int_equal(h.hlen, at);
+            assert_memory_equal(p + h.hlen, "kk", 2);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_find_and_miss),
+        cmocka_unit_test(test_index_match),
+        cmocka_unit_test(test_item_decode_layouts),
         cmocka_unit_test(test_pin_is_taken_and_given_back),
         cmocka_unit_test(test_expired_item_is_unlinked_and_counted),
         cmocka_unit_test(test_pin_waits_out_a_compaction),

@@ -1,6 +1,8 @@
 /* The store's operations one by one: modes, CAS rules, incr/decr, delete,
  * touch, meta flags (stale / win / vivify), size limits. */
 #include "test_store_helpers.h"
+#include "store/store_core.h"
+#include "store/store_lookup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,18 +61,34 @@ static void test_prefetch(void **state)
     struct store_keyref keys[48];
     for (int i = 0; i < 48; i++) {
         snprintf(names[i], sizeof names[i], "pk%d", i);
-        keys[i] = (struct store_keyref){names[i], strlen(names[i])};
+        keys[i] = (struct store_keyref){.key = names[i], .nkey = strlen(names[i])};
         if (i % 3 != 0)
             assert_int_equal(tset(&t, names[i], names[i], STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     }
-    keys[5] = (struct store_keyref){"", 0};
-    keys[7] = (struct store_keyref){big, sizeof big};
+    keys[5] = (struct store_keyref){.key = "", .nkey = 0};
+    keys[7] = (struct store_keyref){.key = big, .nkey = sizeof big};
+    uint64_t hv[48] = {0};
+    for (int i = 0; i < 48; i++)
+        keys[i].hv = &hv[i];
     struct store_stats before, after;
     store_stats(t.s, &before);
     store_prefetch(t.c, keys, 48);
     store_prefetch(t.c, keys, 0);
     store_stats(t.s, &after);
     assert_memory_equal(&before, &after, sizeof before);
+    /* The hashes it gave: those of STORE_PREFETCH_MAX keys, the rest left. */
+    for (int i = 0; i < 48; i++) {
+        if (i < STORE_PREFETCH_MAX)
+            assert_true(hv[i] == store_key_of(keys[i].key, keys[i].nkey).hv);
+        else
+            assert_true(hv[i] == 0);
+    }
+    /* A lookup given its key's hash (store_get_req.hashed) finds it. */
+    struct store_get_req hashed = {.hashed = true, .hv = hv[1], .no_update = true};
+    struct store_item hit;
+    assert_int_equal(store_get(t.c, names[1], strlen(names[1]), &hashed, &hit), STORE_OK);
+    hashed.hv = hv[3];
+    assert_int_equal(store_get(t.c, names[3], strlen(names[3]), &hashed, &hit), STORE_MISS);
     for (int i = 0; i < 48; i++) {
         struct store_item it;
         enum store_status st = tget(&t, names[i], buf, sizeof buf, &it);
@@ -86,6 +104,36 @@ static void test_prefetch(void **state)
         assert_true(it.fetched);
     }
     tstore_close(&t);
+}
+
+/* A size's class by the table (store_class_id) is the first class that
+ * holds it, as the walk over the sizes finds it, for growth factors and
+ * chunk sizes whose classes end anywhere. */
+static void test_class_table(void **state)
+{
+    (void)state;
+    static const struct {
+        double f;
+        size_t chunk, chunk_max;
+    } cases[] = {{0, 0, 0}, {1.07, 0, 0}, {2.0, 5, 0}, {1.25, 100, 10001}, {1.5, 48, 3000}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clock_setup();
+        struct store_options o = {.mem_limit = 8 * MB, .item_size_max = MB,
+                                  .growth_factor = cases[c].f, .chunk_size = cases[c].chunk,
+                                  .slab_chunk_max = cases[c].chunk_max};
+        struct store *s;
+        assert_int_equal(store_create(&s, &o), 0);
+        for (size_t mc = 0; mc <= STORE_CLASS_TABLE_MAX + 64; mc++) {
+            unsigned want = s->nclasses - 1;
+            for (unsigned i = 1; i < s->nclasses; i++)
+                if (mc <= s->class_size[i]) {
+                    want = i;
+                    break;
+                }
+            assert_int_equal(store_class_id(s, mc), want);
+        }
+        store_destroy(&s);
+    }
 }
 
 static void test_modes(void **state)
@@ -404,6 +452,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_get),   cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_class_table),
         cmocka_unit_test(test_cas),       cmocka_unit_test(test_cas_disabled),
         cmocka_unit_test(test_arith),     cmocka_unit_test(test_delete),
         cmocka_unit_test(test_meta_win),  cmocka_unit_test(test_sizes),

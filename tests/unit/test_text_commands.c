@@ -102,6 +102,22 @@ static void test_keys_and_lengths(void **state)
     /* a multiget with a bad key sends only the error (+ 1.6.45's empty line) */
     n = snprintf(buf, sizeof buf, "get %s %s\r\n", k250, k251);
     tt_expect_n(t, buf, (size_t)n, "CLIENT_ERROR bad command line format\r\n\r\n", 40, "251 get");
+    /* the error undoes only its own line: the requests before it in the
+     * read keep their replies, whether their value was copied (short) or
+     * referenced (over REPLY_COPY_MAX) */
+    static char big[700 + 1], in[2048], want[2048];
+    memset(big, 'v', 700);
+    n = snprintf(buf, sizeof buf, "set big 0 0 700\r\n%s\r\n", big);
+    tt_expect_n(t, buf, (size_t)n, "STORED\r\n", 8, "700-byte value");
+    n = snprintf(in, sizeof in, "get %s\r\nget big\r\nget %s\r\nget big %s\r\nget big\r\n", k250,
+                 k251, k251);
+    int w = snprintf(want, sizeof want,
+                     "VALUE %s 0 1\r\nx\r\nEND\r\nVALUE big 0 700\r\n%s\r\nEND\r\n"
+                     "CLIENT_ERROR bad command line format\r\n\r\n"
+                     "CLIENT_ERROR bad command line format\r\n\r\n"
+                     "VALUE big 0 700\r\n%s\r\nEND\r\n",
+                     k250, big, big);
+    tt_expect_n(t, in, (size_t)n, want, (size_t)w, "errors among hits in one read");
     n = snprintf(buf, sizeof buf, "delete %s\r\nincr %s 1\r\ntouch %s 1\r\n", k251, k251, k251);
     tt_expect_n(t, buf, (size_t)n,
                 "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"

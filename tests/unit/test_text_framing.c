@@ -270,6 +270,14 @@ static void test_u64toa(void **state)
         assert_int_equal((size_t)(e - got), strlen(want));
         assert_memory_equal(got, want, strlen(want));
     }
+    /* every value of the short path (under 10000) and past it */
+    for (uint64_t x = 0; x < 100000; x++) {
+        char want[32], got[32];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)x);
+        char *e = text_u64toa(x, got);
+        assert_int_equal((size_t)(e - got), strlen(want));
+        assert_memory_equal(got, want, strlen(want));
+    }
 }
 
 /* A multiget that pauses after every value (its connection may owe next

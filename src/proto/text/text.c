@@ -37,6 +37,17 @@ static size_t text_word_end(const char *raw, size_t i, size_t len)
             return i + (size_t)(__builtin_ctzll(z) >> 3);
         i += 8;
     }
+    if (i < len && len >= 8) {
+        /* Fewer than 8 left: the line's last 8 bytes, those before i
+         * shifted out (what comes in is zero, not a space), rather than a
+         * byte at a time. */
+        uint64_t w;
+        memcpy(&w, raw + len - 8, 8);
+        w >>= (8 - (len - i)) * 8;
+        w ^= spaces;
+        uint64_t z = (w - ones) & ~w & (ones << 7);
+        return z ? i + (size_t)(__builtin_ctzll(z) >> 3) : len;
+    }
 #endif
     while (i < len && raw[i] != ' ')
         i++;
@@ -48,6 +59,7 @@ void text_tokenize(struct text_line *l, const char *raw, size_t len)
     l->raw = raw;
     l->len = len;
     l->ntok = 0;
+    l->hkey = NULL;
     size_t i = 0;
     while (i < len) {
         while (i < len && raw[i] == ' ')

@@ -25,6 +25,11 @@ struct text_line {
     size_t len;
     struct text_token tok[TEXT_MAX_TOKENS];
     size_t ntok;
+    /* A read's batch hashed this token's key (hkey, a token's s) for its
+     * prefetch: its hash, so that its lookup does not hash it again. NULL
+     * (text_tokenize) when not. */
+    const char *hkey;
+    uint64_t hv;
 };
 
 struct session;

@@ -59,6 +59,9 @@ static const struct text_token *text_batch_key(const struct text_line *l, size_t
     return key;
 }
 
+/* Every key of a batch is hashed (store_prefetch_start), so its hkey holds. */
+_Static_assert(TEXT_PREFETCH_BATCH <= STORE_PREFETCH_MAX, "a batch's keys are all prefetched");
+
 size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
                            struct text_ahead *ahead, const char *buf, size_t pos, size_t len)
 {
@@ -78,7 +81,9 @@ size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
         const struct text_token *k = text_batch_key(&rec->line, &data);
         if (!k)
             break; /* recorded (text_process tokenizes it no more), not stepped over */
-        keys[n++] = (struct store_keyref){k->s, k->len};
+        /* its hash for its lookup (text_line.hkey) */
+        rec->line.hkey = k->s;
+        keys[n++] = (struct store_keyref){.key = k->s, .nkey = k->len, .hv = &rec->line.hv};
         size_t next = rec->nl + 1;
         if (data > len - next) {
             at = next; /* the value is not all here: the batch ends with it */
@@ -88,6 +93,8 @@ size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
     }
     /* One lookup alone has nothing to overlap with (a multiget's further
      * keys are text_get_run's). */
+    if (n == 1)
+        ahead->line[0].line.hkey = NULL; /* not hashed: the lookup hashes it */
     store_prefetch_start(s->store, run, keys, n > 1 ? n : 0);
     return at;
 }

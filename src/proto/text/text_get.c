@@ -28,7 +28,16 @@ static char *text_value_header(char *q, const char *key, size_t nkey, const stru
     }
     memcpy(q, "VALUE ", 6);
     q += 6;
-    memcpy(q, key, nkey);
+    if (nkey >= 8 && nkey <= 16) {
+        /* most keys: two overlapping words, not a call (the room is there) */
+        uint64_t a, b;
+        memcpy(&a, key, 8);
+        memcpy(&b, key + nkey - 8, 8);
+        memcpy(q, &a, 8);
+        memcpy(q + nkey - 8, &b, 8);
+    } else {
+        memcpy(q, key, nkey);
+    }
     q += nkey;
     *q++ = ' ';
     q = text_u64toa(it->flags, q);
@@ -146,7 +155,7 @@ static void text_get_prefetch(struct session *s, struct text_keys w)
     struct store_keyref keys[TEXT_PREFETCH_BATCH];
     size_t n = 0;
     while (n < TEXT_PREFETCH_BATCH && text_keys_next(&w, &keys[n].key, &keys[n].nkey))
-        n++;
+        keys[n++].hv = NULL;
     if (n > 1)
         store_prefetch(s->store, keys, n);
 }
@@ -173,8 +182,13 @@ static void text_get_run(struct session *s, const struct text_line *l)
 {
     struct text_cont *c = &s->text.cont;
     struct store_get_req req = {.want_value = true, .touch = c->touch, .exptime = c->exptime};
+    /* Where a rollback goes back to: taken before the first composition a
+     * later key's error or a failed one would have to undo (a line of
+     * several keys, a hit not copied whole); a one-key line whose hit is
+     * copied with its END (it cannot fail) needs none. Without it nothing
+     * was composed, and there is nothing to undo. */
     struct reply_mark mark;
-    reply_get_mark(&s->reply, &mark);
+    bool marked = false;
     bool detail = TEXT_DETAIL_ON(s);
     bool crlf = c->crlf;
     size_t keys = 0;
@@ -209,7 +223,8 @@ static void text_get_run(struct session *s, const struct text_line *l)
         if (nkey > STORE_KEY_MAX) {
             /* memcached discards what it composed and sends only the error;
              * 1.6.45 follows it with an empty line. */
-            reply_rollback(&s->reply, &mark);
+            if (marked)
+                reply_rollback(&s->reply, &mark);
             TEXT_OUT(s, "CLIENT_ERROR bad command line format\r\n");
             return;
         }
@@ -221,9 +236,15 @@ static void text_get_run(struct session *s, const struct text_line *l)
                              .last = !text_keys_more(&w)};
         h.at = reply_reserve(&s->reply, TEXT_VALUE_HEADER_FIXED + nkey + REPLY_COPY_MAX +
                                             sizeof TEXT_END - 1);
+        if (!marked && (!h.last || !h.at)) {
+            reply_get_mark(&s->reply, &mark); /* the reserve committed nothing */
+            marked = true;
+        }
         req.copy = h.at ? text_hit_copy : NULL;
         req.copy_arg = &h;
         req.copy_max = REPLY_COPY_MAX;
+        req.hashed = key == l->hkey;
+        req.hv = l->hv;
         struct store_item it;
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         bool hit = st == STORE_OK;
@@ -237,8 +258,13 @@ static void text_get_run(struct session *s, const struct text_line *l)
         if (h.len) {
             reply_commit(&s->reply, h.len);
             ended = h.last;
-        } else if (text_value_hit(s, key, nkey, &it, c->want_cas, crlf) != 0) {
-            goto oom;
+        } else {
+            if (!marked) {
+                reply_get_mark(&s->reply, &mark);
+                marked = true;
+            }
+            if (text_value_hit(s, key, nkey, &it, c->want_cas, crlf) != 0)
+                goto oom;
         }
         log_verbose(">%d sending key %.*s", s->cfd, (int)nkey, key);
         crlf = true;
@@ -254,7 +280,8 @@ static void text_get_run(struct session *s, const struct text_line *l)
     }
     return;
 oom:
-    reply_rollback(&s->reply, &mark);
+    if (marked)
+        reply_rollback(&s->reply, &mark);
     TEXT_OUT(s, "SERVER_ERROR out of memory writing get response");
 }
 

@@ -34,6 +34,22 @@ char *text_u64toa(uint64_t v, char *p)
         *p = (char)('0' + v);
         return p + 1;
     }
+    if (v < 10000) {
+        /* A value's length mostly: no digit count, one 32-bit division. */
+        unsigned x = (unsigned)v, hi = x / 100, lo = x % 100;
+        if (!hi) {
+            memcpy(p, text_digit_pairs + lo * 2, 2);
+            return p + 2;
+        }
+        if (hi < 10)
+            *p++ = (char)('0' + hi);
+        else {
+            memcpy(p, text_digit_pairs + hi * 2, 2);
+            p += 2;
+        }
+        memcpy(p, text_digit_pairs + lo * 2, 2);
+        return p + 2;
+    }
     char *end = p + text_u64_digits(v);
     char *q = end;
     while (v >= 100) {
