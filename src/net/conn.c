@@ -301,7 +301,13 @@ static void conn_update_interest(struct conn *c)
     size_t pending = reply_pending(&c->sess.reply);
     unsigned want = 0;
     bool held = c->sess.sink_len > 0 && c->sess.sink_held;
-    if (!c->closing && !conn_input_busy(&c->in) && (held || pending <= conn_allowance(c) / 2))
+    /* The allowance is never below CONN_REPLY_FLOOR, so owing at most half
+     * of that (nothing, mostly, after the read's write) reads without it:
+     * it was two thirds of a read's allowances at pipeline 1, and what it
+     * sets (reply_allow, copy_limit) is set again before anything runs
+     * (conn_read_target, conn_may_run). */
+    if (!c->closing && !conn_input_busy(&c->in) &&
+        (held || pending <= CONN_REPLY_FLOOR / 2 || pending <= conn_allowance(c) / 2))
         want |= EVENT_READ;
     if (c->blocked && pending > 0)
         want |= EVENT_WRITE;
