@@ -51,17 +51,21 @@ static inline unsigned index_match(const uint64_t *b, uint32_t tag)
 #ifdef __SSE2__
     const __m128i top = _mm_set1_epi32((int)(0x7FFu << 21));
     const __m128i want = _mm_set1_epi32((int)(tag << 21));
-    __m128 w01 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)b));
-    __m128 w23 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)));
-    __m128 w45 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 4)));
-    __m128 w67 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 6)));
-    /* the high halves of words 0-3 and 4-7 (little-endian) */
-    __m128i h03 = _mm_castps_si128(_mm_shuffle_ps(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
-    __m128i h47 = _mm_castps_si128(_mm_shuffle_ps(w45, w67, _MM_SHUFFLE(3, 1, 3, 1)));
-    __m128i e03 = _mm_cmpeq_epi32(_mm_and_si128(h03, top), want);
-    __m128i e47 = _mm_cmpeq_epi32(_mm_and_si128(h47, top), want);
-    unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi32(e03, e47));
-    return m & ~3u; /* word 0 is the header */
+    /* Words 1-7 only: word 0, the header, holds the lock, which other
+     * threads set atomically while we may hold the bucket; reading it here
+     * would race with them (ThreadSanitizer says so) for nothing. */
+    __m128 w12 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 1)));
+    __m128 w34 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 3)));
+    __m128 w56 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 5)));
+    __m128 w7 = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)(b + 7)));
+    /* the high halves of words 1-4 and 5-7 (little-endian), then a zero
+     * lane, which no tag matches */
+    __m128i h14 = _mm_castps_si128(_mm_shuffle_ps(w12, w34, _MM_SHUFFLE(3, 1, 3, 1)));
+    __m128i h57 = _mm_castps_si128(_mm_shuffle_ps(w56, w7, _MM_SHUFFLE(3, 1, 3, 1)));
+    __m128i e14 = _mm_cmpeq_epi32(_mm_and_si128(h14, top), want);
+    __m128i e57 = _mm_cmpeq_epi32(_mm_and_si128(h57, top), want);
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi32(e14, e57));
+    return (m << 2) & 0xFFFFu; /* word i at bits 2i, 2i + 1 */
 #else
     unsigned m = 0;
     for (int i = 1; i <= INDEX_SLOTS; i++)
