@@ -794,18 +794,11 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     pthread_mutex_lock(&s->pool_lock);
     struct seg *prev = ctx->open[g];
     if (prev) {
-        /* a spent one's items are reclaimed below: none moves to COLD */
-        bool spent = seg_spent(prev, s->seg_size);
-        seg_seal(ctx, prev, !spent);
+        /* Recycling a spent open segment here (seg_spent) is off: the soak
+         * saw workers stall others for 40 ms+ with it (docs/store.md). */
+        seg_seal(ctx, prev, true);
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
-        /* Nothing in it is wanted: its expired items are reclaimed now, as
-         * the housekeeper would a sealed one, and its room is the first a
-         * new segment is taken from (it passes through draining to the free
-         * list: a pin taken meanwhile keeps it there). So a cache full of
-         * expired items reuses their memory rather than taking more. */
-        if (spent)
-            seg_evict(ctx, prev, false, false);
     }
     struct seg *seg = NULL;
     /* Each pass removes a sealed segment from a queue, so this ends. */
