@@ -17,8 +17,7 @@
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
- * ahead of need, and a worker's open segment whose items are all gone or
- * expired is recycled by its next write (seg_spent, seg_open).
+ * ahead of need.
  *
  * Pins: readers hold a segment's refcount while they send from it. A pinned
  * victim is not compacted: its items are unlinked or copied out (so no new

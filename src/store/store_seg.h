@@ -98,8 +98,8 @@ struct seg_walk {
     bool retain, keep_all, from_small, any_evicted;
 };
 
-/* An open segment is recycled rather than appended to (store_reserve_raw,
- * seg_open) once at least this share of it is written and nothing in it is
+/* An open segment could be recycled rather than appended to (off for now:
+ * docs/store.md "Expiry") once at least this share of it is written and nothing in it is
  * wanted any more: no live item (all deleted, overwritten or reclaimed by
  * the housekeeper) or its latest expiry passed, and no pin. The check costs
  * a write two loads on the segment's header (which the write touches
@@ -122,8 +122,7 @@ static inline bool seg_spent(struct seg *g, size_t seg_size)
 int seg_pool_init(struct store *s);
 void seg_pool_release(struct store *s);
 /* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
- * NULL when no room can be made. Seals the ctx's previous open segment of g,
- * or, when that one is spent (seg_spent), reclaims it and reuses its room. */
+ * NULL when no room can be made. Seals the ctx's previous open segment of g. */
 struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
 void seg_pay(struct store_ctx *ctx);
