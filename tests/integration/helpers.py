@@ -75,6 +75,34 @@ def free_port(family=socket.AF_INET, host="127.0.0.1"):
     raise RuntimeError("no port free for both TCP and UDP")
 
 
+def listens_on(pid, port):
+    """Whether process pid holds a listening TCP socket on port: the socket
+    inodes of /proc/net/tcp{,6} LISTEN rows for the port, against the
+    process's open files."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.readlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{cols[9]}]")
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def ipv6_loopback_available():
     try:
         s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
@@ -151,9 +179,15 @@ class Server:
                     c.close()
                     for addr in self.extra_listeners():
                         socket.create_connection(addr, timeout=1.0).close()
-                    return self
                 except OSError:
                     time.sleep(0.01)
+                    continue
+                # A parallel run's server may have taken the port between
+                # free_port and our bind: the connect then reached it, and
+                # ours is about to exit with "Address already in use".
+                if not self.listen or listens_on(self.proc.pid, self.port):
+                    return self
+                time.sleep(0.01)
             last = self.stderr()
             if self.proc.poll() is None:
                 self.proc.kill()
