@@ -1,4 +1,5 @@
-/* Segments: allocation, the queues of sealed segments, eviction, expiry.
+/* Segments: allocation, the queues of sealed segments, eviction, expiry
+ * (what each counts of its items: seg_counts.c).
  *
  * Every byte of item data lives in a segment of seg_size bytes; -m allows
  * seg_limit of them. A worker appends to its own open segment per TTL group;
@@ -57,11 +58,6 @@
 static void seg_set_state(struct seg *seg, enum seg_state st)
 {
     __atomic_store_n(&seg->state, (uint8_t)st, __ATOMIC_RELEASE);
-}
-
-static enum seg_state seg_get_state(struct seg *seg)
-{
-    return (enum seg_state)__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE);
 }
 
 static void list_push(struct seg_list *l, struct seg *s)
@@ -875,106 +871,6 @@ void seg_unkeep(struct seg *seg)
     seg_unpin(seg);
 }
 
-static void atomic_max32(uint32_t *p, uint32_t v)
-{
-    uint32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,
-                                                   __ATOMIC_RELAXED))
-        ;
-}
-
-static void atomic_max64(uint64_t *p, uint64_t v)
-{
-    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED,
-                                                   __ATOMIC_RELAXED))
-        ;
-}
-
-void seg_note_exptime(struct seg *seg, rel_time_t exptime)
-{
-    atomic_max32(&seg->max_exptime, exptime == REL_TIME_NEVER ? SEG_EXP_NEVER : exptime);
-    if (exptime != REL_TIME_NEVER) {
-        uint32_t cur = __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED);
-        while (exptime < cur && !__atomic_compare_exchange_n(&seg->min_exptime, &cur, exptime,
-                                                             true, __ATOMIC_RELAXED,
-                                                             __ATOMIC_RELAXED))
-            ;
-    }
-}
-
-void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
-                   const struct store_cls_of *c)
-{
-    /* a plain load first: the bit is nearly always there already */
-    uint64_t bit = (uint64_t)1 << c->cls;
-    if (!(__atomic_load_n(&seg->cls_held, __ATOMIC_RELAXED) & bit))
-        __atomic_fetch_or(&seg->cls_held, bit, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&seg->live_items, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&seg->live_bytes, size, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&seg->cls_items[c->cls], 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);
-    seg_note_exptime(seg, exptime);
-    atomic_max64(&seg->max_cas, cas);
-    rel_time_t now = clock_now();
-    if (__atomic_load_n(&seg->last_write, __ATOMIC_RELAXED) < now)
-        __atomic_store_n(&seg->last_write, now, __ATOMIC_RELAXED);
-}
-
-void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
-{
-    __atomic_fetch_sub(&seg->live_items, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&seg->live_bytes, size, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&seg->cls_items[c->cls], 1, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);
-}
-
-void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n, rel_time_t now)
-{
-    int64_t items[STORE_CLASSES] = {0}, bytes[STORE_CLASSES] = {0};
-    int64_t lru_items[STORE_CLASSES][STORE_LRUS] = {{0}};
-    pthread_mutex_lock(&s->pool_lock);
-    for (uint32_t i = 0; i < s->seg_cap; i++) {
-        struct seg *g = seg_of(s, i);
-        if (!g->data)
-            continue;
-        /* a free segment's bits are stale until it is reset: it holds nothing */
-        uint8_t st = seg_get_state(g);
-        uint64_t held = st == SEG_FREE || st == SEG_UNUSED
-                            ? 0
-                            : __atomic_load_n(&g->cls_held, __ATOMIC_RELAXED);
-        for (unsigned k = 1; k <= n; k++) {
-            if (held >> k & 1)
-                out[k].pages++;
-            int32_t c = __atomic_load_n(&g->cls_items[k], __ATOMIC_RELAXED);
-            if (c == 0)
-                continue;
-            items[k] += c;
-            bytes[k] += __atomic_load_n(&g->cls_bytes[k], __ATOMIC_RELAXED);
-            unsigned lru = __atomic_load_n(&g->lru, __ATOMIC_RELAXED);
-            if (lru < STORE_LRUS)
-                lru_items[k][lru] += c;
-            if (c > 0) {
-                uint32_t age = g->created <= now ? now - g->created : 0;
-                if (age > out[k].age)
-                    out[k].age = age;
-                if (lru == STORE_LRU_HOT && age > out[k].age_hot)
-                    out[k].age_hot = age;
-                if (lru == STORE_LRU_WARM && age > out[k].age_warm)
-                    out[k].age_warm = age;
-            }
-        }
-    }
-    pthread_mutex_unlock(&s->pool_lock);
-    /* a step behind one another, as in seg_counts: never less than nothing */
-    for (unsigned k = 1; k <= n; k++) {
-        out[k].number = items[k] > 0 ? (uint64_t)items[k] : 0;
-        out[k].mem_requested = bytes[k] > 0 ? (uint64_t)bytes[k] : 0;
-        for (unsigned l = 0; l < STORE_LRUS; l++)
-            out[k].number_lru[l] = lru_items[k][l] > 0 ? (uint64_t)lru_items[k][l] : 0;
-    }
-}
-
 unsigned seg_reclaim_expired(struct store_ctx *ctx)
 {
     struct store *s = ctx->store;
@@ -1023,50 +919,4 @@ int seg_set_limit(struct store *s, size_t bytes)
     seg_pace_update(s);
     pthread_mutex_unlock(&s->pool_lock);
     return 0;
-}
-
-bool seg_any_expiring(struct store *s, rel_time_t now)
-{
-    bool any = false;
-    pthread_mutex_lock(&s->pool_lock); /* the segment table may grow */
-    for (uint32_t i = 0; i < s->seg_cap && !any; i++) {
-        struct seg *g = seg_of(s, i);
-        uint8_t st = seg_get_state(g);
-        any = (st == SEG_OPEN || st == SEG_SEALED) &&
-              __atomic_load_n(&g->min_exptime, __ATOMIC_RELAXED) <= now;
-    }
-    pthread_mutex_unlock(&s->pool_lock);
-    return any;
-}
-
-void seg_counts(struct store *s, struct store_stats *out)
-{
-    pthread_mutex_lock(&s->pool_lock);
-    out->seg_used = s->seg_alloc - s->free.n;
-    out->seg_total = s->seg_limit;
-    /* Counts are read without the bucket locks that order their updates, so
-     * one segment may be caught a step behind another (an item counted gone
-     * from its old segment before it is counted in its new one): sum them as
-     * signed numbers and never report less than nothing. */
-    uint64_t d = 0;
-    int64_t items = 0, bytes = 0;
-    for (uint32_t i = 0; i < s->seg_cap; i++) {
-        struct seg *g = seg_of(s, i);
-        items += (int32_t)__atomic_load_n(&g->live_items, __ATOMIC_RELAXED);
-        int64_t live = (int64_t)__atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
-        bytes += live;
-        if (seg_get_state(g) == SEG_SEALED && live >= 0 && (uint64_t)live <= g->write_off)
-            d += g->write_off - (uint64_t)live;
-    }
-    out->curr_items += items > 0 ? (uint64_t)items : 0;
-    out->bytes += bytes > 0 ? (uint64_t)bytes : 0;
-    out->dead_bytes = d;
-    out->hash_bytes += (uint64_t)s->seg_cap * sizeof(struct seg) +
-                       SLOT_MAX_SEGS / SEG_CHUNK * sizeof(*s->seg_chunks);
-    pthread_mutex_unlock(&s->pool_lock);
-}
-
-void seg_note_cas(struct seg *seg, uint64_t cas)
-{
-    atomic_max64(&seg->max_cas, cas);
 }

@@ -181,9 +181,12 @@ void store_ghost_add(struct store *s, uint64_t hv);
 /* The layout bits item fields need beyond what `have` has; 0 if it fits. */
 uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
                              uint64_t cas, uint64_t cas_base);
+/* store_crawl.c: the housekeeper thread (arg: the store); one pass of its
+ * work, which tests call directly; and its sweep, which unlinks expired and
+ * flushed items from up to max buckets of the index, reading only items
+ * whose segment may hold some. */
+void *store_housekeeper(void *arg);
 void store_housekeep(struct store *s);
-/* Unlink expired and flushed items from up to max buckets of the index,
- * reading only items whose segment may hold some (housekeeper). */
 size_t store_crawl(struct store_ctx *ctx, uint64_t max);
 
 #endif

@@ -98,6 +98,11 @@ struct seg_walk {
     bool retain, keep_all, from_small, any_evicted;
 };
 
+static inline enum seg_state seg_get_state(struct seg *seg)
+{
+    return (enum seg_state)__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE);
+}
+
 /* An open segment could be recycled rather than appended to (off for now:
  * docs/store.md "Expiry") once at least this share of it is written and nothing in it is
  * wanted any more: no live item (all deleted, overwritten or reclaimed by
@@ -136,7 +141,12 @@ void seg_unkeep(struct seg *seg);
  * while eviction is compacting it: unlock, seg_wait_compacted, look again. */
 bool seg_try_pin(struct seg *seg);
 void seg_wait_compacted(struct seg *seg);
-/* cls and mc_size: the item's memcached size class and size (store_item_class). */
+/* Housekeeping pass: reclaim segments whose items all expired or were
+ * flushed. Returns segments reclaimed. */
+unsigned seg_reclaim_expired(struct store_ctx *ctx);
+int seg_set_limit(struct store *s, size_t bytes);
+/* seg_counts.c. cls and mc_size: the item's memcached size class and size
+ * (store_item_class). */
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
                    const struct store_cls_of *c);
 void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c);
@@ -150,9 +160,5 @@ void seg_counts(struct store *s, struct store_stats *out);
 /* True when some open or sealed segment may hold an item expired at `now`
  * (the housekeeper crawls the index only then). */
 bool seg_any_expiring(struct store *s, rel_time_t now);
-/* Housekeeping pass: reclaim segments whose items all expired or were
- * flushed. Returns segments reclaimed. */
-unsigned seg_reclaim_expired(struct store_ctx *ctx);
-int seg_set_limit(struct store *s, size_t bytes);
 
 #endif

@@ -1,0 +1,236 @@
+/* The housekeeper thread and the index walks that reap dead items: its
+ * own sweep for expired and flushed items, and memcached's
+ * `lru_crawler crawl`. Both go bucket by bucket under one bucket lock at
+ * a time (store_reap_bucket); they differ in which items they look at and
+ * in the counters they bump, as memcached's LRU maintainer and its
+ * crawler count apart. */
+#include "store/store_core.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_lookup.h"
+#include "store/store_seg.h"
+#include "store/persist.h"
+
+#include <time.h>
+
+#define STORE_FLUSH_RECLAIM_NS 100000000L /* 100 ms */
+#define STORE_CRAWL_BUCKETS (1u << 20)
+
+/* Which items a walk reaps, and how it counts them. */
+struct store_reap {
+    uint64_t classes; /* the size classes it looks at (bit per class id) */
+    bool crawler;     /* `lru_crawler crawl`: counts what it examines */
+    bool flushing;    /* a flush_all took effect: any segment may hold dead items */
+};
+
+/* The life of the item in *slot as the walk judges it; ITEM_LIVE for one it
+ * does not look at. *f and *cls describe the item. The housekeeper skips a
+ * segment where nothing has expired yet without reading its items. */
+static enum item_life store_reap_judge(struct store_ctx *ctx, const struct store_reap *r,
+                                       uint64_t *b, uint64_t *slot, rel_time_t now,
+                                       bool count, struct store_found *f, unsigned *cls)
+{
+    struct store *s = ctx->store;
+    struct seg *seg = seg_of(s, slot_seg(*slot));
+    if (!r->crawler && !r->flushing && __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED) > now)
+        return ITEM_LIVE;
+    *f = (struct store_found){.bucket = b, .slot = slot, .p = seg_item(s, *slot), .seg = seg};
+    item_decode(f->p, &f->h);
+    *cls = store_item_class(s, f->p, &f->h).cls;
+    if (!(r->classes >> *cls & 1))
+        return ITEM_LIVE;
+    if (count && r->crawler) {
+        CTR_INC(ctx, crawler_items_checked);
+        CLS_INC(&ctx->cls[*cls], crawler_items_checked);
+    }
+    return store_item_life(s, f->p, &f->h, seg->cas_base, now);
+}
+
+static void store_reap_one(struct store_ctx *ctx, const struct store_reap *r,
+                           struct store_found *f, unsigned cls, enum item_life life)
+{
+    bool fetched = item_get_u32(f->p, f->h.atime_off) & ITEM_S_FETCHED;
+    struct store_cls_ctr *cc = &ctx->cls[cls];
+    store_unlink(ctx->store, f);
+    if (r->crawler) {
+        CTR_INC(ctx, crawler_reclaimed);
+        CLS_INC(cc, crawler_reclaimed);
+    } else {
+        CTR_INC(ctx, reclaimed);
+        CLS_INC(cc, reclaimed);
+    }
+    /* memcached's lru_pull_tail counts a flushed item never fetched as
+     * "expired unfetched"; its crawler does not */
+    if (!fetched && (life == ITEM_EXPIRED || !r->crawler)) {
+        CTR_INC(ctx, expired_unfetched);
+        CLS_INC(cc, expired_unfetched);
+    }
+}
+
+/* One bucket, b locked: the dead items the walk looks at are unlinked and
+ * counted; returns how many. Slots never move, but an unlink may free an
+ * overflow bucket of the chain: the items are judged first (each counted
+ * once), then the chain walked again from its head after each unlink. */
+static size_t store_reap_bucket(struct store_ctx *ctx, const struct store_reap *r, uint64_t *b,
+                                rel_time_t now)
+{
+    struct index *ix = &ctx->store->index;
+    struct store_found f;
+    unsigned cls;
+    size_t dead = 0;
+    for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
+        for (int j = 1; j <= INDEX_SLOTS; j++)
+            if (cur[j])
+                dead += store_reap_judge(ctx, r, b, &cur[j], now, true, &f, &cls) != ITEM_LIVE;
+    size_t left = dead;
+    for (uint64_t *cur = b; cur && left; cur = index_next(ix, cur)) {
+        for (int j = 1; j <= INDEX_SLOTS && left; j++) {
+            if (!cur[j])
+                continue;
+            enum item_life life = store_reap_judge(ctx, r, b, &cur[j], now, false, &f, &cls);
+            if (life == ITEM_LIVE)
+                continue;
+            store_reap_one(ctx, r, &f, cls, life);
+            left--;
+            cur = b;
+            j = 0;
+        }
+    }
+    return dead;
+}
+
+size_t store_crawl(struct store_ctx *ctx, uint64_t max)
+{
+    struct store *s = ctx->store;
+    rel_time_t now = clock_now();
+    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    struct store_reap r = {.classes = ~(uint64_t)0, .flushing = ol && ol <= now};
+    size_t gone = 0;
+    uint64_t nb = 0;
+    for (uint64_t n = 0; n < max; n++) {
+        uint64_t *b = index_lock_nth(&s->index, s->crawl_cursor, &nb);
+        if (!b) {
+            s->crawl_cursor = 0;
+            if (nb == 0 || n >= nb)
+                break;
+            continue;
+        }
+        gone += store_reap_bucket(ctx, &r, b, now);
+        index_unlock(b);
+        s->crawl_cursor++;
+    }
+    return gone;
+}
+
+void store_housekeep(struct store *s)
+{
+    if (s->pm)
+        persist_heartbeat(s);
+    seg_reclaim_expired(s->house);
+    /* Crawl only when something can have expired or been flushed: an idle
+     * or TTL-less cache then costs the housekeeper nothing but this check.
+     * Without memcached's LRU maintainer nothing reaps items one by one
+     * (store.h, no_lru_maintainer). */
+    rel_time_t now = clock_now();
+    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    if (!s->opt.no_lru_maintainer && ((ol && ol <= now) || seg_any_expiring(s, now)))
+        store_crawl(s->house, STORE_CRAWL_BUCKETS);
+}
+
+/* memcached's LRU crawler over the classes asked for: the whole index
+ * once, one bucket lock at a time. */
+static void store_crawl_run(struct store_ctx *ctx, uint64_t classes)
+{
+    struct store *s = ctx->store;
+    struct store_reap r = {.classes = classes, .crawler = true};
+    uint64_t nb = 0, *b;
+    for (uint64_t i = 0; (b = index_lock_nth(&s->index, i, &nb)); i++) {
+        store_reap_bucket(ctx, &r, b, clock_now());
+        index_unlock(b);
+    }
+}
+
+void *store_housekeeper(void *arg)
+{
+    struct store *s = arg;
+    pthread_mutex_lock(&s->house_lock);
+    while (!s->house_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        if (!s->house_kick && !s->crawl_classes)
+            pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts);
+        if (s->house_stop)
+            break;
+        if (s->crawl_classes) {
+            /* `lru_crawler crawl`: run it now, then go on as usual */
+            uint64_t classes = s->crawl_classes;
+            s->crawl_classes = 0;
+            s->crawl_active = true;
+            pthread_mutex_unlock(&s->house_lock);
+            store_crawl_run(s->house, classes);
+            pthread_mutex_lock(&s->house_lock);
+            s->crawl_active = false;
+            __atomic_store_n(&s->crawl_running, false, __ATOMIC_RELEASE);
+            if (s->house_stop)
+                break;
+        }
+        if (s->house_kick) {
+            /* An immediate flush_all: reclaim its items a moment after the
+             * last one, as memcached's LRU maintainer does (reclaimed after
+             * 0.2 s, not yet after 0.05 s), so a read right after a flush
+             * still counts get_flushed, as there. */
+            while (s->house_kick && !s->house_stop) {
+                s->house_kick = false;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += STORE_FLUSH_RECLAIM_NS;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                while (!s->house_kick && !s->house_stop &&
+                       pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts) == 0)
+                    ;
+            }
+            if (s->house_stop)
+                break;
+        }
+        pthread_mutex_unlock(&s->house_lock);
+        store_housekeep(s);
+        pthread_mutex_lock(&s->house_lock);
+    }
+    pthread_mutex_unlock(&s->house_lock);
+    return NULL;
+}
+
+bool store_crawl_classes(struct store_ctx *ctx, uint64_t classes)
+{
+    struct store *s = ctx->store;
+    classes &= ~(uint64_t)1; /* class ids start at 1 */
+    if (!classes)
+        return true;
+    if (!s->house_running) {
+        CTR_INC(ctx, lru_crawler_starts);
+        store_crawl_run(ctx, classes);
+        return true;
+    }
+    /* While one runs, memcached answers BUSY. A crawl asked for but not
+     * started yet takes these classes too: it examines them all after now,
+     * which is what a crawl started now would do. */
+    pthread_mutex_lock(&s->house_lock);
+    bool busy = s->crawl_active;
+    if (!busy) {
+        s->crawl_classes |= classes;
+        __atomic_store_n(&s->crawl_running, true, __ATOMIC_RELEASE);
+        pthread_cond_signal(&s->house_cond);
+    }
+    pthread_mutex_unlock(&s->house_lock);
+    if (!busy)
+        CTR_INC(ctx, lru_crawler_starts);
+    return !busy;
+}
+
+void store_note_crawler_start(struct store_ctx *ctx)
+{
+    CTR_INC(ctx, lru_crawler_starts);
+}
