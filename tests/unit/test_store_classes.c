@@ -25,9 +25,7 @@ static void open_store(struct tstore *t, size_t mem, bool no_maintainer)
         .cas_enabled = true,
         .no_lru_maintainer = no_maintainer,
     };
-    assert_int_equal(store_create(&t->s, &o), 0);
-    t->c = store_ctx_create(t->s);
-    assert_non_null(t->c);
+    tstore_open_opts(t, &o);
 }
 
 static void put(struct tstore *t, const char *prefix, int i, size_t vlen, rel_time_t exp)

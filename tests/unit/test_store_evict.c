@@ -308,8 +308,7 @@ static void test_initial_malloced(void **state)
                               .evictions = false, .cas_enabled = true,
                               .initial_malloced = ((size_t)1 << 32) + 32};
     struct tstore t;
-    assert_int_equal(store_create(&t.s, &o), 0);
-    t.c = store_ctx_create(t.s);
+    tstore_open_opts(&t, &o);
     struct store_stats st;
     store_stats(t.s, &st);
     assert_int_equal(st.seg_total, 1);
@@ -487,8 +486,7 @@ static void test_half_walked_victim_after_a_crash(void **state)
     struct store_options o = {.mem_limit = 4 * MB, .item_size_max = 64 * 1024,
                               .evictions = true, .cas_enabled = true, .memory_file = pm_path};
     struct tstore t;
-    assert_int_equal(store_create(&t.s, &o), 0);
-    t.c = store_ctx_create(t.s);
+    tstore_open_opts(&t, &o);
     enum { N = 12000 };
     int n = 0;
     /* every third key is read once, so victims keep some: carried to the
@@ -521,8 +519,7 @@ static void test_half_walked_victim_after_a_crash(void **state)
     h.state = PM_RUNNING;
     assert_int_equal(pwrite(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
     close(fd);
-    assert_int_equal(store_create(&t.s, &o), 0);
-    t.c = store_ctx_create(t.s);
+    tstore_open_opts(&t, &o);
     struct store_stats st;
     store_stats(t.s, &st);
     assert_int_equal(st.restore_mode, STORE_RESTORE_CRASH);

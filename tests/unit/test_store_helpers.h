@@ -17,6 +17,14 @@ struct tstore {
     struct store_ctx *c;
 };
 
+/* A store with options o and one worker context (the clock set up by the caller). */
+static inline void tstore_open_opts(struct tstore *t, const struct store_options *o)
+{
+    assert_int_equal(store_create(&t->s, o), 0);
+    t->c = store_ctx_create(t->s);
+    assert_non_null(t->c);
+}
+
 static inline void tstore_open(struct tstore *t, size_t mem, size_t item_max, bool evict, bool cas)
 {
     clock_setup();
@@ -26,9 +34,7 @@ static inline void tstore_open(struct tstore *t, size_t mem, size_t item_max, bo
         .evictions = evict,
         .cas_enabled = cas,
     };
-    assert_int_equal(store_create(&t->s, &o), 0);
-    t->c = store_ctx_create(t->s);
-    assert_non_null(t->c);
+    tstore_open_opts(t, &o);
 }
 
 static inline void tstore_close(struct tstore *t)

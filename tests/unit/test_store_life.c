@@ -276,8 +276,7 @@ static void test_flat_lru_store_reclaims_its_key(void **state)
     struct store_options o = {.mem_limit = 8 * MB, .item_size_max = MB, .evictions = true,
                               .cas_enabled = true, .lru_flat = true};
     struct tstore t;
-    assert_int_equal(store_create(&t.s, &o), 0);
-    t.c = store_ctx_create(t.s);
+    tstore_open_opts(&t, &o);
     clock_debug_pause(true);
     char buf[16];
     struct store_stats st;

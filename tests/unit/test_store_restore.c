@@ -37,9 +37,7 @@ static void open_pm_mb(struct tstore *t, size_t mb)
         .cas_enabled = true,
         .memory_file = path,
     };
-    assert_int_equal(store_create(&t->s, &o), 0);
-    t->c = store_ctx_create(t->s);
-    assert_non_null(t->c);
+    tstore_open_opts(t, &o);
 }
 
 static void open_pm(struct tstore *t)
@@ -370,8 +368,7 @@ static void layouts_round_trip(bool cas, bool crash)
     clock_setup();
     struct store_options o = {.mem_limit = (size_t)4 << 20, .item_size_max = 64 * 1024,
                               .evictions = true, .cas_enabled = cas, .memory_file = path};
-    assert_int_equal(store_create(&t.s, &o), 0);
-    t.c = store_ctx_create(t.s);
+    tstore_open_opts(&t, &o);
     rel_time_t exp = clock_now() + 100000;
     uint64_t cas_of[2][2][NLAYOUT_LENS];
     char k[32];
@@ -390,8 +387,7 @@ static void layouts_round_trip(bool cas, bool crash)
         char *img = load(&len); /* saved as a kill leaves it */
         save(img, len);
     }
-    assert_int_equal(store_create(&t.s, &o), 0);
-    t.c = store_ctx_create(t.s);
+    tstore_open_opts(&t, &o);
     uint64_t restored;
     assert_int_equal(stat_of(&t, &restored), 2 * 2 * NLAYOUT_LENS);
     assert_int_equal(restored, 2 * 2 * NLAYOUT_LENS);

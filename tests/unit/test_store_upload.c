@@ -313,8 +313,7 @@ static void test_temporary_ttl_group(void **state)
     struct store_options o = {.mem_limit = 4 * MB, .item_size_max = MB, .evictions = true,
                               .cas_enabled = true, .temp_lru = true, .temporary_ttl = 61};
     struct tstore t;
-    assert_int_equal(store_create(&t.s, &o), 0);
-    t.c = store_ctx_create(t.s);
+    tstore_open_opts(&t, &o);
     rel_time_t now = clock_now();
     assert_int_equal(store_ttl_group(t.s, now + 30, now), STORE_GROUP_TEMP);
     assert_int_equal(store_ttl_group(t.s, now + 61, now), STORE_GROUP_TEMP);
