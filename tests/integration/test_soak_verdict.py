@@ -80,3 +80,19 @@ def test_run_queue_wait_is_summed_over_a_stall():
     assert rq.waited_ms(10.00, 10.05) == 45.0
     assert rq.waited_ms(10.00, 10.05, "main") == 5.0
     assert rq.total_ms("server") == 135.0
+
+
+def test_isolated_ones_the_host_explains_are_not_delayed_acks(tmp_path):
+    soak = load_soak()
+    # two isolated 45 ms requests and one stall of 3 connections; the server
+    # waited 30 ms for a CPU during the first isolated one only
+    lines = [trace_line(45.0, 1, 10.045), trace_line(45.0, 2, 20.045)] + \
+        [trace_line(45.0, c, 30.045) for c in (3, 4, 5)]
+    _, eps = soak.slow_episodes([("main", write(tmp_path, "main.err", lines))])
+    rq = soak.RunQueue({}, None)
+    rq.samples = [(10.05, {"server": 30.0})]
+    isolated, isolated_host, host_stalls, server_stalls = soak.split_slow(eps, rq)
+    assert isolated == [45.0]
+    assert isolated_host == 1
+    assert host_stalls == []
+    assert len(server_stalls) == 1 and len(server_stalls[0]["conns"]) == 3
