@@ -186,10 +186,11 @@ static void worker_accept(struct worker *w, struct listener *l)
         int maxconns = core->opt->maxconns;
         if (__atomic_fetch_add(&core->curr_conns, 1, __ATOMIC_RELAXED) >= maxconns) {
             __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
+            /* counted before the client can see it refused and ask stats */
+            STAT_INC(&w->stats, rejected_connections);
             ssize_t rc = write(fd, worker_too_many, sizeof worker_too_many - 1);
             (void)rc; /* best effort, as memcached */
             close(fd);
-            STAT_INC(&w->stats, rejected_connections);
             log_info("Too many open connections (-c %d)", maxconns);
             continue;
         }
