@@ -19,6 +19,7 @@
 #        (RUN_SASL_TESTS=1 and MEMCACHED_SASL_PWDB are set for the SASL test,
 #        SASL_TESTS below, whatever the caller says)
 #        SUITE_TIMEOUT      seconds allowed per .t file (default 180)
+#        SUITE_JOBS         .t files run at a time (default 2)
 #        SUITE_MIRROR       the Debian mirror (default http://deb.debian.org/debian)
 # Exit:  0 all passed, 1 a test failed, 77 skipped (the source could not be
 #        fetched, e.g. no network; says why). The last line is
@@ -145,6 +146,7 @@ declare -A BY_DESIGN=(
 
 BIN=${NODELAY_SUITE_BIN:-build/debug-epoll/nodelay}
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-180}
+SUITE_JOBS=${SUITE_JOBS:-2}
 CACHE=$ROOT/build/memcached-src
 SRC=$CACHE/src
 MIRROR=${SUITE_MIRROR:-http://deb.debian.org/debian}
@@ -242,8 +244,10 @@ run_file() { # file log
     (cd "$SRC" && env ${sasl[@]+"${sasl[@]}"} SSL_TEST="$(ssl_test_for "$1")" \
         timeout -k 5 "$SUITE_TIMEOUT" prove -v "t/$1") >"$2" 2>&1
 }
-for t in "${list[@]}"; do
-    log=$LOG/memcached-suite-${t%.t}.log
+# One file, judged: its verdict lines go to stdout; exit 0 when it passed
+# (or failed only subtests excused for it).
+judge_file() { # file
+    local t=$1 log=$LOG/memcached-suite-${1%.t}.log start rc summary secs why
     start=$(date +%s)
     run_file "$t" "$log"
     rc=$?
@@ -255,22 +259,45 @@ for t in "${list[@]}"; do
     summary=$(grep -E '^(Files=|Result:)' "$log" | tr '\n' ' ')
     secs=$(($(date +%s) - start))
     if [ $rc -eq 0 ] && grep -q '^Result: PASS' "$log"; then
-        passed=$((passed + 1))
         echo "ok   $t ($secs s) $summary"
     elif excused "$t" "$log"; then
-        passed=$((passed + 1))
         why=()
         [ -n "${EXCUSED[$t]:-}" ] && why+=("subtests ${EXCUSED[$t]}, which 1.6.45 fails too (EXCUSED in $0)")
         [ -n "${BY_DESIGN[$t]:-}" ] && why+=("subtests ${BY_DESIGN[$t]}, which nodelay fails by design (BY_DESIGN in $0)")
         echo "ok   $t ($secs s) but for ${why[0]}${why[1]:+ and ${why[1]}}"
     else
-        failed=$((failed + 1))
         [ $rc -eq 124 ] && summary="timed out after $SUITE_TIMEOUT s; $summary"
         echo "FAIL $t (exit $rc) $summary (see $log)"
         grep -E '^not ok|^#   Failed|^# +(got|expected|doesn)' "$log" | head -12 | sed 's/^/     /'
         if is_sasl_test "$t" && grep -q 'no saslpasswd2 found' "$log"; then
             echo "     the test needs saslpasswd2: install sasl2-bin (scripts/install-deps.sh)"
         fi
+        return 1
+    fi
+}
+
+# SUITE_JOBS files at a time: the harness waits a second or more for every
+# server it starts (a UNIX socket's, at least 1 s; a server that must fail,
+# 3 s), so one file at a time is mostly sleep. Each file's servers have
+# their own ports and /tmp names ($$). The verdicts print in list order.
+VERDICTS=$(mktemp -d)
+trap 'rm -rf "$VERDICTS"' EXIT
+running=0
+for i in "${!list[@]}"; do
+    if [ "$running" -ge "$SUITE_JOBS" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+    (judge_file "${list[$i]}" >"$VERDICTS/$i" 2>&1; echo $? >"$VERDICTS/$i.rc") &
+    running=$((running + 1))
+done
+wait
+for i in "${!list[@]}"; do
+    cat "$VERDICTS/$i"
+    if [ "$(cat "$VERDICTS/$i.rc" 2>/dev/null)" = 0 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
     fi
 done
 echo "memcached-suite: $passed passed, $failed failed"

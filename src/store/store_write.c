@@ -50,8 +50,6 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
                 seg = ctx->open[g += d];
         }
     }
-    /* A spent open segment (all its items gone or expired) is recycled
-     * rather than appended to: its room is reused, not a new segment's. */
     if (!seg || seg->write_off + size > s->seg_size) {
         seg = seg_open(ctx, g);
         /* Never write past a segment's end (seg_open hands out empty
