@@ -310,6 +310,19 @@ static int event_uring_grow(struct event_uring *l, int fd)
     return 0;
 }
 
+/* An sqe for an operation on fd, its slot in the loop's tables made; NULL
+ * (errno set) when fd is out of range or no room can be had. */
+static struct io_uring_sqe *event_uring_sqe_for(struct event_uring *l, int fd)
+{
+    if (fd < 0 || fd >= (1 << 30)) {
+        errno = EBADF;
+        return NULL;
+    }
+    if (event_uring_grow(l, fd) < 0)
+        return NULL;
+    return event_uring_sqe(l);
+}
+
 static struct uring_fd *event_uring_slot(struct event_uring *l, int fd)
 {
     if (fd < 0 || (size_t)fd >= l->nfds || !l->fds[fd].used)
@@ -566,9 +579,7 @@ static void event_uring_target(struct event_uring *l, struct io_uring_sqe *sqe, 
 static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t len, void *ptr)
 {
     struct event_uring *l = event_uring_of(base);
-    if (fd < 0 || fd >= (1 << 30) || event_uring_grow(l, fd) < 0)
-        return -1;
-    struct io_uring_sqe *sqe = event_uring_sqe(l);
+    struct io_uring_sqe *sqe = event_uring_sqe_for(l, fd);
     if (!sqe)
         return -1;
     if (buf) {
@@ -608,9 +619,7 @@ static int event_uring_recv_multi(struct event_loop *base, int fd, size_t max, v
         errno = ENOTSUP;
         return -1;
     }
-    if (fd < 0 || fd >= (1 << 30) || event_uring_grow(l, fd) < 0)
-        return -1;
-    struct io_uring_sqe *sqe = event_uring_sqe(l);
+    struct io_uring_sqe *sqe = event_uring_sqe_for(l, fd);
     if (!sqe)
         return -1;
     event_uring_prep_multi(sqe, fd, max);
@@ -622,9 +631,7 @@ static int event_uring_recv_multi(struct event_loop *base, int fd, size_t max, v
 static int event_uring_send(struct event_loop *base, int fd, const struct msghdr *msg, void *ptr)
 {
     struct event_uring *l = event_uring_of(base);
-    if (fd < 0 || fd >= (1 << 30) || event_uring_grow(l, fd) < 0)
-        return -1;
-    struct io_uring_sqe *sqe = event_uring_sqe(l);
+    struct io_uring_sqe *sqe = event_uring_sqe_for(l, fd);
     if (!sqe)
         return -1;
     /* One piece (most replies at pipeline 1: short values are copied in
