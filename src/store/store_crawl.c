@@ -68,7 +68,7 @@ static void store_reap_one(struct store_ctx *ctx, const struct store_reap *r,
 }
 
 /* One bucket, b locked: the dead items the walk looks at are unlinked and
- * counted; returns how many. Slots never move, but an unlink may free an
+ * counted; returns how many were unlinked. Slots never move, but an unlink may free an
  * overflow bucket of the chain: the items are judged first (each counted
  * once), then the chain walked again from its head after each unlink. */
 static size_t store_reap_bucket(struct store_ctx *ctx, const struct store_reap *r, uint64_t *b,
@@ -96,7 +96,7 @@ static size_t store_reap_bucket(struct store_ctx *ctx, const struct store_reap *
             j = 0;
         }
     }
-    return dead;
+    return dead - left; /* fewer only if a flush_all came between the passes */
 }
 
 size_t store_crawl(struct store_ctx *ctx, uint64_t max)
