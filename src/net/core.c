@@ -21,6 +21,17 @@ static int core_init_workers(struct core *c)
     return 0;
 }
 
+/* The trimmer's test (net/trim.h): no worker busy in its last second. Every
+ * slot of the array is looked at, started or not (a zeroed one is quiet). */
+static bool core_quiet(void *arg)
+{
+    struct core *c = arg;
+    for (int i = 0; i < c->opt->num_threads; i++)
+        if (__atomic_load_n(&c->workers[i].busy, __ATOMIC_RELAXED))
+            return false;
+    return true;
+}
+
 int core_start(struct core *c)
 {
     int n = c->opt->num_threads;
@@ -29,7 +40,7 @@ int core_start(struct core *c)
         return -1;
     c->nworkers = 0;
     c->accepting = 1;
-    if (trimmer_start(&c->trimmer) < 0)
+    if (trimmer_start(&c->trimmer, core_quiet, c) < 0)
         log_info("freed client memory will not be returned to the OS");
     /* -o io_uring: the ring backend when the kernel allows it, else epoll,
      * said in one line (seccomp policies and io_uring_disabled forbid it) */

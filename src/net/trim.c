@@ -10,6 +10,8 @@
 #include "log.h"
 
 #ifdef __GLIBC__
+#define TRIMMER_RECHECK_MS 200L
+
 static void *trimmer_main(void *arg)
 {
     struct trimmer *t = arg;
@@ -17,6 +19,18 @@ static void *trimmer_main(void *arg)
     for (;;) {
         while (!t->requested && !t->stop)
             pthread_cond_wait(&t->cond, &t->lock);
+        /* a request waits until the server is quiet, looked at again every
+         * TRIMMER_RECHECK_MS */
+        while (!t->stop && t->quiet && !t->quiet(t->quiet_arg)) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += TRIMMER_RECHECK_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&t->cond, &t->lock, &until);
+        }
         if (t->stop)
             break;
         t->requested = false;
@@ -35,9 +49,11 @@ static void *trimmer_main(void *arg)
 }
 #endif
 
-int trimmer_start(struct trimmer *t)
+int trimmer_start(struct trimmer *t, trimmer_quiet_fn quiet, void *quiet_arg)
 {
     memset(t, 0, sizeof *t);
+    t->quiet = quiet;
+    t->quiet_arg = quiet_arg;
 #ifdef __GLIBC__
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);

@@ -1,15 +1,24 @@
-/* Giving freed client memory back to the OS, off the request path.
+/* Giving freed client memory back to the OS, off the request path, and
+ * only while the server is quiet.
  *
  * Client buffers are many small blocks; once freed, glibc keeps them in its
  * heaps (reused, but never returned), so after an attack the server would
  * stay at its peak. malloc_trim returns the free pages, but it walks every
- * heap and madvises page by page: milliseconds on a heap an attack has
- * fragmented, which a worker calling it would take from every client it
- * serves (the soak counted 355 requests >= 40 ms with the trim on the
- * workers, 76 without it). So workers only ask, and this thread trims. It
- * runs at normal priority on purpose: it takes each heap's lock in turn, and
- * a low-priority thread preempted while holding one would stall the worker
- * that heap belongs to for as long as the scheduler kept it off a CPU. */
+ * heap and madvises page by page, holding each heap's lock meanwhile: on a
+ * heap an attack has fragmented that is 30-80 ms, and the worker whose heap
+ * it is waits for it at its next malloc or free. On the workers it took
+ * that time from every ready connection (the soak counted 355 requests
+ * >= 40 ms with the trim there, 76 without); on a thread of its own it
+ * still stalled every connection of a worker at once, in step with each
+ * trim (soak, December 2026: stalls of 50-110 ms at each trim's second,
+ * none with trims off). So workers only ask, and this thread trims once
+ * the server is quiet (quiet_fn: core.c asks whether any worker moved more
+ * than a few requests' bytes in its last second). Meanwhile the freed
+ * memory is reused by the allocator, so RSS stays within its bound
+ * (README, "Memory is bounded"); it goes back once the load pauses. It runs
+ * at normal priority: a low-priority thread preempted while holding a
+ * heap's lock would stall that heap's worker for as long as the scheduler
+ * kept it off a CPU. */
 #ifndef NODELAY_TRIM_H
 #define NODELAY_TRIM_H
 
@@ -19,8 +28,13 @@
 /* Its thread's name (/proc/PID/task/TID/comm). */
 #define TRIMMER_THREAD_NAME "nodelay-trim"
 
+/* Whether a trim now would take the heap locks from no one busy. */
+typedef bool (*trimmer_quiet_fn)(void *arg);
+
 struct trimmer {
     pthread_t thread;
+    trimmer_quiet_fn quiet;
+    void *quiet_arg;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool started;
@@ -29,12 +43,12 @@ struct trimmer {
     unsigned long trims; /* done so far, relaxed atomic (for logs and tests) */
 };
 
-/* Start the thread. Returns 0, or -1 (then trimmer_request does nothing and
- * memory is simply not returned). Where malloc_trim does not exist, starts
- * nothing and returns 0. */
-int trimmer_start(struct trimmer *t);
-/* Ask for a trim soon; requests made while one is pending become one.
- * Never blocks on the trim itself. Any thread. */
+/* Start the thread; quiet (NULL: always) says when a trim may run. Returns
+ * 0, or -1 (then trimmer_request does nothing and memory is simply not
+ * returned). Where malloc_trim does not exist, starts nothing and returns 0. */
+int trimmer_start(struct trimmer *t, trimmer_quiet_fn quiet, void *quiet_arg);
+/* Ask for a trim once the server is quiet; requests made while one is
+ * pending become one. Never blocks on the trim itself. Any thread. */
 void trimmer_request(struct trimmer *t);
 /* Stop and join the thread. Safe after a failed or no start. */
 void trimmer_stop(struct trimmer *t);

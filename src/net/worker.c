@@ -27,6 +27,7 @@
 /* Give freed client memory back to the OS once what this worker's clients
  * hold has dropped this much below its last high point. */
 #define WORKER_TRIM_DROP (8u << 20)
+#define WORKER_QUIET_BYTES (16u << 10)
 
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
@@ -222,7 +223,8 @@ static void worker_accept(struct worker *w, struct listener *l)
 /* When what this worker's clients hold has fallen well below its high
  * point, free the cached read buffers and ask the trimmer (net/trim.h) to
  * return free pages to the OS: the trim itself runs on its own thread, not
- * here, where it would delay every ready connection. Sampled once a second,
+ * here, and only once every worker is quiet, since it holds the heaps'
+ * locks for tens of milliseconds. Sampled once a second,
  * so a steady load never trims; a worker left with no clients asks once. */
 static void worker_trim(struct worker *w)
 {
@@ -244,12 +246,23 @@ static void worker_trim(struct worker *w)
     log_verbose("worker %d: client memory fell to %zu bytes: returning free memory", w->id, held);
 }
 
+/* Busy or quiet for the trimmer (net/trim.h): a few requests a second (a
+ * stats scraper, a health check) leave a worker quiet. */
+static void worker_note_busy(struct worker *w)
+{
+    uint64_t moved = __atomic_load_n(&w->stats.bytes_read, __ATOMIC_RELAXED) +
+                     __atomic_load_n(&w->stats.bytes_written, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->busy, moved - w->moved_mark > WORKER_QUIET_BYTES, __ATOMIC_RELAXED);
+    w->moved_mark = moved;
+}
+
 static void worker_tick(struct worker *w, rel_time_t now)
 {
     for (struct conn *c = w->env.conns, *next; c; c = next) {
         next = c->next;
         conn_tick(c, now);
     }
+    worker_note_busy(w);
     worker_trim(w);
     if (!w->listening && now >= w->relisten_at && !__atomic_load_n(&w->core->stopping, __ATOMIC_RELAXED)) {
         worker_listen_enable(w, true);

@@ -44,6 +44,9 @@ struct worker {
     size_t reply_bytes;           /* bytes queued for clients, relaxed atomic */
     size_t rbuf_bytes;            /* read buffer bytes held, relaxed atomic */
     size_t client_peak;           /* high point of the two since the last trim */
+    uint64_t moved_mark;          /* bytes read + written at the last tick */
+    bool busy;                    /* moved more than WORKER_QUIET_BYTES in its last
+                                     second (relaxed atomic; the trimmer reads it) */
     bool clients_since_trim;      /* had connections since the last trim */
 };
 

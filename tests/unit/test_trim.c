@@ -1,0 +1,102 @@
+/* The trimmer (net/trim.h): a requested trim waits until the server is
+ * quiet, requests made meanwhile become one, and a stop does not wait for
+ * quiet. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <time.h>
+
+#include "net/trim.h"
+
+static bool quiet_now;
+
+static bool quiet(void *arg)
+{
+    (void)arg;
+    return __atomic_load_n(&quiet_now, __ATOMIC_RELAXED);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static unsigned long trims(struct trimmer *t)
+{
+    return __atomic_load_n(&t->trims, __ATOMIC_RELAXED);
+}
+
+/* Up to 5 s for the trim count to reach n. */
+static bool trims_reach(struct trimmer *t, unsigned long n)
+{
+    for (int i = 0; i < 500 && trims(t) < n; i++)
+        sleep_ms(10);
+    return trims(t) >= n;
+}
+
+static void test_trim_waits_for_quiet(void **state)
+{
+    (void)state;
+    struct trimmer t;
+    __atomic_store_n(&quiet_now, false, __ATOMIC_RELAXED);
+    assert_int_equal(trimmer_start(&t, quiet, NULL), 0);
+    if (!t.started) {
+        trimmer_stop(&t);
+        skip(); /* no malloc_trim here */
+    }
+    trimmer_request(&t);
+    trimmer_request(&t);
+    sleep_ms(600); /* three looks at a busy server */
+    assert_int_equal(trims(&t), 0);
+    __atomic_store_n(&quiet_now, true, __ATOMIC_RELAXED);
+    assert_true(trims_reach(&t, 1));
+    sleep_ms(300);
+    assert_int_equal(trims(&t), 1); /* the two requests were one */
+    trimmer_request(&t);
+    assert_true(trims_reach(&t, 2)); /* quiet: at once */
+    trimmer_stop(&t);
+}
+
+static void test_stop_while_waiting_for_quiet(void **state)
+{
+    (void)state;
+    struct trimmer t;
+    __atomic_store_n(&quiet_now, false, __ATOMIC_RELAXED);
+    assert_int_equal(trimmer_start(&t, quiet, NULL), 0);
+    trimmer_request(&t);
+    sleep_ms(50);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    trimmer_stop(&t);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    assert_true(b.tv_sec - a.tv_sec < 2);
+    assert_int_equal(trims(&t), 0);
+}
+
+static void test_no_quiet_test_trims_at_once(void **state)
+{
+    (void)state;
+    struct trimmer t;
+    assert_int_equal(trimmer_start(&t, NULL, NULL), 0);
+    if (!t.started) {
+        trimmer_stop(&t);
+        skip();
+    }
+    trimmer_request(&t);
+    assert_true(trims_reach(&t, 1));
+    trimmer_stop(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trim_waits_for_quiet),
+        cmocka_unit_test(test_stop_while_waiting_for_quiet),
+        cmocka_unit_test(test_no_quiet_test_trims_at_once),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
