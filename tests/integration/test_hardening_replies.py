@@ -437,8 +437,9 @@ def test_freed_client_memory_is_returned_off_the_workers(start_server):
     """9.7 without the stalls: malloc_trim ran on the workers, where it took
     milliseconds from every ready connection (soak: 355 requests >= 40 ms
     with it, 76 without). Now the workers only ask and the trimmer thread
-    (`nodelay-trim`) trims: after 200 non-readers leave, it has run (its -vv
-    line) and RSS is back near its baseline."""
+    (`nodelay-trim`) trims once no worker is busy (test_trim.c): after 200
+    non-readers leave, it has run (its -vv line) and RSS is back near its
+    baseline."""
     srv = start_server("-m", "64", "-o", "client_mem_limit=32")
     nodelay_only(srv)
     c = srv.connect()
