@@ -21,7 +21,7 @@ static int core_init_workers(struct core *c)
     return 0;
 }
 
-/* The trimmer's test (net/trim.h): no worker busy in its last second. Every
+/* The trimmer's questions (net/trim.h). Quiet: no worker busy in its last second. Every
  * slot of the array is looked at, started or not (a zeroed one is quiet). */
 static bool core_quiet(void *arg)
 {
@@ -32,6 +32,17 @@ static bool core_quiet(void *arg)
     return true;
 }
 
+/* The trimmer's other question: client bytes held now, all workers. */
+static size_t core_client_held(void *arg)
+{
+    struct core *c = arg;
+    size_t held = 0;
+    for (int i = 0; i < c->opt->num_threads; i++)
+        held += __atomic_load_n(&c->workers[i].reply_bytes, __ATOMIC_RELAXED) +
+                __atomic_load_n(&c->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
+    return held;
+}
+
 int core_start(struct core *c)
 {
     int n = c->opt->num_threads;
@@ -40,7 +51,8 @@ int core_start(struct core *c)
         return -1;
     c->nworkers = 0;
     c->accepting = 1;
-    if (trimmer_start(&c->trimmer, core_quiet, c) < 0)
+    const struct trimmer_ops trim_ops = {core_quiet, core_client_held, c};
+    if (trimmer_start(&c->trimmer, &trim_ops) < 0)
         log_info("freed client memory will not be returned to the OS");
     /* -o io_uring: the ring backend when the kernel allows it, else epoll,
      * said in one line (seccomp policies and io_uring_disabled forbid it) */

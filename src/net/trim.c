@@ -21,7 +21,7 @@ static void *trimmer_main(void *arg)
             pthread_cond_wait(&t->cond, &t->lock);
         /* a request waits until the server is quiet, looked at again every
          * TRIMMER_RECHECK_MS */
-        while (!t->stop && t->quiet && !t->quiet(t->quiet_arg)) {
+        while (!t->stop && t->ops.quiet && !t->ops.quiet(t->ops.arg)) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_nsec += TRIMMER_RECHECK_MS * 1000000L;
@@ -34,6 +34,10 @@ static void *trimmer_main(void *arg)
         if (t->stop)
             break;
         t->requested = false;
+        if (t->ops.held && t->ops.held(t->ops.arg) > t->held_at_request + TRIMMER_REUSED_BYTES) {
+            __atomic_add_fetch(&t->dropped, 1, __ATOMIC_RELAXED);
+            continue;
+        }
         pthread_mutex_unlock(&t->lock);
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
@@ -49,11 +53,11 @@ static void *trimmer_main(void *arg)
 }
 #endif
 
-int trimmer_start(struct trimmer *t, trimmer_quiet_fn quiet, void *quiet_arg)
+int trimmer_start(struct trimmer *t, const struct trimmer_ops *ops)
 {
     memset(t, 0, sizeof *t);
-    t->quiet = quiet;
-    t->quiet_arg = quiet_arg;
+    if (ops)
+        t->ops = *ops;
 #ifdef __GLIBC__
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);
@@ -74,8 +78,10 @@ void trimmer_request(struct trimmer *t)
 {
     if (!t->started)
         return;
+    size_t held = t->ops.held ? t->ops.held(t->ops.arg) : 0;
     pthread_mutex_lock(&t->lock);
     t->requested = true;
+    t->held_at_request = held;
     pthread_cond_signal(&t->cond);
     pthread_mutex_unlock(&t->lock);
 }

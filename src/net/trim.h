@@ -28,27 +28,41 @@
 /* Its thread's name (/proc/PID/task/TID/comm). */
 #define TRIMMER_THREAD_NAME "nodelay-trim"
 
-/* Whether a trim now would take the heap locks from no one busy. */
-typedef bool (*trimmer_quiet_fn)(void *arg);
+/* A trim that waits for quiet may find the memory freed at its request in
+ * use again (an attack that filled the bound since): it is then dropped, as
+ * it would walk a large heap for little. This far above the client bytes
+ * held at the request counts as in use again. */
+#define TRIMMER_REUSED_BYTES ((size_t)8 << 20)
+
+/* What the trimmer asks the server (NULL members: always quiet, never
+ * reused). quiet: no one busy would wait for a heap's lock now; held: the
+ * client bytes held now (reply queues and read buffers). */
+struct trimmer_ops {
+    bool (*quiet)(void *arg);
+    size_t (*held)(void *arg);
+    void *arg;
+};
 
 struct trimmer {
     pthread_t thread;
-    trimmer_quiet_fn quiet;
-    void *quiet_arg;
+    struct trimmer_ops ops;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool started;
-    bool requested; /* lock */
-    bool stop;      /* lock */
-    unsigned long trims; /* done so far, relaxed atomic (for logs and tests) */
+    bool requested;       /* lock */
+    bool stop;            /* lock */
+    size_t held_at_request; /* lock: ops.held at the latest request */
+    unsigned long trims;   /* done so far, relaxed atomic (for logs and tests) */
+    unsigned long dropped; /* requests dropped as reused, relaxed atomic */
 };
 
-/* Start the thread; quiet (NULL: always) says when a trim may run. Returns
- * 0, or -1 (then trimmer_request does nothing and memory is simply not
- * returned). Where malloc_trim does not exist, starts nothing and returns 0. */
-int trimmer_start(struct trimmer *t, trimmer_quiet_fn quiet, void *quiet_arg);
+/* Start the thread (ops copied). Returns 0, or -1 (then trimmer_request
+ * does nothing and memory is simply not returned). Where malloc_trim does
+ * not exist, starts nothing and returns 0. */
+int trimmer_start(struct trimmer *t, const struct trimmer_ops *ops);
 /* Ask for a trim once the server is quiet; requests made while one is
- * pending become one. Never blocks on the trim itself. Any thread. */
+ * pending become one (the latest one's held bytes count). Never blocks on
+ * the trim itself. Any thread. */
 void trimmer_request(struct trimmer *t);
 /* Stop and join the thread. Safe after a failed or no start. */
 void trimmer_stop(struct trimmer *t);

@@ -27,7 +27,7 @@
 /* Give freed client memory back to the OS once what this worker's clients
  * hold has dropped this much below its last high point. */
 #define WORKER_TRIM_DROP (8u << 20)
-#define WORKER_QUIET_BYTES (16u << 10)
+#define WORKER_QUIET_BYTES (64u << 10)
 
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
