@@ -47,17 +47,24 @@ static bool trims_reach(struct trimmer *t, unsigned long n)
     return trims(t) >= n;
 }
 
+/* A trimmer over the fake server, busy and holding `held` bytes; the test
+ * is skipped where there is no malloc_trim (nothing starts). */
+static void start_busy(struct trimmer *t, const struct trimmer_ops *o, size_t held)
+{
+    __atomic_store_n(&quiet_now, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&held_now, held, __ATOMIC_RELAXED);
+    assert_int_equal(trimmer_start(t, o), 0);
+    if (!t->started) {
+        trimmer_stop(t);
+        skip();
+    }
+}
+
 static void test_trim_waits_for_quiet(void **state)
 {
     (void)state;
     struct trimmer t;
-    __atomic_store_n(&quiet_now, false, __ATOMIC_RELAXED);
-    __atomic_store_n(&held_now, 0, __ATOMIC_RELAXED);
-    assert_int_equal(trimmer_start(&t, &ops), 0);
-    if (!t.started) {
-        trimmer_stop(&t);
-        skip(); /* no malloc_trim here */
-    }
+    start_busy(&t, &ops, 0);
     trimmer_request(&t);
     trimmer_request(&t);
     sleep_ms(600); /* three looks at a busy server */
@@ -75,9 +82,7 @@ static void test_stop_while_waiting_for_quiet(void **state)
 {
     (void)state;
     struct trimmer t;
-    __atomic_store_n(&quiet_now, false, __ATOMIC_RELAXED);
-    __atomic_store_n(&held_now, 0, __ATOMIC_RELAXED);
-    assert_int_equal(trimmer_start(&t, &ops), 0);
+    start_busy(&t, &ops, 0);
     trimmer_request(&t);
     sleep_ms(50);
     struct timespec a, b;
@@ -95,13 +100,7 @@ static void test_request_dropped_when_memory_is_in_use_again(void **state)
 {
     (void)state;
     struct trimmer t;
-    __atomic_store_n(&quiet_now, false, __ATOMIC_RELAXED);
-    __atomic_store_n(&held_now, 1 << 20, __ATOMIC_RELAXED);
-    assert_int_equal(trimmer_start(&t, &ops), 0);
-    if (!t.started) {
-        trimmer_stop(&t);
-        skip();
-    }
+    start_busy(&t, &ops, 1 << 20);
     trimmer_request(&t);
     __atomic_store_n(&held_now, (size_t)1 + (1 << 20) + TRIMMER_REUSED_BYTES, __ATOMIC_RELAXED);
     __atomic_store_n(&quiet_now, true, __ATOMIC_RELAXED);
@@ -119,11 +118,7 @@ static void test_no_quiet_test_trims_at_once(void **state)
 {
     (void)state;
     struct trimmer t;
-    assert_int_equal(trimmer_start(&t, NULL), 0);
-    if (!t.started) {
-        trimmer_stop(&t);
-        skip();
-    }
+    start_busy(&t, NULL, 0); /* no questions asked: neither counts */
     trimmer_request(&t);
     assert_true(trims_reach(&t, 1));
     trimmer_stop(&t);
