@@ -23,21 +23,6 @@ static uint32_t varint_len(uint32_t v)
     return n;
 }
 
-uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue)
-{
-    uint32_t n = 2 + varint_len(nvalue) + 4;
-    if (layout & ITEM_L_FLAGS)
-        n += 4;
-    if (layout & ITEM_L_EXP)
-        n += 4;
-    if (layout & ITEM_L_CAS32)
-        n += 4;
-    if (layout & ITEM_L_CAS64)
-        n += 8;
-    if (layout & ITEM_L_SUM)
-        n += 4;
-    return n;
-}
 
 uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint32_t nvalue)
 {
@@ -82,6 +67,12 @@ uint32_t item_varint_long(const uint8_t *u, uint32_t *at)
 #define IL4(l) IL(l), IL(l + 1), IL(l + 2), IL(l + 3)
 const struct item_offs item_offs[32] = {IL4(0),  IL4(4),  IL4(8),  IL4(12),
                                         IL4(16), IL4(20), IL4(24), IL4(28)};
+
+/* The layout's fields from the same table item_decode reads them by. */
+uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue)
+{
+    return 2 + varint_len(nvalue) + item_offs[layout & 0x1f].end;
+}
 
 void item_put_u32(char *p, uint32_t off, uint32_t v)
 {
