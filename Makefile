@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # nodelay - plain make is the build.
 #
 #   make                 optimised server: build/release/nodelay
@@ -180,9 +181,11 @@ SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+DOCDIR ?= $(PREFIX)/share/doc/nodelay
 install: server man
 	install -D -m 0755 $(SERVER) $(DESTDIR)$(BINDIR)/nodelay
 	install -D -m 0644 build/nodelay.1 $(DESTDIR)$(MANDIR)/man1/nodelay.1
+	install -D -m 0644 LICENSE $(DESTDIR)$(DOCDIR)/LICENSE
 	@mkdir -p $(DESTDIR)$(UNITDIR)
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	    packaging/nodelay.service.in >$(DESTDIR)$(UNITDIR)/nodelay.service

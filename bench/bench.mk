@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The benchmark's tools, built from bench/ (never part of libnodelay.a).
 #   make bench                the side-by-side comparison (bench/compare.sh), into
 #                             bench/results/tmp/ (untracked)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the bench scripts share: a free loopback port, a process's CPU time,
 and a server started on loopback for one measurement.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Side by side: Debian's memcached (A) against nodelay (B; with its io_uring
 # backend, also Be: the same binary with -o io_uring=off), the canned-reply
 # floor servers (F on epoll, Fu on io_uring: no cache at all), plus a second

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Chart of nodelay's /metrics over a benchmark run, as Prometheus saw it.
 
 Starts nodelay with -o metrics_listen, a Prometheus server (Debian's

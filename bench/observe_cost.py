@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What observability costs a worker: server CPU per request for
 
   nolog          BIN built with logging compiled out (--nolog BIN2)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Where a server's CPU goes on one workload, and what a change saved.
 
   bench/profile.py --bin NEW [--base OLD] [--workload get90_p16] [--rounds 5]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns one compare.sh result directory into report.md and PNG charts.
 
 Every number in the report is the median over rounds of what the runs

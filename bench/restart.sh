@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Restart time of a full -e cache: nodelay after a graceful stop (SIGTERM)
 # and after kill -9, memcached 1.6.45 (../shared/ref) after SIGUSR1 (it
 # restores nothing after a kill).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Server CPU per sequential `set` of one value size, for each binary given.
 
     bench/set_cpu.py BINARY... [--sizes 1000000:1000,100000:6000,20000:10000]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs, from Debian's packages, what `make` needs to build the server and
 # nothing more (the README's first command runs it on a fresh machine).
 # scripts/install-deps.sh runs this first, then adds what the tests need.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fails when the parts of src/ import each other in a loop.
 #
 #   scripts/check-layers.sh [-v]      -v also prints the graph

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Proves the README's two commands on a fresh machine: builds a minimal
 # Debian 12 root (debootstrap --variant=minbase bookworm, from the mirror apt
 # already uses), clones this repository into it and runs .ci/run there, which

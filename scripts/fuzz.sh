@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds every libFuzzer harness (tests/fuzz/fuzz_*.c) with clang under
 # ASan+UBSan, linked with all of src/ except main.c (epoll backend), and runs
 # each for a short time from a seed corpus.

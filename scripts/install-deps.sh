@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs, from Debian's packages, everything nodelay's build, tests, package
 # and benchmark need: scripts/build-deps.sh's list (the server's build, with
 # liburing-dev for the io_uring backend, which bench/floor uses too) plus the list below. Safe to run again. Runs apt as root, through sudo when

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # memcached's t/lib/MemcachedTest.pm runs `./memcached-debug ARGS` from its
 # source directory; scripts/memcached-suite.sh links this file there. It runs
 # nodelay ($NODELAY_SUITE_EXE) with the same arguments, translating only

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs memcached's own test suite (its t/*.t, Perl, under `prove`) against
 # nodelay. The tests come from Debian's memcached source package (1.6.18 on
 # bookworm), fetched with apt-get into build/memcached-src/ and kept there, so

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Everything `make test` and CI run, in one go, on this 2-core machine in
 # under 15 minutes (docs/testing.md has the measured times):
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The server clock: whole seconds since start-up, as memcached keeps it.
  *
  * Every time the store and protocols compare is a rel_time_t: seconds on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Logging by level, as memcached's -v/-vv/-vvv. Every level is compiled
  * into every build: below its level a log call costs one relaxed load and a
  * branch predicted not taken (LOG_ENABLED), so `verbosity` can raise the

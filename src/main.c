@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nodelay: start-up, signals and the shutdown order.
  *
  * Start: settings -> root check -> -d -> -u -> -P -> store -> listeners ->

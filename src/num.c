@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's number rules (see num.h). */
 #include "num.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's number rules, in one place: every protocol, the store's incr
  * and the settings parser read numbers through these, so an odd input ("+1",
  * "-0", "5\t", 2^32 as flags) gets one answer everywhere memcached gives one.

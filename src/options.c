@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Settings to module options. A field of net_options, proto_options or
  * tls_options is a settings row of the same name; its type is checked
  * against the row's here, so the lists cannot drift from the table. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Each module's options, from the settings: the one place that maps the
  * settings table to what the store, the connection layer, the protocols
  * and TLS are given at setup (main.c, and tests that start from a command

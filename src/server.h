@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The running server's side of server_ops (proto/server_ops.h): shutdown,
  * verbosity, cache_memlimit, and the `stats` family composed from every
  * worker's counters and the store's. main.c creates one and puts its ops in

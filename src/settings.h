@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nodelay's settings: the struct generated from the one table of flags
  * (settings_table.h), its run-time part, and what start-up does with it.
  *

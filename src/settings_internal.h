@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Between the settings files: the table as data (settings_rows), the parse
  * context, and the parse and show hooks each row names. */
 #ifndef NODELAY_SETTINGS_INTERNAL_H

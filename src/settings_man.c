@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nodelay(1) in groff -man, generated from the same table as -h and `stats
  * settings` (so the three cannot drift), plus the worker counters of
  * stats/stats.h and the differences from memcached. `nodelay --man` prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's command line, read through the table of settings_table.h:
  * getopt's short and long options and the -o dispatch are generated from
  * the rows, each row's parser (settings_value.c, settings_hooks.c) reads its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The settings a running server may change (verbosity, cache_memlimit,
  * stats detail on|off, lru_crawler enable|disable, slabs automove, lru
  * tune): struct settings_runtime, one atomic per RUN row of the settings

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `stats settings`, walked from the table: every row with a stats name, in
  * table order (memcached 1.6.45's), printed by its show hook. Run-time rows
  * are read from their atomics, so the reply shows what `verbosity`,

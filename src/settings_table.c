@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The table of settings_table.h as data, the defaults, and typed access to a
  * row's field. */
 #include <stdlib.h>

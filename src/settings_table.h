@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every flag and every -o sub-option of nodelay: ONE row each. The settings
  * struct and its defaults, getopt's short and long options, the -o dispatch,
  * -h, `stats settings` and the man page are all generated from this table

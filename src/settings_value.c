@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The generic value readers a table row can name (INT in lo..hi, SIZE with
  * k/m/g, ON/OFF, BOOL, STR, DBL, OCTAL, MB, KB) and the number rules they
  * share with the per-flag hooks. Where memcached silently reads garbage as

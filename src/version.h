@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Versions: the memcached protocol nodelay implements (what `version` and
  * `stats` report, because clients gate features on it) and nodelay's own. */
 #ifndef NODELAY_VERSION_H

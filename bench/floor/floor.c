@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The I/O floor: a server with no cache at all. It answers memcached text
  * requests with canned replies (every get key a hit of -v bytes, every
  * storage command STORED) so `make bench` can show how far each real server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A plain blocking connection for the tools that go step by step (fill,
  * replay): send a batch, then read its replies in order. */
 #ifndef LG_BLOCKING_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fill: set key:%010d with fixed-size values until the server starts to
  * evict (or refuses), then report how many items it held and what each cost
  * beyond its key and value: limit_maxbytes / curr_items - key - value. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Log-linear latency histogram: 32 linear sub-buckets per power of two, so any
  * recorded value is off by at most 1/32 (about 3 %) whatever its magnitude. */
 #ifndef LG_HIST_H

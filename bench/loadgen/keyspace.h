@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Keys, their distribution, and self-describing values.
  *
  * A key is "key:%010u". A value starts with "<key hex 8>:<version hex 8>:" and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Strict mode: the writes a key's connection abandoned.
  *
  * A set or delete in flight when its connection is dropped was never

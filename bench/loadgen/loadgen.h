@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The load generator's run configuration, per-thread results, and entry
  * points of its modes (load, fill, replay). */
 #ifndef LG_LOADGEN_H

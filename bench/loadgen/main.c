@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nodelay's load generator: see usage() and docs/benchmark.md. */
 #include "loadgen.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* replay: a deterministic Zipf trace, get-then-set-on-miss, as a cache in
  * front of a database would issue it. Requests go in batches: the gets of a
  * batch, then the sets for its misses, so the trace and the server's inputs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loadgen selftest: checks the parts the measurements rest on, without a
  * server: histogram quantiles, value verification (it must catch wrong,
  * torn and truncated values), reply parsing of all three protocols (every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* LOADGEN_TLS=1 in the environment: every connection the load generator
  * opens speaks TLS (no certificate check: the benchmark's own server). The
  * handshake is done, blocking, when the connection opens; afterwards

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Requests and replies of the three memcached protocols, as the load generator
  * uses them: encode into a buffer, and recognise one complete reply at the
  * front of a buffer (or say that more bytes are needed). No sockets here. */

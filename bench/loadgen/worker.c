@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One load thread: its own epoll loop over its connections, each keeping up
  * to `depth` requests in flight, writing all it has in one send and reading
  * all it can before parsing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pipecost: the cache's own cost per request at pipeline 16, without the
  * kernel (docs/benchmark.md "The cache's own cost at pipeline 16").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The public event calls, forwarded to the backend chosen at start-up. */
 #include "event/event.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One event-loop interface; the backend is chosen at start-up and nothing
  * else knows which: io_uring (Linux with liburing, when the kernel allows
  * it), else epoll (Linux) or poll (EVENT=poll, any POSIX).

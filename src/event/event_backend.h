@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What each event backend provides (event_epoll.c, event_poll.c,
  * event_uring.c); event.c picks one at start-up and forwards the public
  * calls of event.h to it. Only the event/ files include this. */

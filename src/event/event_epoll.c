@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* epoll backend (Linux). */
 #include "event/event_backend.h"
 

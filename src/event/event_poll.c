@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* poll(2) backend: any POSIX system. Watched fds live in a dense pollfd
  * array (what poll wants); an fd-indexed table finds an fd's slot, so add,
  * modify and delete are O(1) and wait is O(watched fds). */

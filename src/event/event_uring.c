@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* io_uring backend (Linux, liburing): completion I/O plus readiness.
  *
  * Connections receive and send through the ring (event_recv/event_send):

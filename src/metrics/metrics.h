@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Prometheus endpoint (-o metrics_listen=ADDR:PORT): /metrics in the
  * Prometheus text format, on its own HTTP thread (libmicrohttpd).
  *

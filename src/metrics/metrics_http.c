@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The endpoint's HTTP side: libmicrohttpd (Debian's libmicrohttpd-dev, a
  * maintained HTTP library, rather than a hand-written HTTP parser), running
  * its own polling thread, so a scrape never runs on a worker. Built only

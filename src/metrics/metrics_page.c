@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The /metrics page: the counters table (stats/stats_table.h) in the
  * Prometheus text format.
  *

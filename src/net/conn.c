@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection: socket -> read buffer -> proto_process() -> reply queue ->
  * one writev. Everything parsed from one read is answered by one writev
  * (looping only on a partial write), never a write per reply.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One client connection: its read buffer, its session (protocol state and
  * reply queue), backpressure and limits. Owned by exactly one worker. */
 #ifndef NODELAY_CONN_H

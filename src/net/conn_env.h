@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a connection borrows from the worker that owns it: the loop, store
  * context, counters, read buffers and gauges, and the lists its
  * connections are on. The worker fills it in; conn.c knows nothing else of

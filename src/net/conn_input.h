@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A connection's input side without its socket: the read buffer, where the
  * next read() should land (the buffer, or straight into an item's memory),
  * the loop that hands buffered bytes to the protocol, the -R yield, replies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The running server: what every worker shares. Built by main.c, read by
  * workers and by server.c (the server_ops protocols call). */
 #ifndef NODELAY_CORE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Listening sockets: TCP v4/v6 from -l/-p, or a unix socket from -s/-a.
  * Every worker watches every listener (EPOLLEXCLUSIVE with epoll). */
 #ifndef NODELAY_LISTENER_H

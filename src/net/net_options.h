@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the connection layer reads of the settings: fixed at start-up,
  * filled from the settings table by options.c (a field here has its row's
  * name and C type, checked there at build time). The core holds one. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Read buffers: a per-worker cache of standard-size buffers and the gauge
  * of read-buffer bytes held, so a connection holds a buffer only while it
  * has bytes buffered. Knows nothing of sockets or connections. */

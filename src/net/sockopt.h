@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every socket option nodelay sets, in one place. Each returns 0 or -1 with
  * errno set; the caller decides what a failure means (DESIGN.md: TCP_NODELAY
  * failures are counted and logged). nodelay never uses TCP_CORK/TCP_NOPUSH. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TLS with OpenSSL. Where the bytes go:
  *
  *   read:  socket -> OpenSSL's socket BIO (read-ahead: one read(2) takes all

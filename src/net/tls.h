@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TLS (-Z), with OpenSSL: the server context built from the ssl_* settings,
  * and per connection a TLS session whose records are collected in memory and
  * leave in ONE send per flush, so the no-delay rule (everything answered from

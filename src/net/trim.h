@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Giving freed client memory back to the OS, off the request path, and
  * only while the server is quiet.
  *

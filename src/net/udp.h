@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's UDP transport (-U): each datagram carries an 8-byte frame
  * (request id, sequence number, datagram count, reserved; big-endian) and
  * one or more whole requests; the replies go back split into datagrams of at

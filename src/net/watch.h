@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What an event's pointer refers to, for every kind of thing a worker's
  * loop watches. WATCH_LOG: a `watch` stream has lines for this connection
  * (obj), see watch/watch.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A worker: its event loop, accepting, the -R ready list and the once-a-second
  * housekeeping (idle timeout, stalled readers, re-enabling accept). */
 #define _GNU_SOURCE /* accept4, pipe2 */

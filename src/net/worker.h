@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A worker thread: one event loop owning its connections end to end, its own
  * store context and counters. Listeners are watched by every worker. */
 #ifndef NODELAY_WORKER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Password-guessing limits (see auth_guard.h). */
 #include "proto/auth_guard.h"
 

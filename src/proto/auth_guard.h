@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A limit on password guessing, for -Y and SASL alike (memcached has none:
  * one connection can try 20,000 passwords in 0.02 s).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Password files (see passwd.h). */
 #include "proto/passwd.h"
 

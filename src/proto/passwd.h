@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Password files, one loader and one check for both users of them: -Y ascii
  * authentication (memcached's authfile: "user:pass" lines, reloaded on
  * SIGHUP) and SASL PLAIN (memcached's MEMCACHED_SASL_PWDB: "user:pass[:x]",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which protocol a connection speaks. With -B auto its first byte decides,
  * as in memcached: 0x80 (the binary request magic) is binary, anything else
  * text; -B ascii / -B binary force one. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The protocols' single entry point, as the connection sees it.
  *
  * A connection hands over the bytes it has read; the protocol consumes whole

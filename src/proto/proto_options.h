@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the protocols read of the settings: fixed at start-up, filled from
  * the settings table by options.c (a field here has its row's name and C
  * type, checked there at build time). A session holds a pointer to one and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SASL PLAIN against memcached's plaintext password file. */
 #include "proto/sasl.h"
 

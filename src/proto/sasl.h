@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SASL for the binary protocol: the PLAIN mechanism against a password file.
  *
  * nodelay implements PLAIN itself instead of linking Cyrus SASL: PLAIN is a

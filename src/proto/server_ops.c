@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "proto/server_ops.h"
 
 #include <stdio.h>

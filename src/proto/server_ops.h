@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a protocol may ask of the running server as a whole.
  *
  * The worker hands every session a pointer to one of these (server.c fills

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A session is the protocols' view of one connection: everything a request
  * needs (store, counters, options, server operations, the reply queue) and
  * the state a protocol keeps between reads, with no socket in it, so

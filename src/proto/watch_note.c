@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Event points of the protocols turned into watch lines (watch_note.h). */
 #include "proto/watch_note.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The protocols' side of `watch`: one call per event point, each behind
  * watch_active() at the call site so that it costs a branch when nobody
  * watches. memcached logs an item_get for every lookup its commands make

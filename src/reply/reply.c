@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "reply/reply.h"
 
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reply queue: everything a connection owes its client, in order.
  *
  * Composers append to it; the connection drains it with one writev per

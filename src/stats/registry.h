@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Who is connected, for `stats conns`, and how many descriptors ever held
  * a connection or listener (memcached's connection_structures). Every
  * listener and connection has an entry, indexed by fd. Entries change only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-worker counters.
  *
  * Each worker owns one struct stats_thread and is its only writer, so an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `stats detail`: per key-prefix counts (prefix = the key up to the -D
  * delimiter; keys without it are not counted, as in memcached). Shared by
  * all workers under one mutex, so it costs only while detail is on. */

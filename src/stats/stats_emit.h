@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One stat at a time, to whoever renders it.
  *
  * Every stats group hands its rows (name, value) to an emitter instead of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-thread service-time histograms (stats_hist.h). */
 #include "stats/stats_hist.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Request service time per command family, from the request line parsed to
  * its reply queued (a value that arrives in a later read is waited for
  * inside that time), as Prometheus histograms.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "stats/stats_output.h"
 #include "stats/stats_table.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The `stats` family, from a snapshot, with no threads or sockets involved,
  * so the exact output is unit-tested. server.c gathers the snapshot (workers
  * summed, store_stats, process data) and hands the rows to an emitter

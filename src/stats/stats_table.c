@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The row arrays built from stats_table.h, and walking them. */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every counter nodelay reports, declared once.
  *
  * One row per stat, in the order it is printed:

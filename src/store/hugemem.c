@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Why huge pages: a lookup reads one random bucket and one random item, so
  * on 4 KiB pages nearly every lookup misses the TLB once the index and the
  * items outgrow what it maps (2,048 entries, 8 MiB, on the AMD EPYC here),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Anonymous memory for what lookups land on at random, the index's buckets
  * and the segments' items, on transparent huge pages where the kernel
  * gives them (docs/store.md "Huge pages"). */

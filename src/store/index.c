@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The hash index: 2^power primary buckets of one cache line each, plus
  * overflow buckets chained from a pool when a bucket's seven slots are full.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One item's bytes in a segment:
  *
  *   layout(1) nkey(1) nvalue(varint 1-5) atime+status(4)

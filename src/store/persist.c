@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The -e memory file: opening and checking it, the hooks that keep it
  * restorable while the server runs, and the clean mark of a graceful stop.
  * The restore scan itself is restore.c; the format is persist.h; the design

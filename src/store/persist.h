@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The -e memory file: segment memory in a shared mapping of a file, laid
  * out so that a restart — after a graceful stop or a kill -9 — can rebuild
  * the index from it (restore.c). docs/store.md "Restarts" has the design and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* qsort_r */
 /* The restore scan: rebuild the index and the segment lists from an -e file
  * at start, after a graceful stop (the file's checksums must all hold) or

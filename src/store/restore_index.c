@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The restore's index build: items filed by the segment walk, packed in
  * the table's own memory part by part (or spilled beside it), then the
  * table filled part by part. restore_index.h says why; docs/store.md "The

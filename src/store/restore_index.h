@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The restore's index build (restore_index.c), shared with the segment walk
  * (restore.c) only.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Segments: allocation, the queues of sealed segments, eviction, expiry
  * (what each counts of its items: seg_counts.c).
  *

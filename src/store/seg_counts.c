@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a segment counts of the items it holds (kept up by writes, unlinks
  * and eviction under the items' bucket locks), and the sums over all
  * segments that stats read. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The store: set-up, lookups and the read side (get, touch, delete, flush,
  * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c,
  * the housekeeper and the crawler in store_crawl.c. */

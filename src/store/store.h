@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The store: nodelay's cache, and the one interface every protocol uses.
  *
  * It knows nothing of sockets or wire formats. Items live in fixed-size

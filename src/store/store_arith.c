@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* incr / decr with memcached's do_add_delta rules: the value must read as a
  * decimal u64 the way its safe_strtoull reads it (leading white space, an
  * optional sign that must not make it negative, digits, then the end, a

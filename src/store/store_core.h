@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The store itself (store.c): struct store and the per-worker struct
  * store_ctx that the store's files share, and store.c's helpers for them.
  *

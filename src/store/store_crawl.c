@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The housekeeper thread and the index walks that reap dead items: its
  * own sweep for expired and flushed items, and memcached's
  * `lru_crawler crawl`. Both go bucket by bucket under one bucket lock at

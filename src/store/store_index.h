@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The hash index (index.c): buckets of 8-byte slots, bucket locks,
  * overflow chains and growth. Knows nothing of items: it rehashes a slot
  * through the callback it is given; docs/store.md "Index". */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One item's bytes (item.c): its layout byte, header fields and checksum.
  * Knows nothing of segments or the index; docs/store.md "Items". */
 #ifndef NODELAY_STORE_ITEM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The store's one lookup: every operation that reads or changes a key finds
  * it here (store_lookup's contract is in store_lookup.h). A batch of lookups
  * can hash its keys first (store_key_of) and prefetch their buckets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The store's one lookup (store_lookup.c): every operation that reads or
  * changes a key finds it through store_lookup. */
 #ifndef NODELAY_STORE_LOOKUP_H

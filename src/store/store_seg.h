@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Segments (seg.c): allocation, the FIFO queues, eviction by compaction,
  * expiry of whole segments, pins; docs/store.md "Segments". */
 #ifndef NODELAY_STORE_SEG_H

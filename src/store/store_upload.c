@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Uploads: values that arrive over several reads.
  *
  * A value that is not all in the read buffer when its command is parsed may

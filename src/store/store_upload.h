@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Uploads (store_upload.c): values still arriving, staged outside the
  * segments; docs/store.md "Uploads". */
 #ifndef NODELAY_STORE_UPLOAD_H

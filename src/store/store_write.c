@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes: reserve -> fill -> commit, by memcached's do_store_item rules.
  *
  * A reservation is space at the end of the worker's open segment with a

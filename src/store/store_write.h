@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reservations and commits (store_write.c) as the store's other files use
  * them: raw reservations with a given layout, and the commit behind set,
  * add, replace and cas. */

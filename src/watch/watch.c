@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Watchers: the registry, each watcher's bounded buffer, and the hand-over
  * to the watcher's connection. See watch.h for the shape.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's `watch` log streams.
  *
  * A watcher is a client connection that asked for event lines (`watch

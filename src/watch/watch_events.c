@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Event lines in memcached 1.6.45's formats (its logger.c), formatted on the
  * worker where the event happens, then offered to the watchers. Keys are
  * URI-encoded as memcached encodes them, so a line is always one line. */

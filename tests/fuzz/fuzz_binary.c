@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness for the binary protocol, through proto_process.
  *
  * Self-contained: a small store, one session forced to binary, the input fed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness for the connection's input unit (net/conn_input) with
  * the text/binary protocols behind it: reads cut at any size, a reply
  * allowance from tiny to unlimited, a client that takes only part of what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness for the meta commands: bytes -> proto_process() on a
  * real store, replies drained, everything released, per input.
  *

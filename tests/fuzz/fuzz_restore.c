@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness for the -e restore scan (src/store/restore.c): a real
  * memory file, written once by a store holding a few items, is patched by
  * the input and restored by store_create. Whatever the bytes, the store must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness for the settings parsers: the first byte picks the
  * input, 'F' a --config file (settings_config_stream, each line through
  * getopt and the table's parse hooks), anything else a command line (the

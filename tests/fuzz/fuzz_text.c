@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness for the text protocol (classic commands and framing).
  *
  * Each input is one connection: its first byte picks the read size and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness for the TLS read path (net/tls.c): arbitrary bytes
  * arrive on a server connection's socket, either
  *   first byte even: from its first byte (a ClientHello or garbage), or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Fixtures that start a real server binary on a free port and talk to it.
 
 The binary under test is $NODELAY_BIN (default build/release-epoll/nodelay).

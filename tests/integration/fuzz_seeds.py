@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes the differential test's requests as libFuzzer seed files:
 DIR/text/<case> and DIR/binary/<case> (used by scripts/fuzz.sh)."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Starting servers and speaking to them over real sockets."""
 import os
 import re

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Run a program with io_uring_setup(2) refused, as the seccomp policies of
 container runtimes refuse it: `noring.py ERRNO PROGRAM ARGS...` installs a
 seccomp filter that answers io_uring_setup with -ERRNO, then execs PROGRAM.

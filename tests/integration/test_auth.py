@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ASCII authentication (-Y user:pass file) and protocol selection (-B)."""
 import pytest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Bad clients: garbage, truncated requests, abrupt disconnects mid-request
 and mid-reply, from many connections at once. The server must keep serving
 everyone else and still exit cleanly (checked at teardown, with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/floor: the canned-reply server `make bench` measures as the I/O
 floor. It must answer what the load generator sends, in order, on both of
 its loops, or the floor rows of the report measure nothing."""

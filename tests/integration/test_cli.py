@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """memcached's command line: help, version, errors, and flags that only
 memcached's slab allocator uses (accepted, so init scripts keep working)."""
 import os
@@ -35,6 +36,37 @@ def test_version_flag(server_bin):
     r = run(server_bin, "-V")
     assert r.returncode == 0
     assert re.search(r"\d+\.\d+", r.stdout + r.stderr)
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_licence_is_stated(server_bin):
+    """-i names the licence that LICENSE and debian/copyright carry."""
+    r = run(server_bin, "-i")
+    assert r.returncode == 0, r.stderr
+    assert "BSD 3-Clause" in r.stdout
+    with open(os.path.join(ROOT, "LICENSE")) as f:
+        assert f.readline().strip() == "BSD 3-Clause License"
+    with open(os.path.join(ROOT, "debian", "copyright")) as f:
+        assert "License: BSD-3-Clause" in f.read()
+
+
+def test_every_source_file_has_an_spdx_line():
+    """Each source and script file names its licence in its first two lines."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if files.returncode != 0:
+        pytest.skip("not a git checkout: cannot list the source files")
+    wanted = re.compile(r"(\.(c|h|py|sh|mk)|Makefile)$")
+    missing = []
+    for name in files.stdout.split():
+        if not wanted.search(name) or name.startswith("tests/fuzz/corpus/"):
+            continue
+        with open(os.path.join(ROOT, name), errors="replace") as f:
+            head = f.readline() + f.readline()
+        if "SPDX-License-Identifier: BSD-3-Clause" not in head:
+            missing.append(name)
+    assert not missing, f"no SPDX line: {missing}"
 
 
 @pytest.mark.parametrize("args,exit_code,message", [

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Real client libraries and tools, unchanged, against the server."""
 import os
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Pipelining, big multigets, value sizes, many connections, limits, slow
 clients, idle timeout, unix and IPv6 listeners."""
 import os

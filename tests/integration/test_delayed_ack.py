@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The delayed-ACK trap (DESIGN.md): no single request may take 40 ms or more.
 
 Clients with and without TCP_NODELAY; values around the loopback MSS and the

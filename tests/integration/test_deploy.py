@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Deploying like memcached (issue 10): the pid file (foreground, -d, after
 -u), -k's fallback, readiness for systemd's Type=notify, and -d under
 systemd. `make install`, the unit and the Debian package: further below."""

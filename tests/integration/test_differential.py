@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The differential test: every request in diff_cases.txt goes to nodelay and
 to Debian's memcached 1.6.18, and the replies must match byte for byte,
 except where docs/compat-differences.md lists an intended difference (then

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Values not all in the first read, whose rest the socket already holds, are
 reserved in a segment and read straight into it (`sets_direct`), not staged
 outside the segments and copied in (docs/store.md "Uploads"): one copy

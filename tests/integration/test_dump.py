@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """lru_crawler metadump / mgdump stream every live key (memcached-tool dumps
 and cache warmers rely on it); -X turns them off."""
 import re

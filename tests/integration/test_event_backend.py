@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The event backend: io_uring by default where the kernel allows it,
 `-o io_uring=off` for epoll, and a server that cannot set up a ring says so
 in one line and serves on epoll (issue 15)."""

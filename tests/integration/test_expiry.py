@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Expiry without sleeping: a debug build moves its clock with `debugtime`.
 
 `debugtime p` pauses the server clock, `debugtime <n>` moves it n seconds on,

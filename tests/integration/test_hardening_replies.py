@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Issue 9 items 2, 3, 4, 7: large replies produced as the socket drains, one
 bound on memory owed to all clients, bounded per-read work, and client memory
 given back to the OS. Each test runs an attack over real sockets (loopback,

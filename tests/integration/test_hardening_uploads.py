@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Half-sent sets must not pin the cache (issue 9.1).
 
 Clients that send a storage command and then only part of its value, or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Segments on transparent huge pages (docs/store.md "Huge pages"): a cache
 past its first 4 MiB of segments gets them, a small one keeps small pages,
 and the values read back intact either way. Skips when THP is off here

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """-vv and -vvv print what memcached 1.6.45 prints: commands, the replies
 memcached logs (">fd STORED", "sending key", "NOREPLY ..."), and at -vvv
 each lookup and the connection's state changes. Compared line by line with

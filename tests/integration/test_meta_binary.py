@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Meta and binary protocols over real sockets: what the byte-for-byte
 differential cases cannot show — races (exactly one recache winner),
 pipelines leaving in one reply, SASL, and real clients in binary mode.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Prometheus endpoint (-o metrics_listen): memcached_exporter's metric
 names, nodelay_* for the rest, service-time histograms; checked by promtool
 and scraped by a real Prometheus server when Debian's prometheus package is

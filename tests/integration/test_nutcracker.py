@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Scale-out behind the proxy users already run: nutcracker (twemproxy) in
 front of three nodelay nodes, ketama distribution, auto_eject_hosts. One node
 is killed mid-load: the pool must eject it, keep serving the other nodes'

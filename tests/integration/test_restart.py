@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """-e FILE: the cache survives a restart, graceful or after kill -9.
 
 A graceful stop (SIGTERM or SIGUSR1) marks the file clean; the next start

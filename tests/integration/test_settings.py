@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The settings table over real processes: run-time changes shown by
 `stats settings` (compared with memcached 1.6.45 when ../shared/ref has it),
 --config files in memcached.conf's format, and the one start-up line per

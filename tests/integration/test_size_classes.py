@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Size classes (issue 11.3): `stats items` / `stats slabs` per memcached
 size class, by 1.6.45's class boundaries for the running -f / -n, from the
 items really stored; metadump's and `me`'s cls= agree; memcached-tool

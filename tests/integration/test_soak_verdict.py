@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The soak's slow-request verdict (bench/soak, docs/testing.md "Reading the
 soak's slow-request verdict"): slow requests are grouped by when they ended,
 so a stall that held many connections at once counts once and is told apart

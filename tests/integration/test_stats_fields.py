@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Plain `stats` prints memcached's general field set in memcached's order
 (scripts compare it key by key): 1.6.45's set (memcached-behaviour.md §5);
 1.6.18's when the suite is validated against Debian's memcached."""

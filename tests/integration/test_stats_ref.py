@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Plain `stats` side by side with memcached 1.6.45 itself (../shared/ref):
 for each flag set that changes which rows memcached prints, both servers
 print the same field names in the same order (values differ), and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Eviction at the writers' pace (docs/store.md "Eviction").
 
 Once -m is used up, every write into the store evicts about as many bytes as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The store's eviction and reclaim rules next to memcached 1.6.45's:
 -o temporary_ttl (memcached's TEMP LRU, issue 12.4) and when flushed items
 count as `reclaimed` (issue 12.8). The reference binary lives in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Item memory as `stats slabs` total_malloced shows it (docs/store.md
 "Expiry", "Stats and memcached's class lines"), beside memcached 1.6.45's
 debug build where it is there (../shared/ref, or $NODELAY_REF + "-debug").

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """DESIGN.md's socket rules, checked on the system calls themselves (strace):
 every accepted TCP socket gets TCP_NODELAY, TCP_CORK/TCP_NOPUSH are never
 used, and the replies to everything parsed from one read leave in one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Every classic text command over a real socket, byte for byte
 (memcached-behaviour.md §1; memcached 1.6.45 where 1.6.18 differs)."""
 import re

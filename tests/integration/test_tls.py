@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """TLS (-Z): memcached's interface, real clients, mutual TLS, refresh_certs,
 notls: listeners, hostile clients, the delayed-ACK trap and one write per
 read over TLS. Certificates are made at test time with the openssl CLI (no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """UDP (-U): off by default; when asked, memcached's 8-byte frame header
 (request id, sequence, datagram count, reserved) and replies over several
 datagrams; the reflection bound, and the loopback sources it spares."""

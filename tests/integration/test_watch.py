@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`watch` log streams, as memcached 1.6.45 prints them.
 
 Line formats are compared, field names and order, with the 1.6.45 reference

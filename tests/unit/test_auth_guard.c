@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Password-guessing limits and the shared password-file loader. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SASL (-S) through the binary protocol: what is allowed before
  * authentication, PLAIN in one step and in two, failures, CVE-2013-7239
  * (a failed attempt never leaves a connection authenticated), counters. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: every opcode through proto_process on a real store, with
  * the exact responses memcached 1.6 sends (checked against Debian's memcached
  * 1.6.18 with raw packets, see docs/protocol-binary.md). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the binary protocol's unit tests: a session over a real store,
  * request builders and a response reader. No sockets: bytes go through
  * proto_process (and the sink, as a connection would use it) and the reply

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: malformed headers through proto_process. Every length
  * field at 0, at its maximum and inconsistent with the others; the reply and
  * whether the connection closes must be memcached's, and no hostile length

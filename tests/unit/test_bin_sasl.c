@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SASL PLAIN: the password file and the PLAIN message check. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: header decoding and memcached's per-opcode length rules,
  * without a session or a socket. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection's input unit (net/conn_input) without a socket: what it
  * asks the connection to do after each read, -R yields that keep a read's
  * replies together, multigets and dumps paused by the reply allowance and

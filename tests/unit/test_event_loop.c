@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event loop on socketpairs: the readiness tests run on the build's
  * backend (epoll or poll) and again on io_uring when the build and the
  * kernel have it, which also runs the completion I/O tests. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store/hugemem: aligned huge-page mappings and the pieces carved out of
  * them for segments. */
 #include <setjmp.h>

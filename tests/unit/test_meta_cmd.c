@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The meta commands end to end without a socket: request bytes through
  * proto_process() on a real store, reply bytes compared exactly. Expected
  * replies were taken from memcached 1.6.18 on the wire, adjusted where

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* meta_parse(): every flag, every error string, memcached's check order;
  * and the reply-line helpers and base64. No store, no socket. */
 #include <setjmp.h>

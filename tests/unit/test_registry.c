@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The `stats conns` registry: rows in fd order through the emitter, and
  * connection_structures counting descriptors ever used, as memcached keeps
  * one conn struct per descriptor it has seen. */

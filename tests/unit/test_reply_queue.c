@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reply queue: copies, references with pins, rollback, partial consume. */
 #include <stdarg.h>
 #include <stddef.h>

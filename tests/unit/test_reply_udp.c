@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Replies over UDP: memcached's 8-byte frame, the datagram count, and how
  * much a datagram may be answered with (the reflection bound and the
  * loopback sources it does not apply to). */

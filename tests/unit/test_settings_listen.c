@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* -l entries: memcached's address forms, split into host and port. */
 #include <stdarg.h>
 #include <stddef.h>

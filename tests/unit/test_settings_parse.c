@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Command-line parsing: memcached's flags, defaults, errors and exit codes. */
 #include <stdarg.h>
 #include <stddef.h>

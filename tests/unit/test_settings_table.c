@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The settings table drives -h, `stats settings` and the man page: walk
  * every row and check it shows up in each place it should, once, and that
  * no two rows claim the same name. Also the config file reader, start-up

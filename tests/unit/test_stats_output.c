@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `stats` family composition: memcached's names, order and formats. */
 #include <stdarg.h>
 #include <stddef.h>

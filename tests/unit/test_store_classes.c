@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's per-class counters that follow the store's real events
  * (docs/store.md "Size classes"): `lru_crawler crawl` (crawler_reclaimed,
  * crawler_items_checked), the housekeeper without the LRU maintainer,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Eviction by compaction must leave room for the item that asked for it.
  *
  * A victim compacted in place keeps its recently read items (up to 3/4 of a

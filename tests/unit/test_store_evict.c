@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Eviction order and second chance, pins across overwrite and eviction
  * (memcached's t/multiversioning case), -M, run-time memory limits, walk. */
 #include "test_store_helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers for the store's unit tests. */
 #ifndef TEST_STORE_HELPERS_H
 #define TEST_STORE_HELPERS_H

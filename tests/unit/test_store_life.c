@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Expiry, touch and flush_all against a controllable clock (debug builds:
  * clock_debug_pause / clock_debug_advance), and housekeeping. */
 #include "test_store_helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_lookup's contract (store_lookup.h): the bucket is locked on return
  * whatever the answer; a find fills the item and, with STORE_LOOK_PIN, pins
  * its segment; an expired item is unlinked and counted; a segment being

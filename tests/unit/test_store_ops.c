@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The store's operations one by one: modes, CAS rules, incr/decr, delete,
  * touch, meta flags (stale / win / vivify), size limits. */
 #include "test_store_helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory overhead per item, measured the way the issue states it: a store of
  * -m 64 MiB filled with `key:%010d` keys and fixed-size values until the
  * first eviction, then limit_maxbytes / curr_items - key - value. Prints the

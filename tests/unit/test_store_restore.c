@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The -e restore's crash rules on states a kill -9 can leave, made by hand
  * in the file of a cleanly stopped store (docs/store.md "Restarts"):
  *  - W4: an overwrite cut between the new item's commit and the old one's

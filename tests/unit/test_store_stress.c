@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Many threads on one store at once: writers (set, append-free overwrites,
  * incr on counters), readers holding pins across other operations,
  * deleters and touchers, all through a cache small enough to evict all the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Uploads (store_reserve_upload): values still arriving hold no segment,
  * their bytes are accounted, large ones are bounded by upload_limit, and a
  * completed upload is stored exactly like a plain reservation. Also the

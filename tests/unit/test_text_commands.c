@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The classic text commands: exact reply bytes for every command and error. */
 #include "test_text_support.h"
 

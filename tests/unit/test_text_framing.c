@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The text framing: requests split at every byte, pipelines, values read
  * straight into item memory, the line limit, the HTTP guard, quit, -R
  * yields and ascii authentication. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A session over a real store, fed bytes through the connection's own input
  * unit (net/conn_input: read buffer, direct reads into s->sink, -R yields,
  * paused replies), with the replies drained through reply_iov/reply_consume.

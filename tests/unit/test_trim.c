@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The trimmer (net/trim.h): a requested trim waits until the server is
  * quiet, requests made meanwhile become one, one whose freed memory is in
  * use again by then is dropped, and a stop does not wait for quiet. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* watch streams without sockets: class names, the bounded buffer, skipped=
  * reports, the wake-up pipe, and the histogram families of metrics_hist. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: response packets, appended to a reply queue. */
 #include "proto/binary/binary.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: the opcodes, run against the store.
  *
  * Replies follow memcached's proto_bin.c: errors are always sent, even for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: memcached's -vv lines (proto_bin.c's, byte for byte):
  * every request header as read and every response header as written, each
  * as six rows of four bytes, and one line per command. Callers test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: the resumable request loop.
  *
  * Each call consumes whole requests (header + extras + key) and any value

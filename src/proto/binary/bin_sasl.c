@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: SASL_LIST_MECHS, SASL_AUTH and SASL_STEP (-S).
  *
  * Every AUTH or STEP (and LIST_MECHS, which restarts an exchange in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: STAT [group].
  *
  * The server walks the group's rows (server_ops.stats) and hands each to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary protocol: the wire format (header decoding and encoding) and
  * memcached's length rules.
  *

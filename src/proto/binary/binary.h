@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's binary protocol (and SASL, which exists only there).
  *
  * A request is a 24-byte header, then `extlen` bytes of extras, `keylen`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Meta command dispatch (mg ms md ma mn me) and the reply-line helpers the
  * commands share. */
 #include "proto/meta/meta.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's meta commands (mg ms md ma mn me), framed by the text protocol:
  * text_process() hands every line whose command is a meta command to
  * meta_command().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ma (meta arithmetic): incr/decr with optional create (N, J), CAS (C, E)
  * and TTL (T); v returns the new number as a value. */
 #include "clock.h"

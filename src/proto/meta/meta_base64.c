@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* base64 for binary keys (the meta b flag): RFC 4648 alphabet, padded. */
 #include "proto/meta/meta.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* md (meta delete): delete, or with I mark stale; x drops only the value. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mg (meta get) and me (meta debug). */
 #include <string.h>
 

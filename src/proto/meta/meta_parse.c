@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Parsing a meta command line into a struct meta_req. Pure: no store, no
  * reply queue, so every flag and every error string is unit-testable.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ms (meta set): reserve, let the text framing receive the value, then
  * commit and reply. What the reply needs is kept in s->text.meta meanwhile. */
 #include <stddef.h>

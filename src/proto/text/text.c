@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The text protocol's framing: split the read bytes into lines, run each
  * line's command, and receive values straight into item memory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The text protocol: line framing shared by the classic commands and the
  * meta commands (proto/meta.h), the classic commands themselves, and the
  * receiving of a value into reserved item memory. */

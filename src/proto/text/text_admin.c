@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* flush_all, version, verbosity, shutdown, cache_memlimit, stats, debugtime. */
 #include <string.h>
 

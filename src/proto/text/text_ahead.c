@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One read's batch: the request lines buffered from the current one on,
  * each found and tokenized once, their keys' index buckets and items
  * loaded ahead of their lookups (store_prefetch_start).

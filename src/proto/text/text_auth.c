@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* -Y ascii authentication, as memcached does it: until a connection has
  * authenticated, its only accepted command is
  *     set <any> <any> <any> <n>\r\n<user> <pass>\r\n

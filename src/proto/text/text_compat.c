@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached commands that tune machinery our store does not have (slab
  * classes, the segmented LRU, the LRU crawler), and `watch`. They are
  * validated exactly as memcached validates them and then answered as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lru_crawler metadump / mgdump: list every live item (memcached 1.6.45's
  * format). memcached streams these from its crawler thread; we walk the
  * store inline, class filters included, in chunks: a dump pauses when the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* get gets gat gats (multi-key, any line length) and touch.
  *
  * Each hit adds a header composed in place and the value: a short one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the text protocol's files share among themselves (not an interface
  * for the rest of the server: see text.h for that).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* delete, incr, decr. */
 #include "proto/session.h"
 #include "proto/text/text_internal.h"

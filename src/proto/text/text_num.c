@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Printing numbers for text replies (reading them is src/num.c's job). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reply helpers for the classic commands. memcached's noreply suppresses
  * every reply of the command, errors included, so it is checked here once. */
 #include "log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* set add replace append prepend cas: parse the line, reserve the item,
  * receive the value straight into it, then link it. */
 #include "proto/session.h"
