@@ -424,6 +424,96 @@ def test_unit_exec_start_serves(installed, tmp_path, notify_socket, config):
         stop_proc(proc, log)
 
 
+# ---- optional libraries: auto for a user's make, required for the package ----
+
+# Each optional library of the Makefile: its variable, pkg-config module and
+# the flag its build adds.
+FEATURES = [("URING", "liburing", "-luring"), ("MHD", "libmicrohttpd", "-lmicrohttpd"),
+            ("SYSTEMD", "libsystemd", "-lsystemd")]
+
+
+def make_dry_run(*assignments, env=None):
+    """`make -n` of the default goal: the Makefile's feature checks run at
+    parse time, so nothing is built."""
+    return subprocess.run(["make", "-n", "-C", ROOT, *assignments], capture_output=True,
+                          text=True, timeout=60, env=env)
+
+
+@pytest.fixture
+def pkg_config_without(tmp_path):
+    """A PATH whose pkg-config finds nothing of the module asked for (as
+    on a machine without its -dev package), and everything else as usual."""
+    real = shutil.which("pkg-config")
+    if not real:
+        pytest.skip("pkg-config is absent")
+
+    def env_for(module):
+        d = tmp_path / f"without-{module}"
+        d.mkdir()
+        fake = d / "pkg-config"
+        fake.write_text(f"#!/bin/sh\nfor a; do [ \"$a\" = {module} ] && exit 1; done\n"
+                        f"exec {real} \"$@\"\n")
+        fake.chmod(0o755)
+        return dict(os.environ, PATH=f"{d}:{os.environ['PATH']}")
+    return env_for
+
+
+@pytest.mark.parametrize("var,module,flag", FEATURES)
+def test_make_required_feature_fails_when_absent(pkg_config_without, var, module, flag):
+    """VAR=yes means required: without the library the build stops and says
+    which and how to get it, where auto (the default) builds without it."""
+    env = pkg_config_without(module)
+    r = make_dry_run(f"{var}=yes", env=env)
+    assert r.returncode != 0, f"{var}=yes built without {module}:\n{r.stdout[-2000:]}"
+    assert f"{var}=yes: pkg-config cannot find {module}" in r.stderr, r.stderr
+    assert re.search(rf"apt-get install {module}\S*-dev", r.stderr), r.stderr
+    r = make_dry_run(env=env)
+    assert r.returncode == 0, r.stderr
+    assert flag not in r.stdout, "auto linked a library pkg-config did not find"
+
+
+@pytest.mark.parametrize("var,module,flag", FEATURES)
+def test_make_required_feature_builds_when_present(var, module, flag):
+    if subprocess.run(["pkg-config", "--exists", module]).returncode != 0:
+        pytest.skip(f"pkg-config cannot find {module} here")
+    r = make_dry_run(f"{var}=yes")
+    assert r.returncode == 0, r.stderr
+    assert flag in r.stdout
+
+
+def test_make_feature_value_checked():
+    r = make_dry_run("URING=maybe")
+    assert r.returncode != 0 and "URING must be yes, auto or no" in r.stderr, r.stderr
+
+
+def control_field(text, name):
+    """One field of a deb822 paragraph, its continuation lines joined."""
+    m = re.search(rf"^{name}:(.*(?:\n[ \t].*)*)", text, re.M)
+    assert m, f"no {name} in debian/control"
+    return " ".join(m.group(1).split())
+
+
+def test_package_requires_every_feature_and_build_depends_on_it():
+    """debian/rules passes VAR=yes for every optional library the Makefile
+    has (so a package build can never quietly lose one), and debian/control
+    build-depends on the -dev package of each, and of the libraries every
+    build links."""
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        makefile = f.read()
+    optional = set(re.findall(r"^(\w+) \?= auto$", makefile, re.M))
+    assert optional >= {v for v, _, _ in FEATURES}, optional
+    debs = dict(re.findall(r"^(\w+)_DEB := (\S+)$", makefile, re.M))
+    with open(os.path.join(ROOT, "debian", "rules")) as f:
+        rules = f.read()
+    required = set(re.findall(r"\b(\w+)=yes\b", rules))
+    assert optional <= required, f"debian/rules leaves {optional - required} to auto"
+    with open(os.path.join(ROOT, "debian", "control")) as f:
+        depends = {d.strip().split()[0]
+                   for d in control_field(f.read(), "Build-Depends").split(",") if d.strip()}
+    wanted = {debs[v] for v in optional} | {"pkg-config", "libxxhash-dev", "libssl-dev"}
+    assert wanted <= depends, f"Build-Depends lacks {sorted(wanted - depends)}"
+
+
 # ---- the Debian package -------------------------------------------------------
 
 @pytest.fixture(scope="module")
