@@ -114,6 +114,69 @@ def test_pidfile_daemon(server_bin, tmp_path):
         assert mark not in log.read_text(), log.read_text()[-3000:]
 
 
+def run_daemon(server_bin, port, *flags):
+    """`nodelay -d` as an init script runs it: returns when the command does."""
+    return subprocess.run([server_bin, "-p", str(port), "-U", "0", "-l", "127.0.0.1",
+                           *root_flags(), "-d", *flags], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=30 * helpers.slow_factor())
+
+
+@pytest.mark.parametrize("how", ["--logfile", "config logfile"])
+def test_daemon_logfile_unopenable(server_bin, tmp_path, how):
+    """-d with a logfile it cannot open (a config's `logfile` line, or
+    --logfile): the command names the file and fails, rather than exiting 0
+    with no server."""
+    port = helpers.free_port()
+    logfile = tmp_path / "no-such-dir" / "nodelay.log"
+    if how == "--logfile":
+        flags = ["--logfile", str(logfile)]
+    else:
+        conf = tmp_path / "nodelay.conf"
+        conf.write_text(f"-m 64\nlogfile {logfile}\n")
+        flags = ["--config", str(conf)]
+    r = run_daemon(server_bin, port, *flags)
+    assert r.returncode != 0, f"exit 0 with no server: {r.stderr}"
+    assert f"cannot open the logfile {logfile}: No such file or directory" in r.stderr, r.stderr
+    assert not answers_version(port)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_daemon_failure_after_fork_reported(start_server, server_bin, tmp_path, verbose):
+    """A failure after the fork (the port is taken): the command waits for
+    the server's readiness, so it returns the server's status, not 0, and
+    says where the server's messages went."""
+    taken = start_server().port
+    r = run_daemon(server_bin, taken, *(["-v"] if verbose else []))
+    assert r.returncode == 71, (r.returncode, r.stderr)
+    assert "the server exited with status 71 before it was ready" in r.stderr, r.stderr
+    if verbose:  # -v keeps stderr: the server's own line is there too
+        assert "failed to listen on TCP port" in r.stderr, r.stderr
+    else:
+        assert "run it with -v, or without -d, to see why" in r.stderr, r.stderr
+    logfile = tmp_path / "d.log"
+    r = run_daemon(server_bin, taken, "--logfile", str(logfile))
+    assert r.returncode == 71 and f"its messages are in {logfile}" in r.stderr, r.stderr
+    assert "failed to listen on TCP port" in logfile.read_text()
+
+
+def test_daemon_returns_once_ready(server_bin, tmp_path):
+    """-d that succeeds: exit 0, and the server answers at once (the
+    command waited for it), its output appended to the logfile."""
+    port = helpers.free_port()
+    pidfile, logfile = tmp_path / "d.pid", tmp_path / "d.log"
+    logfile.write_text("earlier\n")
+    r = run_daemon(server_bin, port, "-v", "-P", str(pidfile), "--logfile", str(logfile))
+    assert r.returncode == 0, r.stderr
+    pid = read_pid(pidfile)
+    assert pid, "no pid file when -d returned"
+    try:
+        assert answers_version(port), "-d returned before the server answered"
+        assert logfile.read_text().startswith("earlier\n")
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: gone(pid), what="the daemon to exit")
+
+
 def nobody():
     try:
         return pwd.getpwnam("nobody")
