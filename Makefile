@@ -13,8 +13,9 @@
 #   make test            everything CI runs (see scripts/test-all.sh)
 #   make fuzz            libFuzzer harnesses, briefly (clang)
 #   make bench           side-by-side benchmark against memcached
-#   make install         server, man page, systemd unit, config, tmpfiles.d and
-#                        sysusers.d entries under DESTDIR + PREFIX (/usr/local)
+#   make install         server, man page, systemd units (nodelay.service and
+#                        the nodelay@.service template), config, tmpfiles.d
+#                        and sysusers.d entries under DESTDIR + PREFIX (/usr/local)
 
 CONFIG ?= release
 UNAME := $(shell uname -s)
@@ -193,7 +194,7 @@ run: server
 
 # Installation, as an operator or a package (debian/rules) does it. The config
 # file goes to /etc for PREFIX=/usr, else under PREFIX; an existing one is
-# kept. The unit names the installed binary and config.
+# kept. The units name the installed binary and config.
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
@@ -208,9 +209,11 @@ install: server man
 	install -D -m 0644 build/nodelay.1 $(DESTDIR)$(MANDIR)/man1/nodelay.1
 	install -D -m 0644 LICENSE $(DESTDIR)$(DOCDIR)/LICENSE
 	@mkdir -p $(DESTDIR)$(UNITDIR)
-	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
-	    packaging/nodelay.service.in >$(DESTDIR)$(UNITDIR)/nodelay.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/nodelay.service
+	for u in nodelay.service nodelay@.service; do \
+	    sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	        packaging/$$u.in >$(DESTDIR)$(UNITDIR)/$$u && \
+	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
 	install -D -m 0644 packaging/nodelay.tmpfiles $(DESTDIR)$(TMPFILESDIR)/nodelay.conf
 	install -D -m 0644 packaging/nodelay.sysusers $(DESTDIR)$(SYSUSERSDIR)/nodelay.conf
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/nodelay.conf ]; then \
