@@ -81,21 +81,24 @@ size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at
  * A client without TCP_NODELAY sends a small write only once what it sent
  * before is acknowledged, and a reply of ours carries that ACK; without one
  * the kernel delays it (40 ms). So: when a request is left incomplete (its
- * client's next bytes wait for the ACK), and when the requests are complete
- * but queued no reply since `owed` (noreply, quiet commands, quiet misses:
- * the client's next request waits for it). Not while requests are left to
- * run (a -R yield, a pause: their replies come), nor for a held value (its
- * rest is queued in the socket and read this turn; the read that ends it
- * decides), nor for a value read whole straight into item memory whose
- * "\r\n" is still to be read (it was sent with it: the read that takes it
- * decides). */
+ * client's next bytes wait for the ACK: a line or header in part, a value
+ * or its "\r\n" still to come), and when the requests are complete but
+ * queued no reply since `owed` (noreply, quiet commands, quiet misses: the
+ * client's next request waits for it). Not while requests are left to run
+ * (a -R yield, a pause: their replies come), nor for a held value (its rest
+ * is queued in the socket and read this turn; the read that ends it
+ * decides). direct: the read went straight into item memory and took
+ * exactly the value's rest, so a text value's "\r\n" was left in the
+ * socket, not missing (the read that takes it decides). */
 static unsigned conn_input_ack(const struct conn_input *in, const struct session *s,
-                               size_t owed)
+                               size_t owed, bool direct)
 {
     if ((in->len > 0 && !in->again) || (s->sink_len > 0 && !s->sink_held))
         return CONN_IN_QUICKACK; /* incomplete */
-    if (in->again || s->sink_len > 0 || proto_mid_request(s))
+    if (in->again || s->sink_len > 0)
         return 0;
+    if (proto_mid_request(s))
+        return direct ? 0 : CONN_IN_QUICKACK;
     return reply_pending(&s->reply) <= owed ? CONN_IN_QUICKACK : 0;
 }
 
@@ -125,7 +128,7 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s, size_t 
         s->close_why = SESSION_CLOSE_NORMAL;
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     }
-    act |= conn_input_ack(in, s, owed);
+    act |= conn_input_ack(in, s, owed, false);
     if (in->again)
         act |= CONN_IN_AGAIN;
     /* A -R yield gives the turn to other connections but keeps this read's
@@ -155,7 +158,7 @@ unsigned conn_input_received(struct conn_input *in, struct session *s,
         }
         if (in->len == 0)
             conn_input_release(in); /* a tail that took nothing */
-        return CONN_IN_FLUSH | conn_input_ack(in, s, owed);
+        return CONN_IN_FLUSH | conn_input_ack(in, s, owed, true);
     }
     if (t != CONN_IN_TO_BUF)
         return CONN_IN_CLOSE | CONN_IN_FLUSH;

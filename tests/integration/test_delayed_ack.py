@@ -370,6 +370,46 @@ def test_no_reply_then_request_over_tls(tls_trap_server, proto, name, make):
     c.close()
 
 
+# ---- a value, then its "\r\n" in a second write -----------------------------
+#
+# The request is incomplete until the "\r\n": the client's second write
+# waits for the ACK of its first, as a command line's data does, whatever
+# the size of the value (all of it read with the line, or not).
+
+def crlf_cases():
+    def text(size):
+        def make(n, big):
+            return (b"set cr%d 0 0 %d\r\n%s" % (n, size, b"c" * size), b"\r\n", b"STORED\r\n")
+        return make
+
+    def meta(size):
+        def make(n, big):
+            return b"ms cr%d %d\r\n%s" % (n, size, b"c" * size), b"\r\n", b"HD\r\n"
+        return make
+    return [(proto, f"{size}B-value-then-crlf", fn(size))
+            for proto, fn in (("text", text), ("meta", meta)) for size in (5, 3000, 8000)]
+
+
+CRLF_CASES = crlf_cases()
+
+
+@pytest.mark.parametrize("proto,name,make", CRLF_CASES, ids=[f"{p}-{n}" for p, n, _ in CRLF_CASES])
+def test_value_then_crlf_over_tcp(trap_server, proto, name, make):
+    c = client(trap_server, False, proto)
+    silent_rounds(c, "tcp", proto, name, make)
+    c.close()
+
+
+@pytest.mark.parametrize("proto,name,make", CRLF_CASES, ids=[f"{p}-{n}" for p, n, _ in CRLF_CASES])
+def test_value_then_crlf_over_tls(tls_trap_server, proto, name, make):
+    from test_tls import client_ctx, tls_connect
+    c = tls_connect(tls_trap_server, client_ctx(tls_trap_server.pki), nodelay=False)
+    for _ in range(20):
+        ping(c, proto)
+    silent_rounds(c, "tls", proto, name, make)
+    c.close()
+
+
 def test_memcached_reference_two_write_set(memcached_bin, tmp_path):
     """Informational: Debian's memcached 1.6.18 stalls ~44 ms on a two-write
     set from a Nagle client. Reported as xfail, never a failure."""

@@ -509,6 +509,11 @@ static void test_read_without_reply_is_acknowledged(void **state)
     memset(at, 'z', room);
     assert_false(conn_input_received(&t->in, &t->s, CONN_IN_TO_SINK, room) & CONN_IN_QUICKACK);
     assert_true(ci_read(t, "\r\n", 2) & CONN_IN_QUICKACK);
+    /* a value whole in the buffer, its "\r\n" still to come: incomplete */
+    assert_true(ci_read(t, "set v 0 0 5\r\nhello", 18) & CONN_IN_QUICKACK);
+    assert_true(ci_read(t, "\r", 1) & CONN_IN_QUICKACK);
+    assert_false(ci_read(t, "\n", 1) & CONN_IN_QUICKACK); /* STORED */
+    free(tt_drain(t, &n));
     /* replies still owed (not yet sent) and a read that adds none: acknowledged */
     assert_false(ci_read(t, "get k\r\n", 7) & CONN_IN_QUICKACK);
     assert_true(reply_pending(&t->s.reply) > 0);
