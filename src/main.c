@@ -92,13 +92,15 @@ static void main_raise_limits(const struct settings *s)
         }
     }
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-        rlim_t want = (rlim_t)s->maxconns + MAIN_FD_RESERVE;
+        /* the endpoint's connections are never taken from -c's */
+        rlim_t want = (rlim_t)s->maxconns + MAIN_FD_RESERVE + (s->metrics_listen ? METRICS_FDS : 0);
         if (rl.rlim_cur < want) {
             rl.rlim_cur = want <= rl.rlim_max || rl.rlim_max == RLIM_INFINITY ? want : rl.rlim_max;
             if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
-                log_info("file descriptor limit is below -c %d + %d; connections beyond it "
+                log_info("file descriptor limit is below -c %d + %d%s; connections beyond it "
                          "will wait",
-                         s->maxconns, MAIN_FD_RESERVE);
+                         s->maxconns, MAIN_FD_RESERVE,
+                         s->metrics_listen ? " + the metrics endpoint's" : "");
         }
     }
 }

@@ -295,6 +295,131 @@ def test_scrapes_never_slow_requests(start_server):
     assert worst < 0.5 * helpers.slow_factor(), worst
 
 
+# An honest scrape takes milliseconds; the bound is wide for a loaded
+# machine, and still far below the 10 s the endpoint once took to recover.
+SCRAPE_BOUND = 3.0
+
+
+def scrape_bound():
+    return SCRAPE_BOUND * (5 / 3 if helpers.slow_factor() > 1 else 1)
+
+
+def timed_scrape(port):
+    """Seconds a GET /metrics took (raises when it failed or took past the
+    bound)."""
+    t0 = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=scrape_bound()) as r:
+        assert r.status == 200
+        assert b"memcached_up 1" in r.read()
+    return time.monotonic() - t0
+
+
+def trickler(port, stop, opened):
+    """A slow client: a request line, then a header byte every 0.5 s, never
+    the blank line; connects again when the server closes it."""
+    while not stop.is_set():
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        except OSError:
+            stop.wait(0.05)
+            continue
+        opened[0] += 1
+        try:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            while not stop.wait(0.5):
+                s.sendall(b"X")
+        except OSError:
+            pass
+        finally:
+            s.close()
+
+
+def test_slow_clients_cannot_hold_the_endpoint(start_server):
+    """32 clients that send a request line and then a header byte every
+    0.5 s (never quiet for long enough to be idle, and more than the 16
+    connections the endpoint once took in all) stay for 8 s, connecting
+    again whenever they are cut off: every honest scrape meanwhile is served
+    within the bound (it was refused for as long as they stayed)."""
+    _, port = endpoint(start_server)
+    stop = threading.Event()
+    opened = [0]
+    threads = [threading.Thread(target=trickler, args=(port, stop, opened)) for _ in range(32)]
+    for t in threads:
+        t.start()
+    times = []
+    try:
+        time.sleep(1.0)  # all connected, their request lines sent
+        end = time.monotonic() + 8
+        while time.monotonic() < end and len(times) < 40:
+            times.append(timed_scrape(port))
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    print(f"{len(times)} scrapes beside 32 slow clients ({opened[0]} connections): "
+          f"min {min(times):.4f} median {sorted(times)[len(times) // 2]:.4f} "
+          f"max {max(times):.4f} s")
+    assert len(times) >= 10
+    assert max(times) < scrape_bound()
+
+
+def test_a_request_has_a_deadline(start_server):
+    """A client trickling its headers a byte every 0.5 s is never idle, yet
+    the server closes it once its request has taken the deadline (3 s; the
+    bound leaves room for a loaded machine), where it once kept it for as
+    long as the bytes came."""
+    _, port = endpoint(start_server)
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    t0 = time.monotonic()
+    closed = None
+    try:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        s.settimeout(0.5)
+        while time.monotonic() - t0 < 15:
+            try:
+                if s.recv(4096) == b"":
+                    closed = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                pass
+            try:
+                s.sendall(b"X")
+            except OSError:
+                closed = time.monotonic() - t0
+                break
+    except OSError:
+        closed = time.monotonic() - t0
+    finally:
+        s.close()
+    print(f"closed after {closed} s")
+    assert closed is not None, "the trickling request was kept 15 s"
+    assert 2.5 <= closed < 3 + scrape_bound()
+
+
+def test_idle_connections_cannot_hold_the_endpoint(start_server):
+    """600 connections that send nothing (more than the endpoint keeps: the
+    longest-waiting are pushed out for newcomers); a scrape right after them
+    is served within the bound (the first good one came after 10 s)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1024 and (hard == resource.RLIM_INFINITY or hard >= 1024):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    elif soft < 1024:
+        pytest.skip(f"this process may open {hard} descriptors, the test needs 1024")
+    _, port = endpoint(start_server)
+    socks = []
+    try:
+        for _ in range(600):
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        took = timed_scrape(port)
+        print(f"scrape after 600 idle connections: {took:.4f} s")
+        assert took < scrape_bound()
+    finally:
+        for c in socks:
+            c.close()
+
+
 @pytest.mark.slow
 def test_a_prometheus_server_scrapes_it(start_server, tmp_path):
     prom = shutil.which("prometheus")
