@@ -27,6 +27,7 @@
 #include "reply/reply.h"
 #include "server.h"
 #include "stats/stats_output.h"
+#include "stats/stats_table.h"
 
 enum kind { GAUGE, COUNTER };
 
@@ -203,6 +204,39 @@ static int on_items(void *arg, const struct stats_cls_sample *smp)
     return 0;
 }
 
+/* One `stats slabs` row of one class: its STATS_SLABS metric, labelled
+ * slab="<class>"; the classes seen are noted for page_slab_sets. */
+struct slabs_walk {
+    struct page *p;
+    bool seen[STATS_CLASSES];
+};
+
+static int on_slabs(void *arg, const struct stats_cls_sample *smp)
+{
+    struct slabs_walk *w = arg;
+    if (smp->cls < STATS_CLASSES)
+        w->seen[smp->cls] = true;
+    return on_items(w->p, smp);
+}
+
+/* The exporter's per-class set, as page_set_commands: cmd_set less the cas
+ * commands of the class (never below 0: cas counts in the old item's class,
+ * its set in the new one's). */
+static void page_slab_sets(struct page *p, const struct slabs_walk *w,
+                           const struct stats_snapshot *snap)
+{
+    for (unsigned k = 0; k < STATS_CLASSES; k++) {
+        if (!w->seen[k])
+            continue;
+        const struct stats_class_counts *c = &snap->t.cls[k];
+        uint64_t cas = c->cas_hits + c->cas_badval;
+        char slab[24], v[24];
+        snprintf(slab, sizeof slab, "slab=\"%u\"", k);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)(c->cmd_set > cas ? c->cmd_set - cas : 0));
+        page_add_named(p, STATS_SLAB_COMMAND("set", "hit"), slab, v, STATS_HELP_SLAB_COMMANDS);
+    }
+}
+
 static int page_print(const struct page *p, struct reply_queue *out)
 {
     int rc = 0;
@@ -266,6 +300,9 @@ int metrics_compose(struct server *srv, struct reply_queue *out)
     page_set_commands(&p, snap);
     int rc = server_settings_metrics(srv, on_setting, &p);
     rc |= stats_items_walk(snap, on_items, &p);
+    struct slabs_walk sw = {.p = &p};
+    rc |= stats_slabs_walk(snap, on_slabs, &sw);
+    page_slab_sets(&p, &sw, snap);
     char v[40];
     snprintf(v, sizeof v, "%llu", (unsigned long long)stats_slabs_malloced(snap));
     page_add(&p, "memcached_malloced_bytes", NULL, v, GAUGE,

@@ -317,8 +317,7 @@
  * holding a live item, printed "items:<class>:<name>" and "<class>:<name>"
  * in memcached 1.6.45's order (stats_output.c walks them).
  *
- *   X(name, source, field, when)                    STATS_SLABS
- *   X(name, source, field, when, metric, help)      STATS_ITEMS
+ *   X(name, source, field, when, metric, help)
  *
  *   source  CLS    a field of struct store_class_stats (the store's count)
  *           CNT    a field of struct stats_class_counts (STATS_CLASS_COUNTERS,
@@ -335,10 +334,11 @@
  *           label and any fixed labels of its own in braces; a counter
  *           exactly when it ends in _total (so promtool's lint holds);
  *           NULL: not on the page (a row the exporter does not name: a
- *           CONST one, or crawler_items_checked).
- *           memcached_exporter's `stats slabs` names are off by default
- *           (its slab collector), so STATS_SLABS has none.
- *   help    the metric's # HELP (memcached_exporter's words)
+ *           CONST one, or crawler_items_checked; cmd_set, whose set the
+ *           page derives). STATS_SLABS names what the exporter's slab
+ *           collector serves (off there by default, always on here: a
+ *           few rows per class holding an item).
+ *   help    the metric's # HELP
  *
  * hot/warm/cold/temp are where the item's segment stands (enum store_lru,
  * docs/store.md "Size classes").
@@ -402,21 +402,40 @@
     X(hits_to_temp, CNT, hits_to_temp, LRU_MAINTAINER,                                             \
       "memcached_slab_lru_hits_total{lru=\"temporary\"}", "Number of get_hits to the LRU.")
 
+/* memcached_exporter's per-class commands_total{slab,command,status}, from
+ * the `stats slabs` rows it reads (its set, cmd_set less the cas commands,
+ * is no row: metrics_page.c). */
+#define STATS_SLAB_COMMAND(command, status)                                                        \
+    "memcached_slab_commands_total{command=\"" command "\",status=\"" status "\"}"
+#define STATS_HELP_SLAB_COMMANDS "Requests per command and status, in the size class of the item."
+
 #define STATS_SLABS(X)                                                                             \
-    X(chunk_size, CLS, chunk_size, ALWAYS)                                                         \
-    X(chunks_per_page, PAGE, per_page, ALWAYS)                                                     \
-    X(total_pages, CLS, pages, ALWAYS)                                                             \
-    X(total_chunks, PAGE, total, ALWAYS)                                                           \
-    X(used_chunks, CLS, number, ALWAYS)                                                            \
-    X(free_chunks, PAGE, free, ALWAYS)                                                             \
-    X(free_chunks_end, CONST, 0, ALWAYS)                                                           \
-    X(get_hits, CNT, get_hits, ALWAYS)                                                             \
-    X(cmd_set, CNT, cmd_set, ALWAYS)                                                               \
-    X(delete_hits, CNT, delete_hits, ALWAYS)                                                       \
-    X(incr_hits, CNT, incr_hits, ALWAYS)                                                           \
-    X(decr_hits, CNT, decr_hits, ALWAYS)                                                           \
-    X(cas_hits, CNT, cas_hits, ALWAYS)                                                             \
-    X(cas_badval, CNT, cas_badval, ALWAYS)                                                         \
-    X(touch_hits, CNT, touch_hits, ALWAYS)
+    X(chunk_size, CLS, chunk_size, ALWAYS, "memcached_slab_chunk_size_bytes",                      \
+      "Largest memcached item size (header, key, value) in this class.")                                       \
+    X(chunks_per_page, PAGE, per_page, ALWAYS, "memcached_slab_chunks_per_page",                   \
+      "Chunks of this class a page (a segment) holds.")                                            \
+    X(total_pages, CLS, pages, ALWAYS, "memcached_slab_current_pages",                             \
+      "Segments in use holding bytes of this class's items, live or dead.")                                       \
+    X(total_chunks, PAGE, total, ALWAYS, "memcached_slab_current_chunks",                          \
+      "Chunks of this class those segments would hold.")                                              \
+    X(used_chunks, CLS, number, ALWAYS, "memcached_slab_chunks_used",                              \
+      "Live items of this class.")                                                 \
+    X(free_chunks, PAGE, free, ALWAYS, "memcached_slab_chunks_free",                               \
+      "Those chunks less the live items (room dead items and other classes hold).")                                 \
+    X(free_chunks_end, CONST, 0, ALWAYS, "memcached_slab_chunks_free_end",                         \
+      "Chunks never handed out at the end of the last page: none, segments fill in order.")       \
+    X(get_hits, CNT, get_hits, ALWAYS, STATS_SLAB_COMMAND("get", "hit"), STATS_HELP_SLAB_COMMANDS) \
+    X(cmd_set, CNT, cmd_set, ALWAYS, NULL, NULL)                                                   \
+    X(delete_hits, CNT, delete_hits, ALWAYS, STATS_SLAB_COMMAND("delete", "hit"),                  \
+      STATS_HELP_SLAB_COMMANDS)                                                                    \
+    X(incr_hits, CNT, incr_hits, ALWAYS, STATS_SLAB_COMMAND("incr", "hit"),                        \
+      STATS_HELP_SLAB_COMMANDS)                                                                    \
+    X(decr_hits, CNT, decr_hits, ALWAYS, STATS_SLAB_COMMAND("decr", "hit"),                        \
+      STATS_HELP_SLAB_COMMANDS)                                                                    \
+    X(cas_hits, CNT, cas_hits, ALWAYS, STATS_SLAB_COMMAND("cas", "hit"), STATS_HELP_SLAB_COMMANDS) \
+    X(cas_badval, CNT, cas_badval, ALWAYS, STATS_SLAB_COMMAND("cas", "badval"),                    \
+      STATS_HELP_SLAB_COMMANDS)                                                                    \
+    X(touch_hits, CNT, touch_hits, ALWAYS, STATS_SLAB_COMMAND("touch", "hit"),                     \
+      STATS_HELP_SLAB_COMMANDS)
 
 #endif

@@ -205,6 +205,96 @@ def test_every_size_class_is_served(start_server):
         assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
 
 
+# `stats slabs` row -> memcached_exporter's slab collector metric
+SLAB_GAUGES = {
+    "chunk_size": "memcached_slab_chunk_size_bytes",
+    "chunks_per_page": "memcached_slab_chunks_per_page",
+    "total_pages": "memcached_slab_current_pages",
+    "total_chunks": "memcached_slab_current_chunks",
+    "used_chunks": "memcached_slab_chunks_used",
+    "free_chunks": "memcached_slab_chunks_free",
+    "free_chunks_end": "memcached_slab_chunks_free_end",
+}
+SLAB_COMMANDS = {
+    "get_hits": ("get", "hit"),
+    "delete_hits": ("delete", "hit"),
+    "incr_hits": ("incr", "hit"),
+    "decr_hits": ("decr", "hit"),
+    "cas_hits": ("cas", "hit"),
+    "cas_badval": ("cas", "badval"),
+    "touch_hits": ("touch", "hit"),
+}
+
+
+def types(text):
+    return dict(l.split()[2:4] for l in text.splitlines() if l.startswith("# TYPE "))
+
+
+def test_stats_slabs_families_are_served(start_server):
+    """memcached_exporter's slab collector families, for every class
+    `stats slabs` shows, with its values: after sets of three sizes, gets,
+    a delete, incr/decr, cas (a hit and a bad value) and a touch."""
+    srv, port = endpoint(start_server)
+    c = srv.connect()
+    sizes = {"s": 10, "m": 600, "l": 5000}
+    for name, n in sizes.items():
+        for i in range(4):
+            assert c.set(f"{name}{i}", "v" * n) == b"STORED\r\n"
+    assert c.set("n", "5") == b"STORED\r\n"
+    for i in range(3):
+        assert c.get(f"m{i}") == b"v" * 600
+    assert c.get("l0") == b"v" * 5000
+    assert c.call("delete s3") == b"DELETED\r\n"
+    assert c.call("incr n 2") == b"7\r\n"
+    assert c.call("decr n 1") == b"6\r\n"
+    assert c.call("touch s0 100") == b"TOUCHED\r\n"
+    cas = int(c.call("gets s1", until=b"END\r\n").split(b"\r\n")[0].split()[4])
+    assert c.call(f"cas s1 0 0 1 {cas}\r\nx") == b"STORED\r\n"
+    assert c.call(f"cas s1 0 0 1 {cas}\r\ny") == b"EXISTS\r\n"
+    slabs = helpers.stats(c, "slabs")
+    page = scrape(port)
+    got = samples(page)
+    kinds = types(page)
+    classes = sorted({int(k.split(":")[0]) for k in slabs if k.split(":")[0].isdigit()})
+    assert len(classes) >= 3, slabs
+    for metric in SLAB_GAUGES.values():
+        assert kinds[metric] == "gauge", metric
+    assert kinds["memcached_slab_commands_total"] == "counter"
+    served = {int(re.search(r'slab="(\d+)"', k).group(1)) for k in got
+              if k.startswith("memcached_slab_chunk_size_bytes{")}
+    assert served == set(classes)
+    prev = 0
+    for cls in classes:
+        row = lambda f: float(slabs[f"{cls}:{f}"])  # noqa: E731
+        for field, metric in SLAB_GAUGES.items():
+            assert got[f'{metric}{{slab="{cls}"}}'] == row(field), (cls, field)
+        for field, (cmd, status) in SLAB_COMMANDS.items():
+            name = f'memcached_slab_commands_total{{slab="{cls}",command="{cmd}",status="{status}"}}'
+            assert got[name] == row(field), (cls, field)
+        sets = got[f'memcached_slab_commands_total{{slab="{cls}",command="set",status="hit"}}']
+        assert sets == max(0, row("cmd_set") - row("cas_hits") - row("cas_badval"))
+        # sane: classes grow, chunks are pages x chunks per page, used + free
+        assert row("chunk_size") > prev
+        prev = row("chunk_size")
+        assert row("total_pages") >= 1
+        assert row("total_chunks") == row("chunks_per_page") * row("total_pages")
+        assert row("used_chunks") + row("free_chunks") == row("total_chunks")
+    # the workload is all there: gets of m0-m2 and l0 and the gets of s1,
+    # one cas of each outcome, 13 sets (the cas commands left out)
+    total = lambda cmd, st: sum(v for k, v in got.items()  # noqa: E731
+                                if k.startswith("memcached_slab_commands_total{")
+                                and f'command="{cmd}",status="{st}"' in k)
+    assert total("get", "hit") == 5
+    assert (total("delete", "hit"), total("incr", "hit"), total("decr", "hit")) == (1, 1, 1)
+    assert (total("cas", "hit"), total("cas", "badval"), total("touch", "hit")) == (1, 1, 1)
+    assert total("set", "hit") == 13
+    promtool = shutil.which("promtool")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=page.encode(),
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+
+
 def test_only_metrics_and_get(start_server):
     _, port = endpoint(start_server)
     with pytest.raises(urllib.error.HTTPError) as e:
