@@ -25,7 +25,9 @@
  *           (STATS_COMMAND); a counter exactly when it ends in _total, as
  *           promtool's lint asks (so uptime is a gauge); an INFO row is an
  *           info metric, 1 with the text in a label named after the row.
- *           NULL: nodelay_<name>, with the row's kind (metrics_page.c)
+ *           NULL: nodelay_<name>, with the row's kind (metrics_page.c);
+ *           a nodelay_ name here where that would not be Prometheus'
+ *           (no unit, a prefix twice, a gauge in a counter's suffix)
  *   help    the metric's # HELP: memcached_exporter's words where metric
  *           names one of its metrics, else ours
  *
@@ -77,12 +79,13 @@
       "descriptors ever used by a connection or listener")                                         \
     X(response_obj_oom, CONST, 0, U64, COUNTER, ALWAYS, NULL,                                      \
       "memcached's response objects: none")                                                        \
-    X(response_obj_count, SNAP, response_obj_count, U64, GAUGE, ALWAYS, NULL,                      \
+    X(response_obj_count, SNAP, response_obj_count, U64, GAUGE, ALWAYS, "nodelay_response_objects", \
       "client connections (each owns one reply queue)")                                            \
     X(response_obj_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "bytes queued for clients") \
-    X(read_buf_count, SNAP, read_buf_count, U64, GAUGE, ALWAYS, NULL, "read buffers held")         \
+    X(read_buf_count, SNAP, read_buf_count, U64, GAUGE, ALWAYS, "nodelay_read_buffers",            \
+      "read buffers held")                                                                         \
     X(read_buf_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, NULL, "bytes in read buffers")     \
-    X(read_buf_bytes_free, CONST, 0, U64, GAUGE, ALWAYS, NULL,                                     \
+    X(read_buf_bytes_free, CONST, 0, U64, GAUGE, ALWAYS, "nodelay_read_buf_free_bytes",            \
       "read buffers are returned, not pooled")                                                     \
     X(read_buf_oom, CONST, 0, U64, COUNTER, ALWAYS, NULL, "read buffer allocation failures")       \
     X(reserved_fds, SNAP, reserved_fds, U64, GAUGE, ALWAYS, NULL,                                  \
@@ -190,7 +193,8 @@
       "TLS handshakes that failed or timed out")                                                   \
     X(ssl_proto_errors, WORKER, ssl_proto_errors, U64, COUNTER, SSL, NULL,                         \
       "TLS errors after the handshake")                                                            \
-    X(time_since_server_cert_refresh, SNAP, cert_age, U64, GAUGE, SSL, NULL,                       \
+    X(time_since_server_cert_refresh, SNAP, cert_age, U64, GAUGE, SSL,                             \
+      "nodelay_server_cert_age_seconds",                                                           \
       "seconds since the certificate and key were loaded (start or refresh_certs)")                \
     X(unexpected_napi_ids, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no NAPI id steering")            \
     X(round_robin_fallback, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no NAPI id steering")           \
@@ -252,7 +256,8 @@
       "TCP_QUICKACK set after a partial request")                                                  \
     X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS, NULL,                    \
       "connections cut off for an unbounded reply queue")                                          \
-    X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS, NULL,                      \
+    X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS,                            \
+      "nodelay_tcp_nodelay_failures_total",                                                        \
       "accepted sockets where TCP_NODELAY failed")                                                 \
     /* the worker counter behind total_connections (which adds the listeners) */                   \
     X(accepted_connections, WORKER, total_connections, U64, COUNTER, ALWAYS, NULL,                 \
@@ -260,8 +265,9 @@
     X(reply_queue_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "bytes queued for clients")  \
     X(read_buffer_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, NULL, "bytes in read buffers")  \
     X(index_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, NULL, "index memory, outside -m")        \
-    X(seg_size, STORE, seg_size, U64, GAUGE, ALWAYS, NULL, "bytes per segment")                    \
-    X(seg_total, STORE, seg_total, U64, GAUGE, ALWAYS, NULL, "segments that fit in -m")            \
+    X(seg_size, STORE, seg_size, U64, GAUGE, ALWAYS, "nodelay_seg_size_bytes", "bytes per segment")\
+    X(seg_total, STORE, seg_total, U64, GAUGE, ALWAYS, "nodelay_seg_limit",                        \
+      "segments that fit in -m")                                                                   \
     X(seg_used, STORE, seg_used, U64, GAUGE, ALWAYS, NULL, "segments holding items")               \
     X(seg_evicted, STORE, seg_evicted, U64, COUNTER, ALWAYS, NULL,                                 \
       "segments reclaimed by eviction")                                                            \
@@ -273,7 +279,7 @@
       "overwritten/deleted bytes awaiting reclaim")                                                \
     X(upload_bytes, STORE, upload_bytes, U64, GAUGE, ALWAYS, NULL,                                 \
       "bytes held by values still arriving (outside -m)")                                          \
-    X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS, NULL,                                 \
+    X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS, "nodelay_upload_limit_bytes",         \
       "the bound on large values still arriving")                                                  \
     X(uploads_refused, STORE, uploads_refused, U64, COUNTER, ALWAYS, NULL,                         \
       "large uploads refused at upload_limit")                                                     \
@@ -290,9 +296,9 @@
       "items in the -e file found expired or flushed at the restore")                              \
     X(restore_discarded_corrupt, STORE, restore_discarded_corrupt, U64, GAUGE, ALWAYS, NULL,       \
       "items in the -e file failing their checksum, or damaged")                                   \
-    X(restore_ms, STORE, restore_ms, U64, GAUGE, ALWAYS, NULL, "milliseconds the restore took")    \
+    X(restore_ms, STORE, restore_ms, U64, GAUGE, ALWAYS, NULL, "time the restore took")            \
     X(restore_cpu_ms, STORE, restore_cpu_ms, U64, GAUGE, ALWAYS, NULL,                             \
-      "CPU milliseconds the restore used, all threads")
+      "CPU time the restore used, all threads")
 
 /* Per memcached size class and per worker (struct stats_thread's cls[]),
  * counted where the totals are, in the class of the item concerned, as

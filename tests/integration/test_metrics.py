@@ -295,6 +295,49 @@ def test_stats_slabs_families_are_served(start_server):
         assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
 
 
+# The names the page served before they followed Prometheus' naming, and
+# the names now: the old ones stay one release, marked deprecated.
+RENAMED = {
+    "nodelay_nodelay_failures_total": "nodelay_tcp_nodelay_failures_total",
+    "nodelay_seg_total_value": "nodelay_seg_limit",
+    "nodelay_seg_size": "nodelay_seg_size_bytes",
+    "nodelay_read_buf_count_value": "nodelay_read_buffers",
+    "nodelay_read_buf_bytes_free": "nodelay_read_buf_free_bytes",
+    "nodelay_response_obj_count_value": "nodelay_response_objects",
+    "nodelay_upload_limit": "nodelay_upload_limit_bytes",
+}
+
+
+def test_metric_names_follow_prometheus_naming(start_server):
+    """No name repeats the nodelay_ prefix or ends in a meaningless _value;
+    counters end in _total and nothing else does; sizes are in _bytes. The
+    old names are still served, with the new one's value and a HELP saying
+    they are deprecated and what replaced them."""
+    srv, port = endpoint(start_server)
+    srv.connect().set("k", "v")
+    page = scrape(port)
+    got = samples(page)
+    kinds = types(page)
+    helps = dict(l[len("# HELP "):].split(" ", 1) for l in page.splitlines()
+                 if l.startswith("# HELP "))
+    current = {n for n in kinds if not helps[n].startswith("Deprecated")}
+    assert set(kinds) - current == set(RENAMED)
+    for name in current:
+        assert not name.startswith("nodelay_nodelay_"), name
+        assert not name.endswith("_value"), name
+        if kinds[name] == "counter":
+            assert name.endswith("_total"), name
+        elif kinds[name] == "gauge":
+            assert not re.search(r"_(total|count|sum|bucket)$", name), name
+    for old, new in RENAMED.items():
+        assert new in current, new
+        assert kinds[old] == kinds[new]
+        assert new in helps[old] and "next release" in helps[old], helps[old]
+        assert got[old] == got[new], (old, new)
+    assert got["nodelay_seg_size_bytes"] >= 1024 * 1024
+    assert got["nodelay_upload_limit_bytes"] > 0
+
+
 def test_only_metrics_and_get(start_server):
     _, port = endpoint(start_server)
     with pytest.raises(urllib.error.HTTPError) as e:
