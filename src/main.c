@@ -366,19 +366,21 @@ int main(int argc, char **argv)
     struct server *srv = server_create(&core, &s); /* the ops every session gets */
     if (!srv)
         goto out_entries;
+    if (core_start(&core) < 0) {
+        server_destroy(&srv);
+        goto out_entries;
+    }
+    /* The endpoint reads what the core runs (its workers' counters, the
+     * backend it chose): started after it, so no scrape sees it half made. */
     if (s.metrics_listen) {
         char err[256];
         if (metrics_start(s.metrics_listen, srv, err, sizeof err) < 0) {
             log_error("%s", err);
+            core_stop(&core, false);
             server_destroy(&srv);
             rc = MAIN_EX_USAGE;
             goto out_entries;
         }
-    }
-    if (core_start(&core) < 0) {
-        metrics_stop();
-        server_destroy(&srv);
-        goto out_entries;
     }
     main_lock_memory(&s);
     log_info("nodelay %s (memcached %s protocol): %d worker threads, %s%s, -m %zu MB",

@@ -16,11 +16,13 @@
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "log.h"
 #include "metrics/metrics_guard.h"
 #include "stats/stats_hist.h"
 #include "reply/reply.h"
@@ -107,6 +109,22 @@ static enum MHD_Result metrics_handle(void *cls, struct MHD_Connection *conn, co
     }
     reply_release(&q);
     return metrics_reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+}
+
+/* The library's messages (a connection that left mid-request, one the guard
+ * cut off) are problems on connections, -v's, as the server's own: never a
+ * line on stderr per connection unasked, which a flood would make a flood. */
+static void metrics_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (!LOG_ENABLED(LOG_LEVEL_INFO))
+        return;
+    char line[256];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    log_write(LOG_LEVEL_INFO, "metrics: %s", line);
 }
 
 /* The library's word on each connection, passed to the guard; every call
@@ -205,6 +223,7 @@ int metrics_start(const char *listen, struct server *srv, char *err, size_t errl
      * (pushed out, late) hold one until the library has closed them. The
      * inactivity timeout is the deadline too, a second line behind it. */
     metrics_daemon = MHD_start_daemon(flags, port, NULL, NULL, metrics_handle, NULL,
+                                      MHD_OPTION_EXTERNAL_LOGGER, metrics_log, NULL,
                                       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                                       MHD_OPTION_CONNECTION_LIMIT, (unsigned)(2 * METRICS_CONNECTIONS),
                                       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_DEADLINE_S,

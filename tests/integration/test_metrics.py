@@ -467,6 +467,7 @@ def trickler(port, stop, opened):
             s.close()
 
 
+@pytest.mark.concurrency
 def test_slow_clients_cannot_hold_the_endpoint(start_server):
     """32 clients that send a request line and then a header byte every
     0.5 s (never quiet for long enough to be idle, and more than the 16
@@ -497,6 +498,7 @@ def test_slow_clients_cannot_hold_the_endpoint(start_server):
     assert max(times) < scrape_bound()
 
 
+@pytest.mark.concurrency
 def test_a_request_has_a_deadline(start_server):
     """A client trickling its headers a byte every 0.5 s is never idle, yet
     the server closes it once its request has taken the deadline (3 s; the
@@ -530,6 +532,7 @@ def test_a_request_has_a_deadline(start_server):
     assert 2.5 <= closed < 3 + scrape_bound()
 
 
+@pytest.mark.concurrency
 def test_idle_connections_cannot_hold_the_endpoint(start_server):
     """600 connections that send nothing (more than the endpoint keeps: the
     longest-waiting are pushed out for newcomers); a scrape right after them

@@ -47,6 +47,23 @@ static bool pair_shut(struct pair p)
     return n == 0;
 }
 
+/* A count the sweeper may be writing: read under the guard's lock. */
+static uint64_t counted(struct metrics_guard *g, const uint64_t *field)
+{
+    pthread_mutex_lock(&g->lock);
+    uint64_t v = *field;
+    pthread_mutex_unlock(&g->lock);
+    return v;
+}
+
+static unsigned live(struct metrics_guard *g)
+{
+    pthread_mutex_lock(&g->lock);
+    unsigned v = g->live;
+    pthread_mutex_unlock(&g->lock);
+    return v;
+}
+
 static void sleep_ms(unsigned ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -71,11 +88,11 @@ static void test_the_longest_waiting_makes_room(void **state)
     assert_true(pair_shut(p[1]));
     for (int i = 2; i < 5; i++)
         assert_false(pair_shut(p[i]));
-    assert_int_equal(g.pushed_out, 2);
-    assert_int_equal(g.live, 3);
+    assert_int_equal(counted(&g, &g.pushed_out), 2);
+    assert_int_equal(live(&g), 3);
     for (int i = 0; i < 5; i++)
         metrics_guard_close(&g, c[i]), c[i] = NULL;
-    assert_int_equal(g.live, 0);
+    assert_int_equal(live(&g), 0);
     metrics_guard_teardown(&g);
     for (int i = 0; i < 5; i++)
         pair_close(p[i]);
@@ -132,7 +149,7 @@ static void test_a_request_past_its_deadline_is_shut(void **state)
     assert_true(shut);
     if (gap < 300 * MS) /* a stall longer than the deadline would cut it too */
         assert_false(pair_shut(served));
-    assert_int_equal(g.timed_out, 1);
+    assert_int_equal(counted(&g, &g.timed_out), 1);
     metrics_guard_close(&g, cs);
     metrics_guard_close(&g, cv);
     metrics_guard_teardown(&g);
@@ -150,8 +167,8 @@ static void test_a_closed_slot_is_forgotten(void **state)
     metrics_guard_close(&g, ca); /* the library closed it before any deadline */
     sleep_ms(300);               /* the sweeper has passed its old deadline */
     assert_false(pair_shut(a));  /* a descriptor it no longer owns stays open */
-    assert_int_equal(g.timed_out, 0);
-    assert_int_equal(g.live, 0);
+    assert_int_equal(counted(&g, &g.timed_out), 0);
+    assert_int_equal(live(&g), 0);
     /* every slot taken: a newcomer is shut at once and not kept */
     struct pair b = pair_open(), c = pair_open(), d = pair_open();
     struct metrics_guard_conn *cb = metrics_guard_open(&g, b.ours);
