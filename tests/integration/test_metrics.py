@@ -532,17 +532,23 @@ def test_a_request_has_a_deadline(start_server):
     assert 2.5 <= closed < 3 + scrape_bound()
 
 
+def need_descriptors(n):
+    """Raise this process's descriptor limit to n, or skip."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= n:
+        return
+    if hard != resource.RLIM_INFINITY and hard < n:
+        pytest.skip(f"this process may open {hard} descriptors, the test needs {n}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+
+
 @pytest.mark.concurrency
 def test_idle_connections_cannot_hold_the_endpoint(start_server):
     """600 connections that send nothing (more than the endpoint keeps: the
     longest-waiting are pushed out for newcomers); a scrape right after them
     is served within the bound (the first good one came after 10 s)."""
-    import resource
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < 1024 and (hard == resource.RLIM_INFINITY or hard >= 1024):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
-    elif soft < 1024:
-        pytest.skip(f"this process may open {hard} descriptors, the test needs 1024")
+    need_descriptors(1024)
     _, port = endpoint(start_server)
     socks = []
     try:
@@ -553,6 +559,28 @@ def test_idle_connections_cannot_hold_the_endpoint(start_server):
         assert took < scrape_bound()
     finally:
         for c in socks:
+            c.close()
+
+
+@pytest.mark.concurrency
+def test_served_past_fd_setsize(start_server):
+    """With 1,100 memcached clients connected, the endpoint's sockets are
+    numbered past select()'s FD_SETSIZE (1024): it still serves (it polls
+    with epoll; with select it reset every scrape)."""
+    need_descriptors(1400)
+    srv, port = endpoint(start_server, "-c", "2048")
+    conns = []
+    try:
+        for _ in range(1100):
+            conns.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+        for c in conns:  # each one accepted (so holding a descriptor) by now
+            c.sendall(b"version\r\n")
+        for c in conns:
+            assert c.recv(100).startswith(b"VERSION")
+        got = samples(scrape(port))
+        assert got["memcached_current_connections"] > 1024
+    finally:
+        for c in conns:
             c.close()
 
 
