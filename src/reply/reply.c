@@ -18,6 +18,8 @@
  * of up to -I for every non-reader would break the memory bound instead;
  * a pin for each, the cache (docs/store.md "Pins and zero copy"). */
 #define REPLY_SHARE_COPY_MAX (16 * 1024)
+/* The smallest block made past the allowance (a few short replies). */
+#define REPLY_BLOCK_MIN 256
 
 void reply_init(struct reply_queue *q)
 {
@@ -132,6 +134,22 @@ static struct reply_seg *reply_seg_add(struct reply_queue *q)
     return &q->segs[q->nseg++];
 }
 
+/* The size of a new block for a piece of len bytes: a standard block, but
+ * no larger than what the connection may still owe (copy_limit less what
+ * it owes) unless the piece is. So a connection that stops at its
+ * allowance holds that and its last reply, not a block of room besides
+ * (README's 48 KiB a connection past the bound). */
+static size_t reply_block_size(const struct reply_queue *q, size_t len)
+{
+    size_t size = REPLY_BLOCK_SIZE;
+    if (q->copy_limit > 0) {
+        size_t left = q->copy_limit > q->pending ? q->copy_limit - q->pending : 0;
+        if (left < size)
+            size = left > REPLY_BLOCK_MIN ? left : REPLY_BLOCK_MIN;
+    }
+    return len > size ? len : size;
+}
+
 /* A block with at least `len` free bytes at the tail. */
 static struct reply_block *reply_block_room(struct reply_queue *q, size_t len)
 {
@@ -143,10 +161,10 @@ static struct reply_block *reply_block_room(struct reply_queue *q, size_t len)
         reply_block_drop(q, q->tail);
     struct reply_block *b;
     if (len <= REPLY_BLOCK_SIZE && q->spare) {
-        b = q->spare;
+        b = q->spare; /* held already: costs nothing more */
         q->spare = NULL;
     } else {
-        size_t size = len > REPLY_BLOCK_SIZE ? len : REPLY_BLOCK_SIZE;
+        size_t size = reply_block_size(q, len);
         b = malloc(sizeof *b + size);
         if (!b)
             return NULL;

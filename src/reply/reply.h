@@ -122,9 +122,10 @@ struct reply_block {
  * gets a block of its own size, freed as soon as it is written. 16 KiB
  * holds a full pipeline of short replies. */
 #define REPLY_BLOCK_SIZE (16 * 1024)
-/* A segment table larger than this is freed once the queue drains (a huge
- * multiget's), so it is not kept for the connection's life. */
-#define REPLY_SEGS_KEPT 256
+/* A segment table larger than this (reply_seg_add's first) is freed once
+ * the queue drains, so a huge multiget's is not kept for the connection's
+ * life. */
+#define REPLY_SEGS_KEPT 64
 /* What an empty queue may keep: the spare block and a segment table. */
 #define REPLY_KEPT_MAX \
     (sizeof(struct reply_block) + REPLY_BLOCK_SIZE + REPLY_SEGS_KEPT * sizeof(struct reply_seg))

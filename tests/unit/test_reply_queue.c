@@ -499,6 +499,34 @@ static void test_empty_tail_replaced(void **state)
     reply_release(&q);
 }
 
+/* A client that stops reading is paused once it owes its allowance
+ * (copy_limit, the connection's), after the request that passed it. What
+ * its queue holds is then that allowance and the one reply past it, not a
+ * further block of empty room: the README's 48 KiB a connection past the
+ * bound counts 16 KiB of allowance, one reply and a 16 KiB read buffer. */
+static void test_blocks_within_allowance(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    q.copy_limit = 16 * 1024; /* the floor: the bound is full */
+    static char line[530];
+    memset(line, 'v', sizeof line);
+    /* `get s s s s s s s s s s` (500-byte values) until past the allowance */
+    size_t one = 10 * sizeof line;
+    while (reply_pending(&q) <= q.copy_limit)
+        for (int i = 0; i < 10; i++)
+            assert_int_equal(reply_copy(&q, line, sizeof line), 0);
+    size_t nblocks;
+    block_bytes(&q, &nblocks);
+    assert_held_honest(&q);
+    assert_true(reply_held(&q) <= q.copy_limit + one + REPLY_KEPT_MAX - REPLY_BLOCK_SIZE +
+                                      nblocks * sizeof(struct reply_block));
+    drain(&q, 3000);
+    assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    reply_release(&q);
+}
+
 /* A huge pipeline's segment table is not kept once it is written. */
 static void test_segment_table_shrinks_when_drained(void **state)
 {
@@ -535,6 +563,7 @@ int main(void)
         cmocka_unit_test_setup(test_blocks_freed_while_behind, setup),
         cmocka_unit_test_setup(test_empty_tail_replaced, setup),
         cmocka_unit_test_setup(test_segment_table_shrinks_when_drained, setup),
+        cmocka_unit_test_setup(test_blocks_within_allowance, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
