@@ -153,6 +153,7 @@ struct sim {
     struct lists sl;
     uint32_t *gfp, gsize;
     bool keep_all;
+    uint32_t *kept; /* a victim's kept items, in order */
     /* belady */
     const uint64_t *nextuse;
     uint64_t *want, *heap_k;
@@ -420,8 +421,7 @@ static void seg_evict_one(struct sim *s)
     if (v == NIL)
         return;
     uint32_t kept = 0, base = v * s->seg_items;
-    uint32_t tmp[s->seg_items];
-    uint32_t nk = 0;
+    uint32_t *tmp = s->kept, nk = 0;
     for (uint32_t i = 0; i < s->seg_n[v]; i++) {
         uint32_t id = s->seg_keys[base + i];
         if (s->loc[id] != base + i)
@@ -600,6 +600,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
     }
     if (p == P_SEG || p == P_SEGALL) {
         s.keep_all = p == P_SEGALL;
+        s.kept = xcalloc(seg_items, sizeof(uint32_t));
         s.seg_items = seg_items;
         s.nseg = cap / seg_items;
         s.seg_keys = xcalloc((size_t)s.nseg * seg_items, sizeof(uint32_t));
@@ -707,6 +708,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
     free(s.freelist);
     free(s.loc);
     free(s.gfp);
+    free(s.kept);
     if (p == P_SEG || p == P_SEGALL)
         lists_free(&s.sl);
     free(s.want);
