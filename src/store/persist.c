@@ -24,8 +24,6 @@
 #define PM_TMPFS_MAGIC 0x01021994
 #define PM_RAMFS_MAGIC 0x858458f6
 #define PM_HUGETLBFS_MAGIC 0x958458f6
-/* The CAS ceiling moves in steps this large: one header write per step. */
-#define PM_CAS_STEP (1ull << 20)
 
 #define PM_ABI ((uint32_t)(sizeof(struct pm_hdr) << 20 | sizeof(struct pm_seg) << 8 | \
                            sizeof(void *)))
@@ -47,9 +45,41 @@ static size_t pm_data_off(uint32_t nsegs)
     return pm_align(meta, PM_DATA_ALIGN);
 }
 
+/* The run state is written while the server runs, and after a crash no
+ * checksum covers it: each field is checked against what the server can
+ * have written, and a file that fails is damaged (discarded), since its
+ * items' fates (expiry, flush, CAS) are judged by these fields.
+ *  - The clock resumes at the heartbeat's time plus the wall-clock time
+ *    since, plus one (restore.c says why): it must stay under PM_REL_MAX,
+ *    or items written afterwards would overflow the 29 bits of their
+ *    access time. A heartbeat far in the past, or in the future, or
+ *    before the clock's start means a wrong wall clock or damage: the
+ *    time spent down is unknown, and so is which TTLs have run out.
+ *  - The CAS ceiling and the flush's CAS floor are at most PM_CAS_MAX, and
+ *    the floor under the ceiling (store_next_cas raises the ceiling before
+ *    it hands out the CAS the floor takes). */
+const char *persist_run_check(const struct pm_hdr *h, int64_t now, uint32_t *rel)
+{
+    if (h->cas_ceiling > PM_CAS_MAX || h->oldest_cas > PM_CAS_MAX ||
+        (h->oldest_cas && h->oldest_cas >= h->cas_ceiling))
+        return "its CAS ceiling cannot be right (damaged header)";
+    if (h->epoch <= 0 || h->epoch > now + PM_CLOCK_BACK_MAX ||
+        h->hb_unix < h->epoch - PM_CLOCK_BACK_MAX || h->hb_unix > now + PM_CLOCK_BACK_MAX ||
+        h->hb_rel > PM_REL_MAX)
+        return "its clock cannot be right (a wall clock that was wrong, or a damaged header)";
+    /* hb_unix >= epoch - PM_CLOCK_BACK_MAX > -PM_CLOCK_BACK_MAX: no overflow */
+    uint64_t r = (uint64_t)h->hb_rel + 1;
+    if (now > h->hb_unix)
+        r += (uint64_t)(now - h->hb_unix);
+    if (r > PM_REL_MAX)
+        return "its clock cannot be right (the heartbeat is too old for the clock to carry)";
+    *rel = (uint32_t)r;
+    return NULL;
+}
+
 /* Why a file cannot be restored, or NULL when it can. */
 static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t size,
-                            size_t want_len, char *buf, size_t len)
+                            size_t want_len, char *buf, size_t len, uint32_t *rel)
 {
     if (memcmp(h->magic, PM_MAGIC, sizeof(h->magic)) != 0)
         return "it is not a nodelay memory file";
@@ -80,7 +110,7 @@ static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t
     }
     if (h->state != PM_CLEAN && h->state != PM_RUNNING)
         return NULL; /* laid out, never used: nothing to restore, not damaged */
-    return NULL;
+    return persist_run_check(h, (int64_t)time(NULL), rel);
 }
 
 static void pm_layout(struct store *s, struct persist *pm)
@@ -197,7 +227,7 @@ int persist_open(struct store *s, const char *path, struct persist **out)
     else if (got != (ssize_t)sizeof(h))
         why = "it is too short to hold a header";
     else
-        why = pm_check(s, &h, st.st_size, len, buf, sizeof(buf));
+        why = pm_check(s, &h, st.st_size, len, buf, sizeof(buf), &pm->resume_rel);
     if (!why && st.st_size > 0)
         pm->start = h.state == PM_CLEAN     ? PM_START_CLEAN
                     : h.state == PM_RUNNING ? PM_START_CRASH

@@ -24,6 +24,19 @@
 
 enum pm_state { PM_EMPTY = 0, PM_RUNNING = 1, PM_CLEAN = 2 };
 
+/* Bounds on the run state past which a file is damaged (persist_run_check;
+ * docs/store.md "Restarts"). No CAS the counter hands out reaches
+ * PM_CAS_MAX: 2^62 at a billion writes a second is 146 years. */
+#define PM_CAS_MAX ((uint64_t)1 << 62)
+/* The CAS ceiling moves in steps this large: one header write per step. */
+#define PM_CAS_STEP ((uint64_t)1 << 20)
+/* The restored clock at most: half of the 29 bits an item's access time
+ * keeps (8.5 years), so the clock can run as long again. */
+#define PM_REL_MAX ((uint32_t)1 << 28)
+/* The wall clock may have been stepped back this far (seconds) between the
+ * last heartbeat and the restart; further, one of the two is wrong. */
+#define PM_CLOCK_BACK_MAX 3600
+
 /* The first page. Fields up to `state` are the settings that must match,
  * written once when the file is laid out and covered by hdr_sum; the rest
  * is run state. */
@@ -99,6 +112,7 @@ struct persist {
     pthread_mutex_t jlock;   /* slot 0, for threads beyond the journal */
     uint32_t jnext;          /* next journal slot to hand out (atomic) */
     enum store_restore_mode start; /* what the header said at open */
+    uint32_t resume_rel;     /* the clock to resume at (persist_run_check) */
     /* restore results (stats nodelay) */
     uint64_t restored_items;
     uint64_t discarded_expired;   /* expired or flushed while down */
@@ -146,6 +160,9 @@ void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
  * cannot be used is discarded with a log line. -1 only when the file
  * cannot be opened or mapped at all (the caller stops start-up). */
 int persist_open(struct store *s, const char *path, struct persist **out);
+/* Why the header's run state (clock, CAS ceiling, flush state) cannot be
+ * right at unix time now, or NULL; *rel: the clock to resume at. */
+const char *persist_run_check(const struct pm_hdr *h, int64_t now, uint32_t *rel);
 /* Rebuild the index and the segment lists from the file (restore.c);
  * called once the index and the segment table exist. */
 void persist_restore(struct store *s);
