@@ -544,9 +544,9 @@ void persist_restore(struct store *s)
          * oldest_live (flushed as soon as written). TTLs may end a second
          * early; nothing stored before the stop can look newer. The
          * sum was worked out and checked at open (persist_run_check). */
-        clock_resume((time_t)h->epoch, (rel_time_t)pm->resume_rel);
-        s->oldest_live = h->oldest_live;
-        s->oldest_cas = h->oldest_cas;
+        clock_resume((time_t)h->epoch, (rel_time_t)pm->resume.rel);
+        s->oldest_live = pm->resume.oldest_live;
+        s->oldest_cas = pm->resume.oldest_cas;
         int damaged = 0;
         struct restore_run r = {.s = s, .now = clock_now(),
                                 .verify = pm->start == PM_START_CRASH,
@@ -569,8 +569,8 @@ void persist_restore(struct store *s)
         uint64_t next = r.max_cas;
         if (h->cas_ceiling > next)
             next = h->cas_ceiling;
-        if (h->oldest_cas > next)
-            next = h->oldest_cas;
+        if (s->oldest_cas > next)
+            next = s->oldest_cas;
         if (restore) {
             s->cas_next = next;
             persist_cas(s, next);
@@ -581,6 +581,8 @@ void persist_restore(struct store *s)
     h->epoch = (int64_t)clock_epoch();
     h->stop_sum = 0;
     persist_heartbeat(s);
+    /* both flush copies whole again (one may have failed its checksum) */
+    persist_flush(s, s->oldest_live, s->oldest_cas);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     uint64_t cpu_us = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000u +

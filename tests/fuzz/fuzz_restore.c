@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness for the -e restore scan (src/store/restore.c): a real
- * memory file, written once by a store holding a few items, is patched by
+ * memory file, written once by a store holding a few items (half of them
+ * hidden by a flush_all, some overwritten or deleted), is patched by
  * the input and restored by store_create. Whatever the bytes, the store must
  * come up (restoring, dropping damaged items, or discarding the file)
  * without a crash, leak or undefined behaviour, serve only items whose key
@@ -17,7 +18,8 @@
  * 0-2): 0-3 a byte of the header, segment table, journal or data, written
  * (bit 3 clear) or XORed (bit 3 set); 4 an item's layout byte, 5 a byte of
  * an item's CAS (its version), 6 a byte of the header's run state
- * (heartbeat, epoch, CAS ceiling, flush state), 7 a byte of a segment's
+ * (heartbeat, epoch, CAS ceiling, flush state) or of the flush state's
+ * two checksummed copies (offset bit 15), 7 a byte of a segment's
  * cas_base: these four XORed (the offset picks the item or byte).
  *
  *   scripts/fuzz.sh 20 fuzz_restore
@@ -84,6 +86,10 @@ static int fuzz_setup(void)
     struct store_ctx *c = store_ctx_create(s);
     char key[32], val[300];
     for (int i = 0; i < 200; i++) {
+        if (i == 100) { /* a flush_all hides the first half, later */
+            clock_resume(clock_epoch(), clock_now() + 10);
+            store_flush(s, clock_now());
+        }
         int n = snprintf(key, sizeof(key), "key:%d", i);
         memset(val, 'a' + i % 26, sizeof(val));
         struct store_set_req req = {.mode = STORE_MODE_SET, .flags = (uint32_t)i * 7,
@@ -119,6 +125,8 @@ static int fuzz_setup(void)
             store_pin_release(it.pin);
         }
     }
+    if (fuzz_keys[1].value || !fuzz_keys[151].value || !fuzz_keys[FUZZ_KEYS - 1].value)
+        return -1; /* the flush hid the first half; the rest is there */
     size_t align = (size_t)1 << s->off_shift;
     store_ctx_destroy(&c);
     store_destroy(&s);
@@ -211,7 +219,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         case 6: /* the run state: heartbeat, epoch, CAS ceiling, flush */
-            at = run + off % (offsetof(struct pm_hdr, stop_sum) - run);
+            if (off & 0x8000)
+                at = PM_FLUSH_OFF + off % (2 * sizeof(struct pm_flush));
+            else
+                at = run + off % (offsetof(struct pm_hdr, stop_sum) - run);
             break;
         case 7: /* a segment's cas_base */
             at = 4096 + (off >> 3) % nsegs * sizeof(struct pm_seg) +

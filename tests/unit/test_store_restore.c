@@ -501,7 +501,14 @@ static void hb_1_year_ago(struct pm_hdr *h)
     h->epoch -= 365 * 86400ll;
 }
 static void ceiling_near_2_64(struct pm_hdr *h) { h->cas_ceiling = UINT64_MAX - 2; }
-static void floor_at_ceiling(struct pm_hdr *h) { h->oldest_cas = h->cas_ceiling; }
+static void floor_at_ceiling(struct pm_hdr *h)
+{
+    struct pm_flush *f = (struct pm_flush *)((char *)h + PM_FLUSH_OFF);
+    for (int i = 0; i < 2; i++) {
+        f[i].oldest_cas = h->cas_ceiling;
+        f[i].sum = persist_flush_sum(&f[i]);
+    }
+}
 static void no_patch(struct pm_hdr *h) { (void)h; }
 
 /* A heartbeat or clock that cannot be right discards the file; one that
@@ -526,6 +533,54 @@ static void test_impossible_cas_ceiling_discards_the_file(void **state)
     (void)state;
     assert_int_equal(restore_patched(ceiling_near_2_64), STORE_RESTORE_DISCARDED);
     assert_int_equal(restore_patched(floor_at_ceiling), STORE_RESTORE_DISCARDED);
+}
+
+/* A flush_all in the file, and what a damaged bit of its state does: the
+ * flushed item never comes back. where: 0 none, 1 the header's
+ * oldest_live, 2 the first copy's, 3 both copies'. */
+static enum store_restore_mode flush_then_damage(int where)
+{
+    struct tstore t;
+    unlink(path);
+    open_pm(&t);
+    assert_int_equal(tset(&t, "flushed", "before", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    clock_resume(clock_epoch(), clock_now() + 10); /* the flush comes later */
+    store_flush(t.s, clock_now());
+    assert_int_equal(tset(&t, "kept", "after", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    tstore_close(&t);
+    size_t len;
+    char *img = load(&len);
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    struct pm_flush *f = (struct pm_flush *)(img + PM_FLUSH_OFF);
+    if (where == 1)
+        h->oldest_live ^= 1u << 20; /* a flush far ahead: not yet in force */
+    if (where >= 2)
+        f[0].oldest_live ^= 1u << 20;
+    if (where == 3)
+        f[1].oldest_live ^= 1u << 20;
+    save(img, len);
+    open_pm(&t);
+    char buf[64];
+    assert_int_equal(tget(&t, "flushed", buf, sizeof(buf), NULL), STORE_MISS);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    if (st.restore_mode == STORE_RESTORE_CRASH) {
+        assert_int_equal(tget(&t, "kept", buf, sizeof(buf), NULL), STORE_OK);
+        assert_string_equal(buf, "after");
+    }
+    tstore_close(&t);
+    return st.restore_mode;
+}
+
+/* The flush_all state is kept twice with checksums: one damaged bit in it
+ * never brings back what the flush hid; both copies damaged discard. */
+static void test_one_bad_bit_in_the_flush_state_never_unflushes(void **state)
+{
+    (void)state;
+    assert_int_equal(flush_then_damage(0), STORE_RESTORE_CRASH);
+    assert_int_equal(flush_then_damage(1), STORE_RESTORE_CRASH);
+    assert_int_equal(flush_then_damage(2), STORE_RESTORE_CRASH);
+    assert_int_equal(flush_then_damage(3), STORE_RESTORE_DISCARDED);
 }
 
 /* A client's own CAS near 2^64 (ms E) comes back as it is, and the
@@ -678,6 +733,7 @@ int main(void)
         cmocka_unit_test(test_impossible_cas_ceiling_discards_the_file),
         cmocka_unit_test(test_client_cas_near_2_64_does_not_wrap_the_counter),
         cmocka_unit_test(test_segment_cas_base_past_the_ceiling_is_dropped),
+        cmocka_unit_test(test_one_bad_bit_in_the_flush_state_never_unflushes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(path);
