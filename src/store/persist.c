@@ -45,19 +45,6 @@ static size_t pm_data_off(uint32_t nsegs)
     return pm_align(meta, PM_DATA_ALIGN);
 }
 
-/* The run state is written while the server runs, and after a crash no
- * checksum covers it: each field is checked against what the server can
- * have written, and a file that fails is damaged (discarded), since its
- * items' fates (expiry, flush, CAS) are judged by these fields.
- *  - The clock resumes at the heartbeat's time plus the wall-clock time
- *    since, plus one (restore.c says why): it must stay under PM_REL_MAX,
- *    or items written afterwards would overflow the 29 bits of their
- *    access time. A heartbeat far in the past, or in the future, or
- *    before the clock's start means a wrong wall clock or damage: the
- *    time spent down is unknown, and so is which TTLs have run out.
- *  - The CAS ceiling and the flush's CAS floor are at most PM_CAS_MAX, and
- *    the floor under the ceiling (store_next_cas raises the ceiling before
- *    it hands out the CAS the floor takes). */
 uint64_t persist_flush_sum(const struct pm_flush *f)
 {
     return XXH3_64bits(f, offsetof(struct pm_flush, sum));
@@ -84,6 +71,19 @@ static bool pm_flush_state(const struct pm_hdr *h, struct pm_resume *out)
     return false;
 }
 
+/* The run state is written while the server runs, and after a crash no
+ * checksum covers it: each field is checked against what the server can
+ * have written, and a file that fails is damaged (discarded), since its
+ * items' fates (expiry, flush, CAS) are judged by these fields.
+ *  - The clock resumes at the heartbeat's time plus the wall-clock time
+ *    since, plus one (restore.c says why): it must stay under PM_REL_MAX,
+ *    or items written afterwards would overflow the 29 bits of their
+ *    access time. A heartbeat far in the past, or in the future, or
+ *    before the clock's start means a wrong wall clock or damage: the
+ *    time spent down is unknown, and so is which TTLs have run out.
+ *  - The CAS ceiling and the flush's CAS floor are at most PM_CAS_MAX, and
+ *    the floor under the ceiling (store_next_cas raises the ceiling before
+ *    it hands out the CAS the floor takes). */
 const char *persist_run_check(const struct pm_hdr *h, int64_t now, struct pm_resume *out)
 {
     if (!pm_flush_state(h, out))
