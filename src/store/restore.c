@@ -75,12 +75,13 @@ static void restore_damaged(struct store *s)
     pm->start = PM_START_DISCARDED;
 }
 
-/* The item a journal location names, or NULL if it names none. */
+/* The item a journal location names, or NULL if it names none. Only its
+ * layout byte is read or written: an item in the last bytes of its
+ * segment is named too, or its overwrite would keep two live items. */
 static char *restore_loc(struct store *s, uint64_t loc)
 {
     uint64_t seg = (loc >> 32) - 1, off = (uint32_t)loc;
-    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->seg_size ||
-        s->seg_size - off < ITEM_HDR_MAX)
+    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->seg_size)
         return NULL;
     char *p = pm_seg_data(s->pm, s, (uint32_t)seg) + off;
     return (p[0] & ITEM_L_MARK) ? p : NULL;

@@ -16,7 +16,15 @@
  *  - every header layout the walk decodes (client flags or not, expiry or
  *    not, CAS or not) at value lengths of one to three varint bytes comes
  *    back whole, after a graceful stop and after a crash (the walk reads
- *    one-byte lengths from a table, the rest through item_decode).
+ *    one-byte lengths from a table, the rest through item_decode);
+ *  - damage after a crash ("Damage" in docs/store.md): one bad bit in a
+ *    dead item's layout byte or in the flush_all state never serves what
+ *    was overwritten, deleted or flushed; two live copies of a key are
+ *    decided by CAS (under -C, dropped when they differ); a heartbeat,
+ *    clock or CAS ceiling that cannot be right discards the file; a
+ *    segment's cas_base past the ceiling drops the segment; a client's CAS
+ *    near 2^64 does not wrap the counter; W4 holds for an item in the last
+ *    bytes of its segment.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -511,6 +519,51 @@ static void floor_at_ceiling(struct pm_hdr *h)
 }
 static void no_patch(struct pm_hdr *h) { (void)h; }
 
+/* W4 for an item in the last bytes of its segment (less than a whole
+ * header's worth before the end): the journal still finishes the
+ * overwrite. Under -C, where no CAS could decide instead. */
+static void test_journal_finishes_overwrite_at_a_segment_end(void **state)
+{
+    (void)state;
+    struct tstore t;
+    unlink(path);
+    clock_setup();
+    struct store_options o = {.mem_limit = 2 << 20, .item_size_max = 64 * 1024,
+                              .evictions = true, .cas_enabled = false, .memory_file = path};
+    tstore_open_opts(&t, &o);
+    assert_int_equal(tset(&t, "k", "1", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    assert_int_equal(tset(&t, "k", "2", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    size_t align = (size_t)1 << t.s->off_shift;
+    tstore_close(&t);
+    size_t len;
+    char *img = load(&len);
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    size_t o1 = item_start(img, find_value(img, len, "k1", 0) + 1, "k");
+    size_t o2 = item_start(img, find_value(img, len, "k2", 0) + 1, "k");
+    struct item_hdr ih;
+    item_decode(img + o2, &ih);
+    size_t rel = o2 - h->data_off, seg = rel / h->seg_size;
+    struct pm_seg *ps = (struct pm_seg *)(img + 4096) + seg;
+    /* the new item's bytes at the segment's very end, committed there; the
+     * kill came before the old one's death */
+    size_t tail = (h->seg_size - item_total(&ih)) & ~(align - 1);
+    assert_true(h->seg_size - tail < ITEM_HDR_MAX);
+    char *end = img + h->data_off + seg * h->seg_size + tail;
+    memcpy(end, img + o2, item_total(&ih));
+    img[o2] = (char)((img[o2] & ~ITEM_L_STATE) | ITEM_L_DEAD);
+    img[o1] = (char)((img[o1] & ~ITEM_L_STATE) | ITEM_L_COMMIT);
+    ps->write_off = (uint32_t)h->seg_size;
+    struct pm_journal *j = (struct pm_journal *)(img + 4096 + h->nsegs * sizeof(struct pm_seg));
+    j[3].old_loc = loc_of(img, o1);
+    j[3].new_loc = pm_loc((uint32_t)seg, (uint32_t)tail);
+    save(img, len);
+    tstore_open_opts(&t, &o);
+    char buf[64];
+    assert_int_equal(tget(&t, "k", buf, sizeof(buf), NULL), STORE_OK);
+    assert_string_equal(buf, "2");
+    tstore_close(&t);
+}
+
 /* A heartbeat or clock that cannot be right discards the file; one that
  * can (down a year) restores with the year counted. */
 static void test_impossible_clock_discards_the_file(void **state)
@@ -734,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_client_cas_near_2_64_does_not_wrap_the_counter),
         cmocka_unit_test(test_segment_cas_base_past_the_ceiling_is_dropped),
         cmocka_unit_test(test_one_bad_bit_in_the_flush_state_never_unflushes),
+        cmocka_unit_test(test_journal_finishes_overwrite_at_a_segment_end),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(path);
