@@ -8,6 +8,8 @@
 #   make floor                build/bench/floor: the canned-reply floor server (liburing)
 #   make loadgen-selftest     its self-checks (no server needed)
 #   make pipecost             build/bench/pipecost: the cache's own cost per request, no kernel
+#   make bench-traces         real traces, nodelay beside memcached, and build/bench/cachesim
+#                             (bench/traces.sh; make bench runs it with the replay)
 #   make bench-soak           the soak against the release server (SOAK_SECONDS=300)
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
 
