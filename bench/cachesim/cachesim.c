@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* cachesim: the look-aside request stream of `loadgen trace` (or of `loadgen
- * replay`'s Zipf) replayed offline over eviction policies, at given item
+ * replay`'s Zipf, with its scan) replayed offline over eviction policies, at given item
  * counts, all values one size. Each line (batch) is its gets, then a set for
  * each key that missed, as the servers see it; the miss ratio is over the
  * accesses of the second half of the lines, as loadgen counts it.
@@ -569,7 +569,7 @@ static uint32_t held(const struct sim *s, int p)
 
 /* Replays t over one policy at cap items; returns the second-half miss ratio. */
 static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t seg_items,
-                  uint64_t mem_bytes, const uint64_t *nextuse)
+                  uint64_t mem_bytes, const uint64_t *nextuse, const uint8_t *counted)
 {
     struct sim s = { .name = pol_names[p], .cap = cap, .nkeys = t->nkeys };
     lists_init(&s.l, t->nkeys);
@@ -649,7 +649,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
                 break;
             }
             missed[i] = !hit;
-            if (r >= half) {
+            if (counted ? counted[a0 + i] : r >= half) {
                 acc2++;
                 miss2 += !hit;
             }
@@ -718,26 +718,36 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
     return acc2 ? (double)miss2 / (double)acc2 : 0;
 }
 
-/* The Zipf stream of `loadgen replay` (no scan): batches of gets. */
-static int zipf_trace(struct lg_trace *t, uint32_t keys, double zs, uint64_t requests,
-                      uint64_t seed, uint32_t batch)
+/* The stream of `loadgen replay`: Zipf gets in batches, with `scan` fresh
+ * keys spread evenly through it (never hit). As replay counts it, only the
+ * second half of the Zipf gets is counted (*counted says which). */
+static int zipf_trace(struct lg_trace *t, uint8_t **counted, uint32_t keys, double zs,
+                      uint64_t requests, uint64_t scan, uint64_t seed, uint32_t batch)
 {
     struct lg_dist d;
     if (lg_dist_init(&d, keys, zs) != 0)
         return -1;
+    uint64_t total = requests + scan, sdone = 0, zdone = 0;
     memset(t, 0, sizeof(*t));
-    t->nreq = (uint32_t)((requests + batch - 1) / batch);
-    t->nacc = requests;
-    t->nkeys = keys;
+    t->nreq = (uint32_t)((total + batch - 1) / batch);
+    t->nacc = total;
+    t->nkeys = keys + (uint32_t)scan;
     t->req_at = xcalloc(t->nreq + 1, sizeof(uint64_t));
-    t->acc = xcalloc(requests, sizeof(uint32_t));
+    t->acc = xcalloc(total, sizeof(uint32_t));
+    *counted = xcalloc(total, 1);
     struct lg_rng rng = { seed };
-    for (uint64_t i = 0; i < requests; i++) {
+    for (uint64_t i = 0; i < total; i++) {
         if (i % batch == 0)
             t->req_at[i / batch] = i;
-        t->acc[i] = lg_dist_pick(&d, &rng);
+        bool is_scan = scan && (i + 1) * scan / total > i * scan / total;
+        if (is_scan) {
+            t->acc[i] = keys + (uint32_t)sdone++;
+        } else {
+            t->acc[i] = lg_dist_pick(&d, &rng);
+            (*counted)[i] = zdone++ >= requests / 2;
+        }
     }
-    t->req_at[t->nreq] = requests;
+    t->req_at[t->nreq] = total;
     lg_dist_release(&d);
     return 0;
 }
@@ -748,17 +758,18 @@ int main(int argc, char **argv)
     const char *file = "-", *items_s = NULL, *pols_s = NULL;
     unsigned max_keys = 16;
     uint32_t seg_items = 0, zkeys = 1000000, batch = 128;
-    uint64_t lines = 0, zreq = 5000000, seed = 42, mem_mb = 64;
+    uint64_t lines = 0, zreq = 5000000, zscan = 0, seed = 42, mem_mb = 64;
+    uint8_t *counted = NULL;
     double zipf = 0;
     static const struct option opts[] = {
         { "format", 1, 0, 'F' }, { "file", 1, 0, 'f' }, { "items", 1, 0, 'i' },
         { "seg-items", 1, 0, 'S' }, { "max-keys", 1, 0, 'K' }, { "lines", 1, 0, 'n' },
         { "zipf", 1, 0, 'z' }, { "keys", 1, 0, 'k' }, { "requests", 1, 0, 'r' },
         { "seed", 1, 0, 'e' }, { "batch", 1, 0, 'b' }, { "memory", 1, 0, 'm' },
-        { "policies", 1, 0, 'p' }, { 0, 0, 0, 0 },
+        { "policies", 1, 0, 'p' }, { "scan", 1, 0, 'c' }, { 0, 0, 0, 0 },
     };
     int o;
-    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:", opts, NULL)) != -1) {
         switch (o) {
         case 'F':
             if (lg_trace_fmt_parse(optarg, &fmt) != 0)
@@ -776,6 +787,7 @@ int main(int argc, char **argv)
         case 'b': batch = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'm': mem_mb = strtoull(optarg, NULL, 10); break;
         case 'p': pols_s = optarg; break;
+        case 'c': zscan = strtoull(optarg, NULL, 10); break;
         default: goto usage;
         }
     }
@@ -783,7 +795,7 @@ int main(int argc, char **argv)
         goto usage;
     struct lg_trace t;
     if (zipf > 0) {
-        if (zipf_trace(&t, zkeys, zipf, zreq, seed, batch) != 0)
+        if (zipf_trace(&t, &counted, zkeys, zipf, zreq, zscan, seed, batch) != 0)
             return 1;
     } else {
         FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
@@ -844,18 +856,19 @@ int main(int argc, char **argv)
                 printf(" %10s", "-");
                 continue;
             }
-            printf(" %9.2f%%", 100 * run(&t, p, caps[c], si, mem_mb << 20, nextuse));
+            printf(" %9.2f%%", 100 * run(&t, p, caps[c], si, mem_mb << 20, nextuse, counted));
             fflush(stdout);
         }
         printf("\n");
     }
     free(nextuse);
+    free(counted);
     lg_trace_release(&t);
     return 0;
 usage:
     fprintf(stderr, "usage: cachesim --items N[,N...] [--format lis|kv] [--file F|-]"
                     " [--lines N] [--max-keys 16] [--memory MB] [--seg-items N]"
-                    " [--policies a,b] | --zipf S [--keys N] [--requests N] [--seed N]"
+                    " [--policies a,b] | --zipf S [--keys N] [--requests N] [--scan N] [--seed N]"
                     " [--batch N] --items N\n");
     return 2;
 }
