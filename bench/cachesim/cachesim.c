@@ -13,6 +13,9 @@
  *              item by its 2-bit read counter, kept items copied to main's
  *              open segment (at most half a segment per victim), a
  *              direct-mapped fingerprint ghost of one entry per 256 B of -m
+ *              (left out: eviction at the writers' pace, which holds about
+ *              one segment less; all-dead segments taken first; TTL groups;
+ *              items per segment is the server's item count over -m MB)
  *   s3fifo-seg-all  the same keeping every item its counter keeps (no cap of
  *              half a segment per victim)
  *   s3fifo     S3-FIFO over whole items (Yang et al., SOSP '23): small 10 %,
