@@ -883,6 +883,16 @@ void conn_on_event(struct conn *c, unsigned events)
     }
 }
 
+void conn_on_watch_wake(struct conn *c)
+{
+    if (c->dead || !c->sess.watcher)
+        return;
+    /* Always taken, even when the socket is behind and nothing is moved:
+     * a pipe left readable would fire every turn. */
+    watch_ack(c->sess.watcher);
+    conn_on_event(c, EVENT_WRITE);
+}
+
 void conn_stop_reading(struct conn *c)
 {
     if (c->dead || c->closing)
