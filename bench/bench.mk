@@ -9,6 +9,8 @@
 #   make loadgen-selftest     its self-checks (no server needed)
 #   make pipecost             build/bench/pipecost: the cache's own cost per request, no kernel
 #   make bench-soak           the soak against the release server (SOAK_SECONDS=300)
+#   make bench-watch          what 0, 1 and 20 `watch` streams cost a pipelining load
+#                             (bench/watchcost.py; WATCH_ARGS="--noread --seconds 5")
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
 
 LOADGEN := build/bench/loadgen
@@ -16,7 +18,7 @@ LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
 LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
-.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost
+.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost bench-watch
 
 loadgen: $(LOADGEN)
 
@@ -59,3 +61,8 @@ bench-soak: $(LOADGEN)
 	bench/soak --server build/release-epoll/nodelay --duration $(SOAK_SECONDS)
 
 -include $(LOADGEN_OBJ:.o=.d)
+
+WATCH_ARGS ?=
+bench-watch:
+	$(MAKE) CONFIG=release EVENT=epoll server
+	python3 bench/watchcost.py --bin build/release-epoll/nodelay $(WATCH_ARGS)
