@@ -500,6 +500,11 @@ void watch_pump(void)
  * blocks, so a stream is packed like any other reply. */
 #define WATCH_COPY_PIECE (8 * 1024)
 
+bool watch_has_lines(const struct watcher *w)
+{
+    return __atomic_load_n(&w->tail, __ATOMIC_ACQUIRE) != w->head;
+}
+
 void watch_ack(struct watcher *w)
 {
     char drain[64];

@@ -91,6 +91,8 @@ void watch_pump(void);
  * -1 (out of memory: the bytes stay for the next call). The connection owns
  * the reply queue, so watch/ needs nothing of it. Returns the bytes moved
  * (0: nothing to add now). */
+/* Lines in w's buffer not yet moved to the connection? (the owner) */
+bool watch_has_lines(const struct watcher *w);
 /* The wake-up pipe fired (the owner, before flushing): take it. */
 void watch_ack(struct watcher *w);
 typedef int (*watch_copy_fn)(void *ctx, const void *data, size_t n);

@@ -648,3 +648,32 @@ def test_twenty_reading_watchers_do_not_stall_a_client(start_server):
     assert got[0] > 0
     assert took < 60 * helpers.slow_factor(), took
     assert c.call("version").startswith(b"VERSION")
+
+
+def test_lines_held_while_the_socket_was_behind_follow_once_it_drains(start_server):
+    """memcached's watcher.t, first part: a watcher that did not read while
+    20,000 lookups ran reads its backlog, a new event every 100 lines; the
+    skipped= report and the lines after it arrive. Its wake-up came while
+    its socket was behind; once the socket drained, the lines waiting in
+    its buffer must leave without another (they stayed there, and the
+    reader waited for ever)."""
+    srv = start_server("-m", "60", "-o", "watcher_logbuf_size=8")
+    w = watcher(srv, "", timeout=10)
+    c = srv.connect(timeout=30)
+    spacer = "X" * 180
+    for i in range(20000):  # one at a time, as watcher.t
+        c.send(f"get foo{i}{spacer}\r\n")
+        c.read_exact(5)  # "END\r\n"
+    time.sleep(1)
+    n = 0
+    deadline = time.monotonic() + 20 * helpers.slow_factor()
+    while True:
+        assert time.monotonic() < deadline, f"no skipped= line in {n} lines"
+        line = w.read_until(b"\n").decode()  # raises on the Conn's timeout
+        if n % 100 == 0:
+            c.get("foo")
+        n += 1
+        if line.startswith("skipped="):
+            break
+    c.get("foob")
+    assert LINE.match(w.read_until(b"\n").decode())
