@@ -73,10 +73,12 @@ enum watch_add_result { WATCH_ADD_OK, WATCH_ADD_TOO_MANY, WATCH_ADD_FAILED };
  * pipe joins `loop` with event pointer `wake_ptr`, which the owner keeps
  * valid until the end of the loop turn that removes the watcher (a struct
  * watch of kind WATCH_LOG in the connection, net/watch.h): when it fires,
- * the worker flushes the connection, which calls watch_refill. */
+ * the worker takes it (watch_ack) and flushes the connection, which calls
+ * watch_refill. Waits for a running pump to finish its slice. */
 enum watch_add_result watch_add(unsigned flags, size_t bufsize, struct event_loop *loop,
                                 void *wake_ptr, struct watcher **out);
-/* Unregister and free (the owner's thread, before its loop goes away). */
+/* Unregister and free (the owner's thread, before its loop goes away);
+ * waits for a running pump to finish its slice. */
 void watch_remove(struct watcher **w);
 
 /* Turn the records waiting in the producers' rings into lines for the
@@ -86,19 +88,22 @@ void watch_remove(struct watcher **w);
 void watch_pump(void);
 #define WATCH_POLL_MS 10
 
-/* Move buffered lines to the connection while it owes (`pending`) less than
- * the watcher's buffer size, through copy(ctx, bytes, n), which returns 0 or
- * -1 (out of memory: the bytes stay for the next call). The connection owns
- * the reply queue, so watch/ needs nothing of it. Returns the bytes moved
- * (0: nothing to add now). */
 /* Lines in w's buffer not yet moved to the connection? (the owner) */
 bool watch_has_lines(const struct watcher *w);
-/* The wake-up pipe fired (the owner, before flushing): take it. */
+/* The wake-up pipe fired (the owner, before flushing): take it, even when
+ * the socket is behind and nothing can be moved (then the connection
+ * flushes again once it drains, while watch_has_lines). */
 void watch_ack(struct watcher *w);
+
+/* Pump, then move buffered lines to the connection while it owes
+ * (`pending`) less than the watcher's buffer size, through copy(ctx, bytes,
+ * n), which returns 0 or -1 (out of memory: the bytes stay for the next
+ * call). The connection owns the reply queue, so watch/ needs nothing of
+ * it. Returns the bytes moved (0: nothing to add now). */
 typedef int (*watch_copy_fn)(void *ctx, const void *data, size_t n);
 size_t watch_refill(struct watcher *w, size_t pending, watch_copy_fn copy, void *ctx);
 
-/* ---- event lines (watch_events.c); call only behind watch_active() ---- */
+/* ---- event records (watch_events.c); call only behind watch_active() ---- */
 
 enum watch_get_status { WATCH_GET_NOT_FOUND, WATCH_GET_FOUND, WATCH_GET_FLUSHED, WATCH_GET_EXPIRED };
 /* memcached's store_item_type order */
