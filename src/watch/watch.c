@@ -14,7 +14,7 @@
  * is again single-producer (the pump) single-consumer (the watcher's
  * worker) without a lock, so its worker never waits for the pump, nor a
  * producer for anything. Its CPU is budgeted: tokens
- * accrue at WATCH_CPU_SHARE of wall time, each pump spends what it measured
+ * accrue at watch_cpu_percent of wall time, each pump spends what it measured
  * and runs at most WATCH_PUMP_SLICE_NS; out of tokens, records wait in the
  * rings and, once those are full, are dropped. What a watcher lost either
  * way (its buffer full, or a ring full) is its `skipped=N`.
@@ -44,10 +44,8 @@
 #define WATCH_NCLASS 5
 /* Threads that may log (workers, housekeeping); past it events are dropped. */
 #define WATCH_MAX_PRODUCERS 256
-/* The pump's budget: this share of one CPU, at most this much per call, and
- * no more than this saved up while idle. */
-#define WATCH_CPU_SHARE_NUM 1
-#define WATCH_CPU_SHARE_DEN 4
+/* The pump's budget: cpu_percent of one CPU (watch_configure), at most
+ * this much per call, and no more than this saved up while idle. */
 #define WATCH_PUMP_SLICE_NS 100000
 #define WATCH_BURST_NS 2000000
 /* What sending a byte of a stream costs its worker (the kernel's copy and
@@ -91,6 +89,7 @@ static uint64_t cnt_skipped, cnt_sent, cnt_unlogged; /* relaxed atomics */
 static uint64_t pump_bytes; /* pump_lock: bytes placed in watcher buffers by this pump */
 
 static size_t ring_bytes = 64 * 1024;
+static unsigned cpu_percent = 10; /* set before the workers start */
 static pthread_mutex_t producers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct producer *producers[WATCH_MAX_PRODUCERS]; /* published with release */
 static unsigned nproducers;                              /* release / acquire */
@@ -104,9 +103,10 @@ static int64_t pump_tokens = WATCH_BURST_NS; /* pump_lock */
 static int64_t pump_last;                 /* pump_lock; 0 = never */
 static unsigned pump_next;                /* pump_lock: the ring to start from */
 
-void watch_configure(size_t worker_ring_bytes)
+void watch_configure(size_t worker_ring_bytes, unsigned percent)
 {
     ring_bytes = worker_ring_bytes;
+    cpu_percent = percent;
 }
 
 unsigned watch_flag_parse(const char *s, size_t len)
@@ -428,7 +428,7 @@ void watch_pump(void)
         return; /* another worker pumps: never wait for it */
     int64_t start = mono_ns();
     if (pump_last)
-        pump_tokens += (start - pump_last) * WATCH_CPU_SHARE_NUM / WATCH_CPU_SHARE_DEN;
+        pump_tokens += (start - pump_last) * (int64_t)cpu_percent / 100;
     if (pump_tokens > WATCH_BURST_NS)
         pump_tokens = WATCH_BURST_NS;
     pump_last = start;

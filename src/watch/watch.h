@@ -56,9 +56,10 @@ static inline bool watch_active(unsigned flags)
     return __builtin_expect((__atomic_load_n(&watch_mask, __ATOMIC_RELAXED) & flags) != 0, 0);
 }
 
-/* Bytes of each producing thread's ring (-o worker_logbuf_size); before
- * the first event. */
-void watch_configure(size_t worker_ring_bytes);
+/* Bytes of each producing thread's ring (-o worker_logbuf_size, for rings
+ * made after) and the pump's share of one CPU in percent (-o
+ * watch_cpu_percent). */
+void watch_configure(size_t worker_ring_bytes, unsigned cpu_percent);
 
 /* -vvv on or off (whoever sets the verbosity: main.c, server.c). */
 void watch_set_stderr(bool on);

@@ -261,12 +261,12 @@ static void test_full_ring_drops_and_watchers_hear_of_it(void **state)
     struct watch_counters before, after;
     watch_counters_get(&before);
     /* the smallest ring: the producer never waits, it drops what does not fit */
-    watch_configure(2 * WATCH_RING_REC_MAX);
+    watch_configure(2 * WATCH_RING_REC_MAX, 10);
     int n = 1000;
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, flood, &n), 0);
     assert_int_equal(pthread_join(t, NULL), 0);
-    watch_configure(64 * 1024);
+    watch_configure(64 * 1024, 10);
     watch_counters_get(&after);
     uint64_t written = after.log_worker_written - before.log_worker_written;
     uint64_t dropped = after.log_worker_dropped - before.log_worker_dropped;
