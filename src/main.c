@@ -2,7 +2,8 @@
 /* nodelay: start-up, signals and the shutdown order.
  *
  * Start: settings -> root check -> -d -> -u -> -P -> store -> listeners ->
- * workers -> -k -> readiness (sd_notify READY=1 when started by systemd).
+ * workers -> -k -> readiness (sd_notify READY=1 when started by systemd;
+ * under -d, the waiting parent exits 0).
  * Stop (SIGINT, or SIGTERM/SIGUSR1 = graceful; `shutdown` raises these):
  * workers stop accepting, close their connections and are joined; then the
  * listeners, the store (with -e: marked clean for a restore) and the pid
@@ -26,6 +27,7 @@
 #endif
 
 #include "clock.h"
+#include "daemon.h"
 #include "event/event.h"
 #include "log.h"
 #include "metrics/metrics.h"
@@ -92,51 +94,17 @@ static void main_raise_limits(const struct settings *s)
         }
     }
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-        rlim_t want = (rlim_t)s->maxconns + MAIN_FD_RESERVE;
+        /* the endpoint's connections are never taken from -c's */
+        rlim_t want = (rlim_t)s->maxconns + MAIN_FD_RESERVE + (s->metrics_listen ? METRICS_FDS : 0);
         if (rl.rlim_cur < want) {
             rl.rlim_cur = want <= rl.rlim_max || rl.rlim_max == RLIM_INFINITY ? want : rl.rlim_max;
             if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
-                log_info("file descriptor limit is below -c %d + %d; connections beyond it "
+                log_info("file descriptor limit is below -c %d + %d%s; connections beyond it "
                          "will wait",
-                         s->maxconns, MAIN_FD_RESERVE);
+                         s->maxconns, MAIN_FD_RESERVE,
+                         s->metrics_listen ? " + the metrics endpoint's" : "");
         }
     }
-}
-
-/* -d: stdout and stderr go to the config file's `logfile` when there is
- * one (as Debian's start-memcached does), else stderr stays with -v. */
-static int main_daemonize(bool keep_stderr, const char *logfile)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid > 0)
-        _exit(0);
-    if (setsid() < 0)
-        return -1;
-    if (chdir("/") < 0)
-        return -1;
-    int fd = open("/dev/null", O_RDWR);
-    if (fd < 0)
-        return -1;
-    dup2(fd, STDIN_FILENO);
-    if (logfile) {
-        int log = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-        if (log < 0) {
-            close(fd);
-            return -1;
-        }
-        dup2(log, STDOUT_FILENO);
-        dup2(log, STDERR_FILENO);
-        close(log);
-    } else {
-        dup2(fd, STDOUT_FILENO);
-        if (!keep_stderr)
-            dup2(fd, STDERR_FILENO);
-    }
-    if (fd > STDERR_FILENO)
-        close(fd);
-    return 0;
 }
 
 /* -P, with or without -d, as memcached 1.6.45: written after dropping to -u
@@ -288,12 +256,13 @@ int main(int argc, char **argv)
                  "the foreground");
         s.daemonize = false;
     }
-    if (s.daemonize) {
-        if (main_daemonize(SETTINGS_GET(&s, verbosity) > 0, s.logfile) < 0) {
-            fprintf(stderr, "failed to daemonize: %s\n", strerror(errno));
-            settings_release(&s);
-            return MAIN_EX_OSERR;
-        }
+    /* -d: stdout and stderr go to the config file's `logfile` when there
+     * is one (as Debian's start-memcached does), else stderr stays with -v;
+     * the command returns once the server is ready, or with its failure */
+    struct daemon daemon = DAEMON_INIT;
+    if (s.daemonize && daemon_start(&daemon, SETTINGS_GET(&s, verbosity) > 0, s.logfile) < 0) {
+        settings_release(&s);
+        return MAIN_EX_OSERR;
     }
     if (main_drop_privileges(pw ? &user : NULL) < 0) {
         settings_release(&s);
@@ -365,19 +334,21 @@ int main(int argc, char **argv)
     struct server *srv = server_create(&core, &s); /* the ops every session gets */
     if (!srv)
         goto out_entries;
+    if (core_start(&core) < 0) {
+        server_destroy(&srv);
+        goto out_entries;
+    }
+    /* The endpoint reads what the core runs (its workers' counters, the
+     * backend it chose): started after it, so no scrape sees it half made. */
     if (s.metrics_listen) {
         char err[256];
         if (metrics_start(s.metrics_listen, srv, err, sizeof err) < 0) {
             log_error("%s", err);
+            core_stop(&core, false);
             server_destroy(&srv);
             rc = MAIN_EX_USAGE;
             goto out_entries;
         }
-    }
-    if (core_start(&core) < 0) {
-        metrics_stop();
-        server_destroy(&srv);
-        goto out_entries;
     }
     main_lock_memory(&s);
     log_info("nodelay %s (memcached %s protocol): %d worker threads, %s%s, -m %zu MB",
@@ -386,6 +357,7 @@ int main(int argc, char **argv)
              SETTINGS_GET(&s, maxbytes) >> 20);
     /* every listener is bound and every worker runs: clients can connect */
     main_notify("READY=1");
+    daemon_ready(&daemon);
 
     bool graceful = false;
     main_wait_for_stop(&set, s.auth_file, s.sasl, &graceful);
