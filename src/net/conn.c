@@ -104,6 +104,14 @@ static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
     return c->tls ? tls_conn_writev(c->tls, iov, n) : writev(c->fd, iov, n);
 }
 
+/* The session's view of the socket (session.h): what it holds unread; a
+ * TLS socket's bytes are records, never the requests' own. */
+static long conn_queued(void *ctx, bool raw)
+{
+    const struct conn *c = ctx;
+    return raw && c->tls ? -1 : sockopt_queued(c->fd);
+}
+
 static void conn_recv_start(struct conn *c);
 static void conn_multi_stop(struct conn *c);
 
@@ -135,7 +143,8 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
     c->sess.cfd = fd;
-    c->sess.plain_fd = c->tls ? -1 : fd;
+    c->sess.queued = conn_queued;
+    c->sess.queued_ctx = c;
     c->sess.loop = w->loop;
     c->sess.wake_ptr = &c->log_watch;
     c->entry.fd = fd;

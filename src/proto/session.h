@@ -47,10 +47,12 @@ struct session {
     /* For `watch`: the client's fd (cfd= in event lines), the loop and the
      * event pointer a watcher's wake-ups go to (NULL in socket-free tests). */
     int cfd;
-    /* The socket when its bytes are the requests' own (not TLS, whose
-     * queued bytes are records): where session_reserve_value asks what is
-     * queued. -1 without one. */
-    int plain_fd;
+    /* What a protocol may learn of the connection's socket, answered by
+     * the connection: how many bytes the kernel holds unread for it
+     * (FIONREAD). raw: only bytes that are the requests' own (a TLS
+     * socket's are records: -1). -1 when it cannot tell; NULL, no socket. */
+    long (*queued)(void *ctx, bool raw);
+    void *queued_ctx;
     struct event_loop *loop;
     void *wake_ptr;
 
@@ -103,8 +105,8 @@ void session_tick(struct session *s);
  * all of it, or SESSION_COMING_MIN bytes of it, more than a read takes at
  * once, and the connection owes little enough to go on reading. Such an
  * upload is being read, not held back (store_reserve_upload_here). False
- * without a socket (cfd < 0). One ioctl: ask only when the upload bound is
- * full. */
+ * without a socket (queued NULL). One FIONREAD: ask only when the upload
+ * bound is full. */
 #define SESSION_COMING_MIN (32u * 1024)
 bool session_value_coming(const struct session *s, size_t rest);
 
