@@ -48,5 +48,5 @@ bool proto_mid_request(const struct session *s)
 {
     if (s->kind == PROTO_KIND_BINARY)
         return s->bin.recv != BIN_RECV_NONE;
-    return s->kind == PROTO_KIND_TEXT && s->text.receiving;
+    return s->kind == PROTO_KIND_TEXT && s->text.value.receiving;
 }

@@ -41,7 +41,7 @@ void meta_command(struct session *s, const struct text_line *line)
         return;
     case META_PARSE_ERROR_SWALLOW:
         meta_reply_error(s, err);
-        text_expect_value(s, req.datalen, false, meta_swallow_done);
+        text_expect_value(s, &s->text.value, req.datalen, false, meta_swallow_done);
         return;
     case META_PARSE_OK:
         break;
@@ -63,7 +63,7 @@ void meta_command(struct session *s, const struct text_line *line)
 
 void meta_state_release(struct session *s)
 {
-    /* the reservation belongs to the text framing (s->text.res) */
+    /* the reservation belongs to the text framing (s->text.value.res) */
     s->text.meta.active = false;
 }
 

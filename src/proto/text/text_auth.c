@@ -31,7 +31,7 @@ void text_auth_unload(void)
 static void text_auth_done(struct session *s, bool chunk_ok)
 {
     char *buf = s->text.auth_buf;
-    size_t n = s->text.need;
+    size_t n = s->text.value.need;
     if (!chunk_ok) {
         TEXT_OUT_ALWAYS(s, "CLIENT_ERROR bad command line termination");
         goto out;
@@ -96,8 +96,8 @@ void text_auth_line(struct session *s, const struct text_line *l)
         s->text.closing = true;
         return;
     }
-    s->text.have_res = false;
-    text_expect_into(s, s->text.auth_buf, size, text_auth_done);
+    s->text.value.have_res = false;
+    text_expect_into(s, &s->text.value, s->text.auth_buf, size, text_auth_done);
 }
 
 void text_auth_release(struct session *s)

@@ -12,33 +12,33 @@ static void text_storage_done(struct session *s, bool chunk_ok)
     t->noreply = t->set_noreply;
     STAT_INC(s->stats, cmd_set);
     if (!chunk_ok) {
-        store_abort(s->store, &t->res);
+        store_abort(s->store, &t->value.res);
         TEXT_OUT(s, "CLIENT_ERROR bad data chunk");
         t->noreply = false;
         return;
     }
     bool is_cas = t->set_req.mode == STORE_MODE_CAS;
     /* memcached counts per class in the new item's; cas in the old item's
-     * (t->res.cas_cls, set by the commit) */
-    unsigned cls = store_reservation_class(s->store, &t->res, t->set_req.flags);
+     * (t->value.res.cas_cls, set by the commit) */
+    unsigned cls = store_reservation_class(s->store, &t->value.res, t->set_req.flags);
     STAT_CLS_INC(s->stats, cls, cmd_set);
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
-        watch_commit_begin(s, &t->res, &wc);
-    enum store_status st = store_commit(s->store, &t->res, &t->set_req, NULL, NULL);
+        watch_commit_begin(s, &t->value.res, &wc);
+    enum store_status st = store_commit(s->store, &t->value.res, &t->set_req, NULL, NULL);
     if (wc.on)
         watch_commit_end(s, &wc, st, t->set_req.mode, t->set_req.exptime);
     switch (st) {
     case STORE_OK:
         if (is_cas) {
             STAT_INC(s->stats, cas_hits);
-            STAT_CLS_INC(s->stats, t->res.cas_cls, cas_hits);
+            STAT_CLS_INC(s->stats, t->value.res.cas_cls, cas_hits);
         }
         TEXT_OUT(s, "STORED");
         break;
     case STORE_EXISTS:
         STAT_INC(s->stats, cas_badval);
-        STAT_CLS_INC(s->stats, t->res.cas_cls, cas_badval);
+        STAT_CLS_INC(s->stats, t->value.res.cas_cls, cas_badval);
         TEXT_OUT(s, "EXISTS");
         break;
     case STORE_MISS:
@@ -67,7 +67,7 @@ static void text_storage_done(struct session *s, bool chunk_ok)
 static void text_storage_reject(struct session *s, const char *msg, size_t len, int32_t vlen)
 {
     text_out(s, msg, len);
-    text_expect_into(s, NULL, (size_t)vlen, text_swallowed);
+    text_expect_into(s, &s->text.value, NULL, (size_t)vlen, text_swallowed);
 }
 #define TEXT_REJECT(s, lit, vlen) text_storage_reject((s), lit "\r\n", sizeof(lit "\r\n") - 1, (vlen))
 
@@ -106,7 +106,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
      * unless the socket holds the rest: it holds no segment while it
      * arrives (session_reserve_value). */
     bool concat = mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND;
-    struct store_reservation *res = &s->text.res;
+    struct store_reservation *res = &s->text.value.res;
     size_t need = (size_t)vlen + 2;
     enum store_status st = session_reserve_value(s, key->s, key->len, (size_t)vlen,
                                                  s->text.avail, need, !concat, flags, exp, res);
@@ -136,5 +136,5 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         .cas_compare = cas,
     };
     s->text.set_noreply = s->text.noreply;
-    text_expect_value(s, (size_t)vlen, true, text_storage_done);
+    text_expect_value(s, &s->text.value, (size_t)vlen, true, text_storage_done);
 }
