@@ -156,7 +156,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->ring = !c->tls && event_has_io(w->loop);
     if (!c->ring && event_add(w->loop, fd, c->interest, &c->watch) < 0) {
         log_info("event_add(%d): %s", fd, strerror(errno));
-        session_release(&c->sess);
+        proto_release(&c->sess);
         tls_conn_free(c->tls);
         close(fd);
         free(c);
@@ -189,7 +189,7 @@ static void conn_forget(struct conn *c)
 static void conn_release_io(struct conn *c)
 {
     /* Aborts a value being received and releases every pin the queue holds. */
-    session_release(&c->sess);
+    proto_release(&c->sess);
     reply_init(&c->sess.reply);
     conn_account_reply(c);
     conn_input_release(&c->in);
@@ -774,7 +774,7 @@ static void conn_received(struct conn *c, int res, const char *data, bool multi)
          * upload (it may have been cut off for others); or a multishot
          * receive was stopped */
         if (!multi)
-            session_tick(&c->sess);
+            proto_tick(&c->sess);
         conn_settle(c);
         return;
     }
@@ -934,7 +934,7 @@ void conn_tick(struct conn *c, rel_time_t now)
     if (c->recv_busy && c->recv_target == CONN_IN_TO_SINK)
         event_cancel(w->loop, &c->watch, EVENT_RECV);
     else
-        session_tick(&c->sess);
+        proto_tick(&c->sess);
     int idle = w->core->opt->idle_timeout;
     if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&
         now - c->last_active > (rel_time_t)idle) {

@@ -35,16 +35,8 @@ void session_set_peer(struct session *s, const char *addr)
     auth_guard_init(&s->auth, addr);
 }
 
-void session_tick(struct session *s)
-{
-    text_tick(s);
-    bin_tick(s);
-}
-
 void session_release(struct session *s)
 {
-    text_state_release(s);
-    bin_state_release(s);
     watch_remove(&s->watcher);
     s->sink = NULL;
     s->sink_len = 0;

@@ -41,7 +41,7 @@ void meta_command(struct session *s, const struct text_line *line)
         return;
     case META_PARSE_ERROR_SWALLOW:
         meta_reply_error(s, err);
-        text_expect_value(s, &s->text.value, req.datalen, false, meta_swallow_done);
+        text_expect_value(s, &text_of(s)->value, req.datalen, false, meta_swallow_done);
         return;
     case META_PARSE_OK:
         break;
@@ -63,8 +63,8 @@ void meta_command(struct session *s, const struct text_line *line)
 
 void meta_state_release(struct session *s)
 {
-    /* the reservation belongs to the text framing (s->text.value.res) */
-    s->text.meta.active = false;
+    /* the reservation belongs to the text framing (text_of(s)->value.res) */
+    text_of(s)->meta.active = false;
 }
 
 rel_time_t meta_exptime(int64_t ttl)

@@ -26,7 +26,7 @@ static void text_unknown(struct session *s, const struct text_line *l)
 {
     struct text_token last = text_line_last(l);
     if (last.len >= 5 && memcmp(last.s, "HTTP/", 5) == 0) {
-        s->text.closing = true;
+        text_of(s)->closing = true;
         return;
     }
     TEXT_OUT(s, "ERROR");
@@ -48,7 +48,7 @@ static bool text_want(struct session *s, const struct text_line *l, size_t min)
  * that starts with a space names no command (ERROR). */
 static bool text_framing_ok(struct session *s, const struct text_line *l, size_t whole)
 {
-    s->text.noreply = false;
+    text_of(s)->noreply = false;
     if (whole < 4) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return false;
@@ -64,8 +64,8 @@ static bool text_framing_ok(struct session *s, const struct text_line *l, size_t
 
 static void text_dispatch(struct session *s, const struct text_line *l)
 {
-    s->text.noreply = false;
-    s->text.reply_unlogged = false;
+    text_of(s)->noreply = false;
+    text_of(s)->reply_unlogged = false;
     if (l->ntok == 0) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
@@ -124,7 +124,7 @@ static void text_dispatch(struct session *s, const struct text_line *l)
         }
         if (CMD_IS(c, "quit")) {
             s->close_why = SESSION_CLOSE_NORMAL;
-            s->text.closing = true;
+            text_of(s)->closing = true;
             return;
         }
         if (CMD_IS(c, "bget")) { /* ancient alias memcached still keeps */
@@ -225,12 +225,12 @@ static void text_dispatch(struct session *s, const struct text_line *l)
 
 void text_sink_filled(struct session *s, size_t n)
 {
-    text_value_sink_filled(s, &s->text.value, n);
+    text_value_sink_filled(s, &text_of(s)->value, n);
 }
 
 void text_tick(struct session *s)
 {
-    text_value_tick(s, &s->text.value);
+    text_value_tick(s, &text_of(s)->value);
 }
 
 /* A line still without its newline past TEXT_LINE_MAX may go on only if it
@@ -267,7 +267,7 @@ static void text_timing_begin(struct text_state *t, const struct text_line *l, u
 
 enum proto_status text_process(struct session *s, const char *buf, size_t len, size_t *consumed)
 {
-    struct text_state *t = &s->text;
+    struct text_state *t = text_of(s);
     int budget = s->opt->reqs_per_event;
     int handled = 0;
     size_t pos = 0;
@@ -366,7 +366,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
 
 void text_state_release(struct session *s)
 {
-    struct text_state *t = &s->text;
+    struct text_state *t = text_of(s);
     text_value_abort(s, &t->value);
     t->cont.kind = TEXT_CONT_NONE;
     meta_state_release(s);

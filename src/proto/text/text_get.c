@@ -174,14 +174,14 @@ static bool text_get_rest_ok(const char *p, const char *end)
     return true;
 }
 
-/* Look up keys from where s->text.cont says on. Stops (s->text.cont.kind
+/* Look up keys from where text_of(s)->cont says on. Stops (text_of(s)->cont.kind
  * set) when the connection owes more than it may or after
  * TEXT_GET_KEY_BUDGET keys, and goes on from there when called again: a
  * multiget of any size is produced as the client takes it, in memcached's
  * order and bytes. */
 static void text_get_run(struct session *s, const struct text_line *l)
 {
-    struct text_cont *c = &s->text.cont;
+    struct text_cont *c = &text_of(s)->cont;
     struct store_get_req req = {.want_value = true, .touch = c->touch, .exptime = c->exptime};
     /* Where a rollback goes back to: taken before the first composition a
      * later key's error or a failed one would have to undo (a line of
@@ -288,7 +288,7 @@ oom:
 
 void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, bool touch)
 {
-    struct text_cont *c = &s->text.cont;
+    struct text_cont *c = &text_of(s)->cont;
     /* Only the get's fields: the rest of text_cont is the dump's (and
      * clearing all of it was a visible share of every get). */
     c->kind = TEXT_CONT_NONE;

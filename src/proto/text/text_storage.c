@@ -8,7 +8,7 @@
 
 static void text_storage_done(struct session *s, bool chunk_ok)
 {
-    struct text_state *t = &s->text;
+    struct text_state *t = text_of(s);
     t->noreply = t->set_noreply;
     STAT_INC(s->stats, cmd_set);
     if (!chunk_ok) {
@@ -67,7 +67,7 @@ static void text_storage_done(struct session *s, bool chunk_ok)
 static void text_storage_reject(struct session *s, const char *msg, size_t len, int32_t vlen)
 {
     text_out(s, msg, len);
-    text_expect_into(s, &s->text.value, NULL, (size_t)vlen, text_swallowed);
+    text_expect_into(s, &text_of(s)->value, NULL, (size_t)vlen, text_swallowed);
 }
 #define TEXT_REJECT(s, lit, vlen) text_storage_reject((s), lit "\r\n", sizeof(lit "\r\n") - 1, (vlen))
 
@@ -77,7 +77,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
     }
-    s->text.noreply = text_line_noreply(l);
+    text_of(s)->noreply = text_line_noreply(l);
 
     int32_t vlen;
     if (!text_tok_i32(&l->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
@@ -106,10 +106,10 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
      * unless the socket holds the rest: it holds no segment while it
      * arrives (session_reserve_value). */
     bool concat = mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND;
-    struct store_reservation *res = &s->text.value.res;
+    struct store_reservation *res = &text_of(s)->value.res;
     size_t need = (size_t)vlen + 2;
     enum store_status st = session_reserve_value(s, key->s, key->len, (size_t)vlen,
-                                                 s->text.avail, need, !concat, flags, exp, res);
+                                                 text_of(s)->avail, need, !concat, flags, exp, res);
     switch (st) {
     case STORE_OK:
         break;
@@ -128,13 +128,13 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         return;
     }
 
-    struct store_set_req *req = &s->text.set_req;
+    struct store_set_req *req = &text_of(s)->set_req;
     *req = (struct store_set_req){
         .mode = mode,
         .flags = flags,
         .exptime = exp,
         .cas_compare = cas,
     };
-    s->text.set_noreply = s->text.noreply;
-    text_expect_value(s, &s->text.value, (size_t)vlen, true, text_storage_done);
+    text_of(s)->set_noreply = text_of(s)->noreply;
+    text_expect_value(s, &text_of(s)->value, (size_t)vlen, true, text_storage_done);
 }
