@@ -110,14 +110,6 @@ void bin_tick(struct session *s)
     }
 }
 
-void bin_swallow(struct session *s, size_t n)
-{
-    struct bin_state *st = bin_of(s);
-    st->recv = BIN_RECV_SWALLOW;
-    st->need = n;
-    st->filled = 0;
-}
-
 /* A request that ends the connection: reply, then close. */
 static enum proto_status bin_fatal(struct session *s, const struct bin_header *h,
                                    uint16_t status)

@@ -287,7 +287,15 @@ enum proto_status bin_sasl_list(struct session *s, const struct bin_header *h);
 enum proto_status bin_sasl_start(struct session *s, const struct bin_header *h,
                                  const char *key);
 enum proto_status bin_stat(struct session *s, const struct bin_header *h, const char *key);
-/* Expect the next n value bytes to be discarded. */
-void bin_swallow(struct session *s, size_t n);
+/* Expect the next n value bytes to be discarded. Inline here, beneath the
+ * request loop (bin_process.c) and the commands that call it (bin_exec.c,
+ * bin_sasl.c), which the loop calls. */
+static inline void bin_swallow(struct session *s, size_t n)
+{
+    struct bin_state *st = bin_of(s);
+    st->recv = BIN_RECV_SWALLOW;
+    st->need = n;
+    st->filled = 0;
+}
 
 #endif

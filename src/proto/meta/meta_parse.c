@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "num.h"
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_internal.h"
 #include "proto/line/line.h"
 
 static const char ERR_FORMAT[] = "CLIENT_ERROR bad command line format";

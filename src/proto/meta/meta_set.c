@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "reply/reply.h"
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_internal.h"
 #include "proto/session.h"
-#include "proto/text/text.h"
+#include "proto/text/text_state.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 
@@ -173,7 +173,7 @@ void meta_set(struct session *s, const struct meta_req *req)
         /* as memcached: a failed store leaves no stale value behind */
         store_delete(s->store, req->key, req->nkey, NULL);
         meta_set_reply(s, m, st, 0, 0);
-        text_expect_value(s, &text_of(s)->value, req->datalen, false, meta_swallow_done);
+        text_expect_value(s, &text_of(s)->value, req->datalen, false, text_swallowed);
         return;
     }
     m->active = true;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_base64.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "store/store.h"
