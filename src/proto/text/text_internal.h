@@ -8,7 +8,8 @@
  *   text_num.c      memcached's number parsing rules, integer formatting
  *   text_reply.c    reply helpers that honour noreply
  *   text_storage.c  set add replace append prepend cas
- *   text_get.c      get gets gat gats touch
+ *   text_get*.c     get gets gat gats (parse, lookups, replies:
+ *                   text_get_internal.h) and touch
  *   text_keys.c     delete incr decr
  *   text_admin.c    flush_all version verbosity quit shutdown cache_memlimit
  *                   stats debugtime
