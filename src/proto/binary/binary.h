@@ -246,7 +246,7 @@ struct bin_state {
 };
 
 _Static_assert(sizeof(struct bin_state) <= SESSION_STATE_BYTES,
-               "struct bin_state outgrew the session's protocol storage: raise SESSION_STATE_BYTES");
+               "bin_state outgrew the session's storage: raise SESSION_STATE_BYTES");
 
 /* The binary protocol's state in session s (session.h's protocol storage). */
 static inline struct bin_state *bin_of(struct session *s)

@@ -7,7 +7,8 @@
  *   text_ahead.c    a read's batch: lines tokenized once, keys prefetched
  *   text_num.c      memcached's number parsing rules, integer formatting
  *   text_reply.c    reply helpers that honour noreply
- *   text_storage.c  set add replace append prepend cas
+ *   text_storage.c  set add replace append prepend cas (their parse and
+ *                   reply line: text_storage_req.h)
  *   text_get*.c     get gets gat gats (parse, lookups, replies:
  *                   text_get_internal.h) and touch
  *   text_keys.c     delete incr decr

@@ -56,7 +56,7 @@ struct text_state {
 };
 
 _Static_assert(sizeof(struct text_state) <= SESSION_STATE_BYTES,
-               "struct text_state outgrew the session's protocol storage: raise SESSION_STATE_BYTES");
+               "text_state outgrew the session's storage: raise SESSION_STATE_BYTES");
 
 /* The text protocol's state in session s: the same offset from s as a
  * member's, no pointer to follow. */
