@@ -11,6 +11,8 @@
 #   make bench-traces         real traces, nodelay beside memcached, and build/bench/cachesim
 #                             (bench/traces.sh; make bench runs it with the replay)
 #   make bench-soak           the soak against the release server (SOAK_SECONDS=300)
+#   make bench-watch          what 0, 1 and 20 `watch` streams cost a pipelining load
+#                             (bench/watchcost.py; WATCH_ARGS="--noread --seconds 5")
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
 
 LOADGEN := build/bench/loadgen
@@ -18,7 +20,8 @@ LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
 LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
-.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost cachesim bench-traces
+.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost cachesim bench-traces \
+    bench-watch
 
 loadgen: $(LOADGEN)
 
@@ -75,3 +78,8 @@ bench-soak: $(LOADGEN)
 	bench/soak --server build/release-epoll/nodelay --duration $(SOAK_SECONDS)
 
 -include $(LOADGEN_OBJ:.o=.d)
+
+WATCH_ARGS ?=
+bench-watch:
+	$(MAKE) CONFIG=release EVENT=epoll server
+	python3 bench/watchcost.py --bin build/release-epoll/nodelay $(WATCH_ARGS)
