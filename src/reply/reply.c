@@ -135,17 +135,24 @@ static struct reply_seg *reply_seg_add(struct reply_queue *q)
 }
 
 /* The size of a new block for a piece of len bytes: a standard block, but
- * no larger than what the connection may still owe (copy_limit less what
- * it owes) unless the piece is. So a connection that stops at its
- * allowance holds that and its last reply, not a block of room besides
- * (README's 48 KiB a connection past the bound). */
+ * with no more room past the piece than what the connection may still owe
+ * (copy_limit less what it owes), unless the piece alone is larger. So a
+ * connection that stops at its allowance holds that and its last reply,
+ * not a block of room besides (README's 48 KiB a connection past the
+ * bound). The room is past the piece, not in it: a piece is a reserve,
+ * often larger than what is committed (a get's room for a short value,
+ * some 570 bytes for a 21-byte hit), and a block of the reserve's size
+ * would hold one reply each near the allowance. */
 static size_t reply_block_size(const struct reply_queue *q, size_t len)
 {
     size_t size = REPLY_BLOCK_SIZE;
     if (q->copy_limit > 0) {
         size_t left = q->copy_limit > q->pending ? q->copy_limit - q->pending : 0;
-        if (left < size)
-            size = left > REPLY_BLOCK_MIN ? left : REPLY_BLOCK_MIN;
+        if (left < size) {
+            size = len < size - left ? len + left : size;
+            if (size < REPLY_BLOCK_MIN)
+                size = REPLY_BLOCK_MIN;
+        }
     }
     return len > size ? len : size;
 }
