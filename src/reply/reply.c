@@ -89,7 +89,8 @@ static void reply_blocks_drop_unused(struct reply_queue *q)
     q->tail = last;
 }
 
-/* Everything pending was written: keep at most REPLY_KEPT_MAX. */
+/* Nothing is pending (all written, or rolled back): keep at most
+ * REPLY_KEPT_MAX. */
 static void reply_drained(struct reply_queue *q)
 {
     q->head = q->nseg = 0;
@@ -347,7 +348,7 @@ void reply_rollback(struct reply_queue *q, const struct reply_mark *m)
     q->pending = m->pending;
     q->copied = m->copied;
     if (q->head == q->nseg)
-        q->head = q->nseg = 0;
+        reply_drained(q);
 }
 
 int reply_iov(const struct reply_queue *q, struct iovec *iov, int max)

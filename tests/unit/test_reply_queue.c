@@ -578,6 +578,28 @@ static void test_segment_table_shrinks_when_drained(void **state)
     reply_release(&q);
 }
 
+/* Nor once it is rolled back to nothing: a multiget that meets an
+ * over-long key after thousands of hits sends only the error. */
+static void test_segment_table_shrinks_when_rolled_back(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    struct reply_mark m;
+    reply_get_mark(&q, &m);
+    for (int i = 0; i < 5000; i++) {
+        assert_int_equal(reply_ref(&q, "value", 5, NULL), 0);
+        assert_int_equal(reply_str(&q, "\r\n"), 0);
+    }
+    assert_true(q.cap >= 10000);
+    reply_rollback(&q, &m);
+    assert_int_equal(reply_pending(&q), 0);
+    assert_true(q.cap <= REPLY_SEGS_KEPT);
+    assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    assert_held_honest(&q);
+    reply_release(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +617,7 @@ int main(void)
         cmocka_unit_test_setup(test_blocks_freed_while_behind, setup),
         cmocka_unit_test_setup(test_empty_tail_replaced, setup),
         cmocka_unit_test_setup(test_segment_table_shrinks_when_drained, setup),
+        cmocka_unit_test_setup(test_segment_table_shrinks_when_rolled_back, setup),
         cmocka_unit_test_setup(test_blocks_within_allowance, setup),
         cmocka_unit_test_setup(test_reserves_within_allowance, setup),
     };
