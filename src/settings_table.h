@@ -45,11 +45,12 @@
 
 #include <limits.h>
 
-#define SETTINGS_NO_SLABS "nodelay has no slab classes (one segment store); shown in stats settings only"
-#define SETTINGS_CLASSES                                                                                   \
+#define SETTINGS_NO_SLABS                                                                          \
+    "nodelay has no slab classes (one segment store); shown in stats settings only"
+#define SETTINGS_CLASSES                                                                           \
     "no slabs in nodelay (one segment store); sets the size classes stats items/slabs report"
-#define SETTINGS_NO_LRU                                                                                    \
-    "nodelay has no segmented LRU (segments are evicted whole, with a second chance); "                    \
+#define SETTINGS_NO_LRU                                                                            \
+    "nodelay has no segmented LRU (segments are evicted whole, with a second chance); "            \
     "shown in stats settings only"
 
 /* clang-format off */

@@ -121,8 +121,7 @@ static bool in_family(const char *name, size_t n, const char *fam, const char *t
     const char *rest = name + fl;
     size_t rl = n - fl;
     return (rl == 7 && memcmp(rest, "_bucket", 7) == 0) ||
-           (rl == 4 && memcmp(rest, "_sum", 4) == 0) ||
-           (rl == 6 && memcmp(rest, "_count", 6) == 0);
+           (rl == 4 && memcmp(rest, "_sum", 4) == 0) || (rl == 6 && memcmp(rest, "_count", 6) == 0);
 }
 
 /* Walk the page line by line and check its grammar; returns the families. */

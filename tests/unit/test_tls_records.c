@@ -49,8 +49,8 @@ static int make_cert(void)
     X509_gmtime_adj(X509_getm_notAfter(x), 3600);
     X509_set_pubkey(x, pk);
     X509_NAME *nm = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
+                               0);
     X509_set_issuer_name(x, nm);
     int ok = X509_sign(x, pk, EVP_sha256()) > 0;
     int cfd = mkstemp(cert_path), kfd = mkstemp(key_path);
@@ -257,7 +257,9 @@ static void test_large_reply_one_send(void **state)
     for (size_t i = 0; i < big; i++)
         v[i] = (char)('a' + i % 26);
     static const char head[] = "VALUE big 0 40000\r\n", tail[] = "\r\nEND\r\n";
-    struct iovec iov[3] = {{(void *)head, sizeof head - 1}, {v, big}, {(void *)tail, sizeof tail - 1}};
+    struct iovec iov[3] = {{(void *)head, sizeof head - 1},
+                           {v, big},
+                           {(void *)tail, sizeof tail - 1}};
     size_t total = sizeof head - 1 + big + sizeof tail - 1;
     char *want = malloc(total);
     assert_non_null(want);
