@@ -37,7 +37,7 @@
  * pins too many. */
 static void conn_account_reply(struct conn *c)
 {
-    size_t now = reply_held(&c->sess.reply);
+    size_t now = reply_held(proto_reply(&c->sess));
     if (now == c->accounted)
         return;
     size_t *gauge = c->env->reply_bytes;
@@ -73,15 +73,14 @@ static size_t conn_allowance(struct conn *c)
     int conns = __atomic_load_n(&core->curr_conns, __ATOMIC_RELAXED);
     size_t share = half / (size_t)(conns > 1 ? conns : 1);
     size_t room = half > used ? half - used : 0;
-    size_t allow = reply_pending(&c->sess.reply) + room;
+    size_t allow = proto_owed(&c->sess) + room;
     if (allow < share)
         allow = share;
     if (allow > CONN_REPLY_SOFT_LIMIT)
         allow = CONN_REPLY_SOFT_LIMIT;
     if (allow < CONN_REPLY_FLOOR)
         allow = CONN_REPLY_FLOOR;
-    c->sess.reply_allow = allow;
-    c->sess.reply.copy_limit = allow;
+    proto_set_allowance(&c->sess, allow);
     return allow;
 }
 
@@ -90,7 +89,7 @@ static size_t conn_allowance(struct conn *c)
 static bool conn_may_run(struct conn *c)
 {
     size_t allow = conn_allowance(c);
-    size_t pending = reply_pending(&c->sess.reply);
+    size_t pending = proto_owed(&c->sess);
     return pending <= allow / 2 || (!c->blocked && pending <= allow);
 }
 
@@ -132,14 +131,13 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->last_active = clock_now();
     conn_input_init(&c->in, w->rbufs);
     session_init(&c->sess, w->store, w->stats, w->core->proto, w->core->run);
-    if (w->core->ops)
-        c->sess.ops = w->core->ops;
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
-    c->sess.cfd = fd;
-    c->sess.plain_fd = c->tls ? -1 : fd;
-    c->sess.loop = w->loop;
-    c->sess.wake_ptr = &c->log_watch;
+    proto_attach(&c->sess, &(struct proto_conn_info){.fd = fd,
+                                                     .plain_fd = c->tls ? -1 : fd,
+                                                     .loop = w->loop,
+                                                     .wake_ptr = &c->log_watch,
+                                                     .ops = w->core->ops});
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
     c->entry.listen_addr = listen_addr;
@@ -183,7 +181,7 @@ static void conn_release_io(struct conn *c)
 {
     /* Aborts a value being received and releases every pin the queue holds. */
     session_release(&c->sess);
-    reply_init(&c->sess.reply);
+    reply_init(proto_reply(&c->sess));
     conn_account_reply(c);
     conn_input_release(&c->in);
     tls_conn_free(c->tls);
@@ -245,7 +243,7 @@ void conn_close(struct conn *c, const char *why)
          * completions (conn_on_complete) before releasing anything. A
          * `watch` stream has nothing in flight: it goes now. */
         event_cancel(w->loop, &c->watch, (c->recv_busy ? EVENT_RECV : 0u) | (c->send_busy ? EVENT_SEND : 0u));
-        watch_remove(&c->sess.watcher);
+        proto_watch_end(&c->sess);
         /* Its requests hold the socket itself: once they are the kernel's,
          * the descriptor can go now, as on epoll (the next accept may take
          * its number). Should the submit fail, keep it until they end. */
@@ -301,9 +299,9 @@ static void conn_set_interest(struct conn *c, unsigned want)
  * wait on the client. */
 static void conn_update_interest(struct conn *c)
 {
-    size_t pending = reply_pending(&c->sess.reply);
+    size_t pending = proto_owed(&c->sess);
     unsigned want = 0;
-    bool held = c->sess.sink_len > 0 && c->sess.sink_held;
+    bool held = proto_sink_held(&c->sess);
     /* The allowance is never below CONN_REPLY_FLOOR, so owing at most half
      * of that (nothing, mostly, after the read's write) reads without it:
      * it was two thirds of a read's allowances at pipeline 1, and what it
@@ -321,7 +319,7 @@ static void conn_update_interest(struct conn *c)
     conn_set_interest(c, want);
     if (c->blocked)
         registry_set_state(&c->entry, REGISTRY_MWRITE);
-    else if (c->sess.sink_len > 0)
+    else if (proto_sink_wait(&c->sess) > 0)
         registry_set_state(&c->entry, REGISTRY_NREAD);
     else if (c->in.len > 0)
         registry_set_state(&c->entry, REGISTRY_READ);
@@ -338,7 +336,7 @@ static int conn_watch_copy(void *q, const void *data, size_t n)
 static void conn_check_owed(struct conn *c)
 {
     struct conn_env *w = c->env;
-    struct reply_queue *q = &c->sess.reply;
+    struct reply_queue *q = proto_reply(&c->sess);
     if (c->stall_since == 0)
         c->stall_since = clock_now();
     if (reply_pending(q) > w->core->opt->reply_queue_limit) {
@@ -355,14 +353,14 @@ static void conn_check_owed(struct conn *c)
 static void conn_send_start(struct conn *c)
 {
     struct conn_env *w = c->env;
-    struct reply_queue *q = &c->sess.reply;
+    struct reply_queue *q = proto_reply(&c->sess);
     c->flush_more = false;
     if (c->send_busy) {
         conn_check_owed(c);
         return;
     }
-    if (reply_pending(q) == 0 && c->sess.watcher)
-        watch_refill(c->sess.watcher, 0, conn_watch_copy, q);
+    if (reply_pending(q) == 0 && proto_watcher(&c->sess))
+        watch_refill(proto_watcher(&c->sess), 0, conn_watch_copy, q);
     if (reply_pending(q) == 0) {
         conn_account_reply(c);
         return;
@@ -405,13 +403,13 @@ void conn_flush(struct conn *c)
         return;
     }
     struct conn_env *w = c->env;
-    struct reply_queue *q = &c->sess.reply;
+    struct reply_queue *q = proto_reply(&c->sess);
     c->blocked = false;
     c->flush_more = false;
     size_t sent = 0;
     /* A `watch` stream is composed as the socket drains. */
     while (reply_pending(q) > 0 ||
-           (c->sess.watcher && watch_refill(c->sess.watcher, reply_pending(q), conn_watch_copy, q) > 0)) {
+           (proto_watcher(&c->sess) && watch_refill(proto_watcher(&c->sess), reply_pending(q), conn_watch_copy, q) > 0)) {
         if (sent >= CONN_FLUSH_BUDGET) {
             c->flush_more = true; /* the rest next turn, after the others */
             break;
@@ -459,7 +457,7 @@ static bool conn_tls_input(const struct conn *c)
  * for (NULL: the client's own). */
 static const char *conn_close_why(const struct conn *c)
 {
-    switch (c->sess.close_why) {
+    switch (proto_close_reason(&c->sess)) {
     case SESSION_CLOSE_NORMAL:
         return NULL;
     case SESSION_CLOSE_SHUTDOWN:
@@ -474,7 +472,7 @@ static const char *conn_close_why(const struct conn *c)
 /* A `watch` stream with lines not yet in the reply queue? */
 static bool conn_watch_lines(const struct conn *c)
 {
-    return c->sess.watcher && watch_has_lines(c->sess.watcher);
+    return proto_watcher(&c->sess) && watch_has_lines(proto_watcher(&c->sess));
 }
 
 static void conn_settle(struct conn *c)
@@ -487,13 +485,13 @@ static void conn_settle(struct conn *c)
      * drain (their wake-up was taken then). Send them now: either the
      * socket takes them or its write side wakes us. */
     if (!c->blocked && !c->flush_more &&
-        (reply_pending(&c->sess.reply) > 0 || conn_watch_lines(c)) &&
+        (proto_owed(&c->sess) > 0 || conn_watch_lines(c)) &&
         !(c->in.again && !c->closing && conn_may_run(c))) {
         conn_flush(c);
         if (c->dead)
             return;
     }
-    if (c->closing && reply_pending(&c->sess.reply) == 0) {
+    if (c->closing && proto_owed(&c->sess) == 0) {
         conn_close(c, conn_close_why(c));
         return;
     }
@@ -583,7 +581,7 @@ static bool conn_read_once(struct conn *c)
     enum conn_in_target t = conn_read_target(c, &at, &room);
     if (t == CONN_IN_TO_NOWHERE)
         return false;
-    bool held = t == CONN_IN_TO_SINK && c->sess.sink_held && !c->tls;
+    bool held = t == CONN_IN_TO_SINK && proto_sink_held(&c->sess) && !c->tls;
     ssize_t n = held ? conn_read_held(c, at, room) : conn_io_read(c, at, room);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -609,7 +607,7 @@ static bool conn_read_once(struct conn *c)
 static void conn_on_readable(struct conn *c)
 {
     for (int i = 0; i < CONN_HELD_READS; i++) {
-        if (!conn_read_once(c) || c->dead || c->sess.sink_len == 0 || !c->sess.sink_held ||
+        if (!conn_read_once(c) || c->dead || !proto_sink_held(&c->sess) ||
             !(c->interest & EVENT_READ))
             return;
     }
@@ -633,8 +631,8 @@ static void conn_on_readable(struct conn *c)
 static bool conn_idle(const struct conn *c)
 {
     return (c->interest & EVENT_READ) && !c->closing && !c->recv_own && c->in.len == 0 &&
-           !conn_input_busy(&c->in) && c->sess.sink_len < CONN_DIRECT_MIN &&
-           !(c->in.more_queued && c->sess.sink_len > 0);
+           !conn_input_busy(&c->in) && proto_sink_wait(&c->sess) < CONN_DIRECT_MIN &&
+           !(c->in.more_queued && proto_sink_wait(&c->sess) > 0);
 }
 
 /* The connection stopped being idle: stop its multishot receive. What it
@@ -690,8 +688,8 @@ static void conn_recv_start(struct conn *c)
     char *at = NULL;
     size_t room = 0;
     enum conn_in_target t = CONN_IN_TO_BUF;
-    if (c->recv_own || c->in.len > 0 || c->sess.sink_len >= CONN_DIRECT_MIN ||
-        (c->in.more_queued && c->sess.sink_len > 0)) {
+    if (c->recv_own || c->in.len > 0 || proto_sink_wait(&c->sess) >= CONN_DIRECT_MIN ||
+        (c->in.more_queued && proto_sink_wait(&c->sess) > 0)) {
         t = conn_read_target(c, &at, &room);
         if (t == CONN_IN_TO_NOWHERE)
             return;
@@ -700,7 +698,7 @@ static void conn_recv_start(struct conn *c)
      * "\r\n" and what follows into the read buffer too (conn_read_held) */
     char *tail = NULL;
     size_t tail_room = 0;
-    if (t == CONN_IN_TO_SINK && c->sess.sink_held)
+    if (t == CONN_IN_TO_SINK && proto_sink_held(&c->sess))
         tail_room = conn_input_tail(&c->in, &c->sess, &tail);
     int rc;
     if (tail_room > 0) {
@@ -742,7 +740,7 @@ static void conn_take(struct conn *c, const char *data, size_t n)
             registry_touch(&c->entry, c->last_active);
             if (conn_input_keep(&c->in, data, n) < 0) {
                 log_info("<%d no read buffer may hold what came: closing", c->fd);
-                reply_str(&c->sess.reply, "SERVER_ERROR out of memory reading request\r\n");
+                reply_str(proto_reply(&c->sess), "SERVER_ERROR out of memory reading request\r\n");
                 conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);
                 break;
             }
@@ -822,7 +820,7 @@ static void conn_sent(struct conn *c, int res)
     }
     if (res > 0) {
         STAT_ADD(w->stats, bytes_written, (uint64_t)res);
-        reply_consume(&c->sess.reply, (size_t)res);
+        reply_consume(proto_reply(&c->sess), (size_t)res);
         c->stall_since = 0;
     }
     c->blocked = false;
@@ -895,11 +893,11 @@ void conn_on_event(struct conn *c, unsigned events)
 
 void conn_on_watch_wake(struct conn *c)
 {
-    if (c->dead || !c->sess.watcher)
+    if (c->dead || !proto_watcher(&c->sess))
         return;
     /* Always taken, even when the socket is behind and nothing is moved:
      * a pipe left readable would fire every turn. */
-    watch_ack(c->sess.watcher);
+    watch_ack(proto_watcher(&c->sess));
     conn_on_event(c, EVENT_WRITE);
 }
 
@@ -908,7 +906,7 @@ void conn_stop_reading(struct conn *c)
     if (c->dead || c->closing)
         return;
     c->closing = true;
-    c->sess.close_why = SESSION_CLOSE_SHUTDOWN;
+    proto_set_close(&c->sess, SESSION_CLOSE_SHUTDOWN);
     conn_update_interest(c);
 }
 
@@ -930,10 +928,11 @@ void conn_tick(struct conn *c, rel_time_t now)
     }
     /* A connection quiet for a second gives its reply-queue memory back, so
      * idle clients cost about one struct conn each. */
-    if (reply_pending(&c->sess.reply) == 0 && now - c->last_active >= 1 &&
-        (c->sess.reply.cap > 0 || c->sess.reply.spare || c->sess.reply.first || c->iov)) {
-        reply_release(&c->sess.reply);
-        reply_init(&c->sess.reply);
+    struct reply_queue *q = proto_reply(&c->sess);
+    if (reply_pending(q) == 0 && now - c->last_active >= 1 &&
+        (q->cap > 0 || q->spare || q->first || c->iov)) {
+        reply_release(q);
+        reply_init(q);
         conn_account_reply(c);
         if (!c->send_busy) {
             free(c->iov);
@@ -948,7 +947,7 @@ void conn_tick(struct conn *c, rel_time_t now)
     else
         session_tick(&c->sess);
     int idle = w->core->opt->idle_timeout;
-    if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&
+    if (idle > 0 && !c->blocked && proto_owed(&c->sess) == 0 &&
         now - c->last_active > (rel_time_t)idle) {
         STAT_INC(w->stats, idle_kicks);
         log_info("<%d idle for more than %d s: closing", c->fd, idle);

@@ -14,7 +14,7 @@
 #include "net/conn_input.h"
 #include "net/watch.h"
 #include "stats/registry.h"
-#include "proto/session.h"
+#include "proto/proto.h"
 
 /* server.c's name for a standard read buffer's size. */
 #define CONN_RBUF_SIZE RBUF_SIZE

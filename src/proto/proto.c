@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "log.h"
 #include "proto/session.h"
+#include "watch/watch.h"
 
 #define PROTO_BINARY_REQ_MAGIC 0x80
 
@@ -49,4 +50,9 @@ bool proto_mid_request(const struct session *s)
     if (s->kind == PROTO_KIND_BINARY)
         return s->bin.recv != BIN_RECV_NONE;
     return s->kind == PROTO_KIND_TEXT && s->text.receiving;
+}
+
+void proto_watch_end(struct session *s)
+{
+    watch_remove(&s->watcher);
 }
