@@ -78,6 +78,14 @@ static bool conn_may_run(struct conn *c)
     return pending <= allow / 2 || (!c->blocked && pending <= allow);
 }
 
+/* The session's view of the socket (session.h): what it holds unread; a
+ * TLS socket's bytes are records, never the requests' own. */
+static long conn_queued(void *ctx, bool raw)
+{
+    const struct conn *c = ctx;
+    return raw && c->rd.tls ? -1 : sockopt_queued(c->fd);
+}
+
 struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr)
 {
@@ -104,7 +112,8 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
     proto_attach(&c->sess, &(struct proto_conn_info){.fd = fd,
-                                                     .plain_fd = c->rd.tls ? -1 : fd,
+                                                     .queued = conn_queued,
+                                                     .queued_ctx = c,
                                                      .loop = w->loop,
                                                      .wake_ptr = &c->log_watch,
                                                      .ops = w->core->ops});
@@ -117,7 +126,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->u.on = !c->rd.tls && event_has_io(w->loop);
     if (!c->u.on && event_add(w->loop, fd, c->interest, &c->watch) < 0) {
         log_info("event_add(%d): %s", fd, strerror(errno));
-        session_release(&c->sess);
+        proto_release(&c->sess);
         tls_conn_free(c->rd.tls);
         close(fd);
         free(c);
@@ -141,7 +150,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
 void conn_release_io(struct conn *c)
 {
     /* Aborts a value being received and releases every pin the queue holds. */
-    session_release(&c->sess);
+    proto_release(&c->sess);
     reply_init(proto_reply(&c->sess));
     conn_account_reply(c);
     conn_input_release(&c->in);
@@ -450,7 +459,7 @@ void conn_tick(struct conn *c, rel_time_t now)
     /* An upload cut off for others frees its memory; while the kernel is
      * receiving into it, stop that first (conn_received then checks). */
     if (!conn_uring_stop_upload(c))
-        session_tick(&c->sess);
+        proto_tick(&c->sess);
     int idle = w->core->opt->idle_timeout;
     if (idle > 0 && !c->blocked && proto_owed(&c->sess) == 0 &&
         now - c->last_active > (rel_time_t)idle) {

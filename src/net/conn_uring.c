@@ -265,7 +265,7 @@ static void conn_received(struct conn *c, int res, const char *data, bool multi)
          * upload (it may have been cut off for others); or a multishot
          * receive was stopped */
         if (!multi)
-            session_tick(&c->sess);
+            proto_tick(&c->sess);
         conn_settle(c);
         return;
     }

@@ -115,8 +115,9 @@ void proto_watch_end(struct session *s);
 /* What the session learns of its connection once, at its start. */
 struct proto_conn_info {
     int fd;                       /* the client's socket (cfd= in `watch` lines) */
-    int plain_fd;                 /* the same when its bytes are the requests'
-                                     own (not TLS records), else -1 */
+    long (*queued)(void *ctx, bool raw); /* what the socket holds unread
+                                            (session.h's queued)... */
+    void *queued_ctx;                    /* ...and its argument */
     struct event_loop *loop;      /* where a watcher's wake-ups go... */
     void *wake_ptr;               /* ...and with this event pointer */
     const struct server_ops *ops; /* server-wide actions, NULL: none */
@@ -127,9 +128,19 @@ static inline void proto_attach(struct session *s, const struct proto_conn_info 
     if (ci->ops)
         s->ops = ci->ops;
     s->cfd = ci->fd;
-    s->plain_fd = ci->plain_fd;
+    s->queued = ci->queued;
+    s->queued_ctx = ci->queued_ctx;
     s->loop = ci->loop;
     s->wake_ptr = ci->wake_ptr;
 }
+
+/* Once a second or so from the connection: lets a value being received
+ * that was cut off for others give its memory back while its client is
+ * silent (docs/store.md "Uploads"). */
+void proto_tick(struct session *s);
+
+/* The connection is done with the session: abort any value being received,
+ * free the protocol's state, then the contract's (session_release). */
+void proto_release(struct session *s);
 
 #endif
