@@ -34,7 +34,7 @@
 # is non-zero on any failure. A stage that ran no test (pytest's exit 5, a
 # unit binary with no summary) or did not finish fails.
 # Logs: build/test-logs/. Knobs: FUZZ_SECONDS (13), FUZZ_JOBS (CPUs), SOAK_SECONDS (60),
-# SOAK_KINDS, PYTEST_ARGS (extra pytest arguments), SERIAL, STAGES
+# SOAK_KINDS, SOAK_WATCHERS (3,1), PYTEST_ARGS (extra pytest arguments), SERIAL, STAGES
 # (space-separated subset of "layers build unit integration suite fuzz soak").
 set -u
 cd "$(dirname "$0")/.."
@@ -341,11 +341,14 @@ fuzz_stage() {
 # SOAK_KINDS: the slow/bad clients beside the honest load, all of them by
 # default (bench/soak --help lists them), kind 5's bursts of non-readers too.
 SOAK_KINDS=${SOAK_KINDS:-0,1,2,3,4,5,6,7}
+# SOAK_WATCHERS: R,S watchers of every stream for the whole run, R reading
+# every byte and S never reading: what they cost must be taken from them.
+SOAK_WATCHERS=${SOAK_WATCHERS:-3,1}
 soak_stage() {
     note "soak (${SOAK_SECONDS}s)"
     if make -j"$JOBS" loadgen >"$LOGS/soak-build.log" 2>&1 &&
         timeout $((SOAK_SECONDS + 120)) bench/soak --server build/release-epoll/nodelay \
-            --duration "$SOAK_SECONDS" --slow-kinds "$SOAK_KINDS" >"$LOGS/soak.log" 2>&1; then
+            --duration "$SOAK_SECONDS" --slow-kinds "$SOAK_KINDS" --watchers "$SOAK_WATCHERS" >"$LOGS/soak.log" 2>&1; then
         tail -3 "$LOGS/soak.log" | sed 's/^/   /'
         pass soak
     else

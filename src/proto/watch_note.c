@@ -56,18 +56,20 @@ static enum watch_store_status watch_store_status(enum store_status st)
 }
 
 void watch_note_store(const struct session *s, const char *key, size_t nkey, enum store_status st,
-                      enum store_mode mode, rel_time_t exptime, uint32_t nvalue)
+                      enum store_mode mode, rel_time_t exptime, uint32_t nvalue, unsigned clsid)
 {
     static const char *const cmds[] = {
         [STORE_MODE_SET] = "set",         [STORE_MODE_ADD] = "add",
         [STORE_MODE_REPLACE] = "replace", [STORE_MODE_APPEND] = "append",
         [STORE_MODE_PREPEND] = "prepend", [STORE_MODE_CAS] = "cas",
     };
-    /* memcached prints the new item's class and size: read them back when
-     * it was stored (append/prepend change the size). */
-    unsigned clsid = 0;
+    /* memcached prints the new item's class and size: the reservation's, or
+     * read back when append/prepend made the item (its size, its flags). */
     uint32_t size = nvalue;
-    if (st == STORE_OK) {
+    if (st != STORE_OK)
+        clsid = 0;
+    if (st == STORE_OK && (mode == STORE_MODE_APPEND || mode == STORE_MODE_PREPEND)) {
+        clsid = 0;
         struct store_get_req req = {.no_update = true};
         struct store_item it;
         if (store_get(s->store, key, nkey, &req, &it) == STORE_OK) {
@@ -78,6 +80,23 @@ void watch_note_store(const struct session *s, const char *key, size_t nkey, enu
     /* ttl as memcached computes it: exptime - now, unsigned, 0 for never. */
     uint32_t ttl = exptime == REL_TIME_NEVER ? 0 : (uint32_t)(exptime - clock_now());
     watch_item_store(key, nkey, watch_store_status(st), cmds[mode], ttl, clsid, s->cfd, size);
+}
+
+void watch_note_delete_lookup(const struct session *s, const char *key, size_t nkey,
+                              enum store_status st, unsigned clsid, uint32_t size,
+                              enum store_miss miss, struct watch_seen *seen)
+{
+    if (st != STORE_OK && st != STORE_MISS) {
+        if (watch_active(WATCH_LOOKUPS))
+            watch_peek(s, key, nkey, seen);
+        return;
+    }
+    if (st == STORE_OK)
+        *seen = (struct watch_seen){true, (uint8_t)clsid, size};
+    if (watch_active(WATCH_LOOKUPS)) {
+        struct store_item it = {.class_id = (uint8_t)clsid, .nvalue = size, .miss = miss};
+        watch_note_get(s, key, nkey, st, &it);
+    }
 }
 
 void watch_note_deleted(const char *key, size_t nkey, const char *cmd, const struct watch_seen *seen)
@@ -99,8 +118,8 @@ void watch_commit_begin(const struct session *s, const struct store_reservation 
 }
 
 void watch_commit_end(const struct session *s, const struct watch_commit *wc, enum store_status st,
-                      enum store_mode mode, rel_time_t exptime)
+                      enum store_mode mode, rel_time_t exptime, unsigned clsid)
 {
     if (watch_active(WATCH_MUTATIONS))
-        watch_note_store(s, wc->key, wc->nkey, st, mode, exptime, wc->nvalue);
+        watch_note_store(s, wc->key, wc->nkey, st, mode, exptime, wc->nvalue, clsid);
 }

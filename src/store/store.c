@@ -736,6 +736,10 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         struct store_found f;
         if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
             index_unlock(f.bucket);
+            if (req->miss_out)
+                *req->miss_out = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED
+                                 : f.gone == ITEM_EXPIRED ? STORE_MISS_EXPIRED
+                                                          : STORE_MISS_ABSENT;
             return STORE_MISS;
         }
         uint64_t cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
@@ -745,6 +749,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         }
         if (req->class_out)
             *req->class_out = store_item_class(s, f.p, &f.h).cls;
+        if (req->size_out)
+            *req->size_out = f.h.nvalue;
         if (req->drop_value) {
             /* md x: the item stays, empty, flags cleared, with the same CAS. */
             uint64_t snap = *f.slot;

@@ -386,6 +386,8 @@ struct store_delete_req {
     rel_time_t exptime;
     bool drop_value;      /* md x: keep the item, empty its value, clear its flags */
     uint8_t *class_out;   /* out, optional: the class of the item found (stats slabs) */
+    uint32_t *size_out;   /* out, optional: its value length (`watch` lines) */
+    uint8_t *miss_out;    /* out, optional: on STORE_MISS, why (enum store_miss) */
 };
 
 /* STORE_OK (deleted), STORE_MISS, STORE_EXISTS (CAS mismatch). req may be NULL. */

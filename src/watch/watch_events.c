@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
+#include <time.h>
 
 #include "watch/watch.h"
 #include "watch/watch_rec.h"
@@ -15,13 +15,24 @@
 /* A 250-byte key encodes to 750 bytes; the rest of a line is short. */
 #define WATCH_KEY_ENC_MAX (3 * 250 + 1)
 
+/* The event's time from the coarse real-time clock: the kernel's last
+ * tick, read from the vDSO without touching the clock hardware (a
+ * gettimeofday per event was ~6 % of the server's CPU under watchers).
+ * Lines keep memcached's ts=<sec>.<usec> form; the microseconds then step
+ * by the tick (1-4 ms), which orders lines as well as the gid does. */
+#ifdef CLOCK_REALTIME_COARSE
+#define WATCH_CLOCK CLOCK_REALTIME_COARSE
+#else
+#define WATCH_CLOCK CLOCK_REALTIME
+#endif
+
 static void rec_begin(struct watch_rec *r, enum watch_rec_type type)
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
+    struct timespec ts;
+    clock_gettime(WATCH_CLOCK, &ts);
     memset(r, 0, sizeof *r);
-    r->sec = tv.tv_sec;
-    r->usec = (int32_t)tv.tv_usec;
+    r->sec = ts.tv_sec;
+    r->usec = (int32_t)(ts.tv_nsec / 1000);
     r->type = (uint8_t)type;
 }
 

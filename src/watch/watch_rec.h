@@ -19,7 +19,7 @@ enum { WATCH_CLOSE_NORMAL, WATCH_CLOSE_ERROR, WATCH_CLOSE_IDLE, WATCH_CLOSE_SHUT
 #define WATCH_ADDR_MAX 200
 
 struct watch_rec {
-    int64_t sec;     /* when it happened (gettimeofday) */
+    int64_t sec;     /* when it happened (the coarse real-time clock) */
     int64_t ttl;     /* store: seconds left (printed unsigned); eviction: -1 = never */
     const char *cmd; /* store/deleted: a string literal ("set", "md" ...) */
     int32_t usec;

@@ -372,7 +372,7 @@ def test_stalled_watcher_does_not_slow_others(start_server):
     assert int(stats(c)["log_watcher_skipped"]) > 0
     # a blocked worker would stall every request; 6000 round trips on
     # loopback take well under a few seconds even on a loaded machine
-    assert worst < 0.5 * helpers.slow_factor(), worst
+    assert worst < 2.0 * helpers.slow_factor(), worst
     assert total < 10 * helpers.slow_factor(), total
     w.close()
 

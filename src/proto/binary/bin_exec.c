@@ -204,7 +204,7 @@ void bin_update_complete(struct session *s)
         watch_commit_begin(s, &st->res, &wc);
     enum store_status rs = store_commit(s->store, &st->res, &st->set_req, &cas, NULL);
     if (wc.on)
-        watch_commit_end(s, &wc, rs, st->set_req.mode, st->set_req.exptime);
+        watch_commit_end(s, &wc, rs, st->set_req.mode, st->set_req.exptime, cls);
     if (st->set_req.mode == STORE_MODE_CAS) {
         if (rs == STORE_OK) {
             STAT_INC(s->stats, cas_hits);
@@ -247,11 +247,16 @@ static enum proto_status bin_delete(struct session *s, const struct bin_header *
     if (bin_detail_enabled(s))
         session_stats_detail(s, key, h->keylen, 'd', false);
     uint8_t cls = 0;
-    struct store_delete_req req = {.cas_compare = h->cas, .class_out = &cls};
+    uint32_t size = 0;
+    uint8_t miss = STORE_MISS_ABSENT;
+    struct store_delete_req req = {.cas_compare = h->cas, .class_out = &cls, .size_out = &size,
+                                   .miss_out = &miss};
+    enum store_status ds = store_delete(s->store, key, h->keylen, &req);
     struct watch_seen seen = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
-        watch_peek(s, key, h->keylen, &seen);
-    switch (store_delete(s->store, key, h->keylen, &req)) {
+        watch_note_delete_lookup(s, key, h->keylen, ds, cls, size, (enum store_miss)miss,
+                                 &seen);
+    switch (ds) {
     case STORE_OK:
         if (watch_active(WATCH_DELETIONS))
             watch_note_deleted(key, h->keylen, "delete", &seen);

@@ -113,7 +113,7 @@ static void meta_set_done(struct session *s, bool chunk_ok)
     unsigned cls = store_reservation_class(s->store, &text_of(s)->value.res, m->req.flags);
     enum store_status st = store_commit(s->store, &text_of(s)->value.res, &m->req, &cas, &size);
     if (wc.on)
-        watch_commit_end(s, &wc, st, m->req.mode, m->req.exptime);
+        watch_commit_end(s, &wc, st, m->req.mode, m->req.exptime, cls);
     meta_set_count(s, m, st, cls, text_of(s)->value.res.cas_cls);
     meta_set_reply(s, m, st, cas, size);
 }

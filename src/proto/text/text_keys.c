@@ -24,12 +24,17 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
     }
     if (TEXT_DETAIL_ON(s))
         session_stats_detail(s, key->s, key->len, 'd', false);
+    uint8_t cls = 0;
+    uint32_t size = 0;
+    uint8_t miss = STORE_MISS_ABSENT;
+    struct store_delete_req req = {.class_out = &cls, .size_out = &size,
+                                   .miss_out = &miss};
+    enum store_status ds = store_delete(s->store, key->s, key->len, &req);
     struct watch_seen seen = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_DELETIONS))
-        watch_peek(s, key->s, key->len, &seen);
-    uint8_t cls = 0;
-    struct store_delete_req req = {.class_out = &cls};
-    if (store_delete(s->store, key->s, key->len, &req) == STORE_OK) {
+        watch_note_delete_lookup(s, key->s, key->len, ds, cls, size, (enum store_miss)miss,
+                                 &seen);
+    if (ds == STORE_OK) {
         if (watch_active(WATCH_DELETIONS))
             watch_note_deleted(key->s, key->len, "delete", &seen);
         STAT_INC(s->stats, delete_hits);

@@ -28,7 +28,7 @@ static void text_storage_done(struct session *s, bool chunk_ok)
         watch_commit_begin(s, &t->value.res, &wc);
     enum store_status st = store_commit(s->store, &t->value.res, &t->set_req, NULL, NULL);
     if (wc.on)
-        watch_commit_end(s, &wc, st, t->set_req.mode, t->set_req.exptime);
+        watch_commit_end(s, &wc, st, t->set_req.mode, t->set_req.exptime, cls);
     switch (st) {
     case STORE_OK:
         if (is_cas) {
