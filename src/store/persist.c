@@ -360,7 +360,7 @@ void persist_close(struct store *s, bool clean)
         restore_run_split(persist_sum_thread, (char *)jobs, sizeof(jobs[0]), t);
         persist_heartbeat(s);
         persist_cas(s, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
-        persist_flush(s, s->oldest_live, s->oldest_cas);
+        persist_flush(s, s->life.oldest_live, s->life.oldest_cas);
         h->epoch = (int64_t)clock_epoch();
         h->stop_sum = persist_stop_sum(pm);
         pm_store32(&h->state, PM_CLEAN);

@@ -190,7 +190,7 @@ static struct store_cls_of restore_class(struct restore_run *r, const char *p,
                              r->s->opt.cas_enabled);
     if (mc != r->last_mc) {
         r->last_mc = mc;
-        r->last_cls = (struct store_cls_of){store_class_id(r->s, mc), (uint32_t)mc};
+        r->last_cls = (struct store_cls_of){classes_id(&r->s->classes, mc), (uint32_t)mc};
     }
     return r->last_cls;
 }
@@ -249,7 +249,7 @@ static void restore_drop(void *arg, uint64_t slot, bool dup)
     struct seg *seg = seg_of(s, slot_seg(slot));
     seg->live_items--;
     seg->live_bytes -= item_total(&h);
-    struct store_cls_of c = store_item_class(s, p, &h);
+    struct store_cls_of c = classes_item(&s->classes, p, &h);
     seg->cls_items[c.cls]--;
     seg->cls_bytes[c.cls] -= (int32_t)c.mc_size;
     r->restored--;
@@ -270,7 +270,7 @@ static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg
     }
     /* Without a flush in force or an expiry, an item is live: most are. */
     if ((r->flush_on || h->exp_off) &&
-        store_item_life(s, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
+        life_of_item(&s->life, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
         r->expired++;
         item_set_state(p, ITEM_L_DEAD);
         return false;
@@ -378,7 +378,7 @@ static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_
         log_error("-e %s: out of memory for the restore; starting empty", r->s->opt.memory_file);
         t = 0; /* every segment is left with no live item: freed below */
     }
-    r->flush_on = r->s->oldest_live && r->s->oldest_live <= r->now;
+    r->flush_on = r->s->life.oldest_live && r->s->life.oldest_live <= r->now;
     restore_hdrs_init(r->hdrs);
     for (uint32_t i = 0; i < t; i++) {
         runs[i] = *r;
@@ -545,8 +545,8 @@ void persist_restore(struct store *s)
         if (rel > UINT32_MAX / 2)
             rel = UINT32_MAX / 2;
         clock_resume((time_t)h->epoch, (rel_time_t)rel);
-        s->oldest_live = h->oldest_live;
-        s->oldest_cas = h->oldest_cas;
+        s->life.oldest_live = h->oldest_live;
+        s->life.oldest_cas = h->oldest_cas;
         int damaged = 0;
         struct restore_run r = {.s = s, .now = clock_now(),
                                 .verify = pm->start == PM_START_CRASH,
@@ -557,8 +557,8 @@ void persist_restore(struct store *s)
         if (!restore_segments(s, &r)) {
             restore_damaged(s);
             clock_setup(); /* a cold start's clock, as if the file were never read */
-            s->oldest_live = 0;
-            s->oldest_cas = 0;
+            s->life.oldest_live = 0;
+            s->life.oldest_cas = 0;
             restore = false;
         }
         walk_us = r.walk_cpu_us;

@@ -13,7 +13,7 @@
  * (main) are kept, copied to the main open segment; when that is full they
  * stay in place and, at the walk's end, the victim is compacted and takes
  * its place. The rest leave; keys that leave the small queue unread go to
- * the ghost (store_ghost_add). At most half a victim is kept, so room is
+ * the ghost (the evicted_unread hook, struct seg_hooks). At most half a victim is kept, so room is
  * always made. A worker that needs a segment and finds none free finishes
  * the walk from its cursor (seg_evict_one).
  *
@@ -32,6 +32,8 @@
 #include "store/store_core.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
+#include "store/store_classes.h"
+#include "store/store_life.h"
 #include "store/store_seg.h"
 #include "store/persist.h"
 #include "watch/watch.h"
@@ -230,7 +232,7 @@ static void seg_seal(struct store_ctx *ctx, struct seg *seg, bool moves)
     bool temp = seg->group == STORE_GROUP_TEMP;
     if (!temp && moves) {
         uint64_t moved = 0;
-        for (unsigned k = 1; k < s->nclasses; k++) {
+        for (unsigned k = 1; k < s->classes.n; k++) {
             int32_t n = __atomic_load_n(&seg->cls_items[k], __ATOMIC_RELAXED);
             if (n > 0) {
                 CLS_ADD(&ctx->cls[k], moves_to_cold, (uint64_t)n);
@@ -257,8 +259,8 @@ static bool seg_dead(struct store *s, struct seg *seg, rel_time_t now)
     uint32_t maxe = __atomic_load_n(&seg->max_exptime, __ATOMIC_RELAXED);
     if (maxe != SEG_EXP_NEVER && maxe <= now)
         return true;
-    uint32_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
-    uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
+    uint32_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
+    uint64_t oc = __atomic_load_n(&s->life.oldest_cas, __ATOMIC_RELAXED);
     if (ol && ol <= now && oc && s->opt.cas_enabled &&
         __atomic_load_n(&seg->max_cas, __ATOMIC_RELAXED) < oc)
         return true;
@@ -319,7 +321,7 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
         item_set_state(d, ITEM_L_COMMIT);
         pm_store32(&pm_seg(s->pm, r->id)->write_off, r->write_off);
     }
-    struct store_cls_of c = store_item_class(s, p, h);
+    struct store_cls_of c = classes_item(&s->classes, p, h);
     seg_note_item(r, size, exp, cas, &c);
     return slot_make(tag, r->id, off >> s->off_shift);
 }
@@ -333,7 +335,7 @@ static void seg_watch_eviction(struct store *s, const char *p, const struct item
     watch_eviction(p + h->hlen, h->nkey, status & ITEM_S_FETCHED,
                    exp == REL_TIME_NEVER ? -1 : (long long)exp - (long long)now,
                    atime <= now ? now - atime : 0,
-                   store_item_class(s, p, h).cls,
+                   classes_item(&s->classes, p, h).cls,
                    h->nvalue);
 }
 
@@ -366,8 +368,8 @@ static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
     uint32_t status = item_get_u32(p, h->atime_off);
     bool fetched = status & ITEM_S_FETCHED;
     unsigned freq = slot_freq(*slot);
-    enum item_life life = store_item_life(s, p, h, v->cas_base, now);
-    struct store_cls_of cls = store_item_class(s, p, h);
+    enum item_life life = life_of_item(&s->life, p, h, v->cas_base, now);
+    struct store_cls_of cls = classes_item(&s->classes, p, h);
     if (s->pm)
         item_set_state(p, ITEM_L_DEAD);
     index_clear_slot(&s->index, b, slot);
@@ -376,7 +378,7 @@ static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
     if (life == ITEM_LIVE) {
         w->any_evicted = true;
         if (w->from_small)
-            store_ghost_add(s, hv);
+            s->seg_hooks.evicted_unread(s->seg_hooks.arg, hv);
         CTR_INC(ctx, evictions);
         CLS_INC(cc, evicted);
         rel_time_t atime = status & ~ITEM_S_MASK;
@@ -489,7 +491,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
         uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
         if (slot) {
             unsigned freq = slot_freq(*slot);
-            bool keep = store_item_life(s, p, &h, v->cas_base, now) == ITEM_LIVE &&
+            bool keep = life_of_item(&s->life, p, &h, v->cas_base, now) == ITEM_LIVE &&
                         (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
             if (keep) {
                 uint64_t nfreq = w->keep_all ? freq : w->from_small ? SEG_SMALL_NFREQ : freq - 1;
@@ -497,7 +499,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
                                      ? seg_carry(s, p, &h, item_get_cas(p, &h, v->cas_base), tag)
                                      : 0;
                 if (moved) {
-                    struct store_cls_of cls = store_item_class(s, p, &h);
+                    struct store_cls_of cls = classes_item(&s->classes, p, &h);
                     seg_note_gone(v, size, &cls);
                     *slot = moved | nfreq;
                     if (s->pm)
@@ -553,7 +555,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
         uint32_t tag;
         uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
         if (slot && compact) {
-            unsigned cls = store_item_class(s, p, &h).cls; /* read before it moves */
+            unsigned cls = classes_item(&s->classes, p, &h).cls; /* read before it moves */
             /* Only dead or moved bytes lie below: nothing a slot or a pin
              * refers to is overwritten. With -e an item is never moved over
              * its own bytes (a kill mid-copy would tear the only copy): it

@@ -3,6 +3,9 @@
  * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c,
  * the housekeeper and the crawler in store_crawl.c. */
 #include "store/store_core.h"
+#include "store/store_classes.h"
+#include "store/store_ghost.h"
+#include "store/store_life.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
@@ -52,31 +55,6 @@ unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
     return g;
 }
 
-/* The one mapping from an item's memcached size to its class: me, metadump,
- * watch lines and stats items/slabs all come through here. */
-static uint8_t store_class_walk(const struct store *s, size_t mc_size)
-{
-    for (unsigned i = 1; i < s->nclasses; i++)
-        if (mc_size <= s->class_size[i])
-            return (uint8_t)i;
-    return (uint8_t)(s->nclasses - 1);
-}
-
-uint8_t store_class_id(const struct store *s, size_t mc_size)
-{
-    /* Every class size but the last is a multiple of 8, so a size has the
-     * class of the multiple of 8 it rounds up to (store_init_classes). */
-    if (mc_size <= STORE_CLASS_TABLE_MAX)
-        return s->class_of8[(mc_size + 7) >> 3];
-    return store_class_walk(s, mc_size);
-}
-
-struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h)
-{
-    size_t mc = item_mc_size(h->nkey, h->nvalue, item_get_u32(p, h->flags_off), s->opt.cas_enabled);
-    return (struct store_cls_of){store_class_id(s, mc), (uint32_t)mc};
-}
-
 size_t store_item_mc_size(const struct store *s, const struct store_item *it)
 {
     return item_mc_size(it->nkey, it->nvalue, it->flags, s->opt.cas_enabled);
@@ -84,27 +62,7 @@ size_t store_item_mc_size(const struct store *s, const struct store_item *it)
 
 unsigned store_class_largest(const struct store *s)
 {
-    return s->nclasses - 1;
-}
-
-/* memcached's slabs_init: the first class is its 48-byte item header plus
- * -n, each next one -f times larger rounded up to 8, while below
- * slab_chunk_max / -f; a last class of slab_chunk_max holds the rest. */
-static void store_init_classes(struct store *s)
-{
-    double f = s->opt.growth_factor > 1.0 ? s->opt.growth_factor : 1.25;
-    size_t chunk_max = s->opt.slab_chunk_max ? s->opt.slab_chunk_max : s->opt.item_size_max / 2;
-    size_t size = 48 + (s->opt.chunk_size ? s->opt.chunk_size : 48);
-    unsigned i = 1;
-    while (i < STORE_CLASSES - 1 && (double)size <= (double)chunk_max / f) {
-        size = (size + 7) & ~(size_t)7;
-        s->class_size[i++] = (uint32_t)size;
-        size = (size_t)((double)size * f);
-    }
-    s->class_size[i++] = (uint32_t)chunk_max;
-    s->nclasses = i;
-    for (size_t g = 0; g <= STORE_CLASS_TABLE_MAX >> 3; g++)
-        s->class_of8[g] = store_class_walk(s, g << 3);
+    return s->classes.n - 1;
 }
 
 uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
@@ -120,53 +78,6 @@ uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, b
                     ? ITEM_L_CAS32
                     : ITEM_L_CAS64;
     return need;
-}
-
-enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
-                               uint64_t cas_base, rel_time_t now)
-{
-    /* memcached's item_is_flushed(), checked before expiry as it does. */
-    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_ACQUIRE);
-    if (ol && ol <= now) {
-        rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
-        uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
-        uint64_t cas = item_get_cas(p, h, cas_base);
-        if (atime <= ol || (oc && cas && cas < oc))
-            return ITEM_FLUSHED;
-    }
-    if (clock_expired(item_get_u32(p, h->exp_off), now))
-        return ITEM_EXPIRED;
-    return ITEM_LIVE;
-}
-
-/* The ghost: fingerprints of keys that left the small queue unread, in a
- * direct-mapped table of about one entry per item -m holds. A key written
- * again while its fingerprint is there was wanted after all: it starts with
- * one read to its name, so its first pass moves it to the main queue
- * (S3-FIFO's ghost queue). Entries are relaxed atomics: a lost race costs
- * one promotion, nothing else. */
-static uint32_t ghost_fp(uint64_t hv)
-{
-    uint32_t fp = (uint32_t)(hv >> 20);
-    return fp ? fp : 1;
-}
-
-void store_ghost_add(struct store *s, uint64_t hv)
-{
-    if (s->ghost)
-        __atomic_store_n(&s->ghost[(hv >> 52 ^ hv) & s->ghost_mask], ghost_fp(hv),
-                         __ATOMIC_RELAXED);
-}
-
-static bool store_ghost_take(struct store *s, uint64_t hv)
-{
-    if (!s->ghost)
-        return false;
-    uint32_t *e = &s->ghost[(hv >> 52 ^ hv) & s->ghost_mask];
-    if (__atomic_load_n(e, __ATOMIC_RELAXED) != ghost_fp(hv))
-        return false;
-    __atomic_store_n(e, 0, __ATOMIC_RELAXED);
-    return true;
 }
 
 bool store_link(struct store *s, struct store_found *f, bool have_old,
@@ -198,12 +109,12 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
             item_set_state(f->p, ITEM_L_DEAD);
             persist_journal_end(s->pm, j);
         }
-        struct store_cls_of oc = store_item_class(s, f->p, &f->h);
+        struct store_cls_of oc = classes_item(&s->classes, f->p, &f->h);
         seg_note_gone(f->seg, item_total(&f->h), &oc);
     } else {
-        *slot = store_ghost_take(s, hv) ? slot_hit(ns) : ns;
+        *slot = ghost_take(&s->ghost, hv) ? slot_hit(ns) : ns;
     }
-    struct store_cls_of nc = store_item_class(s, p, &h);
+    struct store_cls_of nc = classes_item(&s->classes, p, &h);
     seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),
                   item_get_cas(p, &h, seg->cas_base), &nc);
     return true;
@@ -274,6 +185,12 @@ static uint64_t store_rehash(void *arg, uint64_t slot)
     return XXH3_64bits(p + h.hlen, h.nkey);
 }
 
+/* The segments' eviction hook: a key evicted unread goes to the ghost. */
+static void store_evicted_unread(void *arg, uint64_t hv)
+{
+    ghost_add(arg, hv);
+}
+
 int store_create(struct store **out, const struct store_options *opt)
 {
     *out = NULL;
@@ -334,6 +251,7 @@ int store_create(struct store **out, const struct store_options *opt)
         free(s);
         return -1;
     }
+    s->seg_hooks = (struct seg_hooks){.evicted_unread = store_evicted_unread, .arg = &s->ghost};
     if (seg_pool_init(s) != 0) {
         index_release(&s->index);
         if (s->pm)
@@ -341,13 +259,8 @@ int store_create(struct store **out, const struct store_options *opt)
         free(s);
         return -1;
     }
-    store_init_classes(s);
-    /* About one ghost entry per 256 bytes of -m (a 200-byte item). */
-    size_t ghosts = 1024;
-    while (ghosts < opt->mem_limit / 256 && ghosts < ((size_t)1 << 26))
-        ghosts <<= 1;
-    s->ghost = calloc(ghosts, sizeof(*s->ghost));
-    s->ghost_mask = s->ghost ? ghosts - 1 : 0;
+    classes_init(&s->classes, opt);
+    ghost_init(&s->ghost, opt->mem_limit);
     pthread_mutex_init(&s->ctx_lock, NULL);
     store_upload_init(s);
     pthread_mutex_init(&s->house_lock, NULL);
@@ -391,7 +304,7 @@ void store_destroy(struct store **sp)
         persist_close(s, true);
     seg_pool_release(s);
     index_release(&s->index);
-    free(s->ghost);
+    ghost_release(&s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
     pthread_mutex_destroy(&s->house_lock);
     store_upload_release(s);
@@ -467,7 +380,7 @@ void store_pin_release_kept(struct store_pin *pin)
 unsigned store_class_for(const struct store_ctx *ctx, size_t nkey, size_t nvalue, uint32_t flags)
 {
     const struct store *s = ctx->store;
-    return store_class_id(s, item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled));
+    return classes_id(&s->classes, item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled));
 }
 
 static void store_fill_item(struct store *s, const struct store_found *f, struct store_item *out)
@@ -484,7 +397,7 @@ static void store_fill_item(struct store *s, const struct store_found *f, struct
     out->last_access = st & ~ITEM_S_MASK;
     out->fetched = st & ITEM_S_FETCHED;
     out->stale = st & ITEM_S_STALE;
-    out->class_id = store_class_id(s, item_mc_size(f->h.nkey, f->h.nvalue, out->flags,
+    out->class_id = classes_id(&s->classes, item_mc_size(f->h.nkey, f->h.nvalue, out->flags,
                                                    s->opt.cas_enabled));
     out->lru = __atomic_load_n(&f->seg->lru, __ATOMIC_RELAXED);
 }
@@ -697,7 +610,7 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
             out->exptime = req->vivify_exptime;
             out->last_access = clock_now();
             out->won = true;
-            out->class_id = store_class_id(s, item_mc_size(nkey, 0, 0, s->opt.cas_enabled));
+            out->class_id = classes_id(&s->classes, item_mc_size(nkey, 0, 0, s->opt.cas_enabled));
             return STORE_MISS;
         }
         if (st != STORE_NOT_STORED)
@@ -744,7 +657,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             return STORE_EXISTS;
         }
         if (req->class_out)
-            *req->class_out = store_item_class(s, f.p, &f.h).cls;
+            *req->class_out = classes_item(&s->classes, f.p, &f.h).cls;
         if (req->drop_value) {
             /* md x: the item stays, empty, flags cleared, with the same CAS. */
             uint64_t snap = *f.slot;
@@ -858,7 +771,7 @@ void store_flush(struct store *s, rel_time_t when)
      * stored in the flush's second after it). */
     rel_time_t now = clock_now();
     rel_time_t ol = when - 1;
-    uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
+    uint64_t oc = __atomic_load_n(&s->life.oldest_cas, __ATOMIC_RELAXED);
     if (s->opt.cas_enabled && ol <= now)
         oc = store_next_cas(s);
     /* -e: in the file before any reader can see it, so an item seen
@@ -867,8 +780,8 @@ void store_flush(struct store *s, rel_time_t when)
         persist_flush(s, ol, oc);
     /* oldest_cas first: a reader that sees the new oldest_live (acquire)
      * sees the CAS that goes with it. */
-    __atomic_store_n(&s->oldest_cas, oc, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->life.oldest_cas, oc, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->life.oldest_live, ol, __ATOMIC_RELEASE);
     if (ol <= now)
         store_flush_recent(s, ol);
     /* memcached's LRU maintainer reclaims flushed items within a fraction
@@ -930,7 +843,7 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
                     .seg = seg_of(s, slot_seg(sl)),
                 };
                 item_decode(f.p, &f.h);
-                if (store_item_life(s, f.p, &f.h, f.seg->cas_base, now) != ITEM_LIVE)
+                if (life_of_item(&s->life, f.p, &f.h, f.seg->cas_base, now) != ITEM_LIVE)
                     continue;
                 struct store_item it;
                 memset(&it, 0, sizeof(it));
@@ -962,7 +875,7 @@ void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from
 unsigned store_class_stats(struct store *s, struct store_class_stats *out)
 {
     memset(out, 0, STORE_CLASSES * sizeof(*out));
-    unsigned n = s->nclasses - 1;
+    unsigned n = s->classes.n - 1;
     struct store_cls_ctr sum[STORE_CLASSES];
     pthread_mutex_lock(&s->ctx_lock);
     memcpy(sum, s->gone_cls, sizeof(sum));
@@ -972,7 +885,7 @@ unsigned store_class_stats(struct store *s, struct store_class_stats *out)
     pthread_mutex_unlock(&s->ctx_lock);
     for (unsigned k = 1; k <= n; k++) {
         struct store_class_stats *o = &out[k];
-        o->chunk_size = s->class_size[k];
+        o->chunk_size = s->classes.size[k];
 #define CLS_COPY(f) o->f = sum[k].f;
         STORE_CLASS_EVENTS(CLS_COPY)
 #undef CLS_COPY
@@ -1002,7 +915,7 @@ void store_stats(struct store *s, struct store_stats *out)
     out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
     out->hash_power_level = index_level(&s->index);
     out->hash_bytes = index_bytes(&s->index) +
-                      (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
+                      (s->ghost.tab ? (s->ghost.mask + 1) * sizeof(*s->ghost.tab) : 0);
     out->hash_is_expanding = index_expanding(&s->index);
     out->seg_size = s->seg_size;
     out->lru_crawler_running = __atomic_load_n(&s->crawl_running, __ATOMIC_ACQUIRE);

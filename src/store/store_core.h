@@ -19,6 +19,9 @@
 #include "store/store.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
+#include "store/store_classes.h"
+#include "store/store_ghost.h"
+#include "store/store_life.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
 
@@ -48,8 +51,6 @@ struct store_cls_ctr {
     uint32_t evicted_time; /* age of the last item this ctx evicted from the class */
 };
 
-#define STORE_CLASS_TABLE_MAX 16384
-
 struct store_ctx {
     struct store *store;
     struct seg *open[STORE_GROUPS];     /* this worker's open segments */
@@ -65,6 +66,7 @@ struct store {
     size_t seg_size;
     unsigned off_shift;       /* item offsets are stored >> off_shift */
     struct index index;
+    struct seg_hooks seg_hooks; /* what segments report (store_create fills it) */
 
     pthread_mutex_t pool_lock; /* segment lists, allocation, eviction */
     struct seg **seg_chunks;   /* SEG_CHUNK headers each, see seg_grow_cap */
@@ -84,8 +86,7 @@ struct store {
     size_t mem_limit;
 
     uint64_t cas_next;     /* last CAS handed out */
-    uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
-    uint64_t oldest_cas;
+    struct store_life life; /* flush_all's marks (store_life.h) */
 
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;
@@ -116,13 +117,8 @@ struct store {
 
     struct persist *pm;        /* the -e memory file, or NULL (persist.h) */
 
-    uint32_t *ghost;           /* see store_ghost_add */
-    uint64_t ghost_mask;
-    uint32_t class_size[STORE_CLASSES]; /* memcached's class sizes (store_init_classes) */
-    unsigned nclasses;
-    /* The class of the sizes up to STORE_CLASS_TABLE_MAX, by 8-byte step:
-     * a hit's class (its per-class counters) without a walk of the sizes. */
-    uint8_t class_of8[(STORE_CLASS_TABLE_MAX >> 3) + 1];
+    struct store_ghost ghost;     /* keys evicted unread (store_ghost.h) */
+    struct store_classes classes; /* memcached's size classes (store_classes.h) */
 };
 
 /* Segments a limit of `bytes` allows: what the T_MEMD_INITIAL_MALLOC hook
@@ -146,28 +142,11 @@ static inline char *seg_item(struct store *s, uint64_t slot)
     return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->off_shift);
 }
 
-/* A write of `bytes` into the store: once -m is all in use it owes that
- * much eviction, paid every SEG_PAY_BYTES (seg_pay). */
-static inline void store_owe(struct store_ctx *ctx, size_t bytes)
-{
-    if (!__atomic_load_n(&ctx->store->evict_pace, __ATOMIC_RELAXED))
-        return;
-    ctx->evict_debt += (uint32_t)bytes;
-    if (ctx->evict_debt >= SEG_PAY_BYTES)
-        seg_pay(ctx);
-}
-
-/* Expired or flushed, by memcached's rules; counts nothing. */
-enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
-                               uint64_t cas_base, rel_time_t now);
 uint64_t store_next_cas(struct store *s);
 /* The TTL group for an item of this expiry (STORE_GROUP_TEMP included). */
 unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now);
-uint8_t store_class_id(const struct store *s, size_t mc_size);
 /* Adds from's counters to into's (evicted_time: the larger). */
 void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);
-/* An item's memcached size class and size. */
-struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h);
 /* Copy a linked item to a new place with at least `layout` fields (so a
  * touch or CAS change fits), keeping everything else. */
 enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout);
@@ -177,8 +156,6 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
  * the lock was taken: a 1 MiB value costs ~0.1 ms of it; NULL: here. */
 bool store_link(struct store *s, struct store_found *f, bool have_old,
                 struct store_reservation *res, uint32_t tag, uint64_t hv, const uint32_t *sum);
-/* Remember a key that left the small queue unread (the ghost queue). */
-void store_ghost_add(struct store *s, uint64_t hv);
 /* The layout bits item fields need beyond what `have` has; 0 if it fits. */
 uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
                              uint64_t cas, uint64_t cas_base);

@@ -37,14 +37,14 @@ static enum item_life store_reap_judge(struct store_ctx *ctx, const struct store
         return ITEM_LIVE;
     *f = (struct store_found){.bucket = b, .slot = slot, .p = seg_item(s, *slot), .seg = seg};
     item_decode(f->p, &f->h);
-    *cls = store_item_class(s, f->p, &f->h).cls;
+    *cls = classes_item(&s->classes, f->p, &f->h).cls;
     if (!(r->classes >> *cls & 1))
         return ITEM_LIVE;
     if (count && r->crawler) {
         CTR_INC(ctx, crawler_items_checked);
         CLS_INC(&ctx->cls[*cls], crawler_items_checked);
     }
-    return store_item_life(s, f->p, &f->h, seg->cas_base, now);
+    return life_of_item(&s->life, f->p, &f->h, seg->cas_base, now);
 }
 
 static void store_reap_one(struct store_ctx *ctx, const struct store_reap *r,
@@ -104,7 +104,7 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
-    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    rel_time_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
     struct store_reap r = {.classes = ~(uint64_t)0, .flushing = ol && ol <= now};
     size_t gone = 0;
     uint64_t nb = 0;
@@ -133,7 +133,7 @@ void store_housekeep(struct store *s)
      * Without memcached's LRU maintainer nothing reaps items one by one
      * (store.h, no_lru_maintainer). */
     rel_time_t now = clock_now();
-    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    rel_time_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
     if (!s->opt.no_lru_maintainer && ((ol && ol <= now) || seg_any_expiring(s, now)))
         store_crawl(s->house, STORE_CRAWL_BUCKETS);
 }

@@ -10,11 +10,10 @@
 
 #include "store/store_index.h"
 #include "store/store_item.h"
+#include "store/store_life.h"
 
 struct seg;
 struct store;
-/* What store_item_life (store_core.h) judges an item: memcached's rules. */
-enum item_life { ITEM_LIVE, ITEM_EXPIRED, ITEM_FLUSHED };
 
 struct store_ctx;
 

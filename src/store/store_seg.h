@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_classes.h"
 
 struct store;
 struct store_ctx;
@@ -25,11 +26,15 @@ enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG
 #define SEG_Q_TEMP 2
 #define SEG_EXP_NEVER UINT32_MAX
 
-/* An item's memcached size class and memcached size (store_item_class,
- * store_core.h). */
-struct store_cls_of {
-    uint8_t cls;
-    uint32_t mc_size;
+/* What the segments tell the parts above them. The segments call nothing
+ * above them: the store fills this table in (store_create) and the
+ * segments call through it. */
+struct seg_hooks {
+    /* A live item was evicted from the small queue without a read (the
+     * ghost list remembers its key). Called under the pool lock and the
+     * item's bucket lock. */
+    void (*evicted_unread)(void *arg, uint64_t hv);
+    void *arg;
 };
 
 struct seg {
@@ -147,7 +152,7 @@ void seg_wait_compacted(struct seg *seg);
 unsigned seg_reclaim_expired(struct store_ctx *ctx);
 int seg_set_limit(struct store *s, size_t bytes);
 /* seg_counts.c. cls and mc_size: the item's memcached size class and size
- * (store_item_class). */
+ * (classes_item). */
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
                    const struct store_cls_of *c);
 void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c);

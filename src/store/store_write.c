@@ -11,6 +11,7 @@
  */
 #include "store/store_write.h"
 #include "store/store_core.h"
+#include "store/store_classes.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
@@ -19,6 +20,17 @@
 #include "store/persist.h"
 
 #include <string.h>
+
+/* A write of `bytes` into the store: once -m is all in use it owes that
+ * much eviction, paid every SEG_PAY_BYTES (seg_pay). */
+static inline void store_owe(struct store_ctx *ctx, size_t bytes)
+{
+    if (!__atomic_load_n(&ctx->store->evict_pace, __ATOMIC_RELAXED))
+        return;
+    ctx->evict_debt += (uint32_t)bytes;
+    if (ctx->evict_debt >= SEG_PAY_BYTES)
+        seg_pay(ctx);
+}
 
 static size_t store_align(struct store *s, size_t n)
 {
@@ -292,7 +304,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         bool stale = false;
         uint64_t old_cas = found ? item_get_cas(f.p, &f.h, f.seg->cas_base) : 0;
         if (mode == STORE_MODE_CAS)
-            res->cas_cls = found ? store_item_class(s, f.p, &f.h).cls : 0;
+            res->cas_cls = found ? classes_item(&s->classes, f.p, &f.h).cls : 0;
         if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
             refuse = STORE_EXISTS;
         } else if (mode == STORE_MODE_ADD && found) {
@@ -390,7 +402,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         }
         uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (req->cas_compare)
-            res->cas_cls = store_item_class(s, f.p, &f.h).cls;
+            res->cas_cls = classes_item(&s->classes, f.p, &f.h).cls;
         if (req->cas_compare && req->cas_compare != old_cas) {
             index_unlock(f.bucket);
             seg_unpin(f.seg);
