@@ -35,7 +35,7 @@
 #include "store/store_classes.h"
 #include "store/store_life.h"
 #include "store/store_seg.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 #include "watch/watch.h"
 
 #include <sched.h>

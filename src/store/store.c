@@ -12,7 +12,8 @@
 #include "store/store_seg.h"
 #include "store/store_upload.h"
 #include "store/store_write.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
+#include "store/persist/restore.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -271,7 +272,7 @@ int store_create(struct store **out, const struct store_options *opt)
         return -1;
     }
     if (s->pm)
-        persist_restore(s);
+        restore_run(s);
     if (opt->background) {
         if (pthread_create(&s->house_thread, NULL, store_housekeeper, s) == 0)
             s->house_running = true;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_compat.h"
 #include "store/store_item.h"
 
 #define STORE_CLASS_TABLE_MAX 16384

@@ -10,7 +10,7 @@
 #include "store/store_item.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 
 #include <time.h>
 

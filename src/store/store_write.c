@@ -17,7 +17,7 @@
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
 #include "store/store_upload.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 
 #include <string.h>
 

@@ -23,7 +23,7 @@
 #include <xxhash.h>
 
 #include "clock.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 #include "store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -3,7 +3,7 @@
  * (memcached's t/multiversioning case), -M, run-time memory limits, walk. */
 #include "test_store_helpers.h"
 #include "store/store_core.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "test_store_helpers.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 
 static char path[64];
 

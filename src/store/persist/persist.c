@@ -4,7 +4,8 @@
  * The restore scan itself is restore.c; the format is persist.h; the design
  * and what each write must do is docs/store.md "Restarts". */
 #define _GNU_SOURCE /* MADV_REMOVE */
-#include "store/persist.h"
+#include "store/persist/persist.h"
+#include "store/persist/split.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -353,11 +354,11 @@ void persist_close(struct store *s, bool clean)
         return;
     if (clean && pm->hdr) {
         struct pm_hdr *h = pm->hdr;
-        struct persist_sums jobs[RESTORE_THREADS];
-        uint32_t t = restore_nthreads(pm->nsegs);
+        struct persist_sums jobs[SPLIT_THREADS];
+        uint32_t t = split_threads(pm->nsegs);
         for (uint32_t i = 0; i < t; i++)
             jobs[i] = (struct persist_sums){s, i, t};
-        restore_run_split(persist_sum_thread, (char *)jobs, sizeof(jobs[0]), t);
+        split_run(persist_sum_thread, (char *)jobs, sizeof(jobs[0]), t);
         persist_heartbeat(s);
         persist_cas(s, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
         persist_flush(s, s->life.oldest_live, s->life.oldest_cas);

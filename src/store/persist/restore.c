@@ -8,8 +8,10 @@
  * Runs in store_create before any other thread exists, so it takes no pool
  * lock; it does take bucket locks, as the index functions expect.
  */
-#include "store/persist.h"
-#include "store/restore_index.h"
+#include "store/persist/restore.h"
+#include "store/persist/persist.h"
+#include "store/persist/split.h"
+#include "store/persist/restore_index.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,29 +30,6 @@ static bool restore_seg_sane(const struct store *s, const struct pm_seg *ps)
     if (ps->flags & PM_SEG_COMPACTING)
         return ps->compact_w <= ps->compact_off && ps->compact_off <= ps->write_off;
     return ps->flags == 0;
-}
-
-/* Work is split over up to RESTORE_THREADS threads, one per core. */
-uint32_t restore_nthreads(uint32_t work)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t t = cores > 1 ? (uint32_t)(cores < RESTORE_THREADS ? cores : RESTORE_THREADS) : 1;
-    return t > work ? (work ? work : 1) : t;
-}
-
-void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
-{
-    pthread_t th[RESTORE_THREADS];
-    bool started[RESTORE_THREADS] = {false};
-    for (uint32_t i = 1; i < t; i++)
-        started[i] = pthread_create(&th[i], NULL, fn, args + i * size) == 0;
-    fn(args);
-    for (uint32_t i = 1; i < t; i++) {
-        if (started[i])
-            pthread_join(th[i], NULL);
-        else
-            fn(args + i * size);
-    }
 }
 
 static void restore_discard(struct persist *pm)
@@ -161,9 +140,9 @@ static inline bool restore_decode_fast(const struct item_hdr *tab, const char *p
 }
 
 /* One walking thread's state; the counters are summed after the join. On
- * lines of its own (RESTORE_LINE). */
+ * lines of its own (SPLIT_LINE). */
 struct restore_run {
-    _Alignas(RESTORE_LINE) struct store *s;
+    _Alignas(SPLIT_LINE) struct store *s;
     rel_time_t now;
     bool verify;        /* crash: check every item's checksum */
     bool clean;         /* graceful stop: check every segment's checksum */
@@ -364,15 +343,15 @@ static uint64_t restore_cpu_us(void)
     return (uint64_t)c.tv_sec * 1000000u + (uint64_t)c.tv_nsec / 1000;
 }
 
-/* Walk the segments on up to RESTORE_THREADS threads, each segment one
+/* Walk the segments on up to SPLIT_THREADS threads, each segment one
  * thread's, binning what they find; then build the index from the bins
  * (restore_index.h says why in two steps). A key found in two segments
  * meets itself in the build. */
 static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_t n)
 {
-    struct restore_run runs[RESTORE_THREADS];
+    struct restore_run runs[SPLIT_THREADS];
     struct rix x;
-    uint32_t t = restore_nthreads(n);
+    uint32_t t = split_threads(n);
     uint64_t started = restore_cpu_us();
     if (rix_init(&x, r->s, t) != 0) {
         log_error("-e %s: out of memory for the restore; starting empty", r->s->opt.memory_file);
@@ -390,7 +369,7 @@ static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_
         runs[i].step = t;
     }
     if (t)
-        restore_run_split(restore_thread, (char *)runs, sizeof(runs[0]), t);
+        split_run(restore_thread, (char *)runs, sizeof(runs[0]), t);
     for (uint32_t i = 0; i < t; i++) {
         if (runs[i].max_cas > r->max_cas)
             r->max_cas = runs[i].max_cas;
@@ -513,7 +492,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
     return !*r->damaged;
 }
 
-void persist_restore(struct store *s)
+void restore_run(struct store *s)
 {
     struct persist *pm = s->pm;
     struct pm_hdr *h = pm->hdr;
