@@ -3,7 +3,7 @@
  * and eviction under the items' bucket locks), and the sums over all
  * segments that stats read. */
 #include "store/store_core.h"
-#include "store/store_seg.h"
+#include "store/seg_counts.h"
 
 static void atomic_max32(uint32_t *p, uint32_t v)
 {

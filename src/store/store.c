@@ -3,6 +3,7 @@
  * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c,
  * the housekeeper and the crawler in store_crawl.c. */
 #include "store/store_core.h"
+#include "store/store_link.h"
 #include "store/store_classes.h"
 #include "store/store_ghost.h"
 #include "store/store_life.h"
@@ -23,157 +24,6 @@
 
 #define STORE_SEG_MIN (1u << 20)
 #define STORE_ITEM_MAX_LIMIT (128u << 20)
-
-/* ---- helpers shared by the store's files ------------------------------- */
-
-uint64_t store_next_cas(struct store *s)
-{
-    uint64_t c = __atomic_add_fetch(&s->cas_next, 1, __ATOMIC_RELAXED);
-    /* -e: the file's ceiling stays above every CAS a client was given, so a
-     * restart after a crash never hands one out twice. */
-    if (s->pm && c >= __atomic_load_n(&s->pm->hdr->cas_ceiling, __ATOMIC_RELAXED))
-        persist_cas(s, c);
-    return c;
-}
-
-/* Groups by expiry distance on a roughly x8 scale, so a segment's items
- * expire within a factor of each other and the segment can go whole. */
-unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
-{
-    if (exptime == REL_TIME_NEVER)
-        return 0;
-    /* memcached's do_item_alloc test (`exptime - current_time <=
-     * temporary_ttl`, unsigned: an already expired item is not one). */
-    int64_t temp = __atomic_load_n(&s->temp_ttl, __ATOMIC_RELAXED);
-    if (temp >= 0 && exptime >= now && (int64_t)(exptime - now) <= temp)
-        return STORE_GROUP_TEMP;
-    uint32_t ttl = exptime > now ? exptime - now : 1;
-    unsigned g = 1;
-    while (ttl >= 8 && g < STORE_TTL_GROUPS - 1) {
-        ttl >>= 3;
-        g++;
-    }
-    return g;
-}
-
-size_t store_item_mc_size(const struct store *s, const struct store_item *it)
-{
-    return item_mc_size(it->nkey, it->nvalue, it->flags, s->opt.cas_enabled);
-}
-
-unsigned store_class_largest(const struct store *s)
-{
-    return s->classes.n - 1;
-}
-
-uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
-                             uint64_t cas, uint64_t cas_base)
-{
-    uint8_t need = 0;
-    if (flags && !(have & ITEM_L_FLAGS))
-        need |= ITEM_L_FLAGS;
-    if (exptime != REL_TIME_NEVER && !(have & ITEM_L_EXP))
-        need |= ITEM_L_EXP;
-    if (cas_on && !(have & ITEM_L_CAS64) && !item_cas_fits(have & ITEM_L_CAS32, cas, cas_base))
-        need |= item_cas_fits(ITEM_L_CAS32, cas, cas_base) && !(have & ITEM_L_CAS32)
-                    ? ITEM_L_CAS32
-                    : ITEM_L_CAS64;
-    return need;
-}
-
-bool store_link(struct store *s, struct store_found *f, bool have_old,
-                struct store_reservation *res, uint32_t tag, uint64_t hv, const uint32_t *sum)
-{
-    struct seg *seg = res->seg;
-    char *p = res->item;
-    uint32_t off = (uint32_t)((p - seg->data) >> s->off_shift);
-    uint64_t ns = slot_make(tag, seg->id, off);
-    struct item_hdr h;
-    item_decode(p, &h);
-    uint64_t *slot = NULL;
-    if (!have_old && !(slot = index_free_slot(&s->index, f->bucket)))
-        return false;
-    struct pm_journal *j = NULL;
-    if (s->pm) {
-        /* Checksum, then the commit bit; an overwrite journals both items
-         * so that a kill between the new commit and the old death cannot
-         * leave two live versions (docs/store.md "Restarts"). */
-        item_put_u32(p, h.sum_off, sum ? *sum : item_sum(p, &h));
-        if (have_old)
-            j = persist_journal_begin(s->pm, pm_loc(f->seg->id, (uint32_t)(f->p - f->seg->data)),
-                                      pm_loc(seg->id, (uint32_t)(p - seg->data)));
-        item_set_state(p, ITEM_L_COMMIT);
-    }
-    if (have_old) {
-        *f->slot = ns;
-        if (s->pm) {
-            item_set_state(f->p, ITEM_L_DEAD);
-            persist_journal_end(s->pm, j);
-        }
-        struct store_cls_of oc = classes_item(&s->classes, f->p, &f->h);
-        seg_note_gone(f->seg, item_total(&f->h), &oc);
-    } else {
-        *slot = ghost_take(&s->ghost, hv) ? slot_hit(ns) : ns;
-    }
-    struct store_cls_of nc = classes_item(&s->classes, p, &h);
-    seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),
-                  item_get_cas(p, &h, seg->cas_base), &nc);
-    return true;
-}
-
-enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout)
-{
-    struct store *s = ctx->store;
-    for (;;) {
-        struct store_found f;
-        if (!store_lookup(ctx, k, STORE_LOOK_PIN, &f)) {
-            index_unlock(f.bucket);
-            return STORE_MISS;
-        }
-        uint64_t snap = *f.slot;
-        uint8_t want = f.h.layout | layout;
-        if (want & ITEM_L_CAS64)
-            want &= (uint8_t)~ITEM_L_CAS32;
-        want &= (uint8_t)~ITEM_L_MARK;
-        rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
-        index_unlock(f.bucket);
-
-        struct store_reservation r;
-        enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
-                                                 store_ttl_group(s, exp, clock_now()), &r);
-        if (st == STORE_OK)
-            memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
-        seg_unpin(f.seg);
-        if (st != STORE_OK)
-            return st;
-
-        struct store_found g;
-        bool same = store_lookup(ctx, k, STORE_LOOK_FIND, &g) && slot_same(*g.slot, snap);
-        struct seg *ns = r.seg;
-        if (same && __atomic_load_n(&ns->gen, __ATOMIC_ACQUIRE) == r.gen) {
-            uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
-            struct item_hdr nh;
-            item_decode(r.item, &nh);
-            if (item_cas_fits(nh.layout, cas, ns->cas_base) || !nh.cas_off) {
-                item_put_u32(r.item, nh.atime_off, item_get_u32(g.p, g.h.atime_off));
-                if (nh.flags_off)
-                    item_put_u32(r.item, nh.flags_off, item_get_u32(g.p, g.h.flags_off));
-                if (nh.exp_off)
-                    item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
-                item_put_cas(r.item, &nh, cas, ns->cas_base);
-                uint64_t access = *g.slot & SLOT_FREQ;
-                store_link(s, &g, true, &r, k->tag, k->hv, NULL); /* rare: a touch or CAS that did not fit */
-                *g.slot |= access;
-                index_unlock(g.bucket);
-                seg_unpin(ns);
-                return STORE_OK;
-            }
-            layout |= ITEM_L_CAS64;
-        }
-        index_unlock(g.bucket);
-        seg_unpin(ns);
-    }
-}
 
 /* ---- life cycle -------------------------------------------------------- */
 
@@ -378,31 +228,6 @@ void store_pin_release_kept(struct store_pin *pin)
     seg_unkeep((struct seg *)pin);
 }
 
-unsigned store_class_for(const struct store_ctx *ctx, size_t nkey, size_t nvalue, uint32_t flags)
-{
-    const struct store *s = ctx->store;
-    return classes_id(&s->classes, item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled));
-}
-
-static void store_fill_item(struct store *s, const struct store_found *f, struct store_item *out)
-{
-    const char *p = f->p;
-    out->key = p + f->h.hlen;
-    out->value = p + f->h.hlen + f->h.nkey;
-    out->nvalue = f->h.nvalue;
-    out->nkey = f->h.nkey;
-    out->flags = item_get_u32(p, f->h.flags_off);
-    out->cas = item_get_cas(p, &f->h, f->seg->cas_base);
-    out->exptime = item_get_u32(p, f->h.exp_off);
-    uint32_t st = item_get_u32(p, f->h.atime_off);
-    out->last_access = st & ~ITEM_S_MASK;
-    out->fetched = st & ITEM_S_FETCHED;
-    out->stale = st & ITEM_S_STALE;
-    out->class_id = classes_id(&s->classes, item_mc_size(f->h.nkey, f->h.nvalue, out->flags,
-                                                   s->opt.cas_enabled));
-    out->lru = __atomic_load_n(&f->seg->lru, __ATOMIC_RELAXED);
-}
-
 static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
                                       const struct store_get_req *req, struct store_item *out);
 
@@ -535,7 +360,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                 return st;
             continue;
         }
-        store_fill_item(s, &f, out);
+        store_fill_item(&s->classes, &f, out);
         out->exptime_before = out->exptime;
         if (req->touch) {
             if (f.h.exp_off) {
@@ -813,88 +638,7 @@ int store_set_mem_limit(struct store *s, size_t bytes)
 
 /* ---- walk -------------------------------------------------------------- */
 
-size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn fn, void *arg)
-{
-    /* The cursor is a bucket number. If the index grows between two calls,
-     * a key may be visited twice (a bucket's items split into two). */
-    size_t visited = 0;
-    uint64_t i = *cursor, nb = 0;
-    uint64_t *b;
-    while (visited < max && (b = index_lock_nth(&s->index, i, &nb))) {
-        rel_time_t now = clock_now();
-        /* A bucket is visited whole: stop before one that would pass max
-         * (unless it is the first, so that every call makes progress). */
-        size_t inb = 0;
-        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-            for (int j = 1; j <= INDEX_SLOTS; j++)
-                inb += cur[j] != 0;
-        if (visited && visited + inb > max) {
-            index_unlock(b);
-            break;
-        }
-        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-            for (int j = 1; j <= INDEX_SLOTS; j++) {
-                uint64_t sl = cur[j];
-                if (!sl)
-                    continue;
-                struct store_found f = {
-                    .bucket = b,
-                    .slot = &cur[j],
-                    .p = seg_item(s, sl),
-                    .seg = seg_of(s, slot_seg(sl)),
-                };
-                item_decode(f.p, &f.h);
-                if (life_of_item(&s->life, f.p, &f.h, f.seg->cas_base, now) != ITEM_LIVE)
-                    continue;
-                struct store_item it;
-                memset(&it, 0, sizeof(it));
-                store_fill_item(s, &f, &it);
-                fn(&it, arg);
-                visited++;
-            }
-        }
-        index_unlock(b);
-        i++;
-    }
-    *cursor = i >= nb ? UINT64_MAX : i;
-    return visited;
-}
-
 /* ---- stats ------------------------------------------------------------- */
-
-void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from)
-{
-#define CLS_FOLD(f) into->f += __atomic_load_n(&from->f, __ATOMIC_RELAXED);
-    STORE_CLASS_EVENTS(CLS_FOLD)
-#undef CLS_FOLD
-    uint32_t t = __atomic_load_n(&from->evicted_time, __ATOMIC_RELAXED);
-    /* one worker's last eviction stands for the class's: the largest shown */
-    if (t > into->evicted_time)
-        into->evicted_time = t;
-}
-
-unsigned store_class_stats(struct store *s, struct store_class_stats *out)
-{
-    memset(out, 0, STORE_CLASSES * sizeof(*out));
-    unsigned n = s->classes.n - 1;
-    struct store_cls_ctr sum[STORE_CLASSES];
-    pthread_mutex_lock(&s->ctx_lock);
-    memcpy(sum, s->gone_cls, sizeof(sum));
-    for (struct store_ctx *c = s->ctxs; c; c = c->next)
-        for (unsigned k = 1; k <= n; k++)
-            store_cls_fold(&sum[k], &c->cls[k]);
-    pthread_mutex_unlock(&s->ctx_lock);
-    for (unsigned k = 1; k <= n; k++) {
-        struct store_class_stats *o = &out[k];
-        o->chunk_size = s->classes.size[k];
-#define CLS_COPY(f) o->f = sum[k].f;
-        STORE_CLASS_EVENTS(CLS_COPY)
-#undef CLS_COPY
-        o->evicted_time = sum[k].evicted_time;
-    }
-    seg_class_counts(s, out, n, clock_now());
-    return n;
-}
 
 void store_stats(struct store *s, struct store_stats *out)
 {

@@ -7,6 +7,7 @@
  * the old value keeps the old length, padded with spaces. The new value is a
  * new item (values never change in place: readers may hold the old one). */
 #include "store/store_core.h"
+#include "store/store_link.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"

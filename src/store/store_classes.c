@@ -2,30 +2,12 @@
 /* memcached's size classes, a view over items (store_classes.h). */
 #include "store/store_classes.h"
 
-/* The one mapping from an item's memcached size to its class: me, metadump,
- * watch lines and stats items/slabs all come through here. */
-static uint8_t classes_walk(const struct store_classes *c, size_t mc_size)
+uint8_t classes_walk(const struct store_classes *c, size_t mc_size)
 {
     for (unsigned i = 1; i < c->n; i++)
         if (mc_size <= c->size[i])
             return (uint8_t)i;
     return (uint8_t)(c->n - 1);
-}
-
-uint8_t classes_id(const struct store_classes *c, size_t mc_size)
-{
-    /* Every class size but the last is a multiple of 8, so a size has the
-     * class of the multiple of 8 it rounds up to (classes_init). */
-    if (mc_size <= STORE_CLASS_TABLE_MAX)
-        return c->of8[(mc_size + 7) >> 3];
-    return classes_walk(c, mc_size);
-}
-
-struct store_cls_of classes_item(const struct store_classes *c, const char *p,
-                                 const struct item_hdr *h)
-{
-    size_t mc = item_mc_size(h->nkey, h->nvalue, item_get_u32(p, h->flags_off), c->cas_enabled);
-    return (struct store_cls_of){classes_id(c, mc), (uint32_t)mc};
 }
 
 /* memcached's slabs_init: the first class is its 48-byte item header plus

@@ -34,10 +34,26 @@ struct store_classes {
 
 /* memcached's slabs_init from -n, -f, slab_chunk_max and -I. */
 void classes_init(struct store_classes *c, const struct store_options *opt);
-/* The class of a memcached size: the one mapping, for everything. */
-uint8_t classes_id(const struct store_classes *c, size_t mc_size);
+/* The class of a size past the table, by a walk of the sizes. */
+uint8_t classes_walk(const struct store_classes *c, size_t mc_size);
+
+/* The class of a memcached size: the one mapping, for everything (me,
+ * metadump, watch lines, stats items/slabs). Inline: a hit takes it. */
+static inline uint8_t classes_id(const struct store_classes *c, size_t mc_size)
+{
+    /* Every class size but the last is a multiple of 8, so a size has the
+     * class of the multiple of 8 it rounds up to (classes_init). */
+    if (mc_size <= STORE_CLASS_TABLE_MAX)
+        return c->of8[(mc_size + 7) >> 3];
+    return classes_walk(c, mc_size);
+}
+
 /* An item's class and memcached size. */
-struct store_cls_of classes_item(const struct store_classes *c, const char *p,
-                                 const struct item_hdr *h);
+static inline struct store_cls_of classes_item(const struct store_classes *c, const char *p,
+                                               const struct item_hdr *h)
+{
+    size_t mc = item_mc_size(h->nkey, h->nvalue, item_get_u32(p, h->flags_off), c->cas_enabled);
+    return (struct store_cls_of){classes_id(c, mc), (uint32_t)mc};
+}
 
 #endif

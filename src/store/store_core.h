@@ -142,23 +142,8 @@ static inline char *seg_item(struct store *s, uint64_t slot)
     return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->off_shift);
 }
 
-uint64_t store_next_cas(struct store *s);
-/* The TTL group for an item of this expiry (STORE_GROUP_TEMP included). */
-unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now);
 /* Adds from's counters to into's (evicted_time: the larger). */
 void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);
-/* Copy a linked item to a new place with at least `layout` fields (so a
- * touch or CAS change fits), keeping everything else. */
-enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout);
-/* Link reservation res (filled, header fields set) in place of f->slot or
- * in a free slot; false when the index is out of memory. Bucket lock held.
- * With -e, *sum is the item's checksum (item_sum_for), worked out before
- * the lock was taken: a 1 MiB value costs ~0.1 ms of it; NULL: here. */
-bool store_link(struct store *s, struct store_found *f, bool have_old,
-                struct store_reservation *res, uint32_t tag, uint64_t hv, const uint32_t *sum);
-/* The layout bits item fields need beyond what `have` has; 0 if it fits. */
-uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
-                             uint64_t cas, uint64_t cas_base);
 /* store_crawl.c: the housekeeper thread (arg: the store); one pass of its
  * work, which tests call directly; and its sweep, which unlinks expired and
  * flushed items from up to max buckets of the index, reading only items

@@ -6,6 +6,7 @@
  * in the counters they bump, as memcached's LRU maintainer and its
  * crawler count apart. */
 #include "store/store_core.h"
+#include "store/store_link.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"

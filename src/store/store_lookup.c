@@ -117,3 +117,16 @@ bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_l
 {
     return store_lookup_write(ctx, k, how, false, f);
 }
+
+bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey)
+{
+    if (nkey == 0 || nkey > STORE_KEY_MAX)
+        return false;
+    struct store_key k = store_key_of(key, nkey);
+    struct store_found f;
+    bool found = store_lookup(ctx, &k, STORE_LOOK_FIND, &f);
+    if (found)
+        store_unlink(ctx->store, &f);
+    index_unlock(f.bucket);
+    return found;
+}

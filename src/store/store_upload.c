@@ -25,6 +25,7 @@
  */
 #include "store/store_upload.h"
 #include "store/store_core.h"
+#include "store/store_link.h"
 #include "store/store_write.h"
 
 #include <stdlib.h>
@@ -197,21 +198,3 @@ bool store_upload_alive(struct store_ctx *ctx, struct store_reservation *res, bo
     return false;
 }
 
-enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
-                                     bool delete_on_fail)
-{
-    struct store_reservation up = *res;
-    struct store_upload *u = up.stage;
-    const char *key = u->data;
-    struct store_reservation r;
-    enum store_status st =
-        up.known ? store_reserve_for(ctx, key, up.nkey, up.nvalue, up.flags, up.exptime, &r)
-                 : store_reserve(ctx, key, up.nkey, up.nvalue, &r);
-    if (st == STORE_OK)
-        memcpy(r.value, up.value, up.nvalue);
-    else if (delete_on_fail)
-        store_delete(ctx, key, up.nkey, NULL);
-    store_upload_free(ctx, &up);
-    *res = st == STORE_OK ? r : (struct store_reservation){0};
-    return st;
-}

@@ -15,13 +15,6 @@ void store_upload_init(struct store *s);
 void store_upload_release(struct store *s);
 /* The default bound on large incomplete uploads for this -m and -I. */
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
-/* Move a staged upload's value into segment memory (a plain reservation),
- * freeing the stage; on failure the reservation is consumed, and with
- * delete_on_fail the key's old value is deleted (memcached's rule for a
- * `set` that cannot be stored, which the protocols apply when the
- * reservation fails up front). */
-enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
-                                     bool delete_on_fail);
 /* Free a staged upload's memory. */
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);
 

@@ -11,6 +11,7 @@
  */
 #include "store/store_write.h"
 #include "store/store_core.h"
+#include "store/store_link.h"
 #include "store/store_classes.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
@@ -83,16 +84,6 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     res->item = p;
     res->gen = __atomic_load_n(&seg->gen, __ATOMIC_ACQUIRE);
     res->group = (uint8_t)g;
-    return STORE_OK;
-}
-
-enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags)
-{
-    if (nkey == 0 || nkey > STORE_KEY_MAX)
-        return STORE_TOO_LARGE;
-    if (nvalue > UINT32_MAX - 1024 ||
-        item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max)
-        return STORE_TOO_LARGE;
     return STORE_OK;
 }
 
@@ -480,6 +471,29 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
     }
 }
 
+/* Move a staged upload's value into segment memory (a plain reservation),
+ * freeing the stage; on failure the reservation is consumed, and with
+ * delete_on_fail the key's old value is deleted (memcached's rule for a
+ * `set` that cannot be stored, which the protocols apply when the
+ * reservation fails up front). */
+static enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
+                                     bool delete_on_fail)
+{
+    struct store_reservation up = *res;
+    const char *key = up.value - up.nkey; /* staged right before the value */
+    struct store_reservation r;
+    enum store_status st =
+        up.known ? store_reserve_for(ctx, key, up.nkey, up.nvalue, up.flags, up.exptime, &r)
+                 : store_reserve(ctx, key, up.nkey, up.nvalue, &r);
+    if (st == STORE_OK)
+        memcpy(r.value, up.value, up.nvalue);
+    else if (delete_on_fail)
+        store_lookup_drop(ctx, key, up.nkey);
+    store_upload_free(ctx, &up);
+    *res = st == STORE_OK ? r : (struct store_reservation){0};
+    return st;
+}
+
 enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
                                const struct store_set_req *req, uint64_t *cas_out,
                                uint32_t *size_out)
@@ -518,3 +532,58 @@ enum store_status store_store(struct store_ctx *ctx, const char *key, size_t nke
     memcpy(r.value, value, nvalue);
     return store_commit(ctx, &r, req, cas_out, NULL);
 }
+
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout)
+{
+    struct store *s = ctx->store;
+    for (;;) {
+        struct store_found f;
+        if (!store_lookup(ctx, k, STORE_LOOK_PIN, &f)) {
+            index_unlock(f.bucket);
+            return STORE_MISS;
+        }
+        uint64_t snap = *f.slot;
+        uint8_t want = f.h.layout | layout;
+        if (want & ITEM_L_CAS64)
+            want &= (uint8_t)~ITEM_L_CAS32;
+        want &= (uint8_t)~ITEM_L_MARK;
+        rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
+        index_unlock(f.bucket);
+
+        struct store_reservation r;
+        enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
+                                                 store_ttl_group(s, exp, clock_now()), &r);
+        if (st == STORE_OK)
+            memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
+        seg_unpin(f.seg);
+        if (st != STORE_OK)
+            return st;
+
+        struct store_found g;
+        bool same = store_lookup(ctx, k, STORE_LOOK_FIND, &g) && slot_same(*g.slot, snap);
+        struct seg *ns = r.seg;
+        if (same && __atomic_load_n(&ns->gen, __ATOMIC_ACQUIRE) == r.gen) {
+            uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
+            struct item_hdr nh;
+            item_decode(r.item, &nh);
+            if (item_cas_fits(nh.layout, cas, ns->cas_base) || !nh.cas_off) {
+                item_put_u32(r.item, nh.atime_off, item_get_u32(g.p, g.h.atime_off));
+                if (nh.flags_off)
+                    item_put_u32(r.item, nh.flags_off, item_get_u32(g.p, g.h.flags_off));
+                if (nh.exp_off)
+                    item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
+                item_put_cas(r.item, &nh, cas, ns->cas_base);
+                uint64_t access = *g.slot & SLOT_FREQ;
+                store_link(s, &g, true, &r, k->tag, k->hv, NULL); /* rare: a touch or CAS that did not fit */
+                *g.slot |= access;
+                index_unlock(g.bucket);
+                seg_unpin(ns);
+                return STORE_OK;
+            }
+            layout |= ITEM_L_CAS64;
+        }
+        index_unlock(g.bucket);
+        seg_unpin(ns);
+    }
+}
+
