@@ -54,20 +54,20 @@ int store_create(struct store **out, const struct store_options *opt)
     size_t seg = STORE_SEG_MIN;
     while (seg < opt->item_size_max)
         seg <<= 1;
-    s->seg_size = seg;
-    while ((s->seg_size >> s->off_shift) > SLOT_MAX_OFF)
-        s->off_shift++;
+    s->pool.seg_size = seg;
+    while ((s->pool.seg_size >> s->pool.off_shift) > SLOT_MAX_OFF)
+        s->pool.off_shift++;
     size_t nsegs = store_seg_count(s, opt->mem_limit);
-    s->seg_limit = nsegs > SLOT_MAX_SEGS ? 0 : (uint32_t)nsegs;
-    if (s->seg_limit < 1) {
+    s->pool.seg_limit = nsegs > SLOT_MAX_SEGS ? 0 : (uint32_t)nsegs;
+    if (s->pool.seg_limit < 1) {
         free(s);
         return -1;
     }
-    s->mem_limit = opt->mem_limit;
-    s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
+    s->pool.mem_limit = opt->mem_limit;
+    s->pool.open_max = s->pool.seg_limit / 8 ? s->pool.seg_limit / 8 : 1;
     s->temp_ttl = opt->temp_lru ? (int64_t)opt->temporary_ttl : -1;
     s->lru_flat = opt->lru_flat;
-    s->upload_limit = opt->upload_limit
+    s->up.limit = opt->upload_limit
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
 
@@ -114,18 +114,18 @@ int store_create(struct store **out, const struct store_options *opt)
     ghost_init(&s->ghost, opt->mem_limit);
     pthread_mutex_init(&s->ctx_lock, NULL);
     store_upload_init(s);
-    pthread_mutex_init(&s->house_lock, NULL);
-    pthread_cond_init(&s->house_cond, NULL);
-    s->house = store_ctx_create(s);
-    if (!s->house) {
+    pthread_mutex_init(&s->hk.lock, NULL);
+    pthread_cond_init(&s->hk.cond, NULL);
+    s->hk.ctx = store_ctx_create(s);
+    if (!s->hk.ctx) {
         store_destroy(&s);
         return -1;
     }
     if (s->pm)
         restore_run(s);
     if (opt->background) {
-        if (pthread_create(&s->house_thread, NULL, store_housekeeper, s) == 0)
-            s->house_running = true;
+        if (pthread_create(&s->hk.thread, NULL, store_housekeeper, s) == 0)
+            s->hk.running = true;
     }
     *out = s;
     return 0;
@@ -136,15 +136,15 @@ void store_destroy(struct store **sp)
     struct store *s = *sp;
     if (!s)
         return;
-    if (s->house_running) {
-        pthread_mutex_lock(&s->house_lock);
-        s->house_stop = true;
-        pthread_cond_signal(&s->house_cond);
-        pthread_mutex_unlock(&s->house_lock);
-        pthread_join(s->house_thread, NULL);
+    if (s->hk.running) {
+        pthread_mutex_lock(&s->hk.lock);
+        s->hk.stop = true;
+        pthread_cond_signal(&s->hk.cond);
+        pthread_mutex_unlock(&s->hk.lock);
+        pthread_join(s->hk.thread, NULL);
     }
-    if (s->house)
-        store_ctx_destroy(&s->house);
+    if (s->hk.ctx)
+        store_ctx_destroy(&s->hk.ctx);
     while (s->ctxs) {
         struct store_ctx *c = s->ctxs;
         store_ctx_destroy(&c);
@@ -157,9 +157,9 @@ void store_destroy(struct store **sp)
     index_release(&s->index);
     ghost_release(&s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
-    pthread_mutex_destroy(&s->house_lock);
+    pthread_mutex_destroy(&s->hk.lock);
     store_upload_release(s);
-    pthread_cond_destroy(&s->house_cond);
+    pthread_cond_destroy(&s->hk.cond);
     free(s);
     *sp = NULL;
 }
@@ -260,13 +260,13 @@ static void store_prefetch_item(struct store *s, const struct store_prefetch_run
         if (!sl || slot_tag(sl) != r->tag[i])
             continue;
         uint32_t id = slot_seg(sl);
-        struct seg *chunk = __atomic_load_n(&s->seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
+        struct seg *chunk = __atomic_load_n(&s->pool.seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
         if (!chunk)
             continue;
         const char *data = __atomic_load_n(&chunk[id % SEG_CHUNK].data, __ATOMIC_RELAXED);
         if (!data)
             continue;
-        const char *p = data + ((size_t)slot_off(sl) << s->off_shift);
+        const char *p = data + ((size_t)slot_off(sl) << s->pool.off_shift);
         for (unsigned o = 0; o < STORE_PREFETCH_ITEM_BYTES; o += 64)
             __builtin_prefetch(p + o, 1);
     }
@@ -613,11 +613,11 @@ void store_flush(struct store *s, rel_time_t when)
     /* memcached's LRU maintainer reclaims flushed items within a fraction
      * of a second (`reclaimed`, `curr_items` drop): an immediate flush
      * wakes the housekeeper instead of waiting for its next tick. */
-    if (s->house_running && when <= now) {
-        pthread_mutex_lock(&s->house_lock);
-        s->house_kick = true;
-        pthread_cond_signal(&s->house_cond);
-        pthread_mutex_unlock(&s->house_lock);
+    if (s->hk.running && when <= now) {
+        pthread_mutex_lock(&s->hk.lock);
+        s->hk.kick = true;
+        pthread_cond_signal(&s->hk.cond);
+        pthread_mutex_unlock(&s->hk.lock);
     }
 }
 
@@ -655,15 +655,15 @@ void store_stats(struct store *s, struct store_stats *out)
 #define STORE_CTX_COPY(n) out->n = sum.n;
     STORE_COUNTERS(STORE_CTX_COPY)
 #undef STORE_CTX_COPY
-    out->upload_bytes = __atomic_load_n(&s->upload_bytes, __ATOMIC_RELAXED);
-    out->upload_limit = s->upload_limit;
-    out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
+    out->upload_bytes = __atomic_load_n(&s->up.bytes, __ATOMIC_RELAXED);
+    out->upload_limit = s->up.limit;
+    out->limit_maxbytes = __atomic_load_n(&s->pool.mem_limit, __ATOMIC_RELAXED);
     out->hash_power_level = index_level(&s->index);
     out->hash_bytes = index_bytes(&s->index) +
                       (s->ghost.tab ? (s->ghost.mask + 1) * sizeof(*s->ghost.tab) : 0);
     out->hash_is_expanding = index_expanding(&s->index);
-    out->seg_size = s->seg_size;
-    out->lru_crawler_running = __atomic_load_n(&s->crawl_running, __ATOMIC_ACQUIRE);
+    out->seg_size = s->pool.seg_size;
+    out->lru_crawler_running = __atomic_load_n(&s->hk.crawl_running, __ATOMIC_ACQUIRE);
     out->initial_malloced = s->opt.initial_malloced;
     if (s->pm) {
         out->restore_mode = s->pm->start;

@@ -21,6 +21,8 @@
 #include "store/store_item.h"
 #include "store/store_classes.h"
 #include "store/store_ghost.h"
+#include "store/store_upload.h"
+#include "store/store_crawl.h"
 #include "store/store_life.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
@@ -63,27 +65,9 @@ struct store_ctx {
 
 struct store {
     struct store_options opt;
-    size_t seg_size;
-    unsigned off_shift;       /* item offsets are stored >> off_shift */
+    struct seg_pool pool;       /* segments and their eviction (store_seg.h) */
     struct index index;
     struct seg_hooks seg_hooks; /* what segments report (store_create fills it) */
-
-    pthread_mutex_t pool_lock; /* segment lists, allocation, eviction */
-    struct seg **seg_chunks;   /* SEG_CHUNK headers each, see seg_grow_cap */
-    uint32_t seg_cap;          /* ids 0..seg_cap-1 have headers (pool lock) */
-    uint32_t seg_limit;        /* segments -m allows */
-    uint32_t kept_segs;        /* segments reply queues pin (seg_keep), atomic */
-    uint32_t seg_alloc;        /* segments holding memory */
-    struct hugemem_pool seg_mem; /* their memory, on huge pages (pool lock) */
-    struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
-    struct seg_list temp;      /* sealed segments of the temporary_ttl group */
-    struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
-    struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
-    int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
-    uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
-    uint32_t open_segs; /* workers' open segments, all groups */
-    uint32_t open_max;          /* budget for them: an eighth of -m */
-    size_t mem_limit;
 
     uint64_t cas_next;     /* last CAS handed out */
     struct store_life life; /* flush_all's marks (store_life.h) */
@@ -92,28 +76,11 @@ struct store {
     struct store_ctx *ctxs;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
     struct store_cls_ctr gone_cls[STORE_CLASSES];
-    struct store_ctx *house;        /* the housekeeper's own ctx */
-    uint64_t crawl_cursor;          /* next bucket for store_crawl (housekeeper) */
-    uint64_t crawl_classes;         /* classes `lru_crawler crawl` asked for (house_lock) */
-    bool crawl_active;              /* the housekeeper is crawling them (house_lock) */
-    bool crawl_running;             /* from the request to the crawl's end, atomic */
-
-    pthread_t house_thread;
-    bool house_running;
-    pthread_mutex_t house_lock;
-    pthread_cond_t house_cond;
-    bool house_stop;
-    bool house_kick;                /* run a pass now (an immediate flush_all) */
+    struct store_house hk;      /* the housekeeper and the crawler (store_crawl.h) */
 
     int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
     uint8_t lru_flat;          /* no segmented LRU (store_set_lru_segmented), atomic */
-    uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
-    uint64_t upload_limit;     /* bound on the large ones */
-    pthread_mutex_t upload_lock;
-    struct { struct store_upload *head, *tail; } uploads; /* oldest first */
-    uint64_t upload_live;      /* large ones not cut off (upload_lock) */
-    uint64_t upload_held;      /* large ones still allocated (upload_lock) */
-    uint64_t upload_small;     /* the small ones, atomic: client memory (client_mem_limit) */
+    struct store_uploads up;   /* values still arriving (store_upload.h) */
 
     struct persist *pm;        /* the -e memory file, or NULL (persist.h) */
 
@@ -128,28 +95,21 @@ static inline size_t store_seg_count(const struct store *s, size_t bytes)
 {
     size_t pre = s->opt.initial_malloced;
     if (!pre)
-        return bytes / s->seg_size;
-    size_t n = bytes > pre ? (bytes - pre) / s->seg_size : 0;
+        return bytes / s->pool.seg_size;
+    size_t n = bytes > pre ? (bytes - pre) / s->pool.seg_size : 0;
     return n ? n : 1;
 }
 
 static inline struct seg *seg_of(struct store *s, uint32_t id)
 {
-    return &s->seg_chunks[id / SEG_CHUNK][id % SEG_CHUNK];
+    return &s->pool.seg_chunks[id / SEG_CHUNK][id % SEG_CHUNK];
 }
 static inline char *seg_item(struct store *s, uint64_t slot)
 {
-    return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->off_shift);
+    return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->pool.off_shift);
 }
 
 /* Adds from's counters to into's (evicted_time: the larger). */
 void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);
-/* store_crawl.c: the housekeeper thread (arg: the store); one pass of its
- * work, which tests call directly; and its sweep, which unlinks expired and
- * flushed items from up to max buckets of the index, reading only items
- * whose segment may hold some. */
-void *store_housekeeper(void *arg);
-void store_housekeep(struct store *s);
-size_t store_crawl(struct store_ctx *ctx, uint64_t max);
 
 #endif

@@ -69,7 +69,7 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
 {
     struct seg *seg = res->seg;
     char *p = res->item;
-    uint32_t off = (uint32_t)((p - seg->data) >> s->off_shift);
+    uint32_t off = (uint32_t)((p - seg->data) >> s->pool.off_shift);
     uint64_t ns = slot_make(tag, seg->id, off);
     struct item_hdr h;
     item_decode(p, &h);

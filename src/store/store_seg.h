@@ -4,9 +4,11 @@
 #ifndef NODELAY_STORE_SEG_H
 #define NODELAY_STORE_SEG_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/hugemem.h"
 #include "store/store.h"
 #include "store/store_classes.h"
 #include "store/seg_counts.h"
@@ -56,6 +58,30 @@ struct seg_walk {
     uint32_t kept_from;   /* first item kept in place (main open segment full), or UINT32_MAX */
     size_t budget;        /* bytes it may still keep */
     bool retain, keep_all, from_small, any_evicted;
+};
+
+/* The segment pool (seg.c): every segment's header, the queues, the
+ * memory, and the eviction walk at the writers' pace. Fields marked (pool
+ * lock) are under lock. */
+struct seg_pool {
+    size_t seg_size;
+    unsigned off_shift;       /* item offsets are stored >> off_shift */
+    pthread_mutex_t lock;      /* segment lists, allocation, eviction */
+    struct seg **seg_chunks;   /* SEG_CHUNK headers each, see seg_grow_cap */
+    uint32_t seg_cap;          /* ids 0..seg_cap-1 have headers (pool lock) */
+    uint32_t seg_limit;        /* segments -m allows */
+    uint32_t kept_segs;        /* segments reply queues pin (seg_keep), atomic */
+    uint32_t seg_alloc;        /* segments holding memory */
+    struct hugemem_pool seg_mem; /* their memory, on huge pages (pool lock) */
+    struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
+    struct seg_list temp;      /* sealed segments of the temporary_ttl group */
+    struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
+    struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
+    int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
+    uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
+    uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t open_max;          /* budget for them: an eighth of -m */
+    size_t mem_limit;
 };
 
 /* An open segment could be recycled rather than appended to (off for now:

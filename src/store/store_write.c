@@ -26,7 +26,7 @@
  * much eviction, paid every SEG_PAY_BYTES (seg_pay). */
 static inline void store_owe(struct store_ctx *ctx, size_t bytes)
 {
-    if (!__atomic_load_n(&ctx->store->evict_pace, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&ctx->store->pool.evict_pace, __ATOMIC_RELAXED))
         return;
     ctx->evict_debt += (uint32_t)bytes;
     if (ctx->evict_debt >= SEG_PAY_BYTES)
@@ -35,7 +35,7 @@ static inline void store_owe(struct store_ctx *ctx, size_t bytes)
 
 static size_t store_align(struct store *s, size_t n)
 {
-    size_t a = (size_t)1 << s->off_shift;
+    size_t a = (size_t)1 << s->pool.off_shift;
     return (n + a - 1) & ~(a - 1);
 }
 
@@ -48,12 +48,12 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     if (s->pm)
         layout |= ITEM_L_SUM;
     size_t size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
-    if (size > s->seg_size)
+    if (size > s->pool.seg_size)
         return STORE_TOO_LARGE;
     store_owe(ctx, size);
     struct seg *seg = ctx->open[g];
     if (!seg && g != STORE_GROUP_TEMP &&
-        __atomic_load_n(&s->open_segs, __ATOMIC_RELAXED) >= s->open_max) {
+        __atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED) >= s->pool.open_max) {
         /* Open segments are partly empty memory: past the budget a new TTL
          * group shares this worker's nearest open one instead (never the
          * temporary group's, whose segments eviction spares). */
@@ -64,11 +64,11 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
                 seg = ctx->open[g += d];
         }
     }
-    if (!seg || seg->write_off + size > s->seg_size) {
+    if (!seg || seg->write_off + size > s->pool.seg_size) {
         seg = seg_open(ctx, g);
         /* Never write past a segment's end (seg_open hands out empty
          * segments; this guards that promise, see test_store_compact). */
-        if (!seg || seg->write_off + size > s->seg_size)
+        if (!seg || seg->write_off + size > s->pool.seg_size)
             return STORE_NO_MEMORY;
     }
     uint32_t off = seg->write_off;

@@ -151,7 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct fuzz_seen seen = {0};
     /* the segment data's bounds in the store's own mapping */
     seen.lo = s->pm->data;
-    seen.hi = s->pm->data + (size_t)s->pm->nsegs * s->seg_size;
+    seen.hi = s->pm->data + (size_t)s->pm->nsegs * s->pool.seg_size;
     while (cursor != UINT64_MAX && store_walk(s, &cursor, 64, fuzz_visit, &seen))
         ;
     struct store_item it;

@@ -64,7 +64,7 @@ static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t
     if (h->hdr_sum != pm_hdr_sum(h))
         return "its header is damaged";
     if (h->mem_limit != s->opt.mem_limit || h->item_size_max != s->opt.item_size_max ||
-        h->seg_size != s->seg_size || h->nsegs != s->seg_limit ||
+        h->seg_size != s->pool.seg_size || h->nsegs != s->pool.seg_limit ||
         h->cas_enabled != (uint32_t)s->opt.cas_enabled ||
         h->journal_slots != PM_JOURNAL_SLOTS) {
         snprintf(buf, len,
@@ -94,7 +94,7 @@ static void pm_layout(struct store *s, struct persist *pm)
     h->endian = PM_ENDIAN;
     h->mem_limit = s->opt.mem_limit;
     h->item_size_max = s->opt.item_size_max;
-    h->seg_size = s->seg_size;
+    h->seg_size = s->pool.seg_size;
     h->nsegs = pm->nsegs;
     h->data_off = (uint64_t)(pm->data - pm->map);
     h->cas_enabled = s->opt.cas_enabled;
@@ -145,9 +145,9 @@ int persist_open(struct store *s, const char *path, struct persist **out)
                   path, meta);
         return -1;
     }
-    uint32_t nsegs = s->seg_limit;
+    uint32_t nsegs = s->pool.seg_limit;
     size_t data_off = pm_data_off(nsegs);
-    size_t len = data_off + (size_t)nsegs * s->seg_size;
+    size_t len = data_off + (size_t)nsegs * s->pool.seg_size;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         log_error("-e %s: cannot open the memory file: %s", path, strerror(errno));

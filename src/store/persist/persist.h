@@ -113,7 +113,7 @@ static inline struct pm_seg *pm_seg(struct persist *pm, uint32_t id)
 }
 static inline char *pm_seg_data(struct persist *pm, struct store *s, uint32_t id)
 {
-    return pm->data + (size_t)id * s->seg_size;
+    return pm->data + (size_t)id * s->pool.seg_size;
 }
 static inline uint64_t pm_loc(uint32_t seg, uint32_t off)
 {

@@ -25,7 +25,7 @@
 
 static bool restore_seg_sane(const struct store *s, const struct pm_seg *ps)
 {
-    if (ps->write_off > s->seg_size)
+    if (ps->write_off > s->pool.seg_size)
         return false;
     if (ps->flags & PM_SEG_COMPACTING)
         return ps->compact_w <= ps->compact_off && ps->compact_off <= ps->write_off;
@@ -55,8 +55,8 @@ static void restore_damaged(struct store *s)
 static char *restore_loc(struct store *s, uint64_t loc)
 {
     uint64_t seg = (loc >> 32) - 1, off = (uint32_t)loc;
-    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->seg_size ||
-        s->seg_size - off < ITEM_HDR_MAX)
+    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->pool.seg_size ||
+        s->pool.seg_size - off < ITEM_HDR_MAX)
         return NULL;
     char *p = pm_seg_data(s->pm, s, (uint32_t)seg) + off;
     return (p[0] & ITEM_L_MARK) ? p : NULL;
@@ -183,7 +183,7 @@ static void restore_item(struct restore_run *r, struct seg *seg, char *p,
 {
     struct store *s = r->s;
     uint64_t hv = XXH3_64bits(p + h->hlen, h->nkey);
-    if (!rix_add(r->rix, r->bin, hv, seg->id, off >> s->off_shift)) {
+    if (!rix_add(r->rix, r->bin, hv, seg->id, off >> s->pool.off_shift)) {
         if (!r->nomem_logged)
             log_error("-e %s: out of memory restoring the index; dropping items",
                       s->opt.memory_file);
@@ -259,7 +259,7 @@ static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg
 
 static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg)
 {
-    size_t align = (size_t)1 << s->off_shift;
+    size_t align = (size_t)1 << s->pool.off_shift;
     uint32_t end = seg->write_off;
     for (uint32_t x = 0; x < end;) {
         char *p = seg->data + x;
@@ -433,15 +433,15 @@ static bool restore_segments(struct store *s, struct restore_run *r)
         if (seg->prev)
             seg->prev->next = seg->next;
         else
-            s->unused.head = seg->next;
+            s->pool.unused.head = seg->next;
         if (seg->next)
             seg->next->prev = seg->prev;
         else
-            s->unused.tail = seg->prev;
+            s->pool.unused.tail = seg->prev;
         seg->prev = seg->next = NULL;
-        s->unused.n--;
+        s->pool.unused.n--;
         seg->data = pm_seg_data(pm, s, ids[k]);
-        s->seg_alloc++;
+        s->pool.seg_alloc++;
         seg->write_off = ps->write_off;
         seg->cas_base = ps->cas_base;
         seg->group = ps->group;
@@ -458,7 +458,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
     restore_parallel(r, ids, n);
     for (uint32_t k = 0; k < n; k++) {
         struct seg *seg = seg_of(s, ids[k]);
-        struct seg_list *to = &s->fifo;
+        struct seg_list *to = &s->pool.fifo;
         /* stats slabs' pages: the classes of what it kept (its dead items'
          * classes are not known here) */
         seg->cls_held = 0;
@@ -468,12 +468,12 @@ static bool restore_segments(struct store *s, struct restore_run *r)
         if (seg->live_items == 0) {
             persist_seg_free(s, seg);
             seg->state = SEG_FREE;
-            to = &s->free;
+            to = &s->pool.free;
         } else if (seg->group == STORE_GROUP_TEMP) {
             seg->state = SEG_SEALED; /* temporary_ttl items keep their own queue */
             seg->queue = SEG_Q_TEMP;
             seg_set_lru(seg, STORE_LRU_TEMP);
-            to = &s->temp;
+            to = &s->pool.temp;
         } else {
             seg->state = SEG_SEALED;
             seg->queue = SEG_Q_MAIN;

@@ -71,8 +71,8 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
     x->nbins = nbins > SPLIT_THREADS ? SPLIT_THREADS : nbins ? nbins : 1;
     /* whole lines each, so that every line written is a whole line */
     x->cap = (uint32_t)(((uint64_t)INDEX_SLOTS + 1) << x->part_shift) / x->nbins & ~(RIX_STAGE - 1);
-    x->seg_bits = rix_bits(s->seg_cap);
-    x->off_bits = rix_bits(s->seg_size >> s->off_shift);
+    x->seg_bits = rix_bits(s->pool.seg_cap);
+    x->off_bits = rix_bits(s->pool.seg_size >> s->pool.off_shift);
     x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
     /* A buffer for one part's buckets per filling thread (up to one per
      * core, as the walkers). */
