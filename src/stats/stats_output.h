@@ -68,7 +68,7 @@ struct stats_snapshot {
     uint64_t total_connections;  /* ... listeners included */
     uint64_t connection_structures;
     uint64_t response_obj_count;
-    uint64_t reply_bytes;        /* bytes queued for clients */
+    uint64_t reply_bytes;        /* memory reply queues hold */
     uint64_t read_buf_count, read_buf_bytes;
     uint64_t reserved_fds;
     uint64_t accepting_conns, listen_disabled_num;

@@ -81,7 +81,7 @@
       "memcached's response objects: none")                                                        \
     X(response_obj_count, SNAP, response_obj_count, U64, GAUGE, ALWAYS, "nodelay_response_objects", \
       "client connections (each owns one reply queue)")                                            \
-    X(response_obj_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "bytes queued for clients") \
+    X(response_obj_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "memory reply queues hold") \
     X(read_buf_count, SNAP, read_buf_count, U64, GAUGE, ALWAYS, "nodelay_read_buffers",            \
       "read buffers held")                                                                         \
     X(read_buf_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, NULL, "bytes in read buffers")     \
@@ -262,7 +262,7 @@
     /* the worker counter behind total_connections (which adds the listeners) */                   \
     X(accepted_connections, WORKER, total_connections, U64, COUNTER, ALWAYS, NULL,                 \
       "client connections accepted")                                                               \
-    X(reply_queue_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "bytes queued for clients")  \
+    X(reply_queue_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "memory reply queues hold")  \
     X(read_buffer_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, NULL, "bytes in read buffers")  \
     X(index_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, NULL, "index memory, outside -m")        \
     X(seg_size, STORE, seg_size, U64, GAUGE, ALWAYS, "nodelay_seg_size_bytes", "bytes per segment")\
