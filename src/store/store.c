@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The store: set-up, lookups and the read side (get, touch, delete, flush,
- * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c,
- * the housekeeper and the crawler in store_crawl.c. */
+/* The store's operations: set-up and teardown, worker contexts, get, touch,
+ * delete, flush, run-time settings, stats. Writes are in store_write.c,
+ * incr/decr in store_arith.c, the housekeeper and the crawler in
+ * store_crawl.c, memcached's views in store_compat.c. */
 #include "store/store_core.h"
 #include "store/store_link.h"
 #include "store/store_classes.h"

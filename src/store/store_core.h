@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The store itself (store.c): struct store and the per-worker struct
- * store_ctx that the store's files share, and store.c's helpers for them.
- *
- * Layering: item.c knows the byte layout of one item (store_item.h);
- * index.c the hash index of 8-byte slots (store_index.h); seg.c the
- * segments (store_seg.h); store_lookup.c the one lookup; store.c,
- * store_write.c and store_arith.c the operations of store.h on top.
- * Nothing outside src/store includes these headers. docs/store.md says why
- * it is shaped this way. */
+/* The store itself (store.c): struct store, which holds one of each part's
+ * structs (the segment pool, index, classes, item life, ghost list,
+ * uploads, housekeeper, the -e file), and the per-worker struct store_ctx.
+ * The parts call one another only downward; docs/store.md "The store's
+ * parts" has the order, and scripts/check-layers.sh keeps it. The inline
+ * helpers here call nothing above the index and items. Nothing outside
+ * src/store includes this header. */
 #ifndef NODELAY_STORE_CORE_H
 #define NODELAY_STORE_CORE_H
 
@@ -99,6 +97,19 @@ static inline size_t store_seg_count(const struct store *s, size_t bytes)
     size_t n = bytes > pre ? (bytes - pre) / s->pool.seg_size : 0;
     return n ? n : 1;
 }
+
+/* memcached's item size check for -I and the key length (inline: every
+ * reservation makes it). */
+static inline enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags)
+{
+    if (nkey == 0 || nkey > STORE_KEY_MAX)
+        return STORE_TOO_LARGE;
+    if (nvalue > UINT32_MAX - 1024 ||
+        item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max)
+        return STORE_TOO_LARGE;
+    return STORE_OK;
+}
+
 
 static inline struct seg *seg_of(struct store *s, uint32_t id)
 {

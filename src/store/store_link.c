@@ -54,16 +54,6 @@ uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, b
     return need;
 }
 
-enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags)
-{
-    if (nkey == 0 || nkey > STORE_KEY_MAX)
-        return STORE_TOO_LARGE;
-    if (nvalue > UINT32_MAX - 1024 ||
-        item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max)
-        return STORE_TOO_LARGE;
-    return STORE_OK;
-}
-
 bool store_link(struct store *s, struct store_found *f, bool have_old,
                 struct store_reservation *res, uint32_t tag, uint64_t hv, const uint32_t *sum)
 {

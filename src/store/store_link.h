@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What every write shares beneath the write paths (store_link.c): CAS
- * numbers, TTL groups, the layout an item needs, memcached's size check,
- * and the link of a filled reservation into the index. Called by writes,
+ * numbers, TTL groups, the layout an item needs, and the link of a filled reservation into the index. Called by writes,
  * deletes and uploads; calls lookup's parts below. */
 #ifndef NODELAY_STORE_LINK_H
 #define NODELAY_STORE_LINK_H
@@ -26,7 +25,5 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
 /* The layout bits item fields need beyond what `have` has; 0 if it fits. */
 uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
                              uint64_t cas, uint64_t cas_base);
-/* memcached's item size check for -I and the key length. */
-enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags);
 
 #endif

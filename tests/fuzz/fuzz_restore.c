@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer harness for the -e restore scan (src/store/restore.c): a real
+/* libFuzzer harness for the -e restore scan (src/store/persist/restore.c): a real
  * memory file, written once by a store holding a few items, is patched by
  * the input and restored by store_create. Whatever the bytes, the store must
  * come up (restoring, dropping damaged items, or discarding the file)
