@@ -80,7 +80,7 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
     if (have_old) {
         *f->slot = ns;
         if (s->pm) {
-            item_set_state(f->p, ITEM_L_DEAD);
+            item_set_dead(f->p);
             persist_journal_end(s->pm, j);
         }
         struct store_cls_of oc = classes_item(&s->classes, f->p, &f->h);
