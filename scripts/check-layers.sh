@@ -25,7 +25,7 @@
 #
 # The last line is "layers: ok ..." or "layers: LOOP ...".
 set -u
-INFOLDER_ENFORCED="event metrics net reply stats store watch"
+INFOLDER_ENFORCED="event metrics net reply stats store"
 cd "$(dirname "$0")/.."
 
 part() {
