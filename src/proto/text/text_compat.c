@@ -10,6 +10,7 @@
 #include "proto/text/text_internal.h"
 #include "settings_run.h"
 #include "store/store.h"
+#include "store/store_compat.h"
 #include "watch/watch.h"
 
 /* Our store never moves pages between classes, but it reports items in
