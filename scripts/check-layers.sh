@@ -23,6 +23,7 @@ INSIDE="src/proto"
 part() {
     local path=${1#src/}
     case "$path" in
+    settings/options.*) echo options ;;
     */*) echo "${path%%/*}" ;;
     *) path=${path%%.*}; echo "${path%%_*}" ;;
     esac

@@ -20,7 +20,7 @@
 #include "net/worker.h"
 #include "proto/server_ops.h"
 #include "reply/reply.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "stats/registry.h"
 #include "stats/stats_detail.h"
 #include "stats/stats_output.h"

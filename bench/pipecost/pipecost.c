@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "options.h"
+#include "settings/options.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
 

@@ -25,7 +25,7 @@
 #include "net/tls.h"
 #include "proto/proto.h"
 #include "net/net_options.h"
-#include "settings_run.h"
+#include "settings/settings_run.h"
 #include "stats/stats.h"
 #include "watch/watch.h"
 

@@ -20,8 +20,8 @@
 #include "proto/proto.h"
 #include "proto/sasl.h"
 #include "proto/session.h"
-#include "options.h"
-#include "settings.h"
+#include "settings/options.h"
+#include "settings/settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
 

@@ -18,8 +18,8 @@
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "options.h"
-#include "settings.h"
+#include "settings/options.h"
+#include "settings/settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
 

@@ -13,7 +13,7 @@
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings_run.h"
+#include "settings/settings_run.h"
 #include "stats/stats.h"
 #include "version.h"
 #include "proto/watch_note.h"

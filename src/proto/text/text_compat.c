@@ -8,7 +8,7 @@
 
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings_run.h"
+#include "settings/settings_run.h"
 #include "store/store.h"
 #include "watch/watch.h"
 

@@ -29,7 +29,7 @@
 
 #include "proto/text/text.h"
 #include "num.h"
-#include "settings_run.h"
+#include "settings/settings_run.h"
 
 struct session;
 

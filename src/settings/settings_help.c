@@ -3,7 +3,7 @@
  * order; rows with a note are marked (compat). */
 #include <string.h>
 
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 #include "version.h"
 
 #define SETTINGS_HELP_COLUMN 26

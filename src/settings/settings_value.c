@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "num.h"
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 
 /* Whole-string decimal integer in [min, max]: memcached's strtol rules
  * (num.c), but no white space around it, which a config line or a quoted

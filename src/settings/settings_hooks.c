@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "event/event.h"
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 #include "version.h"
 
 /* -m: megabytes, or a size with a suffix ("64m", "1g"). */

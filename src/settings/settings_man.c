@@ -5,7 +5,7 @@
  * it; `make man` writes build/nodelay.1. */
 #include <string.h>
 
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 #include "stats/stats_output.h"
 #include "version.h"
 
