@@ -26,10 +26,10 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "clock.h"
+#include "base/clock.h"
 #include "daemon.h"
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "metrics/metrics.h"
 #include "net/core.h"
 #include "net/listener.h"
@@ -41,7 +41,7 @@
 #include "server.h"
 #include "settings/settings.h"
 #include "store/store.h"
-#include "version.h"
+#include "base/version.h"
 #include "watch/watch.h"
 
 #define MAIN_EX_USAGE 64

@@ -11,9 +11,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/conn.h"
 #include "net/core.h"
 #include "net/tls.h"
@@ -25,7 +25,7 @@
 #include "stats/stats_detail.h"
 #include "stats/stats_output.h"
 #include "store/store.h"
-#include "version.h"
+#include "base/version.h"
 #include "watch/watch.h"
 
 #define SERVER_MEMLIMIT_MIN_MB 8

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "settings/options.h"
 #include "proto/proto.h"
 #include "proto/session.h"

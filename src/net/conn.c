@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/core.h"
 #include "net/sockopt.h"
 #include "net/tls.h"

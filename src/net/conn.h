@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "net/conn_env.h"
 #include "net/conn_input.h"
 #include "net/watch.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/worker.h"
 #include "net/net_options.h"
 
@@ -22,7 +22,7 @@ static int core_init_workers(struct core *c)
     return 0;
 }
 
-/* The trimmer's questions (net/trim.h). Quiet: no worker busy in its last second. Every
+/* The trimmer's questions (base/trim.h). Quiet: no worker busy in its last second. Every
  * slot of the array is looked at, started or not (a zeroed one is quiet). */
 static bool core_quiet(void *arg)
 {

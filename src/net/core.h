@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "net/listener.h"
-#include "net/trim.h"
+#include "base/trim.h"
 #include "stats/registry.h"
 
 struct server_ops;

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/conn.h"
 #include "net/core.h"
 #include "net/sockopt.h"
@@ -223,7 +223,7 @@ static void worker_accept(struct worker *w, struct listener *l)
 }
 
 /* When what this worker's clients hold has fallen well below its high
- * point, free the cached read buffers and ask the trimmer (net/trim.h) to
+ * point, free the cached read buffers and ask the trimmer (base/trim.h) to
  * return free pages to the OS: the trim itself runs on its own thread, not
  * here, and only once every worker is quiet, since it holds the heaps'
  * locks for tens of milliseconds. Sampled once a second,
@@ -248,7 +248,7 @@ static void worker_trim(struct worker *w)
     log_verbose("worker %d: client memory fell to %zu bytes: returning free memory", w->id, held);
 }
 
-/* Busy or quiet for the trimmer (net/trim.h): a few requests a second (a
+/* Busy or quiet for the trimmer (base/trim.h): a few requests a second (a
  * stats scraper, a health check) leave a worker quiet. */
 static void worker_note_busy(struct worker *w)
 {

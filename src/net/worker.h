@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/uio.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "net/conn_env.h"
 #include "net/rbuf_pool.h"
 #include "net/watch.h"

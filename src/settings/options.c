@@ -5,7 +5,7 @@
 #include "settings/options.h"
 
 #include "event/event.h"
-#include "num.h"
+#include "base/num.h"
 #include "settings/settings.h"
 
 #include <stdlib.h>

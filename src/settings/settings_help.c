@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "settings/settings_internal.h"
-#include "version.h"
+#include "base/version.h"
 
 #define SETTINGS_HELP_COLUMN 26
 

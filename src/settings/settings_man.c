@@ -7,7 +7,7 @@
 
 #include "settings/settings_internal.h"
 #include "stats/stats_output.h"
-#include "version.h"
+#include "base/version.h"
 
 /* Text with groff's specials escaped; "\n" in help text becomes a blank. */
 static void settings_man_text(FILE *out, const char *s)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "num.h"
+#include "base/num.h"
 #include "settings/settings_internal.h"
 
 /* Whole-string decimal integer in [min, max]: memcached's strtol rules

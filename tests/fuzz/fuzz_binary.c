@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/sasl.h"

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "net/conn_input.h"
 #include "proto/proto.h"
 #include "proto/session.h"

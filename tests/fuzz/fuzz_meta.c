@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"

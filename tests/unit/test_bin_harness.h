@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "reply/reply.h"
 #include "proto/binary/binary.h"
 #include "proto/proto.h"

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "net/conn_input.h"
 #include "proto/proto.h"
 #include "proto/session.h"

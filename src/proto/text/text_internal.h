@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "proto/text/text.h"
-#include "num.h"
+#include "base/num.h"
 #include "settings/settings_run.h"
 
 struct session;
