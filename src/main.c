@@ -27,7 +27,7 @@
 #endif
 
 #include "base/clock.h"
-#include "daemon.h"
+#include "server/daemon.h"
 #include "event/event.h"
 #include "base/log.h"
 #include "metrics/metrics.h"
@@ -38,7 +38,7 @@
 #include "stats/registry.h"
 #include "proto/sasl.h"
 #include "proto/text/text.h"
-#include "server.h"
+#include "server/server.h"
 #include "settings/settings.h"
 #include "store/store.h"
 #include "base/version.h"

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "net/core.h"
+/* The running server's threads (server/server.h): the workers, started
+ * and stopped together, and the trimmer with its questions about them. */
+#include "server/server.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "event/event.h"
 #include "base/log.h"
-#include "net/worker.h"
+#include "event/event.h"
+#include "net/core.h"
 #include "net/net_options.h"
+#include "net/worker.h"
 
 /* Set up every worker (not yet running); -1 with errno and c->nworkers
  * the one that failed. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The running server's server_ops (server.h): shutdown, verbosity,
+/* The running server's server_ops (server/server.h): shutdown, verbosity,
  * cache_memlimit and the `stats` family, composed from every worker's
  * counters and the store's through the counters table (stats/). */
-#include "server.h"
+#include "server/server.h"
 
 #include <pthread.h>
 #include <signal.h>
