@@ -9,7 +9,9 @@
 #   make URING=no        leave io_uring out even when liburing is there
 #   make URING=yes       require it: fail if liburing is absent (so MHD=yes,
 #                        SYSTEMD=yes; the Debian package builds so)
-#   make unit            unit tests (cmocka)
+#   make unit            unit tests (cmocka), the fast tier: seconds
+#   make unit-measure    the measurement tier: memory overhead per item and
+#                        the many-thread store stress (make test runs both)
 #   make test            everything CI runs (see scripts/test-all.sh)
 #   make fuzz            libFuzzer harnesses, briefly (clang)
 #   make bench           side-by-side benchmark against memcached
@@ -119,8 +121,14 @@ SERVER := $(OUT)/nodelay
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
+# Tests that measure (fill a 64 MiB store to its first eviction, run many
+# threads for seconds) take most of the unit time: they form a tier of their
+# own so that `make unit` stays quick. scripts/test-all.sh runs every
+# tests/unit/test_*.c, both tiers.
+UNIT_MEASURE := $(OUT)/tests/test_store_overhead $(OUT)/tests/test_store_stress
+UNIT_FAST := $(filter-out $(UNIT_MEASURE),$(UNIT_BIN))
 
-.PHONY: all server debug man unit test fuzz bench clean run install FORCE
+.PHONY: all server debug man unit unit-measure test fuzz bench clean run install FORCE
 .DEFAULT_GOAL := all
 
 all: server
@@ -178,8 +186,11 @@ man: build/nodelay.1
 build/nodelay.1: $(SERVER)
 	$(SERVER) --man > $@.tmp && mv $@.tmp $@
 
-unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+unit: $(UNIT_FAST)
+	@set -e; for t in $(UNIT_FAST); do echo "== $$t"; $$t; done
+
+unit-measure: $(UNIT_MEASURE)
+	@set -e; for t in $(UNIT_MEASURE); do echo "== $$t"; $$t; done
 
 # The whole suite, every configuration CI runs.
 test:

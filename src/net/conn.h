@@ -12,9 +12,11 @@
 #include "base/clock.h"
 #include "net/conn_env.h"
 #include "net/conn_input.h"
+#include "net/conn_ready.h"
+#include "net/conn_uring.h"
 #include "net/watch.h"
 #include "stats/registry.h"
-#include "proto/session.h"
+#include "proto/proto.h"
 
 /* server.c's name for a standard read buffer's size. */
 #define CONN_RBUF_SIZE RBUF_SIZE
@@ -52,29 +54,10 @@ struct conn {
     bool in_ready;
     bool dead;
 
-    /* Completion I/O (an io_uring loop, plaintext): reads and writes are
-     * started here and finish in conn_on_complete; the memory they name is
-     * the kernel's until then, so a closed connection waits for them on
-     * the zombie list before its buffers and pins are released. */
-    bool ring;
-    bool recv_busy, send_busy;
-    bool recv_own;             /* the loop ran out of its buffers: use ours */
-    bool recv_multi;           /* the started receive is multishot: it stays
-                                  started while the connection is idle */
-    bool multi_stop;           /* ...and its cancellation has been asked */
-    bool multi_none;           /* the loop offers none: one-shot receives */
-    bool taking;               /* conn_take is handing bytes over: no
-                                  receive may be started into our buffers */
-    size_t recv_room;          /* what the receive started was given */
-    enum conn_in_target recv_target;
-    struct iovec recv_iov[2];  /* a two-piece receive's: a held value's
-                                  rest, then the read buffer */
-    struct iovec *iov;         /* the send in flight's iovecs */
-    int iov_cap;
-    struct msghdr msg;
+    struct conn_ready rd;  /* the readiness path's (conn_ready.c) */
+    struct conn_uring u;   /* the completion path's (conn_uring.c) */
 
     struct conn_input in;
-    struct tls_conn *tls;   /* -Z: the TLS session, NULL for plaintext */
 
     size_t accounted;       /* reply bytes counted in the worker's gauge */
     rel_time_t last_active; /* last byte received */

@@ -51,15 +51,15 @@ enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, 
 {
     /* A large value goes straight into item memory; a small one is read
      * with what follows it (its "\r\n", the next requests) in one call. */
-    if (s->sink_len >= CONN_DIRECT_MIN && in->len == 0 &&
-        !(in->more_queued && s->sink_len + 2 <= RBUF_SIZE)) {
-        *at = s->sink;
-        *room = s->sink_len;
+    if (proto_sink_wait(s) >= CONN_DIRECT_MIN && in->len == 0 &&
+        !(in->more_queued && proto_sink_wait(s) + 2 <= RBUF_SIZE)) {
+        *at = proto_sink(s);
+        *room = proto_sink_wait(s);
         return CONN_IN_TO_SINK;
     }
     if (conn_input_room(in) < 0) {
         /* memcached answers this and closes, too */
-        reply_str(&s->reply, "SERVER_ERROR out of memory reading request\r\n");
+        reply_str(proto_reply(s), "SERVER_ERROR out of memory reading request\r\n");
         *at = NULL;
         *room = 0;
         return CONN_IN_TO_NOWHERE;
@@ -71,7 +71,7 @@ enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, 
 
 size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at)
 {
-    if (!s->sink_held || s->sink_len == 0 || in->len > 0 || conn_input_room(in) < 0)
+    if (!proto_sink_held(s) || in->len > 0 || conn_input_room(in) < 0)
         return 0;
     *at = in->buf + in->pos;
     return in->size - in->pos;
@@ -93,13 +93,13 @@ size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at
 static unsigned conn_input_ack(const struct conn_input *in, const struct session *s,
                                size_t owed, bool direct)
 {
-    if ((in->len > 0 && !in->again) || (s->sink_len > 0 && !s->sink_held))
+    if ((in->len > 0 && !in->again) || (proto_sink_wait(s) > 0 && !proto_sink_held(s)))
         return CONN_IN_QUICKACK; /* incomplete */
-    if (in->again || s->sink_len > 0)
+    if (in->again || proto_sink_wait(s) > 0)
         return 0;
     if (proto_mid_request(s))
         return direct ? 0 : CONN_IN_QUICKACK;
-    return reply_pending(&s->reply) <= owed ? CONN_IN_QUICKACK : 0;
+    return proto_owed(s) <= owed ? CONN_IN_QUICKACK : 0;
 }
 
 /* Hand buffered bytes to the protocol and say what follows; owed: what the
@@ -125,7 +125,7 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s, size_t 
     if (st == PROTO_CLOSE)
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     if (in->eof && !in->again) {
-        s->close_why = SESSION_CLOSE_NORMAL;
+        proto_set_close(s, SESSION_CLOSE_NORMAL);
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     }
     act |= conn_input_ack(in, s, owed, false);
@@ -136,7 +136,7 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s, size_t 
      * run, unless they already owe more than the allowance. */
     if (st == PROTO_YIELD) {
         act |= CONN_IN_YIELD;
-        if (reply_pending(&s->reply) > s->reply_allow)
+        if (proto_owed(s) > proto_allowance(s))
             act |= CONN_IN_FLUSH;
     } else {
         act |= CONN_IN_FLUSH;
@@ -147,10 +147,10 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s, size_t 
 unsigned conn_input_received(struct conn_input *in, struct session *s,
                              enum conn_in_target t, size_t n)
 {
-    size_t owed = reply_pending(&s->reply);
+    size_t owed = proto_owed(s);
     if (t == CONN_IN_TO_SINK) {
         /* past the value: what follows it, in the tail (conn_input_tail) */
-        size_t into = n < s->sink_len ? n : s->sink_len;
+        size_t into = n < proto_sink_wait(s) ? n : proto_sink_wait(s);
         proto_sink_filled(s, into);
         if (n > into) {
             in->len += n - into;
@@ -188,10 +188,10 @@ unsigned conn_input_eof(struct conn_input *in, struct session *s)
      * incomplete last request is dropped), then close. */
     in->eof = true;
     if (!in->again) {
-        s->close_why = SESSION_CLOSE_NORMAL;
+        proto_set_close(s, SESSION_CLOSE_NORMAL);
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     }
-    return conn_input_run(in, s, reply_pending(&s->reply));
+    return conn_input_run(in, s, proto_owed(s));
 }
 
 unsigned conn_input_resume(struct conn_input *in, struct session *s)
@@ -199,8 +199,8 @@ unsigned conn_input_resume(struct conn_input *in, struct session *s)
     if (!in->again) {
         if (!in->eof)
             return 0;
-        s->close_why = SESSION_CLOSE_NORMAL;
+        proto_set_close(s, SESSION_CLOSE_NORMAL);
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     }
-    return conn_input_run(in, s, reply_pending(&s->reply));
+    return conn_input_run(in, s, proto_owed(s));
 }

@@ -321,7 +321,7 @@ static void worker_shutdown(struct worker *w)
                 break;
             bool owed = false;
             for (struct conn *c = w->env.conns; c; c = c->next)
-                if (reply_pending(&c->sess.reply) > 0)
+                if (proto_owed(&c->sess) > 0)
                     owed = true;
             if (!owed)
                 break;

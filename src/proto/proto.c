@@ -10,6 +10,7 @@
 #include "proto/binary/binary.h"
 #include "proto/session.h"
 #include "proto/text/text.h"
+#include "watch/watch.h"
 
 #define PROTO_BINARY_REQ_MAGIC 0x80
 
@@ -71,4 +72,9 @@ void proto_release(struct session *s)
     else if (s->kind == PROTO_KIND_TEXT)
         text_state_release(s);
     session_release(s);
+}
+
+void proto_watch_end(struct session *s)
+{
+    watch_remove(&s->watcher);
 }

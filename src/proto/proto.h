@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct session;
+#include "proto/session.h"
 
 enum proto_status {
     PROTO_OK,    /* consumed what it could; call again when more bytes arrive */
@@ -42,6 +42,97 @@ void proto_sink_filled(struct session *s, size_t n);
  * still to come (bytes of a line or header not yet whole stay unconsumed,
  * in the caller's buffer). */
 bool proto_mid_request(const struct session *s);
+
+/* What the connection reads and sets of the session, so that it never
+ * names a session field itself: the contract may change inside without
+ * the connection noticing. All inline: several run per request. */
+
+/* The queue the protocol appends replies to; the connection sends from it. */
+static inline struct reply_queue *proto_reply(struct session *s)
+{
+    return &s->reply;
+}
+
+/* Reply bytes queued and not yet sent. */
+static inline size_t proto_owed(const struct session *s)
+{
+    return reply_pending(&s->reply);
+}
+
+/* Bytes of a value still to come into s->sink (0: none expected). */
+static inline size_t proto_sink_wait(const struct session *s)
+{
+    return s->sink_len;
+}
+
+/* Where those bytes go (item memory), valid while proto_sink_wait > 0. */
+static inline char *proto_sink(const struct session *s)
+{
+    return s->sink;
+}
+
+/* A value being received whose rest is queued in the socket (its segment
+ * reserved: it must be read now, whatever is owed). */
+static inline bool proto_sink_held(const struct session *s)
+{
+    return s->sink_len > 0 && s->sink_held;
+}
+
+/* Reply bytes the session may owe before its requests pause (and copy
+ * into the queue rather than pin). */
+static inline void proto_set_allowance(struct session *s, size_t allow)
+{
+    s->reply_allow = allow;
+    s->reply.copy_limit = allow;
+}
+
+static inline size_t proto_allowance(const struct session *s)
+{
+    return s->reply_allow;
+}
+
+/* Why the session (or the server, proto_set_close) asked to close. */
+static inline enum session_close proto_close_reason(const struct session *s)
+{
+    return s->close_why;
+}
+
+static inline void proto_set_close(struct session *s, enum session_close why)
+{
+    s->close_why = why;
+}
+
+/* After `watch`: the stream this session sends instead of replies. */
+static inline struct watcher *proto_watcher(const struct session *s)
+{
+    return s->watcher;
+}
+
+/* The connection is closing with I/O in flight: stop a `watch` stream now
+ * (it has nothing in flight), before the session itself is released. */
+void proto_watch_end(struct session *s);
+
+/* What the session learns of its connection once, at its start. */
+struct proto_conn_info {
+    int fd;                       /* the client's socket (cfd= in `watch` lines) */
+    long (*queued)(void *ctx, bool raw); /* what the socket holds unread
+                                            (session.h's queued)... */
+    void *queued_ctx;                    /* ...and its argument */
+    struct event_loop *loop;      /* where a watcher's wake-ups go... */
+    void *wake_ptr;               /* ...and with this event pointer */
+    const struct server_ops *ops; /* server-wide actions, NULL: none */
+};
+
+static inline void proto_attach(struct session *s, const struct proto_conn_info *ci)
+{
+    if (ci->ops)
+        s->ops = ci->ops;
+    s->cfd = ci->fd;
+    s->queued = ci->queued;
+    s->queued_ctx = ci->queued_ctx;
+    s->loop = ci->loop;
+    s->wake_ptr = ci->wake_ptr;
+}
 
 /* Once a second or so from the connection: lets a value being received
  * that was cut off for others give its memory back while its client is

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The readiness path: the loop says the socket is readable or writable, and
+ * the connection reads (read, or readv for a held value and what follows
+ * it) and writes (writev of the whole queue), plainly or through TLS. Used
+ * on epoll and poll, and on io_uring by TLS connections (a poll through the
+ * ring, then SSL_read/SSL_write). */
+#include "net/conn_ready.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "event/event.h"
+#include "base/log.h"
+#include "net/conn.h"
+#include "net/conn_path.h"
+#include "net/sockopt.h"
+#include "net/tls.h"
+#include "proto/proto.h"
+#include "stats/stats.h"
+#include "watch/watch.h"
+
+
+/* The one place the socket is read or written: plainly, or through TLS
+ * (tls.c), with read(2)'s and writev(2)'s contract either way. */
+static ssize_t conn_io_read(struct conn *c, void *buf, size_t n)
+{
+    return c->rd.tls ? tls_conn_read(c->rd.tls, buf, n) : read(c->fd, buf, n);
+}
+
+static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
+{
+    return c->rd.tls ? tls_conn_writev(c->rd.tls, iov, n) : writev(c->fd, iov, n);
+}
+
+/* Readiness: writev what is owed until the socket is full or the budget is
+ * spent (flush_more: the rest next turn). */
+void conn_ready_flush(struct conn *c)
+{
+    struct conn_env *w = c->env;
+    struct reply_queue *q = proto_reply(&c->sess);
+    c->blocked = false;
+    c->flush_more = false;
+    size_t sent = 0;
+    /* A `watch` stream is composed as the socket drains. */
+    while (reply_pending(q) > 0 ||
+           (proto_watcher(&c->sess) && watch_refill(proto_watcher(&c->sess), reply_pending(q), conn_watch_copy, q) > 0)) {
+        if (sent >= CONN_FLUSH_BUDGET) {
+            c->flush_more = true; /* the rest next turn, after the others */
+            break;
+        }
+        int n = reply_iov(q, w->iov, w->iov_max);
+        ssize_t wr = conn_io_writev(c, w->iov, n);
+        if (wr < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->blocked = true;
+                break;
+            }
+            log_verbose("<%d writev: %s", c->fd, strerror(errno));
+            conn_close(c, "write error");
+            return;
+        }
+        STAT_INC(w->stats, write_calls);
+        STAT_ADD(w->stats, bytes_written, (uint64_t)wr);
+        reply_consume(q, (size_t)wr);
+        sent += (size_t)wr;
+        c->stall_since = 0;
+    }
+    conn_account_reply(c);
+    if (c->blocked)
+        conn_check_owed(c);
+}
+
+/* A held value (its rest queued: session_reserve_value) is read now, in
+ * this turn, and the read that fills it takes what follows it too: one
+ * readv for the rest, its "\r\n" and any next request. */
+static ssize_t conn_read_held(struct conn *c, char *at, size_t room)
+{
+    char *tail;
+    size_t tail_room = conn_input_tail(&c->in, &c->sess, &tail);
+    if (tail_room == 0)
+        return read(c->fd, at, room);
+    struct iovec v[2] = {{at, room}, {tail, tail_room}};
+    return readv(c->fd, v, 2);
+}
+
+/* One read where conn_input_target says; false when the socket had
+ * nothing (or the connection closed). */
+static bool conn_read_once(struct conn *c)
+{
+    struct conn_env *w = c->env;
+    char *at;
+    size_t room;
+    enum conn_in_target t = conn_read_target(c, &at, &room);
+    if (t == CONN_IN_TO_NOWHERE)
+        return false;
+    bool held = t == CONN_IN_TO_SINK && proto_sink_held(&c->sess) && !c->rd.tls;
+    ssize_t n = held ? conn_read_held(c, at, room) : conn_io_read(c, at, room);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            /* Part of a TLS record: its sender waits for our ACK as for
+             * part of a request. */
+            if (c->rd.tls && c->tcp && tls_conn_record_incomplete(c->rd.tls) &&
+                sockopt_quickack(c->fd) == 0)
+                STAT_INC(w->stats, quickacks);
+            return false;
+        }
+        conn_close(c, strerror(errno));
+        return false;
+    }
+    conn_read_done(c, t, (size_t)n);
+    return n > 0;
+}
+
+/* Reads a readiness event makes while a value it holds is still unfilled:
+ * the first takes the command line, the next the rest; more only when a
+ * read returned less than the socket said it held. */
+#define CONN_HELD_READS 4
+
+void conn_ready_read(struct conn *c)
+{
+    for (int i = 0; i < CONN_HELD_READS; i++) {
+        if (!conn_read_once(c) || c->dead || !proto_sink_held(&c->sess) ||
+            !(c->interest & EVENT_READ))
+            return;
+    }
+}
+
+void conn_on_event(struct conn *c, unsigned events)
+{
+    if (c->dead)
+        return;
+    if (events & EVENT_WRITE) {
+        conn_flush_now(c);
+        conn_settle(c);
+        if (c->dead)
+            return;
+    }
+    if (events & EVENT_READ) {
+        if (c->interest & EVENT_READ)
+            conn_ready_read(c);
+    } else if (events & EVENT_ERROR) {
+        conn_close(c, "socket error");
+    }
+}
