@@ -11,11 +11,12 @@
  *                   reply line: text_storage_req.h)
  *   text_get*.c     get gets gat gats (parse, lookups, replies:
  *                   text_get_internal.h) and touch
- *   text_keys.c     delete incr decr
+ *   text_delete_arith.c  delete incr decr (and text_one_key)
  *   text_admin.c    flush_all version verbosity quit shutdown cache_memlimit
  *                   stats debugtime
  *   text_compat.c   memcached commands our store has no use for (slabs, lru,
- *                   lru_crawler crawl/..., watch)
+ *                   lru_crawler crawl/...), refresh_certs
+ *   text_watch.c    watch (the streams: watch/)
  *   text_dump.c     lru_crawler metadump / mgdump
  *   text_auth.c     -Y ascii authentication
  */
