@@ -25,6 +25,7 @@
 #include "stats/stats_detail.h"
 #include "stats/stats_output.h"
 #include "store/store.h"
+#include "store/store_compat.h"
 #include "base/version.h"
 #include "watch/watch.h"
 

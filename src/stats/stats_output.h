@@ -14,6 +14,7 @@
 #include "stats/stats.h"
 #include "stats/stats_emit.h"
 #include "store/store.h"
+#include "store/store_compat.h"
 
 /* The columns of stats_table.h. */
 enum stats_src { STATS_SRC_WORKER, STATS_SRC_STORE, STATS_SRC_SNAP, STATS_SRC_CONST };

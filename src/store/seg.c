@@ -13,10 +13,10 @@
  * (main) are kept, copied to the main open segment; when that is full they
  * stay in place and, at the walk's end, the victim is compacted and takes
  * its place. The rest leave; keys that leave the small queue unread go to
- * the ghost (store_ghost_add). At most 15/16 of a victim is kept, so room
- * is always made, and the walk is paced by the room it frees. A worker that
- * needs a segment and finds none free finishes the walk from its cursor
- * keeping at most half of it (seg_evict_one).
+ * the ghost (the evicted_unread hook, struct seg_hooks). At most 15/16 of
+ * a victim is kept, so room is always made, and the walk is paced by the
+ * room it frees. A worker that needs a segment and finds none free finishes
+ * the walk from its cursor keeping at most half of it (seg_evict_one).
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
@@ -28,13 +28,15 @@
  * zero. While a victim is being compacted (SEG_COMPACTING) a reader may not
  * pin it: it waits and looks again (seg_try_pin).
  *
- * Lock order: pool_lock, then bucket locks, then the index pool lock.
+ * Lock order: the pool lock (pool.lock), then bucket locks, then the index pool lock.
  */
 #include "store/store_core.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
+#include "store/store_classes.h"
+#include "store/store_life.h"
 #include "store/store_seg.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 #include "watch/watch.h"
 
 #include <sched.h>
@@ -95,29 +97,29 @@ static int seg_grow_cap(struct store *s, uint64_t want)
 {
     if (want > SLOT_MAX_SEGS)
         return -1;
-    while (s->seg_cap < want) {
+    while (s->pool.seg_cap < want) {
         struct seg *c = calloc(SEG_CHUNK, sizeof(*c));
         if (!c)
             return -1;
         for (uint32_t k = 0; k < SEG_CHUNK; k++) {
-            c[k].id = s->seg_cap + k;
+            c[k].id = s->pool.seg_cap + k;
             c[k].store = s;
-            list_push(&s->unused, &c[k]);
+            list_push(&s->pool.unused, &c[k]);
         }
-        __atomic_store_n(&s->seg_chunks[s->seg_cap / SEG_CHUNK], c, __ATOMIC_RELEASE);
-        s->seg_cap += SEG_CHUNK;
+        __atomic_store_n(&s->pool.seg_chunks[s->pool.seg_cap / SEG_CHUNK], c, __ATOMIC_RELEASE);
+        s->pool.seg_cap += SEG_CHUNK;
     }
     return 0;
 }
 
 int seg_pool_init(struct store *s)
 {
-    s->seg_chunks = calloc(SLOT_MAX_SEGS / SEG_CHUNK, sizeof(*s->seg_chunks));
-    if (!s->seg_chunks)
+    s->pool.seg_chunks = calloc(SLOT_MAX_SEGS / SEG_CHUNK, sizeof(*s->pool.seg_chunks));
+    if (!s->pool.seg_chunks)
         return -1;
-    pthread_mutex_init(&s->pool_lock, NULL);
-    hugemem_pool_init(&s->seg_mem);
-    if (seg_grow_cap(s, s->seg_limit) != 0) {
+    pthread_mutex_init(&s->pool.lock, NULL);
+    hugemem_pool_init(&s->pool.seg_mem);
+    if (seg_grow_cap(s, s->pool.seg_limit) != 0) {
         seg_pool_release(s);
         return -1;
     }
@@ -126,18 +128,18 @@ int seg_pool_init(struct store *s)
 
 void seg_pool_release(struct store *s)
 {
-    for (uint32_t i = 0; i < s->seg_cap && !s->pm; i++) {
+    for (uint32_t i = 0; i < s->pool.seg_cap && !s->pm; i++) {
         struct seg *g = seg_of(s, i);
         if (g->data)
-            munmap(g->data, s->seg_size);
+            munmap(g->data, s->pool.seg_size);
     }
-    hugemem_pool_release(&s->seg_mem);
-    for (uint32_t c = 0; c < s->seg_cap / SEG_CHUNK; c++)
-        free(s->seg_chunks[c]);
-    free(s->seg_chunks);
-    s->seg_chunks = NULL;
-    s->seg_cap = 0;
-    pthread_mutex_destroy(&s->pool_lock);
+    hugemem_pool_release(&s->pool.seg_mem);
+    for (uint32_t c = 0; c < s->pool.seg_cap / SEG_CHUNK; c++)
+        free(s->pool.seg_chunks[c]);
+    free(s->pool.seg_chunks);
+    s->pool.seg_chunks = NULL;
+    s->pool.seg_cap = 0;
+    pthread_mutex_destroy(&s->pool.lock);
 }
 
 static void seg_unmap(struct store *s, struct seg *seg)
@@ -145,31 +147,31 @@ static void seg_unmap(struct store *s, struct seg *seg)
     if (s->pm) {
         /* Part of the file mapping: give its pages back to tmpfs. */
         persist_seg_free(s, seg);
-        madvise(seg->data, s->seg_size, MADV_REMOVE);
+        madvise(seg->data, s->pool.seg_size, MADV_REMOVE);
     } else {
-        munmap(seg->data, s->seg_size);
+        munmap(seg->data, s->pool.seg_size);
     }
     seg->data = NULL;
     seg_set_state(seg, SEG_UNUSED);
-    s->seg_alloc--;
-    list_push(&s->unused, seg);
+    s->pool.seg_alloc--;
+    list_push(&s->pool.unused, seg);
 }
 
 /* Move drained segments whose pins are gone to the free list and give back
  * what a lowered limit no longer allows (pool lock held). */
 static void seg_collect_drained(struct store *s)
 {
-    for (struct seg *d = s->draining.head, *n; d; d = n) {
+    for (struct seg *d = s->pool.draining.head, *n; d; d = n) {
         n = d->next;
         if (__atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) == 0) {
-            list_remove(&s->draining, d);
+            list_remove(&s->pool.draining, d);
             seg_set_state(d, SEG_FREE);
-            list_push(&s->free, d);
+            list_push(&s->pool.free, d);
         }
     }
-    while (s->seg_alloc > s->seg_limit && s->free.head) {
-        struct seg *f = s->free.head;
-        list_remove(&s->free, f);
+    while (s->pool.seg_alloc > s->pool.seg_limit && s->pool.free.head) {
+        struct seg *f = s->pool.free.head;
+        list_remove(&s->pool.free, f);
         seg_unmap(s, f);
     }
 }
@@ -178,22 +180,22 @@ static void seg_collect_drained(struct store *s)
 static struct seg *seg_take_free(struct store *s)
 {
     seg_collect_drained(s);
-    if (s->free.head) {
-        struct seg *f = s->free.head;
-        list_remove(&s->free, f);
+    if (s->pool.free.head) {
+        struct seg *f = s->pool.free.head;
+        list_remove(&s->pool.free, f);
         return f;
     }
-    if (s->seg_alloc < s->seg_limit && s->unused.head) {
-        struct seg *u = s->unused.head;
-        bool more = s->seg_alloc + 1 < s->seg_limit;
+    if (s->pool.seg_alloc < s->pool.seg_limit && s->pool.unused.head) {
+        struct seg *u = s->pool.unused.head;
+        bool more = s->pool.seg_alloc + 1 < s->pool.seg_limit;
         void *p = s->pm ? pm_seg_data(s->pm, s, u->id)
-                        : hugemem_piece(&s->seg_mem, s->seg_size,
-                                        (size_t)s->seg_alloc * s->seg_size, more);
+                        : hugemem_piece(&s->pool.seg_mem, s->pool.seg_size,
+                                        (size_t)s->pool.seg_alloc * s->pool.seg_size, more);
         if (!p)
             return NULL;
-        list_remove(&s->unused, u);
+        list_remove(&s->pool.unused, u);
         u->data = p;
-        s->seg_alloc++;
+        s->pool.seg_alloc++;
         return u;
     }
     return NULL;
@@ -231,7 +233,7 @@ static void seg_seal(struct store_ctx *ctx, struct seg *seg, bool moves)
     bool temp = seg->group == STORE_GROUP_TEMP;
     if (!temp && moves) {
         uint64_t moved = 0;
-        for (unsigned k = 1; k < s->nclasses; k++) {
+        for (unsigned k = 1; k < s->classes.n; k++) {
             int32_t n = __atomic_load_n(&seg->cls_items[k], __ATOMIC_RELAXED);
             if (n > 0) {
                 CLS_ADD(&ctx->cls[k], moves_to_cold, (uint64_t)n);
@@ -242,12 +244,12 @@ static void seg_seal(struct store_ctx *ctx, struct seg *seg, bool moves)
     }
     seg->queue = temp ? SEG_Q_TEMP : SEG_Q_SMALL;
     seg_set_lru(seg, temp ? STORE_LRU_TEMP : STORE_LRU_COLD);
-    list_push(temp ? &s->temp : &s->small, seg);
+    list_push(temp ? &s->pool.temp : &s->pool.small, seg);
 }
 
 static struct seg_list *seg_queue(struct store *s, struct seg *seg)
 {
-    return seg->queue == SEG_Q_TEMP ? &s->temp : seg->queue == SEG_Q_SMALL ? &s->small : &s->fifo;
+    return seg->queue == SEG_Q_TEMP ? &s->pool.temp : seg->queue == SEG_Q_SMALL ? &s->pool.small : &s->pool.fifo;
 }
 
 /* Every item in it expired, flushed, overwritten or deleted. */
@@ -258,8 +260,8 @@ static bool seg_dead(struct store *s, struct seg *seg, rel_time_t now)
     uint32_t maxe = __atomic_load_n(&seg->max_exptime, __ATOMIC_RELAXED);
     if (maxe != SEG_EXP_NEVER && maxe <= now)
         return true;
-    uint32_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
-    uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
+    uint32_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
+    uint64_t oc = __atomic_load_n(&s->life.oldest_cas, __ATOMIC_RELAXED);
     if (ol && ol <= now && oc && s->opt.cas_enabled &&
         __atomic_load_n(&seg->max_cas, __ATOMIC_RELAXED) < oc)
         return true;
@@ -288,15 +290,15 @@ void seg_wait_compacted(struct seg *seg)
 static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr *h,
                           uint64_t cas, uint32_t tag)
 {
-    struct seg *r = s->mopen;
+    struct seg *r = s->pool.mopen;
     if (!r)
         return 0;
     uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_SUM);
     if (h->cas_off)
         layout |= item_cas_fits(ITEM_L_CAS32, cas, r->cas_base) ? ITEM_L_CAS32 : ITEM_L_CAS64;
     uint32_t size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
-    size_t align = (size_t)1 << s->off_shift;
-    if (r->write_off + size > s->seg_size)
+    size_t align = (size_t)1 << s->pool.off_shift;
+    if (r->write_off + size > s->pool.seg_size)
         return 0;
     uint32_t off = r->write_off;
     char *d = r->data + off;
@@ -320,9 +322,9 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
         item_set_state(d, ITEM_L_COMMIT);
         pm_store32(&pm_seg(s->pm, r->id)->write_off, r->write_off);
     }
-    struct store_cls_of c = store_item_class(s, p, h);
+    struct store_cls_of c = classes_item(&s->classes, p, h);
     seg_note_item(r, size, exp, cas, &c);
-    return slot_make(tag, r->id, off >> s->off_shift);
+    return slot_make(tag, r->id, off >> s->pool.off_shift);
 }
 
 /* memcached's eviction line for a `watch evictions` stream. */
@@ -334,7 +336,7 @@ static void seg_watch_eviction(struct store *s, const char *p, const struct item
     watch_eviction(p + h->hlen, h->nkey, status & ITEM_S_FETCHED,
                    exp == REL_TIME_NEVER ? -1 : (long long)exp - (long long)now,
                    atime <= now ? now - atime : 0,
-                   store_item_class(s, p, h).cls,
+                   classes_item(&s->classes, p, h).cls,
                    h->nvalue);
 }
 
@@ -347,7 +349,7 @@ static uint64_t *seg_find_slot(struct store *s, struct seg *v, size_t off, const
 {
     *hv = XXH3_64bits(p + h->hlen, h->nkey);
     *tag = index_tag(*hv);
-    uint64_t want = slot_make(*tag, v->id, (uint32_t)(off >> s->off_shift));
+    uint64_t want = slot_make(*tag, v->id, (uint32_t)(off >> s->pool.off_shift));
     *bucket = index_lock_hash(&s->index, *hv);
     for (uint64_t *cur = *bucket; cur; cur = index_next(&s->index, cur))
         for (int i = 1; i <= INDEX_SLOTS; i++)
@@ -367,8 +369,8 @@ static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
     uint32_t status = item_get_u32(p, h->atime_off);
     bool fetched = status & ITEM_S_FETCHED;
     unsigned freq = slot_freq(*slot);
-    enum item_life life = store_item_life(s, p, h, v->cas_base, now);
-    struct store_cls_of cls = store_item_class(s, p, h);
+    enum item_life life = life_of_item(&s->life, p, h, v->cas_base, now);
+    struct store_cls_of cls = classes_item(&s->classes, p, h);
     if (s->pm)
         item_set_dead(p);
     index_clear_slot(&s->index, b, slot);
@@ -377,7 +379,7 @@ static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
     if (life == ITEM_LIVE) {
         w->any_evicted = true;
         if (w->from_small)
-            store_ghost_add(s, hv);
+            s->seg_hooks.evicted_unread(s->seg_hooks.arg, hv);
         CTR_INC(ctx, evictions);
         CLS_INC(cc, evicted);
         rel_time_t atime = status & ~ITEM_S_MASK;
@@ -434,7 +436,7 @@ static bool seg_walk_begin(struct store_ctx *ctx, struct seg_walk *w, struct seg
     *w = (struct seg_walk){
         .v = v,
         .kept_from = UINT32_MAX,
-        .budget = keep_all ? s->seg_size : s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN,
+        .budget = keep_all ? s->pool.seg_size : s->pool.seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN,
         .retain = retain,
         .keep_all = keep_all,
         /* a temporary segment (a last resort) is treated as probation too */
@@ -471,7 +473,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
     struct store *s = ctx->store;
     struct seg *v = w->v;
     rel_time_t now = clock_now();
-    size_t align = (size_t)1 << s->off_shift;
+    size_t align = (size_t)1 << s->pool.off_shift;
     size_t start = w->off, kept = 0;
     while (w->off < v->write_off && w->off - start - kept < bytes) {
         size_t off = w->off;
@@ -491,7 +493,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
         uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
         if (slot) {
             unsigned freq = slot_freq(*slot);
-            bool keep = store_item_life(s, p, &h, v->cas_base, now) == ITEM_LIVE &&
+            bool keep = life_of_item(&s->life, p, &h, v->cas_base, now) == ITEM_LIVE &&
                         (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
             if (keep) {
                 uint64_t nfreq = w->keep_all ? freq : w->from_small ? SEG_SMALL_NFREQ : freq - 1;
@@ -499,7 +501,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
                                      ? seg_carry(s, p, &h, item_get_cas(p, &h, v->cas_base), tag)
                                      : 0;
                 if (moved) {
-                    struct store_cls_of cls = store_item_class(s, p, &h);
+                    struct store_cls_of cls = classes_item(&s->classes, p, &h);
                     seg_note_gone(v, size, &cls);
                     *slot = moved | nfreq;
                     if (s->pm)
@@ -532,7 +534,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
     struct store *s = ctx->store;
     struct seg *v = w->v;
     rel_time_t now = clock_now();
-    size_t align = (size_t)1 << s->off_shift;
+    size_t align = (size_t)1 << s->pool.off_shift;
     struct pm_seg *ps = s->pm ? pm_seg(s->pm, v->id) : NULL;
     size_t wr = 0;
     uint64_t held = 0; /* the classes of the items compacted: all v holds after */
@@ -556,7 +558,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
         uint32_t tag;
         uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
         if (slot && compact) {
-            unsigned cls = store_item_class(s, p, &h).cls; /* read before it moves */
+            unsigned cls = classes_item(&s->classes, p, &h).cls; /* read before it moves */
             /* Only dead or moved bytes lie below: nothing a slot or a pin
              * refers to is overwritten. With -e an item is never moved over
              * its own bytes (a kill mid-copy would tear the only copy): it
@@ -568,7 +570,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
             bool moved_down = wr != off;
             if (moved_down)
                 memmove(v->data + wr, p, size);
-            *slot = slot_make(tag, v->id, (uint32_t)(wr >> s->off_shift)) | (*slot & SLOT_FREQ);
+            *slot = slot_make(tag, v->id, (uint32_t)(wr >> s->pool.off_shift)) | (*slot & SLOT_FREQ);
             if (ps && moved_down)
                 item_set_dead(p); /* the copy left behind */
             wr = (wr + size + align - 1) & ~(align - 1);
@@ -617,11 +619,11 @@ static bool seg_walk_end(struct store_ctx *ctx, struct seg_walk *w, bool must)
                     return false;
             }
         }
-        if (compact && s->mopen) {
-            s->mopen->queue = SEG_Q_MAIN;
-            seg_set_state(s->mopen, SEG_SEALED);
-            list_push(&s->fifo, s->mopen);
-            s->mopen = NULL;
+        if (compact && s->pool.mopen) {
+            s->pool.mopen->queue = SEG_Q_MAIN;
+            seg_set_state(s->pool.mopen, SEG_SEALED);
+            list_push(&s->pool.fifo, s->pool.mopen);
+            s->pool.mopen = NULL;
         }
         seg_walk_settle(ctx, w, compact);
     }
@@ -635,12 +637,12 @@ static bool seg_walk_end(struct store_ctx *ctx, struct seg_walk *w, bool must)
         v->queue = SEG_Q_MAIN;
         seg_set_lru(v, STORE_LRU_WARM);
         __atomic_store_n(&v->state, SEG_OPEN, __ATOMIC_RELEASE);
-        s->mopen = v;
+        s->pool.mopen = v;
         return true;
     }
     if (s->pm)
         persist_seg_free(s, v); /* every item in it is dead or copied out */
-    list_push(&s->draining, v);
+    list_push(&s->pool.draining, v);
     return true;
 }
 
@@ -659,7 +661,7 @@ static struct seg *seg_find_dead(struct store *s)
 {
     rel_time_t now = clock_now();
     unsigned scanned = 0;
-    struct seg_list *lists[3] = {&s->small, &s->fifo, &s->temp};
+    struct seg_list *lists[3] = {&s->pool.small, &s->pool.fifo, &s->pool.temp};
     for (int l = 0; l < 3; l++)
         for (struct seg *c = lists[l]->head; c && scanned < SEG_DEAD_SCAN;
              c = c->next, scanned++)
@@ -678,21 +680,21 @@ static struct seg *seg_pick_victim(struct store *s, bool ahead)
     /* The small queue holds about a tenth of the segments; below that the
      * main queue gives room, and when it has nothing sealed yet, its open
      * segment is sealed so that kept items cannot sit there for ever. */
-    uint32_t small_max = s->seg_limit / SEG_SMALL_DIV ? s->seg_limit / SEG_SMALL_DIV : 1;
-    bool want_main = s->small.n + ahead <= small_max || !s->small.head;
-    if (want_main && !s->fifo.head && s->mopen && s->mopen->write_off) {
-        s->mopen->queue = SEG_Q_MAIN;
-        seg_set_state(s->mopen, SEG_SEALED);
-        list_push(&s->fifo, s->mopen);
-        s->mopen = NULL;
+    uint32_t small_max = s->pool.seg_limit / SEG_SMALL_DIV ? s->pool.seg_limit / SEG_SMALL_DIV : 1;
+    bool want_main = s->pool.small.n + ahead <= small_max || !s->pool.small.head;
+    if (want_main && !s->pool.fifo.head && s->pool.mopen && s->pool.mopen->write_off) {
+        s->pool.mopen->queue = SEG_Q_MAIN;
+        seg_set_state(s->pool.mopen, SEG_SEALED);
+        list_push(&s->pool.fifo, s->pool.mopen);
+        s->pool.mopen = NULL;
     }
-    struct seg *v = want_main && s->fifo.head ? s->fifo.head : s->small.head;
+    struct seg *v = want_main && s->pool.fifo.head ? s->pool.fifo.head : s->pool.small.head;
     if (!v)
-        v = s->fifo.head;
+        v = s->pool.fifo.head;
     /* Items within temporary_ttl expire on their own: they are evicted for
      * others only when nothing else is left (memcached would refuse). */
     if (!v)
-        v = s->temp.head;
+        v = s->pool.temp.head;
     return v;
 }
 
@@ -703,10 +705,10 @@ static bool seg_pace_start(struct store_ctx *ctx, bool ahead)
 {
     struct store *s = ctx->store;
     struct seg *v = seg_find_dead(s);
-    bool retain = v == NULL && s->seg_alloc <= s->seg_limit;
+    bool retain = v == NULL && s->pool.seg_alloc <= s->pool.seg_limit;
     if (!v)
         v = seg_pick_victim(s, ahead);
-    return v && seg_walk_begin(ctx, &s->walk, v, retain, false);
+    return v && seg_walk_begin(ctx, &s->pool.walk, v, retain, false);
 }
 
 /* Make room for a worker that needs a segment now (pool lock held): false
@@ -722,9 +724,9 @@ static bool seg_evict_one(struct store_ctx *ctx)
     if (!s->opt.evictions) {
         /* -M: never drop a live item, but squeeze out dead bytes: compact
          * the unpinned segment with the most of them (an eighth at least). */
-        struct seg_list *lists[3] = {&s->small, &s->fifo, &s->temp};
+        struct seg_list *lists[3] = {&s->pool.small, &s->pool.fifo, &s->pool.temp};
         struct seg *best = NULL;
-        uint64_t best_dead = s->seg_size / 8;
+        uint64_t best_dead = s->pool.seg_size / 8;
         for (int l = 0; l < 3; l++)
             for (struct seg *c = lists[l]->head; c; c = c->next) {
                 uint64_t dead = c->write_off - __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
@@ -735,22 +737,22 @@ static bool seg_evict_one(struct store_ctx *ctx)
             }
         return best && seg_evict(ctx, best, true, true);
     }
-    if (!s->walk.v && !seg_pace_start(ctx, false))
+    if (!s->pool.walk.v && !seg_pace_start(ctx, false))
         return false;
     /* A worker waits: the victim keeps at most half of itself in all, so
      * at most two more victims after it make a free segment. */
-    size_t kept = s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN - s->walk.budget;
-    s->walk.budget = kept < s->seg_size / 2 ? s->seg_size / 2 - kept : 0;
-    seg_walk_step(ctx, &s->walk, SIZE_MAX);
-    return seg_walk_end(ctx, &s->walk, true);
+    size_t kept = s->pool.seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN - s->pool.walk.budget;
+    s->pool.walk.budget = kept < s->pool.seg_size / 2 ? s->pool.seg_size / 2 - kept : 0;
+    seg_walk_step(ctx, &s->pool.walk, SIZE_MAX);
+    return seg_walk_end(ctx, &s->pool.walk, true);
 }
 
 /* Writers owe eviction once every segment -m allows is in use (pool lock
  * held); store_owe reads it without the lock. */
 static void seg_pace_update(struct store *s)
 {
-    bool pace = s->opt.evictions && s->seg_alloc >= s->seg_limit;
-    __atomic_store_n(&s->evict_pace, (uint8_t)pace, __ATOMIC_RELAXED);
+    bool pace = s->opt.evictions && s->pool.seg_alloc >= s->pool.seg_limit;
+    __atomic_store_n(&s->pool.evict_pace, (uint8_t)pace, __ATOMIC_RELAXED);
 }
 
 void seg_pay(struct store_ctx *ctx)
@@ -758,50 +760,50 @@ void seg_pay(struct store_ctx *ctx)
     struct store *s = ctx->store;
     int64_t want = ctx->evict_debt;
     ctx->evict_debt = 0;
-    pthread_mutex_lock(&s->pool_lock);
+    pthread_mutex_lock(&s->pool.lock);
     seg_collect_drained(s);
     /* Room already made (expiry, flush, deletes) is used first: nothing is
      * evicted for it. */
-    if (!s->opt.evictions || s->seg_alloc < s->seg_limit || s->free.n >= SEG_PACE_FREE) {
-        s->walk_ahead = 0;
+    if (!s->opt.evictions || s->pool.seg_alloc < s->pool.seg_limit || s->pool.free.n >= SEG_PACE_FREE) {
+        s->pool.walk_ahead = 0;
         goto out;
     }
     /* What the walk went past or fell short of last time counts in this
      * payment, so the walk keeps the writers' pace and never drifts. */
-    want -= s->walk_ahead;
+    want -= s->pool.walk_ahead;
     while (want > 0) {
-        if (!s->walk.v && !seg_pace_start(ctx, true))
+        if (!s->pool.walk.v && !seg_pace_start(ctx, true))
             break;
-        want -= (int64_t)seg_walk_step(ctx, &s->walk, (size_t)want);
-        if (s->walk.off < s->walk.v->write_off)
+        want -= (int64_t)seg_walk_step(ctx, &s->pool.walk, (size_t)want);
+        if (s->pool.walk.off < s->pool.walk.v->write_off)
             break; /* the rest of the next item is owed by later writes */
-        if (!seg_walk_end(ctx, &s->walk, false))
+        if (!seg_walk_end(ctx, &s->pool.walk, false))
             break; /* pinned while it must be compacted: retried later */
         seg_collect_drained(s);
-        if (s->free.n >= SEG_PACE_FREE)
+        if (s->pool.free.n >= SEG_PACE_FREE)
             break;
     }
     /* Behind (want > 0) by part of an item, or ahead by at most half a one;
      * a debt that found nothing to walk is kept up to a segment. */
-    s->walk_ahead = s->free.n >= SEG_PACE_FREE ? 0 : -want;
-    if (s->walk_ahead < -(int64_t)s->seg_size)
-        s->walk_ahead = -(int64_t)s->seg_size;
+    s->pool.walk_ahead = s->pool.free.n >= SEG_PACE_FREE ? 0 : -want;
+    if (s->pool.walk_ahead < -(int64_t)s->pool.seg_size)
+        s->pool.walk_ahead = -(int64_t)s->pool.seg_size;
 out:
     seg_pace_update(s);
-    pthread_mutex_unlock(&s->pool_lock);
+    pthread_mutex_unlock(&s->pool.lock);
 }
 
 struct seg *seg_open(struct store_ctx *ctx, unsigned g)
 {
     struct store *s = ctx->store;
-    pthread_mutex_lock(&s->pool_lock);
+    pthread_mutex_lock(&s->pool.lock);
     struct seg *prev = ctx->open[g];
     if (prev) {
         /* Recycling a spent open segment here (seg_spent) is off: the soak
          * saw workers stall others for 40 ms+ with it (docs/store.md). */
         seg_seal(ctx, prev, true);
         ctx->open[g] = NULL;
-        __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&s->pool.open_segs, 1, __ATOMIC_RELAXED);
     }
     struct seg *seg = NULL;
     /* Each pass removes a sealed segment from a queue, so this ends. */
@@ -814,27 +816,27 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     if (seg) {
         seg->group = (uint8_t)g;
         ctx->open[g] = seg;
-        __atomic_fetch_add(&s->open_segs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&s->pool.open_segs, 1, __ATOMIC_RELAXED);
     }
     seg_pace_update(s);
-    pthread_mutex_unlock(&s->pool_lock);
+    pthread_mutex_unlock(&s->pool.lock);
     return seg;
 }
 
 void seg_close(struct store_ctx *ctx, struct seg *seg)
 {
     struct store *s = ctx->store;
-    pthread_mutex_lock(&s->pool_lock);
-    __atomic_fetch_sub(&s->open_segs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&s->pool.lock);
+    __atomic_fetch_sub(&s->pool.open_segs, 1, __ATOMIC_RELAXED);
     if (seg->write_off == 0 && __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE) == 0) {
         if (s->pm)
             persist_seg_free(s, seg);
         seg_set_state(seg, SEG_FREE);
-        list_push(&s->free, seg);
+        list_push(&s->pool.free, seg);
     } else {
         seg_seal(ctx, seg, true);
     }
-    pthread_mutex_unlock(&s->pool_lock);
+    pthread_mutex_unlock(&s->pool.lock);
 }
 
 void seg_unpin(struct seg *seg)
@@ -858,24 +860,24 @@ bool seg_keep(struct seg *seg, bool must)
 {
     struct store *s = seg->store;
     if (__atomic_load_n(&seg->kept, __ATOMIC_RELAXED) == 0) {
-        uint32_t lim = __atomic_load_n(&s->seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
-        if (__atomic_add_fetch(&s->kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1) && !must) {
-            __atomic_fetch_sub(&s->kept_segs, 1, __ATOMIC_RELAXED);
+        uint32_t lim = __atomic_load_n(&s->pool.seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
+        if (__atomic_add_fetch(&s->pool.kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1) && !must) {
+            __atomic_fetch_sub(&s->pool.kept_segs, 1, __ATOMIC_RELAXED);
             return false;
         }
         if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) != 0)
-            __atomic_fetch_sub(&s->kept_segs, 1, __ATOMIC_RELAXED); /* raced: counted already */
+            __atomic_fetch_sub(&s->pool.kept_segs, 1, __ATOMIC_RELAXED); /* raced: counted already */
         return true;
     }
     if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) == 0)
-        __atomic_fetch_add(&s->kept_segs, 1, __ATOMIC_RELAXED); /* its last went meanwhile */
+        __atomic_fetch_add(&s->pool.kept_segs, 1, __ATOMIC_RELAXED); /* its last went meanwhile */
     return true;
 }
 
 void seg_unkeep(struct seg *seg)
 {
     if (__atomic_fetch_sub(&seg->kept, 1, __ATOMIC_RELAXED) == 1)
-        __atomic_fetch_sub(&seg->store->kept_segs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&seg->store->pool.kept_segs, 1, __ATOMIC_RELAXED);
     seg_unpin(seg);
 }
 
@@ -883,9 +885,9 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
 {
     struct store *s = ctx->store;
     unsigned n = 0;
-    pthread_mutex_lock(&s->pool_lock);
+    pthread_mutex_lock(&s->pool.lock);
     rel_time_t now = clock_now();
-    struct seg_list *lists[3] = {&s->small, &s->fifo, &s->temp};
+    struct seg_list *lists[3] = {&s->pool.small, &s->pool.fifo, &s->pool.temp};
     for (int l = 0; l < 3; l++)
         for (struct seg *c = lists[l]->head, *next; c; c = next) {
             next = c->next;
@@ -899,9 +901,9 @@ unsigned seg_reclaim_expired(struct store_ctx *ctx)
     struct seg *f = seg_take_free(s);
     if (f) {
         seg_set_state(f, SEG_FREE);
-        list_push(&s->free, f);
+        list_push(&s->pool.free, f);
     }
-    pthread_mutex_unlock(&s->pool_lock);
+    pthread_mutex_unlock(&s->pool.lock);
     return n;
 }
 
@@ -912,19 +914,19 @@ int seg_set_limit(struct store *s, size_t bytes)
         return -1;
     if (s->pm && n > s->pm->nsegs)
         return -1; /* -e: the file was sized for the -m it started with */
-    pthread_mutex_lock(&s->pool_lock);
+    pthread_mutex_lock(&s->pool.lock);
     if (seg_grow_cap(s, n) != 0) {
-        pthread_mutex_unlock(&s->pool_lock);
+        pthread_mutex_unlock(&s->pool.lock);
         return -1;
     }
-    s->seg_limit = (uint32_t)n;
-    __atomic_store_n(&s->mem_limit, bytes, __ATOMIC_RELAXED);
-    while (s->seg_alloc > s->seg_limit && s->free.head) {
-        struct seg *f = s->free.head;
-        list_remove(&s->free, f);
+    s->pool.seg_limit = (uint32_t)n;
+    __atomic_store_n(&s->pool.mem_limit, bytes, __ATOMIC_RELAXED);
+    while (s->pool.seg_alloc > s->pool.seg_limit && s->pool.free.head) {
+        struct seg *f = s->pool.free.head;
+        list_remove(&s->pool.free, f);
         seg_unmap(s, f);
     }
     seg_pace_update(s);
-    pthread_mutex_unlock(&s->pool_lock);
+    pthread_mutex_unlock(&s->pool.lock);
     return 0;
 }

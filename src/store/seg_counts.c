@@ -3,7 +3,7 @@
  * and eviction under the items' bucket locks), and the sums over all
  * segments that stats read. */
 #include "store/store_core.h"
-#include "store/store_seg.h"
+#include "store/seg_counts.h"
 
 static void atomic_max32(uint32_t *p, uint32_t v)
 {
@@ -63,8 +63,8 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
 {
     int64_t items[STORE_CLASSES] = {0}, bytes[STORE_CLASSES] = {0};
     int64_t lru_items[STORE_CLASSES][STORE_LRUS] = {{0}};
-    pthread_mutex_lock(&s->pool_lock);
-    for (uint32_t i = 0; i < s->seg_cap; i++) {
+    pthread_mutex_lock(&s->pool.lock);
+    for (uint32_t i = 0; i < s->pool.seg_cap; i++) {
         struct seg *g = seg_of(s, i);
         if (!g->data)
             continue;
@@ -95,7 +95,7 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
             }
         }
     }
-    pthread_mutex_unlock(&s->pool_lock);
+    pthread_mutex_unlock(&s->pool.lock);
     /* a step behind one another, as in seg_counts: never less than nothing */
     for (unsigned k = 1; k <= n; k++) {
         out[k].number = items[k] > 0 ? (uint64_t)items[k] : 0;
@@ -108,29 +108,29 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
 bool seg_any_expiring(struct store *s, rel_time_t now)
 {
     bool any = false;
-    pthread_mutex_lock(&s->pool_lock); /* the segment table may grow */
-    for (uint32_t i = 0; i < s->seg_cap && !any; i++) {
+    pthread_mutex_lock(&s->pool.lock); /* the segment table may grow */
+    for (uint32_t i = 0; i < s->pool.seg_cap && !any; i++) {
         struct seg *g = seg_of(s, i);
         uint8_t st = seg_get_state(g);
         any = (st == SEG_OPEN || st == SEG_SEALED) &&
               __atomic_load_n(&g->min_exptime, __ATOMIC_RELAXED) <= now;
     }
-    pthread_mutex_unlock(&s->pool_lock);
+    pthread_mutex_unlock(&s->pool.lock);
     return any;
 }
 
 void seg_counts(struct store *s, struct store_stats *out)
 {
-    pthread_mutex_lock(&s->pool_lock);
-    out->seg_used = s->seg_alloc - s->free.n;
-    out->seg_total = s->seg_limit;
+    pthread_mutex_lock(&s->pool.lock);
+    out->seg_used = s->pool.seg_alloc - s->pool.free.n;
+    out->seg_total = s->pool.seg_limit;
     /* Counts are read without the bucket locks that order their updates, so
      * one segment may be caught a step behind another (an item counted gone
      * from its old segment before it is counted in its new one): sum them as
      * signed numbers and never report less than nothing. */
     uint64_t d = 0;
     int64_t items = 0, bytes = 0;
-    for (uint32_t i = 0; i < s->seg_cap; i++) {
+    for (uint32_t i = 0; i < s->pool.seg_cap; i++) {
         struct seg *g = seg_of(s, i);
         items += (int32_t)__atomic_load_n(&g->live_items, __ATOMIC_RELAXED);
         int64_t live = (int64_t)__atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
@@ -141,9 +141,9 @@ void seg_counts(struct store *s, struct store_stats *out)
     out->curr_items += items > 0 ? (uint64_t)items : 0;
     out->bytes += bytes > 0 ? (uint64_t)bytes : 0;
     out->dead_bytes = d;
-    out->hash_bytes += (uint64_t)s->seg_cap * sizeof(struct seg) +
-                       SLOT_MAX_SEGS / SEG_CHUNK * sizeof(*s->seg_chunks);
-    pthread_mutex_unlock(&s->pool_lock);
+    out->hash_bytes += (uint64_t)s->pool.seg_cap * sizeof(struct seg) +
+                       SLOT_MAX_SEGS / SEG_CHUNK * sizeof(*s->pool.seg_chunks);
+    pthread_mutex_unlock(&s->pool.lock);
 }
 
 void seg_note_cas(struct seg *seg, uint64_t cas)

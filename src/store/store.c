@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The store: set-up, lookups and the read side (get, touch, delete, flush,
- * walk, stats). Writes are in store_write.c, incr/decr in store_arith.c,
- * the housekeeper and the crawler in store_crawl.c. */
+/* The store's operations: set-up and teardown, worker contexts, get, touch,
+ * delete, flush, run-time settings, stats. Writes are in store_write.c,
+ * incr/decr in store_arith.c, the housekeeper and the crawler in
+ * store_crawl.c, memcached's views in store_compat.c. */
 #include "store/store_core.h"
+#include "store/store_link.h"
+#include "store/store_classes.h"
+#include "store/store_ghost.h"
+#include "store/store_life.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
 #include "store/store_upload.h"
 #include "store/store_write.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
+#include "store/persist/restore.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -20,249 +26,6 @@
 #define STORE_SEG_MIN (1u << 20)
 #define STORE_ITEM_MAX_LIMIT (128u << 20)
 
-/* ---- helpers shared by the store's files ------------------------------- */
-
-uint64_t store_next_cas(struct store *s)
-{
-    uint64_t c = __atomic_add_fetch(&s->cas_next, 1, __ATOMIC_RELAXED);
-    /* -e: the file's ceiling stays above every CAS a client was given, so a
-     * restart after a crash never hands one out twice. */
-    if (s->pm && c >= __atomic_load_n(&s->pm->hdr->cas_ceiling, __ATOMIC_RELAXED))
-        persist_cas(s, c);
-    return c;
-}
-
-/* Groups by expiry distance on a roughly x8 scale, so a segment's items
- * expire within a factor of each other and the segment can go whole. */
-unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now)
-{
-    if (exptime == REL_TIME_NEVER)
-        return 0;
-    /* memcached's do_item_alloc test (`exptime - current_time <=
-     * temporary_ttl`, unsigned: an already expired item is not one). */
-    int64_t temp = __atomic_load_n(&s->temp_ttl, __ATOMIC_RELAXED);
-    if (temp >= 0 && exptime >= now && (int64_t)(exptime - now) <= temp)
-        return STORE_GROUP_TEMP;
-    uint32_t ttl = exptime > now ? exptime - now : 1;
-    unsigned g = 1;
-    while (ttl >= 8 && g < STORE_TTL_GROUPS - 1) {
-        ttl >>= 3;
-        g++;
-    }
-    return g;
-}
-
-/* The one mapping from an item's memcached size to its class: me, metadump,
- * watch lines and stats items/slabs all come through here. */
-static uint8_t store_class_walk(const struct store *s, size_t mc_size)
-{
-    for (unsigned i = 1; i < s->nclasses; i++)
-        if (mc_size <= s->class_size[i])
-            return (uint8_t)i;
-    return (uint8_t)(s->nclasses - 1);
-}
-
-uint8_t store_class_id(const struct store *s, size_t mc_size)
-{
-    /* Every class size but the last is a multiple of 8, so a size has the
-     * class of the multiple of 8 it rounds up to (store_init_classes). */
-    if (mc_size <= STORE_CLASS_TABLE_MAX)
-        return s->class_of8[(mc_size + 7) >> 3];
-    return store_class_walk(s, mc_size);
-}
-
-struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h)
-{
-    size_t mc = item_mc_size(h->nkey, h->nvalue, item_get_u32(p, h->flags_off), s->opt.cas_enabled);
-    return (struct store_cls_of){store_class_id(s, mc), (uint32_t)mc};
-}
-
-size_t store_item_mc_size(const struct store *s, const struct store_item *it)
-{
-    return item_mc_size(it->nkey, it->nvalue, it->flags, s->opt.cas_enabled);
-}
-
-unsigned store_class_largest(const struct store *s)
-{
-    return s->nclasses - 1;
-}
-
-/* memcached's slabs_init: the first class is its 48-byte item header plus
- * -n, each next one -f times larger rounded up to 8, while below
- * slab_chunk_max / -f; a last class of slab_chunk_max holds the rest. */
-static void store_init_classes(struct store *s)
-{
-    double f = s->opt.growth_factor > 1.0 ? s->opt.growth_factor : 1.25;
-    size_t chunk_max = s->opt.slab_chunk_max ? s->opt.slab_chunk_max : s->opt.item_size_max / 2;
-    size_t size = 48 + (s->opt.chunk_size ? s->opt.chunk_size : 48);
-    unsigned i = 1;
-    while (i < STORE_CLASSES - 1 && (double)size <= (double)chunk_max / f) {
-        size = (size + 7) & ~(size_t)7;
-        s->class_size[i++] = (uint32_t)size;
-        size = (size_t)((double)size * f);
-    }
-    s->class_size[i++] = (uint32_t)chunk_max;
-    s->nclasses = i;
-    for (size_t g = 0; g <= STORE_CLASS_TABLE_MAX >> 3; g++)
-        s->class_of8[g] = store_class_walk(s, g << 3);
-}
-
-uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
-                             uint64_t cas, uint64_t cas_base)
-{
-    uint8_t need = 0;
-    if (flags && !(have & ITEM_L_FLAGS))
-        need |= ITEM_L_FLAGS;
-    if (exptime != REL_TIME_NEVER && !(have & ITEM_L_EXP))
-        need |= ITEM_L_EXP;
-    if (cas_on && !(have & ITEM_L_CAS64) && !item_cas_fits(have & ITEM_L_CAS32, cas, cas_base))
-        need |= item_cas_fits(ITEM_L_CAS32, cas, cas_base) && !(have & ITEM_L_CAS32)
-                    ? ITEM_L_CAS32
-                    : ITEM_L_CAS64;
-    return need;
-}
-
-enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
-                               uint64_t cas_base, rel_time_t now)
-{
-    /* memcached's item_is_flushed(), checked before expiry as it does. */
-    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_ACQUIRE);
-    if (ol && ol <= now) {
-        rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
-        uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
-        uint64_t cas = item_get_cas(p, h, cas_base);
-        if (atime <= ol || (oc && cas && cas < oc))
-            return ITEM_FLUSHED;
-    }
-    if (clock_expired(item_get_u32(p, h->exp_off), now))
-        return ITEM_EXPIRED;
-    return ITEM_LIVE;
-}
-
-/* The ghost: fingerprints of keys that left the small queue unread, in a
- * direct-mapped table of about one entry per item -m holds. A key written
- * again while its fingerprint is there was wanted after all: it starts with
- * one read to its name, so its first pass moves it to the main queue
- * (S3-FIFO's ghost queue). Entries are relaxed atomics: a lost race costs
- * one promotion, nothing else. */
-static uint32_t ghost_fp(uint64_t hv)
-{
-    uint32_t fp = (uint32_t)(hv >> 20);
-    return fp ? fp : 1;
-}
-
-void store_ghost_add(struct store *s, uint64_t hv)
-{
-    if (s->ghost)
-        __atomic_store_n(&s->ghost[(hv >> 52 ^ hv) & s->ghost_mask], ghost_fp(hv),
-                         __ATOMIC_RELAXED);
-}
-
-static bool store_ghost_take(struct store *s, uint64_t hv)
-{
-    if (!s->ghost)
-        return false;
-    uint32_t *e = &s->ghost[(hv >> 52 ^ hv) & s->ghost_mask];
-    if (__atomic_load_n(e, __ATOMIC_RELAXED) != ghost_fp(hv))
-        return false;
-    __atomic_store_n(e, 0, __ATOMIC_RELAXED);
-    return true;
-}
-
-bool store_link(struct store *s, struct store_found *f, bool have_old,
-                struct store_reservation *res, uint32_t tag, uint64_t hv, const uint32_t *sum)
-{
-    struct seg *seg = res->seg;
-    char *p = res->item;
-    uint32_t off = (uint32_t)((p - seg->data) >> s->off_shift);
-    uint64_t ns = slot_make(tag, seg->id, off);
-    struct item_hdr h;
-    item_decode(p, &h);
-    uint64_t *slot = NULL;
-    if (!have_old && !(slot = index_free_slot(&s->index, f->bucket)))
-        return false;
-    struct pm_journal *j = NULL;
-    if (s->pm) {
-        /* Checksum, then the commit bit; an overwrite journals both items
-         * so that a kill between the new commit and the old death cannot
-         * leave two live versions (docs/store.md "Restarts"). */
-        item_put_u32(p, h.sum_off, sum ? *sum : item_sum(p, &h));
-        if (have_old)
-            j = persist_journal_begin(s->pm, pm_loc(f->seg->id, (uint32_t)(f->p - f->seg->data)),
-                                      pm_loc(seg->id, (uint32_t)(p - seg->data)));
-        item_set_state(p, ITEM_L_COMMIT);
-    }
-    if (have_old) {
-        *f->slot = ns;
-        if (s->pm) {
-            item_set_dead(f->p);
-            persist_journal_end(s->pm, j);
-        }
-        struct store_cls_of oc = store_item_class(s, f->p, &f->h);
-        seg_note_gone(f->seg, item_total(&f->h), &oc);
-    } else {
-        *slot = store_ghost_take(s, hv) ? slot_hit(ns) : ns;
-    }
-    struct store_cls_of nc = store_item_class(s, p, &h);
-    seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),
-                  item_get_cas(p, &h, seg->cas_base), &nc);
-    return true;
-}
-
-enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout)
-{
-    struct store *s = ctx->store;
-    for (;;) {
-        struct store_found f;
-        if (!store_lookup(ctx, k, STORE_LOOK_PIN, &f)) {
-            index_unlock(f.bucket);
-            return STORE_MISS;
-        }
-        uint64_t snap = *f.slot;
-        uint8_t want = f.h.layout | layout;
-        if (want & ITEM_L_CAS64)
-            want &= (uint8_t)~ITEM_L_CAS32;
-        want &= (uint8_t)~ITEM_L_MARK;
-        rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
-        index_unlock(f.bucket);
-
-        struct store_reservation r;
-        enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
-                                                 store_ttl_group(s, exp, clock_now()), &r);
-        if (st == STORE_OK)
-            memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
-        seg_unpin(f.seg);
-        if (st != STORE_OK)
-            return st;
-
-        struct store_found g;
-        bool same = store_lookup(ctx, k, STORE_LOOK_FIND, &g) && slot_same(*g.slot, snap);
-        struct seg *ns = r.seg;
-        if (same && __atomic_load_n(&ns->gen, __ATOMIC_ACQUIRE) == r.gen) {
-            uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
-            struct item_hdr nh;
-            item_decode(r.item, &nh);
-            if (item_cas_fits(nh.layout, cas, ns->cas_base) || !nh.cas_off) {
-                item_put_u32(r.item, nh.atime_off, item_get_u32(g.p, g.h.atime_off));
-                if (nh.flags_off)
-                    item_put_u32(r.item, nh.flags_off, item_get_u32(g.p, g.h.flags_off));
-                if (nh.exp_off)
-                    item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
-                item_put_cas(r.item, &nh, cas, ns->cas_base);
-                uint64_t access = *g.slot & SLOT_FREQ;
-                store_link(s, &g, true, &r, k->tag, k->hv, NULL); /* rare: a touch or CAS that did not fit */
-                *g.slot |= access;
-                index_unlock(g.bucket);
-                seg_unpin(ns);
-                return STORE_OK;
-            }
-            layout |= ITEM_L_CAS64;
-        }
-        index_unlock(g.bucket);
-        seg_unpin(ns);
-    }
-}
-
 /* ---- life cycle -------------------------------------------------------- */
 
 static uint64_t store_rehash(void *arg, uint64_t slot)
@@ -272,6 +35,12 @@ static uint64_t store_rehash(void *arg, uint64_t slot)
     struct item_hdr h;
     item_decode(p, &h);
     return XXH3_64bits(p + h.hlen, h.nkey);
+}
+
+/* The segments' eviction hook: a key evicted unread goes to the ghost. */
+static void store_evicted_unread(void *arg, uint64_t hv)
+{
+    ghost_add(arg, hv);
 }
 
 int store_create(struct store **out, const struct store_options *opt)
@@ -286,20 +55,20 @@ int store_create(struct store **out, const struct store_options *opt)
     size_t seg = STORE_SEG_MIN;
     while (seg < opt->item_size_max)
         seg <<= 1;
-    s->seg_size = seg;
-    while ((s->seg_size >> s->off_shift) > SLOT_MAX_OFF)
-        s->off_shift++;
+    s->pool.seg_size = seg;
+    while ((s->pool.seg_size >> s->pool.off_shift) > SLOT_MAX_OFF)
+        s->pool.off_shift++;
     size_t nsegs = store_seg_count(s, opt->mem_limit);
-    s->seg_limit = nsegs > SLOT_MAX_SEGS ? 0 : (uint32_t)nsegs;
-    if (s->seg_limit < 1) {
+    s->pool.seg_limit = nsegs > SLOT_MAX_SEGS ? 0 : (uint32_t)nsegs;
+    if (s->pool.seg_limit < 1) {
         free(s);
         return -1;
     }
-    s->mem_limit = opt->mem_limit;
-    s->open_max = s->seg_limit / 8 ? s->seg_limit / 8 : 1;
+    s->pool.mem_limit = opt->mem_limit;
+    s->pool.open_max = s->pool.seg_limit / 8 ? s->pool.seg_limit / 8 : 1;
     s->temp_ttl = opt->temp_lru ? (int64_t)opt->temporary_ttl : -1;
     s->lru_flat = opt->lru_flat;
-    s->upload_limit = opt->upload_limit
+    s->up.limit = opt->upload_limit
                           ? opt->upload_limit
                           : store_upload_default_limit(opt->mem_limit, opt->item_size_max);
 
@@ -334,6 +103,7 @@ int store_create(struct store **out, const struct store_options *opt)
         free(s);
         return -1;
     }
+    s->seg_hooks = (struct seg_hooks){.evicted_unread = store_evicted_unread, .arg = &s->ghost};
     if (seg_pool_init(s) != 0) {
         index_release(&s->index);
         if (s->pm)
@@ -341,27 +111,22 @@ int store_create(struct store **out, const struct store_options *opt)
         free(s);
         return -1;
     }
-    store_init_classes(s);
-    /* About one ghost entry per 256 bytes of -m (a 200-byte item). */
-    size_t ghosts = 1024;
-    while (ghosts < opt->mem_limit / 256 && ghosts < ((size_t)1 << 26))
-        ghosts <<= 1;
-    s->ghost = calloc(ghosts, sizeof(*s->ghost));
-    s->ghost_mask = s->ghost ? ghosts - 1 : 0;
+    classes_init(&s->classes, opt);
+    ghost_init(&s->ghost, opt->mem_limit);
     pthread_mutex_init(&s->ctx_lock, NULL);
     store_upload_init(s);
-    pthread_mutex_init(&s->house_lock, NULL);
-    pthread_cond_init(&s->house_cond, NULL);
-    s->house = store_ctx_create(s);
-    if (!s->house) {
+    pthread_mutex_init(&s->hk.lock, NULL);
+    pthread_cond_init(&s->hk.cond, NULL);
+    s->hk.ctx = store_ctx_create(s);
+    if (!s->hk.ctx) {
         store_destroy(&s);
         return -1;
     }
     if (s->pm)
-        persist_restore(s);
+        restore_run(s);
     if (opt->background) {
-        if (pthread_create(&s->house_thread, NULL, store_housekeeper, s) == 0)
-            s->house_running = true;
+        if (pthread_create(&s->hk.thread, NULL, store_housekeeper, s) == 0)
+            s->hk.running = true;
     }
     *out = s;
     return 0;
@@ -372,15 +137,15 @@ void store_destroy(struct store **sp)
     struct store *s = *sp;
     if (!s)
         return;
-    if (s->house_running) {
-        pthread_mutex_lock(&s->house_lock);
-        s->house_stop = true;
-        pthread_cond_signal(&s->house_cond);
-        pthread_mutex_unlock(&s->house_lock);
-        pthread_join(s->house_thread, NULL);
+    if (s->hk.running) {
+        pthread_mutex_lock(&s->hk.lock);
+        s->hk.stop = true;
+        pthread_cond_signal(&s->hk.cond);
+        pthread_mutex_unlock(&s->hk.lock);
+        pthread_join(s->hk.thread, NULL);
     }
-    if (s->house)
-        store_ctx_destroy(&s->house);
+    if (s->hk.ctx)
+        store_ctx_destroy(&s->hk.ctx);
     while (s->ctxs) {
         struct store_ctx *c = s->ctxs;
         store_ctx_destroy(&c);
@@ -391,11 +156,11 @@ void store_destroy(struct store **sp)
         persist_close(s, true);
     seg_pool_release(s);
     index_release(&s->index);
-    free(s->ghost);
+    ghost_release(&s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
-    pthread_mutex_destroy(&s->house_lock);
+    pthread_mutex_destroy(&s->hk.lock);
     store_upload_release(s);
-    pthread_cond_destroy(&s->house_cond);
+    pthread_cond_destroy(&s->hk.cond);
     free(s);
     *sp = NULL;
 }
@@ -464,31 +229,6 @@ void store_pin_release_kept(struct store_pin *pin)
     seg_unkeep((struct seg *)pin);
 }
 
-unsigned store_class_for(const struct store_ctx *ctx, size_t nkey, size_t nvalue, uint32_t flags)
-{
-    const struct store *s = ctx->store;
-    return store_class_id(s, item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled));
-}
-
-static void store_fill_item(struct store *s, const struct store_found *f, struct store_item *out)
-{
-    const char *p = f->p;
-    out->key = p + f->h.hlen;
-    out->value = p + f->h.hlen + f->h.nkey;
-    out->nvalue = f->h.nvalue;
-    out->nkey = f->h.nkey;
-    out->flags = item_get_u32(p, f->h.flags_off);
-    out->cas = item_get_cas(p, &f->h, f->seg->cas_base);
-    out->exptime = item_get_u32(p, f->h.exp_off);
-    uint32_t st = item_get_u32(p, f->h.atime_off);
-    out->last_access = st & ~ITEM_S_MASK;
-    out->fetched = st & ITEM_S_FETCHED;
-    out->stale = st & ITEM_S_STALE;
-    out->class_id = store_class_id(s, item_mc_size(f->h.nkey, f->h.nvalue, out->flags,
-                                                   s->opt.cas_enabled));
-    out->lru = __atomic_load_n(&f->seg->lru, __ATOMIC_RELAXED);
-}
-
 static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
                                       const struct store_get_req *req, struct store_item *out);
 
@@ -521,13 +261,13 @@ static void store_prefetch_item(struct store *s, const struct store_prefetch_run
         if (!sl || slot_tag(sl) != r->tag[i])
             continue;
         uint32_t id = slot_seg(sl);
-        struct seg *chunk = __atomic_load_n(&s->seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
+        struct seg *chunk = __atomic_load_n(&s->pool.seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
         if (!chunk)
             continue;
         const char *data = __atomic_load_n(&chunk[id % SEG_CHUNK].data, __ATOMIC_RELAXED);
         if (!data)
             continue;
-        const char *p = data + ((size_t)slot_off(sl) << s->off_shift);
+        const char *p = data + ((size_t)slot_off(sl) << s->pool.off_shift);
         for (unsigned o = 0; o < STORE_PREFETCH_ITEM_BYTES; o += 64)
             __builtin_prefetch(p + o, 1);
     }
@@ -621,7 +361,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                 return st;
             continue;
         }
-        store_fill_item(s, &f, out);
+        store_fill_item(&s->classes, &f, out);
         out->exptime_before = out->exptime;
         if (req->touch) {
             if (f.h.exp_off) {
@@ -697,7 +437,7 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
             out->exptime = req->vivify_exptime;
             out->last_access = clock_now();
             out->won = true;
-            out->class_id = store_class_id(s, item_mc_size(nkey, 0, 0, s->opt.cas_enabled));
+            out->class_id = classes_id(&s->classes, item_mc_size(nkey, 0, 0, s->opt.cas_enabled));
             return STORE_MISS;
         }
         if (st != STORE_NOT_STORED)
@@ -748,7 +488,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             return STORE_EXISTS;
         }
         if (req->class_out)
-            *req->class_out = store_item_class(s, f.p, &f.h).cls;
+            *req->class_out = classes_item(&s->classes, f.p, &f.h).cls;
         if (req->size_out)
             *req->size_out = f.h.nvalue;
         if (req->drop_value) {
@@ -864,7 +604,7 @@ void store_flush(struct store *s, rel_time_t when)
      * stored in the flush's second after it). */
     rel_time_t now = clock_now();
     rel_time_t ol = when - 1;
-    uint64_t oc = __atomic_load_n(&s->oldest_cas, __ATOMIC_RELAXED);
+    uint64_t oc = __atomic_load_n(&s->life.oldest_cas, __ATOMIC_RELAXED);
     if (s->opt.cas_enabled && ol <= now)
         oc = store_next_cas(s);
     /* -e: in the file before any reader can see it, so an item seen
@@ -873,18 +613,18 @@ void store_flush(struct store *s, rel_time_t when)
         persist_flush(s, ol, oc);
     /* oldest_cas first: a reader that sees the new oldest_live (acquire)
      * sees the CAS that goes with it. */
-    __atomic_store_n(&s->oldest_cas, oc, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->oldest_live, ol, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->life.oldest_cas, oc, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->life.oldest_live, ol, __ATOMIC_RELEASE);
     if (ol <= now)
         store_flush_recent(s, ol);
     /* memcached's LRU maintainer reclaims flushed items within a fraction
      * of a second (`reclaimed`, `curr_items` drop): an immediate flush
      * wakes the housekeeper instead of waiting for its next tick. */
-    if (s->house_running && when <= now) {
-        pthread_mutex_lock(&s->house_lock);
-        s->house_kick = true;
-        pthread_cond_signal(&s->house_cond);
-        pthread_mutex_unlock(&s->house_lock);
+    if (s->hk.running && when <= now) {
+        pthread_mutex_lock(&s->hk.lock);
+        s->hk.kick = true;
+        pthread_cond_signal(&s->hk.cond);
+        pthread_mutex_unlock(&s->hk.lock);
     }
 }
 
@@ -905,88 +645,7 @@ int store_set_mem_limit(struct store *s, size_t bytes)
 
 /* ---- walk -------------------------------------------------------------- */
 
-size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn fn, void *arg)
-{
-    /* The cursor is a bucket number. If the index grows between two calls,
-     * a key may be visited twice (a bucket's items split into two). */
-    size_t visited = 0;
-    uint64_t i = *cursor, nb = 0;
-    uint64_t *b;
-    while (visited < max && (b = index_lock_nth(&s->index, i, &nb))) {
-        rel_time_t now = clock_now();
-        /* A bucket is visited whole: stop before one that would pass max
-         * (unless it is the first, so that every call makes progress). */
-        size_t inb = 0;
-        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-            for (int j = 1; j <= INDEX_SLOTS; j++)
-                inb += cur[j] != 0;
-        if (visited && visited + inb > max) {
-            index_unlock(b);
-            break;
-        }
-        for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-            for (int j = 1; j <= INDEX_SLOTS; j++) {
-                uint64_t sl = cur[j];
-                if (!sl)
-                    continue;
-                struct store_found f = {
-                    .bucket = b,
-                    .slot = &cur[j],
-                    .p = seg_item(s, sl),
-                    .seg = seg_of(s, slot_seg(sl)),
-                };
-                item_decode(f.p, &f.h);
-                if (store_item_life(s, f.p, &f.h, f.seg->cas_base, now) != ITEM_LIVE)
-                    continue;
-                struct store_item it;
-                memset(&it, 0, sizeof(it));
-                store_fill_item(s, &f, &it);
-                fn(&it, arg);
-                visited++;
-            }
-        }
-        index_unlock(b);
-        i++;
-    }
-    *cursor = i >= nb ? UINT64_MAX : i;
-    return visited;
-}
-
 /* ---- stats ------------------------------------------------------------- */
-
-void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from)
-{
-#define CLS_FOLD(f) into->f += __atomic_load_n(&from->f, __ATOMIC_RELAXED);
-    STORE_CLASS_EVENTS(CLS_FOLD)
-#undef CLS_FOLD
-    uint32_t t = __atomic_load_n(&from->evicted_time, __ATOMIC_RELAXED);
-    /* one worker's last eviction stands for the class's: the largest shown */
-    if (t > into->evicted_time)
-        into->evicted_time = t;
-}
-
-unsigned store_class_stats(struct store *s, struct store_class_stats *out)
-{
-    memset(out, 0, STORE_CLASSES * sizeof(*out));
-    unsigned n = s->nclasses - 1;
-    struct store_cls_ctr sum[STORE_CLASSES];
-    pthread_mutex_lock(&s->ctx_lock);
-    memcpy(sum, s->gone_cls, sizeof(sum));
-    for (struct store_ctx *c = s->ctxs; c; c = c->next)
-        for (unsigned k = 1; k <= n; k++)
-            store_cls_fold(&sum[k], &c->cls[k]);
-    pthread_mutex_unlock(&s->ctx_lock);
-    for (unsigned k = 1; k <= n; k++) {
-        struct store_class_stats *o = &out[k];
-        o->chunk_size = s->class_size[k];
-#define CLS_COPY(f) o->f = sum[k].f;
-        STORE_CLASS_EVENTS(CLS_COPY)
-#undef CLS_COPY
-        o->evicted_time = sum[k].evicted_time;
-    }
-    seg_class_counts(s, out, n, clock_now());
-    return n;
-}
 
 void store_stats(struct store *s, struct store_stats *out)
 {
@@ -1003,15 +662,15 @@ void store_stats(struct store *s, struct store_stats *out)
 #define STORE_CTX_COPY(n) out->n = sum.n;
     STORE_COUNTERS(STORE_CTX_COPY)
 #undef STORE_CTX_COPY
-    out->upload_bytes = __atomic_load_n(&s->upload_bytes, __ATOMIC_RELAXED);
-    out->upload_limit = s->upload_limit;
-    out->limit_maxbytes = __atomic_load_n(&s->mem_limit, __ATOMIC_RELAXED);
+    out->upload_bytes = __atomic_load_n(&s->up.bytes, __ATOMIC_RELAXED);
+    out->upload_limit = s->up.limit;
+    out->limit_maxbytes = __atomic_load_n(&s->pool.mem_limit, __ATOMIC_RELAXED);
     out->hash_power_level = index_level(&s->index);
     out->hash_bytes = index_bytes(&s->index) +
-                      (s->ghost ? (s->ghost_mask + 1) * sizeof(*s->ghost) : 0);
+                      (s->ghost.tab ? (s->ghost.mask + 1) * sizeof(*s->ghost.tab) : 0);
     out->hash_is_expanding = index_expanding(&s->index);
-    out->seg_size = s->seg_size;
-    out->lru_crawler_running = __atomic_load_n(&s->crawl_running, __ATOMIC_ACQUIRE);
+    out->seg_size = s->pool.seg_size;
+    out->lru_crawler_running = __atomic_load_n(&s->hk.crawl_running, __ATOMIC_ACQUIRE);
     out->initial_malloced = s->opt.initial_malloced;
     if (s->pm) {
         out->restore_mode = s->pm->start;

@@ -84,54 +84,6 @@ void store_ctx_destroy(struct store_ctx **ctx);
 /* The store a worker context belongs to (flush_all and lru_crawler metadump
  * act on the whole store, and protocols hold only their worker's ctx). */
 struct store *store_ctx_store(struct store_ctx *ctx);
-/* The largest of memcached's size-class ids items are reported in (me cls=,
- * dumps, stats items); ids run 1..this. */
-unsigned store_class_largest(const struct store *store);
-
-/* memcached's MAX_NUMBER_OF_SLAB_CLASSES: class ids run 1..63. */
-#define STORE_CLASSES 64
-
-/* Where an item's segment stands, as memcached's segmented LRU names it
- * (docs/store.md "Size classes"): HOT a worker's open segment (the newest
- * writes), COLD the small (probation) queue, WARM the main queue and its
- * open segment (items carried because they were read), TEMP the
- * temporary_ttl group's segments. */
-enum store_lru { STORE_LRU_HOT, STORE_LRU_WARM, STORE_LRU_COLD, STORE_LRU_TEMP, STORE_LRUS };
-
-/* Per-class event counters, memcached's `stats items` names (docs/store.md
- * "Size classes"): items evicted (live, dropped for room), of them with an
- * expiry, never fetched; reclaimed (expired or flushed, unlinked by a read's
- * store, eviction or the housekeeper) and of them never fetched; unlinked by
- * `lru_crawler crawl` and the items it examined; moved from HOT to COLD (a
- * worker's segment sealed onto the probation queue), into WARM (kept by an
- * eviction walk of a probation segment), within WARM (kept by one of a main
- * segment). */
-#define STORE_CLASS_EVENTS(X)                                                   \
-    X(evicted) X(evicted_nonzero) X(evicted_unfetched) X(reclaimed)             \
-    X(expired_unfetched) X(crawler_reclaimed) X(crawler_items_checked)          \
-    X(moves_to_cold) X(moves_to_warm) X(moves_within_lru)
-
-/* One size class as `stats items` / `stats slabs` show it. Items live in
- * segments, not slabs: pages are the segments in use that hold the class's
- * items, live or dead and not yet reclaimed, age the age of the oldest
- * segment holding a live one (docs/store.md). */
-struct store_class_stats {
-    uint32_t chunk_size;
-    uint64_t number;          /* live items */
-    uint64_t number_lru[STORE_LRUS]; /* of them, in segments at each stand */
-    uint32_t age_hot, age_warm; /* seconds since the oldest HOT / WARM segment opened */
-    uint64_t mem_requested;   /* their memcached sizes */
-    uint64_t pages;           /* segments in use holding its items' bytes */
-    uint32_t age;             /* seconds since the oldest segment holding a live one opened */
-#define STORE_CLASS_EVENT_FIELD(f) uint64_t f;
-    STORE_CLASS_EVENTS(STORE_CLASS_EVENT_FIELD)
-#undef STORE_CLASS_EVENT_FIELD
-    uint32_t evicted_time;
-};
-/* Fills out[1..n] (STORE_CLASSES entries) and returns n, the largest class id.
- * Walks every segment: for `stats`, not for a request path. */
-unsigned store_class_stats(struct store *store, struct store_class_stats *out);
-
 /* Why a read missed: what `watch` prints as item_get's status. */
 enum store_miss {
     STORE_MISS_ABSENT,  /* no item under the key */
@@ -171,19 +123,6 @@ void store_pin_release(struct store_pin *pin);
  * counted) past the share too: true. */
 bool store_pin_keep(struct store_pin *pin, bool must);
 void store_pin_release_kept(struct store_pin *pin);
-
-/* The size class memcached would give a new item of this key length, value
- * length and client flags (what it counts cmd_set in, per class). */
-unsigned store_class_for(const struct store_ctx *ctx, size_t nkey, size_t nvalue, uint32_t flags);
-/* ... of the item a reservation holds, committed with these flags. */
-struct store_reservation;
-unsigned store_reservation_class(const struct store_ctx *ctx, const struct store_reservation *res,
-                                 uint32_t flags);
-
-/* The bytes memcached 1.6 would spend on this item (its 48-byte header, key
- * and NUL, value and CRLF, the CAS unless -C, non-zero client flags): what
- * `me` and metadump report as size=, so tools comparing servers agree. */
-size_t store_item_mc_size(const struct store *store, const struct store_item *it);
 
 /* Options for a read. Zero-initialised means a plain `get`. */
 struct store_get_req {
@@ -436,28 +375,6 @@ void store_set_lru_segmented(struct store *store, bool segmented);
 /* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
 int store_set_mem_limit(struct store *store, size_t bytes);
 
-/* `lru_crawler crawl`: memcached's LRU crawler over the classes whose bits
- * are set in `classes` (bit k: class k). Every item of those classes is
- * examined (crawler_items_checked) and the expired and flushed ones
- * unlinked (crawler_reclaimed; expired_unfetched for an expired one never
- * fetched), on the housekeeper thread (lru_crawler_running meanwhile), or
- * here when the store has none. false: a crawl is still running (BUSY). */
-bool store_crawl_classes(struct store_ctx *ctx, uint64_t classes);
-/* A metadump or mgdump started: memcached runs them on its crawler too
- * (lru_crawler_starts). */
-void store_note_crawler_start(struct store_ctx *ctx);
-
-/* Walk live items for lru_crawler metadump/mgdump. Visits at most `max`
- * items from *cursor on and advances it (more only when a single index
- * bucket holds more than max); *cursor is 0 at the start and UINT64_MAX when
- * the walk is complete. The view passed to fn is valid only during the call
- * (no pin is taken; fn must not call the store). Returns how many were
- * visited; 0 only when the walk is complete. If the index grows between two
- * calls, a key may be visited twice. */
-typedef void (*store_walk_fn)(const struct store_item *item, void *arg);
-size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_fn fn,
-                  void *arg);
-
 /* The store's counters, memcached's names where memcached has them, declared
  * once: STORE_COUNTERS only grow (each store_ctx keeps its own, summed by
  * store_stats; `stats reset` subtracts a baseline), STORE_GAUGES are levels
@@ -514,20 +431,5 @@ struct store_stats {
 };
 
 void store_stats(struct store *store, struct store_stats *out);
-
-/* How the store started (restore_mode). */
-enum store_restore_mode {
-    STORE_RESTORE_NONE = 0,   /* no -e */
-    STORE_RESTORE_NEW,        /* -e, empty or new file */
-    STORE_RESTORE_GRACEFUL,   /* restored after a graceful stop */
-    STORE_RESTORE_CRASH,      /* restored after a crash */
-    STORE_RESTORE_DISCARDED,  /* the -e file could not be used (the log says why): empty */
-};
-
-static inline const char *store_restore_mode_name(uint64_t mode)
-{
-    static const char *const names[] = {"none", "new", "graceful", "crash", "discarded"};
-    return mode < sizeof(names) / sizeof(names[0]) ? names[mode] : "none";
-}
 
 #endif

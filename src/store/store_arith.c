@@ -7,6 +7,7 @@
  * the old value keeps the old length, padded with spaces. The new value is a
  * new item (values never change in place: readers may hold the old one). */
 #include "store/store_core.h"
+#include "store/store_link.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
@@ -63,7 +64,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         }
         const char *val = f.p + f.h.hlen + f.h.nkey;
         uint32_t flags = item_get_u32(f.p, f.h.flags_off);
-        uint8_t cls = store_item_class(s, f.p, &f.h).cls;
+        uint8_t cls = classes_item(&s->classes, f.p, &f.h).cls;
         uint64_t v;
         /* memcached: empty values and chunked (> half -I) items are not numbers. */
         if (f.h.nvalue == 0 ||

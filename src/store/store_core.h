@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The store itself (store.c): struct store and the per-worker struct
- * store_ctx that the store's files share, and store.c's helpers for them.
- *
- * Layering: item.c knows the byte layout of one item (store_item.h);
- * index.c the hash index of 8-byte slots (store_index.h); seg.c the
- * segments (store_seg.h); store_lookup.c the one lookup; store.c,
- * store_write.c and store_arith.c the operations of store.h on top.
- * Nothing outside src/store includes these headers. docs/store.md says why
- * it is shaped this way. */
+/* The store itself (store.c): struct store, which holds one of each part's
+ * structs (the segment pool, index, classes, item life, ghost list,
+ * uploads, housekeeper, the -e file), and the per-worker struct store_ctx.
+ * The parts call one another only downward; docs/store.md "The store's
+ * parts" has the order, and scripts/check-layers.sh keeps it. The inline
+ * helpers here call nothing above the index and items. Nothing outside
+ * src/store includes this header. */
 #ifndef NODELAY_STORE_CORE_H
 #define NODELAY_STORE_CORE_H
 
@@ -19,6 +17,11 @@
 #include "store/store.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
+#include "store/store_classes.h"
+#include "store/store_ghost.h"
+#include "store/store_upload.h"
+#include "store/store_crawl.h"
+#include "store/store_life.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
 
@@ -48,8 +51,6 @@ struct store_cls_ctr {
     uint32_t evicted_time; /* age of the last item this ctx evicted from the class */
 };
 
-#define STORE_CLASS_TABLE_MAX 16384
-
 struct store_ctx {
     struct store *store;
     struct seg *open[STORE_GROUPS];     /* this worker's open segments */
@@ -62,67 +63,27 @@ struct store_ctx {
 
 struct store {
     struct store_options opt;
-    size_t seg_size;
-    unsigned off_shift;       /* item offsets are stored >> off_shift */
+    struct seg_pool pool;       /* segments and their eviction (store_seg.h) */
     struct index index;
-
-    pthread_mutex_t pool_lock; /* segment lists, allocation, eviction */
-    struct seg **seg_chunks;   /* SEG_CHUNK headers each, see seg_grow_cap */
-    uint32_t seg_cap;          /* ids 0..seg_cap-1 have headers (pool lock) */
-    uint32_t seg_limit;        /* segments -m allows */
-    uint32_t kept_segs;        /* segments reply queues pin (seg_keep), atomic */
-    uint32_t seg_alloc;        /* segments holding memory */
-    struct hugemem_pool seg_mem; /* their memory, on huge pages (pool lock) */
-    struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
-    struct seg_list temp;      /* sealed segments of the temporary_ttl group */
-    struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
-    struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
-    int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
-    uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
-    uint32_t open_segs; /* workers' open segments, all groups */
-    uint32_t open_max;          /* budget for them: an eighth of -m */
-    size_t mem_limit;
+    struct seg_hooks seg_hooks; /* what segments report (store_create fills it) */
 
     uint64_t cas_next;     /* last CAS handed out */
-    uint32_t oldest_live;  /* flush_all, memcached's settings.oldest_live */
-    uint64_t oldest_cas;
+    struct store_life life; /* flush_all's marks (store_life.h) */
 
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
     struct store_cls_ctr gone_cls[STORE_CLASSES];
-    struct store_ctx *house;        /* the housekeeper's own ctx */
-    uint64_t crawl_cursor;          /* next bucket for store_crawl (housekeeper) */
-    uint64_t crawl_classes;         /* classes `lru_crawler crawl` asked for (house_lock) */
-    bool crawl_active;              /* the housekeeper is crawling them (house_lock) */
-    bool crawl_running;             /* from the request to the crawl's end, atomic */
-
-    pthread_t house_thread;
-    bool house_running;
-    pthread_mutex_t house_lock;
-    pthread_cond_t house_cond;
-    bool house_stop;
-    bool house_kick;                /* run a pass now (an immediate flush_all) */
+    struct store_house hk;      /* the housekeeper and the crawler (store_crawl.h) */
 
     int64_t temp_ttl;          /* temporary_ttl, -1 = off (store_set_temporary_ttl) */
     uint8_t lru_flat;          /* no segmented LRU (store_set_lru_segmented), atomic */
-    uint64_t upload_bytes;     /* staged by incomplete uploads (store_upload.c) */
-    uint64_t upload_limit;     /* bound on the large ones */
-    pthread_mutex_t upload_lock;
-    struct { struct store_upload *head, *tail; } uploads; /* oldest first */
-    uint64_t upload_live;      /* large ones not cut off (upload_lock) */
-    uint64_t upload_held;      /* large ones still allocated (upload_lock) */
-    uint64_t upload_small;     /* the small ones, atomic: client memory (client_mem_limit) */
+    struct store_uploads up;   /* values still arriving (store_upload.h) */
 
     struct persist *pm;        /* the -e memory file, or NULL (persist.h) */
 
-    uint32_t *ghost;           /* see store_ghost_add */
-    uint64_t ghost_mask;
-    uint32_t class_size[STORE_CLASSES]; /* memcached's class sizes (store_init_classes) */
-    unsigned nclasses;
-    /* The class of the sizes up to STORE_CLASS_TABLE_MAX, by 8-byte step:
-     * a hit's class (its per-class counters) without a walk of the sizes. */
-    uint8_t class_of8[(STORE_CLASS_TABLE_MAX >> 3) + 1];
+    struct store_ghost ghost;     /* keys evicted unread (store_ghost.h) */
+    struct store_classes classes; /* memcached's size classes (store_classes.h) */
 };
 
 /* Segments a limit of `bytes` allows: what the T_MEMD_INITIAL_MALLOC hook
@@ -132,62 +93,34 @@ static inline size_t store_seg_count(const struct store *s, size_t bytes)
 {
     size_t pre = s->opt.initial_malloced;
     if (!pre)
-        return bytes / s->seg_size;
-    size_t n = bytes > pre ? (bytes - pre) / s->seg_size : 0;
+        return bytes / s->pool.seg_size;
+    size_t n = bytes > pre ? (bytes - pre) / s->pool.seg_size : 0;
     return n ? n : 1;
 }
 
+/* memcached's item size check for -I and the key length (inline: every
+ * reservation makes it). */
+static inline enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags)
+{
+    if (nkey == 0 || nkey > STORE_KEY_MAX)
+        return STORE_TOO_LARGE;
+    if (nvalue > UINT32_MAX - 1024 ||
+        item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max)
+        return STORE_TOO_LARGE;
+    return STORE_OK;
+}
+
+
 static inline struct seg *seg_of(struct store *s, uint32_t id)
 {
-    return &s->seg_chunks[id / SEG_CHUNK][id % SEG_CHUNK];
+    return &s->pool.seg_chunks[id / SEG_CHUNK][id % SEG_CHUNK];
 }
 static inline char *seg_item(struct store *s, uint64_t slot)
 {
-    return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->off_shift);
+    return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->pool.off_shift);
 }
 
-/* A write of `bytes` into the store: once -m is all in use it owes that
- * much eviction, paid every SEG_PAY_BYTES (seg_pay). */
-static inline void store_owe(struct store_ctx *ctx, size_t bytes)
-{
-    if (!__atomic_load_n(&ctx->store->evict_pace, __ATOMIC_RELAXED))
-        return;
-    ctx->evict_debt += (uint32_t)bytes;
-    if (ctx->evict_debt >= SEG_PAY_BYTES)
-        seg_pay(ctx);
-}
-
-/* Expired or flushed, by memcached's rules; counts nothing. */
-enum item_life store_item_life(struct store *s, const char *p, const struct item_hdr *h,
-                               uint64_t cas_base, rel_time_t now);
-uint64_t store_next_cas(struct store *s);
-/* The TTL group for an item of this expiry (STORE_GROUP_TEMP included). */
-unsigned store_ttl_group(struct store *s, rel_time_t exptime, rel_time_t now);
-uint8_t store_class_id(const struct store *s, size_t mc_size);
 /* Adds from's counters to into's (evicted_time: the larger). */
 void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);
-/* An item's memcached size class and size. */
-struct store_cls_of store_item_class(const struct store *s, const char *p, const struct item_hdr *h);
-/* Copy a linked item to a new place with at least `layout` fields (so a
- * touch or CAS change fits), keeping everything else. */
-enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout);
-/* Link reservation res (filled, header fields set) in place of f->slot or
- * in a free slot; false when the index is out of memory. Bucket lock held.
- * With -e, *sum is the item's checksum (item_sum_for), worked out before
- * the lock was taken: a 1 MiB value costs ~0.1 ms of it; NULL: here. */
-bool store_link(struct store *s, struct store_found *f, bool have_old,
-                struct store_reservation *res, uint32_t tag, uint64_t hv, const uint32_t *sum);
-/* Remember a key that left the small queue unread (the ghost queue). */
-void store_ghost_add(struct store *s, uint64_t hv);
-/* The layout bits item fields need beyond what `have` has; 0 if it fits. */
-uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, bool cas_on,
-                             uint64_t cas, uint64_t cas_base);
-/* store_crawl.c: the housekeeper thread (arg: the store); one pass of its
- * work, which tests call directly; and its sweep, which unlinks expired and
- * flushed items from up to max buckets of the index, reading only items
- * whose segment may hold some. */
-void *store_housekeeper(void *arg);
-void store_housekeep(struct store *s);
-size_t store_crawl(struct store_ctx *ctx, uint64_t max);
 
 #endif

@@ -5,12 +5,14 @@
  * a time (store_reap_bucket); they differ in which items they look at and
  * in the counters they bump, as memcached's LRU maintainer and its
  * crawler count apart. */
+#include "store/store_crawl.h"
 #include "store/store_core.h"
+#include "store/store_link.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 
 #include <time.h>
 
@@ -37,14 +39,14 @@ static enum item_life store_reap_judge(struct store_ctx *ctx, const struct store
         return ITEM_LIVE;
     *f = (struct store_found){.bucket = b, .slot = slot, .p = seg_item(s, *slot), .seg = seg};
     item_decode(f->p, &f->h);
-    *cls = store_item_class(s, f->p, &f->h).cls;
+    *cls = classes_item(&s->classes, f->p, &f->h).cls;
     if (!(r->classes >> *cls & 1))
         return ITEM_LIVE;
     if (count && r->crawler) {
         CTR_INC(ctx, crawler_items_checked);
         CLS_INC(&ctx->cls[*cls], crawler_items_checked);
     }
-    return store_item_life(s, f->p, &f->h, seg->cas_base, now);
+    return life_of_item(&s->life, f->p, &f->h, seg->cas_base, now);
 }
 
 static void store_reap_one(struct store_ctx *ctx, const struct store_reap *r,
@@ -104,21 +106,21 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
-    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    rel_time_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
     struct store_reap r = {.classes = ~(uint64_t)0, .flushing = ol && ol <= now};
     size_t gone = 0;
     uint64_t nb = 0;
     for (uint64_t n = 0; n < max; n++) {
-        uint64_t *b = index_lock_nth(&s->index, s->crawl_cursor, &nb);
+        uint64_t *b = index_lock_nth(&s->index, s->hk.crawl_cursor, &nb);
         if (!b) {
-            s->crawl_cursor = 0;
+            s->hk.crawl_cursor = 0;
             if (nb == 0 || n >= nb)
                 break;
             continue;
         }
         gone += store_reap_bucket(ctx, &r, b, now);
         index_unlock(b);
-        s->crawl_cursor++;
+        s->hk.crawl_cursor++;
     }
     return gone;
 }
@@ -127,15 +129,15 @@ void store_housekeep(struct store *s)
 {
     if (s->pm)
         persist_heartbeat(s);
-    seg_reclaim_expired(s->house);
+    seg_reclaim_expired(s->hk.ctx);
     /* Crawl only when something can have expired or been flushed: an idle
      * or TTL-less cache then costs the housekeeper nothing but this check.
      * Without memcached's LRU maintainer nothing reaps items one by one
      * (store.h, no_lru_maintainer). */
     rel_time_t now = clock_now();
-    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    rel_time_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
     if (!s->opt.no_lru_maintainer && ((ol && ol <= now) || seg_any_expiring(s, now)))
-        store_crawl(s->house, STORE_CRAWL_BUCKETS);
+        store_crawl(s->hk.ctx, STORE_CRAWL_BUCKETS);
 }
 
 /* memcached's LRU crawler over the classes asked for: the whole index
@@ -154,53 +156,53 @@ static void store_crawl_run(struct store_ctx *ctx, uint64_t classes)
 void *store_housekeeper(void *arg)
 {
     struct store *s = arg;
-    pthread_mutex_lock(&s->house_lock);
-    while (!s->house_stop) {
+    pthread_mutex_lock(&s->hk.lock);
+    while (!s->hk.stop) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
-        if (!s->house_kick && !s->crawl_classes)
-            pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts);
-        if (s->house_stop)
+        if (!s->hk.kick && !s->hk.crawl_classes)
+            pthread_cond_timedwait(&s->hk.cond, &s->hk.lock, &ts);
+        if (s->hk.stop)
             break;
-        if (s->crawl_classes) {
+        if (s->hk.crawl_classes) {
             /* `lru_crawler crawl`: run it now, then go on as usual */
-            uint64_t classes = s->crawl_classes;
-            s->crawl_classes = 0;
-            s->crawl_active = true;
-            pthread_mutex_unlock(&s->house_lock);
-            store_crawl_run(s->house, classes);
-            pthread_mutex_lock(&s->house_lock);
-            s->crawl_active = false;
-            __atomic_store_n(&s->crawl_running, false, __ATOMIC_RELEASE);
-            if (s->house_stop)
+            uint64_t classes = s->hk.crawl_classes;
+            s->hk.crawl_classes = 0;
+            s->hk.crawl_active = true;
+            pthread_mutex_unlock(&s->hk.lock);
+            store_crawl_run(s->hk.ctx, classes);
+            pthread_mutex_lock(&s->hk.lock);
+            s->hk.crawl_active = false;
+            __atomic_store_n(&s->hk.crawl_running, false, __ATOMIC_RELEASE);
+            if (s->hk.stop)
                 break;
         }
-        if (s->house_kick) {
+        if (s->hk.kick) {
             /* An immediate flush_all: reclaim its items a moment after the
              * last one, as memcached's LRU maintainer does (reclaimed after
              * 0.2 s, not yet after 0.05 s), so a read right after a flush
              * still counts get_flushed, as there. */
-            while (s->house_kick && !s->house_stop) {
-                s->house_kick = false;
+            while (s->hk.kick && !s->hk.stop) {
+                s->hk.kick = false;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 ts.tv_nsec += STORE_FLUSH_RECLAIM_NS;
                 if (ts.tv_nsec >= 1000000000L) {
                     ts.tv_sec++;
                     ts.tv_nsec -= 1000000000L;
                 }
-                while (!s->house_kick && !s->house_stop &&
-                       pthread_cond_timedwait(&s->house_cond, &s->house_lock, &ts) == 0)
+                while (!s->hk.kick && !s->hk.stop &&
+                       pthread_cond_timedwait(&s->hk.cond, &s->hk.lock, &ts) == 0)
                     ;
             }
-            if (s->house_stop)
+            if (s->hk.stop)
                 break;
         }
-        pthread_mutex_unlock(&s->house_lock);
+        pthread_mutex_unlock(&s->hk.lock);
         store_housekeep(s);
-        pthread_mutex_lock(&s->house_lock);
+        pthread_mutex_lock(&s->hk.lock);
     }
-    pthread_mutex_unlock(&s->house_lock);
+    pthread_mutex_unlock(&s->hk.lock);
     return NULL;
 }
 
@@ -210,7 +212,7 @@ bool store_crawl_classes(struct store_ctx *ctx, uint64_t classes)
     classes &= ~(uint64_t)1; /* class ids start at 1 */
     if (!classes)
         return true;
-    if (!s->house_running) {
+    if (!s->hk.running) {
         CTR_INC(ctx, lru_crawler_starts);
         store_crawl_run(ctx, classes);
         return true;
@@ -218,14 +220,14 @@ bool store_crawl_classes(struct store_ctx *ctx, uint64_t classes)
     /* While one runs, memcached answers BUSY. A crawl asked for but not
      * started yet takes these classes too: it examines them all after now,
      * which is what a crawl started now would do. */
-    pthread_mutex_lock(&s->house_lock);
-    bool busy = s->crawl_active;
+    pthread_mutex_lock(&s->hk.lock);
+    bool busy = s->hk.crawl_active;
     if (!busy) {
-        s->crawl_classes |= classes;
-        __atomic_store_n(&s->crawl_running, true, __ATOMIC_RELEASE);
-        pthread_cond_signal(&s->house_cond);
+        s->hk.crawl_classes |= classes;
+        __atomic_store_n(&s->hk.crawl_running, true, __ATOMIC_RELEASE);
+        pthread_cond_signal(&s->hk.cond);
     }
-    pthread_mutex_unlock(&s->house_lock);
+    pthread_mutex_unlock(&s->hk.lock);
     if (!busy)
         CTR_INC(ctx, lru_crawler_starts);
     return !busy;

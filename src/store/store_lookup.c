@@ -24,7 +24,7 @@ void store_unlink(struct store *s, struct store_found *f)
     if (s->pm)
         item_set_dead(f->p);
     index_clear_slot(&s->index, f->bucket, f->slot);
-    struct store_cls_of c = store_item_class(s, f->p, &f->h);
+    struct store_cls_of c = classes_item(&s->classes, f->p, &f->h);
     seg_note_gone(f->seg, item_total(&f->h), &c);
 }
 
@@ -65,13 +65,13 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
             f->p = p;
             f->seg = seg_of(s, slot_seg(sl));
             f->h = h;
-            enum item_life life = store_item_life(s, p, &h, f->seg->cas_base, f->now);
+            enum item_life life = life_of_item(&s->life, p, &h, f->seg->cas_base, f->now);
             if (life == ITEM_LIVE)
                 return true;
             if (reclaim) {
                 /* as memcached's lru_pull_tail: flushed ones count too */
                 bool fetched = item_get_u32(p, h.atime_off) & ITEM_S_FETCHED;
-                struct store_cls_ctr *cc = &ctx->cls[store_item_class(s, p, &h).cls];
+                struct store_cls_ctr *cc = &ctx->cls[classes_item(&s->classes, p, &h).cls];
                 CTR_INC(ctx, reclaimed);
                 CLS_INC(cc, reclaimed);
                 if (!fetched) {
@@ -116,4 +116,17 @@ bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_l
                   struct store_found *f)
 {
     return store_lookup_write(ctx, k, how, false, f);
+}
+
+bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey)
+{
+    if (nkey == 0 || nkey > STORE_KEY_MAX)
+        return false;
+    struct store_key k = store_key_of(key, nkey);
+    struct store_found f;
+    bool found = store_lookup(ctx, &k, STORE_LOOK_FIND, &f);
+    if (found)
+        store_unlink(ctx->store, &f);
+    index_unlock(f.bucket);
+    return found;
 }

@@ -10,11 +10,12 @@
 
 #include "store/store_index.h"
 #include "store/store_item.h"
+#include "store/store_life.h"
+#include "store/store_classes.h"
+#include "store/seg_counts.h"
 
 struct seg;
 struct store;
-/* What store_item_life (store_core.h) judges an item: memcached's rules. */
-enum item_life { ITEM_LIVE, ITEM_EXPIRED, ITEM_FLUSHED };
 
 struct store_ctx;
 
@@ -73,5 +74,32 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
 /* Unlink a found item (bucket lock held): dead in the -e file first, then
  * out of the index and its segment's counts. */
 void store_unlink(struct store *s, struct store_found *f);
+/* Unlink key's live item, if any (what a plain delete does, for a write
+ * that must drop the old value); true when there was one. */
+bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey);
+
+
+/* The view of a found item (bucket lock held) a get or a walk hands out;
+ * its pin is the caller's. Inline: every hit takes it. */
+static inline void store_fill_item(const struct store_classes *c, const struct store_found *f,
+                                   struct store_item *out)
+{
+    const char *p = f->p;
+    out->key = p + f->h.hlen;
+    out->value = p + f->h.hlen + f->h.nkey;
+    out->nvalue = f->h.nvalue;
+    out->nkey = f->h.nkey;
+    out->flags = item_get_u32(p, f->h.flags_off);
+    out->cas = item_get_cas(p, &f->h, f->seg->cas_base);
+    out->exptime = item_get_u32(p, f->h.exp_off);
+    uint32_t st = item_get_u32(p, f->h.atime_off);
+    out->last_access = st & ~ITEM_S_MASK;
+    out->fetched = st & ITEM_S_FETCHED;
+    out->stale = st & ITEM_S_STALE;
+    out->class_id =
+        classes_id(c, item_mc_size(f->h.nkey, f->h.nvalue, out->flags, c->cas_enabled));
+    out->lru = __atomic_load_n(&f->seg->lru, __ATOMIC_RELAXED);
+}
+
 
 #endif

@@ -4,15 +4,17 @@
 #ifndef NODELAY_STORE_SEG_H
 #define NODELAY_STORE_SEG_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/hugemem.h"
 #include "store/store.h"
+#include "store/store_classes.h"
+#include "store/seg_counts.h"
 
 struct store;
 struct store_ctx;
-
-enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
 #define STORE_TTL_GROUPS 8
 /* With -o temporary_ttl, items that expire within it (memcached's TEMP LRU)
@@ -23,58 +25,17 @@ enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG
 #define SEG_Q_MAIN 0
 #define SEG_Q_SMALL 1
 #define SEG_Q_TEMP 2
-#define SEG_EXP_NEVER UINT32_MAX
 
-/* An item's memcached size class and memcached size (store_item_class,
- * store_core.h). */
-struct store_cls_of {
-    uint8_t cls;
-    uint32_t mc_size;
+/* What the segments tell the parts above them. The segments call nothing
+ * above them: the store fills this table in (store_create) and the
+ * segments call through it. */
+struct seg_hooks {
+    /* A live item was evicted from the small queue without a read (the
+     * ghost list remembers its key). Called under the pool lock and the
+     * item's bucket lock. */
+    void (*evicted_unread)(void *arg, uint64_t hv);
+    void *arg;
 };
-
-struct seg {
-    char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
-    uint32_t id;
-    uint32_t write_off;           /* bytes used: written by the owner only */
-    uint32_t refcount;    /* pins and pending reservations */
-    uint32_t kept;        /* of which held by reply queues (seg_keep) */
-    uint32_t gen;         /* bumped when eviction of it starts */
-    uint32_t live_items;
-    uint64_t live_bytes;
-    uint32_t max_exptime; /* latest expiry of its items, SEG_EXP_NEVER */
-    uint32_t min_exptime; /* earliest expiry of its items that expire, or SEG_EXP_NEVER */
-    uint64_t max_cas;
-    uint64_t cas_base;
-    rel_time_t created;
-    /* when an item was last linked into it: an upper bound of its items'
-     * access times but for hits' bumps (store_flush_recent skips those
-     * below the flush's oldest_live) */
-    rel_time_t last_write;
-    /* enum store_lru: set with state and queue, read atomically by a hit
-     * (beside cas_base, which the hit reads too: one cache line) */
-    uint8_t lru;
-    /* Live items per memcached size class and their memcached sizes (stats
-     * items/slabs). Updated where live_items is, on write, unlink and
-     * eviction only: a read touches neither. Signed: see seg_counts. */
-    int32_t cls_items[STORE_CLASSES];
-    int32_t cls_bytes[STORE_CLASSES];
-    /* Bit k: the segment holds bytes of a class-k item, live or dead, not
-     * yet reclaimed (stats slabs' pages): set with the counts, cleared when
-     * the segment is reset, and made again from the kept items when it is
-     * compacted. */
-    uint64_t cls_held;
-    uint8_t state;                /* enum seg_state: set under the pool lock, read atomically */
-    uint8_t group;
-    uint8_t queue;                /* SEG_Q_SMALL, SEG_Q_MAIN or SEG_Q_TEMP while sealed */
-    struct seg *prev, *next;      /* in free / fifo / draining lists */
-    struct store *store;          /* owner: seg_keep's bound is per store */
-};
-
-/* Readers load it without the pool lock (a hit's hits_to_* row). */
-static inline void seg_set_lru(struct seg *g, enum store_lru lru)
-{
-    __atomic_store_n(&g->lru, (uint8_t)lru, __ATOMIC_RELAXED);
-}
 
 struct seg_list {
     struct seg *head, *tail;
@@ -99,10 +60,29 @@ struct seg_walk {
     bool retain, keep_all, from_small, any_evicted;
 };
 
-static inline enum seg_state seg_get_state(struct seg *seg)
-{
-    return (enum seg_state)__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE);
-}
+/* The segment pool (seg.c): every segment's header, the queues, the
+ * memory, and the eviction walk at the writers' pace. Fields marked (pool
+ * lock) are under lock. */
+struct seg_pool {
+    size_t seg_size;
+    unsigned off_shift;       /* item offsets are stored >> off_shift */
+    pthread_mutex_t lock;      /* segment lists, allocation, eviction */
+    struct seg **seg_chunks;   /* SEG_CHUNK headers each, see seg_grow_cap */
+    uint32_t seg_cap;          /* ids 0..seg_cap-1 have headers (pool lock) */
+    uint32_t seg_limit;        /* segments -m allows */
+    uint32_t kept_segs;        /* segments reply queues pin (seg_keep), atomic */
+    uint32_t seg_alloc;        /* segments holding memory */
+    struct hugemem_pool seg_mem; /* their memory, on huge pages (pool lock) */
+    struct seg_list unused, free, fifo, small, draining; /* fifo: the main queue */
+    struct seg_list temp;      /* sealed segments of the temporary_ttl group */
+    struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
+    struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
+    int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
+    uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
+    uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t open_max;          /* budget for them: an eighth of -m */
+    size_t mem_limit;
+};
 
 /* An open segment could be recycled rather than appended to (off for now:
  * docs/store.md "Expiry") once at least this share of it is written and nothing in it is
@@ -146,20 +126,4 @@ void seg_wait_compacted(struct seg *seg);
  * flushed. Returns segments reclaimed. */
 unsigned seg_reclaim_expired(struct store_ctx *ctx);
 int seg_set_limit(struct store *s, size_t bytes);
-/* seg_counts.c. cls and mc_size: the item's memcached size class and size
- * (store_item_class). */
-void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
-                   const struct store_cls_of *c);
-void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c);
-/* Per-class live counts and pages, summed over segments (pool lock). */
-void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n, rel_time_t now);
-void seg_note_exptime(struct seg *seg, rel_time_t exptime);
-void seg_note_cas(struct seg *seg, uint64_t cas);
-/* Segment-side stats: curr_items, bytes, seg_*, dead_bytes; adds the
- * segment table to hash_bytes. */
-void seg_counts(struct store *s, struct store_stats *out);
-/* True when some open or sealed segment may hold an item expired at `now`
- * (the housekeeper crawls the index only then). */
-bool seg_any_expiring(struct store *s, rel_time_t now);
-
 #endif

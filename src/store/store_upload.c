@@ -25,6 +25,7 @@
  */
 #include "store/store_upload.h"
 #include "store/store_core.h"
+#include "store/store_link.h"
 #include "store/store_write.h"
 
 #include <stdlib.h>
@@ -32,11 +33,11 @@
 
 /* A staged value: this header, then the key, then the value. */
 struct store_upload {
-    struct store_upload *prev, *next; /* s->uploads, oldest first (upload_lock) */
+    struct store_upload *prev, *next; /* s->up, oldest first (up.lock) */
     size_t bytes;                     /* key + value */
     rel_time_t progress;              /* last bytes received: owner writes, relaxed */
     bool large;                       /* counts against upload_limit */
-    bool cut;                         /* cut off: set under upload_lock, read by the owner */
+    bool cut;                         /* cut off: set under up.lock, read by the owner */
     char data[];
 };
 
@@ -50,15 +51,15 @@ uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max)
 
 void store_upload_init(struct store *s)
 {
-    pthread_mutex_init(&s->upload_lock, NULL);
+    pthread_mutex_init(&s->up.lock, NULL);
 }
 
 void store_upload_release(struct store *s)
 {
-    pthread_mutex_destroy(&s->upload_lock);
+    pthread_mutex_destroy(&s->up.lock);
 }
 
-/* Make room for n large bytes (upload_lock held): cut off the oldest
+/* Make room for n large bytes (up.lock held): cut off the oldest
  * stalled uploads while the live ones would pass the limit. With here (its
  * bytes are all queued: it cannot stall), it may pass the limit when none
  * can be cut; held bytes stay within twice the limit either way. */
@@ -66,17 +67,17 @@ static bool upload_admit(struct store_ctx *ctx, size_t n, bool here)
 {
     struct store *s = ctx->store;
     rel_time_t now = clock_now();
-    for (struct store_upload *u = s->uploads.head; u && s->upload_live + n > s->upload_limit;
+    for (struct store_upload *u = s->up.head; u && s->up.live + n > s->up.limit;
          u = u->next) {
         if (!u->large || u->cut ||
             now - __atomic_load_n(&u->progress, __ATOMIC_RELAXED) < STORE_UPLOAD_STALL)
             continue;
         __atomic_store_n(&u->cut, true, __ATOMIC_RELEASE);
-        s->upload_live -= u->bytes;
+        s->up.live -= u->bytes;
         CTR_INC(ctx, uploads_cut);
     }
-    return (here || s->upload_live + n <= s->upload_limit) &&
-           s->upload_held + n <= 2 * s->upload_limit;
+    return (here || s->up.live + n <= s->up.limit) &&
+           s->up.held + n <= 2 * s->up.limit;
 }
 
 bool store_upload_fits(const struct store_ctx *ctx, size_t nvalue)
@@ -84,9 +85,9 @@ bool store_upload_fits(const struct store_ctx *ctx, size_t nvalue)
     struct store *s = ctx->store;
     if (nvalue <= STORE_UPLOAD_SMALL)
         return true;
-    pthread_mutex_lock(&s->upload_lock);
-    bool fits = s->upload_live + nvalue <= s->upload_limit;
-    pthread_mutex_unlock(&s->upload_lock);
+    pthread_mutex_lock(&s->up.lock);
+    bool fits = s->up.live + nvalue <= s->up.limit;
+    pthread_mutex_unlock(&s->up.lock);
     return fits;
 }
 
@@ -113,27 +114,27 @@ enum store_status store_reserve_upload_here(struct store_ctx *ctx, const char *k
         return STORE_NO_MEMORY;
     *u = (struct store_upload){.bytes = n, .progress = clock_now(),
                                .large = nvalue > STORE_UPLOAD_SMALL};
-    pthread_mutex_lock(&s->upload_lock);
+    pthread_mutex_lock(&s->up.lock);
     if (u->large && !upload_admit(ctx, n, here)) {
-        pthread_mutex_unlock(&s->upload_lock);
+        pthread_mutex_unlock(&s->up.lock);
         free(u);
         CTR_INC(ctx, uploads_refused);
         return STORE_NO_MEMORY;
     }
     if (u->large) {
-        s->upload_live += n;
-        s->upload_held += n;
+        s->up.live += n;
+        s->up.held += n;
     }
-    u->prev = s->uploads.tail;
+    u->prev = s->up.tail;
     if (u->prev)
         u->prev->next = u;
     else
-        s->uploads.head = u;
-    s->uploads.tail = u;
-    pthread_mutex_unlock(&s->upload_lock);
-    __atomic_add_fetch(&s->upload_bytes, n, __ATOMIC_RELAXED);
+        s->up.head = u;
+    s->up.tail = u;
+    pthread_mutex_unlock(&s->up.lock);
+    __atomic_add_fetch(&s->up.bytes, n, __ATOMIC_RELAXED);
     if (!u->large)
-        __atomic_add_fetch(&s->upload_small, n, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&s->up.small, n, __ATOMIC_RELAXED);
 
     memcpy(u->data, key, nkey);
     *res = (struct store_reservation){
@@ -150,31 +151,31 @@ enum store_status store_reserve_upload_here(struct store_ctx *ctx, const char *k
 
 size_t store_upload_small_bytes(const struct store *s)
 {
-    return (size_t)__atomic_load_n(&s->upload_small, __ATOMIC_RELAXED);
+    return (size_t)__atomic_load_n(&s->up.small, __ATOMIC_RELAXED);
 }
 
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res)
 {
     struct store *s = ctx->store;
     struct store_upload *u = res->stage;
-    pthread_mutex_lock(&s->upload_lock);
+    pthread_mutex_lock(&s->up.lock);
     if (u->prev)
         u->prev->next = u->next;
     else
-        s->uploads.head = u->next;
+        s->up.head = u->next;
     if (u->next)
         u->next->prev = u->prev;
     else
-        s->uploads.tail = u->prev;
+        s->up.tail = u->prev;
     if (u->large) {
-        s->upload_held -= u->bytes;
+        s->up.held -= u->bytes;
         if (!u->cut)
-            s->upload_live -= u->bytes;
+            s->up.live -= u->bytes;
     }
-    pthread_mutex_unlock(&s->upload_lock);
-    __atomic_sub_fetch(&s->upload_bytes, u->bytes, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&s->up.lock);
+    __atomic_sub_fetch(&s->up.bytes, u->bytes, __ATOMIC_RELAXED);
     if (!u->large)
-        __atomic_sub_fetch(&s->upload_small, u->bytes, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&s->up.small, u->bytes, __ATOMIC_RELAXED);
     free(u);
     res->stage = NULL;
     res->value = NULL;
@@ -197,21 +198,3 @@ bool store_upload_alive(struct store_ctx *ctx, struct store_reservation *res, bo
     return false;
 }
 
-enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
-                                     bool delete_on_fail)
-{
-    struct store_reservation up = *res;
-    struct store_upload *u = up.stage;
-    const char *key = u->data;
-    struct store_reservation r;
-    enum store_status st =
-        up.known ? store_reserve_for(ctx, key, up.nkey, up.nvalue, up.flags, up.exptime, &r)
-                 : store_reserve(ctx, key, up.nkey, up.nvalue, &r);
-    if (st == STORE_OK)
-        memcpy(r.value, up.value, up.nvalue);
-    else if (delete_on_fail)
-        store_delete(ctx, key, up.nkey, NULL);
-    store_upload_free(ctx, &up);
-    *res = st == STORE_OK ? r : (struct store_reservation){0};
-    return st;
-}

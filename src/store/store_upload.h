@@ -4,6 +4,7 @@
 #ifndef NODELAY_STORE_UPLOAD_H
 #define NODELAY_STORE_UPLOAD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,17 +12,22 @@
 #include "store/store.h"
 
 struct store_upload;
+
+/* The uploads' state: bytes staged, their bound, the list cut-offs take
+ * the oldest from. */
+struct store_uploads {
+    uint64_t bytes;     /* staged by incomplete uploads, atomic */
+    uint64_t limit;     /* bound on the large ones */
+    pthread_mutex_t lock;
+    struct store_upload *head, *tail; /* oldest first (lock) */
+    uint64_t live;      /* large ones not cut off (lock) */
+    uint64_t held;      /* large ones still allocated (lock) */
+    uint64_t small;     /* the small ones, atomic: client memory (client_mem_limit) */
+};
 void store_upload_init(struct store *s);
 void store_upload_release(struct store *s);
 /* The default bound on large incomplete uploads for this -m and -I. */
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
-/* Move a staged upload's value into segment memory (a plain reservation),
- * freeing the stage; on failure the reservation is consumed, and with
- * delete_on_fail the key's old value is deleted (memcached's rule for a
- * `set` that cannot be stored, which the protocols apply when the
- * reservation fails up front). */
-enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
-                                     bool delete_on_fail);
 /* Free a staged upload's memory. */
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);
 

@@ -11,18 +11,31 @@
  */
 #include "store/store_write.h"
 #include "store/store_core.h"
+#include "store/store_link.h"
+#include "store/store_classes.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
 #include "store/store_upload.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 
 #include <string.h>
 
+/* A write of `bytes` into the store: once -m is all in use it owes that
+ * much eviction, paid every SEG_PAY_BYTES (seg_pay). */
+static inline void store_owe(struct store_ctx *ctx, size_t bytes)
+{
+    if (!__atomic_load_n(&ctx->store->pool.evict_pace, __ATOMIC_RELAXED))
+        return;
+    ctx->evict_debt += (uint32_t)bytes;
+    if (ctx->evict_debt >= SEG_PAY_BYTES)
+        seg_pay(ctx);
+}
+
 static size_t store_align(struct store *s, size_t n)
 {
-    size_t a = (size_t)1 << s->off_shift;
+    size_t a = (size_t)1 << s->pool.off_shift;
     return (n + a - 1) & ~(a - 1);
 }
 
@@ -35,12 +48,12 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     if (s->pm)
         layout |= ITEM_L_SUM;
     size_t size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
-    if (size > s->seg_size)
+    if (size > s->pool.seg_size)
         return STORE_TOO_LARGE;
     store_owe(ctx, size);
     struct seg *seg = ctx->open[g];
     if (!seg && g != STORE_GROUP_TEMP &&
-        __atomic_load_n(&s->open_segs, __ATOMIC_RELAXED) >= s->open_max) {
+        __atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED) >= s->pool.open_max) {
         /* Open segments are partly empty memory: past the budget a new TTL
          * group shares this worker's nearest open one instead (never the
          * temporary group's, whose segments eviction spares). */
@@ -51,11 +64,11 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
                 seg = ctx->open[g += d];
         }
     }
-    if (!seg || seg->write_off + size > s->seg_size) {
+    if (!seg || seg->write_off + size > s->pool.seg_size) {
         seg = seg_open(ctx, g);
         /* Never write past a segment's end (seg_open hands out empty
          * segments; this guards that promise, see test_store_compact). */
-        if (!seg || seg->write_off + size > s->seg_size)
+        if (!seg || seg->write_off + size > s->pool.seg_size)
             return STORE_NO_MEMORY;
     }
     uint32_t off = seg->write_off;
@@ -71,16 +84,6 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     res->item = p;
     res->gen = __atomic_load_n(&seg->gen, __ATOMIC_ACQUIRE);
     res->group = (uint8_t)g;
-    return STORE_OK;
-}
-
-enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags)
-{
-    if (nkey == 0 || nkey > STORE_KEY_MAX)
-        return STORE_TOO_LARGE;
-    if (nvalue > UINT32_MAX - 1024 ||
-        item_mc_size(nkey, nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max)
-        return STORE_TOO_LARGE;
     return STORE_OK;
 }
 
@@ -292,7 +295,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         bool stale = false;
         uint64_t old_cas = found ? item_get_cas(f.p, &f.h, f.seg->cas_base) : 0;
         if (mode == STORE_MODE_CAS)
-            res->cas_cls = found ? store_item_class(s, f.p, &f.h).cls : 0;
+            res->cas_cls = found ? classes_item(&s->classes, f.p, &f.h).cls : 0;
         if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
             refuse = STORE_EXISTS;
         } else if (mode == STORE_MODE_ADD && found) {
@@ -390,7 +393,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         }
         uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (req->cas_compare)
-            res->cas_cls = store_item_class(s, f.p, &f.h).cls;
+            res->cas_cls = classes_item(&s->classes, f.p, &f.h).cls;
         if (req->cas_compare && req->cas_compare != old_cas) {
             index_unlock(f.bucket);
             seg_unpin(f.seg);
@@ -468,6 +471,29 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
     }
 }
 
+/* Move a staged upload's value into segment memory (a plain reservation),
+ * freeing the stage; on failure the reservation is consumed, and with
+ * delete_on_fail the key's old value is deleted (memcached's rule for a
+ * `set` that cannot be stored, which the protocols apply when the
+ * reservation fails up front). */
+static enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
+                                     bool delete_on_fail)
+{
+    struct store_reservation up = *res;
+    const char *key = up.value - up.nkey; /* staged right before the value */
+    struct store_reservation r;
+    enum store_status st =
+        up.known ? store_reserve_for(ctx, key, up.nkey, up.nvalue, up.flags, up.exptime, &r)
+                 : store_reserve(ctx, key, up.nkey, up.nvalue, &r);
+    if (st == STORE_OK)
+        memcpy(r.value, up.value, up.nvalue);
+    else if (delete_on_fail)
+        store_lookup_drop(ctx, key, up.nkey);
+    store_upload_free(ctx, &up);
+    *res = st == STORE_OK ? r : (struct store_reservation){0};
+    return st;
+}
+
 enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
                                const struct store_set_req *req, uint64_t *cas_out,
                                uint32_t *size_out)
@@ -506,3 +532,58 @@ enum store_status store_store(struct store_ctx *ctx, const char *key, size_t nke
     memcpy(r.value, value, nvalue);
     return store_commit(ctx, &r, req, cas_out, NULL);
 }
+
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout)
+{
+    struct store *s = ctx->store;
+    for (;;) {
+        struct store_found f;
+        if (!store_lookup(ctx, k, STORE_LOOK_PIN, &f)) {
+            index_unlock(f.bucket);
+            return STORE_MISS;
+        }
+        uint64_t snap = *f.slot;
+        uint8_t want = f.h.layout | layout;
+        if (want & ITEM_L_CAS64)
+            want &= (uint8_t)~ITEM_L_CAS32;
+        want &= (uint8_t)~ITEM_L_MARK;
+        rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
+        index_unlock(f.bucket);
+
+        struct store_reservation r;
+        enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
+                                                 store_ttl_group(s, exp, clock_now()), &r);
+        if (st == STORE_OK)
+            memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
+        seg_unpin(f.seg);
+        if (st != STORE_OK)
+            return st;
+
+        struct store_found g;
+        bool same = store_lookup(ctx, k, STORE_LOOK_FIND, &g) && slot_same(*g.slot, snap);
+        struct seg *ns = r.seg;
+        if (same && __atomic_load_n(&ns->gen, __ATOMIC_ACQUIRE) == r.gen) {
+            uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
+            struct item_hdr nh;
+            item_decode(r.item, &nh);
+            if (item_cas_fits(nh.layout, cas, ns->cas_base) || !nh.cas_off) {
+                item_put_u32(r.item, nh.atime_off, item_get_u32(g.p, g.h.atime_off));
+                if (nh.flags_off)
+                    item_put_u32(r.item, nh.flags_off, item_get_u32(g.p, g.h.flags_off));
+                if (nh.exp_off)
+                    item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
+                item_put_cas(r.item, &nh, cas, ns->cas_base);
+                uint64_t access = *g.slot & SLOT_FREQ;
+                store_link(s, &g, true, &r, k->tag, k->hv, NULL); /* rare: a touch or CAS that did not fit */
+                *g.slot |= access;
+                index_unlock(g.bucket);
+                seg_unpin(ns);
+                return STORE_OK;
+            }
+            layout |= ITEM_L_CAS64;
+        }
+        index_unlock(g.bucket);
+        seg_unpin(ns);
+    }
+}
+

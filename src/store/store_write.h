@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_lookup.h"
 
 /* Commit for set/add/replace/cas (not append/prepend). `status` bits are
  * given to the new item; with expect_slot non-zero the commit happens only
@@ -20,7 +21,9 @@ enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservatio
 enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
                                     size_t nvalue, uint8_t layout, unsigned g,
                                     struct store_reservation *res);
-/* memcached's item size check for -I and the key length (store_write.c). */
-enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags);
+
+/* Copy a linked item to a new place with at least `layout` fields (so a
+ * touch or CAS change fits), keeping everything else. */
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer harness for the -e restore scan (src/store/restore.c): a real
+/* libFuzzer harness for the -e restore scan (src/store/persist/restore.c): a real
  * memory file, written once by a store holding a few items (half of them
  * hidden by a flush_all, some overwritten or deleted), is patched by
  * the input and restored by store_create. Whatever the bytes, the store must
@@ -34,7 +34,7 @@
 #include <xxhash.h>
 
 #include "base/clock.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 #include "store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -127,7 +127,7 @@ static int fuzz_setup(void)
     }
     if (fuzz_keys[1].value || !fuzz_keys[151].value || !fuzz_keys[FUZZ_KEYS - 1].value)
         return -1; /* the flush hid the first half; the rest is there */
-    size_t align = (size_t)1 << s->off_shift;
+    size_t align = (size_t)1 << s->pool.off_shift;
     store_ctx_destroy(&c);
     store_destroy(&s);
     int fd = open(fuzz_path, O_RDONLY);
@@ -269,7 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct fuzz_seen seen = {0};
     /* the segment data's bounds in the store's own mapping */
     seen.lo = s->pm->data;
-    seen.hi = s->pm->data + (size_t)s->pm->nsegs * s->seg_size;
+    seen.hi = s->pm->data + (size_t)s->pm->nsegs * s->pool.seg_size;
     while (cursor != UINT64_MAX && store_walk(s, &cursor, 64, fuzz_visit, &seen))
         ;
     struct store_item it;
@@ -295,7 +295,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     /* read back as written, unless a restored flush_all is due in this
      * very second (it hides what was written at or before it) */
-    rel_time_t ol = __atomic_load_n(&s->oldest_live, __ATOMIC_RELAXED);
+    rel_time_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
     enum store_status st = store_get(c, "after", 5, &want, &it);
     if (st != STORE_OK && (ol == 0 || ol < t0 || ol > clock_now()))
         abort();

@@ -95,7 +95,7 @@ static void test_crawl_counts_as_memcached_crawler(void **state)
 
     /* flushed items are reclaimed but are not "expired unfetched" (the
      * expired class-m ones are flushed too: memcached's crawler asks
-     * item_is_flushed first, as store_item_life does) */
+     * item_is_flushed first, as life_of_item does) */
     store_flush(t.s, clock_now());
     assert_true(store_crawl_classes(t.c, ~(uint64_t)0));
     store_stats(t.s, &st);

@@ -30,8 +30,8 @@ static void put_checked(struct tstore *t, const char *key, size_t vlen, char c)
                      STORE_OK);
     struct seg *seg = r.seg;
     assert_true(r.value >= seg->data);
-    assert_true(r.value + vlen <= seg->data + t->s->seg_size);
-    assert_true(seg->write_off <= t->s->seg_size);
+    assert_true(r.value + vlen <= seg->data + t->s->pool.seg_size);
+    assert_true(seg->write_off <= t->s->pool.seg_size);
     memset(r.value, c, vlen);
     struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
     assert_int_equal(store_commit(t->c, &r, &req, NULL, NULL), STORE_OK);

@@ -3,7 +3,7 @@
  * (memcached's t/multiversioning case), -M, run-time memory limits, walk. */
 #include "test_store_helpers.h"
 #include "store/store_core.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -526,10 +526,10 @@ static void test_half_walked_victim_after_a_crash(void **state)
             touch_read(&t, n);
         n++;
         bool far = evictions_of(&t) > 2000; /* takes the pool lock itself */
-        pthread_mutex_lock(&t.s->pool_lock);
-        bool mid = far && t.s->walk.v && t.s->walk.off > t.s->seg_size / 3 &&
-                   t.s->walk.kept_from != UINT32_MAX;
-        pthread_mutex_unlock(&t.s->pool_lock);
+        pthread_mutex_lock(&t.s->pool.lock);
+        bool mid = far && t.s->pool.walk.v && t.s->pool.walk.off > t.s->pool.seg_size / 3 &&
+                   t.s->pool.walk.kept_from != UINT32_MAX;
+        pthread_mutex_unlock(&t.s->pool.lock);
         if (mid)
             break;
     }

@@ -107,7 +107,7 @@ static void test_prefetch(void **state)
     tstore_close(&t);
 }
 
-/* A size's class by the table (store_class_id) is the first class that
+/* A size's class by the table (classes_id) is the first class that
  * holds it, as the walk over the sizes finds it, for growth factors and
  * chunk sizes whose classes end anywhere. */
 static void test_class_table(void **state)
@@ -125,13 +125,13 @@ static void test_class_table(void **state)
         struct store *s;
         assert_int_equal(store_create(&s, &o), 0);
         for (size_t mc = 0; mc <= STORE_CLASS_TABLE_MAX + 64; mc++) {
-            unsigned want = s->nclasses - 1;
-            for (unsigned i = 1; i < s->nclasses; i++)
-                if (mc <= s->class_size[i]) {
+            unsigned want = s->classes.n - 1;
+            for (unsigned i = 1; i < s->classes.n; i++)
+                if (mc <= s->classes.size[i]) {
                     want = i;
                     break;
                 }
-            assert_int_equal(store_class_id(s, mc), want);
+            assert_int_equal(classes_id(&s->classes, mc), want);
         }
         store_destroy(&s);
     }

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "test_store_helpers.h"
-#include "store/persist.h"
+#include "store/persist/persist.h"
 
 static char path[64];
 
@@ -533,7 +533,7 @@ static void test_journal_finishes_overwrite_at_a_segment_end(void **state)
     tstore_open_opts(&t, &o);
     assert_int_equal(tset(&t, "k", "1", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     assert_int_equal(tset(&t, "k", "2", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
-    size_t align = (size_t)1 << t.s->off_shift;
+    size_t align = (size_t)1 << t.s->pool.off_shift;
     tstore_close(&t);
     size_t len;
     char *img = load(&len);

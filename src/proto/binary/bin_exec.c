@@ -17,6 +17,7 @@
 #include "stats/stats.h"
 #include "base/version.h"
 #include "proto/watch_note.h"
+#include "store/store_compat.h"
 
 /* `stats detail on|off` flips this while workers run. */
 static bool bin_detail_enabled(const struct session *s)

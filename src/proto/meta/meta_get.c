@@ -8,6 +8,7 @@
 #include "proto/session.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
+#include "store/store_compat.h"
 
 /* R<ttl>: win the recache when the item's remaining TTL is below this many
  * seconds; ttl follows the exptime rules, so compute it the same way. */

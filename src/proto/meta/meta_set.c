@@ -10,6 +10,7 @@
 #include "proto/text/text_state.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
+#include "store/store_compat.h"
 
 static enum store_mode meta_set_mode(char mode)
 {

@@ -10,6 +10,7 @@
 #include "proto/text/text_internal.h"
 #include "settings/settings_run.h"
 #include "store/store.h"
+#include "store/store_compat.h"
 
 /* Our store never moves pages between classes, but it reports items in
  * memcached's size classes (1..store_class_largest(), the ids `me`, dumps

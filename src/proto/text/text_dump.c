@@ -11,6 +11,7 @@
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "store/store.h"
+#include "store/store_compat.h"
 
 #define TEXT_DUMP_BATCH 64
 /* Batches walked per call before other clients get their turn. */

@@ -6,6 +6,7 @@
 #include "proto/text/text_storage_req.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
+#include "store/store_compat.h"
 
 static void text_storage_done(struct session *s, bool chunk_ok)
 {

@@ -8,8 +8,10 @@
  * Runs in store_create before any other thread exists, so it takes no pool
  * lock; it does take bucket locks, as the index functions expect.
  */
-#include "store/persist.h"
-#include "store/restore_index.h"
+#include "store/persist/restore.h"
+#include "store/persist/persist.h"
+#include "store/persist/split.h"
+#include "store/persist/restore_index.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -26,34 +28,11 @@
  * the ceiling (threads between taking a CAS and raising the ceiling). */
 static bool restore_seg_sane(const struct store *s, const struct pm_seg *ps)
 {
-    if (ps->write_off > s->seg_size || ps->cas_base > s->pm->hdr->cas_ceiling + PM_CAS_STEP)
+    if (ps->write_off > s->pool.seg_size || ps->cas_base > s->pm->hdr->cas_ceiling + PM_CAS_STEP)
         return false;
     if (ps->flags & PM_SEG_COMPACTING)
         return ps->compact_w <= ps->compact_off && ps->compact_off <= ps->write_off;
     return ps->flags == 0;
-}
-
-/* Work is split over up to RESTORE_THREADS threads, one per core. */
-uint32_t restore_nthreads(uint32_t work)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t t = cores > 1 ? (uint32_t)(cores < RESTORE_THREADS ? cores : RESTORE_THREADS) : 1;
-    return t > work ? (work ? work : 1) : t;
-}
-
-void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
-{
-    pthread_t th[RESTORE_THREADS];
-    bool started[RESTORE_THREADS] = {false};
-    for (uint32_t i = 1; i < t; i++)
-        started[i] = pthread_create(&th[i], NULL, fn, args + i * size) == 0;
-    fn(args);
-    for (uint32_t i = 1; i < t; i++) {
-        if (started[i])
-            pthread_join(th[i], NULL);
-        else
-            fn(args + i * size);
-    }
 }
 
 static void restore_discard(struct persist *pm)
@@ -81,7 +60,7 @@ static void restore_damaged(struct store *s)
 static char *restore_loc(struct store *s, uint64_t loc)
 {
     uint64_t seg = (loc >> 32) - 1, off = (uint32_t)loc;
-    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->seg_size)
+    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->pool.seg_size)
         return NULL;
     char *p = pm_seg_data(s->pm, s, (uint32_t)seg) + off;
     return (p[0] & ITEM_L_MARK) ? p : NULL;
@@ -166,9 +145,9 @@ static inline bool restore_decode_fast(const struct item_hdr *tab, const char *p
 }
 
 /* One walking thread's state; the counters are summed after the join. On
- * lines of its own (RESTORE_LINE). */
+ * lines of its own (SPLIT_LINE). */
 struct restore_run {
-    _Alignas(RESTORE_LINE) struct store *s;
+    _Alignas(SPLIT_LINE) struct store *s;
     rel_time_t now;
     bool verify;        /* crash: check every item's checksum */
     bool clean;         /* graceful stop: check every segment's checksum */
@@ -195,7 +174,7 @@ static struct store_cls_of restore_class(struct restore_run *r, const char *p,
                              r->s->opt.cas_enabled);
     if (mc != r->last_mc) {
         r->last_mc = mc;
-        r->last_cls = (struct store_cls_of){store_class_id(r->s, mc), (uint32_t)mc};
+        r->last_cls = (struct store_cls_of){classes_id(&r->s->classes, mc), (uint32_t)mc};
     }
     return r->last_cls;
 }
@@ -209,7 +188,7 @@ static void restore_item(struct restore_run *r, struct seg *seg, char *p,
 {
     struct store *s = r->s;
     uint64_t hv = XXH3_64bits(p + h->hlen, h->nkey);
-    if (!rix_add(r->rix, r->bin, hv, seg->id, off >> s->off_shift)) {
+    if (!rix_add(r->rix, r->bin, hv, seg->id, off >> s->pool.off_shift)) {
         if (!r->nomem_logged)
             log_error("-e %s: out of memory restoring the index; dropping items",
                       s->opt.memory_file);
@@ -256,7 +235,7 @@ static void restore_drop(void *arg, uint64_t slot, bool dup)
     struct seg *seg = seg_of(s, slot_seg(slot));
     seg->live_items--;
     seg->live_bytes -= item_total(&h);
-    struct store_cls_of c = store_item_class(s, p, &h);
+    struct store_cls_of c = classes_item(&s->classes, p, &h);
     seg->cls_items[c.cls]--;
     seg->cls_bytes[c.cls] -= (int32_t)c.mc_size;
     r->restored--;
@@ -277,7 +256,7 @@ static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg
     }
     /* Without a flush in force or an expiry, an item is live: most are. */
     if ((r->flush_on || h->exp_off) &&
-        store_item_life(s, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
+        life_of_item(&s->life, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
         r->expired++;
         item_set_dead(p);
         return false;
@@ -287,7 +266,7 @@ static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg
 
 static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg)
 {
-    size_t align = (size_t)1 << s->off_shift;
+    size_t align = (size_t)1 << s->pool.off_shift;
     uint32_t end = seg->write_off;
     for (uint32_t x = 0; x < end;) {
         char *p = seg->data + x;
@@ -370,21 +349,21 @@ static uint64_t restore_cpu_us(void)
     return (uint64_t)c.tv_sec * 1000000u + (uint64_t)c.tv_nsec / 1000;
 }
 
-/* Walk the segments on up to RESTORE_THREADS threads, each segment one
+/* Walk the segments on up to SPLIT_THREADS threads, each segment one
  * thread's, binning what they find; then build the index from the bins
  * (restore_index.h says why in two steps). A key found in two segments
  * meets itself in the build. */
 static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_t n)
 {
-    struct restore_run runs[RESTORE_THREADS];
+    struct restore_run runs[SPLIT_THREADS];
     struct rix x;
-    uint32_t t = restore_nthreads(n);
+    uint32_t t = split_threads(n);
     uint64_t started = restore_cpu_us();
     if (rix_init(&x, r->s, t) != 0) {
         log_error("-e %s: out of memory for the restore; starting empty", r->s->opt.memory_file);
         t = 0; /* every segment is left with no live item: freed below */
     }
-    r->flush_on = r->s->oldest_live && r->s->oldest_live <= r->now;
+    r->flush_on = r->s->life.oldest_live && r->s->life.oldest_live <= r->now;
     restore_hdrs_init(r->hdrs);
     for (uint32_t i = 0; i < t; i++) {
         runs[i] = *r;
@@ -396,7 +375,7 @@ static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_
         runs[i].step = t;
     }
     if (t)
-        restore_run_split(restore_thread, (char *)runs, sizeof(runs[0]), t);
+        split_run(restore_thread, (char *)runs, sizeof(runs[0]), t);
     for (uint32_t i = 0; i < t; i++) {
         if (runs[i].max_cas > r->max_cas)
             r->max_cas = runs[i].max_cas;
@@ -460,15 +439,15 @@ static bool restore_segments(struct store *s, struct restore_run *r)
         if (seg->prev)
             seg->prev->next = seg->next;
         else
-            s->unused.head = seg->next;
+            s->pool.unused.head = seg->next;
         if (seg->next)
             seg->next->prev = seg->prev;
         else
-            s->unused.tail = seg->prev;
+            s->pool.unused.tail = seg->prev;
         seg->prev = seg->next = NULL;
-        s->unused.n--;
+        s->pool.unused.n--;
         seg->data = pm_seg_data(pm, s, ids[k]);
-        s->seg_alloc++;
+        s->pool.seg_alloc++;
         seg->write_off = ps->write_off;
         seg->cas_base = ps->cas_base;
         seg->group = ps->group;
@@ -485,7 +464,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
     restore_parallel(r, ids, n);
     for (uint32_t k = 0; k < n; k++) {
         struct seg *seg = seg_of(s, ids[k]);
-        struct seg_list *to = &s->fifo;
+        struct seg_list *to = &s->pool.fifo;
         /* stats slabs' pages: the classes of what it kept (its dead items'
          * classes are not known here) */
         seg->cls_held = 0;
@@ -495,12 +474,12 @@ static bool restore_segments(struct store *s, struct restore_run *r)
         if (seg->live_items == 0) {
             persist_seg_free(s, seg);
             seg->state = SEG_FREE;
-            to = &s->free;
+            to = &s->pool.free;
         } else if (seg->group == STORE_GROUP_TEMP) {
             seg->state = SEG_SEALED; /* temporary_ttl items keep their own queue */
             seg->queue = SEG_Q_TEMP;
             seg_set_lru(seg, STORE_LRU_TEMP);
-            to = &s->temp;
+            to = &s->pool.temp;
         } else {
             seg->state = SEG_SEALED;
             seg->queue = SEG_Q_MAIN;
@@ -519,7 +498,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
     return !*r->damaged;
 }
 
-void persist_restore(struct store *s)
+void restore_run(struct store *s)
 {
     struct persist *pm = s->pm;
     struct pm_hdr *h = pm->hdr;
@@ -546,8 +525,8 @@ void persist_restore(struct store *s)
          * early; nothing stored before the stop can look newer. The
          * sum was worked out and checked at open (persist_run_check). */
         clock_resume((time_t)h->epoch, (rel_time_t)pm->resume.rel);
-        s->oldest_live = pm->resume.oldest_live;
-        s->oldest_cas = pm->resume.oldest_cas;
+        s->life.oldest_live = pm->resume.oldest_live;
+        s->life.oldest_cas = pm->resume.oldest_cas;
         int damaged = 0;
         struct restore_run r = {.s = s, .now = clock_now(),
                                 .verify = pm->start == PM_START_CRASH,
@@ -558,8 +537,8 @@ void persist_restore(struct store *s)
         if (!restore_segments(s, &r)) {
             restore_damaged(s);
             clock_setup(); /* a cold start's clock, as if the file were never read */
-            s->oldest_live = 0;
-            s->oldest_cas = 0;
+            s->life.oldest_live = 0;
+            s->life.oldest_cas = 0;
             restore = false;
         }
         walk_us = r.walk_cpu_us;
@@ -570,8 +549,8 @@ void persist_restore(struct store *s)
         uint64_t next = r.max_cas;
         if (h->cas_ceiling > next)
             next = h->cas_ceiling;
-        if (s->oldest_cas > next)
-            next = s->oldest_cas;
+        if (s->life.oldest_cas > next)
+            next = s->life.oldest_cas;
         if (restore) {
             s->cas_next = next;
             persist_cas(s, next);
@@ -583,7 +562,7 @@ void persist_restore(struct store *s)
     h->stop_sum = 0;
     persist_heartbeat(s);
     /* both flush copies whole again (one may have failed its checksum) */
-    persist_flush(s, s->oldest_live, s->oldest_cas);
+    persist_flush(s, s->life.oldest_live, s->life.oldest_cas);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     uint64_t cpu_us = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000u +

@@ -150,7 +150,7 @@ static inline struct pm_seg *pm_seg(struct persist *pm, uint32_t id)
 }
 static inline char *pm_seg_data(struct persist *pm, struct store *s, uint32_t id)
 {
-    return pm->data + (size_t)id * s->seg_size;
+    return pm->data + (size_t)id * s->pool.seg_size;
 }
 static inline uint64_t pm_loc(uint32_t seg, uint32_t off)
 {
@@ -165,19 +165,6 @@ static inline void pm_store64(uint64_t *p, uint64_t v)
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-/* Threads a restore (or a graceful stop's checksums) uses: one per core,
- * at most this many (restore.c). */
-#define RESTORE_THREADS 4
-/* Each restore thread's own state lies on cache lines of its own: two
- * threads writing counters on one line, once per item each, would move
- * it between the cores at every item. */
-#define RESTORE_LINE 64
-/* How many threads for `work` units, one per core. */
-uint32_t restore_nthreads(uint32_t work);
-/* Run fn on args[0..t) (t structs of `size` bytes), on threads where they
- * can be made, else here. */
-void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t);
-
 /* Open or lay out the file for store s (its options and seg_size set):
  * checks the header and decides how to start (pm->start); a file that
  * cannot be used is discarded with a log line. -1 only when the file
@@ -189,9 +176,6 @@ int persist_open(struct store *s, const char *path, struct persist **out);
 const char *persist_run_check(const struct pm_hdr *h, int64_t now, struct pm_resume *out);
 /* A flush copy's checksum. */
 uint64_t persist_flush_sum(const struct pm_flush *f);
-/* Rebuild the index and the segment lists from the file (restore.c);
- * called once the index and the segment table exist. */
-void persist_restore(struct store *s);
 /* Graceful stop: record the state and a checksum of every segment, mark
  * the file clean; then unmap and close. */
 void persist_close(struct store *s, bool clean);

@@ -4,7 +4,8 @@
  * The restore scan itself is restore.c; the format is persist.h; the design
  * and what each write must do is docs/store.md "Restarts". */
 #define _GNU_SOURCE /* MADV_REMOVE */
-#include "store/persist.h"
+#include "store/persist/persist.h"
+#include "store/persist/split.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -121,7 +122,7 @@ static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t
     if (h->hdr_sum != pm_hdr_sum(h))
         return "its header is damaged";
     if (h->mem_limit != s->opt.mem_limit || h->item_size_max != s->opt.item_size_max ||
-        h->seg_size != s->seg_size || h->nsegs != s->seg_limit ||
+        h->seg_size != s->pool.seg_size || h->nsegs != s->pool.seg_limit ||
         h->cas_enabled != (uint32_t)s->opt.cas_enabled ||
         h->journal_slots != PM_JOURNAL_SLOTS) {
         snprintf(buf, len,
@@ -171,7 +172,7 @@ static void pm_layout(struct store *s, struct persist *pm)
     h->endian = PM_ENDIAN;
     h->mem_limit = s->opt.mem_limit;
     h->item_size_max = s->opt.item_size_max;
-    h->seg_size = s->seg_size;
+    h->seg_size = s->pool.seg_size;
     h->nsegs = pm->nsegs;
     h->data_off = (uint64_t)(pm->data - pm->map);
     h->cas_enabled = s->opt.cas_enabled;
@@ -223,9 +224,9 @@ int persist_open(struct store *s, const char *path, struct persist **out)
                   path, meta);
         return -1;
     }
-    uint32_t nsegs = s->seg_limit;
+    uint32_t nsegs = s->pool.seg_limit;
     size_t data_off = pm_data_off(nsegs);
-    size_t len = data_off + (size_t)nsegs * s->seg_size;
+    size_t len = data_off + (size_t)nsegs * s->pool.seg_size;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         log_error("-e %s: cannot open the memory file: %s", path, strerror(errno));
@@ -438,14 +439,14 @@ void persist_close(struct store *s, bool clean)
         return;
     if (clean && pm->hdr) {
         struct pm_hdr *h = pm->hdr;
-        struct persist_sums jobs[RESTORE_THREADS];
-        uint32_t t = restore_nthreads(pm->nsegs);
+        struct persist_sums jobs[SPLIT_THREADS];
+        uint32_t t = split_threads(pm->nsegs);
         for (uint32_t i = 0; i < t; i++)
             jobs[i] = (struct persist_sums){s, i, t};
-        restore_run_split(persist_sum_thread, (char *)jobs, sizeof(jobs[0]), t);
+        split_run(persist_sum_thread, (char *)jobs, sizeof(jobs[0]), t);
         persist_heartbeat(s);
         persist_cas(s, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
-        persist_flush(s, s->oldest_live, s->oldest_cas);
+        persist_flush(s, s->life.oldest_live, s->life.oldest_cas);
         h->epoch = (int64_t)clock_epoch();
         h->stop_sum = persist_stop_sum(pm);
         pm_store32(&h->state, PM_CLEAN);

@@ -10,7 +10,7 @@
  * may run before rix_fill returns (none does: the restore runs before the
  * store is handed to anyone).
  */
-#include "store/restore_index.h"
+#include "store/persist/restore_index.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,11 +68,11 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
         pbits = RIX_MAX_PART_BITS;
     x->part_shift = x->power - pbits;
     x->nparts = 1u << pbits;
-    x->nbins = nbins > RESTORE_THREADS ? RESTORE_THREADS : nbins ? nbins : 1;
+    x->nbins = nbins > SPLIT_THREADS ? SPLIT_THREADS : nbins ? nbins : 1;
     /* whole lines each, so that every line written is a whole line */
     x->cap = (uint32_t)(((uint64_t)INDEX_SLOTS + 1) << x->part_shift) / x->nbins & ~(RIX_STAGE - 1);
-    x->seg_bits = rix_bits(s->seg_cap);
-    x->off_bits = rix_bits(s->seg_size >> s->off_shift);
+    x->seg_bits = rix_bits(s->pool.seg_cap);
+    x->off_bits = rix_bits(s->pool.seg_size >> s->pool.off_shift);
     x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
     /* A buffer for one part's buckets per filling thread (up to one per
      * core, as the walkers). */
@@ -277,9 +277,9 @@ struct rix_dropped {
     bool linked; /* still in the table: unlinked after the fill */
 };
 
-/* One fill thread: parts [lo, hi). On lines of its own (RESTORE_LINE). */
+/* One fill thread: parts [lo, hi). On lines of its own (SPLIT_LINE). */
 struct rix_filler {
-    _Alignas(RESTORE_LINE) struct rix *x;
+    _Alignas(SPLIT_LINE) struct rix *x;
     uint32_t lo, hi;
     bool rehash;     /* link into a new, larger table: buckets from the keys */
     uint64_t *words; /* where a part's buckets are built */
@@ -422,7 +422,7 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
             log_error("store: out of memory sizing the index for %llu restored items",
                       (unsigned long long)total);
     }
-    struct rix_filler f[RESTORE_THREADS];
+    struct rix_filler f[SPLIT_THREADS];
     uint32_t t = nthreads > x->nbins ? x->nbins : nthreads;
     if (t > x->nparts)
         t = x->nparts;
@@ -434,7 +434,7 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
                                    .hi = (uint32_t)((uint64_t)x->nparts * (i + 1) / t),
                                    .rehash = old != NULL,
                                    .words = x->words[i]};
-    restore_run_split(rix_fill_thread, (char *)f, sizeof(f[0]), t);
+    split_run(rix_fill_thread, (char *)f, sizeof(f[0]), t);
     uint64_t linked = 0;
     bool lost = false;
     for (uint32_t i = 0; i < t; i++)

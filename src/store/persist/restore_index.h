@@ -28,7 +28,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/persist.h"
+#include "store/persist/persist.h"
+#include "store/persist/split.h"
 #include "store/store_core.h"
 
 
@@ -58,9 +59,9 @@ struct rix_arena;
 #endif
 
 /* One walking thread's filing: packed words per part, and its spill. On
- * cache lines of its own (RESTORE_LINE): every item filed writes it. */
+ * cache lines of its own (SPLIT_LINE): every item filed writes it. */
 struct rix_bins {
-    _Alignas(RESTORE_LINE) uint32_t *packed; /* per part: words filed in the table */
+    _Alignas(SPLIT_LINE) uint32_t *packed; /* per part: words filed in the table */
     uint64_t (*stage)[RIX_STAGE];    /* per part: the lines being gathered */
     struct rix_block **head, **tail; /* per part: spilled records */
     struct rix_arena *arena;         /* where spill blocks come from */
@@ -77,8 +78,8 @@ struct rix {
     uint32_t cap;        /* packed words per part and walking thread */
     bool pack;           /* the numbers fit in a word */
     unsigned seg_bits, off_bits; /* a packed word: bucket in part | tag | seg | off */
-    struct rix_bins bins[RESTORE_THREADS];
-    uint64_t *words[RESTORE_THREADS]; /* a filling thread's buckets of a part */
+    struct rix_bins bins[SPLIT_THREADS];
+    uint64_t *words[SPLIT_THREADS]; /* a filling thread's buckets of a part */
 };
 
 /* Filing for `nbins` walking threads, in the index's (empty) table. */

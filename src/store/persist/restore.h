@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The restore at start (restore.c): walk the -e file's segments, keep what
+ * is live, rebuild the index (restore_index.c). Above persist.c, which
+ * never calls it. */
+#ifndef NODELAY_STORE_RESTORE_H
+#define NODELAY_STORE_RESTORE_H
+
+struct store;
+
+/* Rebuild the index and the segment lists from the file; called once the
+ * index and the segment table exist. */
+void restore_run(struct store *s);
+
+#endif
