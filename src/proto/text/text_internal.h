@@ -39,7 +39,7 @@ struct session;
 /* Longest number we print: 2^64-1 has 20 digits. */
 #define TEXT_U64_MAX_DIGITS 20
 
-/* ---- numbers over a token (src/num.h) ----
+/* ---- numbers over a token (src/base/num.h) ----
  * 1.6.45 reads a storage command's flags and exptime with its permissive
  * safe_strto* rules (text_parse_*) and every other number (lengths, cas
  * unique, deltas, touch/gat/flush_all times, admin arguments) with its
