@@ -114,6 +114,7 @@ int store_create(struct store **out, const struct store_options *opt)
     classes_init(&s->classes, opt);
     ghost_init(&s->ghost, opt->mem_limit);
     pthread_mutex_init(&s->ctx_lock, NULL);
+    pthread_mutex_init(&s->life.flush_lock, NULL);
     store_upload_init(s);
     pthread_mutex_init(&s->hk.lock, NULL);
     pthread_cond_init(&s->hk.cond, NULL);
@@ -158,6 +159,7 @@ void store_destroy(struct store **sp)
     index_release(&s->index);
     ghost_release(&s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
+    pthread_mutex_destroy(&s->life.flush_lock);
     pthread_mutex_destroy(&s->hk.lock);
     store_upload_release(s);
     pthread_cond_destroy(&s->hk.cond);
@@ -604,6 +606,7 @@ void store_flush(struct store *s, rel_time_t when)
      * stored in the flush's second after it). */
     rel_time_t now = clock_now();
     rel_time_t ol = when - 1;
+    pthread_mutex_lock(&s->life.flush_lock);
     uint64_t oc = __atomic_load_n(&s->life.oldest_cas, __ATOMIC_RELAXED);
     if (s->opt.cas_enabled && ol <= now)
         oc = store_next_cas(s);
@@ -615,6 +618,7 @@ void store_flush(struct store *s, rel_time_t when)
      * sees the CAS that goes with it. */
     __atomic_store_n(&s->life.oldest_cas, oc, __ATOMIC_RELAXED);
     __atomic_store_n(&s->life.oldest_live, ol, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&s->life.flush_lock);
     if (ol <= now)
         store_flush_recent(s, ol);
     /* memcached's LRU maintainer reclaims flushed items within a fraction

@@ -5,6 +5,7 @@
 #ifndef NODELAY_STORE_LIFE_H
 #define NODELAY_STORE_LIFE_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "base/clock.h"
@@ -16,6 +17,10 @@ enum item_life { ITEM_LIVE, ITEM_EXPIRED, ITEM_FLUSHED };
 struct store_life {
     rel_time_t oldest_live; /* flush_all, memcached's settings.oldest_live (atomic) */
     uint64_t oldest_cas;    /* items below this CAS are flushed from then (atomic) */
+    /* One flush_all at a time: the pair it computes goes to the -e file and
+     * to memory in the same order as any other flush's, so the two never
+     * end holding different flushes. */
+    pthread_mutex_t flush_lock;
 };
 
 /* Expired or flushed, by memcached's rules; counts nothing. */
