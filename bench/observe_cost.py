@@ -16,7 +16,7 @@ shuffled order each round; medians over rounds are printed.
       --requests 150000 --rounds 6
 
 (--nolog: a copy of the tree with LOG_ENABLED(level) defined as 0 in
-src/log.h, built with make.) Loopback only, bounded by --requests."""
+src/base/log.h, built with make.) Loopback only, bounded by --requests."""
 import argparse
 import json
 import os

@@ -7,10 +7,12 @@
 #
 # Every '#include "x/y.h"' in src/ is an edge from the including file's part
 # to the included file's part, where a part is a folder directly under src/
-# (net, proto, reply, stats, store, event, watch) or, for the files at the
-# top of src/, the name before any '_' or '.' (server, settings for
-# settings_*.c, clock, log, main, version). Edges inside one part are left
-# out. A loop is a set of parts that all reach each other (a strongly
+# (from the top: metrics, server, settings, net, proto, stats, reply, store,
+# watch, event, base) or, for a file at the top of src/, its name before
+# any '_' or '.' (main). settings/options.* is a part of its own, options:
+# settings' one way out, it fills each module's options and so sits above
+# net, proto and store, while the settings table sits below them. Edges
+# inside one part are left out. A loop is a set of parts that all reach each other (a strongly
 # connected component of that graph); any loop fails, and the script names
 # one cycle in it.
 #
@@ -31,6 +33,7 @@ cd "$(dirname "$0")/.."
 part() {
     local path=${1#src/}
     case "$path" in
+    settings/options.*) echo options ;;
     */*) echo "${path%%/*}" ;;
     *) path=${path%%.*}; echo "${path%%_*}" ;;
     esac

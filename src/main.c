@@ -26,22 +26,22 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-#include "clock.h"
-#include "daemon.h"
+#include "base/clock.h"
+#include "server/daemon.h"
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "metrics/metrics.h"
 #include "net/core.h"
 #include "net/listener.h"
 #include "net/tls.h"
-#include "options.h"
+#include "settings/options.h"
 #include "stats/registry.h"
 #include "proto/sasl.h"
 #include "proto/text/text.h"
-#include "server.h"
-#include "settings.h"
+#include "server/server.h"
+#include "settings/settings.h"
 #include "store/store.h"
-#include "version.h"
+#include "base/version.h"
 #include "watch/watch.h"
 
 #define MAIN_EX_USAGE 64

@@ -23,11 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "options.h"
+#include "base/clock.h"
+#include "settings/options.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
 

@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "metrics/metrics_guard.h"
 #include "stats/stats_hist.h"
 #include "reply/reply.h"

@@ -19,14 +19,14 @@
 #include <unistd.h>
 
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/conn_path.h"
 #include "net/core.h"
 #include "net/sockopt.h"
 #include "net/tls.h"
 #include "proto/proto.h"
 #include "net/net_options.h"
-#include "settings_run.h"
+#include "settings/settings_run.h"
 #include "stats/stats.h"
 #include "watch/watch.h"
 
@@ -101,7 +101,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
         free(c);
         return NULL;
     }
-    c->watch.kind = WATCH_CONN;
+    c->watch.kind = TOKEN_CONN;
     c->watch.obj = c;
     c->env = w;
     c->fd = fd;
@@ -110,7 +110,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     conn_input_init(&c->in, w->rbufs);
     session_init(&c->sess, w->store, w->stats, w->core->proto, w->core->run);
     session_set_peer(&c->sess, tcp ? addr : NULL);
-    c->log_watch = (struct watch){WATCH_LOG, c};
+    c->log_watch = (struct loop_token){TOKEN_WATCH, c};
     proto_attach(&c->sess, &(struct proto_conn_info){.fd = fd,
                                                      .queued = conn_queued,
                                                      .queued_ctx = c,

@@ -9,12 +9,12 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "net/conn_env.h"
 #include "net/conn_input.h"
 #include "net/conn_ready.h"
 #include "net/conn_uring.h"
-#include "net/watch.h"
+#include "net/loop_token.h"
 #include "stats/registry.h"
 #include "proto/proto.h"
 
@@ -42,8 +42,8 @@
 #define CONN_WRITE_STALL_SECS 60
 
 struct conn {
-    struct watch watch; /* event pointer */
-    struct watch log_watch; /* event pointer of a `watch` stream's wake-ups */
+    struct loop_token watch; /* event pointer */
+    struct loop_token log_watch; /* event pointer of a `watch` stream's wake-ups */
     struct conn_env *env; /* the owning worker's */
     int fd;
     bool tcp;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/conn.h"
 #include "net/conn_path.h"
 #include "net/sockopt.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/conn.h"
 #include "net/conn_path.h"
 #include "net/core.h"

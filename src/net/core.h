@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The running server: what every worker shares. Built by main.c, read by
- * workers and by server.c (the server_ops protocols call). */
+/* struct core: what every worker shares, the running server's state
+ * (server/server.h says how its pieces fit). main.c fills it in,
+ * server/core.c starts and stops its threads, and the workers and their
+ * connections read it here, below server/, so net/ never includes server/. */
 #ifndef NODELAY_CORE_H
 #define NODELAY_CORE_H
 
@@ -9,7 +11,7 @@
 #include <time.h>
 
 #include "net/listener.h"
-#include "net/trim.h"
+#include "base/trim.h"
 #include "stats/registry.h"
 
 struct server_ops;
@@ -36,12 +38,5 @@ struct core {
     bool stopping;            /* atomic */
     bool graceful;            /* atomic */
 };
-
-/* Start nworkers threads (opt->num_threads), each watching every
- * listener. Returns 0, or -1 after stopping whatever had started. */
-int core_start(struct core *c);
-/* Ask every worker to stop (graceful: let queued replies drain first) and
- * wait for them. Safe to call once after core_start succeeded. */
-void core_stop(struct core *c, bool graceful);
 
 #endif

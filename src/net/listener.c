@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "net/sockopt.h"
 #include "net/tls.h"
 #include "net/net_options.h"

@@ -40,7 +40,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "stats/stats.h"
 
 /* Plaintext encrypted per call: with its records, what one send carries. */

@@ -19,7 +19,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 struct stats_thread;
 struct tls_conn;

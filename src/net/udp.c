@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "net/conn.h"
 #include "net/listener.h"
 #include "net/core.h"

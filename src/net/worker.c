@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/conn.h"
 #include "net/core.h"
 #include "net/sockopt.h"
@@ -66,7 +66,7 @@ int worker_init(struct worker *w, struct core *core, int id)
     for (int i = 0; i < 2; i++)
         if (sockopt_nonblock(w->wake[i]) < 0 || fcntl(w->wake[i], F_SETFD, FD_CLOEXEC) < 0)
             goto fail;
-    w->wake_watch = (struct watch){WATCH_WAKE, w};
+    w->wake_watch = (struct loop_token){TOKEN_WAKE, w};
     if (event_add(w->loop, w->wake[0], EVENT_READ, &w->wake_watch) < 0)
         goto fail;
     w->store = store_ctx_create(core->store);
@@ -91,7 +91,7 @@ int worker_init(struct worker *w, struct core *core, int id)
         bool udp = core->listeners.l[i].udp;
         if (udp && !w->udp_buf && !(w->udp_buf = malloc(WORKER_UDP_BUF)))
             goto fail;
-        w->listen_watch[i] = (struct watch){udp ? WATCH_UDP : WATCH_LISTENER, &core->listeners.l[i]};
+        w->listen_watch[i] = (struct loop_token){udp ? TOKEN_UDP : TOKEN_LISTENER, &core->listeners.l[i]};
         if (event_add(w->loop, core->listeners.l[i].fd, EVENT_READ | EVENT_EXCLUSIVE,
                       &w->listen_watch[i]) < 0)
             goto fail;
@@ -223,7 +223,7 @@ static void worker_accept(struct worker *w, struct listener *l)
 }
 
 /* When what this worker's clients hold has fallen well below its high
- * point, free the cached read buffers and ask the trimmer (net/trim.h) to
+ * point, free the cached read buffers and ask the trimmer (base/trim.h) to
  * return free pages to the OS: the trim itself runs on its own thread, not
  * here, and only once every worker is quiet, since it holds the heaps'
  * locks for tens of milliseconds. Sampled once a second,
@@ -248,7 +248,7 @@ static void worker_trim(struct worker *w)
     log_verbose("worker %d: client memory fell to %zu bytes: returning free memory", w->id, held);
 }
 
-/* Busy or quiet for the trimmer (net/trim.h): a few requests a second (a
+/* Busy or quiet for the trimmer (base/trim.h): a few requests a second (a
  * stats scraper, a health check) leave a worker quiet. */
 static void worker_note_busy(struct worker *w)
 {
@@ -330,8 +330,8 @@ static void worker_shutdown(struct worker *w)
                 conn_stop_reading(c);
             int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
             for (int i = 0; i < n; i++) {
-                struct watch *wt = ev[i].ptr;
-                if (wt->kind != WATCH_CONN)
+                struct loop_token *wt = ev[i].ptr;
+                if (wt->kind != TOKEN_CONN)
                     continue;
                 if (ev[i].events & (EVENT_RECV | EVENT_SEND))
                     conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
@@ -348,8 +348,8 @@ static void worker_shutdown(struct worker *w)
         struct event_fired ev[WORKER_EVENTS];
         int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
         for (int i = 0; i < n; i++) {
-            struct watch *wt = ev[i].ptr;
-            if (wt->kind == WATCH_CONN && (ev[i].events & (EVENT_RECV | EVENT_SEND)))
+            struct loop_token *wt = ev[i].ptr;
+            if (wt->kind == TOKEN_CONN && (ev[i].events & (EVENT_RECV | EVENT_SEND)))
                 conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
         }
     }
@@ -372,24 +372,24 @@ void *worker_main(void *arg)
             break;
         }
         for (int i = 0; i < n; i++) {
-            struct watch *wt = ev[i].ptr;
+            struct loop_token *wt = ev[i].ptr;
             switch (wt->kind) {
-            case WATCH_CONN:
+            case TOKEN_CONN:
                 if (ev[i].events & (EVENT_RECV | EVENT_SEND))
                     conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
                 else
                     conn_on_event(wt->obj, ev[i].events);
                 break;
-            case WATCH_LOG:
+            case TOKEN_WATCH:
                 conn_on_watch_wake(wt->obj);
                 break;
-            case WATCH_LISTENER:
+            case TOKEN_LISTENER:
                 break; /* below */
-            case WATCH_UDP:
+            case TOKEN_UDP:
                 if (w->listening)
                     udp_on_readable(w, wt->obj);
                 break;
-            case WATCH_WAKE: {
+            case TOKEN_WAKE: {
                 char buf[64];
                 while (read(w->wake[0], buf, sizeof buf) > 0)
                     ;
@@ -402,8 +402,8 @@ void *worker_main(void *arg)
          * and epoll's ordering usually give; `connection_structures`), and a
          * full -c has made room first. */
         for (int i = 0; i < n && w->listening; i++) {
-            struct watch *wt = ev[i].ptr;
-            if (wt->kind == WATCH_LISTENER)
+            struct loop_token *wt = ev[i].ptr;
+            if (wt->kind == TOKEN_LISTENER)
                 worker_accept(w, wt->obj);
         }
         worker_run_ready(w);

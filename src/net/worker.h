@@ -8,10 +8,10 @@
 #include <stddef.h>
 #include <sys/uio.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "net/conn_env.h"
 #include "net/rbuf_pool.h"
-#include "net/watch.h"
+#include "net/loop_token.h"
 #include "stats/stats.h"
 
 struct core;
@@ -31,8 +31,8 @@ struct worker {
     struct store_ctx *store;
     struct stats_thread stats;
     int wake[2];                  /* pipe: core_stop writes, the loop reads */
-    struct watch wake_watch;
-    struct watch *listen_watch;   /* one per listener */
+    struct loop_token wake_watch;
+    struct loop_token *listen_watch;   /* one per listener */
     bool listening;
     rel_time_t relisten_at;       /* after EMFILE: try accepting again then */
 

@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 /* An address's failures allowed per window, as a multiple of the limit. */
 #define AUTH_GUARD_ADDR_FACTOR 4

@@ -5,8 +5,8 @@
  * force one. */
 #include "proto/proto.h"
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "proto/binary/binary.h"
 #include "proto/session.h"
 #include "proto/text/text.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "proto/passwd.h"
 
 /* memcached reads lines of at most 255 bytes and refuses user + password

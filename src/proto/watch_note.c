@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "proto/session.h"
 
 void watch_note_get(const struct session *s, const char *key, size_t nkey, enum store_status st,

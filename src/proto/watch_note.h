@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "store/store.h"
 #include "watch/watch.h"
 

@@ -11,8 +11,8 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 struct stats_emit;
 

@@ -26,7 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* A spin-wait hint to the CPU, where the architecture has one. */
 #if defined(__x86_64__) || defined(__i386__)

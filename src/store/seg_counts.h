@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "store/store.h"
 #include "store/store_compat.h"
 #include "store/store_classes.h"

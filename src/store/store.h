@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 #define STORE_KEY_MAX 250
 

@@ -13,7 +13,7 @@
 #include "store/store_lookup.h"
 #include "store/store_write.h"
 
-#include "num.h"
+#include "base/num.h"
 
 #include <stdio.h>
 #include <string.h>

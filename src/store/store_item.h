@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 /* Layout byte: which optional fields an item carries. Fixed when its space is
  * reserved, never changed afterwards, so a segment can be walked without

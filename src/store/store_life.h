@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "store/store_item.h"
 
 /* What life_of_item judges an item: memcached's rules. */

@@ -73,9 +73,9 @@ enum watch_add_result { WATCH_ADD_OK, WATCH_ADD_TOO_MANY, WATCH_ADD_FAILED };
 /* Register a watcher for `flags` with a buffer of bufsize bytes. Its wake-up
  * pipe joins `loop` with event pointer `wake_ptr`, which the owner keeps
  * valid until the end of the loop turn that removes the watcher (a struct
- * watch of kind WATCH_LOG in the connection, net/watch.h): when it fires,
- * the worker takes it (watch_ack) and flushes the connection, which calls
- * watch_refill. Waits for a running pump to finish its slice. */
+ * loop_token of kind TOKEN_WATCH in the connection, net/loop_token.h): when
+ * it fires, the worker takes it (watch_ack) and flushes the connection,
+ * which calls watch_refill. Waits for a running pump to finish its slice. */
 enum watch_add_result watch_add(unsigned flags, size_t bufsize, struct event_loop *loop,
                                 void *wake_ptr, struct watcher **out);
 /* Unregister and free (the owner's thread, before its loop goes away);

@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/sasl.h"
 #include "proto/session.h"
-#include "options.h"
-#include "settings.h"
+#include "settings/options.h"
+#include "settings/settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
 

@@ -17,13 +17,13 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "net/conn_input.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "options.h"
-#include "settings.h"
+#include "settings/options.h"
+#include "settings/settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
 

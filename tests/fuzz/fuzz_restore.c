@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "store/persist/persist.h"
 #include "store/store.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

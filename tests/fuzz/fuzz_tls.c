@@ -25,8 +25,8 @@
 #include <openssl/x509.h>
 
 #include "net/tls.h"
-#include "options.h"
-#include "settings.h"
+#include "settings/options.h"
+#include "settings/settings.h"
 #include "stats/stats.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -80,8 +80,8 @@ static int cp_turn(struct cp *p, int timeout_ms)
     int n = event_wait(p->env.loop, ev, 16, timeout_ms);
     assert_true(n >= 0);
     for (int i = 0; i < n; i++) {
-        struct watch *wt = ev[i].ptr;
-        if (wt->kind != WATCH_CONN)
+        struct loop_token *wt = ev[i].ptr;
+        if (wt->kind != TOKEN_CONN)
             continue;
         if (ev[i].events & (EVENT_RECV | EVENT_SEND))
             conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);

@@ -14,12 +14,12 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "options.h"
-#include "settings.h"
+#include "settings/options.h"
+#include "settings/settings.h"
 #include "stats/stats.h"
 #include "store/store.h"
 

@@ -15,13 +15,13 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "metrics/metrics.h"
 #include "net/core.h"
-#include "options.h"
+#include "settings/options.h"
 #include "reply/reply.h"
-#include "server.h"
-#include "settings.h"
+#include "server/server.h"
+#include "settings/settings.h"
 #include "store/store.h"
 
 #define MEM (8u << 20)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "settings.h"
+#include "settings/settings.h"
 
 struct parsed {
     struct settings s;

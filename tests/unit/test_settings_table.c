@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 #include "stats/stats_output.h"
 
 /* Everything a stream printed, as one string (free it). */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "reply/reply.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "stats/stats_detail.h"
 #include "stats/stats_output.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "store/store.h"
 
 struct tstore {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The trimmer (net/trim.h): a requested trim waits until the server is
+/* The trimmer (base/trim.h): a requested trim waits until the server is
  * quiet, requests made meanwhile become one, one whose freed memory is in
  * use again by then is dropped, and a stop does not wait for quiet. */
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "net/trim.h"
+#include "base/trim.h"
 
 static bool quiet_now;
 static size_t held_now;

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "proto/session.h"
 #include "reply/reply.h"
 

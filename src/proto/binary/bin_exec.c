@@ -8,14 +8,14 @@
 
 #include <string.h>
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "reply/reply.h"
 #include "proto/proto.h"
 #include "proto/session.h"
-#include "settings_run.h"
+#include "settings/settings_run.h"
 #include "stats/stats.h"
-#include "version.h"
+#include "base/version.h"
 #include "proto/watch_note.h"
 #include "store/store_compat.h"
 

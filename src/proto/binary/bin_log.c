@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "log.h"
+#include "base/log.h"
 
 void bin_log_header(int fd, bool response, const unsigned char *head)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "proto/proto.h"
 #include "proto/session.h"
 #include "stats/stats.h"

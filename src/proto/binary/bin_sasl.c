@@ -13,8 +13,8 @@
  * Cyrus's result code (bin_sasl_run). */
 #include "proto/binary/binary.h"
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #include <stdlib.h>
 #include <string.h>

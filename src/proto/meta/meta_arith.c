@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ma (meta arithmetic): incr/decr with optional create (N, J), CAS (C, E)
  * and TTL (T); v returns the new number as a value. */
-#include "clock.h"
+#include "base/clock.h"
 #include "proto/meta/meta_internal.h"
 #include "proto/session.h"
 #include "stats/stats.h"

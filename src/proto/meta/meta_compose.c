@@ -4,7 +4,7 @@
  * this composes. */
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "proto/meta/meta_internal.h"
 #include "proto/session.h"
 #include "reply/reply.h"

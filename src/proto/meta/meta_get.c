@@ -2,7 +2,7 @@
 /* mg (meta get) and me (meta debug). */
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "reply/reply.h"
 #include "proto/meta/meta_internal.h"
 #include "proto/session.h"

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "proto/line/line.h"
 #include "proto/meta/meta.h"
 #include "proto/meta/meta_base64.h"

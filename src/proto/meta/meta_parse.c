@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "num.h"
+#include "base/num.h"
 #include "proto/meta/meta_internal.h"
 #include "proto/line/line.h"
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "stats/stats_hist.h"
 #include "proto/meta/meta.h"
 #include "proto/proto.h"

@@ -2,7 +2,7 @@
 /* flush_all, version, verbosity, shutdown, cache_memlimit, stats, debugtime. */
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "stats/stats.h"

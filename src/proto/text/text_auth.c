@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "proto/passwd.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached commands that tune machinery our store does not have (slab
- * classes, the segmented LRU, the LRU crawler), and `watch`. They are
+ * classes, the segmented LRU, the LRU crawler), and refresh_certs. They are
  * validated exactly as memcached validates them and then answered as
  * memcached answers when it accepts a request it has nothing to do for, so
  * existing scripts and tools keep working. See docs/protocol-text.md. */
@@ -8,10 +8,9 @@
 
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
-#include "settings_run.h"
+#include "settings/settings_run.h"
 #include "store/store.h"
 #include "store/store_compat.h"
-#include "watch/watch.h"
 
 /* Our store never moves pages between classes, but it reports items in
  * memcached's size classes (1..store_class_largest(), the ids `me`, dumps
@@ -238,43 +237,4 @@ void text_cmd_refresh_certs(struct session *s, const struct text_line *l)
     size_t len = strlen(msg);
     memcpy(msg + (len < sizeof msg - 2 ? len : sizeof msg - 3), "\r\n", 3);
     text_out(s, msg, strlen(msg));
-}
-
-void text_cmd_watch(struct session *s, const struct text_line *l)
-{
-    if (s->datagram)
-        return; /* no connection to stream to: memcached answers nothing */
-    text_of(s)->noreply = text_line_noreply(l);
-    if (!s->opt->watch_enabled) {
-        TEXT_OUT(s, "CLIENT_ERROR watch commands not allowed");
-        return;
-    }
-    /* memcached hands the connection to its logger: replies still owed
-     * would be lost, so it refuses, as here. */
-    if (reply_pending(&s->reply) > 0) {
-        TEXT_OUT(s, "ERROR cannot pipeline other commands before watch");
-        return;
-    }
-    unsigned flags = 0;
-    size_t last = text_of(s)->noreply ? l->ntok - 1 : l->ntok;
-    for (size_t i = 1; i < last; i++) {
-        unsigned f = watch_flag_parse(l->tok[i].s, l->tok[i].len);
-        if (!f) {
-            TEXT_OUT(s, "ERROR");
-            return;
-        }
-        flags |= f;
-    }
-    if (last <= 1)
-        flags = WATCH_FETCHERS;
-    enum watch_add_result r = WATCH_ADD_FAILED;
-    if (s->loop)
-        r = watch_add(flags, (size_t)s->opt->watcher_logbuf_size, s->loop, s->wake_ptr,
-                      &s->watcher);
-    if (r == WATCH_ADD_TOO_MANY)
-        TEXT_OUT(s, "WATCHER_TOO_MANY log watcher limit reached");
-    else if (r != WATCH_ADD_OK)
-        TEXT_OUT(s, "WATCHER_FAILED failed to add log watcher");
-    else
-        TEXT_OUT_ALWAYS(s, "OK"); /* the stream's first line, noreply or not */
 }

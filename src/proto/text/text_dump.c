@@ -6,7 +6,7 @@
  * clients run in between and a dump of any size needs bounded memory. */
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "proto/meta/meta_base64.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"

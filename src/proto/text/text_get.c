@@ -4,7 +4,7 @@
  * and touch. */
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "proto/session.h"
 #include "proto/text/text_get_internal.h"
 #include "stats/stats.h"

@@ -3,7 +3,7 @@
  * with no session and no store. */
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "proto/text/text_get_internal.h"
 
 const char *text_get_parse(const struct text_line *l, bool want_cas, bool touch,

@@ -11,11 +11,12 @@
  *                   reply line: text_storage_req.h)
  *   text_get*.c     get gets gat gats (parse, lookups, replies:
  *                   text_get_internal.h) and touch
- *   text_keys.c     delete incr decr
+ *   text_delete_arith.c  delete incr decr (and text_one_key)
  *   text_admin.c    flush_all version verbosity quit shutdown cache_memlimit
  *                   stats debugtime
  *   text_compat.c   memcached commands our store has no use for (slabs, lru,
- *                   lru_crawler crawl/..., watch)
+ *                   lru_crawler crawl/...), refresh_certs
+ *   text_watch.c    watch (the streams: watch/)
  *   text_dump.c     lru_crawler metadump / mgdump
  *   text_auth.c     -Y ascii authentication
  */
@@ -28,8 +29,8 @@
 #include <string.h>
 
 #include "proto/text/text.h"
-#include "num.h"
-#include "settings_run.h"
+#include "base/num.h"
+#include "settings/settings_run.h"
 
 struct session;
 
@@ -38,7 +39,7 @@ struct session;
 /* Longest number we print: 2^64-1 has 20 digits. */
 #define TEXT_U64_MAX_DIGITS 20
 
-/* ---- numbers over a token (src/num.h) ----
+/* ---- numbers over a token (src/base/num.h) ----
  * 1.6.45 reads a storage command's flags and exptime with its permissive
  * safe_strto* rules (text_parse_*) and every other number (lengths, cas
  * unique, deltas, touch/gat/flush_all times, admin arguments) with its

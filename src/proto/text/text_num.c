@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Printing numbers for text replies (reading them is src/num.c's job). */
+/* Printing numbers for text replies (reading them is src/base/num.c's job). */
 #include <string.h>
 
 #include "proto/text/text_internal.h"

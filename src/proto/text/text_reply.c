@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Reply helpers for the classic commands. memcached's noreply suppresses
  * every reply of the command, errors included, so it is checked here once. */
-#include "log.h"
+#include "base/log.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 

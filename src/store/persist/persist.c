@@ -19,8 +19,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "clock.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #define PM_TMPFS_MAGIC 0x01021994
 #define PM_RAMFS_MAGIC 0x858458f6

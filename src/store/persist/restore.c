@@ -21,7 +21,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* The segment's table entry is one the server can have written. Its
  * cas_base was the CAS counter when it was opened, at most a few CAS past

@@ -19,7 +19,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "log.h"
+#include "base/log.h"
 
 /* Buckets in a part at least: 256 KiB, a quarter of a core's L2 here. */
 #define RIX_PART_MIN_BITS 12

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "settings.h"
+#include "settings/settings.h"
 
 #define SETTINGS_EX_USAGE 64
 

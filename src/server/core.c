@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "net/core.h"
+/* The running server's threads (server/server.h): the workers, started
+ * and stopped together, and the trimmer with its questions about them. */
+#include "server/server.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "event/event.h"
-#include "log.h"
-#include "net/worker.h"
+#include "net/core.h"
 #include "net/net_options.h"
+#include "net/worker.h"
 
 /* Set up every worker (not yet running); -1 with errno and c->nworkers
  * the one that failed. */
@@ -22,7 +25,7 @@ static int core_init_workers(struct core *c)
     return 0;
 }
 
-/* The trimmer's questions (net/trim.h). Quiet: no worker busy in its last second. Every
+/* The trimmer's questions (base/trim.h). Quiet: no worker busy in its last second. Every
  * slot of the array is looked at, started or not (a zeroed one is quiet). */
 static bool core_quiet(void *arg)
 {

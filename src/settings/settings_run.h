@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "settings_table.h"
+#include "settings/settings_table.h"
 
 /* The C type of each type column. */
 #define SETTINGS_CTYPE_INT int

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "clock.h"
+#include "base/clock.h"
 
 #include <stdatomic.h>
 

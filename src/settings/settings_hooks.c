@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "event/event.h"
-#include "settings_internal.h"
-#include "version.h"
+#include "settings/settings_internal.h"
+#include "base/version.h"
 
 /* -m: megabytes, or a size with a suffix ("64m", "1g"). */
 int settings_parse_MEGS(struct settings_parse_ctx *c, const struct settings_row *r,

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "reply/reply.h"
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 
 #define SETTINGS_SHOW(name)                                                            \
     void settings_show_##name(const struct settings *s, const struct settings_row *r, \

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 
 #define SETTINGS_ITEM_SIZE_MIN 1024
 #define SETTINGS_ITEM_SIZE_MAX (1024u * 1024 * 1024)

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 
 #define SETTINGS_CONFIG_MAX_ARGS 64
 

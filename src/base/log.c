@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "log.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* pipe2, strsignal */
-#include "daemon.h"
+#include "server/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>

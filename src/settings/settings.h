@@ -23,8 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "settings_run.h"
-#include "settings_table.h"
+#include "settings/settings_run.h"
+#include "settings/settings_table.h"
 
 #define SETTINGS_FIELD_FIX(type, field) SETTINGS_CTYPE_##type field;
 #define SETTINGS_FIELD_RUN(type, field)

@@ -5,9 +5,9 @@
  * it; `make man` writes build/nodelay.1. */
 #include <string.h>
 
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 #include "stats/stats_output.h"
-#include "version.h"
+#include "base/version.h"
 
 /* Text with groff's specials escaped; "\n" in help text becomes a blank. */
 static void settings_man_text(FILE *out, const char *s)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The running server's server_ops (server.h): shutdown, verbosity,
+/* The running server's server_ops (server/server.h): shutdown, verbosity,
  * cache_memlimit and the `stats` family, composed from every worker's
  * counters and the store's through the counters table (stats/). */
-#include "server.h"
+#include "server/server.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -11,22 +11,22 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "event/event.h"
-#include "log.h"
+#include "base/log.h"
 #include "net/conn.h"
 #include "net/core.h"
 #include "net/tls.h"
 #include "net/worker.h"
 #include "proto/server_ops.h"
 #include "reply/reply.h"
-#include "settings.h"
+#include "settings/settings.h"
 #include "stats/registry.h"
 #include "stats/stats_detail.h"
 #include "stats/stats_output.h"
 #include "store/store.h"
 #include "store/store_compat.h"
-#include "version.h"
+#include "base/version.h"
 #include "watch/watch.h"
 
 #define SERVER_MEMLIMIT_MIN_MB 8

@@ -3,8 +3,8 @@
  * order; rows with a note are marked (compat). */
 #include <string.h>
 
-#include "settings_internal.h"
-#include "version.h"
+#include "settings/settings_internal.h"
+#include "base/version.h"
 
 #define SETTINGS_HELP_COLUMN 26
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "num.h"
-#include "settings_internal.h"
+#include "base/num.h"
+#include "settings/settings_internal.h"
 
 /* Whole-string decimal integer in [min, max]: memcached's strtol rules
  * (num.c), but no white space around it, which a config line or a quoted

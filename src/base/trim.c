@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* pthread_setname_np */
-#include "net/trim.h"
+#include "base/trim.h"
 
 #include <string.h>
 #include <time.h>
@@ -8,7 +8,7 @@
 #include <malloc.h> /* malloc_trim */
 #endif
 
-#include "log.h"
+#include "base/log.h"
 
 #ifdef __GLIBC__
 #define TRIMMER_RECHECK_MS 200L

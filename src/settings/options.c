@@ -2,11 +2,11 @@
 /* Settings to module options. A field of net_options, proto_options or
  * tls_options is a settings row of the same name; its type is checked
  * against the row's here, so the lists cannot drift from the table. */
-#include "options.h"
+#include "settings/options.h"
 
 #include "event/event.h"
-#include "num.h"
-#include "settings.h"
+#include "base/num.h"
+#include "settings/settings.h"
 
 #include <stdlib.h>
 #include <string.h>

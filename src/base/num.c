@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached's number rules (see num.h). */
-#include "num.h"
+#include "base/num.h"
 
 #include <stdlib.h>
 #include <string.h>

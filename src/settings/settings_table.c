@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "settings_internal.h"
+#include "settings/settings_internal.h"
 
 #define SETTINGS_OFF_FIX(f) offsetof(struct settings, f)
 #define SETTINGS_OFF_RUN(f) offsetof(struct settings_runtime, f)
