@@ -21,29 +21,6 @@
 
 #define SETTINGS_CONFIG_MAX_ARGS 64
 
-/* Keep a copy of a line for the life of the settings: values point into it. */
-char *settings_keep(struct settings *s, const char *line)
-{
-    size_t n = strlen(line) + 1;
-    char *block = malloc(sizeof(char *) + n);
-    if (!block)
-        return NULL;
-    memcpy(block, &s->strings, sizeof(char *)); /* chain to the previous block */
-    memcpy(block + sizeof(char *), line, n);
-    s->strings = block;
-    return block + sizeof(char *);
-}
-
-void settings_config_release(struct settings *s)
-{
-    while (s->strings) {
-        char *next;
-        memcpy(&next, s->strings, sizeof next);
-        free(s->strings);
-        s->strings = next;
-    }
-}
-
 static bool settings_config_blank(char ch)
 {
     return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';

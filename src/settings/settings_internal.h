@@ -121,12 +121,14 @@ int settings_parse_args(struct settings_parse_ctx *c, int argc, char **argv);
 int settings_config_read(struct settings_parse_ctx *c, const char *path);
 /* The same from an open stream named `path` in messages (fuzzing, tests). */
 int settings_config_stream(struct settings_parse_ctx *c, FILE *f, const char *path);
+/* The checks across flags, once every flag is parsed: 0, or -1 with the
+ * message printed and c->exit_code set. */
+int settings_check(struct settings_parse_ctx *c);
 /* A copy of str that lives as long as the settings (in s->strings): for
- * values parsed out of a temporary, such as one -o list. NULL if out of memory. */
+ * values parsed out of a temporary, such as one -o list or a config line.
+ * NULL if out of memory. (settings_keep.c) */
 char *settings_keep(struct settings *s, const char *str);
-/* Free the lines a config file left in s->strings. */
-void settings_config_release(struct settings *s);
-/* A copy of `line` that lives as long as s (freed by settings_config_release). */
-char *settings_keep(struct settings *s, const char *line);
+/* Free every line settings_keep kept. */
+void settings_keep_release(struct settings *s);
 
 #endif

@@ -46,7 +46,7 @@ void settings_release(struct settings *s)
 {
     free(s->inter_alloc);
     s->inter_alloc = NULL;
-    settings_config_release(s);
+    settings_keep_release(s);
 }
 
 static void *settings_row_ptr(const struct settings *s, const struct settings_row *r)
