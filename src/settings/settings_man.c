@@ -80,12 +80,109 @@ static const char *const settings_man_differences[] = {
     "classes to rebalance, and eviction works on whole segments with a second chance for "
     "items read since.",
     "Memory owed to clients is bounded: all together by -o client_mem_limit (past it, those "
-    "owing most are not read), each by -o reply_queue_limit (a client that stops reading is "
-    "cut off).",
+    "owing most are not read); a client's replies pause once it owes 4 MiB, and it is cut "
+    "off only when it takes no byte for 60 s, or owes more than -o reply_queue_limit while "
+    "its socket takes no more.",
     "Numbers that memcached reads as 0 (atoi) are refused with a message.",
     "-Z turns TLS on (OpenSSL); the replies to one read leave as one run of TLS records in one "
     "write. -o proxy_* is refused: there is no built-in proxy.",
 };
+
+/* The sections after the generated ones: what a packaged server reads and
+ * writes, what each signal does (main.c's main_wait_for_stop), the exit
+ * codes of main.c, daemon.c and the settings, and the licence. */
+static const char settings_man_tail[] =
+    ".SH ENVIRONMENT\n"
+    ".TP\n\\fBNOTIFY_SOCKET\\fR\n"
+    "Set by systemd for a \\fBType=notify\\fR service: nodelay sends READY=1 once every "
+    "listener is bound and every worker runs, STOPPING=1 at a stop signal, and ignores "
+    "\\fB\\-d\\fR.\n"
+    ".TP\n\\fBMEMCACHED_PORT_FILENAME\\fR\n"
+    "A file to write the bound ports to (\\fBTCP INET: \\fIport\\fR lines), as memcached; "
+    "useful with \\fB\\-p \\-1\\fR.\n"
+    ".TP\n\\fBMEMCACHED_SASL_PWDB\\fR\n"
+    "The SASL password file read under \\fB\\-S\\fR.\n"
+    ".SH FILES\n"
+    ".TP\n\\fI/etc/nodelay.conf\\fR\n"
+    "The packaged configuration, in /etc/memcached.conf's format, read by the unit through "
+    "\\fB\\-\\-config\\fR. \\fI/etc/nodelay_NAME.conf\\fR is instance \\fINAME\\fR's.\n"
+    ".TP\n\\fI/lib/systemd/system/nodelay.service\\fR, \\fInodelay@.service\\fR\n"
+    "The units (\\fBType=notify\\fR; \\fBsystemctl reload\\fR sends SIGHUP); the template "
+    "runs one server per instance. \\fBmake install\\fR puts them under "
+    "\\fIPREFIX\\fR/lib/systemd/system.\n"
+    ".TP\n\\fI/run/nodelay\\fR\n"
+    "Made by the tmpfiles.d entry for user \\fBnodelay\\fR: where the pid file "
+    "(\\fB\\-P\\fR) and a unix socket (\\fB\\-s\\fR) may go.\n"
+    ".TP\n\\fI/dev/shm/nodelay.mem\\fR\n"
+    "The \\fB\\-e\\fR memory file the packaged configuration suggests (commented out): on "
+    "tmpfs, it keeps the cache across restarts and crashes, not reboots. The file is sized "
+    "for \\fB\\-m\\fR, must belong to the server's user, and one server at a time may use "
+    "it.\n"
+    ".SH SIGNALS\n"
+    ".TP\n\\fBSIGTERM\\fR, \\fBSIGUSR1\\fR\n"
+    "Graceful stop: stop accepting, give clients up to 2 s to take the replies they are "
+    "owed, close, remove the pid file, exit 0. With \\fB\\-e\\fR the memory file is marked "
+    "clean. SIGUSR1 is memcached's graceful stop; \\fBshutdown graceful\\fR raises it.\n"
+    ".TP\n\\fBSIGINT\\fR\n"
+    "The same without the 2 s for replies; \\fBshutdown\\fR raises it. The \\fB\\-e\\fR "
+    "file is kept and restored as after SIGTERM.\n"
+    ".TP\n\\fBSIGHUP\\fR\n"
+    "Reload the \\fB\\-Y\\fR password file and, with \\fB\\-S\\fR, the SASL password file; "
+    "a file that cannot be read leaves the old list. Nothing else is reloaded: restart for "
+    "settings, \\fBrefresh_certs\\fR for TLS certificates.\n"
+    ".TP\n\\fBSIGPIPE\\fR\n"
+    "Ignored.\n"
+    ".SH \"EXIT STATUS\"\n"
+    ".TP\n\\fB0\\fR\n"
+    "Stopped by a signal or \\fBshutdown\\fR; \\fB\\-h\\fR, \\fB\\-V\\fR, \\fB\\-i\\fR, "
+    "\\fB\\-\\-man\\fR; under \\fB\\-d\\fR, the server is serving.\n"
+    ".TP\n\\fB1\\fR\n"
+    "A value out of range or an unknown option (memcached's messages and code), a config "
+    "file that cannot be read, a \\fB\\-Y\\fR file that cannot be read, SASL that cannot "
+    "start.\n"
+    ".TP\n\\fB64\\fR\n"
+    "Conflicting or malformed options (EX_USAGE): a value that is not a number, options "
+    "memcached refuses together, TLS files that do not load, \\fB\\-o metrics_listen\\fR "
+    "in a build without it or on an address that cannot be bound, started as root without "
+    "\\fB\\-u\\fR.\n"
+    ".TP\n\\fB71\\fR\n"
+    "The system refused (EX_OSERR): \\fB\\-d\\fR or \\fB\\-u\\fR failed, the store, a "
+    "listener or a worker could not be set up (a taken port, an \\fB\\-e\\fR file in use "
+    "by another server).\n"
+    ".PP\n"
+    "Under \\fB\\-d\\fR the started process exits with the server's status when start\\-up "
+    "fails after the fork.\n"
+    ".SH EXAMPLES\n"
+    "A cache of 1 GiB on the default port of localhost:\n"
+    ".PP\n.RS\n.nf\nnodelay \\-m 1024\n.fi\n.RE\n"
+    ".PP\n"
+    "Items kept across restarts and crashes in a memory file on tmpfs:\n"
+    ".PP\n.RS\n.nf\nnodelay \\-m 1024 \\-e /dev/shm/nodelay.mem\n.fi\n.RE\n"
+    ".PP\n"
+    "TLS on every interface, with a certificate and its key:\n"
+    ".PP\n.RS\n.nf\n"
+    "nodelay \\-u nodelay \\-l 0.0.0.0 \\-Z \\e\n"
+    "    \\-o ssl_chain_cert=/etc/nodelay/cert.pem,ssl_key=/etc/nodelay/key.pem\n"
+    ".fi\n.RE\n"
+    ".PP\n"
+    "Prometheus metrics on 127.0.0.1:9150, then a look at them:\n"
+    ".PP\n.RS\n.nf\n"
+    "nodelay \\-o metrics_listen=9150\n"
+    "curl http://127.0.0.1:9150/metrics\n"
+    ".fi\n.RE\n"
+    ".PP\n"
+    "Debian's memcached configuration, unchanged:\n"
+    ".PP\n.RS\n.nf\nnodelay \\-\\-config /etc/memcached.conf\n.fi\n.RE\n"
+    ".SH \"SEE ALSO\"\n"
+    ".BR memcached (1),\n"
+    ".BR memcstat (1),\n"
+    ".BR systemd.service (5),\n"
+    ".BR tmpfiles.d (5),\n"
+    ".BR openssl (1)\n"
+    ".SH COPYRIGHT\n"
+    "Copyright (c) 2026, the nodelay developers. "
+    "nodelay is released under the BSD 3\\-Clause licence (\\fBnodelay \\-i\\fR; the "
+    "LICENSE file, or /usr/share/doc/nodelay/copyright when installed as a package).\n";
 
 void settings_print_man(FILE *out)
 {
@@ -171,5 +268,5 @@ void settings_print_man(FILE *out)
         settings_man_text(out, r->note);
         fputc('\n', out);
     }
-    fputs(".SH \"SEE ALSO\"\n.BR memcached (1)\n", out);
+    fputs(settings_man_tail, out);
 }

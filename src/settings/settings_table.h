@@ -318,8 +318,8 @@ X(FIX,  enable_coredumps,        BOOL, false,       'r', "enable-coredumps",   N
   "raise the core file limit to the maximum", NULL)                                                          \
 X(FIX,  large_pages,             BOOL, false,       'L', "enable-largepages",  NULL,                         \
   NULL,          ON,          0,       0,              NULL,                    NONE,                        \
-  "segments use ordinary pages",                                                                             \
-  "large memory pages", NULL)                                                                                \
+  "segments and the index use transparent huge pages where the kernel gives them, with or without -L",      \
+  "large memory pages (memcached's preallocation)", NULL)                                                    \
 X(FIX,  config_file,             STR,  NULL,        0,   "config",             NULL,                         \
   "file",        CONFIG,      0,       0,              NULL,                    NONE,     NULL,              \
   "read flags from a file in /etc/memcached.conf's format: one\n"                                            \
@@ -345,8 +345,9 @@ X(NONE, extended,                NONE, 0,           'o', "extended",           N
   "comma-separated sub-options (below)", NULL)                                                               \
 X(FIX,  reply_queue_limit,       SIZE, 64u << 20,   0,   NULL,                 "reply_queue_limit",          \
   "MB",          MB,          1,       1L << 20,       NULL,                    NONE,     NULL,              \
-  "(nodelay) cut off a client owing more than this while it\n"                                               \
-  "does not read (default: 64)", NULL)                                                                       \
+  "(nodelay) cut off a client that owes more than this while\n"                                              \
+  "its socket takes no more (default: 64); one that takes no\n"                                              \
+  "byte for 60 s is cut off whatever it owes", NULL)                                                         \
 X(FIX,  client_mem_limit,        SIZE, 0,           0,   NULL,                 "client_mem_limit",           \
   "MB",          MB,          0,       1L << 30,       NULL,                    NONE,     NULL,              \
   "(nodelay) replies and read buffers owed to all clients\n"                                                 \

@@ -272,3 +272,32 @@ def test_man_page(server_bin):
         out = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=r.stdout,
                              capture_output=True, text=True, timeout=20)
         assert out.returncode == 0 and not out.stderr.strip(), out.stderr
+
+
+def test_man_page_reference_sections(server_bin):
+    """The sections a reader looks for in a server's manual, and the two
+    option texts that once contradicted the code: segments do use huge
+    pages, and reply_queue_limit cuts off only a client whose socket is
+    full (a stalled one goes after 60 s whatever it owes)."""
+    r = run(server_bin, "--man")
+    assert r.returncode == 0, r.stderr
+    page = r.stdout
+    for section in ("ENVIRONMENT", "FILES", "SIGNALS", "EXIT STATUS", "EXAMPLES", "SEE ALSO",
+                    "COPYRIGHT"):
+        assert f'.SH "{section}"' in page or f".SH {section}\n" in page, section
+    for needle in ("/etc/nodelay.conf", "nodelay@.service", "/run/nodelay", "/dev/shm/nodelay.mem",
+                   "SIGTERM", "SIGINT", "SIGUSR1", "SIGHUP", "\\fB64\\fR", "\\fB71\\fR",
+                   "\\-e /dev/shm/nodelay.mem", "\\-Z", "metrics_listen=",
+                   ".BR memcached (1)", "BSD 3\\-Clause"):
+        assert needle in page, needle
+    assert "ordinary pages" not in page
+    assert "transparent huge pages" in page
+    rql = page[page.index("\\fBreply_queue_limit\\fR"):][:400]
+    assert "60 s" in rql and "socket" in rql, rql
+    if shutil.which("man"):
+        # man(1) renders through groff with its own checks; --warnings
+        # reports every one of them
+        out = subprocess.run(["man", "--warnings", "-l", "-"], input=page, capture_output=True,
+                             text=True, timeout=30, env=dict(os.environ, MANWIDTH="80",
+                                                             MAN_DISABLE_SECCOMP="1"))
+        assert out.returncode == 0 and not out.stderr.strip(), out.stderr
