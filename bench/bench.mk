@@ -14,6 +14,7 @@
 # else MEMCACHED=PATH, else Debian's /usr/bin/memcached; memtier_benchmark:
 # ../shared/ref/memtier_benchmark, else MEMTIER=PATH, else one on PATH
 # (bench/compare.sh says which it used, and the report names both).
+# MEMTIER_EXTRA= (empty) runs memtier without --distinct-client-seed.
 
 LOADGEN := build/bench/loadgen
 LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
@@ -51,7 +52,7 @@ $(LOADGEN): $(LOADGEN_OBJ)
 BENCH_ARGS ?=
 MEMCACHED ?=
 MEMTIER ?=
-BENCH_ENV = MEMCACHED="$(MEMCACHED)" MEMTIER="$(MEMTIER)"
+BENCH_ENV = MEMCACHED="$(MEMCACHED)" MEMTIER="$(MEMTIER)" $(if $(filter undefined,$(origin MEMTIER_EXTRA)),,MEMTIER_EXTRA="$(MEMTIER_EXTRA)")
 bench: $(LOADGEN) $(FLOOR)
 	$(MAKE) CONFIG=release EVENT=epoll server
 	$(BENCH_ENV) bash bench/compare.sh $(BENCH_ARGS)

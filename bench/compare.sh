@@ -254,10 +254,16 @@ WL[get90_p16_t2]="-t 2 ${WL[get90_p16]}"
 # keys, memtier-1 .. memtier-100000, prefilled by memtier; the rate row's
 # arguments are set once the rate is known). Same connections, mix and sizes.
 declare -A MT
+# --distinct-client-seed: each connection its own random key sequence, as
+# loadgen's are. memtier's default gives all 50 the same sequence, so each key
+# is asked for 50 times in a row and stays in the CPU's caches: a different
+# workload (docs/benchmark.md, "Why the two load generators differ");
+# MEMTIER_EXTRA= (empty) runs that default instead.
+MT_EXTRA=${MEMTIER_EXTRA---distinct-client-seed}
 MT_KEYS="--key-minimum=1 --key-maximum=100000 -d 100"
-MT[mt_get90_p1]="-c 50 --ratio=1:9 --pipeline=1 $MT_KEYS"
-MT[mt_get90_p16]="-c 50 --ratio=1:9 --pipeline=16 $MT_KEYS"
-MT[mt_mget16]="-c 50 --ratio=0:16 --multi-key-get=16 $MT_KEYS"
+MT[mt_get90_p1]="-c 50 --ratio=1:9 --pipeline=1 $MT_KEYS $MT_EXTRA"
+MT[mt_get90_p16]="-c 50 --ratio=1:9 --pipeline=16 $MT_KEYS $MT_EXTRA"
+MT[mt_mget16]="-c 50 --ratio=0:16 --multi-key-get=16 $MT_KEYS $MT_EXTRA"
 MT[mt_get90_rate]=""
 for w in "${!MT[@]}"; do WL[$w]=${MT[$w]}; done
 ORDER=(get90_p1 mt_get90_p1 get90_p16 mt_get90_p16 get90_rate mt_get90_rate mget16 mt_mget16
