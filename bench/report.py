@@ -217,7 +217,7 @@ def main():
         add("")
         t2 = [w for w in order if w.endswith("_t2") and w[:-3] in order]
         if t2:
-            add("## Two threads (-t 2) on the two cores, with the load generator")
+            add(f"## Two threads (-t 2) on the two cores, with the load generator (A = {m.get('memcached')})")
             add("")
             add("Per-thread efficiency = CPU µs/request at -t 1 ÷ CPU µs/request at -t 2: "
                 "1.00 means the second worker serves each request as cheaply as one worker "
