@@ -7,12 +7,15 @@
 #   make CONFIG=asan     any target under ASan+UBSan (also: tsan, debug, release)
 #   make EVENT=poll      the portable poll(2) backend instead of epoll (and io_uring)
 #   make URING=no        leave io_uring out even when liburing is there
+#   make URING=yes       require it: fail if liburing is absent (so MHD=yes,
+#                        SYSTEMD=yes; the Debian package builds so)
 #   make unit            unit tests (cmocka)
 #   make test            everything CI runs (see scripts/test-all.sh)
 #   make fuzz            libFuzzer harnesses, briefly (clang)
 #   make bench           side-by-side benchmark against memcached
-#   make install         server, man page, systemd unit, config, tmpfiles.d and
-#                        sysusers.d entries under DESTDIR + PREFIX (/usr/local)
+#   make install         server, man page, systemd units (nodelay.service and
+#                        the nodelay@.service template), config, tmpfiles.d
+#                        and sysusers.d entries under DESTDIR + PREFIX (/usr/local)
 
 CONFIG ?= release
 UNAME := $(shell uname -s)
@@ -27,38 +30,57 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -pthread -Isrc $(WARN) -MMD -MP -DNODELAY_EVENT_$(EVENT)
 LDLIBS := -pthread -lxxhash -lssl -lcrypto
 
-# sd_notify(READY=1) for the systemd unit's Type=notify, when pkg-config finds
-# libsystemd (Debian: libsystemd-dev); without it the server builds the same
-# and sends nothing. SYSTEMD=no leaves it out even when present.
+# Optional libraries, each found by pkg-config and each chosen by a variable:
+# auto (the default) builds with it when pkg-config finds it and without it
+# otherwise; no leaves it out; yes requires it, and a build that cannot have
+# it fails instead of quietly dropping the feature (a package build passes
+# yes). FEATURE_PKG names the pkg-config module, FEATURE_DEB the Debian
+# package that brings it (debian/control's Build-Depends lists each one).
+PKG_CONFIG ?= pkg-config
+# $(call feature_libs,VAR) -> the libraries of VAR's module, or empty
+feature_libs = $(if $(filter no,$($(1))),,$(shell $(PKG_CONFIG) --libs $($(1)_PKG) 2>/dev/null))
+# $(call feature_check,VAR,LIBS): refuse a bad value, or yes without LIBS
+feature_check = $(if $(filter-out yes auto no,$($(1))),$(error $(1) must be yes, auto or no, not "$($(1))"))$(if $(and $(filter yes,$($(1))),$(if $(2),,no)),$(error $(1)=yes: $(PKG_CONFIG) cannot find $($(1)_PKG) (Debian: apt-get install $($(1)_DEB)); install it, or build with $(1)=auto to go without $($(1)_WHAT)))
+
+# sd_notify(READY=1) for the systemd unit's Type=notify (libsystemd); without
+# it the server builds the same and sends nothing.
 SYSTEMD ?= auto
-ifneq ($(SYSTEMD),no)
-SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null)
-endif
+SYSTEMD_PKG := libsystemd
+SYSTEMD_DEB := libsystemd-dev
+SYSTEMD_WHAT := sd_notify readiness
+SYSTEMD_LIBS := $(call feature_libs,SYSTEMD)
+$(call feature_check,SYSTEMD,$(SYSTEMD_LIBS))
 ifneq ($(SYSTEMD_LIBS),)
-SERVER_CFLAGS := -DNODELAY_HAVE_SYSTEMD $(shell pkg-config --cflags libsystemd 2>/dev/null)
+SERVER_CFLAGS := -DNODELAY_HAVE_SYSTEMD $(shell $(PKG_CONFIG) --cflags libsystemd 2>/dev/null)
 endif
 
-# The Prometheus endpoint (-o metrics_listen) when pkg-config finds
-# libmicrohttpd (Debian: libmicrohttpd-dev); without it the server builds the
-# same and refuses that option with a message. MHD=no leaves it out.
+# The Prometheus endpoint (-o metrics_listen, libmicrohttpd); without it the
+# server builds the same and refuses that option with a message.
 MHD ?= auto
-ifneq ($(MHD),no)
-MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
-endif
+MHD_PKG := libmicrohttpd
+MHD_DEB := libmicrohttpd-dev
+MHD_WHAT := the /metrics endpoint
+MHD_LIBS := $(call feature_libs,MHD)
+$(call feature_check,MHD,$(MHD_LIBS))
 ifneq ($(MHD_LIBS),)
-MHD_CFLAGS := -DNODELAY_HAVE_MHD $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_CFLAGS := -DNODELAY_HAVE_MHD $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
 endif
 LDLIBS += $(MHD_LIBS)
 
-# The io_uring backend (chosen at run time, epoll its fallback) when
-# pkg-config finds liburing (Debian: liburing-dev) and EVENT=epoll; without
-# it the server builds the same on epoll alone. URING=no leaves it out.
+# The io_uring backend (chosen at run time, epoll its fallback; liburing),
+# with EVENT=epoll only; without it the server builds the same on epoll alone.
 URING ?= auto
-ifeq ($(EVENT)-$(filter no,$(URING)),epoll-)
-URING_LIBS := $(shell pkg-config --libs liburing 2>/dev/null)
+URING_PKG := liburing
+URING_DEB := liburing-dev
+URING_WHAT := the io_uring backend
+ifeq ($(EVENT),epoll)
+URING_LIBS := $(call feature_libs,URING)
+else ifeq ($(URING),yes)
+$(error URING=yes needs EVENT=epoll: io_uring sits beside the epoll backend)
 endif
+$(call feature_check,URING,$(URING_LIBS))
 ifneq ($(URING_LIBS),)
-URING_CFLAGS := -DNODELAY_HAVE_URING $(shell pkg-config --cflags liburing 2>/dev/null)
+URING_CFLAGS := -DNODELAY_HAVE_URING $(shell $(PKG_CONFIG) --cflags liburing 2>/dev/null)
 endif
 LDLIBS += $(URING_LIBS)
 
@@ -172,7 +194,7 @@ run: server
 
 # Installation, as an operator or a package (debian/rules) does it. The config
 # file goes to /etc for PREFIX=/usr, else under PREFIX; an existing one is
-# kept. The unit names the installed binary and config.
+# kept. The units name the installed binary and config.
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
@@ -187,9 +209,11 @@ install: server man
 	install -D -m 0644 build/nodelay.1 $(DESTDIR)$(MANDIR)/man1/nodelay.1
 	install -D -m 0644 LICENSE $(DESTDIR)$(DOCDIR)/LICENSE
 	@mkdir -p $(DESTDIR)$(UNITDIR)
-	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
-	    packaging/nodelay.service.in >$(DESTDIR)$(UNITDIR)/nodelay.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/nodelay.service
+	for u in nodelay.service nodelay@.service; do \
+	    sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	        packaging/$$u.in >$(DESTDIR)$(UNITDIR)/$$u && \
+	    chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
 	install -D -m 0644 packaging/nodelay.tmpfiles $(DESTDIR)$(TMPFILESDIR)/nodelay.conf
 	install -D -m 0644 packaging/nodelay.sysusers $(DESTDIR)$(SYSUSERSDIR)/nodelay.conf
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/nodelay.conf ]; then \

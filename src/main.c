@@ -2,7 +2,8 @@
 /* nodelay: start-up, signals and the shutdown order.
  *
  * Start: settings -> root check -> -d -> -u -> -P -> store -> listeners ->
- * workers -> -k -> readiness (sd_notify READY=1 when started by systemd).
+ * workers -> -k -> readiness (sd_notify READY=1 when started by systemd;
+ * under -d, the waiting parent exits 0).
  * Stop (SIGINT, or SIGTERM/SIGUSR1 = graceful; `shutdown` raises these):
  * workers stop accepting, close their connections and are joined; then the
  * listeners, the store (with -e: marked clean for a restore) and the pid
@@ -26,6 +27,7 @@
 #endif
 
 #include "clock.h"
+#include "daemon.h"
 #include "event/event.h"
 #include "log.h"
 #include "metrics/metrics.h"
@@ -101,42 +103,6 @@ static void main_raise_limits(const struct settings *s)
                          s->maxconns, MAIN_FD_RESERVE);
         }
     }
-}
-
-/* -d: stdout and stderr go to the config file's `logfile` when there is
- * one (as Debian's start-memcached does), else stderr stays with -v. */
-static int main_daemonize(bool keep_stderr, const char *logfile)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid > 0)
-        _exit(0);
-    if (setsid() < 0)
-        return -1;
-    if (chdir("/") < 0)
-        return -1;
-    int fd = open("/dev/null", O_RDWR);
-    if (fd < 0)
-        return -1;
-    dup2(fd, STDIN_FILENO);
-    if (logfile) {
-        int log = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-        if (log < 0) {
-            close(fd);
-            return -1;
-        }
-        dup2(log, STDOUT_FILENO);
-        dup2(log, STDERR_FILENO);
-        close(log);
-    } else {
-        dup2(fd, STDOUT_FILENO);
-        if (!keep_stderr)
-            dup2(fd, STDERR_FILENO);
-    }
-    if (fd > STDERR_FILENO)
-        close(fd);
-    return 0;
 }
 
 /* -P, with or without -d, as memcached 1.6.45: written after dropping to -u
@@ -287,12 +253,13 @@ int main(int argc, char **argv)
                  "the foreground");
         s.daemonize = false;
     }
-    if (s.daemonize) {
-        if (main_daemonize(SETTINGS_GET(&s, verbosity) > 0, s.logfile) < 0) {
-            fprintf(stderr, "failed to daemonize: %s\n", strerror(errno));
-            settings_release(&s);
-            return MAIN_EX_OSERR;
-        }
+    /* -d: stdout and stderr go to the config file's `logfile` when there
+     * is one (as Debian's start-memcached does), else stderr stays with -v;
+     * the command returns once the server is ready, or with its failure */
+    struct daemon daemon = DAEMON_INIT;
+    if (s.daemonize && daemon_start(&daemon, SETTINGS_GET(&s, verbosity) > 0, s.logfile) < 0) {
+        settings_release(&s);
+        return MAIN_EX_OSERR;
     }
     if (main_drop_privileges(pw ? &user : NULL) < 0) {
         settings_release(&s);
@@ -385,6 +352,7 @@ int main(int argc, char **argv)
              SETTINGS_GET(&s, maxbytes) >> 20);
     /* every listener is bound and every worker runs: clients can connect */
     main_notify("READY=1");
+    daemon_ready(&daemon);
 
     bool graceful = false;
     main_wait_for_stop(&set, s.auth_file, s.sasl, &graceful);

@@ -141,9 +141,6 @@ static int settings_check(struct settings_parse_ctx *c)
     /* memcached: a UDP port given alone moves the TCP port with it. */
     if (c->udp_given && s->udpport != 0 && !c->port_given)
         s->port = s->udpport;
-    if (s->sasl && s->udpport != 0)
-        SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
-             "ERROR: Cannot enable UDP while using binary SASL authentication\n");
     size_t maxbytes = SETTINGS_GET(s, maxbytes);
     if (s->item_size_max < SETTINGS_ITEM_SIZE_MIN)
         SETTINGS_FAIL(c, SETTINGS_EX_USAGE, "Item max size cannot be less than 1024 bytes.\n");
@@ -178,6 +175,10 @@ static int settings_check(struct settings_parse_ctx *c)
         else if (strcmp(s->binding_protocol, "binary") != 0)
             SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
                  "ERROR: You cannot allow the ASCII protocol while using SASL.\n");
+        /* a datagram carries no session to authenticate */
+        if (s->udpport != 0)
+            SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+                 "ERROR: Cannot enable UDP while using binary SASL authentication.\n");
     }
     if (s->auth_file) {
         if (!c->protocol_given)
@@ -186,6 +187,11 @@ static int settings_check(struct settings_parse_ctx *c)
             SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
                  "ERROR: You cannot allow the BINARY protocol while using "
                  "ascii authentication tokens.\n");
+        /* each datagram would be authenticated alone, and the guessing
+         * limit (auth_fail_limit) counts per TCP peer: memcached refuses */
+        if (s->udpport != 0)
+            SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+                 "Cannot use UDP with ascii authentication enabled (-U 0 to disable)\n");
     }
     if (s->sasl && s->auth_file)
         SETTINGS_FAIL(c, SETTINGS_EX_USAGE,

@@ -27,7 +27,10 @@ enum {
     EVENT_ERROR = 1u << 2,     /* reported only: hang-up or socket error */
     EVENT_EXCLUSIVE = 1u << 3, /* interest only, with event_add: a listening fd
                                   watched by several loops wakes one of them
-                                  (EPOLLEXCLUSIVE, also on io_uring); ignored by poll */
+                                  (EPOLLEXCLUSIVE, also on io_uring); ignored by poll.
+                                  No loop keeps such an fd open: its last
+                                  close ends it, whatever the loops (or a
+                                  killed process's rings) still wait on */
     EVENT_RECV = 1u << 4,      /* reported only: an event_recv completed */
     EVENT_SEND = 1u << 5,      /* reported only: an event_send completed */
     EVENT_MORE = 1u << 6,      /* reported only, with EVENT_RECV: an

@@ -12,6 +12,9 @@
  * once, so this is level-triggered like epoll. Each poll carries its fd and
  * a generation; a completion from before a modify or delete is dropped.
  *
+ * Listening fds (EVENT_EXCLUSIVE) are the exception: the ring never holds
+ * them (see "The listeners' set" below).
+ *
  * The ring is set up with SINGLE_ISSUER | DEFER_TASKRUN where the kernel
  * has them (6.1+): completions are run when the owning thread enters, not
  * by interrupting it. It starts disabled and is enabled by the first wait,
@@ -22,6 +25,7 @@
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h> /* EPOLLEXCLUSIVE, which io_uring's poll takes too */
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,7 +68,9 @@ struct uring_fd {
     unsigned armed_mask; /* poll mask of the armed poll */
     uint32_t gen;
     bool used, armed, queued;
-    bool fixed; /* in the ring's file table (event_uring_file) */
+    bool fixed;  /* in the ring's file table (event_uring_file) */
+    bool member; /* a listener: watched through the shared set, never polled */
+    bool set;    /* the shared set itself, polled for its members */
 };
 
 struct event_uring {
@@ -80,7 +86,34 @@ struct event_uring {
     unsigned short lent[EVENT_URING_BUFS]; /* ids handed out this turn */
     size_t nlent;
     unsigned nfiles; /* slots in the file table; 0 = none registered */
+    int set_fd;      /* the shared set's fd while this loop watches members */
+    unsigned nmembers; /* members this loop watches */
 };
+
+/* The listeners' set. A pending poll holds a reference on its file, and a
+ * ring's pending requests are cancelled only when the ring is torn down,
+ * which the kernel does after the process has gone, on a kernel worker,
+ * milliseconds later (tens of them on a loaded host). A listener a ring
+ * polled therefore outlived a killed server: its port stayed in LISTEN,
+ * took connections into its queue and reset them when the ring let go, and
+ * a restart's bind failed with EADDRINUSE. An epoll set holds no reference
+ * on what it watches (the last close of a descriptor removes it), so every
+ * listener of the process goes into one epoll set, shared by every loop,
+ * and each loop's ring polls that set, with EPOLLEXCLUSIVE: a wake-up of
+ * the set wakes one waiting loop, as a listener polled directly did (one
+ * set per loop would wake every loop: an epoll set passes on a member's
+ * exclusive wake-up only to epoll_wait callers). Level-triggered, as
+ * everything here: the set reads ready while a member is, and a loop woken
+ * by it takes the ready members with epoll_wait (no wait). Members are
+ * counted by fd across loops: the set holds an fd while a loop watches it,
+ * and the set exists while it holds any. */
+static struct {
+    pthread_mutex_t lock;
+    int fd; /* -1: none */
+    unsigned *watchers; /* by fd: loops watching it */
+    size_t nwatchers;
+    unsigned total; /* sum of watchers */
+} event_uring_set = {PTHREAD_MUTEX_INITIALIZER, -1, NULL, 0, 0};
 
 /* Setup flags this kernel accepts, found by event_uring_probe. */
 static unsigned event_uring_flags;
@@ -184,6 +217,7 @@ int event_uring_probe(char *why, size_t n)
 }
 
 static void event_uring_destroy(struct event_loop *base);
+static void event_uring_set_drop(int fd);
 
 static int event_uring_create(struct event_loop **out)
 {
@@ -191,6 +225,7 @@ static int event_uring_create(struct event_loop **out)
     if (!l)
         return -1;
     l->base.ops = &event_uring_ops;
+    l->set_fd = -1;
     struct io_uring_params p = {
         .flags = event_uring_flags | IORING_SETUP_R_DISABLED | IORING_SETUP_CQSIZE,
         .cq_entries = EVENT_URING_CQ,
@@ -253,6 +288,9 @@ static void event_uring_give_back(struct event_uring *l)
 static void event_uring_destroy(struct event_loop *base)
 {
     struct event_uring *l = event_uring_of(base);
+    for (size_t fd = 0; fd < l->nfds; fd++)
+        if (l->fds[fd].used && l->fds[fd].member)
+            event_uring_set_drop((int)fd);
     io_uring_queue_exit(&l->ring);
     free(l->fds);
     free(l->arm);
@@ -334,7 +372,7 @@ static struct uring_fd *event_uring_slot(struct event_uring *l, int fd)
 static int event_uring_queue(struct event_uring *l, int fd)
 {
     struct uring_fd *s = &l->fds[fd];
-    if (s->queued || s->armed || !s->interest)
+    if (s->queued || s->armed || !s->interest || s->member)
         return 0;
     if (l->narm == l->armcap) {
         size_t cap = l->armcap ? l->armcap * 2 : 64;
@@ -364,6 +402,124 @@ static void event_uring_disarm(struct event_uring *l, int fd)
     s->gen++;
 }
 
+/* One watcher of fd fewer in the shared set: fd leaves the set when no
+ * loop watches it, the set closes when it holds nothing. */
+static void event_uring_set_drop(int fd)
+{
+    pthread_mutex_lock(&event_uring_set.lock);
+    if ((size_t)fd < event_uring_set.nwatchers && event_uring_set.watchers[fd] > 0) {
+        /* fails harmlessly when fd was closed first: that removed it */
+        if (--event_uring_set.watchers[fd] == 0)
+            epoll_ctl(event_uring_set.fd, EPOLL_CTL_DEL, fd, NULL);
+        if (--event_uring_set.total == 0) {
+            close(event_uring_set.fd);
+            event_uring_set.fd = -1;
+            free(event_uring_set.watchers);
+            event_uring_set.watchers = NULL;
+            event_uring_set.nwatchers = 0;
+        }
+    }
+    pthread_mutex_unlock(&event_uring_set.lock);
+}
+
+/* One watcher of fd more in the shared set (made on first use); returns
+ * the set's fd, or -1 with errno. */
+static int event_uring_set_take(int fd)
+{
+    pthread_mutex_lock(&event_uring_set.lock);
+    int err = 0;
+    if (event_uring_set.fd < 0 && (event_uring_set.fd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        err = errno;
+    if (!err && (size_t)fd >= event_uring_set.nwatchers) {
+        size_t n = event_uring_set.nwatchers ? event_uring_set.nwatchers : 16;
+        while (n <= (size_t)fd)
+            n *= 2;
+        unsigned *w = realloc(event_uring_set.watchers, n * sizeof *w);
+        if (w) {
+            memset(w + event_uring_set.nwatchers, 0, (n - event_uring_set.nwatchers) * sizeof *w);
+            event_uring_set.watchers = w;
+            event_uring_set.nwatchers = n;
+        } else {
+            err = ENOMEM;
+        }
+    }
+    if (!err && event_uring_set.watchers[fd] == 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+        if (epoll_ctl(event_uring_set.fd, EPOLL_CTL_ADD, fd, &ev) < 0)
+            err = errno;
+    }
+    if (!err) {
+        event_uring_set.watchers[fd]++;
+        event_uring_set.total++;
+    } else if (event_uring_set.total == 0 && event_uring_set.fd >= 0) {
+        close(event_uring_set.fd);
+        event_uring_set.fd = -1;
+    }
+    int set_fd = event_uring_set.fd;
+    pthread_mutex_unlock(&event_uring_set.lock);
+    errno = err;
+    return err ? -1 : set_fd;
+}
+
+/* Watch fd through the shared set: this loop polls the set while it
+ * watches any member. Returns 0 or -1 (errno set). */
+static int event_uring_join(struct event_uring *l, int fd)
+{
+    int set_fd = event_uring_set_take(fd);
+    if (set_fd < 0)
+        return -1;
+    if (l->nmembers > 0) {
+        l->nmembers++;
+        return 0;
+    }
+    /* the set's fd stays open while this loop counts in it */
+    if (event_uring_grow(l, set_fd) < 0) {
+        event_uring_set_drop(fd);
+        return -1;
+    }
+    l->nmembers = 1;
+    struct uring_fd *s = &l->fds[set_fd];
+    s->used = s->set = true;
+    s->ptr = NULL;
+    s->interest = EVENT_READ | EVENT_EXCLUSIVE;
+    s->gen++;
+    l->set_fd = set_fd;
+    return event_uring_queue(l, set_fd);
+}
+
+/* This loop no longer watches fd; with no member left, no longer the set. */
+static void event_uring_leave(struct event_uring *l, int fd)
+{
+    event_uring_set_drop(fd);
+    if (l->nmembers == 0 || --l->nmembers > 0)
+        return;
+    struct uring_fd *s = &l->fds[l->set_fd];
+    event_uring_disarm(l, l->set_fd);
+    s->used = s->set = false;
+    s->interest = 0;
+    l->set_fd = -1;
+}
+
+/* The set polled ready: its ready members this loop watches, as read
+ * events, at most max. Those left out stay ready in the set, which then
+ * polls ready again at the next turn. */
+static int event_uring_members(struct event_uring *l, struct event_fired *out, int max)
+{
+    struct epoll_event ev[64];
+    int n = epoll_wait(l->set_fd, ev, max < 64 ? max : 64, 0);
+    int got = 0;
+    for (int i = 0; i < n; i++) {
+        struct uring_fd *s = event_uring_slot(l, ev[i].data.fd);
+        if (!s || !s->member || !(s->interest & EVENT_READ))
+            continue;
+        unsigned e = EVENT_READ;
+        if (ev[i].events & (EPOLLERR | EPOLLHUP))
+            e |= EVENT_ERROR;
+        out[got++] = (struct event_fired){.ptr = s->ptr, .events = e};
+    }
+    return got;
+}
+
 static int event_uring_add(struct event_loop *base, int fd, unsigned interest, void *ptr)
 {
     struct event_uring *l = event_uring_of(base);
@@ -382,6 +538,15 @@ static int event_uring_add(struct event_loop *base, int fd, unsigned interest, v
     s->ptr = ptr;
     s->interest = interest & (EVENT_READ | EVENT_WRITE | EVENT_EXCLUSIVE);
     s->gen++;
+    if (interest & EVENT_EXCLUSIVE) {
+        s->member = true;
+        if (event_uring_join(l, fd) < 0) {
+            s->used = s->member = false;
+            s->interest = 0;
+            return -1;
+        }
+        return 0;
+    }
     return event_uring_queue(l, fd);
 }
 
@@ -395,6 +560,8 @@ static int event_uring_modify(struct event_loop *base, int fd, unsigned interest
     }
     s->ptr = ptr;
     s->interest = interest & (EVENT_READ | EVENT_WRITE);
+    if (s->member)
+        return 0; /* the set reports it while EVENT_READ is asked */
     if (s->armed && s->armed_mask != event_uring_mask(s->interest))
         event_uring_disarm(l, fd);
     return event_uring_queue(l, fd);
@@ -408,7 +575,12 @@ static int event_uring_del(struct event_loop *base, int fd)
         errno = ENOENT;
         return -1;
     }
-    event_uring_disarm(l, fd);
+    if (s->member) {
+        s->member = false;
+        event_uring_leave(l, fd);
+    } else {
+        event_uring_disarm(l, fd);
+    }
     s->used = false;
     s->interest = 0;
     s->ptr = NULL;
@@ -546,7 +718,10 @@ static int event_uring_wait(struct event_loop *base, struct event_fired *out, in
             break;
         case URING_TAG_POLL: {
             unsigned ev = event_uring_polled(l, ud, cqe->res, &ptr);
-            if (ev)
+            int fd = (int)((ud >> 2) & 0x3fffffff);
+            if (ev && l->fds[fd].set)
+                got += event_uring_members(l, out + got, max - got);
+            else if (ev)
                 out[got++] = (struct event_fired){.ptr = ptr, .events = ev};
             break;
         }

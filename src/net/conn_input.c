@@ -77,8 +77,34 @@ size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at
     return in->size - in->pos;
 }
 
-/* Hand buffered bytes to the protocol and say what follows. */
-static unsigned conn_input_run(struct conn_input *in, struct session *s)
+/* Whether to acknowledge the bytes just read at once (CONN_IN_QUICKACK).
+ * A client without TCP_NODELAY sends a small write only once what it sent
+ * before is acknowledged, and a reply of ours carries that ACK; without one
+ * the kernel delays it (40 ms). So: when a request is left incomplete (its
+ * client's next bytes wait for the ACK: a line or header in part, a value
+ * or its "\r\n" still to come), and when the requests are complete but
+ * queued no reply since `owed` (noreply, quiet commands, quiet misses: the
+ * client's next request waits for it). Not while requests are left to run
+ * (a -R yield, a pause: their replies come), nor for a held value (its rest
+ * is queued in the socket and read this turn; the read that ends it
+ * decides). direct: the read went straight into item memory and took
+ * exactly the value's rest, so a text value's "\r\n" was left in the
+ * socket, not missing (the read that takes it decides). */
+static unsigned conn_input_ack(const struct conn_input *in, const struct session *s,
+                               size_t owed, bool direct)
+{
+    if ((in->len > 0 && !in->again) || (s->sink_len > 0 && !s->sink_held))
+        return CONN_IN_QUICKACK; /* incomplete */
+    if (in->again || s->sink_len > 0)
+        return 0;
+    if (proto_mid_request(s))
+        return direct ? 0 : CONN_IN_QUICKACK;
+    return reply_pending(&s->reply) <= owed ? CONN_IN_QUICKACK : 0;
+}
+
+/* Hand buffered bytes to the protocol and say what follows; owed: what the
+ * reply queue held before this read's requests ran. */
+static unsigned conn_input_run(struct conn_input *in, struct session *s, size_t owed)
 {
     enum proto_status st = PROTO_OK;
     while (in->len > 0) {
@@ -102,10 +128,7 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s)
         s->close_why = SESSION_CLOSE_NORMAL;
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     }
-    /* After a yield or pause the buffered bytes are complete requests, not a
-     * wait for more; nor is a held value, whose bytes are all queued. */
-    if ((in->len > 0 && !in->again) || (s->sink_len > 0 && !s->sink_held))
-        act |= CONN_IN_QUICKACK;
+    act |= conn_input_ack(in, s, owed, false);
     if (in->again)
         act |= CONN_IN_AGAIN;
     /* A -R yield gives the turn to other connections but keeps this read's
@@ -124,22 +147,23 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s)
 unsigned conn_input_received(struct conn_input *in, struct session *s,
                              enum conn_in_target t, size_t n)
 {
+    size_t owed = reply_pending(&s->reply);
     if (t == CONN_IN_TO_SINK) {
         /* past the value: what follows it, in the tail (conn_input_tail) */
         size_t into = n < s->sink_len ? n : s->sink_len;
         proto_sink_filled(s, into);
         if (n > into) {
             in->len += n - into;
-            return conn_input_run(in, s);
+            return conn_input_run(in, s, owed);
         }
         if (in->len == 0)
             conn_input_release(in); /* a tail that took nothing */
-        return CONN_IN_FLUSH | (s->sink_len > 0 && !s->sink_held ? CONN_IN_QUICKACK : 0);
+        return CONN_IN_FLUSH | conn_input_ack(in, s, owed, true);
     }
     if (t != CONN_IN_TO_BUF)
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     in->len += n;
-    return conn_input_run(in, s);
+    return conn_input_run(in, s, owed);
 }
 
 int conn_input_keep(struct conn_input *in, const char *data, size_t n)
@@ -167,7 +191,7 @@ unsigned conn_input_eof(struct conn_input *in, struct session *s)
         s->close_why = SESSION_CLOSE_NORMAL;
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     }
-    return conn_input_run(in, s);
+    return conn_input_run(in, s, reply_pending(&s->reply));
 }
 
 unsigned conn_input_resume(struct conn_input *in, struct session *s)
@@ -178,5 +202,5 @@ unsigned conn_input_resume(struct conn_input *in, struct session *s)
         s->close_why = SESSION_CLOSE_NORMAL;
         return CONN_IN_CLOSE | CONN_IN_FLUSH;
     }
-    return conn_input_run(in, s);
+    return conn_input_run(in, s, reply_pending(&s->reply));
 }

@@ -34,7 +34,8 @@ struct conn_input {
 
 /* What the caller should do after an input event (bits). */
 enum {
-    CONN_IN_QUICKACK = 1, /* a request is incomplete: acknowledge at once */
+    CONN_IN_QUICKACK = 1, /* acknowledge at once: a request is incomplete, or
+                             the read's requests queued no reply */
     CONN_IN_FLUSH = 2,    /* send what is owed now */
     CONN_IN_AGAIN = 4,    /* call conn_input_resume once the session owes no
                              more than half its allowance */

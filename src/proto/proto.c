@@ -43,3 +43,10 @@ void proto_sink_filled(struct session *s, size_t n)
     else
         text_sink_filled(s, n);
 }
+
+bool proto_mid_request(const struct session *s)
+{
+    if (s->kind == PROTO_KIND_BINARY)
+        return s->bin.recv != BIN_RECV_NONE;
+    return s->kind == PROTO_KIND_TEXT && s->text.receiving;
+}

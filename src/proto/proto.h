@@ -10,6 +10,7 @@
 #ifndef NODELAY_PROTO_H
 #define NODELAY_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct session;
@@ -36,5 +37,10 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len,
  * straight there (no copy through its buffer) and must then call
  * proto_sink_filled with how many bytes it put there. */
 void proto_sink_filled(struct session *s, size_t n);
+
+/* A request has begun and not ended: its value, or the "\r\n" after it, is
+ * still to come (bytes of a line or header not yet whole stay unconsumed,
+ * in the caller's buffer). */
+bool proto_mid_request(const struct session *s);
 
 #endif

@@ -249,7 +249,7 @@
     X(multishot_kept_bytes, WORKER, multishot_kept_bytes, U64, COUNTER, ALWAYS, NULL,              \
       "bytes a multishot receive delivered while its connection could not run them (kept in its read buffer)") \
     X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS, NULL,                                    \
-      "TCP_QUICKACK set after a partial request")                                                  \
+      "TCP_QUICKACK set after a read: a partial request, or no reply")                             \
     X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS, NULL,                    \
       "connections cut off for an unbounded reply queue")                                          \
     X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS, NULL,                      \

@@ -84,6 +84,13 @@ def test_every_source_file_has_an_spdx_line():
      "Hash table grows with `-o hashpower=N` \n"),
     (["-t", "64", "-o", "hashpower=15"], 1,
      "Hash table power size (15) cannot be equal to or less than item lock table (15)"),
+    # memcached 1.6.18 and 1.6.45 refuse UDP beside either authentication: a
+    # datagram has no session, and the guessing limit counts TCP peers only
+    # (checked before the -Y file is read, as memcached does)
+    (["-Y", "/nonexistent/auth", "-U", "11211"], 64,
+     "Cannot use UDP with ascii authentication enabled (-U 0 to disable)\n"),
+    (["-S", "-U", "11211"], 64,
+     "ERROR: Cannot enable UDP while using binary SASL authentication.\n"),
     (["--bogus"], 1, None),
     (["-Q"], 1, None),
 ])

@@ -114,6 +114,69 @@ def test_pidfile_daemon(server_bin, tmp_path):
         assert mark not in log.read_text(), log.read_text()[-3000:]
 
 
+def run_daemon(server_bin, port, *flags):
+    """`nodelay -d` as an init script runs it: returns when the command does."""
+    return subprocess.run([server_bin, "-p", str(port), "-U", "0", "-l", "127.0.0.1",
+                           *root_flags(), "-d", *flags], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=30 * helpers.slow_factor())
+
+
+@pytest.mark.parametrize("how", ["--logfile", "config logfile"])
+def test_daemon_logfile_unopenable(server_bin, tmp_path, how):
+    """-d with a logfile it cannot open (a config's `logfile` line, or
+    --logfile): the command names the file and fails, rather than exiting 0
+    with no server."""
+    port = helpers.free_port()
+    logfile = tmp_path / "no-such-dir" / "nodelay.log"
+    if how == "--logfile":
+        flags = ["--logfile", str(logfile)]
+    else:
+        conf = tmp_path / "nodelay.conf"
+        conf.write_text(f"-m 64\nlogfile {logfile}\n")
+        flags = ["--config", str(conf)]
+    r = run_daemon(server_bin, port, *flags)
+    assert r.returncode != 0, f"exit 0 with no server: {r.stderr}"
+    assert f"cannot open the logfile {logfile}: No such file or directory" in r.stderr, r.stderr
+    assert not answers_version(port)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_daemon_failure_after_fork_reported(start_server, server_bin, tmp_path, verbose):
+    """A failure after the fork (the port is taken): the command waits for
+    the server's readiness, so it returns the server's status, not 0, and
+    says where the server's messages went."""
+    taken = start_server().port
+    r = run_daemon(server_bin, taken, *(["-v"] if verbose else []))
+    assert r.returncode == 71, (r.returncode, r.stderr)
+    assert "the server exited with status 71 before it was ready" in r.stderr, r.stderr
+    if verbose:  # -v keeps stderr: the server's own line is there too
+        assert "failed to listen on TCP port" in r.stderr, r.stderr
+    else:
+        assert "run it with -v, or without -d, to see why" in r.stderr, r.stderr
+    logfile = tmp_path / "d.log"
+    r = run_daemon(server_bin, taken, "--logfile", str(logfile))
+    assert r.returncode == 71 and f"its messages are in {logfile}" in r.stderr, r.stderr
+    assert "failed to listen on TCP port" in logfile.read_text()
+
+
+def test_daemon_returns_once_ready(server_bin, tmp_path):
+    """-d that succeeds: exit 0, and the server answers at once (the
+    command waited for it), its output appended to the logfile."""
+    port = helpers.free_port()
+    pidfile, logfile = tmp_path / "d.pid", tmp_path / "d.log"
+    logfile.write_text("earlier\n")
+    r = run_daemon(server_bin, port, "-v", "-P", str(pidfile), "--logfile", str(logfile))
+    assert r.returncode == 0, r.stderr
+    pid = read_pid(pidfile)
+    assert pid, "no pid file when -d returned"
+    try:
+        assert answers_version(port), "-d returned before the server answered"
+        assert logfile.read_text().startswith("earlier\n")
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: gone(pid), what="the daemon to exit")
+
+
 def nobody():
     try:
         return pwd.getpwnam("nobody")
@@ -301,8 +364,10 @@ def test_make_install_destdir(server_bin, tmp_path):
     files = {str(p.relative_to(dest)): p for p in dest.rglob("*") if p.is_file()}
     assert sorted(files) == ["etc/nodelay.conf", "usr/bin/nodelay",
                              "usr/lib/systemd/system/nodelay.service",
+                             "usr/lib/systemd/system/nodelay@.service",
                              "usr/lib/sysusers.d/nodelay.conf",
                              "usr/lib/tmpfiles.d/nodelay.conf",
+                             "usr/share/doc/nodelay/LICENSE",
                              "usr/share/man/man1/nodelay.1"]
     binary = files["usr/bin/nodelay"]
     assert os.stat(binary).st_mode & 0o777 == 0o755
@@ -312,6 +377,9 @@ def test_make_install_destdir(server_bin, tmp_path):
     assert "ExecStart=/usr/bin/nodelay --config /etc/nodelay.conf\n" in unit
     assert not re.search(r"@[A-Z]+@", unit), "a placeholder is left in the unit"
     assert "Type=notify" in unit and "User=nodelay" in unit
+    template = files["usr/lib/systemd/system/nodelay@.service"].read_text()
+    assert "ExecStart=/usr/bin/nodelay --config /etc/nodelay_%i.conf\n" in template
+    assert not re.search(r"@[A-Z]+@", template), "a placeholder is left in the template"
     assert files["usr/share/man/man1/nodelay.1"].read_text().startswith(".TH NODELAY 1")
     assert "d /run/nodelay 0755 nodelay nodelay" in files["usr/lib/tmpfiles.d/nodelay.conf"].read_text()
     assert files["usr/lib/sysusers.d/nodelay.conf"].read_text().count("\nu nodelay ") == 1
@@ -337,6 +405,8 @@ def test_make_install_prefix(server_bin, tmp_path):
     make_install(server_bin, f"DESTDIR={dest}")
     unit = (dest / "usr/local/lib/systemd/system/nodelay.service").read_text()
     assert "ExecStart=/usr/local/bin/nodelay --config /usr/local/etc/nodelay.conf\n" in unit
+    template = (dest / "usr/local/lib/systemd/system/nodelay@.service").read_text()
+    assert "ExecStart=/usr/local/bin/nodelay --config /usr/local/etc/nodelay_%i.conf\n" in template
     assert (dest / "usr/local/etc/nodelay.conf").is_file()
     assert (dest / "usr/local/share/man/man1/nodelay.1").is_file()
 
@@ -357,11 +427,110 @@ def unit_exec_start(unit_path):
     return lines[0][len("ExecStart="):].split()
 
 
-def test_unit_verifies(installed):
+UNITS = ["nodelay.service", "nodelay@.service"]
+
+
+def unit_directives(text):
+    """(section, key, value) of each setting of a unit file, in order."""
+    out, section = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            section = line.strip("[]")
+            continue
+        key, _, value = line.partition("=")
+        out.append((section, key.strip(), value.strip()))
+    return out
+
+
+def unit_setting(directives, key):
+    values = [v for _, k, v in directives if k == key]
+    return values[-1] if values else None
+
+
+def under(path, top):
+    return os.path.commonpath([path, top]) == top
+
+
+@pytest.mark.parametrize("unit_name", UNITS)
+def test_unit_keeps_the_e_file(installed, unit_name):
+    """The -e path the config names survives the unit's stop and start
+    (else `systemctl restart` restores nothing): checked against what a
+    systemd unit removes or hides at each run, and what it lets the
+    service write."""
+    unit = unit_directives((installed / "lib/systemd/system" / unit_name).read_text())
+    conf = (installed / "etc/nodelay.conf").read_text()
+    m = re.search(r"^#?\s*-e\s+(/\S+)\s*$", conf, re.M)
+    assert m, "nodelay.conf names no -e path"
+    path = m.group(1)
+    yes = ("yes", "true", "1", "on")
+    # RemoveIPC= deletes every file the service user owns under /dev/shm
+    # (and /dev/mqueue), in every subdirectory, at each stop
+    if (unit_setting(unit, "RemoveIPC") or "no") in yes:
+        for top in ("/dev/shm", "/dev/mqueue"):
+            assert not under(path, top), f"RemoveIPC=yes deletes -e {path} at every stop"
+    # PrivateTmp= gives each run a new /tmp and /var/tmp
+    if (unit_setting(unit, "PrivateTmp") or "no") in yes:
+        for top in ("/tmp", "/var/tmp"):
+            assert not under(path, top), f"PrivateTmp=yes loses -e {path} at every stop"
+    # PrivateDevices= gives each run a new /dev, binding only /dev/shm (and
+    # /dev/pts, /dev/mqueue) from the host
+    if (unit_setting(unit, "PrivateDevices") or "no") in yes and under(path, "/dev"):
+        assert under(path, "/dev/shm"), f"PrivateDevices=yes loses -e {path}"
+    # RuntimeDirectory= is removed at stop unless preserved
+    preserve = unit_setting(unit, "RuntimeDirectoryPreserve") or "no"
+    for d in (unit_setting(unit, "RuntimeDirectory") or "").split():
+        assert preserve in yes or not under(path, "/run/" + d), \
+            f"RuntimeDirectory={d} is removed at every stop, with -e {path}"
+    # ProtectSystem=strict leaves writable only the API file systems and
+    # what the unit names
+    if unit_setting(unit, "ProtectSystem") == "strict":
+        writable = ["/dev", "/proc", "/sys"]
+        writable += [p.lstrip("-") for _, k, v in unit if k == "ReadWritePaths" for p in v.split()]
+        for key, top in (("RuntimeDirectory", "/run"), ("StateDirectory", "/var/lib"),
+                         ("CacheDirectory", "/var/cache")):
+            writable += [f"{top}/{d}" for d in (unit_setting(unit, key) or "").split()]
+        assert any(under(path, w) for w in writable), \
+            f"-e {path} is read-only under ProtectSystem=strict"
+    # and on tmpfs, as the server asks (elsewhere it warns)
+    assert under(path, "/dev/shm") or under(path, "/run"), path
+
+
+def test_template_unit_is_the_service_per_instance(installed):
+    """nodelay@NAME is nodelay.service reading /etc/nodelay_NAME.conf (as
+    Debian's memcached@.service reads /etc/memcached_NAME.conf): the same
+    settings otherwise, so the hardening cannot drift apart."""
+    units = installed / "lib/systemd/system"
+    single = unit_directives((units / "nodelay.service").read_text())
+    template = unit_directives((units / "nodelay@.service").read_text())
+    conf = installed / "etc"
+    assert unit_setting(template, "ExecStart") == \
+        f"{installed}/bin/nodelay --config {conf}/nodelay_%i.conf"
+    assert "%i" in unit_setting(template, "Description")
+    differ = {"ExecStart", "Description"}
+    assert [d for d in single if d[1] not in differ] == \
+        [d for d in template if d[1] not in differ]
+
+
+def instance_unit(installed, tmp_path, name):
+    """The template as systemd reads it for instance NAME: a file named
+    nodelay@NAME.service (systemd-analyze verifies instances, not templates)."""
+    unit = tmp_path / f"nodelay@{name}.service"
+    shutil.copy(installed / "lib/systemd/system/nodelay@.service", unit)
+    return unit
+
+
+@pytest.mark.parametrize("unit_name", UNITS)
+def test_unit_verifies(installed, tmp_path, unit_name):
     analyze = shutil.which("systemd-analyze")
     if not analyze:
         pytest.skip("systemd-analyze is absent (Debian package systemd; scripts/install-deps.sh)")
-    unit = installed / "lib/systemd/system/nodelay.service"
+    if unit_name == "nodelay.service":
+        unit = installed / "lib/systemd/system/nodelay.service"
+    else:
+        unit = instance_unit(installed, tmp_path, "b")
     # Documentation=man:nodelay(1) is checked with man(1): show it the page
     env = dict(os.environ, MANPATH=str(installed / "share/man"))
     r = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True,
@@ -382,19 +551,27 @@ def supports_config(binary):
 DEBIAN_MEMCACHED_CONF = "/usr/share/memcached/memcached.conf.default"
 
 
-@pytest.mark.parametrize("config", ["nodelay.conf", "Debian's memcached.conf"])
+@pytest.mark.parametrize("config", ["nodelay.conf", "Debian's memcached.conf", "instance"])
 def test_unit_exec_start_serves(installed, tmp_path, notify_socket, config):
     """The unit's ExecStart, as systemd runs it: as an unprivileged user (the
     unit's User=nodelay; here nobody, when root), with NOTIFY_SOCKET
     (Type=notify); then ExecReload's SIGHUP, then systemctl stop's SIGTERM.
-    With the packaged config, and with Debian's /etc/memcached.conf copied
+    With the packaged config, with Debian's /etc/memcached.conf copied
     over it unchanged (its -d, logfile, -u memcache and -P lines included)
-    but for the port, so the test does not take 11211."""
-    argv = unit_exec_start(installed / "lib/systemd/system/nodelay.service")
+    but for the port, so the test does not take 11211, and as the
+    template's instance b, whose config is a copy as the operator makes."""
+    if config == "instance":
+        argv = [a.replace("%i", "b") for a in
+                unit_exec_start(installed / "lib/systemd/system/nodelay@.service")]
+        conf = installed / "etc/nodelay_b.conf"
+        shutil.copy(installed / "etc/nodelay.conf", conf)
+        assert argv[-1] == str(conf), argv
+    else:
+        argv = unit_exec_start(installed / "lib/systemd/system/nodelay.service")
+        conf = installed / "etc/nodelay.conf"
     if not supports_config(argv[0]):
         pytest.skip("this server has no --config yet (issue 8.1's config reader)")
-    conf = installed / "etc/nodelay.conf"
-    if config != "nodelay.conf":
+    if config == "Debian's memcached.conf":
         if not os.path.exists(DEBIAN_MEMCACHED_CONF):
             pytest.skip(f"{DEBIAN_MEMCACHED_CONF} is absent (Debian package memcached)")
         shutil.copy(DEBIAN_MEMCACHED_CONF, conf)
@@ -422,6 +599,96 @@ def test_unit_exec_start_serves(installed, tmp_path, notify_socket, config):
         assert proc.poll() is None and answers_version(port), log.read_text()
     finally:
         stop_proc(proc, log)
+
+
+# ---- optional libraries: auto for a user's make, required for the package ----
+
+# Each optional library of the Makefile: its variable, pkg-config module and
+# the flag its build adds.
+FEATURES = [("URING", "liburing", "-luring"), ("MHD", "libmicrohttpd", "-lmicrohttpd"),
+            ("SYSTEMD", "libsystemd", "-lsystemd")]
+
+
+def make_dry_run(*assignments, env=None):
+    """`make -n` of the default goal: the Makefile's feature checks run at
+    parse time, so nothing is built."""
+    return subprocess.run(["make", "-n", "-C", ROOT, *assignments], capture_output=True,
+                          text=True, timeout=60, env=env)
+
+
+@pytest.fixture
+def pkg_config_without(tmp_path):
+    """A PATH whose pkg-config finds nothing of the module asked for (as
+    on a machine without its -dev package), and everything else as usual."""
+    real = shutil.which("pkg-config")
+    if not real:
+        pytest.skip("pkg-config is absent")
+
+    def env_for(module):
+        d = tmp_path / f"without-{module}"
+        d.mkdir()
+        fake = d / "pkg-config"
+        fake.write_text(f"#!/bin/sh\nfor a; do [ \"$a\" = {module} ] && exit 1; done\n"
+                        f"exec {real} \"$@\"\n")
+        fake.chmod(0o755)
+        return dict(os.environ, PATH=f"{d}:{os.environ['PATH']}")
+    return env_for
+
+
+@pytest.mark.parametrize("var,module,flag", FEATURES)
+def test_make_required_feature_fails_when_absent(pkg_config_without, var, module, flag):
+    """VAR=yes means required: without the library the build stops and says
+    which and how to get it, where auto (the default) builds without it."""
+    env = pkg_config_without(module)
+    r = make_dry_run(f"{var}=yes", env=env)
+    assert r.returncode != 0, f"{var}=yes built without {module}:\n{r.stdout[-2000:]}"
+    assert f"{var}=yes: pkg-config cannot find {module}" in r.stderr, r.stderr
+    assert re.search(rf"apt-get install {module}\S*-dev", r.stderr), r.stderr
+    r = make_dry_run(env=env)
+    assert r.returncode == 0, r.stderr
+    assert flag not in r.stdout, "auto linked a library pkg-config did not find"
+
+
+@pytest.mark.parametrize("var,module,flag", FEATURES)
+def test_make_required_feature_builds_when_present(var, module, flag):
+    if subprocess.run(["pkg-config", "--exists", module]).returncode != 0:
+        pytest.skip(f"pkg-config cannot find {module} here")
+    r = make_dry_run(f"{var}=yes")
+    assert r.returncode == 0, r.stderr
+    assert flag in r.stdout
+
+
+def test_make_feature_value_checked():
+    r = make_dry_run("URING=maybe")
+    assert r.returncode != 0 and "URING must be yes, auto or no" in r.stderr, r.stderr
+
+
+def control_field(text, name):
+    """One field of a deb822 paragraph, its continuation lines joined."""
+    m = re.search(rf"^{name}:(.*(?:\n[ \t].*)*)", text, re.M)
+    assert m, f"no {name} in debian/control"
+    return " ".join(m.group(1).split())
+
+
+def test_package_requires_every_feature_and_build_depends_on_it():
+    """debian/rules passes VAR=yes for every optional library the Makefile
+    has (so a package build can never quietly lose one), and debian/control
+    build-depends on the -dev package of each, and of the libraries every
+    build links."""
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        makefile = f.read()
+    optional = set(re.findall(r"^(\w+) \?= auto$", makefile, re.M))
+    assert optional >= {v for v, _, _ in FEATURES}, optional
+    debs = dict(re.findall(r"^(\w+)_DEB := (\S+)$", makefile, re.M))
+    with open(os.path.join(ROOT, "debian", "rules")) as f:
+        rules = f.read()
+    required = set(re.findall(r"\b(\w+)=yes\b", rules))
+    assert optional <= required, f"debian/rules leaves {optional - required} to auto"
+    with open(os.path.join(ROOT, "debian", "control")) as f:
+        depends = {d.strip().split()[0]
+                   for d in control_field(f.read(), "Build-Depends").split(",") if d.strip()}
+    wanted = {debs[v] for v in optional} | {"pkg-config", "libxxhash-dev", "libssl-dev"}
+    assert wanted <= depends, f"Build-Depends lacks {sorted(wanted - depends)}"
 
 
 # ---- the Debian package -------------------------------------------------------
@@ -460,7 +727,8 @@ def test_deb_contents(deb, tmp_path):
     listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True,
                              check=True, timeout=30).stdout
     files = {l.split()[-1].lstrip(".") for l in listing.splitlines() if not l.startswith("d")}
-    for want in ("/usr/bin/nodelay", "/lib/systemd/system/nodelay.service", "/etc/nodelay.conf",
+    for want in ("/usr/bin/nodelay", "/lib/systemd/system/nodelay.service",
+                 "/lib/systemd/system/nodelay@.service", "/etc/nodelay.conf",
                  "/usr/share/man/man1/nodelay.1.gz", "/usr/lib/tmpfiles.d/nodelay.conf",
                  "/usr/share/doc/nodelay/copyright"):
         assert want in files, f"{want} is not in the package:\n{listing}"
@@ -475,9 +743,16 @@ def test_deb_contents(deb, tmp_path):
     subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True, timeout=30)
     unit = (tree / "lib/systemd/system/nodelay.service").read_text()
     assert "ExecStart=/usr/bin/nodelay --config /etc/nodelay.conf\n" in unit
+    template = (tree / "lib/systemd/system/nodelay@.service").read_text()
+    assert "ExecStart=/usr/bin/nodelay --config /etc/nodelay_%i.conf\n" in template
     r = subprocess.run([str(tree / "usr/bin/nodelay"), "-V"], capture_output=True, text=True,
                        timeout=10)
     assert r.returncode == 0 and "nodelay" in r.stdout + r.stderr
+    # built with every optional library (debian/rules requires them)
+    assert "io_uring" in r.stdout + r.stderr, r.stdout + r.stderr
+    depends = deb_field(deb, "Depends")
+    for lib in ("liburing", "libmicrohttpd", "libsystemd"):
+        assert lib in depends, f"the package does not link {lib}: {depends}"
 
 
 @pytest.mark.slow

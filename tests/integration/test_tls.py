@@ -31,9 +31,13 @@ def openssl(*args, cwd):
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
+    return make_pki(tmp_path_factory)
+
+
+def make_pki(tmp_path_factory):
     """A CA, a server certificate for 127.0.0.1, a client certificate the CA
     signed, one it did not, an expired server certificate, and a second
-    server key and certificate."""
+    server key and certificate (test_delayed_ack.py's TLS server too)."""
     d = tmp_path_factory.mktemp("pki")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",

@@ -465,6 +465,62 @@ static void test_held_value_is_read_with_what_follows(void **state)
     tt_free(t);
 }
 
+/* A read whose requests are whole but queue no reply (noreply, quiet meta
+ * commands, a quiet miss) asks for an early ACK: a client without
+ * TCP_NODELAY holds its next request until its last write is acknowledged,
+ * and no reply of ours will carry the ACK. A read that queues a reply asks
+ * for none (the reply carries it), whatever was owed before it. */
+static void test_read_without_reply_is_acknowledged(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    static const struct {
+        const char *in;
+        bool ack;
+    } reads[] = {
+        {"set k 0 0 1 noreply\r\nx\r\n", true},
+        {"get k\r\n", false},
+        {"ms q 1 q\r\nx\r\nmd q q\r\n", true},
+        {"mg nokey v q\r\n", true},
+        {"mg k v q\r\n", false}, /* a hit is answered even when quiet */
+        {"delete nokey noreply\r\nmn\r\n", false},
+        {"set k 0 0 1 noreply\r\nx\r\nget k", true}, /* incomplete, as before */
+    };
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+        unsigned act = ci_read(t, reads[i].in, strlen(reads[i].in));
+        assert_true(act & CONN_IN_FLUSH);
+        if (reads[i].ack)
+            assert_true(act & CONN_IN_QUICKACK);
+        else
+            assert_false(act & CONN_IN_QUICKACK);
+        size_t n;
+        free(tt_drain(t, &n)); /* the client reads */
+    }
+    /* a value read straight into item memory: acknowledged when its "\r\n"
+     * ends the request, not while the "\r\n" is still to be read */
+    const char hdr[] = "set big 0 0 20000 noreply\r\n";
+    assert_false(ci_read(t, "\r\n", 2) & CONN_IN_QUICKACK); /* ends "get k": VALUE */
+    size_t n;
+    free(tt_drain(t, &n));
+    assert_true(ci_read(t, hdr, sizeof hdr - 1) & CONN_IN_QUICKACK);
+    char *at;
+    size_t room;
+    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_SINK);
+    memset(at, 'z', room);
+    assert_false(conn_input_received(&t->in, &t->s, CONN_IN_TO_SINK, room) & CONN_IN_QUICKACK);
+    assert_true(ci_read(t, "\r\n", 2) & CONN_IN_QUICKACK);
+    /* a value whole in the buffer, its "\r\n" still to come: incomplete */
+    assert_true(ci_read(t, "set v 0 0 5\r\nhello", 18) & CONN_IN_QUICKACK);
+    assert_true(ci_read(t, "\r", 1) & CONN_IN_QUICKACK);
+    assert_false(ci_read(t, "\n", 1) & CONN_IN_QUICKACK); /* STORED */
+    free(tt_drain(t, &n));
+    /* replies still owed (not yet sent) and a read that adds none: acknowledged */
+    assert_false(ci_read(t, "get k\r\n", 7) & CONN_IN_QUICKACK);
+    assert_true(reply_pending(&t->s.reply) > 0);
+    assert_true(ci_read(t, "set k 0 0 1 noreply\r\ny\r\n", 24) & CONN_IN_QUICKACK);
+    tt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_value_whole_before_its_crlf),
         cmocka_unit_test(test_kept_bytes_run_after_the_paused_work),
         cmocka_unit_test(test_held_value_is_read_with_what_follows),
+        cmocka_unit_test(test_read_without_reply_is_acknowledged),
     };
     return cmocka_run_group_tests(tests, tt_group_setup, NULL);
 }

@@ -163,6 +163,45 @@ static void test_shared_listener(void **state)
     event_loop_destroy(&l2);
 }
 
+static int listen_loopback(struct sockaddr_in *a)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(lfd >= 0);
+    *a = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(lfd, (struct sockaddr *)a, sizeof *a), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    socklen_t len = sizeof *a;
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)a, &len), 0);
+    return lfd;
+}
+
+/* A loop holds no reference on a listener it watches: once its last
+ * descriptor is closed the port refuses connections at once, loops still
+ * waiting on it (a pending io_uring poll held the socket open, in LISTEN,
+ * until the ring was torn down). */
+static void test_listener_not_held(void **state)
+{
+    (void)state;
+    struct sockaddr_in a;
+    int lfd = listen_loopback(&a);
+    struct event_loop *l1 = NULL, *l2 = NULL;
+    assert_int_equal(event_loop_create(&l1), 0);
+    assert_int_equal(event_loop_create(&l2), 0);
+    int tag;
+    assert_int_equal(event_add(l1, lfd, EVENT_READ | EVENT_EXCLUSIVE, &tag), 0);
+    assert_int_equal(event_add(l2, lfd, EVENT_READ | EVENT_EXCLUSIVE, &tag), 0);
+    struct event_fired ev[2];
+    assert_int_equal(event_wait(l1, ev, 2, 0), 0); /* polls armed, nothing ready */
+    assert_int_equal(event_wait(l2, ev, 2, 0), 0);
+    close(lfd);
+    int cfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(cfd, (struct sockaddr *)&a, sizeof a), -1);
+    assert_int_equal(errno, ECONNREFUSED);
+    close(cfd);
+    event_loop_destroy(&l1);
+    event_loop_destroy(&l2);
+}
+
 static void test_backend_name(void **state)
 {
     const char *want = *state;
@@ -256,11 +295,53 @@ static void test_completion_io(void **state)
     event_loop_destroy(&l);
 }
 
+/* io_uring: a connection to a listener that two loops wait on wakes one of
+ * them, not both (EPOLLEXCLUSIVE's promise, kept through the listeners'
+ * shared set), and the other takes the next. */
+static void test_listener_wakes_one_loop(void **state)
+{
+    (void)state;
+    struct sockaddr_in a;
+    int lfd = listen_loopback(&a);
+    struct event_loop *l1 = NULL, *l2 = NULL;
+    assert_int_equal(event_loop_create(&l1), 0);
+    assert_int_equal(event_loop_create(&l2), 0);
+    int t1, t2;
+    assert_int_equal(event_add(l1, lfd, EVENT_READ | EVENT_EXCLUSIVE, &t1), 0);
+    assert_int_equal(event_add(l2, lfd, EVENT_READ | EVENT_EXCLUSIVE, &t2), 0);
+    struct event_fired ev[4];
+    assert_int_equal(event_wait(l1, ev, 4, 0), 0);
+    assert_int_equal(event_wait(l2, ev, 4, 0), 0);
+    int cfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(cfd, (struct sockaddr *)&a, sizeof a), 0);
+    int n1 = event_wait(l1, ev, 4, 200);
+    int n2 = event_wait(l2, ev, 4, 200);
+    assert_int_equal(n1 + n2, 1);
+    assert_ptr_equal(ev[0].ptr, n1 ? (void *)&t1 : (void *)&t2);
+    assert_true(ev[0].events & EVENT_READ);
+    int afd = accept(lfd, NULL, NULL);
+    assert_true(afd >= 0);
+    close(afd);
+    close(cfd);
+    /* one loop left the set: the other still wakes */
+    assert_int_equal(event_delete(l1, lfd), 0);
+    cfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(cfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(event_wait(l2, ev, 4, 1000), 1);
+    assert_ptr_equal(ev[0].ptr, &t2);
+    close(cfd);
+    assert_int_equal(event_delete(l2, lfd), 0);
+    close(lfd);
+    event_loop_destroy(&l1);
+    event_loop_destroy(&l2);
+}
+
 static const struct CMUnitTest readiness_tests[] = {
     cmocka_unit_test(test_read_write_interest),
     cmocka_unit_test(test_hangup_reported),
     cmocka_unit_test(test_many_fds_and_swap_delete),
     cmocka_unit_test(test_shared_listener),
+    cmocka_unit_test(test_listener_not_held),
 };
 
 static int run_on(bool ring, const char *name)
@@ -278,8 +359,9 @@ static int run_on(bool ring, const char *name)
                                          sizeof readiness_tests / sizeof readiness_tests[0], NULL, NULL);
     failed += _cmocka_run_group_tests(name, named, 1, NULL, NULL);
     if (ring) {
-        const struct CMUnitTest io[] = {cmocka_unit_test(test_completion_io)};
-        failed += _cmocka_run_group_tests("io_uring completions", io, 1, NULL, NULL);
+        const struct CMUnitTest io[] = {cmocka_unit_test(test_completion_io),
+                                        cmocka_unit_test(test_listener_wakes_one_loop)};
+        failed += _cmocka_run_group_tests("io_uring completions", io, 2, NULL, NULL);
     }
     return failed;
 }

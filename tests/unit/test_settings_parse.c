@@ -296,6 +296,15 @@ static void test_auth_implies_protocol(void **state)
     assert_int_equal(p.res, SETTINGS_EXIT);
     assert_int_equal(p.code, 64);
     settings_release(&p.s);
+    /* memcached refuses UDP with -Y as with -S; -U 0 keeps it off */
+    parse(&p, "-Y", "/tmp/auth", "-U", "21114", NULL);
+    assert_int_equal(p.res, SETTINGS_EXIT);
+    assert_int_equal(p.code, 64);
+    assert_non_null(strstr(p.err, "Cannot use UDP with ascii authentication enabled"));
+    settings_release(&p.s);
+    parse(&p, "-Y", "/tmp/auth", "-U", "0", NULL);
+    assert_int_equal(p.res, SETTINGS_RUN);
+    settings_release(&p.s);
 }
 
 static void test_help_and_version(void **state)
