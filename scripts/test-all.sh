@@ -373,7 +373,7 @@ fuzz_stage() {
 # ---- soak ---------------------------------------------------------------------
 # SOAK_KINDS: the slow/bad clients beside the honest load, all of them by
 # default (bench/soak --help lists them), kind 5's bursts of non-readers too.
-SOAK_KINDS=${SOAK_KINDS:-0,1,2,3,4,5,6}
+SOAK_KINDS=${SOAK_KINDS:-0,1,2,3,4,5,6,7}
 soak_stage() {
     note "soak (${SOAK_SECONDS}s)"
     if make -j"$JOBS" loadgen >"$LOGS/soak-build.log" 2>&1 &&

@@ -94,13 +94,15 @@ static void main_raise_limits(const struct settings *s)
         }
     }
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-        rlim_t want = (rlim_t)s->maxconns + MAIN_FD_RESERVE;
+        /* the endpoint's connections are never taken from -c's */
+        rlim_t want = (rlim_t)s->maxconns + MAIN_FD_RESERVE + (s->metrics_listen ? METRICS_FDS : 0);
         if (rl.rlim_cur < want) {
             rl.rlim_cur = want <= rl.rlim_max || rl.rlim_max == RLIM_INFINITY ? want : rl.rlim_max;
             if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
-                log_info("file descriptor limit is below -c %d + %d; connections beyond it "
+                log_info("file descriptor limit is below -c %d + %d%s; connections beyond it "
                          "will wait",
-                         s->maxconns, MAIN_FD_RESERVE);
+                         s->maxconns, MAIN_FD_RESERVE,
+                         s->metrics_listen ? " + the metrics endpoint's" : "");
         }
     }
 }
@@ -331,19 +333,21 @@ int main(int argc, char **argv)
     struct server *srv = server_create(&core, &s); /* the ops every session gets */
     if (!srv)
         goto out_entries;
+    if (core_start(&core) < 0) {
+        server_destroy(&srv);
+        goto out_entries;
+    }
+    /* The endpoint reads what the core runs (its workers' counters, the
+     * backend it chose): started after it, so no scrape sees it half made. */
     if (s.metrics_listen) {
         char err[256];
         if (metrics_start(s.metrics_listen, srv, err, sizeof err) < 0) {
             log_error("%s", err);
+            core_stop(&core, false);
             server_destroy(&srv);
             rc = MAIN_EX_USAGE;
             goto out_entries;
         }
-    }
-    if (core_start(&core) < 0) {
-        metrics_stop();
-        server_destroy(&srv);
-        goto out_entries;
     }
     main_lock_memory(&s);
     log_info("nodelay %s (memcached %s protocol): %d worker threads, %s%s, -m %zu MB",

@@ -17,6 +17,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The endpoint's connections (metrics_guard.h): at most this many live, the
+ * longest-waiting pushed out for a newcomer, each request read and answered
+ * within METRICS_DEADLINE_S of its connection being ready for it. A scrape
+ * takes milliseconds; Prometheus waits 10 s by default. */
+#define METRICS_CONNECTIONS 256
+#define METRICS_DEADLINE_S 3
+/* Descriptors the endpoint may hold: twice its connections (one shut but
+ * not yet closed per live one), its listener, epoll and wake-up pipe. */
+#define METRICS_FDS (2 * METRICS_CONNECTIONS + 4)
+
 struct reply_queue;
 struct server;
 

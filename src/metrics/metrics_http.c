@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The endpoint's HTTP side: libmicrohttpd (Debian's libmicrohttpd-dev, a
  * maintained HTTP library, rather than a hand-written HTTP parser), running
- * its own polling thread, so a scrape never runs on a worker. Built only
- * when the Makefile found the library (NODELAY_HAVE_MHD); otherwise
- * metrics_start refuses with a message and the rest of the server is the
- * same. */
+ * its own polling thread (epoll, so descriptors past FD_SETSIZE are served
+ * too), so a scrape never runs on a worker. Its connections are watched by
+ * metrics_guard.h: a deadline per request, and a new connection always
+ * admitted. Built only when the Makefile found the library
+ * (NODELAY_HAVE_MHD); otherwise metrics_start refuses with a message and
+ * the rest of the server is the same. */
 #include "metrics/metrics.h"
 
 #include <stdio.h>
@@ -14,16 +16,20 @@
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "log.h"
+#include "metrics/metrics_guard.h"
 #include "stats/stats_hist.h"
 #include "reply/reply.h"
 
 static struct MHD_Daemon *metrics_daemon;
 static struct server *metrics_srv;
+static struct metrics_guard metrics_guard;
 
 bool metrics_available(void)
 {
@@ -105,6 +111,52 @@ static enum MHD_Result metrics_handle(void *cls, struct MHD_Connection *conn, co
     return metrics_reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
 
+/* The library's messages (a connection that left mid-request, one the guard
+ * cut off) are problems on connections, -v's, as the server's own: never a
+ * line on stderr per connection unasked, which a flood would make a flood. */
+static void metrics_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (!LOG_ENABLED(LOG_LEVEL_INFO))
+        return;
+    char line[256];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    log_write(LOG_LEVEL_INFO, "metrics: %s", line);
+}
+
+/* The library's word on each connection, passed to the guard; every call
+ * is on the library's polling thread. */
+static void metrics_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                           enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? metrics_guard_open(&metrics_guard, ci->connect_fd) : NULL;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        metrics_guard_close(&metrics_guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* A request is done (its reply sent, or given up): the next one on this
+ * connection has a deadline of its own. */
+static void metrics_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)con_cls;
+    (void)toe;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci && ci->socket_context)
+        metrics_guard_ready(&metrics_guard, ci->socket_context);
+}
+
 /* "PORT", "ADDR:PORT" or "[ADDR6]:PORT" into a socket address. */
 static int metrics_parse(const char *listen, struct sockaddr_storage *ss, bool *v6)
 {
@@ -157,18 +209,29 @@ int metrics_start(const char *listen, struct server *srv, char *err, size_t errl
         snprintf(err, errlen, "metrics_listen: %s is not PORT, ADDR:PORT or [ADDR6]:PORT", listen);
         return -1;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (v6)
         flags |= MHD_USE_IPv6;
     uint16_t port = v6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                        : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    /* A scrape needs a few connections at most: keep the thread small. */
+    if (metrics_guard_setup(&metrics_guard, METRICS_CONNECTIONS, 2 * METRICS_CONNECTIONS,
+                            (uint64_t)METRICS_DEADLINE_S * 1000000000u) < 0) {
+        snprintf(err, errlen, "metrics_listen: out of memory or threads");
+        return -1;
+    }
+    /* The library's own limit is the guard's slots: connections it shut
+     * (pushed out, late) hold one until the library has closed them. The
+     * inactivity timeout is the deadline too, a second line behind it. */
     metrics_daemon = MHD_start_daemon(flags, port, NULL, NULL, metrics_handle, NULL,
+                                      MHD_OPTION_EXTERNAL_LOGGER, metrics_log, NULL,
                                       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                                      MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
-                                      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                      MHD_OPTION_CONNECTION_LIMIT, (unsigned)(2 * METRICS_CONNECTIONS),
+                                      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_DEADLINE_S,
+                                      MHD_OPTION_NOTIFY_CONNECTION, metrics_notify, NULL,
+                                      MHD_OPTION_NOTIFY_COMPLETED, metrics_completed, NULL,
                                       MHD_OPTION_END);
     if (!metrics_daemon) {
+        metrics_guard_teardown(&metrics_guard);
         snprintf(err, errlen, "metrics_listen: cannot listen on %s", listen);
         return -1;
     }
@@ -179,8 +242,9 @@ int metrics_start(const char *listen, struct server *srv, char *err, size_t errl
 void metrics_stop(void)
 {
     if (metrics_daemon)
-        MHD_stop_daemon(metrics_daemon);
+        MHD_stop_daemon(metrics_daemon); /* closes every connection, telling the guard */
     metrics_daemon = NULL;
+    metrics_guard_teardown(&metrics_guard);
 }
 
 #else /* !NODELAY_HAVE_MHD */

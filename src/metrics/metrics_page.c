@@ -27,6 +27,7 @@
 #include "reply/reply.h"
 #include "server.h"
 #include "stats/stats_output.h"
+#include "stats/stats_table.h"
 
 enum kind { GAUGE, COUNTER };
 
@@ -84,22 +85,19 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* nodelay_<field>[_total], kept clear of the suffixes the text format
- * reserves (a gauge ending _count or _total gets _value) and in base units
- * (a field in _us or _ms becomes _seconds), as promtool's lint asks. */
+/* nodelay_<field>[_total], in base units (a field in _us or _ms becomes
+ * _seconds, the caller scaling the value), as promtool's lint asks. A row
+ * whose name would not make a good metric name this way (no unit, nodelay_
+ * twice, a gauge ending in a counter's or histogram's suffix) names its
+ * metric in the table instead (stats_table.h), and test_metrics.py checks
+ * every name on the page for it. */
 static void nodelay_name(char *out, size_t cap, const char *field, bool counter)
 {
     char base[80];
     snprintf(base, sizeof base, "%s", field);
     if ((ends_with(base, "_us") || ends_with(base, "_ms")) && strlen(base) + 5 < sizeof base)
-        strcpy(base + strlen(base) - 3, "_seconds"); /* the caller scales the value */
-    if (counter)
-        snprintf(out, cap, "nodelay_%s_total", base);
-    else if (ends_with(base, "_count") || ends_with(base, "_total") || ends_with(base, "_sum") ||
-             ends_with(base, "_bucket"))
-        snprintf(out, cap, "nodelay_%s_value", base);
-    else
-        snprintf(out, cap, "nodelay_%s", base);
+        strcpy(base + strlen(base) - 3, "_seconds");
+    snprintf(out, cap, counter ? "nodelay_%s_total" : "nodelay_%s", base);
 }
 
 /* A metric named "name" or "name{labels}" (a metric column's form), with
@@ -203,6 +201,69 @@ static int on_items(void *arg, const struct stats_cls_sample *smp)
     return 0;
 }
 
+/* One `stats slabs` row of one class: its STATS_SLABS metric, labelled
+ * slab="<class>"; the classes seen are noted for page_slab_sets. */
+struct slabs_walk {
+    struct page *p;
+    bool seen[STATS_CLASSES];
+};
+
+static int on_slabs(void *arg, const struct stats_cls_sample *smp)
+{
+    struct slabs_walk *w = arg;
+    if (smp->cls < STATS_CLASSES)
+        w->seen[smp->cls] = true;
+    return on_items(w->p, smp);
+}
+
+/* The exporter's per-class set, as page_set_commands: cmd_set less the cas
+ * commands of the class (never below 0: cas counts in the old item's class,
+ * its set in the new one's). */
+static void page_slab_sets(struct page *p, const struct slabs_walk *w,
+                           const struct stats_snapshot *snap)
+{
+    for (unsigned k = 0; k < STATS_CLASSES; k++) {
+        if (!w->seen[k])
+            continue;
+        const struct stats_class_counts *c = &snap->t.cls[k];
+        uint64_t cas = c->cas_hits + c->cas_badval;
+        char slab[24], v[24];
+        snprintf(slab, sizeof slab, "slab=\"%u\"", k);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)(c->cmd_set > cas ? c->cmd_set - cas : 0));
+        page_add_named(p, STATS_SLAB_COMMAND("set", "hit"), slab, v, STATS_HELP_SLAB_COMMANDS);
+    }
+}
+
+/* Names the page served before they followed Prometheus' naming (old, new),
+ * served beside the new ones for one release so that dashboards and alerts
+ * can move (docs/server.md "Prometheus endpoint"); then this table goes. */
+#define PAGE_RENAMED(old, now) {old, now, "Deprecated: renamed " now "; this name goes in the next release."}
+static const struct {
+    const char *old, *now, *help;
+} page_renamed[] = {
+    PAGE_RENAMED("nodelay_nodelay_failures_total", "nodelay_tcp_nodelay_failures_total"),
+    PAGE_RENAMED("nodelay_seg_total_value", "nodelay_seg_limit"),
+    PAGE_RENAMED("nodelay_seg_size", "nodelay_seg_size_bytes"),
+    PAGE_RENAMED("nodelay_read_buf_count_value", "nodelay_read_buffers"),
+    PAGE_RENAMED("nodelay_read_buf_bytes_free", "nodelay_read_buf_free_bytes"),
+    PAGE_RENAMED("nodelay_response_obj_count_value", "nodelay_response_objects"),
+    PAGE_RENAMED("nodelay_upload_limit", "nodelay_upload_limit_bytes"),
+    PAGE_RENAMED("nodelay_time_since_server_cert_refresh", "nodelay_server_cert_age_seconds"),
+};
+#undef PAGE_RENAMED
+
+static void page_old_names(struct page *p)
+{
+    size_t n = p->n; /* the samples added here are not looked at again */
+    for (size_t k = 0; k < sizeof page_renamed / sizeof page_renamed[0]; k++)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(p->s[i].metric, page_renamed[k].now) == 0) {
+                struct sample now = p->s[i]; /* page_add may move p->s */
+                page_add(p, page_renamed[k].old, now.labels, now.value, now.kind,
+                         page_renamed[k].help);
+            }
+}
+
 static int page_print(const struct page *p, struct reply_queue *out)
 {
     int rc = 0;
@@ -266,12 +327,16 @@ int metrics_compose(struct server *srv, struct reply_queue *out)
     page_set_commands(&p, snap);
     int rc = server_settings_metrics(srv, on_setting, &p);
     rc |= stats_items_walk(snap, on_items, &p);
+    struct slabs_walk sw = {.p = &p};
+    rc |= stats_slabs_walk(snap, on_slabs, &sw);
+    page_slab_sets(&p, &sw, snap);
     char v[40];
     snprintf(v, sizeof v, "%llu", (unsigned long long)stats_slabs_malloced(snap));
     page_add(&p, "memcached_malloced_bytes", NULL, v, GAUGE,
              "Number of bytes of memory allocated to slab pages.");
     page_rows(&p, &stats_nodelay_rows, snap);
     page_add(&p, "memcached_up", NULL, "1", GAUGE, "Could the memcached server be reached.");
+    page_old_names(&p);
     if (p.oom)
         rc = -1;
     if (rc == 0) {

@@ -30,12 +30,14 @@
 #include "watch/watch.h"
 
 /* Keep the worker's reply-bytes gauge (response_obj_bytes) in step with
- * the memory this connection's queue holds: its copied bytes. Values sent by
- * reference live in item memory (-m) and are not counted again; the
- * allowance (reply_pending) still pauses a reply that pins too many. */
+ * the memory this connection's queue holds: its blocks, the room in them,
+ * its spare and segment table (reply_held), so client_mem_limit sees all
+ * of it. Values sent by reference live in item memory (-m) and are not
+ * counted again; the allowance (reply_pending) still pauses a reply that
+ * pins too many. */
 static void conn_account_reply(struct conn *c)
 {
-    size_t now = c->sess.reply.copied;
+    size_t now = reply_held(&c->sess.reply);
     if (now == c->accounted)
         return;
     size_t *gauge = c->env->reply_bytes;
@@ -914,6 +916,7 @@ void conn_tick(struct conn *c, rel_time_t now)
         (c->sess.reply.cap > 0 || c->sess.reply.spare || c->sess.reply.first || c->iov)) {
         reply_release(&c->sess.reply);
         reply_init(&c->sess.reply);
+        conn_account_reply(c);
         if (!c->send_busy) {
             free(c->iov);
             c->iov = NULL;

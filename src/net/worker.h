@@ -42,7 +42,7 @@ struct worker {
     struct iovec iov[WORKER_IOV_MAX];
     char *udp_buf;                /* WORKER_UDP_BUF bytes when UDP is on */
 
-    size_t reply_bytes;           /* bytes queued for clients, relaxed atomic */
+    size_t reply_bytes;           /* memory reply queues hold (reply_held), relaxed atomic */
     size_t rbuf_bytes;            /* read buffer bytes held, relaxed atomic */
     size_t client_peak;           /* high point of the two since the last trim */
     uint64_t moved_mark;          /* bytes read + written at the last tick */

@@ -8,9 +8,6 @@
 
 #include "store/store.h"
 
-/* Copied bytes are packed into blocks of this size; a larger single copy gets
- * a block of its own size. 16 KiB holds a full pipeline of short replies. */
-#define REPLY_BLOCK_SIZE (16 * 1024)
 /* Past the share of segments reply queues may pin (store_pin_keep), values
  * up to this size are always copied: no more than the connection's
  * allowance floor (CONN_REPLY_FLOOR), so what a non-reader holds stays
@@ -21,6 +18,8 @@
  * of up to -I for every non-reader would break the memory bound instead;
  * a pin for each, the cache (docs/store.md "Pins and zero copy"). */
 #define REPLY_SHARE_COPY_MAX (16 * 1024)
+/* The smallest block made past the allowance (a few short replies). */
+#define REPLY_BLOCK_MIN 256
 
 void reply_init(struct reply_queue *q)
 {
@@ -33,6 +32,74 @@ static void reply_block_free_all(struct reply_block *b)
         struct reply_block *next = b->next;
         free(b);
         b = next;
+    }
+}
+
+/* What a block costs the queue (reply_held). */
+static size_t reply_block_cost(const struct reply_block *b)
+{
+    return sizeof *b + b->size;
+}
+
+/* A block no pending segment points into: kept as the spare when it is a
+ * standard one and there is none, else freed. So an emptied queue keeps at
+ * most one block, whatever sizes its replies needed. */
+static void reply_block_recycle(struct reply_queue *q, struct reply_block *b)
+{
+    if (b->size == REPLY_BLOCK_SIZE && !q->spare) {
+        q->spare = b;
+        return;
+    }
+    q->held -= reply_block_cost(b);
+    free(b);
+}
+
+/* Take b out of the list, wherever it stands, and recycle it. Blocks drain
+ * in FIFO order, so it is the first but for an empty tail that a larger
+ * piece replaces (reply_block_room): the walk is nearly always none. */
+static void reply_block_drop(struct reply_queue *q, struct reply_block *b)
+{
+    struct reply_block *prev = NULL;
+    for (struct reply_block *p = q->first; p != b; p = p->next)
+        prev = p;
+    if (prev)
+        prev->next = b->next;
+    else
+        q->first = b->next;
+    if (q->tail == b)
+        q->tail = prev;
+    reply_block_recycle(q, b);
+}
+
+/* Drop every block no pending segment points into: after a rollback, and
+ * once the queue is empty (an empty tail a reserve left). */
+static void reply_blocks_drop_unused(struct reply_queue *q)
+{
+    struct reply_block **link = &q->first, *last = NULL;
+    while (*link) {
+        struct reply_block *b = *link;
+        if (b->refs == 0) {
+            *link = b->next;
+            reply_block_recycle(q, b);
+        } else {
+            last = b;
+            link = &b->next;
+        }
+    }
+    q->tail = last;
+}
+
+/* Everything pending was written: keep at most REPLY_KEPT_MAX. */
+static void reply_drained(struct reply_queue *q)
+{
+    q->head = q->nseg = 0;
+    if (q->first)
+        reply_blocks_drop_unused(q);
+    if (q->cap > REPLY_SEGS_KEPT) {
+        q->held -= q->cap * sizeof *q->segs;
+        free(q->segs);
+        q->segs = NULL;
+        q->cap = 0;
     }
 }
 
@@ -59,6 +126,7 @@ static struct reply_seg *reply_seg_add(struct reply_queue *q)
             struct reply_seg *segs = realloc(q->segs, cap * sizeof *segs);
             if (!segs)
                 return NULL;
+            q->held += (cap - q->cap) * sizeof *segs;
             q->segs = segs;
             q->cap = cap;
         }
@@ -66,21 +134,42 @@ static struct reply_seg *reply_seg_add(struct reply_queue *q)
     return &q->segs[q->nseg++];
 }
 
+/* The size of a new block for a piece of len bytes: a standard block, but
+ * no larger than what the connection may still owe (copy_limit less what
+ * it owes) unless the piece is. So a connection that stops at its
+ * allowance holds that and its last reply, not a block of room besides
+ * (README's 48 KiB a connection past the bound). */
+static size_t reply_block_size(const struct reply_queue *q, size_t len)
+{
+    size_t size = REPLY_BLOCK_SIZE;
+    if (q->copy_limit > 0) {
+        size_t left = q->copy_limit > q->pending ? q->copy_limit - q->pending : 0;
+        if (left < size)
+            size = left > REPLY_BLOCK_MIN ? left : REPLY_BLOCK_MIN;
+    }
+    return len > size ? len : size;
+}
+
 /* A block with at least `len` free bytes at the tail. */
 static struct reply_block *reply_block_room(struct reply_queue *q, size_t len)
 {
     if (q->tail && q->tail->size - q->tail->used >= len)
         return q->tail;
+    /* An empty tail (a reserve that committed nothing) too small for this
+     * piece goes: behind a new tail nothing would ever free it. */
+    if (q->tail && q->tail->refs == 0)
+        reply_block_drop(q, q->tail);
     struct reply_block *b;
     if (len <= REPLY_BLOCK_SIZE && q->spare) {
-        b = q->spare;
+        b = q->spare; /* held already: costs nothing more */
         q->spare = NULL;
     } else {
-        size_t size = len > REPLY_BLOCK_SIZE ? len : REPLY_BLOCK_SIZE;
+        size_t size = reply_block_size(q, len);
         b = malloc(sizeof *b + size);
         if (!b)
             return NULL;
         b->size = size;
+        q->held += reply_block_cost(b);
     }
     b->next = NULL;
     b->used = 0;
@@ -214,28 +303,19 @@ void reply_get_mark(const struct reply_queue *q, struct reply_mark *m)
     m->nseg = q->nseg - q->head;
     m->pending = q->pending;
     m->copied = q->copied;
-    m->tail = q->tail;
-    m->tail_used = q->tail ? q->tail->used : 0;
+    /* An empty tail is no part of the state: a larger piece may replace it
+     * (reply_block_room) before the rollback, which drops it anyway. */
+    m->tail = q->tail && q->tail->refs > 0 ? q->tail : NULL;
+    m->tail_used = m->tail ? m->tail->used : 0;
     m->last_len = q->nseg > q->head ? q->segs[q->nseg - 1].len : 0;
 }
 
-/* Drop a block's reference from a segment that is gone. Blocks are used in
- * FIFO order, so an unreferenced block that is not the tail is the first. */
+/* Drop a block's reference from a segment that is written: its last one
+ * frees the block, the tail as much as any other. */
 static void reply_block_unref(struct reply_queue *q, struct reply_block *b)
 {
-    if (--b->refs > 0)
-        return;
-    if (b == q->tail) {
-        b->used = 0;
-        return;
-    }
-    if (b == q->first) {
-        q->first = b->next;
-        if (b->size == REPLY_BLOCK_SIZE && !q->spare)
-            q->spare = b;
-        else
-            free(b);
-    }
+    if (--b->refs == 0)
+        reply_block_drop(q, b);
 }
 
 void reply_rollback(struct reply_queue *q, const struct reply_mark *m)
@@ -251,16 +331,12 @@ void reply_rollback(struct reply_queue *q, const struct reply_mark *m)
     q->nseg = keep;
     if (q->nseg > q->head)
         q->segs[q->nseg - 1].len = m->last_len;
-    /* Free the blocks added after the mark. */
-    struct reply_block *extra = m->tail ? m->tail->next : q->first;
+    /* The blocks used since the mark now hold nothing pending: drop them.
+     * The mark's tail, if it held bytes, holds them still and is the tail
+     * again, with what was composed into it since cut off. */
+    reply_blocks_drop_unused(q);
     if (m->tail)
-        m->tail->next = NULL;
-    else
-        q->first = NULL;
-    reply_block_free_all(extra);
-    q->tail = m->tail;
-    if (q->tail)
-        q->tail->used = m->tail_used;
+        m->tail->used = m->tail_used;
     q->pending = m->pending;
     q->copied = m->copied;
     if (q->head == q->nseg)
@@ -303,5 +379,5 @@ void reply_consume(struct reply_queue *q, size_t n)
         q->head_sent = 0;
     }
     if (q->head == q->nseg)
-        q->head = q->nseg = 0;
+        reply_drained(q);
 }

@@ -38,8 +38,13 @@ struct reply_queue {
     size_t head_sent;       /* bytes of segs[head] already written */
     size_t pending;         /* bytes not yet written */
     size_t copied;          /* of which held in our own blocks */
-    struct reply_block *first, *tail; /* blocks in FIFO order */
-    struct reply_block *spare;        /* one empty block kept for reuse */
+    size_t held;            /* memory the queue owns: blocks, spare, segs */
+    /* Blocks in FIFO order. Each holds pending bytes (refs > 0) but the
+     * tail, which may be empty while a reserve fills it. A block leaves
+     * the list when its last pending byte is written or dropped, wherever
+     * it stands, so the list never holds more than what is owed. */
+    struct reply_block *first, *tail;
+    struct reply_block *spare;        /* one empty 16 KiB block kept for reuse */
     /* What the connection may owe (its allowance, set by the connection):
      * past the share of segments reply queues may pin, a value over 16 KiB
      * is copied while the queue stays within it. 0 (after reply_init): no
@@ -53,7 +58,7 @@ struct reply_mark {
     size_t nseg; /* pending segments at the mark */
     size_t pending;
     size_t copied;
-    struct reply_block *tail;
+    struct reply_block *tail; /* the tail if it held pending bytes, else NULL */
     size_t tail_used;
     size_t last_len; /* length of segs[nseg-1] at the mark (copies coalesce) */
 };
@@ -98,6 +103,12 @@ int reply_value(struct reply_queue *q, const void *data, size_t len, struct stor
 
 static inline size_t reply_pending(const struct reply_queue *q) { return q->pending; }
 
+/* All the memory the queue owns for replies: its blocks (pending bytes and
+ * the room around them), the spare block and the segment table. Once
+ * everything pending is written it is at most REPLY_KEPT_MAX, whatever the
+ * replies were; the connection counts it (response_obj_bytes). */
+static inline size_t reply_held(const struct reply_queue *q) { return q->held; }
+
 /* The queue's own memory for copied bytes (reply.c), here for the inline
  * reserve and commit. */
 struct reply_block {
@@ -107,6 +118,17 @@ struct reply_block {
     size_t refs; /* segments pointing into this block */
     char data[];
 };
+/* Copied bytes are packed into blocks of this size; a larger single copy
+ * gets a block of its own size, freed as soon as it is written. 16 KiB
+ * holds a full pipeline of short replies. */
+#define REPLY_BLOCK_SIZE (16 * 1024)
+/* A segment table larger than this (reply_seg_add's first) is freed once
+ * the queue drains, so a huge multiget's is not kept for the connection's
+ * life. */
+#define REPLY_SEGS_KEPT 64
+/* What an empty queue may keep: the spare block and a segment table. */
+#define REPLY_KEPT_MAX \
+    (sizeof(struct reply_block) + REPLY_BLOCK_SIZE + REPLY_SEGS_KEPT * sizeof(struct reply_seg))
 char *reply_reserve_more(struct reply_queue *q, size_t len);
 void reply_commit_seg(struct reply_queue *q, size_t n);
 

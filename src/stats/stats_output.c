@@ -21,7 +21,7 @@ struct stats_cls_row {
     size_t offset, size; /* of the field in its struct, unless CONST */
     uint64_t value;      /* CONST */
     enum stats_when when;
-    const char *metric, *help; /* STATS_ITEMS: the /metrics name and help, or NULL */
+    const char *metric, *help; /* the /metrics name and help, or NULL */
 };
 
 _Static_assert(STATS_CLASSES == STORE_CLASSES, "one class id range");
@@ -41,15 +41,12 @@ _Static_assert(STORE_LRU_HOT == 0 && STORE_LRU_WARM == 1 && STORE_LRU_COLD == 2 
 #define STATS_CLS_OFF_CNT(f) offsetof(STATS_CLS_OF_CNT, f), STATS_CLS_SIZE_CNT(f), 0
 #define STATS_CLS_OFF_PAGE(f) offsetof(STATS_CLS_OF_PAGE, f), STATS_CLS_SIZE_PAGE(f), 0
 #define STATS_CLS_OFF_CONST(v) 0, 0, (v)
-#define STATS_CLS_ROW(name, src, field, when)                                                      \
-    {#name, STATS_CLS_SRC_##src, STATS_CLS_OFF_##src(field), STATS_WHEN_##when, NULL, NULL},
-#define STATS_ITEMS_ROW(name, src, field, when, metric, help)                                      \
+#define STATS_CLS_ROW(name, src, field, when, metric, help)                                        \
     {#name, STATS_CLS_SRC_##src, STATS_CLS_OFF_##src(field), STATS_WHEN_##when, metric, help},
 
-static const struct stats_cls_row stats_items_list[] = {STATS_ITEMS(STATS_ITEMS_ROW)};
+static const struct stats_cls_row stats_items_list[] = {STATS_ITEMS(STATS_CLS_ROW)};
 static const struct stats_cls_row stats_slabs_list[] = {STATS_SLABS(STATS_CLS_ROW)};
 #undef STATS_CLS_ROW
-#undef STATS_ITEMS_ROW
 
 /* Fields are read as 4 or 8 bytes: checked at build time. */
 #define STATS_CLS_CHECK(name, src, field, when, ...)                                               \
@@ -139,6 +136,13 @@ int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit 
 {
     struct stats_cls_text t = {"items:", out};
     return stats_items_walk(s, stats_cls_text_row, &t);
+}
+
+int stats_slabs_walk(const struct stats_snapshot *s, stats_cls_fn fn, void *ctx)
+{
+    return stats_cls_walk(stats_slabs_list, STATS_NROWS(stats_slabs_list), s, true, fn, ctx) < 0
+               ? -1
+               : 0;
 }
 
 uint64_t stats_slabs_malloced(const struct stats_snapshot *s)

@@ -67,7 +67,7 @@ struct stats_snapshot {
     uint64_t total_connections;  /* ... listeners included */
     uint64_t connection_structures;
     uint64_t response_obj_count;
-    uint64_t reply_bytes;        /* bytes queued for clients */
+    uint64_t reply_bytes;        /* memory reply queues hold */
     uint64_t read_buf_count, read_buf_bytes;
     uint64_t reserved_fds;
     uint64_t accepting_conns, listen_disabled_num;
@@ -105,11 +105,12 @@ void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot 
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 
-/* One `stats items` row of one class, as an exporter takes it. */
+/* One `stats items` or `stats slabs` row of one class, as an exporter
+ * takes it. */
 struct stats_cls_sample {
     unsigned cls;       /* the memcached size class */
-    const char *name;   /* the row's name (items:<cls>:<name>) */
-    const char *metric; /* its /metrics name and fixed labels (STATS_ITEMS), or NULL */
+    const char *name;   /* the row's name (items:<cls>:<name>, <cls>:<name>) */
+    const char *metric; /* its /metrics name and fixed labels, or NULL */
     const char *help;
     uint64_t value;
     bool constant;      /* a CONST row: memcached machinery nodelay has not */
@@ -118,6 +119,8 @@ struct stats_cls_sample {
 typedef int (*stats_cls_fn)(void *ctx, const struct stats_cls_sample *smp);
 /* The rows stats_items_compose prints, in its order. Returns 0 or -1 (fn). */
 int stats_items_walk(const struct stats_snapshot *s, stats_cls_fn fn, void *ctx);
+/* The class rows stats_slabs_compose prints, in its order (not its totals). */
+int stats_slabs_walk(const struct stats_snapshot *s, stats_cls_fn fn, void *ctx);
 /* `stats slabs` total_malloced: the bytes of segments in use, plus those
  * the T_MEMD_INITIAL_MALLOC test hook counts as taken (store.h). */
 uint64_t stats_slabs_malloced(const struct stats_snapshot *s);

@@ -25,7 +25,9 @@
  *           (STATS_COMMAND); a counter exactly when it ends in _total, as
  *           promtool's lint asks (so uptime is a gauge); an INFO row is an
  *           info metric, 1 with the text in a label named after the row.
- *           NULL: nodelay_<name>, with the row's kind (metrics_page.c)
+ *           NULL: nodelay_<name>, with the row's kind (metrics_page.c);
+ *           a nodelay_ name here where that would not be Prometheus'
+ *           (no unit, a prefix twice, a gauge in a counter's suffix)
  *   help    the metric's # HELP: memcached_exporter's words where metric
  *           names one of its metrics, else ours
  *
@@ -77,12 +79,13 @@
       "descriptors ever used by a connection or listener")                                         \
     X(response_obj_oom, CONST, 0, U64, COUNTER, ALWAYS, NULL,                                      \
       "memcached's response objects: none")                                                        \
-    X(response_obj_count, SNAP, response_obj_count, U64, GAUGE, ALWAYS, NULL,                      \
+    X(response_obj_count, SNAP, response_obj_count, U64, GAUGE, ALWAYS, "nodelay_response_objects", \
       "client connections (each owns one reply queue)")                                            \
-    X(response_obj_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "bytes queued for clients") \
-    X(read_buf_count, SNAP, read_buf_count, U64, GAUGE, ALWAYS, NULL, "read buffers held")         \
+    X(response_obj_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "memory reply queues hold") \
+    X(read_buf_count, SNAP, read_buf_count, U64, GAUGE, ALWAYS, "nodelay_read_buffers",            \
+      "read buffers held")                                                                         \
     X(read_buf_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, NULL, "bytes in read buffers")     \
-    X(read_buf_bytes_free, CONST, 0, U64, GAUGE, ALWAYS, NULL,                                     \
+    X(read_buf_bytes_free, CONST, 0, U64, GAUGE, ALWAYS, "nodelay_read_buf_free_bytes",            \
       "read buffers are returned, not pooled")                                                     \
     X(read_buf_oom, CONST, 0, U64, COUNTER, ALWAYS, NULL, "read buffer allocation failures")       \
     X(reserved_fds, SNAP, reserved_fds, U64, GAUGE, ALWAYS, NULL,                                  \
@@ -190,7 +193,8 @@
       "TLS handshakes that failed or timed out")                                                   \
     X(ssl_proto_errors, WORKER, ssl_proto_errors, U64, COUNTER, SSL, NULL,                         \
       "TLS errors after the handshake")                                                            \
-    X(time_since_server_cert_refresh, SNAP, cert_age, U64, GAUGE, SSL, NULL,                       \
+    X(time_since_server_cert_refresh, SNAP, cert_age, U64, GAUGE, SSL,                             \
+      "nodelay_server_cert_age_seconds",                                                           \
       "seconds since the certificate and key were loaded (start or refresh_certs)")                \
     X(unexpected_napi_ids, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no NAPI id steering")            \
     X(round_robin_fallback, CONST, 0, U64, COUNTER, ALWAYS, NULL, "no NAPI id steering")           \
@@ -252,16 +256,18 @@
       "TCP_QUICKACK set after a read: a partial request, or no reply")                             \
     X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS, NULL,                    \
       "connections cut off for an unbounded reply queue")                                          \
-    X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS, NULL,                      \
+    X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS,                            \
+      "nodelay_tcp_nodelay_failures_total",                                                        \
       "accepted sockets where TCP_NODELAY failed")                                                 \
     /* the worker counter behind total_connections (which adds the listeners) */                   \
     X(accepted_connections, WORKER, total_connections, U64, COUNTER, ALWAYS, NULL,                 \
       "client connections accepted")                                                               \
-    X(reply_queue_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "bytes queued for clients")  \
+    X(reply_queue_bytes, SNAP, reply_bytes, U64, GAUGE, ALWAYS, NULL, "memory reply queues hold")  \
     X(read_buffer_bytes, SNAP, read_buf_bytes, U64, GAUGE, ALWAYS, NULL, "bytes in read buffers")  \
     X(index_bytes, STORE, hash_bytes, U64, GAUGE, ALWAYS, NULL, "index memory, outside -m")        \
-    X(seg_size, STORE, seg_size, U64, GAUGE, ALWAYS, NULL, "bytes per segment")                    \
-    X(seg_total, STORE, seg_total, U64, GAUGE, ALWAYS, NULL, "segments that fit in -m")            \
+    X(seg_size, STORE, seg_size, U64, GAUGE, ALWAYS, "nodelay_seg_size_bytes", "bytes per segment")\
+    X(seg_total, STORE, seg_total, U64, GAUGE, ALWAYS, "nodelay_seg_limit",                        \
+      "segments that fit in -m")                                                                   \
     X(seg_used, STORE, seg_used, U64, GAUGE, ALWAYS, NULL, "segments holding items")               \
     X(seg_evicted, STORE, seg_evicted, U64, COUNTER, ALWAYS, NULL,                                 \
       "segments reclaimed by eviction")                                                            \
@@ -273,7 +279,7 @@
       "overwritten/deleted bytes awaiting reclaim")                                                \
     X(upload_bytes, STORE, upload_bytes, U64, GAUGE, ALWAYS, NULL,                                 \
       "bytes held by values still arriving (outside -m)")                                          \
-    X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS, NULL,                                 \
+    X(upload_limit, STORE, upload_limit, U64, GAUGE, ALWAYS, "nodelay_upload_limit_bytes",         \
       "the bound on large values still arriving")                                                  \
     X(uploads_refused, STORE, uploads_refused, U64, COUNTER, ALWAYS, NULL,                         \
       "large uploads refused at upload_limit")                                                     \
@@ -290,9 +296,9 @@
       "items in the -e file found expired or flushed at the restore")                              \
     X(restore_discarded_corrupt, STORE, restore_discarded_corrupt, U64, GAUGE, ALWAYS, NULL,       \
       "items in the -e file failing their checksum, or damaged")                                   \
-    X(restore_ms, STORE, restore_ms, U64, GAUGE, ALWAYS, NULL, "milliseconds the restore took")    \
+    X(restore_ms, STORE, restore_ms, U64, GAUGE, ALWAYS, NULL, "time the restore took")            \
     X(restore_cpu_ms, STORE, restore_cpu_ms, U64, GAUGE, ALWAYS, NULL,                             \
-      "CPU milliseconds the restore used, all threads")
+      "CPU time the restore used, all threads")
 
 /* Per memcached size class and per worker (struct stats_thread's cls[]),
  * counted where the totals are, in the class of the item concerned, as
@@ -317,8 +323,7 @@
  * holding a live item, printed "items:<class>:<name>" and "<class>:<name>"
  * in memcached 1.6.45's order (stats_output.c walks them).
  *
- *   X(name, source, field, when)                    STATS_SLABS
- *   X(name, source, field, when, metric, help)      STATS_ITEMS
+ *   X(name, source, field, when, metric, help)
  *
  *   source  CLS    a field of struct store_class_stats (the store's count)
  *           CNT    a field of struct stats_class_counts (STATS_CLASS_COUNTERS,
@@ -335,10 +340,11 @@
  *           label and any fixed labels of its own in braces; a counter
  *           exactly when it ends in _total (so promtool's lint holds);
  *           NULL: not on the page (a row the exporter does not name: a
- *           CONST one, or crawler_items_checked).
- *           memcached_exporter's `stats slabs` names are off by default
- *           (its slab collector), so STATS_SLABS has none.
- *   help    the metric's # HELP (memcached_exporter's words)
+ *           CONST one, or crawler_items_checked; cmd_set, whose set the
+ *           page derives). STATS_SLABS names what the exporter's slab
+ *           collector serves (off there by default, always on here: a
+ *           few rows per class holding an item).
+ *   help    the metric's # HELP
  *
  * hot/warm/cold/temp are where the item's segment stands (enum store_lru,
  * docs/store.md "Size classes").
@@ -402,21 +408,40 @@
     X(hits_to_temp, CNT, hits_to_temp, LRU_MAINTAINER,                                             \
       "memcached_slab_lru_hits_total{lru=\"temporary\"}", "Number of get_hits to the LRU.")
 
+/* memcached_exporter's per-class commands_total{slab,command,status}, from
+ * the `stats slabs` rows it reads (its set, cmd_set less the cas commands,
+ * is no row: metrics_page.c). */
+#define STATS_SLAB_COMMAND(command, status)                                                        \
+    "memcached_slab_commands_total{command=\"" command "\",status=\"" status "\"}"
+#define STATS_HELP_SLAB_COMMANDS "Requests per command and status, in the size class of the item."
+
 #define STATS_SLABS(X)                                                                             \
-    X(chunk_size, CLS, chunk_size, ALWAYS)                                                         \
-    X(chunks_per_page, PAGE, per_page, ALWAYS)                                                     \
-    X(total_pages, CLS, pages, ALWAYS)                                                             \
-    X(total_chunks, PAGE, total, ALWAYS)                                                           \
-    X(used_chunks, CLS, number, ALWAYS)                                                            \
-    X(free_chunks, PAGE, free, ALWAYS)                                                             \
-    X(free_chunks_end, CONST, 0, ALWAYS)                                                           \
-    X(get_hits, CNT, get_hits, ALWAYS)                                                             \
-    X(cmd_set, CNT, cmd_set, ALWAYS)                                                               \
-    X(delete_hits, CNT, delete_hits, ALWAYS)                                                       \
-    X(incr_hits, CNT, incr_hits, ALWAYS)                                                           \
-    X(decr_hits, CNT, decr_hits, ALWAYS)                                                           \
-    X(cas_hits, CNT, cas_hits, ALWAYS)                                                             \
-    X(cas_badval, CNT, cas_badval, ALWAYS)                                                         \
-    X(touch_hits, CNT, touch_hits, ALWAYS)
+    X(chunk_size, CLS, chunk_size, ALWAYS, "memcached_slab_chunk_size_bytes",                      \
+      "Largest memcached item size (header, key, value) in this class.")                                       \
+    X(chunks_per_page, PAGE, per_page, ALWAYS, "memcached_slab_chunks_per_page",                   \
+      "Chunks of this class a page (a segment) holds.")                                            \
+    X(total_pages, CLS, pages, ALWAYS, "memcached_slab_current_pages",                             \
+      "Segments in use holding bytes of this class's items, live or dead.")                                       \
+    X(total_chunks, PAGE, total, ALWAYS, "memcached_slab_current_chunks",                          \
+      "Chunks of this class those segments would hold.")                                              \
+    X(used_chunks, CLS, number, ALWAYS, "memcached_slab_chunks_used",                              \
+      "Live items of this class.")                                                 \
+    X(free_chunks, PAGE, free, ALWAYS, "memcached_slab_chunks_free",                               \
+      "Those chunks less the live items (room dead items and other classes hold).")                                 \
+    X(free_chunks_end, CONST, 0, ALWAYS, "memcached_slab_chunks_free_end",                         \
+      "Chunks never handed out at the end of the last page: none, segments fill in order.")       \
+    X(get_hits, CNT, get_hits, ALWAYS, STATS_SLAB_COMMAND("get", "hit"), STATS_HELP_SLAB_COMMANDS) \
+    X(cmd_set, CNT, cmd_set, ALWAYS, NULL, NULL)                                                   \
+    X(delete_hits, CNT, delete_hits, ALWAYS, STATS_SLAB_COMMAND("delete", "hit"),                  \
+      STATS_HELP_SLAB_COMMANDS)                                                                    \
+    X(incr_hits, CNT, incr_hits, ALWAYS, STATS_SLAB_COMMAND("incr", "hit"),                        \
+      STATS_HELP_SLAB_COMMANDS)                                                                    \
+    X(decr_hits, CNT, decr_hits, ALWAYS, STATS_SLAB_COMMAND("decr", "hit"),                        \
+      STATS_HELP_SLAB_COMMANDS)                                                                    \
+    X(cas_hits, CNT, cas_hits, ALWAYS, STATS_SLAB_COMMAND("cas", "hit"), STATS_HELP_SLAB_COMMANDS) \
+    X(cas_badval, CNT, cas_badval, ALWAYS, STATS_SLAB_COMMAND("cas", "badval"),                    \
+      STATS_HELP_SLAB_COMMANDS)                                                                    \
+    X(touch_hits, CNT, touch_hits, ALWAYS, STATS_SLAB_COMMAND("touch", "hit"),                     \
+      STATS_HELP_SLAB_COMMANDS)
 
 #endif

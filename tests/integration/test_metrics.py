@@ -205,6 +205,139 @@ def test_every_size_class_is_served(start_server):
         assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
 
 
+# `stats slabs` row -> memcached_exporter's slab collector metric
+SLAB_GAUGES = {
+    "chunk_size": "memcached_slab_chunk_size_bytes",
+    "chunks_per_page": "memcached_slab_chunks_per_page",
+    "total_pages": "memcached_slab_current_pages",
+    "total_chunks": "memcached_slab_current_chunks",
+    "used_chunks": "memcached_slab_chunks_used",
+    "free_chunks": "memcached_slab_chunks_free",
+    "free_chunks_end": "memcached_slab_chunks_free_end",
+}
+SLAB_COMMANDS = {
+    "get_hits": ("get", "hit"),
+    "delete_hits": ("delete", "hit"),
+    "incr_hits": ("incr", "hit"),
+    "decr_hits": ("decr", "hit"),
+    "cas_hits": ("cas", "hit"),
+    "cas_badval": ("cas", "badval"),
+    "touch_hits": ("touch", "hit"),
+}
+
+
+def types(text):
+    return dict(l.split()[2:4] for l in text.splitlines() if l.startswith("# TYPE "))
+
+
+def test_stats_slabs_families_are_served(start_server):
+    """memcached_exporter's slab collector families, for every class
+    `stats slabs` shows, with its values: after sets of three sizes, gets,
+    a delete, incr/decr, cas (a hit and a bad value) and a touch."""
+    srv, port = endpoint(start_server)
+    c = srv.connect()
+    sizes = {"s": 10, "m": 600, "l": 5000}
+    for name, n in sizes.items():
+        for i in range(4):
+            assert c.set(f"{name}{i}", "v" * n) == b"STORED\r\n"
+    assert c.set("n", "5") == b"STORED\r\n"
+    for i in range(3):
+        assert c.get(f"m{i}") == b"v" * 600
+    assert c.get("l0") == b"v" * 5000
+    assert c.call("delete s3") == b"DELETED\r\n"
+    assert c.call("incr n 2") == b"7\r\n"
+    assert c.call("decr n 1") == b"6\r\n"
+    assert c.call("touch s0 100") == b"TOUCHED\r\n"
+    cas = int(c.call("gets s1", until=b"END\r\n").split(b"\r\n")[0].split()[4])
+    assert c.call(f"cas s1 0 0 1 {cas}\r\nx") == b"STORED\r\n"
+    assert c.call(f"cas s1 0 0 1 {cas}\r\ny") == b"EXISTS\r\n"
+    slabs = helpers.stats(c, "slabs")
+    page = scrape(port)
+    got = samples(page)
+    kinds = types(page)
+    classes = sorted({int(k.split(":")[0]) for k in slabs if k.split(":")[0].isdigit()})
+    assert len(classes) >= 3, slabs
+    for metric in SLAB_GAUGES.values():
+        assert kinds[metric] == "gauge", metric
+    assert kinds["memcached_slab_commands_total"] == "counter"
+    served = {int(re.search(r'slab="(\d+)"', k).group(1)) for k in got
+              if k.startswith("memcached_slab_chunk_size_bytes{")}
+    assert served == set(classes)
+    prev = 0
+    for cls in classes:
+        row = lambda f: float(slabs[f"{cls}:{f}"])  # noqa: E731
+        for field, metric in SLAB_GAUGES.items():
+            assert got[f'{metric}{{slab="{cls}"}}'] == row(field), (cls, field)
+        for field, (cmd, status) in SLAB_COMMANDS.items():
+            name = f'memcached_slab_commands_total{{slab="{cls}",command="{cmd}",status="{status}"}}'
+            assert got[name] == row(field), (cls, field)
+        sets = got[f'memcached_slab_commands_total{{slab="{cls}",command="set",status="hit"}}']
+        assert sets == max(0, row("cmd_set") - row("cas_hits") - row("cas_badval"))
+        # sane: classes grow, chunks are pages x chunks per page, used + free
+        assert row("chunk_size") > prev
+        prev = row("chunk_size")
+        assert row("total_pages") >= 1
+        assert row("total_chunks") == row("chunks_per_page") * row("total_pages")
+        assert row("used_chunks") + row("free_chunks") == row("total_chunks")
+    # the workload is all there: gets of m0-m2 and l0 and the gets of s1,
+    # one cas of each outcome, 13 sets (the cas commands left out)
+    total = lambda cmd, st: sum(v for k, v in got.items()  # noqa: E731
+                                if k.startswith("memcached_slab_commands_total{")
+                                and f'command="{cmd}",status="{st}"' in k)
+    assert total("get", "hit") == 5
+    assert (total("delete", "hit"), total("incr", "hit"), total("decr", "hit")) == (1, 1, 1)
+    assert (total("cas", "hit"), total("cas", "badval"), total("touch", "hit")) == (1, 1, 1)
+    assert total("set", "hit") == 13
+    promtool = shutil.which("promtool")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=page.encode(),
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+
+
+# The names the page served before they followed Prometheus' naming, and
+# the names now: the old ones stay one release, marked deprecated.
+RENAMED = {
+    "nodelay_nodelay_failures_total": "nodelay_tcp_nodelay_failures_total",
+    "nodelay_seg_total_value": "nodelay_seg_limit",
+    "nodelay_seg_size": "nodelay_seg_size_bytes",
+    "nodelay_read_buf_count_value": "nodelay_read_buffers",
+    "nodelay_read_buf_bytes_free": "nodelay_read_buf_free_bytes",
+    "nodelay_response_obj_count_value": "nodelay_response_objects",
+    "nodelay_upload_limit": "nodelay_upload_limit_bytes",
+}
+
+
+def test_metric_names_follow_prometheus_naming(start_server):
+    """No name repeats the nodelay_ prefix or ends in a meaningless _value;
+    counters end in _total and nothing else does; sizes are in _bytes. The
+    old names are still served, with the new one's value and a HELP saying
+    they are deprecated and what replaced them."""
+    srv, port = endpoint(start_server)
+    srv.connect().set("k", "v")
+    page = scrape(port)
+    got = samples(page)
+    kinds = types(page)
+    helps = dict(l[len("# HELP "):].split(" ", 1) for l in page.splitlines()
+                 if l.startswith("# HELP "))
+    current = {n for n in kinds if not helps[n].startswith("Deprecated")}
+    assert set(kinds) - current == set(RENAMED)
+    for name in current:
+        assert not name.startswith("nodelay_nodelay_"), name
+        assert not name.endswith("_value"), name
+        if kinds[name] == "counter":
+            assert name.endswith("_total"), name
+        elif kinds[name] == "gauge":
+            assert not re.search(r"_(total|count|sum|bucket)$", name), name
+    for old, new in RENAMED.items():
+        assert new in current, new
+        assert kinds[old] == kinds[new]
+        assert new in helps[old] and "next release" in helps[old], helps[old]
+        assert got[old] == got[new], (old, new)
+    assert got["nodelay_seg_size_bytes"] >= 1024 * 1024
+    assert got["nodelay_upload_limit_bytes"] > 0
+
+
 def test_only_metrics_and_get(start_server):
     _, port = endpoint(start_server)
     with pytest.raises(urllib.error.HTTPError) as e:
@@ -293,6 +426,162 @@ def test_scrapes_never_slow_requests(start_server):
         t.join()
     assert scrapes[0] > 5
     assert worst < 0.5 * helpers.slow_factor(), worst
+
+
+# An honest scrape takes milliseconds; the bound is wide for a loaded
+# machine, and still far below the 10 s the endpoint once took to recover.
+SCRAPE_BOUND = 3.0
+
+
+def scrape_bound():
+    return SCRAPE_BOUND * (5 / 3 if helpers.slow_factor() > 1 else 1)
+
+
+def timed_scrape(port):
+    """Seconds a GET /metrics took (raises when it failed or took past the
+    bound)."""
+    t0 = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=scrape_bound()) as r:
+        assert r.status == 200
+        assert b"memcached_up 1" in r.read()
+    return time.monotonic() - t0
+
+
+def trickler(port, stop, opened):
+    """A slow client: a request line, then a header byte every 0.5 s, never
+    the blank line; connects again when the server closes it."""
+    while not stop.is_set():
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        except OSError:
+            stop.wait(0.05)
+            continue
+        opened[0] += 1
+        try:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            while not stop.wait(0.5):
+                s.sendall(b"X")
+        except OSError:
+            pass
+        finally:
+            s.close()
+
+
+@pytest.mark.concurrency
+def test_slow_clients_cannot_hold_the_endpoint(start_server):
+    """32 clients that send a request line and then a header byte every
+    0.5 s (never quiet for long enough to be idle, and more than the 16
+    connections the endpoint once took in all) stay for 8 s, connecting
+    again whenever they are cut off: every honest scrape meanwhile is served
+    within the bound (it was refused for as long as they stayed)."""
+    _, port = endpoint(start_server)
+    stop = threading.Event()
+    opened = [0]
+    threads = [threading.Thread(target=trickler, args=(port, stop, opened)) for _ in range(32)]
+    for t in threads:
+        t.start()
+    times = []
+    try:
+        time.sleep(1.0)  # all connected, their request lines sent
+        end = time.monotonic() + 8
+        while time.monotonic() < end and len(times) < 40:
+            times.append(timed_scrape(port))
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    print(f"{len(times)} scrapes beside 32 slow clients ({opened[0]} connections): "
+          f"min {min(times):.4f} median {sorted(times)[len(times) // 2]:.4f} "
+          f"max {max(times):.4f} s")
+    assert len(times) >= 10
+    assert max(times) < scrape_bound()
+
+
+@pytest.mark.concurrency
+def test_a_request_has_a_deadline(start_server):
+    """A client trickling its headers a byte every 0.5 s is never idle, yet
+    the server closes it once its request has taken the deadline (3 s; the
+    bound leaves room for a loaded machine), where it once kept it for as
+    long as the bytes came."""
+    _, port = endpoint(start_server)
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    t0 = time.monotonic()
+    closed = None
+    try:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        s.settimeout(0.5)
+        while time.monotonic() - t0 < 15:
+            try:
+                if s.recv(4096) == b"":
+                    closed = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                pass
+            try:
+                s.sendall(b"X")
+            except OSError:
+                closed = time.monotonic() - t0
+                break
+    except OSError:
+        closed = time.monotonic() - t0
+    finally:
+        s.close()
+    print(f"closed after {closed} s")
+    assert closed is not None, "the trickling request was kept 15 s"
+    assert 2.5 <= closed < 3 + scrape_bound()
+
+
+def need_descriptors(n):
+    """Raise this process's descriptor limit to n, or skip."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= n:
+        return
+    if hard != resource.RLIM_INFINITY and hard < n:
+        pytest.skip(f"this process may open {hard} descriptors, the test needs {n}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+
+
+@pytest.mark.concurrency
+def test_idle_connections_cannot_hold_the_endpoint(start_server):
+    """600 connections that send nothing (more than the endpoint keeps: the
+    longest-waiting are pushed out for newcomers); a scrape right after them
+    is served within the bound (the first good one came after 10 s)."""
+    need_descriptors(1024)
+    _, port = endpoint(start_server)
+    socks = []
+    try:
+        for _ in range(600):
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        took = timed_scrape(port)
+        print(f"scrape after 600 idle connections: {took:.4f} s")
+        assert took < scrape_bound()
+    finally:
+        for c in socks:
+            c.close()
+
+
+@pytest.mark.concurrency
+def test_served_past_fd_setsize(start_server):
+    """With 1,100 memcached clients connected, the endpoint's sockets are
+    numbered past select()'s FD_SETSIZE (1024): it still serves (it polls
+    with epoll; with select it reset every scrape)."""
+    need_descriptors(1400)
+    srv, port = endpoint(start_server, "-c", "2048")
+    conns = []
+    try:
+        for _ in range(1100):
+            conns.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+        for c in conns:  # each one accepted (so holding a descriptor) by now
+            c.sendall(b"version\r\n")
+        for c in conns:
+            assert c.recv(100).startswith(b"VERSION")
+        got = samples(scrape(port))
+        assert got["memcached_current_connections"] > 1024
+    finally:
+        for c in conns:
+            c.close()
 
 
 @pytest.mark.slow

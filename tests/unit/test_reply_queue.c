@@ -340,6 +340,212 @@ static void test_reserve_commit(void **state)
     reply_release(&q);
 }
 
+/* The memory the queue's blocks take, walked: the list and the spare. */
+static size_t block_bytes(const struct reply_queue *q, size_t *nblocks)
+{
+    size_t bytes = 0, n = 0;
+    for (const struct reply_block *b = q->first; b; b = b->next, n++)
+        bytes += sizeof *b + b->size;
+    if (q->spare)
+        bytes += sizeof *q->spare + q->spare->size;
+    if (nblocks)
+        *nblocks = n;
+    return bytes;
+}
+
+/* Everything the queue owns is in reply_held, which the connection counts
+ * (response_obj_bytes, client_mem_limit). */
+static void assert_held_honest(const struct reply_queue *q)
+{
+    assert_int_equal(reply_held(q), block_bytes(q, NULL) + q->cap * sizeof *q->segs);
+}
+
+/* Write everything pending in writes of at most `chunk` bytes. */
+static void drain(struct reply_queue *q, size_t chunk)
+{
+    while (reply_pending(q) > 0) {
+        struct iovec iov[64];
+        int n = reply_iov(q, iov, 64);
+        size_t take = 0;
+        for (int i = 0; i < n && take < chunk; i++)
+            take += iov[i].iov_len;
+        reply_consume(q, take < chunk ? take : chunk);
+        assert_held_honest(q);
+    }
+}
+
+/* One piece larger than a block (a 22 KB `stats detail dump`) after a
+ * drained reply, then a long pipelining client: 100 replies of 520 bytes
+ * a round, every round written. Each block the queue used must be freed
+ * once written, whatever its place; the drained queue keeps at most one
+ * block and a small segment table. Before, the block the large piece
+ * displaced stayed first forever and every later block that was not the
+ * tail was never freed: 3 more blocks a round, 48 KiB. */
+static void test_blocks_freed_whatever_their_place(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    static char line[520], dump[22 * 1024];
+    memset(line, 'v', sizeof line);
+    memset(dump, 'd', sizeof dump);
+    assert_int_equal(reply_str(&q, "OK\r\n"), 0);
+    drain(&q, SIZE_MAX);
+    assert_int_equal(reply_copy(&q, dump, sizeof dump), 0);
+    drain(&q, SIZE_MAX);
+    for (int round = 0; round < 1000; round++) {
+        for (int i = 0; i < 100; i++) {
+            assert_int_equal(reply_copy(&q, line, sizeof line), 0);
+            if (i % 10 == 9) /* now and then one by reference */
+                assert_int_equal(reply_ref(&q, dump, 600, NULL), 0);
+        }
+        /* a socket that takes it all, or in uneven pieces */
+        drain(&q, round % 2 ? SIZE_MAX : 7000);
+        size_t nblocks;
+        size_t bytes = block_bytes(&q, &nblocks);
+        assert_true(bytes <= sizeof(struct reply_block) + REPLY_BLOCK_SIZE);
+        assert_int_equal(nblocks, 0);
+        assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+        assert_held_honest(&q);
+    }
+    reply_release(&q);
+    assert_int_equal(reply_held(&q), 0);
+}
+
+/* Blocks leave as they are written, not only when the queue empties: a
+ * reader that is always behind by a round holds about two rounds. */
+static void test_blocks_freed_while_behind(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    static char line[520], dump[40 * 1024];
+    memset(line, 'v', sizeof line);
+    assert_int_equal(reply_copy(&q, dump, sizeof dump), 0);
+    size_t round_bytes = 100 * sizeof line;
+    for (int round = 0; round < 500; round++) {
+        for (int i = 0; i < 100; i++)
+            assert_int_equal(reply_copy(&q, line, sizeof line), 0);
+        while (reply_pending(&q) > round_bytes) {
+            struct iovec iov[1];
+            assert_int_equal(reply_iov(&q, iov, 1), 1);
+            size_t take = iov[0].iov_len < 5000 ? iov[0].iov_len : 5000;
+            if (take > reply_pending(&q) - round_bytes)
+                take = reply_pending(&q) - round_bytes;
+            reply_consume(&q, take);
+        }
+        assert_held_honest(&q);
+        /* what is owed, plus the head block's written part, the tail's
+         * room, the blocks' headers, the spare and the segment table */
+        size_t nblocks;
+        block_bytes(&q, &nblocks);
+        assert_true(nblocks <= 5);
+        assert_true(reply_held(&q) <= q.copied + 2 * REPLY_BLOCK_SIZE +
+                                          nblocks * sizeof(struct reply_block) +
+                                          sizeof(struct reply_block) + REPLY_BLOCK_SIZE +
+                                          q.cap * sizeof *q.segs);
+    }
+    drain(&q, SIZE_MAX);
+    assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    reply_release(&q);
+}
+
+/* A reserve that commits nothing (a get that missed) leaves an empty tail;
+ * a larger piece then needs a block of its own. The empty one must go, not
+ * stay in front where nothing frees it, and a mark taken over it must
+ * still roll back. */
+static void test_empty_tail_replaced(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    static char big[20 * 1024];
+    memset(big, 'b', sizeof big);
+    for (int round = 0; round < 50; round++) {
+        assert_non_null(reply_reserve(&q, 600)); /* a miss: nothing committed */
+        struct reply_mark m;
+        reply_get_mark(&q, &m);
+        assert_int_equal(reply_copy(&q, big, sizeof big), 0);
+        if (round % 2) {
+            reply_rollback(&q, &m); /* the empty tail it marked is gone */
+            assert_int_equal(reply_pending(&q), 0);
+            assert_int_equal(reply_str(&q, "END\r\n"), 0);
+        }
+        assert_held_honest(&q);
+        drain(&q, 4096);
+        size_t nblocks;
+        block_bytes(&q, &nblocks);
+        assert_int_equal(nblocks, 0);
+        assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    }
+    /* the mark's tail held bytes: composed since, rolled back, then the
+     * queue goes on in the same tail */
+    assert_int_equal(reply_str(&q, "STORED\r\n"), 0);
+    struct reply_mark m;
+    reply_get_mark(&q, &m);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(reply_copy(&q, big, sizeof big), 0);
+    reply_rollback(&q, &m);
+    assert_int_equal(reply_str(&q, "END\r\n"), 0);
+    char buf[32];
+    assert_int_equal(flatten(&q, buf, sizeof buf), 13);
+    assert_memory_equal(buf, "STORED\r\nEND\r\n", 13);
+    size_t nblocks;
+    block_bytes(&q, &nblocks);
+    assert_int_equal(nblocks, 1);
+    assert_held_honest(&q);
+    drain(&q, SIZE_MAX);
+    assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    reply_release(&q);
+}
+
+/* A client that stops reading is paused once it owes its allowance
+ * (copy_limit, the connection's), after the request that passed it. What
+ * its queue holds is then that allowance and the one reply past it, not a
+ * further block of empty room: the README's 48 KiB a connection past the
+ * bound counts 16 KiB of allowance, one reply and a 16 KiB read buffer. */
+static void test_blocks_within_allowance(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    q.copy_limit = 16 * 1024; /* the floor: the bound is full */
+    static char line[530];
+    memset(line, 'v', sizeof line);
+    /* `get s s s s s s s s s s` (500-byte values) until past the allowance */
+    size_t one = 10 * sizeof line;
+    while (reply_pending(&q) <= q.copy_limit)
+        for (int i = 0; i < 10; i++)
+            assert_int_equal(reply_copy(&q, line, sizeof line), 0);
+    size_t nblocks;
+    block_bytes(&q, &nblocks);
+    assert_held_honest(&q);
+    assert_true(reply_held(&q) <= q.copy_limit + one + REPLY_KEPT_MAX - REPLY_BLOCK_SIZE +
+                                      nblocks * sizeof(struct reply_block));
+    drain(&q, 3000);
+    assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    reply_release(&q);
+}
+
+/* A huge pipeline's segment table is not kept once it is written. */
+static void test_segment_table_shrinks_when_drained(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    for (int i = 0; i < 5000; i++) {
+        assert_int_equal(reply_ref(&q, "value", 5, NULL), 0);
+        assert_int_equal(reply_str(&q, "\r\n"), 0);
+    }
+    assert_true(q.cap >= 10000);
+    assert_held_honest(&q);
+    drain(&q, 100000);
+    assert_true(q.cap <= REPLY_SEGS_KEPT);
+    assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    assert_held_honest(&q);
+    reply_release(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +559,11 @@ int main(void)
         cmocka_unit_test_setup(test_reserve_commit, setup),
         cmocka_unit_test_setup(test_ref_copies_past_pin_share, setup),
         cmocka_unit_test_setup(test_large_ref_copied_within_copy_limit, setup),
+        cmocka_unit_test_setup(test_blocks_freed_whatever_their_place, setup),
+        cmocka_unit_test_setup(test_blocks_freed_while_behind, setup),
+        cmocka_unit_test_setup(test_empty_tail_replaced, setup),
+        cmocka_unit_test_setup(test_segment_table_shrinks_when_drained, setup),
+        cmocka_unit_test_setup(test_blocks_within_allowance, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

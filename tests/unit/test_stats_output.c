@@ -577,6 +577,52 @@ static void test_items_walk_names_every_metric(void **state)
     assert_non_null(strstr(w.text, "STAT items:3:hits_to_cold 9\r\n"));
 }
 
+/* What stats_slabs_walk hands the metrics page: the class rows `stats
+ * slabs` prints (its totals after them are not class rows), each named but
+ * cmd_set, whose set the page derives. */
+static int walk_slab_row(void *ctx, const struct stats_cls_sample *smp)
+{
+    struct walked *w = ctx;
+    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len, "STAT %u:%s %llu\r\n",
+                               smp->cls, smp->name, (unsigned long long)smp->value);
+    w->n++;
+    if (smp->metric) {
+        w->named++;
+        assert_non_null(smp->help);
+        assert_int_equal(strncmp(smp->metric, "memcached_slab_", 15), 0);
+    } else {
+        assert_string_equal(smp->name, "cmd_set");
+    }
+    return 0;
+}
+
+static void test_slabs_walk_names_every_metric(void **state)
+{
+    (void)state;
+    struct stats_snapshot s;
+    snapshot(&s);
+    s.nclasses = 3;
+    s.cls[1] = (struct store_class_stats){.chunk_size = 96, .number = 2, .pages = 1};
+    s.cls[2] = (struct store_class_stats){.chunk_size = 120, .number = 0, .pages = 1};
+    s.t.cls[1].get_hits = 4;
+    struct walked w = {0};
+    assert_int_equal(stats_slabs_walk(&s, walk_slab_row, &w), 0);
+    struct reply_queue q;
+    reply_init(&q);
+    struct stats_emit e = stats_emit_text(&q);
+    assert_int_equal(stats_slabs_compose(&s, &e), 0);
+    char *text = drain(&q);
+    /* the text form is the walk and then the totals */
+    assert_int_equal(strncmp(text, w.text, w.len), 0);
+    assert_int_equal(strncmp(text + w.len, "STAT active_slabs 2\r\n", 21), 0);
+    free(text);
+    reply_release(&q);
+    assert_int_equal(w.n % 2, 0); /* two classes with pages, the same rows each */
+    assert_int_equal(w.named, w.n - 2);
+    assert_non_null(strstr(w.text, "STAT 1:get_hits 4\r\n"));
+    assert_non_null(strstr(w.text, "STAT 2:used_chunks 0\r\n"));
+}
+
 static void test_nodelay_stats(void **state)
 {
     (void)state;
@@ -631,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_settings_like_memcached),
         cmocka_unit_test(test_items_and_slabs),
         cmocka_unit_test(test_items_walk_names_every_metric),
+        cmocka_unit_test(test_slabs_walk_names_every_metric),
         cmocka_unit_test(test_nodelay_stats),
         cmocka_unit_test(test_detail),
     };
