@@ -8,7 +8,11 @@
 #   make floor                build/bench/floor: the canned-reply floor server (liburing)
 #   make loadgen-selftest     its self-checks (no server needed)
 #   make pipecost             build/bench/pipecost: the cache's own cost per request, no kernel
+#   make bench-traces         real traces, nodelay beside memcached, and build/bench/cachesim
+#                             (bench/traces.sh; make bench runs it with the replay)
 #   make bench-soak           the soak against the release server (SOAK_SECONDS=300)
+#   make bench-watch          what 0, 1 and 20 `watch` streams cost a pipelining load
+#                             (bench/watchcost.py; WATCH_ARGS="--noread --seconds 5")
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
 # The memcached compared with: ../shared/ref/memcached-1.6.45 when present,
 # else MEMCACHED=PATH, else Debian's /usr/bin/memcached; memtier_benchmark:
@@ -21,9 +25,24 @@ LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
 LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
-.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost
+.PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost cachesim bench-traces \
+    bench-watch
 
 loadgen: $(LOADGEN)
+
+# The offline eviction simulator (bench/cachesim), reading traces as loadgen does
+CACHESIM := build/bench/cachesim
+cachesim: $(CACHESIM)
+$(CACHESIM): bench/cachesim/cachesim.c bench/loadgen/tracefile.c bench/loadgen/keyspace.c \
+    bench/loadgen/tracefile.h bench/loadgen/keyspace.h
+	@mkdir -p $(dir $@)
+	$(CC) $(LOADGEN_CFLAGS) -o $@ bench/cachesim/cachesim.c bench/loadgen/tracefile.c \
+	    bench/loadgen/keyspace.c -lm
+
+# Real traces (../shared/traces) against nodelay and memcached, with cachesim
+bench-traces: $(LOADGEN) $(CACHESIM)
+	$(MAKE) CONFIG=release EVENT=epoll server
+	bash bench/traces.sh $(TRACES_ARGS)
 
 FLOOR := build/bench/floor
 floor: $(FLOOR)
@@ -67,3 +86,8 @@ bench-soak: $(LOADGEN)
 	bench/soak --server build/release-epoll/nodelay --duration $(SOAK_SECONDS)
 
 -include $(LOADGEN_OBJ:.o=.d)
+
+WATCH_ARGS ?=
+bench-watch:
+	$(MAKE) CONFIG=release EVENT=epoll server
+	python3 bench/watchcost.py --bin build/release-epoll/nodelay $(WATCH_ARGS)

@@ -474,6 +474,12 @@ if [ "$SKIP_REPLAY" = 0 ]; then
         echo "  replay $s $variant: $(cat "$f" 2>/dev/null)"
     done <"$OUT/replay.tsv"
 fi
+# ---- real traces at equal -m, both servers, and the offline simulator
+# (bench/traces.sh; skipped with the replay) ----
+if [ "$SKIP_REPLAY" = 0 ]; then
+    bash "$ROOT/bench/traces.sh" --nodelay "$NODELAY" --memcached "$MEMCACHED" \
+        --out "$OUT/traces" || echo "compare.sh: the trace replays failed" >&2
+fi
 uptime >"$OUT/load-after.txt"
 
 # ---- the report ----

@@ -36,13 +36,14 @@
 #                        make its Cyrus sasldb (nodelay reads its own password
 #                        file instead; the test dies without the tool); its
 #                        saslauthd service is stopped below
+#   zstd                 reads the compressed real traces (bench/traces.sh)
 set -e
 if [ "$(id -u)" != 0 ]; then
     exec sudo "$0" "$@"
 fi
 cd "$(dirname "$0")/.."
 ./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
-    libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc \
+    libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc zstd \
     libsasl2-modules libcache-memcached-fast-perl ruby ruby-dalli nutcracker systemd dpkg-dev debhelper \
     fakeroot lintian gnuplot-nox linux-perf strace libevent-openssl-2.1-7 iproute2 procps prometheus openssl \
     perl libio-socket-ssl-perl sasl2-bin

@@ -223,6 +223,7 @@ int main(int argc, char **argv)
     log_set_verbosity(SETTINGS_GET(&s, verbosity));
     /* -vvv logs every lookup, at the same points as `watch fetchers` */
     watch_set_stderr(SETTINGS_GET(&s, verbosity) >= LOG_LEVEL_DEBUG);
+    watch_configure((size_t)s.worker_logbuf_size, (unsigned)s.watch_cpu_percent);
     if (s.metrics_listen && !metrics_available()) {
         log_error("-o metrics_listen=%s: this nodelay was built without libmicrohttpd "
                   "(install libmicrohttpd-dev and rebuild)", s.metrics_listen);

@@ -80,6 +80,7 @@ void lg_report(const struct lg_config *cfg, const struct lg_stats *st, double el
 
 int lg_fill_main(int argc, char **argv);
 int lg_replay_main(int argc, char **argv);
+int lg_trace_main(int argc, char **argv);
 int lg_selftest_main(void);
 
 #endif

@@ -13,6 +13,7 @@ static void usage(FILE *f)
 "usage: loadgen [options]            drive load, verify every value read\n"
 "       loadgen fill [options]       fill until evictions; bytes per item\n"
 "       loadgen replay [options]     deterministic Zipf get-then-set replay\n"
+"       loadgen trace [options]      a real trace (.lis or \"key size\" lines), look-aside\n"
 "       loadgen selftest             check histogram, verification, parsers\n"
 "load options:\n"
 "  -s, --server HOST:PORT     target (127.0.0.1:11211)\n"
@@ -152,6 +153,8 @@ int main(int argc, char **argv)
         return lg_fill_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "replay") == 0)
         return lg_replay_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "trace") == 0)
+        return lg_trace_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "selftest") == 0)
         return lg_selftest_main();
 

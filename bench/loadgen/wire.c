@@ -158,6 +158,8 @@ int lg_wire_delete(struct lg_buf *b, enum lg_proto p, const char *key)
 
 static const char *find_eol(const char *s, size_t len)
 {
+    if (len == 0)
+        return NULL; /* s may be an empty buffer's NULL: memchr must not see it */
     const char *nl = memchr(s, '\n', len);
     if (!nl || nl == s || nl[-1] != '\r')
         return nl ? (const char *)-1 : NULL;

@@ -471,15 +471,23 @@ static const char *conn_close_why(const struct conn *c)
 }
 
 /* After a flush: close if asked and done, else set what to wait for. */
+/* A `watch` stream with lines not yet in the reply queue? */
+static bool conn_watch_lines(const struct conn *c)
+{
+    return c->sess.watcher && watch_has_lines(c->sess.watcher);
+}
+
 static void conn_settle(struct conn *c)
 {
     if (c->dead)
         return;
     /* Replies held back (a -R yield) that nothing else would send: the
      * allowance shrank under the global bound so the resume must wait, or
-     * input has stopped. Send them now: either the socket takes them or its
-     * write side wakes us. */
-    if (!c->blocked && !c->flush_more && reply_pending(&c->sess.reply) > 0 &&
+     * input has stopped; or `watch` lines that waited for the socket to
+     * drain (their wake-up was taken then). Send them now: either the
+     * socket takes them or its write side wakes us. */
+    if (!c->blocked && !c->flush_more &&
+        (reply_pending(&c->sess.reply) > 0 || conn_watch_lines(c)) &&
         !(c->in.again && !c->closing && conn_may_run(c))) {
         conn_flush(c);
         if (c->dead)
@@ -883,6 +891,16 @@ void conn_on_event(struct conn *c, unsigned events)
     } else if (events & EVENT_ERROR) {
         conn_close(c, "socket error");
     }
+}
+
+void conn_on_watch_wake(struct conn *c)
+{
+    if (c->dead || !c->sess.watcher)
+        return;
+    /* Always taken, even when the socket is behind and nothing is moved:
+     * a pipe left readable would fire every turn. */
+    watch_ack(c->sess.watcher);
+    conn_on_event(c, EVENT_WRITE);
 }
 
 void conn_stop_reading(struct conn *c)

@@ -92,6 +92,9 @@ struct conn *conn_create(struct conn_env *env, int fd, bool tcp, int tls, const 
 /* Event handlers: readiness, and a started receive or send completing
  * (EVENT_RECV/EVENT_SEND, with event_fired's res and data). */
 void conn_on_event(struct conn *c, unsigned events);
+/* Its `watch` stream's wake-up pipe fired: take the wake-up, then send
+ * what the stream has if the socket takes it (else its drain will). */
+void conn_on_watch_wake(struct conn *c);
 void conn_on_complete(struct conn *c, unsigned events, int res, const char *data);
 /* After the loop is gone: release a closed connection still waiting for
  * its completions (the kernel has dropped them with the ring). */

@@ -20,6 +20,7 @@
 #include "net/udp.h"
 #include "net/net_options.h"
 #include "store/store.h"
+#include "watch/watch.h"
 
 #define WORKER_EVENTS 256
 #define WORKER_ACCEPT_BATCH 64
@@ -362,7 +363,9 @@ void *worker_main(void *arg)
     struct event_fired ev[WORKER_EVENTS];
     rel_time_t last_tick = clock_now();
     while (!__atomic_load_n(&core->stopping, __ATOMIC_ACQUIRE)) {
-        int timeout = w->env.ready ? 0 : 1000;
+        /* While someone watches, records left in the rings are pumped
+         * within WATCH_POLL_MS even when every worker is idle. */
+        int timeout = w->env.ready ? 0 : watch_active(WATCH_LOGGED) ? WATCH_POLL_MS : 1000;
         int n = event_wait(w->loop, ev, WORKER_EVENTS, timeout);
         if (n < 0) {
             log_error("worker %d: event_wait: %s", w->id, strerror(errno));
@@ -378,7 +381,7 @@ void *worker_main(void *arg)
                     conn_on_event(wt->obj, ev[i].events);
                 break;
             case WATCH_LOG:
-                conn_on_event(wt->obj, EVENT_WRITE);
+                conn_on_watch_wake(wt->obj);
                 break;
             case WATCH_LISTENER:
                 break; /* below */
@@ -404,6 +407,8 @@ void *worker_main(void *arg)
                 worker_accept(w, wt->obj);
         }
         worker_run_ready(w);
+        if (watch_active(WATCH_LOGGED))
+            watch_pump();
         worker_free_dead(w);
         rel_time_t now = clock_now();
         if (now != last_tick) {

@@ -179,11 +179,11 @@
     X(lru_maintainer_juggles, CONST, 0, U64, COUNTER, LRU_MAINTAINER, NULL, "no LRU to maintain")  \
     X(malloc_fails, CONST, 0, U64, COUNTER, ALWAYS, NULL, "item memory is preallocated")           \
     X(log_worker_dropped, SNAP, log_worker_dropped, U64, COUNTER, ALWAYS, NULL,                    \
-      "watch event lines dropped before a watcher")                                                \
+      "watch events a full per-thread ring dropped")                                               \
     X(log_worker_written, SNAP, log_worker_written, U64, COUNTER, ALWAYS, NULL,                    \
-      "watch event lines workers produced")                                                        \
+      "watch events written to the per-thread rings")                                              \
     X(log_watcher_skipped, SNAP, log_watcher_skipped, U64, COUNTER, ALWAYS, NULL,                  \
-      "watch lines a full watcher buffer dropped")                                                 \
+      "watch lines a watcher lost (its buffer or a ring full)")                                    \
     X(log_watcher_sent, SNAP, log_watcher_sent, U64, COUNTER, ALWAYS, NULL,                        \
       "watch lines placed in a watcher buffer")                                                    \
     X(log_watchers, SNAP, log_watchers, U64, GAUGE, ALWAYS, NULL, "connections running watch")     \

@@ -24,8 +24,6 @@
 #define PM_TMPFS_MAGIC 0x01021994
 #define PM_RAMFS_MAGIC 0x858458f6
 #define PM_HUGETLBFS_MAGIC 0x958458f6
-/* The CAS ceiling moves in steps this large: one header write per step. */
-#define PM_CAS_STEP (1ull << 20)
 
 #define PM_ABI ((uint32_t)(sizeof(struct pm_hdr) << 20 | sizeof(struct pm_seg) << 8 | \
                            sizeof(void *)))
@@ -47,9 +45,69 @@ static size_t pm_data_off(uint32_t nsegs)
     return pm_align(meta, PM_DATA_ALIGN);
 }
 
+uint64_t persist_flush_sum(const struct pm_flush *f)
+{
+    return XXH3_64bits(f, offsetof(struct pm_flush, sum));
+}
+
+/* The flush state: the first copy whose checksum holds (the first is
+ * written first: a kill between leaves it the newer), or the header's
+ * fields in a file without copies; false when both fail (damage). */
+static bool pm_flush_state(const struct pm_hdr *h, struct pm_resume *out)
+{
+    const struct pm_flush *f = (const struct pm_flush *)((const char *)h + PM_FLUSH_OFF);
+    static const struct pm_flush none;
+    if (memcmp(&f[0], &none, sizeof(none)) == 0 && memcmp(&f[1], &none, sizeof(none)) == 0) {
+        out->oldest_live = h->oldest_live;
+        out->oldest_cas = h->oldest_cas;
+        return true;
+    }
+    for (int i = 0; i < 2; i++)
+        if (f[i].sum == persist_flush_sum(&f[i])) {
+            out->oldest_live = f[i].oldest_live;
+            out->oldest_cas = f[i].oldest_cas;
+            return true;
+        }
+    return false;
+}
+
+/* The run state is written while the server runs, and after a crash no
+ * checksum covers it: each field is checked against what the server can
+ * have written, and a file that fails is damaged (discarded), since its
+ * items' fates (expiry, flush, CAS) are judged by these fields.
+ *  - The clock resumes at the heartbeat's time plus the wall-clock time
+ *    since, plus one (restore.c says why): it must stay under PM_REL_MAX,
+ *    or items written afterwards would overflow the 29 bits of their
+ *    access time. A heartbeat far in the past, or in the future, or
+ *    before the clock's start means a wrong wall clock or damage: the
+ *    time spent down is unknown, and so is which TTLs have run out.
+ *  - The CAS ceiling and the flush's CAS floor are at most PM_CAS_MAX, and
+ *    the floor under the ceiling (store_next_cas raises the ceiling before
+ *    it hands out the CAS the floor takes). */
+const char *persist_run_check(const struct pm_hdr *h, int64_t now, struct pm_resume *out)
+{
+    if (!pm_flush_state(h, out))
+        return "its flush_all state is damaged (both copies fail their checksum)";
+    if (h->cas_ceiling > PM_CAS_MAX || out->oldest_cas > PM_CAS_MAX ||
+        (out->oldest_cas && out->oldest_cas >= h->cas_ceiling))
+        return "its CAS ceiling cannot be right (damaged header)";
+    if (h->epoch <= 0 || h->epoch > now + PM_CLOCK_BACK_MAX ||
+        h->hb_unix < h->epoch - PM_CLOCK_BACK_MAX || h->hb_unix > now + PM_CLOCK_BACK_MAX ||
+        h->hb_rel > PM_REL_MAX)
+        return "its clock cannot be right (a wall clock that was wrong, or a damaged header)";
+    /* hb_unix >= epoch - PM_CLOCK_BACK_MAX > -PM_CLOCK_BACK_MAX: no overflow */
+    uint64_t r = (uint64_t)h->hb_rel + 1;
+    if (now > h->hb_unix)
+        r += (uint64_t)(now - h->hb_unix);
+    if (r > PM_REL_MAX)
+        return "its clock cannot be right (the heartbeat is too old for the clock to carry)";
+    out->rel = (uint32_t)r;
+    return NULL;
+}
+
 /* Why a file cannot be restored, or NULL when it can. */
 static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t size,
-                            size_t want_len, char *buf, size_t len)
+                            size_t want_len, char *buf, size_t len, struct pm_resume *out)
 {
     if (memcmp(h->magic, PM_MAGIC, sizeof(h->magic)) != 0)
         return "it is not a nodelay memory file";
@@ -80,7 +138,27 @@ static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t
     }
     if (h->state != PM_CLEAN && h->state != PM_RUNNING)
         return NULL; /* laid out, never used: nothing to restore, not damaged */
-    return NULL;
+    return persist_run_check(h, (int64_t)time(NULL), out);
+}
+
+/* The flush state, in both copies and the header's fields. */
+static void pm_flush_write(struct persist *pm, rel_time_t oldest_live, uint64_t oldest_cas)
+{
+    /* Each copy whole before the next is begun (pm_flush_state): a kill
+     * leaves at most one copy failing its checksum, and the other is the
+     * state before or after this flush, which was not yet acknowledged. */
+    struct pm_flush f = {.oldest_cas = oldest_cas, .oldest_live = oldest_live};
+    f.sum = persist_flush_sum(&f);
+    for (int i = 0; i < 2; i++) {
+        pm_store64(&pm->flush[i].oldest_cas, f.oldest_cas);
+        pm_store32(&pm->flush[i].oldest_live, f.oldest_live);
+        pm_store64(&pm->flush[i].sum, f.sum);
+    }
+    /* The header's fields too, in store_flush's order (oldest_cas first:
+     * a kill between leaves the flush half done, hiding only items it
+     * would have hidden), for a build that reads only them. */
+    pm_store64(&pm->hdr->oldest_cas, oldest_cas);
+    pm_store32(&pm->hdr->oldest_live, oldest_live);
 }
 
 static void pm_layout(struct store *s, struct persist *pm)
@@ -100,6 +178,7 @@ static void pm_layout(struct store *s, struct persist *pm)
     h->journal_slots = PM_JOURNAL_SLOTS;
     h->hdr_sum = pm_hdr_sum(h);
     h->seq_next = 1;
+    pm_flush_write(pm, 0, 0);
 }
 
 /* One server per file: a second one would restore from (or lay out
@@ -185,19 +264,25 @@ int persist_open(struct store *s, const char *path, struct persist **out)
     pm->fd = fd;
     pm->nsegs = nsegs;
     pthread_mutex_init(&pm->jlock, NULL);
+    pthread_mutex_init(&pm->flush_lock, NULL);
     pm->jnext = 1;
 
-    struct pm_hdr h;
-    memset(&h, 0, sizeof(h));
-    ssize_t got = st.st_size > 0 ? pread(fd, &h, sizeof(h), 0) : 0;
+    /* the header page: the header and the flush copies */
+    union {
+        struct pm_hdr h;
+        char page[4096];
+    } u;
+    memset(&u, 0, sizeof(u));
+    ssize_t got = st.st_size > 0 ? pread(fd, u.page, sizeof(u.page), 0) : 0;
+    struct pm_hdr h = u.h;
     char buf[256];
     const char *why = NULL;
     if (st.st_size == 0)
         pm->start = PM_START_NEW;
-    else if (got != (ssize_t)sizeof(h))
+    else if (got < (ssize_t)sizeof(h))
         why = "it is too short to hold a header";
     else
-        why = pm_check(s, &h, st.st_size, len, buf, sizeof(buf));
+        why = pm_check(s, &u.h, st.st_size, len, buf, sizeof(buf), &pm->resume);
     if (!why && st.st_size > 0)
         pm->start = h.state == PM_CLEAN     ? PM_START_CLEAN
                     : h.state == PM_RUNNING ? PM_START_CRASH
@@ -216,6 +301,7 @@ int persist_open(struct store *s, const char *path, struct persist **out)
         log_error("-e %s: cannot map %zu bytes: %s", path, len, strerror(errno));
     if (map == MAP_FAILED) {
         pthread_mutex_destroy(&pm->jlock);
+        pthread_mutex_destroy(&pm->flush_lock);
         free(pm);
         close(fd);
         return -1;
@@ -223,6 +309,7 @@ int persist_open(struct store *s, const char *path, struct persist **out)
     pm->map = map;
     pm->map_len = len;
     pm->hdr = map;
+    pm->flush = (struct pm_flush *)(pm->map + PM_FLUSH_OFF);
     pm->segs = (struct pm_seg *)(pm->map + 4096);
     pm->journal = (struct pm_journal *)(pm->segs + nsegs);
     pm->data = pm->map + data_off;
@@ -255,12 +342,10 @@ void persist_cas(struct store *s, uint64_t cas)
 
 void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas)
 {
-    struct pm_hdr *h = s->pm->hdr;
-    /* In store_flush's order; a kill between the two leaves the older
-     * oldest_live with the newer CAS floor: the flush half done, hiding
-     * only items it would have hidden. */
-    pm_store64(&h->oldest_cas, oldest_cas);
-    pm_store32(&h->oldest_live, oldest_live);
+    struct persist *pm = s->pm;
+    pthread_mutex_lock(&pm->flush_lock);
+    pm_flush_write(pm, oldest_live, oldest_cas);
+    pthread_mutex_unlock(&pm->flush_lock);
 }
 
 void persist_seg_open(struct store *s, struct seg *seg)
@@ -369,6 +454,7 @@ void persist_close(struct store *s, bool clean)
         munmap(pm->map, pm->map_len);
     close(pm->fd);
     pthread_mutex_destroy(&pm->jlock);
+    pthread_mutex_destroy(&pm->flush_lock);
     free(pm);
     s->pm = NULL;
 }

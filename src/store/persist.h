@@ -24,6 +24,19 @@
 
 enum pm_state { PM_EMPTY = 0, PM_RUNNING = 1, PM_CLEAN = 2 };
 
+/* Bounds on the run state past which a file is damaged (persist_run_check;
+ * docs/store.md "Restarts"). No CAS the counter hands out reaches
+ * PM_CAS_MAX: 2^62 at a billion writes a second is 146 years. */
+#define PM_CAS_MAX ((uint64_t)1 << 62)
+/* The CAS ceiling moves in steps this large: one header write per step. */
+#define PM_CAS_STEP ((uint64_t)1 << 20)
+/* The restored clock at most: half of the 29 bits an item's access time
+ * keeps (8.5 years), so the clock can run as long again. */
+#define PM_REL_MAX ((uint32_t)1 << 28)
+/* The wall clock may have been stepped back this far (seconds) between the
+ * last heartbeat and the restart; further, one of the two is wrong. */
+#define PM_CLOCK_BACK_MAX 3600
+
 /* The first page. Fields up to `state` are the settings that must match,
  * written once when the file is laid out and covered by hdr_sum; the rest
  * is run state. */
@@ -54,6 +67,27 @@ struct pm_hdr {
     uint32_t index_level;   /* the index's size at the last heartbeat (hash_power_level) */
     uint32_t pad2;
     uint64_t stop_sum;      /* PM_CLEAN: XXH3 of the run state above and the table */
+};
+
+/* The flush_all state again, in two copies each with its checksum, in the
+ * header page after struct pm_hdr (persist_flush): a copy that one damaged
+ * bit, or a kill in the middle of writing it, leaves failing its checksum
+ * gives way to the other. A file without them (all zero: written before
+ * they were) has only the header's fields. */
+#define PM_FLUSH_OFF 2048
+struct pm_flush {
+    uint64_t oldest_cas;
+    uint32_t oldest_live;
+    uint32_t pad;
+    uint64_t sum; /* XXH3 of the fields above */
+};
+_Static_assert(sizeof(struct pm_hdr) <= PM_FLUSH_OFF, "the flush copies follow the header");
+
+/* What a restore resumes with (persist_run_check). */
+struct pm_resume {
+    uint32_t rel;         /* the clock */
+    uint32_t oldest_live; /* the flush_all state */
+    uint64_t oldest_cas;
 };
 
 #define PM_SEG_COMPACTING 1u
@@ -92,13 +126,16 @@ struct persist {
     char *map;
     size_t map_len;
     struct pm_hdr *hdr;
+    struct pm_flush *flush;  /* [2], in the header page */
     struct pm_seg *segs;
     struct pm_journal *journal;
     char *data;
     uint32_t nsegs;
     pthread_mutex_t jlock;   /* slot 0, for threads beyond the journal */
+    pthread_mutex_t flush_lock; /* one flush_all writes its state at a time */
     uint32_t jnext;          /* next journal slot to hand out (atomic) */
     enum store_restore_mode start; /* what the header said at open */
+    struct pm_resume resume; /* what to resume with (persist_run_check) */
     /* restore results (stats nodelay) */
     uint64_t restored_items;
     uint64_t discarded_expired;   /* expired or flushed while down */
@@ -146,6 +183,12 @@ void restore_run_split(void *(*fn)(void *), char *args, size_t size, uint32_t t)
  * cannot be used is discarded with a log line. -1 only when the file
  * cannot be opened or mapped at all (the caller stops start-up). */
 int persist_open(struct store *s, const char *path, struct persist **out);
+/* Why the header page's run state (clock, CAS ceiling, flush state; h,
+ * with the flush copies at PM_FLUSH_OFF) cannot be right at unix time now,
+ * or NULL; *out: what to resume with. */
+const char *persist_run_check(const struct pm_hdr *h, int64_t now, struct pm_resume *out);
+/* A flush copy's checksum. */
+uint64_t persist_flush_sum(const struct pm_flush *f);
 /* Rebuild the index and the segment lists from the file (restore.c);
  * called once the index and the segment table exist. */
 void persist_restore(struct store *s);

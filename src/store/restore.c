@@ -21,9 +21,12 @@
 
 #include "log.h"
 
+/* The segment's table entry is one the server can have written. Its
+ * cas_base was the CAS counter when it was opened, at most a few CAS past
+ * the ceiling (threads between taking a CAS and raising the ceiling). */
 static bool restore_seg_sane(const struct store *s, const struct pm_seg *ps)
 {
-    if (ps->write_off > s->seg_size)
+    if (ps->write_off > s->seg_size || ps->cas_base > s->pm->hdr->cas_ceiling + PM_CAS_STEP)
         return false;
     if (ps->flags & PM_SEG_COMPACTING)
         return ps->compact_w <= ps->compact_off && ps->compact_off <= ps->write_off;
@@ -72,12 +75,13 @@ static void restore_damaged(struct store *s)
     pm->start = PM_START_DISCARDED;
 }
 
-/* The item a journal location names, or NULL if it names none. */
+/* The item a journal location names, or NULL if it names none. Only its
+ * layout byte is read or written: an item in the last bytes of its
+ * segment is named too, or its overwrite would keep two live items. */
 static char *restore_loc(struct store *s, uint64_t loc)
 {
     uint64_t seg = (loc >> 32) - 1, off = (uint32_t)loc;
-    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->seg_size ||
-        s->seg_size - off < ITEM_HDR_MAX)
+    if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->seg_size)
         return NULL;
     char *p = pm_seg_data(s->pm, s, (uint32_t)seg) + off;
     return (p[0] & ITEM_L_MARK) ? p : NULL;
@@ -91,8 +95,9 @@ static void restore_journal(struct store *s)
         struct pm_journal *j = &pm->journal[i];
         if (j->new_loc) {
             char *np = restore_loc(s, j->new_loc), *op = restore_loc(s, j->old_loc);
-            if (np && op && (item_state(np) & ITEM_L_COMMIT))
-                item_set_state(op, ITEM_L_DEAD);
+            /* committed, or since dead (which only a committed item becomes) */
+            if (np && op && item_state(np))
+                item_set_dead(op);
         }
         j->new_loc = j->old_loc = 0;
     }
@@ -209,7 +214,7 @@ static void restore_item(struct restore_run *r, struct seg *seg, char *p,
             log_error("-e %s: out of memory restoring the index; dropping items",
                       s->opt.memory_file);
         r->nomem_logged = true;
-        item_set_state(p, ITEM_L_DEAD);
+        item_set_dead(p);
         r->corrupt++;
         return;
     }
@@ -231,7 +236,9 @@ static void restore_item(struct restore_run *r, struct seg *seg, char *p,
     }
     if (cas > seg->max_cas)
         seg->max_cas = cas;
-    if (cas > r->max_cas)
+    /* Only a client's own CAS (ms E) lies past PM_CAS_MAX: not one the
+     * counter must go on above, nor one to wrap it. */
+    if (cas > r->max_cas && cas <= PM_CAS_MAX)
         r->max_cas = cas;
     r->restored++;
 }
@@ -265,14 +272,14 @@ static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg
 {
     if (r->verify && item_sum(p, h) != item_get_u32(p, h->sum_off)) {
         r->corrupt++;
-        item_set_state(p, ITEM_L_DEAD);
+        item_set_dead(p);
         return false;
     }
     /* Without a flush in force or an expiry, an item is live: most are. */
     if ((r->flush_on || h->exp_off) &&
         store_item_life(s, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
         r->expired++;
-        item_set_state(p, ITEM_L_DEAD);
+        item_set_dead(p);
         return false;
     }
     return true;
@@ -298,8 +305,7 @@ static void restore_walk(struct store *s, struct restore_run *r, struct seg *seg
             pm_store32(&pm_seg(s->pm, seg->id)->write_off, x);
             break;
         }
-        uint8_t st = l & ITEM_L_STATE;
-        if ((st & ITEM_L_COMMIT) && !(st & ITEM_L_DEAD) && restore_keep(s, r, seg, p, &h))
+        if (item_state_live(l) && restore_keep(s, r, seg, p, &h))
             restore_item(r, seg, p, &h, x);
         x = (uint32_t)((x + item_total(&h) + align - 1) & ~(align - 1));
     }
@@ -537,16 +543,11 @@ void persist_restore(struct store *s)
          * the sum can be a second behind, and a clock behind the old one
          * would date new items at or before an immediate flush_all's
          * oldest_live (flushed as soon as written). TTLs may end a second
-         * early; nothing stored before the stop can look newer. */
-        int64_t now_unix = (int64_t)time(NULL);
-        uint64_t rel = (uint64_t)h->hb_rel + 1;
-        if (now_unix > h->hb_unix)
-            rel += (uint64_t)(now_unix - h->hb_unix);
-        if (rel > UINT32_MAX / 2)
-            rel = UINT32_MAX / 2;
-        clock_resume((time_t)h->epoch, (rel_time_t)rel);
-        s->oldest_live = h->oldest_live;
-        s->oldest_cas = h->oldest_cas;
+         * early; nothing stored before the stop can look newer. The
+         * sum was worked out and checked at open (persist_run_check). */
+        clock_resume((time_t)h->epoch, (rel_time_t)pm->resume.rel);
+        s->oldest_live = pm->resume.oldest_live;
+        s->oldest_cas = pm->resume.oldest_cas;
         int damaged = 0;
         struct restore_run r = {.s = s, .now = clock_now(),
                                 .verify = pm->start == PM_START_CRASH,
@@ -569,8 +570,8 @@ void persist_restore(struct store *s)
         uint64_t next = r.max_cas;
         if (h->cas_ceiling > next)
             next = h->cas_ceiling;
-        if (h->oldest_cas > next)
-            next = h->oldest_cas;
+        if (s->oldest_cas > next)
+            next = s->oldest_cas;
         if (restore) {
             s->cas_next = next;
             persist_cas(s, next);
@@ -581,6 +582,8 @@ void persist_restore(struct store *s)
     h->epoch = (int64_t)clock_epoch();
     h->stop_sum = 0;
     persist_heartbeat(s);
+    /* both flush copies whole again (one may have failed its checksum) */
+    persist_flush(s, s->oldest_live, s->oldest_cas);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     uint64_t cpu_us = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000u +

@@ -190,12 +190,48 @@ static bool rix_same_key(struct store *s, uint64_t a, uint64_t b)
     return ha.nkey == hb.nkey && memcmp(p + ha.hlen, q + hb.hlen, ha.nkey) == 0;
 }
 
-enum rix_put { RIX_LINKED, RIX_DUP, RIX_NOMEM };
+/* Two live copies of one key: which to keep. Without damage they are one
+ * version (W5: eviction's copy, left by a kill between the copy and the
+ * source's death; every other pair is settled by the journal, W4), and
+ * either may stay. Otherwise the version decides: CAS, which the store
+ * hands out under the key's bucket lock, so a later write of a key has a
+ * higher one. Copies of one CAS (always under -C) that differ in value,
+ * flags or expiry cannot be told apart: neither is served. */
+enum rix_pick { RIX_PICK_SAME, RIX_PICK_OLD, RIX_PICK_NEW, RIX_PICK_NEITHER };
+
+static enum rix_pick rix_pick(struct store *s, uint64_t old, uint64_t slot)
+{
+    const char *p = seg_item(s, old), *q = seg_item(s, slot);
+    struct item_hdr ha, hb;
+    item_decode(p, &ha);
+    item_decode(q, &hb);
+    uint64_t ca = item_get_cas(p, &ha, seg_of(s, slot_seg(old))->cas_base);
+    uint64_t cb = item_get_cas(q, &hb, seg_of(s, slot_seg(slot))->cas_base);
+    if (ca != cb)
+        return cb > ca ? RIX_PICK_NEW : RIX_PICK_OLD;
+    bool same = ha.nvalue == hb.nvalue &&
+                item_get_u32(p, ha.flags_off) == item_get_u32(q, hb.flags_off) &&
+                item_get_u32(p, ha.exp_off) == item_get_u32(q, hb.exp_off) &&
+                memcmp(p + ha.hlen + ha.nkey, q + hb.hlen + hb.nkey, ha.nvalue) == 0;
+    return same ? RIX_PICK_SAME : RIX_PICK_NEITHER;
+}
+
+enum rix_put {
+    RIX_LINKED,   /* slot linked */
+    RIX_DUP,      /* a copy of the same version is linked: slot dropped */
+    RIX_OLDER,    /* a newer version is linked: slot dropped */
+    RIX_REPLACED, /* slot took the place of an older version, *other */
+    RIX_NEITHER,  /* slot dropped, and *other, the copy it could not be told
+                   * from, stays linked, dead, until the fill is over: any
+                   * further copy meets it and is dropped too */
+    RIX_NOMEM,
+};
 
 /* Link slot into the chain of bucket b unless its key is there already.
  * Nothing is unlinked during a restore, so a chain's empty slots are all
  * after its full ones: the first empty slot ends the search. */
-static inline __attribute__((always_inline)) enum rix_put rix_put(struct store *s, uint64_t *b, uint64_t slot)
+static inline __attribute__((always_inline)) enum rix_put rix_put(struct store *s, uint64_t *b,
+                                                                 uint64_t slot, uint64_t *other)
 {
     struct index *ix = &s->index;
     uint32_t tag = slot_tag(slot);
@@ -207,10 +243,24 @@ static inline __attribute__((always_inline)) enum rix_put rix_put(struct store *
                 cur[i] = slot;
                 return RIX_LINKED;
             }
-            /* A copy eviction made of the same version (seg_carry or a
-             * compaction) that a kill left behind: keep one. */
-            if (slot_tag(v) == tag && rix_same_key(s, v, slot))
+            if (slot_tag(v) != tag || !rix_same_key(s, v, slot))
+                continue;
+            if (!item_state_live(item_state(seg_item(s, v))))
+                return RIX_NEITHER; /* a key already found ambiguous */
+            switch (rix_pick(s, v, slot)) {
+            case RIX_PICK_SAME:
                 return RIX_DUP;
+            case RIX_PICK_OLD:
+                return RIX_OLDER;
+            case RIX_PICK_NEW:
+                *other = v;
+                cur[i] = slot;
+                return RIX_REPLACED;
+            case RIX_PICK_NEITHER:
+                *other = v;
+                item_set_dead(seg_item(s, v));
+                return RIX_NEITHER;
+            }
         }
         last = cur;
     }
@@ -223,7 +273,8 @@ static inline __attribute__((always_inline)) enum rix_put rix_put(struct store *
 
 struct rix_dropped {
     uint64_t slot;
-    bool dup;
+    bool dup;    /* a copy of a linked item's version, not damage */
+    bool linked; /* still in the table: unlinked after the fill */
 };
 
 /* One fill thread: parts [lo, hi). On lines of its own (RESTORE_LINE). */
@@ -238,7 +289,7 @@ struct rix_filler {
     bool drops_lost; /* no memory to remember a drop */
 };
 
-static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup)
+static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup, bool linked)
 {
     if (f->ndrops == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 64;
@@ -250,7 +301,7 @@ static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup)
         f->drops = d;
         f->cap = cap;
     }
-    f->drops[f->ndrops++] = (struct rix_dropped){slot, dup};
+    f->drops[f->ndrops++] = (struct rix_dropped){slot, dup, linked};
 }
 
 /* Link slot in bucket b, or (rehash) in its key's bucket of the table. */
@@ -259,15 +310,23 @@ static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f,
     struct store *s = f->x->s;
     if (f->rehash)
         b = index_bucket_of(&s->index, s->index.rehash(s->index.rehash_arg, slot));
-    enum rix_put r = rix_put(s, b, slot);
+    uint64_t other = 0;
+    enum rix_put r = rix_put(s, b, slot, &other);
     if (r == RIX_LINKED) {
         f->linked++;
         return;
     }
     /* Dead at once, so that the copy never comes back; only its segment's
      * counts wait for the caller. */
-    item_set_state(seg_item(s, slot), ITEM_L_DEAD);
-    rix_note_drop(f, slot, r == RIX_DUP);
+    if (r == RIX_REPLACED) {
+        item_set_dead(seg_item(s, other));
+        rix_note_drop(f, other, false, false);
+        return;
+    }
+    item_set_dead(seg_item(s, slot));
+    rix_note_drop(f, slot, r == RIX_DUP, false);
+    if (r == RIX_NEITHER && other)
+        rix_note_drop(f, other, false, true);
 }
 
 /* Copy a built part over the table, past the caches: the part's lines
@@ -331,6 +390,20 @@ static void *rix_fill_thread(void *arg)
     return NULL;
 }
 
+/* Take a slot left linked by RIX_NEITHER out of the filled table. */
+static bool rix_unlink(struct rix *x, uint64_t slot)
+{
+    struct index *ix = &x->s->index;
+    uint64_t *b = index_bucket_of(ix, ix->rehash(ix->rehash_arg, slot));
+    for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (cur[i] && slot_same(cur[i], slot)) {
+                index_clear_slot(ix, b, &cur[i]);
+                return true;
+            }
+    return false;
+}
+
 uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
 {
     struct store *s = x->s;
@@ -364,10 +437,15 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
     restore_run_split(rix_fill_thread, (char *)f, sizeof(f[0]), t);
     uint64_t linked = 0;
     bool lost = false;
-    for (uint32_t i = 0; i < t; i++) {
+    for (uint32_t i = 0; i < t; i++)
         linked += f[i].linked;
-        for (size_t k = 0; k < f[i].ndrops; k++)
+    index_count(&s->index, linked);
+    for (uint32_t i = 0; i < t; i++) {
+        for (size_t k = 0; k < f[i].ndrops; k++) {
+            if (f[i].drops[k].linked && rix_unlink(x, f[i].drops[k].slot))
+                linked--;
             drop(arg, f[i].drops[k].slot, f[i].drops[k].dup);
+        }
         lost |= f[i].drops_lost;
         free(f[i].drops);
     }
@@ -375,6 +453,5 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
         index_table_release(old);
     if (lost) /* the items are unlinked and dead, only their segment counts stay high */
         log_error("store: out of memory during the restore; some segments' live counts are high");
-    index_count(&s->index, linked);
     return linked;
 }

@@ -369,7 +369,7 @@ static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
     enum item_life life = store_item_life(s, p, h, v->cas_base, now);
     struct store_cls_of cls = store_item_class(s, p, h);
     if (s->pm)
-        item_set_state(p, ITEM_L_DEAD);
+        item_set_dead(p);
     index_clear_slot(&s->index, b, slot);
     seg_note_gone(v, item_total(h), &cls);
     struct store_cls_ctr *cc = &ctx->cls[cls.cls];
@@ -501,7 +501,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
                     seg_note_gone(v, size, &cls);
                     *slot = moved | nfreq;
                     if (s->pm)
-                        item_set_state(p, ITEM_L_DEAD); /* the copy left behind (W5) */
+                        item_set_dead(p); /* the copy left behind (W5) */
                     CTR_INC(ctx, items_reinserted);
                     seg_note_move(ctx, w, cls.cls);
                 } else {
@@ -567,7 +567,7 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
                 memmove(v->data + wr, p, size);
             *slot = slot_make(tag, v->id, (uint32_t)(wr >> s->off_shift)) | (*slot & SLOT_FREQ);
             if (ps && moved_down)
-                item_set_state(p, ITEM_L_DEAD); /* the copy left behind */
+                item_set_dead(p); /* the copy left behind */
             wr = (wr + size + align - 1) & ~(align - 1);
             if (ps)
                 pm_store32(&ps->compact_w, (uint32_t)wr);

@@ -195,7 +195,7 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
     if (have_old) {
         *f->slot = ns;
         if (s->pm) {
-            item_set_state(f->p, ITEM_L_DEAD);
+            item_set_dead(f->p);
             persist_journal_end(s->pm, j);
         }
         struct store_cls_of oc = store_item_class(s, f->p, &f->h);

@@ -20,11 +20,13 @@
 #define ITEM_L_CAS32 0x04   /* CAS as a 4-byte delta from the segment's cas_base */
 #define ITEM_L_CAS64 0x08   /* CAS in full */
 #define ITEM_L_SUM 0x10     /* 4-byte checksum of nkey, flags, key and value (-e only) */
-/* State bits (-e only), set after the item is laid out and never cleared:
- * COMMIT when it is linked (its value complete), DEAD when it is unlinked
- * (overwritten, deleted, evicted, expired). The restore scan serves an item
- * only when it is COMMIT and not DEAD (docs/store.md "Restarts"). They do
- * not change where fields lie; item_decode leaves them out of h->layout. */
+/* State bits (-e only), set after the item is laid out: COMMIT when it is
+ * linked (its value complete); when it is unlinked (overwritten, deleted,
+ * evicted, expired) DEAD is set and COMMIT cleared in one store, so that a
+ * dead item's state differs from a live one's in both bits and one damaged
+ * bit cannot bring it back. The restore scan serves an item only when it
+ * is COMMIT and not DEAD (docs/store.md "Restarts"). They do not change
+ * where fields lie; item_decode leaves them out of h->layout. */
 #define ITEM_L_COMMIT 0x20
 #define ITEM_L_DEAD 0x40
 #define ITEM_L_STATE (ITEM_L_COMMIT | ITEM_L_DEAD)
@@ -128,6 +130,22 @@ static inline uint8_t item_state(const char *p)
 static inline void item_set_state(char *p, uint8_t bits)
 {
     __atomic_fetch_or((uint8_t *)p, bits, __ATOMIC_RELEASE);
+}
+/* Unlinked (-e): DEAD set and COMMIT cleared in one release store, after
+ * every byte written before. The other bits of the byte never change, but
+ * a compare-and-swap keeps this safe beside item_set_state. */
+static inline void item_set_dead(char *p)
+{
+    uint8_t *u = (uint8_t *)p;
+    uint8_t o = __atomic_load_n(u, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(u, &o, (uint8_t)((o | ITEM_L_DEAD) & ~ITEM_L_COMMIT),
+                                        true, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+}
+/* A state that may be served: committed and not dead. */
+static inline bool item_state_live(uint8_t state)
+{
+    return (state & ITEM_L_STATE) == ITEM_L_COMMIT;
 }
 /* The layout needed to hold these field values. */
 uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, uint64_t cas,

@@ -22,7 +22,7 @@ void store_unlink(struct store *s, struct store_found *f)
 {
     /* -e: dead in the file before anyone can see it gone */
     if (s->pm)
-        item_set_state(f->p, ITEM_L_DEAD);
+        item_set_dead(f->p);
     index_clear_slot(&s->index, f->bucket, f->slot);
     struct store_cls_of c = store_item_class(s, f->p, &f->h);
     seg_note_gone(f->seg, item_total(&f->h), &c);

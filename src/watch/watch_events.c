@@ -1,20 +1,94 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Event lines in memcached 1.6.45's formats (its logger.c), formatted on the
- * worker where the event happens, then offered to the watchers. Keys are
- * URI-encoded as memcached encodes them, so a line is always one line. */
-#include <stdarg.h>
+/* Watch events: recorded where they happen as compact binary records (the
+ * fields and the raw key, no formatting), and turned into memcached 1.6.45's
+ * lines (its logger.c) only on the watchers' side (watch_format, called by
+ * watch_pump). Keys are URI-encoded as memcached encodes them, so a line is
+ * always one line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
 #include "watch/watch.h"
+#include "watch/watch_rec.h"
 
 /* A 250-byte key encodes to 750 bytes; the rest of a line is short. */
-#define WATCH_LINE_MAX 2048
 #define WATCH_KEY_ENC_MAX (3 * 250 + 1)
 
-static uint64_t watch_gid; /* memcached's logger gid: orders lines across workers */
+static void rec_begin(struct watch_rec *r, enum watch_rec_type type)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    memset(r, 0, sizeof *r);
+    r->sec = tv.tv_sec;
+    r->usec = (int32_t)tv.tv_usec;
+    r->type = (uint8_t)type;
+}
+
+void watch_item_get(const char *key, size_t nkey, enum watch_get_status st, unsigned clsid,
+                    int cfd, uint32_t size)
+{
+    struct watch_rec r;
+    rec_begin(&r, WATCH_REC_GET);
+    r.status = (uint8_t)st;
+    r.clsid = clsid;
+    r.cfd = cfd;
+    r.size = size;
+    watch_emit(WATCH_FETCHERS, &r, key, nkey);
+}
+
+void watch_item_store(const char *key, size_t nkey, enum watch_store_status st, const char *cmd,
+                      uint32_t ttl, unsigned clsid, int cfd, uint32_t size)
+{
+    struct watch_rec r;
+    rec_begin(&r, WATCH_REC_STORE);
+    r.status = (uint8_t)st;
+    r.cmd = cmd;
+    r.ttl = ttl;
+    r.clsid = clsid;
+    r.cfd = cfd;
+    r.size = size;
+    watch_emit(WATCH_MUTATIONS, &r, key, nkey);
+}
+
+void watch_deleted(const char *key, size_t nkey, const char *cmd, unsigned clsid, uint32_t size)
+{
+    struct watch_rec r;
+    rec_begin(&r, WATCH_REC_DELETED);
+    r.cmd = cmd;
+    r.clsid = clsid;
+    r.size = size;
+    watch_emit(WATCH_DELETIONS, &r, key, nkey);
+}
+
+void watch_eviction(const char *key, size_t nkey, bool fetched, long long ttl, unsigned la,
+                    unsigned clsid, uint32_t size)
+{
+    struct watch_rec r;
+    rec_begin(&r, WATCH_REC_EVICTION);
+    r.status = fetched;
+    r.ttl = ttl;
+    r.la = la;
+    r.clsid = clsid;
+    r.size = size;
+    watch_emit(WATCH_EVICTIONS, &r, key, nkey);
+}
+
+void watch_conn_event(const char *addr, bool opened, const char *why, int cfd)
+{
+    struct watch_rec r;
+    rec_begin(&r, opened ? WATCH_REC_CONN_NEW : WATCH_REC_CONN_CLOSE);
+    /* memcached's close_reason: the client's own close is normal */
+    r.status = !why                                 ? WATCH_CLOSE_NORMAL
+               : strcmp(why, "idle timeout") == 0    ? WATCH_CLOSE_IDLE
+               : strcmp(why, "server stopping") == 0 ? WATCH_CLOSE_SHUTDOWN
+                                                     : WATCH_CLOSE_ERROR;
+    r.cfd = cfd;
+    size_t n = strlen(addr);
+    watch_emit(WATCH_CONNEVENTS, &r, addr, n < WATCH_ADDR_MAX ? n : WATCH_ADDR_MAX);
+}
+
+/* ---- the watchers' side ---- */
 
 static void uriencode(const char *src, size_t n, char *dst, size_t cap)
 {
@@ -35,94 +109,88 @@ static void uriencode(const char *src, size_t n, char *dst, size_t cap)
     dst[d] = '\0';
 }
 
-static void watch_line(unsigned flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* "ts=<sec>.<usec> gid=<n> " + fmt + "\n", usec unpadded as memcached prints it. */
-static void watch_line(unsigned flag, const char *fmt, ...)
+/* "tcp:ip:port" or "tcp6:[ip]:port" (the connection registry's form):
+ * memcached prints the bare ip, the port and "tcp"; anything else is a
+ * unix socket ("unix", 0, "local"). */
+static const char *conn_peer(const char *addr, size_t n, char *rip, size_t cap, unsigned *rport)
 {
-    char line[WATCH_LINE_MAX];
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    uint64_t gid = __atomic_add_fetch(&watch_gid, 1, __ATOMIC_RELAXED);
-    int n = snprintf(line, sizeof line, "ts=%lld.%d gid=%llu ", (long long)tv.tv_sec,
-                     (int)tv.tv_usec, (unsigned long long)gid);
-    va_list ap;
-    va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    if (m < 0 || (size_t)(n + m) >= sizeof line - 1)
-        return; /* cannot happen with the formats below */
-    line[n + m] = '\n';
-    watch_offer(flag, line, (size_t)(n + m + 1));
-}
-
-void watch_item_get(const char *key, size_t nkey, enum watch_get_status st, unsigned clsid,
-                    int cfd, uint32_t size)
-{
-    static const char *const status[] = {"not_found", "found", "flushed", "expired"};
-    char k[WATCH_KEY_ENC_MAX];
-    uriencode(key, nkey, k, sizeof k);
-    watch_line(WATCH_FETCHERS, "type=item_get key=%s status=%s clsid=%u cfd=%d size=%u", k,
-               status[st], clsid, cfd, size);
-}
-
-void watch_item_store(const char *key, size_t nkey, enum watch_store_status st, const char *cmd,
-                      uint32_t ttl, unsigned clsid, int cfd, uint32_t size)
-{
-    static const char *const status[] = {"not_stored", "stored",    "exists",
-                                         "not_found",  "too_large", "no_memory"};
-    char k[WATCH_KEY_ENC_MAX];
-    uriencode(key, nkey, k, sizeof k);
-    watch_line(WATCH_MUTATIONS, "type=item_store key=%s status=%s cmd=%s ttl=%u clsid=%u cfd=%d size=%u",
-               k, status[st], cmd, ttl, clsid, cfd, size);
-}
-
-void watch_deleted(const char *key, size_t nkey, const char *cmd, unsigned clsid, uint32_t size)
-{
-    char k[WATCH_KEY_ENC_MAX];
-    uriencode(key, nkey, k, sizeof k);
-    watch_line(WATCH_DELETIONS, "type=deleted key=%s cmd=%s clsid=%u size=%u", k, cmd, clsid, size);
-}
-
-void watch_eviction(const char *key, size_t nkey, bool fetched, long long ttl, unsigned la,
-                    unsigned clsid, uint32_t size)
-{
-    char k[WATCH_KEY_ENC_MAX];
-    uriencode(key, nkey, k, sizeof k);
-    watch_line(WATCH_EVICTIONS, "type=eviction key=%s fetch=%s ttl=%lld la=%u clsid=%u size=%u", k,
-               fetched ? "yes" : "no", ttl, la, clsid, size);
-}
-
-void watch_conn_event(const char *addr, bool opened, const char *why, int cfd)
-{
-    char rip[128] = "unix";
-    unsigned rport = 0;
-    const char *transport = "local";
-    const char *colon = strrchr(addr, ':');
-    if (strncmp(addr, "tcp", 3) == 0 && colon) {
-        /* "tcp:ip:port" or "tcp6:[ip]:port": memcached prints the bare ip */
-        const char *ip = strchr(addr, ':') + 1;
-        size_t n = (size_t)(colon - ip);
-        if (n >= 2 && ip[0] == '[' && ip[n - 1] == ']') {
-            ip++;
-            n -= 2;
-        }
-        if (n >= sizeof rip)
-            n = sizeof rip - 1;
-        memcpy(rip, ip, n);
-        rip[n] = '\0';
-        rport = (unsigned)strtoul(colon + 1, NULL, 10);
-        transport = "tcp";
+    char a[WATCH_ADDR_MAX + 1];
+    memcpy(a, addr, n);
+    a[n] = '\0';
+    snprintf(rip, cap, "unix");
+    *rport = 0;
+    const char *colon = strrchr(a, ':');
+    if (strncmp(a, "tcp", 3) != 0 || !colon)
+        return "local";
+    const char *ip = strchr(a, ':') + 1;
+    size_t len = colon > ip ? (size_t)(colon - ip) : 0;
+    if (len >= 2 && ip[0] == '[' && ip[len - 1] == ']') {
+        ip++;
+        len -= 2;
     }
-    if (opened) {
-        watch_line(WATCH_CONNEVENTS, "type=conn_new rip=%s rport=%u transport=%s cfd=%d", rip,
-                   rport, transport, cfd);
-        return;
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(rip, ip, len);
+    rip[len] = '\0';
+    *rport = (unsigned)strtoul(colon + 1, NULL, 10);
+    return "tcp";
+}
+
+size_t watch_format(const struct watch_rec *r, const char *key, size_t nkey, uint64_t gid,
+                    char *out, size_t cap)
+{
+    static const char *const get_status[] = {"not_found", "found", "flushed", "expired"};
+    static const char *const store_status[] = {"not_stored", "stored",    "exists",
+                                               "not_found",  "too_large", "no_memory"};
+    static const char *const reasons[] = {"normal", "error", "idle_timeout", "shutdown"};
+    char k[WATCH_KEY_ENC_MAX];
+    char rip[128];
+    unsigned rport;
+    const char *transport;
+    /* "ts=<sec>.<usec> gid=<n> ", usec unpadded as memcached prints it */
+    int n = snprintf(out, cap, "ts=%lld.%d gid=%llu ", (long long)r->sec, (int)r->usec,
+                     (unsigned long long)gid);
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    char *p = out + n;
+    size_t room = cap - (size_t)n - 1; /* and the "\n" */
+    int m = -1;
+    switch (r->type) {
+    case WATCH_REC_GET:
+        uriencode(key, nkey, k, sizeof k);
+        m = snprintf(p, room, "type=item_get key=%s status=%s clsid=%u cfd=%d size=%u", k,
+                     get_status[r->status & 3], r->clsid, r->cfd, r->size);
+        break;
+    case WATCH_REC_STORE:
+        uriencode(key, nkey, k, sizeof k);
+        m = snprintf(p, room,
+                     "type=item_store key=%s status=%s cmd=%s ttl=%u clsid=%u cfd=%d size=%u", k,
+                     store_status[r->status % 6], r->cmd, (uint32_t)r->ttl, r->clsid, r->cfd,
+                     r->size);
+        break;
+    case WATCH_REC_DELETED:
+        uriencode(key, nkey, k, sizeof k);
+        m = snprintf(p, room, "type=deleted key=%s cmd=%s clsid=%u size=%u", k, r->cmd, r->clsid,
+                     r->size);
+        break;
+    case WATCH_REC_EVICTION:
+        uriencode(key, nkey, k, sizeof k);
+        m = snprintf(p, room, "type=eviction key=%s fetch=%s ttl=%lld la=%u clsid=%u size=%u", k,
+                     r->status ? "yes" : "no", (long long)r->ttl, r->la, r->clsid, r->size);
+        break;
+    case WATCH_REC_CONN_NEW:
+        transport = conn_peer(key, nkey, rip, sizeof rip, &rport);
+        m = snprintf(p, room, "type=conn_new rip=%s rport=%u transport=%s cfd=%d", rip, rport,
+                     transport, r->cfd);
+        break;
+    case WATCH_REC_CONN_CLOSE:
+        transport = conn_peer(key, nkey, rip, sizeof rip, &rport);
+        m = snprintf(p, room, "type=conn_close rip=%s rport=%u transport=%s reason=%s cfd=%d",
+                     rip, rport, transport, reasons[r->status & 3], r->cfd);
+        break;
     }
-    const char *reason = !why                                 ? "normal"
-                         : strcmp(why, "idle timeout") == 0    ? "idle_timeout"
-                         : strcmp(why, "server stopping") == 0 ? "shutdown"
-                                                               : "error";
-    watch_line(WATCH_CONNEVENTS, "type=conn_close rip=%s rport=%u transport=%s reason=%s cfd=%d",
-               rip, rport, transport, reason, cfd);
+    if (m < 0 || (size_t)m >= room)
+        return 0; /* cannot happen with the formats above */
+    p[m] = '\n';
+    return (size_t)n + (size_t)m + 1;
 }

@@ -16,11 +16,20 @@
  *  - every header layout the walk decodes (client flags or not, expiry or
  *    not, CAS or not) at value lengths of one to three varint bytes comes
  *    back whole, after a graceful stop and after a crash (the walk reads
- *    one-byte lengths from a table, the rest through item_decode).
+ *    one-byte lengths from a table, the rest through item_decode);
+ *  - damage after a crash ("Damage" in docs/store.md): one bad bit in a
+ *    dead item's layout byte or in the flush_all state never serves what
+ *    was overwritten, deleted or flushed; two live copies of a key are
+ *    decided by CAS (under -C, dropped when they differ); a heartbeat,
+ *    clock or CAS ceiling that cannot be right discards the file; a
+ *    segment's cas_base past the ceiling drops the segment; a client's CAS
+ *    near 2^64 does not wrap the counter; W4 holds for an item in the last
+ *    bytes of its segment.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test_store_helpers.h"
@@ -146,7 +155,7 @@ static void test_journal_finishes_overwrite(void **state)
     size_t o1 = item_start(img, find_value(img, len, "version-one", 0), "k");
     size_t o2 = item_start(img, find_value(img, len, "version-two", 0), "k");
     /* the kill came after the new commit, before the old one's death */
-    img[o1] &= (char)~ITEM_L_DEAD;
+    img[o1] = (char)((img[o1] & ~ITEM_L_STATE) | ITEM_L_COMMIT);
     struct pm_journal *j = (struct pm_journal *)(img + 4096 +
                                                  ((struct pm_hdr *)img)->nsegs * sizeof(struct pm_seg));
     j[5].old_loc = loc_of(img, o1);
@@ -166,7 +175,7 @@ static void test_uncommitted_overwrite_keeps_old(void **state)
     size_t o1 = item_start(img, find_value(img, len, "version-one", 0), "k");
     size_t o2 = item_start(img, find_value(img, len, "version-two", 0), "k");
     /* the kill came before the new commit: journal written, old alive */
-    img[o1] &= (char)~ITEM_L_DEAD;
+    img[o1] = (char)((img[o1] & ~ITEM_L_STATE) | ITEM_L_COMMIT);
     img[o2] &= (char)~ITEM_L_COMMIT;
     struct pm_journal *j = (struct pm_journal *)(img + 4096 +
                                                  ((struct pm_hdr *)img)->nsegs * sizeof(struct pm_seg));
@@ -349,6 +358,337 @@ static void test_damage_late_in_a_clean_file_discards_all(void **state)
     tstore_close(&t);
 }
 
+/* One damaged bit anywhere in the layout byte of an overwritten or a
+ * deleted item, after a crash: the old value never comes back (a dead
+ * item's state differs from a live one's in two bits; the other bits move
+ * the checksum or end the walk). */
+static void test_one_bad_bit_in_a_dead_header_never_resurrects(void **state)
+{
+    (void)state;
+    for (int victim = 0; victim < 2; victim++)
+        for (int bit = 0; bit < 8; bit++) {
+            uint64_t cas2;
+            setup_two_versions(&cas2);
+            size_t len;
+            char *img = load(&len);
+            size_t o = victim ? item_start(img, find_value(img, len, "deleted-value", 0), "gone")
+                              : item_start(img, find_value(img, len, "version-one", 0), "k");
+            img[o] ^= (char)(1u << bit);
+            save(img, len);
+            struct tstore t;
+            open_pm(&t);
+            char buf[64];
+            struct store_item it;
+            if (tget(&t, "k", buf, sizeof(buf), &it) == STORE_OK) {
+                assert_string_equal(buf, "version-two");
+                assert_int_equal(it.cas, cas2);
+            }
+            assert_int_equal(tget(&t, "gone", buf, sizeof(buf), NULL), STORE_MISS);
+            tstore_close(&t);
+        }
+}
+
+static size_t old_and_new_live(char **img, size_t *len, size_t *o2)
+{
+    *img = load(len);
+    size_t o1 = item_start(*img, find_value(*img, *len, "version-one", 0), "k");
+    *o2 = item_start(*img, find_value(*img, *len, "version-two", 0), "k");
+    /* both live, as two damaged bits (or a lost journal entry) leave them */
+    (*img)[o1] = (char)(((*img)[o1] & ~ITEM_L_STATE) | ITEM_L_COMMIT);
+    return o1;
+}
+
+/* Two live copies of a key are decided by their CAS, wherever they lie. */
+static void test_two_live_versions_the_higher_cas_wins(void **state)
+{
+    (void)state;
+    uint64_t cas2;
+    setup_two_versions(&cas2);
+    size_t len, o2;
+    char *img;
+    old_and_new_live(&img, &len, &o2);
+    save(img, len);
+    expect("k", "version-two"); /* the newer is the later in the file */
+
+    setup_two_versions(&cas2);
+    size_t o1 = old_and_new_live(&img, &len, &o2);
+    struct item_hdr h1, h2;
+    item_decode(img + o1, &h1);
+    item_decode(img + o2, &h2);
+    /* the older one with the higher CAS instead: it wins */
+    uint32_t d;
+    memcpy(&d, img + o2 + h2.cas_off, 4);
+    d++;
+    memcpy(img + o1 + h1.cas_off, &d, 4);
+    /* (its checksum does not cover the CAS) */
+    save(img, len);
+    expect("k", "version-one");
+}
+
+/* Under -C there is no version: two live copies that differ are both
+ * dropped, never a guess; two alike (eviction's copy) come back as one. */
+static void test_without_cas_differing_live_copies_are_dropped(void **state)
+{
+    (void)state;
+    struct tstore t;
+    unlink(path);
+    clock_setup();
+    struct store_options o = {.mem_limit = 2 << 20, .item_size_max = 64 * 1024,
+                              .evictions = true, .cas_enabled = false, .memory_file = path};
+    tstore_open_opts(&t, &o);
+    assert_int_equal(tset(&t, "k", "version-one", STORE_MODE_SET, 1, 0, NULL), STORE_OK);
+    assert_int_equal(tset(&t, "k", "version-two", STORE_MODE_SET, 2, 0, NULL), STORE_OK);
+    assert_int_equal(tset(&t, "k2", "same", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    assert_int_equal(tset(&t, "k2", "same", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    assert_int_equal(tset(&t, "other", "x", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    tstore_close(&t);
+    size_t len, o2;
+    char *img;
+    old_and_new_live(&img, &len, &o2);
+    size_t s1 = item_start(img, find_value(img, len, "same", 0), "k2");
+    img[s1] = (char)((img[s1] & ~ITEM_L_STATE) | ITEM_L_COMMIT);
+    save(img, len);
+    tstore_open_opts(&t, &o);
+    char buf[64];
+    assert_int_equal(tget(&t, "k", buf, sizeof(buf), NULL), STORE_MISS);
+    assert_int_equal(tget(&t, "k2", buf, sizeof(buf), NULL), STORE_OK);
+    assert_string_equal(buf, "same");
+    assert_int_equal(tget(&t, "other", buf, sizeof(buf), NULL), STORE_OK);
+    assert_int_equal(stat_of(&t, NULL), 2);
+    tstore_close(&t);
+    tstore_open_opts(&t, &o); /* and neither comes back at the next start */
+    assert_int_equal(tget(&t, "k", buf, sizeof(buf), NULL), STORE_MISS);
+    tstore_close(&t);
+}
+
+/* A crash's file with its run state patched; the restore mode it gets. */
+static enum store_restore_mode restore_patched(void (*patch)(struct pm_hdr *))
+{
+    uint64_t cas2;
+    setup_two_versions(&cas2);
+    size_t len;
+    char *img = load(&len);
+    patch((struct pm_hdr *)img);
+    save(img, len);
+    struct tstore t;
+    open_pm(&t);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    /* whatever was restored, the clock leaves room for the items written
+     * from now on, and they read back as written */
+    assert_true(clock_now() < PM_REL_MAX);
+    uint64_t c1, c2;
+    assert_int_equal(tset(&t, "new", "n1", STORE_MODE_SET, 0, clock_now() + 100, &c1), STORE_OK);
+    assert_int_equal(tset(&t, "new", "n2", STORE_MODE_SET, 0, 0, &c2), STORE_OK);
+    assert_true(c1 > 0 && c2 > c1 && c2 < PM_CAS_MAX);
+    char buf[64];
+    struct store_item it;
+    assert_int_equal(tget(&t, "new", buf, sizeof(buf), &it), STORE_OK);
+    assert_string_equal(buf, "n2");
+    assert_false(it.stale);
+    assert_false(it.win_sent);
+    if (st.restore_mode == STORE_RESTORE_CRASH) {
+        assert_int_equal(tget(&t, "k", buf, sizeof(buf), &it), STORE_OK);
+        assert_string_equal(buf, "version-two");
+    } else {
+        assert_int_equal(tget(&t, "k", buf, sizeof(buf), NULL), STORE_MISS);
+    }
+    tstore_close(&t);
+    return st.restore_mode;
+}
+
+static void hb_20_years_ago(struct pm_hdr *h) { h->hb_unix = (int64_t)time(NULL) - 20 * 365 * 86400ll; }
+static void hb_int64_min(struct pm_hdr *h) { h->hb_unix = INT64_MIN; }
+static void hb_2_days_ahead(struct pm_hdr *h) { h->hb_unix = (int64_t)time(NULL) + 2 * 86400; }
+static void hb_rel_huge(struct pm_hdr *h) { h->hb_rel = 0xfffffff0u; }
+static void epoch_int64_min(struct pm_hdr *h) { h->epoch = INT64_MIN; }
+static void epoch_ahead(struct pm_hdr *h) { h->epoch = (int64_t)time(NULL) + 86400; }
+static void hb_1_year_ago(struct pm_hdr *h)
+{
+    h->hb_unix -= 365 * 86400ll; /* a run that ended a year ago */
+    h->epoch -= 365 * 86400ll;
+}
+static void ceiling_near_2_64(struct pm_hdr *h) { h->cas_ceiling = UINT64_MAX - 2; }
+static void floor_at_ceiling(struct pm_hdr *h)
+{
+    struct pm_flush *f = (struct pm_flush *)((char *)h + PM_FLUSH_OFF);
+    for (int i = 0; i < 2; i++) {
+        f[i].oldest_cas = h->cas_ceiling;
+        f[i].sum = persist_flush_sum(&f[i]);
+    }
+}
+static void no_patch(struct pm_hdr *h) { (void)h; }
+
+/* W4 for an item in the last bytes of its segment (less than a whole
+ * header's worth before the end): the journal still finishes the
+ * overwrite. Under -C, where no CAS could decide instead. */
+static void test_journal_finishes_overwrite_at_a_segment_end(void **state)
+{
+    (void)state;
+    struct tstore t;
+    unlink(path);
+    clock_setup();
+    struct store_options o = {.mem_limit = 2 << 20, .item_size_max = 64 * 1024,
+                              .evictions = true, .cas_enabled = false, .memory_file = path};
+    tstore_open_opts(&t, &o);
+    assert_int_equal(tset(&t, "k", "1", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    assert_int_equal(tset(&t, "k", "2", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    size_t align = (size_t)1 << t.s->off_shift;
+    tstore_close(&t);
+    size_t len;
+    char *img = load(&len);
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    size_t o1 = item_start(img, find_value(img, len, "k1", 0) + 1, "k");
+    size_t o2 = item_start(img, find_value(img, len, "k2", 0) + 1, "k");
+    struct item_hdr ih;
+    item_decode(img + o2, &ih);
+    size_t rel = o2 - h->data_off, seg = rel / h->seg_size;
+    struct pm_seg *ps = (struct pm_seg *)(img + 4096) + seg;
+    /* the new item's bytes at the segment's very end, committed there; the
+     * kill came before the old one's death */
+    size_t tail = (h->seg_size - item_total(&ih)) & ~(align - 1);
+    assert_true(h->seg_size - tail < ITEM_HDR_MAX);
+    char *end = img + h->data_off + seg * h->seg_size + tail;
+    memcpy(end, img + o2, item_total(&ih));
+    img[o2] = (char)((img[o2] & ~ITEM_L_STATE) | ITEM_L_DEAD);
+    img[o1] = (char)((img[o1] & ~ITEM_L_STATE) | ITEM_L_COMMIT);
+    ps->write_off = (uint32_t)h->seg_size;
+    struct pm_journal *j = (struct pm_journal *)(img + 4096 + h->nsegs * sizeof(struct pm_seg));
+    j[3].old_loc = loc_of(img, o1);
+    j[3].new_loc = pm_loc((uint32_t)seg, (uint32_t)tail);
+    save(img, len);
+    tstore_open_opts(&t, &o);
+    char buf[64];
+    assert_int_equal(tget(&t, "k", buf, sizeof(buf), NULL), STORE_OK);
+    assert_string_equal(buf, "2");
+    tstore_close(&t);
+}
+
+/* A heartbeat or clock that cannot be right discards the file; one that
+ * can (down a year) restores with the year counted. */
+static void test_impossible_clock_discards_the_file(void **state)
+{
+    (void)state;
+    assert_int_equal(restore_patched(hb_20_years_ago), STORE_RESTORE_DISCARDED);
+    assert_int_equal(restore_patched(hb_int64_min), STORE_RESTORE_DISCARDED);
+    assert_int_equal(restore_patched(hb_2_days_ahead), STORE_RESTORE_DISCARDED);
+    assert_int_equal(restore_patched(hb_rel_huge), STORE_RESTORE_DISCARDED);
+    assert_int_equal(restore_patched(epoch_int64_min), STORE_RESTORE_DISCARDED);
+    assert_int_equal(restore_patched(epoch_ahead), STORE_RESTORE_DISCARDED);
+    assert_int_equal(restore_patched(no_patch), STORE_RESTORE_CRASH);
+    assert_int_equal(restore_patched(hb_1_year_ago), STORE_RESTORE_CRASH);
+}
+
+/* A CAS ceiling (or flush floor) the counter cannot have reached is
+ * damage: the file is discarded, and CAS never wraps. */
+static void test_impossible_cas_ceiling_discards_the_file(void **state)
+{
+    (void)state;
+    assert_int_equal(restore_patched(ceiling_near_2_64), STORE_RESTORE_DISCARDED);
+    assert_int_equal(restore_patched(floor_at_ceiling), STORE_RESTORE_DISCARDED);
+}
+
+/* A flush_all in the file, and what a damaged bit of its state does: the
+ * flushed item never comes back. where: 0 none, 1 the header's
+ * oldest_live, 2 the first copy's, 3 both copies'. */
+static enum store_restore_mode flush_then_damage(int where)
+{
+    struct tstore t;
+    unlink(path);
+    open_pm(&t);
+    assert_int_equal(tset(&t, "flushed", "before", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    clock_resume(clock_epoch(), clock_now() + 10); /* the flush comes later */
+    store_flush(t.s, clock_now());
+    assert_int_equal(tset(&t, "kept", "after", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    tstore_close(&t);
+    size_t len;
+    char *img = load(&len);
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    struct pm_flush *f = (struct pm_flush *)(img + PM_FLUSH_OFF);
+    if (where == 1)
+        h->oldest_live ^= 1u << 20; /* a flush far ahead: not yet in force */
+    if (where >= 2)
+        f[0].oldest_live ^= 1u << 20;
+    if (where == 3)
+        f[1].oldest_live ^= 1u << 20;
+    save(img, len);
+    open_pm(&t);
+    char buf[64];
+    assert_int_equal(tget(&t, "flushed", buf, sizeof(buf), NULL), STORE_MISS);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    if (st.restore_mode == STORE_RESTORE_CRASH) {
+        assert_int_equal(tget(&t, "kept", buf, sizeof(buf), NULL), STORE_OK);
+        assert_string_equal(buf, "after");
+    }
+    tstore_close(&t);
+    return st.restore_mode;
+}
+
+/* The flush_all state is kept twice with checksums: one damaged bit in it
+ * never brings back what the flush hid; both copies damaged discard. */
+static void test_one_bad_bit_in_the_flush_state_never_unflushes(void **state)
+{
+    (void)state;
+    assert_int_equal(flush_then_damage(0), STORE_RESTORE_CRASH);
+    assert_int_equal(flush_then_damage(1), STORE_RESTORE_CRASH);
+    assert_int_equal(flush_then_damage(2), STORE_RESTORE_CRASH);
+    assert_int_equal(flush_then_damage(3), STORE_RESTORE_DISCARDED);
+}
+
+/* A client's own CAS near 2^64 (ms E) comes back as it is, and the
+ * counter does not wrap to reach past it. */
+static void test_client_cas_near_2_64_does_not_wrap_the_counter(void **state)
+{
+    (void)state;
+    struct tstore t;
+    unlink(path);
+    open_pm(&t);
+    struct store_set_req r = {.mode = STORE_MODE_SET, .cas_new = UINT64_MAX - 1};
+    assert_int_equal(store_store(t.c, "e", 1, "chosen", 6, &r, NULL), STORE_OK);
+    tstore_close(&t);
+    size_t len;
+    char *img = load(&len);
+    save(img, len);
+    open_pm(&t);
+    char buf[64];
+    struct store_item it;
+    assert_int_equal(tget(&t, "e", buf, sizeof(buf), &it), STORE_OK);
+    assert_int_equal(it.cas, UINT64_MAX - 1);
+    uint64_t c1, c2;
+    assert_int_equal(tset(&t, "a", "1", STORE_MODE_SET, 0, 0, &c1), STORE_OK);
+    assert_int_equal(tset(&t, "b", "2", STORE_MODE_SET, 0, 0, &c2), STORE_OK);
+    assert_true(c1 > 0 && c2 > c1 && c2 < PM_CAS_MAX);
+    tstore_close(&t);
+}
+
+/* A segment whose cas_base lies past the CAS ceiling was damaged: its
+ * items would come back with CAS values never handed out (and decide
+ * between copies by them). */
+static void test_segment_cas_base_past_the_ceiling_is_dropped(void **state)
+{
+    (void)state;
+    uint64_t cas2;
+    setup_two_versions(&cas2);
+    size_t len;
+    char *img = load(&len);
+    struct pm_hdr *h = (struct pm_hdr *)img;
+    size_t rel = find_value(img, len, "version-two", 0) - h->data_off;
+    struct pm_seg *ps = (struct pm_seg *)(img + 4096) + rel / h->seg_size;
+    ps->cas_base ^= (uint64_t)1 << 40;
+    save(img, len);
+    struct tstore t;
+    open_pm(&t);
+    char buf[64];
+    struct store_item it;
+    if (tget(&t, "k", buf, sizeof(buf), &it) == STORE_OK)
+        assert_int_equal(it.cas, cas2);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_true(st.restore_discarded_corrupt >= 1);
+    tstore_close(&t);
+}
+
 /* Value lengths around the varint's byte boundaries (127 | 128, 16383 |
  * 16384), and a value of n bytes that says which key it is. */
 static const uint32_t layout_lens[] = {0, 1, 100, 127, 128, 300, 16383, 16384, 20000};
@@ -439,6 +779,15 @@ int main(void)
         cmocka_unit_test(test_damage_late_in_a_clean_file_discards_all),
         cmocka_unit_test(test_every_layout_comes_back_after_a_graceful_stop),
         cmocka_unit_test(test_every_layout_comes_back_after_a_crash),
+        cmocka_unit_test(test_one_bad_bit_in_a_dead_header_never_resurrects),
+        cmocka_unit_test(test_two_live_versions_the_higher_cas_wins),
+        cmocka_unit_test(test_without_cas_differing_live_copies_are_dropped),
+        cmocka_unit_test(test_impossible_clock_discards_the_file),
+        cmocka_unit_test(test_impossible_cas_ceiling_discards_the_file),
+        cmocka_unit_test(test_client_cas_near_2_64_does_not_wrap_the_counter),
+        cmocka_unit_test(test_segment_cas_base_past_the_ceiling_is_dropped),
+        cmocka_unit_test(test_one_bad_bit_in_the_flush_state_never_unflushes),
+        cmocka_unit_test(test_journal_finishes_overwrite_at_a_segment_end),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(path);

@@ -1,0 +1,877 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cachesim: the look-aside request stream of `loadgen trace` (or of `loadgen
+ * replay`'s Zipf, with its scan) replayed offline over eviction policies, at given item
+ * counts, all values one size. Each line (batch) is its gets, then a set for
+ * each key that missed, as the servers see it; the miss ratio is over the
+ * accesses of the second half of the lines, as loadgen counts it.
+ *
+ * Policies:
+ *   lru        one LRU list (memcached's segmented LRU behaves close to it here)
+ *   s3fifo-seg S3-FIFO on whole segments as src/store/seg.c does it
+ *              (docs/store.md "Eviction"): items appended to an open segment,
+ *              sealed segments in small/main FIFOs, a victim walked item by
+ *              item by its 2-bit read counter, kept items copied to main's
+ *              open segment (at most half a segment per victim), a
+ *              direct-mapped fingerprint ghost of one entry per 256 B of -m
+ *              (left out: eviction at the writers' pace, which holds about
+ *              one segment less; all-dead segments taken first; TTL groups;
+ *              items per segment is the server's item count over -m MB)
+ *   s3fifo-seg-all  the same keeping every item its counter keeps (no cap of
+ *              half a segment per victim)
+ *   s3fifo     S3-FIFO over whole items (Yang et al., SOSP '23): small 10 %,
+ *              main 90 %, ghost of main's size, 2-bit counters
+ *   s3fifo-ad  s3fifo whose small share follows ghost hits as ARC's p does:
+ *              a hit in small's ghost grows it, one in main's ghost shrinks it
+ *   arc        ARC (Megiddo and Modha, FAST '03)
+ *   wtinylfu   W-TinyLFU (Einziger et al., 2017): 1 % LRU window, SLRU main
+ *              (20 % probation), admission by a 4-bit count-min sketch with
+ *              periodic halving
+ *   wtinylfu-ad  the same with the window sized by hill climbing on the hit
+ *              ratio (as Caffeine does): every cap accesses, step the window
+ *              on in the direction that last raised the hit ratio, else
+ *              turn back; the step starts at 6.25 % of cap and shrinks 2 %
+ *              a sample, restarting after a 5-point change
+ *   belady     the offline optimum (evicts the key used farthest in the
+ *              future; a key whose next use is farther than every cached
+ *              key's is not admitted) */
+#include "../loadgen/keyspace.h"
+#include "../loadgen/tracefile.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NIL UINT32_MAX
+
+static void *xcalloc(size_t n, size_t s)
+{
+    void *p = calloc(n ? n : 1, s);
+    if (!p) {
+        fprintf(stderr, "cachesim: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* ---- doubly linked lists over key ids (a key is in at most one list) ---- */
+struct lists {
+    uint32_t *prev, *next;
+    uint8_t *in; /* which list + 1, 0 = none */
+};
+struct list {
+    uint32_t head, tail, n; /* head = oldest */
+    uint8_t tag;
+};
+
+static void lists_init(struct lists *l, uint32_t nkeys)
+{
+    l->prev = xcalloc(nkeys, sizeof(uint32_t));
+    l->next = xcalloc(nkeys, sizeof(uint32_t));
+    l->in = xcalloc(nkeys, 1);
+}
+static void lists_free(struct lists *l)
+{
+    free(l->prev);
+    free(l->next);
+    free(l->in);
+}
+static void list_init(struct list *q, uint8_t tag)
+{
+    q->head = q->tail = NIL;
+    q->n = 0;
+    q->tag = tag;
+}
+static void list_push(struct lists *l, struct list *q, uint32_t id)
+{
+    l->prev[id] = q->tail;
+    l->next[id] = NIL;
+    if (q->tail != NIL)
+        l->next[q->tail] = id;
+    else
+        q->head = id;
+    q->tail = id;
+    q->n++;
+    l->in[id] = q->tag;
+}
+static void list_remove(struct lists *l, struct list *q, uint32_t id)
+{
+    uint32_t p = l->prev[id], n = l->next[id];
+    if (p != NIL)
+        l->next[p] = n;
+    else
+        q->head = n;
+    if (n != NIL)
+        l->prev[n] = p;
+    else
+        q->tail = p;
+    q->n--;
+    l->in[id] = 0;
+}
+static uint32_t list_pop(struct lists *l, struct list *q)
+{
+    uint32_t id = q->head;
+    if (id != NIL)
+        list_remove(l, q, id);
+    return id;
+}
+
+/* ---- a FIFO ghost of key ids: in it while fewer than size were added since ---- */
+struct ghost {
+    uint64_t *at; /* insertion count + 1, 0 = never */
+    uint64_t count, size;
+};
+static void ghost_add(struct ghost *g, uint32_t id)
+{
+    g->at[id] = ++g->count;
+}
+static bool ghost_take(struct ghost *g, uint32_t id)
+{
+    bool in = g->at[id] && g->count - g->at[id] < g->size;
+    g->at[id] = 0;
+    return in;
+}
+
+/* ---- policies ---- */
+struct sim {
+    const char *name;
+    uint32_t cap, nkeys;
+    struct lists l;
+    struct list q[3];
+    uint8_t *freq;
+    struct ghost g[2];
+    double p;         /* s3fifo-ad: small's target; arc: T1's target */
+    bool adaptive;
+    /* wtinylfu */
+    double step, prev_ratio;
+    uint64_t s_hits, s_acc;
+    uint8_t *cms;
+    uint32_t cms_mask;
+    uint64_t cms_adds;
+    /* s3fifo-seg */
+    uint32_t seg_items, nseg, *seg_keys, *seg_n, *loc, wopen, mopen, nfree, *freelist;
+    struct list sq[2]; /* queues of segment ids use their own lists */
+    struct lists sl;
+    uint32_t *gfp, gsize;
+    bool keep_all;
+    uint32_t *kept; /* a victim's kept items, in order */
+    /* belady */
+    const uint64_t *nextuse;
+    uint64_t *want, *heap_k;
+    uint32_t *heap_id;
+    uint64_t heap_n, heap_cap;
+    uint32_t n, max_held;
+    uint8_t *cached;
+};
+
+/* items held now: never above cap (checked under CACHESIM_DEBUG) */
+static uint32_t held(const struct sim *s, int p);
+
+/* LRU */
+static bool lru_get(struct sim *s, uint32_t id)
+{
+    if (!s->l.in[id])
+        return false;
+    list_remove(&s->l, &s->q[0], id);
+    list_push(&s->l, &s->q[0], id);
+    return true;
+}
+static void lru_set(struct sim *s, uint32_t id)
+{
+    if (s->l.in[id])
+        return;
+    if (s->q[0].n >= s->cap)
+        list_pop(&s->l, &s->q[0]);
+    list_push(&s->l, &s->q[0], id);
+}
+
+/* S3-FIFO over items; q[0] small (tag 1), q[1] main (tag 2) */
+static bool s3_get(struct sim *s, uint32_t id)
+{
+    if (!s->l.in[id])
+        return false;
+    if (s->freq[id] < 3)
+        s->freq[id]++;
+    return true;
+}
+static void s3_evict(struct sim *s)
+{
+    for (;;) {
+        bool from_small = s->q[0].n > 0 && ((double)s->q[0].n >= s->p || s->q[1].n == 0);
+        if (from_small) {
+            uint32_t id = list_pop(&s->l, &s->q[0]);
+            if (s->freq[id] >= 1) {
+                s->freq[id] = 0;
+                list_push(&s->l, &s->q[1], id);
+                continue;
+            }
+            ghost_add(&s->g[0], id);
+            return;
+        }
+        uint32_t id = list_pop(&s->l, &s->q[1]);
+        if (s->freq[id] > 0) {
+            s->freq[id]--;
+            list_push(&s->l, &s->q[1], id);
+            continue;
+        }
+        if (s->adaptive)
+            ghost_add(&s->g[1], id);
+        return;
+    }
+}
+static void s3_set(struct sim *s, uint32_t id)
+{
+    if (s->l.in[id])
+        return;
+    bool gs = ghost_take(&s->g[0], id), gm = s->adaptive && ghost_take(&s->g[1], id);
+    if (s->adaptive) {
+        /* ARC's rule: grow the queue whose ghost was hit, by the other
+         * ghost's weight relative to it */
+        double lo = s->cap * 0.01, hi = s->cap * 0.9;
+        if (gs)
+            s->p += 1.0;
+        if (gm)
+            s->p -= 1.0;
+        if (s->p < lo)
+            s->p = lo;
+        if (s->p > hi)
+            s->p = hi;
+    }
+    if (s->q[0].n + s->q[1].n >= s->cap)
+        s3_evict(s);
+    s->freq[id] = 0;
+    list_push(&s->l, &s->q[(gs || gm) ? 1 : 0], id);
+}
+
+/* ARC: q[0] T1, q[1] T2, g via lists q[2]? B1/B2 are bounded lists */
+struct arc_ghosts {
+    struct list b1, b2;
+};
+static bool arc_get(struct sim *s, uint32_t id)
+{
+    uint8_t in = s->l.in[id];
+    if (in != 1 && in != 2)
+        return false;
+    list_remove(&s->l, &s->q[in - 1], id);
+    list_push(&s->l, &s->q[1], id);
+    return true;
+}
+/* q[2] (tag 3) is B1, sq[0] is unused; B2 kept in q via tag 4 list */
+static struct list arc_b2;
+static void arc_replace(struct sim *s, bool in_b2)
+{
+    uint32_t id;
+    if (s->q[0].n > 0 && ((double)s->q[0].n > s->p || (in_b2 && (double)s->q[0].n == s->p))) {
+        id = list_pop(&s->l, &s->q[0]);
+        list_push(&s->l, &s->q[2], id);
+    } else {
+        id = list_pop(&s->l, &s->q[1]);
+        list_push(&s->l, &arc_b2, id);
+    }
+}
+static void arc_set(struct sim *s, uint32_t id)
+{
+    uint8_t in = s->l.in[id];
+    uint32_t c = s->cap;
+    if (in == 1 || in == 2)
+        return;
+    if (in == 3) {
+        double d = s->q[2].n >= arc_b2.n ? 1.0 : (double)arc_b2.n / s->q[2].n;
+        s->p = s->p + d > c ? c : s->p + d;
+        list_remove(&s->l, &s->q[2], id);
+        arc_replace(s, false);
+        list_push(&s->l, &s->q[1], id);
+        return;
+    }
+    if (in == 4) {
+        double d = arc_b2.n >= s->q[2].n ? 1.0 : (double)s->q[2].n / arc_b2.n;
+        s->p = s->p - d < 0 ? 0 : s->p - d;
+        list_remove(&s->l, &arc_b2, id);
+        arc_replace(s, true);
+        list_push(&s->l, &s->q[1], id);
+        return;
+    }
+    uint32_t l1 = s->q[0].n + s->q[2].n, tot = l1 + s->q[1].n + arc_b2.n;
+    if (l1 == c) {
+        if (s->q[0].n < c) {
+            list_pop(&s->l, &s->q[2]);
+            arc_replace(s, false);
+        } else {
+            list_pop(&s->l, &s->q[0]);
+        }
+    } else if (tot >= c) {
+        if (tot == 2 * c)
+            list_pop(&s->l, &arc_b2);
+        if (s->q[0].n + s->q[1].n >= c)
+            arc_replace(s, false);
+    }
+    list_push(&s->l, &s->q[0], id);
+}
+
+/* W-TinyLFU: q[0] window LRU (tag 1), q[1] probation (tag 2), q[2] protected (tag 3) */
+static uint32_t cms_hash(uint32_t id, int row)
+{
+    uint64_t h = lg_mix(id, (uint64_t)row + 1);
+    return (uint32_t)h;
+}
+static unsigned cms_est(struct sim *s, uint32_t id)
+{
+    unsigned m = 15;
+    for (int r = 0; r < 4; r++) {
+        unsigned v = s->cms[(size_t)r * (s->cms_mask + 1) + (cms_hash(id, r) & s->cms_mask)];
+        if (v < m)
+            m = v;
+    }
+    return m;
+}
+static void cms_add(struct sim *s, uint32_t id)
+{
+    unsigned m = cms_est(s, id);
+    for (int r = 0; r < 4; r++) {
+        uint8_t *c = &s->cms[(size_t)r * (s->cms_mask + 1) + (cms_hash(id, r) & s->cms_mask)];
+        if (*c == m && *c < 15)
+            (*c)++; /* conservative update */
+    }
+    if (++s->cms_adds >= 10ull * s->cap) {
+        for (size_t i = 0; i < 4ull * (s->cms_mask + 1); i++)
+            s->cms[i] >>= 1;
+        s->cms_adds /= 2;
+    }
+}
+static void wt_climb(struct sim *s)
+{
+    double ratio = (double)s->s_hits / (double)s->s_acc, delta = ratio - s->prev_ratio;
+    double amount = delta >= 0 ? s->step : -s->step; /* on if better, else back */
+    s->p += amount;
+    if (s->p < 1)
+        s->p = 1;
+    if (s->p > s->cap * 0.99)
+        s->p = s->cap * 0.99;
+    s->step = fabs(delta) >= 0.05 ? 0.0625 * s->cap * (amount >= 0 ? 1 : -1) : 0.98 * amount;
+    s->prev_ratio = ratio;
+    s->s_hits = s->s_acc = 0;
+}
+static bool wt_get(struct sim *s, uint32_t id)
+{
+    cms_add(s, id);
+    uint8_t in = s->l.in[id];
+    if (s->adaptive) {
+        s->s_acc++;
+        s->s_hits += in != 0;
+        if (s->s_acc >= s->cap)
+            wt_climb(s);
+    }
+    if (!in)
+        return false;
+    list_remove(&s->l, &s->q[in - 1], id);
+    if (in == 1) {
+        list_push(&s->l, &s->q[0], id);
+    } else {
+        list_push(&s->l, &s->q[2], id); /* probation or protected: to protected */
+        uint32_t prot = s->cap - (uint32_t)s->p;
+        prot = prot * 8 / 10;
+        while (s->q[2].n > prot) {
+            uint32_t d = list_pop(&s->l, &s->q[2]);
+            list_push(&s->l, &s->q[1], d);
+        }
+    }
+    return true;
+}
+static void wt_set(struct sim *s, uint32_t id)
+{
+    if (s->l.in[id])
+        return;
+    list_push(&s->l, &s->q[0], id);
+    while (s->q[0].n > (uint32_t)s->p) {
+        uint32_t cand = list_pop(&s->l, &s->q[0]);
+        if (s->q[0].n + s->q[1].n + s->q[2].n < s->cap) {
+            list_push(&s->l, &s->q[1], cand);
+            continue;
+        }
+        uint32_t victim = s->q[1].head != NIL ? s->q[1].head : s->q[2].head;
+        if (cms_est(s, cand) > cms_est(s, victim)) {
+            list_remove(&s->l, &s->q[s->l.in[victim] - 1], victim);
+            list_push(&s->l, &s->q[1], cand);
+        }
+    }
+    /* a window grown by the climber takes its room from main */
+    while (s->q[0].n + s->q[1].n + s->q[2].n > s->cap) {
+        struct list *q = s->q[1].n ? &s->q[1] : s->q[2].n ? &s->q[2] : &s->q[0];
+        list_pop(&s->l, q);
+    }
+}
+
+/* S3-FIFO on segments, as the server does it */
+static uint32_t gfp_slot(struct sim *s, uint32_t id)
+{
+    return (uint32_t)(lg_mix(id, 77) % s->gsize);
+}
+static uint32_t seg_take(struct sim *s);
+static void seg_append(struct sim *s, uint32_t *open, uint32_t id, bool main_q);
+static void seg_seal(struct sim *s, uint32_t seg, bool main_q)
+{
+    list_push(&s->sl, &s->sq[main_q ? 0 : 1], seg);
+}
+/* walks one victim; it ends free or as main's open segment */
+static void seg_evict_one(struct sim *s)
+{
+    /* the writer's open segment counts as sealed in small (it is about to be) */
+    uint32_t share = s->nseg / 10 ? s->nseg / 10 : 1;
+    bool small = s->sq[1].n > 0 && (s->sq[1].n + 1 > share || s->sq[0].n == 0);
+    uint32_t v = list_pop(&s->sl, &s->sq[small ? 1 : 0]);
+    if (v == NIL)
+        return;
+    uint32_t kept = 0, base = v * s->seg_items;
+    uint32_t *tmp = s->kept, nk = 0;
+    for (uint32_t i = 0; i < s->seg_n[v]; i++) {
+        uint32_t id = s->seg_keys[base + i];
+        if (s->loc[id] != base + i)
+            continue; /* dead: overwritten */
+        bool keep = small ? s->freq[id] >= 1 : s->freq[id] > 0;
+        if (keep && (s->keep_all || kept < s->seg_items / 2)) {
+            if (small)
+                s->freq[id] = 0;
+            else
+                s->freq[id]--;
+            tmp[nk++] = id;
+            kept++;
+            continue;
+        }
+        s->loc[id] = NIL;
+        s->n--;
+        if (small && !keep)
+            s->gfp[gfp_slot(s, id)] = id + 1;
+    }
+    s->seg_n[v] = 0;
+    s->freelist[s->nfree++] = v;
+    for (uint32_t i = 0; i < nk; i++) {
+        s->loc[tmp[i]] = NIL;
+        s->n--;
+        uint8_t f = s->freq[tmp[i]];
+        seg_append(s, &s->mopen, tmp[i], true);
+        s->freq[tmp[i]] = f;
+    }
+}
+static uint32_t seg_take(struct sim *s)
+{
+    while (s->nfree == 0)
+        seg_evict_one(s);
+    return s->freelist[--s->nfree];
+}
+static void seg_append(struct sim *s, uint32_t *open, uint32_t id, bool main_q)
+{
+    if (*open == NIL || s->seg_n[*open] == s->seg_items) {
+        if (*open != NIL)
+            seg_seal(s, *open, main_q);
+        *open = NIL;
+        *open = seg_take(s);
+    }
+    uint32_t at = *open * s->seg_items + s->seg_n[*open]++;
+    s->seg_keys[at] = id;
+    s->loc[id] = at;
+    s->freq[id] = 0;
+    s->n++;
+}
+static bool seg_get(struct sim *s, uint32_t id)
+{
+    if (s->loc[id] == NIL)
+        return false;
+    if (s->freq[id] < 3)
+        s->freq[id]++;
+    return true;
+}
+static void seg_set(struct sim *s, uint32_t id)
+{
+    if (s->loc[id] != NIL) {
+        s->loc[id] = NIL; /* a second set of the key: the old copy is dead */
+        s->n--;
+    }
+    bool ghost = s->gfp[gfp_slot(s, id)] == id + 1;
+    if (ghost)
+        s->gfp[gfp_slot(s, id)] = 0;
+    seg_append(s, &s->wopen, id, false);
+    if (ghost)
+        s->freq[id] = 1;
+}
+
+/* Bélády: a max-heap of (next use, key) with stale entries skipped */
+static void heap_push(struct sim *s, uint64_t k, uint32_t id)
+{
+    if (s->heap_n == s->heap_cap) {
+        s->heap_cap = s->heap_cap ? s->heap_cap * 2 : 1 << 16;
+        s->heap_k = realloc(s->heap_k, s->heap_cap * sizeof(*s->heap_k));
+        s->heap_id = realloc(s->heap_id, s->heap_cap * sizeof(*s->heap_id));
+        if (!s->heap_k || !s->heap_id)
+            exit(1);
+    }
+    uint64_t i = s->heap_n++;
+    while (i > 0) {
+        uint64_t p = (i - 1) / 2;
+        if (s->heap_k[p] >= k)
+            break;
+        s->heap_k[i] = s->heap_k[p];
+        s->heap_id[i] = s->heap_id[p];
+        i = p;
+    }
+    s->heap_k[i] = k;
+    s->heap_id[i] = id;
+}
+static void heap_pop(struct sim *s)
+{
+    uint64_t k = s->heap_k[--s->heap_n];
+    uint32_t id = s->heap_id[s->heap_n];
+    uint64_t i = 0;
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= s->heap_n)
+            break;
+        if (c + 1 < s->heap_n && s->heap_k[c + 1] > s->heap_k[c])
+            c++;
+        if (s->heap_k[c] <= k)
+            break;
+        s->heap_k[i] = s->heap_k[c];
+        s->heap_id[i] = s->heap_id[c];
+        i = c;
+    }
+    s->heap_k[i] = k;
+    s->heap_id[i] = id;
+}
+/* the top, after dropping stale entries */
+static bool heap_top(struct sim *s, uint64_t *k, uint32_t *id)
+{
+    while (s->heap_n) {
+        uint32_t i = s->heap_id[0];
+        if (s->cached[i] && s->want[i] == s->heap_k[0]) {
+            *k = s->heap_k[0];
+            *id = i;
+            return true;
+        }
+        heap_pop(s);
+    }
+    return false;
+}
+
+enum pol { P_LRU, P_SEG, P_SEGALL, P_S3, P_S3AD, P_ARC, P_WT, P_WTAD, P_OPT, P_N };
+static const char *pol_names[P_N] = { "lru", "s3fifo-seg", "s3fifo-seg-all", "s3fifo", "s3fifo-ad", "arc",
+                                      "wtinylfu", "wtinylfu-ad", "belady" };
+
+static uint32_t held(const struct sim *s, int p)
+{
+    switch (p) {
+    case P_LRU: return s->q[0].n;
+    case P_S3:
+    case P_S3AD:
+    case P_ARC: return s->q[0].n + s->q[1].n;
+    case P_WT:
+    case P_WTAD: return s->q[0].n + s->q[1].n + s->q[2].n;
+    default: return s->n;
+    }
+}
+
+/* Replays t over one policy at cap items; returns the second-half miss ratio. */
+static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t seg_items,
+                  uint64_t mem_bytes, const uint64_t *nextuse, const uint8_t *counted)
+{
+    struct sim s = { .name = pol_names[p], .cap = cap, .nkeys = t->nkeys };
+    lists_init(&s.l, t->nkeys);
+    list_init(&s.q[0], 1);
+    list_init(&s.q[1], 2);
+    list_init(&s.q[2], 3);
+    list_init(&arc_b2, 4);
+    s.freq = xcalloc(t->nkeys, 1);
+    if (p == P_S3 || p == P_S3AD) {
+        s.p = cap * 0.1;
+        s.adaptive = p == P_S3AD;
+        for (int i = 0; i < 2; i++) {
+            s.g[i].at = xcalloc(t->nkeys, sizeof(uint64_t));
+            s.g[i].size = cap - (uint32_t)(cap * 0.1);
+        }
+        if (s.adaptive)
+            s.g[0].size = s.g[1].size = cap;
+    }
+    if (p == P_WT || p == P_WTAD) {
+        s.p = cap / 100 ? cap / 100 : 1;
+        s.adaptive = p == P_WTAD;
+        s.step = 0.0625 * cap;
+        uint32_t w = 1;
+        while (w < cap)
+            w <<= 1;
+        s.cms_mask = w - 1;
+        s.cms = xcalloc(4ull * w, 1);
+    }
+    if (p == P_SEG || p == P_SEGALL) {
+        s.keep_all = p == P_SEGALL;
+        s.kept = xcalloc(seg_items, sizeof(uint32_t));
+        s.seg_items = seg_items;
+        s.nseg = cap / seg_items;
+        s.seg_keys = xcalloc((size_t)s.nseg * seg_items, sizeof(uint32_t));
+        s.seg_n = xcalloc(s.nseg, sizeof(uint32_t));
+        s.freelist = xcalloc(s.nseg, sizeof(uint32_t));
+        for (uint32_t i = 0; i < s.nseg; i++)
+            s.freelist[s.nfree++] = s.nseg - 1 - i;
+        s.loc = xcalloc(t->nkeys, sizeof(uint32_t));
+        memset(s.loc, 0xff, (size_t)t->nkeys * sizeof(uint32_t));
+        lists_init(&s.sl, s.nseg);
+        list_init(&s.sq[0], 1);
+        list_init(&s.sq[1], 2);
+        s.wopen = s.mopen = NIL;
+        s.gsize = (uint32_t)(mem_bytes / 256);
+        if (s.gsize == 0)
+            s.gsize = 1;
+        s.gfp = xcalloc(s.gsize, sizeof(uint32_t));
+    }
+    if (p == P_OPT) {
+        s.want = xcalloc(t->nkeys, sizeof(uint64_t));
+        s.cached = xcalloc(t->nkeys, 1);
+    }
+    uint64_t miss2 = 0, acc2 = 0;
+    uint32_t half = t->nreq / 2;
+    bool missed[256];
+    for (uint32_t r = 0; r < t->nreq; r++) {
+        uint64_t a0 = t->req_at[r], n = t->req_at[r + 1] - a0;
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t id = t->acc[a0 + i];
+            bool hit;
+            switch (p) {
+            case P_LRU: hit = lru_get(&s, id); break;
+            case P_SEG:
+            case P_SEGALL: hit = seg_get(&s, id); break;
+            case P_S3:
+            case P_S3AD: hit = s3_get(&s, id); break;
+            case P_ARC: hit = arc_get(&s, id); break;
+            case P_WT:
+            case P_WTAD: hit = wt_get(&s, id); break;
+            default:
+                hit = s.cached[id];
+                if (hit) {
+                    s.want[id] = nextuse[a0 + i];
+                    heap_push(&s, s.want[id], id);
+                }
+                break;
+            }
+            missed[i] = !hit;
+            if (counted ? counted[a0 + i] : r >= half) {
+                acc2++;
+                miss2 += !hit;
+            }
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            if (!missed[i])
+                continue;
+            uint32_t id = t->acc[a0 + i];
+            switch (p) {
+            case P_LRU: lru_set(&s, id); break;
+            case P_SEG:
+            case P_SEGALL: seg_set(&s, id); break;
+            case P_S3:
+            case P_S3AD: s3_set(&s, id); break;
+            case P_ARC: arc_set(&s, id); break;
+            case P_WT:
+            case P_WTAD: wt_set(&s, id); break;
+            default: {
+                if (s.cached[id])
+                    break;
+                /* the next use after this line */
+                uint64_t nu = nextuse[a0 + i];
+                while (nu < t->req_at[r + 1])
+                    nu = nextuse[nu];
+                uint64_t top;
+                uint32_t v;
+                if (s.n >= cap) {
+                    if (!heap_top(&s, &top, &v) || top <= nu)
+                        break; /* not admitted: used later than everything cached */
+                    s.cached[v] = 0;
+                    s.n--;
+                    heap_pop(&s);
+                }
+                s.cached[id] = 1;
+                s.n++;
+                s.want[id] = nu;
+                heap_push(&s, nu, id);
+                break;
+            }
+            }
+        }
+        uint32_t h = held(&s, p);
+        if (h > s.max_held)
+            s.max_held = h;
+    }
+    if (getenv("CACHESIM_DEBUG"))
+        fprintf(stderr, "%s cap %u: p %.0f, queues %u %u %u, most held %u\n", s.name, cap, s.p,
+                s.q[0].n, s.q[1].n, s.q[2].n, s.max_held);
+    lists_free(&s.l);
+    free(s.freq);
+    free(s.g[0].at);
+    free(s.g[1].at);
+    free(s.cms);
+    free(s.seg_keys);
+    free(s.seg_n);
+    free(s.freelist);
+    free(s.loc);
+    free(s.gfp);
+    free(s.kept);
+    if (p == P_SEG || p == P_SEGALL)
+        lists_free(&s.sl);
+    free(s.want);
+    free(s.cached);
+    free(s.heap_k);
+    free(s.heap_id);
+    return acc2 ? (double)miss2 / (double)acc2 : 0;
+}
+
+/* The stream of `loadgen replay`: Zipf gets in batches, with `scan` fresh
+ * keys spread evenly through it (never hit). As replay counts it, only the
+ * second half of the Zipf gets is counted (*counted says which). */
+static int zipf_trace(struct lg_trace *t, uint8_t **counted, uint32_t keys, double zs,
+                      uint64_t requests, uint64_t scan, uint64_t seed, uint32_t batch)
+{
+    struct lg_dist d;
+    if (lg_dist_init(&d, keys, zs) != 0)
+        return -1;
+    uint64_t total = requests + scan, sdone = 0, zdone = 0;
+    memset(t, 0, sizeof(*t));
+    t->nreq = (uint32_t)((total + batch - 1) / batch);
+    t->nacc = total;
+    t->nkeys = keys + (uint32_t)scan;
+    t->req_at = xcalloc(t->nreq + 1, sizeof(uint64_t));
+    t->acc = xcalloc(total, sizeof(uint32_t));
+    *counted = xcalloc(total, 1);
+    struct lg_rng rng = { seed };
+    for (uint64_t i = 0; i < total; i++) {
+        if (i % batch == 0)
+            t->req_at[i / batch] = i;
+        bool is_scan = scan && (i + 1) * scan / total > i * scan / total;
+        if (is_scan) {
+            t->acc[i] = keys + (uint32_t)sdone++;
+        } else {
+            t->acc[i] = lg_dist_pick(&d, &rng);
+            (*counted)[i] = zdone++ >= requests / 2;
+        }
+    }
+    t->req_at[t->nreq] = total;
+    lg_dist_release(&d);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum lg_trace_fmt fmt = LG_TRACE_LIS;
+    const char *file = "-", *items_s = NULL, *pols_s = NULL;
+    unsigned max_keys = 16;
+    uint32_t seg_items = 0, zkeys = 1000000, batch = 128;
+    uint64_t lines = 0, zreq = 5000000, zscan = 0, seed = 42, mem_mb = 64;
+    uint8_t *counted = NULL;
+    double zipf = 0;
+    static const struct option opts[] = {
+        { "format", 1, 0, 'F' }, { "file", 1, 0, 'f' }, { "items", 1, 0, 'i' },
+        { "seg-items", 1, 0, 'S' }, { "max-keys", 1, 0, 'K' }, { "lines", 1, 0, 'n' },
+        { "zipf", 1, 0, 'z' }, { "keys", 1, 0, 'k' }, { "requests", 1, 0, 'r' },
+        { "seed", 1, 0, 'e' }, { "batch", 1, 0, 'b' }, { "memory", 1, 0, 'm' },
+        { "policies", 1, 0, 'p' }, { "scan", 1, 0, 'c' }, { 0, 0, 0, 0 },
+    };
+    int o;
+    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:", opts, NULL)) != -1) {
+        switch (o) {
+        case 'F':
+            if (lg_trace_fmt_parse(optarg, &fmt) != 0)
+                goto usage;
+            break;
+        case 'f': file = optarg; break;
+        case 'i': items_s = optarg; break;
+        case 'S': seg_items = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'K': max_keys = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'n': lines = strtoull(optarg, NULL, 10); break;
+        case 'z': zipf = atof(optarg); break;
+        case 'k': zkeys = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'r': zreq = strtoull(optarg, NULL, 10); break;
+        case 'e': seed = strtoull(optarg, NULL, 10); break;
+        case 'b': batch = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'm': mem_mb = strtoull(optarg, NULL, 10); break;
+        case 'p': pols_s = optarg; break;
+        case 'c': zscan = strtoull(optarg, NULL, 10); break;
+        default: goto usage;
+        }
+    }
+    if (!items_s || max_keys < 1 || max_keys > 256 || batch < 1 || batch > 256)
+        goto usage;
+    struct lg_trace t;
+    if (zipf > 0) {
+        if (zipf_trace(&t, &counted, zkeys, zipf, zreq, zscan, seed, batch) != 0)
+            return 1;
+    } else {
+        FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+        if (!in) {
+            perror(file);
+            return 1;
+        }
+        int rc = lg_trace_load(&t, in, fmt, max_keys, lines);
+        if (in != stdin)
+            fclose(in);
+        if (rc != 0)
+            return 1;
+    }
+    bool use[P_N];
+    for (int p = 0; p < P_N; p++) {
+        use[p] = !pols_s;
+        for (const char *c = pols_s; c && *c;) {
+            size_t n = strcspn(c, ",");
+            if (n == strlen(pol_names[p]) && strncmp(c, pol_names[p], n) == 0)
+                use[p] = true;
+            c += n + (c[n] == ',');
+        }
+    }
+    /* next use of each access (nacc = none) for Bélády */
+    uint64_t *nextuse = NULL;
+    if (use[P_OPT]) {
+        nextuse = xcalloc(t.nacc, sizeof(uint64_t));
+        uint64_t *last = xcalloc(t.nkeys, sizeof(uint64_t));
+        for (uint32_t k = 0; k < t.nkeys; k++)
+            last[k] = UINT64_MAX;
+        for (uint64_t i = t.nacc; i-- > 0;) {
+            nextuse[i] = last[t.acc[i]];
+            last[t.acc[i]] = i;
+        }
+        free(last);
+    }
+    uint32_t caps[8], ncap = 0;
+    for (char *c = (char *)items_s; *c && ncap < 8;) {
+        caps[ncap++] = (uint32_t)strtoul(c, &c, 10);
+        if (*c == ',')
+            c++;
+    }
+    printf("cachesim: %u lines, %lu accesses, %u keys; second-half miss ratio at each item "
+           "count\n", t.nreq, t.nacc, t.nkeys);
+    printf("%-15s", "policy");
+    for (uint32_t c = 0; c < ncap; c++)
+        printf(" %10u", caps[c]);
+    printf("\n");
+    for (int p = 0; p < P_N; p++) {
+        if (!use[p])
+            continue;
+        printf("%-15s", pol_names[p]);
+        for (uint32_t c = 0; c < ncap; c++) {
+            uint32_t si = seg_items ? seg_items : caps[c] / (uint32_t)(mem_mb ? mem_mb : 1);
+            if (si < 1)
+                si = 1;
+            if ((p == P_SEG || p == P_SEGALL) && caps[c] / si < 2) {
+                printf(" %10s", "-");
+                continue;
+            }
+            printf(" %9.2f%%", 100 * run(&t, p, caps[c], si, mem_mb << 20, nextuse, counted));
+            fflush(stdout);
+        }
+        printf("\n");
+    }
+    free(nextuse);
+    free(counted);
+    lg_trace_release(&t);
+    return 0;
+usage:
+    fprintf(stderr, "usage: cachesim --items N[,N...] [--format lis|kv] [--file F|-]"
+                    " [--lines N] [--max-keys 16] [--memory MB] [--seg-items N]"
+                    " [--policies a,b] | --zipf S [--keys N] [--requests N] [--scan N] [--seed N]"
+                    " [--batch N] --items N\n");
+    return 2;
+}
