@@ -12,8 +12,13 @@
 # out. A loop is a set of parts that all reach each other (a strongly
 # connected component of that graph); any loop fails, and the script names
 # one cycle in it. The last line is "layers: ok ..." or "layers: LOOP ...".
+#
+# Then, inside each folder of INSIDE, the same for the files' calls
+# (scripts/check-calls.sh: a header and its own .c are one unit); a loop
+# there fails too. Add a folder once it has none.
 set -u
 cd "$(dirname "$0")/.."
+INSIDE="src/proto"
 
 part() {
     local path=${1#src/}
@@ -41,7 +46,10 @@ edges=$(
     done | sort -u
 )
 
-EDGES="$edges" VERBOSE="${1:-}" /usr/bin/python3 - <<'EOF'
+inside=0
+bash scripts/check-calls.sh $INSIDE || inside=1
+
+EDGES="$edges" VERBOSE="${1:-}" /usr/bin/python3 - <<'EOF' || exit 1
 import os, sys
 
 graph = {}
@@ -104,3 +112,4 @@ if bad:
     sys.exit(1)
 print(f"layers: ok ({nedges} edges between parts of src/, no loop)")
 EOF
+exit $inside

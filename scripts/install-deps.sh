@@ -6,6 +6,7 @@
 # started as another user. Each package and why:
 #   build-essential, clang, libclang-rt-14-dev  compilers; clang for libFuzzer
 #   libcmocka-dev        the unit-test library
+#   universal-ctags      the function definitions scripts/check-calls.sh reads
 #   memcached            the reference we compare against, byte for byte
 #   libmemcached-tools   memccapable: libmemcached's conformance tests
 #   python3-pytest       runs the integration tests
@@ -42,7 +43,7 @@ if [ "$(id -u)" != 0 ]; then
     exec sudo "$0" "$@"
 fi
 cd "$(dirname "$0")/.."
-./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
+./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev universal-ctags memcached \
     libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc zstd \
     libsasl2-modules libcache-memcached-fast-perl ruby ruby-dalli nutcracker systemd dpkg-dev debhelper \
     fakeroot lintian gnuplot-nox linux-perf strace libevent-openssl-2.1-7 iproute2 procps prometheus openssl \

@@ -13,8 +13,8 @@
 #               concurrency tests, on the default backend)
 #   fuzz        every libFuzzer harness, FUZZ_SECONDS each (scripts/fuzz.sh)
 #   soak        bench/soak for SOAK_SECONDS on the default backend
-#   layers      no import loop between the folders of src/ (scripts/check-layers.sh;
-#               counts as one test)
+#   layers      no import loop between the folders of src/, no call loop between
+#               the files of src/proto (scripts/check-layers.sh; one test)
 #   suite       memcached's own t/*.t (Debian's source package) against the debug
 #               build (scripts/memcached-suite.sh; each .t file counts as one test)
 #

@@ -193,7 +193,7 @@ int main(int argc, char **argv)
            med[m - 1], (unsigned long long)stats.get_hits);
 
     for (unsigned i = 0; i < conns; i++)
-        session_release(&ss[i]);
+        proto_release(&ss[i]);
     store_ctx_destroy(&ctx);
     store_destroy(&store);
     free(ss);

@@ -106,6 +106,14 @@ static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
     return c->tls ? tls_conn_writev(c->tls, iov, n) : writev(c->fd, iov, n);
 }
 
+/* The session's view of the socket (session.h): what it holds unread; a
+ * TLS socket's bytes are records, never the requests' own. */
+static long conn_queued(void *ctx, bool raw)
+{
+    const struct conn *c = ctx;
+    return raw && c->tls ? -1 : sockopt_queued(c->fd);
+}
+
 static void conn_recv_start(struct conn *c);
 static void conn_multi_stop(struct conn *c);
 
@@ -137,7 +145,8 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct watch){WATCH_LOG, c};
     c->sess.cfd = fd;
-    c->sess.plain_fd = c->tls ? -1 : fd;
+    c->sess.queued = conn_queued;
+    c->sess.queued_ctx = c;
     c->sess.loop = w->loop;
     c->sess.wake_ptr = &c->log_watch;
     c->entry.fd = fd;
@@ -149,7 +158,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->ring = !c->tls && event_has_io(w->loop);
     if (!c->ring && event_add(w->loop, fd, c->interest, &c->watch) < 0) {
         log_info("event_add(%d): %s", fd, strerror(errno));
-        session_release(&c->sess);
+        proto_release(&c->sess);
         tls_conn_free(c->tls);
         close(fd);
         free(c);
@@ -182,7 +191,7 @@ static void conn_forget(struct conn *c)
 static void conn_release_io(struct conn *c)
 {
     /* Aborts a value being received and releases every pin the queue holds. */
-    session_release(&c->sess);
+    proto_release(&c->sess);
     reply_init(&c->sess.reply);
     conn_account_reply(c);
     conn_input_release(&c->in);
@@ -775,7 +784,7 @@ static void conn_received(struct conn *c, int res, const char *data, bool multi)
          * upload (it may have been cut off for others); or a multishot
          * receive was stopped */
         if (!multi)
-            session_tick(&c->sess);
+            proto_tick(&c->sess);
         conn_settle(c);
         return;
     }
@@ -946,7 +955,7 @@ void conn_tick(struct conn *c, rel_time_t now)
     if (c->recv_busy && c->recv_target == CONN_IN_TO_SINK)
         event_cancel(w->loop, &c->watch, EVENT_RECV);
     else
-        session_tick(&c->sess);
+        proto_tick(&c->sess);
     int idle = w->core->opt->idle_timeout;
     if (idle > 0 && !c->blocked && reply_pending(&c->sess.reply) == 0 &&
         now - c->last_active > (rel_time_t)idle) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 static int sockopt_int(int fd, int level, int name, int value)
@@ -63,4 +64,12 @@ int sockopt_get_nodelay(int fd, bool *on)
         return -1;
     *on = v != 0;
     return 0;
+}
+
+long sockopt_queued(int fd)
+{
+    int n = 0;
+    if (ioctl(fd, FIONREAD, &n) != 0)
+        return -1;
+    return n < 0 ? -1 : n;
 }

@@ -21,6 +21,9 @@ int sockopt_quickack(int fd);
 int sockopt_notsent_lowat(int fd, int bytes);
 int sockopt_reuseaddr(int fd);
 int sockopt_v6only(int fd);
+/* How many bytes the kernel holds unread for the socket (FIONREAD), or -1
+ * with errno set. Not an option, but the one other question asked of it. */
+long sockopt_queued(int fd);
 /* Read back TCP_NODELAY (for tests and stats). */
 int sockopt_get_nodelay(int fd, bool *on);
 

@@ -161,14 +161,14 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
     if (over) {
         log_verbose("UDP reply over %zu bytes to a %zu-byte request%s: refused", cap, n,
                     loopback ? " from loopback" : "");
-        session_release(&s);
+        proto_release(&s);
         session_init(&s, w->store, &w->stats, w->core->proto, w->core->run);
         /* the error only where it is itself within the bound */
         if (buf[UDP_HEADER_SIZE] != 0x80 && udp_wire_bytes(sizeof UDP_TOO_LARGE - 1) <= cap)
             reply_copy(&s.reply, UDP_TOO_LARGE, sizeof UDP_TOO_LARGE - 1);
     }
     udp_send(w, l, &s.reply, req_id, from, fromlen);
-    session_release(&s); /* aborts a value that did not fit the datagram */
+    proto_release(&s); /* aborts a value that did not fit the datagram */
 }
 
 void udp_on_readable(struct worker *w, struct listener *l)

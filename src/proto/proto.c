@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Which protocol a connection speaks. With -B auto its first byte decides,
- * as in memcached: 0x80 (the binary request magic) is binary, anything else
- * text; -B ascii / -B binary force one. */
+/* Which protocol a connection speaks, and the one place that dispatches by
+ * it. With -B auto its first byte decides, as in memcached: 0x80 (the
+ * binary request magic) is binary, anything else text; -B ascii / -B binary
+ * force one. */
 #include "proto/proto.h"
 
 #include "clock.h"
 #include "log.h"
+#include "proto/binary/binary.h"
 #include "proto/session.h"
+#include "proto/text/text.h"
 
 #define PROTO_BINARY_REQ_MAGIC 0x80
 
@@ -47,6 +50,25 @@ void proto_sink_filled(struct session *s, size_t n)
 bool proto_mid_request(const struct session *s)
 {
     if (s->kind == PROTO_KIND_BINARY)
-        return s->bin.recv != BIN_RECV_NONE;
-    return s->kind == PROTO_KIND_TEXT && s->text.receiving;
+        return bin_of_const(s)->recv != BIN_RECV_NONE;
+    return s->kind == PROTO_KIND_TEXT && text_of_const(s)->value.receiving;
+}
+
+void proto_tick(struct session *s)
+{
+    if (s->kind == PROTO_KIND_BINARY)
+        bin_tick(s);
+    else if (s->kind == PROTO_KIND_TEXT)
+        text_tick(s);
+}
+
+/* The protocols' states share the session's storage: only the one in use
+ * is released. */
+void proto_release(struct session *s)
+{
+    if (s->kind == PROTO_KIND_BINARY)
+        bin_state_release(s);
+    else if (s->kind == PROTO_KIND_TEXT)
+        text_state_release(s);
+    session_release(s);
 }

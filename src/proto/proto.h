@@ -43,4 +43,13 @@ void proto_sink_filled(struct session *s, size_t n);
  * in the caller's buffer). */
 bool proto_mid_request(const struct session *s);
 
+/* Once a second or so from the connection: lets a value being received
+ * that was cut off for others give its memory back while its client is
+ * silent (docs/store.md "Uploads"). */
+void proto_tick(struct session *s);
+
+/* The connection is done with the session: abort any value being received,
+ * free the protocol's state, then the contract's (session_release). */
+void proto_release(struct session *s);
+
 #endif

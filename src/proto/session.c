@@ -3,7 +3,6 @@
 
 #include <stdint.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 #include "stats/stats.h"
 #include "watch/watch.h"
@@ -18,7 +17,6 @@ void session_init(struct session *s, struct store_ctx *store, struct stats_threa
     s->run = run;
     s->ops = &server_ops_none;
     s->cfd = -1;
-    s->plain_fd = -1;
     reply_init(&s->reply);
     s->reply_allow = SIZE_MAX;
     /* -Y speaks ascii only (memcached forces -B ascii with it). */
@@ -37,16 +35,8 @@ void session_set_peer(struct session *s, const char *addr)
     auth_guard_init(&s->auth, addr);
 }
 
-void session_tick(struct session *s)
-{
-    text_tick(s);
-    bin_tick(s);
-}
-
 void session_release(struct session *s)
 {
-    text_state_release(s);
-    bin_state_release(s);
     watch_remove(&s->watcher);
     s->sink = NULL;
     s->sink_len = 0;
@@ -56,19 +46,18 @@ void session_release(struct session *s)
 bool session_value_coming(const struct session *s, size_t rest)
 {
     /* A connection reads while it owes at most half its allowance. */
-    if (s->cfd < 0 || reply_pending(&s->reply) > s->reply_allow / 2)
+    if (!s->queued || reply_pending(&s->reply) > s->reply_allow / 2)
         return false;
-    int queued = 0;
     size_t want = rest < SESSION_COMING_MIN ? rest : SESSION_COMING_MIN;
-    return ioctl(s->cfd, FIONREAD, &queued) == 0 && queued >= 0 && (size_t)queued >= want;
+    long queued = s->queued(s->queued_ctx, false);
+    return queued >= 0 && (size_t)queued >= want;
 }
 
 /* The socket holds at least rest more bytes of the request. */
 static bool session_value_queued(const struct session *s, size_t rest)
 {
-    int queued = 0;
-    return s->plain_fd >= 0 && ioctl(s->plain_fd, FIONREAD, &queued) == 0 && queued >= 0 &&
-           (size_t)queued >= rest;
+    long queued = s->queued ? s->queued(s->queued_ctx, true) : -1;
+    return queued >= 0 && (size_t)queued >= rest;
 }
 
 enum store_status session_reserve_value(struct session *s, const char *key, size_t nkey,
@@ -78,7 +67,7 @@ enum store_status session_reserve_value(struct session *s, const char *key, size
 {
     s->sink_held = false;
     bool here = avail >= need;
-    /* Ask only for a large value: the ioctl costs about what staging and
+    /* Ask only for a large value: the FIONREAD costs about what staging and
      * copying a small one does (and the ring's system calls are few). */
     if (!here && nvalue > STORE_UPLOAD_SMALL && session_value_queued(s, need - avail)) {
         /* The rest is in the kernel: a segment reserved now is filled by

@@ -8,12 +8,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "proto/auth_guard.h"
-#include "proto/binary/binary.h"
+#include "store/store.h"
 #include "proto/proto_options.h"
 #include "proto/server_ops.h"
-#include "proto/text/text.h"
 #include "reply/reply.h"
 
 struct store_ctx;
@@ -31,6 +31,10 @@ enum session_close {
     SESSION_CLOSE_SHUTDOWN,
 };
 
+/* Room for the protocol's own state (the largest, the text protocol's,
+ * asserts it fits). */
+#define SESSION_STATE_BYTES 768
+
 enum proto_kind {
     PROTO_KIND_NEGOTIATING, /* -B auto: the first byte decides */
     PROTO_KIND_TEXT,        /* classic text and meta */
@@ -47,10 +51,12 @@ struct session {
     /* For `watch`: the client's fd (cfd= in event lines), the loop and the
      * event pointer a watcher's wake-ups go to (NULL in socket-free tests). */
     int cfd;
-    /* The socket when its bytes are the requests' own (not TLS, whose
-     * queued bytes are records): where session_reserve_value asks what is
-     * queued. -1 without one. */
-    int plain_fd;
+    /* What a protocol may learn of the connection's socket, answered by
+     * the connection: how many bytes the kernel holds unread for it
+     * (FIONREAD). raw: only bytes that are the requests' own (a TLS
+     * socket's are records: -1). -1 when it cannot tell; NULL, no socket. */
+    long (*queued)(void *ctx, bool raw);
+    void *queued_ctx;
     struct event_loop *loop;
     void *wake_ptr;
 
@@ -76,9 +82,15 @@ struct session {
      * nothing early: no segment waits on the client. */
     bool sink_held;
 
-    /* Per-protocol state between reads. */
-    struct text_state text;
-    struct bin_state bin;
+    /* The protocol's own state between reads: storage the contract does
+     * not describe. Only the protocol's files see it as their type
+     * (text_of() in proto/text/text_state.h, bin_of() in
+     * proto/binary/binary.h), one protocol's at a time (kind), at a fixed
+     * offset: no pointer to follow per request. Zero after session_init. */
+    union {
+        max_align_t align;
+        unsigned char bytes[SESSION_STATE_BYTES];
+    } state;
 };
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
@@ -93,18 +105,15 @@ static inline void session_stats_detail(struct session *s, const char *key, size
 /* The peer's address as the registry shows it ("tcp:<ip>:<port>"), or NULL:
  * what password-guessing limits count per address. */
 void session_set_peer(struct session *s, const char *addr);
-/* Abort any value being received, release the reply queue. */
+/* Release what the contract holds (a watcher, the reply queue); the
+ * protocol's own state is proto_release's (proto.h), which calls this. */
 void session_release(struct session *s);
-/* Once a second or so from the connection: lets a value being received
- * that was cut off for others give its memory back while its client is
- * silent (docs/store.md "Uploads"). */
-void session_tick(struct session *s);
 /* The client is sending the rest of a value (rest bytes): the socket holds
  * all of it, or SESSION_COMING_MIN bytes of it, more than a read takes at
  * once, and the connection owes little enough to go on reading. Such an
  * upload is being read, not held back (store_reserve_upload_here). False
- * without a socket (cfd < 0). One ioctl: ask only when the upload bound is
- * full. */
+ * without a socket (queued NULL). One FIONREAD: ask only when the upload
+ * bound is full. */
 #define SESSION_COMING_MIN (32u * 1024)
 bool session_value_coming(const struct session *s, size_t rest);
 

@@ -132,6 +132,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break; /* no more input and nothing more to do */
     }
     free(buf);
-    session_release(&s);
+    proto_release(&s);
     return 0;
 }

@@ -168,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (open)
         (void)fz_settle(&in, &s, conn_input_eof(&in, &s), take);
     fz_take(&s, 0);
-    session_release(&s);
+    proto_release(&s);
     conn_input_release(&in);
     if (held != 0)
         abort();

@@ -143,7 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_drain(&s);
     }
     fuzz_drain(&s);
-    session_release(&s);
+    proto_release(&s);
     free(stream);
     free(buf);
     return 0;

@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     free(rbuf);
     fz_drain(&s);
-    session_release(&s);
+    proto_release(&s);
     log_set_verbosity(0); /* a fuzzed `verbosity` must not flood the log */
     return 0;
 }

@@ -92,7 +92,7 @@ static inline struct th *th_create(void)
 static inline void th_session(struct th *t)
 {
     if (t->store) {
-        session_release(&t->s);
+        proto_release(&t->s);
         store_ctx_destroy(&t->ctx);
         store_destroy(&t->store);
     }
@@ -116,7 +116,7 @@ static inline void th_session(struct th *t)
 
 static inline void th_destroy(struct th *t)
 {
-    session_release(&t->s);
+    proto_release(&t->s);
     store_ctx_destroy(&t->ctx);
     store_destroy(&t->store);
     free(t->in);

@@ -63,7 +63,7 @@ static int setup_small(void **state) { return setup_with(state, 1u << 16); }
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    session_release(&f->s);
+    proto_release(&f->s);
     store_ctx_destroy(&f->ctx);
     store_destroy(&f->store);
     free(f);

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_internal.h"
 #include "proto/text/text.h"
 
 /* Split like the text framing: on spaces, at most TEXT_MAX_TOKENS tokens,

@@ -75,7 +75,7 @@ static inline struct tt *tt_new(void)
 
 static inline void tt_free(struct tt *t)
 {
-    session_release(&t->s);
+    proto_release(&t->s);
     conn_input_release(&t->in);
     assert_int_equal(t->rbuf_held, 0);
     rbuf_pool_release(&t->pool);

@@ -138,7 +138,7 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
                                           uint8_t op, bool quiet, const unsigned char *ext,
                                           const char *key)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     size_t vlen = bin_value_len(h);
     bool cas = h->cas != 0 && s->opt->cas_enabled;
     struct store_set_req req = {0};
@@ -192,7 +192,7 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
 
 void bin_update_complete(struct session *s)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     const struct bin_header *h = &st->hdr;
     uint64_t cas = 0;
 

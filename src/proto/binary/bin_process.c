@@ -19,7 +19,7 @@
 
 static void bin_recv_done(struct session *s)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     enum bin_recv what = st->recv;
     st->recv = BIN_RECV_NONE;
     s->sink = NULL;
@@ -61,7 +61,7 @@ static enum metrics_family bin_family(const struct bin_header *h, enum bin_kind 
 /* Take value bytes from p; returns how many were used. */
 static size_t bin_recv_feed(struct session *s, const char *p, size_t avail)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     size_t want = st->need - st->filled;
     size_t n = avail < want ? avail : want;
     /* an upload cut off for others: drop the rest, the commit refuses it */
@@ -86,7 +86,7 @@ static size_t bin_recv_feed(struct session *s, const char *p, size_t avail)
 
 void bin_sink_filled(struct session *s, size_t n)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     if (st->recv != BIN_RECV_STORE || n > s->sink_len)
         return;
     st->filled += n;
@@ -102,20 +102,12 @@ void bin_sink_filled(struct session *s, size_t n)
 
 void bin_tick(struct session *s)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     if (st->recv == BIN_RECV_STORE && st->res.value &&
         !store_upload_alive(s->store, &st->res, false)) {
         s->sink = NULL;
         s->sink_len = 0;
     }
-}
-
-void bin_swallow(struct session *s, size_t n)
-{
-    struct bin_state *st = &s->bin;
-    st->recv = BIN_RECV_SWALLOW;
-    st->need = n;
-    st->filled = 0;
 }
 
 /* A request that ends the connection: reply, then close. */
@@ -148,7 +140,7 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
         ;
     else if (bin_lengths_inconsistent(&h))
         refuse = BIN_STATUS_UNKNOWN_COMMAND;
-    else if (s->opt->sasl && !s->bin.sasl_authed && !bin_allowed_unauthenticated(h.opcode))
+    else if (s->opt->sasl && !bin_of(s)->sasl_authed && !bin_allowed_unauthenticated(h.opcode))
         refuse = BIN_STATUS_AUTH_ERROR;
     else if (h.keylen > STORE_KEY_MAX)
         refuse = BIN_STATUS_EINVAL;
@@ -163,7 +155,7 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
          * are consistent (dispatch_bin_command) */
         if (s->opt->sasl && h.magic == BIN_MAGIC_REQ && !bin_lengths_inconsistent(&h))
             log_write(LOG_LEVEL_VERBOSE, "authenticated() in cmd 0x%02x is %s", h.opcode,
-                      s->bin.sasl_authed || bin_allowed_unauthenticated(h.opcode) ? "true"
+                      bin_of(s)->sasl_authed || bin_allowed_unauthenticated(h.opcode) ? "true"
                                                                                  : "false");
     }
     if (h.magic != BIN_MAGIC_REQ) {
@@ -173,7 +165,7 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     if (refuse)
         return bin_fatal(s, &h, refuse);
     *used = head;
-    s->bin.avail = avail - head;
+    bin_of(s)->avail = avail - head;
 
     enum bin_kind kind = bin_classify(&h);
     if (kind == BIN_KIND_INVALID)
@@ -192,9 +184,9 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     uint64_t t0 = metrics_now_ns();
     enum proto_status rc = bin_exec(s, &h, kind, ext, key);
     enum metrics_family f = bin_family(&h, kind);
-    if (s->bin.recv == BIN_RECV_STORE) {
-        s->bin.timing_start = t0;
-        s->bin.timing_family = (uint8_t)f;
+    if (bin_of(s)->recv == BIN_RECV_STORE) {
+        bin_of(s)->timing_start = t0;
+        bin_of(s)->timing_family = (uint8_t)f;
     } else {
         metrics_hist_record(f, metrics_now_ns() - t0);
     }
@@ -204,7 +196,7 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
 enum proto_status bin_process(struct session *s, const char *buf, size_t len,
                               size_t *consumed)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     int budget = s->opt->reqs_per_event;
     int done = 0;
     size_t off = 0;
@@ -250,7 +242,7 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
 
 void bin_state_release(struct session *s)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     if (st->recv == BIN_RECV_STORE)
         store_abort(s->store, &st->res);
     st->recv = BIN_RECV_NONE;

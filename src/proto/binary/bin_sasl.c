@@ -27,7 +27,7 @@
 
 static void bin_sasl_reset(struct session *s)
 {
-    s->bin.sasl_authed = false;
+    bin_of(s)->sasl_authed = false;
     s->authenticated = false;
 }
 
@@ -44,7 +44,7 @@ enum proto_status bin_sasl_list(struct session *s, const struct bin_header *h)
     if (!s->opt->sasl)
         return bin_sasl_disabled(s, h);
     bin_sasl_reset(s);
-    s->bin.sasl_started = false;
+    bin_of(s)->sasl_started = false;
     struct bin_resp r = {.opcode = h->opcode, .status = BIN_STATUS_OK, .opaque = h->opaque};
     int rc = bin_reply(s, &r, NULL, 0, NULL, 0, SASL_MECHS, strlen(SASL_MECHS));
     return rc == 0 ? PROTO_OK : PROTO_CLOSE;
@@ -53,7 +53,7 @@ enum proto_status bin_sasl_list(struct session *s, const struct bin_header *h)
 enum proto_status bin_sasl_start(struct session *s, const struct bin_header *h,
                                  const char *key)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     if (!s->opt->sasl)
         return bin_sasl_disabled(s, h);
     size_t vlen = bin_value_len(h);
@@ -173,7 +173,7 @@ static int bin_sasl_run(struct session *s, struct bin_state *st)
 
 void bin_sasl_complete(struct session *s)
 {
-    struct bin_state *st = &s->bin;
+    struct bin_state *st = bin_of(s);
     const struct bin_header *h = &st->hdr;
     bin_sasl_reset(s);
     int code = bin_sasl_run(s, st);

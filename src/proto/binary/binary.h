@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/session.h"
 #include "store/store.h"
 #include "stats/stats_emit.h"
 
@@ -244,6 +245,19 @@ struct bin_state {
     char *sasl_data; /* BIN_SASL_DATA_MAX bytes, allocated on first use */
 };
 
+_Static_assert(sizeof(struct bin_state) <= SESSION_STATE_BYTES,
+               "bin_state outgrew the session's storage: raise SESSION_STATE_BYTES");
+
+/* The binary protocol's state in session s (session.h's protocol storage). */
+static inline struct bin_state *bin_of(struct session *s)
+{
+    return (struct bin_state *)(void *)s->state.bytes;
+}
+static inline const struct bin_state *bin_of_const(const struct session *s)
+{
+    return (const struct bin_state *)(const void *)s->state.bytes;
+}
+
 struct session;
 enum proto_status;
 
@@ -263,17 +277,25 @@ void bin_tick(struct session *s);
 /* ---- internal to bin_*.c ---- */
 
 /* One request whose header, extras and key are buffered. Returns PROTO_OK or
- * PROTO_CLOSE; may leave a value to receive (s->bin.recv). */
+ * PROTO_CLOSE; may leave a value to receive (bin_of(s)->recv). */
 enum proto_status bin_exec(struct session *s, const struct bin_header *h, enum bin_kind kind,
                            const unsigned char *ext, const char *key);
-/* A value has fully arrived into s->bin.res / s->bin.sasl_data. */
+/* A value has fully arrived into bin_of(s)->res / bin_of(s)->sasl_data. */
 void bin_update_complete(struct session *s);
 void bin_sasl_complete(struct session *s);
 enum proto_status bin_sasl_list(struct session *s, const struct bin_header *h);
 enum proto_status bin_sasl_start(struct session *s, const struct bin_header *h,
                                  const char *key);
 enum proto_status bin_stat(struct session *s, const struct bin_header *h, const char *key);
-/* Expect the next n value bytes to be discarded. */
-void bin_swallow(struct session *s, size_t n);
+/* Expect the next n value bytes to be discarded. Inline here, beneath the
+ * request loop (bin_process.c) and the commands that call it (bin_exec.c,
+ * bin_sasl.c), which the loop calls. */
+static inline void bin_swallow(struct session *s, size_t n)
+{
+    struct bin_state *st = bin_of(s);
+    st->recv = BIN_RECV_SWALLOW;
+    st->need = n;
+    st->filled = 0;
+}
 
 #endif

@@ -2,7 +2,7 @@
 /* ma (meta arithmetic): incr/decr with optional create (N, J), CAS (C, E)
  * and TTL (T); v returns the new number as a value. */
 #include "clock.h"
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_internal.h"
 #include "proto/session.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"

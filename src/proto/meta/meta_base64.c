@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* base64 for binary keys (the meta b flag): RFC 4648 alphabet, padded. */
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_base64.h"
+
+#include <stdint.h>
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 

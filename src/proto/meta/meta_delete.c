@@ -2,7 +2,7 @@
 /* md (meta delete): delete, or with I mark stale; x drops only the value. */
 #include <string.h>
 
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_internal.h"
 #include "proto/session.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"

@@ -4,7 +4,7 @@
 
 #include "clock.h"
 #include "reply/reply.h"
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_internal.h"
 #include "proto/session.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"

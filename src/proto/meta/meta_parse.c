@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "num.h"
-#include "proto/meta/meta.h"
-#include "proto/text/text.h"
+#include "proto/meta/meta_internal.h"
+#include "proto/line/line.h"
 
 static const char ERR_FORMAT[] = "CLIENT_ERROR bad command line format";
 static const char ERR_BAD_TOKEN[] = "CLIENT_ERROR bad token in command line format";

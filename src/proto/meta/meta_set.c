@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ms (meta set): reserve, let the text framing receive the value, then
- * commit and reply. What the reply needs is kept in s->text.meta meanwhile. */
+ * commit and reply. What the reply needs is kept in text_of(s)->meta meanwhile. */
 #include <stddef.h>
 #include <string.h>
 
 #include "reply/reply.h"
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_internal.h"
 #include "proto/session.h"
-#include "proto/text/text.h"
+#include "proto/text/text_state.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
 
@@ -96,10 +96,10 @@ static void meta_set_count(struct session *s, const struct meta_state *m, enum s
 
 static void meta_set_done(struct session *s, bool chunk_ok)
 {
-    struct meta_state *m = &s->text.meta;
+    struct meta_state *m = &text_of(s)->meta;
     m->active = false;
     if (!chunk_ok) {
-        store_abort(s->store, &s->text.res);
+        store_abort(s->store, &text_of(s)->value.res);
         STAT_INC(s->stats, cmd_set);
         /* sent even with q: the client must learn its stream is off */
         meta_reply_error(s, "CLIENT_ERROR bad data chunk");
@@ -109,18 +109,18 @@ static void meta_set_done(struct session *s, bool chunk_ok)
     uint32_t size = 0;
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
-        watch_commit_begin(s, &s->text.res, &wc);
-    unsigned cls = store_reservation_class(s->store, &s->text.res, m->req.flags);
-    enum store_status st = store_commit(s->store, &s->text.res, &m->req, &cas, &size);
+        watch_commit_begin(s, &text_of(s)->value.res, &wc);
+    unsigned cls = store_reservation_class(s->store, &text_of(s)->value.res, m->req.flags);
+    enum store_status st = store_commit(s->store, &text_of(s)->value.res, &m->req, &cas, &size);
     if (wc.on)
         watch_commit_end(s, &wc, st, m->req.mode, m->req.exptime);
-    meta_set_count(s, m, st, cls, s->text.res.cas_cls);
+    meta_set_count(s, m, st, cls, text_of(s)->value.res.cas_cls);
     meta_set_reply(s, m, st, cas, size);
 }
 
 void meta_set(struct session *s, const struct meta_req *req)
 {
-    struct meta_state *m = &s->text.meta;
+    struct meta_state *m = &text_of(s)->meta;
     /* clear the scalars; the key, opaque and flag buffers are filled below */
     memset(m, 0, offsetof(struct meta_state, key));
     m->nopaque = 0;
@@ -163,8 +163,8 @@ void meta_set(struct session *s, const struct meta_req *req)
     rel_time_t exptime = r->vivify ? r->vivify_exptime : r->exptime;
     size_t need = (size_t)req->datalen + 2; /* the value and its "\r\n" */
     enum store_status st = session_reserve_value(s, req->key, req->nkey, req->datalen,
-                                                 s->text.avail, need, true, r->flags, exptime,
-                                                 &s->text.res);
+                                                 text_of(s)->avail, need, true, r->flags, exptime,
+                                                 &text_of(s)->value.res);
     if (st != STORE_OK) {
         if (st == STORE_TOO_LARGE)
             STAT_INC(s->stats, store_too_large);
@@ -173,9 +173,9 @@ void meta_set(struct session *s, const struct meta_req *req)
         /* as memcached: a failed store leaves no stale value behind */
         store_delete(s->store, req->key, req->nkey, NULL);
         meta_set_reply(s, m, st, 0, 0);
-        text_expect_value(s, req->datalen, false, meta_swallow_done);
+        text_expect_value(s, &text_of(s)->value, req->datalen, false, text_swallowed);
         return;
     }
     m->active = true;
-    text_expect_value(s, req->datalen, true, meta_set_done);
+    text_expect_value(s, &text_of(s)->value, req->datalen, true, meta_set_done);
 }

@@ -20,96 +20,13 @@
 #include "proto/text/text_internal.h"
 #include "stats/stats.h"
 
-/* The first space in raw[i..len), or len. Eight bytes at a time where the
- * byte order lets the lowest flagged byte be the first: a key is most of a
- * get line, and a byte at a time was the tokenizer's whole cost. */
-static size_t text_word_end(const char *raw, size_t i, size_t len)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t ones = 0x0101010101010101ull, spaces = 0x2020202020202020ull;
-    while (len - i >= 8) {
-        uint64_t w;
-        memcpy(&w, raw + i, 8);
-        w ^= spaces; /* a space is now a zero byte */
-        /* High bit set in each zero byte (and maybe in bytes above one,
-         * never below the first). */
-        uint64_t z = (w - ones) & ~w & (ones << 7);
-        if (z)
-            return i + (size_t)(__builtin_ctzll(z) >> 3);
-        i += 8;
-    }
-    if (i < len && len >= 8) {
-        /* Fewer than 8 left: the line's last 8 bytes, those before i
-         * shifted out (what comes in is zero, not a space), rather than a
-         * byte at a time. */
-        uint64_t w;
-        memcpy(&w, raw + len - 8, 8);
-        w >>= (8 - (len - i)) * 8;
-        w ^= spaces;
-        uint64_t z = (w - ones) & ~w & (ones << 7);
-        return z ? i + (size_t)(__builtin_ctzll(z) >> 3) : len;
-    }
-#endif
-    while (i < len && raw[i] != ' ')
-        i++;
-    return i;
-}
-
-void text_tokenize(struct text_line *l, const char *raw, size_t len)
-{
-    l->raw = raw;
-    l->len = len;
-    l->ntok = 0;
-    l->hkey = NULL;
-    size_t i = 0;
-    while (i < len) {
-        while (i < len && raw[i] == ' ')
-            i++;
-        if (i == len)
-            break;
-        if (l->ntok == TEXT_MAX_TOKENS - 1) {
-            /* The last token keeps the unsplit rest, as memcached's tokenizer. */
-            size_t e = len;
-            while (e > i && raw[e - 1] == ' ')
-                e--;
-            l->tok[l->ntok].s = raw + i;
-            l->tok[l->ntok].len = e - i;
-            l->ntok++;
-            return;
-        }
-        size_t start = i;
-        i = text_word_end(raw, i, len);
-        l->tok[l->ntok].s = raw + start;
-        l->tok[l->ntok].len = i - start;
-        l->ntok++;
-    }
-}
-
-/* The last space-separated word of the line, however many tokens it has. */
-static struct text_token text_last_word(const struct text_line *l)
-{
-    size_t e = l->len;
-    while (e > 0 && l->raw[e - 1] == ' ')
-        e--;
-    size_t b = e;
-    while (b > 0 && l->raw[b - 1] != ' ')
-        b--;
-    return (struct text_token){l->raw + b, e - b};
-}
-
-bool text_line_noreply(const struct text_line *line)
-{
-    struct text_token last = text_last_word(line);
-    return line->ntok > 1 && TEXT_TOK_IS(&last, "noreply");
-}
-
 /* A command memcached does not know. A request line of a web client
  * ("GET / HTTP/1.1") closes the connection instead of answering ERROR. */
 static void text_unknown(struct session *s, const struct text_line *l)
 {
-    struct text_token last = text_last_word(l);
+    struct text_token last = text_line_last(l);
     if (last.len >= 5 && memcmp(last.s, "HTTP/", 5) == 0) {
-        s->text.closing = true;
+        text_of(s)->closing = true;
         return;
     }
     TEXT_OUT(s, "ERROR");
@@ -131,7 +48,7 @@ static bool text_want(struct session *s, const struct text_line *l, size_t min)
  * that starts with a space names no command (ERROR). */
 static bool text_framing_ok(struct session *s, const struct text_line *l, size_t whole)
 {
-    s->text.noreply = false;
+    text_of(s)->noreply = false;
     if (whole < 4) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return false;
@@ -147,8 +64,8 @@ static bool text_framing_ok(struct session *s, const struct text_line *l, size_t
 
 static void text_dispatch(struct session *s, const struct text_line *l)
 {
-    s->text.noreply = false;
-    s->text.reply_unlogged = false;
+    text_of(s)->noreply = false;
+    text_of(s)->reply_unlogged = false;
     if (l->ntok == 0) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
@@ -207,7 +124,7 @@ static void text_dispatch(struct session *s, const struct text_line *l)
         }
         if (CMD_IS(c, "quit")) {
             s->close_why = SESSION_CLOSE_NORMAL;
-            s->text.closing = true;
+            text_of(s)->closing = true;
             return;
         }
         if (CMD_IS(c, "bget")) { /* ancient alias memcached still keeps */
@@ -306,106 +223,14 @@ static void text_dispatch(struct session *s, const struct text_line *l)
     text_unknown(s, l);
 }
 
-void text_expect_into(struct session *s, char *dest, size_t nvalue, text_value_done_fn done)
-{
-    struct text_state *t = &s->text;
-    t->receiving = true;
-    t->dest = dest;
-    t->need = nvalue;
-    t->filled = 0;
-    t->term_got = 0;
-    t->done = done;
-}
-
-void text_expect_value(struct session *s, size_t nvalue, bool have_res, text_value_done_fn done)
-{
-    s->text.have_res = have_res;
-    text_expect_into(s, have_res ? s->text.res.value : NULL, nvalue, done);
-}
-
-void text_swallowed(struct session *s, bool chunk_ok)
-{
-    (void)s;
-    (void)chunk_ok;
-}
-
-/* Feed bytes to the value being received; returns how many were used. */
-static size_t text_receive(struct session *s, const char *buf, size_t len)
-{
-    struct text_state *t = &s->text;
-    size_t pos = 0;
-    /* an upload cut off for others: drop the rest, the commit refuses it */
-    if (t->have_res && t->dest && !store_upload_alive(s->store, &t->res, len > 0)) {
-        t->dest = NULL;
-        s->sink = NULL;
-        s->sink_len = 0;
-    }
-    if (t->filled < t->need) {
-        size_t n = t->need - t->filled;
-        if (n > len)
-            n = len;
-        if (t->dest)
-            memcpy(t->dest + t->filled, buf, n);
-        t->filled += n;
-        pos = n;
-    }
-    if (t->filled == t->need) {
-        while (t->term_got < 2 && pos < len)
-            t->term[t->term_got++] = buf[pos++];
-    }
-    if (t->filled == t->need && t->term_got == 2) {
-        bool ok = t->term[0] == '\r' && t->term[1] == '\n';
-        text_value_done_fn done = t->done;
-        t->receiving = false;
-        t->dest = NULL;
-        t->done = NULL;
-        s->sink = NULL;
-        s->sink_len = 0;
-        done(s, ok);
-        if (!t->receiving)
-            t->have_res = false;
-    } else if (t->dest && t->filled < t->need) {
-        s->sink = t->dest + t->filled;
-        s->sink_len = t->need - t->filled;
-    } else {
-        /* The value is whole, its "\r\n" still to come: no receive may
-         * land in item memory now. A sink left from an earlier piece (the
-         * rest read into the buffer, io_uring's more_queued) took the
-         * "\r\n" as value bytes and the set never finished. */
-        s->sink = NULL;
-        s->sink_len = 0;
-    }
-    return pos;
-}
-
 void text_sink_filled(struct session *s, size_t n)
 {
-    struct text_state *t = &s->text;
-    if (n > s->sink_len)
-        n = s->sink_len; /* never count bytes past the value */
-    t->filled += n;
-    if (n == s->sink_len) {
-        s->sink = NULL;
-        s->sink_len = 0;
-    } else {
-        s->sink += n;
-        s->sink_len -= n;
-    }
-    if (t->have_res && t->dest && !store_upload_alive(s->store, &t->res, n > 0)) {
-        t->dest = NULL; /* cut off: its memory is gone, drop the rest */
-        s->sink = NULL;
-        s->sink_len = 0;
-    }
+    text_value_sink_filled(s, &text_of(s)->value, n);
 }
 
 void text_tick(struct session *s)
 {
-    struct text_state *t = &s->text;
-    if (t->receiving && t->have_res && t->dest && !store_upload_alive(s->store, &t->res, false)) {
-        t->dest = NULL;
-        s->sink = NULL;
-        s->sink_len = 0;
-    }
+    text_value_tick(s, &text_of(s)->value);
 }
 
 /* A line still without its newline past TEXT_LINE_MAX may go on only if it
@@ -436,13 +261,13 @@ static void text_timing_begin(struct text_state *t, const struct text_line *l, u
 {
     t->timing_family = l->ntok ? metrics_family_of(l->tok[0].s, l->tok[0].len) : METRICS_OTHER;
     t->timing_start = t0;
-    if (!t->receiving && t->cont.kind == TEXT_CONT_NONE)
+    if (!t->value.receiving && t->cont.kind == TEXT_CONT_NONE)
         text_timing_end(t);
 }
 
 enum proto_status text_process(struct session *s, const char *buf, size_t len, size_t *consumed)
 {
-    struct text_state *t = &s->text;
+    struct text_state *t = text_of(s);
     int budget = s->opt->reqs_per_event;
     int handled = 0;
     size_t pos = 0;
@@ -456,9 +281,9 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     enum proto_status st = PROTO_OK;
 
     while (!t->closing && !s->watcher) {
-        if (t->receiving) {
-            pos += text_receive(s, buf + pos, len - pos);
-            if (t->receiving)
+        if (t->value.receiving) {
+            pos += text_value_receive(s, &t->value, buf + pos, len - pos);
+            if (t->value.receiving)
                 break;
             if (t->timing_start)
                 text_timing_end(t);
@@ -541,12 +366,8 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
 
 void text_state_release(struct session *s)
 {
-    struct text_state *t = &s->text;
-    if (t->receiving && t->have_res)
-        store_abort(s->store, &t->res);
-    t->receiving = false;
-    t->have_res = false;
-    t->dest = NULL;
+    struct text_state *t = text_of(s);
+    text_value_abort(s, &t->value);
     t->cont.kind = TEXT_CONT_NONE;
     meta_state_release(s);
     text_auth_release(s);

@@ -17,14 +17,14 @@ void text_cmd_flush_all(struct session *s, const struct text_line *l)
         TEXT_OUT(s, "ERROR");
         return;
     }
-    s->text.noreply = text_line_noreply(l);
+    text_of(s)->noreply = text_line_noreply(l);
     STAT_INC(s->stats, cmd_flush); /* counted even when refused, as memcached */
     if (!s->opt->flush_enabled) {
         TEXT_OUT(s, "CLIENT_ERROR flush_all not allowed");
         return;
     }
     int32_t delay = 0;
-    if (l->ntok != (s->text.noreply ? 2u : 1u) && !text_tok_i32(&l->tok[1], &delay)) {
+    if (l->ntok != (text_of(s)->noreply ? 2u : 1u) && !text_tok_i32(&l->tok[1], &delay)) {
         TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
         return;
     }
@@ -41,7 +41,7 @@ void text_cmd_version(struct session *s, const struct text_line *l)
 
 void text_cmd_verbosity(struct session *s, const struct text_line *l)
 {
-    s->text.noreply = text_line_noreply(l);
+    text_of(s)->noreply = text_line_noreply(l);
     uint32_t level;
     if (l->ntok < 2 || !text_tok_u32(&l->tok[1], &level)) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
@@ -60,11 +60,11 @@ void text_cmd_shutdown(struct session *s, const struct text_line *l)
     if (l->ntok == 1) {
         s->ops->shutdown(s->ops->ctx, false);
         s->close_why = SESSION_CLOSE_SHUTDOWN;
-        s->text.closing = true;
+        text_of(s)->closing = true;
     } else if (l->ntok == 2 && TEXT_TOK_IS(&l->tok[1], "graceful")) {
         s->ops->shutdown(s->ops->ctx, true);
         s->close_why = SESSION_CLOSE_SHUTDOWN;
-        s->text.closing = true;
+        text_of(s)->closing = true;
     } else {
         TEXT_OUT(s, "CLIENT_ERROR invalid shutdown mode");
     }
@@ -76,7 +76,7 @@ void text_cmd_memlimit(struct session *s, const struct text_line *l)
         TEXT_OUT(s, "ERROR");
         return;
     }
-    s->text.noreply = text_line_noreply(l);
+    text_of(s)->noreply = text_line_noreply(l);
     uint32_t mb;
     if (!text_tok_u32(&l->tok[1], &mb))
         TEXT_OUT(s, "ERROR");

@@ -30,8 +30,8 @@ void text_auth_unload(void)
 
 static void text_auth_done(struct session *s, bool chunk_ok)
 {
-    char *buf = s->text.auth_buf;
-    size_t n = s->text.need;
+    char *buf = text_of(s)->auth_buf;
+    size_t n = text_of(s)->value.need;
     if (!chunk_ok) {
         TEXT_OUT_ALWAYS(s, "CLIENT_ERROR bad command line termination");
         goto out;
@@ -65,17 +65,17 @@ static void text_auth_done(struct session *s, bool chunk_ok)
         STAT_INC(s->stats, auth_errors);
         TEXT_OUT_ALWAYS(s, "CLIENT_ERROR authentication failure");
         if (auth_guard_failed(&s->auth, limit, now) || !auth_guard_admit(&s->auth, limit, now))
-            s->text.closing = true; /* after the reply (auth_guard.h) */
+            text_of(s)->closing = true; /* after the reply (auth_guard.h) */
     }
 out:
     free(buf);
-    s->text.auth_buf = NULL;
+    text_of(s)->auth_buf = NULL;
 }
 
 void text_auth_line(struct session *s, const struct text_line *l)
 {
     uint32_t size;
-    s->text.noreply = false;
+    text_of(s)->noreply = false;
     /* Start-up should have loaded the file (text_auth_load); if it did not,
      * load it on first use so -Y works either way. */
     if (!passwd_file_loaded(&text_auth_pw) && s->opt->auth_file)
@@ -91,17 +91,17 @@ void text_auth_line(struct session *s, const struct text_line *l)
         TEXT_OUT_ALWAYS(s, "CLIENT_ERROR auth token too long");
         return;
     }
-    s->text.auth_buf = malloc(size ? size : 1);
-    if (!s->text.auth_buf) {
-        s->text.closing = true;
+    text_of(s)->auth_buf = malloc(size ? size : 1);
+    if (!text_of(s)->auth_buf) {
+        text_of(s)->closing = true;
         return;
     }
-    s->text.have_res = false;
-    text_expect_into(s, s->text.auth_buf, size, text_auth_done);
+    text_of(s)->value.have_res = false;
+    text_expect_into(s, &text_of(s)->value, text_of(s)->auth_buf, size, text_auth_done);
 }
 
 void text_auth_release(struct session *s)
 {
-    free(s->text.auth_buf);
-    s->text.auth_buf = NULL;
+    free(text_of(s)->auth_buf);
+    text_of(s)->auth_buf = NULL;
 }

@@ -44,7 +44,7 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
         TEXT_OUT(s, "ERROR");
         return;
     }
-    s->text.noreply = text_line_noreply(l);
+    text_of(s)->noreply = text_line_noreply(l);
     const struct text_token *arg = &l->tok[2];
     double d;
     uint32_t v;
@@ -97,7 +97,7 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
         TEXT_OUT(s, "ERROR");
         return;
     }
-    s->text.noreply = text_line_noreply(l);
+    text_of(s)->noreply = text_line_noreply(l);
     const struct text_token *sub = &l->tok[1];
     if (TEXT_TOK_IS(sub, "tune") && l->ntok >= 6) {
         uint32_t hot, warm;
@@ -243,7 +243,7 @@ void text_cmd_watch(struct session *s, const struct text_line *l)
 {
     if (s->datagram)
         return; /* no connection to stream to: memcached answers nothing */
-    s->text.noreply = text_line_noreply(l);
+    text_of(s)->noreply = text_line_noreply(l);
     if (!s->opt->watch_enabled) {
         TEXT_OUT(s, "CLIENT_ERROR watch commands not allowed");
         return;
@@ -255,7 +255,7 @@ void text_cmd_watch(struct session *s, const struct text_line *l)
         return;
     }
     unsigned flags = 0;
-    size_t last = s->text.noreply ? l->ntok - 1 : l->ntok;
+    size_t last = text_of(s)->noreply ? l->ntok - 1 : l->ntok;
     for (size_t i = 1; i < last; i++) {
         unsigned f = watch_flag_parse(l->tok[i].s, l->tok[i].len);
         if (!f) {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "proto/meta/meta.h"
+#include "proto/meta/meta_base64.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "store/store.h"
@@ -68,7 +68,7 @@ static void text_dump_item(const struct store_item *it, void *arg)
         return;
     char *p = reply_reserve(&s->reply, 3 * STORE_KEY_MAX + 200);
     if (!p) {
-        s->text.closing = true;
+        text_of(s)->closing = true;
         return;
     }
     char *q = p;
@@ -139,7 +139,7 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
             TEXT_OUT(s, "ERROR cannot pipeline other commands before metadump");
         return;
     }
-    struct text_cont *c = &s->text.cont;
+    struct text_cont *c = &text_of(s)->cont;
     *c = (struct text_cont){.mgdump = mgdump};
     const struct text_token *arg = &l->tok[2];
     if (TEXT_TOK_IS(arg, "all") || TEXT_TOK_IS(arg, "hash")) {
@@ -175,11 +175,11 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
 
 void text_dump_resume(struct session *s)
 {
-    struct text_cont *c = &s->text.cont;
+    struct text_cont *c = &text_of(s)->cont;
     struct text_dump d = {.s = s, .c = c};
     struct store *store = store_ctx_store(s->store);
     c->kind = TEXT_CONT_NONE;
-    for (int batches = 0; c->cursor != UINT64_MAX && !s->text.closing; batches++) {
+    for (int batches = 0; c->cursor != UINT64_MAX && !text_of(s)->closing; batches++) {
         if (batches >= TEXT_DUMP_CHUNK || reply_pending(&s->reply) > s->reply_allow) {
             c->kind = TEXT_CONT_DUMP;
             return;

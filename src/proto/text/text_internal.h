@@ -2,12 +2,15 @@
 /* What the text protocol's files share among themselves (not an interface
  * for the rest of the server: see text.h for that).
  *
- *   text.c          framing: lines, values, dispatch, -R budget
+ *   text.c          framing: lines, dispatch, -R budget (the tokenizer and
+ *                   the value receiver: proto/line/)
  *   text_ahead.c    a read's batch: lines tokenized once, keys prefetched
  *   text_num.c      memcached's number parsing rules, integer formatting
  *   text_reply.c    reply helpers that honour noreply
- *   text_storage.c  set add replace append prepend cas
- *   text_get.c      get gets gat gats touch
+ *   text_storage.c  set add replace append prepend cas (their parse and
+ *                   reply line: text_storage_req.h)
+ *   text_get*.c     get gets gat gats (parse, lookups, replies:
+ *                   text_get_internal.h) and touch
  *   text_keys.c     delete incr decr
  *   text_admin.c    flush_all version verbosity quit shutdown cache_memlimit
  *                   stats debugtime
@@ -100,20 +103,6 @@ void text_out_always(struct session *s, const char *str, size_t len);
 /* A decimal number and "\r\n" (incr/decr). */
 void text_out_u64(struct session *s, uint64_t v);
 
-
-/* ---- lines and values (text.c) ---- */
-
-/* Split a request line (without its line end) into tokens, as memcached. */
-void text_tokenize(struct text_line *l, const char *raw, size_t len);
-
-/* True when the line's last word is "noreply" (memcached honours it only
- * there, however many tokens the line has). */
-bool text_line_noreply(const struct text_line *line);
-
-/* Receive nvalue bytes (+ "\r\n") into dest, or swallow them if dest is NULL. */
-void text_expect_into(struct session *s, char *dest, size_t nvalue, text_value_done_fn done);
-/* done() for swallowed data: nothing to do. */
-void text_swallowed(struct session *s, bool chunk_ok);
 
 /* ---- commands ---- */
 

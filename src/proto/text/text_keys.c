@@ -11,9 +11,9 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
      * DELETED; 1.6.18 allowed only a legacy "0"), but a line with more keeps
      * memcached's usage error, which clients' conformance tests expect
      * (memccapable sends `delete a b c d e`). */
-    s->text.noreply = text_line_noreply(l);
-    s->text.reply_unlogged = true; /* as memcached 1.6.45 at -vv */
-    if (l->ntok > (s->text.noreply ? 4u : 3u)) {
+    text_of(s)->noreply = text_line_noreply(l);
+    text_of(s)->reply_unlogged = true; /* as memcached 1.6.45 at -vv */
+    if (l->ntok > (text_of(s)->noreply ? 4u : 3u)) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
         return;
     }
@@ -43,8 +43,8 @@ void text_cmd_delete(struct session *s, const struct text_line *l)
 
 const struct text_token *text_one_key(struct session *s, const struct text_line *l)
 {
-    s->text.noreply = text_line_noreply(l);
-    s->text.reply_unlogged = true; /* as memcached 1.6.45 at -vv */
+    text_of(s)->noreply = text_line_noreply(l);
+    text_of(s)->reply_unlogged = true; /* as memcached 1.6.45 at -vv */
     const struct text_token *key = &l->tok[1];
     if (key->len > STORE_KEY_MAX) {
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
