@@ -11,7 +11,8 @@
  *              (docs/store.md "Eviction"): items appended to an open segment,
  *              sealed segments in small/main FIFOs, a victim walked item by
  *              item by its 2-bit read counter, kept items copied to main's
- *              open segment (at most half a segment per victim), a
+ *              open segment (at most 15/16 of a segment per victim:
+ *              --seg-keep NUM/DEN; the server before kept at most 1/2), a
  *              direct-mapped fingerprint ghost of one entry per 256 B of -m
  *              (left out: eviction at the writers' pace, which holds about
  *              one segment less; all-dead segments taken first; TTL groups;
@@ -403,7 +404,9 @@ static void wt_set(struct sim *s, uint32_t id)
     }
 }
 
-/* S3-FIFO on segments, as the server does it */
+/* S3-FIFO on segments, as the server does it; at most seg_keep_num /
+ * seg_keep_den of a segment kept per victim (SEG_RETAIN_NUM/DEN in seg.c) */
+static uint32_t seg_keep_num = 15, seg_keep_den = 16;
 static uint32_t gfp_slot(struct sim *s, uint32_t id)
 {
     return (uint32_t)(lg_mix(id, 77) % s->gsize);
@@ -430,7 +433,7 @@ static void seg_evict_one(struct sim *s)
         if (s->loc[id] != base + i)
             continue; /* dead: overwritten */
         bool keep = small ? s->freq[id] >= 1 : s->freq[id] > 0;
-        if (keep && (s->keep_all || kept < s->seg_items / 2)) {
+        if (keep && (s->keep_all || kept < (uint64_t)s->seg_items * seg_keep_num / seg_keep_den)) {
             if (small)
                 s->freq[id] = 0;
             else
@@ -769,10 +772,10 @@ int main(int argc, char **argv)
         { "seg-items", 1, 0, 'S' }, { "max-keys", 1, 0, 'K' }, { "lines", 1, 0, 'n' },
         { "zipf", 1, 0, 'z' }, { "keys", 1, 0, 'k' }, { "requests", 1, 0, 'r' },
         { "seed", 1, 0, 'e' }, { "batch", 1, 0, 'b' }, { "memory", 1, 0, 'm' },
-        { "policies", 1, 0, 'p' }, { "scan", 1, 0, 'c' }, { 0, 0, 0, 0 },
+        { "policies", 1, 0, 'p' }, { "scan", 1, 0, 'c' }, { "seg-keep", 1, 0, 'R' }, { 0, 0, 0, 0 },
     };
     int o;
-    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:R:", opts, NULL)) != -1) {
         switch (o) {
         case 'F':
             if (lg_trace_fmt_parse(optarg, &fmt) != 0)
@@ -791,6 +794,11 @@ int main(int argc, char **argv)
         case 'm': mem_mb = strtoull(optarg, NULL, 10); break;
         case 'p': pols_s = optarg; break;
         case 'c': zscan = strtoull(optarg, NULL, 10); break;
+        case 'R':
+            if (sscanf(optarg, "%u/%u", &seg_keep_num, &seg_keep_den) != 2 || !seg_keep_den ||
+                seg_keep_num > seg_keep_den)
+                goto usage;
+            break;
         default: goto usage;
         }
     }
@@ -870,7 +878,7 @@ int main(int argc, char **argv)
     return 0;
 usage:
     fprintf(stderr, "usage: cachesim --items N[,N...] [--format lis|kv] [--file F|-]"
-                    " [--lines N] [--max-keys 16] [--memory MB] [--seg-items N]"
+                    " [--lines N] [--max-keys 16] [--memory MB] [--seg-items N] [--seg-keep NUM/DEN]"
                     " [--policies a,b] | --zipf S [--keys N] [--requests N] [--scan N] [--seed N]"
                     " [--batch N] --items N\n");
     return 2;

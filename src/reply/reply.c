@@ -89,7 +89,8 @@ static void reply_blocks_drop_unused(struct reply_queue *q)
     q->tail = last;
 }
 
-/* Everything pending was written: keep at most REPLY_KEPT_MAX. */
+/* Nothing is pending (all written, or rolled back): keep at most
+ * REPLY_KEPT_MAX. */
 static void reply_drained(struct reply_queue *q)
 {
     q->head = q->nseg = 0;
@@ -135,17 +136,24 @@ static struct reply_seg *reply_seg_add(struct reply_queue *q)
 }
 
 /* The size of a new block for a piece of len bytes: a standard block, but
- * no larger than what the connection may still owe (copy_limit less what
- * it owes) unless the piece is. So a connection that stops at its
- * allowance holds that and its last reply, not a block of room besides
- * (README's 48 KiB a connection past the bound). */
+ * with no more room past the piece than what the connection may still owe
+ * (copy_limit less what it owes), unless the piece alone is larger. So a
+ * connection that stops at its allowance holds that and its last reply,
+ * not a block of room besides (README's 48 KiB a connection past the
+ * bound). The room is past the piece, not in it: a piece is a reserve,
+ * often larger than what is committed (a get's room for a short value,
+ * some 570 bytes for a 21-byte hit), and a block of the reserve's size
+ * would hold one reply each near the allowance. */
 static size_t reply_block_size(const struct reply_queue *q, size_t len)
 {
     size_t size = REPLY_BLOCK_SIZE;
     if (q->copy_limit > 0) {
         size_t left = q->copy_limit > q->pending ? q->copy_limit - q->pending : 0;
-        if (left < size)
-            size = left > REPLY_BLOCK_MIN ? left : REPLY_BLOCK_MIN;
+        if (left < size) {
+            size = len < size - left ? len + left : size;
+            if (size < REPLY_BLOCK_MIN)
+                size = REPLY_BLOCK_MIN;
+        }
     }
     return len > size ? len : size;
 }
@@ -340,7 +348,7 @@ void reply_rollback(struct reply_queue *q, const struct reply_mark *m)
     q->pending = m->pending;
     q->copied = m->copied;
     if (q->head == q->nseg)
-        q->head = q->nseg = 0;
+        reply_drained(q);
 }
 
 int reply_iov(const struct reply_queue *q, struct iovec *iov, int max)

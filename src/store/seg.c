@@ -13,9 +13,10 @@
  * (main) are kept, copied to the main open segment; when that is full they
  * stay in place and, at the walk's end, the victim is compacted and takes
  * its place. The rest leave; keys that leave the small queue unread go to
- * the ghost (store_ghost_add). At most half a victim is kept, so room is
- * always made. A worker that needs a segment and finds none free finishes
- * the walk from its cursor (seg_evict_one).
+ * the ghost (store_ghost_add). At most 15/16 of a victim is kept, so room
+ * is always made, and the walk is paced by the room it frees. A worker that
+ * needs a segment and finds none free finishes the walk from its cursor
+ * keeping at most half of it (seg_evict_one).
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
@@ -50,8 +51,8 @@
 #define SEG_SMALL_NFREQ 0
 #endif
 #ifndef SEG_RETAIN_NUM
-#define SEG_RETAIN_NUM 1
-#define SEG_RETAIN_DEN 2
+#define SEG_RETAIN_NUM 15
+#define SEG_RETAIN_DEN 16
 #endif
 /* Victim search looks this far into the FIFO for an all-dead segment. */
 #define SEG_DEAD_SCAN 1024
@@ -455,11 +456,12 @@ static bool seg_walk_begin(struct store_ctx *ctx, struct seg_walk *w, struct seg
     return true;
 }
 
-/* Walk the victim's items from the cursor, about `bytes` of it: the next
- * item is taken while more than half of it is still owed (so the walk
- * overshoots or falls short by at most half an item, which seg_pay carries
- * to the next payment), or to its end (pool lock held); returns the bytes
- * walked. Each item still linked is kept or leaves by its read counter. A
+/* Walk the victim's items from the cursor until it has freed about `bytes`
+ * (walked past minus kept: a victim of hot items is walked further for the
+ * same room): the next item is taken while more than half of it is still
+ * owed (so the walk overshoots or falls short by at most half an item,
+ * which seg_pay carries to the next payment), or to its end (pool lock
+ * held); returns the bytes freed. Each item still linked is kept or leaves by its read counter. A
  * kept one is copied
  * to the end of the main open segment; once that is full, it and every
  * later kept item stay where they are (kept_from), to be compacted in
@@ -470,8 +472,8 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
     struct seg *v = w->v;
     rel_time_t now = clock_now();
     size_t align = (size_t)1 << s->off_shift;
-    size_t start = w->off;
-    while (w->off < v->write_off && w->off - start < bytes) {
+    size_t start = w->off, kept = 0;
+    while (w->off < v->write_off && w->off - start - kept < bytes) {
         size_t off = w->off;
         char *p = v->data + off;
         if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) {
@@ -482,7 +484,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
         struct item_hdr h;
         item_decode(p, &h);
         uint32_t size = item_total(&h);
-        if (off - start + size / 2 >= bytes)
+        if (off - start - kept + size / 2 >= bytes)
             break;
         uint64_t hv, *b;
         uint32_t tag;
@@ -511,6 +513,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
                     *slot = (*slot & ~SLOT_FREQ) | nfreq;
                 }
                 w->budget -= size;
+                kept += size;
             } else {
                 seg_drop_item(ctx, w, p, &h, b, slot, hv, now);
             }
@@ -518,7 +521,7 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
         index_unlock(b);
         w->off = (uint32_t)((off + size + align - 1) & ~(align - 1));
     }
-    return w->off - start;
+    return w->off - start - kept;
 }
 
 /* Items kept in place from kept_from on, once v is walked to its end (pool
@@ -734,6 +737,10 @@ static bool seg_evict_one(struct store_ctx *ctx)
     }
     if (!s->walk.v && !seg_pace_start(ctx, false))
         return false;
+    /* A worker waits: the victim keeps at most half of itself in all, so
+     * at most two more victims after it make a free segment. */
+    size_t kept = s->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN - s->walk.budget;
+    s->walk.budget = kept < s->seg_size / 2 ? s->seg_size / 2 - kept : 0;
     seg_walk_step(ctx, &s->walk, SIZE_MAX);
     return seg_walk_end(ctx, &s->walk, true);
 }

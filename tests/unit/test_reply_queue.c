@@ -503,7 +503,9 @@ static void test_empty_tail_replaced(void **state)
  * (copy_limit, the connection's), after the request that passed it. What
  * its queue holds is then that allowance and the one reply past it, not a
  * further block of empty room: the README's 48 KiB a connection past the
- * bound counts 16 KiB of allowance, one reply and a 16 KiB read buffer. */
+ * bound counts 16 KiB of allowance, one reply and a 16 KiB read buffer.
+ * (Less than one piece besides: the room a reserve is given past itself,
+ * which a get's next replies need; test_reserves_within_allowance.) */
 static void test_blocks_within_allowance(void **state)
 {
     (void)state;
@@ -520,8 +522,38 @@ static void test_blocks_within_allowance(void **state)
     size_t nblocks;
     block_bytes(&q, &nblocks);
     assert_held_honest(&q);
-    assert_true(reply_held(&q) <= q.copy_limit + one + REPLY_KEPT_MAX - REPLY_BLOCK_SIZE +
-                                      nblocks * sizeof(struct reply_block));
+    assert_true(reply_held(&q) <= q.copy_limit + one + sizeof line + REPLY_KEPT_MAX -
+                                      REPLY_BLOCK_SIZE + nblocks * sizeof(struct reply_block));
+    drain(&q, 3000);
+    assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    reply_release(&q);
+}
+
+/* The same bound where a composer reserves more than it commits, as a get
+ * does (room to copy a short value under the bucket lock: 573 bytes for a
+ * one-byte key) and each hit takes 21: blocks of the reserve's size near
+ * the allowance held one reply each, 35 KiB for a 16 KiB allowance. The
+ * allowance, the reserve of the reply past it, and less than one reserve
+ * left unused at the end of the block before. */
+static void test_reserves_within_allowance(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    q.copy_limit = 16 * 1024;
+    static const char hit[] = "VALUE k 0 1\r\nx\r\nEND\r\n";
+    size_t reserve = 53 + 1 + REPLY_COPY_MAX + 7; /* text_get's, for the key "k" */
+    while (reply_pending(&q) <= q.copy_limit) {
+        char *at = reply_reserve(&q, reserve);
+        assert_non_null(at);
+        memcpy(at, hit, sizeof hit - 1);
+        reply_commit(&q, sizeof hit - 1);
+    }
+    size_t nblocks;
+    block_bytes(&q, &nblocks);
+    assert_held_honest(&q);
+    assert_true(reply_held(&q) <= q.copy_limit + 2 * reserve + REPLY_KEPT_MAX -
+                                      REPLY_BLOCK_SIZE + nblocks * sizeof(struct reply_block));
     drain(&q, 3000);
     assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
     reply_release(&q);
@@ -546,6 +578,28 @@ static void test_segment_table_shrinks_when_drained(void **state)
     reply_release(&q);
 }
 
+/* Nor once it is rolled back to nothing: a multiget that meets an
+ * over-long key after thousands of hits sends only the error. */
+static void test_segment_table_shrinks_when_rolled_back(void **state)
+{
+    (void)state;
+    struct reply_queue q;
+    reply_init(&q);
+    struct reply_mark m;
+    reply_get_mark(&q, &m);
+    for (int i = 0; i < 5000; i++) {
+        assert_int_equal(reply_ref(&q, "value", 5, NULL), 0);
+        assert_int_equal(reply_str(&q, "\r\n"), 0);
+    }
+    assert_true(q.cap >= 10000);
+    reply_rollback(&q, &m);
+    assert_int_equal(reply_pending(&q), 0);
+    assert_true(q.cap <= REPLY_SEGS_KEPT);
+    assert_true(reply_held(&q) <= REPLY_KEPT_MAX);
+    assert_held_honest(&q);
+    reply_release(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,7 +617,9 @@ int main(void)
         cmocka_unit_test_setup(test_blocks_freed_while_behind, setup),
         cmocka_unit_test_setup(test_empty_tail_replaced, setup),
         cmocka_unit_test_setup(test_segment_table_shrinks_when_drained, setup),
+        cmocka_unit_test_setup(test_segment_table_shrinks_when_rolled_back, setup),
         cmocka_unit_test_setup(test_blocks_within_allowance, setup),
+        cmocka_unit_test_setup(test_reserves_within_allowance, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

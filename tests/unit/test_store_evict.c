@@ -435,6 +435,34 @@ static void test_eviction_at_writers_pace(void **state)
     tstore_close(&t);
 }
 
+/* A victim whose items were nearly all read keeps them all: the cap on
+ * kept bytes is 15/16 of a segment, not half (docs/store.md "Eviction"). */
+static void test_victim_keeps_its_read_items(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 4 * MB, MB, true, true);
+    int i = 0;
+    put(&t, i++, 1000);
+    struct seg *first = t.c->open[0];
+    while (t.c->open[0] == first)
+        put(&t, i++, 1000);
+    int last = i - 2; /* the last item in the first segment */
+    int hot = last * 7 / 8; /* over half of it, under 15/16 */
+    assert_true(hot > 500);
+    for (int j = 0; j < hot; j++)
+        touch_read(&t, j);
+    /* write until the first segment's walk has passed its last item */
+    for (int n = 0; n < 20000 && has(&t, last); n++)
+        put(&t, i++, 1000);
+    assert_false(has(&t, last));
+    int kept = 0;
+    for (int j = 0; j < hot; j++)
+        kept += has(&t, j);
+    assert_int_equal(kept, hot);
+    tstore_close(&t);
+}
+
 /* -M: a write into a full store never drops a live item to pay its way. */
 static void test_no_evictions_pays_nothing(void **state)
 {
@@ -543,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_initial_malloced),
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_eviction_at_writers_pace),
+        cmocka_unit_test(test_victim_keeps_its_read_items),
         cmocka_unit_test(test_no_evictions_pays_nothing),
         cmocka_unit_test(test_half_walked_victim_after_a_crash),
     };
