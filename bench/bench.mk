@@ -14,6 +14,11 @@
 #   make bench-watch          what 0, 1 and 20 `watch` streams cost a pipelining load
 #                             (bench/watchcost.py; WATCH_ARGS="--noread --seconds 5")
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
+# The memcached compared with: ../shared/ref/memcached-1.6.45 when present,
+# else MEMCACHED=PATH, else Debian's /usr/bin/memcached; memtier_benchmark:
+# ../shared/ref/memtier_benchmark, else MEMTIER=PATH, else one on PATH
+# (bench/compare.sh says which it used, and the report names both).
+# MEMTIER_EXTRA= (empty) runs memtier without --distinct-client-seed.
 
 LOADGEN := build/bench/loadgen
 LOADGEN_SRC := $(wildcard bench/loadgen/*.c)
@@ -64,13 +69,16 @@ $(LOADGEN): $(LOADGEN_OBJ)
 	$(CC) -pthread -o $@ $^ -lm -lssl -lcrypto
 
 BENCH_ARGS ?=
+MEMCACHED ?=
+MEMTIER ?=
+BENCH_ENV = MEMCACHED="$(MEMCACHED)" MEMTIER="$(MEMTIER)" $(if $(filter undefined,$(origin MEMTIER_EXTRA)),,MEMTIER_EXTRA="$(MEMTIER_EXTRA)")
 bench: $(LOADGEN) $(FLOOR)
 	$(MAKE) CONFIG=release EVENT=epoll server
-	bash bench/compare.sh $(BENCH_ARGS)
+	$(BENCH_ENV) bash bench/compare.sh $(BENCH_ARGS)
 
 bench-publish: $(LOADGEN) $(FLOOR)
 	$(MAKE) CONFIG=release EVENT=epoll server
-	bash bench/compare.sh --publish $(BENCH_ARGS)
+	$(BENCH_ENV) bash bench/compare.sh --publish $(BENCH_ARGS)
 
 SOAK_SECONDS ?= 300
 bench-soak: $(LOADGEN)

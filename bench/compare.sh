@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Side by side: Debian's memcached (A) against nodelay (B; with its io_uring
+# Side by side: memcached (A) against nodelay (B; with its io_uring
 # backend, also Be: the same binary with -o io_uring=off), the canned-reply
 # floor servers (F on epoll, Fu on io_uring: no cache at all), plus a second
 # memcached (A') so the report shows the noise floor (A'/A). Then the same at
 # -t 2 with the load generator on the same cores (the *_t2 workloads). Run by
 # `make bench`; see docs/benchmark.md for what each number means.
 #
+# memcached (A): ../shared/ref/memcached-1.6.45 from the project root (or
+# $NODELAY_REF_DIR/memcached-1.6.45) when present; otherwise $MEMCACHED (or
+# --memcached PATH); otherwise Debian's /usr/bin/memcached. The headline
+# workloads also run under memtier_benchmark (the mt_* rows):
+# ../shared/ref/memtier_benchmark, else $MEMTIER (or --memtier PATH), else one
+# on PATH; with none, those rows are skipped and the report says so.
+#
 #   bench/compare.sh [--duration S] [--rounds N] [--threads T] [--memory MB]
 #                    [--rate OPS] [--replay-requests N] [--scan N]
 #                    [--skip-fill] [--skip-replay] [--workloads a,b,...]
-#                    [--nodelay PATH] [--memcached PATH] [--floor PATH]
-#                    [--out DIR] [--publish]
+#                    [--nodelay PATH] [--memcached PATH] [--memtier PATH]
+#                    [--floor PATH] [--out DIR] [--publish]
 #
 # A run writes bench/results/tmp/<UTC date>/ (untracked) or --out DIR, and
 # leaves the tracked results alone; --publish writes bench/results/<UTC date>/
@@ -37,7 +44,8 @@ SKIP_FILL=0
 SKIP_REPLAY=0
 WORKLOADS=""
 NODELAY=$ROOT/build/release-epoll/nodelay
-MEMCACHED=/usr/bin/memcached
+MEMCACHED=${MEMCACHED:-}
+MEMTIER=${MEMTIER:-}
 FLOOR=$ROOT/build/bench/floor
 OUT=""
 PUBLISH=0
@@ -57,10 +65,11 @@ while [ $# -gt 0 ]; do
     --workloads) WORKLOADS=$2; shift ;;
     --nodelay) NODELAY=$2; shift ;;
     --memcached) MEMCACHED=$2; shift ;;
+    --memtier) MEMTIER=$2; shift ;;
     --floor) FLOOR=$2; shift ;;
     --out) OUT=$2; shift ;;
     --publish) PUBLISH=1 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -69,7 +78,42 @@ done
 LOADGEN=$ROOT/build/bench/loadgen
 make -s loadgen floor >/dev/null
 [ -x "$NODELAY" ] || { echo "compare.sh: no nodelay at $NODELAY (make CONFIG=release server)" >&2; exit 1; }
+# The reference memcached and the second load generator: the project's shared
+# folder first (what the README's figures were measured with), then what the
+# user names, then what Debian has. MC_FROM/MT_FROM say which, in the report.
+REF_DIR=${NODELAY_REF_DIR:-$ROOT/../shared/ref}
+if [ -x "$REF_DIR/memcached-1.6.45" ]; then
+    MEMCACHED=$REF_DIR/memcached-1.6.45
+    MC_FROM="../shared/ref"
+elif [ -n "$MEMCACHED" ]; then
+    MC_FROM="MEMCACHED= (../shared/ref/memcached-1.6.45 absent)"
+else
+    MEMCACHED=/usr/bin/memcached
+    MC_FROM="Debian's /usr/bin/memcached (fallback: ../shared/ref/memcached-1.6.45 absent, no MEMCACHED=)"
+fi
 [ -x "$MEMCACHED" ] || { echo "compare.sh: no memcached at $MEMCACHED" >&2; exit 1; }
+MC_VERSION=$("$MEMCACHED" -V 2>&1 | head -1)
+echo "compare.sh: memcached (A) is $MEMCACHED, $MC_VERSION, from $MC_FROM"
+if [ -x "$REF_DIR/memtier_benchmark" ]; then
+    MEMTIER=$REF_DIR/memtier_benchmark
+    MT_FROM="../shared/ref"
+elif [ -n "$MEMTIER" ]; then
+    MT_FROM="MEMTIER= (../shared/ref/memtier_benchmark absent)"
+elif command -v memtier_benchmark >/dev/null 2>&1; then
+    MEMTIER=$(command -v memtier_benchmark)
+    MT_FROM="PATH (../shared/ref/memtier_benchmark absent)"
+fi
+MT_VERSION=""
+if [ -n "$MEMTIER" ] && ! MT_VERSION=$("$MEMTIER" --version 2>&1 | head -1); then
+    echo "compare.sh: $MEMTIER does not run ($MT_VERSION): no memtier rows" >&2
+    MEMTIER=""
+fi
+if [ -n "$MEMTIER" ]; then
+    echo "compare.sh: memtier_benchmark is $MEMTIER, $MT_VERSION, from $MT_FROM"
+else
+    MT_FROM="absent (no ../shared/ref/memtier_benchmark, MEMTIER= or memtier_benchmark on PATH): its rows skipped"
+    echo "compare.sh: memtier_benchmark $MT_FROM" >&2
+fi
 [ -x "$FLOOR" ] || echo "compare.sh: no floor server at $FLOOR (make floor): no floor rows" >&2
 # The io_uring backend's switch: when the binary has it, the epoll row (Be)
 # runs beside the default backend.
@@ -206,11 +250,48 @@ WL[tls_large100k]=${WL[large100k]}
 # two cores (docs/benchmark.md "-t 2").
 WL[get90_p1_t2]="-t 2 ${WL[get90_p1]}"
 WL[get90_p16_t2]="-t 2 ${WL[get90_p16]}"
-ORDER=(get90_p1 get90_p16 get90_rate mget16 large100k set90 meta_mg_p16
+# The headline workloads again under memtier_benchmark (mt_*: memtier's own
+# keys, memtier-1 .. memtier-100000, prefilled by memtier; the rate row's
+# arguments are set once the rate is known). Same connections, mix and sizes.
+declare -A MT
+# --distinct-client-seed: each connection its own random key sequence, as
+# loadgen's are. memtier's default gives all 50 the same sequence, so each key
+# is asked for 50 times in a row and stays in the CPU's caches: a different
+# workload (docs/benchmark.md, "Why the two load generators differ");
+# MEMTIER_EXTRA= (empty) runs that default instead.
+MT_EXTRA=${MEMTIER_EXTRA---distinct-client-seed}
+MT_KEYS="--key-minimum=1 --key-maximum=100000 -d 100"
+MT[mt_get90_p1]="-c 50 --ratio=1:9 --pipeline=1 $MT_KEYS $MT_EXTRA"
+MT[mt_get90_p16]="-c 50 --ratio=1:9 --pipeline=16 $MT_KEYS $MT_EXTRA"
+MT[mt_mget16]="-c 50 --ratio=0:16 --multi-key-get=16 $MT_KEYS $MT_EXTRA"
+MT[mt_get90_rate]=""
+for w in "${!MT[@]}"; do WL[$w]=${MT[$w]}; done
+ORDER=(get90_p1 mt_get90_p1 get90_p16 mt_get90_p16 get90_rate mt_get90_rate mget16 mt_mget16
+       large100k set90 meta_mg_p16
        tls_get90_p1 tls_get90_p16 tls_large100k get90_p1_t2 get90_p16_t2)
 if [ -n "$WORKLOADS" ]; then
     IFS=, read -r -a ORDER <<<"$WORKLOADS"
 fi
+if [ -z "$MEMTIER" ]; then
+    kept=()
+    for w in "${ORDER[@]}"; do [[ $w == mt_* ]] || kept+=("$w"); done
+    ORDER=("${kept[@]}")
+fi
+# memtier's --test-time takes whole seconds
+int_secs() { local s=${1%.*}; [ "${s:-0}" -ge 1 ] 2>/dev/null && echo "$s" || echo 1; }
+
+# run_memtier PORT ARGS SECONDS OUTBASE: one memtier run on the load
+# generator's core, its JSON turned into loadgen's (OUTBASE.json) so the
+# report reads both alike.
+run_memtier() {
+    local port=$1 args=$2 secs=$3 base=$4
+    # shellcheck disable=SC2086
+    "${LG_PIN[@]}" "$MEMTIER" -s 127.0.0.1 -p "$port" -P memcache_text -t 1 $args \
+        --test-time="$(int_secs "$secs")" --hide-histogram --json-out-file="$base.mt.json" \
+        >"$base.mt.log" 2>&1 || echo "memtier exit $? (see $base.mt.log)" >&2
+    /usr/bin/python3 "$ROOT/bench/memtier_json.py" "$base.mt.json" "$base.json" ||
+        echo "memtier: no result for $base" >&2
+}
 
 prefill() {
     local port=$1
@@ -218,6 +299,13 @@ prefill() {
         -k 100000 -v 100
     env "${LG_ENV[@]}" "${LG_PIN[@]}" "$LOADGEN" -s "127.0.0.1:$port" -q --prefill -c 4 -d 2 \
         -k 200 --key-base 1000000 -v 102400
+    # memtier's keys (plaintext only: the mt_* rows are not run over TLS)
+    if [ -n "$MEMTIER" ] && [ "${#LG_ENV[@]}" = 0 ] && printf '%s\n' "${ORDER[@]}" | grep -q '^mt_'; then
+        # shellcheck disable=SC2086
+        "${LG_PIN[@]}" "$MEMTIER" -s 127.0.0.1 -p "$port" -P memcache_text -t 1 -c 10 --ratio=1:0 \
+            --key-pattern=P:P -n allkeys $MT_KEYS --hide-histogram >/dev/null 2>&1 ||
+            echo "compare.sh: memtier prefill failed on port $port" >&2
+    fi
 }
 
 uptime >"$OUT/load-before.txt"
@@ -280,6 +368,9 @@ if [ "$RATE" = auto ]; then
     echo "compare.sh: fixed rate for get90_rate: $RATE ops/s"
 fi
 WL[get90_rate]="-c 50 -d 1 -g 0.9 -v 100 -k 100000 -r $RATE"
+# memtier limits each connection's rate: the same total over its 50
+MT[mt_get90_rate]="${MT[mt_get90_p1]} --rate-limiting=$(((RATE + 49) / 50))"
+WL[mt_get90_rate]=${MT[mt_get90_rate]}
 
 for round in $(seq "$ROUNDS"); do
     for w in "${ORDER[@]}"; do
@@ -296,6 +387,7 @@ for round in $(seq "$ROUNDS"); do
         large100k*) floors=(FL FLu) ;;
         meta_*|tls_*) floors=() ;;
         esac
+        mt=0; [[ $w == mt_* ]] && mt=1
         for s in A B Be "${floors[@]}" A2; do
             [ -n "${SRV_PID[$srv_prefix$s]:-}" ] || continue
             pid=${SRV_PID[$srv_prefix$s]}
@@ -306,17 +398,27 @@ for round in $(seq "$ROUNDS"); do
             base=$OUT/runs/$w.$row.$round
             # CPU: utime+stime of every server thread over the measured run
             t0=$(cpu_ticks "$pid")
+            if [ "$mt" = 1 ]; then
+                run_memtier "$port" "$args" "$DURATION" "$base"
+                # memtier's JSON is written after its connections close: the
+                # server's CPU is read when memtier is done, as for loadgen
+            else
             # shellcheck disable=SC2086
             env "${LG_ENV[@]}" "${lg_pin[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args -D "$DURATION" \
                 "${nv[@]}" -q --seed "$round" --json "$base.json" || echo "loadgen exit $? ($w $s)" >&2
+            fi
             t1=$(cpu_ticks "$pid")
             # syscalls: a separate, shorter run, so tracing never inflates the CPU figure
             perf stat -e raw_syscalls:sys_enter -x , -p "$pid" -o "$base.perf" &
             pp=$!
             sleep 0.2
+            if [ "$mt" = 1 ]; then
+                run_memtier "$port" "$args" "$SYSCALL_DURATION" "$base.sys"
+            else
             # shellcheck disable=SC2086
             env "${LG_ENV[@]}" "${lg_pin[@]}" "$LOADGEN" -s "127.0.0.1:$port" $args \
                 -D "$SYSCALL_DURATION" "${nv[@]}" -q --seed "$((round + 100))" --json "$base.sys.json" || true
+            fi
             kill -INT "$pp" 2>/dev/null || true
             wait "$pp" 2>/dev/null || true
             sys=$(awk -F, '/raw_syscalls/ {print $1}' "$base.perf" 2>/dev/null | head -1)
@@ -386,7 +488,12 @@ uptime >"$OUT/load-after.txt"
     echo "nproc=$NCPU"
     echo "cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
     echo "kernel=$(uname -sr)"
-    echo "memcached=$("$MEMCACHED" -V 2>&1 | head -1)"
+    echo "memcached=$MC_VERSION"
+    echo "memcached_bin=$MEMCACHED"
+    echo "memcached_from=$MC_FROM"
+    echo "memtier=${MT_VERSION:-none}"
+    echo "memtier_bin=${MEMTIER:-none}"
+    echo "memtier_from=$MT_FROM"
     echo "nodelay=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown) $NODELAY"
     echo "threads=$THREADS"
     echo "t2_cpus=$T2_CPUS"
@@ -403,7 +510,13 @@ uptime >"$OUT/load-after.txt"
     echo "loadgen_cpus=$LG_CPUS"
     echo "load_before=$(cat "$OUT/load-before.txt")"
     echo "load_after=$(cat "$OUT/load-after.txt")"
-    for w in "${ORDER[@]}"; do echo "workload.$w=${WL[$w]}"; done
+    for w in "${ORDER[@]}"; do
+        if [[ $w == mt_* ]]; then
+            echo "workload.$w=memtier_benchmark -P memcache_text -t 1 ${WL[$w]}"
+        else
+            echo "workload.$w=${WL[$w]}"
+        fi
+    done
 } >"$OUT/machine.txt"
 /usr/bin/python3 "$ROOT/bench/report.py" "$OUT"
 if [ "$PUBLISH" = 1 ]; then

@@ -22,6 +22,9 @@
 #   dpkg-dev, debhelper, fakeroot, lintian  build and check the .deb (debian/)
 #   gnuplot-nox          the benchmark's charts
 #   linux-perf, strace   syscalls per request in the benchmark
+#   libevent-openssl-2.1-7  memtier_benchmark from ../shared/ref needs it (the
+#                        benchmark's second load generator; libevent itself
+#                        comes with memcached)
 #   iproute2             ss, for the connection tests
 #   procps               ps and pgrep, for the process tests
 #   openssl              the TLS tests make their certificates at test time
@@ -42,7 +45,7 @@ cd "$(dirname "$0")/.."
 ./scripts/build-deps.sh build-essential clang libclang-rt-14-dev libcmocka-dev memcached \
     libmemcached-tools python3 python3-pytest python3-pymemcache python3-pylibmc zstd \
     libsasl2-modules libcache-memcached-fast-perl ruby ruby-dalli nutcracker systemd dpkg-dev debhelper \
-    fakeroot lintian gnuplot-nox linux-perf strace iproute2 procps prometheus openssl \
+    fakeroot lintian gnuplot-nox linux-perf strace libevent-openssl-2.1-7 iproute2 procps prometheus openssl \
     perl libio-socket-ssl-perl sasl2-bin
 # Debian's memcached, nutcracker, prometheus and sasl2-bin packages may start
 # system services (on 11211, 22121 and 9090; saslauthd on a unix socket); the

@@ -30,9 +30,13 @@
 # SERIAL=1 runs every stage alone, one after another.
 #
 # Each stage adds its tests to the totals and prints its wall and CPU
-# seconds; the last line is exactly "N passed, N failed" and the exit status
-# is non-zero on any failure. A stage that ran no test (pytest's exit 5, a
-# unit binary with no summary) or did not finish fails.
+# seconds; the last line is exactly "N passed, N failed, N skipped" (CI reads
+# it) and the exit status is non-zero on any failure. Every skip is counted
+# with its reason: pytest's (-rs) grouped by reason in each stage's output,
+# and listed under "Skipped:" before the last line, those for want of
+# ../shared/ref (the memcached 1.6.45 reference) summed on a line of their
+# own. A stage that ran no test (pytest's exit 5, a unit binary with no
+# summary) or did not finish fails.
 # Logs: build/test-logs/. Knobs: FUZZ_SECONDS (13), FUZZ_JOBS (CPUs), SOAK_SECONDS (60),
 # SOAK_KINDS, SOAK_WATCHERS (3,1), PYTEST_ARGS (extra pytest arguments), SERIAL, STAGES
 # (space-separated subset of "layers build unit integration suite fuzz soak").
@@ -59,16 +63,18 @@ UNIT_SKIP_TSAN=${UNIT_SKIP_TSAN:-test_store_overhead}
 
 PASSED=0
 FAILED=0
+SKIPPED=0
 FAILURES=()
+SKIPS=()
 START=$(date +%s)
 
 want() { [[ " $STAGES " == *" $1 "* ]]; }
 elapsed() { echo $(($(date +%s) - START)); }
 note() { printf '== [%4ss] %s\n' "$(elapsed)" "$*"; }
 
-# pass LABEL [N], fail MESSAGE [N]: add to the totals, or, inside a stage
-# started by spawn (RESULTS set), to that stage's result file, which collect
-# adds to the totals.
+# pass LABEL [N], fail MESSAGE [N], skip REASON [N]: add to the totals, or,
+# inside a stage started by spawn (RESULTS set), to that stage's result file,
+# which collect adds to the totals.
 RESULTS=
 pass() {
     if [ -n "$RESULTS" ]; then echo "P ${2:-1} $1" >>"$RESULTS"; else PASSED=$((PASSED + ${2:-1})); fi
@@ -78,6 +84,12 @@ fail() {
     if [ -n "$RESULTS" ]; then echo "F ${2:-1} $1" >>"$RESULTS"; return; fi
     FAILED=$((FAILED + ${2:-1}))
     FAILURES+=("$1")
+}
+skip() {
+    echo "   skipped ${2:-1}: $1"
+    if [ -n "$RESULTS" ]; then echo "S ${2:-1} $1" >>"$RESULTS"; return; fi
+    SKIPPED=$((SKIPPED + ${2:-1}))
+    SKIPS+=("${2:-1} $1")
 }
 
 # CPU_NOW: CPU seconds (user + system) of this shell's waited-for children
@@ -130,6 +142,7 @@ collect() {
             case $kind in
             P) PASSED=$((PASSED + n)) ;;
             F) FAILED=$((FAILED + n)); FAILURES+=("$msg") ;;
+            S) SKIPPED=$((SKIPPED + n)); SKIPS+=("$n $msg") ;;
             esac
         done <"$LOGS/stage-$label.result"
         if [ "$(tail -1 "$LOGS/stage-$label.result")" != E ]; then
@@ -212,9 +225,9 @@ unit() { # config
     fi
     : >"$log"
     for b in "${bins[@]}"; do
-        local out rc p f t0 t
+        local out rc p f sk t0 t
         if [ "$cfg" = tsan ] && [[ " $UNIT_SKIP_TSAN " == *" $(basename "$b") "* ]]; then
-            echo "   $(basename "$b"): not run under TSan (UNIT_SKIP_TSAN; runs in release and asan)"
+            skip "unit $cfg $(basename "$b"): not run under TSan (UNIT_SKIP_TSAN; runs in release and asan)"
             continue
         fi
         t0=$(date +%s)
@@ -225,6 +238,8 @@ unit() { # config
         printf '%s\n' "$out" >>"$log"
         p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
         f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
+        sk=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
+        [ "$sk" -eq 0 ] || skip "unit $cfg $(basename "$b"): cmocka skipped them (see $log)" "$sk"
         if grep -q -e 'ERROR: AddressSanitizer' -e 'runtime error:' -e 'WARNING: ThreadSanitizer' \
                 -e 'ERROR: LeakSanitizer' <<<"$out"; then
             pass "unit $cfg $(basename "$b")" "$p"
@@ -237,7 +252,7 @@ unit() { # config
             if [ $rc -ne 0 ]; then
                 fail "unit $cfg $(basename "$b"): exit $rc before any test"
             else
-                echo "   $(basename "$b"): no tests in this configuration"
+                skip "unit $cfg $(basename "$b"): no tests in this configuration"
             fi
             continue
         fi
@@ -264,20 +279,38 @@ if want unit; then
 fi
 
 # ---- integration tests ------------------------------------------------------
+# pytest_skips LABEL LOG: pytest's skip reasons (-rs: "SKIPPED [N] file:line:
+# reason") grouped by reason, each counted; those for want of ../shared/ref
+# (the memcached 1.6.45 reference, see its README) summed as one.
+pytest_skips() {
+    local label=$1 log=$2 n reason ref=0 rest=0
+    while IFS=$'\t' read -r n reason; do
+        echo "      $n: $reason"
+        if [[ $reason == *shared/ref* ]]; then ref=$((ref + n)); else rest=$((rest + n)); fi
+    done < <(sed -n 's/^SKIPPED \[\([0-9]*\)\] [^ ]*:[0-9]*: \(.*\)$/\1\t\2/p' "$log" |
+        awk -F'\t' '{n[$2] += $1} END {for (r in n) printf "%d\t%s\n", n[r], r}' | sort -rn)
+    [ "$ref" -eq 0 ] || skip "integration $label: ../shared/ref absent (memcached 1.6.45 or its debug build not found; its comparisons need it)" "$ref"
+    [ "$rest" -eq 0 ] || skip "integration $label: other reasons, listed above and in $log" "$rest"
+}
 pytest_stage() { # label binary [pytest args...]
-    local label=$1 bin=$2 log="$LOGS/pytest-$1.log" rc line p f e
+    local label=$1 bin=$2 log="$LOGS/pytest-$1.log" rc line p f e s
     shift 2
     note "integration ($label): $bin $*"
-    NODELAY_BIN="$bin" timeout 900 "$PY" -m pytest -p no:cacheprovider -q -rfEx --durations=15 \
+    NODELAY_BIN="$bin" timeout 900 "$PY" -m pytest -p no:cacheprovider -q -rfEsx --durations=15 \
         tests/integration "$@" $PYTEST_ARGS >"$log" 2>&1
     rc=$?
     line=$(tail -1 "$log")
     p=$(grep -o '[0-9]* passed' <<<"$line" | grep -o '[0-9]*')
     f=$(grep -o '[0-9]* failed' <<<"$line" | grep -o '[0-9]*')
     e=$(grep -o '[0-9]* error' <<<"$line" | grep -o '[0-9]*')
-    p=${p:-0}; f=${f:-0}; e=${e:-0}
+    s=$(grep -o '[0-9]* skipped' <<<"$line" | grep -o '[0-9]*')
+    p=${p:-0}; f=${f:-0}; e=${e:-0}; s=${s:-0}
     echo "   $line"
     pass "integration $label" "$p"
+    if [ "$s" -gt 0 ]; then
+        echo "   skipped, by reason:"
+        pytest_skips "$label" "$log"
+    fi
     if [ $rc -eq 5 ] || [ "$p" -eq 0 ]; then
         fail "integration $label: ran no test (pytest exit $rc; see $log)"
     elif [ $rc -ne 0 ] || [ "$f" -gt 0 ] || [ "$e" -gt 0 ]; then
@@ -301,7 +334,7 @@ suite_stage() {
     p=$(sed -n 's/^memcached-suite: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$line")
     f=$(sed -n 's/^memcached-suite: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' <<<"$line")
     if [ $rc -eq 77 ] && [ -z "${CI:-}" ]; then
-        echo "   skipped (not counted): $line"
+        skip "memcached's t/*.t: $line"
     elif [ $rc -ne 0 ] || [ -z "$p" ] || [ "$p" -eq 0 ]; then
         pass suite "${p:-0}"
         n=${f:-1}
@@ -416,14 +449,18 @@ if want soak; then
     if [ -x bench/soak ] && [ -n "${BUILT[release-epoll]:-}" ]; then
         alone soak soak_stage
     else
-        note "soak: bench/soak not present yet, not run"
+        skip "soak: bench/soak or the release build not present"
     fi
 fi
 
 note "done in $(elapsed)s"
+if [ ${#SKIPS[@]} -gt 0 ]; then
+    echo "Skipped (count, then why):"
+    printf '  %s\n' "${SKIPS[@]}"
+fi
 if [ ${#FAILURES[@]} -gt 0 ]; then
     echo "Failures:"
     printf '  %s\n' "${FAILURES[@]}"
 fi
-echo "$PASSED passed, $FAILED failed"
+echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" -eq 0 ]
