@@ -25,15 +25,10 @@ int lg_fill_main(int argc, char **argv)
     optind = 1;
     while ((o = getopt_long(argc, argv, "s:v:b:x:j:", opts, NULL)) != -1) {
         switch (o) {
-        case 's': {
-            char *c = strrchr(optarg, ':');
-            if (!c)
+        case 's':
+            if (lg_parse_server(optarg, &cfg.host, &cfg.port) != 0)
                 return 2;
-            *c = 0;
-            cfg.host = optarg;
-            cfg.port = atoi(c + 1);
             break;
-        }
         case 'v': vlen = (uint32_t)atoi(optarg); break;
         case 'b': batch = (uint32_t)atoi(optarg); break;
         case 'x': max_items = strtoull(optarg, NULL, 10); break;

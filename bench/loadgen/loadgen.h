@@ -77,6 +77,9 @@ int lg_connect(const char *host, int port, bool nonblocking);
 int lg_run_load(struct lg_shared *sh, struct lg_stats *total, double *elapsed_s);
 void lg_stats_merge(struct lg_stats *into, const struct lg_stats *from);
 void lg_report(const struct lg_config *cfg, const struct lg_stats *st, double elapsed_s);
+/* -s HOST:PORT, split in place (arg is an argv string): 0, or -1 when it
+ * has no port. Every subcommand takes the server this way. */
+int lg_parse_server(char *arg, const char **host, int *port);
 
 int lg_fill_main(int argc, char **argv);
 int lg_replay_main(int argc, char **argv);

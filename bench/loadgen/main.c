@@ -48,17 +48,15 @@ static void usage(FILE *f)
 "  -q, --quiet\n");
 }
 
-static int parse_server(const char *s, struct lg_config *cfg)
+int lg_parse_server(char *arg, const char **host, int *port)
 {
-    static char host[256];
-    const char *colon = strrchr(s, ':');
-    if (!colon || (size_t)(colon - s) >= sizeof(host))
+    char *colon = strrchr(arg, ':');
+    if (!colon || atoi(colon + 1) <= 0)
         return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = 0;
-    cfg->host = host;
-    cfg->port = atoi(colon + 1);
-    return cfg->port > 0 ? 0 : -1;
+    *colon = 0;
+    *host = arg;
+    *port = atoi(colon + 1);
+    return 0;
 }
 
 static int parse_range(const char *s, uint32_t *lo, uint32_t *hi)
@@ -180,7 +178,7 @@ int main(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "s:t:c:d:k:v:g:m:p:n:D:r:qh", opts, NULL)) != -1) {
         switch (o) {
         case 's':
-            if (parse_server(optarg, &cfg) != 0) {
+            if (lg_parse_server(optarg, &cfg.host, &cfg.port) != 0) {
                 fprintf(stderr, "bad --server %s\n", optarg);
                 return 2;
             }

@@ -33,15 +33,10 @@ int lg_replay_main(int argc, char **argv)
     optind = 1;
     while ((o = getopt_long(argc, argv, "s:k:v:n:z:S:e:b:j:", opts, NULL)) != -1) {
         switch (o) {
-        case 's': {
-            char *c = strrchr(optarg, ':');
-            if (!c)
+        case 's':
+            if (lg_parse_server(optarg, &host, &port) != 0)
                 return 2;
-            *c = 0;
-            host = optarg;
-            port = atoi(c + 1);
             break;
-        }
         case 'k': keys = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'v': vlen = (uint32_t)atoi(optarg); break;
         case 'n': requests = strtoull(optarg, NULL, 10); break;

@@ -60,15 +60,10 @@ int lg_trace_main(int argc, char **argv)
     optind = 1;
     while ((o = getopt_long(argc, argv, "s:f:F:v:K:n:T:j:l:", opts, NULL)) != -1) {
         switch (o) {
-        case 's': {
-            char *c = strrchr(optarg, ':');
-            if (!c)
+        case 's':
+            if (lg_parse_server(optarg, &host, &port) != 0)
                 return 2;
-            *c = 0;
-            host = optarg;
-            port = atoi(c + 1);
             break;
-        }
         case 'f': file = optarg; break;
         case 'F':
             if (lg_trace_fmt_parse(optarg, &fmt) != 0)
