@@ -88,10 +88,16 @@ static void *writer(void *arg)
         struct store_set_req r = {.mode = STORE_MODE_SET, .flags = k,
                                   .exptime = (rnd(&seed) % 4 == 0) ? clock_now() + 1 : 0};
         if (rnd(&seed) % 2) {
-            CHECK((store_store(c, key, strlen(key), buf, len, &r, NULL)) == STORE_OK);
+            enum store_status st = store_store(c, key, strlen(key), buf, len, &r, NULL);
+            if (st != STORE_OK) /* which failure, for the next reader of a rare one */
+                fprintf(stderr, "store_store of %zu bytes: status %d\n", len, (int)st);
+            CHECK((st) == STORE_OK);
         } else {
             struct store_reservation res;
-            CHECK((store_reserve(c, key, strlen(key), len, &res)) == STORE_OK);
+            enum store_status rs = store_reserve(c, key, strlen(key), len, &res);
+            if (rs != STORE_OK)
+                fprintf(stderr, "store_reserve of %zu bytes: status %d\n", len, (int)rs);
+            CHECK((rs) == STORE_OK);
             memcpy(res.value, buf, len);
             enum store_status st = store_commit(c, &res, &r, NULL, NULL);
             CHECK((st) == STORE_OK);
