@@ -2,11 +2,11 @@
 /* One item's bytes in a segment:
  *
  *   layout(1) nkey(1) nvalue(varint 1-5) atime+status(4)
- *   [client flags(4)] [exptime(4)] [cas delta(4) | cas(8)] key value
+ *   [client flags(4)] [exptime(4)] [cas delta(2 | 4) | cas(8)] key value
  *
  * Optional fields are present only when the layout byte says so: an item
- * with no flags, no expiry and CAS close to its segment's base costs 11
- * bytes of header at values under 128 bytes. Multi-byte fields are
+ * with no flags, no expiry and CAS within 65,535 of its segment's base
+ * costs 9 bytes of header at values under 128 bytes. Multi-byte fields are
  * little-endian and unaligned (memcpy), so no padding is ever spent.
  */
 #include "store/store_item.h"
@@ -56,11 +56,15 @@ uint32_t item_varint_long(const uint8_t *u, uint32_t *at)
     return v;
 }
 
-/* After the access time (4 bytes): flags, expiry, CAS (8 bytes with CAS64,
- * else 4), checksum, in that order, each where its layout bit is set. */
+/* After the access time (4 bytes): flags, expiry, CAS (item_cas_bytes),
+ * checksum, in that order, each where its layout bit is set. */
 #define IL_F(l) (((l) & ITEM_L_FLAGS) ? 4 : 0)
 #define IL_E(l) (((l) & ITEM_L_EXP) ? 4 : 0)
-#define IL_C(l) (((l) & (ITEM_L_CAS32 | ITEM_L_CAS64)) ? (((l) & ITEM_L_CAS64) ? 8 : 4) : 0)
+#define IL_C(l)                                                                                   \
+    ((((l) & ITEM_L_CASW) == ITEM_L_CAS16) ? 2                                                     \
+     : ((l) & ITEM_L_CAS64)                ? 8                                                     \
+     : ((l) & ITEM_L_CAS32)                ? 4                                                     \
+                                           : 0)
 #define IL_S(l) (((l) & ITEM_L_SUM) ? 4 : 0)
 #define IL(l)                                                                                     \
     {IL_F(l) ? 4 : 0, IL_E(l) ? 4 + IL_F(l) : 0, IL_C(l) ? 4 + IL_F(l) + IL_E(l) : 0,             \
@@ -82,21 +86,24 @@ void item_put_u32(char *p, uint32_t off, uint32_t v)
 
 bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base)
 {
-    if (layout & ITEM_L_CAS64)
-        return true;
-    if (layout & ITEM_L_CAS32)
-        return cas >= cas_base && cas - cas_base <= UINT32_MAX;
-    return cas == 0;
+    if (!(layout & ITEM_L_CASW))
+        return cas == 0;
+    return item_cas_bytes(layout) >= item_cas_bytes(item_cas_layout(cas, cas_base));
 }
 
 void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base)
 {
     if (!h->cas_off)
         return;
-    if (h->layout & ITEM_L_CAS64)
+    uint8_t w = h->layout & ITEM_L_CASW;
+    if (w == ITEM_L_CAS64) {
         memcpy(p + h->cas_off, &cas, 8);
-    else
+    } else if (w == ITEM_L_CAS16) {
+        uint16_t d = (uint16_t)(cas - cas_base);
+        memcpy(p + h->cas_off, &d, 2);
+    } else {
         item_put_u32(p, h->cas_off, (uint32_t)(cas - cas_base));
+    }
 }
 
 uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, uint64_t cas,
@@ -108,7 +115,7 @@ uint8_t item_layout_for(uint32_t flags, rel_time_t exptime, bool cas_enabled, ui
     if (exptime != REL_TIME_NEVER)
         l |= ITEM_L_EXP;
     if (cas_enabled)
-        l |= (cas >= cas_base && cas - cas_base <= UINT32_MAX) ? ITEM_L_CAS32 : ITEM_L_CAS64;
+        l |= item_cas_layout(cas, cas_base);
     return l;
 }
 

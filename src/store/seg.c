@@ -295,7 +295,7 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
         return 0;
     uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_SUM);
     if (h->cas_off)
-        layout |= item_cas_fits(ITEM_L_CAS32, cas, r->cas_base) ? ITEM_L_CAS32 : ITEM_L_CAS64;
+        layout |= item_cas_layout(cas, r->cas_base);
     uint32_t size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
     size_t align = (size_t)1 << s->pool.off_shift;
     if (r->write_off + size > s->pool.seg_size)

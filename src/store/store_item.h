@@ -19,6 +19,11 @@
 #define ITEM_L_EXP 0x02     /* 4 bytes of expiry */
 #define ITEM_L_CAS32 0x04   /* CAS as a 4-byte delta from the segment's cas_base */
 #define ITEM_L_CAS64 0x08   /* CAS in full */
+/* Both CAS bits: a 2-byte delta from cas_base. The two bits name the CAS
+ * field's width (none, 2, 4 or 8 bytes), so combine layouts with
+ * item_layout_merge, never with |. */
+#define ITEM_L_CAS16 (ITEM_L_CAS32 | ITEM_L_CAS64)
+#define ITEM_L_CASW ITEM_L_CAS16
 #define ITEM_L_SUM 0x10     /* 4-byte checksum of nkey, flags, key and value (-e only) */
 /* State bits (-e only), set after the item is laid out: COMMIT when it is
  * linked (its value complete); when it is unlinked (overwritten, deleted,
@@ -105,12 +110,37 @@ static inline uint64_t item_get_cas(const char *p, const struct item_hdr *h, uin
 {
     if (!h->cas_off)
         return 0;
-    if (h->layout & ITEM_L_CAS64) {
+    uint8_t w = h->layout & ITEM_L_CASW;
+    if (w == ITEM_L_CAS64) {
         uint64_t v;
         memcpy(&v, p + h->cas_off, 8);
         return v;
     }
+    if (w == ITEM_L_CAS16) {
+        uint16_t d;
+        memcpy(&d, p + h->cas_off, 2);
+        return cas_base + d;
+    }
     return cas_base + item_get_u32(p, h->cas_off);
+}
+/* Bytes of the CAS field a layout has: 0, 2, 4 or 8. */
+static inline unsigned item_cas_bytes(uint8_t layout)
+{
+    static const uint8_t w[4] = {0, 4, 8, 2};
+    return w[(layout & ITEM_L_CASW) >> 2];
+}
+/* The narrowest CAS field (its layout bits) that holds cas. */
+static inline uint8_t item_cas_layout(uint64_t cas, uint64_t cas_base)
+{
+    if (cas < cas_base || cas - cas_base > UINT32_MAX)
+        return ITEM_L_CAS64;
+    return cas - cas_base <= UINT16_MAX ? ITEM_L_CAS16 : ITEM_L_CAS32;
+}
+/* Layout a with b's fields added: the other bits or'ed, the wider CAS. */
+static inline uint8_t item_layout_merge(uint8_t a, uint8_t b)
+{
+    uint8_t cas = item_cas_bytes(a) >= item_cas_bytes(b) ? a : b;
+    return (uint8_t)(((a | b) & ~ITEM_L_CASW) | (cas & ITEM_L_CASW));
 }
 /* false when the CAS does not fit the item's layout */
 bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base);

@@ -47,10 +47,8 @@ uint8_t store_missing_layout(uint8_t have, uint32_t flags, rel_time_t exptime, b
         need |= ITEM_L_FLAGS;
     if (exptime != REL_TIME_NEVER && !(have & ITEM_L_EXP))
         need |= ITEM_L_EXP;
-    if (cas_on && !(have & ITEM_L_CAS64) && !item_cas_fits(have & ITEM_L_CAS32, cas, cas_base))
-        need |= item_cas_fits(ITEM_L_CAS32, cas, cas_base) && !(have & ITEM_L_CAS32)
-                    ? ITEM_L_CAS32
-                    : ITEM_L_CAS64;
+    if (cas_on && !item_cas_fits(have, cas, cas_base))
+        need |= item_cas_layout(cas, cas_base);
     return need;
 }
 

@@ -39,6 +39,10 @@ static size_t store_align(struct store *s, size_t n)
     return (n + a - 1) & ~(a - 1);
 }
 
+/* CAS numbers other workers may take between a reservation and its commit,
+ * for the 2-byte delta to still fit (store_reserve_raw). */
+#define STORE_CAS16_SLACK 4096
+
 enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
                                     size_t nvalue, uint8_t layout, unsigned g,
                                     struct store_reservation *res)
@@ -70,6 +74,16 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
          * segments; this guards that promise, see test_store_compact). */
         if (!seg || seg->write_off + size > s->pool.seg_size)
             return STORE_NO_MEMORY;
+    }
+    if ((layout & ITEM_L_CASW) == ITEM_L_CAS32) {
+        /* A 2-byte CAS delta when this segment's base is near enough the
+         * counter that the CAS the commit takes will likely fit (a commit
+         * whose CAS does not copies the item: store_commit_at). */
+        uint64_t soon = __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + STORE_CAS16_SLACK;
+        if (item_cas_layout(soon, seg->cas_base) == ITEM_L_CAS16) {
+            layout = item_layout_merge(layout & (uint8_t)~ITEM_L_CASW, ITEM_L_CAS16);
+            size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
+        }
     }
     uint32_t off = seg->write_off;
     char *p = seg->data + off;
@@ -164,8 +178,6 @@ static enum store_status store_relocate(struct store_ctx *ctx, struct store_rese
     struct item_hdr h;
     item_decode(res->item, &h);
     layout &= (uint8_t)~ITEM_L_MARK;
-    if (layout & ITEM_L_CAS64)
-        layout &= (uint8_t)~ITEM_L_CAS32;
     struct store_reservation r;
     enum store_status st = store_reserve_raw(ctx, res->item + h.hlen, h.nkey, h.nvalue, layout,
                                              res->group, &r);
@@ -194,7 +206,8 @@ static void store_shrink(struct store_ctx *ctx, struct store_reservation *res, u
     uint8_t have = h.layout & (uint8_t)~ITEM_L_MARK;
     /* -e: a restore walks the segment up to its end, which this rewrites
      * under a half-moved item; the bytes saved are not worth that. */
-    if (s->pm || layout == have || (layout & ~have) || h.nvalue > STORE_SHRINK_MAX ||
+    if (s->pm || layout == have || item_layout_merge(have, layout) != have ||
+        h.nvalue > STORE_SHRINK_MAX ||
         ctx->open[res->group] != seg)
         return;
     uint32_t off = (uint32_t)((char *)res->item - seg->data);
@@ -271,10 +284,16 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         uint64_t peek = !cas_on ? 0
                         : req->cas_new ? req->cas_new
                                        : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
-        uint8_t need = extra | store_missing_layout(h.layout, req->flags, req->exptime, cas_on,
-                                                    peek, seg->cas_base);
+        uint8_t need = item_layout_merge(extra, store_missing_layout(h.layout, req->flags,
+                                                                     req->exptime, cas_on, peek,
+                                                                     seg->cas_base));
         if (need || store_gen_moved(res)) {
-            enum store_status st = store_relocate(ctx, res, h.layout | need);
+            /* The fields the request needs, and a CAS delta the fresh
+             * reservation narrows as its segment allows. */
+            uint8_t want = (req->flags ? ITEM_L_FLAGS : 0) |
+                           (req->exptime != REL_TIME_NEVER ? ITEM_L_EXP : 0) |
+                           (cas_on ? ITEM_L_CAS32 : 0);
+            enum store_status st = store_relocate(ctx, res, item_layout_merge(want, need));
             if (st != STORE_OK)
                 return st;
             extra = 0;
@@ -414,10 +433,9 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             store_abort(ctx, res);
             return STORE_NOT_STORED;
         }
-        uint8_t layout = (flags ? ITEM_L_FLAGS : 0) | (exp ? ITEM_L_EXP : 0) |
-                         (cas_on ? ITEM_L_CAS32 : 0) | extra;
-        if (layout & ITEM_L_CAS64)
-            layout &= (uint8_t)~ITEM_L_CAS32;
+        uint8_t layout = item_layout_merge(
+            (flags ? ITEM_L_FLAGS : 0) | (exp ? ITEM_L_EXP : 0) | (cas_on ? ITEM_L_CAS32 : 0),
+            extra);
         struct store_reservation r;
         enum store_status st = store_reserve_raw(ctx, key, h.nkey, total, layout,
                                                  store_ttl_group(s, exp, clock_now()), &r);
@@ -543,9 +561,7 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
             return STORE_MISS;
         }
         uint64_t snap = *f.slot;
-        uint8_t want = f.h.layout | layout;
-        if (want & ITEM_L_CAS64)
-            want &= (uint8_t)~ITEM_L_CAS32;
+        uint8_t want = item_layout_merge(f.h.layout, layout);
         want &= (uint8_t)~ITEM_L_MARK;
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
         index_unlock(f.bucket);
@@ -580,7 +596,7 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
                 seg_unpin(ns);
                 return STORE_OK;
             }
-            layout |= ITEM_L_CAS64;
+            layout = item_layout_merge(layout, ITEM_L_CAS64);
         }
         index_unlock(g.bucket);
         seg_unpin(ns);

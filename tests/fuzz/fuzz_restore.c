@@ -215,7 +215,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             item_decode(img + at, &ih);
             if (!ih.cas_off)
                 continue;
-            at += ih.cas_off + (off & ((ih.layout & ITEM_L_CAS64) ? 7 : 3));
+            at += ih.cas_off + (off & (item_cas_bytes(ih.layout) - 1));
             break;
         }
         case 6: /* the run state: heartbeat, epoch, CAS ceiling, flush */

@@ -305,6 +305,70 @@ static void test_index_match(void **state)
 /* item_decode's table against the layout rules, for every layout and
  * value lengths of each varint width: offsets in order, each field as wide
  * as its bit says, the header as long as item_hdr_len. */
+/* Key k's header length and CAS as stored (bucket unlocked again). */
+static uint32_t stored_hlen(struct tstore *t, const char *key, uint64_t *cas)
+{
+    struct store_key k = store_key_of(key, strlen(key));
+    struct store_found f;
+    assert_true(store_lookup(t->c, &k, STORE_LOOK_FIND, &f));
+    *cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
+    index_unlock(f.bucket);
+    return f.h.hlen;
+}
+
+/* A CAS within 65,535 of its segment's base takes 2 bytes: a 1-byte key
+ * and value then cost 9 bytes of header (layout, nkey, nvalue, access time,
+ * CAS delta), not 11. Further from the base it takes 4 (with the same
+ * value), and a commit whose CAS outgrew the 2 bytes its reservation made
+ * room for is moved, never truncated. */
+static void test_cas_takes_the_narrowest_delta(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    uint64_t cas, stored;
+    assert_int_equal(tset(&t, "a", "1", STORE_MODE_SET, 0, REL_TIME_NEVER, &cas), STORE_OK);
+    assert_int_equal(stored_hlen(&t, "a", &stored), 9);
+    assert_true(stored == cas);
+
+    __atomic_add_fetch(&t.s->cas_next, 70000, __ATOMIC_RELAXED); /* others' writes */
+    assert_int_equal(tset(&t, "b", "1", STORE_MODE_SET, 0, REL_TIME_NEVER, &cas), STORE_OK);
+    assert_int_equal(stored_hlen(&t, "b", &stored), 11);
+    assert_true(stored == cas);
+    tstore_close(&t);
+
+    tstore_open(&t, 8 * MB, MB, true, true);
+    struct store_reservation res;
+    assert_int_equal(store_reserve(t.c, "c", 1, 1, &res), STORE_OK);
+    res.value[0] = 'x';
+    __atomic_add_fetch(&t.s->cas_next, 70000, __ATOMIC_RELAXED);
+    struct store_set_req r = {.mode = STORE_MODE_SET};
+    assert_int_equal(store_commit(t.c, &res, &r, &cas, NULL), STORE_OK);
+    assert_int_equal(stored_hlen(&t, "c", &stored), 11);
+    assert_true(stored == cas);
+    char buf[8];
+    assert_int_equal(tget(&t, "c", buf, sizeof buf, NULL), STORE_OK);
+    assert_string_equal(buf, "x");
+    tstore_close(&t);
+}
+
+/* Layouts combine field by field; the CAS field takes the wider width. */
+static void test_layout_merge_takes_the_wider_cas(void **state)
+{
+    (void)state;
+    assert_int_equal(item_layout_merge(ITEM_L_CAS32, ITEM_L_CAS16), ITEM_L_CAS32);
+    assert_int_equal(item_layout_merge(ITEM_L_CAS16, ITEM_L_CAS32), ITEM_L_CAS32);
+    assert_int_equal(item_layout_merge(ITEM_L_CAS16, ITEM_L_CAS64), ITEM_L_CAS64);
+    assert_int_equal(item_layout_merge(ITEM_L_CAS64 | ITEM_L_FLAGS, ITEM_L_CAS16 | ITEM_L_EXP),
+                     ITEM_L_CAS64 | ITEM_L_FLAGS | ITEM_L_EXP);
+    assert_int_equal(item_layout_merge(ITEM_L_FLAGS | ITEM_L_CAS16, ITEM_L_EXP),
+                     ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_CAS16);
+    assert_int_equal(item_cas_layout(100, 100 + 65535), ITEM_L_CAS64);
+    assert_int_equal(item_cas_layout(100 + 65535, 100), ITEM_L_CAS16);
+    assert_int_equal(item_cas_layout(100 + 65536, 100), ITEM_L_CAS32);
+    assert_int_equal(item_cas_layout(100ull + UINT32_MAX + 1, 100), ITEM_L_CAS64);
+}
+
 static void test_item_decode_layouts(void **state)
 {
     (void)state;
@@ -312,8 +376,6 @@ static void test_item_decode_layouts(void **state)
                                     (1u << 28) + 5};
     _Alignas(8) char p[64];
     for (unsigned l = 0; l < 32; l++) {
-        if ((l & ITEM_L_CAS32) && (l & ITEM_L_CAS64))
-            continue; /* never laid out: a CAS is one or the other */
         for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
             uint8_t layout = (uint8_t)(l | ITEM_L_MARK);
             uint32_t hlen = item_init(p, layout, "kk", 2, lens[k]);
@@ -331,8 +393,10 @@ static void test_item_decode_layouts(void **state)
             at += (l & ITEM_L_FLAGS) ? 4 : 0;
             assert_int_equal(h.exp_off, (l & ITEM_L_EXP) ? at : 0);
             at += (l & ITEM_L_EXP) ? 4 : 0;
+            /* the two CAS bits: none, a 4-byte delta, 8 bytes, a 2-byte delta */
+            static const uint32_t cas_width[4] = {0, 4, 8, 2};
             assert_int_equal(h.cas_off, (l & (ITEM_L_CAS32 | ITEM_L_CAS64)) ? at : 0);
-            at += (l & ITEM_L_CAS64) ? 8 : (l & ITEM_L_CAS32) ? 4 : 0;
+            at += cas_width[(l >> 2) & 3];
             assert_int_equal(h.sum_off, (l & ITEM_L_SUM) ? at : 0);
             at += (l & ITEM_L_SUM) ? 4 : 0;
             assert_int_equal(h.hlen, at);
@@ -347,6 +411,8 @@ int main(void)
         cmocka_unit_test(test_find_and_miss),
         cmocka_unit_test(test_index_match),
         cmocka_unit_test(test_item_decode_layouts),
+        cmocka_unit_test(test_cas_takes_the_narrowest_delta),
+        cmocka_unit_test(test_layout_merge_takes_the_wider_cas),
         cmocka_unit_test(test_pin_is_taken_and_given_back),
         cmocka_unit_test(test_expired_item_is_unlinked_and_counted),
         cmocka_unit_test(test_pin_waits_out_a_compaction),

@@ -17,7 +17,7 @@
 #include "store/store_core.h"
 
 #define PM_MAGIC "NDLYMEM"  /* 8 bytes with its NUL */
-#define PM_VERSION 2        /* bump when the file or item layout changes */
+#define PM_VERSION 3        /* bump when the file or item layout changes */
 #define PM_ENDIAN 0x0102030405060708ull
 #define PM_JOURNAL_SLOTS 1024u
 #define PM_DATA_ALIGN ((size_t)2 << 20)  /* segment data on a huge-page boundary */

@@ -90,8 +90,7 @@ static bool restore_decode(const char *p, size_t avail, struct item_hdr *h)
         return false;
     const uint8_t *u = (const uint8_t *)p;
     uint8_t l = __atomic_load_n(&u[0], __ATOMIC_RELAXED); /* other walkers mark items dead */
-    if (!(l & ITEM_L_MARK) || !(l & ITEM_L_SUM) ||
-        ((l & ITEM_L_CAS32) && (l & ITEM_L_CAS64)))
+    if (!(l & ITEM_L_MARK) || !(l & ITEM_L_SUM))
         return false;
     unsigned vlen = 0;
     while (vlen < 5 && (u[2 + vlen] & 0x80))
@@ -122,7 +121,7 @@ static void restore_hdrs_init(struct item_hdr *tab)
     for (unsigned l = 0; l < RESTORE_LAYOUTS; l++) {
         char b[ITEM_HDR_MAX] = {(char)(ITEM_L_MARK | l), 1, 0};
         tab[l] = (struct item_hdr){0};
-        if ((l & ITEM_L_SUM) && !((l & ITEM_L_CAS32) && (l & ITEM_L_CAS64)))
+        if (l & ITEM_L_SUM)
             item_decode(b, &tab[l]);
     }
 }
