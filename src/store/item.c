@@ -84,13 +84,6 @@ void item_put_u32(char *p, uint32_t off, uint32_t v)
     memcpy(p + off, &v, 4);
 }
 
-bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base)
-{
-    if (!(layout & ITEM_L_CASW))
-        return cas == 0;
-    return item_cas_bytes(layout) >= item_cas_bytes(item_cas_layout(cas, cas_base));
-}
-
 void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base)
 {
     if (!h->cas_off)

@@ -108,20 +108,25 @@ static inline uint32_t item_get_u32(const char *p, uint32_t off)
 void item_put_u32(char *p, uint32_t off, uint32_t v);
 static inline uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base)
 {
-    if (!h->cas_off)
-        return 0;
+    /* by the layout's width (cas_off is set whenever it is not 0), the
+     * common case first: every hit asks */
     uint8_t w = h->layout & ITEM_L_CASW;
-    if (w == ITEM_L_CAS64) {
-        uint64_t v;
-        memcpy(&v, p + h->cas_off, 8);
-        return v;
-    }
     if (w == ITEM_L_CAS16) {
         uint16_t d;
         memcpy(&d, p + h->cas_off, 2);
         return cas_base + d;
     }
-    return cas_base + item_get_u32(p, h->cas_off);
+    if (w == ITEM_L_CAS32) {
+        uint32_t d;
+        memcpy(&d, p + h->cas_off, 4);
+        return cas_base + d;
+    }
+    if (w == ITEM_L_CAS64) {
+        uint64_t v;
+        memcpy(&v, p + h->cas_off, 8);
+        return v;
+    }
+    return 0;
 }
 /* Bytes of the CAS field a layout has: 0, 2, 4 or 8. */
 static inline unsigned item_cas_bytes(uint8_t layout)
@@ -142,8 +147,17 @@ static inline uint8_t item_layout_merge(uint8_t a, uint8_t b)
     uint8_t cas = item_cas_bytes(a) >= item_cas_bytes(b) ? a : b;
     return (uint8_t)(((a | b) & ~ITEM_L_CASW) | (cas & ITEM_L_CASW));
 }
-/* false when the CAS does not fit the item's layout */
-bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base);
+/* false when the CAS does not fit the item's layout (inline: every
+ * commit asks) */
+static inline bool item_cas_fits(uint8_t layout, uint64_t cas, uint64_t cas_base)
+{
+    uint8_t w = layout & ITEM_L_CASW;
+    if (w == ITEM_L_CAS64)
+        return true;
+    if (!w)
+        return cas == 0;
+    return cas >= cas_base && cas - cas_base <= (w == ITEM_L_CAS16 ? UINT16_MAX : UINT32_MAX);
+}
 void item_put_cas(char *p, const struct item_hdr *h, uint64_t cas, uint64_t cas_base);
 /* The checksum of an item's immutable part (nkey, flags, key, value). */
 uint32_t item_sum(const char *p, const struct item_hdr *h);

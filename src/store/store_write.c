@@ -80,9 +80,9 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
          * counter that the CAS the commit takes will likely fit (a commit
          * whose CAS does not copies the item: store_commit_at). */
         uint64_t soon = __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + STORE_CAS16_SLACK;
-        if (item_cas_layout(soon, seg->cas_base) == ITEM_L_CAS16) {
-            layout = item_layout_merge(layout & (uint8_t)~ITEM_L_CASW, ITEM_L_CAS16);
-            size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
+        if (soon - seg->cas_base <= UINT16_MAX) { /* (the base is never above the counter) */
+            layout |= ITEM_L_CAS16;
+            size -= 2;
         }
     }
     uint32_t off = seg->write_off;
