@@ -37,8 +37,9 @@
 #define INDEX_CPU_RELAX() ((void)0)
 #endif
 
-#define INDEX_CHUNK_BUCKETS 4096u
-#define INDEX_MAX_CHUNKS 65536u
+#define INDEX_CHUNK_BUCKETS 1024u
+#define INDEX_CHUNK_BYTES ((size_t)INDEX_CHUNK_BUCKETS * 64)
+#define INDEX_MAX_CHUNKS 262144u
 #define HDR_LOCK 1ull
 #define HDR_MOVED 2ull
 #define HDR_BITS (HDR_LOCK | HDR_MOVED)
@@ -175,14 +176,16 @@ int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *a
     if (!t)
         return -1;
     ix->chunks = calloc(INDEX_MAX_CHUNKS, sizeof(*ix->chunks));
-    if (!ix->chunks) {
+    ix->chunk_free = calloc(INDEX_MAX_CHUNKS, sizeof(*ix->chunk_free));
+    if (!ix->chunks || !ix->chunk_free) {
+        free(ix->chunks);
+        free(ix->chunk_free);
         table_free(t);
         return -1;
     }
     __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
     ix->rehash = rehash;
     ix->rehash_arg = arg;
-    ix->pool_next = 1;
     ix->tomb_fd = -1;
     hugemem_ahead_init(&ix->next);
     pthread_mutex_init(&ix->pool_lock, NULL);
@@ -193,8 +196,9 @@ int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *a
 void index_release(struct index *ix)
 {
     for (uint32_t i = 0; i < ix->nchunks; i++)
-        free(ix->chunks[i]);
+        munmap(ix->chunks[i], INDEX_CHUNK_BYTES);
     free(ix->chunks);
+    free(ix->chunk_free);
     struct index_table *cur = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
     struct index_table *old = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
     if (old && old != cur)
@@ -226,7 +230,8 @@ size_t index_bytes(struct index *ix)
         n += t->tomb ? 0 : (t->mask + 1) * 64;
     pthread_mutex_unlock(&ix->grow_lock);
     pthread_mutex_lock(&ix->pool_lock);
-    n += (size_t)ix->nchunks * (INDEX_CHUNK_BUCKETS * 64 + sizeof(*ix->chunks));
+    n += (size_t)ix->nchunks *
+         (INDEX_CHUNK_BYTES + sizeof(*ix->chunks) + sizeof(*ix->chunk_free));
     pthread_mutex_unlock(&ix->pool_lock);
     return n + hugemem_ahead_bytes(&ix->next);
 }
@@ -323,28 +328,56 @@ uint64_t *index_next(struct index *ix, uint64_t *b)
     return id ? index_overflow(ix, id) : NULL;
 }
 
+/* The overflow pool hands out the lowest free bucket's chunk first and
+ * unmaps chunks from the top once they are free, keeping one free chunk
+ * mapped so that a bucket taken and given back at the edge does not map
+ * and unmap a chunk each time. Chains shrink back after a growth (a quarter
+ * of the buckets overflow at six items a bucket, a twentieth after the
+ * doubling), and without this the pool kept its high-water mark.
+ * Pool lock held. */
+static void pool_trim(struct index *ix)
+{
+    while (ix->nchunks >= 2 &&
+           ix->chunk_free[ix->nchunks - 1].nfree == INDEX_CHUNK_BUCKETS &&
+           ix->chunk_free[ix->nchunks - 2].nfree == INDEX_CHUNK_BUCKETS) {
+        uint32_t c = --ix->nchunks;
+        munmap(ix->chunks[c], INDEX_CHUNK_BYTES);
+        ix->chunks[c] = NULL;
+        ix->chunk_free[c] = (struct index_chunk){0};
+    }
+    if (ix->pool_low > ix->nchunks)
+        ix->pool_low = ix->nchunks;
+}
+
 static uint32_t pool_get(struct index *ix)
 {
     uint32_t id = 0;
     pthread_mutex_lock(&ix->pool_lock);
-    if (ix->pool_free) {
-        id = ix->pool_free;
+    uint32_t c = ix->pool_low;
+    while (c < ix->nchunks && ix->chunk_free[c].nfree == 0)
+        c++;
+    if (c == ix->nchunks) {
+        if (ix->nchunks == INDEX_MAX_CHUNKS)
+            goto out;
+        void *m = mmap(NULL, INDEX_CHUNK_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            goto out;
+        ix->chunks[c] = m;
+        ix->chunk_free[c] = (struct index_chunk){.nfree = INDEX_CHUNK_BUCKETS};
+        ix->nchunks++;
+    }
+    ix->pool_low = c;
+    struct index_chunk *k = &ix->chunk_free[c];
+    if (k->head) {
+        id = k->head;
         uint64_t *b = index_overflow(ix, id);
-        ix->pool_free = hdr_next(b);
+        k->head = hdr_next(b);
         memset(b, 0, 64);
     } else {
-        uint32_t i = ix->pool_next - 1;
-        if (i / INDEX_CHUNK_BUCKETS >= ix->nchunks) {
-            if (ix->nchunks == INDEX_MAX_CHUNKS)
-                goto out;
-            uint64_t *c = aligned_alloc(64, (size_t)INDEX_CHUNK_BUCKETS * 64);
-            if (!c)
-                goto out;
-            memset(c, 0, (size_t)INDEX_CHUNK_BUCKETS * 64);
-            ix->chunks[ix->nchunks++] = c;
-        }
-        id = ix->pool_next++;
+        id = c * INDEX_CHUNK_BUCKETS + k->fresh++ + 1; /* zero since mapped */
     }
+    k->nfree--;
     __atomic_fetch_add(&ix->overflow_used, 1, __ATOMIC_RELAXED);
 out:
     pthread_mutex_unlock(&ix->pool_lock);
@@ -354,10 +387,17 @@ out:
 static void pool_put(struct index *ix, uint32_t id)
 {
     pthread_mutex_lock(&ix->pool_lock);
+    uint32_t c = (id - 1) / INDEX_CHUNK_BUCKETS;
+    struct index_chunk *k = &ix->chunk_free[c];
     uint64_t *b = index_overflow(ix, id);
-    __atomic_store_n(b, (uint64_t)ix->pool_free << 32, __ATOMIC_RELAXED);
-    ix->pool_free = id;
+    __atomic_store_n(b, (uint64_t)k->head << 32, __ATOMIC_RELAXED);
+    k->head = id;
+    k->nfree++;
+    if (c < ix->pool_low)
+        ix->pool_low = c;
     __atomic_fetch_sub(&ix->overflow_used, 1, __ATOMIC_RELAXED);
+    if (k->nfree == INDEX_CHUNK_BUCKETS && c + 1 >= ix->nchunks - 1)
+        pool_trim(ix);
     pthread_mutex_unlock(&ix->pool_lock);
 }
 

@@ -85,6 +85,14 @@ struct index_table {
     struct index_table *retired_next;
 };
 
+/* The free overflow buckets of one chunk: a list linked through their
+ * headers, then the never used ones from `fresh` on. */
+struct index_chunk {
+    uint32_t head;  /* first free bucket's id, 0 = none */
+    uint16_t nfree; /* free buckets, listed or fresh */
+    uint16_t fresh; /* buckets fresh..INDEX_CHUNK_BUCKETS-1 never used */
+};
+
 /* Rehash the item a slot points to (the index stores no full hashes). */
 typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
 
@@ -101,9 +109,9 @@ struct index {
     void *rehash_arg;
     pthread_mutex_t pool_lock; /* overflow bucket pool */
     uint64_t **chunks;         /* overflow buckets, INDEX_CHUNK_BUCKETS each */
-    uint32_t nchunks;
-    uint32_t pool_next;        /* next never-used overflow id (1-based) */
-    uint32_t pool_free;        /* free list head, linked through the header */
+    struct index_chunk *chunk_free; /* per chunk: its free buckets */
+    uint32_t nchunks;          /* chunks 0..nchunks-1 are mapped */
+    uint32_t pool_low;         /* no chunk below it has a free bucket */
     uint64_t overflow_used;
     /* The next table, made on huge pages ahead of the growth that takes
      * it (index_maintain): its first touch may compact memory, which no
