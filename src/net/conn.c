@@ -21,7 +21,7 @@
 #include "event/event.h"
 #include "base/log.h"
 #include "net/conn_path.h"
-#include "net/core.h"
+#include "net/worker_pool.h"
 #include "net/sockopt.h"
 #include "net/tls.h"
 #include "proto/proto.h"
@@ -34,11 +34,11 @@
 /* The global bound on memory owed to clients (-o client_mem_limit): half
  * of -m, at least 32 MiB, unless set. Read per call: -m changes at run time
  * (cache_memlimit). */
-static size_t conn_client_bound(const struct core *core)
+static size_t conn_client_bound(const struct worker_pool *pool)
 {
-    if (core->opt->client_mem_limit > 0)
-        return core->opt->client_mem_limit;
-    size_t half = SETTINGS_RUN_GET(core->run, maxbytes) / 2;
+    if (pool->opt->client_mem_limit > 0)
+        return pool->opt->client_mem_limit;
+    size_t half = SETTINGS_RUN_GET(pool->run, maxbytes) / 2;
     return half > ((size_t)32 << 20) ? half : (size_t)32 << 20;
 }
 
@@ -52,10 +52,10 @@ static size_t conn_client_bound(const struct core *core)
  * reply per connection. */
 static size_t conn_allowance(struct conn *c)
 {
-    struct core *core = c->env->core;
-    size_t half = conn_client_bound(core) / 2;
-    size_t used = c->env->client_bytes(core);
-    int conns = __atomic_load_n(&core->curr_conns, __ATOMIC_RELAXED);
+    struct worker_pool *pool = c->env->pool;
+    size_t half = conn_client_bound(pool) / 2;
+    size_t used = c->env->client_bytes(pool);
+    int conns = __atomic_load_n(&pool->curr_conns, __ATOMIC_RELAXED);
     size_t share = half / (size_t)(conns > 1 ? conns : 1);
     size_t room = half > used ? half - used : 0;
     size_t allow = proto_owed(&c->sess) + room;
@@ -108,7 +108,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->tcp = tcp;
     c->last_active = clock_now();
     conn_input_init(&c->in, w->rbufs);
-    session_init(&c->sess, w->store, w->stats, w->core->proto, w->core->run);
+    session_init(&c->sess, w->store, w->stats, w->pool->proto, w->pool->run);
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct loop_token){TOKEN_WATCH, c};
     proto_attach(&c->sess, &(struct proto_conn_info){.fd = fd,
@@ -116,7 +116,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
                                                      .queued_ctx = c,
                                                      .loop = w->loop,
                                                      .wake_ptr = &c->log_watch,
-                                                     .ops = w->core->ops});
+                                                     .ops = w->pool->ops});
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
     c->entry.listen_addr = listen_addr;
@@ -132,7 +132,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
         free(c);
         return NULL;
     }
-    if (registry_add(&w->core->registry, &c->entry) < 0)
+    if (registry_add(&w->pool->registry, &c->entry) < 0)
         log_info("stats conns: could not register fd %d", fd);
     c->next = w->conns;
     if (w->conns)
@@ -172,7 +172,7 @@ void conn_close(struct conn *c, const char *why)
         watch_conn_event(c->entry.addr, false, why, c->fd);
     if (!c->u.on)
         event_delete(w->loop, c->fd);
-    registry_remove(&w->core->registry, &c->entry);
+    registry_remove(&w->pool->registry, &c->entry);
     c->dead = true;
     if (c->prev)
         c->prev->next = c->next;
@@ -181,7 +181,7 @@ void conn_close(struct conn *c, const char *why)
     if (c->next)
         c->next->prev = c->prev;
     w->nconns--;
-    __atomic_fetch_sub(&w->core->curr_conns, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&w->pool->curr_conns, 1, __ATOMIC_RELAXED);
     if (c->u.on && conn_uring_zombie(c))
         return; /* released when its started I/O completes */
     conn_release_io(c);
@@ -264,7 +264,7 @@ void conn_check_owed(struct conn *c)
     struct reply_queue *q = proto_reply(&c->sess);
     if (c->stall_since == 0)
         c->stall_since = clock_now();
-    if (reply_pending(q) > w->core->opt->reply_queue_limit) {
+    if (reply_pending(q) > w->pool->opt->reply_queue_limit) {
         STAT_INC(w->stats, slow_reader_kills);
         log_info("<%d client owes %zu reply bytes and is not reading: cut off", c->fd,
                  reply_pending(q));
@@ -435,7 +435,7 @@ void conn_tick(struct conn *c, rel_time_t now)
     if (c->dead)
         return;
     struct conn_env *w = c->env;
-    if (c->rd.tls && tls_conn_handshake_expired(c->rd.tls, now, w->core->opt->ssl_handshake_timeout)) {
+    if (c->rd.tls && tls_conn_handshake_expired(c->rd.tls, now, w->pool->opt->ssl_handshake_timeout)) {
         conn_close(c, "TLS handshake timeout");
         return;
     }
@@ -460,7 +460,7 @@ void conn_tick(struct conn *c, rel_time_t now)
      * receiving into it, stop that first (conn_received then checks). */
     if (!conn_uring_stop_upload(c))
         proto_tick(&c->sess);
-    int idle = w->core->opt->idle_timeout;
+    int idle = w->pool->opt->idle_timeout;
     if (idle > 0 && !c->blocked && proto_owed(&c->sess) == 0 &&
         now - c->last_active > (rel_time_t)idle) {
         STAT_INC(w->stats, idle_kicks);

@@ -18,7 +18,7 @@
 #include "base/log.h"
 #include "net/conn.h"
 #include "net/conn_path.h"
-#include "net/core.h"
+#include "net/worker_pool.h"
 #include "net/net_options.h"
 #include "proto/proto.h"
 #include "stats/stats.h"
@@ -161,7 +161,7 @@ void conn_uring_recv(struct conn *c)
             conn_uring_multi_stop(c);
         return;
     }
-    if (idle && !c->u.multi_none && c->env->core->opt->io_uring_multishot) {
+    if (idle && !c->u.multi_none && c->env->pool->opt->io_uring_multishot) {
         if (event_recv_multi(c->env->loop, c->fd, CONN_MULTI_BYTES, &c->watch) == 0) {
             c->u.recv_busy = c->u.recv_multi = true;
             c->u.multi_stop = false;
