@@ -82,6 +82,8 @@ int worker_init(struct worker *w, struct worker_pool *pool, int id)
         .iov_max = WORKER_IOV_MAX,
         .reply_bytes = &w->reply_bytes,
         .client_bytes = worker_client_bytes,
+        .plain_path = event_has_io(w->loop) ? &conn_uring_path : &conn_ready_path,
+        .tls_path = &conn_ready_path,
     };
     size_t nl = pool->listeners.n;
     w->listen_watch = calloc(nl ? nl : 1, sizeof *w->listen_watch);

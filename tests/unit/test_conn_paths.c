@@ -52,6 +52,8 @@ static bool cp_open(struct cp *p, bool ring)
     p->env.iov_max = 64;
     p->env.reply_bytes = &p->reply_bytes;
     p->env.client_bytes = cp_client_bytes;
+    p->env.plain_path = ring ? &conn_uring_path : &conn_ready_path;
+    p->env.tls_path = &conn_ready_path;
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     p->peer = sv[1];
