@@ -2,9 +2,9 @@
 /* Inside the connection: what conn.c offers its two I/O paths (conn_ready.c,
  * conn_uring.c), and what they offer it, a table of functions (struct
  * conn_path) the worker picks for each connection. The paths call conn.c;
- * conn.c calls a path only through its table, so neither file depends on
- * the other's functions. Only the conn*.c files (and the worker, for the
- * tables) include this; the worker sees conn.h. */
+ * conn.c calls a path only through its table, so the calls go one way.
+ * Only the conn*.c files include this; the worker sees conn.h (and the
+ * two tables, conn_ready.h's and conn_uring.h's). */
 #ifndef NODELAY_CONN_PATH_H
 #define NODELAY_CONN_PATH_H
 

@@ -83,8 +83,8 @@ static void server_stats_detail(void *ctx, const char *key, size_t nkey, char op
 #define SERVER_SUM_CONST(f)
 #define SERVER_SUM(name, src, field, ...) SERVER_SUM_##src(field)
 
-static void server_sum_workers(struct worker_pool *p, struct stats_thread *sum, uint64_t *reply_bytes,
-                               uint64_t *rbuf_bytes)
+static void server_sum_workers(struct worker_pool *p, struct stats_thread *sum,
+                               uint64_t *reply_bytes, uint64_t *rbuf_bytes)
 {
     memset(sum, 0, sizeof *sum);
     *reply_bytes = *rbuf_bytes = 0;
@@ -142,8 +142,8 @@ static void server_snapshot_raw(struct worker_pool *p, const struct settings *se
     s->max_connections = (uint64_t)set->maxconns;
     /* memcached prints its conn count minus one (stats_state.curr_conns - 1) */
     s->curr_connections = clients + nl > 0 ? clients + nl - 1 : 0;
-    s->connection_structures = registry_structures(&p->registry) +
-                               udp * (uint64_t)(p->nworkers > 0 ? p->nworkers - 1 : 0);
+    s->connection_structures =
+        registry_structures(&p->registry) + udp * (uint64_t)(p->nworkers > 0 ? p->nworkers - 1 : 0);
     s->response_obj_count = clients;
     /* stdio, each worker's loop and wake pipe, the listeners */
     s->reserved_fds = 3 + 3 * (uint64_t)p->nworkers + p->listeners.n;
@@ -276,7 +276,8 @@ static void server_size_item(const struct store_item *it, void *arg)
         a->n[b]++;
 }
 
-static int server_sizes(struct worker_pool *p, const struct settings *set, const struct stats_emit *e)
+static int server_sizes(struct worker_pool *p, const struct settings *set,
+                        const struct stats_emit *e)
 {
     if (!set->track_sizes)
         return stats_emit_str(e, "sizes_status", "disabled");

@@ -107,8 +107,8 @@ size_t watch_format(const struct watch_rec *r, const char *key, size_t nkey, uin
         break;
     case WATCH_REC_CONN_CLOSE:
         transport = conn_peer(key, nkey, rip, sizeof rip, &rport);
-        m = snprintf(p, room, "type=conn_close rip=%s rport=%u transport=%s reason=%s cfd=%d",
-                     rip, rport, transport, reasons[r->status & 3], r->cfd);
+        m = snprintf(p, room, "type=conn_close rip=%s rport=%u transport=%s reason=%s cfd=%d", rip,
+                     rport, transport, reasons[r->status & 3], r->cfd);
         break;
     }
     if (m < 0 || (size_t)m >= room)
