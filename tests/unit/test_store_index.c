@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
 
 #include "store/store_index.h"
 
@@ -29,6 +30,13 @@ static uint64_t mix(uint64_t x) /* splitmix64's finalizer: a key's hash */
 static uint64_t slot_of(uint64_t i)
 {
     return slot_make(index_tag(mix(i)), 0, (uint32_t)i);
+}
+
+/* A slot's key hash, for growth: its offset is its item's number. */
+static uint64_t rehash_slot(void *arg, uint64_t slot)
+{
+    (void)arg;
+    return mix(slot_off(slot));
 }
 
 static void put(struct index *ix, uint64_t i)
@@ -87,10 +95,68 @@ static void test_free_overflow_chunks_are_unmapped(void **state)
     index_release(&ix);
 }
 
+#define THREADS 4
+#define PER_THREAD 60000u
+
+struct churn {
+    struct index *ix;
+    uint64_t base;
+    unsigned missed;
+};
+
+/* Insert a range, growing the table as inserts do, find it, take it out,
+ * twice: chains lengthen and shrink, chunks are mapped and unmapped, while
+ * the other threads do the same and buckets move. */
+static void *churn_thread(void *arg)
+{
+    struct churn *c = arg;
+    for (int round = 0; round < 2; round++) {
+        for (uint64_t i = c->base; i < c->base + PER_THREAD; i++) {
+            put(c->ix, i);
+            index_maintain(c->ix);
+        }
+        for (uint64_t i = c->base; i < c->base + PER_THREAD; i++)
+            c->missed += !find(c->ix, i, false);
+        for (uint64_t i = c->base; i < c->base + PER_THREAD; i++) {
+            c->missed += !find(c->ix, i, true);
+            index_maintain(c->ix);
+        }
+    }
+    return NULL;
+}
+
+/* Every key a thread put is found until it takes it out, whatever the
+ * others map, unmap or move meanwhile (run under ASan and TSan too), and
+ * once all are out the pool holds at most one chunk, where it used to keep
+ * every chunk it had mapped. */
+static void test_overflow_pool_under_growth_and_churn(void **state)
+{
+    (void)state;
+    struct index ix;
+    /* 2^3 buckets: every thread's inserts overflow and grow the table */
+    assert_int_equal(index_init(&ix, 5, rehash_slot, NULL), 0);
+    pthread_t th[THREADS];
+    struct churn c[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        c[t] = (struct churn){.ix = &ix, .base = (uint64_t)t * PER_THREAD};
+        assert_int_equal(pthread_create(&th[t], NULL, churn_thread, &c[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        assert_int_equal(c[t].missed, 0);
+    }
+    index_finish_growth(&ix);
+    assert_int_equal(ix.items, 0);
+    assert_int_equal(ix.overflow_used, 0);
+    assert_true(ix.nchunks <= 1);
+    index_release(&ix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_free_overflow_chunks_are_unmapped),
+        cmocka_unit_test(test_overflow_pool_under_growth_and_churn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
