@@ -119,13 +119,16 @@ LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o)
 LIB := $(OUT)/libnodelay.a
 SERVER := $(OUT)/nodelay
 
-UNIT_SRC := $(wildcard tests/unit/test_*.c)
+# tests/unit mirrors src/: a test sits in the folder of the code it tests
+# (tests/unit/store/test_store_ops.c tests src/store/), and its binary in the
+# same folder under $(OUT)/tests (build/release-epoll/tests/store/test_store_ops).
+UNIT_SRC := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 # Tests that measure (fill a 64 MiB store to its first eviction, run many
 # threads for seconds) take most of the unit time: they form a tier of their
 # own so that `make unit` stays quick. scripts/test-all.sh runs every
-# tests/unit/test_*.c, both tiers.
-UNIT_MEASURE := $(OUT)/tests/test_store_overhead $(OUT)/tests/test_store_stress
+# test under tests/unit, both tiers.
+UNIT_MEASURE := $(OUT)/tests/store/test_store_overhead $(OUT)/tests/store/test_store_stress
 UNIT_FAST := $(filter-out $(UNIT_MEASURE),$(UNIT_BIN))
 
 .PHONY: all server debug man unit unit-measure test fuzz bench clean run install FORCE

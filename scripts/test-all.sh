@@ -211,13 +211,14 @@ fi
 unit() { # config
     local cfg=$1 log="$LOGS/unit-$1.log" bins
     note "unit tests ($cfg)"
-    local srcs=(tests/unit/test_*.c)
-    if [ ! -e "${srcs[0]}" ]; then
-        fail "unit $cfg: no tests/unit/test_*.c"
+    local srcs s
+    mapfile -t srcs < <(find tests/unit -name 'test_*.c' | sort)
+    if [ ${#srcs[@]} -eq 0 ]; then
+        fail "unit $cfg: no tests/unit/*/test_*.c"
         return
     fi
     bins=()
-    for s in "${srcs[@]}"; do bins+=("build/$cfg-epoll/tests/$(basename "$s" .c)"); done
+    for s in "${srcs[@]}"; do s=${s#tests/unit/}; bins+=("build/$cfg-epoll/tests/${s%.c}"); done
     if ! make -j"$JOBS" CONFIG="$cfg" EVENT=epoll "${bins[@]}" >"$log.build" 2>&1; then
         tail -20 "$log.build"
         fail "unit $cfg: build (see $log.build)"
