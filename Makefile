@@ -13,6 +13,7 @@
 #   make unit-measure    the measurement tier: memory overhead per item and
 #                        the many-thread store stress (make test runs both)
 #   make test            everything CI runs (see scripts/test-all.sh)
+#   make test-STAGE      one stage of it, e.g. test-unit-asan, test-integration-epoll
 #   make fuzz            libFuzzer harnesses, briefly (clang)
 #   make bench           side-by-side benchmark against memcached
 #   make install         server, man page, systemd units (nodelay.service and
@@ -126,7 +127,7 @@ UNIT_SRC := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 # Tests that measure (fill a 64 MiB store to its first eviction, run many
 # threads for seconds) take most of the unit time: they form a tier of their
-# own so that `make unit` stays quick. scripts/test-all.sh runs every
+# own so that `make unit` stays quick. The unit stages of `make test` run every
 # test under tests/unit, both tiers.
 UNIT_MEASURE := $(OUT)/tests/store/test_store_overhead $(OUT)/tests/store/test_store_stress
 UNIT_FAST := $(filter-out $(UNIT_MEASURE),$(UNIT_BIN))
@@ -195,9 +196,15 @@ unit: $(UNIT_FAST)
 unit-measure: $(UNIT_MEASURE)
 	@set -e; for t in $(UNIT_MEASURE); do echo "== $$t"; $$t; done
 
-# The whole suite, every configuration CI runs.
+# The whole suite, every configuration CI runs: each stage is a target of its
+# own, `make test-unit-asan`, `make test-integration-epoll`, ... (the list:
+# scripts/test-stage.sh --list), which writes its counts to
+# build/test-results/STAGE; `make test` runs them all in order and sums them.
 test:
 	bash scripts/test-all.sh
+
+test-%:
+	@bash scripts/test-stage.sh $*
 
 FUZZ_SECONDS ?= 20
 fuzz:
