@@ -19,14 +19,13 @@ struct text_flush_req {
 
 enum text_flush_parsed {
     TEXT_FLUSH_OK,
-    TEXT_FLUSH_TOO_MANY,  /* more than two arguments: ERROR, before anything */
     TEXT_FLUSH_BAD_DELAY, /* said after the count and the -F check, as memcached */
 };
 
+/* memcached 1.6.45 reads the delay from the first argument and noreply from
+ * the last, and ignores any between (1.6.18 answered ERROR to them). */
 static enum text_flush_parsed text_flush_parse(const struct text_line *l, struct text_flush_req *r)
 {
-    if (l->ntok > 3)
-        return TEXT_FLUSH_TOO_MANY;
     r->noreply = text_line_noreply(l);
     r->delay = 0;
     if (l->ntok != (r->noreply ? 2u : 1u) && !text_tok_i32(&l->tok[1], &r->delay))
@@ -38,10 +37,6 @@ void text_cmd_flush_all(struct session *s, const struct text_line *l)
 {
     struct text_flush_req r;
     enum text_flush_parsed p = text_flush_parse(l, &r);
-    if (p == TEXT_FLUSH_TOO_MANY) {
-        TEXT_OUT(s, "ERROR");
-        return;
-    }
     text_of(s)->noreply = r.noreply;
     STAT_INC(s->stats, cmd_flush); /* counted even when refused, as memcached */
     if (!s->opt->flush_enabled) {
