@@ -31,7 +31,7 @@
 static uint64_t store_rehash(void *arg, uint64_t slot)
 {
     struct store *s = arg;
-    const char *p = seg_item(s, slot);
+    const char *p = seg_item(&s->pool, slot);
     struct item_hdr h;
     item_decode(p, &h);
     return XXH3_64bits(p + h.hlen, h.nkey);
@@ -52,13 +52,14 @@ int store_create(struct store **out, const struct store_options *opt)
     if (!s)
         return -1;
     s->opt = *opt;
+    s->pool.opt = &s->opt;
     size_t seg = STORE_SEG_MIN;
     while (seg < opt->item_size_max)
         seg <<= 1;
     s->pool.seg_size = seg;
     while ((s->pool.seg_size >> s->pool.off_shift) > SLOT_MAX_OFF)
         s->pool.off_shift++;
-    size_t nsegs = store_seg_count(s, opt->mem_limit);
+    size_t nsegs = seg_limit_for(&s->pool, opt->mem_limit);
     s->pool.seg_limit = nsegs > SLOT_MAX_SEGS ? 0 : (uint32_t)nsegs;
     if (s->pool.seg_limit < 1) {
         free(s);
@@ -103,8 +104,13 @@ int store_create(struct store **out, const struct store_options *opt)
         free(s);
         return -1;
     }
-    s->seg_hooks = (struct seg_hooks){.evicted_unread = store_evicted_unread, .arg = &s->ghost};
-    if (seg_pool_init(s) != 0) {
+    s->pool.index = &s->index;
+    s->pool.life = &s->life;
+    s->pool.classes = &s->classes;
+    s->pool.cas_next = &s->cas_next;
+    s->pool.pm = s->pm;
+    s->pool.hooks = (struct seg_hooks){.evicted_unread = store_evicted_unread, .arg = &s->ghost};
+    if (seg_pool_init(&s->pool) != 0) {
         index_release(&s->index);
         if (s->pm)
             persist_close(s, false);
@@ -152,10 +158,11 @@ void store_destroy(struct store **sp)
         store_ctx_destroy(&c);
     }
     /* Every thread is gone and every open segment sealed: with -e the
-     * file is now consistent, and is marked clean for the next start. */
+     * file is now consistent, and is marked clean for the next start
+     * (after the pool, whose segments may live in it). */
+    seg_pool_release(&s->pool);
     if (s->pm)
         persist_close(s, true);
-    seg_pool_release(s);
     index_release(&s->index);
     ghost_release(&s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
@@ -178,6 +185,7 @@ struct store_ctx *store_ctx_create(struct store *s)
     if (!c)
         return NULL;
     c->store = s;
+    c->seg = (struct seg_ctx){.pool = &s->pool, .cnt = &c->cnt, .cls = c->cls};
     pthread_mutex_lock(&s->ctx_lock);
     c->next = s->ctxs;
     if (s->ctxs)
@@ -194,8 +202,8 @@ void store_ctx_destroy(struct store_ctx **cp)
         return;
     struct store *s = c->store;
     for (unsigned g = 0; g < STORE_GROUPS; g++)
-        if (c->open[g])
-            seg_close(c, c->open[g]);
+        if (c->seg.open[g])
+            seg_close(&c->seg, c->seg.open[g]);
     pthread_mutex_lock(&s->ctx_lock);
 #define STORE_CTX_FOLD(n) s->gone.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
     STORE_COUNTERS(STORE_CTX_FOLD)
@@ -578,12 +586,12 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
                 uint64_t sl = cur[j];
                 if (!sl)
                     continue;
-                struct seg *seg = seg_of(s, slot_seg(sl));
+                struct seg *seg = seg_of(&s->pool, slot_seg(sl));
                 /* nothing linked there since: its items are older (but
                  * for a hit's bump, which memcached's walk may miss too) */
                 if (__atomic_load_n(&seg->last_write, __ATOMIC_RELAXED) < ol)
                     continue;
-                struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(s, sl),
+                struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(&s->pool, sl),
                                         .seg = seg};
                 item_decode(f.p, &f.h);
                 if ((item_get_u32(f.p, f.h.atime_off) & ~ITEM_S_MASK) < ol)
@@ -613,7 +621,7 @@ void store_flush(struct store *s, rel_time_t when)
     /* -e: in the file before any reader can see it, so an item seen
      * flushed never comes back after a kill. */
     if (s->pm)
-        persist_flush(s, ol, oc);
+        persist_flush(s->pm, ol, oc);
     /* oldest_cas first: a reader that sees the new oldest_live (acquire)
      * sees the CAS that goes with it. */
     __atomic_store_n(&s->life.oldest_cas, oc, __ATOMIC_RELAXED);
@@ -644,7 +652,7 @@ void store_set_temporary_ttl(struct store *s, int ttl)
 
 int store_set_mem_limit(struct store *s, size_t bytes)
 {
-    return seg_set_limit(s, bytes);
+    return seg_set_limit(&s->pool, bytes);
 }
 
 /* ---- walk -------------------------------------------------------------- */
@@ -684,5 +692,5 @@ void store_stats(struct store *s, struct store_stats *out)
         out->restore_ms = s->pm->restore_us / 1000;
         out->restore_cpu_ms = s->pm->restore_cpu_us / 1000;
     }
-    seg_counts(s, out); /* curr_items, bytes, segments, the segment table */
+    seg_counts(&s->pool, out); /* curr_items, bytes, segments, the segment table */
 }

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* MADV_REMOVE */
 #include "store/persist/persist.h"
 #include "store/persist/split.h"
+#include "store/store_core.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -331,9 +332,9 @@ void persist_heartbeat(struct store *s)
     pm_store32(&h->index_level, index_level(&s->index));
 }
 
-void persist_cas(struct store *s, uint64_t cas)
+void persist_cas(struct persist *pm, uint64_t cas)
 {
-    uint64_t *c = &s->pm->hdr->cas_ceiling;
+    uint64_t *c = &pm->hdr->cas_ceiling;
     uint64_t want = cas + PM_CAS_STEP;
     uint64_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
     while (cur <= cas && !__atomic_compare_exchange_n(c, &cur, want, false, __ATOMIC_RELEASE,
@@ -341,17 +342,15 @@ void persist_cas(struct store *s, uint64_t cas)
         ;
 }
 
-void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas)
+void persist_flush(struct persist *pm, rel_time_t oldest_live, uint64_t oldest_cas)
 {
-    struct persist *pm = s->pm;
     pthread_mutex_lock(&pm->flush_lock);
     pm_flush_write(pm, oldest_live, oldest_cas);
     pthread_mutex_unlock(&pm->flush_lock);
 }
 
-void persist_seg_open(struct store *s, struct seg *seg)
+void persist_seg_open(struct persist *pm, struct seg *seg)
 {
-    struct persist *pm = s->pm;
     struct pm_seg *ps = pm_seg(pm, seg->id);
     /* Empty first, then in use: a kill between leaves nothing to walk. */
     pm_store32(&ps->write_off, 0);
@@ -362,9 +361,9 @@ void persist_seg_open(struct store *s, struct seg *seg)
     pm_store64(&ps->seq, seq ? seq : 1);
 }
 
-void persist_seg_free(struct store *s, struct seg *seg)
+void persist_seg_free(struct persist *pm, struct seg *seg)
 {
-    struct pm_seg *ps = pm_seg(s->pm, seg->id);
+    struct pm_seg *ps = pm_seg(pm, seg->id);
     pm_store64(&ps->seq, 0);
     pm_store32(&ps->flags, 0);
 }
@@ -427,7 +426,7 @@ static void *persist_sum_thread(void *arg)
     struct persist *pm = j->s->pm;
     for (uint32_t i = j->first; i < pm->nsegs; i += j->step) {
         struct pm_seg *ps = pm_seg(pm, i);
-        ps->sum = ps->seq ? XXH3_64bits(pm_seg_data(pm, j->s, i), ps->write_off) : 0;
+        ps->sum = ps->seq ? XXH3_64bits(pm_seg_data(pm, j->s->pool.seg_size, i), ps->write_off) : 0;
     }
     return NULL;
 }
@@ -445,8 +444,8 @@ void persist_close(struct store *s, bool clean)
             jobs[i] = (struct persist_sums){s, i, t};
         split_run(persist_sum_thread, (char *)jobs, sizeof(jobs[0]), t);
         persist_heartbeat(s);
-        persist_cas(s, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
-        persist_flush(s, s->life.oldest_live, s->life.oldest_cas);
+        persist_cas(pm, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
+        persist_flush(pm, s->life.oldest_live, s->life.oldest_cas);
         h->epoch = (int64_t)clock_epoch();
         h->stop_sum = persist_stop_sum(pm);
         pm_store32(&h->state, PM_CLEAN);

@@ -14,7 +14,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/store_core.h"
+#include "base/clock.h"
+#include "store/store.h"
+#include "store/store_compat.h"
+
+struct seg;
+struct store;
 
 #define PM_MAGIC "NDLYMEM"  /* 8 bytes with its NUL */
 #define PM_VERSION 2        /* bump when the file or item layout changes */
@@ -148,9 +153,9 @@ static inline struct pm_seg *pm_seg(struct persist *pm, uint32_t id)
 {
     return &pm->segs[id];
 }
-static inline char *pm_seg_data(struct persist *pm, struct store *s, uint32_t id)
+static inline char *pm_seg_data(struct persist *pm, size_t seg_size, uint32_t id)
 {
-    return pm->data + (size_t)id * s->pool.seg_size;
+    return pm->data + (size_t)id * seg_size;
 }
 static inline uint64_t pm_loc(uint32_t seg, uint32_t off)
 {
@@ -184,13 +189,13 @@ uint64_t persist_stop_sum(struct persist *pm);
 /* Once a second (housekeeper): clock, item count, CAS ceiling. */
 void persist_heartbeat(struct store *s);
 /* Make the CAS ceiling cover cas (store_next_cas, when it reaches it). */
-void persist_cas(struct store *s, uint64_t cas);
+void persist_cas(struct persist *pm, uint64_t cas);
 /* flush_all state, before store_flush publishes it. */
-void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas);
+void persist_flush(struct persist *pm, rel_time_t oldest_live, uint64_t oldest_cas);
 /* A segment is (re)opened: empty, new sequence (pool lock). */
-void persist_seg_open(struct store *s, struct seg *seg);
+void persist_seg_open(struct persist *pm, struct seg *seg);
 /* A segment holds nothing any more (pool lock). */
-void persist_seg_free(struct store *s, struct seg *seg);
+void persist_seg_free(struct persist *pm, struct seg *seg);
 /* Overwrite journal around store_link: begin before the new item is
  * committed, end after the old one is marked dead. */
 struct pm_journal *persist_journal_begin(struct persist *pm, uint64_t old_loc, uint64_t new_loc);
