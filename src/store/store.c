@@ -16,6 +16,8 @@
 #include "store/store_write.h"
 #include "store/persist/persist.h"
 #include "store/persist/restore.h"
+#include "store/seg_counts.h"
+#include "store/store_crawl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -77,10 +79,18 @@ int store_create(struct store **out, const struct store_options *opt)
      * our buckets follow its contract. The index grows on its own from there. */
     unsigned level = opt->hashpower ? opt->hashpower : 16;
     if (opt->memory_file) {
-        if (persist_open(s, opt->memory_file, &s->pm) != 0) {
+        struct pm_settings want = {.mem_limit = opt->mem_limit,
+                                   .item_size_max = opt->item_size_max,
+                                   .seg_size = s->pool.seg_size,
+                                   .nsegs = s->pool.seg_limit,
+                                   .cas_enabled = opt->cas_enabled};
+        if (persist_open(&want, opt->memory_file, &s->pm) != 0) {
             free(s);
             return -1;
         }
+        s->pm->index = &s->index;
+        s->pm->life = &s->life;
+        s->pm->cas_next = &s->cas_next;
         /* A restore inserts every item at once: size the index for them
          * now, as growth would have, rather than grow it step by step. */
         uint64_t hint = s->pm->start >= PM_START_CLEAN && s->pm->start <= PM_START_CRASH
@@ -100,7 +110,7 @@ int store_create(struct store **out, const struct store_options *opt)
     }
     if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
-            persist_close(s, false);
+            persist_close(s->pm, false);
         free(s);
         return -1;
     }
@@ -113,7 +123,7 @@ int store_create(struct store **out, const struct store_options *opt)
     if (seg_pool_init(&s->pool) != 0) {
         index_release(&s->index);
         if (s->pm)
-            persist_close(s, false);
+            persist_close(s->pm, false);
         free(s);
         return -1;
     }
@@ -121,7 +131,7 @@ int store_create(struct store **out, const struct store_options *opt)
     ghost_init(&s->ghost, opt->mem_limit);
     pthread_mutex_init(&s->ctx_lock, NULL);
     pthread_mutex_init(&s->life.flush_lock, NULL);
-    store_upload_init(s);
+    store_upload_init(&s->up);
     pthread_mutex_init(&s->hk.lock, NULL);
     pthread_cond_init(&s->hk.cond, NULL);
     s->hk.ctx = store_ctx_create(s);
@@ -162,13 +172,13 @@ void store_destroy(struct store **sp)
      * (after the pool, whose segments may live in it). */
     seg_pool_release(&s->pool);
     if (s->pm)
-        persist_close(s, true);
+        persist_close(s->pm, true);
     index_release(&s->index);
     ghost_release(&s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
     pthread_mutex_destroy(&s->life.flush_lock);
     pthread_mutex_destroy(&s->hk.lock);
-    store_upload_release(s);
+    store_upload_release(&s->up);
     pthread_cond_destroy(&s->hk.cond);
     free(s);
     *sp = NULL;

@@ -10,6 +10,7 @@
 #include "store/store_life.h"
 #include "store/store_lookup.h"
 #include "store/seg_counts.h"
+#include "store/store_seg.h"
 
 #include <string.h>
 

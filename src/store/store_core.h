@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The store itself (store.c): struct store, which holds one of each part's
+/* The composition (store.c): struct store, which holds one of each part's
  * structs (the segment pool, index, classes, item life, ghost list,
- * uploads, housekeeper, the -e file), and the per-worker struct store_ctx.
- * The parts call one another only downward; docs/store.md "The store's
- * parts" has the order, and scripts/check-layers.sh keeps it. The inline
- * helpers here call nothing above the index and items. Nothing outside
- * src/store includes this header. */
+ * uploads, housekeeper, the -e file), and the per-worker struct store_ctx
+ * (with the pool's per-worker struct seg_ctx). Included only by the files
+ * that compose the parts, from the lookup up; the parts below never see
+ * it (docs/design.md "The store's parts"; scripts/check-layers.sh keeps
+ * both the calls and the includes in order). The inline helpers here call
+ * nothing above the items. Nothing outside src/store includes this header. */
 #ifndef NODELAY_STORE_CORE_H
 #define NODELAY_STORE_CORE_H
 
@@ -13,18 +14,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/hugemem.h"
 #include "store/store.h"
-#include "store/store_index.h"
+#include "store/store_counters.h"
 #include "store/store_item.h"
+#include "store/store_index.h"
+#include "store/store_life.h"
 #include "store/store_classes.h"
+#include "store/store_seg.h"
 #include "store/store_ghost.h"
 #include "store/store_upload.h"
 #include "store/store_crawl.h"
-#include "store/store_life.h"
-#include "store/store_lookup.h"
-#include "store/store_seg.h"
-#include "store/store_counters.h"
 
 /* Counts on a ctx's counters (store_counters.h). */
 #define CTR_ADD(ctx, f, n) CNT_ADD(&(ctx)->cnt, f, n)

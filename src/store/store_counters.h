@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What a worker counts (no .c): its event counters (STORE_COUNTERS,
- * store.h) and its per-class counters (STORE_CLASS_EVENTS), each with a
- * single writer, the worker's thread, and read by stats. Beneath every
- * part that counts: the segment pool counts its evictions through a
- * pointer to its worker's (struct seg_ctx). */
+ * store.h) and its per-class counters (STORE_CLASS_EVENTS, store_compat.h),
+ * each with a single writer, the worker's thread, and read by stats.
+ * Beneath every part that counts: the segment pool counts its evictions
+ * through a pointer to its worker's (struct seg_ctx). */
 #ifndef NODELAY_STORE_COUNTERS_H
 #define NODELAY_STORE_COUNTERS_H
 
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_compat.h"
 
 struct store_ctx_counters {
 #define STORE_CTX_FIELD(n) uint64_t n;

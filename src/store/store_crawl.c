@@ -7,12 +7,14 @@
  * crawler count apart. */
 #include "store/store_crawl.h"
 #include "store/store_core.h"
-#include "store/store_link.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
 #include "store/persist/persist.h"
+#include "store/store_life.h"
+#include "store/store_classes.h"
+#include "store/seg_counts.h"
 
 #include <time.h>
 
@@ -128,7 +130,7 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
 void store_housekeep(struct store *s)
 {
     if (s->pm)
-        persist_heartbeat(s);
+        persist_heartbeat(s->pm);
     seg_reclaim_expired(&s->hk.ctx->seg);
     /* Crawl only when something can have expired or been flushed: an idle
      * or TTL-less cache then costs the housekeeper nothing but this check.

@@ -8,6 +8,8 @@
 #include "store/store_item.h"
 #include "store/store_seg.h"
 #include "store/persist/persist.h"
+#include "store/seg_counts.h"
+#include "store/store_lookup.h"
 
 uint64_t store_next_cas(struct store *s)
 {

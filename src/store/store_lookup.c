@@ -8,6 +8,9 @@
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_seg.h"
+#include "store/store_life.h"
+#include "store/store_classes.h"
+#include "store/seg_counts.h"
 
 #include <string.h>
 #include <xxhash.h>

@@ -6,6 +6,7 @@
 #include "test_store_helpers.h"
 
 #include "store/store_core.h"
+#include "store/store_lookup.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -12,6 +12,12 @@
 #include "store/persist/persist.h"
 #include "store/persist/split.h"
 #include "store/persist/restore_index.h"
+#include "store/store_core.h"
+#include "store/store_classes.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_life.h"
+#include "store/store_seg.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -560,7 +566,7 @@ void restore_run(struct store *s)
     }
     h->epoch = (int64_t)clock_epoch();
     h->stop_sum = 0;
-    persist_heartbeat(s);
+    persist_heartbeat(s->pm);
     /* both flush copies whole again (one may have failed its checksum) */
     persist_flush(s->pm, s->life.oldest_live, s->life.oldest_cas);
     clock_gettime(CLOCK_MONOTONIC, &t1);
