@@ -151,6 +151,12 @@ unit_stage() { # config
         fail "unit $cfg: build (see $log.build)"
         return
     fi
+    # tests are held to the server's rule: a warning (an undeclared function
+    # above all) fails the stage, though the binaries still run
+    if grep -q 'warning:' "$log.build"; then
+        grep 'warning:' "$log.build" | head -5
+        fail "unit $cfg: the build has warnings (see $log.build)"
+    fi
     : >"$log"
     for b in "${bins[@]}"; do
         local out rc p f sk t0 t
