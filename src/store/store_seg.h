@@ -30,10 +30,11 @@ struct store_ctx;
  * above them: the store fills this table in (store_create) and the
  * segments call through it. */
 struct seg_hooks {
-    /* A live item was evicted from the small queue without a read (the
-     * ghost list remembers its key). Called under the pool lock and the
-     * item's bucket lock. */
-    void (*evicted_unread)(void *arg, uint64_t hv);
+    /* A live item was evicted without a read since it was written (small
+     * queue) or since the last pass (main): the ghost list remembers its
+     * key and queue. Called under the pool lock and the item's bucket
+     * lock. */
+    void (*evicted_unread)(void *arg, uint64_t hv, bool from_main);
     void *arg;
 };
 
@@ -78,6 +79,7 @@ struct seg_pool {
     struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
     struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
     int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
+    int64_t small_target;      /* bytes the small queue may hold before it gives the victim (atomic) */
     uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
@@ -110,6 +112,9 @@ void seg_pool_release(struct store *s);
 /* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
  * NULL when no room can be made. Seals the ctx's previous open segment of g. */
 struct seg *seg_open(struct store_ctx *ctx, unsigned g);
+/* A key written again after it left a queue unread (the ghost list): that
+ * queue was too short; moves the small queue's target by half the item. */
+void seg_steer_small(struct store *s, bool grow, uint32_t item_bytes);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
 void seg_pay(struct store_ctx *ctx);
 /* Give a ctx's open segment back (ctx destroy). */
