@@ -79,7 +79,13 @@ struct seg_pool {
     struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
     struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
     int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
-    int64_t small_target;      /* bytes the small queue may hold before it gives the victim (atomic) */
+    /* Bytes the small queue may hold before it gives the victim (atomic):
+     * written by any worker whose write finds its key in the ghost, so it
+     * has a cache line of its own, away from evict_pace that every write
+     * reads. */
+    char small_target_before[64];
+    int64_t small_target;
+    char small_target_after[56];
     uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
