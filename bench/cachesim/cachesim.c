@@ -28,8 +28,9 @@
  *              now): keys that leave main unread go to the ghost too, tagged
  *              so (never over an entry from small); a key written again
  *              while in the ghost moves small's target by --ad-step items
- *              (0.5), up if it left small, down if it left main (ARC's
- *              rule), between one segment and 90 %; it starts at 10 %
+ *              (0.5) times the other queue's ghost entries over its own
+ *              (at least 1), up if it left small, down if it left main
+ *              (ARC's rule), between one segment and 90 %; it starts at 10 %
  *   s3fifo     S3-FIFO over whole items (Yang et al., SOSP '23): small 10 %,
  *              main 90 %, ghost of main's size, 2-bit counters
  *   s3fifo-ad  s3fifo whose small share follows ghost hits as ARC's p does:
@@ -169,6 +170,7 @@ struct sim {
     uint32_t *gfp, gsize;
     uint8_t *gtag;    /* s3fifo-seg-ad: the ghost entry left small (1) or main (2) */
     double share;     /* s3fifo-seg-ad: small's target, in items */
+    double gn[3];     /* s3fifo-seg-ad: ghost entries from small [1] and main [2] */
     bool keep_all;
     uint32_t *kept; /* a victim's kept items, in order */
     /* belady */
@@ -462,13 +464,15 @@ static void seg_evict_one(struct sim *s)
         s->loc[id] = NIL;
         s->n--;
         if (small && !keep) {
+            if (s->gfp[gfp_slot(s, id)]) s->gn[s->gtag[gfp_slot(s, id)]]--;
             s->gfp[gfp_slot(s, id)] = id + 1;
-            s->gtag[gfp_slot(s, id)] = 1;
+            s->gtag[gfp_slot(s, id)] = 1; s->gn[1]++;
         } else if (s->adaptive && !keep &&
                    !(s->gfp[gfp_slot(s, id)] && s->gtag[gfp_slot(s, id)] == 1)) {
             /* main's leavers never overwrite small's: those admit */
+            if (s->gfp[gfp_slot(s, id)]) s->gn[s->gtag[gfp_slot(s, id)]]--;
             s->gfp[gfp_slot(s, id)] = id + 1;
-            s->gtag[gfp_slot(s, id)] = 2;
+            s->gtag[gfp_slot(s, id)] = 2; s->gn[2]++;
         }
     }
     s->seg_n[v] = 0;
@@ -523,7 +527,12 @@ static void seg_set(struct sim *s, uint32_t id)
             /* ARC's rule: a key back from small's ghost says small is too
              * short; one back from main's ghost says main is */
             double lo = s->seg_items, hi = s->nseg * 0.9 * s->seg_items;
-            s->share += s->gtag[slot] == 1 ? seg_ad_step : -seg_ad_step;
+            s->gn[s->gtag[slot]]--;
+            /* weighted as ARC weighs it: by the other ghost's size over
+             * this one's, at least one */
+            double a1 = s->gn[1] > 1 ? s->gn[1] : 1, a2 = s->gn[2] > 1 ? s->gn[2] : 1;
+            double ws = a2 / a1 > 1 ? a2 / a1 : 1, wm = a1 / a2 > 1 ? a1 / a2 : 1;
+            s->share += s->gtag[slot] == 1 ? seg_ad_step * ws : -seg_ad_step * wm;
             s->share = s->share < lo ? lo : s->share > hi ? hi : s->share;
         }
     }
