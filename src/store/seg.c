@@ -753,14 +753,17 @@ static bool seg_evict_one(struct store_ctx *ctx)
 
 /* ARC's rule on S3-FIFO's queues (docs/store.md "Eviction"): a key back
  * from small's ghost grows small's target, one back from main's shrinks
- * it, by half the item each, between one segment and 9/10 of -m. Called
- * by a write that found its key in the ghost, without the pool lock. */
-void seg_steer_small(struct store *s, bool grow, uint32_t item_bytes)
+ * it, by step bytes (ghost_step), between one segment and 9/10 of -m.
+ * Called by a write that found its key in the ghost, without the pool
+ * lock. */
+void seg_steer_small(struct store *s, bool grow, uint64_t step_bytes)
 {
     int64_t lo = (int64_t)s->pool.seg_size;
     int64_t limit = (int64_t)__atomic_load_n(&s->pool.seg_limit, __ATOMIC_RELAXED);
     int64_t hi = limit * lo / 10 * 9;
-    int64_t step = grow ? (int64_t)(item_bytes / 2) : -(int64_t)(item_bytes / 2);
+    if (step_bytes > (uint64_t)hi)
+        step_bytes = (uint64_t)hi;
+    int64_t step = grow ? (int64_t)step_bytes : -(int64_t)step_bytes;
     int64_t old = __atomic_load_n(&s->pool.small_target, __ATOMIC_RELAXED), want;
     do {
         want = old + step;

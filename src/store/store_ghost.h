@@ -20,6 +20,12 @@
 struct store_ghost {
     uint32_t *tab; /* NULL: no ghost list (out of memory at start) */
     uint64_t mask;
+    /* Entries from small [0] and from main [1], atomic (a lost race
+     * skews them by one); every add and take writes them, so they sit on
+     * a cache line apart from tab and mask, which every take reads. */
+    char counts_before[64];
+    int64_t n[2];
+    char counts_after[48];
 };
 
 /* Sized for a store of mem_limit bytes; without memory, no ghost list. */
@@ -41,12 +47,13 @@ static inline void ghost_add(struct store_ghost *g, uint64_t hv, bool from_main)
     if (!g->tab)
         return;
     uint32_t *e = &g->tab[(hv >> 52 ^ hv) & g->mask];
-    if (from_main) {
-        uint32_t old = __atomic_load_n(e, __ATOMIC_RELAXED);
-        if (old && !(old & 1))
-            return;
-    }
-    __atomic_store_n(e, ghost_fp(hv) | from_main, __ATOMIC_RELAXED);
+    uint32_t old = __atomic_load_n(e, __ATOMIC_RELAXED);
+    if (from_main && old && !(old & 1))
+        return;
+    old = __atomic_exchange_n(e, ghost_fp(hv) | from_main, __ATOMIC_RELAXED);
+    if (old)
+        __atomic_fetch_sub(&g->n[old & 1], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&g->n[from_main], 1, __ATOMIC_RELAXED);
 }
 
 /* Was hv's key evicted unread, and from where? Forgets it. */
@@ -56,10 +63,25 @@ static inline enum ghost_from ghost_take(struct store_ghost *g, uint64_t hv)
         return GHOST_NONE;
     uint32_t *e = &g->tab[(hv >> 52 ^ hv) & g->mask];
     uint32_t v = __atomic_load_n(e, __ATOMIC_RELAXED);
-    if ((v & ~1u) != ghost_fp(hv))
+    if ((v & ~1u) != ghost_fp(hv) ||
+        !__atomic_compare_exchange_n(e, &v, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return GHOST_NONE;
-    __atomic_store_n(e, 0, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&g->n[v & 1], 1, __ATOMIC_RELAXED);
     return v & 1 ? GHOST_MAIN : GHOST_SMALL;
+}
+
+/* How far a key back from queue `from` moves small's target: half its
+ * bytes, times the other queue's entries over this one's when there are
+ * more (ARC's weights: the rarer kind of hit says more). */
+static inline uint64_t ghost_step(const struct store_ghost *g, enum ghost_from from,
+                                  uint64_t item_bytes)
+{
+    int64_t mine = __atomic_load_n(&g->n[from == GHOST_MAIN], __ATOMIC_RELAXED);
+    int64_t other = __atomic_load_n(&g->n[from != GHOST_MAIN], __ATOMIC_RELAXED);
+    uint64_t step = item_bytes / 2;
+    if (mine < 1)
+        mine = 1;
+    return other > mine ? step * (uint64_t)other / (uint64_t)mine : step;
 }
 
 #endif

@@ -89,7 +89,7 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
         enum ghost_from gf = ghost_take(&s->ghost, hv);
         *slot = gf != GHOST_NONE ? slot_hit(ns) : ns;
         if (gf != GHOST_NONE)
-            seg_steer_small(s, gf == GHOST_SMALL, item_total(&h));
+            seg_steer_small(s, gf == GHOST_SMALL, ghost_step(&s->ghost, gf, item_total(&h)));
     }
     struct store_cls_of nc = classes_item(&s->classes, p, &h);
     seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),

@@ -119,8 +119,9 @@ void seg_pool_release(struct store *s);
  * NULL when no room can be made. Seals the ctx's previous open segment of g. */
 struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* A key written again after it left a queue unread (the ghost list): that
- * queue was too short; moves the small queue's target by half the item. */
-void seg_steer_small(struct store *s, bool grow, uint32_t item_bytes);
+ * queue was too short; moves the small queue's target by step bytes
+ * (ghost_step). */
+void seg_steer_small(struct store *s, bool grow, uint64_t step);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
 void seg_pay(struct store_ctx *ctx);
 /* Give a ctx's open segment back (ctx destroy). */
