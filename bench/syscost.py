@@ -6,7 +6,7 @@ CPU split into user space and kernel: nodelay on epoll (ne) and io_uring
 
   bench/syscost.py [--servers ne,nu,fe,fu,mc] [--workload get90_p1|get90_p16|mget16]
                    [--generator loadgen|memtier] [--seconds 2] [--rounds 1]
-                   [--nodelay PATH] [--memcached PATH]
+                   [--nodelay PATH] [--memcached PATH] [--memtier PATH]
 
 Each server is started alone, pinned to CPU 1 (-t 1), prefilled, and run
 under the workload on CPU 0 twice: once for its CPU per request (utime and
@@ -26,7 +26,8 @@ import time
 
 from benchproc import ROOT, free_port, start_server, stop_server, wait_for_port
 
-REF = os.path.join(ROOT, "..", "shared", "ref")
+# memcached 1.6.45 and memtier_benchmark, where bench/compare.sh finds them
+REF = os.environ.get("NODELAY_REF_DIR", os.path.join(ROOT, "..", "shared", "ref"))
 WORKLOADS = {  # bench/compare.sh's arguments
     "get90_p1": "-c 50 -d 1 -g 0.9 -v 100 -k 100000",
     "get90_p16": "-c 50 -d 16 -g 0.9 -v 100 -k 100000",
