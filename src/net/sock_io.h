@@ -15,7 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(SYS_read) || \
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(SYS_read) ||         \
     !defined(SYS_readv) || !defined(SYS_writev)
 #define SOCK_IO_LIBC 1
 #endif
