@@ -27,7 +27,7 @@
 #
 # The last line is "layers: ok ..." or "layers: LOOP ...".
 set -u
-INFOLDER_ENFORCED="event metrics proto reply settings stats store"
+INFOLDER_ENFORCED="base event metrics net proto reply server settings stats store watch"
 cd "$(dirname "$0")/.."
 
 part() {

@@ -494,9 +494,9 @@ static enum store_status store_upload_place(struct store_ctx *ctx, struct store_
     return st;
 }
 
-enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
-                               const struct store_set_req *req, uint64_t *cas_out,
-                               uint32_t *size_out)
+static enum store_status store_commit_res(struct store_ctx *ctx, struct store_reservation *res,
+                                          const struct store_set_req *req, uint64_t *cas_out,
+                                          uint32_t *size_out)
 {
     res->cas_cls = 0;
     if (res->cut) {
@@ -515,6 +515,17 @@ enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *
                                            store_write_reclaims(ctx->store), cas_out);
     if (st == STORE_OK && size_out)
         *size_out = n;
+    return st;
+}
+
+enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
+                               const struct store_set_req *req, uint64_t *cas_out,
+                               uint32_t *size_out)
+{
+    /* Before the commit: an upload's placing replaces *res. */
+    uint8_t cls = (uint8_t)store_reservation_class(ctx, res, req->flags);
+    enum store_status st = store_commit_res(ctx, res, req, cas_out, size_out);
+    res->cls = cls;
     return st;
 }
 
