@@ -89,9 +89,11 @@ void text_cmd_shutdown(struct session *s, const struct text_line *l)
     }
 }
 
+/* As flush_all: 1.6.45 reads the size from the first argument and noreply
+ * from the last, ignoring any between. */
 void text_cmd_memlimit(struct session *s, const struct text_line *l)
 {
-    if (l->ntok < 2 || l->ntok > 3) {
+    if (l->ntok < 2) {
         TEXT_OUT(s, "ERROR");
         return;
     }

@@ -7,6 +7,7 @@
 
 #include "store/store_core.h"
 #include "store/store_seg.h"
+#include "store/store_link.h"
 #include "store/store_upload.h"
 
 #include <stdio.h>
@@ -43,7 +44,7 @@ static void test_uploads_pin_no_segment(void **state)
     struct store_stats st = st_of(&t);
     assert_int_equal(st.upload_bytes, N * 100 + 10 * 5 + 90 * 6 + 100 * 7);
     for (uint32_t i = 0; i < t.s->pool.seg_cap; i++)
-        assert_int_equal(seg_of(t.s, i)->refcount, 0);
+        assert_int_equal(seg_of(&t.s->pool, i)->refcount, 0);
     /* 8 MB of writes through 4 MB of memory: eviction still works */
     static char big[100000];
     memset(big, 'b', sizeof big - 1);
