@@ -27,6 +27,8 @@
  * pin can be taken) and it waits in `draining` until its refcount drops to
  * zero. While a victim is being compacted (SEG_COMPACTING) a reader may not
  * pin it: it waits and looks again (seg_try_pin).
+ * A worker that finds every segment open or draining waits for the pins of
+ * reads in progress, not for those reply queues keep (seg_wait_pins).
  *
  * Lock order: the pool lock (pool.lock), then bucket locks, then the index pool lock.
  */
@@ -43,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <xxhash.h>
 
 /* At most this share of a victim may be carried forward. */
@@ -793,6 +796,42 @@ out:
     pthread_mutex_unlock(&s->pool.lock);
 }
 
+/* How long a write waits for pins of reads in progress before it is
+ * refused (seg_wait_pins). */
+#define SEG_PIN_WAIT_NS (500ull * 1000 * 1000)
+
+/* Every segment is open, draining or walked, and none is free (pool lock
+ * held): room comes only when a draining segment's pins go. A pin a reply
+ * queue keeps (seg_keep) waits for its client, who may never read: with
+ * only those, no room can be made and the write is refused (memcached's
+ * SERVER_ERROR out of memory). Any other pin is a thread's in the middle
+ * of a request (no segment is held across a read: store_upload.c), gone
+ * within microseconds unless that thread is descheduled, so the write
+ * waits for it with the pool lock released, up to SEG_PIN_WAIT_NS from its
+ * first wait (*until, 0 before it; the bound is for a caller that holds
+ * such a pin itself). false: no room can be made. */
+static bool seg_wait_pins(struct store *s, uint64_t *until)
+{
+    bool passing = false;
+    for (struct seg *d = s->pool.draining.head; d && !passing; d = d->next)
+        passing = __atomic_load_n(&d->kept, __ATOMIC_RELAXED) == 0 &&
+                  __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) != 0;
+    if (!passing)
+        return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (!*until)
+        *until = now + SEG_PIN_WAIT_NS;
+    else if (now >= *until)
+        return false;
+    pthread_mutex_unlock(&s->pool.lock);
+    struct timespec nap = {0, 20 * 1000};
+    nanosleep(&nap, NULL);
+    pthread_mutex_lock(&s->pool.lock);
+    return true;
+}
+
 struct seg *seg_open(struct store_ctx *ctx, unsigned g)
 {
     struct store *s = ctx->store;
@@ -806,9 +845,11 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
         __atomic_fetch_sub(&s->pool.open_segs, 1, __ATOMIC_RELAXED);
     }
     struct seg *seg = NULL;
-    /* Each pass removes a sealed segment from a queue, so this ends. */
+    uint64_t until = 0;
+    /* Each eviction takes a sealed segment from a queue, and the wait for
+     * pins is bounded, so this ends. */
     while (!(seg = seg_take_free(s))) {
-        if (!seg_evict_one(ctx))
+        if (!seg_evict_one(ctx) && !seg_wait_pins(s, &until))
             break;
     }
     if (seg)
