@@ -838,8 +838,6 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     pthread_mutex_lock(&s->pool.lock);
     struct seg *prev = ctx->open[g];
     if (prev) {
-        /* Recycling a spent open segment here (seg_spent) is off: the soak
-         * saw workers stall others for 40 ms+ with it (docs/store.md). */
         seg_seal(ctx, prev, true);
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&s->pool.open_segs, 1, __ATOMIC_RELAXED);
@@ -862,6 +860,53 @@ struct seg *seg_open(struct store_ctx *ctx, unsigned g)
     seg_pace_update(s);
     pthread_mutex_unlock(&s->pool.lock);
     return seg;
+}
+
+/* A worker's open segment made empty again in place (seg_spent said
+ * nothing in it is wanted), without the pool lock: it is in no queue, only
+ * its owner writes it, and nothing else walks it. Items still linked (all
+ * expired) are unlinked first and count as reclaimed, as memcached's
+ * allocation counts the expired chunks it reuses; once none is linked no
+ * reader can take a new pin, and with no pin left the bytes are the
+ * owner's. No segment changes hands, so no other writer waits for this. */
+bool seg_recycle(struct store_ctx *ctx, struct seg *seg)
+{
+    struct store *s = ctx->store;
+    rel_time_t now = clock_now();
+    size_t align = (size_t)1 << s->pool.off_shift;
+    struct seg_walk w = {.v = seg};
+    for (size_t off = 0; off < seg->write_off &&
+                         __atomic_load_n(&seg->live_items, __ATOMIC_ACQUIRE) != 0;) {
+        char *p = seg->data + off;
+        if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) {
+            off += align; /* padding, as seg_walk_step */
+            continue;
+        }
+        struct item_hdr h;
+        item_decode(p, &h);
+        uint64_t hv, *b;
+        uint32_t tag;
+        uint64_t *slot = seg_find_slot(s, seg, off, p, &h, &hv, &tag, &b);
+        if (slot && life_of_item(&s->life, p, &h, seg->cas_base, now) == ITEM_LIVE) {
+            index_unlock(b); /* touched to a later expiry meanwhile: wanted */
+            return false;
+        }
+        if (slot)
+            seg_drop_item(ctx, &w, p, &h, b, slot, hv, now);
+        index_unlock(b);
+        off = (off + item_total(&h) + align - 1) & ~(align - 1);
+    }
+    /* Acquire pairs with seg_note_gone's release: a pin taken before an
+     * item was unlinked is seen here. */
+    if (__atomic_load_n(&seg->live_items, __ATOMIC_ACQUIRE) != 0 ||
+        __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE) != 0)
+        return false;
+    __atomic_fetch_add(&seg->gen, 1, __ATOMIC_RELEASE);
+    if (s->pm)
+        persist_seg_free(s, seg); /* every item in it is dead */
+    seg_reset(s, seg, seg->group, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
+    CTR_INC(ctx, seg_expired);
+    return true;
 }
 
 void seg_close(struct store_ctx *ctx, struct seg *seg)

@@ -53,7 +53,8 @@ void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t 
 
 void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
 {
-    __atomic_fetch_sub(&seg->live_items, 1, __ATOMIC_RELAXED);
+    /* release: seg_recycle, seeing none live, sees the pins taken before */
+    __atomic_fetch_sub(&seg->live_items, 1, __ATOMIC_RELEASE);
     __atomic_fetch_sub(&seg->live_bytes, size, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&seg->cls_items[c->cls], 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);

@@ -84,11 +84,11 @@ struct seg_pool {
     size_t mem_limit;
 };
 
-/* An open segment could be recycled rather than appended to (off for now:
- * docs/store.md "Expiry") once at least this share of it is written and nothing in it is
- * wanted any more: no live item (all deleted, overwritten or reclaimed by
- * the housekeeper) or its latest expiry passed, and no pin. The check costs
- * a write two loads on the segment's header (which the write touches
+/* An open segment is recycled rather than appended to (seg_recycle) once
+ * at least this share of it is written and nothing in it is wanted any
+ * more: no live item (all deleted, overwritten or reclaimed by the
+ * housekeeper) or its latest expiry passed, and no pin. The check costs a
+ * write two loads on the segment's header (which the write touches
  * anyway), and one clock read in an expiring TTL group; the recycle itself
  * at most once per this share of a segment written. */
 #define SEG_RECYCLE_DIV 8
@@ -112,6 +112,9 @@ void seg_pool_release(struct store *s);
 struct seg *seg_open(struct store_ctx *ctx, unsigned g);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
 void seg_pay(struct store_ctx *ctx);
+/* Make ctx's spent open segment (seg_spent) empty in place, its expired
+ * items unlinked; false when an item is wanted again or a pin is held. */
+bool seg_recycle(struct store_ctx *ctx, struct seg *seg);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct store_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
