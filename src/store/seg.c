@@ -216,7 +216,9 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     __atomic_store_n(&seg->min_exptime, SEG_EXP_NEVER, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_cas, 0, __ATOMIC_RELAXED);
     seg->cas_base = cas_base;
-    seg->created = clock_now();
+    /* atomic: seg_recycle resets an open segment without the pool lock,
+     * under which stats read it (seg_class_counts) */
+    __atomic_store_n(&seg->created, clock_now(), __ATOMIC_RELAXED);
     __atomic_store_n(&seg->last_write, 0, __ATOMIC_RELAXED);
     seg->group = (uint8_t)group;
     seg_set_lru(seg, group == STORE_GROUP_TEMP ? STORE_LRU_TEMP : STORE_LRU_HOT);

@@ -86,7 +86,8 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
             if (lru < STORE_LRUS)
                 lru_items[k][lru] += c;
             if (c > 0) {
-                uint32_t age = g->created <= now ? now - g->created : 0;
+                rel_time_t made = __atomic_load_n(&g->created, __ATOMIC_RELAXED);
+                uint32_t age = made <= now ? now - made : 0;
                 if (age > out[k].age)
                     out[k].age = age;
                 if (lru == STORE_LRU_HOT && age > out[k].age_hot)
