@@ -31,7 +31,6 @@
 #include "event/event.h"
 #include "base/log.h"
 #include "metrics/metrics.h"
-#include "net/core.h"
 #include "net/listener.h"
 #include "net/tls.h"
 #include "settings/options.h"
@@ -294,58 +293,55 @@ int main(int argc, char **argv)
     }
     /* from here on every exit goes through out_settings, which removes it */
     bool pid_written = s.pid_file && main_write_pid(s.pid_file) == 0;
-    struct core core = {.opt = &opt.net, .proto = &opt.proto, .run = settings_runtime_of(&s)};
+    struct server srv; /* the running server: its ops every session gets, its workers */
+    if (server_init(&srv, &s, &opt.net, &opt.proto) < 0)
+        goto out_settings;
+    struct worker_pool *pool = &srv.pool;
     if (opt.store.initial_malloced)
         log_info("T_MEMD_INITIAL_MALLOC: %zu bytes of -m counted as already taken "
                  "(memcached's test hook)", opt.store.initial_malloced);
-    if (store_create(&core.store, &opt.store) != 0) {
+    if (store_create(&pool->store, &opt.store) != 0) {
         log_error("failed to create the store (-m %zu MB)", SETTINGS_GET(&s, maxbytes) >> 20);
-        goto out_settings;
+        goto out_server;
     }
-    if (registry_init(&core.registry) < 0)
+    if (registry_init(&pool->registry) < 0)
         goto out_store;
-    if (listener_open_all(&opt.net, &core.listeners) < 0)
+    if (listener_open_all(&opt.net, &pool->listeners) < 0)
         goto out_registry;
     if (s.udpport != 0)
         log_info("UDP is on (-U %d): keep it off networks where sources can be forged",
                  s.udpport);
-    if (core.listeners.n == 0)
+    if (pool->listeners.n == 0)
         log_info("no listening sockets (-p 0 and no -s): nothing can connect");
     const char *port_file = getenv("MEMCACHED_PORT_FILENAME");
-    if (port_file && listener_write_port_file(&core.listeners, port_file) < 0)
+    if (port_file && listener_write_port_file(&pool->listeners, port_file) < 0)
         log_error("could not write %s: %s", port_file, strerror(errno));
 
-    struct registry_entry *lentries = calloc(core.listeners.n + 1, sizeof *lentries);
+    struct registry_entry *lentries = calloc(pool->listeners.n + 1, sizeof *lentries);
     if (!lentries)
         goto out_listeners;
-    for (size_t i = 0; i < core.listeners.n; i++) {
-        struct listener *l = &core.listeners.l[i];
+    for (size_t i = 0; i < pool->listeners.n; i++) {
+        struct listener *l = &pool->listeners.l[i];
         /* memcached shows a UDP socket as a connection always reading */
         lentries[i] = (struct registry_entry){.fd = l->fd,
                                               .state = l->udp ? REGISTRY_READ : REGISTRY_LISTENING,
                                               .last_cmd = clock_now()};
         snprintf(lentries[i].addr, sizeof lentries[i].addr, "%s", l->name);
-        registry_add(&core.registry, &lentries[i]);
+        registry_add(&pool->registry, &lentries[i]);
         log_verbose("<%d server listening (%s)", l->fd,
                     strcmp(s.binding_protocol, "auto") == 0 ? "auto-negotiate"
                                                             : s.binding_protocol);
     }
 
-    struct server *srv = server_create(&core, &s); /* the ops every session gets */
-    if (!srv)
+    if (server_start(&srv) < 0)
         goto out_entries;
-    if (core_start(&core) < 0) {
-        server_destroy(&srv);
-        goto out_entries;
-    }
-    /* The endpoint reads what the core runs (its workers' counters, the
+    /* The endpoint reads what the server runs (its workers' counters, the
      * backend it chose): started after it, so no scrape sees it half made. */
     if (s.metrics_listen) {
         char err[256];
-        if (metrics_start(s.metrics_listen, srv, err, sizeof err) < 0) {
+        if (metrics_start(s.metrics_listen, &srv, err, sizeof err) < 0) {
             log_error("%s", err);
-            core_stop(&core, false);
-            server_destroy(&srv);
+            server_stop(&srv, false);
             rc = MAIN_EX_USAGE;
             goto out_entries;
         }
@@ -362,20 +358,21 @@ int main(int argc, char **argv)
     bool graceful = false;
     main_wait_for_stop(&set, s.auth_file, s.sasl, &graceful);
     main_notify("STOPPING=1");
-    metrics_stop(); /* before the core it reads goes away */
-    core_stop(&core, graceful);
-    server_destroy(&srv);
+    metrics_stop(); /* before the workers it reads go away */
+    server_stop(&srv, graceful);
     rc = 0;
 out_entries:
-    for (size_t i = 0; i < core.listeners.n; i++)
-        registry_remove(&core.registry, &lentries[i]);
+    for (size_t i = 0; i < pool->listeners.n; i++)
+        registry_remove(&pool->registry, &lentries[i]);
     free(lentries);
 out_listeners:
-    listener_close_all(&core.listeners);
+    listener_close_all(&pool->listeners);
 out_registry:
-    registry_release(&core.registry);
+    registry_release(&pool->registry);
 out_store:
-    store_destroy(&core.store);
+    store_destroy(&pool->store);
+out_server:
+    server_release(&srv);
 out_settings:
     if (s.auth_file)
         text_auth_unload();

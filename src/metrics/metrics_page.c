@@ -25,7 +25,7 @@
 #include "metrics/metrics.h"
 #include "stats/stats_hist.h"
 #include "reply/reply.h"
-#include "server/server.h"
+#include "server/server_ops.h"
 #include "stats/stats_output.h"
 #include "stats/stats_table.h"
 

@@ -10,7 +10,9 @@
  * readiness (read/readv/writev, or TLS through tls.c); conn_uring.c starts
  * receives and sends on an io_uring loop and takes their completions (a
  * plaintext connection there). Both hand what they read to the input side
- * (conn_input.c) through conn_read_target and conn_read_done. */
+ * (conn_input.c) through conn_read_target and conn_read_done. This file
+ * reaches a path only through its table (c->path, conn_path.h), which the
+ * worker chose: the paths call this file, never the other way. */
 #include "net/conn.h"
 
 #include <errno.h>
@@ -21,7 +23,7 @@
 #include "event/event.h"
 #include "base/log.h"
 #include "net/conn_path.h"
-#include "net/core.h"
+#include "net/worker_pool.h"
 #include "net/sockopt.h"
 #include "net/tls.h"
 #include "proto/proto.h"
@@ -34,11 +36,11 @@
 /* The global bound on memory owed to clients (-o client_mem_limit): half
  * of -m, at least 32 MiB, unless set. Read per call: -m changes at run time
  * (cache_memlimit). */
-static size_t conn_client_bound(const struct core *core)
+static size_t conn_client_bound(const struct worker_pool *pool)
 {
-    if (core->opt->client_mem_limit > 0)
-        return core->opt->client_mem_limit;
-    size_t half = SETTINGS_RUN_GET(core->run, maxbytes) / 2;
+    if (pool->opt->client_mem_limit > 0)
+        return pool->opt->client_mem_limit;
+    size_t half = SETTINGS_RUN_GET(pool->run, maxbytes) / 2;
     return half > ((size_t)32 << 20) ? half : (size_t)32 << 20;
 }
 
@@ -52,10 +54,10 @@ static size_t conn_client_bound(const struct core *core)
  * reply per connection. */
 static size_t conn_allowance(struct conn *c)
 {
-    struct core *core = c->env->core;
-    size_t half = conn_client_bound(core) / 2;
-    size_t used = c->env->client_bytes(core);
-    int conns = __atomic_load_n(&core->curr_conns, __ATOMIC_RELAXED);
+    struct worker_pool *pool = c->env->pool;
+    size_t half = conn_client_bound(pool) / 2;
+    size_t used = c->env->client_bytes(pool);
+    int conns = __atomic_load_n(&pool->curr_conns, __ATOMIC_RELAXED);
     size_t share = half / (size_t)(conns > 1 ? conns : 1);
     size_t room = half > used ? half - used : 0;
     size_t allow = proto_owed(&c->sess) + room;
@@ -108,7 +110,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->tcp = tcp;
     c->last_active = clock_now();
     conn_input_init(&c->in, w->rbufs);
-    session_init(&c->sess, w->store, w->stats, w->core->proto, w->core->run);
+    session_init(&c->sess, w->store, w->stats, w->pool->proto, w->pool->run);
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct loop_token){TOKEN_WATCH, c};
     proto_attach(&c->sess, &(struct proto_conn_info){.fd = fd,
@@ -116,23 +118,22 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
                                                      .queued_ctx = c,
                                                      .loop = w->loop,
                                                      .wake_ptr = &c->log_watch,
-                                                     .ops = w->core->ops});
+                                                     .ops = w->pool->ops});
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
     c->entry.listen_addr = listen_addr;
     c->entry.state = REGISTRY_NEW_CMD;
     c->entry.last_cmd = c->last_active;
     c->interest = EVENT_READ;
-    c->u.on = !c->rd.tls && event_has_io(w->loop);
-    if (!c->u.on && event_add(w->loop, fd, c->interest, &c->watch) < 0) {
-        log_info("event_add(%d): %s", fd, strerror(errno));
+    c->path = c->rd.tls ? w->tls_path : w->plain_path;
+    if (c->path->open(c) < 0) {
         proto_release(&c->sess);
         tls_conn_free(c->rd.tls);
         close(fd);
         free(c);
         return NULL;
     }
-    if (registry_add(&w->core->registry, &c->entry) < 0)
+    if (registry_add(&w->pool->registry, &c->entry) < 0)
         log_info("stats conns: could not register fd %d", fd);
     c->next = w->conns;
     if (w->conns)
@@ -141,8 +142,9 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     w->nconns++;
     if (watch_active(WATCH_CONNEVENTS))
         watch_conn_event(c->entry.addr, true, NULL, fd);
-    if (c->u.on)
-        conn_uring_recv(c); /* may close it: the caller's count stays right */
+    /* a completion path starts its receive: may close it, the caller's
+     * count stays right */
+    c->path->want(c, c->interest);
     return c;
 }
 
@@ -156,7 +158,7 @@ void conn_release_io(struct conn *c)
     conn_input_release(&c->in);
     tls_conn_free(c->rd.tls);
     c->rd.tls = NULL;
-    conn_uring_release(c);
+    c->path->release(c);
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -170,9 +172,7 @@ void conn_close(struct conn *c, const char *why)
     log_verbose("<%d connection closed%s%s.", c->fd, why ? ": " : "", why ? why : "");
     if (watch_active(WATCH_CONNEVENTS))
         watch_conn_event(c->entry.addr, false, why, c->fd);
-    if (!c->u.on)
-        event_delete(w->loop, c->fd);
-    registry_remove(&w->core->registry, &c->entry);
+    registry_remove(&w->pool->registry, &c->entry);
     c->dead = true;
     if (c->prev)
         c->prev->next = c->next;
@@ -181,8 +181,8 @@ void conn_close(struct conn *c, const char *why)
     if (c->next)
         c->next->prev = c->prev;
     w->nconns--;
-    __atomic_fetch_sub(&w->core->curr_conns, 1, __ATOMIC_RELAXED);
-    if (c->u.on && conn_uring_zombie(c))
+    __atomic_fetch_sub(&w->pool->curr_conns, 1, __ATOMIC_RELAXED);
+    if (c->path->close(c))
         return; /* released when its started I/O completes */
     conn_release_io(c);
     c->dead_next = w->dead;
@@ -196,26 +196,8 @@ void conn_free(struct conn *c)
 
 static void conn_set_interest(struct conn *c, unsigned want)
 {
-    if (c->dead)
-        return;
-    if (c->u.on) {
-        /* no readiness to ask for: a receive is started, and writes finish
-         * by themselves */
-        c->interest = want;
-        if (want & EVENT_READ)
-            conn_uring_recv(c);
-        else
-            conn_uring_multi_stop(c);
-        return;
-    }
-    if (want == c->interest)
-        return;
-    if (event_modify(c->env->loop, c->fd, want, &c->watch) < 0) {
-        log_info("event_modify(%d): %s", c->fd, strerror(errno));
-        conn_close(c, "event loop error");
-        return;
-    }
-    c->interest = want;
+    if (!c->dead)
+        c->path->want(c, want);
 }
 
 /* Read while we may owe little; write interest only after EAGAIN. A held
@@ -264,7 +246,7 @@ void conn_check_owed(struct conn *c)
     struct reply_queue *q = proto_reply(&c->sess);
     if (c->stall_since == 0)
         c->stall_since = clock_now();
-    if (reply_pending(q) > w->core->opt->reply_queue_limit) {
+    if (reply_pending(q) > w->pool->opt->reply_queue_limit) {
         STAT_INC(w->stats, slow_reader_kills);
         log_info("<%d client owes %zu reply bytes and is not reading: cut off", c->fd,
                  reply_pending(q));
@@ -307,10 +289,11 @@ static bool conn_watch_lines(const struct conn *c)
     return proto_watcher(&c->sess) && watch_has_lines(proto_watcher(&c->sess));
 }
 
-/* After a flush: close if asked and done, else set what to wait for
- * (conn_settle in conn_path.h has returned for a dead one). */
-void conn_settle_live(struct conn *c)
+/* After a flush: close if asked and done, else set what to wait for. */
+void conn_settle(struct conn *c)
 {
+    if (c->dead)
+        return;
     /* Replies held back (a -R yield) that nothing else would send: the
      * allowance shrank under the global bound so the resume must wait, or
      * input has stopped; or `watch` lines that waited for the socket to
@@ -405,7 +388,7 @@ void conn_resume(struct conn *c)
         return;
     }
     if (conn_ready_pending(c)) {
-        conn_ready_read(c);
+        c->path->read(c);
         return;
     }
     conn_settle(c);
@@ -418,7 +401,8 @@ void conn_on_watch_wake(struct conn *c)
     /* Always taken, even when the socket is behind and nothing is moved:
      * a pipe left readable would fire every turn. */
     watch_ack(proto_watcher(&c->sess));
-    conn_on_event(c, EVENT_WRITE);
+    conn_flush_now(c);
+    conn_settle(c);
 }
 
 void conn_stop_reading(struct conn *c)
@@ -435,7 +419,7 @@ void conn_tick(struct conn *c, rel_time_t now)
     if (c->dead)
         return;
     struct conn_env *w = c->env;
-    if (c->rd.tls && tls_conn_handshake_expired(c->rd.tls, now, w->core->opt->ssl_handshake_timeout)) {
+    if (c->rd.tls && tls_conn_handshake_expired(c->rd.tls, now, w->pool->opt->ssl_handshake_timeout)) {
         conn_close(c, "TLS handshake timeout");
         return;
     }
@@ -449,18 +433,19 @@ void conn_tick(struct conn *c, rel_time_t now)
     /* A connection quiet for a second gives its reply-queue memory back, so
      * idle clients cost about one struct conn each. */
     struct reply_queue *q = proto_reply(&c->sess);
-    if (reply_pending(q) == 0 && now - c->last_active >= 1 &&
-        (q->cap > 0 || q->spare || q->first || c->u.iov)) {
-        reply_release(q);
-        reply_init(q);
+    if (reply_pending(q) == 0 && now - c->last_active >= 1) {
+        if (q->cap > 0 || q->spare || q->first) {
+            reply_release(q);
+            reply_init(q);
+        }
         conn_account_reply(c);
-        conn_uring_trim(c);
+        c->path->trim(c);
     }
     /* An upload cut off for others frees its memory; while the kernel is
      * receiving into it, stop that first (conn_received then checks). */
-    if (!conn_uring_stop_upload(c))
+    if (!c->path->stop_upload(c))
         proto_tick(&c->sess);
-    int idle = w->core->opt->idle_timeout;
+    int idle = w->pool->opt->idle_timeout;
     if (idle > 0 && !c->blocked && proto_owed(&c->sess) == 0 &&
         now - c->last_active > (rel_time_t)idle) {
         STAT_INC(w->stats, idle_kicks);

@@ -45,6 +45,7 @@ struct conn {
     struct loop_token watch; /* event pointer */
     struct loop_token log_watch; /* event pointer of a `watch` stream's wake-ups */
     struct conn_env *env; /* the owning worker's */
+    const struct conn_path *path; /* its I/O path's functions (conn_path.h) */
     int fd;
     bool tcp;
     unsigned interest;  /* EVENT_READ / EVENT_WRITE currently asked for */
@@ -69,7 +70,9 @@ struct conn {
 };
 
 /* Take over an accepted, non-blocking socket; tls: its listener's enum
- * tls_mode. Returns the connection, or NULL (the fd is then closed). */
+ * tls_mode (a TLS connection takes env->tls_path, a plaintext one
+ * env->plain_path). Returns the connection, or NULL (the fd is then
+ * closed). */
 struct conn *conn_create(struct conn_env *env, int fd, bool tcp, int tls, const char *addr,
                          const char *listen_addr);
 /* Event handlers: readiness, and a started receive or send completing

@@ -10,14 +10,15 @@
 #include <sys/uio.h>
 
 struct conn;
-struct core;
+struct conn_path;
+struct worker_pool;
 struct event_loop;
 struct rbuf_pool;
 struct stats_thread;
 struct store_ctx;
 
 struct conn_env {
-    struct core *core;
+    struct worker_pool *pool;
     struct event_loop *loop;
     struct store_ctx *store;
     struct stats_thread *stats;
@@ -26,7 +27,11 @@ struct conn_env {
     int iov_max;
     size_t *reply_bytes; /* the worker's gauge of reply memory, relaxed atomic */
     /* Reply and read-buffer bytes of all clients, summed over the workers. */
-    size_t (*client_bytes)(const struct core *core);
+    size_t (*client_bytes)(const struct worker_pool *pool);
+    /* The I/O path of a plaintext connection on this loop (completion on
+     * io_uring, else readiness), and of a TLS one (readiness). */
+    const struct conn_path *plain_path;
+    const struct conn_path *tls_path;
 
     struct conn *conns; /* every live connection (doubly linked) */
     size_t nconns;

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Inside the connection: what conn.c offers its two I/O paths (conn_ready.c,
- * conn_uring.c), and what they offer it. Only the conn*.c files include
- * this; the worker sees conn.h. */
+ * conn_uring.c), and what they offer it, a table of functions (struct
+ * conn_path) the worker picks for each connection. The paths call conn.c;
+ * conn.c calls a path only through its table, so the calls go one way.
+ * Only the conn*.c files include this; the worker sees conn.h (and the
+ * two tables, conn_ready.h's and conn_uring.h's). */
 #ifndef NODELAY_CONN_PATH_H
 #define NODELAY_CONN_PATH_H
 
@@ -9,20 +12,38 @@
 #include <stddef.h>
 
 #include "net/conn.h"
-#include "net/conn_ready.h"
-#include "net/conn_uring.h"
 #include "net/tls.h"
 #include "event/event.h"
 #include "proto/proto.h"
 
+/* What conn.c asks of a connection's I/O path. */
+struct conn_path {
+    /* Taken over: start watching the socket (readiness; logs and returns
+     * -1 when the loop refuses it) or nothing yet (completion). */
+    int (*open)(struct conn *c);
+    /* Wait for what want says (EVENT_READ, EVENT_WRITE); a completion
+     * path starts or stops its receive. May close the connection. */
+    void (*want)(struct conn *c, unsigned want);
+    /* Send what is owed (may close the connection). */
+    void (*send)(struct conn *c);
+    /* Read what the path already holds (conn_ready_pending). */
+    void (*read)(struct conn *c);
+    /* Closing: stop watching the socket; true when I/O is in flight and c
+     * went on the zombie list, to be released when it completes. */
+    bool (*close)(struct conn *c);
+    /* What the path holds of a closed connection, before its socket goes. */
+    void (*release)(struct conn *c);
+    /* Idle for a second: give back what it holds for sending. */
+    void (*trim)(struct conn *c);
+    /* The tick: stop a receive into an upload's memory so that the upload
+     * can be checked when it completes; false when there is none. */
+    bool (*stop_upload)(struct conn *c);
+};
+
 /* After input or a flush: close if asked and done, else set what to wait
- * for, and go on the ready list if no event will come for what is left. */
-void conn_settle_live(struct conn *c);
-static inline void conn_settle(struct conn *c)
-{
-    if (!c->dead)
-        conn_settle_live(c);
-}
+ * for, and go on the ready list if no event will come for what is left.
+ * Nothing for a dead one. */
+void conn_settle(struct conn *c);
 /* Do what the input side asked for (CONN_IN_* bits). */
 void conn_apply(struct conn *c, unsigned act);
 /* Where the next read lands (conn_input_target, after setting the
@@ -57,10 +78,7 @@ static inline void conn_account_reply(struct conn *c)
 /* Send what is owed, by the connection's path. */
 static inline void conn_flush_now(struct conn *c)
 {
-    if (c->u.on)
-        conn_uring_send(c);
-    else
-        conn_ready_flush(c);
+    c->path->send(c);
 }
 
 /* TLS holds decrypted bytes the read buffer had no room for: no socket

@@ -36,7 +36,7 @@ static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
 
 /* Readiness: writev what is owed until the socket is full or the budget is
  * spent (flush_more: the rest next turn). */
-void conn_ready_flush(struct conn *c)
+static void conn_ready_flush(struct conn *c)
 {
     struct conn_env *w = c->env;
     struct reply_queue *q = proto_reply(&c->sess);
@@ -120,7 +120,7 @@ static bool conn_read_once(struct conn *c)
  * read returned less than the socket said it held. */
 #define CONN_HELD_READS 4
 
-void conn_ready_read(struct conn *c)
+static void conn_ready_read(struct conn *c)
 {
     for (int i = 0; i < CONN_HELD_READS; i++) {
         if (!conn_read_once(c) || c->dead || !proto_sink_held(&c->sess) ||
@@ -146,3 +146,56 @@ void conn_on_event(struct conn *c, unsigned events)
         conn_close(c, "socket error");
     }
 }
+
+/* Taken over: watch the socket for what it waits for. */
+static int conn_ready_open(struct conn *c)
+{
+    if (event_add(c->env->loop, c->fd, c->interest, &c->watch) < 0) {
+        log_info("event_add(%d): %s", c->fd, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void conn_ready_want(struct conn *c, unsigned want)
+{
+    if (want == c->interest)
+        return;
+    if (event_modify(c->env->loop, c->fd, want, &c->watch) < 0) {
+        log_info("event_modify(%d): %s", c->fd, strerror(errno));
+        conn_close(c, "event loop error");
+        return;
+    }
+    c->interest = want;
+}
+
+/* Closing: no I/O is ever in flight here, only the watch to end. */
+static bool conn_ready_close(struct conn *c)
+{
+    event_delete(c->env->loop, c->fd);
+    return false;
+}
+
+/* Nothing held beyond what conn.c releases (its TLS session), nothing in
+ * flight to stop. */
+static void conn_ready_nothing(struct conn *c)
+{
+    (void)c;
+}
+
+static bool conn_ready_no_upload(struct conn *c)
+{
+    (void)c;
+    return false;
+}
+
+const struct conn_path conn_ready_path = {
+    .open = conn_ready_open,
+    .want = conn_ready_want,
+    .send = conn_ready_flush,
+    .read = conn_ready_read,
+    .close = conn_ready_close,
+    .release = conn_ready_nothing,
+    .trim = conn_ready_nothing,
+    .stop_upload = conn_ready_no_upload,
+};

@@ -5,6 +5,7 @@
 #define NODELAY_CONN_READY_H
 
 struct conn;
+struct conn_path;
 struct tls_conn;
 
 struct conn_ready {
@@ -12,10 +13,8 @@ struct conn_ready {
                              stays on readiness on every loop) */
 };
 
-/* Readable: read what the input side names and hand it over (more than
- * once while a held value is unfilled). */
-void conn_ready_read(struct conn *c);
-/* writev what is owed until the socket is full or the budget is spent. */
-void conn_ready_flush(struct conn *c);
+/* Its functions for conn.c (conn_path.h); conn_on_event, the worker's,
+ * is in conn.h. */
+extern const struct conn_path conn_ready_path;
 
 #endif

@@ -18,7 +18,7 @@
 #include "base/log.h"
 #include "net/conn.h"
 #include "net/conn_path.h"
-#include "net/core.h"
+#include "net/worker_pool.h"
 #include "net/net_options.h"
 #include "proto/proto.h"
 #include "stats/stats.h"
@@ -59,7 +59,7 @@ void conn_zombie_release(struct conn *c)
 /* Completion I/O: send everything owed (IOV_MAX-bounded) in one sendmsg,
  * unless the last one is still the kernel's; its completion sends what
  * came since, and the rest of a partial send (conn_sent). */
-void conn_uring_send(struct conn *c)
+static void conn_uring_send(struct conn *c)
 {
     struct conn_env *w = c->env;
     struct reply_queue *q = proto_reply(&c->sess);
@@ -131,7 +131,7 @@ static bool conn_idle(const struct conn *c)
  * delivers until the cancellation lands is taken as any receive's is
  * (conn_take). Should the cancel not be queued, the receive still ends by
  * itself within CONN_MULTI_BYTES, and the next call asks again. */
-void conn_uring_multi_stop(struct conn *c)
+static void conn_uring_multi_stop(struct conn *c)
 {
     if (c->u.recv_busy && c->u.recv_multi && !c->u.multi_stop &&
         event_cancel(c->env->loop, &c->watch, EVENT_RECV) == 0)
@@ -151,7 +151,7 @@ void conn_uring_multi_stop(struct conn *c)
  * a turn later. Each receive waits for a whole turn of the worker's other
  * connections (10 ms on a loaded host): a 5-8 KB set took three turns, the
  * soak's isolated 40 ms sets. */
-void conn_uring_recv(struct conn *c)
+static void conn_uring_recv(struct conn *c)
 {
     if (c->dead || c->u.taking)
         return;
@@ -161,7 +161,7 @@ void conn_uring_recv(struct conn *c)
             conn_uring_multi_stop(c);
         return;
     }
-    if (idle && !c->u.multi_none && c->env->core->opt->io_uring_multishot) {
+    if (idle && !c->u.multi_none && c->env->pool->opt->io_uring_multishot) {
         if (event_recv_multi(c->env->loop, c->fd, CONN_MULTI_BYTES, &c->watch) == 0) {
             c->u.recv_busy = c->u.recv_multi = true;
             c->u.multi_stop = false;
@@ -344,11 +344,22 @@ void conn_on_complete(struct conn *c, unsigned events, int res, const char *data
         conn_sent(c, res);
 }
 
+/* The table's want: no readiness to ask for, a receive is started and
+ * writes finish by themselves. */
+static void conn_uring_want(struct conn *c, unsigned want)
+{
+    c->interest = want;
+    if (want & EVENT_READ)
+        conn_uring_recv(c);
+    else
+        conn_uring_multi_stop(c);
+}
+
 /* Closing with a receive or send still the kernel's: stop them and wait
  * for their completions (conn_on_complete) before anything is released;
  * true when it waits (on the zombie list). A `watch` stream has nothing in
  * flight: it goes now. */
-bool conn_uring_zombie(struct conn *c)
+static bool conn_uring_zombie(struct conn *c)
 {
     struct conn_env *w = c->env;
     if (!c->u.recv_busy && !c->u.send_busy)
@@ -371,7 +382,7 @@ bool conn_uring_zombie(struct conn *c)
     return true;
 }
 
-void conn_uring_release(struct conn *c)
+static void conn_uring_release(struct conn *c)
 {
     free(c->u.iov);
     c->u.iov = NULL;
@@ -379,7 +390,7 @@ void conn_uring_release(struct conn *c)
         conn_forget(c);
 }
 
-void conn_uring_trim(struct conn *c)
+static void conn_uring_trim(struct conn *c)
 {
     if (!c->u.send_busy) {
         free(c->u.iov);
@@ -390,10 +401,28 @@ void conn_uring_trim(struct conn *c)
 
 /* An upload cut off for others frees its memory; while the kernel is
  * receiving into it, stop that first (conn_received then checks). */
-bool conn_uring_stop_upload(struct conn *c)
+static bool conn_uring_stop_upload(struct conn *c)
 {
     if (!(c->u.recv_busy && c->u.recv_target == CONN_IN_TO_SINK))
         return false;
     event_cancel(c->env->loop, &c->watch, EVENT_RECV);
     return true;
 }
+
+/* Taken over: nothing to watch, the first receive starts at its want. */
+static int conn_uring_open(struct conn *c)
+{
+    c->u.on = true;
+    return 0;
+}
+
+const struct conn_path conn_uring_path = {
+    .open = conn_uring_open,
+    .want = conn_uring_want,
+    .send = conn_uring_send,
+    .read = conn_uring_recv,
+    .close = conn_uring_zombie,
+    .release = conn_uring_release,
+    .trim = conn_uring_trim,
+    .stop_upload = conn_uring_stop_upload,
+};

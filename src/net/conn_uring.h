@@ -13,6 +13,7 @@
 #include "net/conn_input.h"
 
 struct conn;
+struct conn_path;
 
 /* The memory a started receive or send names is the kernel's until it
  * completes, so a closed connection waits for them on the zombie list
@@ -36,21 +37,8 @@ struct conn_uring {
     struct msghdr msg;
 };
 
-/* Start a receive where a read would go, unless one is started (may
- * close the connection). */
-void conn_uring_recv(struct conn *c);
-/* The connection stopped being idle: stop its multishot receive. */
-void conn_uring_multi_stop(struct conn *c);
-/* Send everything owed in one sendmsg, unless one is in flight. */
-void conn_uring_send(struct conn *c);
-/* Closing: true when I/O is in flight and c went on the zombie list. */
-bool conn_uring_zombie(struct conn *c);
-/* Release the send's iovecs and leave the ring's file table. */
-void conn_uring_release(struct conn *c);
-/* Idle: give the send iovecs back unless a send holds them. */
-void conn_uring_trim(struct conn *c);
-/* The tick: stop a receive into a value's memory so that the upload can
- * be checked when it completes; false when there is none. */
-bool conn_uring_stop_upload(struct conn *c);
+/* Its functions for conn.c (conn_path.h); conn_on_complete and
+ * conn_zombie_release, the worker's, are in conn.h. */
+extern const struct conn_path conn_uring_path;
 
 #endif

@@ -11,7 +11,7 @@
 #include "base/log.h"
 #include "net/conn.h"
 #include "net/listener.h"
-#include "net/core.h"
+#include "net/worker_pool.h"
 #include "net/worker.h"
 #include "proto/proto.h"
 #include "proto/session.h"
@@ -125,9 +125,9 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
     if (count != 1)
         return; /* memcached 1.6 takes only single-datagram requests, silently */
     struct session s;
-    session_init(&s, w->store, &w->stats, w->core->proto, w->core->run);
-    if (w->core->ops)
-        s.ops = w->core->ops;
+    session_init(&s, w->store, &w->stats, w->pool->proto, w->pool->run);
+    if (w->pool->ops)
+        s.ops = w->pool->ops;
     s.datagram = true;
     /* A forged source gets at most `factor` times what it sent (frames
      * included, both ways): past that the requests have run but their
@@ -136,8 +136,8 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
      * A loopback source cannot be forged from outside and its reply stays
      * on this host: it gets what a TCP connection may owe, so memory and
      * the worker's time stay bounded (-o udp_trust_loopback). */
-    int factor = w->core->opt->udp_amplification;
-    bool loopback = w->core->opt->udp_trust_loopback && udp_from_loopback(from, fromlen);
+    int factor = w->pool->opt->udp_amplification;
+    bool loopback = w->pool->opt->udp_trust_loopback && udp_from_loopback(from, fromlen);
     size_t cap = udp_reply_bound(factor, n, loopback);
     s.reply_allow = cap;
     bool over = false;
@@ -162,7 +162,7 @@ static void udp_serve(struct worker *w, struct listener *l, const unsigned char 
         log_verbose("UDP reply over %zu bytes to a %zu-byte request%s: refused", cap, n,
                     loopback ? " from loopback" : "");
         proto_release(&s);
-        session_init(&s, w->store, &w->stats, w->core->proto, w->core->run);
+        session_init(&s, w->store, &w->stats, w->pool->proto, w->pool->run);
         /* the error only where it is itself within the bound */
         if (buf[UDP_HEADER_SIZE] != 0x80 && udp_wire_bytes(sizeof UDP_TOO_LARGE - 1) <= cap)
             reply_copy(&s.reply, UDP_TOO_LARGE, sizeof UDP_TOO_LARGE - 1);

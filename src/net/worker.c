@@ -15,7 +15,7 @@
 #include "event/event.h"
 #include "base/log.h"
 #include "net/conn.h"
-#include "net/core.h"
+#include "net/worker_pool.h"
 #include "net/sockopt.h"
 #include "net/udp.h"
 #include "net/net_options.h"
@@ -37,26 +37,26 @@ static const char worker_too_many[] = "ERROR Too many open connections\r\n";
  * written by its own worker and read here without a lock): reply queues,
  * read buffers, and small values still arriving (the large ones have their
  * own bound, upload_limit). */
-static size_t worker_client_bytes(const struct core *core)
+static size_t worker_client_bytes(const struct worker_pool *pool)
 {
-    size_t used = store_upload_small_bytes(core->store);
-    for (int i = 0; i < core->nworkers; i++) {
-        used += __atomic_load_n(&core->workers[i].reply_bytes, __ATOMIC_RELAXED);
-        used += __atomic_load_n(&core->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
+    size_t used = store_upload_small_bytes(pool->store);
+    for (int i = 0; i < pool->nworkers; i++) {
+        used += __atomic_load_n(&pool->workers[i].reply_bytes, __ATOMIC_RELAXED);
+        used += __atomic_load_n(&pool->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
     }
     return used;
 }
 
-int worker_init(struct worker *w, struct core *core, int id)
+int worker_init(struct worker *w, struct worker_pool *pool, int id)
 {
     memset(w, 0, sizeof *w);
-    w->core = core;
+    w->pool = pool;
     w->id = id;
     w->wake[0] = w->wake[1] = -1;
     /* -o read_buf_mem_limit (MB, 0 = none): each worker's share of it bounds
      * how much its connections' read buffers may hold together. */
-    size_t rlimit = core->opt->read_buf_mem_limit > 0
-                        ? ((size_t)core->opt->read_buf_mem_limit << 20) / (size_t)core->opt->num_threads
+    size_t rlimit = pool->opt->read_buf_mem_limit > 0
+                        ? ((size_t)pool->opt->read_buf_mem_limit << 20) / (size_t)pool->opt->num_threads
                         : 0;
     rbuf_pool_init(&w->rbufs, &w->rbuf_bytes, rlimit);
     if (event_loop_create(&w->loop) < 0)
@@ -69,11 +69,11 @@ int worker_init(struct worker *w, struct core *core, int id)
     w->wake_watch = (struct loop_token){TOKEN_WAKE, w};
     if (event_add(w->loop, w->wake[0], EVENT_READ, &w->wake_watch) < 0)
         goto fail;
-    w->store = store_ctx_create(core->store);
+    w->store = store_ctx_create(pool->store);
     if (!w->store)
         goto fail;
     w->env = (struct conn_env){
-        .core = core,
+        .pool = pool,
         .loop = w->loop,
         .store = w->store,
         .stats = &w->stats,
@@ -82,17 +82,19 @@ int worker_init(struct worker *w, struct core *core, int id)
         .iov_max = WORKER_IOV_MAX,
         .reply_bytes = &w->reply_bytes,
         .client_bytes = worker_client_bytes,
+        .plain_path = event_has_io(w->loop) ? &conn_uring_path : &conn_ready_path,
+        .tls_path = &conn_ready_path,
     };
-    size_t nl = core->listeners.n;
+    size_t nl = pool->listeners.n;
     w->listen_watch = calloc(nl ? nl : 1, sizeof *w->listen_watch);
     if (!w->listen_watch)
         goto fail;
     for (size_t i = 0; i < nl; i++) {
-        bool udp = core->listeners.l[i].udp;
+        bool udp = pool->listeners.l[i].udp;
         if (udp && !w->udp_buf && !(w->udp_buf = malloc(WORKER_UDP_BUF)))
             goto fail;
-        w->listen_watch[i] = (struct loop_token){udp ? TOKEN_UDP : TOKEN_LISTENER, &core->listeners.l[i]};
-        if (event_add(w->loop, core->listeners.l[i].fd, EVENT_READ | EVENT_EXCLUSIVE,
+        w->listen_watch[i] = (struct loop_token){udp ? TOKEN_UDP : TOKEN_LISTENER, &pool->listeners.l[i]};
+        if (event_add(w->loop, pool->listeners.l[i].fd, EVENT_READ | EVENT_EXCLUSIVE,
                       &w->listen_watch[i]) < 0)
             goto fail;
     }
@@ -145,7 +147,7 @@ void worker_wake(struct worker *w)
 
 static void worker_listen_enable(struct worker *w, bool on)
 {
-    struct listener_set *ls = &w->core->listeners;
+    struct listener_set *ls = &w->pool->listeners;
     for (size_t i = 0; i < ls->n; i++) {
         if (on)
             event_add(w->loop, ls->l[i].fd, EVENT_READ | EVENT_EXCLUSIVE, &w->listen_watch[i]);
@@ -157,7 +159,7 @@ static void worker_listen_enable(struct worker *w, bool on)
 
 static void worker_accept(struct worker *w, struct listener *l)
 {
-    struct core *core = w->core;
+    struct worker_pool *pool = w->pool;
     for (int i = 0; i < WORKER_ACCEPT_BATCH; i++) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
@@ -177,8 +179,8 @@ static void worker_accept(struct worker *w, struct listener *l)
                 /* Out of descriptors: stop accepting for a second rather than
                  * spin on a listener that stays readable. */
                 log_info("accept(): %s; pausing accept for 1 s", strerror(errno));
-                __atomic_fetch_add(&core->listen_disabled, 1, __ATOMIC_RELAXED);
-                __atomic_store_n(&core->accepting, 0, __ATOMIC_RELAXED);
+                __atomic_fetch_add(&pool->listen_disabled, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&pool->accepting, 0, __ATOMIC_RELAXED);
                 worker_listen_enable(w, false);
                 w->relisten_at = clock_now() + 1;
             } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -186,9 +188,9 @@ static void worker_accept(struct worker *w, struct listener *l)
             }
             return; /* EAGAIN: another worker took it, or none left */
         }
-        int maxconns = core->opt->maxconns;
-        if (__atomic_fetch_add(&core->curr_conns, 1, __ATOMIC_RELAXED) >= maxconns) {
-            __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
+        int maxconns = pool->opt->maxconns;
+        if (__atomic_fetch_add(&pool->curr_conns, 1, __ATOMIC_RELAXED) >= maxconns) {
+            __atomic_fetch_sub(&pool->curr_conns, 1, __ATOMIC_RELAXED);
             /* counted before the client can see it refused and ask stats */
             STAT_INC(&w->stats, rejected_connections);
             ssize_t rc = write(fd, worker_too_many, sizeof worker_too_many - 1);
@@ -211,14 +213,14 @@ static void worker_accept(struct worker *w, struct listener *l)
         }
         struct conn *c = conn_create(&w->env, fd, l->tcp, l->tls, addr, l->name);
         if (!c) {
-            __atomic_fetch_sub(&core->curr_conns, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&pool->curr_conns, 1, __ATOMIC_RELAXED);
             continue;
         }
         STAT_INC(&w->stats, total_connections);
         log_verbose("<%d new %s client connection", fd,
-                    strcmp(core->opt->binding_protocol, "auto") == 0
+                    strcmp(pool->opt->binding_protocol, "auto") == 0
                         ? "auto-negotiating"
-                        : core->opt->binding_protocol);
+                        : pool->opt->binding_protocol);
     }
 }
 
@@ -244,7 +246,7 @@ static void worker_trim(struct worker *w)
     w->client_peak = held;
     w->clients_since_trim = w->env.nconns > 0;
     rbuf_pool_trim(&w->rbufs);
-    trimmer_request(&w->core->trimmer);
+    trimmer_request(&w->pool->trimmer);
     log_verbose("worker %d: client memory fell to %zu bytes: returning free memory", w->id, held);
 }
 
@@ -266,9 +268,9 @@ static void worker_tick(struct worker *w, rel_time_t now)
     }
     worker_note_busy(w);
     worker_trim(w);
-    if (!w->listening && now >= w->relisten_at && !__atomic_load_n(&w->core->stopping, __ATOMIC_RELAXED)) {
+    if (!w->listening && now >= w->relisten_at && !__atomic_load_n(&w->pool->stopping, __ATOMIC_RELAXED)) {
         worker_listen_enable(w, true);
-        __atomic_store_n(&w->core->accepting, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->pool->accepting, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -309,7 +311,7 @@ static void worker_shutdown(struct worker *w)
 {
     if (w->listening)
         worker_listen_enable(w, false);
-    bool graceful = __atomic_load_n(&w->core->graceful, __ATOMIC_RELAXED);
+    bool graceful = __atomic_load_n(&w->pool->graceful, __ATOMIC_RELAXED);
     if (graceful) {
         struct event_fired ev[WORKER_EVENTS];
         struct timespec start, now;
@@ -359,10 +361,10 @@ static void worker_shutdown(struct worker *w)
 void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    struct core *core = w->core;
+    struct worker_pool *pool = w->pool;
     struct event_fired ev[WORKER_EVENTS];
     rel_time_t last_tick = clock_now();
-    while (!__atomic_load_n(&core->stopping, __ATOMIC_ACQUIRE)) {
+    while (!__atomic_load_n(&pool->stopping, __ATOMIC_ACQUIRE)) {
         /* While someone watches, records left in the rings are pumped
          * within WATCH_POLL_MS even when every worker is idle. */
         int timeout = w->env.ready ? 0 : watch_active(WATCH_LOGGED) ? WATCH_POLL_MS : 1000;

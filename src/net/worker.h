@@ -14,7 +14,7 @@
 #include "net/loop_token.h"
 #include "stats/stats.h"
 
-struct core;
+struct worker_pool;
 struct conn;
 struct event_loop;
 struct store_ctx;
@@ -23,14 +23,14 @@ struct store_ctx;
 #define WORKER_UDP_BUF 65536 /* the largest datagram */
 
 struct worker {
-    struct core *core;
+    struct worker_pool *pool;
     int id;
     pthread_t thread;
     bool started;
     struct event_loop *loop;
     struct store_ctx *store;
     struct stats_thread stats;
-    int wake[2];                  /* pipe: core_stop writes, the loop reads */
+    int wake[2];                  /* pipe: worker_pool_stop writes, the loop reads */
     struct loop_token wake_watch;
     struct loop_token *listen_watch;   /* one per listener */
     bool listening;
@@ -51,10 +51,10 @@ struct worker {
     bool clients_since_trim;      /* had connections since the last trim */
 };
 
-int worker_init(struct worker *w, struct core *core, int id);
+int worker_init(struct worker *w, struct worker_pool *pool, int id);
 void worker_release(struct worker *w);
 void *worker_main(void *arg);
-/* From another thread: wake the loop so it notices core->stopping. */
+/* From another thread: wake the loop so it notices pool->stopping. */
 void worker_wake(struct worker *w);
 
 

@@ -1,54 +1,54 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The running server, the layer above net/, in three pieces:
- *   - struct core (net/core.h): its state, what every worker shares
- *     (options, store, listeners, registry, the workers, the trimmer,
- *     connection counts). main.c fills it in; workers and connections
- *     read it, which is why it is declared in net/.
- *   - core_start / core_stop (server/core.c): its threads, the workers and
- *     the trimmer, with the trimmer's questions about the workers.
- *   - struct server (server/server.c): its answers to the protocols, the
- *     server_ops (proto/server_ops.h): shutdown, verbosity, cache_memlimit,
- *     and the `stats` family composed from every worker's counters and the
- *     store's. main.c creates one and puts its ops in the core, whose
- *     workers hand them to every session.
- * main.c (start-up, signals, shutdown order) and server/daemon.c (-d)
- * run the process around them. */
+/* The running server, the layer above net/: one struct server, owning
+ *   - the worker pool (net/worker_pool.h): the workers and what they
+ *     share (options, store, listeners, registry, connection counts, the
+ *     trimmer);
+ *   - its answers to the protocols, the server_ops (server_ops.c):
+ *     shutdown, verbosity, cache_memlimit and the `stats` family composed
+ *     from every worker's counters and the store's, with `stats reset`'s
+ *     baseline.
+ * main.c (start-up, signals, shutdown order) sets it up, fills in the
+ * store, registry and listeners of its pool, and starts and stops it;
+ * server/daemon.c (-d) runs the process around it. */
 #ifndef NODELAY_SERVER_H
 #define NODELAY_SERVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
-struct core;
-struct server;
+#include "net/worker_pool.h"
+#include "proto/server_ops.h"
+#include "stats/stats_output.h"
+
+struct net_options;
+struct proto_options;
 struct settings;
-struct stats_snapshot;
 
-/* Start nworkers threads (opt->num_threads), each watching every
- * listener, and the trimmer. Returns 0, or -1 after stopping whatever had
- * started. */
-int core_start(struct core *c);
+struct server {
+    struct worker_pool pool;    /* the workers and what they share */
+    const struct settings *set; /* `stats settings`, and what the snapshot shows */
+    struct server_ops ops;      /* what sessions ask of it (server_ops.c) */
+    /* `stats reset`: counters are per-worker single-writer, so instead of
+     * zeroing them under the writers' feet it remembers what they were and
+     * reports the difference (stats_snapshot_since). */
+    pthread_mutex_t reset_lock;
+    struct stats_snapshot base;
+    bool was_reset;
+};
+
+/* Zero *srv and set it up, not running: the pool's options and run-time
+ * settings from set (which outlives it), its ops. The caller then fills in
+ * srv->pool's store, registry and listeners. Returns 0, or -1. */
+int server_init(struct server *srv, const struct settings *set, const struct net_options *opt,
+                const struct proto_options *proto);
+/* Start the workers (opt->num_threads) and the trimmer. Returns 0, or -1
+ * after stopping whatever had started. */
+int server_start(struct server *srv);
 /* Ask every worker to stop (graceful: let queued replies drain first) and
- * wait for them, then the trimmer. Safe to call once after core_start
- * succeeded. */
-void core_stop(struct core *c, bool graceful);
-
-/* Sets c->ops. set: what `stats settings` shows and the snapshot reads
- * (it outlives the server). Returns NULL when out of memory. */
-struct server *server_create(struct core *c, const struct settings *set);
-/* After the workers stopped: clears c->ops and frees *srv (NULL after). */
-void server_destroy(struct server **srv);
-
-/* What every row of the counters table reads, since the last `stats reset`,
- * for a reader outside the protocols (the metrics endpoint walks
- * stats_general_rows / stats_nodelay_rows over it). Takes no worker's lock. */
-void server_stats_snapshot(struct server *srv, struct stats_snapshot *out);
-
-/* The `stats settings` rows memcached_exporter exports, for the metrics
- * endpoint: emit(arg, metric, help, value) per row, as
- * settings_metrics_emit. Returns its result. */
-int server_settings_metrics(struct server *srv,
-                            int (*emit)(void *arg, const char *metric, const char *help,
-                                        const char *value),
-                            void *arg);
+ * wait for them, then the trimmer. Safe after a failed start. */
+void server_stop(struct server *srv, bool graceful);
+/* After server_stop (or before any start): what server_init set up. The
+ * pool's store, registry and listeners are the caller's to release. */
+void server_release(struct server *srv);
 
 #endif

@@ -8,6 +8,8 @@
 #include "store/store_item.h"
 #include "store/store_seg.h"
 #include "store/persist/persist.h"
+#include "store/seg_counts.h"
+#include "store/store_lookup.h"
 
 uint64_t store_next_cas(struct store *s)
 {
@@ -15,7 +17,7 @@ uint64_t store_next_cas(struct store *s)
     /* -e: the file's ceiling stays above every CAS a client was given, so a
      * restart after a crash never hands one out twice. */
     if (s->pm && c >= __atomic_load_n(&s->pm->hdr->cas_ceiling, __ATOMIC_RELAXED))
-        persist_cas(s, c);
+        persist_cas(s->pm, c);
     return c;
 }
 

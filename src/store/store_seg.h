@@ -11,24 +11,25 @@
 #include "store/hugemem.h"
 #include "store/store.h"
 #include "store/store_classes.h"
+#include "store/store_counters.h"
+#include "store/store_index.h"
 #include "store/seg_counts.h"
 
-struct store;
-struct store_ctx;
+struct persist;
+struct store_life;
 
 #define STORE_TTL_GROUPS 8
 /* With -o temporary_ttl, items that expire within it (memcached's TEMP LRU)
  * get segments of their own, which eviction takes only as a last resort. */
 #define STORE_GROUP_TEMP STORE_TTL_GROUPS
 #define STORE_GROUPS (STORE_TTL_GROUPS + 1)
-#define SEG_CHUNK 1024u
 #define SEG_Q_MAIN 0
 #define SEG_Q_SMALL 1
 #define SEG_Q_TEMP 2
 
 /* What the segments tell the parts above them. The segments call nothing
- * above them: the store fills this table in (store_create) and the
- * segments call through it. */
+ * above them: the store fills this table in (store_create, pool.hooks) and
+ * the segments call through it. */
 struct seg_hooks {
     /* A live item was evicted from the small queue without a read (the
      * ghost list remembers its key). Called under the pool lock and the
@@ -82,7 +83,49 @@ struct seg_pool {
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
     size_t mem_limit;
+
+    /* What it reads of the parts below it and reports above it, set by the
+     * store before seg_pool_init and fixed from then. */
+    const struct store_options *opt; /* evictions, -C, the T_MEMD hook (the store's) */
+    struct index *index;             /* evictions unlink from it */
+    const struct store_life *life;   /* flush marks: which items are live */
+    const struct store_classes *classes; /* an item's class, for its counts */
+    const uint64_t *cas_next;        /* the store's CAS counter (atomic): a segment's cas_base */
+    struct persist *pm;              /* the -e file, or NULL */
+    struct seg_hooks hooks;
 };
+
+/* A worker's side of the pool (in its store_ctx): its open segment of
+ * each TTL group, what its writes owe eviction, and its counters that
+ * eviction adds to (the ctx's own). */
+struct seg_ctx {
+    struct seg_pool *pool;
+    struct seg *open[STORE_GROUPS];
+    uint32_t evict_debt;              /* bytes written not yet paid (store_owe) */
+    struct store_ctx_counters *cnt;
+    struct store_cls_ctr *cls;        /* [STORE_CLASSES] */
+};
+
+static inline struct seg *seg_of(const struct seg_pool *pool, uint32_t id)
+{
+    return seg_at(pool->seg_chunks, id);
+}
+static inline char *seg_item(const struct seg_pool *pool, uint64_t slot)
+{
+    return seg_of(pool, slot_seg(slot))->data + ((size_t)slot_off(slot) << pool->off_shift);
+}
+
+/* Segments a limit of `bytes` allows: what the T_MEMD_INITIAL_MALLOC hook
+ * (opt->initial_malloced) leaves of it, at least one with the hook, as
+ * memcached grants a class its first page past its limit. */
+static inline size_t seg_limit_for(const struct seg_pool *pool, size_t bytes)
+{
+    size_t pre = pool->opt->initial_malloced;
+    if (!pre)
+        return bytes / pool->seg_size;
+    size_t n = bytes > pre ? (bytes - pre) / pool->seg_size : 0;
+    return n ? n : 1;
+}
 
 /* An open segment is recycled rather than appended to (seg_recycle) once
  * at least this share of it is written and nothing in it is wanted any
@@ -105,18 +148,21 @@ static inline bool seg_spent(struct seg *g, size_t seg_size)
     return __atomic_load_n(&g->refcount, __ATOMIC_ACQUIRE) == 0;
 }
 
-int seg_pool_init(struct store *s);
-void seg_pool_release(struct store *s);
+/* The pool's memory and headers for seg_limit segments; its geometry
+ * (seg_size, off_shift, seg_limit, mem_limit, open_max) and the fields
+ * below mem_limit set first. */
+int seg_pool_init(struct seg_pool *pool);
+void seg_pool_release(struct seg_pool *pool);
 /* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
  * NULL when no room can be made. Seals the ctx's previous open segment of g. */
-struct seg *seg_open(struct store_ctx *ctx, unsigned g);
+struct seg *seg_open(struct seg_ctx *ctx, unsigned g);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
-void seg_pay(struct store_ctx *ctx);
+void seg_pay(struct seg_ctx *ctx);
 /* Make ctx's spent open segment (seg_spent) empty in place, its expired
  * items unlinked; false when an item is wanted again or a pin is held. */
-bool seg_recycle(struct store_ctx *ctx, struct seg *seg);
+bool seg_recycle(struct seg_ctx *ctx, struct seg *seg);
 /* Give a ctx's open segment back (ctx destroy). */
-void seg_close(struct store_ctx *ctx, struct seg *seg);
+void seg_close(struct seg_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
 /* A pin a reply queue holds: false past the bound (store_pin_keep). */
 bool seg_keep(struct seg *seg, bool must);
@@ -127,6 +173,6 @@ bool seg_try_pin(struct seg *seg);
 void seg_wait_compacted(struct seg *seg);
 /* Housekeeping pass: reclaim segments whose items all expired or were
  * flushed. Returns segments reclaimed. */
-unsigned seg_reclaim_expired(struct store_ctx *ctx);
-int seg_set_limit(struct store *s, size_t bytes);
+unsigned seg_reclaim_expired(struct seg_ctx *ctx);
+int seg_set_limit(struct seg_pool *pool, size_t bytes);
 #endif

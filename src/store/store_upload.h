@@ -24,8 +24,8 @@ struct store_uploads {
     uint64_t held;      /* large ones still allocated (lock) */
     uint64_t small;     /* the small ones, atomic: client memory (client_mem_limit) */
 };
-void store_upload_init(struct store *s);
-void store_upload_release(struct store *s);
+void store_upload_init(struct store_uploads *up);
+void store_upload_release(struct store_uploads *up);
 /* The default bound on large incomplete uploads for this -m and -I. */
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
 /* Free a staged upload's memory. */

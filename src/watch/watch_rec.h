@@ -32,7 +32,8 @@ struct watch_rec {
 };
 
 /* The line for r (its key or address: nkey bytes) with this gid, ending
- * "\n", into out; returns its length (0: it did not fit in cap). */
+ * "\n", into out; returns its length (0: it did not fit in cap).
+ * (watch_format.c) */
 size_t watch_format(const struct watch_rec *r, const char *key, size_t nkey, uint64_t gid,
                     char *out, size_t cap);
 

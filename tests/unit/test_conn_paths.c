@@ -11,11 +11,11 @@
 
 #include "event/event.h"
 #include "net/conn.h"
-#include "net/core.h"
+#include "net/worker_pool.h"
 
 struct cp {
     struct tt *t;
-    struct core core;
+    struct worker_pool pool;
     struct conn_env env;
     struct iovec iov[64];
     size_t reply_bytes;
@@ -23,9 +23,9 @@ struct cp {
     int peer;
 };
 
-static size_t cp_client_bytes(const struct core *core)
+static size_t cp_client_bytes(const struct worker_pool *pool)
 {
-    (void)core;
+    (void)pool;
     return 0;
 }
 
@@ -38,11 +38,11 @@ static bool cp_open(struct cp *p, bool ring)
     if (event_select(ring, why, sizeof why) < 0)
         return false;
     p->t = tt_new();
-    p->core.opt = &p->t->opt.net;
-    p->core.proto = &p->t->opt.proto;
-    p->core.run = settings_runtime_of(&p->t->set);
-    assert_int_equal(registry_init(&p->core.registry), 0);
-    p->env.core = &p->core;
+    p->pool.opt = &p->t->opt.net;
+    p->pool.proto = &p->t->opt.proto;
+    p->pool.run = settings_runtime_of(&p->t->set);
+    assert_int_equal(registry_init(&p->pool.registry), 0);
+    p->env.pool = &p->pool;
     assert_int_equal(event_loop_create(&p->env.loop), 0);
     assert_int_equal(event_has_io(p->env.loop), ring);
     p->env.store = p->t->ctx;
@@ -52,10 +52,12 @@ static bool cp_open(struct cp *p, bool ring)
     p->env.iov_max = 64;
     p->env.reply_bytes = &p->reply_bytes;
     p->env.client_bytes = cp_client_bytes;
+    p->env.plain_path = ring ? &conn_uring_path : &conn_ready_path;
+    p->env.tls_path = &conn_ready_path;
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     p->peer = sv[1];
-    p->core.curr_conns = 1;
+    p->pool.curr_conns = 1;
     p->c = conn_create(&p->env, sv[0], false, 0, "unix:test", "unix:test");
     assert_non_null(p->c);
     assert_int_equal(p->c->u.on, ring);
@@ -128,7 +130,7 @@ static void cp_close(struct cp *p)
     assert_null(p->env.conns);
     close(p->peer);
     event_loop_destroy(&p->env.loop);
-    registry_release(&p->core.registry);
+    registry_release(&p->pool.registry);
     tt_free(p->t);
 }
 

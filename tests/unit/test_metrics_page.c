@@ -17,10 +17,10 @@
 
 #include "base/clock.h"
 #include "metrics/metrics.h"
-#include "net/core.h"
 #include "settings/options.h"
 #include "reply/reply.h"
 #include "server/server.h"
+#include "server/server_ops.h"
 #include "settings/settings.h"
 #include "store/store.h"
 
@@ -30,8 +30,7 @@
 struct fixture {
     struct settings set;
     struct options opt;
-    struct core core;
-    struct server *srv;
+    struct server srv;
     struct store_ctx *ctx;
 };
 
@@ -41,23 +40,19 @@ static void fixture_open(struct fixture *f)
     settings_defaults(&f->set);
     SETTINGS_SET(&f->set, maxbytes, MEM);
     options_from_settings(&f->set, &f->opt);
-    f->core.opt = &f->opt.net;
-    f->core.proto = &f->opt.proto;
-    f->core.run = settings_runtime_of(&f->set);
-    assert_int_equal(store_create(&f->core.store, &f->opt.store), 0);
-    assert_true(registry_init(&f->core.registry) >= 0);
-    f->srv = server_create(&f->core, &f->set);
-    assert_non_null(f->srv);
-    f->ctx = store_ctx_create(f->core.store);
+    assert_int_equal(server_init(&f->srv, &f->set, &f->opt.net, &f->opt.proto), 0);
+    assert_int_equal(store_create(&f->srv.pool.store, &f->opt.store), 0);
+    assert_true(registry_init(&f->srv.pool.registry) >= 0);
+    f->ctx = store_ctx_create(f->srv.pool.store);
     assert_non_null(f->ctx);
 }
 
 static void fixture_close(struct fixture *f)
 {
     store_ctx_destroy(&f->ctx);
-    server_destroy(&f->srv);
-    registry_release(&f->core.registry);
-    store_destroy(&f->core.store);
+    registry_release(&f->srv.pool.registry);
+    store_destroy(&f->srv.pool.store);
+    server_release(&f->srv);
     settings_release(&f->set);
 }
 
@@ -73,7 +68,7 @@ static char *compose(struct fixture *f)
 {
     struct reply_queue q;
     reply_init(&q);
-    assert_int_equal(metrics_compose(f->srv, &q), 0);
+    assert_int_equal(metrics_compose(&f->srv, &q), 0);
     size_t cap = reply_pending(&q) + 1, len = 0;
     char *page = malloc(cap);
     assert_non_null(page);

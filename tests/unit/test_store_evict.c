@@ -408,10 +408,10 @@ static void test_eviction_at_writers_pace(void **state)
     while (evictions_of(&t) == 0)
         put(&t, i++, 1000);
     /* start at a fresh segment, so what follows fits in it */
-    struct seg *open = t.c->open[0];
-    while (t.c->open[0] == open)
+    struct seg *open = t.c->seg.open[0];
+    while (t.c->seg.open[0] == open)
         put(&t, i++, 1000);
-    open = t.c->open[0];
+    open = t.c->seg.open[0];
     uint32_t before = open->write_off;
     put(&t, i++, 1000);
     uint32_t isz = open->write_off - before; /* one item, as the victim's are */
@@ -419,7 +419,7 @@ static void test_eviction_at_writers_pace(void **state)
     const int k = 200;
     for (int j = 0; j < k; j++)
         put(&t, i++, 1000);
-    assert_ptr_equal(t.c->open[0], open); /* no segment was opened */
+    assert_ptr_equal(t.c->seg.open[0], open); /* no segment was opened */
     uint64_t paid = (uint64_t)k * isz - SEG_PAY_BYTES; /* at most that much is still owed */
     uint64_t d = evictions_of(&t) - e0;
     assert_true(d >= paid / isz - 1);
@@ -427,7 +427,7 @@ static void test_eviction_at_writers_pace(void **state)
     /* one write of SEG_PAY_BYTES or more pays at once */
     e0 = evictions_of(&t);
     put(&t, i++, 9000);
-    assert_ptr_equal(t.c->open[0], open);
+    assert_ptr_equal(t.c->seg.open[0], open);
     assert_true(evictions_of(&t) - e0 >= 9000 / isz);
     /* what is left is a suffix of what was written, as before */
     assert_true(has(&t, i - 1));
@@ -444,8 +444,8 @@ static void test_victim_keeps_its_read_items(void **state)
     tstore_open(&t, 4 * MB, MB, true, true);
     int i = 0;
     put(&t, i++, 1000);
-    struct seg *first = t.c->open[0];
-    while (t.c->open[0] == first)
+    struct seg *first = t.c->seg.open[0];
+    while (t.c->seg.open[0] == first)
         put(&t, i++, 1000);
     int last = i - 2; /* the last item in the first segment */
     int hot = last * 7 / 8; /* over half of it, under 15/16 */
