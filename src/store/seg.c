@@ -27,8 +27,6 @@
  * pin can be taken) and it waits in `draining` until its refcount drops to
  * zero. While a victim is being compacted (SEG_COMPACTING) a reader may not
  * pin it: it waits and looks again (seg_try_pin).
- * A worker that finds every segment open or draining waits for the pins of
- * reads in progress, not for those reply queues keep (seg_wait_pins).
  *
  * Lock order: the pool lock (pool.lock), then bucket locks, then the index pool lock.
  */
@@ -797,20 +795,16 @@ out:
     pthread_mutex_unlock(&pool->lock);
 }
 
-/* How long a write waits for pins of reads in progress before it is
- * refused (seg_wait_pins). */
+/* No segment free, every one open, draining or walked (pool lock held):
+ * room comes only when a draining segment's pins go. Pins reply queues
+ * keep wait for clients that may never read: with only those, the write
+ * is refused (memcached: SERVER_ERROR out of memory). Others are a read in
+ * progress (no segment is held across a read: store_upload.c), gone in
+ * microseconds: wait for them, pool lock released, up to SEG_PIN_WAIT_NS
+ * after the first wait (*until, 0 before it; bounded for a caller that
+ * holds such a pin itself). false: no room can be made. */
 #define SEG_PIN_WAIT_NS (500ull * 1000 * 1000)
 
-/* Every segment is open, draining or walked, and none is free (pool lock
- * held): room comes only when a draining segment's pins go. A pin a reply
- * queue keeps (seg_keep) waits for its client, who may never read: with
- * only those, no room can be made and the write is refused (memcached's
- * SERVER_ERROR out of memory). Any other pin is a thread's in the middle
- * of a request (no segment is held across a read: store_upload.c), gone
- * within microseconds unless that thread is descheduled, so the write
- * waits for it with the pool lock released, up to SEG_PIN_WAIT_NS from its
- * first wait (*until, 0 before it; the bound is for a caller that holds
- * such a pin itself). false: no room can be made. */
 static bool seg_wait_pins(struct seg_pool *pool, uint64_t *until)
 {
     bool passing = false;
@@ -863,13 +857,10 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
     return seg;
 }
 
-/* A worker's open segment made empty again in place (seg_spent said
- * nothing in it is wanted), without the pool lock: it is in no queue, only
- * its owner writes it, and nothing else walks it. Items still linked (all
- * expired) are unlinked first and count as reclaimed, as memcached's
- * allocation counts the expired chunks it reuses; once none is linked no
- * reader can take a new pin, and with no pin left the bytes are the
- * owner's. No segment changes hands, so no other writer waits for this. */
+/* Empty a worker's spent open segment in place, without the pool lock: it
+ * is in no queue and only its owner writes it. Expired items still linked
+ * are unlinked (reclaimed, as memcached's allocation counts them); with
+ * none linked no new pin can be taken, and with no pin left it is reset. */
 bool seg_recycle(struct seg_ctx *ctx, struct seg *seg)
 {
     struct seg_pool *pool = ctx->pool;
