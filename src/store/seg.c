@@ -21,13 +21,15 @@
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
- * ahead of need.
+ * ahead of need, and a worker's own open one is emptied in place by its
+ * next write (seg_recycle).
  *
  * Pins: readers hold a segment's refcount while they send from it. A pinned
  * victim is not compacted: its items are unlinked or copied out (so no new
  * pin can be taken) and it waits in `draining` until its refcount drops to
  * zero. While a victim is being compacted (SEG_COMPACTING) a reader may not
- * pin it: it waits and looks again (seg_try_pin).
+ * pin it: it waits and looks again (seg_try_pin). The pins themselves, and
+ * a write's wait for them: seg_pins.c.
  *
  * Lock order: the pool lock (pool.lock), then bucket locks, then the index pool lock.
  */
@@ -39,11 +41,9 @@
 #include "store/persist/persist.h"
 #include "watch/watch.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <xxhash.h>
 
 /* The small queue's target starts at this share of the segments. */
@@ -271,23 +271,6 @@ static bool seg_dead(struct seg_pool *pool, struct seg *seg, rel_time_t now)
         __atomic_load_n(&seg->max_cas, __ATOMIC_RELAXED) < oc)
         return true;
     return false;
-}
-
-bool seg_try_pin(struct seg *seg)
-{
-    /* Pairs with seg_evict: either it sees our pin, or we see its state. */
-    __atomic_fetch_add(&seg->refcount, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&seg->state, __ATOMIC_SEQ_CST) == SEG_COMPACTING) {
-        __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
-        return false;
-    }
-    return true;
-}
-
-void seg_wait_compacted(struct seg *seg)
-{
-    while (__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE) == SEG_COMPACTING)
-        sched_yield();
 }
 
 /* Copy a kept item to the end of the main open segment; its new slot, or 0
@@ -821,38 +804,6 @@ out:
     pthread_mutex_unlock(&pool->lock);
 }
 
-/* No segment free, every one open, draining or walked (pool lock held):
- * room comes only when a draining segment's pins go. Pins reply queues
- * keep wait for clients that may never read: with only those, the write
- * is refused (memcached: SERVER_ERROR out of memory). Others are a read in
- * progress (no segment is held across a read: store_upload.c), gone in
- * microseconds: wait for them, pool lock released, up to SEG_PIN_WAIT_NS
- * after the first wait (*until, 0 before it; bounded for a caller that
- * holds such a pin itself). false: no room can be made. */
-#define SEG_PIN_WAIT_NS (500ull * 1000 * 1000)
-
-static bool seg_wait_pins(struct seg_pool *pool, uint64_t *until)
-{
-    bool passing = false;
-    for (struct seg *d = pool->draining.head; d && !passing; d = d->next)
-        passing = __atomic_load_n(&d->kept, __ATOMIC_RELAXED) == 0 &&
-                  __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) != 0;
-    if (!passing)
-        return false;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    if (!*until)
-        *until = now + SEG_PIN_WAIT_NS;
-    else if (now >= *until)
-        return false;
-    pthread_mutex_unlock(&pool->lock);
-    struct timespec nap = {0, 20 * 1000};
-    nanosleep(&nap, NULL);
-    pthread_mutex_lock(&pool->lock);
-    return true;
-}
-
 struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
 {
     struct seg_pool *pool = ctx->pool;
@@ -941,48 +892,6 @@ void seg_close(struct seg_ctx *ctx, struct seg *seg)
         seg_seal(ctx, seg, true);
     }
     pthread_mutex_unlock(&pool->lock);
-}
-
-void seg_unpin(struct seg *seg)
-{
-    __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
-}
-
-/* Reply queues may pin at most this share of the segments -m allows
- * (docs/store.md "Pins and zero copy"): a client that stops reading then
- * holds copies, counted in client_mem_limit, never segments eviction needs. */
-#define SEG_KEEP_DIV 4
-
-/* Counted per segment, not per pin: what blocks eviction is a segment with
- * any pin, however many values of it are queued. The global count moves
- * only when a segment's first kept pin comes or its last one goes. A segment
- * taking its first kept pin reserves a place in the count before it is
- * marked, so two workers racing past the bound cannot both keep one. With
- * must, it is kept and counted whatever the count (a value too large to
- * copy, reply_ref). */
-bool seg_keep(struct seg *seg, bool must)
-{
-    struct seg_pool *pool = seg->pool;
-    if (__atomic_load_n(&seg->kept, __ATOMIC_RELAXED) == 0) {
-        uint32_t lim = __atomic_load_n(&pool->seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
-        if (__atomic_add_fetch(&pool->kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1) && !must) {
-            __atomic_fetch_sub(&pool->kept_segs, 1, __ATOMIC_RELAXED);
-            return false;
-        }
-        if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) != 0)
-            __atomic_fetch_sub(&pool->kept_segs, 1, __ATOMIC_RELAXED); /* raced: counted already */
-        return true;
-    }
-    if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) == 0)
-        __atomic_fetch_add(&pool->kept_segs, 1, __ATOMIC_RELAXED); /* its last went meanwhile */
-    return true;
-}
-
-void seg_unkeep(struct seg *seg)
-{
-    if (__atomic_fetch_sub(&seg->kept, 1, __ATOMIC_RELAXED) == 1)
-        __atomic_fetch_sub(&seg->pool->kept_segs, 1, __ATOMIC_RELAXED);
-    seg_unpin(seg);
 }
 
 unsigned seg_reclaim_expired(struct seg_ctx *ctx)

@@ -173,6 +173,11 @@ void seg_pay(struct seg_ctx *ctx);
 /* Make ctx's spent open segment (seg_spent) empty in place, its expired
  * items unlinked; false when an item is wanted again or a pin is held. */
 bool seg_recycle(struct seg_ctx *ctx, struct seg *seg);
+/* seg_open with no segment free and no victim left (pool lock held): wait
+ * for the pins of reads in progress on draining segments, up to a bound
+ * from the first wait (*until, 0 before it); false: no room can be made
+ * (seg_pins.c). */
+bool seg_wait_pins(struct seg_pool *pool, uint64_t *until);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct seg_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
