@@ -8,7 +8,8 @@ the second waiting on the first's send, and a client still owed a reply
 sends no ACK, so the server probes for it (a tail-loss probe, 10-20 ms
 later). Counted by the client's TCP_INFO (data segments received), not
 timed. A batch of exactly 2 KiB, whose rest receive finds nothing, is
-answered at once (the replies never wait on the client)."""
+answered at once (the replies never wait on the client); one of 160 gets
+runs over several -R turns and is still answered in one send."""
 import socket
 import struct
 
