@@ -119,6 +119,15 @@ static int file_open(struct flash_dev_file *f, const struct flash_dev_file_opt *
 
 static void *pool_main(void *arg);
 
+int flash_dev_probe(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
 int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,
                    size_t n)
 {
