@@ -257,7 +257,7 @@ int flash_dev_read(struct flash_dev *dev, uint32_t page, uint64_t off, void *buf
 {
     off_t pos;
     struct flash_dev_file *f = locate(dev, page, off, len, &pos);
-    if (!f || !buf_ok(f, buf))
+    if (!f || !buf_ok(f, buf) || len > INT32_MAX) /* the result is an int */
         return -EINVAL;
     uint32_t done = 0;
     while (done < len) {
@@ -286,7 +286,7 @@ int flash_dev_submit(struct flash_dev *dev, struct flash_cq *cq, struct flash_re
     off_t pos;
     struct flash_dev_file *f = locate(dev, r->page, r->off, r->len, &pos);
     if (!f || !buf_ok(f, r->buf) || r->len > INT32_MAX)
-        return -EINVAL;
+        return -EINVAL; /* as flash_dev_read would, but before done() is owed */
     if (!dev->nthreads)
         return -ENOSYS;
     r->cq = cq;
