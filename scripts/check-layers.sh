@@ -25,10 +25,39 @@
 # not seen. A loop there fails for the folders in INFOLDER_ENFORCED, and is
 # only reported for the others, until they are taken apart too.
 #
+# Inside store/, includes follow the store's layers too (STORE_LAYERS
+# below, lowest first): a file may include the headers of its own layer and
+# of the layers below it, and store.h and store_compat.h (the public
+# headers) anywhere. store_core.h, the composition (struct store and
+# struct store_ctx), may be included only by the files at or above the
+# lookup, which compose the parts: a part below it reaches the others only
+# through what it is handed. store_core.h itself includes every part's
+# header, as it holds each part's struct. A store file in no layer fails:
+# a new part says where it sits.
+#
 # The last line is "layers: ok ..." or "layers: LOOP ...".
 set -u
 INFOLDER_ENFORCED="base event metrics net proto reply server settings stats store watch"
 cd "$(dirname "$0")/.."
+
+# The store's layers, lowest first: "rank:file ...", files relative to
+# src/store. The parts below the lookup own their state and never see
+# struct store; from the lookup up, files compose them (store_core.h).
+STORE_LAYERS="
+0:store.h store_compat.h
+1:store_item.h item.c hugemem.h hugemem.c store_counters.h persist/split.h persist/split.c
+2:store_index.h index.c store_life.h store_life.c store_classes.h store_classes.c store_ghost.h store_ghost.c flash/flash_layout.h flash/flash_layout.c flash/flash_dev.h flash/flash_dev.c
+3:seg_counts.h
+4:persist/persist.h persist/persist.c
+5:store_seg.h seg.c seg_counts.c
+6:store_lookup.h store_lookup.c store_core.h
+7:store_link.h store_link.c store_compat.c
+8:store_write.h store_write.c store_arith.c store_upload.h store_upload.c
+9:store_crawl.h store_crawl.c persist/restore.h persist/restore.c persist/restore_index.h persist/restore_index.c
+10:store.c
+"
+STORE_PUBLIC="store.h store_compat.h"
+STORE_COMPOSITION="store_core.h"
 
 part() {
     local path=${1#src/}
@@ -57,7 +86,8 @@ edges=$(
     done | sort -u
 )
 
-EDGES="$edges" VERBOSE="${1:-}" ENFORCED="$INFOLDER_ENFORCED" /usr/bin/python3 - <<'EOF'
+EDGES="$edges" VERBOSE="${1:-}" ENFORCED="$INFOLDER_ENFORCED" STORE_LAYERS="$STORE_LAYERS" \
+    STORE_PUBLIC="$STORE_PUBLIC" STORE_COMPOSITION="$STORE_COMPOSITION" /usr/bin/python3 - <<'EOF'
 import os, re, sys
 
 graph = {}
@@ -204,10 +234,55 @@ for folder in folders:
                   f"({len(scc)} files in the loop)")
             inote += 1
 
-if bad or ibad:
+# ---- includes inside store/ follow its layers ---------------------------
+rank = {}
+for line in os.environ["STORE_LAYERS"].split("\n"):
+    if line.strip():
+        r, names = line.split(":", 1)
+        for n in names.split():
+            rank[n] = int(r)
+public = set(os.environ["STORE_PUBLIC"].split())
+composition = os.environ["STORE_COMPOSITION"]
+compose_rank = rank[composition]
+sbad, sinc = 0, 0
+sroot = os.path.join('src', 'store')
+for root, _, names in os.walk(sroot):
+    for n in sorted(names):
+        if not n.endswith(('.c', '.h')):
+            continue
+        f = os.path.join(root, n)
+        rel = os.path.relpath(f, sroot)
+        if rel not in rank:
+            print(f"  store/{rel}: in no layer of STORE_LAYERS (scripts/check-layers.sh)")
+            sbad += 1
+            continue
+        text = open(f, errors='replace').read()
+        for inc in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]*)"', text, flags=re.M):
+            path = inc if os.path.exists(os.path.join('src', inc)) else \
+                os.path.relpath(os.path.join(root, inc), 'src')
+            if not path.startswith('store/'):
+                continue
+            to = path[len('store/'):]
+            sinc += 1
+            if to in public or to == rel:
+                continue
+            if to == composition:
+                ok = rank[rel] >= compose_rank
+            else:
+                ok = to in rank and (rank[to] <= rank[rel] or rel == composition)
+            if not ok:
+                print(f"  store/{rel} (layer {rank[rel]}) includes store/{to} "
+                      f"(layer {rank.get(to, '?')}): above it")
+                sbad += 1
+if os.environ["VERBOSE"] == "-v":
+    for n in sorted(rank, key=lambda k: (rank[k], k)):
+        print(f"store layer {rank[n]}: {n}")
+
+if bad or ibad or sbad:
     print(f"layers: LOOP ({bad} between parts of src/ in {nedges} edges, "
-          f"{ibad} inside enforced folders)")
+          f"{ibad} inside enforced folders, {sbad} store include(s) out of order)")
     sys.exit(1)
 print(f"layers: ok ({nedges} edges between parts of src/, no loop; "
-      f"calls inside {' '.join(sorted(enforced))}: no loop; {inote} loop(s) noted elsewhere)")
+      f"calls inside {' '.join(sorted(enforced))}: no loop; "
+      f"{sinc} includes inside store/ in layer order; {inote} loop(s) noted elsewhere)")
 EOF

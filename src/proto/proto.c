@@ -14,6 +14,14 @@
 
 #define PROTO_BINARY_REQ_MAGIC 0x80
 
+/* Whether the protocol is inside a request (proto_mid_request). */
+static bool proto_in_request(const struct session *s)
+{
+    if (s->kind == PROTO_KIND_BINARY)
+        return bin_of_const(s)->recv != BIN_RECV_NONE;
+    return s->kind == PROTO_KIND_TEXT && text_of_const(s)->value.receiving;
+}
+
 enum proto_status proto_process(struct session *s, const char *buf, size_t len, size_t *consumed)
 {
     if (s->watcher) {
@@ -37,6 +45,7 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len, 
     enum proto_status st = s->kind == PROTO_KIND_BINARY ? bin_process(s, buf, len, consumed)
                                                         : text_process(s, buf, len, consumed);
     clock_release(held);
+    s->mid_request = proto_in_request(s);
     return st;
 }
 
@@ -46,13 +55,7 @@ void proto_sink_filled(struct session *s, size_t n)
         bin_sink_filled(s, n);
     else
         text_sink_filled(s, n);
-}
-
-bool proto_mid_request(const struct session *s)
-{
-    if (s->kind == PROTO_KIND_BINARY)
-        return bin_of_const(s)->recv != BIN_RECV_NONE;
-    return s->kind == PROTO_KIND_TEXT && text_of_const(s)->value.receiving;
+    s->mid_request = proto_in_request(s);
 }
 
 void proto_tick(struct session *s)

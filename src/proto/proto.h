@@ -38,14 +38,18 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len,
  * proto_sink_filled with how many bytes it put there. */
 void proto_sink_filled(struct session *s, size_t n);
 
-/* A request has begun and not ended: its value, or the "\r\n" after it, is
- * still to come (bytes of a line or header not yet whole stay unconsumed,
- * in the caller's buffer). */
-bool proto_mid_request(const struct session *s);
-
 /* What the connection reads and sets of the session, so that it never
  * names a session field itself: the contract may change inside without
  * the connection noticing. All inline: several run per request. */
+
+/* A request has begun and not ended: its value, or the "\r\n" after it, is
+ * still to come (bytes of a line or header not yet whole stay unconsumed,
+ * in the caller's buffer). As the last proto_process or proto_sink_filled
+ * left it. */
+static inline bool proto_mid_request(const struct session *s)
+{
+    return s->mid_request;
+}
 
 /* The queue the protocol appends replies to; the connection sends from it. */
 static inline struct reply_queue *proto_reply(struct session *s)

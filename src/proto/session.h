@@ -81,6 +81,10 @@ struct session {
      * The connection reads it now, whatever it owes, and acknowledges
      * nothing early: no segment waits on the client. */
     bool sink_held;
+    /* A request has begun and not ended (proto_mid_request): set by
+     * proto.c as each proto_process and proto_sink_filled returns, so the
+     * connection learns it from what the call left, not by a second call. */
+    bool mid_request;
 
     /* The protocol's own state between reads: storage the contract does
      * not describe. Only the protocol's files see it as their type

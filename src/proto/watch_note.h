@@ -32,7 +32,7 @@ void watch_note_get(const struct session *s, const char *key, size_t nkey, enum 
  * watched. seen may be NULL. */
 void watch_peek(const struct session *s, const char *key, size_t nkey, struct watch_seen *seen);
 /* A storage command's outcome (mode names cmd=, "ms" callers pass the mode
- * too); clsid is the new item's class (store_reservation_class). */
+ * too); clsid is the new item's class (store_reservation.cls). */
 void watch_note_store(const struct session *s, const char *key, size_t nkey, enum store_status st,
                       enum store_mode mode, rel_time_t exptime, uint32_t nvalue, unsigned clsid);
 /* Around a commit: watch_commit_begin (behind watch_active(WATCH_FETCHERS |

@@ -80,7 +80,7 @@ void metrics_hist_sum(enum metrics_family f, struct metrics_hist_sum *out)
 enum metrics_family metrics_family_of(const char *cmd, size_t len)
 {
 #define IS(lit) (len == sizeof(lit) - 1 && memcmp(cmd, lit, len) == 0)
-    if (IS("get") || IS("gets") || IS("gat") || IS("gats") || IS("bget"))
+    if (IS("get") || IS("gets") || IS("gat") || IS("gats"))
         return METRICS_GET;
     if (IS("set") || IS("add") || IS("replace") || IS("append") || IS("prepend") || IS("cas"))
         return METRICS_SET;

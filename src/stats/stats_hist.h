@@ -15,7 +15,7 @@
 #include <time.h>
 
 enum metrics_family {
-    METRICS_GET,    /* get gets gat gats bget */
+    METRICS_GET,    /* get gets gat gats */
     METRICS_SET,    /* set add replace append prepend cas */
     METRICS_DELETE,
     METRICS_ARITH,  /* incr decr */

@@ -6,14 +6,15 @@
  * seg_limit of them. A worker appends to its own open segment per TTL group;
  * a full one is sealed onto the small queue. Once -m is all in use, a victim
  * is chosen S3-FIFO style (seg_pick_victim): from the small queue while it
- * holds more than a tenth of the segments, else from the main queue; and it
+ * holds more than its target, else from the main queue (the target moves
+ * with the ghost's hits, seg_steer_small); and it
  * is walked item by item at the writers' pace (seg_pay): every write owes
  * the bytes it wrote, paid every SEG_PAY_BYTES by walking the victim that
  * far. Items read since they were written (small) or since the last pass
  * (main) are kept, copied to the main open segment; when that is full they
  * stay in place and, at the walk's end, the victim is compacted and takes
- * its place. The rest leave; keys that leave the small queue unread go to
- * the ghost (the evicted_unread hook, struct seg_hooks). At most 15/16 of
+ * its place. The rest leave; keys that leave unread go to the ghost (the
+ * evicted_unread hook, struct seg_hooks). At most 15/16 of
  * a victim is kept, so room is always made, and the walk is paced by the
  * room it frees. A worker that needs a segment and finds none free finishes
  * the walk from its cursor keeping at most half of it (seg_evict_one).
@@ -30,7 +31,6 @@
  *
  * Lock order: the pool lock (pool.lock), then bucket locks, then the index pool lock.
  */
-#include "store/store_core.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_classes.h"
@@ -45,7 +45,7 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
-/* At most this share of a victim may be carried forward. */
+/* The small queue's target starts at this share of the segments. */
 #ifndef SEG_SMALL_DIV
 #define SEG_SMALL_DIV 10
 #endif
@@ -93,115 +93,117 @@ static void list_remove(struct seg_list *l, struct seg *s)
 /* Segment headers come in chunks of SEG_CHUNK, added as -m grows (at start
  * and by cache_memlimit), never moved or freed before the store is: a
  * segment id stays valid for readers without a lock (pool lock held). */
-static int seg_grow_cap(struct store *s, uint64_t want)
+static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
 {
     if (want > SLOT_MAX_SEGS)
         return -1;
-    while (s->pool.seg_cap < want) {
+    while (pool->seg_cap < want) {
         struct seg *c = calloc(SEG_CHUNK, sizeof(*c));
         if (!c)
             return -1;
         for (uint32_t k = 0; k < SEG_CHUNK; k++) {
-            c[k].id = s->pool.seg_cap + k;
-            c[k].store = s;
-            list_push(&s->pool.unused, &c[k]);
+            c[k].id = pool->seg_cap + k;
+            c[k].pool = pool;
+            list_push(&pool->unused, &c[k]);
         }
-        __atomic_store_n(&s->pool.seg_chunks[s->pool.seg_cap / SEG_CHUNK], c, __ATOMIC_RELEASE);
-        s->pool.seg_cap += SEG_CHUNK;
+        __atomic_store_n(&pool->seg_chunks[pool->seg_cap / SEG_CHUNK], c, __ATOMIC_RELEASE);
+        pool->seg_cap += SEG_CHUNK;
     }
     return 0;
 }
 
-int seg_pool_init(struct store *s)
+int seg_pool_init(struct seg_pool *pool)
 {
-    s->pool.seg_chunks = calloc(SLOT_MAX_SEGS / SEG_CHUNK, sizeof(*s->pool.seg_chunks));
-    if (!s->pool.seg_chunks)
+    pool->seg_chunks = calloc(SLOT_MAX_SEGS / SEG_CHUNK, sizeof(*pool->seg_chunks));
+    if (!pool->seg_chunks)
         return -1;
-    pthread_mutex_init(&s->pool.lock, NULL);
-    hugemem_pool_init(&s->pool.seg_mem);
-    if (seg_grow_cap(s, s->pool.seg_limit) != 0) {
-        seg_pool_release(s);
+    pthread_mutex_init(&pool->lock, NULL);
+    hugemem_pool_init(&pool->seg_mem);
+    uint32_t small = pool->seg_limit / SEG_SMALL_DIV ? pool->seg_limit / SEG_SMALL_DIV : 1;
+    pool->small_target = (int64_t)small * (int64_t)pool->seg_size;
+    if (seg_grow_cap(pool, pool->seg_limit) != 0) {
+        seg_pool_release(pool);
         return -1;
     }
     return 0;
 }
 
-void seg_pool_release(struct store *s)
+void seg_pool_release(struct seg_pool *pool)
 {
-    for (uint32_t i = 0; i < s->pool.seg_cap && !s->pm; i++) {
-        struct seg *g = seg_of(s, i);
+    for (uint32_t i = 0; i < pool->seg_cap && !pool->pm; i++) {
+        struct seg *g = seg_of(pool, i);
         if (g->data)
-            munmap(g->data, s->pool.seg_size);
+            munmap(g->data, pool->seg_size);
     }
-    hugemem_pool_release(&s->pool.seg_mem);
-    for (uint32_t c = 0; c < s->pool.seg_cap / SEG_CHUNK; c++)
-        free(s->pool.seg_chunks[c]);
-    free(s->pool.seg_chunks);
-    s->pool.seg_chunks = NULL;
-    s->pool.seg_cap = 0;
-    pthread_mutex_destroy(&s->pool.lock);
+    hugemem_pool_release(&pool->seg_mem);
+    for (uint32_t c = 0; c < pool->seg_cap / SEG_CHUNK; c++)
+        free(pool->seg_chunks[c]);
+    free(pool->seg_chunks);
+    pool->seg_chunks = NULL;
+    pool->seg_cap = 0;
+    pthread_mutex_destroy(&pool->lock);
 }
 
-static void seg_unmap(struct store *s, struct seg *seg)
+static void seg_unmap(struct seg_pool *pool, struct seg *seg)
 {
-    if (s->pm) {
+    if (pool->pm) {
         /* Part of the file mapping: give its pages back to tmpfs. */
-        persist_seg_free(s, seg);
-        madvise(seg->data, s->pool.seg_size, MADV_REMOVE);
+        persist_seg_free(pool->pm, seg);
+        madvise(seg->data, pool->seg_size, MADV_REMOVE);
     } else {
-        munmap(seg->data, s->pool.seg_size);
+        munmap(seg->data, pool->seg_size);
     }
     seg->data = NULL;
     seg_set_state(seg, SEG_UNUSED);
-    s->pool.seg_alloc--;
-    list_push(&s->pool.unused, seg);
+    pool->seg_alloc--;
+    list_push(&pool->unused, seg);
 }
 
 /* Move drained segments whose pins are gone to the free list and give back
  * what a lowered limit no longer allows (pool lock held). */
-static void seg_collect_drained(struct store *s)
+static void seg_collect_drained(struct seg_pool *pool)
 {
-    for (struct seg *d = s->pool.draining.head, *n; d; d = n) {
+    for (struct seg *d = pool->draining.head, *n; d; d = n) {
         n = d->next;
         if (__atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) == 0) {
-            list_remove(&s->pool.draining, d);
+            list_remove(&pool->draining, d);
             seg_set_state(d, SEG_FREE);
-            list_push(&s->pool.free, d);
+            list_push(&pool->free, d);
         }
     }
-    while (s->pool.seg_alloc > s->pool.seg_limit && s->pool.free.head) {
-        struct seg *f = s->pool.free.head;
-        list_remove(&s->pool.free, f);
-        seg_unmap(s, f);
+    while (pool->seg_alloc > pool->seg_limit && pool->free.head) {
+        struct seg *f = pool->free.head;
+        list_remove(&pool->free, f);
+        seg_unmap(pool, f);
     }
 }
 
 /* A segment with no items in use, or NULL (pool lock held). */
-static struct seg *seg_take_free(struct store *s)
+static struct seg *seg_take_free(struct seg_pool *pool)
 {
-    seg_collect_drained(s);
-    if (s->pool.free.head) {
-        struct seg *f = s->pool.free.head;
-        list_remove(&s->pool.free, f);
+    seg_collect_drained(pool);
+    if (pool->free.head) {
+        struct seg *f = pool->free.head;
+        list_remove(&pool->free, f);
         return f;
     }
-    if (s->pool.seg_alloc < s->pool.seg_limit && s->pool.unused.head) {
-        struct seg *u = s->pool.unused.head;
-        bool more = s->pool.seg_alloc + 1 < s->pool.seg_limit;
-        void *p = s->pm ? pm_seg_data(s->pm, s, u->id)
-                        : hugemem_piece(&s->pool.seg_mem, s->pool.seg_size,
-                                        (size_t)s->pool.seg_alloc * s->pool.seg_size, more);
+    if (pool->seg_alloc < pool->seg_limit && pool->unused.head) {
+        struct seg *u = pool->unused.head;
+        bool more = pool->seg_alloc + 1 < pool->seg_limit;
+        void *p = pool->pm ? pm_seg_data(pool->pm, pool->seg_size, u->id)
+                        : hugemem_piece(&pool->seg_mem, pool->seg_size,
+                                        (size_t)pool->seg_alloc * pool->seg_size, more);
         if (!p)
             return NULL;
-        list_remove(&s->pool.unused, u);
+        list_remove(&pool->unused, u);
         u->data = p;
-        s->pool.seg_alloc++;
+        pool->seg_alloc++;
         return u;
     }
     return NULL;
 }
 
-static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t cas_base)
+static void seg_reset(struct seg_pool *pool, struct seg *seg, unsigned group, uint64_t cas_base)
 {
     seg->write_off = 0;
     __atomic_store_n(&seg->live_items, 0, __ATOMIC_RELAXED);
@@ -218,51 +220,51 @@ static void seg_reset(struct store *s, struct seg *seg, unsigned group, uint64_t
     seg->group = (uint8_t)group;
     seg_set_lru(seg, group == STORE_GROUP_TEMP ? STORE_LRU_TEMP : STORE_LRU_HOT);
     seg_set_state(seg, SEG_OPEN);
-    if (s->pm)
-        persist_seg_open(s, seg);
+    if (pool->pm)
+        persist_seg_open(pool->pm, seg);
 }
 
 /* A worker's full segment enters the small (probation) queue; one of the
  * temporary_ttl group goes to its own queue, which eviction spares. With
  * moves, its live items move from HOT to COLD (moves_to_cold, counted in
  * ctx, the segment's owner); without, they are about to be reclaimed. */
-static void seg_seal(struct store_ctx *ctx, struct seg *seg, bool moves)
+static void seg_seal(struct seg_ctx *ctx, struct seg *seg, bool moves)
 {
-    struct store *s = ctx->store;
+    struct seg_pool *pool = ctx->pool;
     seg_set_state(seg, SEG_SEALED);
     bool temp = seg->group == STORE_GROUP_TEMP;
     if (!temp && moves) {
         uint64_t moved = 0;
-        for (unsigned k = 1; k < s->classes.n; k++) {
+        for (unsigned k = 1; k < pool->classes->n; k++) {
             int32_t n = __atomic_load_n(&seg->cls_items[k], __ATOMIC_RELAXED);
             if (n > 0) {
                 CLS_ADD(&ctx->cls[k], moves_to_cold, (uint64_t)n);
                 moved += (uint64_t)n;
             }
         }
-        CTR_ADD(ctx, moves_to_cold, moved);
+        CNT_ADD(ctx->cnt, moves_to_cold, moved);
     }
     seg->queue = temp ? SEG_Q_TEMP : SEG_Q_SMALL;
     seg_set_lru(seg, temp ? STORE_LRU_TEMP : STORE_LRU_COLD);
-    list_push(temp ? &s->pool.temp : &s->pool.small, seg);
+    list_push(temp ? &pool->temp : &pool->small, seg);
 }
 
-static struct seg_list *seg_queue(struct store *s, struct seg *seg)
+static struct seg_list *seg_queue(struct seg_pool *pool, struct seg *seg)
 {
-    return seg->queue == SEG_Q_TEMP ? &s->pool.temp : seg->queue == SEG_Q_SMALL ? &s->pool.small : &s->pool.fifo;
+    return seg->queue == SEG_Q_TEMP ? &pool->temp : seg->queue == SEG_Q_SMALL ? &pool->small : &pool->fifo;
 }
 
 /* Every item in it expired, flushed, overwritten or deleted. */
-static bool seg_dead(struct store *s, struct seg *seg, rel_time_t now)
+static bool seg_dead(struct seg_pool *pool, struct seg *seg, rel_time_t now)
 {
     if (__atomic_load_n(&seg->live_items, __ATOMIC_RELAXED) == 0)
         return true;
     uint32_t maxe = __atomic_load_n(&seg->max_exptime, __ATOMIC_RELAXED);
     if (maxe != SEG_EXP_NEVER && maxe <= now)
         return true;
-    uint32_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
-    uint64_t oc = __atomic_load_n(&s->life.oldest_cas, __ATOMIC_RELAXED);
-    if (ol && ol <= now && oc && s->opt.cas_enabled &&
+    uint32_t ol = __atomic_load_n(&pool->life->oldest_live, __ATOMIC_RELAXED);
+    uint64_t oc = __atomic_load_n(&pool->life->oldest_cas, __ATOMIC_RELAXED);
+    if (ol && ol <= now && oc && pool->opt->cas_enabled &&
         __atomic_load_n(&seg->max_cas, __ATOMIC_RELAXED) < oc)
         return true;
     return false;
@@ -287,18 +289,18 @@ void seg_wait_compacted(struct seg *seg)
 
 /* Copy a kept item to the end of the main open segment; its new slot, or 0
  * when it does not fit (pool lock and the item's bucket lock held). */
-static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr *h,
+static uint64_t seg_carry(struct seg_pool *pool, const char *p, const struct item_hdr *h,
                           uint64_t cas, uint32_t tag)
 {
-    struct seg *r = s->pool.mopen;
+    struct seg *r = pool->mopen;
     if (!r)
         return 0;
     uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_SUM);
     if (h->cas_off)
         layout |= item_cas_fits(ITEM_L_CAS32, cas, r->cas_base) ? ITEM_L_CAS32 : ITEM_L_CAS64;
     uint32_t size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
-    size_t align = (size_t)1 << s->pool.off_shift;
-    if (r->write_off + size > s->pool.seg_size)
+    size_t align = (size_t)1 << pool->off_shift;
+    if (r->write_off + size > pool->seg_size)
         return 0;
     uint32_t off = r->write_off;
     char *d = r->data + off;
@@ -314,21 +316,21 @@ static uint64_t seg_carry(struct store *s, const char *p, const struct item_hdr 
     item_put_cas(d, &nh, cas, r->cas_base);
     memcpy(d + nh.hlen + nh.nkey, p + h->hlen + h->nkey, h->nvalue);
     r->write_off = (uint32_t)((off + size + align - 1) & ~(align - 1));
-    if (s->pm) {
+    if (pool->pm) {
         /* The same key, flags and value: the same checksum. Committed before
          * the segment's end moves over it; the old copy dies after the slot
          * moves (a copy of the same version, so a kill between is harmless). */
         item_put_u32(d, nh.sum_off, item_get_u32(p, h->sum_off));
         item_set_state(d, ITEM_L_COMMIT);
-        pm_store32(&pm_seg(s->pm, r->id)->write_off, r->write_off);
+        pm_store32(&pm_seg(pool->pm, r->id)->write_off, r->write_off);
     }
-    struct store_cls_of c = classes_item(&s->classes, p, h);
+    struct store_cls_of c = classes_item(pool->classes, p, h);
     seg_note_item(r, size, exp, cas, &c);
-    return slot_make(tag, r->id, off >> s->pool.off_shift);
+    return slot_make(tag, r->id, off >> pool->off_shift);
 }
 
 /* memcached's eviction line for a `watch evictions` stream. */
-static void seg_watch_eviction(struct store *s, const char *p, const struct item_hdr *h,
+static void seg_watch_eviction(struct seg_pool *pool, const char *p, const struct item_hdr *h,
                                uint32_t status, rel_time_t now)
 {
     rel_time_t exp = item_get_u32(p, h->exp_off);
@@ -336,22 +338,22 @@ static void seg_watch_eviction(struct store *s, const char *p, const struct item
     watch_eviction(p + h->hlen, h->nkey, status & ITEM_S_FETCHED,
                    exp == REL_TIME_NEVER ? -1 : (long long)exp - (long long)now,
                    atime <= now ? now - atime : 0,
-                   classes_item(&s->classes, p, h).cls,
+                   classes_item(pool->classes, p, h).cls,
                    h->nvalue);
 }
 
 /* The slot that still refers to the victim's item at off, with its bucket
  * locked (the caller unlocks *bucket), or NULL: the item is dead or was
  * copied out. */
-static uint64_t *seg_find_slot(struct store *s, struct seg *v, size_t off, const char *p,
+static uint64_t *seg_find_slot(struct seg_pool *pool, struct seg *v, size_t off, const char *p,
                                const struct item_hdr *h, uint64_t *hv, uint32_t *tag,
                                uint64_t **bucket)
 {
     *hv = XXH3_64bits(p + h->hlen, h->nkey);
     *tag = index_tag(*hv);
-    uint64_t want = slot_make(*tag, v->id, (uint32_t)(off >> s->pool.off_shift));
-    *bucket = index_lock_hash(&s->index, *hv);
-    for (uint64_t *cur = *bucket; cur; cur = index_next(&s->index, cur))
+    uint64_t want = slot_make(*tag, v->id, (uint32_t)(off >> pool->off_shift));
+    *bucket = index_lock_hash(pool->index, *hv);
+    for (uint64_t *cur = *bucket; cur; cur = index_next(pool->index, cur))
         for (int i = 1; i <= INDEX_SLOTS; i++)
             if (cur[i] && slot_same(cur[i], want))
                 return &cur[i];
@@ -360,46 +362,46 @@ static uint64_t *seg_find_slot(struct store *s, struct seg *v, size_t off, const
 
 /* Unlink a victim's item that leaves (bucket lock held): evicted when it
  * was live, else reclaimed; dead before gone (docs/store.md, W3). */
-static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
+static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
                           const struct item_hdr *h, uint64_t *b, uint64_t *slot, uint64_t hv,
                           rel_time_t now)
 {
-    struct store *s = ctx->store;
+    struct seg_pool *pool = ctx->pool;
     struct seg *v = w->v;
     uint32_t status = item_get_u32(p, h->atime_off);
     bool fetched = status & ITEM_S_FETCHED;
     unsigned freq = slot_freq(*slot);
-    enum item_life life = life_of_item(&s->life, p, h, v->cas_base, now);
-    struct store_cls_of cls = classes_item(&s->classes, p, h);
-    if (s->pm)
+    enum item_life life = life_of_item(pool->life, p, h, v->cas_base, now);
+    struct store_cls_of cls = classes_item(pool->classes, p, h);
+    if (pool->pm)
         item_set_dead(p);
-    index_clear_slot(&s->index, b, slot);
+    index_clear_slot(pool->index, b, slot);
     seg_note_gone(v, item_total(h), &cls);
     struct store_cls_ctr *cc = &ctx->cls[cls.cls];
     if (life == ITEM_LIVE) {
         w->any_evicted = true;
-        if (w->from_small)
-            s->seg_hooks.evicted_unread(s->seg_hooks.arg, hv);
-        CTR_INC(ctx, evictions);
+        if (!freq)
+            pool->hooks.evicted_unread(pool->hooks.arg, hv, !w->from_small);
+        CNT_INC(ctx->cnt, evictions);
         CLS_INC(cc, evicted);
         rel_time_t atime = status & ~ITEM_S_MASK;
         CLS_SET(cc, evicted_time, atime <= now ? now - atime : 0);
         if (item_get_u32(p, h->exp_off) != REL_TIME_NEVER)
             CLS_INC(cc, evicted_nonzero);
         if (watch_active(WATCH_EVICTIONS))
-            seg_watch_eviction(s, p, h, status, now);
+            seg_watch_eviction(pool, p, h, status, now);
         if (!fetched) {
-            CTR_INC(ctx, evicted_unfetched);
+            CNT_INC(ctx->cnt, evicted_unfetched);
             CLS_INC(cc, evicted_unfetched);
         }
         if (freq)
-            CTR_INC(ctx, evicted_active);
+            CNT_INC(ctx->cnt, evicted_active);
     } else {
-        CTR_INC(ctx, reclaimed);
+        CNT_INC(ctx->cnt, reclaimed);
         CLS_INC(cc, reclaimed);
         /* flushed ones too, as memcached's lru_pull_tail */
         if (!fetched) {
-            CTR_INC(ctx, expired_unfetched);
+            CNT_INC(ctx->cnt, expired_unfetched);
             CLS_INC(cc, expired_unfetched);
         }
     }
@@ -408,13 +410,13 @@ static void seg_drop_item(struct store_ctx *ctx, struct seg_walk *w, char *p,
 /* An item an eviction walk keeps: from a probation (or temporary_ttl)
  * victim it moves into WARM, from a main one within WARM (memcached's
  * moves_to_warm, moves_within_lru; docs/store.md "Size classes"). */
-static void seg_note_move(struct store_ctx *ctx, const struct seg_walk *w, unsigned cls)
+static void seg_note_move(struct seg_ctx *ctx, const struct seg_walk *w, unsigned cls)
 {
     if (w->from_small) {
-        CTR_INC(ctx, moves_to_warm);
+        CNT_INC(ctx->cnt, moves_to_warm);
         CLS_INC(&ctx->cls[cls], moves_to_warm);
     } else {
-        CTR_INC(ctx, moves_within_lru);
+        CNT_INC(ctx->cnt, moves_within_lru);
         CLS_INC(&ctx->cls[cls], moves_within_lru);
     }
 }
@@ -429,14 +431,14 @@ static void seg_note_move(struct store_ctx *ctx, const struct seg_walk *w, unsig
  * moves until seg_walk_end. keep_all (-M): every live item is kept, only
  * dead bytes are freed; v is marked COMPACTING from the start (no pin can
  * be taken); false when it holds a pin. */
-static bool seg_walk_begin(struct store_ctx *ctx, struct seg_walk *w, struct seg *v, bool retain,
+static bool seg_walk_begin(struct seg_ctx *ctx, struct seg_walk *w, struct seg *v, bool retain,
                            bool keep_all)
 {
-    struct store *s = ctx->store;
+    struct seg_pool *pool = ctx->pool;
     *w = (struct seg_walk){
         .v = v,
         .kept_from = UINT32_MAX,
-        .budget = keep_all ? s->pool.seg_size : s->pool.seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN,
+        .budget = keep_all ? pool->seg_size : pool->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN,
         .retain = retain,
         .keep_all = keep_all,
         /* a temporary segment (a last resort) is treated as probation too */
@@ -450,7 +452,7 @@ static bool seg_walk_begin(struct store_ctx *ctx, struct seg_walk *w, struct seg
             return false;
         }
     }
-    list_remove(seg_queue(s, v), v);
+    list_remove(seg_queue(pool, v), v);
     /* A reservation still being filled in here sees this and relocates. */
     __atomic_fetch_add(&v->gen, 1, __ATOMIC_RELEASE);
     if (!keep_all)
@@ -468,12 +470,12 @@ static bool seg_walk_begin(struct store_ctx *ctx, struct seg_walk *w, struct seg
  * to the end of the main open segment; once that is full, it and every
  * later kept item stay where they are (kept_from), to be compacted in
  * place by seg_walk_end, when no reader can reach past the cursor. */
-static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t bytes)
+static size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t bytes)
 {
-    struct store *s = ctx->store;
+    struct seg_pool *pool = ctx->pool;
     struct seg *v = w->v;
     rel_time_t now = clock_now();
-    size_t align = (size_t)1 << s->pool.off_shift;
+    size_t align = (size_t)1 << pool->off_shift;
     size_t start = w->off, kept = 0;
     while (w->off < v->write_off && w->off - start - kept < bytes) {
         size_t off = w->off;
@@ -490,23 +492,23 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
             break;
         uint64_t hv, *b;
         uint32_t tag;
-        uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
+        uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &b);
         if (slot) {
             unsigned freq = slot_freq(*slot);
-            bool keep = life_of_item(&s->life, p, &h, v->cas_base, now) == ITEM_LIVE &&
+            bool keep = life_of_item(pool->life, p, &h, v->cas_base, now) == ITEM_LIVE &&
                         (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
             if (keep) {
                 uint64_t nfreq = w->keep_all ? freq : w->from_small ? SEG_SMALL_NFREQ : freq - 1;
                 uint64_t moved = w->kept_from == UINT32_MAX
-                                     ? seg_carry(s, p, &h, item_get_cas(p, &h, v->cas_base), tag)
+                                     ? seg_carry(pool, p, &h, item_get_cas(p, &h, v->cas_base), tag)
                                      : 0;
                 if (moved) {
-                    struct store_cls_of cls = classes_item(&s->classes, p, &h);
+                    struct store_cls_of cls = classes_item(pool->classes, p, &h);
                     seg_note_gone(v, size, &cls);
                     *slot = moved | nfreq;
-                    if (s->pm)
+                    if (pool->pm)
                         item_set_dead(p); /* the copy left behind (W5) */
-                    CTR_INC(ctx, items_reinserted);
+                    CNT_INC(ctx->cnt, items_reinserted);
                     seg_note_move(ctx, w, cls.cls);
                 } else {
                     /* Main open segment full: kept here, v takes its place. */
@@ -529,13 +531,13 @@ static size_t seg_walk_step(struct store_ctx *ctx, struct seg_walk *w, size_t by
 /* Items kept in place from kept_from on, once v is walked to its end (pool
  * lock held): with compact, moved down to the front of v (every byte below
  * the walk is unreferenced by then), else (v is pinned) dropped. */
-static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool compact)
+static void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compact)
 {
-    struct store *s = ctx->store;
+    struct seg_pool *pool = ctx->pool;
     struct seg *v = w->v;
     rel_time_t now = clock_now();
-    size_t align = (size_t)1 << s->pool.off_shift;
-    struct pm_seg *ps = s->pm ? pm_seg(s->pm, v->id) : NULL;
+    size_t align = (size_t)1 << pool->off_shift;
+    struct pm_seg *ps = pool->pm ? pm_seg(pool->pm, v->id) : NULL;
     size_t wr = 0;
     uint64_t held = 0; /* the classes of the items compacted: all v holds after */
     if (compact && ps) {
@@ -556,9 +558,9 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
         uint32_t size = item_total(&h);
         uint64_t hv, *b;
         uint32_t tag;
-        uint64_t *slot = seg_find_slot(s, v, off, p, &h, &hv, &tag, &b);
+        uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &b);
         if (slot && compact) {
-            unsigned cls = classes_item(&s->classes, p, &h).cls; /* read before it moves */
+            unsigned cls = classes_item(pool->classes, p, &h).cls; /* read before it moves */
             /* Only dead or moved bytes lie below: nothing a slot or a pin
              * refers to is overwritten. With -e an item is never moved over
              * its own bytes (a kill mid-copy would tear the only copy): it
@@ -570,13 +572,13 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
             bool moved_down = wr != off;
             if (moved_down)
                 memmove(v->data + wr, p, size);
-            *slot = slot_make(tag, v->id, (uint32_t)(wr >> s->pool.off_shift)) | (*slot & SLOT_FREQ);
+            *slot = slot_make(tag, v->id, (uint32_t)(wr >> pool->off_shift)) | (*slot & SLOT_FREQ);
             if (ps && moved_down)
                 item_set_dead(p); /* the copy left behind */
             wr = (wr + size + align - 1) & ~(align - 1);
             if (ps)
                 pm_store32(&ps->compact_w, (uint32_t)wr);
-            CTR_INC(ctx, items_reinserted);
+            CNT_INC(ctx->cnt, items_reinserted);
             held |= (uint64_t)1 << cls;
             seg_note_move(ctx, w, cls);
         } else if (slot) {
@@ -603,9 +605,9 @@ static void seg_walk_settle(struct store_ctx *ctx, struct seg_walk *w, bool comp
  * compaction: with must (a worker needs room now) the kept items are then
  * dropped, as the whole-segment walk always did; without, false: it waits
  * for a later call. */
-static bool seg_walk_end(struct store_ctx *ctx, struct seg_walk *w, bool must)
+static bool seg_walk_end(struct seg_ctx *ctx, struct seg_walk *w, bool must)
 {
-    struct store *s = ctx->store;
+    struct seg_pool *pool = ctx->pool;
     struct seg *v = w->v;
     bool compact = false;
     if (w->kept_from != UINT32_MAX) {
@@ -619,35 +621,35 @@ static bool seg_walk_end(struct store_ctx *ctx, struct seg_walk *w, bool must)
                     return false;
             }
         }
-        if (compact && s->pool.mopen) {
-            s->pool.mopen->queue = SEG_Q_MAIN;
-            seg_set_state(s->pool.mopen, SEG_SEALED);
-            list_push(&s->pool.fifo, s->pool.mopen);
-            s->pool.mopen = NULL;
+        if (compact && pool->mopen) {
+            pool->mopen->queue = SEG_Q_MAIN;
+            seg_set_state(pool->mopen, SEG_SEALED);
+            list_push(&pool->fifo, pool->mopen);
+            pool->mopen = NULL;
         }
         seg_walk_settle(ctx, w, compact);
     }
     if (w->any_evicted)
-        CTR_INC(ctx, seg_evicted);
+        CNT_INC(ctx->cnt, seg_evicted);
     else
-        CTR_INC(ctx, seg_expired);
+        CNT_INC(ctx->cnt, seg_expired);
     w->v = NULL;
     if (compact) {
         v->created = clock_now();
         v->queue = SEG_Q_MAIN;
         seg_set_lru(v, STORE_LRU_WARM);
         __atomic_store_n(&v->state, SEG_OPEN, __ATOMIC_RELEASE);
-        s->pool.mopen = v;
+        pool->mopen = v;
         return true;
     }
-    if (s->pm)
-        persist_seg_free(s, v); /* every item in it is dead or copied out */
-    list_push(&s->pool.draining, v);
+    if (pool->pm)
+        persist_seg_free(pool->pm, v); /* every item in it is dead or copied out */
+    list_push(&pool->draining, v);
     return true;
 }
 
 /* Evict a sealed segment whole (pool lock held); false: -M and pinned. */
-static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool keep_all)
+static bool seg_evict(struct seg_ctx *ctx, struct seg *v, bool retain, bool keep_all)
 {
     struct seg_walk w;
     if (!seg_walk_begin(ctx, &w, v, retain, keep_all))
@@ -657,15 +659,15 @@ static bool seg_evict(struct store_ctx *ctx, struct seg *v, bool retain, bool ke
 }
 
 /* A sealed segment whose items are all dead, or NULL (pool lock held). */
-static struct seg *seg_find_dead(struct store *s)
+static struct seg *seg_find_dead(struct seg_pool *pool)
 {
     rel_time_t now = clock_now();
     unsigned scanned = 0;
-    struct seg_list *lists[3] = {&s->pool.small, &s->pool.fifo, &s->pool.temp};
+    struct seg_list *lists[3] = {&pool->small, &pool->fifo, &pool->temp};
     for (int l = 0; l < 3; l++)
         for (struct seg *c = lists[l]->head; c && scanned < SEG_DEAD_SCAN;
              c = c->next, scanned++)
-            if (seg_dead(s, c, now))
+            if (seg_dead(pool, c, now))
                 return c;
     return NULL;
 }
@@ -675,58 +677,59 @@ static struct seg *seg_find_dead(struct store *s)
  * open; that one enters the small queue before the room is taken, so it is
  * counted there, and the pick is the one a worker needing a segment would
  * make. */
-static struct seg *seg_pick_victim(struct store *s, bool ahead)
+static struct seg *seg_pick_victim(struct seg_pool *pool, bool ahead)
 {
-    /* The small queue holds about a tenth of the segments; below that the
+    /* The small queue holds its target (seg_steer_small); below that the
      * main queue gives room, and when it has nothing sealed yet, its open
      * segment is sealed so that kept items cannot sit there for ever. */
-    uint32_t small_max = s->pool.seg_limit / SEG_SMALL_DIV ? s->pool.seg_limit / SEG_SMALL_DIV : 1;
-    bool want_main = s->pool.small.n + ahead <= small_max || !s->pool.small.head;
-    if (want_main && !s->pool.fifo.head && s->pool.mopen && s->pool.mopen->write_off) {
-        s->pool.mopen->queue = SEG_Q_MAIN;
-        seg_set_state(s->pool.mopen, SEG_SEALED);
-        list_push(&s->pool.fifo, s->pool.mopen);
-        s->pool.mopen = NULL;
+    int64_t target = __atomic_load_n(&pool->small_target, __ATOMIC_RELAXED);
+    bool want_main = (int64_t)(pool->small.n + ahead) * (int64_t)pool->seg_size <= target ||
+                     !pool->small.head;
+    if (want_main && !pool->fifo.head && pool->mopen && pool->mopen->write_off) {
+        pool->mopen->queue = SEG_Q_MAIN;
+        seg_set_state(pool->mopen, SEG_SEALED);
+        list_push(&pool->fifo, pool->mopen);
+        pool->mopen = NULL;
     }
-    struct seg *v = want_main && s->pool.fifo.head ? s->pool.fifo.head : s->pool.small.head;
+    struct seg *v = want_main && pool->fifo.head ? pool->fifo.head : pool->small.head;
     if (!v)
-        v = s->pool.fifo.head;
+        v = pool->fifo.head;
     /* Items within temporary_ttl expire on their own: they are evicted for
      * others only when nothing else is left (memcached would refuse). */
     if (!v)
-        v = s->pool.temp.head;
+        v = pool->temp.head;
     return v;
 }
 
 /* Start the paced walk on the next victim (pool lock held): an all-dead
  * segment first, else the S3-FIFO choice; false when there is none. Above
  * a lowered limit victims are given back, nothing kept. */
-static bool seg_pace_start(struct store_ctx *ctx, bool ahead)
+static bool seg_pace_start(struct seg_ctx *ctx, bool ahead)
 {
-    struct store *s = ctx->store;
-    struct seg *v = seg_find_dead(s);
-    bool retain = v == NULL && s->pool.seg_alloc <= s->pool.seg_limit;
+    struct seg_pool *pool = ctx->pool;
+    struct seg *v = seg_find_dead(pool);
+    bool retain = v == NULL && pool->seg_alloc <= pool->seg_limit;
     if (!v)
-        v = seg_pick_victim(s, ahead);
-    return v && seg_walk_begin(ctx, &s->pool.walk, v, retain, false);
+        v = seg_pick_victim(pool, ahead);
+    return v && seg_walk_begin(ctx, &pool->walk, v, retain, false);
 }
 
 /* Make room for a worker that needs a segment now (pool lock held): false
  * if impossible. An all-dead segment costs no eviction; else the paced
  * walk's victim is finished from its cursor (usually little is left), or a
  * victim is walked whole. */
-static bool seg_evict_one(struct store_ctx *ctx)
+static bool seg_evict_one(struct seg_ctx *ctx)
 {
-    struct store *s = ctx->store;
-    struct seg *d = seg_find_dead(s);
+    struct seg_pool *pool = ctx->pool;
+    struct seg *d = seg_find_dead(pool);
     if (d)
         return seg_evict(ctx, d, false, false);
-    if (!s->opt.evictions) {
+    if (!pool->opt->evictions) {
         /* -M: never drop a live item, but squeeze out dead bytes: compact
          * the unpinned segment with the most of them (an eighth at least). */
-        struct seg_list *lists[3] = {&s->pool.small, &s->pool.fifo, &s->pool.temp};
+        struct seg_list *lists[3] = {&pool->small, &pool->fifo, &pool->temp};
         struct seg *best = NULL;
-        uint64_t best_dead = s->pool.seg_size / 8;
+        uint64_t best_dead = pool->seg_size / 8;
         for (int l = 0; l < 3; l++)
             for (struct seg *c = lists[l]->head; c; c = c->next) {
                 uint64_t dead = c->write_off - __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
@@ -737,106 +740,128 @@ static bool seg_evict_one(struct store_ctx *ctx)
             }
         return best && seg_evict(ctx, best, true, true);
     }
-    if (!s->pool.walk.v && !seg_pace_start(ctx, false))
+    if (!pool->walk.v && !seg_pace_start(ctx, false))
         return false;
     /* A worker waits: the victim keeps at most half of itself in all, so
      * at most two more victims after it make a free segment. */
-    size_t kept = s->pool.seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN - s->pool.walk.budget;
-    s->pool.walk.budget = kept < s->pool.seg_size / 2 ? s->pool.seg_size / 2 - kept : 0;
-    seg_walk_step(ctx, &s->pool.walk, SIZE_MAX);
-    return seg_walk_end(ctx, &s->pool.walk, true);
+    size_t kept = pool->seg_size * SEG_RETAIN_NUM / SEG_RETAIN_DEN - pool->walk.budget;
+    pool->walk.budget = kept < pool->seg_size / 2 ? pool->seg_size / 2 - kept : 0;
+    seg_walk_step(ctx, &pool->walk, SIZE_MAX);
+    return seg_walk_end(ctx, &pool->walk, true);
+}
+
+/* ARC's rule on S3-FIFO's queues (docs/store.md "Eviction"): a key back
+ * from small's ghost grows small's target, one back from main's shrinks
+ * it, by step bytes (ghost_step), between one segment and 9/10 of -m.
+ * Called by a write that found its key in the ghost, without the pool
+ * lock. */
+void seg_steer_small(struct seg_pool *pool, bool grow, uint64_t step_bytes)
+{
+    int64_t lo = (int64_t)pool->seg_size;
+    int64_t limit = (int64_t)__atomic_load_n(&pool->seg_limit, __ATOMIC_RELAXED);
+    int64_t hi = limit * lo / 10 * 9;
+    if (step_bytes > (uint64_t)hi)
+        step_bytes = (uint64_t)hi;
+    int64_t step = grow ? (int64_t)step_bytes : -(int64_t)step_bytes;
+    int64_t old = __atomic_load_n(&pool->small_target, __ATOMIC_RELAXED), want;
+    do {
+        want = old + step;
+        want = want > hi ? hi : want;
+        want = want < lo ? lo : want;
+    } while (want != old && !__atomic_compare_exchange_n(&pool->small_target, &old, want, true,
+                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
 /* Writers owe eviction once every segment -m allows is in use (pool lock
  * held); store_owe reads it without the lock. */
-static void seg_pace_update(struct store *s)
+static void seg_pace_update(struct seg_pool *pool)
 {
-    bool pace = s->opt.evictions && s->pool.seg_alloc >= s->pool.seg_limit;
-    __atomic_store_n(&s->pool.evict_pace, (uint8_t)pace, __ATOMIC_RELAXED);
+    bool pace = pool->opt->evictions && pool->seg_alloc >= pool->seg_limit;
+    __atomic_store_n(&pool->evict_pace, (uint8_t)pace, __ATOMIC_RELAXED);
 }
 
-void seg_pay(struct store_ctx *ctx)
+void seg_pay(struct seg_ctx *ctx)
 {
-    struct store *s = ctx->store;
+    struct seg_pool *pool = ctx->pool;
     int64_t want = ctx->evict_debt;
     ctx->evict_debt = 0;
-    pthread_mutex_lock(&s->pool.lock);
-    seg_collect_drained(s);
+    pthread_mutex_lock(&pool->lock);
+    seg_collect_drained(pool);
     /* Room already made (expiry, flush, deletes) is used first: nothing is
      * evicted for it. */
-    if (!s->opt.evictions || s->pool.seg_alloc < s->pool.seg_limit || s->pool.free.n >= SEG_PACE_FREE) {
-        s->pool.walk_ahead = 0;
+    if (!pool->opt->evictions || pool->seg_alloc < pool->seg_limit || pool->free.n >= SEG_PACE_FREE) {
+        pool->walk_ahead = 0;
         goto out;
     }
     /* What the walk went past or fell short of last time counts in this
      * payment, so the walk keeps the writers' pace and never drifts. */
-    want -= s->pool.walk_ahead;
+    want -= pool->walk_ahead;
     while (want > 0) {
-        if (!s->pool.walk.v && !seg_pace_start(ctx, true))
+        if (!pool->walk.v && !seg_pace_start(ctx, true))
             break;
-        want -= (int64_t)seg_walk_step(ctx, &s->pool.walk, (size_t)want);
-        if (s->pool.walk.off < s->pool.walk.v->write_off)
+        want -= (int64_t)seg_walk_step(ctx, &pool->walk, (size_t)want);
+        if (pool->walk.off < pool->walk.v->write_off)
             break; /* the rest of the next item is owed by later writes */
-        if (!seg_walk_end(ctx, &s->pool.walk, false))
+        if (!seg_walk_end(ctx, &pool->walk, false))
             break; /* pinned while it must be compacted: retried later */
-        seg_collect_drained(s);
-        if (s->pool.free.n >= SEG_PACE_FREE)
+        seg_collect_drained(pool);
+        if (pool->free.n >= SEG_PACE_FREE)
             break;
     }
     /* Behind (want > 0) by part of an item, or ahead by at most half a one;
      * a debt that found nothing to walk is kept up to a segment. */
-    s->pool.walk_ahead = s->pool.free.n >= SEG_PACE_FREE ? 0 : -want;
-    if (s->pool.walk_ahead < -(int64_t)s->pool.seg_size)
-        s->pool.walk_ahead = -(int64_t)s->pool.seg_size;
+    pool->walk_ahead = pool->free.n >= SEG_PACE_FREE ? 0 : -want;
+    if (pool->walk_ahead < -(int64_t)pool->seg_size)
+        pool->walk_ahead = -(int64_t)pool->seg_size;
 out:
-    seg_pace_update(s);
-    pthread_mutex_unlock(&s->pool.lock);
+    seg_pace_update(pool);
+    pthread_mutex_unlock(&pool->lock);
 }
 
-struct seg *seg_open(struct store_ctx *ctx, unsigned g)
+struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
 {
-    struct store *s = ctx->store;
-    pthread_mutex_lock(&s->pool.lock);
+    struct seg_pool *pool = ctx->pool;
+    pthread_mutex_lock(&pool->lock);
     struct seg *prev = ctx->open[g];
     if (prev) {
         /* Recycling a spent open segment here (seg_spent) is off: the soak
          * saw workers stall others for 40 ms+ with it (docs/store.md). */
         seg_seal(ctx, prev, true);
         ctx->open[g] = NULL;
-        __atomic_fetch_sub(&s->pool.open_segs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&pool->open_segs, 1, __ATOMIC_RELAXED);
     }
     struct seg *seg = NULL;
     /* Each pass removes a sealed segment from a queue, so this ends. */
-    while (!(seg = seg_take_free(s))) {
+    while (!(seg = seg_take_free(pool))) {
         if (!seg_evict_one(ctx))
             break;
     }
     if (seg)
-        seg_reset(s, seg, g, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
+        seg_reset(pool, seg, g, __atomic_load_n(pool->cas_next, __ATOMIC_RELAXED));
     if (seg) {
         seg->group = (uint8_t)g;
         ctx->open[g] = seg;
-        __atomic_fetch_add(&s->pool.open_segs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&pool->open_segs, 1, __ATOMIC_RELAXED);
     }
-    seg_pace_update(s);
-    pthread_mutex_unlock(&s->pool.lock);
+    seg_pace_update(pool);
+    pthread_mutex_unlock(&pool->lock);
     return seg;
 }
 
-void seg_close(struct store_ctx *ctx, struct seg *seg)
+void seg_close(struct seg_ctx *ctx, struct seg *seg)
 {
-    struct store *s = ctx->store;
-    pthread_mutex_lock(&s->pool.lock);
-    __atomic_fetch_sub(&s->pool.open_segs, 1, __ATOMIC_RELAXED);
+    struct seg_pool *pool = ctx->pool;
+    pthread_mutex_lock(&pool->lock);
+    __atomic_fetch_sub(&pool->open_segs, 1, __ATOMIC_RELAXED);
     if (seg->write_off == 0 && __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE) == 0) {
-        if (s->pm)
-            persist_seg_free(s, seg);
+        if (pool->pm)
+            persist_seg_free(pool->pm, seg);
         seg_set_state(seg, SEG_FREE);
-        list_push(&s->pool.free, seg);
+        list_push(&pool->free, seg);
     } else {
         seg_seal(ctx, seg, true);
     }
-    pthread_mutex_unlock(&s->pool.lock);
+    pthread_mutex_unlock(&pool->lock);
 }
 
 void seg_unpin(struct seg *seg)
@@ -858,75 +883,75 @@ void seg_unpin(struct seg *seg)
  * copy, reply_ref). */
 bool seg_keep(struct seg *seg, bool must)
 {
-    struct store *s = seg->store;
+    struct seg_pool *pool = seg->pool;
     if (__atomic_load_n(&seg->kept, __ATOMIC_RELAXED) == 0) {
-        uint32_t lim = __atomic_load_n(&s->pool.seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
-        if (__atomic_add_fetch(&s->pool.kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1) && !must) {
-            __atomic_fetch_sub(&s->pool.kept_segs, 1, __ATOMIC_RELAXED);
+        uint32_t lim = __atomic_load_n(&pool->seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
+        if (__atomic_add_fetch(&pool->kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1) && !must) {
+            __atomic_fetch_sub(&pool->kept_segs, 1, __ATOMIC_RELAXED);
             return false;
         }
         if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) != 0)
-            __atomic_fetch_sub(&s->pool.kept_segs, 1, __ATOMIC_RELAXED); /* raced: counted already */
+            __atomic_fetch_sub(&pool->kept_segs, 1, __ATOMIC_RELAXED); /* raced: counted already */
         return true;
     }
     if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) == 0)
-        __atomic_fetch_add(&s->pool.kept_segs, 1, __ATOMIC_RELAXED); /* its last went meanwhile */
+        __atomic_fetch_add(&pool->kept_segs, 1, __ATOMIC_RELAXED); /* its last went meanwhile */
     return true;
 }
 
 void seg_unkeep(struct seg *seg)
 {
     if (__atomic_fetch_sub(&seg->kept, 1, __ATOMIC_RELAXED) == 1)
-        __atomic_fetch_sub(&seg->store->pool.kept_segs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&seg->pool->kept_segs, 1, __ATOMIC_RELAXED);
     seg_unpin(seg);
 }
 
-unsigned seg_reclaim_expired(struct store_ctx *ctx)
+unsigned seg_reclaim_expired(struct seg_ctx *ctx)
 {
-    struct store *s = ctx->store;
+    struct seg_pool *pool = ctx->pool;
     unsigned n = 0;
-    pthread_mutex_lock(&s->pool.lock);
+    pthread_mutex_lock(&pool->lock);
     rel_time_t now = clock_now();
-    struct seg_list *lists[3] = {&s->pool.small, &s->pool.fifo, &s->pool.temp};
+    struct seg_list *lists[3] = {&pool->small, &pool->fifo, &pool->temp};
     for (int l = 0; l < 3; l++)
         for (struct seg *c = lists[l]->head, *next; c; c = next) {
             next = c->next;
-            if (seg_dead(s, c, now)) {
+            if (seg_dead(pool, c, now)) {
                 seg_evict(ctx, c, false, false);
                 n++;
             }
         }
     /* Move drained segments to the free list and give back what a lowered
      * limit no longer allows. */
-    struct seg *f = seg_take_free(s);
+    struct seg *f = seg_take_free(pool);
     if (f) {
         seg_set_state(f, SEG_FREE);
-        list_push(&s->pool.free, f);
+        list_push(&pool->free, f);
     }
-    pthread_mutex_unlock(&s->pool.lock);
+    pthread_mutex_unlock(&pool->lock);
     return n;
 }
 
-int seg_set_limit(struct store *s, size_t bytes)
+int seg_set_limit(struct seg_pool *pool, size_t bytes)
 {
-    size_t n = store_seg_count(s, bytes);
+    size_t n = seg_limit_for(pool, bytes);
     if (n < 1 || n > SLOT_MAX_SEGS)
         return -1;
-    if (s->pm && n > s->pm->nsegs)
+    if (pool->pm && n > pool->pm->nsegs)
         return -1; /* -e: the file was sized for the -m it started with */
-    pthread_mutex_lock(&s->pool.lock);
-    if (seg_grow_cap(s, n) != 0) {
-        pthread_mutex_unlock(&s->pool.lock);
+    pthread_mutex_lock(&pool->lock);
+    if (seg_grow_cap(pool, n) != 0) {
+        pthread_mutex_unlock(&pool->lock);
         return -1;
     }
-    s->pool.seg_limit = (uint32_t)n;
-    __atomic_store_n(&s->pool.mem_limit, bytes, __ATOMIC_RELAXED);
-    while (s->pool.seg_alloc > s->pool.seg_limit && s->pool.free.head) {
-        struct seg *f = s->pool.free.head;
-        list_remove(&s->pool.free, f);
-        seg_unmap(s, f);
+    pool->seg_limit = (uint32_t)n;
+    __atomic_store_n(&pool->mem_limit, bytes, __ATOMIC_RELAXED);
+    while (pool->seg_alloc > pool->seg_limit && pool->free.head) {
+        struct seg *f = pool->free.head;
+        list_remove(&pool->free, f);
+        seg_unmap(pool, f);
     }
-    seg_pace_update(s);
-    pthread_mutex_unlock(&s->pool.lock);
+    seg_pace_update(pool);
+    pthread_mutex_unlock(&pool->lock);
     return 0;
 }

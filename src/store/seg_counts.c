@@ -2,8 +2,8 @@
 /* What a segment counts of the items it holds (kept up by writes, unlinks
  * and eviction under the items' bucket locks), and the sums over all
  * segments that stats read. */
-#include "store/store_core.h"
 #include "store/seg_counts.h"
+#include "store/store_seg.h"
 
 static void atomic_max32(uint32_t *p, uint32_t v)
 {
@@ -59,13 +59,13 @@ void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
     __atomic_fetch_sub(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);
 }
 
-void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n, rel_time_t now)
+void seg_class_counts(struct seg_pool *pool, struct store_class_stats *out, unsigned n, rel_time_t now)
 {
     int64_t items[STORE_CLASSES] = {0}, bytes[STORE_CLASSES] = {0};
     int64_t lru_items[STORE_CLASSES][STORE_LRUS] = {{0}};
-    pthread_mutex_lock(&s->pool.lock);
-    for (uint32_t i = 0; i < s->pool.seg_cap; i++) {
-        struct seg *g = seg_of(s, i);
+    pthread_mutex_lock(&pool->lock);
+    for (uint32_t i = 0; i < pool->seg_cap; i++) {
+        struct seg *g = seg_at(pool->seg_chunks, i);
         if (!g->data)
             continue;
         /* a free segment's bits are stale until it is reset: it holds nothing */
@@ -95,7 +95,7 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
             }
         }
     }
-    pthread_mutex_unlock(&s->pool.lock);
+    pthread_mutex_unlock(&pool->lock);
     /* a step behind one another, as in seg_counts: never less than nothing */
     for (unsigned k = 1; k <= n; k++) {
         out[k].number = items[k] > 0 ? (uint64_t)items[k] : 0;
@@ -105,33 +105,33 @@ void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n
     }
 }
 
-bool seg_any_expiring(struct store *s, rel_time_t now)
+bool seg_any_expiring(struct seg_pool *pool, rel_time_t now)
 {
     bool any = false;
-    pthread_mutex_lock(&s->pool.lock); /* the segment table may grow */
-    for (uint32_t i = 0; i < s->pool.seg_cap && !any; i++) {
-        struct seg *g = seg_of(s, i);
+    pthread_mutex_lock(&pool->lock); /* the segment table may grow */
+    for (uint32_t i = 0; i < pool->seg_cap && !any; i++) {
+        struct seg *g = seg_at(pool->seg_chunks, i);
         uint8_t st = seg_get_state(g);
         any = (st == SEG_OPEN || st == SEG_SEALED) &&
               __atomic_load_n(&g->min_exptime, __ATOMIC_RELAXED) <= now;
     }
-    pthread_mutex_unlock(&s->pool.lock);
+    pthread_mutex_unlock(&pool->lock);
     return any;
 }
 
-void seg_counts(struct store *s, struct store_stats *out)
+void seg_counts(struct seg_pool *pool, struct store_stats *out)
 {
-    pthread_mutex_lock(&s->pool.lock);
-    out->seg_used = s->pool.seg_alloc - s->pool.free.n;
-    out->seg_total = s->pool.seg_limit;
+    pthread_mutex_lock(&pool->lock);
+    out->seg_used = pool->seg_alloc - pool->free.n;
+    out->seg_total = pool->seg_limit;
     /* Counts are read without the bucket locks that order their updates, so
      * one segment may be caught a step behind another (an item counted gone
      * from its old segment before it is counted in its new one): sum them as
      * signed numbers and never report less than nothing. */
     uint64_t d = 0;
     int64_t items = 0, bytes = 0;
-    for (uint32_t i = 0; i < s->pool.seg_cap; i++) {
-        struct seg *g = seg_of(s, i);
+    for (uint32_t i = 0; i < pool->seg_cap; i++) {
+        struct seg *g = seg_at(pool->seg_chunks, i);
         items += (int32_t)__atomic_load_n(&g->live_items, __ATOMIC_RELAXED);
         int64_t live = (int64_t)__atomic_load_n(&g->live_bytes, __ATOMIC_RELAXED);
         bytes += live;
@@ -141,9 +141,9 @@ void seg_counts(struct store *s, struct store_stats *out)
     out->curr_items += items > 0 ? (uint64_t)items : 0;
     out->bytes += bytes > 0 ? (uint64_t)bytes : 0;
     out->dead_bytes = d;
-    out->hash_bytes += (uint64_t)s->pool.seg_cap * sizeof(struct seg) +
-                       SLOT_MAX_SEGS / SEG_CHUNK * sizeof(*s->pool.seg_chunks);
-    pthread_mutex_unlock(&s->pool.lock);
+    out->hash_bytes += (uint64_t)pool->seg_cap * sizeof(struct seg) +
+                       SLOT_MAX_SEGS / SEG_CHUNK * sizeof(*pool->seg_chunks);
+    pthread_mutex_unlock(&pool->lock);
 }
 
 void seg_note_cas(struct seg *seg, uint64_t cas)

@@ -14,7 +14,7 @@
 #include "store/store_compat.h"
 #include "store/store_classes.h"
 
-struct store;
+struct seg_pool;
 
 enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG_DRAINING };
 
@@ -55,8 +55,16 @@ struct seg {
     uint8_t group;
     uint8_t queue;                /* SEG_Q_SMALL, SEG_Q_MAIN or SEG_Q_TEMP while sealed */
     struct seg *prev, *next;      /* in free / fifo / draining lists */
-    struct store *store;          /* owner: seg_keep's bound is per store */
+    struct seg_pool *pool;        /* owner: seg_keep's bound is per pool */
 };
+
+/* The pool keeps its headers in chunks of SEG_CHUNK, never moved (seg.c);
+ * the header of segment id in such a table. */
+#define SEG_CHUNK 1024u
+static inline struct seg *seg_at(struct seg *const *chunks, uint32_t id)
+{
+    return &chunks[id / SEG_CHUNK][id % SEG_CHUNK];
+}
 
 /* Readers load it without the pool lock (a hit's hits_to_* row). */
 static inline void seg_set_lru(struct seg *g, enum store_lru lru)
@@ -75,14 +83,14 @@ void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t 
                    const struct store_cls_of *c);
 void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c);
 /* Per-class live counts and pages, summed over segments (pool lock). */
-void seg_class_counts(struct store *s, struct store_class_stats *out, unsigned n, rel_time_t now);
+void seg_class_counts(struct seg_pool *pool, struct store_class_stats *out, unsigned n, rel_time_t now);
 void seg_note_exptime(struct seg *seg, rel_time_t exptime);
 void seg_note_cas(struct seg *seg, uint64_t cas);
 /* Segment-side stats: curr_items, bytes, seg_*, dead_bytes; adds the
  * segment table to hash_bytes. */
-void seg_counts(struct store *s, struct store_stats *out);
+void seg_counts(struct seg_pool *pool, struct store_stats *out);
 /* True when some open or sealed segment may hold an item expired at `now`
  * (the housekeeper crawls the index only then). */
-bool seg_any_expiring(struct store *s, rel_time_t now);
+bool seg_any_expiring(struct seg_pool *pool, rel_time_t now);
 
 #endif

@@ -16,6 +16,8 @@
 #include "store/store_write.h"
 #include "store/persist/persist.h"
 #include "store/persist/restore.h"
+#include "store/seg_counts.h"
+#include "store/store_crawl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,16 +33,16 @@
 static uint64_t store_rehash(void *arg, uint64_t slot)
 {
     struct store *s = arg;
-    const char *p = seg_item(s, slot);
+    const char *p = seg_item(&s->pool, slot);
     struct item_hdr h;
     item_decode(p, &h);
     return XXH3_64bits(p + h.hlen, h.nkey);
 }
 
 /* The segments' eviction hook: a key evicted unread goes to the ghost. */
-static void store_evicted_unread(void *arg, uint64_t hv)
+static void store_evicted_unread(void *arg, uint64_t hv, bool from_main)
 {
-    ghost_add(arg, hv);
+    ghost_add(arg, hv, from_main);
 }
 
 int store_create(struct store **out, const struct store_options *opt)
@@ -52,13 +54,14 @@ int store_create(struct store **out, const struct store_options *opt)
     if (!s)
         return -1;
     s->opt = *opt;
+    s->pool.opt = &s->opt;
     size_t seg = STORE_SEG_MIN;
     while (seg < opt->item_size_max)
         seg <<= 1;
     s->pool.seg_size = seg;
     while ((s->pool.seg_size >> s->pool.off_shift) > SLOT_MAX_OFF)
         s->pool.off_shift++;
-    size_t nsegs = store_seg_count(s, opt->mem_limit);
+    size_t nsegs = seg_limit_for(&s->pool, opt->mem_limit);
     s->pool.seg_limit = nsegs > SLOT_MAX_SEGS ? 0 : (uint32_t)nsegs;
     if (s->pool.seg_limit < 1) {
         free(s);
@@ -76,10 +79,18 @@ int store_create(struct store **out, const struct store_options *opt)
      * our buckets follow its contract. The index grows on its own from there. */
     unsigned level = opt->hashpower ? opt->hashpower : 16;
     if (opt->memory_file) {
-        if (persist_open(s, opt->memory_file, &s->pm) != 0) {
+        struct pm_settings want = {.mem_limit = opt->mem_limit,
+                                   .item_size_max = opt->item_size_max,
+                                   .seg_size = s->pool.seg_size,
+                                   .nsegs = s->pool.seg_limit,
+                                   .cas_enabled = opt->cas_enabled};
+        if (persist_open(&want, opt->memory_file, &s->pm) != 0) {
             free(s);
             return -1;
         }
+        s->pm->index = &s->index;
+        s->pm->life = &s->life;
+        s->pm->cas_next = &s->cas_next;
         /* A restore inserts every item at once: size the index for them
          * now, as growth would have, rather than grow it step by step. */
         uint64_t hint = s->pm->start >= PM_START_CLEAN && s->pm->start <= PM_START_CRASH
@@ -99,15 +110,20 @@ int store_create(struct store **out, const struct store_options *opt)
     }
     if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
-            persist_close(s, false);
+            persist_close(s->pm, false);
         free(s);
         return -1;
     }
-    s->seg_hooks = (struct seg_hooks){.evicted_unread = store_evicted_unread, .arg = &s->ghost};
-    if (seg_pool_init(s) != 0) {
+    s->pool.index = &s->index;
+    s->pool.life = &s->life;
+    s->pool.classes = &s->classes;
+    s->pool.cas_next = &s->cas_next;
+    s->pool.pm = s->pm;
+    s->pool.hooks = (struct seg_hooks){.evicted_unread = store_evicted_unread, .arg = &s->ghost};
+    if (seg_pool_init(&s->pool) != 0) {
         index_release(&s->index);
         if (s->pm)
-            persist_close(s, false);
+            persist_close(s->pm, false);
         free(s);
         return -1;
     }
@@ -115,7 +131,7 @@ int store_create(struct store **out, const struct store_options *opt)
     ghost_init(&s->ghost, opt->mem_limit);
     pthread_mutex_init(&s->ctx_lock, NULL);
     pthread_mutex_init(&s->life.flush_lock, NULL);
-    store_upload_init(s);
+    store_upload_init(&s->up);
     pthread_mutex_init(&s->hk.lock, NULL);
     pthread_cond_init(&s->hk.cond, NULL);
     s->hk.ctx = store_ctx_create(s);
@@ -152,16 +168,17 @@ void store_destroy(struct store **sp)
         store_ctx_destroy(&c);
     }
     /* Every thread is gone and every open segment sealed: with -e the
-     * file is now consistent, and is marked clean for the next start. */
+     * file is now consistent, and is marked clean for the next start
+     * (after the pool, whose segments may live in it). */
+    seg_pool_release(&s->pool);
     if (s->pm)
-        persist_close(s, true);
-    seg_pool_release(s);
+        persist_close(s->pm, true);
     index_release(&s->index);
     ghost_release(&s->ghost);
     pthread_mutex_destroy(&s->ctx_lock);
     pthread_mutex_destroy(&s->life.flush_lock);
     pthread_mutex_destroy(&s->hk.lock);
-    store_upload_release(s);
+    store_upload_release(&s->up);
     pthread_cond_destroy(&s->hk.cond);
     free(s);
     *sp = NULL;
@@ -178,6 +195,7 @@ struct store_ctx *store_ctx_create(struct store *s)
     if (!c)
         return NULL;
     c->store = s;
+    c->seg = (struct seg_ctx){.pool = &s->pool, .cnt = &c->cnt, .cls = c->cls};
     pthread_mutex_lock(&s->ctx_lock);
     c->next = s->ctxs;
     if (s->ctxs)
@@ -194,8 +212,8 @@ void store_ctx_destroy(struct store_ctx **cp)
         return;
     struct store *s = c->store;
     for (unsigned g = 0; g < STORE_GROUPS; g++)
-        if (c->open[g])
-            seg_close(c, c->open[g]);
+        if (c->seg.open[g])
+            seg_close(&c->seg, c->seg.open[g]);
     pthread_mutex_lock(&s->ctx_lock);
 #define STORE_CTX_FOLD(n) s->gone.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
     STORE_COUNTERS(STORE_CTX_FOLD)
@@ -578,12 +596,12 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
                 uint64_t sl = cur[j];
                 if (!sl)
                     continue;
-                struct seg *seg = seg_of(s, slot_seg(sl));
+                struct seg *seg = seg_of(&s->pool, slot_seg(sl));
                 /* nothing linked there since: its items are older (but
                  * for a hit's bump, which memcached's walk may miss too) */
                 if (__atomic_load_n(&seg->last_write, __ATOMIC_RELAXED) < ol)
                     continue;
-                struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(s, sl),
+                struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(&s->pool, sl),
                                         .seg = seg};
                 item_decode(f.p, &f.h);
                 if ((item_get_u32(f.p, f.h.atime_off) & ~ITEM_S_MASK) < ol)
@@ -613,7 +631,7 @@ void store_flush(struct store *s, rel_time_t when)
     /* -e: in the file before any reader can see it, so an item seen
      * flushed never comes back after a kill. */
     if (s->pm)
-        persist_flush(s, ol, oc);
+        persist_flush(s->pm, ol, oc);
     /* oldest_cas first: a reader that sees the new oldest_live (acquire)
      * sees the CAS that goes with it. */
     __atomic_store_n(&s->life.oldest_cas, oc, __ATOMIC_RELAXED);
@@ -644,7 +662,7 @@ void store_set_temporary_ttl(struct store *s, int ttl)
 
 int store_set_mem_limit(struct store *s, size_t bytes)
 {
-    return seg_set_limit(s, bytes);
+    return seg_set_limit(&s->pool, bytes);
 }
 
 /* ---- walk -------------------------------------------------------------- */
@@ -684,5 +702,5 @@ void store_stats(struct store *s, struct store_stats *out)
         out->restore_ms = s->pm->restore_us / 1000;
         out->restore_cpu_ms = s->pm->restore_cpu_us / 1000;
     }
-    seg_counts(s, out); /* curr_items, bytes, segments, the segment table */
+    seg_counts(&s->pool, out); /* curr_items, bytes, segments, the segment table */
 }

@@ -221,6 +221,11 @@ struct store_reservation {
      * size class of the item it compared against, 0 when none was found.
      * memcached counts cas_hits and cas_badval in that class. */
     uint8_t cas_cls;
+    /* Set by store_commit, whatever the outcome: the memcached size class
+     * of the new item (its key and value lengths with the request's
+     * flags), 0 when nothing was reserved. memcached counts cmd_set in it.
+     * The commit says it so that a set calls the store once for its end. */
+    uint8_t cls;
     /* private */
     void *seg;
     void *item;

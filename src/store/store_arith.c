@@ -7,11 +7,11 @@
  * the old value keeps the old length, padded with spaces. The new value is a
  * new item (values never change in place: readers may hold the old one). */
 #include "store/store_core.h"
-#include "store/store_link.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
 #include "store/store_write.h"
+#include "store/store_classes.h"
 
 #include "base/num.h"
 

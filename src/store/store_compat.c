@@ -10,6 +10,7 @@
 #include "store/store_life.h"
 #include "store/store_lookup.h"
 #include "store/seg_counts.h"
+#include "store/store_seg.h"
 
 #include <string.h>
 
@@ -56,8 +57,8 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
                 struct store_found f = {
                     .bucket = b,
                     .slot = &cur[j],
-                    .p = seg_item(s, sl),
-                    .seg = seg_of(s, slot_seg(sl)),
+                    .p = seg_item(&s->pool, sl),
+                    .seg = seg_of(&s->pool, slot_seg(sl)),
                 };
                 item_decode(f.p, &f.h);
                 if (life_of_item(&s->life, f.p, &f.h, f.seg->cas_base, now) != ITEM_LIVE)
@@ -106,6 +107,6 @@ unsigned store_class_stats(struct store *s, struct store_class_stats *out)
 #undef CLS_COPY
         o->evicted_time = sum[k].evicted_time;
     }
-    seg_class_counts(s, out, n, clock_now());
+    seg_class_counts(&s->pool, out, n, clock_now());
     return n;
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The store itself (store.c): struct store, which holds one of each part's
+/* The composition (store.c): struct store, which holds one of each part's
  * structs (the segment pool, index, classes, item life, ghost list,
- * uploads, housekeeper, the -e file), and the per-worker struct store_ctx.
- * The parts call one another only downward; docs/store.md "The store's
- * parts" has the order, and scripts/check-layers.sh keeps it. The inline
- * helpers here call nothing above the index and items. Nothing outside
- * src/store includes this header. */
+ * uploads, housekeeper, the -e file), and the per-worker struct store_ctx
+ * (with the pool's per-worker struct seg_ctx). Included only by the files
+ * that compose the parts, from the lookup up; the parts below never see
+ * it (docs/design.md "The store's parts"; scripts/check-layers.sh keeps
+ * both the calls and the includes in order). The inline helpers here call
+ * nothing above the items. Nothing outside src/store includes this header. */
 #ifndef NODELAY_STORE_CORE_H
 #define NODELAY_STORE_CORE_H
 
@@ -13,49 +14,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/hugemem.h"
 #include "store/store.h"
-#include "store/store_index.h"
+#include "store/store_counters.h"
 #include "store/store_item.h"
+#include "store/store_index.h"
+#include "store/store_life.h"
 #include "store/store_classes.h"
+#include "store/store_seg.h"
 #include "store/store_ghost.h"
 #include "store/store_upload.h"
 #include "store/store_crawl.h"
-#include "store/store_life.h"
-#include "store/store_lookup.h"
-#include "store/store_seg.h"
 
-/* Per-ctx event counters (STORE_COUNTERS, store.h): single writer (the
- * ctx's thread), read by stats. */
-struct store_ctx_counters {
-#define STORE_CTX_FIELD(n) uint64_t n;
-    STORE_COUNTERS(STORE_CTX_FIELD)
-#undef STORE_CTX_FIELD
-};
-
-#define CTR_ADD(ctx, f, n)                                                     \
-    __atomic_store_n(&(ctx)->cnt.f, __atomic_load_n(&(ctx)->cnt.f, __ATOMIC_RELAXED) + (n), \
-                     __ATOMIC_RELAXED)
+/* Counts on a ctx's counters (store_counters.h). */
+#define CTR_ADD(ctx, f, n) CNT_ADD(&(ctx)->cnt, f, n)
 #define CTR_INC(ctx, f) CTR_ADD(ctx, f, 1)
-/* The same single-writer update on a struct store_cls_ctr. */
-#define CLS_SET(c, f, v) __atomic_store_n(&(c)->f, (v), __ATOMIC_RELAXED)
-#define CLS_INC(c, f) CLS_SET(c, f, __atomic_load_n(&(c)->f, __ATOMIC_RELAXED) + 1)
-
-#define CLS_ADD(c, f, n) CLS_SET(c, f, __atomic_load_n(&(c)->f, __ATOMIC_RELAXED) + (n))
-
-/* Per-class event counters of one ctx (single writer, like cnt). */
-struct store_cls_ctr {
-#define STORE_CLS_CTR_FIELD(f) uint64_t f;
-    STORE_CLASS_EVENTS(STORE_CLS_CTR_FIELD)
-#undef STORE_CLS_CTR_FIELD
-    uint32_t evicted_time; /* age of the last item this ctx evicted from the class */
-};
 
 struct store_ctx {
     struct store *store;
-    struct seg *open[STORE_GROUPS];     /* this worker's open segments */
+    struct seg_ctx seg;                 /* its open segments and eviction debt (store_seg.h) */
     uint8_t last_group;                 /* guess for store_reserve */
-    uint32_t evict_debt;                /* bytes written not yet paid (store_owe) */
     struct store_ctx_counters cnt;
     struct store_cls_ctr cls[STORE_CLASSES];
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
@@ -65,7 +42,6 @@ struct store {
     struct store_options opt;
     struct seg_pool pool;       /* segments and their eviction (store_seg.h) */
     struct index index;
-    struct seg_hooks seg_hooks; /* what segments report (store_create fills it) */
 
     uint64_t cas_next;     /* last CAS handed out */
     struct store_life life; /* flush_all's marks (store_life.h) */
@@ -86,18 +62,6 @@ struct store {
     struct store_classes classes; /* memcached's size classes (store_classes.h) */
 };
 
-/* Segments a limit of `bytes` allows: what the T_MEMD_INITIAL_MALLOC hook
- * (opt.initial_malloced) leaves of it, at least one with the hook, as
- * memcached grants a class its first page past its limit. */
-static inline size_t store_seg_count(const struct store *s, size_t bytes)
-{
-    size_t pre = s->opt.initial_malloced;
-    if (!pre)
-        return bytes / s->pool.seg_size;
-    size_t n = bytes > pre ? (bytes - pre) / s->pool.seg_size : 0;
-    return n ? n : 1;
-}
-
 /* memcached's item size check for -I and the key length (inline: every
  * reservation makes it). */
 static inline enum store_status store_check_size(struct store *s, size_t nkey, size_t nvalue, uint32_t flags)
@@ -110,15 +74,6 @@ static inline enum store_status store_check_size(struct store *s, size_t nkey, s
     return STORE_OK;
 }
 
-
-static inline struct seg *seg_of(struct store *s, uint32_t id)
-{
-    return &s->pool.seg_chunks[id / SEG_CHUNK][id % SEG_CHUNK];
-}
-static inline char *seg_item(struct store *s, uint64_t slot)
-{
-    return seg_of(s, slot_seg(slot))->data + ((size_t)slot_off(slot) << s->pool.off_shift);
-}
 
 /* Adds from's counters to into's (evicted_time: the larger). */
 void store_cls_fold(struct store_cls_ctr *into, const struct store_cls_ctr *from);

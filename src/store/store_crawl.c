@@ -7,12 +7,14 @@
  * crawler count apart. */
 #include "store/store_crawl.h"
 #include "store/store_core.h"
-#include "store/store_link.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
 #include "store/store_seg.h"
 #include "store/persist/persist.h"
+#include "store/store_life.h"
+#include "store/store_classes.h"
+#include "store/seg_counts.h"
 
 #include <time.h>
 
@@ -34,10 +36,10 @@ static enum item_life store_reap_judge(struct store_ctx *ctx, const struct store
                                        bool count, struct store_found *f, unsigned *cls)
 {
     struct store *s = ctx->store;
-    struct seg *seg = seg_of(s, slot_seg(*slot));
+    struct seg *seg = seg_of(&s->pool, slot_seg(*slot));
     if (!r->crawler && !r->flushing && __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED) > now)
         return ITEM_LIVE;
-    *f = (struct store_found){.bucket = b, .slot = slot, .p = seg_item(s, *slot), .seg = seg};
+    *f = (struct store_found){.bucket = b, .slot = slot, .p = seg_item(&s->pool, *slot), .seg = seg};
     item_decode(f->p, &f->h);
     *cls = classes_item(&s->classes, f->p, &f->h).cls;
     if (!(r->classes >> *cls & 1))
@@ -128,15 +130,15 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
 void store_housekeep(struct store *s)
 {
     if (s->pm)
-        persist_heartbeat(s);
-    seg_reclaim_expired(s->hk.ctx);
+        persist_heartbeat(s->pm);
+    seg_reclaim_expired(&s->hk.ctx->seg);
     /* Crawl only when something can have expired or been flushed: an idle
      * or TTL-less cache then costs the housekeeper nothing but this check.
      * Without memcached's LRU maintainer nothing reaps items one by one
      * (store.h, no_lru_maintainer). */
     rel_time_t now = clock_now();
     rel_time_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
-    if (!s->opt.no_lru_maintainer && ((ol && ol <= now) || seg_any_expiring(s, now)))
+    if (!s->opt.no_lru_maintainer && ((ol && ol <= now) || seg_any_expiring(&s->pool, now)))
         store_crawl(s->hk.ctx, STORE_CRAWL_BUCKETS);
 }
 

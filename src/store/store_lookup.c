@@ -8,6 +8,9 @@
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_seg.h"
+#include "store/store_life.h"
+#include "store/store_classes.h"
+#include "store/seg_counts.h"
 
 #include <string.h>
 #include <xxhash.h>
@@ -54,7 +57,7 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
         for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
             int i = __builtin_ctz(m) >> 1;
             uint64_t sl = cur[i];
-            char *p = seg_item(s, sl);
+            char *p = seg_item(&s->pool, sl);
             if ((uint8_t)p[1] != k->nkey)
                 continue;
             struct item_hdr h;
@@ -63,7 +66,7 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
                 continue;
             f->slot = &cur[i];
             f->p = p;
-            f->seg = seg_of(s, slot_seg(sl));
+            f->seg = seg_of(&s->pool, slot_seg(sl));
             f->h = h;
             enum item_life life = life_of_item(&s->life, p, &h, f->seg->cas_base, f->now);
             if (life == ITEM_LIVE)

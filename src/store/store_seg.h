@@ -11,29 +11,31 @@
 #include "store/hugemem.h"
 #include "store/store.h"
 #include "store/store_classes.h"
+#include "store/store_counters.h"
+#include "store/store_index.h"
 #include "store/seg_counts.h"
 
-struct store;
-struct store_ctx;
+struct persist;
+struct store_life;
 
 #define STORE_TTL_GROUPS 8
 /* With -o temporary_ttl, items that expire within it (memcached's TEMP LRU)
  * get segments of their own, which eviction takes only as a last resort. */
 #define STORE_GROUP_TEMP STORE_TTL_GROUPS
 #define STORE_GROUPS (STORE_TTL_GROUPS + 1)
-#define SEG_CHUNK 1024u
 #define SEG_Q_MAIN 0
 #define SEG_Q_SMALL 1
 #define SEG_Q_TEMP 2
 
 /* What the segments tell the parts above them. The segments call nothing
- * above them: the store fills this table in (store_create) and the
- * segments call through it. */
+ * above them: the store fills this table in (store_create, pool.hooks) and
+ * the segments call through it. */
 struct seg_hooks {
-    /* A live item was evicted from the small queue without a read (the
-     * ghost list remembers its key). Called under the pool lock and the
-     * item's bucket lock. */
-    void (*evicted_unread)(void *arg, uint64_t hv);
+    /* A live item was evicted without a read since it was written (small
+     * queue) or since the last pass (main): the ghost list remembers its
+     * key and queue. Called under the pool lock and the item's bucket
+     * lock. */
+    void (*evicted_unread)(void *arg, uint64_t hv, bool from_main);
     void *arg;
 };
 
@@ -78,11 +80,60 @@ struct seg_pool {
     struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
     struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
     int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
+    /* Bytes the small queue may hold before it gives the victim (atomic):
+     * written by any worker whose write finds its key in the ghost, so it
+     * has a cache line of its own, away from evict_pace that every write
+     * reads. */
+    char small_target_before[64];
+    int64_t small_target;
+    char small_target_after[56];
     uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
     size_t mem_limit;
+
+    /* What it reads of the parts below it and reports above it, set by the
+     * store before seg_pool_init and fixed from then. */
+    const struct store_options *opt; /* evictions, -C, the T_MEMD hook (the store's) */
+    struct index *index;             /* evictions unlink from it */
+    const struct store_life *life;   /* flush marks: which items are live */
+    const struct store_classes *classes; /* an item's class, for its counts */
+    const uint64_t *cas_next;        /* the store's CAS counter (atomic): a segment's cas_base */
+    struct persist *pm;              /* the -e file, or NULL */
+    struct seg_hooks hooks;
 };
+
+/* A worker's side of the pool (in its store_ctx): its open segment of
+ * each TTL group, what its writes owe eviction, and its counters that
+ * eviction adds to (the ctx's own). */
+struct seg_ctx {
+    struct seg_pool *pool;
+    struct seg *open[STORE_GROUPS];
+    uint32_t evict_debt;              /* bytes written not yet paid (store_owe) */
+    struct store_ctx_counters *cnt;
+    struct store_cls_ctr *cls;        /* [STORE_CLASSES] */
+};
+
+static inline struct seg *seg_of(const struct seg_pool *pool, uint32_t id)
+{
+    return seg_at(pool->seg_chunks, id);
+}
+static inline char *seg_item(const struct seg_pool *pool, uint64_t slot)
+{
+    return seg_of(pool, slot_seg(slot))->data + ((size_t)slot_off(slot) << pool->off_shift);
+}
+
+/* Segments a limit of `bytes` allows: what the T_MEMD_INITIAL_MALLOC hook
+ * (opt->initial_malloced) leaves of it, at least one with the hook, as
+ * memcached grants a class its first page past its limit. */
+static inline size_t seg_limit_for(const struct seg_pool *pool, size_t bytes)
+{
+    size_t pre = pool->opt->initial_malloced;
+    if (!pre)
+        return bytes / pool->seg_size;
+    size_t n = bytes > pre ? (bytes - pre) / pool->seg_size : 0;
+    return n ? n : 1;
+}
 
 /* An open segment could be recycled rather than appended to (off for now:
  * docs/store.md "Expiry") once at least this share of it is written and nothing in it is
@@ -105,15 +156,22 @@ static inline bool seg_spent(struct seg *g, size_t seg_size)
     return __atomic_load_n(&g->refcount, __ATOMIC_ACQUIRE) == 0;
 }
 
-int seg_pool_init(struct store *s);
-void seg_pool_release(struct store *s);
+/* The pool's memory and headers for seg_limit segments; its geometry
+ * (seg_size, off_shift, seg_limit, mem_limit, open_max) and the fields
+ * below mem_limit set first. */
+int seg_pool_init(struct seg_pool *pool);
+void seg_pool_release(struct seg_pool *pool);
 /* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
  * NULL when no room can be made. Seals the ctx's previous open segment of g. */
-struct seg *seg_open(struct store_ctx *ctx, unsigned g);
+struct seg *seg_open(struct seg_ctx *ctx, unsigned g);
+/* A key written again after it left a queue unread (the ghost list): that
+ * queue was too short; moves the small queue's target by step bytes
+ * (ghost_step). */
+void seg_steer_small(struct seg_pool *pool, bool grow, uint64_t step);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
-void seg_pay(struct store_ctx *ctx);
+void seg_pay(struct seg_ctx *ctx);
 /* Give a ctx's open segment back (ctx destroy). */
-void seg_close(struct store_ctx *ctx, struct seg *seg);
+void seg_close(struct seg_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);
 /* A pin a reply queue holds: false past the bound (store_pin_keep). */
 bool seg_keep(struct seg *seg, bool must);
@@ -124,6 +182,6 @@ bool seg_try_pin(struct seg *seg);
 void seg_wait_compacted(struct seg *seg);
 /* Housekeeping pass: reclaim segments whose items all expired or were
  * flushed. Returns segments reclaimed. */
-unsigned seg_reclaim_expired(struct store_ctx *ctx);
-int seg_set_limit(struct store *s, size_t bytes);
+unsigned seg_reclaim_expired(struct seg_ctx *ctx);
+int seg_set_limit(struct seg_pool *pool, size_t bytes);
 #endif

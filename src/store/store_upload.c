@@ -25,8 +25,6 @@
  */
 #include "store/store_upload.h"
 #include "store/store_core.h"
-#include "store/store_link.h"
-#include "store/store_write.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,14 +47,14 @@ uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max)
     return lim > floor ? lim : floor;
 }
 
-void store_upload_init(struct store *s)
+void store_upload_init(struct store_uploads *up)
 {
-    pthread_mutex_init(&s->up.lock, NULL);
+    pthread_mutex_init(&up->lock, NULL);
 }
 
-void store_upload_release(struct store *s)
+void store_upload_release(struct store_uploads *up)
 {
-    pthread_mutex_destroy(&s->up.lock);
+    pthread_mutex_destroy(&up->lock);
 }
 
 /* Make room for n large bytes (up.lock held): cut off the oldest

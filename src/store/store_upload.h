@@ -16,16 +16,16 @@ struct store_upload;
 /* The uploads' state: bytes staged, their bound, the list cut-offs take
  * the oldest from. */
 struct store_uploads {
-    uint64_t bytes;     /* staged by incomplete uploads, atomic */
-    uint64_t limit;     /* bound on the large ones */
+    uint64_t bytes; /* staged by incomplete uploads, atomic */
+    uint64_t limit; /* bound on the large ones */
     pthread_mutex_t lock;
     struct store_upload *head, *tail; /* oldest first (lock) */
-    uint64_t live;      /* large ones not cut off (lock) */
-    uint64_t held;      /* large ones still allocated (lock) */
-    uint64_t small;     /* the small ones, atomic: client memory (client_mem_limit) */
+    uint64_t live;                    /* large ones not cut off (lock) */
+    uint64_t held;                    /* large ones still allocated (lock) */
+    uint64_t small;                   /* the small ones, atomic: client memory (client_mem_limit) */
 };
-void store_upload_init(struct store *s);
-void store_upload_release(struct store *s);
+void store_upload_init(struct store_uploads *up);
+void store_upload_release(struct store_uploads *up);
 /* The default bound on large incomplete uploads for this -m and -I. */
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
 /* Free a staged upload's memory. */

@@ -28,9 +28,9 @@ static inline void store_owe(struct store_ctx *ctx, size_t bytes)
 {
     if (!__atomic_load_n(&ctx->store->pool.evict_pace, __ATOMIC_RELAXED))
         return;
-    ctx->evict_debt += (uint32_t)bytes;
-    if (ctx->evict_debt >= SEG_PAY_BYTES)
-        seg_pay(ctx);
+    ctx->seg.evict_debt += (uint32_t)bytes;
+    if (ctx->seg.evict_debt >= SEG_PAY_BYTES)
+        seg_pay(&ctx->seg);
 }
 
 static size_t store_align(struct store *s, size_t n)
@@ -51,21 +51,21 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     if (size > s->pool.seg_size)
         return STORE_TOO_LARGE;
     store_owe(ctx, size);
-    struct seg *seg = ctx->open[g];
+    struct seg *seg = ctx->seg.open[g];
     if (!seg && g != STORE_GROUP_TEMP &&
         __atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED) >= s->pool.open_max) {
         /* Open segments are partly empty memory: past the budget a new TTL
          * group shares this worker's nearest open one instead (never the
          * temporary group's, whose segments eviction spares). */
         for (unsigned d = 1; d < STORE_TTL_GROUPS && !seg; d++) {
-            if (g >= d && ctx->open[g - d])
-                seg = ctx->open[g -= d];
-            else if (g + d < STORE_TTL_GROUPS && ctx->open[g + d])
-                seg = ctx->open[g += d];
+            if (g >= d && ctx->seg.open[g - d])
+                seg = ctx->seg.open[g -= d];
+            else if (g + d < STORE_TTL_GROUPS && ctx->seg.open[g + d])
+                seg = ctx->seg.open[g += d];
         }
     }
     if (!seg || seg->write_off + size > s->pool.seg_size) {
-        seg = seg_open(ctx, g);
+        seg = seg_open(&ctx->seg, g);
         /* Never write past a segment's end (seg_open hands out empty
          * segments; this guards that promise, see test_store_compact). */
         if (!seg || seg->write_off + size > s->pool.seg_size)
@@ -195,7 +195,7 @@ static void store_shrink(struct store_ctx *ctx, struct store_reservation *res, u
     /* -e: a restore walks the segment up to its end, which this rewrites
      * under a half-moved item; the bytes saved are not worth that. */
     if (s->pm || layout == have || (layout & ~have) || h.nvalue > STORE_SHRINK_MAX ||
-        ctx->open[res->group] != seg)
+        ctx->seg.open[res->group] != seg)
         return;
     uint32_t off = (uint32_t)((char *)res->item - seg->data);
     if (store_align(s, off + item_total(&h)) != seg->write_off)
@@ -494,9 +494,9 @@ static enum store_status store_upload_place(struct store_ctx *ctx, struct store_
     return st;
 }
 
-enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
-                               const struct store_set_req *req, uint64_t *cas_out,
-                               uint32_t *size_out)
+static enum store_status store_commit_res(struct store_ctx *ctx, struct store_reservation *res,
+                                          const struct store_set_req *req, uint64_t *cas_out,
+                                          uint32_t *size_out)
 {
     res->cas_cls = 0;
     if (res->cut) {
@@ -515,6 +515,17 @@ enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *
                                            store_write_reclaims(ctx->store), cas_out);
     if (st == STORE_OK && size_out)
         *size_out = n;
+    return st;
+}
+
+enum store_status store_commit(struct store_ctx *ctx, struct store_reservation *res,
+                               const struct store_set_req *req, uint64_t *cas_out,
+                               uint32_t *size_out)
+{
+    /* Before the commit: an upload's placing replaces *res. */
+    uint8_t cls = (uint8_t)store_reservation_class(ctx, res, req->flags);
+    enum store_status st = store_commit_res(ctx, res, req, cas_out, size_out);
+    res->cls = cls;
     return st;
 }
 

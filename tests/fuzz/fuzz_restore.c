@@ -35,6 +35,7 @@
 
 #include "base/clock.h"
 #include "store/persist/persist.h"
+#include "store/store_core.h"
 #include "store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

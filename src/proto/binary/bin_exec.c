@@ -17,7 +17,6 @@
 #include "stats/stats.h"
 #include "base/version.h"
 #include "proto/watch_note.h"
-#include "store/store_compat.h"
 
 /* `stats detail on|off` flips this while workers run. */
 static bool bin_detail_enabled(const struct session *s)
@@ -198,12 +197,12 @@ void bin_update_complete(struct session *s)
     uint64_t cas = 0;
 
     STAT_INC(s->stats, cmd_set);
-    unsigned cls = store_reservation_class(s->store, &st->res, st->set_req.flags);
-    STAT_CLS_INC(s->stats, cls, cmd_set);
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &st->res, &wc);
     enum store_status rs = store_commit(s->store, &st->res, &st->set_req, &cas, NULL);
+    unsigned cls = st->res.cls; /* the new item's (the commit says it) */
+    STAT_CLS_INC(s->stats, cls, cmd_set);
     if (wc.on)
         watch_commit_end(s, &wc, rs, st->set_req.mode, st->set_req.exptime, cls);
     if (st->set_req.mode == STORE_MODE_CAS) {

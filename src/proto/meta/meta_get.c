@@ -133,8 +133,22 @@ static void meta_get_hit(struct session *s, const struct meta_req *req, struct s
     }
 }
 
+/* A short value, copied out while the store holds its bucket
+ * (store_get_req.copy): the hit then takes no pin, so the store is called
+ * once, where a pin would be given back to it (reply_value) at once. */
+struct meta_value_copy {
+    char buf[REPLY_COPY_MAX];
+};
+
+static void meta_value_copy(void *arg, const struct store_item *it)
+{
+    if (it->nvalue)
+        memcpy(((struct meta_value_copy *)arg)->buf, it->value, it->nvalue);
+}
+
 void meta_get(struct session *s, const struct meta_req *req)
 {
+    struct meta_value_copy vc;
     struct store_get_req g = {
         .want_value = req->value,
         .no_update = req->no_update,
@@ -147,10 +161,15 @@ void meta_get(struct session *s, const struct meta_req *req)
         .recache_below = req->has_recache ? meta_recache_below(req->recache_ttl) : 0,
         .recache_before_touch = req->has_recache && req->has_ttl && meta_flag_before(req, 'R', 'T'),
         .cas_new = req->has_cas_new ? req->cas_new : 0,
+        .copy = req->value ? meta_value_copy : NULL,
+        .copy_arg = &vc,
+        .copy_max = REPLY_COPY_MAX,
     };
     struct store_item it;
     memset(&it, 0, sizeof it);
     enum store_status st = store_get(s->store, req->key, req->nkey, &g, &it);
+    if (st == STORE_OK && req->value && !it.pin)
+        it.value = vc.buf; /* copied: no pin to give back */
     if (watch_active(WATCH_LOOKUPS))
         watch_note_get(s, req->key, req->nkey, st, &it);
 

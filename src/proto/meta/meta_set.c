@@ -111,8 +111,8 @@ static void meta_set_done(struct session *s, bool chunk_ok)
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &text_of(s)->value.res, &wc);
-    unsigned cls = store_reservation_class(s->store, &text_of(s)->value.res, m->req.flags);
     enum store_status st = store_commit(s->store, &text_of(s)->value.res, &m->req, &cas, &size);
+    unsigned cls = text_of(s)->value.res.cls; /* the new item's (the commit says it) */
     if (wc.on)
         watch_commit_end(s, &wc, st, m->req.mode, m->req.exptime, cls);
     meta_set_count(s, m, st, cls, text_of(s)->value.res.cas_cls);

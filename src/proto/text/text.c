@@ -127,11 +127,6 @@ static void text_dispatch(struct session *s, const struct text_line *l)
             text_of(s)->closing = true;
             return;
         }
-        if (CMD_IS(c, "bget")) { /* ancient alias memcached still keeps */
-            if (text_want(s, l, 2))
-                text_cmd_get(s, l, false, false);
-            return;
-        }
         break;
     case 5:
         if (CMD_IS(c, "touch")) {

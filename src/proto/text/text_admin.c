@@ -11,25 +11,44 @@
 
 #define TEXT_VERSION "1.6.45"
 
+/* flush_all's request, read from its line (no session, no store). */
+struct text_flush_req {
+    bool noreply;
+    int32_t delay; /* seconds as sent; zero or negative: now */
+};
+
+enum text_flush_parsed {
+    TEXT_FLUSH_OK,
+    TEXT_FLUSH_BAD_DELAY, /* said after the count and the -F check, as memcached */
+};
+
+/* memcached 1.6.45 reads the delay from the first argument and noreply from
+ * the last, and ignores any between (1.6.18 answered ERROR to them). */
+static enum text_flush_parsed text_flush_parse(const struct text_line *l, struct text_flush_req *r)
+{
+    r->noreply = text_line_noreply(l);
+    r->delay = 0;
+    if (l->ntok != (r->noreply ? 2u : 1u) && !text_tok_i32(&l->tok[1], &r->delay))
+        return TEXT_FLUSH_BAD_DELAY;
+    return TEXT_FLUSH_OK;
+}
+
 void text_cmd_flush_all(struct session *s, const struct text_line *l)
 {
-    if (l->ntok > 3) {
-        TEXT_OUT(s, "ERROR");
-        return;
-    }
-    text_of(s)->noreply = text_line_noreply(l);
+    struct text_flush_req r;
+    enum text_flush_parsed p = text_flush_parse(l, &r);
+    text_of(s)->noreply = r.noreply;
     STAT_INC(s->stats, cmd_flush); /* counted even when refused, as memcached */
     if (!s->opt->flush_enabled) {
         TEXT_OUT(s, "CLIENT_ERROR flush_all not allowed");
         return;
     }
-    int32_t delay = 0;
-    if (l->ntok != (text_of(s)->noreply ? 2u : 1u) && !text_tok_i32(&l->tok[1], &delay)) {
+    if (p == TEXT_FLUSH_BAD_DELAY) {
         TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
         return;
     }
     /* A delay uses exptime rules; zero or negative means now. */
-    store_flush(store_ctx_store(s->store), delay > 0 ? clock_exptime(delay) : clock_now());
+    store_flush(store_ctx_store(s->store), r.delay > 0 ? clock_exptime(r.delay) : clock_now());
     TEXT_OUT(s, "OK");
 }
 
@@ -70,9 +89,11 @@ void text_cmd_shutdown(struct session *s, const struct text_line *l)
     }
 }
 
+/* As flush_all: 1.6.45 reads the size from the first argument and noreply
+ * from the last, ignoring any between. */
 void text_cmd_memlimit(struct session *s, const struct text_line *l)
 {
-    if (l->ntok < 2 || l->ntok > 3) {
+    if (l->ntok < 2) {
         TEXT_OUT(s, "ERROR");
         return;
     }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* get gets gat gats (multi-key, any line length): the lookups, between
- * their parse (text_get_parse.c) and their replies (text_get_compose.c);
- * and touch. */
+ * their parse (text_get_parse.c) and their replies (text_get_compose.c). */
 #include <string.h>
 
 #include "base/log.h"
@@ -147,29 +146,4 @@ void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, b
 void text_get_resume(struct session *s, const struct text_line *l)
 {
     text_get_run(s, l);
-}
-
-void text_cmd_touch(struct session *s, const struct text_line *l)
-{
-    const struct text_token *key = text_one_key(s, l);
-    if (!key)
-        return;
-    int32_t exptime;
-    if (!text_tok_i32(&l->tok[2], &exptime)) {
-        TEXT_OUT(s, "CLIENT_ERROR invalid exptime argument");
-        return;
-    }
-    STAT_INC(s->stats, cmd_touch);
-    if (watch_active(WATCH_LOOKUPS))
-        watch_peek(s, key->s, key->len, NULL);
-    struct store_get_req touch = {.touch = true, .exptime = clock_exptime(exptime)};
-    struct store_item it;
-    if (store_get(s->store, key->s, key->len, &touch, &it) == STORE_OK) {
-        STAT_INC(s->stats, touch_hits);
-        STAT_CLS_INC(s->stats, it.class_id, touch_hits);
-        TEXT_OUT(s, "TOUCHED");
-    } else {
-        STAT_INC(s->stats, touch_misses);
-        TEXT_OUT(s, "NOT_FOUND");
-    }
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The get family (get gets gat gats bget) in three steps, as meta's and
+/* The get family (get gets gat gats) in three steps, as meta's and
  * binary's commands:
  *
  *   text_get_parse.c    the line -> the request (text_cont's get fields); pure

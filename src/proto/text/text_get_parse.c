@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The get family's request: get gets gat gats (bget) read from their line,
+/* The get family's request: get gets gat gats read from their line,
  * with no session and no store. */
 #include <string.h>
 

@@ -10,8 +10,9 @@
  *   text_storage.c  set add replace append prepend cas (their parse and
  *                   reply line: text_storage_req.h)
  *   text_get*.c     get gets gat gats (parse, lookups, replies:
- *                   text_get_internal.h) and touch
- *   text_delete_arith.c  delete incr decr (and text_one_key)
+ *                   text_get_internal.h)
+ *   text_onekey.c   delete incr decr touch (their parse and reply lines:
+ *                   text_onekey_req.h)
  *   text_admin.c    flush_all version verbosity quit shutdown cache_memlimit
  *                   stats debugtime
  *   text_compat.c   memcached commands our store has no use for (slabs, lru,
@@ -109,9 +110,6 @@ void text_out_u64(struct session *s, uint64_t v);
 
 void text_cmd_storage(struct session *s, const struct text_line *l, enum store_mode mode);
 void text_cmd_get(struct session *s, const struct text_line *l, bool want_cas, bool touch);
-/* The key of a one-key command (touch, incr, decr), its noreply noted and
- * its reply unlogged at -vv as 1.6.45; NULL, answered, when too long. */
-const struct text_token *text_one_key(struct session *s, const struct text_line *l);
 void text_cmd_touch(struct session *s, const struct text_line *l);
 void text_cmd_delete(struct session *s, const struct text_line *l);
 void text_cmd_arith(struct session *s, const struct text_line *l, bool incr);

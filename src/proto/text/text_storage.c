@@ -6,7 +6,6 @@
 #include "proto/text/text_storage_req.h"
 #include "stats/stats.h"
 #include "proto/watch_note.h"
-#include "store/store_compat.h"
 
 static void text_storage_done(struct session *s, bool chunk_ok)
 {
@@ -20,14 +19,14 @@ static void text_storage_done(struct session *s, bool chunk_ok)
         return;
     }
     bool is_cas = t->set_req.mode == STORE_MODE_CAS;
-    /* memcached counts per class in the new item's; cas in the old item's
-     * (t->value.res.cas_cls, set by the commit) */
-    unsigned cls = store_reservation_class(s->store, &t->value.res, t->set_req.flags);
-    STAT_CLS_INC(s->stats, cls, cmd_set);
     struct watch_commit wc = {0};
     if (watch_active(WATCH_LOOKUPS | WATCH_MUTATIONS))
         watch_commit_begin(s, &t->value.res, &wc);
     enum store_status st = store_commit(s->store, &t->value.res, &t->set_req, NULL, NULL);
+    /* memcached counts per class in the new item's; cas in the old item's
+     * (both said by the commit) */
+    unsigned cls = t->value.res.cls;
+    STAT_CLS_INC(s->stats, cls, cmd_set);
     if (wc.on)
         watch_commit_end(s, &wc, st, t->set_req.mode, t->set_req.exptime, cls);
     switch (st) {

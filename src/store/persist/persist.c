@@ -6,6 +6,9 @@
 #define _GNU_SOURCE /* MADV_REMOVE */
 #include "store/persist/persist.h"
 #include "store/persist/split.h"
+#include "store/seg_counts.h"
+#include "store/store_index.h"
+#include "store/store_life.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -107,7 +110,7 @@ const char *persist_run_check(const struct pm_hdr *h, int64_t now, struct pm_res
 }
 
 /* Why a file cannot be restored, or NULL when it can. */
-static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t size,
+static const char *pm_check(const struct pm_settings *s, const struct pm_hdr *h, off_t size,
                             size_t want_len, char *buf, size_t len, struct pm_resume *out)
 {
     if (memcmp(h->magic, PM_MAGIC, sizeof(h->magic)) != 0)
@@ -121,15 +124,15 @@ static const char *pm_check(const struct store *s, const struct pm_hdr *h, off_t
         return "it was written by an incompatible build";
     if (h->hdr_sum != pm_hdr_sum(h))
         return "its header is damaged";
-    if (h->mem_limit != s->opt.mem_limit || h->item_size_max != s->opt.item_size_max ||
-        h->seg_size != s->pool.seg_size || h->nsegs != s->pool.seg_limit ||
-        h->cas_enabled != (uint32_t)s->opt.cas_enabled ||
+    if (h->mem_limit != s->mem_limit || h->item_size_max != s->item_size_max ||
+        h->seg_size != s->seg_size || h->nsegs != s->nsegs ||
+        h->cas_enabled != (uint32_t)s->cas_enabled ||
         h->journal_slots != PM_JOURNAL_SLOTS) {
         snprintf(buf, len,
                  "it was made with other settings (-m %llu -I %llu%s; now -m %llu -I %llu%s)",
                  (unsigned long long)(h->mem_limit >> 20), (unsigned long long)h->item_size_max,
-                 h->cas_enabled ? "" : " -C", (unsigned long long)(s->opt.mem_limit >> 20),
-                 (unsigned long long)s->opt.item_size_max, s->opt.cas_enabled ? "" : " -C");
+                 h->cas_enabled ? "" : " -C", (unsigned long long)(s->mem_limit >> 20),
+                 (unsigned long long)s->item_size_max, s->cas_enabled ? "" : " -C");
         return buf;
     }
     if ((size_t)size != want_len) {
@@ -162,7 +165,7 @@ static void pm_flush_write(struct persist *pm, rel_time_t oldest_live, uint64_t 
     pm_store32(&pm->hdr->oldest_live, oldest_live);
 }
 
-static void pm_layout(struct store *s, struct persist *pm)
+static void pm_layout(const struct pm_settings *s, struct persist *pm)
 {
     struct pm_hdr *h = pm->hdr;
     memset(h, 0, sizeof(*h));
@@ -170,12 +173,12 @@ static void pm_layout(struct store *s, struct persist *pm)
     h->version = PM_VERSION;
     h->abi = PM_ABI;
     h->endian = PM_ENDIAN;
-    h->mem_limit = s->opt.mem_limit;
-    h->item_size_max = s->opt.item_size_max;
-    h->seg_size = s->pool.seg_size;
+    h->mem_limit = s->mem_limit;
+    h->item_size_max = s->item_size_max;
+    h->seg_size = s->seg_size;
     h->nsegs = pm->nsegs;
     h->data_off = (uint64_t)(pm->data - pm->map);
-    h->cas_enabled = s->opt.cas_enabled;
+    h->cas_enabled = s->cas_enabled;
     h->journal_slots = PM_JOURNAL_SLOTS;
     h->hdr_sum = pm_hdr_sum(h);
     h->seq_next = 1;
@@ -208,7 +211,7 @@ static int pm_lock(int fd, const char *path)
     }
 }
 
-int persist_open(struct store *s, const char *path, struct persist **out)
+int persist_open(const struct pm_settings *s, const char *path, struct persist **out)
 {
     *out = NULL;
     /* memcached -e keeps its metadata in FILE.meta; nodelay keeps its own
@@ -224,9 +227,9 @@ int persist_open(struct store *s, const char *path, struct persist **out)
                   path, meta);
         return -1;
     }
-    uint32_t nsegs = s->pool.seg_limit;
+    uint32_t nsegs = s->nsegs;
     size_t data_off = pm_data_off(nsegs);
-    size_t len = data_off + (size_t)nsegs * s->pool.seg_size;
+    size_t len = data_off + (size_t)nsegs * s->seg_size;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         log_error("-e %s: cannot open the memory file: %s", path, strerror(errno));
@@ -264,6 +267,7 @@ int persist_open(struct store *s, const char *path, struct persist **out)
     }
     pm->fd = fd;
     pm->nsegs = nsegs;
+    pm->seg_size = s->seg_size;
     pthread_mutex_init(&pm->jlock, NULL);
     pthread_mutex_init(&pm->flush_lock, NULL);
     pm->jnext = 1;
@@ -320,20 +324,20 @@ int persist_open(struct store *s, const char *path, struct persist **out)
     return 0;
 }
 
-void persist_heartbeat(struct store *s)
+void persist_heartbeat(struct persist *pm)
 {
-    struct pm_hdr *h = s->pm->hdr;
+    struct pm_hdr *h = pm->hdr;
     /* unix time first: a restore adds the time since hb_unix to hb_rel, and
      * a pair caught between the two writes then errs by a second. */
     __atomic_store_n(&h->hb_unix, (int64_t)time(NULL), __ATOMIC_RELEASE);
     pm_store32(&h->hb_rel, clock_now());
-    pm_store64(&h->items, __atomic_load_n(&s->index.items, __ATOMIC_RELAXED));
-    pm_store32(&h->index_level, index_level(&s->index));
+    pm_store64(&h->items, __atomic_load_n(&pm->index->items, __ATOMIC_RELAXED));
+    pm_store32(&h->index_level, index_level(pm->index));
 }
 
-void persist_cas(struct store *s, uint64_t cas)
+void persist_cas(struct persist *pm, uint64_t cas)
 {
-    uint64_t *c = &s->pm->hdr->cas_ceiling;
+    uint64_t *c = &pm->hdr->cas_ceiling;
     uint64_t want = cas + PM_CAS_STEP;
     uint64_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
     while (cur <= cas && !__atomic_compare_exchange_n(c, &cur, want, false, __ATOMIC_RELEASE,
@@ -341,17 +345,15 @@ void persist_cas(struct store *s, uint64_t cas)
         ;
 }
 
-void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas)
+void persist_flush(struct persist *pm, rel_time_t oldest_live, uint64_t oldest_cas)
 {
-    struct persist *pm = s->pm;
     pthread_mutex_lock(&pm->flush_lock);
     pm_flush_write(pm, oldest_live, oldest_cas);
     pthread_mutex_unlock(&pm->flush_lock);
 }
 
-void persist_seg_open(struct store *s, struct seg *seg)
+void persist_seg_open(struct persist *pm, struct seg *seg)
 {
-    struct persist *pm = s->pm;
     struct pm_seg *ps = pm_seg(pm, seg->id);
     /* Empty first, then in use: a kill between leaves nothing to walk. */
     pm_store32(&ps->write_off, 0);
@@ -362,9 +364,9 @@ void persist_seg_open(struct store *s, struct seg *seg)
     pm_store64(&ps->seq, seq ? seq : 1);
 }
 
-void persist_seg_free(struct store *s, struct seg *seg)
+void persist_seg_free(struct persist *pm, struct seg *seg)
 {
-    struct pm_seg *ps = pm_seg(s->pm, seg->id);
+    struct pm_seg *ps = pm_seg(pm, seg->id);
     pm_store64(&ps->seq, 0);
     pm_store32(&ps->flags, 0);
 }
@@ -417,24 +419,23 @@ uint64_t persist_stop_sum(struct persist *pm)
 /* A graceful stop's segment checksums, split over one thread per core:
  * segments first, first + step, ... */
 struct persist_sums {
-    struct store *s;
+    struct persist *pm;
     uint32_t first, step;
 };
 
 static void *persist_sum_thread(void *arg)
 {
     struct persist_sums *j = arg;
-    struct persist *pm = j->s->pm;
+    struct persist *pm = j->pm;
     for (uint32_t i = j->first; i < pm->nsegs; i += j->step) {
         struct pm_seg *ps = pm_seg(pm, i);
-        ps->sum = ps->seq ? XXH3_64bits(pm_seg_data(pm, j->s, i), ps->write_off) : 0;
+        ps->sum = ps->seq ? XXH3_64bits(pm_seg_data(pm, pm->seg_size, i), ps->write_off) : 0;
     }
     return NULL;
 }
 
-void persist_close(struct store *s, bool clean)
+void persist_close(struct persist *pm, bool clean)
 {
-    struct persist *pm = s->pm;
     if (!pm)
         return;
     if (clean && pm->hdr) {
@@ -442,11 +443,11 @@ void persist_close(struct store *s, bool clean)
         struct persist_sums jobs[SPLIT_THREADS];
         uint32_t t = split_threads(pm->nsegs);
         for (uint32_t i = 0; i < t; i++)
-            jobs[i] = (struct persist_sums){s, i, t};
+            jobs[i] = (struct persist_sums){pm, i, t};
         split_run(persist_sum_thread, (char *)jobs, sizeof(jobs[0]), t);
-        persist_heartbeat(s);
-        persist_cas(s, __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED));
-        persist_flush(s, s->life.oldest_live, s->life.oldest_cas);
+        persist_heartbeat(pm);
+        persist_cas(pm, __atomic_load_n(pm->cas_next, __ATOMIC_RELAXED));
+        persist_flush(pm, pm->life->oldest_live, pm->life->oldest_cas);
         h->epoch = (int64_t)clock_epoch();
         h->stop_sum = persist_stop_sum(pm);
         pm_store32(&h->state, PM_CLEAN);
@@ -457,5 +458,4 @@ void persist_close(struct store *s, bool clean)
     pthread_mutex_destroy(&pm->jlock);
     pthread_mutex_destroy(&pm->flush_lock);
     free(pm);
-    s->pm = NULL;
 }

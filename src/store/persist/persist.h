@@ -14,7 +14,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/store_core.h"
+#include "base/clock.h"
+#include "store/store.h"
+#include "store/store_compat.h"
+
+struct index;
+struct seg;
+struct store_life;
 
 #define PM_MAGIC "NDLYMEM"  /* 8 bytes with its NUL */
 #define PM_VERSION 2        /* bump when the file or item layout changes */
@@ -121,6 +127,16 @@ struct pm_journal {
 #define PM_START_CRASH STORE_RESTORE_CRASH
 #define PM_START_DISCARDED STORE_RESTORE_DISCARDED
 
+/* The settings a file must have been laid out with to be restored
+ * (persist_open): -m, -I, -C and the segments they make. */
+struct pm_settings {
+    uint64_t mem_limit;
+    uint64_t item_size_max;
+    size_t seg_size;
+    uint32_t nsegs;
+    bool cas_enabled;
+};
+
 struct persist {
     int fd;
     char *map;
@@ -131,6 +147,12 @@ struct persist {
     struct pm_journal *journal;
     char *data;
     uint32_t nsegs;
+    size_t seg_size;
+    /* What a heartbeat and a clean stop record, read from the parts below
+     * it: the store sets these once the file is open. */
+    struct index *index;
+    const struct store_life *life;
+    const uint64_t *cas_next; /* atomic */
     pthread_mutex_t jlock;   /* slot 0, for threads beyond the journal */
     pthread_mutex_t flush_lock; /* one flush_all writes its state at a time */
     uint32_t jnext;          /* next journal slot to hand out (atomic) */
@@ -148,9 +170,9 @@ static inline struct pm_seg *pm_seg(struct persist *pm, uint32_t id)
 {
     return &pm->segs[id];
 }
-static inline char *pm_seg_data(struct persist *pm, struct store *s, uint32_t id)
+static inline char *pm_seg_data(struct persist *pm, size_t seg_size, uint32_t id)
 {
-    return pm->data + (size_t)id * s->pool.seg_size;
+    return pm->data + (size_t)id * seg_size;
 }
 static inline uint64_t pm_loc(uint32_t seg, uint32_t off)
 {
@@ -165,11 +187,11 @@ static inline void pm_store64(uint64_t *p, uint64_t v)
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-/* Open or lay out the file for store s (its options and seg_size set):
- * checks the header and decides how to start (pm->start); a file that
- * cannot be used is discarded with a log line. -1 only when the file
- * cannot be opened or mapped at all (the caller stops start-up). */
-int persist_open(struct store *s, const char *path, struct persist **out);
+/* Open or lay out the file for settings s: checks the header and decides
+ * how to start (pm->start); a file that cannot be used is discarded with a
+ * log line. -1 only when the file cannot be opened or mapped at all (the
+ * caller stops start-up). */
+int persist_open(const struct pm_settings *s, const char *path, struct persist **out);
 /* Why the header page's run state (clock, CAS ceiling, flush state; h,
  * with the flush copies at PM_FLUSH_OFF) cannot be right at unix time now,
  * or NULL; *out: what to resume with. */
@@ -178,19 +200,19 @@ const char *persist_run_check(const struct pm_hdr *h, int64_t now, struct pm_res
 uint64_t persist_flush_sum(const struct pm_flush *f);
 /* Graceful stop: record the state and a checksum of every segment, mark
  * the file clean; then unmap and close. */
-void persist_close(struct store *s, bool clean);
+void persist_close(struct persist *pm, bool clean);
 /* The graceful stop's checksum of the header's run state and the table. */
 uint64_t persist_stop_sum(struct persist *pm);
 /* Once a second (housekeeper): clock, item count, CAS ceiling. */
-void persist_heartbeat(struct store *s);
+void persist_heartbeat(struct persist *pm);
 /* Make the CAS ceiling cover cas (store_next_cas, when it reaches it). */
-void persist_cas(struct store *s, uint64_t cas);
+void persist_cas(struct persist *pm, uint64_t cas);
 /* flush_all state, before store_flush publishes it. */
-void persist_flush(struct store *s, rel_time_t oldest_live, uint64_t oldest_cas);
+void persist_flush(struct persist *pm, rel_time_t oldest_live, uint64_t oldest_cas);
 /* A segment is (re)opened: empty, new sequence (pool lock). */
-void persist_seg_open(struct store *s, struct seg *seg);
+void persist_seg_open(struct persist *pm, struct seg *seg);
 /* A segment holds nothing any more (pool lock). */
-void persist_seg_free(struct store *s, struct seg *seg);
+void persist_seg_free(struct persist *pm, struct seg *seg);
 /* Overwrite journal around store_link: begin before the new item is
  * committed, end after the old one is marked dead. */
 struct pm_journal *persist_journal_begin(struct persist *pm, uint64_t old_loc, uint64_t new_loc);

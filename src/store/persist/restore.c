@@ -12,6 +12,12 @@
 #include "store/persist/persist.h"
 #include "store/persist/split.h"
 #include "store/persist/restore_index.h"
+#include "store/store_core.h"
+#include "store/store_classes.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+#include "store/store_life.h"
+#include "store/store_seg.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -62,7 +68,7 @@ static char *restore_loc(struct store *s, uint64_t loc)
     uint64_t seg = (loc >> 32) - 1, off = (uint32_t)loc;
     if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->pool.seg_size)
         return NULL;
-    char *p = pm_seg_data(s->pm, s, (uint32_t)seg) + off;
+    char *p = pm_seg_data(s->pm, s->pool.seg_size, (uint32_t)seg) + off;
     return (p[0] & ITEM_L_MARK) ? p : NULL;
 }
 
@@ -229,10 +235,10 @@ static void restore_drop(void *arg, uint64_t slot, bool dup)
 {
     struct restore_run *r = arg;
     struct store *s = r->s;
-    const char *p = seg_item(s, slot);
+    const char *p = seg_item(&s->pool, slot);
     struct item_hdr h;
     item_decode(p, &h);
-    struct seg *seg = seg_of(s, slot_seg(slot));
+    struct seg *seg = seg_of(&s->pool, slot_seg(slot));
     seg->live_items--;
     seg->live_bytes -= item_total(&h);
     struct store_cls_of c = classes_item(&s->classes, p, &h);
@@ -322,7 +328,7 @@ static void *restore_thread(void *arg)
     struct store *s = r->s;
     rix_map(r->rix, r->bin);
     for (uint32_t k = r->first; k < r->n; k += r->step) {
-        struct seg *seg = seg_of(s, r->ids[k]);
+        struct seg *seg = seg_of(&s->pool, r->ids[k]);
         restore_map(seg);
         /* After a graceful stop every segment's checksum must hold, or
          * nothing is used. Checked just before the walk reads the same
@@ -388,7 +394,7 @@ static void restore_parallel(struct restore_run *r, const uint32_t *ids, uint32_
          * every segment goes back to empty. */
         index_wipe(&r->s->index);
         for (uint32_t k = 0; k < n; k++)
-            seg_of(r->s, ids[k])->live_items = 0;
+            seg_of(&r->s->pool, ids[k])->live_items = 0;
         r->restored = r->expired = r->corrupt = 0;
     } else if (t) {
         uint64_t walked = restore_cpu_us();
@@ -428,10 +434,10 @@ static bool restore_segments(struct store *s, struct restore_run *r)
         qsort_r(ids, n, sizeof(*ids), restore_by_seq, pm);
     for (uint32_t k = 0; k < n; k++) {
         struct pm_seg *ps = pm_seg(pm, ids[k]);
-        struct seg *seg = seg_of(s, ids[k]);
+        struct seg *seg = seg_of(&s->pool, ids[k]);
         if (ps->flags & PM_SEG_COMPACTING) {
             /* Cut short: the bytes between the two halves are neither. */
-            memset(pm_seg_data(pm, s, ids[k]) + ps->compact_w, 0,
+            memset(pm_seg_data(pm, s->pool.seg_size, ids[k]) + ps->compact_w, 0,
                    ps->compact_off - ps->compact_w);
             pm_store32(&ps->flags, 0);
         }
@@ -446,7 +452,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
             s->pool.unused.tail = seg->prev;
         seg->prev = seg->next = NULL;
         s->pool.unused.n--;
-        seg->data = pm_seg_data(pm, s, ids[k]);
+        seg->data = pm_seg_data(pm, s->pool.seg_size, ids[k]);
         s->pool.seg_alloc++;
         seg->write_off = ps->write_off;
         seg->cas_base = ps->cas_base;
@@ -463,7 +469,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
     }
     restore_parallel(r, ids, n);
     for (uint32_t k = 0; k < n; k++) {
-        struct seg *seg = seg_of(s, ids[k]);
+        struct seg *seg = seg_of(&s->pool, ids[k]);
         struct seg_list *to = &s->pool.fifo;
         /* stats slabs' pages: the classes of what it kept (its dead items'
          * classes are not known here) */
@@ -472,7 +478,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
             if (seg->cls_items[c] > 0)
                 seg->cls_held |= (uint64_t)1 << c;
         if (seg->live_items == 0) {
-            persist_seg_free(s, seg);
+            persist_seg_free(s->pm, seg);
             seg->state = SEG_FREE;
             to = &s->pool.free;
         } else if (seg->group == STORE_GROUP_TEMP) {
@@ -553,16 +559,16 @@ void restore_run(struct store *s)
             next = s->life.oldest_cas;
         if (restore) {
             s->cas_next = next;
-            persist_cas(s, next);
+            persist_cas(s->pm, next);
         }
     } else {
         restore_discard(pm);
     }
     h->epoch = (int64_t)clock_epoch();
     h->stop_sum = 0;
-    persist_heartbeat(s);
+    persist_heartbeat(s->pm);
     /* both flush copies whole again (one may have failed its checksum) */
-    persist_flush(s, s->life.oldest_live, s->life.oldest_cas);
+    persist_flush(s->pm, s->life.oldest_live, s->life.oldest_cas);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     uint64_t cpu_us = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000u +

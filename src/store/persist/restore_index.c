@@ -181,7 +181,7 @@ void rix_finish(struct rix *x, uint32_t bin)
 
 static bool rix_same_key(struct store *s, uint64_t a, uint64_t b)
 {
-    const char *p = seg_item(s, a), *q = seg_item(s, b);
+    const char *p = seg_item(&s->pool, a), *q = seg_item(&s->pool, b);
     if (p[1] != q[1]) /* nkey */
         return false;
     struct item_hdr ha, hb;
@@ -201,12 +201,12 @@ enum rix_pick { RIX_PICK_SAME, RIX_PICK_OLD, RIX_PICK_NEW, RIX_PICK_NEITHER };
 
 static enum rix_pick rix_pick(struct store *s, uint64_t old, uint64_t slot)
 {
-    const char *p = seg_item(s, old), *q = seg_item(s, slot);
+    const char *p = seg_item(&s->pool, old), *q = seg_item(&s->pool, slot);
     struct item_hdr ha, hb;
     item_decode(p, &ha);
     item_decode(q, &hb);
-    uint64_t ca = item_get_cas(p, &ha, seg_of(s, slot_seg(old))->cas_base);
-    uint64_t cb = item_get_cas(q, &hb, seg_of(s, slot_seg(slot))->cas_base);
+    uint64_t ca = item_get_cas(p, &ha, seg_of(&s->pool, slot_seg(old))->cas_base);
+    uint64_t cb = item_get_cas(q, &hb, seg_of(&s->pool, slot_seg(slot))->cas_base);
     if (ca != cb)
         return cb > ca ? RIX_PICK_NEW : RIX_PICK_OLD;
     bool same = ha.nvalue == hb.nvalue &&
@@ -245,7 +245,7 @@ static inline __attribute__((always_inline)) enum rix_put rix_put(struct store *
             }
             if (slot_tag(v) != tag || !rix_same_key(s, v, slot))
                 continue;
-            if (!item_state_live(item_state(seg_item(s, v))))
+            if (!item_state_live(item_state(seg_item(&s->pool, v))))
                 return RIX_NEITHER; /* a key already found ambiguous */
             switch (rix_pick(s, v, slot)) {
             case RIX_PICK_SAME:
@@ -258,7 +258,7 @@ static inline __attribute__((always_inline)) enum rix_put rix_put(struct store *
                 return RIX_REPLACED;
             case RIX_PICK_NEITHER:
                 *other = v;
-                item_set_dead(seg_item(s, v));
+                item_set_dead(seg_item(&s->pool, v));
                 return RIX_NEITHER;
             }
         }
@@ -319,11 +319,11 @@ static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f,
     /* Dead at once, so that the copy never comes back; only its segment's
      * counts wait for the caller. */
     if (r == RIX_REPLACED) {
-        item_set_dead(seg_item(s, other));
+        item_set_dead(seg_item(&s->pool, other));
         rix_note_drop(f, other, false, false);
         return;
     }
-    item_set_dead(seg_item(s, slot));
+    item_set_dead(seg_item(&s->pool, slot));
     rix_note_drop(f, slot, r == RIX_DUP, false);
     if (r == RIX_NEITHER && other)
         rix_note_drop(f, other, false, true);

@@ -408,10 +408,10 @@ static void test_eviction_at_writers_pace(void **state)
     while (evictions_of(&t) == 0)
         put(&t, i++, 1000);
     /* start at a fresh segment, so what follows fits in it */
-    struct seg *open = t.c->open[0];
-    while (t.c->open[0] == open)
+    struct seg *open = t.c->seg.open[0];
+    while (t.c->seg.open[0] == open)
         put(&t, i++, 1000);
-    open = t.c->open[0];
+    open = t.c->seg.open[0];
     uint32_t before = open->write_off;
     put(&t, i++, 1000);
     uint32_t isz = open->write_off - before; /* one item, as the victim's are */
@@ -419,7 +419,7 @@ static void test_eviction_at_writers_pace(void **state)
     const int k = 200;
     for (int j = 0; j < k; j++)
         put(&t, i++, 1000);
-    assert_ptr_equal(t.c->open[0], open); /* no segment was opened */
+    assert_ptr_equal(t.c->seg.open[0], open); /* no segment was opened */
     uint64_t paid = (uint64_t)k * isz - SEG_PAY_BYTES; /* at most that much is still owed */
     uint64_t d = evictions_of(&t) - e0;
     assert_true(d >= paid / isz - 1);
@@ -427,7 +427,7 @@ static void test_eviction_at_writers_pace(void **state)
     /* one write of SEG_PAY_BYTES or more pays at once */
     e0 = evictions_of(&t);
     put(&t, i++, 9000);
-    assert_ptr_equal(t.c->open[0], open);
+    assert_ptr_equal(t.c->seg.open[0], open);
     assert_true(evictions_of(&t) - e0 >= 9000 / isz);
     /* what is left is a suffix of what was written, as before */
     assert_true(has(&t, i - 1));
@@ -444,8 +444,8 @@ static void test_victim_keeps_its_read_items(void **state)
     tstore_open(&t, 4 * MB, MB, true, true);
     int i = 0;
     put(&t, i++, 1000);
-    struct seg *first = t.c->open[0];
-    while (t.c->open[0] == first)
+    struct seg *first = t.c->seg.open[0];
+    while (t.c->seg.open[0] == first)
         put(&t, i++, 1000);
     int last = i - 2; /* the last item in the first segment */
     int hot = last * 7 / 8; /* over half of it, under 15/16 */
@@ -460,6 +460,37 @@ static void test_victim_keeps_its_read_items(void **state)
     for (int j = 0; j < hot; j++)
         kept += has(&t, j);
     assert_int_equal(kept, hot);
+    tstore_close(&t);
+}
+
+/* The small queue's share follows the ghost (ARC's rule): keys written
+ * again after they left small unread grow it; keys written again after they
+ * left main unread shrink it. 16 segments, the share starts at one. */
+static void test_small_share_follows_the_ghost(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 16 * MB, MB, true, true);
+    /* a hot set read once, so it moves to main */
+    for (int i = 0; i < 8000; i++)
+        put(&t, i, 1000);
+    for (int i = 0; i < 8000; i++)
+        touch_read(&t, i);
+    /* one-hit keys pass through small to the ghost, then come back */
+    for (int lap = 0; lap < 2; lap++)
+        for (int i = 0; i < 20000; i++)
+            put(&t, 100000 + i, 1000);
+    uint32_t grown = t.s->pool.small.n;
+    assert_true(grown >= 4);
+    /* now the keys that left main unread come back, read each time */
+    for (int lap = 0; lap < 6; lap++)
+        for (int i = 0; i < 8000; i++) {
+            if (has(&t, i))
+                touch_read(&t, i);
+            else
+                put(&t, i, 1000);
+        }
+    assert_true(t.s->pool.small.n < grown);
     tstore_close(&t);
 }
 
@@ -572,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_eviction_at_writers_pace),
         cmocka_unit_test(test_victim_keeps_its_read_items),
+        cmocka_unit_test(test_small_share_follows_the_ghost),
         cmocka_unit_test(test_no_evictions_pays_nothing),
         cmocka_unit_test(test_half_walked_victim_after_a_crash),
     };

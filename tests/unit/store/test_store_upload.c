@@ -7,6 +7,7 @@
 
 #include "store/store_core.h"
 #include "store/store_seg.h"
+#include "store/store_link.h"
 #include "store/store_upload.h"
 
 #include <stdio.h>
@@ -43,7 +44,7 @@ static void test_uploads_pin_no_segment(void **state)
     struct store_stats st = st_of(&t);
     assert_int_equal(st.upload_bytes, N * 100 + 10 * 5 + 90 * 6 + 100 * 7);
     for (uint32_t i = 0; i < t.s->pool.seg_cap; i++)
-        assert_int_equal(seg_of(t.s, i)->refcount, 0);
+        assert_int_equal(seg_of(&t.s->pool, i)->refcount, 0);
     /* 8 MB of writes through 4 MB of memory: eviction still works */
     static char big[100000];
     memset(big, 'b', sizeof big - 1);
@@ -220,7 +221,9 @@ static void test_upload_cut_off(void **state)
     assert_string_equal(store_reservation_key(&up[1], &nkey), "");
     assert_int_equal(nkey, 0);
     struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
+    unsigned cls = store_reservation_class(t.c, &up[1], 0);
     assert_int_equal(store_commit(t.c, &up[1], &req, NULL, NULL), STORE_NO_MEMORY);
+    assert_int_equal(up[1].cls, cls); /* the commit says the class, even failing */
     /* again: up[0] still receiving, up[2] now the oldest stalled */
     pass_stall_time();
     assert_true(store_upload_alive(t.c, &up[0], true));
@@ -229,7 +232,9 @@ static void test_upload_cut_off(void **state)
     assert_int_equal(st_of(&t).uploads_cut, 2);
     assert_true(store_upload_alive(t.c, &up[0], false));
     memset(up[0].value, 'a', up[0].nvalue);
+    cls = store_reservation_class(t.c, &up[0], 0);
     assert_int_equal(store_commit(t.c, &up[0], &req, NULL, NULL), STORE_OK);
+    assert_int_equal(up[0].cls, cls); /* placing the upload kept it */
     store_abort(t.c, &up[2]); /* its owner closes before looking: freed, cut or not */
     for (int i = 3; i < 6; i++)
         store_abort(t.c, &up[i]);

@@ -6,6 +6,7 @@
 #include "test_store_helpers.h"
 
 #include "store/store_core.h"
+#include "store/store_lookup.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -42,7 +43,7 @@ static void test_find_and_miss(void **state)
     assert_memory_equal(f.p + f.h.hlen, "here", 4);
     assert_memory_equal(f.p + f.h.hlen + f.h.nkey, "value", 5);
     assert_int_equal(item_get_u32(f.p, f.h.flags_off), 7);
-    assert_ptr_equal(f.seg, seg_of(t.s, slot_seg(*f.slot)));
+    assert_ptr_equal(f.seg, seg_of(&t.s->pool, slot_seg(*f.slot)));
     assert_ptr_equal(f.seg, seg);
     /* the bucket is held: another lookup of it could not take it now */
     assert_true(__atomic_load_n(f.bucket, __ATOMIC_RELAXED) & 1);

@@ -3,6 +3,7 @@
 #include "test_text_support.h"
 
 #include "stats/stats_detail.h"
+#include "store/store_compat.h"
 
 static void test_set_get(void **state)
 {
@@ -297,9 +298,15 @@ static void test_misc_commands(void **state)
            "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n"
            "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\nERROR\r\nERROR\r\n");
     EXPECT(t, "set a 0 0 1\r\nx\r\nflush_all\r\nget a\r\n", "STORED\r\nOK\r\nEND\r\n");
-    EXPECT(t, "flush_all abc\r\nflush_all 0 noreply\r\nflush_all 1 2 3\r\n",
-           "CLIENT_ERROR invalid exptime argument\r\nERROR\r\n");
-    assert_int_equal(t->stats.cmd_flush, 3);
+    EXPECT(t, "flush_all abc\r\nflush_all 0 noreply\r\nflush_all 1000 2 3\r\n",
+           "CLIENT_ERROR invalid exptime argument\r\nOK\r\n");
+    assert_int_equal(t->stats.cmd_flush, 4);
+    /* 1.6.45: the delay is the first argument, noreply the last, the rest ignored */
+    EXPECT(t, "set a 0 0 1\r\nx\r\nflush_all 0 2 3\r\nget a\r\nflush_all x 2 3\r\n"
+              "flush_all noreply 2\r\nflush_all 0 2 noreply\r\n",
+           "STORED\r\nOK\r\nEND\r\nCLIENT_ERROR invalid exptime argument\r\n"
+           "CLIENT_ERROR invalid exptime argument\r\n");
+    assert_int_equal(t->stats.cmd_flush, 8);
 #ifndef NODELAY_DEBUG
     EXPECT(t, "debugtime 10\r\n", "ERROR\r\n");
 #endif
@@ -319,6 +326,11 @@ static void test_disabled(void **state)
     struct tt *t = tt_new_with(no_flush);
     EXPECT(t, "flush_all\r\n", "CLIENT_ERROR flush_all not allowed\r\n");
     assert_int_equal(t->stats.cmd_flush, 1);
+    /* refused whatever the arguments, silently under noreply (1.6.45) */
+    EXPECT(t, "flush_all 1 2 3\r\nflush_all x 2\r\nflush_all 1 2 noreply\r\nversion\r\n",
+           "CLIENT_ERROR flush_all not allowed\r\nCLIENT_ERROR flush_all not allowed\r\n"
+           "VERSION 1.6.45\r\n");
+    assert_int_equal(t->stats.cmd_flush, 4);
     EXPECT(t, "lru_crawler metadump all\r\n", "ERROR metadump not allowed\r\n");
     EXPECT(t, "stats cachedump 1 1\r\n", "CLIENT_ERROR stats cachedump not allowed\r\n");
     EXPECT(t, "watch\r\n", "CLIENT_ERROR watch commands not allowed\r\n");
