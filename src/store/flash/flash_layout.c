@@ -213,8 +213,6 @@ int flash_item_parse(const char *p, size_t avail, uint64_t seed, uint64_t cas_ba
         return FLASH_E_ITEM;
     if ((u[0] & (ITEM_L_MARK | ITEM_L_STATE | ITEM_L_SUM)) != FLASH_L_REQUIRED)
         return FLASH_E_ITEM;
-    if ((u[0] & ITEM_L_CAS32) && (u[0] & ITEM_L_CAS64))
-        return FLASH_E_ITEM;
     if (u[1] == 0)
         return FLASH_E_ITEM;
     /* The value's varint: at most 5 bytes, inside what was read, and
