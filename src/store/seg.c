@@ -822,8 +822,9 @@ static struct seg *seg_make_room(struct seg_ctx *ctx)
     struct seg *seg = NULL;
     uint64_t until = 0;
     while (!seg) {
+        /* an all-dead one is looked for before the first wait, not each nap */
         bool enough = seg_pins_passing(pool) >= SEG_DRAIN_PER_NEED * pool->seg_needs &&
-                      !seg_find_dead(pool);
+                      (until || !seg_find_dead(pool));
         if (!(enough && seg_wait_pins(pool, &until)) && !seg_evict_one(ctx) &&
             !seg_wait_pins(pool, &until))
             return NULL;
