@@ -21,10 +21,13 @@
 #include "stats/stats.h"
 
 /* A command memcached does not know. A request line of a web client
- * ("GET / HTTP/1.1") closes the connection instead of answering ERROR. */
+ * ("GET / HTTP/1.1") closes the connection instead of answering ERROR;
+ * a line ending in `noreply` gets no ERROR (1.6.45: `foo noreply`, and
+ * `noreply` alone, are silent). */
 static void text_unknown(struct session *s, const struct text_line *l)
 {
     struct text_token last = text_line_last(l);
+    text_of(s)->noreply = last.len == 7 && memcmp(last.s, "noreply", 7) == 0;
     if (last.len >= 5 && memcmp(last.s, "HTTP/", 5) == 0) {
         text_of(s)->closing = true;
         return;

@@ -26,7 +26,7 @@ struct text_storage_req {
 enum text_storage_parsed {
     TEXT_STORAGE_OK,
     TEXT_STORAGE_SHORT,       /* too few tokens: the error ignores noreply */
-    TEXT_STORAGE_BAD,         /* the length is bad: nothing can be swallowed */
+    TEXT_STORAGE_BAD,         /* bad length: nothing swallowed, noreply ignored */
     TEXT_STORAGE_BAD_SWALLOW, /* another field is bad: swallow vlen bytes */
 };
 
