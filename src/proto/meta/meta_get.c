@@ -212,7 +212,12 @@ void meta_debug(struct session *s, const struct meta_req *req)
     struct meta_line l;
     l.len = 0;
     meta_line_mem(&l, "ME ", 3);
-    meta_line_mem(&l, req->key, req->nkey);
+    if (req->base64_key && !meta_base64_key_plain(req->key, req->nkey)) {
+        char enc[(STORE_KEY_MAX + 2) / 3 * 4];
+        meta_line_mem(&l, enc, meta_base64_encode((const unsigned char *)req->key, req->nkey, enc));
+    } else {
+        meta_line_mem(&l, req->key, req->nkey);
+    }
     meta_line_str(&l, " exp=");
     if (it.exptime == REL_TIME_NEVER)
         meta_line_str(&l, "-1");
