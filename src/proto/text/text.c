@@ -48,7 +48,8 @@ static bool text_want(struct session *s, const struct text_line *l, size_t min)
 /* memcached 1.6.45's request parser looks at the bytes before tokens: a
  * request shorter than 4 bytes with its line end ("a\r\n", "mn\n") is
  * CLIENT_ERROR, and its command is what precedes the first space, so a line
- * that starts with a space names no command (ERROR). */
+ * that starts with a space names no command (an unknown one: ERROR, or
+ * silence after `noreply`, or a close after `HTTP/...`). */
 static bool text_framing_ok(struct session *s, const struct text_line *l, size_t whole)
 {
     text_of(s)->noreply = false;
@@ -57,7 +58,7 @@ static bool text_framing_ok(struct session *s, const struct text_line *l, size_t
         return false;
     }
     if (l->len > 0 && l->raw[0] == ' ') {
-        TEXT_OUT(s, "ERROR");
+        text_unknown(s, l);
         return false;
     }
     return true;
