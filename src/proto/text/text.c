@@ -269,6 +269,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     struct text_state *t = text_of(s);
     int budget = s->opt->reqs_per_event;
     int handled = 0;
+    bool after_others = false; /* text_state.after_others */
     size_t pos = 0;
     size_t prefetched = 0; /* requests before this offset had their keys prefetched */
     /* Not cleared: start fills what next reads (and clearing its arrays
@@ -345,10 +346,13 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             log_verbose("<%d %.*s", s->cfd, (int)lp->len, lp->raw);
             if (metrics_timing())
                 t0 = metrics_now_ns();
+            t->after_others = after_others;
             if (!s->authenticated)
                 text_auth_line(s, lp);
             else if (text_framing_ok(s, lp, whole))
                 text_dispatch(s, lp);
+            /* memcached sends what it owes at an mn */
+            after_others = !(lp->ntok >= 1 && CMD_IS(&lp->tok[0], "mn"));
             if (t0)
                 text_timing_begin(t, lp, t0);
         }

@@ -121,7 +121,7 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
             TEXT_OUT(s, "ERROR metadump not allowed");
         return;
     }
-    if (reply_pending(&s->reply) > 0) {
+    if (text_of(s)->after_others) {
         if (mgdump)
             TEXT_OUT(s, "ERROR cannot pipeline other commands before mgdump");
         else

@@ -17,7 +17,7 @@ void text_cmd_watch(struct session *s, const struct text_line *l)
     }
     /* memcached hands the connection to its logger: replies still owed
      * would be lost, so it refuses, as here. */
-    if (reply_pending(&s->reply) > 0) {
+    if (text_of(s)->after_others) {
         TEXT_OUT(s, "ERROR cannot pipeline other commands before watch");
         return;
     }
