@@ -13,6 +13,7 @@
 #   make unit-measure    the measurement tier: memory overhead per item and
 #                        the many-thread store stress (make test runs both)
 #   make test            everything CI runs (see scripts/test-all.sh)
+#   make test-STAGE      one stage of it, e.g. test-unit-asan, test-integration-epoll
 #   make fuzz            libFuzzer harnesses, briefly (clang)
 #   make bench           side-by-side benchmark against memcached
 #   make install         server, man page, systemd units (nodelay.service and
@@ -119,13 +120,16 @@ LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/%.o)
 LIB := $(OUT)/libnodelay.a
 SERVER := $(OUT)/nodelay
 
-UNIT_SRC := $(wildcard tests/unit/test_*.c)
+# tests/unit mirrors src/: a test sits in the folder of the code it tests
+# (tests/unit/store/test_store_ops.c tests src/store/), and its binary in the
+# same folder under $(OUT)/tests (build/release-epoll/tests/store/test_store_ops).
+UNIT_SRC := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
 # Tests that measure (fill a 64 MiB store to its first eviction, run many
 # threads for seconds) take most of the unit time: they form a tier of their
-# own so that `make unit` stays quick. scripts/test-all.sh runs every
-# tests/unit/test_*.c, both tiers.
-UNIT_MEASURE := $(OUT)/tests/test_store_overhead $(OUT)/tests/test_store_stress
+# own so that `make unit` stays quick. The unit stages of `make test` run every
+# test under tests/unit, both tiers.
+UNIT_MEASURE := $(OUT)/tests/store/test_store_overhead $(OUT)/tests/store/test_store_stress
 UNIT_FAST := $(filter-out $(UNIT_MEASURE),$(UNIT_BIN))
 
 .PHONY: all server debug man unit unit-measure test fuzz bench clean run install FORCE
@@ -192,9 +196,15 @@ unit: $(UNIT_FAST)
 unit-measure: $(UNIT_MEASURE)
 	@set -e; for t in $(UNIT_MEASURE); do echo "== $$t"; $$t; done
 
-# The whole suite, every configuration CI runs.
+# The whole suite, every configuration CI runs: each stage is a target of its
+# own, `make test-unit-asan`, `make test-integration-epoll`, ... (the list:
+# scripts/test-stage.sh --list), which writes its counts to
+# build/test-results/STAGE; `make test` runs them all in order and sums them.
 test:
 	bash scripts/test-all.sh
+
+test-%:
+	@bash scripts/test-stage.sh $*
 
 FUZZ_SECONDS ?= 20
 fuzz:

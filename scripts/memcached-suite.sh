@@ -31,7 +31,7 @@ ROOT=$PWD
 
 # The .t files expected to pass, one a line: adding one is a one-line change.
 # Where 1.6.45's version of a file differs from 1.6.18's in a way that
-# matters, docs/testing.md says so.
+# matters, docs/testing-memcached-suite.md says so.
 TESTS=(
     00-startup.t
     64bit.t

@@ -4,10 +4,15 @@
  * counts, all values one size. Each line (batch) is its gets, then a set for
  * each key that missed, as the servers see it; the miss ratio is over the
  * accesses of the second half of the lines, as loadgen counts it.
+ * Synthetic streams: --zipf S (with --scan N fresh keys), --loop N (a
+ * cyclic pass over N keys, again and again), --zipf S --phases P (the
+ * popularity moves P-1 times: each phase ranks the keys from an origin a
+ * third of the key space further on).
  *
  * Policies:
  *   lru        one LRU list (memcached's segmented LRU behaves close to it here)
- *   s3fifo-seg S3-FIFO on whole segments as src/store/seg.c does it
+ *   s3fifo-seg S3-FIFO on whole segments as src/store/seg.c does it, small
+ *              fixed at a tenth of the segments
  *              (docs/store.md "Eviction"): items appended to an open segment,
  *              sealed segments in small/main FIFOs, a victim walked item by
  *              item by its 2-bit read counter, kept items copied to main's
@@ -19,6 +24,13 @@
  *              items per segment is the server's item count over -m MB)
  *   s3fifo-seg-all  the same keeping every item its counter keeps (no cap of
  *              half a segment per victim)
+ *   s3fifo-seg-ad  s3fifo-seg whose small share adapts (the server's policy
+ *              now): keys that leave main unread go to the ghost too, tagged
+ *              so (never over an entry from small); a key written again
+ *              while in the ghost moves small's target by --ad-step items
+ *              (0.5) times the other queue's ghost entries over its own
+ *              (at least 1), up if it left small, down if it left main
+ *              (ARC's rule), between one segment and 90 %; it starts at 10 %
  *   s3fifo     S3-FIFO over whole items (Yang et al., SOSP '23): small 10 %,
  *              main 90 %, ghost of main's size, 2-bit counters
  *   s3fifo-ad  s3fifo whose small share follows ghost hits as ARC's p does:
@@ -156,6 +168,9 @@ struct sim {
     struct list sq[2]; /* queues of segment ids use their own lists */
     struct lists sl;
     uint32_t *gfp, gsize;
+    uint8_t *gtag;    /* s3fifo-seg-ad: the ghost entry left small (1) or main (2) */
+    double share;     /* s3fifo-seg-ad: small's target, in items */
+    double gn[3];     /* s3fifo-seg-ad: ghost entries from small [1] and main [2] */
     bool keep_all;
     uint32_t *kept; /* a victim's kept items, in order */
     /* belady */
@@ -407,6 +422,8 @@ static void wt_set(struct sim *s, uint32_t id)
 /* S3-FIFO on segments, as the server does it; at most seg_keep_num /
  * seg_keep_den of a segment kept per victim (SEG_RETAIN_NUM/DEN in seg.c) */
 static uint32_t seg_keep_num = 15, seg_keep_den = 16;
+static double seg_ad_step = 0.5, seg_ad_start = 0.1;
+
 static uint32_t gfp_slot(struct sim *s, uint32_t id)
 {
     return (uint32_t)(lg_mix(id, 77) % s->gsize);
@@ -423,6 +440,8 @@ static void seg_evict_one(struct sim *s)
     /* the writer's open segment counts as sealed in small (it is about to be) */
     uint32_t share = s->nseg / 10 ? s->nseg / 10 : 1;
     bool small = s->sq[1].n > 0 && (s->sq[1].n + 1 > share || s->sq[0].n == 0);
+    if (s->adaptive)
+        small = s->sq[1].n > 0 && ((double)(s->sq[1].n + 1) * s->seg_items > s->share || s->sq[0].n == 0);
     uint32_t v = list_pop(&s->sl, &s->sq[small ? 1 : 0]);
     if (v == NIL)
         return;
@@ -444,8 +463,17 @@ static void seg_evict_one(struct sim *s)
         }
         s->loc[id] = NIL;
         s->n--;
-        if (small && !keep)
+        if (small && !keep) {
+            if (s->gfp[gfp_slot(s, id)]) s->gn[s->gtag[gfp_slot(s, id)]]--;
             s->gfp[gfp_slot(s, id)] = id + 1;
+            s->gtag[gfp_slot(s, id)] = 1; s->gn[1]++;
+        } else if (s->adaptive && !keep &&
+                   !(s->gfp[gfp_slot(s, id)] && s->gtag[gfp_slot(s, id)] == 1)) {
+            /* main's leavers never overwrite small's: those admit */
+            if (s->gfp[gfp_slot(s, id)]) s->gn[s->gtag[gfp_slot(s, id)]]--;
+            s->gfp[gfp_slot(s, id)] = id + 1;
+            s->gtag[gfp_slot(s, id)] = 2; s->gn[2]++;
+        }
     }
     s->seg_n[v] = 0;
     s->freelist[s->nfree++] = v;
@@ -491,9 +519,23 @@ static void seg_set(struct sim *s, uint32_t id)
         s->loc[id] = NIL; /* a second set of the key: the old copy is dead */
         s->n--;
     }
-    bool ghost = s->gfp[gfp_slot(s, id)] == id + 1;
-    if (ghost)
-        s->gfp[gfp_slot(s, id)] = 0;
+    uint32_t slot = gfp_slot(s, id);
+    bool ghost = s->gfp[slot] == id + 1;
+    if (ghost) {
+        s->gfp[slot] = 0;
+        if (s->adaptive) {
+            /* ARC's rule: a key back from small's ghost says small is too
+             * short; one back from main's ghost says main is */
+            double lo = s->seg_items, hi = s->nseg * 0.9 * s->seg_items;
+            s->gn[s->gtag[slot]]--;
+            /* weighted as ARC weighs it: by the other ghost's size over
+             * this one's, at least one */
+            double a1 = s->gn[1] > 1 ? s->gn[1] : 1, a2 = s->gn[2] > 1 ? s->gn[2] : 1;
+            double ws = a2 / a1 > 1 ? a2 / a1 : 1, wm = a1 / a2 > 1 ? a1 / a2 : 1;
+            s->share += s->gtag[slot] == 1 ? seg_ad_step * ws : -seg_ad_step * wm;
+            s->share = s->share < lo ? lo : s->share > hi ? hi : s->share;
+        }
+    }
     seg_append(s, &s->wopen, id, false);
     if (ghost)
         s->freq[id] = 1;
@@ -556,8 +598,8 @@ static bool heap_top(struct sim *s, uint64_t *k, uint32_t *id)
     return false;
 }
 
-enum pol { P_LRU, P_SEG, P_SEGALL, P_S3, P_S3AD, P_ARC, P_WT, P_WTAD, P_OPT, P_N };
-static const char *pol_names[P_N] = { "lru", "s3fifo-seg", "s3fifo-seg-all", "s3fifo", "s3fifo-ad", "arc",
+enum pol { P_LRU, P_SEG, P_SEGALL, P_SEGAD, P_S3, P_S3AD, P_ARC, P_WT, P_WTAD, P_OPT, P_N };
+static const char *pol_names[P_N] = { "lru", "s3fifo-seg", "s3fifo-seg-all", "s3fifo-seg-ad", "s3fifo", "s3fifo-ad", "arc",
                                       "wtinylfu", "wtinylfu-ad", "belady" };
 
 static uint32_t held(const struct sim *s, int p)
@@ -604,8 +646,9 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
         s.cms_mask = w - 1;
         s.cms = xcalloc(4ull * w, 1);
     }
-    if (p == P_SEG || p == P_SEGALL) {
+    if (p == P_SEG || p == P_SEGALL || p == P_SEGAD) {
         s.keep_all = p == P_SEGALL;
+        s.adaptive = p == P_SEGAD;
         s.kept = xcalloc(seg_items, sizeof(uint32_t));
         s.seg_items = seg_items;
         s.nseg = cap / seg_items;
@@ -624,6 +667,8 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
         if (s.gsize == 0)
             s.gsize = 1;
         s.gfp = xcalloc(s.gsize, sizeof(uint32_t));
+        s.gtag = xcalloc(s.gsize, 1);
+        s.share = seg_ad_start * s.nseg * seg_items;
     }
     if (p == P_OPT) {
         s.want = xcalloc(t->nkeys, sizeof(uint64_t));
@@ -640,6 +685,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
             switch (p) {
             case P_LRU: hit = lru_get(&s, id); break;
             case P_SEG:
+            case P_SEGAD:
             case P_SEGALL: hit = seg_get(&s, id); break;
             case P_S3:
             case P_S3AD: hit = s3_get(&s, id); break;
@@ -667,6 +713,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
             switch (p) {
             case P_LRU: lru_set(&s, id); break;
             case P_SEG:
+            case P_SEGAD:
             case P_SEGALL: seg_set(&s, id); break;
             case P_S3:
             case P_S3AD: s3_set(&s, id); break;
@@ -702,7 +749,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
             s.max_held = h;
     }
     if (getenv("CACHESIM_DEBUG"))
-        fprintf(stderr, "%s cap %u: p %.0f, queues %u %u %u, most held %u\n", s.name, cap, s.p,
+        fprintf(stderr, "%s cap %u: share %.0f p %.0f, queues %u %u %u, most held %u\n", s.name, cap, s.share, s.p,
                 s.q[0].n, s.q[1].n, s.q[2].n, s.max_held);
     lists_free(&s.l);
     free(s.freq);
@@ -714,8 +761,9 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
     free(s.freelist);
     free(s.loc);
     free(s.gfp);
+    free(s.gtag);
     free(s.kept);
-    if (p == P_SEG || p == P_SEGALL)
+    if (p == P_SEG || p == P_SEGALL || p == P_SEGAD)
         lists_free(&s.sl);
     free(s.want);
     free(s.cached);
@@ -728,7 +776,8 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
  * keys spread evenly through it (never hit). As replay counts it, only the
  * second half of the Zipf gets is counted (*counted says which). */
 static int zipf_trace(struct lg_trace *t, uint8_t **counted, uint32_t keys, double zs,
-                      uint64_t requests, uint64_t scan, uint64_t seed, uint32_t batch)
+                      uint64_t requests, uint64_t scan, uint64_t seed, uint32_t batch,
+                      uint32_t loop, uint32_t phases)
 {
     struct lg_dist d;
     if (lg_dist_init(&d, keys, zs) != 0)
@@ -749,7 +798,14 @@ static int zipf_trace(struct lg_trace *t, uint8_t **counted, uint32_t keys, doub
         if (is_scan) {
             t->acc[i] = keys + (uint32_t)sdone++;
         } else {
-            t->acc[i] = lg_dist_pick(&d, &rng);
+            uint64_t z = zdone;
+            if (loop) /* a cyclic pass over loop keys, again and again */
+                t->acc[i] = (uint32_t)(z % loop);
+            else if (phases > 1) /* popularity moves: each phase ranks the keys from a new origin */
+                t->acc[i] = (uint32_t)((lg_dist_pick(&d, &rng) +
+                                        z * phases / requests * (uint64_t)(keys / 3 + 1)) % keys);
+            else
+                t->acc[i] = lg_dist_pick(&d, &rng);
             (*counted)[i] = zdone++ >= requests / 2;
         }
     }
@@ -764,6 +820,7 @@ int main(int argc, char **argv)
     const char *file = "-", *items_s = NULL, *pols_s = NULL;
     unsigned max_keys = 16;
     uint32_t seg_items = 0, zkeys = 1000000, batch = 128;
+    uint32_t zloop = 0, zphases = 1;
     uint64_t lines = 0, zreq = 5000000, zscan = 0, seed = 42, mem_mb = 64;
     uint8_t *counted = NULL;
     double zipf = 0;
@@ -772,10 +829,11 @@ int main(int argc, char **argv)
         { "seg-items", 1, 0, 'S' }, { "max-keys", 1, 0, 'K' }, { "lines", 1, 0, 'n' },
         { "zipf", 1, 0, 'z' }, { "keys", 1, 0, 'k' }, { "requests", 1, 0, 'r' },
         { "seed", 1, 0, 'e' }, { "batch", 1, 0, 'b' }, { "memory", 1, 0, 'm' },
-        { "policies", 1, 0, 'p' }, { "scan", 1, 0, 'c' }, { "seg-keep", 1, 0, 'R' }, { 0, 0, 0, 0 },
+        { "policies", 1, 0, 'p' }, { "scan", 1, 0, 'c' }, { "seg-keep", 1, 0, 'R' },
+        { "loop", 1, 0, 'L' }, { "phases", 1, 0, 'P' }, { "ad-step", 1, 0, 'A' }, { "ad-start", 1, 0, 'B' }, { 0, 0, 0, 0 },
     };
     int o;
-    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:R:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:R:A:B:L:P:", opts, NULL)) != -1) {
         switch (o) {
         case 'F':
             if (lg_trace_fmt_parse(optarg, &fmt) != 0)
@@ -799,14 +857,20 @@ int main(int argc, char **argv)
                 seg_keep_num > seg_keep_den)
                 goto usage;
             break;
+        case 'L': zloop = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'P': zphases = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'A': seg_ad_step = atof(optarg); break;
+        case 'B': seg_ad_start = atof(optarg); break;
         default: goto usage;
         }
     }
     if (!items_s || max_keys < 1 || max_keys > 256 || batch < 1 || batch > 256)
         goto usage;
     struct lg_trace t;
+    if (zloop && zipf <= 0)
+        zipf = 0.99; /* the loop ignores it */
     if (zipf > 0) {
-        if (zipf_trace(&t, &counted, zkeys, zipf, zreq, zscan, seed, batch) != 0)
+        if (zipf_trace(&t, &counted, zkeys, zipf, zreq, zscan, seed, batch, zloop, zphases) != 0)
             return 1;
     } else {
         FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
@@ -863,7 +927,7 @@ int main(int argc, char **argv)
             uint32_t si = seg_items ? seg_items : caps[c] / (uint32_t)(mem_mb ? mem_mb : 1);
             if (si < 1)
                 si = 1;
-            if ((p == P_SEG || p == P_SEGALL) && caps[c] / si < 2) {
+            if ((p == P_SEG || p == P_SEGALL || p == P_SEGAD) && caps[c] / si < 2) {
                 printf(" %10s", "-");
                 continue;
             }
@@ -880,6 +944,6 @@ usage:
     fprintf(stderr, "usage: cachesim --items N[,N...] [--format lis|kv] [--file F|-]"
                     " [--lines N] [--max-keys 16] [--memory MB] [--seg-items N] [--seg-keep NUM/DEN]"
                     " [--policies a,b] | --zipf S [--keys N] [--requests N] [--scan N] [--seed N]"
-                    " [--batch N] --items N\n");
+                    " [--batch N] [--loop N] [--phases P] [--ad-step ITEMS] [--ad-start SHARE] --items N\n");
     return 2;
 }

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "net/conn.h"
 #include "net/conn_path.h"
+#include "net/sock_io.h"
 #include "net/sockopt.h"
 #include "net/tls.h"
 #include "proto/proto.h"
@@ -26,12 +27,12 @@
  * (tls.c), with read(2)'s and writev(2)'s contract either way. */
 static ssize_t conn_io_read(struct conn *c, void *buf, size_t n)
 {
-    return c->rd.tls ? tls_conn_read(c->rd.tls, buf, n) : read(c->fd, buf, n);
+    return c->rd.tls ? tls_conn_read(c->rd.tls, buf, n) : sock_read(c->fd, buf, n);
 }
 
 static ssize_t conn_io_writev(struct conn *c, const struct iovec *iov, int n)
 {
-    return c->rd.tls ? tls_conn_writev(c->rd.tls, iov, n) : writev(c->fd, iov, n);
+    return c->rd.tls ? tls_conn_writev(c->rd.tls, iov, n) : sock_writev(c->fd, iov, n);
 }
 
 /* Readiness: writev what is owed until the socket is full or the budget is
@@ -82,9 +83,9 @@ static ssize_t conn_read_held(struct conn *c, char *at, size_t room)
     char *tail;
     size_t tail_room = conn_input_tail(&c->in, &c->sess, &tail);
     if (tail_room == 0)
-        return read(c->fd, at, room);
+        return sock_read(c->fd, at, room);
     struct iovec v[2] = {{at, room}, {tail, tail_room}};
-    return readv(c->fd, v, 2);
+    return sock_readv(c->fd, v, 2);
 }
 
 /* One read where conn_input_target says; false when the socket had

@@ -6,14 +6,15 @@
  * seg_limit of them. A worker appends to its own open segment per TTL group;
  * a full one is sealed onto the small queue. Once -m is all in use, a victim
  * is chosen S3-FIFO style (seg_pick_victim): from the small queue while it
- * holds more than a tenth of the segments, else from the main queue; and it
+ * holds more than its target, else from the main queue (the target moves
+ * with the ghost's hits, seg_steer_small); and it
  * is walked item by item at the writers' pace (seg_pay): every write owes
  * the bytes it wrote, paid every SEG_PAY_BYTES by walking the victim that
  * far. Items read since they were written (small) or since the last pass
  * (main) are kept, copied to the main open segment; when that is full they
  * stay in place and, at the walk's end, the victim is compacted and takes
- * its place. The rest leave; keys that leave the small queue unread go to
- * the ghost (the evicted_unread hook, struct seg_hooks). At most 15/16 of
+ * its place. The rest leave; keys that leave unread go to the ghost (the
+ * evicted_unread hook, struct seg_hooks). At most 15/16 of
  * a victim is kept, so room is always made, and the walk is paced by the
  * room it frees. A worker that needs a segment and finds none free finishes
  * the walk from its cursor keeping at most half of it (seg_evict_one).
@@ -44,7 +45,7 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
-/* At most this share of a victim may be carried forward. */
+/* The small queue's target starts at this share of the segments. */
 #ifndef SEG_SMALL_DIV
 #define SEG_SMALL_DIV 10
 #endif
@@ -118,6 +119,8 @@ int seg_pool_init(struct seg_pool *pool)
         return -1;
     pthread_mutex_init(&pool->lock, NULL);
     hugemem_pool_init(&pool->seg_mem);
+    uint32_t small = pool->seg_limit / SEG_SMALL_DIV ? pool->seg_limit / SEG_SMALL_DIV : 1;
+    pool->small_target = (int64_t)small * (int64_t)pool->seg_size;
     if (seg_grow_cap(pool, pool->seg_limit) != 0) {
         seg_pool_release(pool);
         return -1;
@@ -377,8 +380,8 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
     struct store_cls_ctr *cc = &ctx->cls[cls.cls];
     if (life == ITEM_LIVE) {
         w->any_evicted = true;
-        if (w->from_small)
-            pool->hooks.evicted_unread(pool->hooks.arg, hv);
+        if (!freq)
+            pool->hooks.evicted_unread(pool->hooks.arg, hv, !w->from_small);
         CNT_INC(ctx->cnt, evictions);
         CLS_INC(cc, evicted);
         rel_time_t atime = status & ~ITEM_S_MASK;
@@ -676,11 +679,12 @@ static struct seg *seg_find_dead(struct seg_pool *pool)
  * make. */
 static struct seg *seg_pick_victim(struct seg_pool *pool, bool ahead)
 {
-    /* The small queue holds about a tenth of the segments; below that the
+    /* The small queue holds its target (seg_steer_small); below that the
      * main queue gives room, and when it has nothing sealed yet, its open
      * segment is sealed so that kept items cannot sit there for ever. */
-    uint32_t small_max = pool->seg_limit / SEG_SMALL_DIV ? pool->seg_limit / SEG_SMALL_DIV : 1;
-    bool want_main = pool->small.n + ahead <= small_max || !pool->small.head;
+    int64_t target = __atomic_load_n(&pool->small_target, __ATOMIC_RELAXED);
+    bool want_main = (int64_t)(pool->small.n + ahead) * (int64_t)pool->seg_size <= target ||
+                     !pool->small.head;
     if (want_main && !pool->fifo.head && pool->mopen && pool->mopen->write_off) {
         pool->mopen->queue = SEG_Q_MAIN;
         seg_set_state(pool->mopen, SEG_SEALED);
@@ -744,6 +748,28 @@ static bool seg_evict_one(struct seg_ctx *ctx)
     pool->walk.budget = kept < pool->seg_size / 2 ? pool->seg_size / 2 - kept : 0;
     seg_walk_step(ctx, &pool->walk, SIZE_MAX);
     return seg_walk_end(ctx, &pool->walk, true);
+}
+
+/* ARC's rule on S3-FIFO's queues (docs/store.md "Eviction"): a key back
+ * from small's ghost grows small's target, one back from main's shrinks
+ * it, by step bytes (ghost_step), between one segment and 9/10 of -m.
+ * Called by a write that found its key in the ghost, without the pool
+ * lock. */
+void seg_steer_small(struct seg_pool *pool, bool grow, uint64_t step_bytes)
+{
+    int64_t lo = (int64_t)pool->seg_size;
+    int64_t limit = (int64_t)__atomic_load_n(&pool->seg_limit, __ATOMIC_RELAXED);
+    int64_t hi = limit * lo / 10 * 9;
+    if (step_bytes > (uint64_t)hi)
+        step_bytes = (uint64_t)hi;
+    int64_t step = grow ? (int64_t)step_bytes : -(int64_t)step_bytes;
+    int64_t old = __atomic_load_n(&pool->small_target, __ATOMIC_RELAXED), want;
+    do {
+        want = old + step;
+        want = want > hi ? hi : want;
+        want = want < lo ? lo : want;
+    } while (want != old && !__atomic_compare_exchange_n(&pool->small_target, &old, want, true,
+                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
 /* Writers owe eviction once every segment -m allows is in use (pool lock

@@ -40,9 +40,9 @@ static uint64_t store_rehash(void *arg, uint64_t slot)
 }
 
 /* The segments' eviction hook: a key evicted unread goes to the ghost. */
-static void store_evicted_unread(void *arg, uint64_t hv)
+static void store_evicted_unread(void *arg, uint64_t hv, bool from_main)
 {
-    ghost_add(arg, hv);
+    ghost_add(arg, hv, from_main);
 }
 
 int store_create(struct store **out, const struct store_options *opt)

@@ -88,7 +88,11 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
         struct store_cls_of oc = classes_item(&s->classes, f->p, &f->h);
         seg_note_gone(f->seg, item_total(&f->h), &oc);
     } else {
-        *slot = ghost_take(&s->ghost, hv) ? slot_hit(ns) : ns;
+        enum ghost_from gf = ghost_take(&s->ghost, hv);
+        *slot = gf != GHOST_NONE ? slot_hit(ns) : ns;
+        if (gf != GHOST_NONE)
+            seg_steer_small(&s->pool, gf == GHOST_SMALL,
+                            ghost_step(&s->ghost, gf, item_total(&h)));
     }
     struct store_cls_of nc = classes_item(&s->classes, p, &h);
     seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),

@@ -31,10 +31,11 @@ struct store_life;
  * above them: the store fills this table in (store_create, pool.hooks) and
  * the segments call through it. */
 struct seg_hooks {
-    /* A live item was evicted from the small queue without a read (the
-     * ghost list remembers its key). Called under the pool lock and the
-     * item's bucket lock. */
-    void (*evicted_unread)(void *arg, uint64_t hv);
+    /* A live item was evicted without a read since it was written (small
+     * queue) or since the last pass (main): the ghost list remembers its
+     * key and queue. Called under the pool lock and the item's bucket
+     * lock. */
+    void (*evicted_unread)(void *arg, uint64_t hv, bool from_main);
     void *arg;
 };
 
@@ -79,6 +80,13 @@ struct seg_pool {
     struct seg *mopen;         /* main open segment: where kept items go (pool lock) */
     struct seg_walk walk;      /* the victim walked at the writers' pace (pool lock) */
     int64_t walk_ahead;        /* bytes it walked beyond what was owed, or short of it (pool lock) */
+    /* Bytes the small queue may hold before it gives the victim (atomic):
+     * written by any worker whose write finds its key in the ghost, so it
+     * has a cache line of its own, away from evict_pace that every write
+     * reads. */
+    char small_target_before[64];
+    int64_t small_target;
+    char small_target_after[56];
     uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t open_max;          /* budget for them: an eighth of -m */
@@ -156,6 +164,10 @@ void seg_pool_release(struct seg_pool *pool);
 /* A fresh, empty open segment for ctx in TTL group g, evicting when needed;
  * NULL when no room can be made. Seals the ctx's previous open segment of g. */
 struct seg *seg_open(struct seg_ctx *ctx, unsigned g);
+/* A key written again after it left a queue unread (the ghost list): that
+ * queue was too short; moves the small queue's target by step bytes
+ * (ghost_step). */
+void seg_steer_small(struct seg_pool *pool, bool grow, uint64_t step);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
 void seg_pay(struct seg_ctx *ctx);
 /* Give a ctx's open segment back (ctx destroy). */

@@ -16,13 +16,13 @@ struct store_upload;
 /* The uploads' state: bytes staged, their bound, the list cut-offs take
  * the oldest from. */
 struct store_uploads {
-    uint64_t bytes;     /* staged by incomplete uploads, atomic */
-    uint64_t limit;     /* bound on the large ones */
+    uint64_t bytes; /* staged by incomplete uploads, atomic */
+    uint64_t limit; /* bound on the large ones */
     pthread_mutex_t lock;
     struct store_upload *head, *tail; /* oldest first (lock) */
-    uint64_t live;      /* large ones not cut off (lock) */
-    uint64_t held;      /* large ones still allocated (lock) */
-    uint64_t small;     /* the small ones, atomic: client memory (client_mem_limit) */
+    uint64_t live;                    /* large ones not cut off (lock) */
+    uint64_t held;                    /* large ones still allocated (lock) */
+    uint64_t small;                   /* the small ones, atomic: client memory (client_mem_limit) */
 };
 void store_upload_init(struct store_uploads *up);
 void store_upload_release(struct store_uploads *up);

@@ -19,7 +19,7 @@ ROOT = helpers.ROOT
 
 # The test files whose outcome can depend on the event backend: they drive
 # accepts, reads, writes, partial writes, timers, closes and the backend's
-# choice itself. scripts/test-all.sh runs only these (marked `backend`) on
+# choice itself. `make test` runs only these (marked `backend`) on
 # the second and third backends (epoll, poll); every test runs on the
 # default one in the release and asan runs. The rest (settings, expiry's
 # clock, stats and size classes, logging's lines, metrics' HTTP thread,
@@ -35,7 +35,7 @@ BACKEND_MODULES = (
 
 # The files that hold most of a full run's wall time (a package build, a
 # 60-second kill -9 loop, the reply-memory attacks), marked `long`:
-# scripts/test-all.sh runs them as a pytest process of their own beside the
+# `make test` runs them as a pytest process of their own beside the
 # rest of the same run, so the full runs' wall time is their longest half.
 LONG_MODULES = ("test_deploy", "test_restart", "test_hardening_replies")
 

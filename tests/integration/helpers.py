@@ -20,7 +20,7 @@ SANITIZER_MARKS = (
 
 
 # Extra flags for every nodelay the suite starts (not memcached): the epoll
-# run of scripts/test-all.sh passes NODELAY_ARGS="-o io_uring=off".
+# stages of `make test` (scripts/test-stage.sh) pass NODELAY_ARGS="-o io_uring=off".
 EXTRA_ARGS = os.environ.get("NODELAY_ARGS", "").split()
 
 

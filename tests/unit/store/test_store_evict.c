@@ -463,6 +463,37 @@ static void test_victim_keeps_its_read_items(void **state)
     tstore_close(&t);
 }
 
+/* The small queue's share follows the ghost (ARC's rule): keys written
+ * again after they left small unread grow it; keys written again after they
+ * left main unread shrink it. 16 segments, the share starts at one. */
+static void test_small_share_follows_the_ghost(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 16 * MB, MB, true, true);
+    /* a hot set read once, so it moves to main */
+    for (int i = 0; i < 8000; i++)
+        put(&t, i, 1000);
+    for (int i = 0; i < 8000; i++)
+        touch_read(&t, i);
+    /* one-hit keys pass through small to the ghost, then come back */
+    for (int lap = 0; lap < 2; lap++)
+        for (int i = 0; i < 20000; i++)
+            put(&t, 100000 + i, 1000);
+    uint32_t grown = t.s->pool.small.n;
+    assert_true(grown >= 4);
+    /* now the keys that left main unread come back, read each time */
+    for (int lap = 0; lap < 6; lap++)
+        for (int i = 0; i < 8000; i++) {
+            if (has(&t, i))
+                touch_read(&t, i);
+            else
+                put(&t, i, 1000);
+        }
+    assert_true(t.s->pool.small.n < grown);
+    tstore_close(&t);
+}
+
 /* -M: a write into a full store never drops a live item to pay its way. */
 static void test_no_evictions_pays_nothing(void **state)
 {
@@ -572,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_eviction_at_writers_pace),
         cmocka_unit_test(test_victim_keeps_its_read_items),
+        cmocka_unit_test(test_small_share_follows_the_ghost),
         cmocka_unit_test(test_no_evictions_pays_nothing),
         cmocka_unit_test(test_half_walked_victim_after_a_crash),
     };

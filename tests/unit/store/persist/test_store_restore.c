@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "test_store_helpers.h"
+#include "../test_store_helpers.h"
 #include "store/persist/persist.h"
 #include "store/store_core.h"
 

@@ -3,7 +3,7 @@
  * asks the connection to do after each read, -R yields that keep a read's
  * replies together, multigets and dumps paused by the reply allowance and
  * resumed byte-exact, end of input, and the read-buffer limit. */
-#include "test_text_support.h"
+#include "../proto/text/test_text_support.h"
 #include "net/sockopt.h"
 
 #include <sys/socket.h>

@@ -7,6 +7,7 @@
 
 #include "store/store_core.h"
 #include "store/store_seg.h"
+#include "store/store_link.h"
 #include "store/store_upload.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * readiness path on the build's backend, the completion path on io_uring
  * when the build and the kernel have it, with its receive and zombie
  * states checked after each step. */
-#include "test_text_support.h"
+#include "../proto/text/test_text_support.h"
 
 #include <sys/socket.h>
 #include <unistd.h>

@@ -3,6 +3,7 @@
 #include "test_text_support.h"
 
 #include "stats/stats_detail.h"
+#include "store/store_compat.h"
 
 static void test_set_get(void **state)
 {

@@ -162,8 +162,8 @@ static void test_a_closed_slot_is_forgotten(void **state)
     struct pair a = pair_open();
     struct metrics_guard_conn *ca = metrics_guard_open(g, a.ours);
     metrics_guard_close(g, ca); /* the library closed it before any deadline */
-    sleep_ms(300);               /* the sweeper has passed its old deadline */
-    assert_false(pair_shut(a));  /* a descriptor it no longer owns stays open */
+    sleep_ms(300);              /* the sweeper has passed its old deadline */
+    assert_false(pair_shut(a)); /* a descriptor it no longer owns stays open */
     assert_int_equal(counted(g, &g->timed_out), 0);
     assert_int_equal(live(g), 0);
     /* every slot taken: a newcomer is shut at once and not kept */
@@ -202,8 +202,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_the_longest_waiting_makes_room, guard_new, guard_free),
-        cmocka_unit_test_setup_teardown(test_a_ready_connection_is_the_newest, guard_new, guard_free),
-        cmocka_unit_test_setup_teardown(test_a_request_past_its_deadline_is_shut, guard_new, guard_free),
+        cmocka_unit_test_setup_teardown(test_a_ready_connection_is_the_newest, guard_new,
+                                        guard_free),
+        cmocka_unit_test_setup_teardown(test_a_request_past_its_deadline_is_shut, guard_new,
+                                        guard_free),
         cmocka_unit_test_setup_teardown(test_a_closed_slot_is_forgotten, guard_new, guard_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
