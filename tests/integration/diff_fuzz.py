@@ -40,6 +40,7 @@ RECHECK_QUIET = 1.0  # a difference is run again with this, so load cannot fake 
 #   D15: `ma` with an over-long opaque on a miss with N - O tokens stay short
 #       with N on ma
 #   D16: dumps - lru_crawler metadump/mgdump are not generated
+#   D20: `t` of an item made by N with a negative TTL - N is never negative
 #   D19: binary framing - an unknown opcode gets no key or extras; a header
 #       whose key and extras pass its body is followed by that many bytes
 #       (memcached waits for them); a reply memcached drops when it closes
@@ -52,6 +53,9 @@ BAD_NUMS = ["", "-1", "+1", "-0", "0x10", "1.5", " 1", "1 ", "\t1", "01", "1a",
             "-2147483649", "18446744073709551615", "18446744073709551616",
             "99999999999999999999999", "-", "+", "9" * 40]
 SEPS = [" "] * 12 + ["  ", "\t", " \t"]
+# Each server numbers its own CAS values (the cas normalisations): a request
+# compares with 0 or with one neither reaches.
+NO_CAS = 1 << 40
 
 
 class Gen:
@@ -87,7 +91,7 @@ class Gen:
         toks = [cmd, self.key(), self.num(r.choice([0, 1, 65535])),
                 self.num(r.choice([0, 0, 100, -1])), self.num(len(data))]
         if cmd == "cas":
-            toks.append(self.num(r.choice([1, 0, 999])))
+            toks.append(self.num(r.choice([NO_CAS, 0])))
         if r.random() < 0.3:
             toks.append("noreply")
         if r.random() < 0.1:  # the announced length and the data disagree
@@ -154,6 +158,10 @@ class Gen:
             f = r.choice(self.META_FLAGS)
             if f in "OENRTCDFJS":
                 arg = r.choice(["", "5", "abc", "-1", "+5", "0"] + BAD_NUMS[8:14])
+                if f == "C" and arg.lstrip("+").isdigit() and int(arg.lstrip("+")):
+                    arg = str(NO_CAS)
+                if f == "N" and arg.startswith("-") and arg[1:].isdigit():
+                    arg = "5"  # D20
                 if f == "O" and r.random() < 0.1 and not (cmd == "ma" and "N" in "".join(toks)):
                     arg = "o" * 40
                 f += arg
@@ -202,6 +210,24 @@ class Gen:
             out += data + (b"\r\n" if r.random() < 0.95 else b"\n")
         return out
 
+    # opcode: (extras, key?, value?) of a well-formed request
+    BIN_SHAPES = {0x01: (8, 1, 1), 0x02: (8, 1, 1), 0x03: (8, 1, 1), 0x11: (8, 1, 1),
+                  0x12: (8, 1, 1), 0x13: (8, 1, 1), 0x05: (20, 1, 0), 0x06: (20, 1, 0),
+                  0x15: (20, 1, 0), 0x16: (20, 1, 0), 0x1c: (4, 1, 0), 0x1d: (4, 1, 0),
+                  0x1e: (4, 1, 0), 0x23: (4, 1, 0), 0x24: (4, 1, 0), 0x1b: (4, 0, 0),
+                  0x08: (4, 0, 0), 0x18: (4, 0, 0), 0x0e: (0, 1, 1), 0x0f: (0, 1, 1),
+                  0x19: (0, 1, 1), 0x1a: (0, 1, 1), 0x07: (0, 0, 0), 0x17: (0, 0, 0),
+                  0x0a: (0, 0, 0), 0x0b: (0, 0, 0)}  # the rest: a key alone
+
+    def bin_extras(self, n):
+        r = self.r
+        if n == 8:  # flags, exptime
+            return struct.pack(">II", r.choice([0, 1, 0xFFFFFFFF]), r.choice([0, 100]))
+        if n == 20:  # delta, initial, exptime (0xffffffff: no create)
+            return struct.pack(">QQI", r.choice([1, 0, 2**64 - 1]), r.choice([0, 5]),
+                               r.choice([0, 0xFFFFFFFF]))
+        return struct.pack(">I", r.choice([0, 1, 100]))[:n]
+
     def binary(self):
         r = self.r
         op = r.choice(list(range(0x00, 0x25)) + [0x30, 0x40, 0xff])
@@ -210,11 +236,17 @@ class Gen:
         if op in (0x08, 0x18):  # FLUSH may carry a delay
             self.restart = True
         known = op <= 0x1e or op in (0x23, 0x24)  # no -S: SASL is unknown
-        key = self.key().encode() if r.random() < 0.8 and known else b""
-        extras = r.choice([b"", struct.pack(">I", 0), struct.pack(">II", 0, 0),
-                           struct.pack(">QQI", 1, 0, 0), b"\x00" * r.randint(1, 30)])
-        extras = extras if known else b""
-        value = r.choice([b"", b"v", b"12", b"a\r\nb"])
+        nextras, haskey, hasvalue = self.BIN_SHAPES.get(op, (0, 1, 0))
+        value = r.choice([b"", b"v", b"12", b"a\r\nb", b"5"])
+        if known and r.random() < 0.6:  # well formed
+            key = self.key().encode() if haskey else b""
+            extras = self.bin_extras(nextras)
+            value = value if hasvalue else b""
+        else:
+            key = self.key().encode() if r.random() < 0.8 and known else b""
+            extras = r.choice([b"", struct.pack(">I", 0), struct.pack(">II", 0, 0),
+                               struct.pack(">QQI", 1, 0, 0), b"\x00" * r.randint(1, 30)])
+            extras = extras if known else b""
         body = extras + key + value
         klen, elen, blen = len(key), len(extras), len(body)
         if r.random() < 0.2 and known:
@@ -229,7 +261,7 @@ class Gen:
         dtype = 0 if r.random() < 0.9 else r.randint(1, 255)
         vb = 0 if r.random() < 0.9 else r.randint(1, 65535)
         hdr = struct.pack(">BBHBBHIIQ", magic, op, klen, elen, dtype, vb, blen,
-                          r.randint(0, 99), r.choice([0, 0, 1]))
+                          r.randint(0, 99), r.choice([0, 0, NO_CAS]))
         body = body[:blen]
         return hdr + body + b"p" * max(0, klen + elen - len(body))  # D19
 
