@@ -2,9 +2,10 @@
 """What the bench scripts share: a free loopback port, a process's CPU time,
 and a server started on loopback for one measurement.
 
-Imported by bench/profile.py, bench/set_cpu.py, bench/observe_cost.py and
-bench/metrics_chart.py: Python puts a script's own folder first on
-sys.path, so `import benchproc` finds this file from any directory."""
+Imported by bench/profile.py, bench/set_cpu.py, bench/observe_cost.py,
+bench/metrics_chart.py and bench/callgrind_server.py: Python puts a
+script's own folder first on sys.path, so `import benchproc` finds this
+file from any directory."""
 import os
 import socket
 import subprocess
@@ -70,10 +71,14 @@ def start_server(binary, *extra, port=None, cpu=None, quiet=True):
     return proc, port
 
 
-def stop_server(proc):
+def stop_server(proc, timeout=10):
+    """SIGTERM, then SIGKILL if it has not exited after timeout seconds;
+    whether it exited on the SIGTERM."""
     proc.terminate()
     try:
-        proc.wait(timeout=10)
+        proc.wait(timeout=timeout)
+        return True
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+        return False

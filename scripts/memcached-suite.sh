@@ -52,6 +52,7 @@ TESTS=(
     incrdecr.t
     issue_104.t
     issue_108.t
+    issue_14.t
     issue_152.t
     issue_163.t
     issue_183.t

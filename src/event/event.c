@@ -71,13 +71,13 @@ bool event_has_io(const struct event_loop *loop)
     return loop->ops->recv != NULL;
 }
 
-int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr)
+int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, bool nowait, void *ptr)
 {
     if (!loop->ops->recv) {
         errno = ENOTSUP;
         return -1;
     }
-    return loop->ops->recv(loop, fd, buf, len, ptr);
+    return loop->ops->recv(loop, fd, buf, len, nowait, ptr);
 }
 
 int event_recvv(struct event_loop *loop, int fd, const struct iovec *iov, int n, void *ptr)

@@ -79,10 +79,13 @@ bool event_has_io(const struct event_loop *loop);
 /* Receive up to len bytes into buf / send msg: buf, msg, its iovec array
  * and the bytes it points at stay untouched until the completion. buf NULL:
  * into a buffer of the loop's, taken only when bytes arrive (at most
- * EVENT_RECV_BUF_MAX bytes, reported in event_fired.data). At most one of
+ * EVENT_RECV_BUF_MAX bytes, reported in event_fired.data). nowait: a
+ * receive that takes only what is queued already, completing with -EAGAIN
+ * rather than waiting for bytes (the rest of a batch that filled a receive,
+ * which must never hold its replies waiting on the client). At most one of
  * each per ptr at a time; ptr must be 4-byte aligned. Return 0 or -1
  * (errno set). */
-int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, void *ptr);
+int event_recv(struct event_loop *loop, int fd, void *buf, size_t len, bool nowait, void *ptr);
 int event_send(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
 /* Receive into n pieces in order (a held value's rest and the read buffer
  * after it: one receive, as a readv on epoll); iov and what it points at

@@ -752,16 +752,20 @@ static void event_uring_target(struct event_uring *l, struct io_uring_sqe *sqe, 
         sqe->flags |= IOSQE_FIXED_FILE; /* sqe->fd is then the slot: fd */
 }
 
-static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t len, void *ptr)
+/* nowait: MSG_DONTWAIT, which the ring honours: -EAGAIN is the completion,
+ * no poll is armed. */
+static int event_uring_recv(struct event_loop *base, int fd, void *buf, size_t len, bool nowait,
+                            void *ptr)
 {
     struct event_uring *l = event_uring_of(base);
     struct io_uring_sqe *sqe = event_uring_sqe_for(l, fd);
     if (!sqe)
         return -1;
+    int flags = nowait ? MSG_DONTWAIT : 0;
     if (buf) {
-        io_uring_prep_recv(sqe, fd, buf, len, 0);
+        io_uring_prep_recv(sqe, fd, buf, len, flags);
     } else {
-        io_uring_prep_recv(sqe, fd, NULL, EVENT_URING_BUF_SIZE, 0);
+        io_uring_prep_recv(sqe, fd, NULL, EVENT_URING_BUF_SIZE, flags);
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = EVENT_URING_BGID;
     }

@@ -77,6 +77,11 @@ size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at
     return in->size - in->pos;
 }
 
+bool conn_input_incomplete(const struct conn_input *in, const struct session *s)
+{
+    return (in->len > 0 && !in->again) || (proto_sink_wait(s) > 0 && !proto_sink_held(s));
+}
+
 /* Whether to acknowledge the bytes just read at once (CONN_IN_QUICKACK).
  * A client without TCP_NODELAY sends a small write only once what it sent
  * before is acknowledged, and a reply of ours carries that ACK; without one
@@ -87,14 +92,16 @@ size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at
  * client's next request waits for it). Not while requests are left to run
  * (a -R yield, a pause: their replies come), nor for a held value (its rest
  * is queued in the socket and read this turn; the read that ends it
- * decides). direct: the read went straight into item memory and took
- * exactly the value's rest, so a text value's "\r\n" was left in the
- * socket, not missing (the read that takes it decides). */
+ * decides), nor when the rest of the read's batch is queued and read next
+ * by a receive that never waits (rest_next: that read decides, and one
+ * that finds nothing acknowledges). direct: the read went straight into
+ * item memory and took exactly the value's rest, so a text value's "\r\n"
+ * was left in the socket, not missing (the read that takes it decides). */
 static unsigned conn_input_ack(const struct conn_input *in, const struct session *s,
                                size_t owed, bool direct)
 {
-    if ((in->len > 0 && !in->again) || (proto_sink_wait(s) > 0 && !proto_sink_held(s)))
-        return CONN_IN_QUICKACK; /* incomplete */
+    if (conn_input_incomplete(in, s))
+        return in->rest_next ? 0 : CONN_IN_QUICKACK;
     if (in->again || proto_sink_wait(s) > 0)
         return 0;
     if (proto_mid_request(s))

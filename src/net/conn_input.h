@@ -30,6 +30,9 @@ struct conn_input {
                               value that fits in the buffer is read with what
                               follows it, in one call, not straight into item
                               memory and then its "\r\n" in another */
+    bool rest_next;        /* the rest of the last read's batch is queued and
+                              read next by a receive that never waits
+                              (io_uring): that read decides the ACK */
 };
 
 /* What the caller should do after an input event (bits). */
@@ -54,6 +57,10 @@ enum conn_in_target {
 void conn_input_init(struct conn_input *in, struct rbuf_pool *pool);
 /* Drop buffered bytes and give the buffer back. */
 void conn_input_release(struct conn_input *in);
+
+/* A request is left incomplete: its client's next bytes may wait for our
+ * ACK (conn_input_ack). */
+bool conn_input_incomplete(const struct conn_input *in, const struct session *s);
 
 enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, char **at,
                                       size_t *room);

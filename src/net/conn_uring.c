@@ -20,6 +20,7 @@
 #include "net/conn_path.h"
 #include "net/worker_pool.h"
 #include "net/net_options.h"
+#include "net/sockopt.h"
 #include "proto/proto.h"
 #include "stats/stats.h"
 #include "watch/watch.h"
@@ -64,6 +65,13 @@ static void conn_uring_send(struct conn *c)
     struct conn_env *w = c->env;
     struct reply_queue *q = proto_reply(&c->sess);
     c->flush_more = false;
+    if (c->u.rest_first && !c->closing && proto_owed(&c->sess) <= CONN_REPLY_FLOOR / 2) {
+        /* the rest of the batch is queued: the receive that takes it sends
+         * these replies with its own, in one send (conn_received). Owing
+         * this little the connection reads, and may run what it holds */
+        conn_account_reply(c);
+        return;
+    }
     if (c->u.send_busy) {
         conn_check_owed(c);
         return;
@@ -161,7 +169,7 @@ static void conn_uring_recv(struct conn *c)
             conn_uring_multi_stop(c);
         return;
     }
-    if (idle && !c->u.multi_none && c->env->pool->opt->io_uring_multishot) {
+    if (idle && !c->u.rest_first && !c->u.multi_none && c->env->pool->opt->io_uring_multishot) {
         if (event_recv_multi(c->env->loop, c->fd, CONN_MULTI_BYTES, &c->watch) == 0) {
             c->u.recv_busy = c->u.recv_multi = true;
             c->u.multi_stop = false;
@@ -198,7 +206,8 @@ static void conn_uring_recv(struct conn *c)
         c->u.recv_iov[1] = (struct iovec){tail, tail_room};
         rc = event_recvv(c->env->loop, c->fd, c->u.recv_iov, 2, &c->watch);
     } else {
-        rc = event_recv(c->env->loop, c->fd, at, room, &c->watch);
+        c->u.rest_recv = c->u.rest_first;
+        rc = event_recv(c->env->loop, c->fd, at, room, c->u.rest_recv, &c->watch);
     }
     if (rc < 0) {
         log_info("<%d could not start a receive: %s", c->fd, strerror(errno));
@@ -209,6 +218,28 @@ static void conn_uring_recv(struct conn *c)
     c->u.recv_multi = false;
     c->u.recv_target = t;
     c->u.recv_room = at ? room + tail_room : EVENT_RECV_BUF_MAX;
+}
+
+/* The receive for a batch's rest took nothing, or none was started: the
+ * ACK conn_input_ack left to it, for a client that may wait on it. */
+static void conn_rest_ack(struct conn *c)
+{
+    if (c->tcp && conn_input_incomplete(&c->in, &c->sess) && sockopt_quickack(c->fd) == 0)
+        STAT_INC(c->env->stats, quickacks);
+}
+
+/* A receive for a batch's rest was to follow (rest_first) but none was
+ * started: not reading (closing, owing too much), or a held value's
+ * two-piece receive. The replies go now. While requests are left to run
+ * (a -R yield, a pause) the receive after them takes the rest. */
+static void conn_rest_settle(struct conn *c)
+{
+    if (!c->u.rest_first || c->u.rest_recv || c->u.taking || c->dead ||
+        (conn_input_busy(&c->in) && !c->closing))
+        return;
+    c->u.rest_first = c->in.rest_next = false;
+    conn_rest_ack(c);
+    conn_flush_now(c);
 }
 
 /* n bytes a receive put in one of the loop's buffers (which goes back to
@@ -253,13 +284,25 @@ static void conn_take(struct conn *c, const char *data, size_t n)
     c->u.taking = false;
     if (!c->dead && (c->interest & EVENT_READ))
         conn_uring_recv(c);
+    conn_rest_settle(c);
 }
 
-/* multi: it came from a multishot receive (which may still be started). */
-static void conn_received(struct conn *c, int res, const char *data, bool multi)
+/* multi: it came from a multishot receive (which may still be started);
+ * rest: it was a receive for the rest of a batch (never waiting). */
+static void conn_received(struct conn *c, int res, const char *data, bool multi, bool rest)
 {
     c->u.recv_own = false;
     c->in.more_queued = res > 0 && (size_t)res == c->u.recv_room;
+    /* It filled the loop's buffer (2 KiB, where a read on epoll takes 16):
+     * the rest of the client's batch is queued. Its replies wait for the
+     * receive that takes the rest, started at once and never waiting, so
+     * that a batch goes out in one send, as on epoll. Sending them now
+     * split its replies in two segments, the second waiting on the first's
+     * send: the client, still owed a reply, sent no ACK, and the server
+     * probed for it (a tail-loss probe, some 10-20 ms later). Once a batch:
+     * a rest that fills its room too is answered then. */
+    c->u.rest_first = c->in.more_queued && data && !c->u.recv_busy && !rest && !c->closing;
+    c->in.rest_next = c->u.rest_first;
     if (res == -ECANCELED) {
         /* conn_tick stopped a receive into a value's memory to check the
          * upload (it may have been cut off for others); or a multishot
@@ -276,6 +319,8 @@ static void conn_received(struct conn *c, int res, const char *data, bool multi)
     }
     if (res < 0) {
         if (res == -EAGAIN || res == -EINTR) {
+            if (rest)
+                conn_rest_ack(c);
             conn_settle(c);
             return;
         }
@@ -325,10 +370,13 @@ static void conn_sent(struct conn *c, int res)
 void conn_on_complete(struct conn *c, unsigned events, int res, const char *data)
 {
     bool multi = c->u.recv_multi;
+    bool rest = c->u.rest_recv;
     if (events & EVENT_RECV) {
         if (!(events & EVENT_MORE)) { /* the receive's last event */
             c->u.recv_busy = false;
             c->u.recv_multi = c->u.multi_stop = false;
+            c->u.rest_first = c->u.rest_recv = false; /* the replies may go */
+            c->in.rest_next = false;
         }
     } else {
         c->u.send_busy = false;
@@ -339,7 +387,7 @@ void conn_on_complete(struct conn *c, unsigned events, int res, const char *data
         return;
     }
     if (events & EVENT_RECV)
-        conn_received(c, res, data, multi);
+        conn_received(c, res, data, multi, rest);
     else
         conn_sent(c, res);
 }
@@ -353,6 +401,7 @@ static void conn_uring_want(struct conn *c, unsigned want)
         conn_uring_recv(c);
     else
         conn_uring_multi_stop(c);
+    conn_rest_settle(c);
 }
 
 /* Closing with a receive or send still the kernel's: stop them and wait

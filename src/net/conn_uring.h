@@ -28,6 +28,11 @@ struct conn_uring {
     bool multi_none;           /* the loop offers none: one-shot receives */
     bool taking;               /* conn_take is handing bytes over: no
                                   receive may be started into our buffers */
+    bool rest_first;           /* a receive filled the loop's buffer: the
+                                  rest of the batch is queued, and its
+                                  replies leave with the rest's, after... */
+    bool rest_recv;            /* ...the receive that takes it, one that
+                                  never waits (started, or being started) */
     size_t recv_room;          /* what the receive started was given */
     enum conn_in_target recv_target;
     struct iovec recv_iov[2];  /* a two-piece receive's: a held value's

@@ -21,13 +21,15 @@
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
  * as a victim and costs no eviction; the housekeeper reclaims such segments
- * ahead of need.
+ * ahead of need, and a worker's own open one is emptied in place by its
+ * next write (seg_recycle).
  *
  * Pins: readers hold a segment's refcount while they send from it. A pinned
  * victim is not compacted: its items are unlinked or copied out (so no new
  * pin can be taken) and it waits in `draining` until its refcount drops to
  * zero. While a victim is being compacted (SEG_COMPACTING) a reader may not
- * pin it: it waits and looks again (seg_try_pin).
+ * pin it: it waits and looks again (seg_try_pin). The pins themselves, and
+ * a write's wait for them: seg_pins.c.
  *
  * Lock order: the pool lock (pool.lock), then bucket locks, then the index pool lock.
  */
@@ -39,7 +41,6 @@
 #include "store/persist/persist.h"
 #include "watch/watch.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -215,7 +216,9 @@ static void seg_reset(struct seg_pool *pool, struct seg *seg, unsigned group, ui
     __atomic_store_n(&seg->min_exptime, SEG_EXP_NEVER, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->max_cas, 0, __ATOMIC_RELAXED);
     seg->cas_base = cas_base;
-    seg->created = clock_now();
+    /* atomic: seg_recycle resets an open segment without the pool lock,
+     * under which stats read it (seg_class_counts) */
+    __atomic_store_n(&seg->created, clock_now(), __ATOMIC_RELAXED);
     __atomic_store_n(&seg->last_write, 0, __ATOMIC_RELAXED);
     seg->group = (uint8_t)group;
     seg_set_lru(seg, group == STORE_GROUP_TEMP ? STORE_LRU_TEMP : STORE_LRU_HOT);
@@ -268,23 +271,6 @@ static bool seg_dead(struct seg_pool *pool, struct seg *seg, rel_time_t now)
         __atomic_load_n(&seg->max_cas, __ATOMIC_RELAXED) < oc)
         return true;
     return false;
-}
-
-bool seg_try_pin(struct seg *seg)
-{
-    /* Pairs with seg_evict: either it sees our pin, or we see its state. */
-    __atomic_fetch_add(&seg->refcount, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&seg->state, __ATOMIC_SEQ_CST) == SEG_COMPACTING) {
-        __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
-        return false;
-    }
-    return true;
-}
-
-void seg_wait_compacted(struct seg *seg)
-{
-    while (__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE) == SEG_COMPACTING)
-        sched_yield();
 }
 
 /* Copy a kept item to the end of the main open segment; its new slot, or 0
@@ -824,16 +810,16 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
     pthread_mutex_lock(&pool->lock);
     struct seg *prev = ctx->open[g];
     if (prev) {
-        /* Recycling a spent open segment here (seg_spent) is off: the soak
-         * saw workers stall others for 40 ms+ with it (docs/store.md). */
         seg_seal(ctx, prev, true);
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&pool->open_segs, 1, __ATOMIC_RELAXED);
     }
     struct seg *seg = NULL;
-    /* Each pass removes a sealed segment from a queue, so this ends. */
+    uint64_t until = 0;
+    /* Each eviction takes a sealed segment from a queue, and the wait for
+     * pins is bounded, so this ends. */
     while (!(seg = seg_take_free(pool))) {
-        if (!seg_evict_one(ctx))
+        if (!seg_evict_one(ctx) && !seg_wait_pins(pool, &until))
             break;
     }
     if (seg)
@@ -846,6 +832,50 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
     seg_pace_update(pool);
     pthread_mutex_unlock(&pool->lock);
     return seg;
+}
+
+/* Empty a worker's spent open segment in place, without the pool lock: it
+ * is in no queue and only its owner writes it. Expired items still linked
+ * are unlinked (reclaimed, as memcached's allocation counts them); with
+ * none linked no new pin can be taken, and with no pin left it is reset. */
+bool seg_recycle(struct seg_ctx *ctx, struct seg *seg)
+{
+    struct seg_pool *pool = ctx->pool;
+    rel_time_t now = clock_now();
+    size_t align = (size_t)1 << pool->off_shift;
+    struct seg_walk w = {.v = seg};
+    for (size_t off = 0; off < seg->write_off &&
+                         __atomic_load_n(&seg->live_items, __ATOMIC_ACQUIRE) != 0;) {
+        char *p = seg->data + off;
+        if (!__atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED)) {
+            off += align; /* padding, as seg_walk_step */
+            continue;
+        }
+        struct item_hdr h;
+        item_decode(p, &h);
+        uint64_t hv, *b;
+        uint32_t tag;
+        uint64_t *slot = seg_find_slot(pool, seg, off, p, &h, &hv, &tag, &b);
+        if (slot && life_of_item(pool->life, p, &h, seg->cas_base, now) == ITEM_LIVE) {
+            index_unlock(b); /* touched to a later expiry meanwhile: wanted */
+            return false;
+        }
+        if (slot)
+            seg_drop_item(ctx, &w, p, &h, b, slot, hv, now);
+        index_unlock(b);
+        off = (off + item_total(&h) + align - 1) & ~(align - 1);
+    }
+    /* Acquire pairs with seg_note_gone's release: a pin taken before an
+     * item was unlinked is seen here. */
+    if (__atomic_load_n(&seg->live_items, __ATOMIC_ACQUIRE) != 0 ||
+        __atomic_load_n(&seg->refcount, __ATOMIC_ACQUIRE) != 0)
+        return false;
+    __atomic_fetch_add(&seg->gen, 1, __ATOMIC_RELEASE);
+    if (pool->pm)
+        persist_seg_free(pool->pm, seg); /* every item in it is dead */
+    seg_reset(pool, seg, seg->group, __atomic_load_n(pool->cas_next, __ATOMIC_RELAXED));
+    CNT_INC(ctx->cnt, seg_expired);
+    return true;
 }
 
 void seg_close(struct seg_ctx *ctx, struct seg *seg)
@@ -862,48 +892,6 @@ void seg_close(struct seg_ctx *ctx, struct seg *seg)
         seg_seal(ctx, seg, true);
     }
     pthread_mutex_unlock(&pool->lock);
-}
-
-void seg_unpin(struct seg *seg)
-{
-    __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
-}
-
-/* Reply queues may pin at most this share of the segments -m allows
- * (docs/store.md "Pins and zero copy"): a client that stops reading then
- * holds copies, counted in client_mem_limit, never segments eviction needs. */
-#define SEG_KEEP_DIV 4
-
-/* Counted per segment, not per pin: what blocks eviction is a segment with
- * any pin, however many values of it are queued. The global count moves
- * only when a segment's first kept pin comes or its last one goes. A segment
- * taking its first kept pin reserves a place in the count before it is
- * marked, so two workers racing past the bound cannot both keep one. With
- * must, it is kept and counted whatever the count (a value too large to
- * copy, reply_ref). */
-bool seg_keep(struct seg *seg, bool must)
-{
-    struct seg_pool *pool = seg->pool;
-    if (__atomic_load_n(&seg->kept, __ATOMIC_RELAXED) == 0) {
-        uint32_t lim = __atomic_load_n(&pool->seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
-        if (__atomic_add_fetch(&pool->kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1) && !must) {
-            __atomic_fetch_sub(&pool->kept_segs, 1, __ATOMIC_RELAXED);
-            return false;
-        }
-        if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) != 0)
-            __atomic_fetch_sub(&pool->kept_segs, 1, __ATOMIC_RELAXED); /* raced: counted already */
-        return true;
-    }
-    if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) == 0)
-        __atomic_fetch_add(&pool->kept_segs, 1, __ATOMIC_RELAXED); /* its last went meanwhile */
-    return true;
-}
-
-void seg_unkeep(struct seg *seg)
-{
-    if (__atomic_fetch_sub(&seg->kept, 1, __ATOMIC_RELAXED) == 1)
-        __atomic_fetch_sub(&seg->pool->kept_segs, 1, __ATOMIC_RELAXED);
-    seg_unpin(seg);
 }
 
 unsigned seg_reclaim_expired(struct seg_ctx *ctx)

@@ -53,7 +53,8 @@ void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t 
 
 void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
 {
-    __atomic_fetch_sub(&seg->live_items, 1, __ATOMIC_RELAXED);
+    /* release: seg_recycle, seeing none live, sees the pins taken before */
+    __atomic_fetch_sub(&seg->live_items, 1, __ATOMIC_RELEASE);
     __atomic_fetch_sub(&seg->live_bytes, size, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&seg->cls_items[c->cls], 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);
@@ -85,7 +86,8 @@ void seg_class_counts(struct seg_pool *pool, struct store_class_stats *out, unsi
             if (lru < STORE_LRUS)
                 lru_items[k][lru] += c;
             if (c > 0) {
-                uint32_t age = g->created <= now ? now - g->created : 0;
+                rel_time_t made = __atomic_load_n(&g->created, __ATOMIC_RELAXED);
+                uint32_t age = made <= now ? now - made : 0;
                 if (age > out[k].age)
                     out[k].age = age;
                 if (lru == STORE_LRU_HOT && age > out[k].age_hot)

@@ -135,11 +135,11 @@ static inline size_t seg_limit_for(const struct seg_pool *pool, size_t bytes)
     return n ? n : 1;
 }
 
-/* An open segment could be recycled rather than appended to (off for now:
- * docs/store.md "Expiry") once at least this share of it is written and nothing in it is
- * wanted any more: no live item (all deleted, overwritten or reclaimed by
- * the housekeeper) or its latest expiry passed, and no pin. The check costs
- * a write two loads on the segment's header (which the write touches
+/* An open segment is recycled rather than appended to (seg_recycle) once
+ * at least this share of it is written and nothing in it is wanted any
+ * more: no live item (all deleted, overwritten or reclaimed by the
+ * housekeeper) or its latest expiry passed, and no pin. The check costs a
+ * write two loads on the segment's header (which the write touches
  * anyway), and one clock read in an expiring TTL group; the recycle itself
  * at most once per this share of a segment written. */
 #define SEG_RECYCLE_DIV 8
@@ -170,6 +170,14 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g);
 void seg_steer_small(struct seg_pool *pool, bool grow, uint64_t step);
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
 void seg_pay(struct seg_ctx *ctx);
+/* Make ctx's spent open segment (seg_spent) empty in place, its expired
+ * items unlinked; false when an item is wanted again or a pin is held. */
+bool seg_recycle(struct seg_ctx *ctx, struct seg *seg);
+/* seg_open with no segment free and no victim left (pool lock held): wait
+ * for the pins of reads in progress on draining segments, up to a bound
+ * from the first wait (*until, 0 before it); false: no room can be made
+ * (seg_pins.c). */
+bool seg_wait_pins(struct seg_pool *pool, uint64_t *until);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct seg_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);

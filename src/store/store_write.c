@@ -64,6 +64,10 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
                 seg = ctx->seg.open[g += d];
         }
     }
+    /* A spent open segment (nothing in it wanted) is made empty in place:
+     * its room is reused, not a new segment's. */
+    if (seg && seg_spent(seg, s->pool.seg_size))
+        seg_recycle(&ctx->seg, seg);
     if (!seg || seg->write_off + size > s->pool.seg_size) {
         seg = seg_open(&ctx->seg, g);
         /* Never write past a segment's end (seg_open hands out empty

@@ -236,7 +236,7 @@ static void test_completion_io(void **state)
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     int tag;
     char buf[16];
-    assert_int_equal(event_recv(l, sv[0], buf, sizeof buf, &tag), 0);
+    assert_int_equal(event_recv(l, sv[0], buf, sizeof buf, false, &tag), 0);
     struct event_fired ev[4];
     assert_int_equal(event_wait(l, ev, 4, 0), 0); /* nothing sent yet */
     assert_int_equal(write(sv[1], "hello", 5), 5);
@@ -246,12 +246,24 @@ static void test_completion_io(void **state)
     assert_memory_equal(buf, "hello", 5);
 
     /* no buffer: the loop's, taken when the bytes come */
-    assert_int_equal(event_recv(l, sv[0], NULL, 0, &tag), 0);
+    assert_int_equal(event_recv(l, sv[0], NULL, 0, false, &tag), 0);
     assert_int_equal(write(sv[1], "world", 5), 5);
     f = wait_for(l, &tag, EVENT_RECV);
     assert_int_equal(f.res, 5);
     assert_non_null(f.data);
     assert_memory_equal(f.data, "world", 5);
+
+    /* nowait: takes what is queued, and with nothing queued completes
+     * with -EAGAIN at once rather than waiting for bytes */
+    assert_int_equal(write(sv[1], "rest", 4), 4);
+    assert_int_equal(event_recv(l, sv[0], buf, sizeof buf, true, &tag), 0);
+    f = wait_for(l, &tag, EVENT_RECV);
+    assert_int_equal(f.res, 4);
+    assert_memory_equal(buf, "rest", 4);
+    assert_int_equal(event_recv(l, sv[0], buf, sizeof buf, true, &tag), 0);
+    assert_int_equal(event_wait(l, ev, 4, 0), 1);
+    assert_ptr_equal(ev[0].ptr, &tag);
+    assert_int_equal(ev[0].res, -EAGAIN);
 
     /* one receive into two pieces, the first filled before the second:
      * then one that ends at what was queued, not waiting to fill both */
@@ -280,14 +292,14 @@ static void test_completion_io(void **state)
     assert_memory_equal(buf, "abcde", 5);
 
     /* a cancelled receive completes with -ECANCELED */
-    assert_int_equal(event_recv(l, sv[0], buf, sizeof buf, &tag), 0);
+    assert_int_equal(event_recv(l, sv[0], buf, sizeof buf, false, &tag), 0);
     assert_int_equal(event_wait(l, ev, 4, 0), 0);
     assert_int_equal(event_cancel(l, &tag, EVENT_RECV), 0);
     f = wait_for(l, &tag, EVENT_RECV);
     assert_int_equal(f.res, -ECANCELED);
 
     /* end of input */
-    assert_int_equal(event_recv(l, sv[0], NULL, 0, &tag), 0);
+    assert_int_equal(event_recv(l, sv[0], NULL, 0, false, &tag), 0);
     close(sv[1]);
     f = wait_for(l, &tag, EVENT_RECV);
     assert_int_equal(f.res, 0);

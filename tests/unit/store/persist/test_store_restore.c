@@ -813,7 +813,67 @@ static void test_every_layout_comes_back_after_a_crash(void **state)
     layouts_round_trip(false, true);
 }
 
+/* A spent open segment recycled by the next write (seg_spent: its items
+ * all deleted) keeps W3 and W7: after a graceful stop and after a crash,
+ * exactly the items written after the recycle come back. */
+static void recycled_open_segment(bool crash)
+{
+    struct tstore t;
+    unlink(path);
+    open_pm_mb(&t, 4);
+    static char val[60001];
+    char key[32];
+    memset(val, 'o', sizeof val - 1);
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "old%d", i);
+        assert_int_equal(tset(&t, key, val, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "old%d", i);
+        assert_int_equal(store_delete(t.c, key, strlen(key), NULL), STORE_OK);
+    }
+    memset(val, 'n', sizeof val - 1);
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "new%d", i);
+        assert_int_equal(tset(&t, key, val, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_used, 1); /* the new items took the old ones' room */
+    tstore_close(&t);
+    if (crash) {
+        size_t len;
+        char *img = load(&len);
+        save(img, len); /* the same bytes, marked as a kill leaves them */
+    }
+    open_pm_mb(&t, 4);
+    store_stats(t.s, &st);
+    assert_int_equal(st.restore_mode, crash ? STORE_RESTORE_CRASH : STORE_RESTORE_GRACEFUL);
+    assert_int_equal(st.curr_items, 10);
+    static char buf[60001];
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "old%d", i);
+        assert_int_equal(tget(&t, key, buf, sizeof buf, NULL), STORE_MISS);
+    }
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "new%d", i);
+        assert_int_equal(tget(&t, key, buf, sizeof buf, NULL), STORE_OK);
+        assert_string_equal(buf, val);
+    }
+    tstore_close(&t);
+}
 
+static void test_recycled_open_segment_after_a_graceful_stop(void **state)
+{
+    (void)state;
+    recycled_open_segment(false);
+}
+
+static void test_recycled_open_segment_after_a_crash(void **state)
+{
+    (void)state;
+    recycled_open_segment(true);
+}
 
 int main(void)
 {
@@ -838,6 +898,8 @@ int main(void)
         cmocka_unit_test(test_segment_cas_base_past_the_ceiling_is_dropped),
         cmocka_unit_test(test_one_bad_bit_in_the_flush_state_never_unflushes),
         cmocka_unit_test(test_journal_finishes_overwrite_at_a_segment_end),
+        cmocka_unit_test(test_recycled_open_segment_after_a_graceful_stop),
+        cmocka_unit_test(test_recycled_open_segment_after_a_crash),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(path);

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Pins on segments (docs/store.md "Pins and zero copy"): a read's pin,
+ * the share of segments reply queues may keep pinned, and a write that
+ * finds every segment open or draining waiting for the pins of reads in
+ * progress. A pinned segment is never reused; eviction (seg.c) drains it. */
+#include "store/store_seg.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+bool seg_try_pin(struct seg *seg)
+{
+    /* Pairs with seg_evict: either it sees our pin, or we see its state. */
+    __atomic_fetch_add(&seg->refcount, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&seg->state, __ATOMIC_SEQ_CST) == SEG_COMPACTING) {
+        __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
+        return false;
+    }
+    return true;
+}
+
+void seg_wait_compacted(struct seg *seg)
+{
+    while (__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE) == SEG_COMPACTING)
+        sched_yield();
+}
+
+/* No segment free, every one open, draining or walked (pool lock held):
+ * room comes only when a draining segment's pins go. Pins reply queues
+ * keep wait for clients that may never read: with only those, the write
+ * is refused (memcached: SERVER_ERROR out of memory). Others are a read in
+ * progress (no segment is held across a read: store_upload.c), gone in
+ * microseconds: wait for them, pool lock released, up to SEG_PIN_WAIT_NS
+ * after the first wait (*until, 0 before it; bounded for a caller that
+ * holds such a pin itself). false: no room can be made. */
+#define SEG_PIN_WAIT_NS (500ull * 1000 * 1000)
+
+bool seg_wait_pins(struct seg_pool *pool, uint64_t *until)
+{
+    bool passing = false;
+    for (struct seg *d = pool->draining.head; d && !passing; d = d->next)
+        passing = __atomic_load_n(&d->kept, __ATOMIC_RELAXED) == 0 &&
+                  __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) != 0;
+    if (!passing)
+        return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (!*until)
+        *until = now + SEG_PIN_WAIT_NS;
+    else if (now >= *until)
+        return false;
+    pthread_mutex_unlock(&pool->lock);
+    struct timespec nap = {0, 20 * 1000};
+    nanosleep(&nap, NULL);
+    pthread_mutex_lock(&pool->lock);
+    return true;
+}
+
+void seg_unpin(struct seg *seg)
+{
+    __atomic_fetch_sub(&seg->refcount, 1, __ATOMIC_RELEASE);
+}
+
+/* Reply queues may pin at most this share of the segments -m allows
+ * (docs/store.md "Pins and zero copy"): a client that stops reading then
+ * holds copies, counted in client_mem_limit, never segments eviction needs. */
+#define SEG_KEEP_DIV 4
+
+/* Counted per segment, not per pin: what blocks eviction is a segment with
+ * any pin, however many values of it are queued. The global count moves
+ * only when a segment's first kept pin comes or its last one goes. A segment
+ * taking its first kept pin reserves a place in the count before it is
+ * marked, so two workers racing past the bound cannot both keep one. With
+ * must, it is kept and counted whatever the count (a value too large to
+ * copy, reply_ref). */
+bool seg_keep(struct seg *seg, bool must)
+{
+    struct seg_pool *pool = seg->pool;
+    if (__atomic_load_n(&seg->kept, __ATOMIC_RELAXED) == 0) {
+        uint32_t lim = __atomic_load_n(&pool->seg_limit, __ATOMIC_RELAXED) / SEG_KEEP_DIV;
+        if (__atomic_add_fetch(&pool->kept_segs, 1, __ATOMIC_RELAXED) > (lim ? lim : 1) && !must) {
+            __atomic_fetch_sub(&pool->kept_segs, 1, __ATOMIC_RELAXED);
+            return false;
+        }
+        if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) != 0)
+            __atomic_fetch_sub(&pool->kept_segs, 1, __ATOMIC_RELAXED); /* raced: counted already */
+        return true;
+    }
+    if (__atomic_fetch_add(&seg->kept, 1, __ATOMIC_RELAXED) == 0)
+        __atomic_fetch_add(&pool->kept_segs, 1, __ATOMIC_RELAXED); /* its last went meanwhile */
+    return true;
+}
+
+void seg_unkeep(struct seg *seg)
+{
+    if (__atomic_fetch_sub(&seg->kept, 1, __ATOMIC_RELAXED) == 1)
+        __atomic_fetch_sub(&seg->pool->kept_segs, 1, __ATOMIC_RELAXED);
+    seg_unpin(seg);
+}
