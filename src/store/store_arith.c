@@ -82,7 +82,8 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         char buf[24];
         int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
         size_t nlen = (size_t)len <= f.h.nvalue ? f.h.nvalue : (size_t)len;
-        rel_time_t exp = req->touch ? req->exptime : item_get_u32(f.p, f.h.exp_off);
+        rel_time_t before = item_get_u32(f.p, f.h.exp_off);
+        rel_time_t exp = req->touch ? req->exptime : before;
         uint32_t keep = item_get_u32(f.p, f.h.atime_off) & ITEM_S_MASK;
         uint64_t snap = *f.slot;
         index_unlock(f.bucket);
@@ -108,6 +109,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         res->value = v;
         res->cas = cas;
         res->exptime = exp;
+        res->exptime_before = before;
         res->class_id = cls;
         return STORE_OK;
     }

@@ -35,8 +35,8 @@ static void meta_get_miss(struct session *s, const struct meta_req *req)
 /* The request's T and N move the item's expiry in request order (1.6.45
  * applies them as it walks the flags): N counts only on an item this
  * request created. Returns the last one's expiry, or `start`. */
-static rel_time_t meta_walk_exptime(const struct meta_req *req, size_t upto, rel_time_t start,
-                                    bool created)
+rel_time_t meta_walk_exptime(const struct meta_req *req, size_t upto, rel_time_t start,
+                             bool created)
 {
     rel_time_t e = start;
     for (size_t i = 0; i < upto && i < req->norder; i++) {
