@@ -18,6 +18,7 @@ runs it by hand (NODELAY_BIN, NODELAY_REF as for the tests) and prints each
 difference with its seed and index; test_diff_fuzz.py runs a bounded number.
 """
 import os
+import base64
 import random
 import re
 import struct
@@ -150,10 +151,16 @@ class Gen:
         r = self.r
         cmd = r.choice(["mg", "ms", "md", "ma", "mn", "me"])
         toks = [cmd, self.key()]
+        b64 = r.random() < 0.15  # a binary key, in base64 with b
+        if b64:
+            key = self.key().encode() + r.choice([b" x", b"\r\n", b"\x00\xff"])
+            toks = [cmd, base64.b64encode(key).decode()]
         data = None
         if cmd == "ms":
             data = self.value()
             toks.append(self.num(len(data)))
+        if b64:  # its flag, after ms's length
+            toks.append("b")
         for _ in range(r.choice([0, 1, 2, 3, 4, 6])):
             f = r.choice(self.META_FLAGS)
             if f in "OENRTCDFJS":
@@ -278,6 +285,8 @@ class Gen:
             cmds = [self.command() for _ in range(r.randint(1, 3))]
             if any(len(c) > 250 for c in cmds) and len(cmds) > 1:
                 cmds = cmds[:1]  # D9: a long key is alone in its read
+            if r.random() < 0.03:  # a binary packet on a text connection
+                cmds.append(self.binary())
             steps.append(b"".join(cmds))
         return steps
 
