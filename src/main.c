@@ -39,6 +39,7 @@
 #include "proto/text/text.h"
 #include "server/server.h"
 #include "settings/settings.h"
+#include "store/flash/flash_dev.h"
 #include "store/store.h"
 #include "base/version.h"
 #include "watch/watch.h"
@@ -210,6 +211,27 @@ static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool s
     }
 }
 
+/* memcached opens every -o ext_path file at start-up (creating it) and
+ * fails with these words when one cannot be; the flash tier is not wired
+ * in yet, so the files are only opened, as memcached's check. */
+static int main_check_ext_files(const struct settings *s)
+{
+    struct settings_ext_file *files = calloc(SETTINGS_EXT_FILES_MAX, sizeof *files);
+    if (!files)
+        return -1;
+    int n = settings_ext_files(s, files, SETTINGS_EXT_FILES_MAX), rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        int err = flash_dev_probe(files[i].path);
+        if (err < 0) {
+            fprintf(stderr, "Failed to initialize external storage: failed to open file\n"
+                            "extstore open: %s\n", strerror(-err));
+            rc = -1;
+        }
+    }
+    free(files);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct settings s;
@@ -288,6 +310,10 @@ int main(int argc, char **argv)
     }
     if (s.sasl && sasl_setup() < 0) {
         fprintf(stderr, "Failed to initialize SASL\n");
+        settings_release(&s);
+        return EXIT_FAILURE;
+    }
+    if (main_check_ext_files(&s) < 0) {
         settings_release(&s);
         return EXIT_FAILURE;
     }

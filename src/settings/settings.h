@@ -73,6 +73,15 @@ void settings_release(struct settings *s);
 void settings_print_help(FILE *out);
 void settings_print_man(FILE *out);
 
+/* The files -o ext_path named, in order (at most max; memcached's checks
+ * have passed): each path and its size in bytes. */
+#define SETTINGS_EXT_FILES_MAX 16
+struct settings_ext_file {
+    char path[4096];
+    uint64_t size;
+};
+int settings_ext_files(const struct settings *s, struct settings_ext_file *out, int max);
+
 /* One line per accepted-but-inert option the user gave, naming it and what
  * happens instead ("nodelay: -o ext_*: no extstore in nodelay; ..."). */
 void settings_print_notes(const struct settings *s, FILE *err);

@@ -115,6 +115,10 @@ int settings_value_need(struct settings_parse_ctx *c, const char *name, const ch
 int settings_value_int(struct settings_parse_ctx *c, const struct settings_row *r,
                        const char *name, const char *val, long *n);
 
+/* memcached's extstore checks across flags, once every flag is parsed
+ * (settings_ext.c): 0, or -1 with the message printed. */
+int settings_ext_check(struct settings_parse_ctx *c);
+
 /* Parse one argument list (argv[0] is skipped), as getopt sees it. */
 int settings_parse_args(struct settings_parse_ctx *c, int argc, char **argv);
 /* Read a config file: each line's flags as if given at that point. */

@@ -208,5 +208,5 @@ int settings_check(struct settings_parse_ctx *c)
              "Item lock table grows with `-t N` (worker threadcount)\n"
              "Hash table grows with `-o hashpower=N` \n",
              hashpower, lock_power);
-    return 0;
+    return settings_ext_check(c);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached -o options nodelay accepts with no effect (the note column
- * says what happens instead), and the proxy_* family it refuses.
+ * says what happens instead), and the proxy_* family it refuses (the
+ * ext_* options are in settings_rows_ext.h).
  * Rows of the settings table: settings_table.h includes this file in
  * its place and says what each column means. */
 #ifndef NODELAY_SETTINGS_ROWS_COMPAT_H
@@ -40,10 +41,6 @@ X(NONE, sock_cookie_id,          NONE, 0,           0,   NULL,                 "
   "id",          NOP,         0,       0,              NULL,                    NONE,                        \
   "sockets carry no SO_MARK cookie in nodelay; ignored",                                                     \
   "socket cookie for firewalls", NULL)                                                                       \
-X(NONE, ext_opts,                NONE, 0,           0,   NULL,                 "ext_*",                      \
-  "...",         NOP,         0,       0,              NULL,                    NONE,                        \
-  "no extstore in nodelay; items stay in memory",                                                            \
-  "extstore options", NULL)                                                                                  \
 X(NONE, proxy_opts,              NONE, 0,           0,   NULL,                 "proxy_*",                    \
   "...",         NO_PROXY,    0,       0,              NULL,                    NONE,     NULL,              \
   "refused: nodelay has no built-in proxy", NULL)

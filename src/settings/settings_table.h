@@ -62,6 +62,7 @@
 #include "settings/settings_rows_process.h"
 #include "settings/settings_rows_limits.h"
 #include "settings/settings_rows_compat.h"
+#include "settings/settings_rows_ext.h"
 
 #define SETTINGS(X)                                                                                \
     SETTINGS_ROWS_CORE(X)                                                                          \
@@ -69,6 +70,7 @@
     SETTINGS_ROWS_TLS(X)                                                                           \
     SETTINGS_ROWS_PROCESS(X)                                                                       \
     SETTINGS_ROWS_LIMITS(X)                                                                        \
-    SETTINGS_ROWS_COMPAT(X)
+    SETTINGS_ROWS_COMPAT(X)                                                                        \
+    SETTINGS_ROWS_EXT(X)
 
 #endif

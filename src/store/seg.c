@@ -804,6 +804,35 @@ out:
     pthread_mutex_unlock(&pool->lock);
 }
 
+/* A segment for a worker that found none free (pool lock held, counted
+ * in seg_needs), or NULL: no room can be made. A victim found pinned by a
+ * read only drains. Once the victims draining give the room every waiting
+ * worker needs when their pins go (a victim walked for a worker keeps at
+ * most half of itself: two apiece), it waits for those pins rather than
+ * evict more, so a write under read pressure evicts about what it needs,
+ * not the cache. An all-dead segment costs no eviction and is taken
+ * first; past the wait's bound victims are taken again until none is
+ * left. Each eviction takes a sealed segment from a queue and the wait is
+ * bounded, so this ends. */
+#define SEG_DRAIN_PER_NEED 2u
+
+static struct seg *seg_make_room(struct seg_ctx *ctx)
+{
+    struct seg_pool *pool = ctx->pool;
+    struct seg *seg = NULL;
+    uint64_t until = 0;
+    while (!seg) {
+        /* an all-dead one is looked for before the first wait, not each nap */
+        bool enough = seg_pins_passing(pool) >= SEG_DRAIN_PER_NEED * pool->seg_needs &&
+                      (until || !seg_find_dead(pool));
+        if (!(enough && seg_wait_pins(pool, &until)) && !seg_evict_one(ctx) &&
+            !seg_wait_pins(pool, &until))
+            return NULL;
+        seg = seg_take_free(pool);
+    }
+    return seg;
+}
+
 struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
 {
     struct seg_pool *pool = ctx->pool;
@@ -814,13 +843,11 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&pool->open_segs, 1, __ATOMIC_RELAXED);
     }
-    struct seg *seg = NULL;
-    uint64_t until = 0;
-    /* Each eviction takes a sealed segment from a queue, and the wait for
-     * pins is bounded, so this ends. */
-    while (!(seg = seg_take_free(pool))) {
-        if (!seg_evict_one(ctx) && !seg_wait_pins(pool, &until))
-            break;
+    struct seg *seg = seg_take_free(pool);
+    if (!seg) {
+        pool->seg_needs++;
+        seg = seg_make_room(ctx);
+        pool->seg_needs--;
     }
     if (seg)
         seg_reset(pool, seg, g, __atomic_load_n(pool->cas_next, __ATOMIC_RELAXED));

@@ -26,22 +26,36 @@ void seg_wait_compacted(struct seg *seg)
         sched_yield();
 }
 
-/* No segment free, every one open, draining or walked (pool lock held):
- * room comes only when a draining segment's pins go. Pins reply queues
- * keep wait for clients that may never read: with only those, the write
- * is refused (memcached: SERVER_ERROR out of memory). Others are a read in
- * progress (no segment is held across a read: store_upload.c), gone in
+/* A draining segment whose pins are all of reads in progress: free within
+ * moments. Pins reply queues keep wait for clients that may never read. */
+static bool seg_passing(struct seg *d)
+{
+    return __atomic_load_n(&d->kept, __ATOMIC_RELAXED) == 0 &&
+           __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) != 0;
+}
+
+unsigned seg_pins_passing(struct seg_pool *pool)
+{
+    unsigned n = 0;
+    for (struct seg *d = pool->draining.head; d; d = d->next)
+        n += seg_passing(d);
+    return n;
+}
+
+/* No segment free (pool lock held): room comes when a draining segment's
+ * pins go. With only pins reply queues keep, false: the write is refused
+ * (memcached: SERVER_ERROR out of memory). Others are a read in progress
+ * (no segment is held across a read: store_upload.c), gone in
  * microseconds: wait for them, pool lock released, up to SEG_PIN_WAIT_NS
  * after the first wait (*until, 0 before it; bounded for a caller that
- * holds such a pin itself). false: no room can be made. */
+ * holds such a pin itself). false: past the bound or nothing to wait for. */
 #define SEG_PIN_WAIT_NS (500ull * 1000 * 1000)
 
 bool seg_wait_pins(struct seg_pool *pool, uint64_t *until)
 {
     bool passing = false;
     for (struct seg *d = pool->draining.head; d && !passing; d = d->next)
-        passing = __atomic_load_n(&d->kept, __ATOMIC_RELAXED) == 0 &&
-                  __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) != 0;
+        passing = seg_passing(d);
     if (!passing)
         return false;
     struct timespec ts;

@@ -89,6 +89,7 @@ struct seg_pool {
     char small_target_after[56];
     uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
+    uint32_t seg_needs;  /* seg_open calls finding no segment free (pool lock) */
     uint32_t open_max;          /* budget for them: an eighth of -m */
     size_t mem_limit;
 
@@ -173,11 +174,12 @@ void seg_pay(struct seg_ctx *ctx);
 /* Make ctx's spent open segment (seg_spent) empty in place, its expired
  * items unlinked; false when an item is wanted again or a pin is held. */
 bool seg_recycle(struct seg_ctx *ctx, struct seg *seg);
-/* seg_open with no segment free and no victim left (pool lock held): wait
- * for the pins of reads in progress on draining segments, up to a bound
- * from the first wait (*until, 0 before it); false: no room can be made
- * (seg_pins.c). */
+/* seg_open with no segment free (pool lock held): wait for the pins of
+ * reads in progress on draining segments, up to a bound from the first
+ * wait (*until, 0 before it); false: past it, or no such pin (seg_pins.c). */
 bool seg_wait_pins(struct seg_pool *pool, uint64_t *until);
+/* Draining segments held only by pins of reads in progress (pool lock). */
+unsigned seg_pins_passing(struct seg_pool *pool);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct seg_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);

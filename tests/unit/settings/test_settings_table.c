@@ -353,7 +353,8 @@ static void test_notes_only_for_given_inert_options(void **state)
     fclose(f);
     assert_string_equal(buf,
                         "nodelay: -f: " SETTINGS_CLASSES "\n"
-                        "nodelay: -o ext_*: no extstore in nodelay; items stay in memory\n");
+                        "nodelay: -o ext_path: " SETTINGS_NO_FLASH_PATH "\n"
+                        "nodelay: -o ext_threads: " SETTINGS_NO_FLASH "\n");
     free(buf);
     settings_release(&p.s);
 

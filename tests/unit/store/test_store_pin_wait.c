@@ -19,6 +19,8 @@
 
 struct reader {
     struct store *s;
+    struct store_ctx *writer;
+    unsigned group; /* the writer's open segment's */
     struct store_item it[NSEG];
     int pinned;   /* atomic: every value read and pinned */
     int storing;  /* atomic: the writer's store has begun */
@@ -26,21 +28,29 @@ struct reader {
     int released_waiting; /* the pins went while the writer was still in its store */
 };
 
-static bool all_draining(struct reader *r)
+/* Inside seg_open the writer's open segment of group g is sealed and not
+ * yet replaced: seen so with the pool lock free, the writer is waiting
+ * for pins (a writer that gives up never lets go of that lock before it
+ * has failed). */
+static bool writer_waits(struct store_ctx *w, unsigned g)
 {
-    for (int i = 0; i < NSEG; i++) {
-        struct seg *g = (struct seg *)r->it[i].pin;
-        if (__atomic_load_n(&g->state, __ATOMIC_ACQUIRE) != SEG_DRAINING)
-            return false;
-    }
-    return true;
+    return !w->seg.open[g];
+}
+
+/* The group of the writer's one open segment. */
+static unsigned open_group(struct store_ctx *w)
+{
+    unsigned group = STORE_GROUPS;
+    for (unsigned g = 0; g < STORE_GROUPS; g++)
+        if (w->seg.open[g])
+            group = g;
+    assert_true(group < STORE_GROUPS);
+    return group;
 }
 
 /* Pins every value on a context of its own, as a worker in the middle of
  * a multiget would, and lets go of them only once the writer, inside its
- * store, has had every segment evicted and has let go of the pool lock: a
- * writer that gives up instead never lets go of that lock before it has
- * failed. */
+ * store, waits for them. */
 static void *pin_all(void *arg)
 {
     struct reader *r = arg;
@@ -58,8 +68,9 @@ static void *pin_all(void *arg)
     for (;;) {
         if (__atomic_load_n(&r->returned, __ATOMIC_ACQUIRE))
             break;
-        if (all_draining(r) && pthread_mutex_trylock(&r->s->pool.lock) == 0) {
-            bool inside = !__atomic_load_n(&r->returned, __ATOMIC_ACQUIRE);
+        if (pthread_mutex_trylock(&r->s->pool.lock) == 0) {
+            bool inside = !__atomic_load_n(&r->returned, __ATOMIC_ACQUIRE) &&
+                          writer_waits(r->writer, r->group);
             pthread_mutex_unlock(&r->s->pool.lock);
             if (inside) {
                 r->released_waiting = 1;
@@ -89,7 +100,7 @@ static void fill(struct tstore *t, const char *v)
 }
 
 /* Every segment pinned by another thread's reads in progress, the writer's
- * own open one included: the write evicts them all, waits for the pins and
+ * own open one included: the write evicts victims, waits for the pins and
  * is stored (it used to be refused as soon as the last victim was found
  * pinned). */
 static void test_write_waits_for_reads_in_progress(void **state)
@@ -100,7 +111,7 @@ static void test_write_waits_for_reads_in_progress(void **state)
     char *v = malloc(VLEN);
     memset(v, 'w', VLEN);
     fill(&t, v);
-    struct reader r = {.s = t.s};
+    struct reader r = {.s = t.s, .writer = t.c, .group = open_group(t.c)};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, pin_all, &r), 0);
     while (!__atomic_load_n(&r.pinned, __ATOMIC_ACQUIRE))
@@ -150,11 +161,135 @@ static void test_write_refused_while_reply_queues_pin_all(void **state)
     tstore_close(&t);
 }
 
+/* A write under read pressure evicts about what it needs, never the cache:
+ * a full cache of SPREAD_SEGS segments, another thread's reads in progress
+ * pinning one value in every segment, and a write of one segment's worth.
+ * Each victim found pinned only drains; the write waits for those pins
+ * once the victims draining would give it its room, instead of evicting
+ * every segment first (it used to: evictions were the whole cache). */
+#define SPREAD_SEGS 24
+#define SPREAD_VLEN (100u * 1024)
+#define SPREAD_PER_SEG 10 /* values to a 1 MiB segment */
+
+struct spread {
+    struct store *s;
+    struct store_ctx *writer;
+    unsigned group; /* the writer's open segment's */
+    struct store_item it[SPREAD_SEGS * SPREAD_PER_SEG];
+    int npinned;
+    int pinned;   /* atomic: one value of every segment read and pinned */
+    int storing;  /* atomic: the writer has begun */
+    int returned; /* atomic: the writer is done */
+    int released_waiting; /* the pins went while the writer waited in seg_open */
+};
+
+static void *pin_spread(void *arg)
+{
+    struct spread *r = arg;
+    struct store_ctx *c = store_ctx_create(r->s);
+    struct store_get_req g = {.want_value = true};
+    for (int i = 0; i < SPREAD_SEGS * SPREAD_PER_SEG - 1; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "s%d", i);
+        struct store_item it;
+        if (store_get(c, key, strlen(key), &g, &it) != STORE_OK)
+            continue; /* evicted by the fill's last writes */
+        bool seen = false;
+        for (int j = 0; j < r->npinned && !seen; j++)
+            seen = r->it[j].pin == it.pin;
+        if (seen)
+            store_pin_release(it.pin);
+        else
+            r->it[r->npinned++] = it;
+    }
+    __atomic_store_n(&r->pinned, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&r->storing, __ATOMIC_ACQUIRE))
+        sched_yield();
+    while (!__atomic_load_n(&r->returned, __ATOMIC_ACQUIRE)) {
+        if (pthread_mutex_trylock(&r->s->pool.lock) == 0) {
+            bool waits = !__atomic_load_n(&r->returned, __ATOMIC_ACQUIRE) &&
+                         writer_waits(r->writer, r->group);
+            pthread_mutex_unlock(&r->s->pool.lock);
+            if (waits) {
+                r->released_waiting = 1;
+                break;
+            }
+        }
+        sched_yield();
+    }
+    for (int j = 0; j < r->npinned; j++)
+        store_pin_release(r->it[j].pin);
+    store_ctx_destroy(&c);
+    return NULL;
+}
+
+static void test_write_under_reads_evicts_what_it_needs(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, SPREAD_SEGS * MB, MB, true, true);
+    char *v = malloc(SPREAD_VLEN);
+    memset(v, 's', SPREAD_VLEN);
+    struct store_set_req req = {.mode = STORE_MODE_SET};
+    int n = SPREAD_SEGS * SPREAD_PER_SEG - 1; /* the last segment has room for one */
+    for (int i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "s%d", i);
+        assert_int_equal(store_store(t.c, key, strlen(key), v, SPREAD_VLEN, &req, NULL), STORE_OK);
+    }
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_used, SPREAD_SEGS);
+    assert_int_equal(st.seg_total, SPREAD_SEGS);
+    /* Once every segment is in use writes owe eviction at their pace:
+     * the last ones of the fill already evicted a few. */
+    uint64_t items0 = st.curr_items, evicted0 = st.evictions;
+    assert_true(evicted0 < SPREAD_PER_SEG);
+
+    struct spread r = {.s = t.s, .writer = t.c, .group = open_group(t.c)};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, pin_spread, &r), 0);
+    while (!__atomic_load_n(&r.pinned, __ATOMIC_ACQUIRE))
+        sched_yield();
+    assert_int_equal(r.npinned, SPREAD_SEGS);
+    __atomic_store_n(&r.storing, 1, __ATOMIC_RELEASE);
+    enum store_status res[SPREAD_PER_SEG];
+    for (int i = 0; i < SPREAD_PER_SEG; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "w%d", i);
+        res[i] = store_store(t.c, key, strlen(key), v, SPREAD_VLEN, &req, NULL);
+    }
+    __atomic_store_n(&r.returned, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    for (int i = 0; i < SPREAD_PER_SEG; i++)
+        assert_int_equal(res[i], STORE_OK);
+    assert_true(r.released_waiting);
+    store_stats(t.s, &st);
+    print_message("the write evicted %llu; %llu items of %llu before\n",
+                  (unsigned long long)(st.evictions - evicted0),
+                  (unsigned long long)st.curr_items, (unsigned long long)items0);
+    /* What the write needed (a segment) plus one draining victim more, and
+     * a segment's worth of slack: three of twenty-four. */
+    assert_true(st.evictions - evicted0 <= 3 * SPREAD_PER_SEG);
+    assert_true(st.curr_items + 2 * SPREAD_PER_SEG >= items0);
+    char *buf = malloc(SPREAD_VLEN + 1);
+    struct store_item it;
+    for (int i = 0; i < SPREAD_PER_SEG; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "w%d", i);
+        assert_int_equal(tget(&t, key, buf, SPREAD_VLEN + 1, &it), STORE_OK);
+    }
+    free(buf);
+    free(v);
+    tstore_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_write_waits_for_reads_in_progress),
         cmocka_unit_test(test_write_refused_while_reply_queues_pin_all),
+        cmocka_unit_test(test_write_under_reads_evicts_what_it_needs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

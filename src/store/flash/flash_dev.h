@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The flash device (flash_dev.c): the -o ext_path files, preallocated, cut
+ * into pages of ext_page_size, each page a place for one flash segment.
+ * Writes are whole aligned segments (pwrite). Reads are submitted and
+ * completed: a worker hands a struct flash_read to flash_dev_submit and goes
+ * on; a small pool of threads (ext_threads) runs the pread and posts the
+ * request to the worker's completion queue, whose eventfd the worker's loop
+ * watches; the worker then runs flash_cq_drain, which calls each request's
+ * done() on the worker's own thread. An io_uring read from the worker's
+ * ring fills in the same struct and calls the same done(). Knows nothing
+ * of the flash format; docs/store.md "Flash tier". */
+#ifndef NODELAY_STORE_FLASH_DEV_H
+#define NODELAY_STORE_FLASH_DEV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLASH_DEV_FILES_MAX 16
+/* O_DIRECT wants buffers, offsets and lengths in multiples of the logical
+ * block; 4096 covers every device in use. */
+#define FLASH_DEV_ALIGN 4096u
+
+struct flash_dev_file_opt {
+    const char *path;
+    uint64_t size;       /* bytes; whole pages of it are used */
+};
+struct flash_dev_options {
+    struct flash_dev_file_opt files[FLASH_DEV_FILES_MAX];
+    int nfiles;
+    uint64_t page_size;  /* bytes: a multiple of FLASH_DEV_ALIGN */
+    int threads;         /* read threads; 0 = no pool (flash_dev_submit refused) */
+};
+
+/* The device's counters: every error a code for the caller and a count
+ * here (they join the counters table when the tier is wired in). */
+struct flash_dev_counters {
+    uint64_t reads, bytes_read, writes, bytes_written;
+    uint64_t read_errors;    /* EIO and other failed preads */
+    uint64_t short_reads;    /* fewer bytes than asked: the file shrank */
+    uint64_t write_errors;   /* failed pwrites but ENOSPC */
+    uint64_t nospace;        /* ENOSPC on a write */
+};
+
+struct flash_dev_file {
+    int fd;
+    bool direct;         /* opened O_DIRECT */
+    uint64_t size;
+    uint32_t first_page; /* the device's page number of its page 0 */
+    uint32_t npages;
+};
+
+/* A read in flight. The caller fills page..done, keeps it (and buf) alive
+ * until done() runs, and reads result there. */
+struct flash_cq;
+struct flash_read {
+    uint32_t page;
+    uint64_t off;        /* within the page */
+    uint32_t len;
+    void *buf;           /* FLASH_DEV_ALIGN-aligned for an O_DIRECT file */
+    void (*done)(struct flash_read *r);
+    void *arg;
+    int result;          /* bytes read (== len), or -errno; -ENODATA: short */
+    struct flash_cq *cq;
+    struct flash_read *next;
+};
+
+/* A completion queue: one per worker. Its fd (an eventfd) turns readable
+ * when completions wait; the worker then calls flash_cq_drain. */
+struct flash_cq {
+    int fd;
+    pthread_mutex_t lock;
+    struct flash_read *head, *tail;
+};
+int flash_cq_init(struct flash_cq *cq);
+void flash_cq_destroy(struct flash_cq *cq);
+/* Calls done() for every completed read, in completion order; returns how
+ * many. Never blocks. */
+int flash_cq_drain(struct flash_cq *cq);
+
+struct flash_dev {
+    struct flash_dev_file files[FLASH_DEV_FILES_MAX];
+    int nfiles;
+    uint64_t page_size;
+    uint32_t npages;
+    struct flash_dev_counters c;  /* updated with __atomic adds */
+    /* the read pool */
+    pthread_t *threads;
+    int nthreads;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct flash_read *head, *tail;
+    bool stopping;
+};
+
+/* Open (creating) and preallocate every file, O_DIRECT where the
+ * filesystem takes it (else one log line and the page cache), and start
+ * the read threads. Returns 0, or -errno with *why (at most n bytes) naming
+ * the file and what failed; nothing is left open then. */
+int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,
+                   size_t n);
+/* Opens (creating, mode 0600) and closes one file: the start-up check
+ * memcached makes of every ext_path while the tier is not wired in. 0 or
+ * -errno. */
+int flash_dev_probe(const char *path);
+/* Stops the threads (reads still queued complete with -ECANCELED) and
+ * closes the files. */
+void flash_dev_close(struct flash_dev *dev);
+
+/* Writes len bytes at off in page (all FLASH_DEV_ALIGN multiples, inside
+ * the page). Synchronous. 0 or -errno (-ENOSPC: the disk is full). */
+int flash_dev_write(struct flash_dev *dev, uint32_t page, uint64_t off, const void *buf,
+                    uint32_t len);
+/* Reads synchronously (the restore scan, the read threads): len bytes, or
+ * -errno; -ENODATA when the file ends first. */
+int flash_dev_read(struct flash_dev *dev, uint32_t page, uint64_t off, void *buf, uint32_t len);
+/* Queues a read on the pool; r->done runs later on cq's side. 0, or
+ * -EINVAL (out of range: done is not called) or -ENOSYS (no pool). */
+int flash_dev_submit(struct flash_dev *dev, struct flash_cq *cq, struct flash_read *r);
+/* A consistent-enough copy of the counters. */
+void flash_dev_counters(const struct flash_dev *dev, struct flash_dev_counters *out);
+
+#endif

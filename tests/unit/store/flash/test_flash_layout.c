@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The flash segment format (src/store/flash/flash_layout.c), in memory, no
+ * disk: a round trip of every field, every header byte and every item byte
+ * damaged, torn writes (a zero tail; half of a newer segment over an older
+ * one), another store's segment, and lengths that lie. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include <cmocka.h>
+
+#include "store/flash/flash_layout.h"
+
+#define SEG (64u * 1024)
+#define INSTANCE 0x1234abcd5678ef01ull
+#define NITEMS 40
+
+static char value_of[NITEMS][3000];
+/* changes every value: an older segment at the same place holds other bytes */
+static int value_salt;
+
+static struct flash_item_in item_in(int i)
+{
+    static char keys[NITEMS][32];
+    snprintf(keys[i], sizeof keys[i], "key:%d", i);
+    /* values under and over 128 bytes (one- and two-byte varints), some
+     * empty */
+    uint32_t n = (uint32_t)((i * 397) % 2900) * (i % 7 != 3);
+    for (uint32_t j = 0; j < n; j++)
+        value_of[i][j] = (char)('a' + (i + j + value_salt) % 26);
+    return (struct flash_item_in){
+        .key = keys[i],
+        .nkey = (uint32_t)strlen(keys[i]),
+        .value = value_of[i],
+        .nvalue = n,
+        .flags = i % 3 ? (uint32_t)i * 1000003u : 0,
+        .exptime = i % 4 ? 1000u + (uint32_t)i : REL_TIME_NEVER,
+        .atime = 77u + (uint32_t)i,
+        .cas = i % 5 == 0 ? 0 : (i % 5 == 1 ? 1ull << 40 : 500u + (uint64_t)i),
+    };
+}
+
+/* A segment of n items; offs[] (may be NULL): where each went. */
+static void build(char *buf, uint64_t seq, uint64_t instance, int n, uint32_t *offs)
+{
+    struct flash_writer w;
+    assert_int_equal(flash_writer_init(&w, buf, SEG, seq, instance, 500), FLASH_OK);
+    for (int i = 0; i < n; i++) {
+        struct flash_item_in in = item_in(i);
+        assert_int_equal(flash_writer_add(&w, &in, offs ? &offs[i] : NULL), FLASH_OK);
+    }
+    flash_writer_finish(&w);
+}
+
+/* Walks buf; returns the items read good before the walk ended, *err the
+ * walk's end (0 or an error). Every item returned must be the one written
+ * in that place. */
+static int walk(const char *buf, size_t len, uint64_t instance, int *err)
+{
+    struct flash_seg_hdr h;
+    int rc = flash_seg_parse_hdr(buf, len, instance, &h);
+    if (rc != FLASH_OK) {
+        *err = rc;
+        return 0;
+    }
+    struct flash_iter it;
+    flash_iter_init(&it, buf, &h);
+    struct flash_item f;
+    int n = 0;
+    while ((rc = flash_iter_next(&it, &f)) == 1) {
+        struct flash_item_in in = item_in(n);
+        assert_int_equal(f.h.nkey, in.nkey);
+        assert_memory_equal(f.key, in.key, in.nkey);
+        assert_int_equal(f.h.nvalue, in.nvalue);
+        if (in.nvalue)
+            assert_memory_equal(f.value, in.value, in.nvalue);
+        assert_int_equal(f.flags, in.flags);
+        assert_int_equal(f.exptime, in.exptime);
+        assert_int_equal(f.atime, in.atime);
+        assert_true(f.cas == in.cas);
+        assert_true(f.off + f.len <= FLASH_HDR_LEN + h.nbytes);
+        n++;
+    }
+    *err = rc;
+    return n;
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    char *buf = malloc(SEG);
+    uint32_t offs[NITEMS];
+    build(buf, 7, INSTANCE, NITEMS, offs);
+    int err;
+    assert_int_equal(walk(buf, SEG, INSTANCE, &err), NITEMS);
+    assert_int_equal(err, 0);
+    struct flash_seg_hdr h;
+    assert_int_equal(flash_seg_parse_hdr(buf, SEG, INSTANCE, &h), FLASH_OK);
+    assert_true(h.seq == 7 && h.instance == INSTANCE && h.cas_base == 500);
+    assert_int_equal(h.nitems, NITEMS);
+    assert_int_equal(h.max_exptime, REL_TIME_NEVER); /* item 0 never expires */
+
+    /* One item alone, as a lookup reads it: its offset, the segment's seed. */
+    uint64_t seed = flash_seg_seed(7, INSTANCE);
+    struct flash_item f;
+    assert_int_equal(flash_item_parse(buf + offs[13], SEG - offs[13], seed, 500, &f), FLASH_OK);
+    assert_memory_equal(f.key, "key:13", 6);
+    /* the wrong seed (another segment's) is a checksum mismatch */
+    assert_int_equal(flash_item_parse(buf + offs[13], SEG - offs[13], flash_seg_seed(8, INSTANCE),
+                                      500, &f),
+                     FLASH_E_ITEMSUM);
+    /* fewer bytes than the item: refused, not read past */
+    assert_int_equal(flash_item_parse(buf + offs[13], f.len - 1, seed, 500, &f), FLASH_E_ITEM);
+
+    /* Latest expiry when every item expires. */
+    struct flash_writer w;
+    flash_writer_init(&w, buf, SEG, 1, INSTANCE, 0);
+    for (int i = 1; i < 4; i++) {
+        struct flash_item_in in = item_in(i);
+        assert_int_equal(flash_writer_add(&w, &in, NULL), FLASH_OK);
+    }
+    flash_writer_finish(&w);
+    assert_int_equal(flash_seg_parse_hdr(buf, SEG, 0, &h), FLASH_OK);
+    assert_int_equal(h.max_exptime, 1003);
+    free(buf);
+}
+
+static void test_from_ram_item(void **state)
+{
+    (void)state;
+    /* A RAM item (CAS as a delta from its own segment's base) keeps its
+     * CAS, flags and expiry in a flash segment with another base. */
+    char ram[256];
+    uint8_t layout = item_layout_for(9, 4242, true, 100070, 100000);
+    item_init(ram, layout, "ramkey", 6, 5);
+    struct item_hdr h;
+    item_decode(ram, &h);
+    memcpy(ram + h.hlen + 6, "hello", 5);
+    item_put_u32(ram, h.flags_off, 9);
+    item_put_u32(ram, h.exp_off, 4242);
+    item_put_u32(ram, h.atime_off, 31);
+    item_put_cas(ram, &h, 100070, 100000);
+    char *buf = malloc(SEG);
+    struct flash_writer w;
+    flash_writer_init(&w, buf, SEG, 3, INSTANCE, 5);
+    uint32_t off;
+    assert_int_equal(flash_writer_add_ram(&w, ram, 100000, &off), FLASH_OK);
+    flash_writer_finish(&w);
+    struct flash_item f;
+    assert_int_equal(
+        flash_item_parse(buf + off, SEG - off, flash_seg_seed(3, INSTANCE), 5, &f), FLASH_OK);
+    assert_memory_equal(f.key, "ramkey", 6);
+    assert_memory_equal(f.value, "hello", 5);
+    assert_true(f.cas == 100070 && f.flags == 9 && f.exptime == 4242 && f.atime == 31);
+    free(buf);
+}
+
+/* Every header byte damaged (each bit of it in turn) is refused. */
+static void test_header_damage(void **state)
+{
+    (void)state;
+    char *buf = malloc(SEG);
+    build(buf, 9, INSTANCE, NITEMS, NULL);
+    for (uint32_t i = 0; i < FLASH_HDR_LEN; i++)
+        for (int b = 0; b < 8; b++) {
+            buf[i] ^= (char)(1 << b);
+            struct flash_seg_hdr h;
+            int rc = flash_seg_parse_hdr(buf, SEG, INSTANCE, &h);
+            if (i < 8)
+                assert_int_equal(rc, FLASH_E_MAGIC);
+            else
+                assert_int_equal(rc, FLASH_E_HDRSUM);
+            buf[i] ^= (char)(1 << b);
+        }
+    int err;
+    assert_int_equal(walk(buf, SEG, INSTANCE, &err), NITEMS);
+    free(buf);
+}
+
+/* Every item byte damaged: the walk returns exactly the items before the
+ * damaged one, then an error. A damaged byte in the zero tail changes
+ * nothing. */
+static void test_item_damage(void **state)
+{
+    (void)state;
+    char *buf = malloc(SEG);
+    uint32_t offs[NITEMS + 1];
+    build(buf, 9, INSTANCE, NITEMS, offs);
+    struct flash_seg_hdr h;
+    assert_int_equal(flash_seg_parse_hdr(buf, SEG, INSTANCE, &h), FLASH_OK);
+    offs[NITEMS] = FLASH_HDR_LEN + h.nbytes;
+    int item = 0;
+    for (uint32_t i = FLASH_HDR_LEN; i < offs[NITEMS]; i++) {
+        while (i >= offs[item + 1])
+            item++;
+        uint8_t x = (uint8_t)(1u << (i % 8));
+        buf[i] ^= (char)x;
+        int err;
+        assert_int_equal(walk(buf, SEG, INSTANCE, &err), item);
+        assert_true(err == FLASH_E_ITEM || err == FLASH_E_ITEMSUM);
+        buf[i] ^= (char)x;
+    }
+    buf[SEG - 1] ^= 1;
+    int err;
+    assert_int_equal(walk(buf, SEG, INSTANCE, &err), NITEMS);
+    assert_int_equal(err, 0);
+    free(buf);
+}
+
+/* A torn write: the device kept the header and the first part of the items
+ * and the rest reads as zeroes, or as the older segment that was there. */
+static void test_torn_write(void **state)
+{
+    (void)state;
+    char *old = malloc(SEG), *cur = malloc(SEG), *mix = malloc(SEG);
+    uint32_t offs[NITEMS];
+    value_salt = 1;
+    build(old, 4, INSTANCE, NITEMS, NULL);
+    value_salt = 0;
+    build(cur, 5, INSTANCE, NITEMS, offs);
+    uint32_t half = SEG / 2;
+    int before = 0; /* items wholly in the first half */
+    while (before < NITEMS - 1 && offs[before + 1] <= half)
+        before++;
+    int err;
+
+    memcpy(mix, cur, half);
+    memset(mix + half, 0, SEG - half);
+    assert_int_equal(walk(mix, SEG, INSTANCE, &err), before);
+    assert_true(err < 0);
+
+    /* an older segment's bytes after the tear */
+    memcpy(mix + half, old + half, SEG - half);
+    assert_int_equal(walk(mix, SEG, INSTANCE, &err), before);
+    assert_true(err < 0);
+
+    /* the same items in the older segment, torn between two items: only
+     * the seed tells the older bytes apart */
+    char *same = malloc(SEG);
+    build(same, 4, INSTANCE, NITEMS, NULL);
+    memcpy(mix, cur, offs[20]);
+    memcpy(mix + offs[20], same + offs[20], SEG - offs[20]);
+    assert_int_equal(walk(mix, SEG, INSTANCE, &err), 20);
+    assert_int_equal(err, FLASH_E_ITEMSUM);
+    free(same);
+
+    /* the old header over new items: none of them is served */
+    memcpy(mix, old, FLASH_HDR_LEN);
+    memcpy(mix + FLASH_HDR_LEN, cur + FLASH_HDR_LEN, SEG - FLASH_HDR_LEN);
+    assert_int_equal(walk(mix, SEG, INSTANCE, &err), 0);
+    assert_int_equal(err, FLASH_E_ITEMSUM);
+
+    /* never written */
+    memset(mix, 0, SEG);
+    assert_int_equal(walk(mix, SEG, INSTANCE, &err), 0);
+    assert_int_equal(err, FLASH_E_MAGIC);
+    free(old);
+    free(cur);
+    free(mix);
+}
+
+static void test_wrong_instance(void **state)
+{
+    (void)state;
+    char *buf = malloc(SEG);
+    build(buf, 9, INSTANCE, NITEMS, NULL);
+    int err;
+    assert_int_equal(walk(buf, SEG, INSTANCE + 1, &err), 0);
+    assert_int_equal(err, FLASH_E_INSTANCE);
+    /* 0 accepts any store's (a tool reading a file it did not write) */
+    assert_int_equal(walk(buf, SEG, 0, &err), NITEMS);
+    /* another store's items fail their sums too, whatever header they sit under */
+    char *other = malloc(SEG);
+    build(other, 9, INSTANCE + 1, NITEMS, NULL);
+    memcpy(other, buf, FLASH_HDR_LEN);
+    assert_int_equal(walk(other, SEG, INSTANCE, &err), 0);
+    assert_int_equal(err, FLASH_E_ITEMSUM);
+    free(other);
+    free(buf);
+}
+
+/* Rewrite the header's sum after patching it, as a damaged-but-summed
+ * header from a buggy writer would be. */
+static void reseal(char *buf)
+{
+    uint32_t sum = (uint32_t)XXH3_64bits(buf, 60);
+    memcpy(buf + 60, &sum, 4);
+}
+
+static void test_lengths_lie(void **state)
+{
+    (void)state;
+    char *buf = malloc(SEG);
+    build(buf, 9, INSTANCE, NITEMS, NULL);
+    struct flash_seg_hdr h;
+    int err;
+    /* fewer bytes than the header says */
+    assert_int_equal(flash_seg_parse_hdr(buf, 63, INSTANCE, &h), FLASH_E_SHORT);
+    assert_int_equal(flash_seg_parse_hdr(buf, FLASH_HDR_LEN + 100, INSTANCE, &h), FLASH_E_SHORT);
+
+    char *p = malloc(SEG);
+    uint32_t v32;
+    uint16_t v16;
+    /* nbytes past any segment */
+    memcpy(p, buf, SEG);
+    v32 = 0xffffff00u;
+    memcpy(p + 40, &v32, 4);
+    reseal(p);
+    assert_int_equal(flash_seg_parse_hdr(p, SEG, INSTANCE, &h), FLASH_E_LENGTH);
+    /* more items than bytes could hold */
+    memcpy(p, buf, SEG);
+    v32 = 0xffffffffu;
+    memcpy(p + 12, &v32, 4);
+    reseal(p);
+    assert_int_equal(flash_seg_parse_hdr(p, SEG, INSTANCE, &h), FLASH_E_LENGTH);
+    /* one item more than written: the walk ends short */
+    memcpy(p, buf, SEG);
+    v32 = NITEMS + 1;
+    memcpy(p + 12, &v32, 4);
+    reseal(p);
+    assert_int_equal(walk(p, SEG, INSTANCE, &err), NITEMS);
+    assert_int_equal(err, FLASH_E_COUNT);
+    /* one fewer: the items end after where it says */
+    v32 = NITEMS - 1;
+    memcpy(p + 12, &v32, 4);
+    reseal(p);
+    assert_int_equal(walk(p, SEG, INSTANCE, &err), NITEMS - 1);
+    assert_int_equal(err, FLASH_E_COUNT);
+    /* another version, another header length */
+    memcpy(p, buf, SEG);
+    v16 = 2;
+    memcpy(p + 8, &v16, 2);
+    reseal(p);
+    assert_int_equal(flash_seg_parse_hdr(p, SEG, INSTANCE, &h), FLASH_E_VERSION);
+    memcpy(p, buf, SEG);
+    v16 = 128;
+    memcpy(p + 10, &v16, 2);
+    reseal(p);
+    assert_int_equal(flash_seg_parse_hdr(p, SEG, INSTANCE, &h), FLASH_E_LENGTH);
+    free(p);
+    free(buf);
+}
+
+static void test_writer_limits(void **state)
+{
+    (void)state;
+    char *buf = malloc(SEG);
+    struct flash_writer w;
+    assert_int_equal(flash_writer_init(&w, buf, FLASH_SEG_MIN - 1, 1, 1, 0), FLASH_E_LENGTH);
+    assert_int_equal(flash_writer_init(&w, buf, SEG, 1, 1, 0), FLASH_OK);
+    struct flash_item_in in = item_in(1);
+    in.nkey = 0;
+    assert_int_equal(flash_writer_add(&w, &in, NULL), FLASH_E_ITEM);
+    in.nkey = 256;
+    assert_int_equal(flash_writer_add(&w, &in, NULL), FLASH_E_ITEM);
+    /* fill to the end: the last add is refused and changes nothing */
+    in = item_in(23);
+    int n = 0;
+    while (flash_writer_add(&w, &in, NULL) == FLASH_OK)
+        n++;
+    uint32_t used = w.used;
+    assert_int_equal(flash_writer_add(&w, &in, NULL), FLASH_E_FULL);
+    assert_int_equal(w.used, used);
+    flash_writer_finish(&w);
+    struct flash_seg_hdr h;
+    assert_int_equal(flash_seg_parse_hdr(buf, SEG, 1, &h), FLASH_OK);
+    assert_int_equal(h.nitems, n);
+    assert_true(h.nbytes + FLASH_HDR_LEN <= SEG);
+    free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_from_ram_item),
+        cmocka_unit_test(test_header_damage), cmocka_unit_test(test_item_damage),
+        cmocka_unit_test(test_torn_write),   cmocka_unit_test(test_wrong_instance),
+        cmocka_unit_test(test_lengths_lie),  cmocka_unit_test(test_writer_limits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
