@@ -126,6 +126,10 @@ bool num_tok_i32(const char *s, size_t n, int32_t *out)
 {
     bool neg = n > 0 && s[0] == '-';
     uint64_t mag;
+    if (neg && n == 1) { /* 1.6.45 reads a sign without digits as 0 */
+        *out = 0;
+        return true;
+    }
     if (!num_tok_u64(s + neg, n - neg, &mag) || mag > (uint64_t)INT32_MAX + neg)
         return false;
     *out = neg ? (int32_t)(0 - (int64_t)mag) : (int32_t)mag;

@@ -35,7 +35,8 @@ bool num_safe_double(const char *s, size_t n, double *out);
 /* Strict tokens: [0-9]+ within range. */
 bool num_tok_u64(const char *s, size_t n, uint64_t *out);
 bool num_tok_u32(const char *s, size_t n, uint32_t *out);
-/* -?[0-9]+ within int32 ("-0" is 0). */
+/* -?[0-9]+ within int32 ("-0" is 0), or a lone "-", which memcached
+ * 1.6.45's token parser reads as 0 (`touch k -` touches with no expiry). */
 bool num_tok_i32(const char *s, size_t n, int32_t *out);
 
 #endif

@@ -309,11 +309,15 @@ static void conn_received(struct conn *c, int res, const char *data, bool multi,
          * receive was stopped */
         if (!multi)
             proto_tick(&c->sess);
+        if (rest)
+            conn_rest_ack(c); /* a rest receive that took nothing, as EAGAIN */
         conn_settle(c);
         return;
     }
     if (res == -ENOBUFS) {
         c->u.recv_own = true; /* the loop's buffers are all out this turn */
+        if (rest)
+            conn_rest_ack(c);
         conn_settle(c);
         return;
     }

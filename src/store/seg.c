@@ -961,6 +961,10 @@ int seg_set_limit(struct seg_pool *pool, size_t bytes)
     }
     pool->seg_limit = (uint32_t)n;
     __atomic_store_n(&pool->mem_limit, bytes, __ATOMIC_RELAXED);
+    /* small's target back within its bounds for the new -m: above them it
+     * would count every segment as small's, and main would be evicted to
+     * nothing until the next ghost hit */
+    seg_steer_small(pool, false, 0);
     while (pool->seg_alloc > pool->seg_limit && pool->free.head) {
         struct seg *f = pool->free.head;
         list_remove(&pool->free, f);

@@ -51,13 +51,25 @@ void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t 
         __atomic_store_n(&seg->last_write, now, __ATOMIC_RELAXED);
 }
 
+#ifdef NODELAY_DEBUG
+void (*seg_debug_none_live)(struct seg *seg);
+#endif
+
 void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
 {
-    /* release: seg_recycle, seeing none live, sees the pins taken before */
-    __atomic_fetch_sub(&seg->live_items, 1, __ATOMIC_RELEASE);
     __atomic_fetch_sub(&seg->live_bytes, size, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&seg->cls_items[c->cls], 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&seg->cls_bytes[c->cls], (int32_t)c->mc_size, __ATOMIC_RELAXED);
+    /* Last, with release: seg_recycle, seeing none live, may reset the
+     * segment at once (no lock between), and must see every count above
+     * lowered already, and every pin taken before the unlink. */
+    bool none = __atomic_sub_fetch(&seg->live_items, 1, __ATOMIC_RELEASE) == 0;
+#ifdef NODELAY_DEBUG
+    if (none && seg_debug_none_live)
+        seg_debug_none_live(seg);
+#else
+    (void)none;
+#endif
 }
 
 void seg_class_counts(struct seg_pool *pool, struct store_class_stats *out, unsigned n, rel_time_t now)

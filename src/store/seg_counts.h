@@ -82,6 +82,11 @@ static inline enum seg_state seg_get_state(struct seg *seg)
 void seg_note_item(struct seg *seg, uint32_t size, rel_time_t exptime, uint64_t cas,
                    const struct store_cls_of *c);
 void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c);
+#ifdef NODELAY_DEBUG
+/* Tests: called by seg_note_gone once the segment has no live item, at
+ * the moment seg_recycle may see it so (tests/unit/store/test_store_life.c). */
+extern void (*seg_debug_none_live)(struct seg *seg);
+#endif
 /* Per-class live counts and pages, summed over segments (pool lock). */
 void seg_class_counts(struct seg_pool *pool, struct store_class_stats *out, unsigned n, rel_time_t now);
 void seg_note_exptime(struct seg *seg, rel_time_t exptime);

@@ -433,7 +433,8 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     }
 }
 
-/* mg N on a miss: create an empty item holding the win token. */
+/* mg N on a miss: create an empty item holding the win token, counted as
+ * fetched, as 1.6.45 counts it (`me` says fetch=yes, a later `mg h` h1). */
 static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
                                       const struct store_get_req *req, struct store_item *out)
 {
@@ -449,7 +450,7 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
         enum store_status st = store_reserve_for(ctx, key, nkey, 0, 0, sr.exptime, &r);
         if (st != STORE_OK)
             return STORE_MISS;
-        st = store_commit_ex(ctx, &r, &sr, ITEM_S_TOKEN, 0, &cas);
+        st = store_commit_ex(ctx, &r, &sr, ITEM_S_TOKEN | ITEM_S_FETCHED, 0, &cas);
         if (st == STORE_OK) {
             memset(out, 0, sizeof(*out));
             out->nkey = (uint8_t)nkey;

@@ -354,6 +354,7 @@ struct store_arith_res {
     uint64_t value;      /* the new value */
     uint64_t cas;
     rel_time_t exptime;
+    rel_time_t exptime_before; /* the item's expiry before a T moved it */
     bool created;
     uint8_t class_id;    /* of the item before the change (stats slabs' incr_hits) */
 };

@@ -57,19 +57,21 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
             res->created = true;
             return STORE_OK;
         }
-        uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
-        if (req->cas_compare && req->cas_compare != old_cas) {
-            index_unlock(f.bucket);
-            return STORE_EXISTS;
-        }
         const char *val = f.p + f.h.hlen + f.h.nkey;
         uint32_t flags = item_get_u32(f.p, f.h.flags_off);
         uint8_t cls = classes_item(&s->classes, f.p, &f.h).cls;
         uint64_t v;
-        /* memcached: empty values and chunked (> half -I) items are not numbers. */
-        if (f.h.nvalue == 0 ||
-            item_mc_size(nkey, f.h.nvalue, flags, s->opt.cas_enabled) > s->opt.item_size_max / 2 ||
-            !num_safe_u64(val, f.h.nvalue, &v)) {
+        /* memcached: empty values and chunked (> half -I) items are not
+         * numbers, and it says so before it compares the CAS; a value that
+         * does not read as one is found after. */
+        bool shape_ok = f.h.nvalue != 0 && item_mc_size(nkey, f.h.nvalue, flags,
+                                                        s->opt.cas_enabled) <= s->opt.item_size_max / 2;
+        uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
+        if (shape_ok && req->cas_compare && req->cas_compare != old_cas) {
+            index_unlock(f.bucket);
+            return STORE_EXISTS;
+        }
+        if (!shape_ok || !num_safe_u64(val, f.h.nvalue, &v)) {
             index_unlock(f.bucket);
             return STORE_NON_NUMERIC;
         }
@@ -80,7 +82,8 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         char buf[24];
         int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
         size_t nlen = (size_t)len <= f.h.nvalue ? f.h.nvalue : (size_t)len;
-        rel_time_t exp = req->touch ? req->exptime : item_get_u32(f.p, f.h.exp_off);
+        rel_time_t before = item_get_u32(f.p, f.h.exp_off);
+        rel_time_t exp = req->touch ? req->exptime : before;
         uint32_t keep = item_get_u32(f.p, f.h.atime_off) & ITEM_S_MASK;
         uint64_t snap = *f.slot;
         index_unlock(f.bucket);
@@ -106,6 +109,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         res->value = v;
         res->cas = cas;
         res->exptime = exp;
+        res->exptime_before = before;
         res->class_id = cls;
         return STORE_OK;
     }

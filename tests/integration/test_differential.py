@@ -96,7 +96,7 @@ def load_differences(table="per-case"):
     return per_case, norms
 
 
-def run_case(srv, steps):
+def run_case(srv, steps, quiet=QUIET):
     """Send each step then a no-op sentinel; collect the replies up to the
     sentinel's, or up to close, or until the server goes quiet."""
     binary = steps[0][:1] == b"\x80"
@@ -126,7 +126,7 @@ def run_case(srv, steps):
                 transcript += b"<closed>"
                 break
             reply = b""
-            s.settimeout(QUIET)
+            s.settimeout(quiet)
             end = None
             while end is None:
                 try:

@@ -17,15 +17,19 @@ static void meta_arith_tokens(struct meta_line *l, const struct meta_req *req,
             if (res)
                 meta_line_flag_u64(l, 'c', res->cas);
             break;
-        case 't':
+        case 't': {
             if (!res)
                 break;
+            /* as mg: the expiry the T and N before this flag left */
+            rel_time_t e = meta_walk_exptime(
+                req, i, res->created ? REL_TIME_NEVER : res->exptime_before, res->created);
             meta_line_mem(l, " t", 2);
-            if (res->exptime == REL_TIME_NEVER)
+            if (e == REL_TIME_NEVER)
                 meta_line_mem(l, "-1", 2);
             else
-                meta_line_u64(l, res->exptime > now ? res->exptime - now : 0);
+                meta_line_u64(l, e > now ? e - now : 0);
             break;
+        }
         case 'O':
             meta_line_opaque(l, req->opaque, req->nopaque);
             break;

@@ -88,3 +88,13 @@ size_t meta_base64_decode(const char *in, size_t n, unsigned char *out, size_t o
     }
     return o;
 }
+
+bool meta_base64_key_plain(const char *key, size_t nkey)
+{
+    for (size_t i = 0; i < nkey; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (c <= ' ' || c >= 0x7f)
+            return false;
+    }
+    return true;
+}

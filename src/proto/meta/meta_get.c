@@ -35,8 +35,8 @@ static void meta_get_miss(struct session *s, const struct meta_req *req)
 /* The request's T and N move the item's expiry in request order (1.6.45
  * applies them as it walks the flags): N counts only on an item this
  * request created. Returns the last one's expiry, or `start`. */
-static rel_time_t meta_walk_exptime(const struct meta_req *req, size_t upto, rel_time_t start,
-                                    bool created)
+rel_time_t meta_walk_exptime(const struct meta_req *req, size_t upto, rel_time_t start,
+                             bool created)
 {
     rel_time_t e = start;
     for (size_t i = 0; i < upto && i < req->norder; i++) {
@@ -212,7 +212,12 @@ void meta_debug(struct session *s, const struct meta_req *req)
     struct meta_line l;
     l.len = 0;
     meta_line_mem(&l, "ME ", 3);
-    meta_line_mem(&l, req->key, req->nkey);
+    if (req->base64_key && !meta_base64_key_plain(req->key, req->nkey)) {
+        char enc[(STORE_KEY_MAX + 2) / 3 * 4];
+        meta_line_mem(&l, enc, meta_base64_encode((const unsigned char *)req->key, req->nkey, enc));
+    } else {
+        meta_line_mem(&l, req->key, req->nkey);
+    }
     meta_line_str(&l, " exp=");
     if (it.exptime == REL_TIME_NEVER)
         meta_line_str(&l, "-1");

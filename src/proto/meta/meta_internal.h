@@ -84,6 +84,12 @@ static inline rel_time_t meta_exptime(int64_t ttl)
     return clock_exptime(ttl);
 }
 
+/* The expiry the request's T and N flags before position `upto` leave, in
+ * request order from `start` (N only on an item the request created):
+ * what 1.6.45's `t` return flag shows (meta_get.c; mg and ma). */
+rel_time_t meta_walk_exptime(const struct meta_req *req, size_t upto, rel_time_t start,
+                             bool created);
+
 /* ---- composing replies (meta_compose.c) ---- */
 
 /* Append "<line>\r\n" (an error always goes out, whatever q says). */

@@ -193,14 +193,26 @@ static bool meta_flag_bytes_ok(const struct text_line *line, size_t first)
 static enum meta_parse_status meta_parse_me(const struct text_line *line, struct meta_req *req,
                                             const char **err)
 {
-    /* 1.6.45's me takes no flags (not even b: the key is looked up as
-     * given), but its tokenizer still checks them */
+    /* 1.6.45's me takes no flags, but its tokenizer still checks them; a
+     * `b` right after the key decodes it only when more tokens follow
+     * (`me <key> b` looks the key up as given, `me <key> b x` decodes) */
     if (line->ntok < 2 || !meta_flag_bytes_ok(line, 2) || line->tok[1].len > STORE_KEY_MAX) {
         *err = ERR_FORMAT;
         return META_PARSE_ERROR;
     }
     req->key = line->tok[1].s;
     req->nkey = line->tok[1].len;
+    if (line->ntok >= 4 && line->tok[2].len == 1 && line->tok[2].s[0] == 'b') {
+        size_t n = meta_base64_decode(req->key, req->nkey, (unsigned char *)req->keybuf,
+                                      sizeof req->keybuf);
+        if (n == 0) {
+            *err = ERR_FORMAT;
+            return META_PARSE_ERROR;
+        }
+        req->key = req->keybuf;
+        req->nkey = n;
+        req->base64_key = true;
+    }
     return META_PARSE_OK;
 }
 

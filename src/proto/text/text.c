@@ -21,10 +21,13 @@
 #include "stats/stats.h"
 
 /* A command memcached does not know. A request line of a web client
- * ("GET / HTTP/1.1") closes the connection instead of answering ERROR. */
+ * ("GET / HTTP/1.1") closes the connection instead of answering ERROR;
+ * a line ending in `noreply` gets no ERROR (1.6.45: `foo noreply`, and
+ * `noreply` alone, are silent). */
 static void text_unknown(struct session *s, const struct text_line *l)
 {
     struct text_token last = text_line_last(l);
+    text_of(s)->noreply = last.len == 7 && memcmp(last.s, "noreply", 7) == 0;
     if (last.len >= 5 && memcmp(last.s, "HTTP/", 5) == 0) {
         text_of(s)->closing = true;
         return;
@@ -45,7 +48,8 @@ static bool text_want(struct session *s, const struct text_line *l, size_t min)
 /* memcached 1.6.45's request parser looks at the bytes before tokens: a
  * request shorter than 4 bytes with its line end ("a\r\n", "mn\n") is
  * CLIENT_ERROR, and its command is what precedes the first space, so a line
- * that starts with a space names no command (ERROR). */
+ * that starts with a space names no command (an unknown one: ERROR, or
+ * silence after `noreply`, or a close after `HTTP/...`). */
 static bool text_framing_ok(struct session *s, const struct text_line *l, size_t whole)
 {
     text_of(s)->noreply = false;
@@ -54,7 +58,7 @@ static bool text_framing_ok(struct session *s, const struct text_line *l, size_t
         return false;
     }
     if (l->len > 0 && l->raw[0] == ' ') {
-        TEXT_OUT(s, "ERROR");
+        text_unknown(s, l);
         return false;
     }
     return true;
@@ -265,6 +269,7 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
     struct text_state *t = text_of(s);
     int budget = s->opt->reqs_per_event;
     int handled = 0;
+    bool after_others = false; /* text_state.after_others */
     size_t pos = 0;
     size_t prefetched = 0; /* requests before this offset had their keys prefetched */
     /* Not cleared: start fills what next reads (and clearing its arrays
@@ -341,10 +346,13 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             log_verbose("<%d %.*s", s->cfd, (int)lp->len, lp->raw);
             if (metrics_timing())
                 t0 = metrics_now_ns();
+            t->after_others = after_others;
             if (!s->authenticated)
                 text_auth_line(s, lp);
             else if (text_framing_ok(s, lp, whole))
                 text_dispatch(s, lp);
+            /* memcached sends what it owes at an mn */
+            after_others = !(lp->ntok >= 1 && CMD_IS(&lp->tok[0], "mn"));
             if (t0)
                 text_timing_begin(t, lp, t0);
         }

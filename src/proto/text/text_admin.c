@@ -70,8 +70,10 @@ void text_cmd_verbosity(struct session *s, const struct text_line *l)
     TEXT_OUT(s, "OK");
 }
 
+/* A last word `noreply` silences the refusals (1.6.45), as for slabs. */
 void text_cmd_shutdown(struct session *s, const struct text_line *l)
 {
+    text_of(s)->noreply = text_line_noreply(l);
     if (!s->opt->shutdown_command) {
         TEXT_OUT(s, "SERVER_ERROR: shutdown not enabled");
         return;

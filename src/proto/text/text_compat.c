@@ -34,8 +34,13 @@ static void text_slabs_reassign(struct session *s, const struct text_line *l)
         TEXT_OUT(s, "NOSPARE source class has no spare pages");
 }
 
+/* slabs, lru_crawler (and shutdown): a last word `noreply` silences every
+ * reply, errors included, but still counts as an argument (1.6.45:
+ * `slabs reassign 1 noreply` and `lru_crawler disable noreply` are silent
+ * and change nothing). */
 void text_cmd_slabs(struct session *s, const struct text_line *l)
 {
+    text_of(s)->noreply = text_line_noreply(l);
     if (l->ntok == 4 && TEXT_TOK_IS(&l->tok[1], "reassign")) {
         text_slabs_reassign(s, l);
         return;
@@ -44,7 +49,6 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
         TEXT_OUT(s, "ERROR");
         return;
     }
-    text_of(s)->noreply = text_line_noreply(l);
     const struct text_token *arg = &l->tok[2];
     double d;
     uint32_t v;
@@ -176,6 +180,7 @@ static bool text_crawler_on(const struct session *s)
 void text_cmd_lru_crawler(struct session *s, const struct text_line *l)
 {
     const struct text_token *sub = l->ntok > 1 ? &l->tok[1] : NULL;
+    text_of(s)->noreply = text_line_noreply(l); /* as slabs */
     if (l->ntok == 3 && TEXT_TOK_IS(sub, "crawl")) {
         /* memcached's crawler: the expired and flushed items of those
          * classes are unlinked in the background (crawler_reclaimed). */

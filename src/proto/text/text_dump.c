@@ -40,18 +40,6 @@ static char *text_uri_encode(const char *key, size_t nkey, char *p)
     return p;
 }
 
-/* A key that reads back as the same single token: no byte at or below space
- * (separators, CR, LF, controls) and none at or above DEL. */
-static bool text_key_plain(const char *key, size_t nkey)
-{
-    for (size_t i = 0; i < nkey; i++) {
-        unsigned char c = (unsigned char)key[i];
-        if (c <= ' ' || c >= 0x7f)
-            return false;
-    }
-    return true;
-}
-
 static char *text_i64toa(int64_t v, char *p)
 {
     if (v < 0) {
@@ -76,7 +64,7 @@ static void text_dump_item(const struct store_item *it, void *arg)
     if (d->c->mgdump) {
         memcpy(q, "mg ", 3);
         q += 3;
-        if (text_key_plain(it->key, it->nkey)) {
+        if (meta_base64_key_plain(it->key, it->nkey)) {
             memcpy(q, it->key, it->nkey);
             q += it->nkey;
         } else {
@@ -133,7 +121,7 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
             TEXT_OUT(s, "ERROR metadump not allowed");
         return;
     }
-    if (reply_pending(&s->reply) > 0) {
+    if (text_of(s)->after_others) {
         if (mgdump)
             TEXT_OUT(s, "ERROR cannot pipeline other commands before mgdump");
         else

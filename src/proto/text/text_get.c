@@ -78,7 +78,13 @@ static void text_get_run(struct session *s, const struct text_line *l)
              * 1.6.45 follows it with an empty line. */
             if (marked)
                 reply_rollback(&s->reply, &mark);
-            TEXT_OUT(s, "CLIENT_ERROR bad command line format\r\n");
+            /* get's and gets' first key is checked with the line's
+             * noreply in force: `get <long key> noreply` gets the empty
+             * line alone */
+            if (here.tok == 1 && text_line_noreply(l))
+                text_out_always(s, "\r\n", 2);
+            else
+                TEXT_OUT(s, "CLIENT_ERROR bad command line format\r\n");
             return;
         }
         keys++;

@@ -48,6 +48,10 @@ struct text_state {
                                     not all here is an upload (store.h) */
     bool noreply;                /* classic `noreply`: suppress every reply */
     bool reply_unlogged;         /* -vv: memcached does not log this command's reply */
+    bool after_others;           /* requests of this read came before this one
+                                    since the last mn: memcached has not sent
+                                    their replies (noreply or not), so watch
+                                    and dumps refuse to start */
     uint64_t timing_start;       /* metrics: a command waiting for its value, since */
     unsigned timing_family;      /* ... and its family (stats/stats_hist.h) */
     bool closing;                /* quit, HTTP guard, shutdown, out of memory */

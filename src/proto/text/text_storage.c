@@ -77,12 +77,14 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
     }
-    text_of(s)->noreply = r.noreply;
     if (p == TEXT_STORAGE_BAD) {
-        /* Length unknown: nothing can be swallowed. */
+        /* Length unknown: nothing can be swallowed, and the client must
+         * hear it whatever noreply says (1.6.45), as its value will be
+         * read as commands. */
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return;
     }
+    text_of(s)->noreply = r.noreply;
     int32_t vlen = r.vlen;
     if (p == TEXT_STORAGE_BAD_SWALLOW) {
         TEXT_REJECT(s, "CLIENT_ERROR bad command line format", vlen);

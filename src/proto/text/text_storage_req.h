@@ -26,9 +26,18 @@ struct text_storage_req {
 enum text_storage_parsed {
     TEXT_STORAGE_OK,
     TEXT_STORAGE_SHORT,       /* too few tokens: the error ignores noreply */
-    TEXT_STORAGE_BAD,         /* the length is bad: nothing can be swallowed */
+    TEXT_STORAGE_BAD,         /* bad length: nothing swallowed, noreply ignored */
     TEXT_STORAGE_BAD_SWALLOW, /* another field is bad: swallow vlen bytes */
 };
+
+/* 1.6.45 reads flags and exptime with strto* on the line in place, not on
+ * the token alone: a token of white space only (`set k 0 \t 1`) is skipped
+ * with the spaces after it and the next token's number is read (exptime 1
+ * there). For any other token the two readings agree. */
+static inline struct text_token text_storage_rest(const struct text_line *l, size_t i)
+{
+    return (struct text_token){l->tok[i].s, (size_t)(l->raw + l->len - l->tok[i].s)};
+}
 
 /* Read a storage command's line. noreply is set from TEXT_STORAGE_BAD on,
  * vlen from TEXT_STORAGE_BAD_SWALLOW on, the rest with TEXT_STORAGE_OK.
@@ -44,8 +53,9 @@ static inline enum text_storage_parsed text_storage_parse(const struct text_line
         return TEXT_STORAGE_BAD;
     r->key = l->tok[1];
     r->cas = 0;
-    if (r->key.len > STORE_KEY_MAX || !text_parse_u32(&l->tok[2], &r->flags) ||
-        !text_parse_i32(&l->tok[3], &r->exptime) ||
+    struct text_token flags = text_storage_rest(l, 2), exptime = text_storage_rest(l, 3);
+    if (r->key.len > STORE_KEY_MAX || !text_parse_u32(&flags, &r->flags) ||
+        !text_parse_i32(&exptime, &r->exptime) ||
         (mode == STORE_MODE_CAS && (l->ntok < 6 || !text_tok_u64(&l->tok[5], &r->cas))))
         return TEXT_STORAGE_BAD_SWALLOW;
     return TEXT_STORAGE_OK;

@@ -10,20 +10,19 @@ void text_cmd_watch(struct session *s, const struct text_line *l)
 {
     if (s->datagram)
         return; /* no connection to stream to: memcached answers nothing */
-    text_of(s)->noreply = text_line_noreply(l);
+    /* no noreply: 1.6.45 reads `noreply` as an unknown stream (ERROR) */
     if (!s->opt->watch_enabled) {
         TEXT_OUT(s, "CLIENT_ERROR watch commands not allowed");
         return;
     }
     /* memcached hands the connection to its logger: replies still owed
      * would be lost, so it refuses, as here. */
-    if (reply_pending(&s->reply) > 0) {
+    if (text_of(s)->after_others) {
         TEXT_OUT(s, "ERROR cannot pipeline other commands before watch");
         return;
     }
     unsigned flags = 0;
-    size_t last = text_of(s)->noreply ? l->ntok - 1 : l->ntok;
-    for (size_t i = 1; i < last; i++) {
+    for (size_t i = 1; i < l->ntok; i++) {
         unsigned f = watch_flag_parse(l->tok[i].s, l->tok[i].len);
         if (!f) {
             TEXT_OUT(s, "ERROR");
@@ -31,7 +30,7 @@ void text_cmd_watch(struct session *s, const struct text_line *l)
         }
         flags |= f;
     }
-    if (last <= 1)
+    if (l->ntok <= 1)
         flags = WATCH_FETCHERS;
     enum watch_add_result r = WATCH_ADD_FAILED;
     if (s->loop)

@@ -494,6 +494,29 @@ static void test_small_share_follows_the_ghost(void **state)
     tstore_close(&t);
 }
 
+/* The small queue's target stays between one segment and 9/10 of -m when
+ * cache_memlimit lowers -m: a target left above the new bound would count
+ * every segment as small's, and main would be evicted to nothing until the
+ * next ghost hit. */
+static void test_small_target_follows_a_lowered_limit(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 64 * MB, MB, true, true);
+    seg_steer_small(&t.s->pool, true, UINT64_MAX); /* as far as it goes */
+    int64_t seg = (int64_t)t.s->pool.seg_size;
+    assert_int_equal(t.s->pool.small_target, 64 * seg / 10 * 9);
+    assert_int_equal(store_set_mem_limit(t.s, 8 * MB), 0);
+    int64_t hi = (int64_t)t.s->pool.seg_limit * seg / 10 * 9;
+    assert_true(t.s->pool.small_target <= hi);
+    assert_true(t.s->pool.small_target >= seg);
+    seg_steer_small(&t.s->pool, false, UINT64_MAX);
+    assert_int_equal(t.s->pool.small_target, seg);
+    assert_int_equal(store_set_mem_limit(t.s, 64 * MB), 0);
+    assert_int_equal(t.s->pool.small_target, seg); /* a raise moves nothing */
+    tstore_close(&t);
+}
+
 /* -M: a write into a full store never drops a live item to pay its way. */
 static void test_no_evictions_pays_nothing(void **state)
 {
@@ -604,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_eviction_at_writers_pace),
         cmocka_unit_test(test_victim_keeps_its_read_items),
         cmocka_unit_test(test_small_share_follows_the_ghost),
+        cmocka_unit_test(test_small_target_follows_a_lowered_limit),
         cmocka_unit_test(test_no_evictions_pays_nothing),
         cmocka_unit_test(test_half_walked_victim_after_a_crash),
     };

@@ -459,6 +459,77 @@ static void test_spent_open_segment_recycled_under_readers(void **state)
     tstore_close(&t);
 }
 
+/* Another thread deletes the last item of a worker's open segment, and the
+ * worker's next write recycles it, seeing none live: every count the
+ * delete lowers must be lowered before the recycle can see none live, or
+ * the reset that zeroes them lands between and the delete's last
+ * decrements take the new item's counts below it (cls_items 0 with one
+ * item in it, live_bytes wrapped). The deleter is held at the moment the
+ * segment is seen none live (seg_debug_none_live) until the worker has
+ * recycled and written. */
+static struct seg *dg_seg;
+static int dg_held, dg_written; /* __atomic */
+
+static void dg_hold(struct seg *seg)
+{
+    if (seg != dg_seg)
+        return;
+    __atomic_store_n(&dg_held, 1, __ATOMIC_RELEASE);
+    for (long n = 0; !__atomic_load_n(&dg_written, __ATOMIC_ACQUIRE) && n < 2000000; n++)
+        sched_yield(); /* bounded: the worker may be waiting for the rest */
+}
+
+static void *dg_deleter(void *arg)
+{
+    struct store_ctx *c = store_ctx_create(arg);
+    if (store_delete(c, "dg", 2, NULL) != STORE_OK)
+        abort();
+    store_ctx_destroy(&c);
+    return NULL;
+}
+
+static void test_spent_open_segment_emptied_by_another_thread(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    static char val[200000]; /* over an eighth of the segment */
+    memset(val, 'D', sizeof val - 1);
+    assert_int_equal(tset(&t, "dg", val, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    dg_seg = NULL;
+    for (unsigned g = 0; g < STORE_GROUPS && !dg_seg; g++)
+        dg_seg = t.c->seg.open[g];
+    assert_non_null(dg_seg);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    uint64_t used = st.seg_used;
+    __atomic_store_n(&dg_held, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&dg_written, 0, __ATOMIC_RELAXED);
+    seg_debug_none_live = dg_hold;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, dg_deleter, t.s), 0);
+    for (long n = 0; !__atomic_load_n(&dg_held, __ATOMIC_ACQUIRE); n++) {
+        assert_true(n < 100000000);
+        sched_yield();
+    }
+    assert_int_equal(tset(&t, "dg-new", "v", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    __atomic_store_n(&dg_written, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    seg_debug_none_live = NULL;
+    struct seg *seg = dg_seg;
+    assert_true(seg->write_off < 1024); /* recycled: written from its start */
+    int32_t items = 0;
+    for (unsigned k = 0; k < STORE_CLASSES; k++)
+        items += __atomic_load_n(&seg->cls_items[k], __ATOMIC_RELAXED);
+    assert_int_equal(items, 1);
+    assert_int_equal(__atomic_load_n(&seg->live_items, __ATOMIC_RELAXED), 1);
+    assert_true(__atomic_load_n(&seg->live_bytes, __ATOMIC_RELAXED) <= seg->write_off);
+    store_stats(t.s, &st);
+    assert_int_equal(st.seg_used, used);
+    assert_int_equal(st.curr_items, 1);
+    tstore_close(&t);
+}
+
 /* memcached without its segmented LRU (-o no_modern: issue_183.t) allocates
  * a storage command's item first, and that allocation reclaims the expired
  * or flushed item it finds at the LRU tail: a set of a flushed key counts
@@ -559,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_spent_open_segment_is_reused),
         cmocka_unit_test(test_spent_open_segment_pinned),
         cmocka_unit_test(test_spent_open_segment_recycled_under_readers),
+        cmocka_unit_test(test_spent_open_segment_emptied_by_another_thread),
         cmocka_unit_test(test_flat_lru_store_reclaims_its_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
