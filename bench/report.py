@@ -155,6 +155,22 @@ MEASURES = [
 ]
 
 
+
+def load_traces():
+    """The real-trace replays (bench/traces.sh, in traces/): (trace, value,
+    memcached's json, nodelay's json), in name order."""
+    d = os.path.join(OUT, "traces")
+    if not os.path.isdir(d):
+        return []
+    found = {}
+    for name in sorted(os.listdir(d)):
+        parts = name.split(".")
+        if len(parts) == 4 and parts[3] == "json" and parts[2] in ("memcached", "nodelay"):
+            j = read_json(os.path.join(d, name))
+            if j:
+                found.setdefault((parts[0], parts[1]), {})[parts[2]] = j
+    return [(t, v.lstrip("v"), r.get("memcached"), r.get("nodelay")) for (t, v), r in sorted(found.items())]
+
 def med(runs, w, s, key):
     return median([r[key] for r in runs.get((w, s), [])])
 
@@ -299,6 +315,23 @@ def main():
             "gets then the sets for their misses).")
         add("")
 
+    traces = load_traces()
+    if traces:
+        add(f"## Miss ratio on real traces (bench/traces.sh, equal -m; A = {m.get('memcached')})")
+        add("")
+        add("| trace | value | -m | miss ratio A → B, second half | B/A | items A → B |")
+        add("|---|---|---|---|---|---|")
+        for t, v, a, b in traces:
+            ra, rb = (a or {}).get("miss_ratio"), (b or {}).get("miss_ratio")
+            mb = ((b or a or {}).get("limit_maxbytes") or 0) >> 20
+            add(f"| {t} | {v} B | {mb} | {fmt(None if ra is None else ra * 100)} % → "
+                f"{fmt(None if rb is None else rb * 100)} % | {fmt(ratio(rb, ra))} | "
+                f"{fmt((a or {}).get('items'))} → {fmt((b or {}).get('items'))} |")
+        add("")
+        add("Each line of a trace is one multiget, every miss set (`loadgen trace`); the offline "
+            "simulator's figures and Bélády's optimum are in traces/table.txt.")
+        add("")
+
     if "get90_rate" in order or "mt_get90_rate" in order:
         try:
             offered = float(m.get("rate"))
@@ -412,6 +445,10 @@ def summary(m, runs, order, fills, replays):
         b = next((j for s, vv, j in replays if s == "B" and vv == variant), None) or {}
         ra, rb = a.get("miss_ratio"), b.get("miss_ratio")
         row(f"miss ratio, {label}, -m 64", "loadgen replay", None if ra is None else ra * 100,
+            None if rb is None else rb * 100, 2, " %")
+    for t, v, a, b in load_traces():
+        ra, rb = (a or {}).get("miss_ratio"), (b or {}).get("miss_ratio")
+        row(f"miss ratio, {t} trace, {v} B values", "loadgen trace", None if ra is None else ra * 100,
             None if rb is None else rb * 100, 2, " %")
     out = [f"Measured {m.get('date')} on {m.get('nproc')} × {m.get('cpu')} ({m.get('kernel')}), "
            f"`-t {m.get('threads')}`, by `make bench` against {mc} ({m.get('memcached_from')}); "
