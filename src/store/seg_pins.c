@@ -28,17 +28,17 @@ void seg_wait_compacted(struct seg *seg)
 
 /* A draining segment whose pins are all of reads in progress: free within
  * moments. Pins reply queues keep wait for clients that may never read. */
-static bool seg_passing(struct seg *d)
+static bool seg_passing(struct seg *d, const struct seg *self)
 {
     return __atomic_load_n(&d->kept, __ATOMIC_RELAXED) == 0 &&
-           __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) != 0;
+           __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) > (d == self ? 1u : 0u);
 }
 
-unsigned seg_pins_passing(struct seg_pool *pool)
+unsigned seg_pins_passing(struct seg_pool *pool, const struct seg *self)
 {
     unsigned n = 0;
     for (struct seg *d = pool->draining.head; d; d = d->next)
-        n += seg_passing(d);
+        n += seg_passing(d, self);
     return n;
 }
 
@@ -51,11 +51,11 @@ unsigned seg_pins_passing(struct seg_pool *pool)
  * holds such a pin itself). false: past the bound or nothing to wait for. */
 #define SEG_PIN_WAIT_NS (500ull * 1000 * 1000)
 
-bool seg_wait_pins(struct seg_pool *pool, uint64_t *until)
+bool seg_wait_pins(struct seg_pool *pool, uint64_t *until, const struct seg *self)
 {
     bool passing = false;
     for (struct seg *d = pool->draining.head; d && !passing; d = d->next)
-        passing = seg_passing(d);
+        passing = seg_passing(d, self);
     if (!passing)
         return false;
     struct timespec ts;

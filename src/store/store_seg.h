@@ -113,6 +113,10 @@ struct seg_ctx {
     uint32_t evict_debt;              /* bytes written not yet paid (store_owe) */
     struct store_ctx_counters *cnt;
     struct store_cls_ctr *cls;        /* [STORE_CLASSES] */
+    /* A segment this worker holds one read pin on while it reserves (an
+     * append's old value, a widen's or a relocation's source): a write
+     * must not wait for that pin, which only it can drop. */
+    struct seg *self_pin;
 };
 
 static inline struct seg *seg_of(const struct seg_pool *pool, uint32_t id)
@@ -177,9 +181,9 @@ bool seg_recycle(struct seg_ctx *ctx, struct seg *seg);
 /* seg_open with no segment free (pool lock held): wait for the pins of
  * reads in progress on draining segments, up to a bound from the first
  * wait (*until, 0 before it); false: past it, or no such pin (seg_pins.c). */
-bool seg_wait_pins(struct seg_pool *pool, uint64_t *until);
+bool seg_wait_pins(struct seg_pool *pool, uint64_t *until, const struct seg *self);
 /* Draining segments held only by pins of reads in progress (pool lock). */
-unsigned seg_pins_passing(struct seg_pool *pool);
+unsigned seg_pins_passing(struct seg_pool *pool, const struct seg *self);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct seg_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);

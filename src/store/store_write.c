@@ -183,8 +183,10 @@ static enum store_status store_relocate(struct store_ctx *ctx, struct store_rese
     item_decode(res->item, &h);
     layout &= (uint8_t)~ITEM_L_MARK;
     struct store_reservation r;
+    ctx->seg.self_pin = res->seg;
     enum store_status st = store_reserve_raw(ctx, res->item + h.hlen, h.nkey, h.nvalue, layout,
                                              res->group, &r);
+    ctx->seg.self_pin = NULL;
     if (st == STORE_OK)
         memcpy(r.value, res->value, h.nvalue);
     store_abort(ctx, res);
@@ -440,8 +442,10 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             (flags ? ITEM_L_FLAGS : 0) | (exp ? ITEM_L_EXP : 0) | (cas_on ? ITEM_L_CAS32 : 0),
             extra);
         struct store_reservation r;
+        ctx->seg.self_pin = oseg;
         enum store_status st = store_reserve_raw(ctx, key, h.nkey, total, layout,
                                                  store_ttl_group(s, exp, clock_now()), &r);
+        ctx->seg.self_pin = NULL;
         if (st != STORE_OK) {
             seg_unpin(oseg);
             store_abort(ctx, res);
@@ -581,8 +585,10 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
         index_unlock(f.bucket);
 
         struct store_reservation r;
+        ctx->seg.self_pin = f.seg;
         enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
                                                  store_ttl_group(s, exp, clock_now()), &r);
+        ctx->seg.self_pin = NULL;
         if (st == STORE_OK)
             memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
         seg_unpin(f.seg);
