@@ -44,7 +44,7 @@ cd "$(dirname "$0")/.."
 # src/store. The parts below the lookup own their state and never see
 # struct store; from the lookup up, files compose them (store_core.h).
 STORE_LAYERS="
-0:store.h store_compat.h
+0:store.h store_compat.h store_flash.h
 1:store_item.h item.c hugemem.h hugemem.c store_counters.h persist/split.h persist/split.c
 2:store_index.h index.c store_life.h store_life.c store_classes.h store_classes.c store_ghost.h store_ghost.c flash/flash_layout.h flash/flash_layout.c flash/flash_dev.h flash/flash_dev.c
 3:seg_counts.h
@@ -52,11 +52,11 @@ STORE_LAYERS="
 5:store_seg.h seg.c seg_counts.c seg_pins.c
 6:store_lookup.h store_lookup.c store_core.h
 7:store_link.h store_link.c store_compat.c
-8:store_write.h store_write.c store_arith.c store_upload.h store_upload.c
+8:store_write.h store_write.c store_arith.c store_upload.h store_upload.c store_flash.c
 9:store_crawl.h store_crawl.c persist/restore.h persist/restore.c persist/restore_index.h persist/restore_index.c
 10:store.c
 "
-STORE_PUBLIC="store.h store_compat.h"
+STORE_PUBLIC="store.h store_compat.h store_flash.h"
 STORE_COMPOSITION="store_core.h"
 
 part() {

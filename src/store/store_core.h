@@ -35,6 +35,7 @@ struct store_ctx {
     uint8_t last_group;                 /* guess for store_reserve */
     struct store_ctx_counters cnt;
     struct store_cls_ctr cls[STORE_CLASSES];
+    struct store_flash_wait *flash_wait; /* the session's flash reads (store_flash.h) */
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
 };
 
