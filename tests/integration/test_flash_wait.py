@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """A request whose keys are on flash waits for their reads without its
-worker waiting (docs/server.md, "Waiting for flash").
+worker waiting (docs/server-net.md, "Waiting for flash").
 
 The debug builds' seam (src/proto/proto_flash.c): with NODELAY_DEBUG_FLASH=
 PREFIX:MS every request that needs a key starting with PREFIX waits once,
