@@ -95,6 +95,31 @@ def test_pipelined_requests_after_a_waiting_one_stay_in_order(srv):
     c.close()
 
 
+def test_replies_before_a_wait_leave_before_it_in_a_large_batch(srv):
+    """A batch larger than one receive (io_uring's 2 KiB) whose last request
+    waits: the replies before it do not wait for the device."""
+    c = srv.connect()
+    assert c.set(b"lb1", b"one") == b"STORED\r\n"
+    assert c.set(b"fl_lb", b"flash") == b"STORED\r\n"
+    n = 400
+    c.send(b"get lb1\r\n" * n + b"get fl_lb\r\n")
+    t0 = time.monotonic()
+    one = b"VALUE lb1 0 3\r\none\r\nEND\r\n"
+    assert c.read_exact(len(one) * n) == one * n
+    # the waiting request's reply is not here yet: it leaves after the read
+    c.sock.setblocking(False)
+    try:
+        early = c.sock.recv(100)
+    except BlockingIOError:
+        early = b""
+    c.sock.setblocking(True)
+    assert early == b"", "the waiting request answered with those before it, no wait between"
+    want = b"VALUE fl_lb 0 5\r\nflash\r\nEND\r\n"
+    assert c.read_exact(len(want)) == want
+    assert time.monotonic() - t0 >= DELAY * 0.95
+    c.close()
+
+
 def test_other_connections_are_served_while_one_waits(srv):
     a, b = srv.connect(), srv.connect()
     assert a.set(b"fl_o1", b"slow") == b"STORED\r\n"
