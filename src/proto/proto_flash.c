@@ -10,7 +10,12 @@
 #include "proto/session.h"
 #include "store/store_lookup.h"
 
-#ifdef NODELAY_DEBUG
+/* The seam: debug builds, on Linux (a timerfd). */
+#if defined(NODELAY_DEBUG) && defined(__linux__)
+#define PROTO_FLASH_SEAM 1
+#endif
+
+#ifdef PROTO_FLASH_SEAM
 #include <stdint.h>
 #include <string.h>
 #include <sys/timerfd.h>
@@ -30,7 +35,7 @@ struct flash_seam {
 struct flash_loop {
     struct store_ctx *ctx;
     bool store_on; /* the store has a flash tier */
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     struct flash_seam *seam;
 #endif
 };
@@ -38,7 +43,7 @@ struct flash_loop {
 struct proto_flash {
     struct flash_loop *loop;
     struct store_flash_wait *w; /* the store's, NULL without a flash tier */
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     unsigned seam_pending;  /* seam reads outstanding */
     bool seam_read;         /* the seam's reads for this request are done */
     uint64_t seam_due_ns;   /* when they complete */
@@ -48,7 +53,7 @@ struct proto_flash {
 #endif
 };
 
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
 static uint64_t seam_now_ns(void)
 {
     struct timespec ts;
@@ -172,7 +177,7 @@ int flash_loop_create(struct store_ctx *ctx, struct flash_loop **out)
 {
     *out = NULL;
     bool on = store_flash_on(ctx);
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     struct flash_seam *seam = seam_create();
     if (!on && !seam)
         return 0;
@@ -182,7 +187,7 @@ int flash_loop_create(struct store_ctx *ctx, struct flash_loop **out)
 #endif
     struct flash_loop *l = calloc(1, sizeof *l);
     if (!l) {
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
         if (seam) {
             close(seam->fd);
             free(seam);
@@ -193,7 +198,7 @@ int flash_loop_create(struct store_ctx *ctx, struct flash_loop **out)
     }
     l->ctx = ctx;
     l->store_on = on;
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     l->seam = seam;
 #endif
     *out = l;
@@ -205,7 +210,7 @@ void flash_loop_destroy(struct flash_loop **lp)
     struct flash_loop *l = *lp;
     if (!l)
         return;
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     if (l->seam) {
         /* sessions are gone first (their connections closed) */
         close(l->seam->fd);
@@ -220,7 +225,7 @@ int flash_loop_fd(const struct flash_loop *l, int i)
 {
     if (i == 0)
         return l->store_on ? store_flash_fd(l->ctx) : -1;
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     if (i == 1 && l->seam)
         return l->seam->fd;
 #endif
@@ -231,7 +236,7 @@ void flash_loop_drain(struct flash_loop *l)
 {
     if (l->store_on)
         store_flash_drain(l->ctx);
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     if (l->seam)
         seam_drain(l->seam);
 #endif
@@ -243,7 +248,7 @@ struct proto_flash *proto_flash_create(struct flash_loop *l, void (*wake)(void *
     if (!f)
         return NULL;
     f->loop = l;
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     f->wake = wake;
     f->arg = arg;
     /* the store wakes through the seam, which waits for its own reads too */
@@ -262,7 +267,7 @@ void proto_flash_destroy(struct proto_flash **fp)
     struct proto_flash *f = *fp;
     if (!f)
         return;
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     seam_unlink(f);
 #endif
     if (f->w)
@@ -281,7 +286,7 @@ enum store_probe proto_flash_probe(struct session *s, const char *key, size_t nk
 {
     struct proto_flash *f = s->flash;
     enum store_probe p = STORE_PROBE_READY;
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     p = seam_probe(f, key, nkey);
 #endif
     if (f->w) {
@@ -300,7 +305,7 @@ void proto_flash_reset(struct session *s)
     s->flash_held = false;
     if (f->w)
         store_flash_wait_reset(f->w);
-#ifdef NODELAY_DEBUG
+#ifdef PROTO_FLASH_SEAM
     f->seam_read = false;
 #endif
 }

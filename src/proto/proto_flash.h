@@ -10,7 +10,7 @@
  * is done (session_flash_done).
  *
  * With no flash tier a worker has no flash loop, a session no wait: one
- * NULL test per request. Debug builds add a test seam (no flash tier
+ * NULL test per request. Debug builds (on Linux) add a test seam (no flash tier
  * needed): NODELAY_DEBUG_FLASH=PREFIX[:MS] in the environment makes every
  * probe of a key that starts with PREFIX wait once per request, completing
  * MS milliseconds later (default 0: the next loop turn) through a timerfd
