@@ -149,6 +149,29 @@ static enum store_probe bin_flash_probe(struct session *s, const struct bin_head
     return proto_flash_probe(s, (const char *)p + BIN_HEADER_LEN + h->extlen, h->keylen);
 }
 
+/* Requests probed ahead of one that waits, at most. */
+#define BIN_FLASH_AHEAD 2048
+
+/* The request at p[0..avail) waits: probe the keys of the gets pipelined
+ * after it (a run of GETKQs is the binary multiget), up to the first
+ * other request or incomplete one, so that their reads go out with its
+ * own. */
+static void bin_flash_ahead(struct session *s, const unsigned char *p, size_t avail)
+{
+    struct bin_header h;
+    bin_header_decode(p, &h);
+    size_t off = (size_t)BIN_HEADER_LEN + h.bodylen;
+    for (int n = 0; n < BIN_FLASH_AHEAD && off < avail && avail - off >= BIN_HEADER_LEN; n++) {
+        bin_header_decode(p + off, &h);
+        size_t whole = (size_t)BIN_HEADER_LEN + h.bodylen;
+        if (h.magic != BIN_MAGIC_REQ || bin_lengths_inconsistent(&h) ||
+            h.keylen > STORE_KEY_MAX || avail - off < whole || bin_classify(&h) != BIN_KIND_GET)
+            return;
+        proto_flash_probe(s, (const char *)p + off + BIN_HEADER_LEN + h.extlen, h.keylen);
+        off += whole;
+    }
+}
+
 /* One request at p. *used = 0 with PROTO_OK means more bytes are needed;
  * with PROTO_WAIT, it waits for flash. */
 static enum proto_status bin_request(struct session *s, const unsigned char *p, size_t avail,
@@ -173,8 +196,11 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     bool closing = h.magic != BIN_MAGIC_REQ || refuse;
     if (!closing && avail < head)
         return PROTO_OK;
-    if (flash && !closing && bin_flash_probe(s, &h, p) == STORE_PROBE_WAIT)
+    if (flash && !closing && bin_flash_probe(s, &h, p) == STORE_PROBE_WAIT) {
+        if (avail >= (size_t)BIN_HEADER_LEN + h.bodylen)
+            bin_flash_ahead(s, p, avail);
         return PROTO_WAIT;
+    }
     /* once per request, as memcached dumps each header it reads */
     if (LOG_ENABLED(LOG_LEVEL_VERBOSE)) {
         bin_log_header(s->cfd, false, p);

@@ -342,6 +342,7 @@ text_run(struct session *s, const char *buf, size_t len, size_t *consumed, const
          * stays unconsumed until they are in (PROTO_WAIT). */
         if (flash && (resuming || (s->authenticated && whole >= 4)) &&
             text_flash_probe(s, lp, resuming) == STORE_PROBE_WAIT) {
+            text_flash_ahead(s, buf, next, len);
             st = PROTO_WAIT;
             break;
         }

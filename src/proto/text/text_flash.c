@@ -3,7 +3,10 @@
  * the request has any effect: every key of a get (the rest of a paused
  * one), the key of touch, delete, incr, decr, of the storage commands that
  * look at the old item (add replace append prepend cas, at their command
- * line, before their value is received) and of the meta commands. */
+ * line, before their value is received) and of the meta commands; and,
+ * when one waits, the keys of the reads pipelined after it. */
+#include <string.h>
+
 #include "proto/meta/meta.h"
 #include "proto/proto_flash.h"
 #include "proto/session.h"
@@ -80,4 +83,35 @@ enum store_probe text_flash_probe(struct session *s, const struct text_line *l, 
     enum store_probe p = STORE_PROBE_READY;
     text_flash_key(s, l->tok[1].s, l->tok[1].len, &p);
     return p;
+}
+
+/* Requests probed ahead of one that waits, at most. */
+#define TEXT_FLASH_AHEAD 64
+
+/* Whether the line only reads: a get or an mg. */
+static bool text_flash_reader(const struct text_line *l)
+{
+    if (l->ntok < 2)
+        return false;
+    const struct text_token *c = &l->tok[0];
+    return TEXT_TOK_IS(c, "get") || TEXT_TOK_IS(c, "gets") || TEXT_TOK_IS(c, "mg");
+}
+
+void text_flash_ahead(struct session *s, const char *buf, size_t pos, size_t len)
+{
+    struct text_line l;
+    for (int n = 0; n < TEXT_FLASH_AHEAD && pos < len; n++) {
+        const char *nl = memchr(buf + pos, '\n', len - pos);
+        if (!nl)
+            return;
+        size_t end = (size_t)(nl - buf);
+        size_t next = end + 1;
+        if (end > pos && buf[end - 1] == '\r')
+            end--;
+        text_tokenize(&l, buf + pos, end - pos);
+        if (!text_flash_reader(&l))
+            return;
+        text_flash_probe(s, &l, false);
+        pos = next;
+    }
 }

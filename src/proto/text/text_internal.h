@@ -173,6 +173,11 @@ void text_dump_resume(struct session *s);
  * (resuming: the rest of a paused multiget's); WAIT when a read went out.
  * Only while s->flash is set. */
 enum store_probe text_flash_probe(struct session *s, const struct text_line *l, bool resuming);
+/* The request before buf[pos..len) waits: probe the keys of the gets and
+ * mg that follow it, up to the first other request or incomplete line, so
+ * that their reads go out with its own (a pipeline of single-key reads
+ * is a multiget too). */
+void text_flash_ahead(struct session *s, const char *buf, size_t pos, size_t len);
 
 /* -Y: handle one line from a connection that has not authenticated yet. */
 void text_auth_line(struct session *s, const struct text_line *l);
