@@ -70,7 +70,7 @@ def waits(c):
 def test_pipelined_reads_of_flash_items_go_out_together(flash_srv, filled):
     """First, while the early keys are on flash and not yet read back: a
     pipeline of 200 single-key gets (text) or GETKQs (binary) waits about
-    once, not once a request."""
+    once every 33 requests (the probe-ahead bound), not once a request."""
     t = flash_srv.connect(timeout=30)
     before = waits(t)
     chunk = filled[1000:1200]
@@ -80,7 +80,7 @@ def test_pipelined_reads_of_flash_items_go_out_together(flash_srv, filled):
     t.send(b"".join(b"get %s\r\n" % k for k, _ in chunk))
     assert t.read_exact(len(want)) == want
     text_waits = waits(t) - before
-    assert 1 <= text_waits <= 4, f"{text_waits} waits for 200 pipelined gets"
+    assert 1 <= text_waits <= 12, f"{text_waits} waits for 200 pipelined gets"
     b = flash_srv.connect(timeout=30)
     chunk = filled[2000:2200]
     b.send(b"".join(bin_request(0x0D, key=k, opaque=n) for n, (k, _) in enumerate(chunk))
@@ -90,7 +90,7 @@ def test_pipelined_reads_of_flash_items_go_out_together(flash_srv, filled):
         assert (r["opaque"], r["key"], r["value"]) == (n, k, value_of(k, size))
     assert bin_read(b)["opaque"] == 7777
     bin_waits = waits(t) - before - text_waits
-    assert 1 <= bin_waits <= 4, f"{bin_waits} waits for 200 pipelined GETKQs"
+    assert 1 <= bin_waits <= 12, f"{bin_waits} waits for 200 pipelined GETKQs"
     b.close()
     t.close()
 

@@ -149,8 +149,10 @@ static enum store_probe bin_flash_probe(struct session *s, const struct bin_head
     return proto_flash_probe(s, (const char *)p + BIN_HEADER_LEN + h->extlen, h->keylen);
 }
 
-/* Requests probed ahead of one that waits, at most. */
-#define BIN_FLASH_AHEAD 2048
+/* Requests probed ahead of one that waits, at most: the store brings what
+ * it reads back into RAM, where a long batch's later reads could push out
+ * its first ones before they run (the first waits again, or misses). */
+#define BIN_FLASH_AHEAD 32
 
 /* The request at p[0..avail) waits: probe the keys of the gets pipelined
  * after it (a run of GETKQs is the binary multiget), up to the first

@@ -85,8 +85,9 @@ enum store_probe text_flash_probe(struct session *s, const struct text_line *l, 
     return p;
 }
 
-/* Requests probed ahead of one that waits, at most. */
-#define TEXT_FLASH_AHEAD 64
+/* Requests probed ahead of one that waits, at most (binary's reason:
+ * bin_process.c). */
+#define TEXT_FLASH_AHEAD 32
 
 /* Whether the line only reads: a get or an mg. */
 static bool text_flash_reader(const struct text_line *l)
