@@ -5,12 +5,14 @@
  * differ, where memcached dies of SIGFPE (a page size of 0 bytes in its 32
  * bits: ext_page_size=0 or a multiple of 4096): nodelay refuses with a
  * message (docs/compat-differences.md). The flash tier itself is not wired
- * in: the values are kept and have no effect yet. */
+ * in: the values are kept and have no effect yet; the run-time ones reach
+ * it through settings_flash_tuning. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/flash_tuning.h"
 #include "base/num.h"
 #include "settings/settings_internal.h"
 
@@ -186,5 +188,30 @@ int settings_ext_check(struct settings_parse_ctx *c)
     if (pages >= 65536)
         SETTINGS_FAIL(c, 1, "Failed to initialize external storage: page_count must total to "
                             "< 65536. Increase page_size or lower path sizes\n");
+    /* memcached's default for both thresholds, set when ext_compact_under
+     * is 0 (an ext_drop_under given alone is overwritten): a hundredth of
+     * the pages of the file named last, at least one. */
+    if (n > 0 && SETTINGS_GET(s, ext_compact_under) == 0) {
+        uint64_t under = files[n - 1].size / page / 100;
+        under = under ? under : 1;
+        SETTINGS_SET(s, ext_compact_under, (size_t)under);
+        SETTINGS_SET(s, ext_drop_under, (size_t)under);
+    }
     return 0;
+}
+
+void settings_flash_tuning(const void *run, struct flash_tuning *out)
+{
+    const struct settings_runtime *r = run;
+    *out = (struct flash_tuning){
+        .item_size = (uint32_t)SETTINGS_RUN_GET(r, ext_item_size),
+        .item_age = (uint32_t)SETTINGS_RUN_GET(r, ext_item_age),
+        .low_ttl = (uint32_t)SETTINGS_RUN_GET(r, ext_low_ttl),
+        .recache_rate = (uint32_t)SETTINGS_RUN_GET(r, ext_recache_rate),
+        .compact_under = (uint32_t)SETTINGS_RUN_GET(r, ext_compact_under),
+        .drop_under = (uint32_t)SETTINGS_RUN_GET(r, ext_drop_under),
+        .max_sleep = (uint32_t)SETTINGS_RUN_GET(r, ext_max_sleep),
+        .max_frag = SETTINGS_RUN_GET(r, ext_max_frag),
+        .drop_unread = SETTINGS_RUN_GET(r, ext_drop_unread),
+    };
 }
