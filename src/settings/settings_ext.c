@@ -67,6 +67,17 @@ static const char *ext_token(const char **p, char *buf, size_t n)
     return buf;
 }
 
+/* The page buckets 1.6.45 lets an ext_path be given to. */
+static bool ext_bucket_known(const char *b)
+{
+    static const char *const known[] = {"compact", "lowttl", "chunked", "default", "coldcompact",
+                                        "old"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(b, known[i]) == 0)
+            return true;
+    return false;
+}
+
 /* One ext_path value: "file:size[:bucket]". 0, or the message memcached
  * prints (two lines), to `why`. */
 static int ext_path_parse(const char *val, struct settings_ext_file *f, char *why, size_t n)
@@ -99,9 +110,7 @@ static int ext_path_parse(const char *val, struct settings_ext_file *f, char *wh
         return -1;
     }
     f->size = (uint64_t)v << shift; /* wraps as memcached's does ("-64m") */
-    if (ext_token(&p, bucket, sizeof bucket) && strcmp(bucket, "compact") != 0 &&
-        strcmp(bucket, "lowttl") != 0 && strcmp(bucket, "chunked") != 0 &&
-        strcmp(bucket, "default") != 0) {
+    if (ext_token(&p, bucket, sizeof bucket) && !ext_bucket_known(bucket)) {
         snprintf(why, n, "Unknown extstore bucket: %s\n%s", bucket, fail);
         return -1;
     }
