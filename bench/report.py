@@ -171,6 +171,21 @@ def load_traces():
                 found.setdefault((parts[0], parts[1]), {})[parts[2]] = j
     return [(t, v.lstrip("v"), r.get("memcached"), r.get("nodelay")) for (t, v), r in sorted(found.items())]
 
+def load_flash():
+    """bench/flash.py's runs (in flash/): its header line and table, and its
+    rows as {(values, server): row}."""
+    d = os.path.join(OUT, "flash")
+    j = read_json(os.path.join(d, "flash.json"))
+    md = None
+    try:
+        with open(os.path.join(d, "flash.md")) as f:
+            md = f.read().rstrip("\n")
+    except OSError:
+        pass
+    rows = {(r["values"], r["server"]): r for r in (j or {}).get("rows", [])}
+    return md, rows
+
+
 def med(runs, w, s, key):
     return median([r[key] for r in runs.get((w, s), [])])
 
@@ -332,6 +347,13 @@ def main():
             "simulator's figures and Bélády's optimum are in traces/table.txt.")
         add("")
 
+    flash_md, _ = load_flash()
+    if flash_md:
+        add("## Flash tier (bench/flash.py, memcached -o ext_path beside nodelay)")
+        add("")
+        add(flash_md)
+        add("")
+
     if "get90_rate" in order or "mt_get90_rate" in order:
         try:
             offered = float(m.get("rate"))
@@ -450,6 +472,22 @@ def summary(m, runs, order, fills, replays):
         ra, rb = (a or {}).get("miss_ratio"), (b or {}).get("miss_ratio")
         row(f"miss ratio, {t} trace, {v} B values", "loadgen trace", None if ra is None else ra * 100,
             None if rb is None else rb * 100, 2, " %")
+    _, flash = load_flash()
+    for values in sorted({v for v, _ in flash}):
+        a, b = flash.get((values, "A"), {}), flash.get((values, "B"), {})
+        pct = [None if r.get("hit_ratio") is None else r["hit_ratio"] * 100 for r in (a, b)]
+        row(f"flash tier, {values} values, key space 10× -m: hit ratio", "loadgen (flash.py)",
+            pct[0], pct[1], 2, " %")
+        row(f"flash tier, {values}: server CPU per request", "loadgen (flash.py)",
+            a.get("cpu_us"), b.get("cpu_us"), 2, " µs")
+        row(f"flash tier, {values}: p99.9", "loadgen (flash.py)", a.get("p999_us"),
+            b.get("p999_us"), 0, " µs")
+        for key, label in (("write_amp", "flash bytes written per byte stored"),
+                           ("ram_per_flash_item", "RAM bytes per flash item")):
+            if a.get(key) is not None or b.get(key) is not None:
+                rows.append(f"| flash tier, {values}: {label} | server stats (flash.py) | "
+                            f"{fmt(a.get(key))} | "
+                            f"{fmt(b.get(key)) if b.get(key) is not None else 'not yet'} | | |")
     out = [f"Measured {m.get('date')} on {m.get('nproc')} × {m.get('cpu')} ({m.get('kernel')}), "
            f"`-t {m.get('threads')}`, by `make bench` against {mc} ({m.get('memcached_from')}); "
            f"medians of {m.get('rounds')} rounds; load generators bench/loadgen and "
