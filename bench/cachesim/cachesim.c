@@ -30,7 +30,10 @@
  *              while in the ghost moves small's target by --ad-step items
  *              (0.5) times the other queue's ghost entries over its own
  *              (at least 1), up if it left small, down if it left main
- *              (ARC's rule), between one segment and 90 %; it starts at 10 %
+ *              (ARC's rule), between one segment and 90 %; it starts at 10 %;
+ *              a key back from main's ghost is readmitted (given its read)
+ *              for a fixed subset of keys of --credit (2) times the share
+ *              of items main's recent passes found read (0: every one)
  *   s3fifo     S3-FIFO over whole items (Yang et al., SOSP '23): small 10 %,
  *              main 90 %, ghost of main's size, 2-bit counters
  *   s3fifo-ad  s3fifo whose small share follows ghost hits as ARC's p does:
