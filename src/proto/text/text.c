@@ -182,6 +182,10 @@ static inline __attribute__((always_inline)) void text_dispatch(struct session *
             text_cmd_shutdown(s, l);
             return;
         }
+        if (CMD_IS(c, "extstore")) {
+            text_cmd_extstore(s, l);
+            return;
+        }
         break;
     case 9:
         if (CMD_IS(c, "flush_all")) {
