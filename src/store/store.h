@@ -33,6 +33,25 @@ struct store;     /* the cache, shared by all workers */
 struct store_ctx; /* one per worker thread */
 struct store_pin; /* a held reference keeping an item's bytes valid */
 
+/* The flash tier (memcached's extstore, -o ext_*; docs/store.md "Flash
+ * tier"): off while nfiles is 0. */
+#define STORE_FLASH_FILES_MAX 16
+struct store_flash_options {
+    int nfiles;
+    const char *paths[STORE_FLASH_FILES_MAX];
+    uint64_t sizes[STORE_FLASH_FILES_MAX];
+    uint64_t page_size;     /* ext_page_size, bytes */
+    uint32_t wbuf_size;     /* ext_wbuf_size, bytes: one flash segment */
+    int threads;            /* ext_threads */
+    uint32_t item_size;     /* ext_item_size */
+    uint32_t item_age;      /* ext_item_age; UINT32_MAX: any */
+    uint32_t low_ttl;       /* ext_low_ttl */
+    uint32_t compact_under; /* ext_compact_under, pages; 0: a quarter of them */
+    uint32_t drop_under;    /* ext_drop_under, pages; 0: a quarter of them */
+    double max_frag;        /* ext_max_frag */
+    bool drop_unread;       /* ext_drop_unread */
+};
+
 struct store_options {
     size_t mem_limit;     /* -m in bytes: exact cap on item memory */
     size_t item_size_max; /* -I in bytes: largest key + value + header */
@@ -64,6 +83,7 @@ struct store_options {
      * `lru mode flat`; store_set_lru_segmented): a storage command reclaims
      * its key's expired or flushed item (docs/store.md "flush_all"). */
     bool lru_flat;
+    struct store_flash_options flash;
 };
 
 enum store_status {

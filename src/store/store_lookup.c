@@ -57,6 +57,10 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
         for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
             int i = __builtin_ctz(m) >> 1;
             uint64_t sl = cur[i];
+            /* a flash item is read by a probe first (store_flash.h) and
+             * found in RAM then: here it is a miss, left linked */
+            if (slot_is_flash(sl))
+                continue;
             char *p = seg_item(&s->pool, sl);
             if ((uint8_t)p[1] != k->nkey)
                 continue;
