@@ -756,4 +756,5 @@ void store_stats(struct store *s, struct store_stats *out)
         out->restore_cpu_ms = s->pm->restore_cpu_us / 1000;
     }
     seg_counts(&s->pool, out); /* curr_items, bytes, segments, the segment table */
+    store_flash_stats(s, out);
 }

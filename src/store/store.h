@@ -448,7 +448,44 @@ int store_set_mem_limit(struct store *store, size_t bytes);
     X(restore_ms)          /* time the restore took */                           \
     X(restore_cpu_ms)      /* CPU time in it, all threads (the rest: waiting for a core) */
 
-#define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X)
+/* The flash tier's (memcached's extstore names and meanings; 0 without
+ * one): reads served from flash and what came of them, then its segments
+ * (memcached's pages) and the items and bytes in them. */
+#define STORE_FLASH_STATS(X)                                                    \
+    X(get_extstore)        /* reads served from flash */                         \
+    X(get_aborted_extstore) /* reads given up (the session went) */             \
+    X(get_oom_extstore)    /* ... read, but no room to copy back into RAM */     \
+    X(recache_from_extstore) /* items copied back into RAM */                   \
+    X(miss_from_extstore)  /* flash reads that found the item gone or bad */     \
+    X(badcrc_from_extstore) /* ... whose checksum failed */                      \
+    X(extstore_compact_lost) /* live items compaction could not keep */          \
+    X(extstore_compact_rescues) /* items compaction rewrote */                   \
+    X(extstore_compact_skipped) /* unread items it dropped (ext_drop_unread) */  \
+    X(extstore_page_allocs)   /* flash segments opened */                        \
+    X(extstore_page_evictions) /* ... dropped for room with items live */        \
+    X(extstore_page_reclaims) /* ... freed with nothing live */                  \
+    X(extstore_pages_free)                                                      \
+    X(extstore_pages_used)                                                      \
+    X(extstore_objects_evicted) /* items lost with a dropped segment */          \
+    X(extstore_objects_read)                                                    \
+    X(extstore_objects_written)                                                 \
+    X(extstore_objects_used)  /* items on flash whose slots name them */         \
+    X(extstore_bytes_evicted)                                                   \
+    X(extstore_bytes_written) /* item bytes copied to flash */                   \
+    X(extstore_bytes_read)                                                      \
+    X(extstore_bytes_used)                                                      \
+    X(extstore_bytes_fragmented)                                                \
+    X(extstore_limit_maxbytes)                                                  \
+    X(extstore_io_queue)     /* segments waiting for their write */              \
+    X(extstore_device_bytes_written) /* bytes the device was given (aligned) */ \
+    X(extstore_value_bytes_moved) /* value bytes moved there from RAM */         \
+    X(extstore_write_errors)                                                    \
+    X(extstore_read_errors)  /* reads failed or short (a miss each) */           \
+    X(extstore_skipped_full) /* items evicted: no write buffer free */           \
+    X(extstore_slots_dropped) /* slots found naming a gone or bad item */        \
+    X(extstore_index_dropped) /* flash slots an index growth could not keep */
+
+#define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X) STORE_FLASH_STATS(X)
 
 struct store_stats {
 #define STORE_STATS_FIELD(name) uint64_t name;

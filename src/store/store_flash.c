@@ -245,6 +245,7 @@ static void pend_read_done(struct flash_read *r)
     struct flash_pend *e = r->arg;
     struct flash_tier *ft = e->ctx->store->flash;
     if (e->w->dying) {
+        FLASH_CNT(ft, get_aborted_extstore, 1);
         e->done = true;
         if (--e->w->pending == 0) {
             wait_drop_done(e->w);
@@ -454,4 +455,53 @@ bool store_flash_forget(struct store *s, uint64_t slot)
     FLASH_CNT(s->flash, index_dropped, 1);
     flash_tier_forget(s->flash, slot);
     return true;
+}
+
+void store_flash_stats(struct store *s, struct store_stats *out)
+{
+    struct flash_tier *ft = s->flash;
+    if (!ft)
+        return;
+    struct flash_tier_counters c;
+    const uint64_t *in = (const uint64_t *)&ft->c;
+    uint64_t *o = (uint64_t *)&c;
+    for (size_t i = 0; i < sizeof c / sizeof *o; i++)
+        o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+    struct flash_tier_gauges g;
+    flash_tier_gauges(ft, &g);
+    struct flash_dev_counters d;
+    flash_dev_counters(&ft->dev, &d);
+    out->get_extstore = c.get_extstore;
+    out->get_oom_extstore = c.get_oom_extstore;
+    out->get_aborted_extstore = c.get_aborted_extstore;
+    out->recache_from_extstore = c.recache_from_extstore;
+    out->miss_from_extstore = c.miss_from_extstore;
+    out->badcrc_from_extstore = c.badcrc_from_extstore;
+    out->extstore_compact_lost = c.compact_lost;
+    out->extstore_compact_rescues = c.compact_rescues;
+    out->extstore_compact_skipped = c.compact_skipped;
+    out->extstore_page_allocs = c.page_allocs;
+    out->extstore_page_evictions = c.page_evictions;
+    out->extstore_page_reclaims = c.page_reclaims;
+    out->extstore_pages_free = g.pages_free;
+    out->extstore_pages_used = g.pages_used;
+    out->extstore_objects_evicted = c.objects_evicted;
+    out->extstore_objects_read = c.objects_read;
+    out->extstore_objects_written = c.objects_written;
+    out->extstore_objects_used = g.objects_used;
+    out->extstore_bytes_evicted = c.bytes_evicted;
+    out->extstore_bytes_written = c.bytes_written;
+    out->extstore_bytes_read = c.bytes_read;
+    out->extstore_bytes_used = g.bytes_used;
+    out->extstore_bytes_fragmented = g.bytes_fragmented;
+    out->extstore_limit_maxbytes = g.limit_maxbytes;
+    out->extstore_io_queue = g.io_queue;
+    out->extstore_device_bytes_written = d.bytes_written;
+    out->extstore_value_bytes_moved = c.value_bytes_moved;
+    out->extstore_write_errors = c.write_errors;
+    out->extstore_read_errors = c.read_errors;
+    out->extstore_skipped_full = c.skipped_full;
+    out->extstore_slots_dropped = c.slots_dropped;
+    out->extstore_index_dropped = c.index_dropped;
+    out->curr_items += g.objects_used;
 }

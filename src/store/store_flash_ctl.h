@@ -22,5 +22,9 @@ void store_flash_ctx_release(struct store_ctx *ctx);
 /* An index growth met a flash slot, whose key's hash no RAM holds: true,
  * and the slot is dropped (counted); false for a RAM slot. */
 bool store_flash_forget(struct store *s, uint64_t slot);
+/* The STORE_FLASH_STATS fields of out (and curr_items counts flash items,
+ * as memcached's counts items whose values are on flash). */
+struct store_stats;
+void store_flash_stats(struct store *s, struct store_stats *out);
 
 #endif

@@ -89,6 +89,7 @@ struct flash_rec {
     X(miss_from_extstore) /* flash reads that found the item gone */            \
     X(recache_from_extstore) /* items copied back into RAM */                  \
     X(get_oom_extstore) /* ... that found no room in RAM */                     \
+    X(get_aborted_extstore) /* reads whose session went first */               \
     X(skipped_full)     /* items evicted because no writer buffer was free */   \
     X(slots_dropped)    /* slots cleared naming a dropped segment or a bad item */\
     X(index_dropped)    /* slots an index growth could not rehash */
