@@ -38,6 +38,7 @@ struct store_ctx {
     struct store_cls_ctr cls[STORE_CLASSES];
     struct store_flash_wait *flash_wait; /* the session's flash reads (store_flash.h) */
     struct flash_cq *flash_cq;          /* its completed flash reads, or NULL */
+    unsigned flash_inflight;            /* its reads submitted, done() not yet run */
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
 };
 

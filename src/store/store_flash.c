@@ -20,6 +20,7 @@
 #include "store/store_flash_ctl.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,12 +245,14 @@ static void pend_read_done(struct flash_read *r)
 {
     struct flash_pend *e = r->arg;
     struct flash_tier *ft = e->ctx->store->flash;
-    if (e->w->dying) {
+    e->ctx->flash_inflight--;
+    struct store_flash_wait *w = e->w;
+    if (w->dying) {
         FLASH_CNT(ft, get_aborted_extstore, 1);
         e->done = true;
-        if (--e->w->pending == 0) {
-            wait_drop_done(e->w);
-            free(e->w);
+        if (--w->pending == 0) {
+            wait_drop_done(w); /* e too */
+            free(w);
         }
         return;
     }
@@ -299,7 +302,10 @@ static int pend_submit(struct flash_pend *e, uint32_t want)
         .page = e->loc.page, .off = from, .len = len, .buf = e->buf,
         .done = pend_read_done, .arg = e,
     };
-    return flash_dev_submit(&ft->dev, e->ctx->flash_cq, &e->r);
+    int rc = flash_dev_submit(&ft->dev, e->ctx->flash_cq, &e->r);
+    if (rc == 0)
+        e->ctx->flash_inflight++;
+    return rc;
 }
 
 enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wait *w,
@@ -443,6 +449,19 @@ void store_flash_ctx_release(struct store_ctx *ctx)
 {
     if (!ctx->flash_cq)
         return;
+    /* Reads still with the pool post to this queue: wait for them (a
+     * read takes milliseconds; bounded, then the queue is kept rather
+     * than freed under them). Their sessions are gone: each entry frees
+     * itself and its wait set. */
+    for (int n = 0; ctx->flash_inflight && n < 3000; n++) {
+        struct pollfd p = {.fd = ctx->flash_cq->fd, .events = POLLIN};
+        poll(&p, 1, 10);
+        flash_cq_drain(ctx->flash_cq);
+    }
+    if (ctx->flash_inflight) {
+        log_error("nodelay: %u flash reads did not complete; their queue is left", ctx->flash_inflight);
+        return;
+    }
     flash_cq_destroy(ctx->flash_cq);
     free(ctx->flash_cq);
     ctx->flash_cq = NULL;

@@ -341,6 +341,45 @@ static void test_compaction_keeps_live(void **state)
     tstore_close(&t);
 }
 
+/* A session that goes while its reads are out: they complete into nothing
+ * (get_aborted_extstore), and a worker context that goes with reads out
+ * waits for them rather than leave the pool a freed queue. */
+static void test_session_gone_mid_read(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    fill(&t, N, NULL);
+    int woke = 0, waiting = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    char k[32];
+    for (int i = 0; i < 64; i++) {
+        key_of(i, k);
+        struct store_key key = store_key_of(k, strlen(k));
+        waiting += store_flash_probe(t.c, w, &key) == STORE_PROBE_WAIT;
+    }
+    assert_true(waiting > 0);
+    store_flash_wait_destroy(w);
+    for (int n = 0; n < 1000 && t.c->flash_inflight; n++) {
+        struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
+        poll(&p, 1, 10);
+        store_flash_drain(t.c);
+    }
+    assert_int_equal(woke, 0);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_int_equal(c.get_aborted_extstore, (uint64_t)waiting);
+    /* and again, this time the context goes first */
+    w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 64; i < 128; i++) {
+        key_of(i, k);
+        struct store_key key = store_key_of(k, strlen(k));
+        store_flash_probe(t.c, w, &key);
+    }
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +388,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dropped_segments_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_error_is_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_keeps_live, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_gone_mid_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
