@@ -413,8 +413,12 @@ static void write_queued(struct flash_tier *ft)
                 free(r->buf);
             r->buf = NULL;
         } else {
-            /* Its items read as misses from now on: never a wrong value. */
-            log_error("nodelay: flash write of %u bytes to page %u failed: %s; %u items lost",
+            /* Its items read as misses from now on: never a wrong value.
+             * One line a second at most: a failing disk fails them all. */
+            static time_t logged;
+            time_t now = time(NULL);
+            if (now != logged && (logged = now))
+                log_error("nodelay: flash write of %u bytes to page %u failed: %s; %u items lost",
                       len, page, strerror(-rc), r->live_items);
             CNT(ft, write_errors, 1);
             CNT(ft, objects_evicted, r->live_items);

@@ -14,6 +14,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -303,6 +305,44 @@ static void test_read_error_is_miss(void **state)
     tstore_close(&t);
 }
 
+/* Writes the kernel refuses (past RLIMIT_FSIZE: EFBIG, as a full or
+ * failing disk would): those segments' items are misses, counted; the
+ * rest read back exactly. */
+static void test_write_error_is_miss(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 1 * MB; /* the first 16 segments only */
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    fill(&t, N, NULL);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, was);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_true(c.write_errors > 0);
+    int woke = 0, hits = 0, misses = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < N; i++) {
+        probe(&t, w, &woke, i);
+        if (check(&t, i, 0))
+            hits++;
+        else
+            misses++;
+        store_flash_wait_reset(w);
+        if (i % 64 == 63)
+            settle(&t);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(hits > 0);
+    assert_true(misses > N / 4);
+    tstore_close(&t);
+}
+
 /* Most items of the flash segments overwritten: compaction rewrites the
  * live rest of a fragmented segment and frees it; they still read back. */
 static void test_compaction_keeps_live(void **state)
@@ -389,6 +429,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_error_is_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_keeps_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_gone_mid_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_error_is_miss, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
