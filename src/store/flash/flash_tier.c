@@ -197,8 +197,7 @@ static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
         ft->nbufs++;
     if (!buf)
         return false;
-    /* Keep compact_under's pages free for compaction to write into: below
-     * it, new segments take the oldest one's place. */
+    /* A full device: the oldest written segment makes room. */
     if (!ft->nfree && !rec_drop_oldest(ft)) {
         ft->spare[ft->nspare++] = buf;
         return false;
@@ -366,7 +365,14 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
         if (r->state == FSEG_DISK) {
             at = FLASH_AT_DISK;
         } else {
-            uint32_t len = r->nbytes - off < cap ? r->nbytes - off : cap;
+            /* the item alone: its header was written here, by us */
+            struct item_hdr h;
+            item_decode(r->buf + off, &h);
+            uint32_t len = r->nbytes - off;
+            if (item_total(&h) < len)
+                len = item_total(&h);
+            if (len > cap)
+                len = cap;
             memcpy(out, r->buf + off, len);
             *got = len;
             at = FLASH_AT_BUF;
