@@ -361,9 +361,7 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
     enum item_life life = life_of_item(pool->life, p, h, v->cas_base, now);
     struct store_cls_of cls = classes_item(pool->classes, p, h);
     if (life == ITEM_LIVE && pool->flash) {
-        /* To flash instead of away, when it qualifies: its slot names the
-         * copy in a flash writer from now on (flash/flash_tier.c says why
-         * at once), and no other flash entry may share its tag there. */
+        /* to flash instead, when it qualifies (flash/flash_tier.c) */
         uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now);
         if (ns) {
             *slot = ns;

@@ -305,6 +305,47 @@ static void test_read_error_is_miss(void **state)
     tstore_close(&t);
 }
 
+/* Values longer than the first read (8 KiB from the item's start): a
+ * second read fetches the rest; read back byte for byte. */
+static void test_large_values_take_a_second_read(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    enum { LN = 600, LLEN = 20000 };
+    static char v[LLEN + 1], got[LLEN + 16];
+    char k[32];
+    for (int i = 0; i < LN; i++) {
+        memset(v, 'A' + i % 26, LLEN);
+        v[i % LLEN] = '#';
+        v[LLEN] = 0;
+        key_of(i, k);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 7, 0, NULL), STORE_OK);
+        if (i % 4 == 3)
+            settle(&t);
+    }
+    settle(&t);
+    int woke = 0, waited = 0, hits = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < LN; i++) {
+        waited += probe(&t, w, &woke, i);
+        key_of(i, k);
+        memset(v, 'A' + i % 26, LLEN);
+        v[i % LLEN] = '#';
+        if (tget(&t, k, got, sizeof got, NULL) == STORE_OK) {
+            assert_memory_equal(got, v, LLEN);
+            hits++;
+        }
+        store_flash_wait_reset(w);
+        if (i % 4 == 3)
+            settle(&t);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(waited > LN / 4);
+    assert_true(hits >= LN - 2);
+    tstore_close(&t);
+}
+
 /* Writes the kernel refuses (past RLIMIT_FSIZE: EFBIG, as a full or
  * failing disk would): those segments' items are misses, counted; the
  * rest read back exactly. */
@@ -430,6 +471,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compaction_keeps_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_gone_mid_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_error_is_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
