@@ -41,9 +41,9 @@ struct flash_pend {
     struct flash_loc loc;
     uint64_t hv, slot;
     char *buf;
-    uint32_t skip;    /* the item's first byte in buf */
-    uint32_t len;     /* bytes of buf read (or copied) */
-    bool reread;      /* the second read was made */
+    uint32_t skip; /* the item's first byte in buf */
+    uint32_t len;  /* bytes of buf read (or copied) */
+    bool reread;   /* the second read was made */
     bool done;
     uint8_t nkey;
     char key[STORE_KEY_MAX];
@@ -155,8 +155,8 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const stru
 {
     struct store *s = ctx->store;
     struct store_reservation res;
-    enum store_status st = store_reserve_for(ctx, e->key, e->nkey, fi->h.nvalue, fi->flags,
-                                             fi->exptime, &res);
+    enum store_status st =
+        store_reserve_for(ctx, e->key, e->nkey, fi->h.nvalue, fi->flags, fi->exptime, &res);
     if (st == STORE_OK) {
         memcpy(res.value, fi->value, fi->h.nvalue);
         struct store_set_req req = {
@@ -262,7 +262,8 @@ static void pend_read_done(struct flash_read *r)
         rel_time_t now = clock_now();
         if (r->result != -ECANCELED && __atomic_exchange_n(&logged, now, __ATOMIC_RELAXED) != now)
             log_error("nodelay: flash read of page %u failed: %s (each such read is a miss; "
-                      "read_errors counts them)", r->page, strerror(-r->result));
+                      "read_errors counts them)",
+                      r->page, strerror(-r->result));
         FLASH_CNT(ft, read_errors, 1);
         FLASH_CNT(ft, miss_from_extstore, 1);
         pend_clear_slot(e->ctx, e);
@@ -299,8 +300,12 @@ static int pend_submit(struct flash_pend *e, uint32_t want)
         return -ENOMEM;
     e->skip = (uint32_t)(start - from);
     e->r = (struct flash_read){
-        .page = e->loc.page, .off = from, .len = len, .buf = e->buf,
-        .done = pend_read_done, .arg = e,
+        .page = e->loc.page,
+        .off = from,
+        .len = len,
+        .buf = e->buf,
+        .done = pend_read_done,
+        .arg = e,
     };
     int rc = flash_dev_submit(&ft->dev, e->ctx->flash_cq, &e->r);
     if (rc == 0)
@@ -357,8 +362,8 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     uint32_t cap = (uint32_t)s->opt.item_size_max + ITEM_HDR_MAX + STORE_KEY_MAX;
     char *copy = malloc(cap);
     uint32_t got = 0;
-    enum flash_where at = copy ? flash_tier_locate(ft, fsl, &e->loc, copy, cap, &got)
-                               : FLASH_AT_NONE;
+    enum flash_where at =
+        copy ? flash_tier_locate(ft, fsl, &e->loc, copy, cap, &got) : FLASH_AT_NONE;
     if (at == FLASH_AT_BUF) {
         /* not on the device yet: its bytes are here now */
         e->buf = copy;
@@ -459,7 +464,8 @@ void store_flash_ctx_release(struct store_ctx *ctx)
         flash_cq_drain(ctx->flash_cq);
     }
     if (ctx->flash_inflight) {
-        log_error("nodelay: %u flash reads did not complete; their queue is left", ctx->flash_inflight);
+        log_error("nodelay: %u flash reads did not complete; their queue is left",
+                  ctx->flash_inflight);
         return;
     }
     flash_cq_destroy(ctx->flash_cq);

@@ -43,8 +43,8 @@ static uint32_t max_bufs(void)
 static void *writer_main(void *arg);
 static unsigned flash_tier_compact(struct flash_tier *ft);
 
-int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
-                    struct index *ix, const struct store_life *life, char *why, size_t n)
+int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt, struct index *ix,
+                    const struct store_life *life, char *why, size_t n)
 {
     memset(ft, 0, sizeof *ft);
     ft->opt = *opt;
@@ -65,8 +65,8 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     if (nvids > FLASH_SEG_BASE)
         nvids = FLASH_SEG_BASE;
     if (nsegs < 2 || nsegs > nvids) {
-        snprintf(why, n, "flash tier: %llu segments (2 to %u allowed)",
-                 (unsigned long long)nsegs, (unsigned)(FLASH_SEG_BASE / FLASH_VIDS_PER_SEG));
+        snprintf(why, n, "flash tier: %llu segments (2 to %u allowed)", (unsigned long long)nsegs,
+                 (unsigned)(FLASH_SEG_BASE / FLASH_VIDS_PER_SEG));
         flash_dev_close(&ft->dev);
         return -EINVAL;
     }
@@ -177,7 +177,8 @@ static bool rec_drop_oldest(struct flash_tier *ft)
         CNT(ft, page_evictions, 1);
         CNT(ft, objects_evicted, old->live_items);
         CNT(ft, bytes_evicted,
-            old->nitems ? (uint64_t)(old->nbytes - FLASH_HDR_LEN) * old->live_items / old->nitems : 0);
+            old->nitems ? (uint64_t)(old->nbytes - FLASH_HDR_LEN) * old->live_items / old->nitems
+                        : 0);
     } else {
         CNT(ft, page_reclaims, 1);
     }
@@ -210,8 +211,12 @@ static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
     uint32_t vid = (uint32_t)(seq % ft->nvids);
     if (ft->vmap[vid]) /* the id came round: its old holder's slots go stale */
         ft->vmap[vid] = 0;
-    *r = (struct flash_rec){.vid = vid, .seq = seq, .cas_base = cas_base,
-                            .state = FSEG_FILLING, .bucket = (uint8_t)wi, .buf = buf,
+    *r = (struct flash_rec){.vid = vid,
+                            .seq = seq,
+                            .cas_base = cas_base,
+                            .state = FSEG_FILLING,
+                            .bucket = (uint8_t)wi,
+                            .buf = buf,
                             .nbytes = FLASH_HDR_LEN};
     ft->vmap[vid] = n + 1;
     ft->nfree--;
@@ -286,8 +291,7 @@ uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item
         return 0;
     /* ext_low_ttl: short TTLs go to segments of their own, which then
      * expire whole */
-    int wi = exp != REL_TIME_NEVER && exp - now < ft->opt.low_ttl ? FLASH_W_LOWTTL
-                                                                   : FLASH_W_NORMAL;
+    int wi = exp != REL_TIME_NEVER && exp - now < ft->opt.low_ttl ? FLASH_W_LOWTTL : FLASH_W_NORMAL;
     uint64_t cas = item_get_cas(p, h, ram_cas_base);
     pthread_mutex_lock(&ft->lock);
     uint64_t sl = writer_add(ft, wi, p, ram_cas_base, cas, tag, h->nvalue);
@@ -326,8 +330,7 @@ void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot)
     flash_tier_forget(ft, sl);
 }
 
-unsigned flash_tier_drop_tag(struct flash_tier *ft, uint64_t *b, uint32_t tag,
-                             const uint64_t *keep)
+unsigned flash_tier_drop_tag(struct flash_tier *ft, uint64_t *b, uint32_t tag, const uint64_t *keep)
 {
     unsigned n = 0;
     for (uint64_t *cur = b; cur; cur = index_next(ft->index, cur)) {
@@ -425,7 +428,7 @@ static void write_queued(struct flash_tier *ft)
             time_t now = time(NULL);
             if (now != logged && (logged = now))
                 log_error("nodelay: flash write of %u bytes to page %u failed: %s; %u items lost",
-                      len, page, strerror(-rc), r->live_items);
+                          len, page, strerror(-rc), r->live_items);
             CNT(ft, write_errors, 1);
             CNT(ft, objects_evicted, r->live_items);
             rec_free(ft, r);
@@ -517,8 +520,8 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
             CNT(ft, compact_skipped, 1);
         } else {
             pthread_mutex_lock(&ft->lock);
-            uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag,
-                                     fi->h.nvalue);
+            uint64_t ns =
+                writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag, fi->h.nvalue);
             pthread_mutex_unlock(&ft->lock);
             if (ns) {
                 *slot = ns | slot_freq(*slot);

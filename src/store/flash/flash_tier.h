@@ -3,15 +3,14 @@
  * segment, the writers that items leaving RAM are copied into, the thread
  * that writes full writers out, and the compactor. Knows the index (it
  * switches and clears flash slots under their bucket locks) and the flash
- * layout; nothing of RAM segments or of sessions; docs/store.md "Flash
- * tier".
+ * layout; nothing of RAM segments or of sessions; docs/store-flash.md.
  *
  * A flash segment is ext_wbuf_size bytes (flash_layout.h's format), a page
- * (ext_page_size) holds several, and its id in an index slot is
- * FLASH_SEG_BASE plus its number on the device: slot_is_flash tells the two
- * kinds apart. The number says where it is; its record says which write is
- * there now (the sequence whose seed every item's sum carries), so a slot
- * left naming a dropped or rewritten segment reads as a miss. */
+ * (ext_page_size) holds several, and an index slot names it by
+ * FLASH_SEG_BASE plus a virtual id (flash_slot_vid, below): slot_is_flash
+ * tells the two kinds apart. The id's record says where it is and which
+ * write is there now (the sequence whose seed every item's sum carries),
+ * so a slot left naming a dropped or rewritten segment reads as a miss. */
 #ifndef NODELAY_STORE_FLASH_TIER_H
 #define NODELAY_STORE_FLASH_TIER_H
 
@@ -28,38 +27,38 @@
 struct store_life;
 
 struct flash_tier_options {
-    struct flash_dev_options dev;  /* files, page size, read threads */
-    uint32_t seg_size;             /* ext_wbuf_size: one flash segment */
-    uint32_t item_size;            /* ext_item_size: smallest value (+2) moved */
-    uint32_t item_age;             /* ext_item_age: idle seconds first */
-    uint32_t low_ttl;              /* ext_low_ttl: shorter TTLs get their own segments */
-    uint32_t compact_under;        /* ext_compact_under: free pages; 0 = a quarter */
-    uint32_t drop_under;           /* ext_drop_under: free pages; 0 = a quarter */
-    double max_frag;               /* ext_max_frag */
-    bool drop_unread;              /* ext_drop_unread */
+    struct flash_dev_options dev; /* files, page size, read threads */
+    uint32_t seg_size;            /* ext_wbuf_size: one flash segment */
+    uint32_t item_size;           /* ext_item_size: smallest value (+2) moved */
+    uint32_t item_age;            /* ext_item_age: idle seconds first */
+    uint32_t low_ttl;             /* ext_low_ttl: shorter TTLs get their own segments */
+    uint32_t compact_under;       /* ext_compact_under: free pages; 0 = a quarter */
+    uint32_t drop_under;          /* ext_drop_under: free pages; 0 = a quarter */
+    double max_frag;              /* ext_max_frag */
+    bool drop_unread;             /* ext_drop_unread */
 };
 
 enum flash_seg_state {
-    FSEG_FREE,     /* nothing there a slot may name */
-    FSEG_FILLING,  /* a writer's buffer, items still going in */
-    FSEG_WRITING,  /* full, queued for the writer thread; bytes still in RAM */
-    FSEG_DISK,     /* written: reads go to the device */
+    FSEG_FREE,    /* nothing there a slot may name */
+    FSEG_FILLING, /* a writer's buffer, items still going in */
+    FSEG_WRITING, /* full, queued for the writer thread; bytes still in RAM */
+    FSEG_DISK,    /* written: reads go to the device */
 };
 
 /* One flash segment: what RAM keeps of it (its items' RAM is their slots). */
 struct flash_rec {
-    uint32_t vid;          /* its id in slots now (less FLASH_SEG_BASE) */
-    uint64_t seq;          /* the write there now; its items' seed */
+    uint32_t vid; /* its id in slots now (less FLASH_SEG_BASE) */
+    uint64_t seq; /* the write there now; its items' seed */
     uint64_t cas_base;
-    uint32_t max_exptime;  /* REL_TIME_NEVER: some item never expires */
-    uint32_t nitems;       /* items written */
-    uint32_t live_items;   /* of them, whose slots still name it */
-    uint32_t nbytes;       /* header and items written */
-    uint32_t reads;        /* items read back since written (ext_drop_unread) */
-    uint8_t state;         /* enum flash_seg_state */
-    uint8_t bucket;        /* writer it came from: 0 normal, 1 low TTL, 2 compaction */
-    char *buf;             /* FILLING / WRITING: its bytes */
-    uint32_t qnext;        /* write queue link (+1; 0 = none) */
+    uint32_t max_exptime; /* REL_TIME_NEVER: some item never expires */
+    uint32_t nitems;      /* items written */
+    uint32_t live_items;  /* of them, whose slots still name it */
+    uint32_t nbytes;      /* header and items written */
+    uint32_t reads;       /* items read back since written (ext_drop_unread) */
+    uint8_t state;        /* enum flash_seg_state */
+    uint8_t bucket;       /* writer it came from: 0 normal, 1 low TTL, 2 compaction */
+    char *buf;            /* FILLING / WRITING: its bytes */
+    uint32_t qnext;       /* write queue link (+1; 0 = none) */
 };
 
 #define FLASH_WRITERS 3
@@ -67,32 +66,32 @@ struct flash_rec {
 #define FLASH_W_LOWTTL 1
 #define FLASH_W_COMPACT 2
 
-/* The tier's counters, memcached's extstore names (docs/store.md). */
-#define FLASH_TIER_COUNTERS(X)                                                  \
-    X(objects_written)  /* items copied to flash */                               \
-    X(bytes_written)    /* their bytes (items, not the device's) */             \
-    X(value_bytes_moved) /* value bytes of items moved from RAM */              \
-    X(objects_read)     /* items read back */                                   \
-    X(bytes_read)                                                               \
-    X(objects_evicted)  /* items lost with a dropped segment */                 \
-    X(bytes_evicted)                                                            \
-    X(page_allocs)      /* segments opened for writing */                       \
-    X(page_evictions)   /* segments dropped for room with items live */        \
-    X(page_reclaims)    /* segments freed with nothing live */                 \
-    X(compact_rescues)  /* items compaction rewrote */                          \
-    X(compact_lost)     /* items it could not keep */                           \
-    X(compact_skipped)  /* items it dropped (ext_drop_unread, under drop_under) */\
-    X(write_errors)     /* segment writes that failed (items lost) */           \
-    X(read_errors)      /* reads that failed or came back short */             \
-    X(badcrc_from_extstore) /* items read whose sum did not match */            \
-    X(get_extstore)     /* reads served from flash (recached into RAM) */       \
-    X(miss_from_extstore) /* flash reads that found the item gone */            \
-    X(recache_from_extstore) /* items copied back into RAM */                  \
-    X(get_oom_extstore) /* ... that found no room in RAM */                     \
-    X(get_aborted_extstore) /* reads whose session went first */               \
-    X(skipped_full)     /* items evicted because no writer buffer was free */   \
-    X(slots_dropped)    /* slots cleared naming a dropped segment or a bad item */\
-    X(index_dropped)    /* slots an index growth could not rehash */
+/* The tier's counters, memcached's extstore names (docs/store-flash.md). */
+#define FLASH_TIER_COUNTERS(X)                                                                     \
+    X(objects_written)   /* items copied to flash */                                               \
+    X(bytes_written)     /* their bytes (items, not the device's) */                               \
+    X(value_bytes_moved) /* value bytes of items moved from RAM */                                 \
+    X(objects_read)      /* items read back */                                                     \
+    X(bytes_read)                                                                                  \
+    X(objects_evicted) /* items lost with a dropped segment */                                     \
+    X(bytes_evicted)                                                                               \
+    X(page_allocs)           /* segments opened for writing */                                     \
+    X(page_evictions)        /* segments dropped for room with items live */                       \
+    X(page_reclaims)         /* segments freed with nothing live */                                \
+    X(compact_rescues)       /* items compaction rewrote */                                        \
+    X(compact_lost)          /* items it could not keep */                                         \
+    X(compact_skipped)       /* items it dropped (ext_drop_unread, under drop_under) */            \
+    X(write_errors)          /* segment writes that failed (items lost) */                         \
+    X(read_errors)           /* reads that failed or came back short */                            \
+    X(badcrc_from_extstore)  /* items read whose sum did not match */                              \
+    X(get_extstore)          /* reads served from flash (recached into RAM) */                     \
+    X(miss_from_extstore)    /* flash reads that found the item gone */                            \
+    X(recache_from_extstore) /* items copied back into RAM */                                      \
+    X(get_oom_extstore)      /* ... that found no room in RAM */                                   \
+    X(get_aborted_extstore)  /* reads whose session went first */                                  \
+    X(skipped_full)          /* items evicted because no writer buffer was free */                 \
+    X(slots_dropped)         /* slots cleared naming a dropped segment or a bad item */            \
+    X(index_dropped)         /* slots an index growth could not rehash */
 
 struct flash_tier_counters {
 #define FLASH_TIER_FIELD(n) uint64_t n;
@@ -108,24 +107,24 @@ struct flash_tier {
     struct index *index;
     const struct store_life *life;
     uint64_t instance;
-    uint32_t nsegs;             /* flash segments on the device */
+    uint32_t nsegs; /* flash segments on the device */
     uint32_t segs_per_page;
-    struct flash_rec *recs;     /* [nsegs] */
-    uint32_t *vmap;             /* [nvids]: record + 1, 0 = none */
+    struct flash_rec *recs; /* [nsegs] */
+    uint32_t *vmap;         /* [nvids]: record + 1, 0 = none */
     uint32_t nvids;
-    pthread_mutex_t lock;       /* records, writers, queue, buffers */
+    pthread_mutex_t lock;         /* records, writers, queue, buffers */
     pthread_mutex_t compact_lock; /* one compaction at a time; before lock */
     uint64_t seq_next;
-    uint32_t nfree;             /* FSEG_FREE records */
+    uint32_t nfree; /* FSEG_FREE records */
     struct flash_writer w[FLASH_WRITERS];
-    int32_t w_seg[FLASH_WRITERS]; /* its segment number, -1 = none */
+    int32_t w_seg[FLASH_WRITERS];   /* its segment number, -1 = none */
     char *spare[FLASH_WRITERS + 2]; /* buffers not in use */
     uint32_t nspare, nbufs;
-    uint32_t q_head, q_tail;    /* FSEG_WRITING segments to write (+1) */
+    uint32_t q_head, q_tail; /* FSEG_WRITING segments to write (+1) */
     pthread_t thread;
     bool thread_on, stopping;
     pthread_cond_t cond;
-    struct flash_tier_counters c;   /* atomic adds */
+    struct flash_tier_counters c; /* atomic adds */
 };
 
 /* A slot names a flash segment by a virtual id (FLASH_SEG_BASE + v), v
@@ -135,11 +134,14 @@ struct flash_tier {
  * nvids more segment writes (64 rewrites of the whole device); and even
  * then the seed and the key make it a miss. */
 #define FLASH_VIDS_PER_SEG 64u
-static inline uint32_t flash_slot_vid(uint64_t slot) { return slot_seg(slot) - FLASH_SEG_BASE; }
+static inline uint32_t flash_slot_vid(uint64_t slot)
+{
+    return slot_seg(slot) - FLASH_SEG_BASE;
+}
 
 /* Opens the device and starts the writer thread. 0, or -errno with *why. */
-int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
-                    struct index *ix, const struct store_life *life, char *why, size_t n);
+int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt, struct index *ix,
+                    const struct store_life *life, char *why, size_t n);
 /* Writes out what is queued, stops the thread, closes the device. */
 void flash_tier_close(struct flash_tier *ft);
 
@@ -162,14 +164,14 @@ void flash_tier_forget(struct flash_tier *ft, uint64_t slot);
 
 /* Where a flash slot's item is now. */
 enum flash_where {
-    FLASH_AT_NONE,   /* its segment is gone: a miss */
-    FLASH_AT_BUF,    /* in a writer's buffer: *out holds a copy of its bytes */
-    FLASH_AT_DISK,   /* on the device: read page/off (*seed, *cas_base for the check) */
+    FLASH_AT_NONE, /* its segment is gone: a miss */
+    FLASH_AT_BUF,  /* in a writer's buffer: *out holds a copy of its bytes */
+    FLASH_AT_DISK, /* on the device: read page/off (*seed, *cas_base for the check) */
 };
 struct flash_loc {
     uint32_t page;
-    uint64_t page_off;   /* of the flash segment in its page */
-    uint32_t seg_len;    /* bytes of the segment written (header and items) */
+    uint64_t page_off; /* of the flash segment in its page */
+    uint32_t seg_len;  /* bytes of the segment written (header and items) */
     uint64_t seq, seed, cas_base;
 };
 /* For a buffered item, copies up to cap bytes from its offset into out
@@ -186,8 +188,8 @@ unsigned flash_tier_maintain(struct flash_tier *ft);
 
 /* Gauges for stats. */
 struct flash_tier_gauges {
-    uint64_t pages_free, pages_used, objects_used, bytes_used, bytes_fragmented,
-        limit_maxbytes, io_queue;
+    uint64_t pages_free, pages_used, objects_used, bytes_used, bytes_fragmented, limit_maxbytes,
+        io_queue;
 };
 void flash_tier_gauges(struct flash_tier *ft, struct flash_tier_gauges *g);
 

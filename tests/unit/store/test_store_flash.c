@@ -55,18 +55,19 @@ static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
         .item_size_max = 32 * 1024,
         .evictions = true,
         .cas_enabled = true,
-        .flash = {
-            .nfiles = 1,
-            .paths = {path},
-            .sizes = {flash},
-            .page_size = 256 * 1024,
-            .wbuf_size = 64 * 1024,
-            .threads = 2,
-            .item_size = 512,
-            .item_age = UINT32_MAX,
-            .compact_under = compact_under,
-            .max_frag = 0.8,
-        },
+        .flash =
+            {
+                .nfiles = 1,
+                .paths = {path},
+                .sizes = {flash},
+                .page_size = 256 * 1024,
+                .wbuf_size = 64 * 1024,
+                .threads = 2,
+                .item_size = 512,
+                .item_age = UINT32_MAX,
+                .compact_under = compact_under,
+                .max_frag = 0.8,
+            },
     };
     tstore_open_opts(t, &o);
     assert_non_null(t->s->flash);
