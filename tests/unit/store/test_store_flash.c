@@ -45,8 +45,10 @@ static int teardown(void **state)
 }
 
 /* -m 4 MiB of RAM and `flash` bytes of flash in 64 KiB segments, 256 KiB
- * pages. */
-static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
+ * pages; items of item_size bytes and up go there; hashpower 0: the
+ * default. */
+static void open_flash_ex(struct tstore *t, uint64_t flash, uint32_t compact_under,
+                          uint32_t item_size, unsigned hashpower)
 {
     clock_setup();
     unlink(path);
@@ -55,6 +57,7 @@ static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
         .item_size_max = 32 * 1024,
         .evictions = true,
         .cas_enabled = true,
+        .hashpower = hashpower,
         .flash =
             {
                 .nfiles = 1,
@@ -63,7 +66,7 @@ static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
                 .page_size = 256 * 1024,
                 .wbuf_size = 64 * 1024,
                 .threads = 2,
-                .item_size = 512,
+                .item_size = item_size,
                 .item_age = UINT32_MAX,
                 .compact_under = compact_under,
                 .max_frag = 0.8,
@@ -71,6 +74,11 @@ static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
     };
     tstore_open_opts(t, &o);
     assert_non_null(t->s->flash);
+}
+
+static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
+{
+    open_flash_ex(t, flash, compact_under, 512, 0);
 }
 
 static void value_of(int i, char *v)
@@ -347,6 +355,56 @@ static void test_large_values_take_a_second_read(void **state)
     tstore_close(&t);
 }
 
+/* An index growth cannot rehash a flash slot (its key is not in RAM): it
+ * drops it, counted; those keys are misses, the others read back. */
+static void test_index_growth_drops_flash_slots(void **state)
+{
+    (void)state;
+    struct tstore t;
+    /* only 16,000-byte values go to flash, so the index is sized for few
+     * items (level 11: 512 buckets, grown past 3,072 items) */
+    open_flash_ex(&t, 32 * MB, 1, 16000, 10);
+    enum { BN = 400, BLEN = 16000 };
+    static char v[BLEN + 1], got[BLEN + 16];
+    char k[32];
+    for (int i = 0; i < BN; i++) {
+        memset(v, 'a' + i % 26, BLEN);
+        key_of(i, k);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 1, 0, NULL), STORE_OK);
+        if (i % 4 == 3)
+            settle(&t);
+    }
+    settle(&t);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_true(c.objects_written > BN / 4);
+    /* small items grow the index twice over */
+    for (int i = 0; i < 20000; i++) {
+        snprintf(k, sizeof k, "small:%d", i);
+        assert_int_equal(tset(&t, k, "s", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_true(st.hash_power_level > 11);
+    flash_counters(&t, &c);
+    assert_true(c.index_dropped > 0);
+    int woke = 0, hits = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < BN; i++) {
+        probe(&t, w, &woke, i);
+        key_of(i, k);
+        memset(v, 'a' + i % 26, BLEN);
+        if (tget(&t, k, got, sizeof got, NULL) == STORE_OK) {
+            assert_memory_equal(got, v, BLEN);
+            hits++;
+        }
+        store_flash_wait_reset(w);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(hits > 0 && hits < BN);
+    tstore_close(&t);
+}
+
 /* Writes the kernel refuses (past RLIMIT_FSIZE: EFBIG, as a full or
  * failing disk would): those segments' items are misses, counted; the
  * rest read back exactly. */
@@ -473,6 +531,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_session_gone_mid_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_error_is_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
