@@ -547,6 +547,10 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
     for (;;) {
         struct store_found f;
         if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+            /* not in RAM: a flash copy (a delete not probed first) goes
+             * too, as any write drops one (store_link) */
+            if (s->flash)
+                flash_tier_drop_tag(s->flash, f.bucket, k.tag, NULL);
             index_unlock(f.bucket);
             if (req->miss_out)
                 *req->miss_out = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED

@@ -11,6 +11,7 @@
 #include "store/store_life.h"
 #include "store/store_classes.h"
 #include "store/seg_counts.h"
+#include "store/flash/flash_tier.h"
 
 #include <string.h>
 #include <xxhash.h>
@@ -134,6 +135,8 @@ bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey)
     bool found = store_lookup(ctx, &k, STORE_LOOK_FIND, &f);
     if (found)
         store_unlink(ctx->store, &f);
+    else if (ctx->store->flash) /* its flash copy, if any, goes too */
+        flash_tier_drop_tag(ctx->store->flash, f.bucket, k.tag, NULL);
     index_unlock(f.bucket);
     return found;
 }

@@ -252,7 +252,13 @@ static void test_write_meanwhile_wins(void **state)
     }
     assert_int_equal(tget(&t, "key:00000002", got, sizeof got, NULL), STORE_OK);
     assert_string_equal(got, "newer");
-    /* key 3: deleted while on flash (a miss then, with no probe) */
+    /* key 3: deleted while on flash, with no probe first (a miss): its
+     * flash copy goes with it, so no later read brings it back */
+    store_flash_wait_reset(w);
+    struct store_key k3 = store_key_of("key:00000003", 12);
+    assert_int_equal(store_delete(t.c, "key:00000003", 12, NULL), STORE_MISS);
+    assert_int_equal(store_flash_probe(t.c, w, &k3), STORE_PROBE_READY);
+    assert_int_equal(tget(&t, "key:00000003", got, sizeof got, NULL), STORE_MISS);
     store_flash_wait_reset(w);
     store_flash_wait_destroy(w);
     tstore_close(&t);
