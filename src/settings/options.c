@@ -52,13 +52,16 @@ static void options_flash(const struct settings *s, struct store_flash_options *
     f->page_size = (uint64_t)s->ext_page_size << 20;
     f->wbuf_size = (uint32_t)((uint64_t)s->ext_wbuf_size << 20);
     f->threads = (int)s->ext_threads;
-    f->item_size = s->ext_item_size > UINT32_MAX ? UINT32_MAX : (uint32_t)s->ext_item_size;
-    f->item_age = s->ext_item_age > UINT32_MAX ? UINT32_MAX : (uint32_t)s->ext_item_age;
-    f->low_ttl = (uint32_t)s->ext_low_ttl;
-    f->compact_under = (uint32_t)s->ext_compact_under;
-    f->drop_under = (uint32_t)s->ext_drop_under;
-    f->max_frag = s->ext_max_frag;
-    f->drop_unread = s->ext_drop_unread;
+    /* the ones `extstore` changes, as memcached holds them (32 bits) */
+    struct flash_tuning t;
+    settings_flash_tuning(settings_runtime_of(s), &t);
+    f->item_size = t.item_size;
+    f->item_age = t.item_age;
+    f->low_ttl = t.low_ttl;
+    f->compact_under = t.compact_under;
+    f->drop_under = t.drop_under;
+    f->max_frag = t.max_frag;
+    f->drop_unread = t.drop_unread;
 }
 
 void options_from_settings(const struct settings *s, struct options *o)
@@ -77,6 +80,7 @@ void options_from_settings(const struct settings *s, struct options *o)
 #undef OPTIONS_NET
 #undef OPTIONS_PROTO
 #undef OPTIONS_TLS
+    o->flash_tuning = (struct flash_tuning_src){settings_flash_tuning, settings_runtime_of(s)};
     /* the store's own names (store.h) */
     o->store = (struct store_options){
         .mem_limit = SETTINGS_GET(s, maxbytes),
@@ -96,4 +100,5 @@ void options_from_settings(const struct settings *s, struct options *o)
         .lru_flat = !SETTINGS_GET(s, lru_segmented),
     };
     options_flash(s, &o->store.flash);
+    o->store.flash.tuning = o->flash_tuning;
 }

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "base/clock.h"
+#include "base/flash_tuning.h"
 
 #define STORE_KEY_MAX 250
 
@@ -46,10 +47,13 @@ struct store_flash_options {
     uint32_t item_size;     /* ext_item_size */
     uint32_t item_age;      /* ext_item_age; UINT32_MAX: any */
     uint32_t low_ttl;       /* ext_low_ttl */
-    uint32_t compact_under; /* ext_compact_under, pages; 0: a quarter of them */
-    uint32_t drop_under;    /* ext_drop_under, pages; 0: a quarter of them */
+    uint32_t compact_under; /* ext_compact_under, pages; 0: a hundredth of them */
+    uint32_t drop_under;    /* ext_drop_under, pages; 0: as compact_under */
     double max_frag;        /* ext_max_frag */
     bool drop_unread;       /* ext_drop_unread */
+    /* where `extstore` changes item_size..drop_unread at run time (read
+     * at each decision); no reader: the values above stay */
+    struct flash_tuning_src tuning;
 };
 
 struct store_options {

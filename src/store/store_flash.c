@@ -406,6 +406,7 @@ int store_flash_open(struct store *s, char *why, size_t n)
         .drop_under = o->drop_under,
         .max_frag = o->max_frag,
         .drop_unread = o->drop_unread,
+        .tuning = o->tuning,
     };
     fo.dev.nfiles = o->nfiles;
     for (int i = 0; i < o->nfiles && i < FLASH_DEV_FILES_MAX; i++)

@@ -92,10 +92,11 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     ft->instance = XXH3_64bits(seed, sizeof seed) | 1;
     ft->seq_next = 1;
     uint32_t pages = ft->dev.npages;
+    /* memcached's defaults: a hundredth of the pages, at least one */
     if (!ft->opt.compact_under)
-        ft->opt.compact_under = pages / 4 ? pages / 4 : 1;
+        ft->opt.compact_under = pages / 100 ? pages / 100 : 1;
     if (!ft->opt.drop_under)
-        ft->opt.drop_under = pages / 4 ? pages / 4 : 1;
+        ft->opt.drop_under = ft->opt.compact_under;
     pthread_mutex_init(&ft->lock, NULL);
     pthread_mutex_init(&ft->compact_lock, NULL);
     pthread_condattr_t ca;
@@ -135,6 +136,24 @@ void flash_tier_close(struct flash_tier *ft)
     pthread_cond_destroy(&ft->cond);
     pthread_mutex_destroy(&ft->lock);
     pthread_mutex_destroy(&ft->compact_lock);
+}
+
+/* The ext_* values that `extstore` may change, as they are now. */
+static struct flash_tier_options tuned(const struct flash_tier *ft)
+{
+    struct flash_tier_options o = ft->opt;
+    if (!ft->opt.tuning.read)
+        return o;
+    struct flash_tuning t;
+    flash_tuning_get(&ft->opt.tuning, &t);
+    o.item_size = t.item_size;
+    o.item_age = t.item_age;
+    o.low_ttl = t.low_ttl;
+    o.compact_under = t.compact_under ? t.compact_under : ft->opt.compact_under;
+    o.drop_under = t.drop_under ? t.drop_under : ft->opt.drop_under;
+    o.max_frag = t.max_frag;
+    o.drop_unread = t.drop_unread;
+    return o;
 }
 
 /* --- records (ft->lock held) --- */
@@ -281,17 +300,18 @@ uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item
     /* memcached's rules: a value of at least ext_item_size (its nbytes,
      * with the "\r\n"), idle at least ext_item_age unless that is the
      * UINT_MAX default, and not about to expire anyway. */
-    if ((uint64_t)h->nvalue + 2 < ft->opt.item_size)
+    struct flash_tier_options o = tuned(ft);
+    if ((uint64_t)h->nvalue + 2 < o.item_size)
         return 0;
     rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
-    if (ft->opt.item_age != UINT32_MAX && (atime > now || now - atime < ft->opt.item_age))
+    if (o.item_age != UINT32_MAX && (atime > now || now - atime < o.item_age))
         return 0;
     rel_time_t exp = item_get_u32(p, h->exp_off);
     if (exp != REL_TIME_NEVER && exp <= now)
         return 0;
     /* ext_low_ttl: short TTLs go to segments of their own, which then
      * expire whole */
-    int wi = exp != REL_TIME_NEVER && exp - now < ft->opt.low_ttl ? FLASH_W_LOWTTL : FLASH_W_NORMAL;
+    int wi = exp != REL_TIME_NEVER && exp - now < o.low_ttl ? FLASH_W_LOWTTL : FLASH_W_NORMAL;
     uint64_t cas = item_get_cas(p, h, ram_cas_base);
     pthread_mutex_lock(&ft->lock);
     uint64_t sl = writer_add(ft, wi, p, ram_cas_base, cas, tag, h->nvalue);
@@ -472,6 +492,7 @@ static int32_t compact_pick(struct flash_tier *ft)
     int32_t best = -1;
     double best_ratio = 2;
     rel_time_t now = clock_now();
+    struct flash_tier_options o = tuned(ft);
     for (uint32_t i = 0; i < ft->nsegs; i++) {
         struct flash_rec *r = &ft->recs[i];
         if (r->state != FSEG_DISK)
@@ -483,12 +504,12 @@ static int32_t compact_pick(struct flash_tier *ft)
             continue;
         }
         double ratio = (double)r->live_items / r->nitems;
-        if (ratio < ft->opt.max_frag && ratio < best_ratio) {
+        if (ratio < o.max_frag && ratio < best_ratio) {
             best = (int32_t)i;
             best_ratio = ratio;
         }
     }
-    if (rec_pages_free(ft) >= ft->opt.compact_under)
+    if (rec_pages_free(ft) >= o.compact_under)
         return -1;
     return best;
 }
@@ -572,7 +593,8 @@ static unsigned flash_tier_compact(struct flash_tier *ft)
     }
     struct flash_rec *r = &ft->recs[n];
     struct flash_rec snap = *r;
-    bool drop_unread = ft->opt.drop_unread && rec_pages_free(ft) < ft->opt.drop_under;
+    struct flash_tier_options o = tuned(ft);
+    bool drop_unread = o.drop_unread && rec_pages_free(ft) < o.drop_under;
     pthread_mutex_unlock(&ft->lock);
 
     uint32_t len = round_up(snap.nbytes, FLASH_DEV_ALIGN);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/clock.h"
+#include "base/flash_tuning.h"
 #include "store/flash/flash_dev.h"
 #include "store/flash/flash_layout.h"
 #include "store/store_index.h"
@@ -27,15 +28,16 @@
 struct store_life;
 
 struct flash_tier_options {
-    struct flash_dev_options dev; /* files, page size, read threads */
-    uint32_t seg_size;            /* ext_wbuf_size: one flash segment */
-    uint32_t item_size;           /* ext_item_size: smallest value (+2) moved */
-    uint32_t item_age;            /* ext_item_age: idle seconds first */
-    uint32_t low_ttl;             /* ext_low_ttl: shorter TTLs get their own segments */
-    uint32_t compact_under;       /* ext_compact_under: free pages; 0 = a quarter */
-    uint32_t drop_under;          /* ext_drop_under: free pages; 0 = a quarter */
-    double max_frag;              /* ext_max_frag */
-    bool drop_unread;             /* ext_drop_unread */
+    struct flash_dev_options dev;   /* files, page size, read threads */
+    uint32_t seg_size;              /* ext_wbuf_size: one flash segment */
+    uint32_t item_size;             /* ext_item_size: smallest value (+2) moved */
+    uint32_t item_age;              /* ext_item_age: idle seconds first */
+    uint32_t low_ttl;               /* ext_low_ttl: shorter TTLs get their own segments */
+    uint32_t compact_under;         /* ext_compact_under: free pages; 0 = 1 % */
+    uint32_t drop_under;            /* ext_drop_under: free pages; 0 = as compact_under */
+    double max_frag;                /* ext_max_frag */
+    bool drop_unread;               /* ext_drop_unread */
+    struct flash_tuning_src tuning; /* the run-time values of the above, if read */
 };
 
 enum flash_seg_state {
