@@ -44,6 +44,9 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The reader of run-time values the next store opens with (none: 0). */
+static struct flash_tuning_src open_tuning;
+
 /* -m 4 MiB of RAM and `flash` bytes of flash in 64 KiB segments, 256 KiB
  * pages; items of item_size bytes and up go there; hashpower 0: the
  * default. */
@@ -70,10 +73,20 @@ static void open_flash_ex(struct tstore *t, uint64_t flash, uint32_t compact_und
                 .item_age = UINT32_MAX,
                 .compact_under = compact_under,
                 .max_frag = 0.8,
+                .tuning = open_tuning,
             },
     };
     tstore_open_opts(t, &o);
     assert_non_null(t->s->flash);
+}
+
+/* The run-time values `extstore` would set (base/flash_tuning.h). */
+static struct flash_tuning tuning;
+static void read_tuning(const void *src, struct flash_tuning *out)
+{
+    (void)src;
+    *out = tuning;
+    out->item_size = __atomic_load_n(&tuning.item_size, __ATOMIC_RELAXED);
 }
 
 static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
@@ -411,6 +424,34 @@ static void test_index_growth_drops_flash_slots(void **state)
     tstore_close(&t);
 }
 
+/* `extstore item_size` at run time: raised past every value, nothing more
+ * goes to flash (evicted instead); lowered back, items go again. */
+static void test_run_time_item_size(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tuning = (struct flash_tuning){.item_size = 4096, .item_age = UINT32_MAX, .max_frag = 0.8};
+    open_tuning = (struct flash_tuning_src){read_tuning, NULL};
+    open_flash(&t, 32 * MB, 1);
+    open_tuning = (struct flash_tuning_src){0};
+    fill(&t, N, NULL);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(c.objects_written, 0);
+    assert_true(st.evictions > 0);
+    __atomic_store_n(&tuning.item_size, 512, __ATOMIC_RELAXED);
+    for (int i = N; i < N + 4000; i++) {
+        put(&t, i, NULL);
+        if (i % 64 == 63)
+            settle(&t);
+    }
+    flash_counters(&t, &c);
+    assert_true(c.objects_written > 0);
+    tstore_close(&t);
+}
+
 /* Writes the kernel refuses (past RLIMIT_FSIZE: EFBIG, as a full or
  * failing disk would): those segments' items are misses, counted; the
  * rest read back exactly. */
@@ -538,6 +579,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_error_is_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_time_item_size, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
