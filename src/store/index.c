@@ -467,6 +467,11 @@ static void index_migrate_bucket(struct index *ix, struct index_table *o, struct
             uint64_t sl = cur[k];
             if (!sl)
                 continue;
+            if (ix->forget && ix->forget(ix->rehash_arg, sl)) {
+                cur[k] = 0;
+                __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
+                continue;
+            }
             uint64_t h = ix->rehash(ix->rehash_arg, sl);
             uint64_t *dst = chain_free_slot(ix, nb[((h & c->mask) >> o->power) & 1]);
             if (!dst) {
