@@ -110,9 +110,10 @@ def test_fill_past_ram_reads_back_over_text(flash_srv, filled):
                 wrong += 1
     assert wrong == 0
     assert not missing, f"{len(missing)} of {len(filled)} values lost, first {missing[:3]}"
-    # most of them came from flash: RAM never held them all, and requests
-    # stopped to wait for reads
-    assert int(stats(c)["curr_items"]) < len(filled)
+    # many of them came from flash, read while their requests waited
+    st = stats(c)
+    assert int(st["extstore_objects_written"]) > len(filled) // 2
+    assert int(st["get_extstore"]) > len(filled) // 2
     assert waits(c) > 0
     c.close()
 
