@@ -2,10 +2,10 @@
 /* pipecost: the cache's own cost per request at pipeline 16, without the
  * kernel (docs/benchmark.md "The cache's own cost at pipeline 16").
  *
- *   build/bench/pipecost [-k KEYS] [-v BYTES] [-c CONNS] [-n REQUESTS] [-r ROUNDS]
+ *   build/bench/pipecost [-k KEYS] [-v BYTES] [-c CONNS] [-n REQUESTS] [-r ROUNDS] [-d DEPTH]
  *
  * The server's own path, byte for byte what a worker runs after its read:
- * proto_process over a read of 16 pipelined requests (90 % `get`, 10 %
+ * proto_process over a read of DEPTH (16; -d 1: pipeline 1) pipelined requests (90 % `get`, 10 %
  * `set`, keys drawn uniformly from KEYS prefilled ones of BYTES bytes, as
  * get90_p16 sends them), then the reply queue turned into iovecs and
  * consumed as a full writev would. CONNS sessions take turns, as a worker's
@@ -31,7 +31,8 @@
 #include "stats/stats.h"
 #include "store/store.h"
 
-#define PC_DEPTH 16
+#define PC_DEPTH_MAX 16
+static int pc_depth = PC_DEPTH_MAX; /* requests a read (-d) */
 #define PC_IOV 1024 /* IOV_MAX on Linux: what one writev takes */
 #define PC_READS 4096 /* distinct reads, reused in turn */
 
@@ -65,12 +66,12 @@ static void pc_drain(struct session *s)
     }
 }
 
-/* One read's bytes: PC_DEPTH requests. */
+/* One read's bytes: pc_depth requests. */
 static size_t pc_read(char *out, size_t cap, uint64_t *rng, unsigned keys, const char *value,
                       size_t vlen)
 {
     size_t n = 0;
-    for (int i = 0; i < PC_DEPTH; i++) {
+    for (int i = 0; i < pc_depth; i++) {
         unsigned k = (unsigned)(pc_rand(rng) % keys);
         bool set = pc_rand(rng) % 10 == 0;
         if (set)
@@ -93,20 +94,22 @@ int main(int argc, char **argv)
     unsigned keys = 100000, conns = 50, rounds = 7;
     size_t vlen = 100, per_round = 2000000;
     int o;
-    while ((o = getopt(argc, argv, "k:v:c:n:r:h")) != -1) {
+    while ((o = getopt(argc, argv, "k:v:c:n:r:d:h")) != -1) {
         switch (o) {
         case 'k': keys = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'v': vlen = strtoul(optarg, NULL, 10); break;
         case 'c': conns = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'n': per_round = strtoul(optarg, NULL, 10); break;
         case 'r': rounds = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'd': pc_depth = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: pipecost [-k KEYS] [-v BYTES] [-c CONNS] [-n REQUESTS] "
-                            "[-r ROUNDS]\n");
+                            "[-r ROUNDS] [-d DEPTH]\n");
             return o == 'h' ? 0 : 2;
         }
     }
-    if (!keys || !conns || !rounds || vlen > 4096 || per_round < PC_DEPTH) {
+    if (!keys || !conns || !rounds || vlen > 4096 || pc_depth < 1 ||
+        pc_depth > PC_DEPTH_MAX || per_round < (size_t)pc_depth) {
         fprintf(stderr, "pipecost: bad arguments\n");
         return 2;
     }
@@ -125,7 +128,7 @@ int main(int argc, char **argv)
     static struct stats_thread stats;
     struct session *ss = calloc(conns, sizeof *ss);
     char *value = malloc(vlen + 1);
-    size_t rcap = PC_DEPTH * (64 + vlen);
+    size_t rcap = PC_DEPTH_MAX * (64 + vlen);
     char *reads = malloc((size_t)PC_READS * rcap);
     size_t *rlen = malloc(PC_READS * sizeof *rlen);
     char *rbuf = malloc(rcap);
@@ -142,10 +145,10 @@ int main(int argc, char **argv)
     }
 
     /* Prefill every key, 16 sets a read. */
-    char *line = malloc(PC_DEPTH * (64 + vlen));
+    char *line = malloc(PC_DEPTH_MAX * (64 + vlen));
     for (unsigned k = 0; k < keys;) {
         size_t n = 0;
-        for (int i = 0; i < PC_DEPTH && k < keys; i++, k++)
+        for (int i = 0; i < PC_DEPTH_MAX && k < keys; i++, k++)
             n += (size_t)sprintf(line + n, "set key:%010u 0 0 %zu\r\n%s\r\n", k, vlen, value);
         size_t used;
         proto_process(&ss[0], line, n, &used);
@@ -161,7 +164,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < PC_READS; i++)
         rlen[i] = pc_read(reads + (size_t)i * rcap, rcap, &rng, keys, value, vlen);
 
-    size_t reads_per_round = per_round / PC_DEPTH;
+    size_t reads_per_round = per_round / (size_t)pc_depth;
     unsigned r = 0, c = 0;
     for (unsigned round = 0; round < rounds; round++) {
         uint64_t t0 = pc_now();
@@ -181,7 +184,7 @@ int main(int argc, char **argv)
             }
             pc_drain(s);
         }
-        ns[round] = (double)(pc_now() - t0) / (double)(reads_per_round * PC_DEPTH);
+        ns[round] = (double)(pc_now() - t0) / (double)(reads_per_round * (size_t)pc_depth);
     }
     double med[64];
     unsigned m = rounds < 64 ? rounds : 64;
@@ -189,7 +192,7 @@ int main(int argc, char **argv)
     qsort(med, m, sizeof *med, pc_cmp);
     printf("pipecost: %u keys of %zu B, %u sessions, %u rounds of %zu requests: "
            "median %.1f CPU ns/request (min %.1f, max %.1f); get_hits %llu\n",
-           keys, vlen, conns, rounds, reads_per_round * PC_DEPTH, med[m / 2], med[0],
+           keys, vlen, conns, rounds, reads_per_round * (size_t)pc_depth, med[m / 2], med[0],
            med[m - 1], (unsigned long long)stats.get_hits);
 
     for (unsigned i = 0; i < conns; i++)

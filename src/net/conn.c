@@ -75,6 +75,8 @@ static size_t conn_allowance(struct conn *c)
  * allowance; after the socket filled, once half of it has drained. */
 static bool conn_may_run(struct conn *c)
 {
+    if (c->in.waiting)
+        return false; /* its wake puts it on the ready list */
     size_t allow = conn_allowance(c);
     size_t pending = proto_owed(&c->sess);
     return pending <= allow / 2 || (!c->blocked && pending <= allow);
@@ -86,6 +88,18 @@ static long conn_queued(void *ctx, bool raw)
 {
     const struct conn *c = ctx;
     return raw && c->rd.tls ? -1 : sockopt_queued(c->fd);
+}
+
+static void conn_ready_push(struct conn *c);
+
+/* The flash reads its request waited for are in (proto_flash.h): run it
+ * again this turn, after the connections whose events came. */
+static void conn_flash_woken(void *arg)
+{
+    struct conn *c = arg;
+    conn_input_woken(&c->in);
+    if (!c->dead && !c->in_ready)
+        conn_ready_push(c);
 }
 
 struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const char *addr,
@@ -113,12 +127,16 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     session_init(&c->sess, w->store, w->stats, w->pool->proto, w->pool->run);
     session_set_peer(&c->sess, tcp ? addr : NULL);
     c->log_watch = (struct loop_token){TOKEN_WATCH, c};
-    proto_attach(&c->sess, &(struct proto_conn_info){.fd = fd,
-                                                     .queued = conn_queued,
-                                                     .queued_ctx = c,
-                                                     .loop = w->loop,
-                                                     .wake_ptr = &c->log_watch,
-                                                     .ops = w->pool->ops});
+    struct proto_conn_info ci = {.fd = fd,
+                                 .queued = conn_queued,
+                                 .queued_ctx = c,
+                                 .loop = w->loop,
+                                 .wake_ptr = &c->log_watch,
+                                 .ops = w->pool->ops,
+                                 .flash = w->flash,
+                                 .flash_wake = conn_flash_woken,
+                                 .flash_arg = c};
+    proto_attach(&c->sess, &ci);
     c->entry.fd = fd;
     snprintf(c->entry.addr, sizeof c->entry.addr, "%s", addr);
     c->entry.listen_addr = listen_addr;
@@ -126,7 +144,7 @@ struct conn *conn_create(struct conn_env *w, int fd, bool tcp, int tls, const ch
     c->entry.last_cmd = c->last_active;
     c->interest = EVENT_READ;
     c->path = c->rd.tls ? w->tls_path : w->plain_path;
-    if (c->path->open(c) < 0) {
+    if (proto_attach_failed(&c->sess, &ci) || c->path->open(c) < 0) {
         proto_release(&c->sess);
         tls_conn_free(c->rd.tls);
         close(fd);

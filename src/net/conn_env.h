@@ -16,11 +16,13 @@ struct event_loop;
 struct rbuf_pool;
 struct stats_thread;
 struct store_ctx;
+struct flash_loop;
 
 struct conn_env {
     struct worker_pool *pool;
     struct event_loop *loop;
     struct store_ctx *store;
+    struct flash_loop *flash; /* its flash tier's waits (proto_flash.h), NULL: none */
     struct stats_thread *stats;
     struct rbuf_pool *rbufs;
     struct iovec *iov; /* scratch for writev */

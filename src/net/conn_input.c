@@ -90,7 +90,9 @@ bool conn_input_incomplete(const struct conn_input *in, const struct session *s)
  * or its "\r\n" still to come), and when the requests are complete but
  * queued no reply since `owed` (noreply, quiet commands, quiet misses: the
  * client's next request waits for it). Not while requests are left to run
- * (a -R yield, a pause: their replies come), nor for a held value (its rest
+ * (a -R yield, a pause, a request waiting for flash: their replies come
+ * and carry the ACK; a flash read is far shorter than the delayed ACK,
+ * whose timer bounds a slow one), nor for a held value (its rest
  * is queued in the socket and read this turn; the read that ends it
  * decides), nor when the rest of the read's batch is queued and read next
  * by a receive that never waits (rest_next: that read decides, and one
@@ -113,6 +115,8 @@ static unsigned conn_input_ack(const struct conn_input *in, const struct session
  * reply queue held before this read's requests ran. */
 static unsigned conn_input_run(struct conn_input *in, struct session *s, size_t owed)
 {
+    if (in->waiting)
+        return 0; /* bytes are kept; the wake runs them, in order */
     enum proto_status st = PROTO_OK;
     while (in->len > 0) {
         size_t consumed = 0;
@@ -124,7 +128,8 @@ static unsigned conn_input_run(struct conn_input *in, struct session *s, size_t 
         if (st != PROTO_OK || consumed == 0)
             break;
     }
-    in->again = st == PROTO_YIELD || st == PROTO_PAUSE;
+    in->again = st == PROTO_YIELD || st == PROTO_PAUSE || st == PROTO_WAIT;
+    in->waiting = st == PROTO_WAIT;
     if (in->len == 0)
         conn_input_release(in);
 
@@ -194,6 +199,8 @@ unsigned conn_input_eof(struct conn_input *in, struct session *s)
     /* A half-closed client still reads: answer what it sent in full (an
      * incomplete last request is dropped), then close. */
     in->eof = true;
+    if (in->waiting)
+        return 0; /* answered after the wake, then closed */
     if (!in->again) {
         proto_set_close(s, SESSION_CLOSE_NORMAL);
         return CONN_IN_CLOSE | CONN_IN_FLUSH;

@@ -23,8 +23,11 @@ struct conn_input {
     struct rbuf_pool *pool;
     char *buf;
     size_t size, pos, len; /* unconsumed bytes: buf[pos .. pos+len) */
-    bool again;            /* the protocol stopped with work left (-R yield, or
-                              a reply paused until the queue drains) */
+    bool again;            /* the protocol stopped with work left (-R yield,
+                              a reply paused until the queue drains, a
+                              request waiting for flash) */
+    bool waiting;          /* a request waits for flash reads (PROTO_WAIT):
+                              nothing runs until the wake clears it */
     bool eof;              /* the client sent its last byte */
     bool more_queued;      /* the last read filled its room: the rest of a
                               value that fits in the buffer is read with what
@@ -83,8 +86,14 @@ int conn_input_keep(struct conn_input *in, const char *data, size_t n);
 /* The client closed its side: answer every complete request buffered (over
  * as many resumes as it takes), then close. */
 unsigned conn_input_eof(struct conn_input *in, struct session *s);
-/* Go on after CONN_IN_AGAIN. */
+/* Go on after CONN_IN_AGAIN (not while waiting for flash). */
 unsigned conn_input_resume(struct conn_input *in, struct session *s);
+/* The flash reads a request waited for are in: it may run again (at the
+ * next conn_input_resume). */
+static inline void conn_input_woken(struct conn_input *in)
+{
+    in->waiting = false;
+}
 
 /* The connection should not read: it has work left on what is buffered, or
  * input has ended. */

@@ -229,13 +229,14 @@ static void conn_rest_ack(struct conn *c)
 }
 
 /* A receive for a batch's rest was to follow (rest_first) but none was
- * started: not reading (closing, owing too much), or a held value's
- * two-piece receive. The replies go now. While requests are left to run
- * (a -R yield, a pause) the receive after them takes the rest. */
+ * started: not reading (closing, owing too much, a request waiting for
+ * flash: the replies before it must not wait on the device), or a held
+ * value's two-piece receive. The replies go now. While requests are left
+ * to run (a -R yield, a pause) the receive after them takes the rest. */
 static void conn_rest_settle(struct conn *c)
 {
     if (!c->u.rest_first || c->u.rest_recv || c->u.taking || c->dead ||
-        (conn_input_busy(&c->in) && !c->closing))
+        (conn_input_busy(&c->in) && !c->closing && !c->in.waiting))
         return;
     c->u.rest_first = c->in.rest_next = false;
     conn_rest_ack(c);

@@ -18,6 +18,7 @@
 #include "net/worker_pool.h"
 #include "net/sockopt.h"
 #include "net/udp.h"
+#include "proto/proto_flash.h"
 #include "net/net_options.h"
 #include "store/store.h"
 #include "watch/watch.h"
@@ -72,10 +73,21 @@ int worker_init(struct worker *w, struct worker_pool *pool, int id)
     w->store = store_ctx_create(pool->store);
     if (!w->store)
         goto fail;
+    if (flash_loop_create(w->store, &w->flash) < 0)
+        goto fail;
+    /* The flash tier's completions (proto_flash.h): every backend watches
+     * them as it does any fd, so no worker waits on the disk. */
+    w->flash_watch = (struct loop_token){TOKEN_FLASH, w};
+    for (int i = 0; w->flash && i < 2; i++) {
+        int fd = flash_loop_fd(w->flash, i);
+        if (fd >= 0 && event_add(w->loop, fd, EVENT_READ, &w->flash_watch) < 0)
+            goto fail;
+    }
     w->env = (struct conn_env){
         .pool = pool,
         .loop = w->loop,
         .store = w->store,
+        .flash = w->flash,
         .stats = &w->stats,
         .rbufs = &w->rbufs,
         .iov = w->iov,
@@ -124,6 +136,7 @@ void worker_release(struct worker *w)
         conn_free(c);
     }
     rbuf_pool_release(&w->rbufs);
+    flash_loop_destroy(&w->flash); /* after the sessions that wait on it */
     if (w->store)
         store_ctx_destroy(&w->store);
     event_loop_destroy(&w->loop);
@@ -390,6 +403,9 @@ void *worker_main(void *arg)
             case TOKEN_UDP:
                 if (w->listening)
                     udp_on_readable(w, wt->obj);
+                break;
+            case TOKEN_FLASH:
+                flash_loop_drain(w->flash); /* wakes put connections on the ready list */
                 break;
             case TOKEN_WAKE: {
                 char buf[64];

@@ -18,6 +18,7 @@ struct worker_pool;
 struct conn;
 struct event_loop;
 struct store_ctx;
+struct flash_loop;
 
 #define WORKER_IOV_MAX 1024
 #define WORKER_UDP_BUF 65536 /* the largest datagram */
@@ -29,6 +30,8 @@ struct worker {
     bool started;
     struct event_loop *loop;
     struct store_ctx *store;
+    struct flash_loop *flash;     /* its flash tier's waits, NULL: none */
+    struct loop_token flash_watch; /* their completions' fds */
     struct stats_thread stats;
     int wake[2];                  /* pipe: worker_pool_stop writes, the loop reads */
     struct loop_token wake_watch;

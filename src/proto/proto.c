@@ -8,8 +8,10 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "proto/binary/binary.h"
+#include "proto/proto_flash.h"
 #include "proto/session.h"
 #include "proto/text/text.h"
+#include "stats/stats.h"
 #include "watch/watch.h"
 
 #define PROTO_BINARY_REQ_MAGIC 0x80
@@ -42,8 +44,19 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len, 
     /* The read's requests run at one time: one clock read for all their
      * lookups (clock_hold), not one each. */
     bool held = clock_hold();
-    enum proto_status st = s->kind == PROTO_KIND_BINARY ? bin_process(s, buf, len, consumed)
-                                                        : text_process(s, buf, len, consumed);
+    enum proto_status st;
+    if (!s->flash) {
+        st = s->kind == PROTO_KIND_BINARY ? bin_process(s, buf, len, consumed)
+                                          : text_process(s, buf, len, consumed);
+    } else {
+        /* the store's lookups see this session's flash reads meanwhile */
+        proto_flash_attach(s, true);
+        st = s->kind == PROTO_KIND_BINARY ? bin_process(s, buf, len, consumed)
+                                          : text_process(s, buf, len, consumed);
+        proto_flash_attach(s, false);
+        if (st == PROTO_WAIT)
+            STAT_INC(s->stats, flash_waits);
+    }
     clock_release(held);
     s->mid_request = proto_in_request(s);
     return st;
@@ -51,11 +64,18 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len, 
 
 void proto_sink_filled(struct session *s, size_t n)
 {
+    /* the value's end runs its command (an append reads the old item) */
+    if (s->flash)
+        proto_flash_attach(s, true);
     if (s->kind == PROTO_KIND_BINARY)
         bin_sink_filled(s, n);
     else
         text_sink_filled(s, n);
+    if (s->flash)
+        proto_flash_attach(s, false);
     s->mid_request = proto_in_request(s);
+    if (!s->mid_request)
+        session_flash_done(s);
 }
 
 void proto_tick(struct session *s)

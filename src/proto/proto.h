@@ -23,6 +23,10 @@ enum proto_status {
                     spent its work budget): flush, call again with the same
                     unconsumed bytes once the queue has drained. A multiget or
                     dump resumes where it stopped. */
+    PROTO_WAIT,  /* a request waits for flash reads (proto_flash.h): it stays
+                    unconsumed; send the replies queued, run nothing more of
+                    this session until the wake, then call again with the
+                    same bytes */
 };
 
 /* Process requests in buf[0..len). *consumed is how many bytes were used;
@@ -125,6 +129,9 @@ struct proto_conn_info {
     struct event_loop *loop;      /* where a watcher's wake-ups go... */
     void *wake_ptr;               /* ...and with this event pointer */
     const struct server_ops *ops; /* server-wide actions, NULL: none */
+    struct flash_loop *flash;     /* the worker's flash loop, NULL: none... */
+    void (*flash_wake)(void *arg); /* ...and what a finished wait calls */
+    void *flash_arg;
 };
 
 static inline void proto_attach(struct session *s, const struct proto_conn_info *ci)
@@ -136,6 +143,14 @@ static inline void proto_attach(struct session *s, const struct proto_conn_info 
     s->queued_ctx = ci->queued_ctx;
     s->loop = ci->loop;
     s->wake_ptr = ci->wake_ptr;
+    if (ci->flash)
+        s->flash = proto_flash_create(ci->flash, ci->flash_wake, ci->flash_arg);
+}
+
+/* The wait could not be set up (out of memory): the connection refuses. */
+static inline bool proto_attach_failed(const struct session *s, const struct proto_conn_info *ci)
+{
+    return ci->flash && !s->flash;
 }
 
 /* Once a second or so from the connection: lets a value being received

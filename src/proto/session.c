@@ -38,6 +38,8 @@ void session_set_peer(struct session *s, const char *addr)
 void session_release(struct session *s)
 {
     watch_remove(&s->watcher);
+    proto_flash_destroy(&s->flash);
+    s->flash_held = false;
     s->sink = NULL;
     s->sink_len = 0;
     reply_release(&s->reply);

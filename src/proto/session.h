@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "proto/auth_guard.h"
+#include "proto/proto_flash.h"
 #include "store/store.h"
 #include "proto/proto_options.h"
 #include "proto/server_ops.h"
@@ -85,6 +86,11 @@ struct session {
      * proto.c as each proto_process and proto_sink_filled returns, so the
      * connection learns it from what the call left, not by a second call. */
     bool mid_request;
+    /* Flash reads (proto_flash.h): the session's wait, NULL without a flash
+     * tier; flash_held: a request waited and the bytes read for it are
+     * kept until it is done (session_flash_done). */
+    struct proto_flash *flash;
+    bool flash_held;
 
     /* The protocol's own state between reads: storage the contract does
      * not describe. Only the protocol's files see it as their type
@@ -96,6 +102,13 @@ struct session {
         unsigned char bytes[SESSION_STATE_BYTES];
     } state;
 };
+
+/* A request is done: if it waited for flash, drop what was read for it. */
+static inline void session_flash_done(struct session *s)
+{
+    if (s->flash_held)
+        proto_flash_reset(s);
+}
 
 void session_init(struct session *s, struct store_ctx *store, struct stats_thread *stats,
                   const struct proto_options *opt, struct settings_runtime *run);

@@ -320,6 +320,8 @@
       "bytes a multishot receive delivered while its connection could not run them (kept in its read buffer)") \
     X(quickacks, WORKER, quickacks, U64, COUNTER, ALWAYS, NULL,                                    \
       "TCP_QUICKACK set after a read: a partial request, or no reply")                             \
+    X(flash_waits, WORKER, flash_waits, U64, COUNTER, ALWAYS, NULL,                                \
+      "requests that stopped to wait for flash reads (run again once they completed)")             \
     X(slow_reader_kills, WORKER, slow_reader_kills, U64, COUNTER, ALWAYS, NULL,                    \
       "connections cut off for an unbounded reply queue")                                          \
     X(nodelay_failures, WORKER, nodelay_failures, U64, COUNTER, ALWAYS,                            \

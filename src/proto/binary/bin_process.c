@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "proto/proto.h"
+#include "proto/proto_flash.h"
 #include "proto/session.h"
 #include "stats/stats.h"
 #include "stats/stats_hist.h"
@@ -125,9 +126,58 @@ static bool bin_allowed_unauthenticated(uint8_t opcode)
            opcode == BIN_OP_SASL_STEP || opcode == BIN_OP_VERSION;
 }
 
-/* One request at p. *used = 0 with PROTO_OK means more bytes are needed. */
+/* Flash (proto_flash.h): probe the key of a request that needs the key's
+ * item (a set only with a CAS to check), before it has any effect. */
+static enum store_probe bin_flash_probe(struct session *s, const struct bin_header *h,
+                                        const unsigned char *p)
+{
+    bool quiet;
+    switch (bin_classify(h)) {
+    case BIN_KIND_UPDATE:
+        if (h->cas == 0 && bin_opcode_base(h->opcode, &quiet) == BIN_OP_SET)
+            return STORE_PROBE_READY; /* replaces what was there unseen */
+        break;
+    case BIN_KIND_GET:
+    case BIN_KIND_TOUCH:
+    case BIN_KIND_APPEND:
+    case BIN_KIND_DELETE:
+    case BIN_KIND_ARITH:
+        break;
+    default:
+        return STORE_PROBE_READY;
+    }
+    return proto_flash_probe(s, (const char *)p + BIN_HEADER_LEN + h->extlen, h->keylen);
+}
+
+/* Requests probed ahead of one that waits, at most: the store brings what
+ * it reads back into RAM, where a long batch's later reads could push out
+ * its first ones before they run (the first waits again, or misses). */
+#define BIN_FLASH_AHEAD 32
+
+/* The request at p[0..avail) waits: probe the keys of the gets pipelined
+ * after it (a run of GETKQs is the binary multiget), up to the first
+ * other request or incomplete one, so that their reads go out with its
+ * own. */
+static void bin_flash_ahead(struct session *s, const unsigned char *p, size_t avail)
+{
+    struct bin_header h;
+    bin_header_decode(p, &h);
+    size_t off = (size_t)BIN_HEADER_LEN + h.bodylen;
+    for (int n = 0; n < BIN_FLASH_AHEAD && off < avail && avail - off >= BIN_HEADER_LEN; n++) {
+        bin_header_decode(p + off, &h);
+        size_t whole = (size_t)BIN_HEADER_LEN + h.bodylen;
+        if (h.magic != BIN_MAGIC_REQ || bin_lengths_inconsistent(&h) ||
+            h.keylen > STORE_KEY_MAX || avail - off < whole || bin_classify(&h) != BIN_KIND_GET)
+            return;
+        proto_flash_probe(s, (const char *)p + off + BIN_HEADER_LEN + h.extlen, h.keylen);
+        off += whole;
+    }
+}
+
+/* One request at p. *used = 0 with PROTO_OK means more bytes are needed;
+ * with PROTO_WAIT, it waits for flash. */
 static enum proto_status bin_request(struct session *s, const unsigned char *p, size_t avail,
-                                     size_t *used)
+                                     size_t *used, bool flash)
 {
     struct bin_header h;
     bin_header_decode(p, &h);
@@ -148,6 +198,11 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     bool closing = h.magic != BIN_MAGIC_REQ || refuse;
     if (!closing && avail < head)
         return PROTO_OK;
+    if (flash && !closing && bin_flash_probe(s, &h, p) == STORE_PROBE_WAIT) {
+        if (avail >= (size_t)BIN_HEADER_LEN + h.bodylen)
+            bin_flash_ahead(s, p, avail);
+        return PROTO_WAIT;
+    }
     /* once per request, as memcached dumps each header it reads */
     if (LOG_ENABLED(LOG_LEVEL_VERBOSE)) {
         bin_log_header(s->cfd, false, p);
@@ -193,8 +248,10 @@ static enum proto_status bin_request(struct session *s, const unsigned char *p, 
     return rc;
 }
 
-enum proto_status bin_process(struct session *s, const char *buf, size_t len,
-                              size_t *consumed)
+/* bin_process, made twice as text_process is: no flash code runs without
+ * a flash tier. */
+static inline __attribute__((always_inline)) enum proto_status
+bin_run(struct session *s, const char *buf, size_t len, size_t *consumed, const bool flash)
 {
     struct bin_state *st = bin_of(s);
     int budget = s->opt->reqs_per_event;
@@ -215,6 +272,8 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
             off += bin_recv_feed(s, buf + off, len - off);
             if (st->recv != BIN_RECV_NONE)
                 break; /* the value is still arriving */
+            if (flash)
+                session_flash_done(s);
             continue;
         }
         if (len - off < BIN_HEADER_LEN)
@@ -230,14 +289,22 @@ enum proto_status bin_process(struct session *s, const char *buf, size_t len,
             break;
         }
         size_t used;
-        rc = bin_request(s, (const unsigned char *)buf + off, len - off, &used);
+        rc = bin_request(s, (const unsigned char *)buf + off, len - off, &used, flash);
         off += used;
         if (rc != PROTO_OK || used == 0)
             break;
+        if (flash && st->recv == BIN_RECV_NONE)
+            session_flash_done(s);
         done++;
     }
     *consumed = off;
     return rc;
+}
+
+enum proto_status bin_process(struct session *s, const char *buf, size_t len,
+                              size_t *consumed)
+{
+    return s->flash ? bin_run(s, buf, len, consumed, true) : bin_run(s, buf, len, consumed, false);
 }
 
 void bin_state_release(struct session *s)

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "reply/reply.h"
+#include "proto/proto_flash.h"
 #include "proto/session.h"
 #include "proto/meta/meta_internal.h"
 #include "proto/text/text_state.h"
@@ -53,6 +54,17 @@ void meta_command(struct session *s, const struct text_line *line)
         log_verbose(">%d MN", s->cfd);
         break;
     }
+}
+
+enum store_probe meta_flash_probe(struct session *s, const struct text_line *line)
+{
+    struct meta_req req;
+    const char *err;
+    if (meta_parse(line, &req, &err) != META_PARSE_OK || req.cmd == META_MN)
+        return STORE_PROBE_READY; /* an error, or no key */
+    if (req.cmd == META_MS && !req.has_cas && (req.mode == 0 || req.mode == 'S'))
+        return STORE_PROBE_READY; /* a plain set replaces what was there unseen */
+    return proto_flash_probe(s, req.key, req.nkey);
 }
 
 void meta_state_release(struct session *s)

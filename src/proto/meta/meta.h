@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_flash.h"
 
 struct session;
 struct text_line;
@@ -51,6 +52,11 @@ bool meta_is_command(const struct text_line *line);
 /* Run one meta command. Replies go to s->reply. For ms it receives the
  * value (proto/line/value.h) and finishes when it has arrived. */
 void meta_command(struct session *s, const struct text_line *line);
+
+/* Flash (proto_flash.h): probe the key of a meta command that needs the
+ * key's item (all but mn, and an ms that sets whatever was there), before
+ * it runs. WAIT when a read went out. */
+enum store_probe meta_flash_probe(struct session *s, const struct text_line *line);
 
 /* Release anything held by an unfinished ms. */
 void meta_state_release(struct session *s);

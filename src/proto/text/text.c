@@ -66,7 +66,8 @@ static bool text_framing_ok(struct session *s, const struct text_line *l, size_t
 
 #define CMD_IS(c, lit) TEXT_TOK_IS((c), lit)
 
-static void text_dispatch(struct session *s, const struct text_line *l)
+static inline __attribute__((always_inline)) void text_dispatch(struct session *s,
+                                                               const struct text_line *l)
 {
     text_of(s)->noreply = false;
     text_of(s)->reply_unlogged = false;
@@ -268,7 +269,10 @@ static void text_timing_begin(struct text_state *t, const struct text_line *l, u
         text_timing_end(t);
 }
 
-enum proto_status text_process(struct session *s, const char *buf, size_t len, size_t *consumed)
+/* text_process, made twice: flash is a constant in each copy, so with no
+ * flash tier a request runs no flash code at all (one test a call). */
+static inline __attribute__((always_inline)) enum proto_status
+text_run(struct session *s, const char *buf, size_t len, size_t *consumed, const bool flash)
 {
     struct text_state *t = text_of(s);
     int budget = s->opt->reqs_per_event;
@@ -289,6 +293,8 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             pos += text_value_receive(s, &t->value, buf + pos, len - pos);
             if (t->value.receiving)
                 break;
+            if (flash)
+                session_flash_done(s);
             if (t->timing_start)
                 text_timing_end(t);
             continue;
@@ -336,6 +342,14 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             text_tokenize(&own, buf + pos, end - pos);
         size_t start = pos;
         size_t whole = next - pos; /* the request with its line end */
+        /* Keys on flash are read before the request has any effect; it
+         * stays unconsumed until they are in (PROTO_WAIT). */
+        if (flash && (resuming || (s->authenticated && whole >= 4)) &&
+            text_flash_probe(s, lp, resuming) == STORE_PROBE_WAIT) {
+            text_flash_ahead(s, buf, next, len);
+            st = PROTO_WAIT;
+            break;
+        }
         pos = next;
         uint64_t t0 = 0;
         t->avail = len - pos;
@@ -366,9 +380,17 @@ enum proto_status text_process(struct session *s, const char *buf, size_t len, s
             st = PROTO_PAUSE;
             break;
         }
+        if (flash && !t->value.receiving)
+            session_flash_done(s);
     }
     *consumed = pos;
     return t->closing ? PROTO_CLOSE : st;
+}
+
+enum proto_status text_process(struct session *s, const char *buf, size_t len, size_t *consumed)
+{
+    return s->flash ? text_run(s, buf, len, consumed, true)
+                    : text_run(s, buf, len, consumed, false);
 }
 
 void text_state_release(struct session *s)

@@ -21,6 +21,7 @@
  *   text_watch.c    watch (the streams: watch/)
  *   text_dump.c     lru_crawler metadump / mgdump
  *   text_auth.c     -Y ascii authentication
+ *   text_flash.c    the keys a request probes before it waits for flash
  */
 #ifndef NODELAY_PROTO_TEXT_INTERNAL_H
 #define NODELAY_PROTO_TEXT_INTERNAL_H
@@ -33,6 +34,7 @@
 #include "proto/text/text.h"
 #include "base/num.h"
 #include "settings/settings_run.h"
+#include "store/store_flash.h"
 
 struct session;
 
@@ -168,6 +170,16 @@ static inline const struct text_ahead_line *text_ahead_at(struct text_ahead *a, 
 size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
                            struct text_ahead *ahead, const char *buf, size_t pos, size_t len);
 void text_dump_resume(struct session *s);
+
+/* Flash (proto_flash.h): probe the keys the request on line l needs
+ * (resuming: the rest of a paused multiget's); WAIT when a read went out.
+ * Only while s->flash is set. */
+enum store_probe text_flash_probe(struct session *s, const struct text_line *l, bool resuming);
+/* The request before buf[pos..len) waits: probe the keys of the gets and
+ * mg that follow it, up to the first other request or incomplete line, so
+ * that their reads go out with its own (a pipeline of single-key reads
+ * is a multiget too). */
+void text_flash_ahead(struct session *s, const char *buf, size_t pos, size_t len);
 
 /* -Y: handle one line from a connection that has not authenticated yet. */
 void text_auth_line(struct session *s, const struct text_line *l);
