@@ -13,7 +13,7 @@
  * grows by one bucket whenever the items pass INDEX_GROW_LOAD a bucket, so
  * its load stays at that threshold instead of falling to half of it at
  * each doubling. A word holds the level L and the split pointer s
- * (index_shape); splitting bucket s locks it and bucket 2^L + s (which no
+ * (index_shape_make); splitting bucket s locks it and bucket 2^L + s (which no
  * hash reaches yet), moves the items whose hash bit L is set, and advances
  * the word before unlocking. A lookup reads the word, locks its bucket and
  * reads the word again, looking again when its bucket changed
@@ -153,7 +153,7 @@ unsigned index_level_for(unsigned level, uint64_t items)
 static void index_set_table(struct index *ix, struct index_table *t)
 {
     __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
-    __atomic_store_n(&ix->shape, (uint64_t)t->power << INDEX_SHAPE_LEVEL, __ATOMIC_RELEASE);
+    __atomic_store_n(&ix->shape, index_shape_make(t->power, 0), __ATOMIC_RELEASE);
     ix->base_level = t->power + INDEX_LEVEL_SHIFT;
     /* the huge pages after the table's first ones are faulted in ahead */
     ix->ahead_end = t->writable > INDEX_HUGE_MIN ? t->writable : INDEX_HUGE_MIN;
@@ -229,6 +229,7 @@ bool index_expanding(struct index *ix)
 void index_lock(uint64_t *b)
 {
     unsigned spins = 0;
+    /* (index_lock_hash tries once inline before it calls this) */
     while (__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
         while (__atomic_load_n(b, __ATOMIC_RELAXED) & HDR_LOCK) {
             /* The holder may be descheduled (more workers than cores): yield
@@ -255,7 +256,8 @@ uint64_t *index_lock_hash(struct index *ix, uint64_t h)
     for (;;) {
         uint64_t i = index_shape_bucket(shape, h);
         uint64_t *b = t->b + (i << 3);
-        index_lock(b);
+        if (__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+            index_lock(b);
         /* A split publishes the word before it unlocks, and the lock was
          * taken after that unlock: the word read now is at least as new. */
         uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
@@ -499,8 +501,8 @@ static bool index_split(struct index *ix)
     uint64_t n = index_shape_buckets(shape);
     if (__atomic_load_n(&ix->items, __ATOMIC_RELAXED) <= index_split_at(shape))
         return false;
-    unsigned l = (unsigned)(shape >> INDEX_SHAPE_LEVEL);
-    uint64_t s = shape & INDEX_SHAPE_SPLIT;
+    unsigned l = index_shape_level(shape);
+    uint64_t s = index_shape_split(shape);
     if (l >= INDEX_MAX_POWER || !table_reach(t, (n + 1) * 64))
         return false;
     uint64_t *src = t->b + (s << 3), *dst = t->b + (n << 3);
@@ -509,7 +511,7 @@ static bool index_split(struct index *ix)
     index_lock(src);
     index_lock(dst);
     index_split_move(ix, src, dst, l);
-    uint64_t next = s + 1 == (1ull << l) ? (uint64_t)(l + 1) << INDEX_SHAPE_LEVEL : shape + 1;
+    uint64_t next = s + 1 == (1ull << l) ? index_shape_make(l + 1, 0) : shape + 1;
     __atomic_store_n(&ix->shape, next, __ATOMIC_RELEASE);
     index_unlock(dst);
     index_unlock(src);
@@ -562,7 +564,7 @@ uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets)
 struct index_table *index_swap_table(struct index *ix, unsigned level)
 {
     struct index_table *c = ix->cur;
-    if (ix->items || (ix->shape & INDEX_SHAPE_SPLIT) || (ix->shape >> INDEX_SHAPE_LEVEL) != c->power)
+    if (ix->items || ix->shape != index_shape_make(c->power, 0))
         return NULL;
     struct index_table *t = table_new(index_power_of(level));
     if (!t)
@@ -641,7 +643,7 @@ void index_load_done(struct index *ix)
 
 unsigned index_bucket_bits(struct index *ix)
 {
-    return (unsigned)(ix->shape >> INDEX_SHAPE_LEVEL);
+    return index_shape_level(ix->shape);
 }
 
 uint64_t *index_bucket_of(struct index *ix, uint64_t h)

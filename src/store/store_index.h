@@ -103,26 +103,35 @@ struct index_chunk {
 typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
 
 /* Linear hashing: the table has 2^L + s buckets, L and s in one word
- * (index_shape). A hash's bucket is h mod 2^L, or h mod 2^(L+1) when that
- * is below s: buckets 0..s-1 have been split into themselves and
- * 2^L..2^L+s-1 by hash bit L. */
-#define INDEX_SHAPE_LEVEL 58
-#define INDEX_SHAPE_SPLIT ((1ull << INDEX_SHAPE_LEVEL) - 1)
-
+ * (index_shape: 2^L - 1 in the high half, s < 2^L in the low half, so a
+ * lookup finds its bucket with two masks and no shift by L). A hash's
+ * bucket is h mod 2^L, or h mod 2^(L+1) when that is below s: buckets
+ * 0..s-1 have been split into themselves and 2^L..2^L+s-1 by hash bit L. */
+static inline uint64_t index_shape_make(unsigned l, uint64_t s)
+{
+    return (((1ull << l) - 1) << 32) | s;
+}
+static inline unsigned index_shape_level(uint64_t shape)
+{
+    return (unsigned)__builtin_ctzll((shape >> 32) + 1);
+}
+static inline uint64_t index_shape_split(uint64_t shape)
+{
+    return (uint32_t)shape;
+}
 static inline uint64_t index_shape_bucket(uint64_t shape, uint64_t h)
 {
-    unsigned l = (unsigned)(shape >> INDEX_SHAPE_LEVEL);
-    uint64_t i = h & ((1ull << l) - 1);
-    return i < (shape & INDEX_SHAPE_SPLIT) ? h & ((2ull << l) - 1) : i;
+    uint64_t low = shape >> 32, i = h & low;
+    return i < (uint32_t)shape ? h & (low << 1 | 1) : i;
 }
 static inline uint64_t index_shape_buckets(uint64_t shape)
 {
-    return (1ull << (shape >> INDEX_SHAPE_LEVEL)) + (shape & INDEX_SHAPE_SPLIT);
+    return (shape >> 32) + 1 + (uint32_t)shape;
 }
 
 struct index {
     struct index_table *cur;
-    uint64_t shape;          /* L << INDEX_SHAPE_LEVEL | s; only grows */
+    uint64_t shape;          /* index_shape_make(L, s); only grows */
     uint64_t items;          /* occupied slots */
     uint64_t most;           /* the most items held (hash_power_level) */
     unsigned base_level;     /* the level it was made at */
