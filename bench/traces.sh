@@ -5,7 +5,7 @@
 # and side by side (loadgen trace: each line one multiget, every miss set);
 # then the offline simulator (cachesim) over the same stream at the item
 # count nodelay reached. Prints one table; run by bench/compare.sh and
-# `make bench-traces`. See docs/store.md "Eviction on real traces".
+# `make bench-traces`. See docs/store-eviction.md "Eviction on real traces".
 #
 #   bench/traces.sh [--dir DIR] [--values "100 512"] [--lines N]
 #                   [--time-limit S] [--nodelay PATH] [--memcached PATH]

@@ -13,7 +13,7 @@
  *   lru        one LRU list (memcached's segmented LRU behaves close to it here)
  *   s3fifo-seg S3-FIFO on whole segments as src/store/seg.c does it, small
  *              fixed at a tenth of the segments
- *              (docs/store.md "Eviction"): items appended to an open segment,
+ *              (docs/store-eviction.md "Eviction"): items appended to an open segment,
  *              sealed segments in small/main FIFOs, a victim walked item by
  *              item by its 2-bit read counter, kept items copied to main's
  *              open segment (at most 15/16 of a segment per victim:

@@ -16,7 +16,7 @@ class MemoryBound:
         self.upload_kib = 2 * max(self.m_kib // 8, 4 * 1024)
         self.client_kib = max(self.m_kib // 2, 32 * 1024)
 
-        # the watchers' stated bound (docs/server.md, `watch`): each its buffer
+        # the watchers' stated bound (docs/observability.md, `watch`): each its buffer
         # and as much again queued, 2 x watcher_logbuf_size + 16 KiB (each is
         # also one of the connections), and a worker_logbuf_size ring for each
         # thread that logs (the workers and the housekeeping threads)

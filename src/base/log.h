@@ -3,7 +3,7 @@
  * into every build: below its level a log call costs one relaxed load and a
  * branch predicted not taken (LOG_ENABLED), so `verbosity` can raise the
  * level of a running release server and -vvv shows what memcached's does.
- * What each level prints is memcached 1.6.45's (docs/server.md "Logging"). */
+ * What each level prints is memcached 1.6.45's (docs/observability.md "Logging"). */
 #ifndef NODELAY_LOG_H
 #define NODELAY_LOG_H
 

@@ -9,7 +9,7 @@
  * service-time histograms of stats/stats_hist.h. A scrape reads the workers'
  * counters the way `stats` does (relaxed loads, never a worker's lock), so
  * it costs workers nothing; with the endpoint off nothing runs at all.
- * docs/server.md "Prometheus endpoint".
+ * docs/observability.md "Prometheus endpoint".
  */
 #ifndef NODELAY_METRICS_H
 #define NODELAY_METRICS_H

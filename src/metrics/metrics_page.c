@@ -236,7 +236,7 @@ static void page_slab_sets(struct page *p, const struct slabs_walk *w,
 
 /* Names the page served before they followed Prometheus' naming (old, new),
  * served beside the new ones for one release so that dashboards and alerts
- * can move (docs/server.md "Prometheus endpoint"); then this table goes. */
+ * can move (docs/observability.md "Prometheus endpoint"); then this table goes. */
 #define PAGE_RENAMED(old, now) {old, now, "Deprecated: renamed " now "; this name goes in the next release."}
 static const struct {
     const char *old, *now, *help;

@@ -36,7 +36,7 @@ size_t udp_datagrams(size_t len);
  * (not ::ffff:127.x, see udp.c). Linux drops such a source arriving on any
  * other interface (a martian: ::1 always, 127/8 unless route_localnet), and
  * a reply to one is routed to this host alone: it cannot reflect at anyone
- * else (docs/server.md, UDP). */
+ * else (docs/server-net.md "UDP"). */
 bool udp_from_loopback(const struct sockaddr *from, socklen_t fromlen);
 /* The most the reply to a datagram of `n` bytes (frame included) may take on
  * the wire, frames included: `factor` times n (0: no bound), and for a

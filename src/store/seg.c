@@ -347,7 +347,7 @@ static uint64_t *seg_find_slot(struct seg_pool *pool, struct seg *v, size_t off,
 }
 
 /* Unlink a victim's item that leaves (bucket lock held): evicted when it
- * was live, else reclaimed; dead before gone (docs/store.md, W3). */
+ * was live, else reclaimed; dead before gone (docs/restarts.md, W3). */
 static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
                           const struct item_hdr *h, uint64_t *b, uint64_t *slot, uint64_t hv,
                           rel_time_t now)
@@ -736,7 +736,7 @@ static bool seg_evict_one(struct seg_ctx *ctx)
     return seg_walk_end(ctx, &pool->walk, true);
 }
 
-/* ARC's rule on S3-FIFO's queues (docs/store.md "Eviction"): a key back
+/* ARC's rule on S3-FIFO's queues (docs/store-eviction.md "Eviction"): a key back
  * from small's ghost grows small's target, one back from main's shrinks
  * it, by step bytes (ghost_step), between one segment and 9/10 of -m.
  * Called by a write that found its key in the ghost, without the pool

@@ -62,7 +62,7 @@ struct store_options {
     size_t initial_malloced;
     /* memcached without its segmented LRU (-o no_modern, no_lru_maintainer,
      * `lru mode flat`; store_set_lru_segmented): a storage command reclaims
-     * its key's expired or flushed item (docs/store.md "flush_all"). */
+     * its key's expired or flushed item (docs/store-expiry.md "flush_all"). */
     bool lru_flat;
 };
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The housekeeper and the crawler (store_crawl.c): the thread that reaps
  * dead items and reclaims dead segments, and `lru_crawler crawl`.
- * docs/store.md "Expiry". */
+ * docs/store-expiry.md "Expiry". */
 #ifndef NODELAY_STORE_CRAWL_H
 #define NODELAY_STORE_CRAWL_H
 

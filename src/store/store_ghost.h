@@ -5,7 +5,7 @@
  * is there was wanted after all: it starts with one read to its name, so
  * its first pass moves it to the main queue (S3-FIFO's ghost queue), and
  * the queue it left was too short: the store moves the small queue's
- * target (seg_steer_small; docs/store.md "Eviction"). A key leaving main
+ * target (seg_steer_small; docs/store-eviction.md "Eviction"). A key leaving main
  * never overwrites one that left small, so admission by the ghost stays
  * S3-FIFO's. Entries are relaxed atomics: a lost race costs one promotion,
  * nothing else. The segments reach it only through their eviction hook

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The hash index (index.c): buckets of 8-byte slots, bucket locks,
  * overflow chains and growth. Knows nothing of items: it rehashes a slot
- * through the callback it is given; docs/store.md "Index". */
+ * through the callback it is given; docs/store-index.md "Index". */
 #ifndef NODELAY_STORE_INDEX_H
 #define NODELAY_STORE_INDEX_H
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Item life (store_life.c): the flush marks flush_all leaves and the one
  * rule that says whether an item is live, expired or flushed, by
- * memcached's rules. docs/store.md "Expiry" and "flush_all". */
+ * memcached's rules. docs/store-expiry.md "Expiry" and "flush_all". */
 #ifndef NODELAY_STORE_LIFE_H
 #define NODELAY_STORE_LIFE_H
 

@@ -44,7 +44,7 @@ struct seg_list {
     uint32_t n;
 };
 
-/* Eviction at the writers' pace (docs/store.md "Eviction"): once every
+/* Eviction at the writers' pace (docs/store-eviction.md "Eviction"): once every
  * segment -m allows is in use, each write owes eviction as many bytes as it
  * wrote, and the debt walks one victim at a time from its cursor. A worker
  * pays once it owes SEG_PAY_BYTES (one write that large pays at once), so

@@ -16,7 +16,7 @@
  *
  * When nobody watches, an event point costs one relaxed load and a branch
  * (watch_active). Line formats are memcached 1.6.45's (logger.c); see
- * docs/server.md "watch".
+ * docs/observability.md "`watch` log streams".
  */
 #ifndef NODELAY_WATCH_H
 #define NODELAY_WATCH_H

@@ -223,7 +223,7 @@ def test_pipeline_of_50(trap_server, proto, nodelay, split):
 # A client without TCP_NODELAY writes requests that ask no reply, then its
 # next request in a second write. Nagle holds that write until the first is
 # acknowledged, and no reply of the server's carries the ACK: the server
-# must acknowledge at once (docs/server.md), or every round waits for its
+# must acknowledge at once (docs/server-net.md), or every round waits for its
 # delayed ACK (>= 40 ms). Each round must take under SILENT_LIMIT; one over
 # it is tried again, up to SILENT_TRIES times in all: a loaded machine
 # misses 5 ms now and then, a delayed ACK misses every try by 35 ms or more.

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The listener's lifecycle: a restart on the same port right after a stop
 (SIGTERM or kill -9) binds every time, and a client connecting while the
-server starts is served or refused, never reset (docs/server.md, "The
+server starts is served or refused, never reset (docs/server-net.md, "The
 listener's lifecycle").
 
 On io_uring a listener a worker's ring polled stayed open after the process

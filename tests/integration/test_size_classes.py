@@ -301,7 +301,7 @@ def test_stats_reset_zeroes_class_events(start_server):
 
 def test_hot_warm_cold_counts(start_server):
     """number_hot/warm/cold: a worker's open segment, the main queue, the
-    small queue (docs/store.md). A fresh item is hot; once its segment is
+    small queue (docs/store-eviction.md). A fresh item is hot; once its segment is
     sealed it is cold; read and carried by eviction it is warm."""
     srv = start_server("-m", "8", "-t", "1")
     c = srv.connect()

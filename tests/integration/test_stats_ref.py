@@ -247,7 +247,7 @@ def level(srv_conn):
 def test_hash_power_level_grows_at_memcached_item_counts(pair_shared):
     """`-o hashpower=N` and `hash_power_level` keep memcached's contract:
     2^N chains, doubled once the items pass 1.5 a chain. nodelay's buckets
-    stand for four chains each (docs/store.md "Index"), so both servers
+    stand for four chains each (docs/store-index.md "Index"), so both servers
     report the same level before and after each threshold."""
     ours, ref = pair_shared("-o", "hashpower=13")  # 1.6.45 refuses 12 at -t 4
     conns = [ours.connect(), ref.connect()]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Eviction at the writers' pace (docs/store.md "Eviction").
+"""Eviction at the writers' pace (docs/store-eviction.md "Eviction").
 
 Once -m is used up, every write into the store evicts about as many bytes as
 it wrote, before the writer needs a new segment, so a single set into a full

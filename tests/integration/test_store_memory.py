@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Item memory as `stats slabs` total_malloced shows it (docs/store.md
-"Expiry", "Stats and memcached's class lines"), beside memcached 1.6.45's
+"""Item memory as `stats slabs` total_malloced shows it (docs/store-expiry.md
+"Expiry", docs/observability.md "Size classes"), beside memcached 1.6.45's
 debug build where it is there (../shared/ref, or $NODELAY_REF + "-debug").
 
 Expiry is moved with `debugtime` (both debug builds answer it), so nothing

@@ -521,7 +521,7 @@ def test_item_get_status_matches_1_6_45(start_server, server_bin):
         gone_statuses(start_server(*flags, binary=ref))
 
 
-# ---- what watchers may cost the others (docs/server.md "watch": the bounds) ----
+# ---- what watchers may cost the others (docs/observability.md, `watch`: the bounds) ----
 
 EVERY = "fetchers mutations evictions connevents deletions"
 
@@ -590,7 +590,7 @@ def test_stalled_watcher_leaves_the_server_idle(start_server):
 def test_stalled_watchers_hold_no_more_than_their_buffers(start_server, server_bin):
     """Twenty watchers that never read, a load of long-keyed events: the
     server holds each watcher's buffer and reply allowance at most
-    (docs/server.md: 2 x watcher_logbuf_size + 16 KiB a watcher,
+    (docs/observability.md: 2 x watcher_logbuf_size + 16 KiB a watcher,
     worker_logbuf_size a logging thread), every line past that is skipped
     and counted, and the client's requests are all answered."""
     srv = start_server()

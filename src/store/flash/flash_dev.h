@@ -8,7 +8,7 @@
  * watches; the worker then runs flash_cq_drain, which calls each request's
  * done() on the worker's own thread. An io_uring read from the worker's
  * ring fills in the same struct and calls the same done(). Knows nothing
- * of the flash format; docs/store.md "Flash tier". */
+ * of the flash format; docs/store-flash.md. */
 #ifndef NODELAY_STORE_FLASH_DEV_H
 #define NODELAY_STORE_FLASH_DEV_H
 

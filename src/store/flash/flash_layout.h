@@ -2,7 +2,7 @@
 /* The bytes of one flash segment (flash_layout.c): written once, whole and
  * aligned, read back whole (the restore scan, compaction) or one item at a
  * time (a lookup). Knows items (store_item.h) and nothing of devices, the
- * index or segments in RAM; docs/store.md "Flash tier".
+ * index or segments in RAM; docs/store-flash.md.
  *
  *   header (FLASH_HDR_LEN bytes) | item | item | ... | zeroes to the end
  *

@@ -396,7 +396,7 @@ static uint64_t evictions_of(struct tstore *t)
 
 /* Once -m is used up, a write pays for itself: the victim's items leave as
  * the writer's segment fills, before the writer needs a segment, at the
- * writers' pace (docs/store.md "Eviction"): at least one item for each
+ * writers' pace (docs/store-eviction.md "Eviction"): at least one item for each
  * item's worth written, paid every SEG_PAY_BYTES, and never more than
  * what was written. */
 static void test_eviction_at_writers_pace(void **state)
@@ -436,7 +436,7 @@ static void test_eviction_at_writers_pace(void **state)
 }
 
 /* A victim whose items were nearly all read keeps them all: the cap on
- * kept bytes is 15/16 of a segment, not half (docs/store.md "Eviction"). */
+ * kept bytes is 15/16 of a segment, not half (docs/store-eviction.md "Eviction"). */
 static void test_victim_keeps_its_read_items(void **state)
 {
     (void)state;
@@ -559,8 +559,8 @@ static bool value_is(struct tstore *t, int i, size_t vlen)
 
 /* -e: a kill while a victim is half walked (items evicted, carried and
  * kept in place behind the cursor, the rest untouched) brings back exactly
- * what was live: nothing evicted returns, nothing live is lost (docs/store.md
- * "Restarts", P3 and P4). */
+ * what was live: nothing evicted returns, nothing live is lost (docs/restarts.md
+ * "Proof obligations", P3 and P4). */
 static void test_half_walked_victim_after_a_crash(void **state)
 {
     (void)state;

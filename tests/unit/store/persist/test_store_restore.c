@@ -17,7 +17,7 @@
  *    not, CAS or not) at value lengths of one to three varint bytes comes
  *    back whole, after a graceful stop and after a crash (the walk reads
  *    one-byte lengths from a table, the rest through item_decode);
- *  - damage after a crash ("Damage" in docs/store.md): one bad bit in a
+ *  - damage after a crash ("Damage" in docs/restarts.md): one bad bit in a
  *    dead item's layout byte or in the flush_all state never serves what
  *    was overwritten, deleted or flushed; two live copies of a key are
  *    decided by CAS (under -C, dropped when they differ); a heartbeat,
