@@ -91,33 +91,44 @@ static void list_remove(struct seg_list *l, struct seg *s)
     l->n--;
 }
 
-/* Segment headers come in chunks of SEG_CHUNK, added as -m grows (at start
- * and by cache_memlimit), never moved or freed before the store is: a
- * segment id stays valid for readers without a lock (pool lock held). */
+/* Segment headers come in chunks of SEG_CHUNK, never moved or freed
+ * before the store is: a segment id stays valid for readers without a
+ * lock. A chunk is mapped whole but its headers are made one by one as -m
+ * allows segments (at start and by cache_memlimit), so the pages past the
+ * last header made cost nothing: 64 headers at -m 64, not 1,024 (pool
+ * lock held). */
 static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
 {
     if (want > SLOT_MAX_SEGS)
         return -1;
     while (pool->seg_cap < want) {
-        struct seg *c = calloc(SEG_CHUNK, sizeof(*c));
-        if (!c)
-            return -1;
-        for (uint32_t k = 0; k < SEG_CHUNK; k++) {
-            c[k].id = pool->seg_cap + k;
-            c[k].pool = pool;
-            list_push(&pool->unused, &c[k]);
+        uint32_t id = pool->seg_cap;
+        struct seg *c = pool->seg_chunks[id / SEG_CHUNK];
+        if (!c) {
+            void *m = mmap(NULL, SEG_CHUNK * sizeof(*c), PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED)
+                return -1;
+            c = m;
+            __atomic_store_n(&pool->seg_chunks[id / SEG_CHUNK], c, __ATOMIC_RELEASE);
         }
-        __atomic_store_n(&pool->seg_chunks[pool->seg_cap / SEG_CHUNK], c, __ATOMIC_RELEASE);
-        pool->seg_cap += SEG_CHUNK;
+        struct seg *g = &c[id % SEG_CHUNK];
+        g->id = id;
+        g->pool = pool;
+        list_push(&pool->unused, g);
+        pool->seg_cap++;
     }
     return 0;
 }
 
 int seg_pool_init(struct seg_pool *pool)
 {
-    pool->seg_chunks = calloc(SLOT_MAX_SEGS / SEG_CHUNK, sizeof(*pool->seg_chunks));
-    if (!pool->seg_chunks)
+    /* mapped, not allocated: its pages cost only once a chunk is named */
+    void *dir = mmap(NULL, SEG_DIR_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    if (dir == MAP_FAILED)
         return -1;
+    pool->seg_chunks = dir;
     pthread_mutex_init(&pool->lock, NULL);
     hugemem_pool_init(&pool->seg_mem);
     uint32_t small = pool->seg_limit / SEG_SMALL_DIV ? pool->seg_limit / SEG_SMALL_DIV : 1;
@@ -137,9 +148,9 @@ void seg_pool_release(struct seg_pool *pool)
             munmap(g->data, pool->seg_size);
     }
     hugemem_pool_release(&pool->seg_mem);
-    for (uint32_t c = 0; c < pool->seg_cap / SEG_CHUNK; c++)
-        free(pool->seg_chunks[c]);
-    free(pool->seg_chunks);
+    for (uint32_t c = 0; c < (pool->seg_cap + SEG_CHUNK - 1) / SEG_CHUNK; c++)
+        munmap(pool->seg_chunks[c], SEG_CHUNK * sizeof(struct seg));
+    munmap(pool->seg_chunks, SEG_DIR_BYTES);
     pool->seg_chunks = NULL;
     pool->seg_cap = 0;
     pthread_mutex_destroy(&pool->lock);
