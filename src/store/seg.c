@@ -91,12 +91,9 @@ static void list_remove(struct seg_list *l, struct seg *s)
     l->n--;
 }
 
-/* Segment headers come in chunks of SEG_CHUNK, never moved or freed
- * before the store is: a segment id stays valid for readers without a
- * lock. A chunk is mapped whole but its headers are made one by one as -m
- * allows segments (at start and by cache_memlimit), so the pages past the
- * last header made cost nothing: 64 headers at -m 64, not 1,024 (pool
- * lock held). */
+/* Headers, in chunks of SEG_CHUNK never moved before the store is freed
+ * (ids stay valid unlocked), made as -m allows: a chunk's pages past the
+ * last made cost nothing (pool lock held). */
 static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
 {
     if (want > SLOT_MAX_SEGS)
@@ -105,11 +102,10 @@ static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
         uint32_t id = pool->seg_cap;
         struct seg *c = pool->seg_chunks[id / SEG_CHUNK];
         if (!c) {
-            void *m = mmap(NULL, SEG_CHUNK * sizeof(*c), PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (m == MAP_FAILED)
+            c = mmap(NULL, SEG_CHUNK * sizeof(*c), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (c == MAP_FAILED)
                 return -1;
-            c = m;
             __atomic_store_n(&pool->seg_chunks[id / SEG_CHUNK], c, __ATOMIC_RELEASE);
         }
         struct seg *g = &c[id % SEG_CHUNK];
@@ -123,7 +119,6 @@ static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
 
 int seg_pool_init(struct seg_pool *pool)
 {
-    /* mapped, not allocated: its pages cost only once a chunk is named */
     void *dir = mmap(NULL, SEG_DIR_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                      -1, 0);
     if (dir == MAP_FAILED)
@@ -150,7 +145,8 @@ void seg_pool_release(struct seg_pool *pool)
     hugemem_pool_release(&pool->seg_mem);
     for (uint32_t c = 0; c < (pool->seg_cap + SEG_CHUNK - 1) / SEG_CHUNK; c++)
         munmap(pool->seg_chunks[c], SEG_CHUNK * sizeof(struct seg));
-    munmap(pool->seg_chunks, SEG_DIR_BYTES);
+    if (pool->seg_chunks)
+        munmap(pool->seg_chunks, SEG_DIR_BYTES);
     pool->seg_chunks = NULL;
     pool->seg_cap = 0;
     pthread_mutex_destroy(&pool->lock);

@@ -61,7 +61,8 @@ struct seg {
 /* The pool keeps its headers in chunks of SEG_CHUNK, never moved (seg.c);
  * the header of segment id in such a table. */
 #define SEG_CHUNK 1024u
-/* The chunk directory: a pointer for each chunk segment ids can name. */
+/* The chunk directory: a pointer for each chunk segment ids can name,
+ * mapped (its pages cost only once a chunk is named). */
 #define SEG_DIR_BYTES ((size_t)SLOT_MAX_SEGS / SEG_CHUNK * sizeof(struct seg *))
 static inline struct seg *seg_at(struct seg *const *chunks, uint32_t id)
 {
