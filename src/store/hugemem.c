@@ -20,6 +20,10 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1; older kernels refuse it, harmlessly */
+#endif
+
 void *hugemem_map(size_t len)
 {
     int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
@@ -168,6 +172,11 @@ static void *hugemem_ahead_maker(void *arg)
         pthread_mutex_unlock(&a->lock);
 #ifdef MADV_HUGEPAGE
         (void)madvise(m, len, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_COLLAPSE
+        /* pages written already on small pages become a huge one (the
+         * kernel copies them, as khugepaged would, while others use them) */
+        (void)madvise(m, len, MADV_COLLAPSE);
 #endif
 #ifdef MADV_POPULATE_WRITE
         (void)madvise(m, len, MADV_POPULATE_WRITE);

@@ -55,9 +55,10 @@ void hugemem_pool_release(struct hugemem_pool *p);
 /* One range of an existing mapping faulted in ahead of need by a thread of
  * its own: the index's next buckets, which a split touches on the request
  * path. Asked for a range (already writable, HUGEMEM_PAGE-aligned), the
- * thread asks for huge pages there and populates it (MADV_POPULATE_WRITE:
- * the kernel's fault, which never changes a page already present, so the
- * owner may write into the range meanwhile). A hint: without it the
+ * thread asks for huge pages there, collapses the small pages already
+ * written into huge ones (MADV_COLLAPSE) and populates the rest
+ * (MADV_POPULATE_WRITE): the kernel's work, which keeps every byte, so the
+ * owner may use the range meanwhile. A hint: without it the
  * owner's first write faults the page in. */
 struct hugemem_ahead {
     pthread_mutex_t lock;

@@ -49,8 +49,13 @@
 /* The most buckets, 2^32 (24 G items): the reservation's size, 256 GiB of
  * address space (smaller when the system refuses that much). */
 #define INDEX_MAX_POWER 32
-/* Table bytes from this on are on huge pages, faulted in ahead. */
+/* A table made this large asks for huge pages at once. */
 #define INDEX_HUGE_MIN ((size_t)4 << 20)
+/* A table that grows past this many bytes of buckets goes on huge pages:
+ * the pages it wrote are collapsed into one, and the next ones are faulted
+ * in ahead (index_ahead). A lookup lands on a random bucket, so a table
+ * spread over 256 small pages or more misses the TLB on most lookups. */
+#define INDEX_AHEAD_MIN ((size_t)1 << 20)
 #define INDEX_MIN_POWER 1
 /* Slots a split gathers to pack its bucket's chain again. */
 #define INDEX_PACK_MAX (INDEX_SLOTS * 32)
@@ -156,8 +161,8 @@ static void index_set_table(struct index *ix, struct index_table *t)
     __atomic_store_n(&ix->shape, index_shape_make(t->power, 0), __ATOMIC_RELEASE);
     ix->base_level = t->power + INDEX_LEVEL_SHIFT;
     /* the huge pages after the table's first ones are faulted in ahead */
-    ix->ahead_end = t->writable > INDEX_HUGE_MIN ? t->writable : INDEX_HUGE_MIN;
-    ix->head_huge = t->writable >= INDEX_HUGE_MIN;
+    ix->ahead_end = t->writable;
+    ix->head_huge = ((size_t)64 << t->power) >= INDEX_HUGE_MIN;
 }
 
 int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg)
@@ -474,18 +479,19 @@ static void index_split_move(struct index *ix, uint64_t *src, uint64_t *dst, uns
         chain_pack(ix, src);
 }
 
-/* The huge page after the ones the table's buckets reach is faulted in by
- * a thread of the index's own, INDEX_AHEAD_LEAD ahead of the splits (grow
- * lock held). The first INDEX_HUGE_MIN stays on small pages until the table is
- * twice that, then asks for huge pages too (khugepaged merges them). */
+/* Once the table passes INDEX_AHEAD_MIN, a thread of the index's own
+ * collapses the small pages it wrote into huge ones (the writable part,
+ * whole huge pages), and faults in each next huge page INDEX_AHEAD_LEAD
+ * ahead of the splits (grow lock held). */
 static void index_ahead(struct index *ix, struct index_table *t, size_t used)
 {
-#ifdef MADV_HUGEPAGE
-    if (!ix->head_huge && used >= 2 * INDEX_HUGE_MIN) {
+    if (used < INDEX_AHEAD_MIN)
+        return;
+    if (!ix->head_huge) {
         ix->head_huge = true;
-        (void)madvise(t->b, INDEX_HUGE_MIN, MADV_HUGEPAGE);
+        hugemem_ahead_ask(&ix->next, t->b, ix->ahead_end);
+        return;
     }
-#endif
     if (used + INDEX_AHEAD_LEAD <= ix->ahead_end || !table_reach(t, ix->ahead_end + HUGEMEM_PAGE))
         return;
     hugemem_ahead_ask(&ix->next, (char *)t->b + ix->ahead_end, HUGEMEM_PAGE);

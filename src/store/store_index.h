@@ -149,7 +149,7 @@ struct index {
      * wait for (docs/store.md "Huge pages"). */
     struct hugemem_ahead next;
     size_t ahead_end;          /* bytes of the table asked to be faulted in */
-    bool head_huge;            /* the first INDEX_HUGE_MIN asked for huge pages */
+    bool head_huge;            /* the pages made before the ahead asked for huge ones */
 };
 
 /* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,

@@ -152,7 +152,7 @@ static void test_overflow_pool_under_growth_and_churn(void **state)
     index_release(&ix);
 }
 
-#define GROW_ITEMS 150000u
+#define GROW_ITEMS 90000u
 #define READERS 2
 
 struct reader {
@@ -179,7 +179,8 @@ static void *reader_thread(void *arg)
 }
 
 /* The table grows a bucket at a time (linear hashing): while one thread
- * grows it from 2^3 buckets to 150,000 items, readers looking up every key
+ * grows it from 2^3 buckets to 90,000 items (under 1 MiB of buckets, so
+ * on small pages), readers looking up every key
  * already in never miss one, and from 20,000 items on the buckets hold
  * more than INDEX_GROW_LOAD - 1 items each on average, where a table that
  * doubles falls to half its load at each doubling. */

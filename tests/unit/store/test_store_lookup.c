@@ -223,35 +223,49 @@ static void test_get_copies_short_values_unpinned(void **state)
     tstore_close(&t);
 }
 
-/* The table's next huge page is faulted in ahead, off the request path,
- * one page before the splits reach it (the first touch of a huge page may
- * compact memory), and counted in hash_bytes once it is. Keys stay found
- * across the splits. */
+static void wait_ahead_done(struct index *ix, const void *want)
+{
+    for (int ms = 0; ms < 5000 && hugemem_ahead_done(&ix->next) != want; ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_ptr_equal(hugemem_ahead_done(&ix->next), want);
+}
+
+/* Once the table grows past 1 MiB of buckets it goes on huge pages, off
+ * the request path (the first touch of a huge page may compact memory):
+ * the pages it wrote are collapsed into a huge one, then each next huge
+ * page is faulted in before the splits reach it, and counted in
+ * hash_bytes once it is. Keys stay found across the splits. */
 static void test_next_table_made_ahead(void **state)
 {
     (void)state;
     struct tstore t;
     tstore_open(&t, 64 * MB, MB, true, true);
     struct index *ix = &t.s->index;
-    /* 2^14 buckets (1 MiB) at memcached's default level, its first 4 MiB
-     * on small pages: once the splits come within INDEX_AHEAD_LEAD of
-     * 4 MiB of buckets, the huge page there is asked for */
+    /* 2^14 buckets (1 MiB) at memcached's default level */
     uint64_t buckets = (uint64_t)1 << index_bucket_bits(ix);
     assert_int_equal(buckets, 1u << 14);
+    const char *b = (const char *)ix->cur->b;
     char key[32];
     uint64_t n = 0;
-    for (; index_shape_buckets(ix->shape) * 64 + INDEX_AHEAD_LEAD <= 2 * HUGEMEM_PAGE; n++) {
+    for (; index_shape_buckets(ix->shape) == buckets; n++) {
         assert_ptr_equal(hugemem_ahead_done(&ix->next), NULL);
         snprintf(key, sizeof key, "k%llu", (unsigned long long)n);
         assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
     }
-    const char *want = (const char *)ix->cur->b + 3 * HUGEMEM_PAGE;
-    for (int ms = 0; ms < 5000 && hugemem_ahead_done(&ix->next) != want; ms++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
+    /* the first split: the first huge page, written on small pages */
+    wait_ahead_done(ix, b + HUGEMEM_PAGE);
+    for (; index_shape_buckets(ix->shape) * 64 + INDEX_AHEAD_LEAD <= HUGEMEM_PAGE; n++) {
+        snprintf(key, sizeof key, "k%llu", (unsigned long long)n);
+        assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
     }
-    assert_ptr_equal(hugemem_ahead_done(&ix->next), want);
-    assert_true(index_bytes(ix) >= 3 * HUGEMEM_PAGE);
+    assert_ptr_equal(hugemem_ahead_done(&ix->next), b + HUGEMEM_PAGE);
+    snprintf(key, sizeof key, "k%llu", (unsigned long long)n++);
+    assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
+    /* within INDEX_AHEAD_LEAD of its end: the next one */
+    wait_ahead_done(ix, b + 2 * HUGEMEM_PAGE);
+    assert_true(index_bytes(ix) >= 2 * HUGEMEM_PAGE);
     /* the table holds six items a bucket, never half that */
     assert_true(n > index_shape_buckets(ix->shape) * (INDEX_GROW_LOAD - 1));
     char buf[8];
