@@ -13,6 +13,9 @@
 #   make bench-soak           the soak against the release server (SOAK_SECONDS=300)
 #   make bench-watch          what 0, 1 and 20 `watch` streams cost a pipelining load
 #                             (bench/watchcost.py; WATCH_ARGS="--noread --seconds 5")
+#   make bench-flash          the flash tier: memcached -o ext_path beside nodelay, key
+#                             space 10x RAM (bench/flash.py; FLASH_ARGS=--short; make
+#                             bench runs it short, --flash-full in BENCH_ARGS for 30 s)
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
 # The memcached compared with: ../shared/ref/memcached-1.6.45 when present,
 # else MEMCACHED=PATH, else Debian's /usr/bin/memcached; memtier_benchmark:
@@ -26,7 +29,12 @@ LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
 .PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost cachesim bench-traces \
-    bench-watch
+    bench-watch bench-flash
+
+FLASH_ARGS ?=
+bench-flash: $(LOADGEN)
+	$(MAKE) CONFIG=release EVENT=epoll server
+	MEMCACHED="$(MEMCACHED)" /usr/bin/python3 bench/flash.py $(FLASH_ARGS)
 
 loadgen: $(LOADGEN)
 

@@ -16,7 +16,8 @@
 #
 #   bench/compare.sh [--duration S] [--rounds N] [--threads T] [--memory MB]
 #                    [--rate OPS] [--replay-requests N] [--scan N]
-#                    [--skip-fill] [--skip-replay] [--workloads a,b,...]
+#                    [--skip-fill] [--skip-replay] [--skip-flash] [--flash-full]
+#                    [--workloads a,b,...]
 #                    [--nodelay PATH] [--memcached PATH] [--memtier PATH]
 #                    [--floor PATH] [--out DIR] [--publish]
 #
@@ -42,6 +43,8 @@ REPLAY_REQUESTS=5000000
 SCAN=2000000
 SKIP_FILL=0
 SKIP_REPLAY=0
+SKIP_FLASH=0
+FLASH_MODE=--short  # bench/flash.py: 32 MB, 2 s; --flash-full: 256 MB, 30 s
 WORKLOADS=""
 NODELAY=$ROOT/build/release-epoll/nodelay
 MEMCACHED=${MEMCACHED:-}
@@ -62,6 +65,8 @@ while [ $# -gt 0 ]; do
     --scan) SCAN=$2; shift ;;
     --skip-fill) SKIP_FILL=1 ;;
     --skip-replay) SKIP_REPLAY=1 ;;
+    --skip-flash) SKIP_FLASH=1 ;;
+    --flash-full) FLASH_MODE="" ;;
     --workloads) WORKLOADS=$2; shift ;;
     --nodelay) NODELAY=$2; shift ;;
     --memcached) MEMCACHED=$2; shift ;;
@@ -69,7 +74,7 @@ while [ $# -gt 0 ]; do
     --floor) FLOOR=$2; shift ;;
     --out) OUT=$2; shift ;;
     --publish) PUBLISH=1 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -479,6 +484,14 @@ fi
 if [ "$SKIP_REPLAY" = 0 ]; then
     bash "$ROOT/bench/traces.sh" --nodelay "$NODELAY" --memcached "$MEMCACHED" \
         --out "$OUT/traces" || echo "compare.sh: the trace replays failed" >&2
+fi
+# ---- the flash tier: memcached -o ext_path beside nodelay, key space 10x
+# RAM (bench/flash.py; --short unless --flash-full) ----
+if [ "$SKIP_FLASH" = 0 ]; then
+    # shellcheck disable=SC2086
+    /usr/bin/python3 "$ROOT/bench/flash.py" $FLASH_MODE --out "$OUT/flash" \
+        --nodelay "$NODELAY" --memcached "$MEMCACHED" ||
+        echo "compare.sh: the flash runs failed" >&2
 fi
 uptime >"$OUT/load-after.txt"
 

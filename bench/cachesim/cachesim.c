@@ -30,7 +30,10 @@
  *              while in the ghost moves small's target by --ad-step items
  *              (0.5) times the other queue's ghost entries over its own
  *              (at least 1), up if it left small, down if it left main
- *              (ARC's rule), between one segment and 90 %; it starts at 10 %
+ *              (ARC's rule), between one segment and 90 %; it starts at 10 %;
+ *              a key back from main's ghost is readmitted (given its read)
+ *              for a fixed subset of keys of --credit (2) times the share
+ *              of items main's recent passes found read (0: every one)
  *   s3fifo     S3-FIFO over whole items (Yang et al., SOSP '23): small 10 %,
  *              main 90 %, ghost of main's size, 2-bit counters
  *   s3fifo-ad  s3fifo whose small share follows ghost hits as ARC's p does:
@@ -170,7 +173,8 @@ struct sim {
     uint32_t *gfp, gsize;
     uint8_t *gtag;    /* s3fifo-seg-ad: the ghost entry left small (1) or main (2) */
     double share;     /* s3fifo-seg-ad: small's target, in items */
-    double gn[3];     /* s3fifo-seg-ad: ghost entries from small [1] and main [2] */
+    double gn[3];
+    double mwalk, mread; /* s3fifo-seg-ad: main's recent passes, items walked and found read */     /* s3fifo-seg-ad: ghost entries from small [1] and main [2] */
     bool keep_all;
     uint32_t *kept; /* a victim's kept items, in order */
     /* belady */
@@ -423,6 +427,12 @@ static void wt_set(struct sim *s, uint32_t id)
  * seg_keep_den of a segment kept per victim (SEG_RETAIN_NUM/DEN in seg.c) */
 static uint32_t seg_keep_num = 15, seg_keep_den = 16;
 static double seg_ad_step = 0.5, seg_ad_start = 0.1;
+static uint32_t ghost_per = 256; /* bytes of -m per ghost entry (store_ghost.c) */
+/* A key back from main's ghost gets its read with probability credit_mul
+ * times the share of items main's recent passes found read (seg.c's
+ * SEG_CREDIT_MUL; 0: always, the policy before); recent: the last
+ * SEG_CREDIT_WINDOW segments walked, halved past that. */
+static double credit_mul = 2;
 
 static uint32_t gfp_slot(struct sim *s, uint32_t id)
 {
@@ -452,6 +462,10 @@ static void seg_evict_one(struct sim *s)
         if (s->loc[id] != base + i)
             continue; /* dead: overwritten */
         bool keep = small ? s->freq[id] >= 1 : s->freq[id] > 0;
+        if (!small) {
+            s->mwalk++;
+            s->mread += keep;
+        }
         if (keep && (s->keep_all || kept < (uint64_t)s->seg_items * seg_keep_num / seg_keep_den)) {
             if (small)
                 s->freq[id] = 0;
@@ -474,6 +488,10 @@ static void seg_evict_one(struct sim *s)
             s->gfp[gfp_slot(s, id)] = id + 1;
             s->gtag[gfp_slot(s, id)] = 2; s->gn[2]++;
         }
+    }
+    if (s->mwalk > 4.0 * s->seg_items) {
+        s->mwalk /= 2;
+        s->mread /= 2;
     }
     s->seg_n[v] = 0;
     s->freelist[s->nfree++] = v;
@@ -537,8 +555,14 @@ static void seg_set(struct sim *s, uint32_t id)
         }
     }
     seg_append(s, &s->wopen, id, false);
-    if (ghost)
-        s->freq[id] = 1;
+    if (ghost) {
+        /* back from main's ghost: readmitted while main's items are read
+         * again (a fixed subset of keys, by hash, as seg.c does) */
+        double credit = s->mwalk > 0 ? credit_mul * s->mread / s->mwalk : 1;
+        bool read = !s->adaptive || s->gtag[slot] != 2 || credit_mul == 0 ||
+                    (double)(lg_mix(id, 99) % 1024) < credit * 1024;
+        s->freq[id] = read;
+    }
 }
 
 /* Bélády: a max-heap of (next use, key) with stale entries skipped */
@@ -615,10 +639,66 @@ static uint32_t held(const struct sim *s, int p)
     }
 }
 
-/* Replays t over one policy at cap items; returns the second-half miss ratio. */
-static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t seg_items,
-                  uint64_t mem_bytes, const uint64_t *nextuse, const uint8_t *counted)
+/* Reuse-distance bands (--bands): an access's distance is the number of
+ * distinct keys accessed since its key's last access (UINT32_MAX: first
+ * access), as a share of the item count; each band's upper edge in
+ * eighths of it. A policy's misses in a band say which reuses it loses. */
+#define NBANDS 7
+static const char *band_names[NBANDS] = { "first", "<c/2", "c/2-c", "c-1.5c", "1.5c-2c", "2c-4c", ">=4c" };
+static const uint32_t band_top8[NBANDS - 2] = { 4, 8, 12, 16, 32 };
+static unsigned band_of(uint32_t dist, uint32_t cap)
 {
+    if (dist == UINT32_MAX)
+        return 0;
+    for (unsigned b = 0; b < NBANDS - 2; b++)
+        if ((uint64_t)dist * 8 < (uint64_t)cap * band_top8[b])
+            return b + 1;
+    return NBANDS - 1;
+}
+
+/* Each access's reuse distance, by a Fenwick tree over access positions
+ * holding a mark at each key's latest access. */
+static uint32_t *reuse_distances(const struct lg_trace *t)
+{
+    uint64_t n = t->nacc;
+    uint32_t *dist = xcalloc(n ? n : 1, sizeof(uint32_t));
+    uint32_t *fen = xcalloc(n + 1, sizeof(uint32_t));
+    uint64_t *last = xcalloc(t->nkeys, sizeof(uint64_t));
+    for (uint32_t k = 0; k < t->nkeys; k++)
+        last[k] = UINT64_MAX;
+    for (uint64_t a = 0; a < n; a++) {
+        uint32_t id = t->acc[a];
+        uint64_t p = last[id];
+        if (p == UINT64_MAX) {
+            dist[a] = UINT32_MAX;
+        } else {
+            /* marks in (p, a): prefix(a) - prefix(p + 1) */
+            uint64_t c = 0;
+            for (uint64_t i = a; i > 0; i -= i & -i)
+                c += fen[i];
+            for (uint64_t i = p + 1; i > 0; i -= i & -i)
+                c -= fen[i];
+            dist[a] = (uint32_t)c;
+            for (uint64_t i = p + 1; i <= n; i += i & -i)
+                fen[i]--;
+        }
+        for (uint64_t i = a + 1; i <= n; i += i & -i)
+            fen[i]++;
+        last[id] = a;
+    }
+    free(fen);
+    free(last);
+    return dist;
+}
+
+/* Replays t over one policy at cap items; returns the second-half miss
+ * ratio, and with dist each band's share of the counted accesses and its
+ * misses (band[b][0], band[b][1], as shares of all counted accesses). */
+static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t seg_items,
+                  uint64_t mem_bytes, const uint64_t *nextuse, const uint8_t *counted,
+                  const uint32_t *dist, double band[NBANDS][2])
+{
+    uint64_t bn[NBANDS][2] = { { 0 } };
     struct sim s = { .name = pol_names[p], .cap = cap, .nkeys = t->nkeys };
     lists_init(&s.l, t->nkeys);
     list_init(&s.q[0], 1);
@@ -663,7 +743,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
         list_init(&s.sq[0], 1);
         list_init(&s.sq[1], 2);
         s.wopen = s.mopen = NIL;
-        s.gsize = (uint32_t)(mem_bytes / 256);
+        s.gsize = (uint32_t)(mem_bytes / ghost_per);
         if (s.gsize == 0)
             s.gsize = 1;
         s.gfp = xcalloc(s.gsize, sizeof(uint32_t));
@@ -704,6 +784,11 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
             if (counted ? counted[a0 + i] : r >= half) {
                 acc2++;
                 miss2 += !hit;
+                if (dist) {
+                    unsigned b = band_of(dist[a0 + i], cap);
+                    bn[b][0]++;
+                    bn[b][1] += !hit;
+                }
             }
         }
         for (uint64_t i = 0; i < n; i++) {
@@ -769,6 +854,9 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
     free(s.cached);
     free(s.heap_k);
     free(s.heap_id);
+    for (unsigned b = 0; dist && b < NBANDS; b++)
+        for (int j = 0; j < 2; j++)
+            band[b][j] = acc2 ? (double)bn[b][j] / (double)acc2 : 0;
     return acc2 ? (double)miss2 / (double)acc2 : 0;
 }
 
@@ -824,16 +912,19 @@ int main(int argc, char **argv)
     uint64_t lines = 0, zreq = 5000000, zscan = 0, seed = 42, mem_mb = 64;
     uint8_t *counted = NULL;
     double zipf = 0;
+    bool bands = false;
     static const struct option opts[] = {
         { "format", 1, 0, 'F' }, { "file", 1, 0, 'f' }, { "items", 1, 0, 'i' },
         { "seg-items", 1, 0, 'S' }, { "max-keys", 1, 0, 'K' }, { "lines", 1, 0, 'n' },
         { "zipf", 1, 0, 'z' }, { "keys", 1, 0, 'k' }, { "requests", 1, 0, 'r' },
         { "seed", 1, 0, 'e' }, { "batch", 1, 0, 'b' }, { "memory", 1, 0, 'm' },
         { "policies", 1, 0, 'p' }, { "scan", 1, 0, 'c' }, { "seg-keep", 1, 0, 'R' },
-        { "loop", 1, 0, 'L' }, { "phases", 1, 0, 'P' }, { "ad-step", 1, 0, 'A' }, { "ad-start", 1, 0, 'B' }, { 0, 0, 0, 0 },
+        { "loop", 1, 0, 'L' }, { "phases", 1, 0, 'P' }, { "ad-step", 1, 0, 'A' }, { "ad-start", 1, 0, 'B' },
+        { "bands", 0, 0, 'D' }, { "ghost-per", 1, 0, 'G' },
+        { "credit", 1, 0, 'C' }, { 0, 0, 0, 0 },
     };
     int o;
-    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:R:A:B:L:P:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:R:A:B:L:P:DG:C:", opts, NULL)) != -1) {
         switch (o) {
         case 'F':
             if (lg_trace_fmt_parse(optarg, &fmt) != 0)
@@ -861,6 +952,13 @@ int main(int argc, char **argv)
         case 'P': zphases = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'A': seg_ad_step = atof(optarg); break;
         case 'B': seg_ad_start = atof(optarg); break;
+        case 'D': bands = true; break;
+        case 'C': credit_mul = atof(optarg); break;
+        case 'G':
+            ghost_per = (uint32_t)strtoul(optarg, NULL, 10);
+            if (!ghost_per)
+                goto usage;
+            break;
         default: goto usage;
         }
     }
@@ -907,6 +1005,8 @@ int main(int argc, char **argv)
         }
         free(last);
     }
+    uint32_t *dist = bands ? reuse_distances(&t) : NULL;
+    static double band[P_N][8][NBANDS][2];
     uint32_t caps[8], ncap = 0;
     for (char *c = (char *)items_s; *c && ncap < 8;) {
         caps[ncap++] = (uint32_t)strtoul(c, &c, 10);
@@ -931,11 +1031,32 @@ int main(int argc, char **argv)
                 printf(" %10s", "-");
                 continue;
             }
-            printf(" %9.2f%%", 100 * run(&t, p, caps[c], si, mem_mb << 20, nextuse, counted));
+            printf(" %9.2f%%", 100 * run(&t, p, caps[c], si, mem_mb << 20, nextuse, counted, dist,
+                                         band[p][c]));
             fflush(stdout);
         }
         printf("\n");
     }
+    for (uint32_t c = 0; dist && c < ncap; c++) {
+        printf("\nmisses by reuse distance at %u items (c), %% of counted accesses\n%-9s %7s", caps[c],
+               "distance", "share");
+        for (int p = 0; p < P_N; p++)
+            if (use[p])
+                printf(" %13s", pol_names[p]);
+        printf("\n");
+        int any = -1;
+        for (int p = 0; p < P_N && any < 0; p++)
+            if (use[p])
+                any = p;
+        for (unsigned b = 0; any >= 0 && b < NBANDS; b++) {
+            printf("%-9s %6.2f%%", band_names[b], 100 * band[any][c][b][0]);
+            for (int p = 0; p < P_N; p++)
+                if (use[p])
+                    printf(" %12.2f%%", 100 * band[p][c][b][1]);
+            printf("\n");
+        }
+    }
+    free(dist);
     free(nextuse);
     free(counted);
     lg_trace_release(&t);
@@ -944,6 +1065,7 @@ usage:
     fprintf(stderr, "usage: cachesim --items N[,N...] [--format lis|kv] [--file F|-]"
                     " [--lines N] [--max-keys 16] [--memory MB] [--seg-items N] [--seg-keep NUM/DEN]"
                     " [--policies a,b] | --zipf S [--keys N] [--requests N] [--scan N] [--seed N]"
-                    " [--batch N] [--loop N] [--phases P] [--ad-step ITEMS] [--ad-start SHARE] --items N\n");
+                    " [--batch N] [--loop N] [--phases P] [--ad-step ITEMS] [--ad-start SHARE] --items N"
+                    " [--bands] [--ghost-per BYTES] [--credit MUL]\n");
     return 2;
 }

@@ -2,6 +2,7 @@
 /* memcached's number rules (see num.h). */
 #include "base/num.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,22 @@ bool num_safe_double(const char *s, size_t n, double *out)
     char *end;
     double d = strtod(buf, &end);
     if (end == buf || (*end != '\0' && !num_space((unsigned char)*end)))
+        return false;
+    *out = d;
+    return true;
+}
+
+bool num_tok_double(const char *s, size_t n, double *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf)
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    double d = strtod(buf, &end);
+    if (errno == ERANGE || end != buf + n)
         return false;
     *out = d;
     return true;

@@ -32,6 +32,10 @@ bool num_safe_i32(const char *s, size_t n, int32_t *out);
 /* strtod, refusing trailing garbage other than white space. */
 bool num_safe_double(const char *s, size_t n, double *out);
 
+/* A token as memcached's admin commands read a double (mc_toktod): under
+ * 32 bytes, all of it strtod's, and no range error (1e999, 1e-400). */
+bool num_tok_double(const char *s, size_t n, double *out);
+
 /* Strict tokens: [0-9]+ within range. */
 bool num_tok_u64(const char *s, size_t n, uint64_t *out);
 bool num_tok_u32(const char *s, size_t n, uint32_t *out);

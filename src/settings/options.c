@@ -50,6 +50,7 @@ void options_from_settings(const struct settings *s, struct options *o)
 #undef OPTIONS_NET
 #undef OPTIONS_PROTO
 #undef OPTIONS_TLS
+    o->flash_tuning = (struct flash_tuning_src){settings_flash_tuning, settings_runtime_of(s)};
     /* the store's own names (store.h) */
     o->store = (struct store_options){
         .mem_limit = SETTINGS_GET(s, maxbytes),

@@ -8,6 +8,7 @@
 #ifndef NODELAY_OPTIONS_H
 #define NODELAY_OPTIONS_H
 
+#include "base/flash_tuning.h"
 #include "net/net_options.h"
 #include "net/tls.h"
 #include "proto/proto_options.h"
@@ -20,6 +21,8 @@ struct options {
     struct net_options net;
     struct proto_options proto;
     struct tls_options tls;
+    /* the ext_* values `extstore` changes at run time, for the flash tier */
+    struct flash_tuning_src flash_tuning;
 };
 
 /* Fill *o from *s (which must outlive o: strings are shared). */

@@ -82,6 +82,11 @@ struct settings_ext_file {
 };
 int settings_ext_files(const struct settings *s, struct settings_ext_file *out, int max);
 
+/* The run-time ext_* values (what `extstore` changes) now, from a struct
+ * settings_runtime: a flash_tuning_src's reader (base/flash_tuning.h). */
+struct flash_tuning;
+void settings_flash_tuning(const void *run, struct flash_tuning *out);
+
 /* One line per accepted-but-inert option the user gave, naming it and what
  * happens instead ("nodelay: -o ext_*: no extstore in nodelay; ..."). */
 void settings_print_notes(const struct settings *s, FILE *err);

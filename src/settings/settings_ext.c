@@ -5,12 +5,14 @@
  * differ, where memcached dies of SIGFPE (a page size of 0 bytes in its 32
  * bits: ext_page_size=0 or a multiple of 4096): nodelay refuses with a
  * message (docs/compat-differences.md). The flash tier itself is not wired
- * in: the values are kept and have no effect yet. */
+ * in: the values are kept and have no effect yet; the run-time ones reach
+ * it through settings_flash_tuning. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/flash_tuning.h"
 #include "base/num.h"
 #include "settings/settings_internal.h"
 
@@ -65,6 +67,17 @@ static const char *ext_token(const char **p, char *buf, size_t n)
     return buf;
 }
 
+/* The page buckets 1.6.45 lets an ext_path be given to. */
+static bool ext_bucket_known(const char *b)
+{
+    static const char *const known[] = {"compact", "lowttl", "chunked", "default", "coldcompact",
+                                        "old"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(b, known[i]) == 0)
+            return true;
+    return false;
+}
+
 /* One ext_path value: "file:size[:bucket]". 0, or the message memcached
  * prints (two lines), to `why`. */
 static int ext_path_parse(const char *val, struct settings_ext_file *f, char *why, size_t n)
@@ -97,9 +110,7 @@ static int ext_path_parse(const char *val, struct settings_ext_file *f, char *wh
         return -1;
     }
     f->size = (uint64_t)v << shift; /* wraps as memcached's does ("-64m") */
-    if (ext_token(&p, bucket, sizeof bucket) && strcmp(bucket, "compact") != 0 &&
-        strcmp(bucket, "lowttl") != 0 && strcmp(bucket, "chunked") != 0 &&
-        strcmp(bucket, "default") != 0) {
+    if (ext_token(&p, bucket, sizeof bucket) && !ext_bucket_known(bucket)) {
         snprintf(why, n, "Unknown extstore bucket: %s\n%s", bucket, fail);
         return -1;
     }
@@ -186,5 +197,30 @@ int settings_ext_check(struct settings_parse_ctx *c)
     if (pages >= 65536)
         SETTINGS_FAIL(c, 1, "Failed to initialize external storage: page_count must total to "
                             "< 65536. Increase page_size or lower path sizes\n");
+    /* memcached's default for both thresholds, set when ext_compact_under
+     * is 0 (an ext_drop_under given alone is overwritten): a hundredth of
+     * the pages of the file named last, at least one. */
+    if (n > 0 && SETTINGS_GET(s, ext_compact_under) == 0) {
+        uint64_t under = files[n - 1].size / page / 100;
+        under = under ? under : 1;
+        SETTINGS_SET(s, ext_compact_under, (size_t)under);
+        SETTINGS_SET(s, ext_drop_under, (size_t)under);
+    }
     return 0;
+}
+
+void settings_flash_tuning(const void *run, struct flash_tuning *out)
+{
+    const struct settings_runtime *r = run;
+    *out = (struct flash_tuning){
+        .item_size = (uint32_t)SETTINGS_RUN_GET(r, ext_item_size),
+        .item_age = (uint32_t)SETTINGS_RUN_GET(r, ext_item_age),
+        .low_ttl = (uint32_t)SETTINGS_RUN_GET(r, ext_low_ttl),
+        .recache_rate = (uint32_t)SETTINGS_RUN_GET(r, ext_recache_rate),
+        .compact_under = (uint32_t)SETTINGS_RUN_GET(r, ext_compact_under),
+        .drop_under = (uint32_t)SETTINGS_RUN_GET(r, ext_drop_under),
+        .max_sleep = (uint32_t)SETTINGS_RUN_GET(r, ext_max_sleep),
+        .max_frag = SETTINGS_RUN_GET(r, ext_max_frag),
+        .drop_unread = SETTINGS_RUN_GET(r, ext_drop_unread),
+    };
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* memcached -o options nodelay accepts with no effect (the note column
  * says what happens instead), and the proxy_* family it refuses (the
- * ext_* options are in settings_rows_ext.h).
+ * ext_* options and slab_automove_freeratio are in settings_rows_ext.h).
  * Rows of the settings table: settings_table.h includes this file in
  * its place and says what each column means. */
 #ifndef NODELAY_SETTINGS_ROWS_COMPAT_H
@@ -18,9 +18,6 @@ X(NONE, no_modern,               NONE, 0,           0,   NULL,                 "
 X(NONE, slab_sizes,              NONE, 0,           0,   NULL,                 "slab_sizes",                 \
   "a-b-c",       SLAB_SIZES,  0,       0,              NULL,                    NONE,     SETTINGS_NO_SLABS, \
   "slab class sizes, increasing", NULL)                                                                      \
-X(NONE, slab_automove_freeratio, NONE, 0,           0,   NULL,                 "slab_automove_freeratio",    \
-  "f",           NOP,         0,       0,              NULL,                    NONE,     SETTINGS_NO_SLABS, \
-  "free memory kept by the slab mover", NULL)                                                                \
 X(NONE, no_chunked_items,        NONE, 0,           0,   NULL,                 "no_chunked_items",           \
   NULL,          NOP,         0,       0,              NULL,                    NONE,                        \
   "items are never chunked in nodelay; ignored",                                                             \

@@ -39,6 +39,23 @@ SETTINGS_SHOW(F2)
     snprintf(buf, n, "%.2f", settings_row_double(s, r));
 }
 
+SETTINGS_SHOW(F3)
+{
+    snprintf(buf, n, "%.3f", settings_row_double(s, r));
+}
+
+/* memcached keeps the ext_* numbers in 32 bits: 2^32 given is 0 shown. */
+SETTINGS_SHOW(U32)
+{
+    snprintf(buf, n, "%u", (unsigned)(uint32_t)settings_row_long(s, r));
+}
+
+/* A size given in MB, shown in bytes as memcached's 32 bits hold it. */
+SETTINGS_SHOW(MB32)
+{
+    snprintf(buf, n, "%u", (unsigned)(uint32_t)((uint64_t)settings_row_long(s, r) << 20));
+}
+
 SETTINGS_SHOW(CHAR)
 {
     snprintf(buf, n, "%c", (char)settings_row_long(s, r));

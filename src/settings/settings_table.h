@@ -67,6 +67,7 @@
 #define SETTINGS(X)                                                                                \
     SETTINGS_ROWS_CORE(X)                                                                          \
     SETTINGS_ROWS_TUNING(X)                                                                        \
+    SETTINGS_ROWS_EXT_STATS(X)                                                                     \
     SETTINGS_ROWS_TLS(X)                                                                           \
     SETTINGS_ROWS_PROCESS(X)                                                                       \
     SETTINGS_ROWS_LIMITS(X)                                                                        \

@@ -57,6 +57,12 @@
 #define SEG_RETAIN_NUM 15
 #define SEG_RETAIN_DEN 16
 #endif
+/* A key back from main's ghost is readmitted with probability
+ * SEG_CREDIT_MUL times the share of bytes main's recent passes found read
+ * (seg_main_credit); recent: the last SEG_CREDIT_WINDOW segments walked,
+ * the count halved past that. docs/store.md "Eviction". */
+#define SEG_CREDIT_MUL 2
+#define SEG_CREDIT_WINDOW 4
 /* Victim search looks this far into the FIFO for an all-dead segment. */
 #define SEG_DEAD_SCAN 1024
 
@@ -128,6 +134,7 @@ int seg_pool_init(struct seg_pool *pool)
     hugemem_pool_init(&pool->seg_mem);
     uint32_t small = pool->seg_limit / SEG_SMALL_DIV ? pool->seg_limit / SEG_SMALL_DIV : 1;
     pool->small_target = (int64_t)small * (int64_t)pool->seg_size;
+    pool->main_credit = 1024;
     if (seg_grow_cap(pool, pool->seg_limit) != 0) {
         seg_pool_release(pool);
         return -1;
@@ -453,6 +460,19 @@ static bool seg_walk_begin(struct seg_ctx *ctx, struct seg_walk *w, struct seg *
     return true;
 }
 
+/* Publish main_credit from main's recent passes (pool lock held). */
+static void seg_credit_update(struct seg_pool *pool)
+{
+    if (!pool->main_walked)
+        return;
+    uint64_t credit = 1024 * SEG_CREDIT_MUL * pool->main_read / pool->main_walked;
+    __atomic_store_n(&pool->main_credit, (uint32_t)(credit < 1024 ? credit : 1024), __ATOMIC_RELAXED);
+    if (pool->main_walked > (uint64_t)SEG_CREDIT_WINDOW * pool->seg_size) {
+        pool->main_walked /= 2;
+        pool->main_read /= 2;
+    }
+}
+
 /* Walk the victim's items from the cursor until it has freed about `bytes`
  * (walked past minus kept: a victim of hot items is walked further for the
  * same room): the next item is taken while more than half of it is still
@@ -488,8 +508,12 @@ static size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t byte
         uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &b);
         if (slot) {
             unsigned freq = slot_freq(*slot);
-            bool keep = life_of_item(pool->life, p, &h, v->cas_base, now) == ITEM_LIVE &&
-                        (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
+            bool live = life_of_item(pool->life, p, &h, v->cas_base, now) == ITEM_LIVE;
+            bool keep = live && (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
+            if (live && !w->from_small) {
+                pool->main_walked += size;
+                pool->main_read += freq > 0 ? size : 0;
+            }
             if (keep) {
                 uint64_t nfreq = w->keep_all ? freq : w->from_small ? SEG_SMALL_NFREQ : freq - 1;
                 uint64_t moved = w->kept_from == UINT32_MAX
@@ -518,6 +542,8 @@ static size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t byte
         index_unlock(b);
         w->off = (uint32_t)((off + size + align - 1) & ~(align - 1));
     }
+    if (!w->from_small)
+        seg_credit_update(pool);
     return w->off - start - kept;
 }
 

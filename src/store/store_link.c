@@ -87,7 +87,8 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
         seg_note_gone(f->seg, item_total(&f->h), &oc);
     } else {
         enum ghost_from gf = ghost_take(&s->ghost, hv);
-        *slot = gf != GHOST_NONE ? slot_hit(ns) : ns;
+        bool read = gf == GHOST_SMALL || (gf == GHOST_MAIN && seg_main_credit(&s->pool, hv));
+        *slot = read ? slot_hit(ns) : ns;
         if (gf != GHOST_NONE)
             seg_steer_small(&s->pool, gf == GHOST_SMALL,
                             ghost_step(&s->ghost, gf, item_total(&h)));

@@ -86,7 +86,12 @@ struct seg_pool {
      * reads. */
     char small_target_before[64];
     int64_t small_target;
-    char small_target_after[56];
+    /* Of 1024 keys back from main's ghost, how many get their read
+     * (seg_main_credit; atomic, written by the walk): twice the share of
+     * bytes main's recent passes found read, at most all. */
+    uint32_t main_credit;
+    char small_target_after[52];
+    uint64_t main_walked, main_read; /* main's recent passes: live bytes, read bytes (pool lock) */
     uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t seg_needs;  /* seg_open calls finding no segment free (pool lock) */
@@ -173,6 +178,14 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g);
  * queue was too short; moves the small queue's target by step bytes
  * (ghost_step). */
 void seg_steer_small(struct seg_pool *pool, bool grow, uint64_t step);
+/* Whether a key back from main's ghost starts with a read (and so returns
+ * to main): only while main's passes find their items read again, and then
+ * a fixed subset of keys, by hash, so that a loop larger than the cache
+ * keeps a stable part of itself in main rather than churning all of it. */
+static inline bool seg_main_credit(const struct seg_pool *pool, uint64_t hv)
+{
+    return ((hv >> 40) & 1023) < __atomic_load_n(&pool->main_credit, __ATOMIC_RELAXED);
+}
 /* Pay ctx->evict_debt: walk the paced victim at least that far (store_owe). */
 void seg_pay(struct seg_ctx *ctx);
 /* Make ctx's spent open segment (seg_spent) empty in place, its expired

@@ -131,6 +131,10 @@ class Gen:
             ["lru_crawler", r.choice(["sleep", "tocrawl", "crawl", "enable", "disable"]),
              self.num(1)],
             ["lru", r.choice(["mode", "target_ratio", "flat", "segmented"]), self.num(1)],
+            ["extstore", r.choice(["item_size", "item_age", "low_ttl", "recache_rate",
+                                   "compact_under", "drop_under", "max_sleep", "max_frag",
+                                   "drop_unread", "free_memchunks", "i", "m", "d", "f", "x"]),
+             r.choice([self.num(1), "0.5", "1e999", "-1"])] + ([self.num(2)] * r.randint(0, 1)),
             ["watch", "nope"], ["mn"], ["me", self.key()], ["nosuchcmd"],
             ["GET", self.key()], ["auth"],
         ])

@@ -28,6 +28,8 @@ BAD = [
     "ext_path",
     "ext_path=:64m",
     "ext_path={d}/f:64m:foo",                       # unknown bucket
+    "ext_path={d}/f:64m:cold",
+    "ext_path={d}/f:64m:OLD",
     "ext_path={d}/f:1m",                            # smaller than a page: 64
     "ext_path={d}/f:64m,ext_path={d}/g:1m",
     "ext_path={d}/f:m",
@@ -65,6 +67,7 @@ BAD = [
 GOOD = [
     "ext_path={d}/f:64m",
     "ext_path={d}/f:64M,ext_path={d}/g:1g:compact",
+    "ext_path={d}/f:64m:coldcompact,ext_path={d}/g:64m:old,ext_path={d}/h:64m:default",
     "ext_path={d}/f:64m,ext_max_frag=2,ext_threads=0,ext_item_size=0,ext_drop_unread",
     "ext_path={d}/f:64m,ext_page_size=12,ext_wbuf_size=4,ext_threads= 5,ext_max_frag=nan",
     "ext_path={d}/f:64m,ext_item_size=18446744073709551615,ext_io_depth=2,ext_max_sleep=5",

@@ -297,9 +297,8 @@ def sub_rows(srv, group):
                 names.append(field)
         return [(n, None) for n in names]
     if group == "settings":
-        # extstore's lines (nodelay has no extstore); the ports the helper picked
-        return [(n, v) for n, v in rows
-                if not n.startswith("ext_") and n != "slab_automove_freeratio" and n != "tcpport"]
+        # the ports the helper picked
+        return [(n, v) for n, v in rows if n != "tcpport"]
     return [(n, None) for n, _ in rows]
 
 

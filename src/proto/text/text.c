@@ -181,6 +181,10 @@ static void text_dispatch(struct session *s, const struct text_line *l)
             text_cmd_shutdown(s, l);
             return;
         }
+        if (CMD_IS(c, "extstore")) {
+            text_cmd_extstore(s, l);
+            return;
+        }
         break;
     case 9:
         if (CMD_IS(c, "flush_all")) {

@@ -54,12 +54,14 @@ void text_cmd_slabs(struct session *s, const struct text_line *l)
     uint32_t v;
     /* stored so `stats settings` shows them, as memcached's do */
     if (TEXT_TOK_IS(arg, "ratio") || TEXT_TOK_IS(arg, "freeratio")) {
-        if (l->ntok < 4 || !text_parse_double(&l->tok[3], &d)) {
+        if (l->ntok < 4 || !text_tok_double(&l->tok[3], &d)) {
             TEXT_OUT(s, "ERROR");
             return;
         }
         if (TEXT_TOK_IS(arg, "ratio"))
             SETTINGS_RUN_SET(s->run, slab_automove_ratio, d);
+        else
+            SETTINGS_RUN_SET(s->run, slab_automove_freeratio, d);
     } else if (TEXT_TOK_IS(arg, "window")) {
         if (l->ntok < 4 || !text_tok_u32(&l->tok[3], &v)) {
             TEXT_OUT(s, "CLIENT_ERROR bad command line format");
@@ -107,8 +109,8 @@ void text_cmd_lru(struct session *s, const struct text_line *l)
         uint32_t hot, warm;
         double hot_factor, warm_factor;
         if (!text_tok_u32(&l->tok[2], &hot) || !text_tok_u32(&l->tok[3], &warm) ||
-            !text_parse_double(&l->tok[4], &hot_factor) ||
-            !text_parse_double(&l->tok[5], &warm_factor))
+            !text_tok_double(&l->tok[4], &hot_factor) ||
+            !text_tok_double(&l->tok[5], &warm_factor))
             TEXT_OUT(s, "ERROR");
         else if ((uint64_t)hot + warm > 80)
             TEXT_OUT(s, "ERROR hot and warm pcts must not exceed 80");

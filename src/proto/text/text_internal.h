@@ -17,6 +17,7 @@
  *                   stats debugtime
  *   text_compat.c   memcached commands our store has no use for (slabs, lru,
  *                   lru_crawler crawl/...), refresh_certs
+ *   text_extstore.c extstore (the flash tier's run-time tuning)
  *   text_watch.c    watch (the streams: watch/)
  *   text_dump.c     lru_crawler metadump / mgdump
  *   text_auth.c     -Y ascii authentication
@@ -74,9 +75,9 @@ static inline bool text_tok_i32(const struct text_token *t, int32_t *out)
 {
     return num_tok_i32(t->s, t->len, out);
 }
-static inline bool text_parse_double(const struct text_token *t, double *out)
+static inline bool text_tok_double(const struct text_token *t, double *out)
 {
-    return num_safe_double(t->s, t->len, out);
+    return num_tok_double(t->s, t->len, out);
 }
 
 /* Write v in decimal at p; returns the end. */
@@ -122,6 +123,7 @@ void text_cmd_stats(struct session *s, const struct text_line *l);
 void text_cmd_debugtime(struct session *s, const struct text_line *l);
 void text_cmd_slabs(struct session *s, const struct text_line *l);
 void text_cmd_lru(struct session *s, const struct text_line *l);
+void text_cmd_extstore(struct session *s, const struct text_line *l);
 void text_cmd_lru_crawler(struct session *s, const struct text_line *l);
 void text_cmd_watch(struct session *s, const struct text_line *l);
 void text_cmd_refresh_certs(struct session *s, const struct text_line *l);

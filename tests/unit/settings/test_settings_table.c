@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/flash_tuning.h"
 #include "settings/settings_internal.h"
 #include "stats/stats_output.h"
 
@@ -372,6 +373,45 @@ static void test_notes_only_for_given_inert_options(void **state)
     settings_release(&p.s);
 }
 
+/* The flash tier's one way to the values `extstore` changes: the start-up
+ * values (with memcached's default thresholds, a hundredth of the last
+ * file's pages), then a run-time change, as read through the source
+ * options.c hands out. */
+static void test_flash_tuning_reads_runtime_values(void **state)
+{
+    (void)state;
+    struct parsed p;
+    parse(&p, (char *[]){"-o", "ext_page_size=8,ext_path=/x:64m,ext_path=/y:8g,ext_item_size=100,"
+                               "ext_max_frag=0.5,ext_drop_unread,ext_item_age=4294967297",
+                         NULL});
+    assert_int_equal(p.res, SETTINGS_RUN);
+    struct flash_tuning_src src = {settings_flash_tuning, settings_runtime_of(&p.s)};
+    struct flash_tuning t;
+    flash_tuning_get(&src, &t);
+    assert_int_equal(t.item_size, 100);
+    assert_int_equal(t.item_age, 1); /* 32 bits, as memcached keeps it */
+    assert_int_equal(t.compact_under, 10); /* 1024 pages of /y */
+    assert_int_equal(t.drop_under, 10);
+    assert_int_equal(t.recache_rate, 2000);
+    assert_int_equal(t.max_sleep, 1000000);
+    assert_true(t.max_frag == 0.5);
+    assert_true(t.drop_unread);
+    SETTINGS_SET(&p.s, ext_item_size, 7);
+    SETTINGS_SET(&p.s, ext_drop_unread, false);
+    flash_tuning_get(&src, &t);
+    assert_int_equal(t.item_size, 7);
+    assert_false(t.drop_unread);
+    settings_release(&p.s);
+
+    /* an ext_compact_under given keeps both as given */
+    parse(&p, (char *[]){"-o", "ext_path=/y:8g,ext_compact_under=3", NULL});
+    assert_int_equal(p.res, SETTINGS_RUN);
+    settings_flash_tuning(&p.s.run, &t);
+    assert_int_equal(t.compact_under, 3);
+    assert_int_equal(t.drop_under, 0);
+    settings_release(&p.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_notes_only_for_given_inert_options),
+        cmocka_unit_test(test_flash_tuning_reads_runtime_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

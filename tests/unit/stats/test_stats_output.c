@@ -404,6 +404,12 @@ static void test_settings_like_memcached(void **state)
         "STAT track_sizes no\r\nSTAT inline_ascii_response no\r\n";
     assert_memory_equal(text, head, strlen(head));
     assert_string_equal(text + strlen(head),
+                        "STAT ext_item_size 512\r\nSTAT ext_item_age 4294967295\r\n"
+                        "STAT ext_low_ttl 0\r\nSTAT ext_recache_rate 2000\r\n"
+                        "STAT ext_wbuf_size 4194304\r\nSTAT ext_compact_under 0\r\n"
+                        "STAT ext_drop_under 0\r\nSTAT ext_max_sleep 1000000\r\n"
+                        "STAT ext_max_frag 0.80\r\nSTAT slab_automove_freeratio 0.010\r\n"
+                        "STAT ext_drop_unread no\r\n"
                         "STAT ssl_enabled no\r\nSTAT ssl_chain_cert (null)\r\n"
                         "STAT ssl_key (null)\r\nSTAT ssl_verify_mode 0\r\n"
                         "STAT ssl_keyformat 1\r\nSTAT ssl_ciphers NULL\r\n"

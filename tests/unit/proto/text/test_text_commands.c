@@ -523,8 +523,14 @@ static void test_compat_commands(void **state)
               "lru_crawler metadump all\r\nlru_crawler enable\r\n",
            "ERROR failed to start lru crawler thread\r\nOK\r\nCLIENT_ERROR lru crawler disabled\r\n"
            "CLIENT_ERROR lru crawler disabled\r\nOK\r\n");
-    EXPECT(t, "watch foo\r\nextstore item_size 1\r\nrefresh_certs\r\n",
-           "ERROR\r\nERROR\r\nError TLS not enabled\r\n");
+    EXPECT(t, "watch foo\r\nextstore item_size 1\r\nextstore item_size\r\nrefresh_certs\r\n",
+           "ERROR\r\nOK\r\nERROR\r\nError TLS not enabled\r\n");
+    /* prefixes in memcached's order; free_memchunks checked and ignored */
+    EXPECT(t, "extstore d 3\r\nextstore m 0.5\r\nextstore max_f 1e999\r\n"
+              "extstore f 1 2\r\nextstore f 1\r\nextstore free_memchunks 64 1\r\n"
+              "extstore item_size +1 noreply\r\nextstore max_frag nan\r\n",
+           "OK\r\nERROR\r\nERROR\r\nOK\r\nERROR\r\nERROR\r\nOK\r\n");
+    EXPECT(t, "slabs automove ratio 1e999\r\nlru tune 10 10 1e-400 2\r\n", "ERROR\r\nERROR\r\n");
     tt_free(t);
 }
 

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The flash tier side by side: memcached 1.6.45 with -o ext_path=FILE:SIZE
+(A) and nodelay with the same flags (B), the same -m and flash file size,
+the files in one directory (so on one filesystem, named in the output).
+Two runs each: values of 1-16 KiB and of 100 B-1 KiB. Each run fills a key
+space ten times larger than RAM (loadgen --prefill), then drives a Zipf
+0.99 get/set load (bench/loadgen, 90 % gets) for --duration seconds, and
+reports:
+
+  hit ratio          the load's gets that hit (loadgen)
+  CPU µs/request     the server's user+system CPU over the load ÷ requests
+  p99, p99.9         the load's latencies (loadgen)
+  flash write amp    the server's extstore_bytes_written ÷ value bytes the
+                     clients stored (fill + load sets × mean value size),
+                     and the same from the kernel's count of the process's
+                     writes to storage (/proc/PID/io write_bytes)
+  RAM/flash item     (RSS − -m) ÷ extstore_objects_used
+
+A figure the server does not give (nodelay's flash tier is not wired in yet:
+no extstore_* counters) is reported as "not yet", never estimated. Talks to
+127.0.0.1 only; every wait is bounded; the servers are stopped at the end.
+
+  bench/flash.py [--memory MB] [--duration S] [--short] [--out DIR]
+                 [--nodelay PATH] [--memcached PATH] [--dir FLASHDIR]
+
+--short is 32 MB of RAM and 2 s of load (what `make bench` runs); the
+default is 256 MB and 30 s. Writes DIR/flash.json and DIR/flash.md.
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+PROFILES = [("1-16KiB", 1024, 16384), ("100B-1KiB", 100, 1024)]
+PAGE_MB = 64
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def stats(port, group=""):
+    out = {}
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"stats {group}".strip().encode() + b"\r\n")
+        buf = b""
+        deadline = time.monotonic() + 10
+        while not buf.endswith(b"END\r\n") and time.monotonic() < deadline:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    for line in buf.decode(errors="replace").split("\r\n"):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] == "STAT":
+            out[parts[1]] = parts[2]
+    return out
+
+
+def proc_cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_write_bytes(pid):
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                if line.startswith("write_bytes:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def proc_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def start(binary, port, memory, flash_file, flash_mb, log):
+    argv = [binary, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-t", "1", "-m", str(memory),
+            "-o", f"ext_path={flash_file}:{flash_mb}m"]
+    if os.geteuid() == 0:
+        argv[1:1] = ["-u", "root"]
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise RuntimeError(f"{binary} exited {p.returncode} at start (see {log.name})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return p
+        except OSError:
+            time.sleep(0.1)
+    p.kill()
+    raise RuntimeError(f"{binary} did not listen on {port}")
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+
+
+def loadgen(args, port, extra, timeout, json_path=None):
+    argv = [args.loadgen, "-s", f"127.0.0.1:{port}", "-q", *extra]
+    if json_path:
+        argv += ["--json", json_path]
+    subprocess.run(argv, check=True, timeout=timeout, stdout=subprocess.DEVNULL)
+    if json_path:
+        with open(json_path) as f:
+            return json.load(f)
+    return None
+
+
+def num(d, k):
+    try:
+        return float(d[k])
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def one_run(args, label, binary, profile, flash_mb, workdir):
+    name, vmin, vmax = profile
+    mean = (vmin + vmax) / 2
+    keys = int(10 * args.memory * (1 << 20) / mean)
+    flash_file = os.path.join(args.dir, f"flash.{label}.{name}")
+    if os.path.exists(flash_file):
+        os.unlink(flash_file)
+    port = free_port()
+    log = open(os.path.join(workdir, f"{label}.{name}.log"), "w")
+    p = start(binary, port, args.memory, flash_file, flash_mb, log)
+    row = {"server": label, "binary": binary, "values": name, "vmin": vmin, "vmax": vmax,
+           "keys": keys, "memory_mb": args.memory, "flash_mb": flash_mb}
+    try:
+        vrange = f"{vmin}-{vmax}"
+        t0 = time.monotonic()
+        loadgen(args, port, ["--prefill", "-k", str(keys), "-v", vrange, "-c", "4", "-d", "8"],
+                timeout=args.fill_timeout)
+        row["fill_s"] = round(time.monotonic() - t0, 2)
+        time.sleep(1)  # memcached's write buffers go to flash in the background
+        s0, cpu0, wb0 = stats(port), proc_cpu_s(p.pid), proc_write_bytes(p.pid)
+        res = loadgen(args, port, ["-k", str(keys), "-v", vrange, "--zipf", "0.99",
+                                   "-g", "0.9", "-c", str(args.conns), "-D", str(args.duration),
+                                   "--seed", "7"],
+                      timeout=args.duration + 60, json_path=os.path.join(workdir, f"{label}.{name}.json"))
+        cpu1, wb1 = proc_cpu_s(p.pid), proc_write_bytes(p.pid)
+        time.sleep(1)
+        s1 = stats(port)
+        rss = proc_rss(p.pid)
+    finally:
+        stop(p)
+        log.close()
+        if os.path.exists(flash_file):
+            os.unlink(flash_file)
+    reqs = res.get("requests") or 0
+    gets = (res.get("hits") or 0) + (res.get("misses") or 0)
+    stored = (keys + (res.get("sets") or 0)) * mean
+    row.update({
+        "requests": reqs, "ops_per_s": res.get("ops_per_s"),
+        "hit_ratio": (res.get("hits") or 0) / gets if gets else None,
+        "cpu_us": (cpu1 - cpu0) * 1e6 / reqs if reqs else None,
+        "p99_us": res.get("lat_us", {}).get("p99"), "p999_us": res.get("lat_us", {}).get("p999"),
+        "verify_failures": res.get("verify_failures"), "errors": res.get("errors"),
+        "value_bytes_stored": stored, "rss": rss,
+        "limit_maxbytes": num(s1, "limit_maxbytes"),
+        "evictions": num(s1, "evictions"),
+    })
+    # The server's own flash counters, where it has them.
+    if "extstore_bytes_written" in s1:
+        written = num(s1, "extstore_bytes_written")
+        used = num(s1, "extstore_objects_used")
+        row["flash_bytes_written"] = written
+        row["flash_items"] = used
+        row["write_amp"] = written / stored if stored else None
+        row["ram_per_flash_item"] = ((rss - row["limit_maxbytes"]) / used
+                                     if used and rss and row["limit_maxbytes"] else None)
+    else:
+        row["flash_bytes_written"] = row["flash_items"] = None
+        row["write_amp"] = row["ram_per_flash_item"] = None
+        row["flash_note"] = "not yet: no extstore_* counters (flash tier not wired in)"
+    # The kernel's count of what the process sent to storage over the whole
+    # run (fill and load): the host bytes, whatever the server says.
+    wb_end = wb1
+    row["host_write_bytes"] = wb_end
+    row["host_write_amp"] = wb_end / stored if (wb_end is not None and stored) else None
+    return row
+
+
+def fmt(x, digits=2, unit=""):
+    if x is None:
+        return "not yet"
+    if isinstance(x, float) and abs(x) >= 1000:
+        return f"{x:,.0f}{unit}"
+    return f"{x:.{digits}f}{unit}"
+
+
+def version(binary):
+    try:
+        return subprocess.run([binary, "-V"], capture_output=True, text=True,
+                              timeout=10).stdout.strip().split("\n")[0] or os.path.basename(binary)
+    except (OSError, subprocess.SubprocessError):
+        return os.path.basename(binary)
+
+
+def table(rows, fs, names):
+    who = ", ".join(f"{k} = {v}" for k, v in names.items())
+    out = [f"Flash tier (bench/flash.py): {who}; -m {rows[0]['memory_mb']}, a "
+           f"{rows[0]['flash_mb']} MB flash file per server (-o ext_path) in {fs}; key space "
+           f"10× RAM filled first, then Zipf 0.99, 90 % gets, -t 1, bench/loadgen. \"not yet\": "
+           f"the server gives no such figure. RAM per flash item is (RSS − -m) ÷ flash items: "
+           f"it includes fixed costs (write buffers, hash table), so it means something only "
+           f"with millions of items on flash (issue 21 asks for 10 M+), not in a short run.", "",
+           "| values | server | keys | hit ratio | CPU µs/req | p99 µs | p99.9 µs | "
+           "flash bytes written / byte stored | host writes / byte stored | RAM B / flash item |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['values']} | {r['server']} | {r['keys']:,} | "
+                   f"{fmt(None if r['hit_ratio'] is None else r['hit_ratio'] * 100)} % | "
+                   f"{fmt(r['cpu_us'])} | {fmt(r['p99_us'], 0)} | {fmt(r['p999_us'], 0)} | "
+                   f"{fmt(r['write_amp'])} | {fmt(r['host_write_amp'])} | "
+                   f"{fmt(r['ram_per_flash_item'], 1)} |")
+    notes = sorted({r["flash_note"] for r in rows if r.get("flash_note")})
+    if notes:
+        out += ["", "nodelay: " + "; ".join(notes) + ". Its hit ratio is that of RAM alone."]
+    return "\n".join(out) + "\n"
+
+
+def filesystem(path):
+    try:
+        t = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True, text=True,
+                           timeout=10).stdout.strip()
+        df = subprocess.run(["df", "-T", path], capture_output=True, text=True,
+                            timeout=10).stdout.splitlines()[-1].split()
+        return f"{df[1]} ({t}) on {df[0]}"
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "an unknown filesystem"
+
+
+def find_memcached(given):
+    ref = os.path.join(os.environ.get("NODELAY_REF_DIR") or os.path.join(ROOT, "..", "shared", "ref"),
+                       "memcached-1.6.45")
+    for c in (given, ref, "/usr/bin/memcached"):
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--memory", type=int, default=256)
+    ap.add_argument("--duration", type=float, default=30)
+    ap.add_argument("--short", action="store_true")
+    ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "tmp", "flash"))
+    ap.add_argument("--dir", default=os.path.join(ROOT, "build", "bench", "flash"))
+    ap.add_argument("--nodelay", default=os.path.join(ROOT, "build", "release-epoll", "nodelay"))
+    ap.add_argument("--memcached", default=os.environ.get("MEMCACHED") or None)
+    ap.add_argument("--loadgen", default=os.path.join(ROOT, "build", "bench", "loadgen"))
+    ap.add_argument("--fill-timeout", type=float, default=600)
+    args = ap.parse_args()
+    if args.short:
+        args.memory, args.duration = 32, 2
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.dir, exist_ok=True)
+    mc = find_memcached(args.memcached)
+    servers = [("A", mc), ("B", args.nodelay)]
+    if not mc:
+        print("flash.py: no memcached found: nodelay only", file=sys.stderr)
+        servers = servers[1:]
+    elif "1.6.45" not in mc:
+        print(f"flash.py: ../shared/ref/memcached-1.6.45 absent: comparing with {mc}", file=sys.stderr)
+    # room for the whole key space, whole pages
+    flash_mb = -(-12 * args.memory // PAGE_MB) * PAGE_MB
+    fs = filesystem(args.dir)
+    print(f"flash.py: flash files in {args.dir}: {fs}")
+    rows = []
+    for profile in PROFILES:
+        for label, binary in servers:
+            try:
+                r = one_run(args, label, binary, profile, flash_mb, args.out)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                print(f"flash.py: {label} {profile[0]} failed: {e}", file=sys.stderr)
+                continue
+            r["filesystem"] = fs
+            rows.append(r)
+            print(f"  {label} {profile[0]}: hit {fmt(r['hit_ratio'] and r['hit_ratio'] * 100)} %, "
+                  f"cpu {fmt(r['cpu_us'])} µs/req, p99.9 {fmt(r['p999_us'], 0)} µs, "
+                  f"flash WA {fmt(r['write_amp'])}, RAM/flash item {fmt(r['ram_per_flash_item'], 1)}")
+    with open(os.path.join(args.out, "flash.json"), "w") as f:
+        json.dump({"filesystem": fs, "memory_mb": args.memory, "duration_s": args.duration,
+                   "servers": {k: version(b) for k, b in servers}, "rows": rows}, f, indent=1)
+    if rows:
+        with open(os.path.join(args.out, "flash.md"), "w") as f:
+            f.write(table(rows, fs, {k: version(b) for k, b in servers}))
+        print(f"flash.py: wrote {args.out}/flash.md")
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
