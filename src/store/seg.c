@@ -97,9 +97,8 @@ static void list_remove(struct seg_list *l, struct seg *s)
     l->n--;
 }
 
-/* Headers, in chunks of SEG_CHUNK never moved before the store is freed
- * (ids stay valid unlocked), made as -m allows: a chunk's pages past the
- * last made cost nothing (pool lock held). */
+/* Headers, made as -m allows in chunks never moved (seg_counts.h; pool
+ * lock held). */
 static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
 {
     if (want > SLOT_MAX_SEGS)
@@ -114,10 +113,8 @@ static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
                 return -1;
             __atomic_store_n(&pool->seg_chunks[id / SEG_CHUNK], c, __ATOMIC_RELEASE);
         }
-        struct seg *g = &c[id % SEG_CHUNK];
-        g->id = id;
-        g->pool = pool;
-        list_push(&pool->unused, g);
+        c[id % SEG_CHUNK] = (struct seg){.id = id, .pool = pool};
+        list_push(&pool->unused, &c[id % SEG_CHUNK]);
         pool->seg_cap++;
     }
     return 0;
@@ -125,11 +122,10 @@ static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
 
 int seg_pool_init(struct seg_pool *pool)
 {
-    void *dir = mmap(NULL, SEG_DIR_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
-    if (dir == MAP_FAILED)
+    pool->seg_chunks = mmap(NULL, SEG_DIR_BYTES, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pool->seg_chunks == MAP_FAILED)
         return -1;
-    pool->seg_chunks = dir;
     pthread_mutex_init(&pool->lock, NULL);
     hugemem_pool_init(&pool->seg_mem);
     uint32_t small = pool->seg_limit / SEG_SMALL_DIV ? pool->seg_limit / SEG_SMALL_DIV : 1;
