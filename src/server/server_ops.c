@@ -164,7 +164,8 @@ static void server_snapshot_raw(struct worker_pool *p, const struct settings *se
                (set->lru_maintainer_thread ? 1u << STATS_WHEN_LRU_MAINTAINER : 0) |
                (tls_enabled() ? 1u << STATS_WHEN_SSL : 0) |
                (tls_enabled() && set->ssl_session_cache ? 1u << STATS_WHEN_SSL_SESSION_CACHE : 0) |
-               (SETTINGS_GET(set, temp_lru) ? 1u << STATS_WHEN_TEMP_LRU : 0);
+               (SETTINGS_GET(set, temp_lru) ? 1u << STATS_WHEN_TEMP_LRU : 0) |
+               (set->ext_path ? 1u << STATS_WHEN_EXTSTORE : 0);
     s->cert_age = tls_enabled() ? tls_cert_age() : 0;
     uint64_t rbuf = 0;
     server_sum_workers(p, &s->t, &s->reply_bytes, &rbuf);

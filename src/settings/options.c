@@ -34,6 +34,36 @@ PROTO_OPTIONS(OPTIONS_CHECK)
 TLS_OPTIONS(OPTIONS_CHECK)
 #undef OPTIONS_CHECK
 
+/* The -o ext_* values for the store's flash tier (memcached's units: MB
+ * for the page and write buffer). The paths stay valid for the process:
+ * the store reads them when it starts. */
+static void options_flash(const struct settings *s, struct store_flash_options *f)
+{
+    static struct settings_ext_file files[SETTINGS_EXT_FILES_MAX];
+    *f = (struct store_flash_options){0};
+    if (!s->ext_path)
+        return;
+    int n = settings_ext_files(s, files, SETTINGS_EXT_FILES_MAX);
+    for (int i = 0; i < n && i < STORE_FLASH_FILES_MAX; i++) {
+        f->paths[i] = files[i].path;
+        f->sizes[i] = files[i].size;
+        f->nfiles = i + 1;
+    }
+    f->page_size = (uint64_t)s->ext_page_size << 20;
+    f->wbuf_size = (uint32_t)((uint64_t)s->ext_wbuf_size << 20);
+    f->threads = (int)s->ext_threads;
+    /* the ones `extstore` changes, as memcached holds them (32 bits) */
+    struct flash_tuning t;
+    settings_flash_tuning(settings_runtime_of(s), &t);
+    f->item_size = t.item_size;
+    f->item_age = t.item_age;
+    f->low_ttl = t.low_ttl;
+    f->compact_under = t.compact_under;
+    f->drop_under = t.drop_under;
+    f->max_frag = t.max_frag;
+    f->drop_unread = t.drop_unread;
+}
+
 void options_from_settings(const struct settings *s, struct options *o)
 {
 #define OPTIONS_NET(type, name) o->net.name = s->name;
@@ -69,4 +99,6 @@ void options_from_settings(const struct settings *s, struct options *o)
         .initial_malloced = options_initial_malloced(),
         .lru_flat = !SETTINGS_GET(s, lru_segmented),
     };
+    options_flash(s, &o->store.flash);
+    o->store.flash.tuning = o->flash_tuning;
 }

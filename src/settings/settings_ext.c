@@ -4,9 +4,9 @@
  * code, so a command line memcached refuses is refused here. Two places
  * differ, where memcached dies of SIGFPE (a page size of 0 bytes in its 32
  * bits: ext_page_size=0 or a multiple of 4096): nodelay refuses with a
- * message (docs/compat-differences.md). The flash tier itself is not wired
- * in: the values are kept and have no effect yet; the run-time ones reach
- * it through settings_flash_tuning. */
+ * message (docs/compat-differences.md). The values go to the store's flash
+ * tier (options.c); the run-time ones reach it through
+ * settings_flash_tuning. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>

@@ -11,31 +11,28 @@
 #ifndef NODELAY_SETTINGS_ROWS_EXT_H
 #define NODELAY_SETTINGS_ROWS_EXT_H
 
-/* The flash tier (memcached's extstore) is not wired in yet: its options are
- * parsed and checked as memcached checks them, and have no effect. */
-#define SETTINGS_NO_FLASH_PATH                                                                     \
-    "no flash tier in nodelay yet: the file is checked and created as memcached does, "            \
-    "then not used; items stay in memory"
+/* The flash tier (docs/store-flash.md) acts on these but three: reads go
+ * to a thread pool one at a time (ext_io_depth), every flash hit is copied
+ * back into RAM (ext_recache_rate), and the writer thread does not sleep
+ * between passes (ext_max_sleep). */
 #define SETTINGS_NO_FLASH                                                                          \
-    "tunes the flash tier, which nodelay does not have yet; checked as memcached checks it, "      \
-    "no effect"
+    "checked as memcached checks it; no effect in nodelay's flash tier"
 #define SETTINGS_NO_FLASH_RUN                                                                      \
-    "tunes the flash tier, which nodelay does not have yet; checked as memcached checks it "       \
-    "and changed by `extstore`, no effect"
+    "checked as memcached checks it and changed by `extstore`; no effect in nodelay's flash tier"
 
 /* clang-format off */
 #define SETTINGS_ROWS_EXT_STATS(X) \
 X(RUN,  ext_item_size,           SIZE, 512,         0,   NULL,                 "ext_item_size",              \
   "bytes",       EXT_U,       0,       0,              "ext_item_size",         U32,                         \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
+  NULL,                                                                                                      \
   "smallest item moved to flash (default: 512)", NULL)                                                       \
 X(RUN,  ext_item_age,            SIZE, UINT_MAX,    0,   NULL,                 "ext_item_age",               \
   "seconds",     EXT_U,       0,       0,              "ext_item_age",          U32,                         \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
+  NULL,                                                                                                      \
   "moved to flash only when idle this long (default: any)", NULL)                                            \
 X(RUN,  ext_low_ttl,             SIZE, 0,           0,   NULL,                 "ext_low_ttl",                \
   "seconds",     EXT_U,       0,       0,              "ext_low_ttl",           U32,                         \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
+  NULL,                                                                                                      \
   "TTLs under this go to their own pages (default: 0)", NULL)                                                \
 X(RUN,  ext_recache_rate,        SIZE, 2000,        0,   NULL,                 "ext_recache_rate",           \
   "num",         EXT_U,       0,       0,              "ext_recache_rate",      U32,                         \
@@ -43,16 +40,16 @@ X(RUN,  ext_recache_rate,        SIZE, 2000,        0,   NULL,                 "
   "one read in N copies a flash item back (default: 2000)", NULL)                                            \
 X(FIX,  ext_wbuf_size,           SIZE, 4,           0,   NULL,                 "ext_wbuf_size",              \
   "MB",          EXT_U,       0,       0,              "ext_wbuf_size",         MB32,                        \
-  SETTINGS_NO_FLASH,                                                                                         \
+  NULL,                                                                                                      \
   "flash write buffer, MB (default: 4)", NULL)                                                               \
 X(RUN,  ext_compact_under,       SIZE, 0,           0,   NULL,                 "ext_compact_under",          \
   "pages",       EXT_U,       0,       0,              "ext_compact_under",     U32,                         \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
+  NULL,                                                                                                      \
   "compact when free pages fall under this\\n"                                                                \
   "(default: 1% of the last file's pages, at least 1)", NULL)                                                \
 X(RUN,  ext_drop_under,          SIZE, 0,           0,   NULL,                 "ext_drop_under",             \
   "pages",       EXT_U,       0,       0,              "ext_drop_under",        U32,                         \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
+  NULL,                                                                                                      \
   "drop rather than rewrite under this many free pages\\n"                                                    \
   "(default: as ext_compact_under's)", NULL)                                                                 \
 X(RUN,  ext_max_sleep,           SIZE, 1000000,     0,   NULL,                 "ext_max_sleep",              \
@@ -61,29 +58,29 @@ X(RUN,  ext_max_sleep,           SIZE, 1000000,     0,   NULL,                 "
   "longest pause of the flash maintainer, us (default: 1000000)", NULL)                                      \
 X(RUN,  ext_max_frag,            DBL,  0.8,         0,   NULL,                 "ext_max_frag",               \
   "ratio",       EXT_DBL,     0,       0,              "ext_max_frag",          F2,                          \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
+  NULL,                                                                                                      \
   "compact pages fuller than this ratio (default: 0.8)", NULL)                                               \
 X(RUN,  slab_automove_freeratio, DBL,  0.01,        0,   NULL,                 "slab_automove_freeratio",    \
   "f",           EXT_DBL,     0,       0,              "slab_automove_freeratio", F3,   SETTINGS_NO_SLABS,   \
   "free memory kept by the slab mover", NULL)                                                                \
 X(RUN,  ext_drop_unread,         BOOL, false,       0,   NULL,                 "ext_drop_unread",            \
   NULL,          ON,          0,       0,              "ext_drop_unread",       YESNO,                       \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
+  NULL,                                                                                                      \
   "drop unread items rather than compact them", NULL)
 
 #define SETTINGS_ROWS_EXT(X) \
 X(FIX,  ext_path,                STR,  NULL,        0,   NULL,                 "ext_path",                   \
   "file:size",   EXT_PATH,    0,       0,              NULL,                    NONE,                        \
-  SETTINGS_NO_FLASH_PATH,                                                                                    \
+  NULL,                                                                                                      \
   "flash file and its size (m|g|t|p), once per file;\\n"                                                      \
   "items that leave RAM go there (memcached's extstore)", NULL)                                              \
 X(FIX,  ext_page_size,           SIZE, 64,          0,   NULL,                 "ext_page_size",              \
   "MB",          EXT_U,       0,       0,              NULL,                    NONE,                        \
-  SETTINGS_NO_FLASH,                                                                                         \
+  NULL,                                                                                                      \
   "flash page, MB (default: 64)", NULL)                                                                      \
 X(FIX,  ext_threads,             SIZE, 1,           0,   NULL,                 "ext_threads",                \
   "num",         EXT_U,       0,       0,              NULL,                    NONE,                        \
-  SETTINGS_NO_FLASH,                                                                                         \
+  NULL,                                                                                                      \
   "flash I/O threads (default: 1)", NULL)                                                                    \
 X(FIX,  ext_io_depth,            SIZE, 1,           0,   NULL,                 "ext_io_depth",               \
   "num",         EXT_U,       0,       0,              NULL,                    NONE,                        \

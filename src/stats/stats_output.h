@@ -30,6 +30,7 @@ enum stats_when {
     STATS_WHEN_SSL,            /* -Z */
     STATS_WHEN_SSL_SESSION_CACHE, /* -Z and -o ssl_session_cache */
     STATS_WHEN_TEMP_LRU,       /* -o temporary_ttl (memcached's temp_lru) */
+    STATS_WHEN_EXTSTORE,       /* -o ext_path (the flash tier) */
 };
 
 struct stats_row {

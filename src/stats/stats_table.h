@@ -32,7 +32,7 @@
  *           names one of its metrics, else ours
  *
  * STATS_GENERAL is plain `stats` in memcached 1.6.45's exact order (no
- * extstore or proxy rows: nodelay has neither; the TLS rows only with -Z); STATS_NODELAY
+ * proxy rows; the extstore rows only with ext_path, the TLS rows only with -Z); STATS_NODELAY
  * is `stats nodelay`. Text `stats`, binary STAT and the metrics endpoint
  * all walk the row arrays built from these lists (stats_table.c), so a new
  * counter is one line here and its increments.
@@ -105,6 +105,18 @@
       "reads that found an expired item")                                                          \
     X(get_flushed, STORE, get_flushed, U64, COUNTER, ALWAYS, NULL,                                 \
       "reads that found a flushed item")                                                           \
+    X(get_extstore, STORE, get_extstore, U64, COUNTER, EXTSTORE, NULL,                             \
+      "reads served from flash")                                                                   \
+    X(get_aborted_extstore, STORE, get_aborted_extstore, U64, COUNTER, EXTSTORE, NULL,             \
+      "flash reads whose session went first")                                                      \
+    X(get_oom_extstore, STORE, get_oom_extstore, U64, COUNTER, EXTSTORE, NULL,                     \
+      "flash reads with no room to copy the item back into RAM")                                   \
+    X(recache_from_extstore, STORE, recache_from_extstore, U64, COUNTER, EXTSTORE, NULL,           \
+      "flash items copied back into RAM")                                                          \
+    X(miss_from_extstore, STORE, miss_from_extstore, U64, COUNTER, EXTSTORE, NULL,                 \
+      "flash reads that found the item gone or bad")                                               \
+    X(badcrc_from_extstore, STORE, badcrc_from_extstore, U64, COUNTER, EXTSTORE, NULL,             \
+      "flash reads whose checksum failed")                                                         \
     X(delete_misses, WORKER, delete_misses, U64, COUNTER, ALWAYS, STATS_COMMAND("delete", "miss"), \
       STATS_HELP_COMMANDS)                                                                         \
     X(delete_hits, WORKER, delete_hits, U64, COUNTER, ALWAYS, STATS_COMMAND("delete", "hit"),      \
@@ -187,6 +199,46 @@
     X(log_watcher_sent, SNAP, log_watcher_sent, U64, COUNTER, ALWAYS, NULL,                        \
       "watch lines placed in a watcher buffer")                                                    \
     X(log_watchers, SNAP, log_watchers, U64, GAUGE, ALWAYS, NULL, "connections running watch")     \
+    X(extstore_compact_lost, STORE, extstore_compact_lost, U64, COUNTER, EXTSTORE, NULL,           \
+      "live flash items compaction could not keep")                                                \
+    X(extstore_compact_rescues, STORE, extstore_compact_rescues, U64, COUNTER, EXTSTORE, NULL,     \
+      "flash items compaction rewrote")                                                            \
+    X(extstore_compact_resc_cold, CONST, 0, U64, COUNTER, EXTSTORE, NULL, "no cold LRU rescue")    \
+    X(extstore_compact_resc_old, CONST, 0, U64, COUNTER, EXTSTORE, NULL, "no old-page rescue")     \
+    X(extstore_compact_skipped, STORE, extstore_compact_skipped, U64, COUNTER, EXTSTORE, NULL,     \
+      "unread flash items compaction dropped")                                                     \
+    X(extstore_page_allocs, STORE, extstore_page_allocs, U64, COUNTER, EXTSTORE, NULL,             \
+      "flash segments opened for writing")                                                         \
+    X(extstore_page_evictions, STORE, extstore_page_evictions, U64, COUNTER, EXTSTORE, NULL,       \
+      "flash segments dropped for room with items live")                                           \
+    X(extstore_page_reclaims, STORE, extstore_page_reclaims, U64, COUNTER, EXTSTORE, NULL,         \
+      "flash segments freed with nothing live")                                                    \
+    X(extstore_pages_free, STORE, extstore_pages_free, U64, GAUGE, EXTSTORE, NULL,                 \
+      "flash pages free")                                                                          \
+    X(extstore_pages_used, STORE, extstore_pages_used, U64, GAUGE, EXTSTORE, NULL,                 \
+      "flash pages in use")                                                                        \
+    X(extstore_objects_evicted, STORE, extstore_objects_evicted, U64, COUNTER, EXTSTORE, NULL,     \
+      "flash items lost with a dropped segment")                                                   \
+    X(extstore_objects_read, STORE, extstore_objects_read, U64, COUNTER, EXTSTORE, NULL,           \
+      "items read from flash")                                                                     \
+    X(extstore_objects_written, STORE, extstore_objects_written, U64, COUNTER, EXTSTORE, NULL,     \
+      "items written to flash")                                                                    \
+    X(extstore_objects_used, STORE, extstore_objects_used, U64, GAUGE, EXTSTORE, NULL,             \
+      "items on flash")                                                                            \
+    X(extstore_bytes_evicted, STORE, extstore_bytes_evicted, U64, COUNTER, EXTSTORE, NULL,         \
+      "bytes of flash items lost with a dropped segment")                                          \
+    X(extstore_bytes_written, STORE, extstore_bytes_written, U64, COUNTER, EXTSTORE, NULL,         \
+      "item bytes written to flash")                                                               \
+    X(extstore_bytes_read, STORE, extstore_bytes_read, U64, COUNTER, EXTSTORE, NULL,               \
+      "item bytes read from flash")                                                                \
+    X(extstore_bytes_used, STORE, extstore_bytes_used, U64, GAUGE, EXTSTORE, NULL,                 \
+      "bytes of live items on flash")                                                              \
+    X(extstore_bytes_fragmented, STORE, extstore_bytes_fragmented, U64, GAUGE, EXTSTORE, NULL,     \
+      "bytes of flash segments in use not held by live items")                                     \
+    X(extstore_limit_maxbytes, STORE, extstore_limit_maxbytes, U64, GAUGE, EXTSTORE, NULL,         \
+      "flash bytes configured")                                                                    \
+    X(extstore_io_queue, STORE, extstore_io_queue, U64, GAUGE, EXTSTORE, NULL,                     \
+      "flash segments waiting for their write")                                                    \
     X(ssl_new_sessions, WORKER, ssl_new_sessions, U64, COUNTER, SSL_SESSION_CACHE, NULL,           \
       "TLS sessions put in the session cache")                                                     \
     X(ssl_handshake_errors, WORKER, ssl_handshake_errors, U64, COUNTER, SSL, NULL,                 \
@@ -239,6 +291,20 @@
 
 /* `stats nodelay`: nodelay's own. */
 #define STATS_NODELAY(X)                                                                           \
+    X(extstore_device_bytes_written, STORE, extstore_device_bytes_written, U64, COUNTER, EXTSTORE, NULL,\
+      "bytes written to the flash device (aligned segments)")                                      \
+    X(extstore_value_bytes_moved, STORE, extstore_value_bytes_moved, U64, COUNTER, EXTSTORE, NULL, \
+      "value bytes moved from RAM to flash (write amplification: device bytes over these)")        \
+    X(extstore_write_errors, STORE, extstore_write_errors, U64, COUNTER, EXTSTORE, NULL,           \
+      "flash segment writes that failed (their items are misses)")                                 \
+    X(extstore_read_errors, STORE, extstore_read_errors, U64, COUNTER, EXTSTORE, NULL,             \
+      "flash reads that failed or came back short (a miss each)")                                  \
+    X(extstore_skipped_full, STORE, extstore_skipped_full, U64, COUNTER, EXTSTORE, NULL,           \
+      "items evicted because no flash write buffer was free")                                      \
+    X(extstore_slots_dropped, STORE, extstore_slots_dropped, U64, COUNTER, EXTSTORE, NULL,         \
+      "index slots cleared naming a gone or bad flash item")                                       \
+    X(extstore_index_dropped, STORE, extstore_index_dropped, U64, COUNTER, EXTSTORE, NULL,         \
+      "flash slots an index growth could not keep")                                                \
     X(nodelay_version, SNAP, nodelay_version, STR, INFO, ALWAYS, NULL, "nodelay's own version")    \
     X(protocol_version, SNAP, version, STR, INFO, ALWAYS, NULL,                                    \
       "the memcached protocol version served")                                                     \

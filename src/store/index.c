@@ -463,7 +463,16 @@ static void index_split_move(struct index *ix, uint64_t *src, uint64_t *dst, uns
     for (uint64_t *cur = src; cur; cur = index_next(ix, cur)) {
         for (int k = 1; k <= INDEX_SLOTS; k++) {
             uint64_t sl = cur[k];
-            if (!sl || !((ix->rehash(ix->rehash_arg, sl) >> l) & 1))
+            if (!sl)
+                continue;
+            /* a slot whose hash cannot be had (a flash item) is dropped */
+            if (ix->forget && ix->forget(ix->rehash_arg, sl)) {
+                cur[k] = 0;
+                __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
+                moved = true;
+                continue;
+            }
+            if (!((ix->rehash(ix->rehash_arg, sl) >> l) & 1))
                 continue;
             uint64_t *to = chain_free_slot(ix, dst);
             if (!to) {

@@ -39,6 +39,7 @@
 #include "store/store_life.h"
 #include "store/store_seg.h"
 #include "store/persist/persist.h"
+#include "store/flash/flash_tier.h"
 #include "watch/watch.h"
 
 #include <stdlib.h>
@@ -369,6 +370,16 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
     unsigned freq = slot_freq(*slot);
     enum item_life life = life_of_item(pool->life, p, h, v->cas_base, now);
     struct store_cls_of cls = classes_item(pool->classes, p, h);
+    if (life == ITEM_LIVE && pool->flash) {
+        /* to flash instead, when it qualifies (flash/flash_tier.c) */
+        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now);
+        if (ns) {
+            *slot = ns;
+            flash_tier_drop_tag(pool->flash, b, slot_tag(ns), slot);
+            seg_note_gone(v, item_total(h), &cls);
+            return;
+        }
+    }
     if (pool->pm)
         item_set_dead(p);
     index_clear_slot(pool->index, b, slot);
@@ -979,7 +990,7 @@ unsigned seg_reclaim_expired(struct seg_ctx *ctx)
 int seg_set_limit(struct seg_pool *pool, size_t bytes)
 {
     size_t n = seg_limit_for(pool, bytes);
-    if (n < 1 || n > SLOT_MAX_SEGS)
+    if (n < 1 || n > SLOT_MAX_SEGS || (pool->flash && n >= FLASH_SEG_BASE))
         return -1;
     if (pool->pm && n > pool->pm->nsegs)
         return -1; /* -e: the file was sized for the -m it started with */

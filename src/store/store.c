@@ -18,6 +18,8 @@
 #include "store/persist/restore.h"
 #include "store/seg_counts.h"
 #include "store/store_crawl.h"
+#include "store/store_flash_ctl.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +39,11 @@ static uint64_t store_rehash(void *arg, uint64_t slot)
     struct item_hdr h;
     item_decode(p, &h);
     return XXH3_64bits(p + h.hlen, h.nkey);
+}
+
+static bool store_forget(void *arg, uint64_t slot)
+{
+    return store_flash_forget(arg, slot);
 }
 
 /* The segments' eviction hook: a key evicted unread goes to the ghost. */
@@ -108,6 +115,31 @@ int store_create(struct store **out, const struct store_options *opt)
         if (hint && was > level && was <= cap)
             level = was;
     }
+    if (opt->flash.nfiles) {
+        if (opt->memory_file) {
+            log_error("nodelay: -e (memory_file) and ext_path together are not supported yet");
+            free(s);
+            return -1;
+        }
+        /* Ids from FLASH_SEG_BASE up name flash segments. */
+        if (s->pool.seg_limit >= FLASH_SEG_BASE) {
+            log_error("nodelay: -m too large for a flash tier");
+            free(s);
+            return -1;
+        }
+        /* A growth of the index cannot rehash a flash item (its key is on
+         * flash) and drops it, counted: size the table for what the flash
+         * can hold at ext_item_size, up to 2^24 buckets (1 GiB). */
+        uint64_t bytes = 0;
+        for (int i = 0; i < opt->flash.nfiles; i++)
+            bytes += opt->flash.sizes[i];
+        uint64_t per = opt->flash.item_size > 64 ? opt->flash.item_size : 64;
+        uint64_t want = bytes / per + opt->mem_limit / per;
+        unsigned l = index_level_for(level, want);
+        level = l < 24 + INDEX_LEVEL_SHIFT ? l : 24 + INDEX_LEVEL_SHIFT;
+        if (level < (opt->hashpower ? opt->hashpower : 16))
+            level = opt->hashpower ? opt->hashpower : 16;
+    }
     if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
             persist_close(s->pm, false);
@@ -126,6 +158,17 @@ int store_create(struct store **out, const struct store_options *opt)
             persist_close(s->pm, false);
         free(s);
         return -1;
+    }
+    if (opt->flash.nfiles) {
+        char why[512] = "";
+        if (store_flash_open(s, why, sizeof why) < 0) {
+            log_error("nodelay: %s", why);
+            seg_pool_release(&s->pool);
+            index_release(&s->index);
+            free(s);
+            return -1;
+        }
+        s->index.forget = store_forget;
     }
     classes_init(&s->classes, opt);
     ghost_init(&s->ghost, opt->mem_limit);
@@ -161,6 +204,9 @@ void store_destroy(struct store **sp)
         pthread_mutex_unlock(&s->hk.lock);
         pthread_join(s->hk.thread, NULL);
     }
+    /* The flash tier's threads stop first: nothing posts to a worker's
+     * completion queue after this. */
+    store_flash_close(s);
     if (s->hk.ctx)
         store_ctx_destroy(&s->hk.ctx);
     while (s->ctxs) {
@@ -196,6 +242,10 @@ struct store_ctx *store_ctx_create(struct store *s)
         return NULL;
     c->store = s;
     c->seg = (struct seg_ctx){.pool = &s->pool, .cnt = &c->cnt, .cls = c->cls};
+    if (store_flash_ctx_init(c) != 0) {
+        free(c);
+        return NULL;
+    }
     pthread_mutex_lock(&s->ctx_lock);
     c->next = s->ctxs;
     if (s->ctxs)
@@ -227,6 +277,7 @@ void store_ctx_destroy(struct store_ctx **cp)
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&s->ctx_lock);
+    store_flash_ctx_release(c);
     free(c);
     *cp = NULL;
 }
@@ -280,7 +331,7 @@ static void store_prefetch_item(struct store *s, const struct store_prefetch_run
     index_prefetch_next(&s->index, r->bucket[i]);
     for (unsigned m = index_match(r->bucket[i], r->tag[i]); m; m &= m - 1, m &= m - 1) {
         uint64_t sl = __atomic_load_n(&r->bucket[i][__builtin_ctz(m) >> 1], __ATOMIC_RELAXED);
-        if (!sl || slot_tag(sl) != r->tag[i])
+        if (!sl || slot_tag(sl) != r->tag[i] || slot_is_flash(sl))
             continue;
         uint32_t id = slot_seg(sl);
         struct seg *chunk = __atomic_load_n(&s->pool.seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
@@ -498,6 +549,10 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
     for (;;) {
         struct store_found f;
         if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+            /* not in RAM: a flash copy (a delete not probed first) goes
+             * too, as any write drops one (store_link) */
+            if (s->flash)
+                flash_tier_drop_tag(s->flash, f.bucket, k.tag, NULL);
             index_unlock(f.bucket);
             if (req->miss_out)
                 *req->miss_out = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED
@@ -597,7 +652,8 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
             for (int j = 1; j <= INDEX_SLOTS; j++) {
                 uint64_t sl = cur[j];
-                if (!sl)
+                /* flash items: judged against the flush when read */
+                if (!sl || slot_is_flash(sl))
                     continue;
                 struct seg *seg = seg_of(&s->pool, slot_seg(sl));
                 /* nothing linked there since: its items are older (but
@@ -706,4 +762,5 @@ void store_stats(struct store *s, struct store_stats *out)
         out->restore_cpu_ms = s->pm->restore_cpu_us / 1000;
     }
     seg_counts(&s->pool, out); /* curr_items, bytes, segments, the segment table */
+    store_flash_stats(s, out);
 }

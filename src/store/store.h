@@ -26,12 +26,35 @@
 #include <stdint.h>
 
 #include "base/clock.h"
+#include "base/flash_tuning.h"
 
 #define STORE_KEY_MAX 250
 
 struct store;     /* the cache, shared by all workers */
 struct store_ctx; /* one per worker thread */
 struct store_pin; /* a held reference keeping an item's bytes valid */
+
+/* The flash tier (memcached's extstore, -o ext_*; docs/store.md "Flash
+ * tier"): off while nfiles is 0. */
+#define STORE_FLASH_FILES_MAX 16
+struct store_flash_options {
+    int nfiles;
+    const char *paths[STORE_FLASH_FILES_MAX];
+    uint64_t sizes[STORE_FLASH_FILES_MAX];
+    uint64_t page_size;     /* ext_page_size, bytes */
+    uint32_t wbuf_size;     /* ext_wbuf_size, bytes: one flash segment */
+    int threads;            /* ext_threads */
+    uint32_t item_size;     /* ext_item_size */
+    uint32_t item_age;      /* ext_item_age; UINT32_MAX: any */
+    uint32_t low_ttl;       /* ext_low_ttl */
+    uint32_t compact_under; /* ext_compact_under, pages; 0: a hundredth of them */
+    uint32_t drop_under;    /* ext_drop_under, pages; 0: as compact_under */
+    double max_frag;        /* ext_max_frag */
+    bool drop_unread;       /* ext_drop_unread */
+    /* where `extstore` changes item_size..drop_unread at run time (read
+     * at each decision); no reader: the values above stay */
+    struct flash_tuning_src tuning;
+};
 
 struct store_options {
     size_t mem_limit;     /* -m in bytes: exact cap on item memory */
@@ -64,6 +87,7 @@ struct store_options {
      * `lru mode flat`; store_set_lru_segmented): a storage command reclaims
      * its key's expired or flushed item (docs/store-expiry.md "flush_all"). */
     bool lru_flat;
+    struct store_flash_options flash;
 };
 
 enum store_status {
@@ -428,7 +452,44 @@ int store_set_mem_limit(struct store *store, size_t bytes);
     X(restore_ms)          /* time the restore took */                           \
     X(restore_cpu_ms)      /* CPU time in it, all threads (the rest: waiting for a core) */
 
-#define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X)
+/* The flash tier's (memcached's extstore names and meanings; 0 without
+ * one): reads served from flash and what came of them, then its segments
+ * (memcached's pages) and the items and bytes in them. */
+#define STORE_FLASH_STATS(X)                                                    \
+    X(get_extstore)        /* reads served from flash */                         \
+    X(get_aborted_extstore) /* reads given up (the session went) */             \
+    X(get_oom_extstore)    /* ... read, but no room to copy back into RAM */     \
+    X(recache_from_extstore) /* items copied back into RAM */                   \
+    X(miss_from_extstore)  /* flash reads that found the item gone or bad */     \
+    X(badcrc_from_extstore) /* ... whose checksum failed */                      \
+    X(extstore_compact_lost) /* live items compaction could not keep */          \
+    X(extstore_compact_rescues) /* items compaction rewrote */                   \
+    X(extstore_compact_skipped) /* unread items it dropped (ext_drop_unread) */  \
+    X(extstore_page_allocs)   /* flash segments opened */                        \
+    X(extstore_page_evictions) /* ... dropped for room with items live */        \
+    X(extstore_page_reclaims) /* ... freed with nothing live */                  \
+    X(extstore_pages_free)                                                      \
+    X(extstore_pages_used)                                                      \
+    X(extstore_objects_evicted) /* items lost with a dropped segment */          \
+    X(extstore_objects_read)                                                    \
+    X(extstore_objects_written)                                                 \
+    X(extstore_objects_used)  /* items on flash whose slots name them */         \
+    X(extstore_bytes_evicted)                                                   \
+    X(extstore_bytes_written) /* item bytes copied to flash */                   \
+    X(extstore_bytes_read)                                                      \
+    X(extstore_bytes_used)                                                      \
+    X(extstore_bytes_fragmented)                                                \
+    X(extstore_limit_maxbytes)                                                  \
+    X(extstore_io_queue)     /* segments waiting for their write */              \
+    X(extstore_device_bytes_written) /* bytes the device was given (aligned) */ \
+    X(extstore_value_bytes_moved) /* value bytes moved there from RAM */         \
+    X(extstore_write_errors)                                                    \
+    X(extstore_read_errors)  /* reads failed or short (a miss each) */           \
+    X(extstore_skipped_full) /* items evicted: no write buffer free */           \
+    X(extstore_slots_dropped) /* slots found naming a gone or bad item */        \
+    X(extstore_index_dropped) /* flash slots an index growth could not keep */
+
+#define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X) STORE_FLASH_STATS(X)
 
 struct store_stats {
 #define STORE_STATS_FIELD(name) uint64_t name;

@@ -52,7 +52,7 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
             for (int j = 1; j <= INDEX_SLOTS; j++) {
                 uint64_t sl = cur[j];
-                if (!sl)
+                if (!sl || slot_is_flash(sl))
                     continue;
                 struct store_found f = {
                     .bucket = b,

@@ -24,6 +24,7 @@
 #include "store/store_ghost.h"
 #include "store/store_upload.h"
 #include "store/store_crawl.h"
+#include "store/flash/flash_tier.h"
 
 /* Counts on a ctx's counters (store_counters.h). */
 #define CTR_ADD(ctx, f, n) CNT_ADD(&(ctx)->cnt, f, n)
@@ -36,6 +37,8 @@ struct store_ctx {
     struct store_ctx_counters cnt;
     struct store_cls_ctr cls[STORE_CLASSES];
     struct store_flash_wait *flash_wait; /* the session's flash reads (store_flash.h) */
+    struct flash_cq *flash_cq;          /* its completed flash reads, or NULL */
+    unsigned flash_inflight;            /* its reads submitted, done() not yet run */
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
 };
 
@@ -61,6 +64,7 @@ struct store {
 
     struct store_ghost ghost;     /* keys evicted unread (store_ghost.h) */
     struct store_classes classes; /* memcached's size classes (store_classes.h) */
+    struct flash_tier *flash;     /* the flash tier, or NULL (flash/flash_tier.h) */
 };
 
 /* memcached's item size check for -I and the key length (inline: every

@@ -36,6 +36,8 @@ static enum item_life store_reap_judge(struct store_ctx *ctx, const struct store
                                        bool count, struct store_found *f, unsigned *cls)
 {
     struct store *s = ctx->store;
+    if (slot_is_flash(*slot))
+        return ITEM_LIVE; /* on flash: judged when read, or its segment expires whole */
     struct seg *seg = seg_of(&s->pool, slot_seg(*slot));
     if (!r->crawler && !r->flushing && __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED) > now)
         return ITEM_LIVE;

@@ -1,16 +1,60 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The waiting side of the flash tier (store_flash.h). With no flash tier
- * configured every probe is READY and nothing is ever submitted. */
+/* The waiting side of the flash tier (store_flash.h), and the tier's place
+ * in the store (store_flash_ctl.h). With no flash tier configured every
+ * probe is READY and nothing is ever submitted.
+ *
+ * How a read is served: a probe that finds the key's bucket holding a
+ * flash slot with its tag (never its key in RAM) reads the item: from the
+ * writer's buffer at once when it is not on the device yet, else by a read
+ * submitted to the device's pool that completes on the worker's queue.
+ * The completion (store_flash_drain, the worker's thread) checks the item
+ * against its segment's seed, the key, expiry and flush, and copies it
+ * back into RAM with the same CAS, flags, expiry and status bits, in place
+ * of the flash slot only if that slot is still the key's (a write or a
+ * delete meanwhile wins). The request then runs again from its start and
+ * every existing path (gets, meta flags, arith, touch, append, deletes)
+ * finds the item in RAM. A read that fails, or an item whose check fails,
+ * is a miss and its slot is cleared. The wait set remembers each key it
+ * read, so a probe run again is READY whatever came of the read. */
 #include "store/store_flash.h"
+#include "store/store_flash_ctl.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/log.h"
 #include "store/store_core.h"
+#include "store/store_lookup.h"
+#include "store/store_write.h"
+
+/* A first read takes the item's block and this much after its start: most
+ * items are read whole by it; a longer one takes a second read. */
+#define FLASH_FIRST_READ 8192u
+
+struct flash_pend {
+    struct store_flash_wait *w;
+    struct store_ctx *ctx;
+    struct flash_pend *next;
+    struct flash_read r;
+    struct flash_loc loc;
+    uint64_t hv, slot;
+    char *buf;
+    uint32_t skip; /* the item's first byte in buf */
+    uint32_t len;  /* bytes of buf read (or copied) */
+    bool reread;   /* the second read was made */
+    bool done;
+    uint8_t nkey;
+    char key[STORE_KEY_MAX];
+};
 
 struct store_flash_wait {
     void (*wake)(void *arg);
     void *arg;
     unsigned pending;
+    bool dying;
+    struct flash_pend *list;
 };
 
 struct store_flash_wait *store_flash_wait_create(void (*wake)(void *arg), void *arg)
@@ -23,14 +67,41 @@ struct store_flash_wait *store_flash_wait_create(void (*wake)(void *arg), void *
     return w;
 }
 
+static void pend_free(struct flash_pend *e)
+{
+    free(e->buf);
+    free(e);
+}
+
+/* Drop the completed entries; pending ones stay until their read ends. */
+static void wait_drop_done(struct store_flash_wait *w)
+{
+    struct flash_pend **pp = &w->list;
+    while (*pp) {
+        struct flash_pend *e = *pp;
+        if (e->done) {
+            *pp = e->next;
+            pend_free(e);
+        } else {
+            pp = &e->next;
+        }
+    }
+}
+
 void store_flash_wait_destroy(struct store_flash_wait *w)
 {
-    free(w);
+    if (!w)
+        return;
+    wait_drop_done(w);
+    if (w->pending)
+        w->dying = true; /* the last completion frees it */
+    else
+        free(w);
 }
 
 void store_flash_wait_reset(struct store_flash_wait *w)
 {
-    (void)w;
+    wait_drop_done(w);
 }
 
 unsigned store_flash_pending(const struct store_flash_wait *w)
@@ -45,26 +116,418 @@ void store_flash_attach(struct store_ctx *ctx, struct store_flash_wait *w)
 
 bool store_flash_on(const struct store_ctx *ctx)
 {
-    (void)ctx;
+    return ctx->store->flash != NULL;
+}
+
+int store_flash_fd(struct store_ctx *ctx)
+{
+    return ctx->flash_cq ? ctx->flash_cq->fd : -1;
+}
+
+void store_flash_drain(struct store_ctx *ctx)
+{
+    if (ctx->flash_cq)
+        flash_cq_drain(ctx->flash_cq);
+}
+
+/* --- one key's read --- */
+
+/* Clear the key's flash slot if it is still e->slot (a miss found it
+ * gone or bad). */
+static void pend_clear_slot(struct store_ctx *ctx, const struct flash_pend *e)
+{
+    struct store *s = ctx->store;
+    uint64_t *b = index_lock_hash(&s->index, e->hv);
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (cur[i] && slot_same(cur[i], e->slot)) {
+                flash_tier_clear(s->flash, b, &cur[i]);
+                FLASH_CNT(s->flash, slots_dropped, 1);
+                index_unlock(b);
+                return;
+            }
+    index_unlock(b);
+}
+
+/* The item read, checked: copied back into RAM in place of its flash slot
+ * (store_commit_ex with that slot expected). */
+static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const struct flash_item *fi)
+{
+    struct store *s = ctx->store;
+    struct store_reservation res;
+    enum store_status st =
+        store_reserve_for(ctx, e->key, e->nkey, fi->h.nvalue, fi->flags, fi->exptime, &res);
+    if (st == STORE_OK) {
+        memcpy(res.value, fi->value, fi->h.nvalue);
+        struct store_set_req req = {
+            .mode = STORE_MODE_SET,
+            .flags = fi->flags,
+            .exptime = fi->exptime,
+            .cas_new = fi->cas,
+        };
+        st = store_commit_ex(ctx, &res, &req, fi->atime & ITEM_S_MASK, e->slot, NULL);
+    }
+    if (st == STORE_OK) {
+        FLASH_CNT(s->flash, get_extstore, 1);
+        FLASH_CNT(s->flash, recache_from_extstore, 1);
+        FLASH_CNT(s->flash, objects_read, 1);
+        FLASH_CNT(s->flash, bytes_read, fi->len);
+    } else if (st == STORE_NO_MEMORY || st == STORE_TOO_LARGE) {
+        FLASH_CNT(s->flash, get_oom_extstore, 1);
+    }
+    /* STORE_EXISTS: the key was written or deleted meanwhile; that wins */
+}
+
+/* Judge the bytes of e (read or copied): a miss, a second read needed
+ * (true), or the item recached. */
+static bool pend_judge(struct flash_pend *e)
+{
+    struct store_ctx *ctx = e->ctx;
+    struct store *s = ctx->store;
+    struct flash_tier *ft = s->flash;
+    const char *p = e->buf + e->skip;
+    uint32_t avail = e->len - e->skip;
+    /* Its whole length first: the header's lengths, bounded by its
+     * segment, say whether the rest must be read. */
+    if (avail >= ITEM_HDR_MAX && !e->reread) {
+        struct item_hdr h;
+        item_decode(p, &h);
+        uint64_t total = item_total(&h);
+        uint32_t off = slot_off(e->slot);
+        if (total > avail && off + total <= e->loc.seg_len)
+            return true;
+    }
+    struct flash_item fi;
+    int rc = flash_item_parse(p, avail, e->loc.seed, e->loc.cas_base, &fi);
+    if (rc != FLASH_OK) {
+        FLASH_CNT(ft, badcrc_from_extstore, 1);
+        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_clear_slot(ctx, e);
+        return false;
+    }
+    if (fi.h.nkey != e->nkey || memcmp(fi.key, e->key, e->nkey) != 0) {
+        /* another key's item under the same tag: a miss for this one */
+        FLASH_CNT(ft, miss_from_extstore, 1);
+        return false;
+    }
+    if (!flash_tier_still(ft, e->slot, e->loc.seq)) {
+        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_clear_slot(ctx, e);
+        return false;
+    }
+    if (life_of_item(&s->life, fi.p, &fi.h, e->loc.cas_base, clock_now()) != ITEM_LIVE) {
+        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_clear_slot(ctx, e);
+        return false;
+    }
+    pend_recache(ctx, e, &fi);
     return false;
+}
+
+static void pend_done(struct flash_pend *e)
+{
+    struct store_flash_wait *w = e->w;
+    e->done = true;
+    if (--w->pending)
+        return;
+    if (w->dying) {
+        wait_drop_done(w);
+        free(w);
+        return;
+    }
+    w->wake(w->arg);
+}
+
+static int pend_submit(struct flash_pend *e, uint32_t want);
+
+/* A read came back (on the worker's thread, from store_flash_drain). */
+static void pend_read_done(struct flash_read *r)
+{
+    struct flash_pend *e = r->arg;
+    struct flash_tier *ft = e->ctx->store->flash;
+    e->ctx->flash_inflight--;
+    struct store_flash_wait *w = e->w;
+    if (w->dying) {
+        FLASH_CNT(ft, get_aborted_extstore, 1);
+        e->done = true;
+        if (--w->pending == 0) {
+            wait_drop_done(w); /* e too */
+            free(w);
+        }
+        return;
+    }
+    if (r->result < 0) {
+        /* one line a second at most: a failing device fails every read */
+        static rel_time_t logged;
+        rel_time_t now = clock_now();
+        if (r->result != -ECANCELED && __atomic_exchange_n(&logged, now, __ATOMIC_RELAXED) != now)
+            log_error("nodelay: flash read of page %u failed: %s (each such read is a miss; "
+                      "read_errors counts them)",
+                      r->page, strerror(-r->result));
+        FLASH_CNT(ft, read_errors, 1);
+        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_clear_slot(e->ctx, e);
+        pend_done(e);
+        return;
+    }
+    e->len = (uint32_t)r->result;
+    if (pend_judge(e)) {
+        struct item_hdr h;
+        item_decode(e->buf + e->skip, &h);
+        e->reread = true;
+        if (pend_submit(e, item_total(&h)) == 0)
+            return;
+        FLASH_CNT(ft, read_errors, 1);
+        FLASH_CNT(ft, miss_from_extstore, 1);
+    }
+    pend_done(e);
+}
+
+/* Read `want` bytes from the item's start (rounded out to whole blocks,
+ * within its segment). 0, or -errno: no read is owed then. */
+static int pend_submit(struct flash_pend *e, uint32_t want)
+{
+    struct flash_tier *ft = e->ctx->store->flash;
+    uint64_t start = e->loc.page_off + slot_off(e->slot);
+    uint64_t from = start & ~(uint64_t)(FLASH_DEV_ALIGN - 1);
+    uint64_t seg_end = e->loc.page_off + e->loc.seg_len;
+    uint64_t to = start + want < seg_end ? start + want : seg_end;
+    to = (to + FLASH_DEV_ALIGN - 1) & ~(uint64_t)(FLASH_DEV_ALIGN - 1);
+    uint32_t len = (uint32_t)(to - from);
+    free(e->buf);
+    e->buf = aligned_alloc(FLASH_DEV_ALIGN, len);
+    if (!e->buf)
+        return -ENOMEM;
+    e->skip = (uint32_t)(start - from);
+    e->r = (struct flash_read){
+        .page = e->loc.page,
+        .off = from,
+        .len = len,
+        .buf = e->buf,
+        .done = pend_read_done,
+        .arg = e,
+    };
+    int rc = flash_dev_submit(&ft->dev, e->ctx->flash_cq, &e->r);
+    if (rc == 0)
+        e->ctx->flash_inflight++;
+    return rc;
 }
 
 enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wait *w,
                                    const struct store_key *k)
 {
-    (void)ctx;
-    (void)w;
-    (void)k;
-    return STORE_PROBE_READY;
+    struct store *s = ctx->store;
+    struct flash_tier *ft = s->flash;
+    if (!ft || k->nkey == 0 || k->nkey > STORE_KEY_MAX)
+        return STORE_PROBE_READY;
+    for (struct flash_pend *e = w->list; e; e = e->next)
+        if (e->nkey == k->nkey && memcmp(e->key, k->key, k->nkey) == 0)
+            return e->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
+    /* The key's bucket: its item in RAM, or its one flash candidate. */
+    uint64_t fsl = 0;
+    uint64_t *b = index_lock_hash(&s->index, k->hv);
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
+        for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
+            uint64_t sl = cur[__builtin_ctz(m) >> 1];
+            if (slot_is_flash(sl)) {
+                fsl = sl;
+                continue;
+            }
+            const char *p = seg_item(&s->pool, sl);
+            struct item_hdr h;
+            item_decode(p, &h);
+            if (h.nkey == k->nkey && memcmp(p + h.hlen, k->key, k->nkey) == 0) {
+                index_unlock(b);
+                return STORE_PROBE_READY;
+            }
+        }
+    }
+    index_unlock(b);
+    if (!fsl)
+        return STORE_PROBE_READY;
+
+    struct flash_pend *e = calloc(1, sizeof *e);
+    if (!e)
+        return STORE_PROBE_READY; /* a miss, as memcached's get_oom_extstore */
+    e->w = w;
+    e->ctx = ctx;
+    e->hv = k->hv;
+    e->slot = fsl;
+    e->nkey = (uint8_t)k->nkey;
+    memcpy(e->key, k->key, k->nkey);
+    e->next = w->list;
+    w->list = e;
+    w->pending++;
+
+    uint32_t cap = (uint32_t)s->opt.item_size_max + ITEM_HDR_MAX + STORE_KEY_MAX;
+    char *copy = malloc(cap);
+    uint32_t got = 0;
+    enum flash_where at =
+        copy ? flash_tier_locate(ft, fsl, &e->loc, copy, cap, &got) : FLASH_AT_NONE;
+    if (at == FLASH_AT_BUF) {
+        /* not on the device yet: its bytes are here now */
+        e->buf = copy;
+        e->len = got;
+        e->reread = true;
+        pend_judge(e);
+        pend_done(e);
+        return STORE_PROBE_READY;
+    }
+    free(copy);
+    if (at == FLASH_AT_NONE) {
+        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_clear_slot(ctx, e);
+        pend_done(e);
+        return STORE_PROBE_READY;
+    }
+    int rc = pend_submit(e, FLASH_FIRST_READ);
+    if (rc < 0) {
+        FLASH_CNT(ft, read_errors, 1);
+        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_done(e);
+        return STORE_PROBE_READY;
+    }
+    return STORE_PROBE_WAIT;
 }
 
-int store_flash_fd(struct store_ctx *ctx)
+/* --- the tier in the store --- */
+
+int store_flash_open(struct store *s, char *why, size_t n)
 {
-    (void)ctx;
-    return -1;
+    const struct store_flash_options *o = &s->opt.flash;
+    if (!o->nfiles)
+        return 0;
+    struct flash_tier_options fo = {
+        .seg_size = o->wbuf_size,
+        .item_size = o->item_size,
+        .item_age = o->item_age,
+        .low_ttl = o->low_ttl,
+        .compact_under = o->compact_under,
+        .drop_under = o->drop_under,
+        .max_frag = o->max_frag,
+        .drop_unread = o->drop_unread,
+        .tuning = o->tuning,
+    };
+    fo.dev.nfiles = o->nfiles;
+    for (int i = 0; i < o->nfiles && i < FLASH_DEV_FILES_MAX; i++)
+        fo.dev.files[i] = (struct flash_dev_file_opt){.path = o->paths[i], .size = o->sizes[i]};
+    fo.dev.page_size = o->page_size;
+    fo.dev.threads = o->threads > 0 ? o->threads : 1;
+    struct flash_tier *ft = calloc(1, sizeof *ft);
+    if (!ft) {
+        snprintf(why, n, "flash tier: out of memory");
+        return -ENOMEM;
+    }
+    int rc = flash_tier_open(ft, &fo, &s->index, &s->life, why, n);
+    if (rc < 0) {
+        free(ft);
+        return rc;
+    }
+    s->flash = ft;
+    s->pool.flash = ft;
+    return 0;
 }
 
-void store_flash_drain(struct store_ctx *ctx)
+void store_flash_close(struct store *s)
 {
-    (void)ctx;
+    if (!s->flash)
+        return;
+    flash_tier_close(s->flash);
+    free(s->flash);
+    s->flash = NULL;
+    s->pool.flash = NULL;
+}
+
+int store_flash_ctx_init(struct store_ctx *ctx)
+{
+    if (!ctx->store->flash)
+        return 0;
+    struct flash_cq *cq = calloc(1, sizeof *cq);
+    if (!cq || flash_cq_init(cq) < 0) {
+        free(cq);
+        return -1;
+    }
+    ctx->flash_cq = cq;
+    return 0;
+}
+
+void store_flash_ctx_release(struct store_ctx *ctx)
+{
+    if (!ctx->flash_cq)
+        return;
+    /* Reads still with the pool post to this queue: wait for them (a
+     * read takes milliseconds; bounded, then the queue is kept rather
+     * than freed under them). Their sessions are gone: each entry frees
+     * itself and its wait set. */
+    for (int n = 0; ctx->flash_inflight && n < 3000; n++) {
+        struct pollfd p = {.fd = ctx->flash_cq->fd, .events = POLLIN};
+        poll(&p, 1, 10);
+        flash_cq_drain(ctx->flash_cq);
+    }
+    if (ctx->flash_inflight) {
+        log_error("nodelay: %u flash reads did not complete; their queue is left",
+                  ctx->flash_inflight);
+        return;
+    }
+    flash_cq_destroy(ctx->flash_cq);
+    free(ctx->flash_cq);
+    ctx->flash_cq = NULL;
+}
+
+bool store_flash_forget(struct store *s, uint64_t slot)
+{
+    if (!slot_is_flash(slot) || !s->flash)
+        return false;
+    FLASH_CNT(s->flash, index_dropped, 1);
+    flash_tier_forget(s->flash, slot);
+    return true;
+}
+
+void store_flash_stats(struct store *s, struct store_stats *out)
+{
+    struct flash_tier *ft = s->flash;
+    if (!ft)
+        return;
+    struct flash_tier_counters c;
+    const uint64_t *in = (const uint64_t *)&ft->c;
+    uint64_t *o = (uint64_t *)&c;
+    for (size_t i = 0; i < sizeof c / sizeof *o; i++)
+        o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+    struct flash_tier_gauges g;
+    flash_tier_gauges(ft, &g);
+    struct flash_dev_counters d;
+    flash_dev_counters(&ft->dev, &d);
+    out->get_extstore = c.get_extstore;
+    out->get_oom_extstore = c.get_oom_extstore;
+    out->get_aborted_extstore = c.get_aborted_extstore;
+    out->recache_from_extstore = c.recache_from_extstore;
+    out->miss_from_extstore = c.miss_from_extstore;
+    out->badcrc_from_extstore = c.badcrc_from_extstore;
+    out->extstore_compact_lost = c.compact_lost;
+    out->extstore_compact_rescues = c.compact_rescues;
+    out->extstore_compact_skipped = c.compact_skipped;
+    out->extstore_page_allocs = c.page_allocs;
+    out->extstore_page_evictions = c.page_evictions;
+    out->extstore_page_reclaims = c.page_reclaims;
+    out->extstore_pages_free = g.pages_free;
+    out->extstore_pages_used = g.pages_used;
+    out->extstore_objects_evicted = c.objects_evicted;
+    out->extstore_objects_read = c.objects_read;
+    out->extstore_objects_written = c.objects_written;
+    out->extstore_objects_used = g.objects_used;
+    out->extstore_bytes_evicted = c.bytes_evicted;
+    out->extstore_bytes_written = c.bytes_written;
+    out->extstore_bytes_read = c.bytes_read;
+    out->extstore_bytes_used = g.bytes_used;
+    out->extstore_bytes_fragmented = g.bytes_fragmented;
+    out->extstore_limit_maxbytes = g.limit_maxbytes;
+    out->extstore_io_queue = g.io_queue;
+    out->extstore_device_bytes_written = d.bytes_written;
+    out->extstore_value_bytes_moved = c.value_bytes_moved;
+    out->extstore_write_errors = c.write_errors;
+    out->extstore_read_errors = c.read_errors;
+    out->extstore_skipped_full = c.skipped_full;
+    out->extstore_slots_dropped = c.slots_dropped;
+    out->extstore_index_dropped = c.index_dropped;
+    out->curr_items += g.objects_used;
 }

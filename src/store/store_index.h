@@ -37,6 +37,10 @@ static inline uint32_t slot_seg(uint64_t s) { return (uint32_t)(s >> 29) & (SLOT
 static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 2) & (SLOT_MAX_OFF - 1); }
 static inline unsigned slot_freq(uint64_t s) { return (unsigned)(s & SLOT_FREQ); }
 static inline uint64_t slot_hit(uint64_t s) { return (s & SLOT_FREQ) == SLOT_FREQ ? s : s + 1; }
+/* Segment ids from FLASH_SEG_BASE up name flash segments (docs/store.md
+ * "Flash tier"): RAM segments stay below it when a flash tier is on. */
+#define FLASH_SEG_BASE (1u << 23)
+static inline bool slot_is_flash(uint64_t s) { return slot_seg(s) >= FLASH_SEG_BASE; }
 /* Same item, whatever the frequency says. */
 static inline bool slot_same(uint64_t a, uint64_t b) { return (a | SLOT_FREQ) == (b | SLOT_FREQ); }
 
@@ -101,6 +105,9 @@ struct index_chunk {
 
 /* Rehash the item a slot points to (the index stores no full hashes). */
 typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
+/* Whether a growth must drop this slot, whose hash cannot be had (a flash
+ * item's key is not in RAM); it accounts for what it drops. */
+typedef bool (*index_forget_fn)(void *arg, uint64_t slot);
 
 /* Linear hashing: the table has 2^L + s buckets, L and s in one word
  * (index_shape: 2^L - 1 in the high half, s < 2^L in the low half, so a
@@ -137,6 +144,7 @@ struct index {
     unsigned base_level;     /* the level it was made at */
     pthread_mutex_t grow_lock; /* one split at a time; the table's mapping */
     index_rehash_fn rehash;
+    index_forget_fn forget;    /* NULL: every slot rehashes */
     void *rehash_arg;
     pthread_mutex_t pool_lock; /* overflow bucket pool */
     uint64_t **chunks;         /* overflow buckets, INDEX_CHUNK_BUCKETS each */

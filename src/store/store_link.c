@@ -9,6 +9,7 @@
 #include "store/store_seg.h"
 #include "store/persist/persist.h"
 #include "store/seg_counts.h"
+#include "store/flash/flash_tier.h"
 #include "store/store_lookup.h"
 
 uint64_t store_next_cas(struct store *s)
@@ -93,6 +94,10 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
             seg_steer_small(&s->pool, gf == GHOST_SMALL,
                             ghost_step(&s->ghost, gf, item_total(&h)));
     }
+    /* Any flash copy under the key's tag must never answer for it again
+     * (nor may two flash candidates share a tag): dropped. */
+    if (s->flash)
+        flash_tier_drop_tag(s->flash, f->bucket, tag, have_old ? f->slot : slot);
     struct store_cls_of nc = classes_item(&s->classes, p, &h);
     seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),
                   item_get_cas(p, &h, seg->cas_base), &nc);

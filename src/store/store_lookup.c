@@ -11,6 +11,7 @@
 #include "store/store_life.h"
 #include "store/store_classes.h"
 #include "store/seg_counts.h"
+#include "store/flash/flash_tier.h"
 
 #include <string.h>
 #include <xxhash.h>
@@ -57,6 +58,10 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
         for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
             int i = __builtin_ctz(m) >> 1;
             uint64_t sl = cur[i];
+            /* a flash item is read by a probe first (store_flash.h) and
+             * found in RAM then: here it is a miss, left linked */
+            if (slot_is_flash(sl))
+                continue;
             char *p = seg_item(&s->pool, sl);
             if ((uint8_t)p[1] != k->nkey)
                 continue;
@@ -130,6 +135,8 @@ bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey)
     bool found = store_lookup(ctx, &k, STORE_LOOK_FIND, &f);
     if (found)
         store_unlink(ctx->store, &f);
+    else if (ctx->store->flash) /* its flash copy, if any, goes too */
+        flash_tier_drop_tag(ctx->store->flash, f.bucket, k.tag, NULL);
     index_unlock(f.bucket);
     return found;
 }

@@ -17,6 +17,7 @@
 
 struct persist;
 struct store_life;
+struct flash_tier;
 
 #define STORE_TTL_GROUPS 8
 /* With -o temporary_ttl, items that expire within it (memcached's TEMP LRU)
@@ -106,6 +107,7 @@ struct seg_pool {
     const struct store_classes *classes; /* an item's class, for its counts */
     const uint64_t *cas_next;        /* the store's CAS counter (atomic): a segment's cas_base */
     struct persist *pm;              /* the -e file, or NULL */
+    struct flash_tier *flash;        /* where live items go instead of leaving, or NULL */
     struct seg_hooks hooks;
 };
 

@@ -19,6 +19,7 @@
 #include "store/store_seg.h"
 #include "store/store_upload.h"
 #include "store/persist/persist.h"
+#include "store/flash/flash_tier.h"
 
 #include <string.h>
 
@@ -256,6 +257,16 @@ static bool store_write_reclaims(struct store *s)
     return __atomic_load_n(&s->lru_flat, __ATOMIC_RELAXED);
 }
 
+/* The slot of locked bucket b's chain that is `want`, or NULL. */
+static uint64_t *store_find_slot(struct store *s, uint64_t *b, uint64_t want)
+{
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (cur[i] && slot_same(cur[i], want))
+                return &cur[i];
+    return NULL;
+}
+
 /* store_commit_ex; reclaim: see store_lookup_write. */
 static enum store_status store_commit_at(struct store_ctx *ctx, struct store_reservation *res,
                                          const struct store_set_req *req, uint32_t status,
@@ -320,7 +331,14 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         uint64_t old_cas = found ? item_get_cas(f.p, &f.h, f.seg->cas_base) : 0;
         if (mode == STORE_MODE_CAS)
             res->cas_cls = found ? classes_item(&s->classes, f.p, &f.h).cls : 0;
-        if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
+        uint64_t *flash_slot = NULL;
+        if (expect_slot && slot_is_flash(expect_slot)) {
+            /* a flash item read back (store_flash.c): only while its
+             * flash slot is still the key's */
+            flash_slot = found ? NULL : store_find_slot(s, f.bucket, expect_slot);
+            if (!flash_slot)
+                refuse = STORE_EXISTS;
+        } else if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
             refuse = STORE_EXISTS;
         } else if (mode == STORE_MODE_ADD && found) {
             /* memcached bumps the existing item instead. */
@@ -361,6 +379,8 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             continue;
         }
         store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg->cas_base);
+        if (flash_slot)
+            flash_tier_clear(s->flash, f.bucket, flash_slot);
         if (!store_link(s, &f, found, res, k.tag, k.hv, &sum)) {
             index_unlock(f.bucket);
             store_abort(ctx, res);

@@ -1,0 +1,663 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The flash tier: records, writers, the writer thread, compaction
+ * (flash_tier.h).
+ *
+ * Where the write runs: an item leaving RAM is copied into a writer's
+ * buffer by the evicting path (a memcpy under locks it holds anyway), and
+ * its slot is switched to the flash segment at once, so the RAM segment is
+ * free to go; until the buffer reaches the disk a read of it copies the
+ * bytes from the buffer (flash_tier_locate). A full buffer is queued for
+ * the tier's own thread, which makes the one aligned pwrite: no request,
+ * and no worker holding the pool lock, ever waits on the disk for a write.
+ * Buffers are few (FLASH_WRITERS + 2 of ext_wbuf_size): when the disk is
+ * slower than eviction, items are evicted as without a flash tier
+ * (skipped_full) rather than memory growing.
+ *
+ * Lock order: a bucket lock, then ft->lock; the writer thread takes no
+ * bucket lock while it holds ft->lock. */
+#include "store/flash/flash_tier.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "base/log.h"
+#include "store/store_life.h"
+
+#define CNT(ft, f, n) FLASH_CNT(ft, f, n)
+
+static uint32_t round_up(uint32_t n, uint32_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+static uint32_t max_bufs(void)
+{
+    return FLASH_WRITERS + 2;
+}
+
+static void *writer_main(void *arg);
+static unsigned flash_tier_compact(struct flash_tier *ft);
+
+int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt, struct index *ix,
+                    const struct store_life *life, char *why, size_t n)
+{
+    memset(ft, 0, sizeof *ft);
+    ft->opt = *opt;
+    ft->index = ix;
+    ft->life = life;
+    uint32_t seg = opt->seg_size;
+    if (seg < FLASH_SEG_MIN || seg > FLASH_SEG_MAX || seg % FLASH_DEV_ALIGN ||
+        opt->dev.page_size < seg || opt->dev.page_size % seg) {
+        snprintf(why, n, "flash segment (ext_wbuf_size) must divide ext_page_size");
+        return -EINVAL;
+    }
+    int rc = flash_dev_open(&ft->dev, &opt->dev, why, n);
+    if (rc < 0)
+        return rc;
+    ft->segs_per_page = (uint32_t)(opt->dev.page_size / seg);
+    uint64_t nsegs = (uint64_t)ft->dev.npages * ft->segs_per_page;
+    uint64_t nvids = nsegs * FLASH_VIDS_PER_SEG;
+    if (nvids > FLASH_SEG_BASE)
+        nvids = FLASH_SEG_BASE;
+    if (nsegs < 2 || nsegs > nvids) {
+        snprintf(why, n, "flash tier: %llu segments (2 to %u allowed)", (unsigned long long)nsegs,
+                 (unsigned)(FLASH_SEG_BASE / FLASH_VIDS_PER_SEG));
+        flash_dev_close(&ft->dev);
+        return -EINVAL;
+    }
+    ft->nsegs = (uint32_t)nsegs;
+    ft->nvids = (uint32_t)nvids;
+    ft->recs = calloc(ft->nsegs, sizeof *ft->recs);
+    ft->vmap = calloc(ft->nvids, sizeof *ft->vmap);
+    if (!ft->recs || !ft->vmap) {
+        free(ft->recs);
+        free(ft->vmap);
+        flash_dev_close(&ft->dev);
+        snprintf(why, n, "flash tier: out of memory");
+        return -ENOMEM;
+    }
+    ft->nfree = ft->nsegs;
+    for (int i = 0; i < FLASH_WRITERS; i++)
+        ft->w_seg[i] = -1;
+    /* A store's id in every segment header: bytes another store (or an
+     * earlier run) left in the file never pass for ours. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed[3] = {(uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec, (uint64_t)getpid()};
+    ft->instance = XXH3_64bits(seed, sizeof seed) | 1;
+    ft->seq_next = 1;
+    uint32_t pages = ft->dev.npages;
+    /* memcached's defaults: a hundredth of the pages, at least one */
+    if (!ft->opt.compact_under)
+        ft->opt.compact_under = pages / 100 ? pages / 100 : 1;
+    if (!ft->opt.drop_under)
+        ft->opt.drop_under = ft->opt.compact_under;
+    pthread_mutex_init(&ft->lock, NULL);
+    pthread_mutex_init(&ft->compact_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ft->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    int err = pthread_create(&ft->thread, NULL, writer_main, ft);
+    if (err) {
+        snprintf(why, n, "flash writer thread: %s", strerror(err));
+        flash_tier_close(ft);
+        return -err;
+    }
+    ft->thread_on = true;
+    return 0;
+}
+
+void flash_tier_close(struct flash_tier *ft)
+{
+    if (ft->thread_on) {
+        pthread_mutex_lock(&ft->lock);
+        ft->stopping = true;
+        pthread_cond_broadcast(&ft->cond);
+        pthread_mutex_unlock(&ft->lock);
+        pthread_join(ft->thread, NULL);
+        ft->thread_on = false;
+    }
+    for (uint32_t i = 0; ft->recs && i < ft->nsegs; i++)
+        free(ft->recs[i].buf);
+    for (uint32_t i = 0; i < ft->nspare; i++)
+        free(ft->spare[i]);
+    free(ft->recs);
+    free(ft->vmap);
+    ft->recs = NULL;
+    ft->vmap = NULL;
+    flash_dev_close(&ft->dev);
+    pthread_cond_destroy(&ft->cond);
+    pthread_mutex_destroy(&ft->lock);
+    pthread_mutex_destroy(&ft->compact_lock);
+}
+
+/* The ext_* values that `extstore` may change, as they are now. */
+static struct flash_tier_options tuned(const struct flash_tier *ft)
+{
+    struct flash_tier_options o = ft->opt;
+    if (!ft->opt.tuning.read)
+        return o;
+    struct flash_tuning t;
+    flash_tuning_get(&ft->opt.tuning, &t);
+    o.item_size = t.item_size;
+    o.item_age = t.item_age;
+    o.low_ttl = t.low_ttl;
+    o.compact_under = t.compact_under ? t.compact_under : ft->opt.compact_under;
+    o.drop_under = t.drop_under ? t.drop_under : ft->opt.drop_under;
+    o.max_frag = t.max_frag;
+    o.drop_unread = t.drop_unread;
+    return o;
+}
+
+/* --- records (ft->lock held) --- */
+
+static uint32_t rec_pages_free(const struct flash_tier *ft)
+{
+    return ft->nfree / ft->segs_per_page;
+}
+
+/* A record's segment goes: its slots read as misses from now on. */
+static void rec_free(struct flash_tier *ft, struct flash_rec *r)
+{
+    if (ft->vmap[r->vid] == (uint32_t)(r - ft->recs) + 1)
+        ft->vmap[r->vid] = 0;
+    if (r->buf) {
+        if (ft->nspare < max_bufs())
+            ft->spare[ft->nspare++] = r->buf;
+        else
+            free(r->buf);
+        r->buf = NULL;
+    }
+    r->state = FSEG_FREE;
+    r->live_items = r->nitems = r->nbytes = 0;
+    ft->nfree++;
+}
+
+/* The oldest written segment, dropped to make room (its live items lost,
+ * counted as memcached's page evictions). */
+static bool rec_drop_oldest(struct flash_tier *ft)
+{
+    struct flash_rec *old = NULL;
+    for (uint32_t i = 0; i < ft->nsegs; i++) {
+        struct flash_rec *r = &ft->recs[i];
+        if (r->state == FSEG_DISK && (!old || r->seq < old->seq))
+            old = r;
+    }
+    if (!old)
+        return false;
+    if (old->live_items) {
+        CNT(ft, page_evictions, 1);
+        CNT(ft, objects_evicted, old->live_items);
+        CNT(ft, bytes_evicted,
+            old->nitems ? (uint64_t)(old->nbytes - FLASH_HDR_LEN) * old->live_items / old->nitems
+                        : 0);
+    } else {
+        CNT(ft, page_reclaims, 1);
+    }
+    rec_free(ft, old);
+    return true;
+}
+
+/* Open a segment for writer wi; false when neither a segment nor a buffer
+ * can be had. */
+static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
+{
+    char *buf = NULL;
+    if (ft->nspare)
+        buf = ft->spare[--ft->nspare];
+    else if (ft->nbufs < max_bufs() &&
+             (buf = aligned_alloc(FLASH_DEV_ALIGN, ft->opt.seg_size)) != NULL)
+        ft->nbufs++;
+    if (!buf)
+        return false;
+    /* A full device: the oldest written segment makes room. */
+    if (!ft->nfree && !rec_drop_oldest(ft)) {
+        ft->spare[ft->nspare++] = buf;
+        return false;
+    }
+    uint32_t n = 0;
+    while (ft->recs[n].state != FSEG_FREE)
+        n++;
+    struct flash_rec *r = &ft->recs[n];
+    uint64_t seq = ft->seq_next++;
+    uint32_t vid = (uint32_t)(seq % ft->nvids);
+    if (ft->vmap[vid]) /* the id came round: its old holder's slots go stale */
+        ft->vmap[vid] = 0;
+    *r = (struct flash_rec){.vid = vid,
+                            .seq = seq,
+                            .cas_base = cas_base,
+                            .state = FSEG_FILLING,
+                            .bucket = (uint8_t)wi,
+                            .buf = buf,
+                            .nbytes = FLASH_HDR_LEN};
+    ft->vmap[vid] = n + 1;
+    ft->nfree--;
+    flash_writer_init(&ft->w[wi], buf, ft->opt.seg_size, seq, ft->instance, cas_base);
+    ft->w_seg[wi] = (int32_t)n;
+    CNT(ft, page_allocs, 1);
+    return true;
+}
+
+/* Writer wi is full (or done): finish it and queue it for the thread. */
+static void writer_seal(struct flash_tier *ft, int wi)
+{
+    int32_t n = ft->w_seg[wi];
+    if (n < 0)
+        return;
+    struct flash_rec *r = &ft->recs[n];
+    flash_writer_finish(&ft->w[wi]);
+    r->nbytes = ft->w[wi].used;
+    r->max_exptime = ft->w[wi].hdr.max_exptime;
+    r->state = FSEG_WRITING;
+    r->qnext = 0;
+    if (ft->q_tail)
+        ft->recs[ft->q_tail - 1].qnext = (uint32_t)n + 1;
+    else
+        ft->q_head = (uint32_t)n + 1;
+    ft->q_tail = (uint32_t)n + 1;
+    ft->w_seg[wi] = -1;
+    pthread_cond_signal(&ft->cond);
+}
+
+/* Append a RAM-format item (cas_base its segment's) to writer wi; its new
+ * slot, or 0. */
+static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_t cas_base,
+                           uint64_t cas, uint32_t tag, uint32_t nvalue)
+{
+    for (int tries = 0; tries < 2; tries++) {
+        if (ft->w_seg[wi] < 0 && !writer_open(ft, wi, cas))
+            return 0;
+        uint32_t off;
+        int rc = flash_writer_add_ram(&ft->w[wi], p, cas_base, &off);
+        if (rc == FLASH_OK) {
+            struct flash_rec *r = &ft->recs[ft->w_seg[wi]];
+            uint32_t len = ft->w[wi].used - off;
+            r->nitems++;
+            r->live_items++;
+            r->nbytes = ft->w[wi].used;
+            CNT(ft, objects_written, 1);
+            CNT(ft, bytes_written, len);
+            CNT(ft, value_bytes_moved, nvalue);
+            return slot_make(tag, FLASH_SEG_BASE + r->vid, off);
+        }
+        if (rc != FLASH_E_FULL || ft->w[wi].hdr.nitems == 0)
+            return 0; /* larger than a whole segment */
+        writer_seal(ft, wi);
+    }
+    return 0;
+}
+
+uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
+                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now)
+{
+    /* memcached's rules: a value of at least ext_item_size (its nbytes,
+     * with the "\r\n"), idle at least ext_item_age unless that is the
+     * UINT_MAX default, and not about to expire anyway. */
+    struct flash_tier_options o = tuned(ft);
+    if ((uint64_t)h->nvalue + 2 < o.item_size)
+        return 0;
+    rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
+    if (o.item_age != UINT32_MAX && (atime > now || now - atime < o.item_age))
+        return 0;
+    rel_time_t exp = item_get_u32(p, h->exp_off);
+    if (exp != REL_TIME_NEVER && exp <= now)
+        return 0;
+    /* ext_low_ttl: short TTLs go to segments of their own, which then
+     * expire whole */
+    int wi = exp != REL_TIME_NEVER && exp - now < o.low_ttl ? FLASH_W_LOWTTL : FLASH_W_NORMAL;
+    uint64_t cas = item_get_cas(p, h, ram_cas_base);
+    pthread_mutex_lock(&ft->lock);
+    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, cas, tag, h->nvalue);
+    pthread_mutex_unlock(&ft->lock);
+    if (!sl)
+        CNT(ft, skipped_full, 1);
+    return sl;
+}
+
+/* --- slots --- */
+
+/* The record a flash slot names, or NULL (ft->lock held). */
+static struct flash_rec *rec_of(struct flash_tier *ft, uint64_t slot)
+{
+    uint32_t v = flash_slot_vid(slot);
+    if (v >= ft->nvids || !ft->vmap[v])
+        return NULL;
+    return &ft->recs[ft->vmap[v] - 1];
+}
+
+void flash_tier_forget(struct flash_tier *ft, uint64_t slot)
+{
+    pthread_mutex_lock(&ft->lock);
+    struct flash_rec *r = rec_of(ft, slot);
+    if (r && r->live_items)
+        r->live_items--;
+    else
+        CNT(ft, slots_dropped, 1);
+    pthread_mutex_unlock(&ft->lock);
+}
+
+void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot)
+{
+    uint64_t sl = *slot;
+    index_clear_slot(ft->index, b, slot);
+    flash_tier_forget(ft, sl);
+}
+
+unsigned flash_tier_drop_tag(struct flash_tier *ft, uint64_t *b, uint32_t tag, const uint64_t *keep)
+{
+    unsigned n = 0;
+    for (uint64_t *cur = b; cur; cur = index_next(ft->index, cur)) {
+        for (int i = 1; i <= INDEX_SLOTS; i++) {
+            uint64_t sl = cur[i];
+            if (!sl || &cur[i] == keep || !slot_is_flash(sl) || slot_tag(sl) != tag)
+                continue;
+            flash_tier_clear(ft, b, &cur[i]);
+            n++;
+            /* the chain may have lost a bucket: start over */
+            cur = b;
+            i = 0;
+        }
+    }
+    return n;
+}
+
+enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct flash_loc *loc,
+                                   char *out, uint32_t cap, uint32_t *got)
+{
+    enum flash_where at = FLASH_AT_NONE;
+    pthread_mutex_lock(&ft->lock);
+    struct flash_rec *r = rec_of(ft, slot);
+    uint32_t off = slot_off(slot);
+    if (r && r->state != FSEG_FREE && off >= FLASH_HDR_LEN && off < r->nbytes) {
+        uint32_t n = (uint32_t)(r - ft->recs);
+        *loc = (struct flash_loc){
+            .page = n / ft->segs_per_page,
+            .page_off = (uint64_t)(n % ft->segs_per_page) * ft->opt.seg_size,
+            .seg_len = r->nbytes,
+            .seq = r->seq,
+            .seed = flash_seg_seed(r->seq, ft->instance),
+            .cas_base = r->cas_base,
+        };
+        if (r->state == FSEG_DISK) {
+            at = FLASH_AT_DISK;
+        } else {
+            /* the item alone: its header was written here, by us */
+            struct item_hdr h;
+            item_decode(r->buf + off, &h);
+            uint32_t len = r->nbytes - off;
+            if (item_total(&h) < len)
+                len = item_total(&h);
+            if (len > cap)
+                len = cap;
+            memcpy(out, r->buf + off, len);
+            *got = len;
+            at = FLASH_AT_BUF;
+        }
+        r->reads++;
+    }
+    pthread_mutex_unlock(&ft->lock);
+    return at;
+}
+
+bool flash_tier_still(struct flash_tier *ft, uint64_t slot, uint64_t seq)
+{
+    pthread_mutex_lock(&ft->lock);
+    struct flash_rec *r = rec_of(ft, slot);
+    bool ok = r && r->seq == seq && r->state != FSEG_FREE;
+    pthread_mutex_unlock(&ft->lock);
+    return ok;
+}
+
+/* --- the writer thread --- */
+
+/* Write queued segments out, one at a time (ft->lock held on entry and
+ * exit, dropped around each write). */
+static void write_queued(struct flash_tier *ft)
+{
+    while (ft->q_head) {
+        uint32_t n = ft->q_head - 1;
+        struct flash_rec *r = &ft->recs[n];
+        ft->q_head = r->qnext;
+        if (!ft->q_head)
+            ft->q_tail = 0;
+        uint32_t len = round_up(r->nbytes, FLASH_DEV_ALIGN);
+        uint32_t page = n / ft->segs_per_page;
+        uint64_t off = (uint64_t)(n % ft->segs_per_page) * ft->opt.seg_size;
+        const char *buf = r->buf;
+        pthread_mutex_unlock(&ft->lock);
+        int rc = flash_dev_write(&ft->dev, page, off, buf, len);
+        pthread_mutex_lock(&ft->lock);
+        if (rc == 0) {
+            r->state = FSEG_DISK;
+            if (ft->nspare < max_bufs())
+                ft->spare[ft->nspare++] = r->buf;
+            else
+                free(r->buf);
+            r->buf = NULL;
+        } else {
+            /* Its items read as misses from now on: never a wrong value.
+             * One line a second at most: a failing disk fails them all. */
+            static time_t logged;
+            time_t now = time(NULL);
+            if (now != logged && (logged = now))
+                log_error("nodelay: flash write of %u bytes to page %u failed: %s; %u items lost",
+                          len, page, strerror(-rc), r->live_items);
+            CNT(ft, write_errors, 1);
+            CNT(ft, objects_evicted, r->live_items);
+            rec_free(ft, r);
+        }
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    struct flash_tier *ft = arg;
+    pthread_mutex_lock(&ft->lock);
+    while (!ft->stopping) {
+        write_queued(ft);
+        if (ft->stopping)
+            break;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        if (!ft->q_head && pthread_cond_timedwait(&ft->cond, &ft->lock, &until) == ETIMEDOUT &&
+            !ft->q_head) {
+            pthread_mutex_unlock(&ft->lock);
+            flash_tier_maintain(ft);
+            pthread_mutex_lock(&ft->lock);
+        }
+    }
+    pthread_mutex_unlock(&ft->lock);
+    return NULL;
+}
+
+/* --- compaction --- */
+
+/* The segment to compact (ft->lock held): the written one with the lowest
+ * share of live items under ext_max_frag, when free pages are under
+ * ext_compact_under; -1 when none. An all-dead one is freed here. */
+static int32_t compact_pick(struct flash_tier *ft)
+{
+    int32_t best = -1;
+    double best_ratio = 2;
+    rel_time_t now = clock_now();
+    struct flash_tier_options o = tuned(ft);
+    for (uint32_t i = 0; i < ft->nsegs; i++) {
+        struct flash_rec *r = &ft->recs[i];
+        if (r->state != FSEG_DISK)
+            continue;
+        bool expired = r->max_exptime != REL_TIME_NEVER && r->max_exptime <= now;
+        if (!r->live_items || expired) {
+            CNT(ft, page_reclaims, 1);
+            rec_free(ft, r);
+            continue;
+        }
+        double ratio = (double)r->live_items / r->nitems;
+        if (ratio < o.max_frag && ratio < best_ratio) {
+            best = (int32_t)i;
+            best_ratio = ratio;
+        }
+    }
+    if (rec_pages_free(ft) >= o.compact_under)
+        return -1;
+    return best;
+}
+
+/* One item of a segment being compacted: rewritten if its slot still
+ * names it, dropped by the ext_* rules, else left (it is dead). */
+static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint32_t vid,
+                         const struct flash_item *fi, bool drop_unread, uint64_t cas_base)
+{
+    uint64_t hv = XXH3_64bits(fi->key, fi->h.nkey);
+    uint32_t tag = index_tag(hv);
+    uint64_t want = slot_make(tag, FLASH_SEG_BASE + vid, fi->off);
+    uint64_t *b = index_lock_hash(ft->index, hv);
+    uint64_t *slot = NULL;
+    for (uint64_t *cur = b; cur && !slot; cur = index_next(ft->index, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (cur[i] && slot_same(cur[i], want)) {
+                slot = &cur[i];
+                break;
+            }
+    if (slot) {
+        rel_time_t now = clock_now();
+        enum item_life life = life_of_item(ft->life, fi->p, &fi->h, cas_base, now);
+        bool unread = !(fi->atime & ITEM_S_FETCHED);
+        if (life != ITEM_LIVE) {
+            flash_tier_clear(ft, b, slot);
+        } else if (drop_unread && unread) {
+            flash_tier_clear(ft, b, slot);
+            CNT(ft, compact_skipped, 1);
+        } else {
+            pthread_mutex_lock(&ft->lock);
+            uint64_t ns =
+                writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag, fi->h.nvalue);
+            pthread_mutex_unlock(&ft->lock);
+            if (ns) {
+                *slot = ns | slot_freq(*slot);
+                CNT(ft, compact_rescues, 1);
+                /* the bytes were counted as written by a move: a rewrite
+                 * is what write amplification counts on top */
+                __atomic_fetch_sub(&ft->c.value_bytes_moved, fi->h.nvalue, __ATOMIC_RELAXED);
+                flash_tier_forget(ft, want);
+            } else {
+                flash_tier_clear(ft, b, slot);
+                CNT(ft, compact_lost, 1);
+            }
+        }
+    }
+    (void)r;
+    index_unlock(b);
+}
+
+/* Before compaction copies an item of `need` bytes (no bucket lock held):
+ * room in its writer, or a buffer to open the next one with, writing out
+ * what is queued if that is what holds them all (ft->lock held). */
+static void compact_room(struct flash_tier *ft, uint32_t need)
+{
+    int32_t n = ft->w_seg[FLASH_W_COMPACT];
+    if (n >= 0 && ft->w[FLASH_W_COMPACT].size - ft->w[FLASH_W_COMPACT].used >= need)
+        return;
+    writer_seal(ft, FLASH_W_COMPACT);
+    if (!ft->nspare && ft->nbufs >= max_bufs())
+        write_queued(ft);
+}
+
+unsigned flash_tier_maintain(struct flash_tier *ft)
+{
+    /* one compaction at a time (the writer thread's, a test's) */
+    pthread_mutex_lock(&ft->compact_lock);
+    unsigned freed = flash_tier_compact(ft);
+    pthread_mutex_unlock(&ft->compact_lock);
+    return freed;
+}
+
+static unsigned flash_tier_compact(struct flash_tier *ft)
+{
+    pthread_mutex_lock(&ft->lock);
+    int32_t n = compact_pick(ft);
+    if (n < 0) {
+        pthread_mutex_unlock(&ft->lock);
+        return 0;
+    }
+    struct flash_rec *r = &ft->recs[n];
+    struct flash_rec snap = *r;
+    struct flash_tier_options o = tuned(ft);
+    bool drop_unread = o.drop_unread && rec_pages_free(ft) < o.drop_under;
+    pthread_mutex_unlock(&ft->lock);
+
+    uint32_t len = round_up(snap.nbytes, FLASH_DEV_ALIGN);
+    char *buf = aligned_alloc(FLASH_DEV_ALIGN, len);
+    if (!buf)
+        return 0;
+    uint32_t page = (uint32_t)n / ft->segs_per_page;
+    uint64_t off = (uint64_t)((uint32_t)n % ft->segs_per_page) * ft->opt.seg_size;
+    int rc = flash_dev_read(&ft->dev, page, off, buf, len);
+    struct flash_seg_hdr hdr;
+    if (rc < 0 || flash_seg_parse_hdr(buf, len, ft->instance, &hdr) != FLASH_OK ||
+        hdr.seq != snap.seq) {
+        if (rc < 0)
+            log_error("nodelay: flash read of page %u for compaction failed: %s", page,
+                      strerror(-rc));
+        CNT(ft, read_errors, 1);
+        CNT(ft, compact_lost, snap.live_items);
+    } else {
+        struct flash_iter it;
+        struct flash_item fi;
+        flash_iter_init(&it, buf, &hdr);
+        int k;
+        while ((k = flash_iter_next(&it, &fi)) == 1) {
+            pthread_mutex_lock(&ft->lock);
+            compact_room(ft, fi.len + ITEM_HDR_MAX);
+            pthread_mutex_unlock(&ft->lock);
+            compact_item(ft, r, snap.vid, &fi, drop_unread, hdr.cas_base);
+        }
+        if (k < 0)
+            CNT(ft, badcrc_from_extstore, 1);
+    }
+    free(buf);
+    pthread_mutex_lock(&ft->lock);
+    /* Seal what compaction wrote, so the segment it came from can go. */
+    writer_seal(ft, FLASH_W_COMPACT);
+    if (r->seq == snap.seq && r->state == FSEG_DISK) {
+        CNT(ft, page_reclaims, 1);
+        rec_free(ft, r);
+    }
+    pthread_mutex_unlock(&ft->lock);
+    return 1;
+}
+
+void flash_tier_gauges(struct flash_tier *ft, struct flash_tier_gauges *g)
+{
+    memset(g, 0, sizeof *g);
+    pthread_mutex_lock(&ft->lock);
+    uint64_t used_segs = 0;
+    for (uint32_t i = 0; i < ft->nsegs; i++) {
+        const struct flash_rec *r = &ft->recs[i];
+        if (r->state == FSEG_FREE)
+            continue;
+        used_segs++;
+        g->objects_used += r->live_items;
+        uint64_t items = r->nbytes > FLASH_HDR_LEN ? r->nbytes - FLASH_HDR_LEN : 0;
+        uint64_t live = r->nitems ? items * r->live_items / r->nitems : 0;
+        g->bytes_used += live;
+        g->bytes_fragmented += ft->opt.seg_size - live;
+        if (r->state == FSEG_WRITING)
+            g->io_queue++;
+    }
+    g->pages_used = (used_segs + ft->segs_per_page - 1) / ft->segs_per_page;
+    g->pages_free = ft->dev.npages - g->pages_used;
+    g->limit_maxbytes = (uint64_t)ft->dev.npages * ft->dev.page_size;
+    pthread_mutex_unlock(&ft->lock);
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The flash tier's state (flash_tier.c): the device, one record per flash
+ * segment, the writers that items leaving RAM are copied into, the thread
+ * that writes full writers out, and the compactor. Knows the index (it
+ * switches and clears flash slots under their bucket locks) and the flash
+ * layout; nothing of RAM segments or of sessions; docs/store-flash.md.
+ *
+ * A flash segment is ext_wbuf_size bytes (flash_layout.h's format), a page
+ * (ext_page_size) holds several, and an index slot names it by
+ * FLASH_SEG_BASE plus a virtual id (flash_slot_vid, below): slot_is_flash
+ * tells the two kinds apart. The id's record says where it is and which
+ * write is there now (the sequence whose seed every item's sum carries),
+ * so a slot left naming a dropped or rewritten segment reads as a miss. */
+#ifndef NODELAY_STORE_FLASH_TIER_H
+#define NODELAY_STORE_FLASH_TIER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/clock.h"
+#include "base/flash_tuning.h"
+#include "store/flash/flash_dev.h"
+#include "store/flash/flash_layout.h"
+#include "store/store_index.h"
+#include "store/store_item.h"
+
+struct store_life;
+
+struct flash_tier_options {
+    struct flash_dev_options dev;   /* files, page size, read threads */
+    uint32_t seg_size;              /* ext_wbuf_size: one flash segment */
+    uint32_t item_size;             /* ext_item_size: smallest value (+2) moved */
+    uint32_t item_age;              /* ext_item_age: idle seconds first */
+    uint32_t low_ttl;               /* ext_low_ttl: shorter TTLs get their own segments */
+    uint32_t compact_under;         /* ext_compact_under: free pages; 0 = 1 % */
+    uint32_t drop_under;            /* ext_drop_under: free pages; 0 = as compact_under */
+    double max_frag;                /* ext_max_frag */
+    bool drop_unread;               /* ext_drop_unread */
+    struct flash_tuning_src tuning; /* the run-time values of the above, if read */
+};
+
+enum flash_seg_state {
+    FSEG_FREE,    /* nothing there a slot may name */
+    FSEG_FILLING, /* a writer's buffer, items still going in */
+    FSEG_WRITING, /* full, queued for the writer thread; bytes still in RAM */
+    FSEG_DISK,    /* written: reads go to the device */
+};
+
+/* One flash segment: what RAM keeps of it (its items' RAM is their slots). */
+struct flash_rec {
+    uint32_t vid; /* its id in slots now (less FLASH_SEG_BASE) */
+    uint64_t seq; /* the write there now; its items' seed */
+    uint64_t cas_base;
+    uint32_t max_exptime; /* REL_TIME_NEVER: some item never expires */
+    uint32_t nitems;      /* items written */
+    uint32_t live_items;  /* of them, whose slots still name it */
+    uint32_t nbytes;      /* header and items written */
+    uint32_t reads;       /* items read back since written (ext_drop_unread) */
+    uint8_t state;        /* enum flash_seg_state */
+    uint8_t bucket;       /* writer it came from: 0 normal, 1 low TTL, 2 compaction */
+    char *buf;            /* FILLING / WRITING: its bytes */
+    uint32_t qnext;       /* write queue link (+1; 0 = none) */
+};
+
+#define FLASH_WRITERS 3
+#define FLASH_W_NORMAL 0
+#define FLASH_W_LOWTTL 1
+#define FLASH_W_COMPACT 2
+
+/* The tier's counters, memcached's extstore names (docs/store-flash.md). */
+#define FLASH_TIER_COUNTERS(X)                                                                     \
+    X(objects_written)   /* items copied to flash */                                               \
+    X(bytes_written)     /* their bytes (items, not the device's) */                               \
+    X(value_bytes_moved) /* value bytes of items moved from RAM */                                 \
+    X(objects_read)      /* items read back */                                                     \
+    X(bytes_read)                                                                                  \
+    X(objects_evicted) /* items lost with a dropped segment */                                     \
+    X(bytes_evicted)                                                                               \
+    X(page_allocs)           /* segments opened for writing */                                     \
+    X(page_evictions)        /* segments dropped for room with items live */                       \
+    X(page_reclaims)         /* segments freed with nothing live */                                \
+    X(compact_rescues)       /* items compaction rewrote */                                        \
+    X(compact_lost)          /* items it could not keep */                                         \
+    X(compact_skipped)       /* items it dropped (ext_drop_unread, under drop_under) */            \
+    X(write_errors)          /* segment writes that failed (items lost) */                         \
+    X(read_errors)           /* reads that failed or came back short */                            \
+    X(badcrc_from_extstore)  /* items read whose sum did not match */                              \
+    X(get_extstore)          /* reads served from flash (recached into RAM) */                     \
+    X(miss_from_extstore)    /* flash reads that found the item gone */                            \
+    X(recache_from_extstore) /* items copied back into RAM */                                      \
+    X(get_oom_extstore)      /* ... that found no room in RAM */                                   \
+    X(get_aborted_extstore)  /* reads whose session went first */                                  \
+    X(skipped_full)          /* items evicted because no writer buffer was free */                 \
+    X(slots_dropped)         /* slots cleared naming a dropped segment or a bad item */            \
+    X(index_dropped)         /* slots an index growth could not rehash */
+
+struct flash_tier_counters {
+#define FLASH_TIER_FIELD(n) uint64_t n;
+    FLASH_TIER_COUNTERS(FLASH_TIER_FIELD)
+#undef FLASH_TIER_FIELD
+};
+
+#define FLASH_CNT(ft, f, n) __atomic_fetch_add(&(ft)->c.f, (uint64_t)(n), __ATOMIC_RELAXED)
+
+struct flash_tier {
+    struct flash_tier_options opt;
+    struct flash_dev dev;
+    struct index *index;
+    const struct store_life *life;
+    uint64_t instance;
+    uint32_t nsegs; /* flash segments on the device */
+    uint32_t segs_per_page;
+    struct flash_rec *recs; /* [nsegs] */
+    uint32_t *vmap;         /* [nvids]: record + 1, 0 = none */
+    uint32_t nvids;
+    pthread_mutex_t lock;         /* records, writers, queue, buffers */
+    pthread_mutex_t compact_lock; /* one compaction at a time; before lock */
+    uint64_t seq_next;
+    uint32_t nfree; /* FSEG_FREE records */
+    struct flash_writer w[FLASH_WRITERS];
+    int32_t w_seg[FLASH_WRITERS];   /* its segment number, -1 = none */
+    char *spare[FLASH_WRITERS + 2]; /* buffers not in use */
+    uint32_t nspare, nbufs;
+    uint32_t q_head, q_tail; /* FSEG_WRITING segments to write (+1) */
+    pthread_t thread;
+    bool thread_on, stopping;
+    pthread_cond_t cond;
+    struct flash_tier_counters c; /* atomic adds */
+};
+
+/* A slot names a flash segment by a virtual id (FLASH_SEG_BASE + v), v
+ * the write's sequence modulo nvids: vmap[v] says which record holds that
+ * write now, 0 when none. So a slot left naming a dropped segment is known
+ * stale at once, without reading, until its id comes round again after
+ * nvids more segment writes (64 rewrites of the whole device); and even
+ * then the seed and the key make it a miss. */
+#define FLASH_VIDS_PER_SEG 64u
+static inline uint32_t flash_slot_vid(uint64_t slot)
+{
+    return slot_seg(slot) - FLASH_SEG_BASE;
+}
+
+/* Opens the device and starts the writer thread. 0, or -errno with *why. */
+int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt, struct index *ix,
+                    const struct store_life *life, char *why, size_t n);
+/* Writes out what is queued, stops the thread, closes the device. */
+void flash_tier_close(struct flash_tier *ft);
+
+/* An item leaving RAM (its bucket lock held, the slot naming it): whether
+ * it qualifies (ext_item_size, ext_item_age, not expired); if so, copied
+ * into a writer and the slot to put in its place returned (its tag, the
+ * flash segment and offset), else 0 (then it is evicted as usual). */
+uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
+                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now);
+/* Bucket lock held: clear the flash slots with this tag in b's chain but
+ * `keep` (a write of a key: its older flash copy, or another key's that
+ * the tag cannot tell apart, must never answer for it again). Returns how
+ * many. */
+unsigned flash_tier_drop_tag(struct flash_tier *ft, uint64_t *b, uint32_t tag,
+                             const uint64_t *keep);
+/* Bucket lock held: clear one flash slot, its segment's live count down. */
+void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot);
+/* A flash slot's segment no longer holds that item (counts it). */
+void flash_tier_forget(struct flash_tier *ft, uint64_t slot);
+
+/* Where a flash slot's item is now. */
+enum flash_where {
+    FLASH_AT_NONE, /* its segment is gone: a miss */
+    FLASH_AT_BUF,  /* in a writer's buffer: *out holds a copy of its bytes */
+    FLASH_AT_DISK, /* on the device: read page/off (*seed, *cas_base for the check) */
+};
+struct flash_loc {
+    uint32_t page;
+    uint64_t page_off; /* of the flash segment in its page */
+    uint32_t seg_len;  /* bytes of the segment written (header and items) */
+    uint64_t seq, seed, cas_base;
+};
+/* For a buffered item, copies up to cap bytes from its offset into out
+ * and sets *got. */
+enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct flash_loc *loc,
+                                   char *out, uint32_t cap, uint32_t *got);
+/* Whether seq is still the write in slot's segment (a read finished after
+ * a drop reads as a miss). Counts a read of it. */
+bool flash_tier_still(struct flash_tier *ft, uint64_t slot, uint64_t seq);
+
+/* One compaction / drop pass (the writer thread runs it; tests call it):
+ * segments to rewrite or drop by the ext_* rules. Returns segments freed. */
+unsigned flash_tier_maintain(struct flash_tier *ft);
+
+/* Gauges for stats. */
+struct flash_tier_gauges {
+    uint64_t pages_free, pages_used, objects_used, bytes_used, bytes_fragmented, limit_maxbytes,
+        io_queue;
+};
+void flash_tier_gauges(struct flash_tier *ft, struct flash_tier_gauges *g);
+
+#endif

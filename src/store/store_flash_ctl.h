@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The flash tier's place in the store (store_flash.c): opened with the
+ * store, a completion queue per worker context, and what an index growth
+ * does with a flash slot. Store-internal; the sessions' side is
+ * store_flash.h. */
+#ifndef NODELAY_STORE_FLASH_CTL_H
+#define NODELAY_STORE_FLASH_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct store_ctx;
+
+/* With s->opt.flash naming files: open the tier. 0, or -errno with *why. */
+int store_flash_open(struct store *s, char *why, size_t n);
+void store_flash_close(struct store *s);
+/* The ctx's completion queue (none without a tier). 0 or -1. */
+int store_flash_ctx_init(struct store_ctx *ctx);
+void store_flash_ctx_release(struct store_ctx *ctx);
+/* An index growth met a flash slot, whose key's hash no RAM holds: true,
+ * and the slot is dropped (counted); false for a RAM slot. */
+bool store_flash_forget(struct store *s, uint64_t slot);
+/* The STORE_FLASH_STATS fields of out (and curr_items counts flash items,
+ * as memcached's counts items whose values are on flash). */
+struct store_stats;
+void store_flash_stats(struct store *s, struct store_stats *out);
+
+#endif

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The flash tier's store side over a socket (docs/store-flash.md): with
+-o ext_path, items that leave RAM go to flash instead of being evicted,
+`stats` has memcached 1.6.45's extstore rows in its order, host write
+amplification is counted, and a read never returns another value.
+(Reads served from flash over the wire need the sessions' probe: the
+tests that read everything back come with it.)"""
+import os
+
+import pytest
+
+from helpers import stats
+
+# memcached 1.6.45's extstore rows of `stats`, in its order
+# (memcached-1.6.45 -o ext_path=F:64m), less extstore_memory_pressure.
+EXTSTORE_ROWS = [
+    "get_extstore", "get_aborted_extstore", "get_oom_extstore", "recache_from_extstore",
+    "miss_from_extstore", "badcrc_from_extstore",
+    "extstore_compact_lost", "extstore_compact_rescues", "extstore_compact_resc_cold",
+    "extstore_compact_resc_old", "extstore_compact_skipped", "extstore_page_allocs",
+    "extstore_page_evictions", "extstore_page_reclaims", "extstore_pages_free",
+    "extstore_pages_used", "extstore_objects_evicted", "extstore_objects_read",
+    "extstore_objects_written", "extstore_objects_used", "extstore_bytes_evicted",
+    "extstore_bytes_written", "extstore_bytes_read", "extstore_bytes_used",
+    "extstore_bytes_fragmented", "extstore_limit_maxbytes", "extstore_io_queue",
+]
+
+FLASH = ["-m", "8", "-o", "ext_page_size=4,ext_wbuf_size=2"]
+
+
+def flash_args(tmp_path, size="64m"):
+    return [*FLASH, "-o", f"ext_path={tmp_path}/flash:{size}"]
+
+
+def value_of(i, n=1000):
+    return (b"%010d" % i) * (n // 10)
+
+
+def test_extstore_rows_as_memcached(start_server, tmp_path):
+    srv = start_server(*flash_args(tmp_path))
+    c = srv.connect()
+    names = list(stats(c))
+    assert [n for n in names if "extstore" in n] == EXTSTORE_ROWS
+    st = stats(c)
+    assert st["extstore_limit_maxbytes"] == str(64 << 20)
+    assert int(st["extstore_pages_free"]) == 16
+    # and none without ext_path, as memcached
+    plain = start_server("-m", "8")
+    assert not [n for n in stats(plain.connect()) if "extstore" in n]
+
+
+def fill(c, n, vlen=1000):
+    """n sets, a round trip every 250 so the server's write buffers keep up."""
+    for i in range(0, n, 250):
+        c.send(b"".join(b"set key:%08d %d 0 %d noreply\r\n%s\r\n" % (k, k, vlen, value_of(k, vlen))
+                        for k in range(i, min(n, i + 250))))
+        assert c.call("mn", until=b"MN\r\n") == b"MN\r\n"
+
+
+def test_fill_past_ram_goes_to_flash(start_server, tmp_path):
+    srv = start_server(*flash_args(tmp_path))
+    c = srv.connect()
+    n = 24000  # 24 MB of values past -m 8
+    fill(c, n)
+    st = stats(c)
+    written = int(st["extstore_objects_written"])
+    assert written > n // 2, st
+    # nothing evicted but what found no free write buffer
+    own = stats(c, "nodelay")
+    assert int(st["evictions"]) == int(own["extstore_skipped_full"])
+    assert int(st["curr_items"]) > n * 9 // 10
+    # host write amplification: device bytes per value byte moved
+    moved = int(own["extstore_value_bytes_moved"])
+    assert moved >= written * 1000
+    assert int(own["extstore_device_bytes_written"]) <= moved * 1.3
+    assert int(own["extstore_write_errors"]) == 0
+    # every read is the key's own value or a miss
+    for i in range(0, n, 97):
+        got = c.get_multi([b"key:%08d" % i])
+        if got:
+            assert got["key:%08d" % i] == (i, value_of(i))
+
+
+def test_overwrite_of_a_flash_item_wins(start_server, tmp_path):
+    """A key written again after its item went to flash: the new value,
+    never the flash copy, whatever reads it afterwards."""
+    srv = start_server(*flash_args(tmp_path))
+    c = srv.connect()
+    fill(c, 16000)
+    assert int(stats(c)["extstore_objects_written"]) > 0
+    for i in range(0, 4000, 7):
+        assert c.set(b"key:%08d" % i, b"new%d" % i) == b"STORED\r\n"
+    for i in range(0, 4000, 7):
+        assert c.get(b"key:%08d" % i) == b"new%d" % i
+
+
+def test_flash_file_truncated_underneath(start_server, tmp_path):
+    """The file cut to nothing under the server: writes and reads that fail
+    cost misses and counters, never a wrong value or a stalled server."""
+    srv = start_server(*flash_args(tmp_path))
+    c = srv.connect()
+    fill(c, 12000)
+    before = int(stats(c)["extstore_objects_written"])
+    os.truncate(tmp_path / "flash", 0)
+    fill(c, 12000)
+    assert int(stats(c)["extstore_objects_written"]) > before  # the tier goes on
+    for i in range(0, 12000, 53):
+        got = c.get_multi([b"key:%08d" % i])
+        if got:
+            assert got["key:%08d" % i] == (i, value_of(i))
+    assert c.call("version").startswith(b"VERSION")

@@ -1,0 +1,585 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The flash tier in the store (src/store/store_flash.c, flash/flash_tier.c)
+ * on a temporary file with small segments: items that eviction takes go to
+ * flash instead; a probe of such a key submits a read (WAIT), draining the
+ * worker's queue wakes the wait set, and the lookup then returns the exact
+ * value, flags and CAS; a write meanwhile wins; a dropped segment, a
+ * rewritten one and a failed read are misses, never another value;
+ * compaction keeps the live items of a fragmented segment. */
+#define _GNU_SOURCE
+#include "test_store_helpers.h"
+#include "store/store_core.h"
+#include "store/store_flash.h"
+#include "store/store_lookup.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MB (1u << 20)
+#define VLEN 1000
+
+static char dir[64];
+static char path[128];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/nd-flash-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/flash", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    unlink(path);
+    rmdir(dir);
+    return 0;
+}
+
+/* The reader of run-time values the next store opens with (none: 0). */
+static struct flash_tuning_src open_tuning;
+
+/* -m 4 MiB of RAM and `flash` bytes of flash in 64 KiB segments, 256 KiB
+ * pages; items of item_size bytes and up go there; hashpower 0: the
+ * default. */
+static void open_flash_ex(struct tstore *t, uint64_t flash, uint32_t compact_under,
+                          uint32_t item_size, unsigned hashpower)
+{
+    clock_setup();
+    unlink(path);
+    struct store_options o = {
+        .mem_limit = 4 * MB,
+        .item_size_max = 32 * 1024,
+        .evictions = true,
+        .cas_enabled = true,
+        .hashpower = hashpower,
+        .flash =
+            {
+                .nfiles = 1,
+                .paths = {path},
+                .sizes = {flash},
+                .page_size = 256 * 1024,
+                .wbuf_size = 64 * 1024,
+                .threads = 2,
+                .item_size = item_size,
+                .item_age = UINT32_MAX,
+                .compact_under = compact_under,
+                .max_frag = 0.8,
+                .tuning = open_tuning,
+            },
+    };
+    tstore_open_opts(t, &o);
+    assert_non_null(t->s->flash);
+}
+
+/* The run-time values `extstore` would set (base/flash_tuning.h). */
+static struct flash_tuning tuning;
+static void read_tuning(const void *src, struct flash_tuning *out)
+{
+    (void)src;
+    *out = tuning;
+    out->item_size = __atomic_load_n(&tuning.item_size, __ATOMIC_RELAXED);
+}
+
+static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
+{
+    open_flash_ex(t, flash, compact_under, 512, 0);
+}
+
+static void value_of(int i, char *v)
+{
+    for (int j = 0; j < VLEN; j++)
+        v[j] = (char)('a' + (i * 7 + j) % 26);
+    v[VLEN] = 0;
+}
+
+static void key_of(int i, char *k)
+{
+    snprintf(k, 32, "key:%08d", i);
+}
+
+static void put(struct tstore *t, int i, uint64_t *cas)
+{
+    char k[32], v[VLEN + 1];
+    key_of(i, k);
+    value_of(i, v);
+    assert_int_equal(tset(t, k, v, STORE_MODE_SET, (uint32_t)i, 0, cas), STORE_OK);
+}
+
+static void on_wake(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* Probe key i; on WAIT, drain until the wait set wakes (bounded). Returns
+ * whether it waited. */
+static bool probe(struct tstore *t, struct store_flash_wait *w, int *woke, int i)
+{
+    char k[32];
+    key_of(i, k);
+    struct store_key key = store_key_of(k, strlen(k));
+    int before = *woke;
+    if (store_flash_probe(t->c, w, &key) == STORE_PROBE_READY)
+        return false;
+    assert_true(store_flash_pending(w) > 0);
+    int fd = store_flash_fd(t->c);
+    assert_true(fd >= 0);
+    for (int n = 0; n < 1000 && *woke == before; n++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        poll(&p, 1, 10);
+        store_flash_drain(t->c);
+    }
+    assert_int_equal(*woke, before + 1);
+    assert_int_equal(store_flash_pending(w), 0);
+    /* run again, as the session does: READY now */
+    assert_int_equal(store_flash_probe(t->c, w, &key), STORE_PROBE_READY);
+    return true;
+}
+
+/* Key i read back: a miss (false) or exactly its value and flags (true). */
+static bool check(struct tstore *t, int i, uint64_t want_cas)
+{
+    char k[32], v[VLEN + 1], got[VLEN + 16];
+    key_of(i, k);
+    value_of(i, v);
+    struct store_item it;
+    if (tget(t, k, got, sizeof got, &it) != STORE_OK)
+        return false;
+    assert_string_equal(got, v);
+    assert_int_equal(it.flags, (uint32_t)i);
+    if (want_cas)
+        assert_int_equal(it.cas, want_cas);
+    return true;
+}
+
+static void flash_counters(struct tstore *t, struct flash_tier_counters *c)
+{
+    const uint64_t *in = (const uint64_t *)&t->s->flash->c;
+    uint64_t *o = (uint64_t *)c;
+    for (size_t i = 0; i < sizeof *c / 8; i++)
+        o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+}
+
+/* Let the writer thread put every full buffer on the device. */
+static void settle(struct tstore *t)
+{
+    for (int n = 0; n < 500; n++) {
+        struct flash_tier_gauges g;
+        flash_tier_gauges(t->s->flash, &g);
+        if (!g.io_queue)
+            return;
+        usleep(10000);
+    }
+}
+
+/* Keys 0..n-1, paced to the writer thread: a buffer free when eviction
+ * needs one (else items are evicted as without flash, skipped_full). */
+static void fill(struct tstore *t, int n, uint64_t *cas)
+{
+    for (int i = 0; i < n; i++) {
+        put(t, i, cas ? &cas[i] : NULL);
+        if (i % 64 == 63)
+            settle(t);
+    }
+    settle(t);
+}
+
+#define N 12000
+
+static void test_fill_past_ram_reads_back(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    static uint64_t cas[N];
+    fill(&t, N, cas);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    /* 12 MB of values past 4 MiB of RAM: most went to flash, none evicted */
+    assert_true(c.objects_written > N / 2);
+    assert_int_equal(st.evictions, 0);
+
+    /* Without a probe a flash item is a miss, and it stays linked. */
+    assert_false(check(&t, 0, 0));
+
+    int woke = 0, waited = 0, misses = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    assert_non_null(w);
+    store_flash_attach(t.c, w);
+    for (int i = 0; i < N; i++) {
+        waited += probe(&t, w, &woke, i);
+        /* a miss only where another key's flash entry took its tag's
+         * place (docs/store.md "Flash tier": about 1 in 2048 per key
+         * sharing its bucket) */
+        misses += !check(&t, i, cas[i]);
+        if (i % 64 == 63)
+            settle(&t); /* recaches push others out to flash: pace them too */
+        store_flash_wait_reset(w);
+    }
+    store_flash_attach(t.c, NULL);
+    store_flash_wait_destroy(w);
+    assert_true(waited > N / 4);
+    assert_true(misses <= N / 500);
+    flash_counters(&t, &c);
+    assert_true(c.get_extstore + (uint64_t)misses >= (uint64_t)waited);
+    assert_int_equal(c.badcrc_from_extstore, 0);
+    assert_int_equal(c.read_errors, 0);
+    tstore_close(&t);
+}
+
+/* A key written again after its item went to flash: the write drops the
+ * flash copy, so the old value never comes back; and a read in flight when
+ * the write lands loses to it. */
+static void test_write_meanwhile_wins(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    fill(&t, N, NULL);
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    /* key 1: overwritten before any read */
+    assert_int_equal(tset(&t, "key:00000001", "new", STORE_MODE_SET, 9, 0, NULL), STORE_OK);
+    probe(&t, w, &woke, 1);
+    char got[VLEN + 16];
+    assert_int_equal(tget(&t, "key:00000001", got, sizeof got, NULL), STORE_OK);
+    assert_string_equal(got, "new");
+    /* key 2: probed (the read goes out), then overwritten, then drained */
+    struct store_key k2 = store_key_of("key:00000002", 12);
+    enum store_probe pr = store_flash_probe(t.c, w, &k2);
+    assert_int_equal(tset(&t, "key:00000002", "newer", STORE_MODE_SET, 9, 0, NULL), STORE_OK);
+    for (int n = 0; n < 1000 && pr == STORE_PROBE_WAIT && store_flash_pending(w); n++) {
+        struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
+        poll(&p, 1, 10);
+        store_flash_drain(t.c);
+    }
+    assert_int_equal(tget(&t, "key:00000002", got, sizeof got, NULL), STORE_OK);
+    assert_string_equal(got, "newer");
+    /* key 3: deleted while on flash, with no probe first (a miss): its
+     * flash copy goes with it, so no later read brings it back */
+    store_flash_wait_reset(w);
+    struct store_key k3 = store_key_of("key:00000003", 12);
+    assert_int_equal(store_delete(t.c, "key:00000003", 12, NULL), STORE_MISS);
+    assert_int_equal(store_flash_probe(t.c, w, &k3), STORE_PROBE_READY);
+    assert_int_equal(tget(&t, "key:00000003", got, sizeof got, NULL), STORE_MISS);
+    store_flash_wait_reset(w);
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+
+/* A flash much smaller than what leaves RAM: its oldest segments are
+ * dropped and rewritten; every key reads back exactly or is a miss. */
+static void test_dropped_segments_miss(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 2 * MB, 1);
+    fill(&t, N, NULL);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_true(c.page_evictions > 0);
+    int woke = 0, hits = 0, misses = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < N; i++) {
+        probe(&t, w, &woke, i);
+        if (check(&t, i, 0))
+            hits++;
+        else
+            misses++;
+        store_flash_wait_reset(w);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(misses > 0);
+    assert_true(hits > 0);
+    flash_counters(&t, &c);
+    assert_true(c.slots_dropped > 0); /* stale slots cleared as they were met */
+    tstore_close(&t);
+}
+
+/* The file cut to nothing under the store: reads fail, each a miss and a
+ * counted error; nothing stalls. */
+static void test_read_error_is_miss(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    fill(&t, N, NULL);
+    assert_int_equal(truncate(path, 0), 0);
+    int woke = 0, waited = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < 2000; i++) {
+        bool wt = probe(&t, w, &woke, i);
+        bool hit = check(&t, i, 0);
+        if (wt)
+            assert_false(hit);
+        waited += wt;
+        store_flash_wait_reset(w);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(waited > 0);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_true(c.read_errors >= (uint64_t)waited);
+    tstore_close(&t);
+}
+
+/* Values longer than the first read (8 KiB from the item's start): a
+ * second read fetches the rest; read back byte for byte. */
+static void test_large_values_take_a_second_read(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    enum { LN = 600, LLEN = 20000 };
+    static char v[LLEN + 1], got[LLEN + 16];
+    char k[32];
+    for (int i = 0; i < LN; i++) {
+        memset(v, 'A' + i % 26, LLEN);
+        v[i % LLEN] = '#';
+        v[LLEN] = 0;
+        key_of(i, k);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 7, 0, NULL), STORE_OK);
+        if (i % 4 == 3)
+            settle(&t);
+    }
+    settle(&t);
+    int woke = 0, waited = 0, hits = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < LN; i++) {
+        waited += probe(&t, w, &woke, i);
+        key_of(i, k);
+        memset(v, 'A' + i % 26, LLEN);
+        v[i % LLEN] = '#';
+        if (tget(&t, k, got, sizeof got, NULL) == STORE_OK) {
+            assert_memory_equal(got, v, LLEN);
+            hits++;
+        }
+        store_flash_wait_reset(w);
+        if (i % 4 == 3)
+            settle(&t);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(waited > LN / 4);
+    assert_true(hits >= LN - 2);
+    tstore_close(&t);
+}
+
+/* An index growth cannot rehash a flash slot (its key is not in RAM): it
+ * drops it, counted; those keys are misses, the others read back. */
+static void test_index_growth_drops_flash_slots(void **state)
+{
+    (void)state;
+    struct tstore t;
+    /* only 16,000-byte values go to flash, so the index is sized for few
+     * items (level 11: 512 buckets, grown past 3,072 items) */
+    open_flash_ex(&t, 32 * MB, 1, 16000, 10);
+    enum { BN = 400, BLEN = 16000 };
+    static char v[BLEN + 1], got[BLEN + 16];
+    char k[32];
+    for (int i = 0; i < BN; i++) {
+        memset(v, 'a' + i % 26, BLEN);
+        key_of(i, k);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 1, 0, NULL), STORE_OK);
+        if (i % 4 == 3)
+            settle(&t);
+    }
+    settle(&t);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_true(c.objects_written > BN / 4);
+    /* small items grow the index twice over */
+    for (int i = 0; i < 20000; i++) {
+        snprintf(k, sizeof k, "small:%d", i);
+        assert_int_equal(tset(&t, k, "s", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_true(st.hash_power_level > 11);
+    flash_counters(&t, &c);
+    assert_true(c.index_dropped > 0);
+    int woke = 0, hits = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < BN; i++) {
+        probe(&t, w, &woke, i);
+        key_of(i, k);
+        memset(v, 'a' + i % 26, BLEN);
+        if (tget(&t, k, got, sizeof got, NULL) == STORE_OK) {
+            assert_memory_equal(got, v, BLEN);
+            hits++;
+        }
+        store_flash_wait_reset(w);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(hits > 0 && hits < BN);
+    tstore_close(&t);
+}
+
+/* `extstore item_size` at run time: raised past every value, nothing more
+ * goes to flash (evicted instead); lowered back, items go again. */
+static void test_run_time_item_size(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tuning = (struct flash_tuning){.item_size = 4096, .item_age = UINT32_MAX, .max_frag = 0.8};
+    open_tuning = (struct flash_tuning_src){read_tuning, NULL};
+    open_flash(&t, 32 * MB, 1);
+    open_tuning = (struct flash_tuning_src){0};
+    fill(&t, N, NULL);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(c.objects_written, 0);
+    assert_true(st.evictions > 0);
+    __atomic_store_n(&tuning.item_size, 512, __ATOMIC_RELAXED);
+    for (int i = N; i < N + 4000; i++) {
+        put(&t, i, NULL);
+        if (i % 64 == 63)
+            settle(&t);
+    }
+    flash_counters(&t, &c);
+    assert_true(c.objects_written > 0);
+    tstore_close(&t);
+}
+
+/* Writes the kernel refuses (past RLIMIT_FSIZE: EFBIG, as a full or
+ * failing disk would): those segments' items are misses, counted; the
+ * rest read back exactly. */
+static void test_write_error_is_miss(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 1 * MB; /* the first 16 segments only */
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    fill(&t, N, NULL);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, was);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_true(c.write_errors > 0);
+    int woke = 0, hits = 0, misses = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < N; i++) {
+        probe(&t, w, &woke, i);
+        if (check(&t, i, 0))
+            hits++;
+        else
+            misses++;
+        store_flash_wait_reset(w);
+        if (i % 64 == 63)
+            settle(&t);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(hits > 0);
+    assert_true(misses > N / 4);
+    tstore_close(&t);
+}
+
+/* Most items of the flash segments overwritten: compaction rewrites the
+ * live rest of a fragmented segment and frees it; they still read back. */
+static void test_compaction_keeps_live(void **state)
+{
+    (void)state;
+    struct tstore t;
+    /* 4 MiB of flash, 16 pages: compaction runs while fewer than all are free */
+    open_flash(&t, 4 * MB, 16);
+    fill(&t, 6000, NULL);
+    /* overwrite 9 of 10 keys with short values (those stay in RAM) */
+    char k[32];
+    for (int i = 0; i < 6000; i++) {
+        if (!(i % 10))
+            continue;
+        key_of(i, k);
+        assert_int_equal(tset(&t, k, "x", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    unsigned freed = 0;
+    for (int n = 0; n < 64; n++)
+        freed += flash_tier_maintain(t.s->flash);
+    settle(&t);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_true(freed > 0);
+    assert_true(c.compact_rescues > 0);
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    int hits = 0;
+    for (int i = 0; i < 6000; i += 10) {
+        probe(&t, w, &woke, i);
+        hits += check(&t, i, 0);
+        store_flash_wait_reset(w);
+    }
+    store_flash_wait_destroy(w);
+    assert_true(hits >= 600 * 9 / 10);
+    tstore_close(&t);
+}
+
+/* A session that goes while its reads are out: they complete into nothing
+ * (get_aborted_extstore), and a worker context that goes with reads out
+ * waits for them rather than leave the pool a freed queue. */
+static void test_session_gone_mid_read(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    fill(&t, N, NULL);
+    int woke = 0, waiting = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    char k[32];
+    for (int i = 0; i < 64; i++) {
+        key_of(i, k);
+        struct store_key key = store_key_of(k, strlen(k));
+        waiting += store_flash_probe(t.c, w, &key) == STORE_PROBE_WAIT;
+    }
+    assert_true(waiting > 0);
+    store_flash_wait_destroy(w);
+    for (int n = 0; n < 1000 && t.c->flash_inflight; n++) {
+        struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
+        poll(&p, 1, 10);
+        store_flash_drain(t.c);
+    }
+    assert_int_equal(woke, 0);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_int_equal(c.get_aborted_extstore, (uint64_t)waiting);
+    /* and again, this time the context goes first */
+    w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 64; i < 128; i++) {
+        key_of(i, k);
+        struct store_key key = store_key_of(k, strlen(k));
+        store_flash_probe(t.c, w, &key);
+    }
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_segments_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_error_is_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_keeps_live, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_gone_mid_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_error_is_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_time_item_size, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
