@@ -14,10 +14,15 @@
  *
  * It is a hint (MADV_HUGEPAGE: THP "never" ignores it); without huge pages
  * everything works the same, on small pages. */
+#define _GNU_SOURCE /* MADV_POPULATE_WRITE */
 #include "store/hugemem.h"
 
 #include <stdint.h>
 #include <sys/mman.h>
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1; older kernels refuse it, harmlessly */
+#endif
 
 void *hugemem_map(size_t len)
 {
@@ -152,41 +157,46 @@ void hugemem_ahead_init(struct hugemem_ahead *a)
     pthread_cond_init(&a->wake, NULL);
 }
 
-/* Makes the mapping asked for, faulted in here rather than in a request. */
+/* Faults in the range asked for, here rather than in a request. */
 static void *hugemem_ahead_maker(void *arg)
 {
     struct hugemem_ahead *a = arg;
     pthread_mutex_lock(&a->lock);
     while (!a->stop) {
-        if (!a->want || a->ready_len == a->want) {
+        if (!a->want) {
             pthread_cond_wait(&a->wake, &a->lock);
             continue;
         }
-        if (a->ready) { /* made for a length no longer wanted */
-            munmap(a->ready, a->ready_len);
-            a->ready = NULL;
-            a->ready_len = 0;
-        }
-        size_t len = a->want;
+        char *m = a->want;
+        size_t len = a->want_len;
         pthread_mutex_unlock(&a->lock);
-        char *m = hugemem_map_faulted(len);
+#ifdef MADV_HUGEPAGE
+        (void)madvise(m, len, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_COLLAPSE
+        /* pages written already on small pages become a huge one (the
+         * kernel copies them, as khugepaged would, while others use them) */
+        (void)madvise(m, len, MADV_COLLAPSE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+        (void)madvise(m, len, MADV_POPULATE_WRITE);
+#endif
         pthread_mutex_lock(&a->lock);
-        if (!m) {
-            a->want = 0; /* out of memory: the caller maps its own */
-            continue;
-        }
-        a->ready = m;
-        a->ready_len = len;
+        if (a->want == m)
+            a->want = NULL;
+        if (m + len > a->done)
+            a->done = m + len;
     }
     pthread_mutex_unlock(&a->lock);
     return NULL;
 }
 
-void hugemem_ahead_ask(struct hugemem_ahead *a, size_t len)
+void hugemem_ahead_ask(struct hugemem_ahead *a, void *addr, size_t len)
 {
     pthread_mutex_lock(&a->lock);
-    if (a->want != len && !a->stop) {
-        a->want = len;
+    if (!a->stop) {
+        a->want = addr;
+        a->want_len = len;
         if (!a->started)
             a->started = pthread_create(&a->thread, NULL, hugemem_ahead_maker, a) == 0;
         pthread_cond_signal(&a->wake);
@@ -194,26 +204,12 @@ void hugemem_ahead_ask(struct hugemem_ahead *a, size_t len)
     pthread_mutex_unlock(&a->lock);
 }
 
-void *hugemem_ahead_take(struct hugemem_ahead *a, size_t len)
-{
-    void *m = NULL;
-    pthread_mutex_lock(&a->lock);
-    if (a->ready && a->ready_len == len) {
-        m = a->ready;
-        a->ready = NULL;
-        a->ready_len = 0;
-        a->want = 0;
-    }
-    pthread_mutex_unlock(&a->lock);
-    return m;
-}
-
-size_t hugemem_ahead_bytes(struct hugemem_ahead *a)
+void *hugemem_ahead_done(struct hugemem_ahead *a)
 {
     pthread_mutex_lock(&a->lock);
-    size_t n = a->ready ? a->ready_len : 0;
+    void *d = a->done;
     pthread_mutex_unlock(&a->lock);
-    return n;
+    return d;
 }
 
 void hugemem_ahead_release(struct hugemem_ahead *a)
@@ -225,10 +221,6 @@ void hugemem_ahead_release(struct hugemem_ahead *a)
     if (a->started)
         pthread_join(a->thread, NULL);
     a->started = false;
-    if (a->ready)
-        munmap(a->ready, a->ready_len);
-    a->ready = NULL;
-    a->ready_len = 0;
     pthread_cond_destroy(&a->wake);
     pthread_mutex_destroy(&a->lock);
 }

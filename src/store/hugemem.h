@@ -52,30 +52,29 @@ void *hugemem_piece(struct hugemem_pool *p, size_t len, size_t in_use, bool more
 /* Stop the thread, unmap what was never handed out. */
 void hugemem_pool_release(struct hugemem_pool *p);
 
-/* One mapping at a time made ahead of need by a thread of its own: the
- * index's next table, which a growth takes on the request path. Asked for
- * a length, the thread maps it (hugemem_map: on huge pages from
- * HUGEMEM_PAGE up) and faults it in; take hands it over when it is ready
- * and of that length. */
+/* One range of an existing mapping faulted in ahead of need by a thread of
+ * its own: the index's next buckets, which a split touches on the request
+ * path. Asked for a range (already writable, HUGEMEM_PAGE-aligned), the
+ * thread asks for huge pages there, collapses the small pages already
+ * written into huge ones (MADV_COLLAPSE) and populates the rest
+ * (MADV_POPULATE_WRITE): the kernel's work, which keeps every byte, so the
+ * owner may use the range meanwhile. A hint: without it the
+ * owner's first write faults the page in. */
 struct hugemem_ahead {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_t thread;
     bool started, stop;
-    size_t want;      /* the length asked for; 0: nothing wanted */
-    void *ready;      /* faulted in, want bytes; NULL while being made */
-    size_t ready_len;
+    char *want;       /* the range asked for; NULL: nothing wanted */
+    size_t want_len;
+    char *done;       /* the end of the last range faulted in */
 };
 void hugemem_ahead_init(struct hugemem_ahead *a);
-/* Have a mapping of len bytes made (the thread starts the first time); one
- * of another length that was asked for or made before is given back. */
-void hugemem_ahead_ask(struct hugemem_ahead *a, size_t len);
-/* The mapping of len bytes if it is ready (zeroed, the caller's to
- * munmap), else NULL: the caller maps its own. */
-void *hugemem_ahead_take(struct hugemem_ahead *a, size_t len);
-/* Bytes made ahead and not yet taken (they count as the owner's memory). */
-size_t hugemem_ahead_bytes(struct hugemem_ahead *a);
-/* Stop the thread, unmap what was never taken. */
+/* Have [addr, addr + len) faulted in (the thread starts the first time). */
+void hugemem_ahead_ask(struct hugemem_ahead *a, void *addr, size_t len);
+/* The end of the last range faulted in, NULL before the first. */
+void *hugemem_ahead_done(struct hugemem_ahead *a);
+/* Stop the thread. */
 void hugemem_ahead_release(struct hugemem_ahead *a);
 
 #endif

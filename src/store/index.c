@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The hash index: 2^power primary buckets of one cache line each, plus
- * overflow buckets chained from a pool when a bucket's seven slots are full.
+/* The hash index: primary buckets of one cache line each, plus overflow
+ * buckets chained from a pool when a bucket's seven slots are full.
  *
  * Every access to a chain happens under its primary bucket's lock, a
  * spinlock in bit 0 of the bucket's first word: a lookup touches one line in
@@ -8,16 +8,20 @@
  * that are never moved or freed before index_release, so a chained id stays
  * valid; the pool mutex is taken only to hand out or take back a bucket.
  *
- * Growth: when the table holds more than INDEX_GROW_LOAD items per bucket a
- * table twice the size becomes current, and inserting threads move a few old
- * buckets each (index_maintain) until all are moved. A moved old bucket is
- * marked MOVED under its lock; whoever locks a MOVED bucket looks again
- * (index_lock_hash), so every hash has exactly one live bucket at any time.
- * A thread may still be about to lock a bucket of an old table when the
- * growth ends, so old tables stay mapped until index_release, but their
- * memory is given back (table_tombstone).
+ * Growth is linear hashing: the primary buckets are one reservation of
+ * address space, made writable as the table grows into it, and the table
+ * grows by one bucket whenever the items pass INDEX_GROW_LOAD a bucket, so
+ * its load stays at that threshold instead of falling to half of it at
+ * each doubling. A word holds the level L and the split pointer s
+ * (index_shape_make); splitting bucket s locks it and bucket 2^L + s (which no
+ * hash reaches yet), moves the items whose hash bit L is set, and advances
+ * the word before unlocking. A lookup reads the word, locks its bucket and
+ * reads the word again, looking again when its bucket changed
+ * (index_lock_hash): every hash has exactly one live bucket at any time.
+ * Buckets never move in memory, so a bucket address read without a lock
+ * (a prefetch) is always mapped.
  */
-#define _GNU_SOURCE /* memfd_create, MADV_POPULATE_WRITE */
+#define _GNU_SOURCE /* MADV_POPULATE_WRITE */
 #include "store/store_index.h"
 
 #include <sched.h>
@@ -37,119 +41,101 @@
 #define INDEX_CPU_RELAX() ((void)0)
 #endif
 
-#define INDEX_CHUNK_BUCKETS 1024u
 #define INDEX_CHUNK_BYTES ((size_t)INDEX_CHUNK_BUCKETS * 64)
-#define INDEX_MAX_CHUNKS 262144u
 #define HDR_LOCK 1ull
-#define HDR_MOVED 2ull
-#define HDR_BITS (HDR_LOCK | HDR_MOVED)
-/* Old buckets an insert moves while a growth is in progress. */
-#define INDEX_MIGRATE_STEP 4
+#define HDR_BITS HDR_LOCK
+/* Splits an insert makes at most when the table is owed some. */
+#define INDEX_SPLIT_STEP 4
+/* The most buckets, 2^32 (24 G items): the reservation's size, 256 GiB of
+ * address space (smaller when the system refuses that much). */
 #define INDEX_MAX_POWER 32
-/* Tables from this size on are asked to be on huge pages. */
+/* A table made this large asks for huge pages at once. */
 #define INDEX_HUGE_MIN ((size_t)4 << 20)
+/* A table that grows past this many bytes of buckets goes on huge pages:
+ * the pages it wrote are collapsed into one, and the next ones are faulted
+ * in ahead (index_ahead). A lookup lands on a random bucket, so a table
+ * spread over 256 small pages or more misses the TLB on most lookups. */
+#define INDEX_AHEAD_MIN ((size_t)1 << 20)
 #define INDEX_MIN_POWER 1
+/* Slots a split gathers to pack its bucket's chain again. */
+#define INDEX_PACK_MAX (INDEX_SLOTS * 32)
 
-/* Per-table migration counters live beside the table they count, so a
- * thread still working on a finished growth cannot steal a later one's. */
-struct index_table_mig {
-    struct index_table t;
-    uint64_t next; /* next bucket to move */
-    uint64_t done; /* buckets moved */
-};
-
-/* A table of 2^power buckets, in `made` (zeroed, that size) when given. */
-static struct index_table *table_new_in(unsigned power, void *made)
+static size_t round_up(size_t n, size_t to)
 {
-    struct index_table_mig *m = calloc(1, sizeof(*m));
-    if (!m)
-        return NULL;
-    size_t nbuckets = (size_t)1 << power;
-    void *p = made;
-    if (!p) {
-        p = mmap(NULL, nbuckets * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                 0);
-        if (p == MAP_FAILED) {
-            free(m);
-            return NULL;
-        }
-#ifdef MADV_HUGEPAGE
-        /* Lookups land on random buckets: a large table on huge pages
-         * misses the TLB far less. A hint; without it the table works the
-         * same. */
-        if (nbuckets * 64 >= INDEX_HUGE_MIN)
-            madvise(p, nbuckets * 64, MADV_HUGEPAGE);
-#endif
-    }
-    m->t.b = p;
-    m->t.mask = nbuckets - 1;
-    m->t.power = power;
-    return &m->t;
+    return (n + to - 1) / to * to;
 }
 
+/* A reservation of up to 2^INDEX_MAX_POWER buckets, the first 2^power
+ * writable (the rest is PROT_NONE, which costs no commit charge). */
 static struct index_table *table_new(unsigned power)
 {
-    return table_new_in(power, NULL);
+    struct index_table *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    size_t need = round_up((size_t)64 << power, HUGEMEM_PAGE);
+    for (unsigned max = INDEX_MAX_POWER; !t->b; max--) {
+        size_t len = (size_t)64 << max;
+        if (len < need || max < power) {
+            free(t);
+            return NULL;
+        }
+        char *raw = mmap(NULL, len + HUGEMEM_PAGE, PROT_NONE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (raw == MAP_FAILED)
+            continue;
+        /* huge pages must be aligned: trim both ends */
+        char *p = (char *)(((uintptr_t)raw + HUGEMEM_PAGE - 1) & ~(uintptr_t)(HUGEMEM_PAGE - 1));
+        if (p > raw)
+            munmap(raw, (size_t)(p - raw));
+        munmap(p + len, (size_t)(raw + HUGEMEM_PAGE - p));
+        t->b = (uint64_t *)(void *)p;
+        t->reserved = len;
+    }
+    if (mprotect(t->b, need, PROT_READ | PROT_WRITE) != 0) {
+        munmap(t->b, t->reserved);
+        free(t);
+        return NULL;
+    }
+    t->writable = need;
+    t->power = power;
+    t->mask = ((uint64_t)1 << power) - 1;
+#ifdef MADV_HUGEPAGE
+    /* Lookups land on random buckets: a large table on huge pages misses
+     * the TLB far less. A hint; without it the table works the same. */
+    if (((size_t)64 << power) >= INDEX_HUGE_MIN)
+        madvise(t->b, need, MADV_HUGEPAGE);
+#endif
+    return t;
 }
 
 static void table_free(struct index_table *t)
 {
-    munmap(t->b, (t->mask + 1) * 64);
-    free((struct index_table_mig *)t);
+    munmap(t->b, t->reserved);
+    free(t);
 }
 
-/* A retired table's memory is given back by mapping, over it, copies of a
- * small file whose every bucket reads MOVED: a thread that loaded the old
- * table pointer just before the growth finished still locks a bucket, sees
- * MOVED and looks again, while the table costs only the pages such a thread
- * writes to (copy on write). */
-#define INDEX_TOMB_BYTES (2u << 20)
-
-static int index_tomb_fd(struct index *ix)
+/* Make the table writable up to `end` bytes; false when the reservation
+ * ends first (the table stops growing; chains take the rest). Grow lock
+ * held. */
+static bool table_reach(struct index_table *t, size_t end)
 {
-    if (ix->tomb_fd >= 0)
-        return ix->tomb_fd;
-#ifdef MFD_CLOEXEC
-    int fd = memfd_create("nodelay-index-moved", MFD_CLOEXEC);
-#else
-    int fd = -1; /* no memfd: old tables keep their memory */
-#endif
-    if (fd < 0)
-        return -1;
-    uint64_t *page = calloc(1, 4096);
-    bool ok = page && ftruncate(fd, INDEX_TOMB_BYTES) == 0;
-    for (size_t i = 0; ok && i < 4096 / 8; i += 8)
-        page[i] = HDR_MOVED;
-    for (size_t off = 0; ok && off < INDEX_TOMB_BYTES; off += 4096)
-        ok = pwrite(fd, page, 4096, (off_t)off) == 4096;
-    free(page);
-    if (!ok) {
-        close(fd);
-        return -1;
-    }
-    ix->tomb_fd = fd;
-    return fd;
+    if (end <= t->writable)
+        return true;
+    size_t to = round_up(end, HUGEMEM_PAGE);
+    if (to > t->reserved ||
+        mprotect((char *)t->b + t->writable, to - t->writable, PROT_READ | PROT_WRITE) != 0)
+        return false;
+    t->writable = to;
+    return true;
 }
 
-static void table_tombstone(struct index *ix, struct index_table *t)
-{
-#if defined(__SANITIZE_THREAD__)
-    /* TSan sees the remap as a plain write racing with a straggler's atomic
-     * lock; both pages read MOVED, so it is benign, but TSan builds keep
-     * the memory instead of teaching it that. */
-    (void)ix;
-    (void)t;
-    return;
+#ifndef INDEX_SPLIT_TENTHS
+#define INDEX_SPLIT_TENTHS 60
 #endif
-    int fd = index_tomb_fd(ix);
-    size_t len = (t->mask + 1) * 64;
-    if (fd < 0)
-        return; /* keep the memory: still correct */
-    for (size_t off = 0; off < len; off += INDEX_TOMB_BYTES) {
-        size_t n = len - off < INDEX_TOMB_BYTES ? len - off : INDEX_TOMB_BYTES;
-        mmap((char *)t->b + off, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0);
-    }
-    t->tomb = true;
+/* The items past which the table of this shape splits a bucket. */
+static uint64_t index_split_at(uint64_t shape)
+{
+    return index_shape_buckets(shape) * INDEX_SPLIT_TENTHS / 10;
 }
 
 static unsigned index_power_of(unsigned level)
@@ -168,11 +154,21 @@ unsigned index_level_for(unsigned level, uint64_t items)
     return power + INDEX_LEVEL_SHIFT;
 }
 
+/* The index's table becomes t, unsplit. */
+static void index_set_table(struct index *ix, struct index_table *t)
+{
+    __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
+    __atomic_store_n(&ix->shape, index_shape_make(t->power, 0), __ATOMIC_RELEASE);
+    ix->base_level = t->power + INDEX_LEVEL_SHIFT;
+    /* the huge pages after the table's first ones are faulted in ahead */
+    ix->ahead_end = t->writable;
+    ix->head_huge = ((size_t)64 << t->power) >= INDEX_HUGE_MIN;
+}
+
 int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg)
 {
     memset(ix, 0, sizeof(*ix));
-    unsigned power = index_power_of(level);
-    struct index_table *t = table_new(power);
+    struct index_table *t = table_new(index_power_of(level));
     if (!t)
         return -1;
     ix->chunks = calloc(INDEX_MAX_CHUNKS, sizeof(*ix->chunks));
@@ -183,10 +179,9 @@ int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *a
         table_free(t);
         return -1;
     }
-    __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
+    index_set_table(ix, t);
     ix->rehash = rehash;
     ix->rehash_arg = arg;
-    ix->tomb_fd = -1;
     hugemem_ahead_init(&ix->next);
     pthread_mutex_init(&ix->pool_lock, NULL);
     pthread_mutex_init(&ix->grow_lock, NULL);
@@ -195,23 +190,12 @@ int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *a
 
 void index_release(struct index *ix)
 {
+    hugemem_ahead_release(&ix->next);
     for (uint32_t i = 0; i < ix->nchunks; i++)
         munmap(ix->chunks[i], INDEX_CHUNK_BYTES);
     free(ix->chunks);
     free(ix->chunk_free);
-    struct index_table *cur = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-    struct index_table *old = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
-    if (old && old != cur)
-        table_free(old);
-    table_free(cur);
-    while (ix->retired) {
-        struct index_table *t = ix->retired;
-        ix->retired = t->retired_next;
-        table_free(t);
-    }
-    if (ix->tomb_fd >= 0)
-        close(ix->tomb_fd);
-    hugemem_ahead_release(&ix->next);
+    table_free(__atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE));
     pthread_mutex_destroy(&ix->pool_lock);
     pthread_mutex_destroy(&ix->grow_lock);
     memset(ix, 0, sizeof(*ix));
@@ -220,35 +204,37 @@ void index_release(struct index *ix)
 size_t index_bytes(struct index *ix)
 {
     pthread_mutex_lock(&ix->grow_lock);
-    size_t n = 0;
-    struct index_table *cur = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-    struct index_table *old = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
-    n += (cur->mask + 1) * 64;
-    if (old && old != cur)
-        n += (old->mask + 1) * 64;
-    for (struct index_table *t = ix->retired; t; t = t->retired_next)
-        n += t->tomb ? 0 : (t->mask + 1) * 64;
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    /* the buckets in use, and the pages faulted in ahead of them */
+    size_t n = round_up(index_shape_buckets(shape) * 64, 4096);
+    const char *done = hugemem_ahead_done(&ix->next), *b = (const char *)t->b;
+    if (done > b + n && done <= b + t->reserved)
+        n = (size_t)(done - b);
     pthread_mutex_unlock(&ix->grow_lock);
     pthread_mutex_lock(&ix->pool_lock);
     n += (size_t)ix->nchunks *
          (INDEX_CHUNK_BYTES + sizeof(*ix->chunks) + sizeof(*ix->chunk_free));
     pthread_mutex_unlock(&ix->pool_lock);
-    return n + hugemem_ahead_bytes(&ix->next);
+    return n;
 }
 
 unsigned index_level(struct index *ix)
 {
-    return __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE)->power + INDEX_LEVEL_SHIFT;
+    return index_level_for(ix->base_level, __atomic_load_n(&ix->most, __ATOMIC_RELAXED));
 }
 
 bool index_expanding(struct index *ix)
 {
-    return __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE) != NULL;
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ix->items, __ATOMIC_RELAXED) >
+           index_split_at(shape);
 }
 
 void index_lock(uint64_t *b)
 {
     unsigned spins = 0;
+    /* (index_lock_hash tries once inline before it calls this) */
     while (__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
         while (__atomic_load_n(b, __ATOMIC_RELAXED) & HDR_LOCK) {
             /* The holder may be descheduled (more workers than cores): yield
@@ -268,37 +254,30 @@ void index_unlock(uint64_t *b)
     __atomic_fetch_and(b, ~HDR_LOCK, __ATOMIC_RELEASE);
 }
 
-static bool hdr_moved(const uint64_t *b)
-{
-    return __atomic_load_n(b, __ATOMIC_RELAXED) & HDR_MOVED;
-}
-
 uint64_t *index_lock_hash(struct index *ix, uint64_t h)
 {
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
     for (;;) {
-        /* cur before old: a growth publishes old before cur. */
-        struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-        struct index_table *o = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
-        uint64_t *b;
-        if (o && o != c) {
-            b = o->b + ((h & o->mask) << 3);
+        uint64_t i = index_shape_bucket(shape, h);
+        uint64_t *b = t->b + (i << 3);
+        if (__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
             index_lock(b);
-            if (!hdr_moved(b))
-                return b;
-            index_unlock(b);
-        }
-        b = c->b + ((h & c->mask) << 3);
-        index_lock(b);
-        if (!hdr_moved(b))
+        /* A split publishes the word before it unlocks, and the lock was
+         * taken after that unlock: the word read now is at least as new. */
+        uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+        if (now == shape || index_shape_bucket(now, h) == i)
             return b;
         index_unlock(b);
+        shape = now;
     }
 }
 
 const uint64_t *index_prefetch(struct index *ix, uint64_t h)
 {
-    struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-    uint64_t *b = c->b + ((h & c->mask) << 3);
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    uint64_t *b = t->b + (index_shape_bucket(shape, h) << 3);
     __builtin_prefetch(b, 1);
     return b;
 }
@@ -342,7 +321,7 @@ static void pool_trim(struct index *ix)
            ix->chunk_free[ix->nchunks - 2].nfree == INDEX_CHUNK_BUCKETS) {
         uint32_t c = --ix->nchunks;
         munmap(ix->chunks[c], INDEX_CHUNK_BYTES);
-        ix->chunks[c] = NULL;
+        __atomic_store_n(&ix->chunks[c], NULL, __ATOMIC_RELAXED);
         ix->chunk_free[c] = (struct index_chunk){0};
     }
     if (ix->pool_low > ix->nchunks)
@@ -363,7 +342,7 @@ static uint32_t pool_get(struct index *ix)
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             goto out;
-        ix->chunks[c] = m;
+        __atomic_store_n(&ix->chunks[c], (uint64_t *)m, __ATOMIC_RELAXED);
         ix->chunk_free[c] = (struct index_chunk){.nfree = INDEX_CHUNK_BUCKETS};
         ix->nchunks++;
     }
@@ -425,10 +404,9 @@ uint64_t *index_free_slot(struct index *ix, uint64_t *b)
     return slot;
 }
 
-void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot)
+/* Give back the overflow buckets of b's chain that hold nothing. */
+static void chain_drop_empty(struct index *ix, uint64_t *b)
 {
-    *slot = 0;
-    __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
     uint64_t *prev = b;
     uint64_t *cur = index_next(ix, b);
     while (cur) {
@@ -447,153 +425,166 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot)
     }
 }
 
-/* Move old bucket i into its two halves in the new table. Nobody can reach
- * those halves before the old bucket is MOVED, so taking their locks after
- * the old one's cannot deadlock. */
-static void index_migrate_bucket(struct index *ix, struct index_table *o, struct index_table *c,
-                                 uint64_t i)
+void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot)
 {
-    uint64_t *ob = o->b + (i << 3);
-    index_lock(ob);
-    if (hdr_moved(ob)) {
-        index_unlock(ob);
-        return;
-    }
-    uint64_t *nb[2] = {c->b + (i << 3), c->b + ((i + o->mask + 1) << 3)};
-    index_lock(nb[0]);
-    index_lock(nb[1]);
-    for (uint64_t *cur = ob; cur; cur = index_next(ix, cur)) {
+    *slot = 0;
+    __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
+    chain_drop_empty(ix, b);
+}
+
+/* Pack b's chain after a split took some of its slots: its slots from the
+ * front, so that the overflow buckets left empty go back. A chain too
+ * long to gather only gives back its empty buckets. */
+static void chain_pack(struct index *ix, uint64_t *b)
+{
+    uint64_t keep[INDEX_PACK_MAX];
+    unsigned n = 0;
+    for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (cur[i]) {
+                if (n == INDEX_PACK_MAX) {
+                    chain_drop_empty(ix, b);
+                    return;
+                }
+                keep[n++] = cur[i];
+            }
+    unsigned k = 0;
+    for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            cur[i] = k < n ? keep[k++] : 0;
+    chain_drop_empty(ix, b);
+}
+
+/* Split bucket s of level l into itself and bucket 2^l + s, both locked:
+ * the slots whose hash has bit l set move. */
+static void index_split_move(struct index *ix, uint64_t *src, uint64_t *dst, unsigned l)
+{
+    bool moved = false;
+    for (uint64_t *cur = src; cur; cur = index_next(ix, cur)) {
         for (int k = 1; k <= INDEX_SLOTS; k++) {
             uint64_t sl = cur[k];
             if (!sl)
                 continue;
+            /* a slot whose hash cannot be had (a flash item) is dropped */
             if (ix->forget && ix->forget(ix->rehash_arg, sl)) {
                 cur[k] = 0;
                 __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
+                moved = true;
                 continue;
             }
-            uint64_t h = ix->rehash(ix->rehash_arg, sl);
-            uint64_t *dst = chain_free_slot(ix, nb[((h & c->mask) >> o->power) & 1]);
-            if (!dst) {
+            if (!((ix->rehash(ix->rehash_arg, sl) >> l) & 1))
+                continue;
+            uint64_t *to = chain_free_slot(ix, dst);
+            if (!to) {
                 log_error("store: out of memory growing the index");
                 abort();
             }
-            *dst = sl;
+            *to = sl;
             cur[k] = 0;
+            moved = true;
         }
     }
-    /* Give the old chain's overflow buckets back. */
-    for (uint32_t id = hdr_next(ob); id;) {
-        uint32_t next = hdr_next(index_overflow(ix, id));
-        pool_put(ix, id);
-        id = next;
-    }
-    __atomic_store_n(ob, HDR_LOCK | HDR_MOVED, __ATOMIC_RELAXED);
-    index_unlock(nb[1]);
-    index_unlock(nb[0]);
-    index_unlock(ob);
+    if (moved)
+        chain_pack(ix, src);
 }
 
-/* Move up to `max` buckets of the growth in progress; false when none left. */
-static bool index_migrate_some(struct index *ix, unsigned max)
+/* Once the table passes INDEX_AHEAD_MIN, a thread of the index's own
+ * collapses the small pages it wrote into huge ones (the writable part,
+ * whole huge pages), and faults in each next huge page INDEX_AHEAD_LEAD
+ * ahead of the splits (grow lock held). */
+static void index_ahead(struct index *ix, struct index_table *t, size_t used)
 {
-    struct index_table *o = __atomic_load_n(&ix->old, __ATOMIC_ACQUIRE);
-    struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-    if (!o || o == c)
-        return false;
-    struct index_table_mig *m = (struct index_table_mig *)o;
-    uint64_t n = o->mask + 1;
-    for (unsigned k = 0; k < max; k++) {
-        uint64_t i = __atomic_fetch_add(&m->next, 1, __ATOMIC_RELAXED);
-        if (i >= n)
-            return false;
-        index_migrate_bucket(ix, o, c, i);
-        if (__atomic_add_fetch(&m->done, 1, __ATOMIC_ACQ_REL) == n) {
-            pthread_mutex_lock(&ix->grow_lock);
-            __atomic_store_n(&ix->old, NULL, __ATOMIC_RELEASE);
-            o->retired_next = ix->retired;
-            ix->retired = o;
-            table_tombstone(ix, o);
-            pthread_mutex_unlock(&ix->grow_lock);
-            return false;
-        }
+    if (used < INDEX_AHEAD_MIN)
+        return;
+    if (!ix->head_huge) {
+        ix->head_huge = true;
+        hugemem_ahead_ask(&ix->next, t->b, ix->ahead_end);
+        return;
     }
+    if (used + INDEX_AHEAD_LEAD <= ix->ahead_end || !table_reach(t, ix->ahead_end + HUGEMEM_PAGE))
+        return;
+    hugemem_ahead_ask(&ix->next, (char *)t->b + ix->ahead_end, HUGEMEM_PAGE);
+    ix->ahead_end += HUGEMEM_PAGE;
+}
+
+/* Split the next bucket if the items are owed one; false if not (or the
+ * reservation is full). Grow lock held: the only writer of the shape. */
+static bool index_split(struct index *ix)
+{
+    struct index_table *t = ix->cur;
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_RELAXED);
+    uint64_t n = index_shape_buckets(shape);
+    if (__atomic_load_n(&ix->items, __ATOMIC_RELAXED) <= index_split_at(shape))
+        return false;
+    unsigned l = index_shape_level(shape);
+    uint64_t s = index_shape_split(shape);
+    if (l >= INDEX_MAX_POWER || !table_reach(t, (n + 1) * 64))
+        return false;
+    uint64_t *src = t->b + (s << 3), *dst = t->b + (n << 3);
+    /* dst is past every hash's bucket until the shape moves: nobody else
+     * locks it, so taking it after src cannot deadlock */
+    index_lock(src);
+    index_lock(dst);
+    index_split_move(ix, src, dst, l);
+    uint64_t next = s + 1 == (1ull << l) ? index_shape_make(l + 1, 0) : shape + 1;
+    __atomic_store_n(&ix->shape, next, __ATOMIC_RELEASE);
+    index_unlock(dst);
+    index_unlock(src);
+    index_ahead(ix, t, (size_t)(n + 1) * 64);
     return true;
+}
+
+static void index_note_most(struct index *ix, uint64_t items)
+{
+    uint64_t most = __atomic_load_n(&ix->most, __ATOMIC_RELAXED);
+    while (items > most && !__atomic_compare_exchange_n(&ix->most, &most, items, true,
+                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
 void index_maintain(struct index *ix)
 {
-    if (__atomic_load_n(&ix->old, __ATOMIC_ACQUIRE)) {
-        index_migrate_some(ix, INDEX_MIGRATE_STEP);
-        return;
-    }
-    struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
     uint64_t items = __atomic_load_n(&ix->items, __ATOMIC_RELAXED);
-    uint64_t grow_at = (c->mask + 1) * INDEX_GROW_LOAD;
-    size_t next_len = (c->mask + 1) * 128;
-    if (c->power >= INDEX_MAX_POWER)
+    index_note_most(ix, items);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_RELAXED);
+    if (items <= index_split_at(shape))
         return;
-    if (items <= grow_at) {
-        /* Three quarters of the way there: the next table is made now,
-         * on huge pages where it fills one, by a thread of its own. */
-        if (items > grow_at / 4 * 3 && next_len >= HUGEMEM_PAGE &&
-            __atomic_load_n(&ix->next_power, __ATOMIC_RELAXED) != c->power + 1) {
-            __atomic_store_n(&ix->next_power, c->power + 1, __ATOMIC_RELAXED);
-            hugemem_ahead_ask(&ix->next, next_len);
-        }
+    /* one splitter at a time; the others go on with their requests */
+    if (pthread_mutex_trylock(&ix->grow_lock) != 0)
         return;
-    }
-    pthread_mutex_lock(&ix->grow_lock);
-    if (__atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE) == c &&
-        !__atomic_load_n(&ix->old, __ATOMIC_ACQUIRE)) {
-        /* Made ahead if it is ready; else mapped here, on small pages
-         * below INDEX_HUGE_MIN. */
-        void *made = next_len >= HUGEMEM_PAGE ? hugemem_ahead_take(&ix->next, next_len) : NULL;
-        struct index_table *t = table_new_in(c->power + 1, made);
-        if (!t && made)
-            munmap(made, next_len);
-        if (t) {
-            /* old first, then cur: see index_lock_hash. */
-            __atomic_store_n(&ix->old, c, __ATOMIC_RELEASE);
-            __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
-        }
-    }
+    for (unsigned k = 0; k < INDEX_SPLIT_STEP && index_split(ix); k++)
+        ;
     pthread_mutex_unlock(&ix->grow_lock);
 }
 
 void index_finish_growth(struct index *ix)
 {
-    while (__atomic_load_n(&ix->old, __ATOMIC_ACQUIRE)) {
-        if (!index_migrate_some(ix, 1024))
-            sched_yield(); /* others are moving the last buckets */
-    }
+    pthread_mutex_lock(&ix->grow_lock);
+    while (index_split(ix))
+        ;
+    pthread_mutex_unlock(&ix->grow_lock);
 }
 
 uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets)
 {
-    for (;;) {
-        index_finish_growth(ix);
-        struct index_table *c = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-        *nbuckets = c->mask + 1;
-        if (i > c->mask)
-            return NULL;
-        uint64_t *b = c->b + (i << 3);
-        index_lock(b);
-        if (!hdr_moved(b))
-            return b;
-        index_unlock(b);
-    }
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    *nbuckets = index_shape_buckets(__atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE));
+    if (i >= *nbuckets)
+        return NULL;
+    uint64_t *b = t->b + (i << 3);
+    index_lock(b);
+    return b;
 }
 
 struct index_table *index_swap_table(struct index *ix, unsigned level)
 {
     struct index_table *c = ix->cur;
-    if (ix->old || ix->items)
+    if (ix->items || ix->shape != index_shape_make(c->power, 0))
         return NULL;
     struct index_table *t = table_new(index_power_of(level));
     if (!t)
         return NULL;
-    __atomic_store_n(&ix->cur, t, __ATOMIC_RELEASE);
+    index_set_table(ix, t);
     return c;
 }
 
@@ -605,10 +596,9 @@ void index_table_release(struct index_table *t)
 void index_wipe(struct index *ix)
 {
     struct index_table *c = ix->cur;
-    size_t len = (c->mask + 1) * 64;
     /* Pages given back read as zeros again, without writing them. */
-    if (madvise(c->b, len, MADV_DONTNEED) != 0)
-        memset(c->b, 0, len);
+    if (madvise(c->b, c->writable, MADV_DONTNEED) != 0)
+        memset(c->b, 0, c->writable);
 }
 
 /* A restore writes the whole table at once (restore_index.c). Faulting
@@ -622,7 +612,8 @@ void index_wipe(struct index *ix)
  * pages, mapped in one call per restore thread (index_load_map: each its
  * share, so that the serial part of a restore does not grow with the
  * table), and the table asks for huge pages afterwards: khugepaged merges them in the background, and until it has
- * a lookup may take a TLB miss. */
+ * a lookup may take a TLB miss. The restore's table is unsplit: 2^power
+ * buckets. */
 void index_load_begin(struct index *ix)
 {
 #ifdef MADV_NOHUGEPAGE
@@ -667,13 +658,12 @@ void index_load_done(struct index *ix)
 
 unsigned index_bucket_bits(struct index *ix)
 {
-    return ix->cur->power;
+    return index_shape_level(ix->shape);
 }
 
 uint64_t *index_bucket_of(struct index *ix, uint64_t h)
 {
-    struct index_table *c = ix->cur;
-    return c->b + ((h & c->mask) << 3);
+    return ix->cur->b + (index_shape_bucket(ix->shape, h) << 3);
 }
 
 uint64_t *index_chain_grow(struct index *ix, uint64_t *last)
@@ -687,5 +677,5 @@ uint64_t *index_chain_grow(struct index *ix, uint64_t *last)
 
 void index_count(struct index *ix, uint64_t n)
 {
-    __atomic_fetch_add(&ix->items, n, __ATOMIC_RELAXED);
+    index_note_most(ix, __atomic_add_fetch(&ix->items, n, __ATOMIC_RELAXED));
 }

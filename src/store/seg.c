@@ -98,32 +98,34 @@ static void list_remove(struct seg_list *l, struct seg *s)
     l->n--;
 }
 
-/* Segment headers come in chunks of SEG_CHUNK, added as -m grows (at start
- * and by cache_memlimit), never moved or freed before the store is: a
- * segment id stays valid for readers without a lock (pool lock held). */
+/* Headers, made as -m allows in chunks never moved (seg_counts.h; pool
+ * lock held). */
 static int seg_grow_cap(struct seg_pool *pool, uint64_t want)
 {
     if (want > SLOT_MAX_SEGS)
         return -1;
     while (pool->seg_cap < want) {
-        struct seg *c = calloc(SEG_CHUNK, sizeof(*c));
-        if (!c)
-            return -1;
-        for (uint32_t k = 0; k < SEG_CHUNK; k++) {
-            c[k].id = pool->seg_cap + k;
-            c[k].pool = pool;
-            list_push(&pool->unused, &c[k]);
+        uint32_t id = pool->seg_cap;
+        struct seg *c = pool->seg_chunks[id / SEG_CHUNK];
+        if (!c) {
+            c = mmap(NULL, SEG_CHUNK * sizeof(*c), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (c == MAP_FAILED)
+                return -1;
+            __atomic_store_n(&pool->seg_chunks[id / SEG_CHUNK], c, __ATOMIC_RELEASE);
         }
-        __atomic_store_n(&pool->seg_chunks[pool->seg_cap / SEG_CHUNK], c, __ATOMIC_RELEASE);
-        pool->seg_cap += SEG_CHUNK;
+        c[id % SEG_CHUNK] = (struct seg){.id = id, .pool = pool};
+        list_push(&pool->unused, &c[id % SEG_CHUNK]);
+        pool->seg_cap++;
     }
     return 0;
 }
 
 int seg_pool_init(struct seg_pool *pool)
 {
-    pool->seg_chunks = calloc(SLOT_MAX_SEGS / SEG_CHUNK, sizeof(*pool->seg_chunks));
-    if (!pool->seg_chunks)
+    pool->seg_chunks = mmap(NULL, SEG_DIR_BYTES, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pool->seg_chunks == MAP_FAILED)
         return -1;
     pthread_mutex_init(&pool->lock, NULL);
     hugemem_pool_init(&pool->seg_mem);
@@ -145,9 +147,10 @@ void seg_pool_release(struct seg_pool *pool)
             munmap(g->data, pool->seg_size);
     }
     hugemem_pool_release(&pool->seg_mem);
-    for (uint32_t c = 0; c < pool->seg_cap / SEG_CHUNK; c++)
-        free(pool->seg_chunks[c]);
-    free(pool->seg_chunks);
+    for (uint32_t c = 0; c < (pool->seg_cap + SEG_CHUNK - 1) / SEG_CHUNK; c++)
+        munmap(pool->seg_chunks[c], SEG_CHUNK * sizeof(struct seg));
+    if (pool->seg_chunks)
+        munmap(pool->seg_chunks, SEG_DIR_BYTES);
     pool->seg_chunks = NULL;
     pool->seg_cap = 0;
     pthread_mutex_destroy(&pool->lock);

@@ -155,8 +155,11 @@ void seg_counts(struct seg_pool *pool, struct store_stats *out)
     out->curr_items += items > 0 ? (uint64_t)items : 0;
     out->bytes += bytes > 0 ? (uint64_t)bytes : 0;
     out->dead_bytes = d;
-    out->hash_bytes += (uint64_t)pool->seg_cap * sizeof(struct seg) +
-                       SLOT_MAX_SEGS / SEG_CHUNK * sizeof(*pool->seg_chunks);
+    /* the pages of headers made, and of the directory's pointers named */
+    uint64_t hdr = ((uint64_t)pool->seg_cap * sizeof(struct seg) + 4095) / 4096 * 4096;
+    uint64_t dir = (((uint64_t)pool->seg_cap + SEG_CHUNK - 1) / SEG_CHUNK * sizeof(struct seg *) +
+                    4095) / 4096 * 4096;
+    out->hash_bytes += hdr + dir;
     pthread_mutex_unlock(&pool->lock);
 }
 

@@ -58,9 +58,15 @@ struct seg {
     struct seg_pool *pool;        /* owner: seg_keep's bound is per pool */
 };
 
-/* The pool keeps its headers in chunks of SEG_CHUNK, never moved (seg.c);
- * the header of segment id in such a table. */
+/* The pool keeps its headers in chunks of SEG_CHUNK, never moved or freed
+ * before the store is (an id stays valid for readers without a lock);
+ * a chunk is mapped whole and its headers made as -m allows segments, so
+ * its pages past the last one made cost nothing (seg.c). The header of
+ * segment id in such a table. */
 #define SEG_CHUNK 1024u
+/* The chunk directory: a pointer for each chunk segment ids can name,
+ * mapped (its pages cost only once a chunk is named). */
+#define SEG_DIR_BYTES ((size_t)SLOT_MAX_SEGS / SEG_CHUNK * sizeof(struct seg *))
 static inline struct seg *seg_at(struct seg *const *chunks, uint32_t id)
 {
     return &chunks[id / SEG_CHUNK][id % SEG_CHUNK];

@@ -327,6 +327,8 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
 static void store_prefetch_item(struct store *s, const struct store_prefetch_run *r, uint32_t i)
 {
 #ifndef STORE_TSAN
+    /* a full bucket's chain: its next line is wanted too */
+    index_prefetch_next(&s->index, r->bucket[i]);
     for (unsigned m = index_match(r->bucket[i], r->tag[i]); m; m &= m - 1, m &= m - 1) {
         uint64_t sl = __atomic_load_n(&r->bucket[i][__builtin_ctz(m) >> 1], __ATOMIC_RELAXED);
         if (!sl || slot_tag(sl) != r->tag[i] || slot_is_flash(sl))

@@ -80,14 +80,20 @@ static inline unsigned index_match(const uint64_t *b, uint32_t tag)
 #endif
 }
 
-/* One generation of the bucket array. */
+/* The bucket array: one reservation of address space for the most buckets
+ * the index may reach, made writable as the table grows into it. */
 struct index_table {
-    uint64_t *b;       /* (mask + 1) * 8 words, 64-byte aligned */
-    uint64_t mask;
-    unsigned power;
-    bool tomb;         /* retired: its pages map the MOVED pattern */
-    struct index_table *retired_next;
+    uint64_t *b;       /* HUGEMEM_PAGE-aligned */
+    size_t reserved;   /* bytes of address space */
+    size_t writable;   /* bytes from b on that are readable and writable */
+    unsigned power;    /* log2 of its buckets when made (the restore's view) */
+    uint64_t mask;     /* (1 << power) - 1 */
 };
+
+/* Overflow buckets come in chunks of INDEX_CHUNK_BUCKETS, at most
+ * INDEX_MAX_CHUNKS of them. */
+#define INDEX_CHUNK_BUCKETS 1024u
+#define INDEX_MAX_CHUNKS 262144u
 
 /* The free overflow buckets of one chunk: a list linked through their
  * headers, then the never used ones from `fresh` on. */
@@ -103,15 +109,40 @@ typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
  * item's key is not in RAM); it accounts for what it drops. */
 typedef bool (*index_forget_fn)(void *arg, uint64_t slot);
 
+/* Linear hashing: the table has 2^L + s buckets, L and s in one word
+ * (index_shape: 2^L - 1 in the high half, s < 2^L in the low half, so a
+ * lookup finds its bucket with two masks and no shift by L). A hash's
+ * bucket is h mod 2^L, or h mod 2^(L+1) when that is below s: buckets
+ * 0..s-1 have been split into themselves and 2^L..2^L+s-1 by hash bit L. */
+static inline uint64_t index_shape_make(unsigned l, uint64_t s)
+{
+    return (((1ull << l) - 1) << 32) | s;
+}
+static inline unsigned index_shape_level(uint64_t shape)
+{
+    return (unsigned)__builtin_ctzll((shape >> 32) + 1);
+}
+static inline uint64_t index_shape_split(uint64_t shape)
+{
+    return (uint32_t)shape;
+}
+static inline uint64_t index_shape_bucket(uint64_t shape, uint64_t h)
+{
+    uint64_t low = shape >> 32, i = h & low;
+    return i < (uint32_t)shape ? h & (low << 1 | 1) : i;
+}
+static inline uint64_t index_shape_buckets(uint64_t shape)
+{
+    return (shape >> 32) + 1 + (uint32_t)shape;
+}
+
 struct index {
     struct index_table *cur;
-    struct index_table *old; /* being migrated into cur, or NULL */
-    uint64_t migrate_next;     /* next old bucket to migrate */
-    uint64_t migrated;         /* old buckets done */
-    uint64_t items;            /* occupied slots */
-    pthread_mutex_t grow_lock;
-    struct index_table *retired;       /* old generations, unmapped at release */
-    int tomb_fd;                       /* the MOVED pattern (table_tombstone) */
+    uint64_t shape;          /* index_shape_make(L, s); only grows */
+    uint64_t items;          /* occupied slots */
+    uint64_t most;           /* the most items held (hash_power_level) */
+    unsigned base_level;     /* the level it was made at */
+    pthread_mutex_t grow_lock; /* one split at a time; the table's mapping */
     index_rehash_fn rehash;
     index_forget_fn forget;    /* NULL: every slot rehashes */
     void *rehash_arg;
@@ -121,27 +152,37 @@ struct index {
     uint32_t nchunks;          /* chunks 0..nchunks-1 are mapped */
     uint32_t pool_low;         /* no chunk below it has a free bucket */
     uint64_t overflow_used;
-    /* The next table, made on huge pages ahead of the growth that takes
-     * it (index_maintain): its first touch may compact memory, which no
-     * request may wait for (docs/store.md "Huge pages"). */
+    /* The table's next huge page, faulted in ahead of the splits that
+     * reach it: its first touch may compact memory, which no request may
+     * wait for (docs/store.md "Huge pages"). */
     struct hugemem_ahead next;
-    unsigned next_power; /* the power it was asked for */
+    size_t ahead_end;          /* bytes of the table asked to be faulted in */
+    bool head_huge;            /* the pages made before the ahead asked for huge ones */
 };
 
 /* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,
  * and its table doubles past 1.5 items a chain. A bucket of ours stands for
- * 2^INDEX_LEVEL_SHIFT of those chains and takes 1.5 of them each, six items
- * of its seven slots, before the table doubles: so the level reported, the
- * level asked for and the item counts at which the table grows are all
- * memcached's (2^16 chains, 2^14 buckets, grown at 98,305 items). */
+ * 2^INDEX_LEVEL_SHIFT of those chains (a table of level N starts with
+ * 2^(N - 2) buckets) and the table splits one bucket each time the items
+ * pass INDEX_GROW_LOAD a bucket on average. The level reported is
+ * memcached's for the most items the index has held (index_level_for from
+ * the level it was made at: 17 after 98,304 items, as memcached's), whatever
+ * the table's size between two powers. */
 #define INDEX_LEVEL_SHIFT 2
 #define INDEX_GROW_LOAD 6
+
+/* How far before the splits reach the end of the huge pages asked for the
+ * next one is asked for: 8,192 splits (49,152 inserts) to fault it in,
+ * which takes well under a millisecond unless memory must be compacted
+ * first. Bytes faulted in ahead count in hash_bytes, so the lead is kept
+ * short: on average it holds the lead plus half a page. */
+#define INDEX_AHEAD_LEAD (HUGEMEM_PAGE / 4)
 
 /* A table of memcached's level `level` (2^(level - 2) buckets). */
 int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg);
 void index_release(struct index *ix);
 size_t index_bytes(struct index *ix);
-/* memcached's hash power of the current table. */
+/* memcached's hash power for the most items held (a view). */
 unsigned index_level(struct index *ix);
 /* The level the table reaches by growth as it takes `items` items (from
  * `level`): what a restore sizes the table at before inserting them. */
@@ -153,12 +194,26 @@ static inline uint32_t index_tag(uint64_t h)
     uint32_t t = (uint32_t)(h >> 53);
     return t ? t : 1;
 }
-/* Lock and return the primary bucket that holds hash h now (growth may
+/* Lock and return the primary bucket that holds hash h now (a split may
  * have moved it since a previous look). */
 uint64_t *index_lock_hash(struct index *ix, uint64_t h);
 /* Start loading the bucket of hash h (a pipelined read looks up many:
  * issuing the loads ahead hides their latency). Returns that bucket, unlocked: a hint to read, never to trust. */
 const uint64_t *index_prefetch(struct index *ix, uint64_t h);
+/* Start loading the overflow bucket chained after bucket b, if any (read
+ * unlocked: a guess, as index_prefetch's bucket is, but always an id the
+ * pool handed out; a chunk unmapped meanwhile is no harm, as a prefetch
+ * never faults). */
+static inline void index_prefetch_next(struct index *ix, const uint64_t *b)
+{
+    uint32_t id = (uint32_t)(__atomic_load_n(b, __ATOMIC_RELAXED) >> 32);
+    if (!id)
+        return;
+    const uint64_t *c =
+        __atomic_load_n(&ix->chunks[(id - 1) / INDEX_CHUNK_BUCKETS], __ATOMIC_RELAXED);
+    if (c)
+        __builtin_prefetch(c + (size_t)((id - 1) % INDEX_CHUNK_BUCKETS) * 8, 1);
+}
 void index_lock(uint64_t *bucket);
 void index_unlock(uint64_t *bucket);
 /* The bucket chained after b, or NULL (bucket lock held). */
@@ -166,13 +221,14 @@ uint64_t *index_next(struct index *ix, uint64_t *b);
 /* An empty slot in the chain of primary bucket b, chaining a new overflow
  * bucket when all are full; NULL when out of memory. The caller fills it. */
 uint64_t *index_free_slot(struct index *ix, uint64_t *b);
-/* With no bucket lock held: grow the table when it is loaded, and move a
- * few buckets of a growth in progress (every insert pays a little). */
+/* With no bucket lock held: split a bucket or two when the table is
+ * loaded (every insert pays a little). */
 void index_maintain(struct index *ix);
-/* Finish any growth in progress (before a walk). */
+/* Make every split the items are owed. */
 void index_finish_growth(struct index *ix);
-/* Lock bucket i of the current table for a walk; NULL past the end. The
- * walk position is in buckets of the table whose size *nbuckets reports. */
+/* Lock bucket i for a walk; NULL past the end; *nbuckets is the table's
+ * size now. Splits only move items to buckets past the one split, so a
+ * walk in bucket order meets every item that stays (some twice). */
 uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
 /* Empty a slot and drop overflow buckets left empty. */
 void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
@@ -195,7 +251,8 @@ void index_wipe(struct index *ix);
 void index_load_begin(struct index *ix);
 void index_load_map(struct index *ix, uint32_t i, uint32_t n);
 void index_load_done(struct index *ix);
-/* log2 of the current table's bucket count. */
+/* log2 of the current table's bucket count (a power of two during a
+ * restore: nothing has split it). */
 unsigned index_bucket_bits(struct index *ix);
 /* The primary bucket of hash h in the current table (no lock, no growth). */
 uint64_t *index_bucket_of(struct index *ix, uint64_t h);

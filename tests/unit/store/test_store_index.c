@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The index's overflow pool (index.c): chains take overflow buckets from
- * chunks mapped as they are needed, and chunks left free are unmapped from
- * the top, so the pool does not keep its high-water mark (the quarter of
- * the buckets that overflow just before a growth). */
+/* The index (index.c): its overflow pool, whose chunks are mapped as
+ * chains need them and unmapped from the top once free, so the pool does
+ * not keep its high-water mark; and its growth a bucket at a time (linear
+ * hashing) while other threads look keys up. */
 #include <stdarg.h>
 #include <setjmp.h>
 #include <stddef.h>
@@ -152,11 +152,80 @@ static void test_overflow_pool_under_growth_and_churn(void **state)
     index_release(&ix);
 }
 
+#define GROW_ITEMS 90000u
+#define READERS 2
+
+struct reader {
+    struct index *ix;
+    const uint64_t *published; /* keys 0..*published-1 are in */
+    const bool *stop;
+    uint64_t looks;
+    unsigned missed;
+};
+
+static void *reader_thread(void *arg)
+{
+    struct reader *r = arg;
+    uint64_t x = 0x9e3779b97f4a7c15ull ^ (uintptr_t)r;
+    while (!__atomic_load_n(r->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t n = __atomic_load_n(r->published, __ATOMIC_ACQUIRE);
+        if (!n)
+            continue;
+        x = mix(x);
+        r->missed += !find(r->ix, x % n, false);
+        r->looks++;
+    }
+    return NULL;
+}
+
+/* The table grows a bucket at a time (linear hashing): while one thread
+ * grows it from 2^3 buckets to 90,000 items (under 1 MiB of buckets, so
+ * on small pages), readers looking up every key
+ * already in never miss one, and from 20,000 items on the buckets hold
+ * more than INDEX_GROW_LOAD - 1 items each on average, where a table that
+ * doubles falls to half its load at each doubling. */
+static void test_grows_a_bucket_at_a_time_under_lookups(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 5, rehash_slot, NULL), 0);
+    uint64_t published = 0;
+    bool stop = false;
+    pthread_t th[READERS];
+    struct reader r[READERS];
+    for (int t = 0; t < READERS; t++) {
+        r[t] = (struct reader){.ix = &ix, .published = &published, .stop = &stop};
+        assert_int_equal(pthread_create(&th[t], NULL, reader_thread, &r[t]), 0);
+    }
+    unsigned thin = 0;
+    for (uint64_t i = 0; i < GROW_ITEMS; i++) {
+        put(&ix, i);
+        index_maintain(&ix);
+        __atomic_store_n(&published, i + 1, __ATOMIC_RELEASE);
+        if (i >= 20000 && i % 1000 == 0) {
+            /* the table's bytes, without the overflow chunks */
+            size_t table = index_bytes(&ix) - (size_t)ix.nchunks * (1024 * 64 + 16);
+            thin += table > (i + 1) * 64 / (INDEX_GROW_LOAD - 1) + 4096;
+        }
+    }
+    __atomic_store_n(&stop, true, __ATOMIC_RELEASE);
+    for (int t = 0; t < READERS; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        assert_int_equal(r[t].missed, 0);
+        assert_true(r[t].looks > 0);
+    }
+    assert_int_equal(thin, 0);
+    for (uint64_t i = 0; i < GROW_ITEMS; i++)
+        assert_true(find(&ix, i, false));
+    index_release(&ix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_free_overflow_chunks_are_unmapped),
         cmocka_unit_test(test_overflow_pool_under_growth_and_churn),
+        cmocka_unit_test(test_grows_a_bucket_at_a_time_under_lookups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

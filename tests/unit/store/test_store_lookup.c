@@ -223,44 +223,53 @@ static void test_get_copies_short_values_unpinned(void **state)
     tstore_close(&t);
 }
 
-/* The index's next table is made ahead, off the request path, once the
- * table is three quarters of the way to growing, and the growth takes it
- * (on huge pages: the first touch of one may compact memory). Keys stay
- * found across the growth. */
+static void wait_ahead_done(struct index *ix, const void *want)
+{
+    for (int ms = 0; ms < 5000 && hugemem_ahead_done(&ix->next) != want; ms++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_ptr_equal(hugemem_ahead_done(&ix->next), want);
+}
+
+/* Once the table grows past 1 MiB of buckets it goes on huge pages, off
+ * the request path (the first touch of a huge page may compact memory):
+ * the pages it wrote are collapsed into a huge one, then each next huge
+ * page is faulted in before the splits reach it, and counted in
+ * hash_bytes once it is. Keys stay found across the splits. */
 static void test_next_table_made_ahead(void **state)
 {
     (void)state;
     struct tstore t;
     tstore_open(&t, 64 * MB, MB, true, true);
     struct index *ix = &t.s->index;
-    uint64_t buckets = ix->cur->mask + 1; /* 2^14 at memcached's default level */
-    uint64_t grow_at = buckets * INDEX_GROW_LOAD;
-    size_t next_len = buckets * 2 * 64;
-    assert_true(next_len >= HUGEMEM_PAGE);
+    /* 2^14 buckets (1 MiB) at memcached's default level */
+    uint64_t buckets = (uint64_t)1 << index_bucket_bits(ix);
+    assert_int_equal(buckets, 1u << 14);
+    const char *b = (const char *)ix->cur->b;
     char key[32];
     uint64_t n = 0;
-    for (; n <= grow_at / 4 * 3 + 1; n++) {
+    for (; index_shape_buckets(ix->shape) == buckets; n++) {
+        assert_ptr_equal(hugemem_ahead_done(&ix->next), NULL);
         snprintf(key, sizeof key, "k%llu", (unsigned long long)n);
         assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
     }
-    for (int ms = 0; ms < 5000 && hugemem_ahead_bytes(&ix->next) != next_len; ms++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    assert_int_equal(hugemem_ahead_bytes(&ix->next), next_len);
-    const uint64_t *made = ix->next.ready;
-    assert_int_equal((uintptr_t)made % HUGEMEM_PAGE, 0);
-    assert_int_equal(ix->cur->mask + 1, buckets); /* not grown yet */
-    for (; n <= grow_at + 100; n++) {
+    /* the first split: the first huge page, written on small pages */
+    wait_ahead_done(ix, b + HUGEMEM_PAGE);
+    for (; index_shape_buckets(ix->shape) * 64 + INDEX_AHEAD_LEAD <= HUGEMEM_PAGE; n++) {
         snprintf(key, sizeof key, "k%llu", (unsigned long long)n);
         assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
     }
-    assert_int_equal(ix->cur->mask + 1, buckets * 2);
-    assert_ptr_equal(ix->cur->b, made);
-    assert_int_equal(hugemem_ahead_bytes(&ix->next), 0);
-    index_finish_growth(ix);
+    assert_ptr_equal(hugemem_ahead_done(&ix->next), b + HUGEMEM_PAGE);
+    snprintf(key, sizeof key, "k%llu", (unsigned long long)n++);
+    assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
+    /* within INDEX_AHEAD_LEAD of its end: the next one */
+    wait_ahead_done(ix, b + 2 * HUGEMEM_PAGE);
+    assert_true(index_bytes(ix) >= 2 * HUGEMEM_PAGE);
+    /* the table holds six items a bucket, never half that */
+    assert_true(n > index_shape_buckets(ix->shape) * (INDEX_GROW_LOAD - 1));
     char buf[8];
-    for (uint64_t i = 0; i < n; i += 997) {
+    for (uint64_t i = 0; i < n; i += 97) {
         snprintf(key, sizeof key, "k%llu", (unsigned long long)i);
         assert_int_equal(tget(&t, key, buf, sizeof buf, NULL), STORE_OK);
         assert_string_equal(buf, "v");
