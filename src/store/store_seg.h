@@ -180,6 +180,13 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g);
  * queue was too short; moves the small queue's target by step bytes
  * (ghost_step). */
 void seg_steer_small(struct seg_pool *pool, bool grow, uint64_t step);
+/* seg_policy.c, for seg.c (pool lock held but seg_dead): every item of
+ * seg dead at now; a sealed all-dead segment; the unpinned one with the
+ * most dead bytes; main_credit brought up to date. */
+bool seg_dead(struct seg_pool *pool, struct seg *seg, rel_time_t now);
+struct seg *seg_find_dead(struct seg_pool *pool);
+struct seg *seg_most_dead(struct seg_pool *pool);
+void seg_credit_update(struct seg_pool *pool);
 /* Whether a key back from main's ghost starts with a read (and so returns
  * to main): only while main's passes find their items read again, and then
  * a fixed subset of keys, by hash, so that a loop larger than the cache
