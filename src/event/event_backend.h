@@ -27,8 +27,7 @@ struct event_ops {
     int (*del)(struct event_loop *loop, int fd);
     int (*wait)(struct event_loop *loop, struct event_fired *out, int max, int timeout_ms);
     /* Completion I/O; NULL on a readiness-only backend. */
-    int (*recv)(struct event_loop *loop, int fd, void *buf, size_t len, bool nowait,
-                void *ptr);
+    int (*recv)(struct event_loop *loop, int fd, void *buf, size_t len, bool nowait, void *ptr);
     int (*recvv)(struct event_loop *loop, int fd, const struct iovec *iov, int n, void *ptr);
     int (*send)(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
     /* NULL: no multishot receive (event_recv_multi says ENOTSUP) */

@@ -72,9 +72,11 @@ void settings_print_help(FILE *out)
          * would then wait for items to reach flash. The manual lists each. */
         if (strncmp(r->oname, "ext_", 4) == 0) {
             if (!flash_said)
-                fprintf(out, "   ext_*=<value>%*s(compat) memcached's extstore options: each checked as\n"
-                             "%*smemcached checks it, no flash tier yet (the manual lists them)\n",
-                        SETTINGS_HELP_COLUMN - 16, "", SETTINGS_HELP_COLUMN, "");
+                fprintf(
+                    out,
+                    "   ext_*=<value>%*s(compat) memcached's extstore options: each checked as\n"
+                    "%*smemcached checks it, no flash tier yet (the manual lists them)\n",
+                    SETTINGS_HELP_COLUMN - 16, "", SETTINGS_HELP_COLUMN, "");
             flash_said = true;
             continue;
         }

@@ -64,8 +64,9 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         /* memcached: empty values and chunked (> half -I) items are not
          * numbers, and it says so before it compares the CAS; a value that
          * does not read as one is found after. */
-        bool shape_ok = f.h.nvalue != 0 && item_mc_size(nkey, f.h.nvalue, flags,
-                                                        s->opt.cas_enabled) <= s->opt.item_size_max / 2;
+        bool shape_ok =
+            f.h.nvalue != 0 &&
+            item_mc_size(nkey, f.h.nvalue, flags, s->opt.cas_enabled) <= s->opt.item_size_max / 2;
         uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (shape_ok && req->cas_compare && req->cas_compare != old_cas) {
             index_unlock(f.bucket);

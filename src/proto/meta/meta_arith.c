@@ -21,8 +21,9 @@ static void meta_arith_tokens(struct meta_line *l, const struct meta_req *req,
             if (!res)
                 break;
             /* as mg: the expiry the T and N before this flag left */
-            rel_time_t e = meta_walk_exptime(
-                req, i, res->created ? REL_TIME_NEVER : res->exptime_before, res->created);
+            rel_time_t e =
+                meta_walk_exptime(req, i, res->created ? REL_TIME_NEVER : res->exptime_before,
+                                  res->created);
             meta_line_mem(l, " t", 2);
             if (e == REL_TIME_NEVER)
                 meta_line_mem(l, "-1", 2);

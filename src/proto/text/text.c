@@ -67,7 +67,7 @@ static bool text_framing_ok(struct session *s, const struct text_line *l, size_t
 #define CMD_IS(c, lit) TEXT_TOK_IS((c), lit)
 
 static inline __attribute__((always_inline)) void text_dispatch(struct session *s,
-                                                               const struct text_line *l)
+                                                                const struct text_line *l)
 {
     text_of(s)->noreply = false;
     text_of(s)->reply_unlogged = false;
