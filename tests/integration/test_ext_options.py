@@ -166,15 +166,20 @@ def test_zero_page_size_refused_where_memcached_crashes(server_bin, tmp_path, pa
     assert "ext_page_size" in err and "cannot use" in err
 
 
+# Two 2 MB pages (memcached wants sizes in 2 MB steps): a small file, as
+# the test's files stay on disk until pytest drops them.
+HELD = "ext_page_size=2,ext_wbuf_size=2,ext_path={d}/f:4m"
+
+
 def held_file_outcome(binary, d):
     """(exit code, stderr) of a second server started on the ext_path file
     of a first one, which still answers over its socket afterwards."""
-    first = Server(binary, ["-o", f"ext_path={d}/f:64m"], workdir=str(d))
+    first = Server(binary, ["-o", HELD.format(d=d)], workdir=str(d))
     first.start()
     try:
         c = first.connect()
         assert c.set("held", "v1") == b"STORED\r\n"
-        got = outcome(binary, argv_for("ext_path={d}/f:64m", d),
+        got = outcome(binary, argv_for(HELD, d),
                       () if is_memcached(binary) else EXTRA_ARGS, wait=10)
         assert c.get("held") == b"v1"
         c.close()
@@ -195,5 +200,5 @@ def test_second_server_on_a_held_file_fails_as_memcached(server_bin, tmp_path):
     if have_ref():
         assert held_file_outcome(REF_BIN, tmp_path / "mc") == (1, want_err)
     assert held_file_outcome(server_bin, tmp_path / "nd") == (1, want_err)
-    code, err = outcome(server_bin, argv_for("ext_path={d}/f:64m", tmp_path / "nd"), EXTRA_ARGS)
+    code, err = outcome(server_bin, argv_for(HELD, tmp_path / "nd"), EXTRA_ARGS)
     assert code == "running", err
