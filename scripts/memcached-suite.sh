@@ -115,9 +115,12 @@ SASL_TESTS=(
 SASL_USER="testuser@memcached.realm:testpass"
 # memcached's extstore files: each skips itself unless the server's -h names
 # ext_path (MemcachedTest.pm's supports_extstore), which nodelay's -h does
-# only once its flash tier is wired in (settings_help.c). So they join the
-# default run when the server's -h names ext_path, and are reported as not
-# run otherwise. error-extstore.t and the rest: docs/testing-memcached-suite.md.
+# not: they wait for items idle ext_item_age seconds to go to flash with RAM
+# free, and nodelay's tier takes items only at eviction, so extstore-buckets.t
+# fails 7/8 and the others (and metaget.t's extstore block) never end. They
+# join the run when the server's -h names ext_path or NODELAY_SUITE_EXT=1
+# (the wrapper then adds ext_path to -h), and are reported as not run
+# otherwise. Each file's verdict: docs/testing-memcached-suite.md.
 EXT_TESTS=(
     extstore.t
     binary-extstore.t
@@ -219,7 +222,7 @@ if [ $# -gt 0 ]; then
     list=("$@")
 else
     list=("${TESTS[@]}" "${SSL_TESTS[@]}" "${SASL_TESTS[@]}")
-    if "$NODELAY_SUITE_EXE" -h 2>/dev/null | grep -qi ext_path; then
+    if [ "${NODELAY_SUITE_EXT:-}" = 1 ] || "$NODELAY_SUITE_EXE" -h 2>/dev/null | grep -qi ext_path; then
         list+=("${EXT_TESTS[@]}")
     else
         echo "memcached-suite: not run: ${EXT_TESTS[*]} (the server's -h does not name ext_path: no flash tier)"

@@ -211,9 +211,9 @@ static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool s
     }
 }
 
-/* memcached opens every -o ext_path file at start-up (creating it) and
- * fails with these words when one cannot be; the flash tier is not wired
- * in yet, so the files are only opened, as memcached's check. */
+/* memcached opens and locks every -o ext_path file at start-up (creating
+ * it) and fails with these words when one cannot be: the same check,
+ * before the flash tier opens them for use. */
 static int main_check_ext_files(const struct settings *s)
 {
     struct settings_ext_file *files = calloc(SETTINGS_EXT_FILES_MAX, sizeof *files);

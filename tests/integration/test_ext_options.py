@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from helpers import EXTRA_ARGS
+from helpers import EXTRA_ARGS, Server, is_memcached
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REF_DIR = os.environ.get("NODELAY_REF_DIR") or os.path.join(ROOT, "..", "shared", "ref")
@@ -164,3 +164,41 @@ def test_zero_page_size_refused_where_memcached_crashes(server_bin, tmp_path, pa
     code, err = outcome(server_bin, argv_for(case, tmp_path), EXTRA_ARGS, wait=10)
     assert code == 64
     assert "ext_page_size" in err and "cannot use" in err
+
+
+# Two 2 MB pages (memcached wants sizes in 2 MB steps): a small file, as
+# the test's files stay on disk until pytest drops them.
+HELD = "ext_page_size=2,ext_wbuf_size=2,ext_path={d}/f:4m"
+
+
+def held_file_outcome(binary, d):
+    """(exit code, stderr) of a second server started on the ext_path file
+    of a first one, which still answers over its socket afterwards."""
+    first = Server(binary, ["-o", HELD.format(d=d)], workdir=str(d))
+    first.start()
+    try:
+        c = first.connect()
+        assert c.set("held", "v1") == b"STORED\r\n"
+        got = outcome(binary, argv_for(HELD, d),
+                      () if is_memcached(binary) else EXTRA_ARGS, wait=10)
+        assert c.get("held") == b"v1"
+        c.close()
+    finally:
+        first.stop()
+    code, err = got
+    return code, "".join(l for l in err.splitlines(True) if not l.startswith("nodelay: -o ext_"))
+
+
+def test_second_server_on_a_held_file_fails_as_memcached(server_bin, tmp_path):
+    """Two servers on one file would overwrite each other's segments:
+    memcached locks the file and a second server fails (its extstore.t,
+    subtest 1); the lock goes with the server that held it."""
+    (tmp_path / "mc").mkdir()
+    (tmp_path / "nd").mkdir()
+    want_err = ("Failed to initialize external storage: failed to open file\n"
+                "extstore open: Resource temporarily unavailable\n")
+    if have_ref():
+        assert held_file_outcome(REF_BIN, tmp_path / "mc") == (1, want_err)
+    assert held_file_outcome(server_bin, tmp_path / "nd") == (1, want_err)
+    code, err = outcome(server_bin, argv_for(HELD, tmp_path / "nd"), EXTRA_ARGS)
+    assert code == "running", err

@@ -236,8 +236,10 @@ def notes(text):
     return [l for l in text.splitlines() if l.startswith("nodelay: -")]
 
 
-def test_inert_options_named_once_at_startup(start_server):
-    srv = start_server("-o", "ext_path=/tmp/nodelay-ext-note:64m,ext_recache_rate=8",
+def test_inert_options_named_once_at_startup(start_server, tmp_path):
+    # a file of its own: a server locks its ext_path file, so a fixed name
+    # would make two runs at once fail each other
+    srv = start_server("-o", f"ext_path={tmp_path}/ext-note:64m,ext_recache_rate=8",
                        "-f", "1.5", "-L", "-o", "slab_reassign", "-o", "no_slab_reassign")
     srv.connect().close()
     got = notes(srv.stderr())

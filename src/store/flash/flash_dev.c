@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,6 +98,15 @@ static int file_open(struct flash_dev_file *f, const struct flash_dev_file_opt *
         snprintf(why, n, "%s: %s", o->path, strerror(err));
         return -err;
     }
+    /* One server a file: a second one on it would overwrite the first's
+     * segments under its index. flock, not lockf, so the lock stays with
+     * the descriptor across -d's fork; it goes when the server exits. */
+    if (flock(f->fd, LOCK_EX | LOCK_NB) < 0) {
+        int err = errno;
+        snprintf(why, n, "%s: %s", o->path,
+                 err == EWOULDBLOCK ? "in use by another server (locked)" : strerror(err));
+        return -err;
+    }
     f->size = o->size - o->size % page_size;
     f->npages = (uint32_t)(f->size / page_size);
     if (f->npages == 0) {
@@ -124,8 +134,11 @@ int flash_dev_probe(const char *path)
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
+    /* file_open's lock, tried and let go: a file another server holds
+     * fails here with memcached's words (EAGAIN) */
+    int rc = flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
     close(fd);
-    return 0;
+    return rc;
 }
 
 int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,

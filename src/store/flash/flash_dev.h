@@ -100,9 +100,9 @@ struct flash_dev {
  * the file and what failed; nothing is left open then. */
 int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,
                    size_t n);
-/* Opens (creating, mode 0600) and closes one file: the start-up check
- * memcached makes of every ext_path while the tier is not wired in. 0 or
- * -errno. */
+/* Opens (creating, mode 0600), tries the lock flash_dev_open takes, and
+ * closes one file: the start-up check memcached makes of every ext_path.
+ * 0 or -errno (-EWOULDBLOCK: another server holds the file). */
 int flash_dev_probe(const char *path);
 /* Stops the threads (reads still queued complete with -ECANCELED) and
  * closes the files. */
