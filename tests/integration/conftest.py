@@ -72,6 +72,16 @@ def server_bin():
     return path
 
 
+@pytest.fixture(autouse=True)
+def _drop_big_files(request):
+    """After a test with a tmp_path (and its servers, set up after this and
+    so stopped before): helpers.drop_big_files says why."""
+    d = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if d is not None:
+        helpers.drop_big_files(d)
+
+
 @pytest.fixture
 def start_server(server_bin, tmp_path):
     """Factory: start_server(*flags, binary=None) -> Server; every server is

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Starting servers and speaking to them over real sockets."""
 import os
+from pathlib import Path
 import re
 import signal
 import socket
@@ -504,3 +505,16 @@ def stats(conn, sub=""):
         if m:
             out[m.group(1).decode()] = m.group(2).decode()
     return out
+
+
+def drop_big_files(d, limit=16 << 20):
+    """Flash files (reserved whole at start) and -e memory files: pytest
+    keeps every test's directory until the session ends, and two stages run
+    at once in CI, so they are removed once their servers have stopped.
+    The logs stay."""
+    for p in Path(d).rglob("*"):
+        try:
+            if p.is_file() and p.stat().st_size > limit:
+                p.unlink()
+        except OSError:
+            pass

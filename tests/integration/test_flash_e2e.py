@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from helpers import Server, bin_read, bin_request, stats
+from helpers import Server, bin_read, bin_request, drop_big_files, stats
 
 RAM_MB = 32
 FLASH_MB = 512
@@ -44,6 +44,7 @@ def flash_srv(server_bin, tmp_path_factory):
         pytest.skip("this build has no flash tier: -o ext_path is checked, then not used")
     yield srv
     srv.stop()
+    drop_big_files(d)
 
 
 @pytest.fixture(scope="module")
