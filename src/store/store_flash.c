@@ -45,6 +45,8 @@ struct flash_pend {
     uint32_t len;  /* bytes of buf read (or copied) */
     bool reread;   /* the second read was made */
     bool done;
+    bool ok;       /* fi is the key's item, checked: a lookup puts it in RAM */
+    struct flash_item fi; /* when ok: pointers into buf */
     uint8_t nkey;
     char key[STORE_KEY_MAX];
 };
@@ -132,25 +134,41 @@ void store_flash_drain(struct store_ctx *ctx)
 
 /* --- one key's read --- */
 
+static struct flash_pend *wait_find(struct store_flash_wait *w, const struct store_key *k)
+{
+    for (struct flash_pend *e = w->list; e; e = e->next)
+        if (e->nkey == k->nkey && memcmp(e->key, k->key, k->nkey) == 0)
+            return e;
+    return NULL;
+}
+
+/* The slot in locked bucket b's chain that is `slot`, or NULL. */
+static uint64_t *bucket_slot(struct store *s, uint64_t *b, uint64_t slot)
+{
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (cur[i] && slot_same(cur[i], slot))
+                return &cur[i];
+    return NULL;
+}
+
 /* Clear the key's flash slot if it is still e->slot (a miss found it
  * gone or bad). */
 static void pend_clear_slot(struct store_ctx *ctx, const struct flash_pend *e)
 {
     struct store *s = ctx->store;
     uint64_t *b = index_lock_hash(&s->index, e->hv);
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] && slot_same(cur[i], e->slot)) {
-                flash_tier_clear(s->flash, b, &cur[i]);
-                FLASH_CNT(s->flash, slots_dropped, 1);
-                index_unlock(b);
-                return;
-            }
+    uint64_t *sl = bucket_slot(s, b, e->slot);
+    if (sl) {
+        flash_tier_clear(s->flash, b, sl);
+        FLASH_CNT(s->flash, slots_dropped, 1);
+    }
     index_unlock(b);
 }
 
 /* The item read, checked: copied back into RAM in place of its flash slot
- * (store_commit_ex with that slot expected). */
+ * (store_commit_ex with that slot expected), with its own access time and
+ * status bits: reading it back is not an access, the request's own is. */
 static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const struct flash_item *fi)
 {
     struct store *s = ctx->store;
@@ -165,7 +183,7 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const stru
             .exptime = fi->exptime,
             .cas_new = fi->cas,
         };
-        st = store_commit_ex(ctx, &res, &req, fi->atime & ITEM_S_MASK, e->slot, NULL);
+        st = store_commit_ex(ctx, &res, &req, fi->atime, e->slot, NULL);
     }
     if (st == STORE_OK) {
         FLASH_CNT(s->flash, get_extstore, 1);
@@ -179,7 +197,9 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const stru
 }
 
 /* Judge the bytes of e (read or copied): a miss, a second read needed
- * (true), or the item recached. */
+ * (true), or the item kept (e->ok) for the request's lookups to recache
+ * (pend_refill): recached now, it could be pushed out of RAM again by the
+ * request's other keys' before the request runs again. */
 static bool pend_judge(struct flash_pend *e)
 {
     struct store_ctx *ctx = e->ctx;
@@ -220,8 +240,27 @@ static bool pend_judge(struct flash_pend *e)
         pend_clear_slot(ctx, e);
         return false;
     }
-    pend_recache(ctx, e, &fi);
+    e->fi = fi;
+    e->ok = true;
     return false;
+}
+
+/* store_lookup_write's hook (ctx->flash_refill), on a miss with bucket b
+ * locked: when the wait set read the key's item and its flash slot is
+ * still the key's (no write or delete since: those clear it), put it in
+ * RAM, unlock b and return true (the lookup looks again); else false,
+ * b still locked. */
+static bool pend_refill(struct store_ctx *ctx, const struct store_key *k, uint64_t *b)
+{
+    struct store_flash_wait *w = ctx->flash_wait;
+    struct flash_pend *e = w ? wait_find(w, k) : NULL;
+    if (!e || !e->ok || !bucket_slot(ctx->store, b, e->slot))
+        return false;
+    index_unlock(b);
+    ctx->flash_wait = NULL; /* the commit's own lookup must not come back here */
+    pend_recache(ctx, e, &e->fi);
+    ctx->flash_wait = w;
+    return true;
 }
 
 static void pend_done(struct flash_pend *e)
@@ -320,9 +359,9 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     struct flash_tier *ft = s->flash;
     if (!ft || k->nkey == 0 || k->nkey > STORE_KEY_MAX)
         return STORE_PROBE_READY;
-    for (struct flash_pend *e = w->list; e; e = e->next)
-        if (e->nkey == k->nkey && memcmp(e->key, k->key, k->nkey) == 0)
-            return e->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
+    struct flash_pend *had = wait_find(w, k);
+    if (had)
+        return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
     /* The key's bucket: its item in RAM, or its one flash candidate. */
     uint64_t fsl = 0;
     uint64_t *b = index_lock_hash(&s->index, k->hv);
@@ -448,6 +487,7 @@ int store_flash_ctx_init(struct store_ctx *ctx)
         return -1;
     }
     ctx->flash_cq = cq;
+    ctx->flash_refill = pend_refill;
     return 0;
 }
 
