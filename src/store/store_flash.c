@@ -101,8 +101,16 @@ void store_flash_wait_destroy(struct store_flash_wait *w)
         free(w);
 }
 
+static void pend_recache(struct store_ctx *ctx, struct flash_pend *e);
+
 void store_flash_wait_reset(struct store_flash_wait *w)
 {
+    /* Reads no lookup of the request used: probed ahead for the requests
+     * after it (or found nothing to serve). Into RAM now, where those
+     * requests look, as a read's completion did before: their bytes go. */
+    for (struct flash_pend *e = w->list; e; e = e->next)
+        if (e->done && e->ok)
+            pend_recache(e->ctx, e);
     wait_drop_done(w);
 }
 
@@ -169,9 +177,11 @@ static void pend_clear_slot(struct store_ctx *ctx, const struct flash_pend *e)
 /* The item read, checked: copied back into RAM in place of its flash slot
  * (store_commit_ex with that slot expected), with its own access time and
  * status bits: reading it back is not an access, the request's own is. */
-static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const struct flash_item *fi)
+static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
 {
     struct store *s = ctx->store;
+    const struct flash_item *fi = &e->fi;
+    e->ok = false; /* once: the commit's own lookup must not come back here */
     struct store_reservation res;
     enum store_status st =
         store_reserve_for(ctx, e->key, e->nkey, fi->h.nvalue, fi->flags, fi->exptime, &res);
@@ -257,9 +267,7 @@ static bool pend_refill(struct store_ctx *ctx, const struct store_key *k, uint64
     if (!e || !e->ok || !bucket_slot(ctx->store, b, e->slot))
         return false;
     index_unlock(b);
-    ctx->flash_wait = NULL; /* the commit's own lookup must not come back here */
-    pend_recache(ctx, e, &e->fi);
-    ctx->flash_wait = w;
+    pend_recache(ctx, e);
     return true;
 }
 
