@@ -8,12 +8,13 @@
  * writer's buffer at once when it is not on the device yet, else by a read
  * submitted to the device's pool that completes on the worker's queue.
  * The completion (store_flash_drain, the worker's thread) checks the item
- * against its segment's seed, the key, expiry and flush, and copies it
- * back into RAM with the same CAS, flags, expiry and status bits, in place
+ * against its segment's seed, the key, expiry and flush, and keeps it.
+ * The request then runs again from its start; its lookup of the key
+ * (store_lookup_write's flash_refill hook) copies the item back into RAM
+ * with the same CAS, flags, expiry, status bits and access time, in place
  * of the flash slot only if that slot is still the key's (a write or a
- * delete meanwhile wins). The request then runs again from its start and
- * every existing path (gets, meta flags, arith, touch, append, deletes)
- * finds the item in RAM. A read that fails, or an item whose check fails,
+ * delete meanwhile wins), and every existing path (gets, meta flags,
+ * arith, touch, append, deletes) finds it there. A read that fails, or an item whose check fails,
  * is a miss and its slot is cleared. The wait set remembers each key it
  * read, so a probe run again is READY whatever came of the read. */
 #include "store/store_flash.h"
