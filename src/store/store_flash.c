@@ -8,12 +8,13 @@
  * writer's buffer at once when it is not on the device yet, else by a read
  * submitted to the device's pool that completes on the worker's queue.
  * The completion (store_flash_drain, the worker's thread) checks the item
- * against its segment's seed, the key, expiry and flush, and copies it
- * back into RAM with the same CAS, flags, expiry and status bits, in place
+ * against its segment's seed, the key, expiry and flush, and keeps it.
+ * The request then runs again from its start; its lookup of the key
+ * (store_lookup_write's flash_refill hook) copies the item back into RAM
+ * with the same CAS, flags, expiry, status bits and access time, in place
  * of the flash slot only if that slot is still the key's (a write or a
- * delete meanwhile wins). The request then runs again from its start and
- * every existing path (gets, meta flags, arith, touch, append, deletes)
- * finds the item in RAM. A read that fails, or an item whose check fails,
+ * delete meanwhile wins), and every existing path (gets, meta flags,
+ * arith, touch, append, deletes) finds it there. A read that fails, or an item whose check fails,
  * is a miss and its slot is cleared. The wait set remembers each key it
  * read, so a probe run again is READY whatever came of the read. */
 #include "store/store_flash.h"
@@ -45,6 +46,8 @@ struct flash_pend {
     uint32_t len;  /* bytes of buf read (or copied) */
     bool reread;   /* the second read was made */
     bool done;
+    bool ok;       /* fi is the key's item, checked: a lookup puts it in RAM */
+    struct flash_item fi; /* when ok: pointers into buf */
     uint8_t nkey;
     char key[STORE_KEY_MAX];
 };
@@ -99,8 +102,16 @@ void store_flash_wait_destroy(struct store_flash_wait *w)
         free(w);
 }
 
+static void pend_recache(struct store_ctx *ctx, struct flash_pend *e);
+
 void store_flash_wait_reset(struct store_flash_wait *w)
 {
+    /* Reads no lookup of the request used: probed ahead for the requests
+     * after it (or found nothing to serve). Into RAM now, where those
+     * requests look, as a read's completion did before: their bytes go. */
+    for (struct flash_pend *e = w->list; e; e = e->next)
+        if (e->done && e->ok)
+            pend_recache(e->ctx, e);
     wait_drop_done(w);
 }
 
@@ -132,28 +143,46 @@ void store_flash_drain(struct store_ctx *ctx)
 
 /* --- one key's read --- */
 
+static struct flash_pend *wait_find(struct store_flash_wait *w, const struct store_key *k)
+{
+    for (struct flash_pend *e = w->list; e; e = e->next)
+        if (e->nkey == k->nkey && memcmp(e->key, k->key, k->nkey) == 0)
+            return e;
+    return NULL;
+}
+
+/* The slot in locked bucket b's chain that is `slot`, or NULL. */
+static uint64_t *bucket_slot(struct store *s, uint64_t *b, uint64_t slot)
+{
+    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
+        for (int i = 1; i <= INDEX_SLOTS; i++)
+            if (cur[i] && slot_same(cur[i], slot))
+                return &cur[i];
+    return NULL;
+}
+
 /* Clear the key's flash slot if it is still e->slot (a miss found it
  * gone or bad). */
 static void pend_clear_slot(struct store_ctx *ctx, const struct flash_pend *e)
 {
     struct store *s = ctx->store;
     uint64_t *b = index_lock_hash(&s->index, e->hv);
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] && slot_same(cur[i], e->slot)) {
-                flash_tier_clear(s->flash, b, &cur[i]);
-                FLASH_CNT(s->flash, slots_dropped, 1);
-                index_unlock(b);
-                return;
-            }
+    uint64_t *sl = bucket_slot(s, b, e->slot);
+    if (sl) {
+        flash_tier_clear(s->flash, b, sl);
+        FLASH_CNT(s->flash, slots_dropped, 1);
+    }
     index_unlock(b);
 }
 
 /* The item read, checked: copied back into RAM in place of its flash slot
- * (store_commit_ex with that slot expected). */
-static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const struct flash_item *fi)
+ * (store_commit_ex with that slot expected), with its own access time and
+ * status bits: reading it back is not an access, the request's own is. */
+static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
 {
     struct store *s = ctx->store;
+    const struct flash_item *fi = &e->fi;
+    e->ok = false; /* once: the commit's own lookup must not come back here */
     struct store_reservation res;
     enum store_status st =
         store_reserve_for(ctx, e->key, e->nkey, fi->h.nvalue, fi->flags, fi->exptime, &res);
@@ -165,7 +194,7 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const stru
             .exptime = fi->exptime,
             .cas_new = fi->cas,
         };
-        st = store_commit_ex(ctx, &res, &req, fi->atime & ITEM_S_MASK, e->slot, NULL);
+        st = store_commit_ex(ctx, &res, &req, fi->atime, e->slot, NULL);
     }
     if (st == STORE_OK) {
         FLASH_CNT(s->flash, get_extstore, 1);
@@ -179,7 +208,9 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, const stru
 }
 
 /* Judge the bytes of e (read or copied): a miss, a second read needed
- * (true), or the item recached. */
+ * (true), or the item kept (e->ok) for the request's lookups to recache
+ * (pend_refill): recached now, it could be pushed out of RAM again by the
+ * request's other keys' before the request runs again. */
 static bool pend_judge(struct flash_pend *e)
 {
     struct store_ctx *ctx = e->ctx;
@@ -220,8 +251,25 @@ static bool pend_judge(struct flash_pend *e)
         pend_clear_slot(ctx, e);
         return false;
     }
-    pend_recache(ctx, e, &fi);
+    e->fi = fi;
+    e->ok = true;
     return false;
+}
+
+/* store_lookup_write's hook (ctx->flash_refill), on a miss with bucket b
+ * locked: when the wait set read the key's item and its flash slot is
+ * still the key's (no write or delete since: those clear it), put it in
+ * RAM, unlock b and return true (the lookup looks again); else false,
+ * b still locked. */
+static bool pend_refill(struct store_ctx *ctx, const struct store_key *k, uint64_t *b)
+{
+    struct store_flash_wait *w = ctx->flash_wait;
+    struct flash_pend *e = w ? wait_find(w, k) : NULL;
+    if (!e || !e->ok || !bucket_slot(ctx->store, b, e->slot))
+        return false;
+    index_unlock(b);
+    pend_recache(ctx, e);
+    return true;
 }
 
 static void pend_done(struct flash_pend *e)
@@ -320,9 +368,9 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     struct flash_tier *ft = s->flash;
     if (!ft || k->nkey == 0 || k->nkey > STORE_KEY_MAX)
         return STORE_PROBE_READY;
-    for (struct flash_pend *e = w->list; e; e = e->next)
-        if (e->nkey == k->nkey && memcmp(e->key, k->key, k->nkey) == 0)
-            return e->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
+    struct flash_pend *had = wait_find(w, k);
+    if (had)
+        return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
     /* The key's bucket: its item in RAM, or its one flash candidate. */
     uint64_t fsl = 0;
     uint64_t *b = index_lock_hash(&s->index, k->hv);
@@ -448,6 +496,7 @@ int store_flash_ctx_init(struct store_ctx *ctx)
         return -1;
     }
     ctx->flash_cq = cq;
+    ctx->flash_refill = pend_refill;
     return 0;
 }
 

@@ -103,12 +103,21 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
                         bool reclaim, struct store_found *f)
 {
     struct store *s = ctx->store;
+    bool refilled = false;
     for (;;) {
         f->now = clock_now();
         f->gone = ITEM_LIVE;
         f->bucket = index_lock_hash(&s->index, k->hv);
-        if (!store_find_live(ctx, f->bucket, k, reclaim, f))
-            return false;
+        if (!store_find_live(ctx, f->bucket, k, reclaim, f)) {
+            /* Its flash item read for this request goes back in RAM now,
+             * not when the read completed: the request's other keys could
+             * have pushed it out again (store_flash.h's promise). Once. */
+            if (refilled || !ctx->flash_wait || !ctx->flash_refill ||
+                !ctx->flash_refill(ctx, k, f->bucket))
+                return false;
+            refilled = true;
+            continue;
+        }
         /* A segment being compacted moves its items: wait until it is done
          * and look again, the item is somewhere else by then. */
         if (how == STORE_LOOK_PIN && !seg_try_pin(f->seg)) {

@@ -366,7 +366,8 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             return refuse;
         }
         rel_time_t exptime = req->exptime;
-        uint32_t st = (status & ITEM_S_MASK) | now;
+        /* an access time given (a flash item read back) is kept */
+        uint32_t st = status & ~ITEM_S_MASK ? status : (status & ITEM_S_MASK) | now;
         if (stale) {
             /* A stale set keeps the TTL, and the token if one was sent. */
             exptime = item_get_u32(f.p, f.h.exp_off);

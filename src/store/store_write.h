@@ -12,7 +12,7 @@
 #include "store/store_lookup.h"
 
 /* Commit for set/add/replace/cas (not append/prepend). `status` bits are
- * given to the new item; with expect_slot non-zero the commit happens only
+ * given to the new item, and its access time when not 0 (else now); with expect_slot non-zero the commit happens only
  * if that exact item is still the key's (else STORE_EXISTS): a flash slot
  * (a flash item read back, store_flash.c) is then replaced by the new RAM
  * item. Consumes res. */

@@ -120,13 +120,15 @@ static void on_wake(void *arg)
 }
 
 /* Probe key i; on WAIT, drain until the wait set wakes (bounded). Returns
- * whether it waited. */
+ * whether it waited. w stays attached, as a session's while it runs: the
+ * lookups that follow put what it read back in RAM. */
 static bool probe(struct tstore *t, struct store_flash_wait *w, int *woke, int i)
 {
     char k[32];
     key_of(i, k);
     struct store_key key = store_key_of(k, strlen(k));
     int before = *woke;
+    store_flash_attach(t->c, w);
     if (store_flash_probe(t->c, w, &key) == STORE_PROBE_READY)
         return false;
     assert_true(store_flash_pending(w) > 0);
@@ -273,6 +275,7 @@ static void test_write_meanwhile_wins(void **state)
     assert_int_equal(store_flash_probe(t.c, w, &k3), STORE_PROBE_READY);
     assert_int_equal(tget(&t, "key:00000003", got, sizeof got, NULL), STORE_MISS);
     store_flash_wait_reset(w);
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     tstore_close(&t);
 }
@@ -298,6 +301,7 @@ static void test_dropped_segments_miss(void **state)
             misses++;
         store_flash_wait_reset(w);
     }
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     assert_true(misses > 0);
     assert_true(hits > 0);
@@ -325,6 +329,7 @@ static void test_read_error_is_miss(void **state)
         waited += wt;
         store_flash_wait_reset(w);
     }
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     assert_true(waited > 0);
     struct flash_tier_counters c;
@@ -332,6 +337,110 @@ static void test_read_error_is_miss(void **state)
     assert_true(c.read_errors >= (uint64_t)waited);
     tstore_close(&t);
 }
+
+/* Drain the worker's queue until w has no read outstanding (bounded). */
+static void drain_all(struct tstore *t, struct store_flash_wait *w)
+{
+    for (int n = 0; n < 3000 && store_flash_pending(w); n++) {
+        struct pollfd p = {.fd = store_flash_fd(t->c), .events = POLLIN};
+        poll(&p, 1, 10);
+        store_flash_drain(t->c);
+    }
+    assert_int_equal(store_flash_pending(w), 0);
+}
+
+/* One request of many flash keys (a multiget) whose items together do not
+ * fit in RAM: every read completes before the request runs again, and then
+ * every key is a hit (store_flash.h: READY means the lookups see the item),
+ * although recaching them all would push the first ones out again. */
+static void test_many_keys_read_together_all_hit(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    static uint64_t cas[N];
+    fill(&t, N, cas);
+    enum { K = 6000 }; /* 6 MB of values, RAM 4 MiB */
+    int woke = 0, waiting = 0, hits = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    store_flash_attach(t.c, w);
+    char k[32];
+    for (int i = 0; i < K; i++) {
+        key_of(i, k);
+        struct store_key key = store_key_of(k, strlen(k));
+        waiting += store_flash_probe(t.c, w, &key) == STORE_PROBE_WAIT;
+    }
+    assert_true(waiting > K / 2);
+    drain_all(&t, w);
+    assert_int_equal(woke, 1);
+    for (int i = 0; i < K; i++) {
+        hits += check(&t, i, cas[i]);
+        if (i % 64 == 63)
+            settle(&t); /* recaches push others out to flash: pace them */
+    }
+    store_flash_wait_reset(w);
+    store_flash_attach(t.c, NULL);
+    store_flash_wait_destroy(w);
+    /* a miss only where another key's flash entry took its tag's place */
+    assert_true(hits >= K - K / 500);
+    tstore_close(&t);
+}
+
+/* A write or a delete between the read's completion and the request's
+ * run again wins over the bytes read. */
+static void test_write_after_read_wins(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    fill(&t, N, NULL);
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    store_flash_attach(t.c, w);
+    struct store_key k1 = store_key_of("key:00000001", 12);
+    struct store_key k2 = store_key_of("key:00000002", 12);
+    assert_int_equal(store_flash_probe(t.c, w, &k1), STORE_PROBE_WAIT);
+    assert_int_equal(store_flash_probe(t.c, w, &k2), STORE_PROBE_WAIT);
+    drain_all(&t, w);
+    /* another session's write and delete, before this one runs again */
+    store_flash_attach(t.c, NULL);
+    assert_int_equal(tset(&t, "key:00000001", "new", STORE_MODE_SET, 9, 0, NULL), STORE_OK);
+    store_delete(t.c, "key:00000002", 12, NULL);
+    store_flash_attach(t.c, w);
+    char got[VLEN + 16];
+    assert_int_equal(tget(&t, "key:00000001", got, sizeof got, NULL), STORE_OK);
+    assert_string_equal(got, "new");
+    assert_int_equal(tget(&t, "key:00000002", got, sizeof got, NULL), STORE_MISS);
+    store_flash_wait_reset(w);
+    store_flash_attach(t.c, NULL);
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+
+#ifdef NODELAY_DEBUG
+/* An item read back keeps its last access time, as memcached's (`mg k
+ * l`): the read is not an access of its own. */
+static void test_read_back_keeps_access_time(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    fill(&t, N, NULL); /* key 0 is on flash now */
+    clock_debug_advance(100);
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    assert_true(probe(&t, w, &woke, 0));
+    char k[32], got[VLEN + 16];
+    key_of(0, k);
+    struct store_item it;
+    assert_int_equal(tget(&t, k, got, sizeof got, &it), STORE_OK);
+    assert_true(clock_now() - it.last_access >= 100);
+    store_flash_wait_reset(w);
+    store_flash_attach(t.c, NULL);
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+#endif
 
 /* Values longer than the first read (8 KiB from the item's start): a
  * second read fetches the rest; read back byte for byte. */
@@ -368,6 +477,7 @@ static void test_large_values_take_a_second_read(void **state)
         if (i % 4 == 3)
             settle(&t);
     }
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     assert_true(waited > LN / 4);
     assert_true(hits >= LN - 2);
@@ -419,6 +529,7 @@ static void test_index_growth_drops_flash_slots(void **state)
         }
         store_flash_wait_reset(w);
     }
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     assert_true(hits > 0 && hits < BN);
     tstore_close(&t);
@@ -484,6 +595,7 @@ static void test_write_error_is_miss(void **state)
         if (i % 64 == 63)
             settle(&t);
     }
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     assert_true(hits > 0);
     assert_true(misses > N / 4);
@@ -523,6 +635,7 @@ static void test_compaction_keeps_live(void **state)
         hits += check(&t, i, 0);
         store_flash_wait_reset(w);
     }
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     assert_true(hits >= 600 * 9 / 10);
     tstore_close(&t);
@@ -546,6 +659,7 @@ static void test_session_gone_mid_read(void **state)
         waiting += store_flash_probe(t.c, w, &key) == STORE_PROBE_WAIT;
     }
     assert_true(waiting > 0);
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     for (int n = 0; n < 1000 && t.c->flash_inflight; n++) {
         struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
@@ -563,6 +677,7 @@ static void test_session_gone_mid_read(void **state)
         struct store_key key = store_key_of(k, strlen(k));
         store_flash_probe(t.c, w, &key);
     }
+    store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
     tstore_close(&t);
 }
@@ -572,6 +687,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_keys_read_together_all_hit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_after_read_wins, setup, teardown),
+#ifdef NODELAY_DEBUG
+        cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, setup, teardown),
+#endif
         cmocka_unit_test_setup_teardown(test_dropped_segments_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_error_is_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_keeps_live, setup, teardown),
