@@ -46,7 +46,7 @@ struct flash_pend {
     uint32_t len;  /* bytes of buf read (or copied) */
     bool reread;   /* the second read was made */
     bool done;
-    bool ok;       /* fi is the key's item, checked: a lookup puts it in RAM */
+    bool ok;              /* fi is the key's item, checked: a lookup puts it in RAM */
     struct flash_item fi; /* when ok: pointers into buf */
     uint8_t nkey;
     char key[STORE_KEY_MAX];

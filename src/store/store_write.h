@@ -12,10 +12,9 @@
 #include "store/store_lookup.h"
 
 /* Commit for set/add/replace/cas (not append/prepend). `status` bits are
- * given to the new item, and its access time when not 0 (else now); with expect_slot non-zero the commit happens only
- * if that exact item is still the key's (else STORE_EXISTS): a flash slot
- * (a flash item read back, store_flash.c) is then replaced by the new RAM
- * item. Consumes res. */
+ * given to the new item, and its access time when not 0 (else now); with expect_slot non-zero the
+ * commit happens only if that exact item is still the key's (else STORE_EXISTS): a flash slot (a
+ * flash item read back, store_flash.c) is then replaced by the new RAM item. Consumes res. */
 enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservation *res,
                                   const struct store_set_req *req, uint32_t status,
                                   uint64_t expect_slot, uint64_t *cas_out);
