@@ -36,17 +36,11 @@ import subprocess
 import sys
 import time
 
+from benchproc import free_port
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PROFILES = [("1-16KiB", 1024, 16384), ("100B-1KiB", 100, 1024)]
 PAGE_MB = 64
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def stats(port, group=""):
