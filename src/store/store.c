@@ -429,7 +429,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             index_unlock(f.bucket);
             if (pinned)
                 seg_unpin(f.seg);
-            enum store_status st = store_widen(ctx, &k, ITEM_L_EXP);
+            enum store_status st = store_widen(ctx, &k, ITEM_L_EXP, 0);
             if (st == STORE_NO_MEMORY)
                 return st;
             continue;
@@ -606,7 +606,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
                                             f.seg->cas_base);
         if (need) {
             index_unlock(f.bucket);
-            enum store_status st = store_widen(ctx, &k, need);
+            enum store_status st = store_widen(ctx, &k, need, ncas);
             if (st != STORE_OK)
                 return st;
             continue;
@@ -615,7 +615,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             ncas = store_next_cas(s);
         if (!item_cas_fits(f.h.layout, ncas, f.seg->cas_base) && s->opt.cas_enabled) {
             index_unlock(f.bucket);
-            store_widen(ctx, &k, ITEM_L_CAS64);
+            store_widen(ctx, &k, ITEM_L_CAS64, 0);
             continue;
         }
         if (req->touch && f.h.exp_off) {

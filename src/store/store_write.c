@@ -45,7 +45,7 @@ static size_t store_align(struct store *s, size_t n)
 #define STORE_CAS16_SLACK 4096
 
 enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
-                                    size_t nvalue, uint8_t layout, unsigned g,
+                                    size_t nvalue, uint8_t layout, unsigned g, uint64_t cas_hint,
                                     struct store_reservation *res)
 {
     struct store *s = ctx->store;
@@ -81,11 +81,15 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
             return STORE_NO_MEMORY;
     }
     if ((layout & ITEM_L_CASW) == ITEM_L_CAS32) {
-        /* A 2-byte CAS delta when this segment's base is near enough the
-         * counter that the CAS the commit takes will likely fit (a commit
-         * whose CAS does not copies the item: store_commit_at). */
-        uint64_t soon = __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + STORE_CAS16_SLACK;
-        if (soon - seg->cas_base <= UINT16_MAX) { /* (the base is never above the counter) */
+        /* A 2-byte CAS delta when the CAS the commit takes will likely fit
+         * it: the hint when the caller knows that CAS (a client's E, a
+         * kept CAS), else the counter's next with room for other workers.
+         * Narrowing past a known CAS would make the commit relocate again
+         * into the same width, for ever. */
+        uint64_t soon = cas_hint ? cas_hint
+                                 : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) +
+                                       STORE_CAS16_SLACK;
+        if (soon >= seg->cas_base && soon - seg->cas_base <= UINT16_MAX) {
             layout |= ITEM_L_CAS16;
             size -= 2;
         }
@@ -117,7 +121,7 @@ enum store_status store_reserve(struct store_ctx *ctx, const char *key, size_t n
     uint8_t layout = ITEM_L_FLAGS | ITEM_L_EXP | (s->opt.cas_enabled ? ITEM_L_CAS32 : 0);
     /* expiry unknown: never guess the temporary group, which eviction spares */
     unsigned g = ctx->last_group == STORE_GROUP_TEMP ? 0 : ctx->last_group;
-    return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, res);
+    return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, 0, res);
 }
 
 enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size_t nkey,
@@ -132,7 +136,7 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
                      (s->opt.cas_enabled ? ITEM_L_CAS32 : 0);
     unsigned g = store_ttl_group(s, exptime, clock_now());
     ctx->last_group = (uint8_t)g;
-    return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, res);
+    return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, 0, res);
 }
 
 const char *store_reservation_key(const struct store_reservation *res, size_t *nkey)
@@ -178,7 +182,7 @@ void store_abort(struct store_ctx *ctx, struct store_reservation *res)
 
 /* Move a reservation's key and value to fresh space with `layout`. */
 static enum store_status store_relocate(struct store_ctx *ctx, struct store_reservation *res,
-                                        uint8_t layout)
+                                        uint8_t layout, uint64_t cas_hint)
 {
     struct item_hdr h;
     item_decode(res->item, &h);
@@ -186,7 +190,7 @@ static enum store_status store_relocate(struct store_ctx *ctx, struct store_rese
     struct store_reservation r;
     ctx->seg.self_pin = res->seg;
     enum store_status st = store_reserve_raw(ctx, res->item + h.hlen, h.nkey, h.nvalue, layout,
-                                             res->group, &r);
+                                             res->group, cas_hint, &r);
     ctx->seg.self_pin = NULL;
     if (st == STORE_OK)
         memcpy(r.value, res->value, h.nvalue);
@@ -281,6 +285,9 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
     struct item_hdr h;
     item_decode(res->item, &h);
     struct store_key k = store_key_of(res->item + h.hlen, h.nkey);
+    /* Fields found needed beyond the request's own (a stale set keeps the
+     * old TTL). They only add up, so the relocations below end; the CAS
+     * width is not among them: it is worked out anew for each segment. */
     uint8_t extra = 0;
 
     if (cas_on || req->flags || req->exptime) {
@@ -300,19 +307,19 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         uint64_t peek = !cas_on ? 0
                         : req->cas_new ? req->cas_new
                                        : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
-        uint8_t need = item_layout_merge(extra, store_missing_layout(h.layout, req->flags,
-                                                                     req->exptime, cas_on, peek,
-                                                                     seg->cas_base));
+        uint8_t need = store_missing_layout(h.layout, req->flags, req->exptime, cas_on, peek,
+                                            seg->cas_base) |
+                       (extra & (uint8_t)~h.layout);
         if (need || store_gen_moved(res)) {
             /* The fields the request needs, and a CAS delta the fresh
              * reservation narrows as its segment allows. */
             uint8_t want = (req->flags ? ITEM_L_FLAGS : 0) |
-                           (req->exptime != REL_TIME_NEVER ? ITEM_L_EXP : 0) |
+                           (req->exptime != REL_TIME_NEVER ? ITEM_L_EXP : 0) | extra |
                            (cas_on ? ITEM_L_CAS32 : 0);
-            enum store_status st = store_relocate(ctx, res, item_layout_merge(want, need));
+            enum store_status st =
+                store_relocate(ctx, res, item_layout_merge(want, need), req->cas_new);
             if (st != STORE_OK)
                 return st;
-            extra = 0;
             continue;
         }
         /* -e: the checksum over key, value and the flags it will have, before
@@ -374,8 +381,10 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             st |= ITEM_S_STALE | (item_get_u32(f.p, f.h.atime_off) & ITEM_S_TOKEN);
         }
         uint64_t cas = !cas_on ? 0 : req->cas_new ? req->cas_new : store_next_cas(s);
-        extra = store_missing_layout(h.layout, req->flags, exptime, cas_on, cas, seg->cas_base);
-        if (extra) {
+        uint8_t miss =
+            store_missing_layout(h.layout, req->flags, exptime, cas_on, cas, seg->cas_base);
+        if (miss) {
+            extra |= miss & (uint8_t)~ITEM_L_CASW;
             index_unlock(f.bucket);
             continue;
         }
@@ -465,7 +474,8 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         struct store_reservation r;
         ctx->seg.self_pin = oseg;
         enum store_status st = store_reserve_raw(ctx, key, h.nkey, total, layout,
-                                                 store_ttl_group(s, exp, clock_now()), &r);
+                                                 store_ttl_group(s, exp, clock_now()),
+                                                 req->cas_new, &r);
         ctx->seg.self_pin = NULL;
         if (st != STORE_OK) {
             seg_unpin(oseg);
@@ -590,7 +600,8 @@ enum store_status store_store(struct store_ctx *ctx, const char *key, size_t nke
     return store_commit(ctx, &r, req, cas_out, NULL);
 }
 
-enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout)
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout,
+                              uint64_t cas_hint)
 {
     struct store *s = ctx->store;
     for (;;) {
@@ -608,7 +619,10 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
         struct store_reservation r;
         ctx->seg.self_pin = f.seg;
         enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
-                                                 store_ttl_group(s, exp, clock_now()), &r);
+                                                 store_ttl_group(s, exp, clock_now()),
+                                                 cas_hint ? cas_hint
+                                                          : item_get_cas(f.p, &f.h, f.seg->cas_base),
+                                                 &r);
         ctx->seg.self_pin = NULL;
         if (st == STORE_OK)
             memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);

@@ -18,13 +18,17 @@
 enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservation *res,
                                   const struct store_set_req *req, uint32_t status,
                                   uint64_t expect_slot, uint64_t *cas_out);
-/* Reserve raw space for an item with this layout in TTL group g. */
+/* Reserve raw space for an item with this layout in TTL group g; cas_hint
+ * is the CAS the item will be given when the caller knows it (0: the
+ * counter's next), for the CAS field's width. */
 enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
-                                    size_t nvalue, uint8_t layout, unsigned g,
+                                    size_t nvalue, uint8_t layout, unsigned g, uint64_t cas_hint,
                                     struct store_reservation *res);
 
 /* Copy a linked item to a new place with at least `layout` fields (so a
- * touch or CAS change fits), keeping everything else. */
-enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout);
+ * touch or CAS change fits), keeping everything else; cas_hint is the CAS
+ * the item is about to be given (0: it keeps its own). */
+enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout,
+                              uint64_t cas_hint);
 
 #endif

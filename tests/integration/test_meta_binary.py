@@ -62,6 +62,47 @@ def test_meta_client_chosen_cas(meta):
     assert meta.call(b"mg me1 c") == b"HD c12345\r\n"
 
 
+@pytest.mark.parametrize("cas", [70000, 5000000000])
+def test_meta_client_cas_beyond_a_short_delta_is_kept(meta, server, cas):
+    """A client's E far past the CAS counter needs a wider CAS field than a
+    fresh item's guess; every command that takes E must store it, not spin
+    re-reserving the guessed width (which hung the worker for good)."""
+    got = meta.call(b"ms mw1 1 E%d\r\na" % cas)
+    if got == expect(None, b"CLIENT_ERROR invalid flag\r\n"):
+        pytest.skip("memcached 1.6.18 has no ms E flag")
+    assert got == b"HD\r\n"
+    assert meta.call(b"mg mw1 c v") == b"VA 1 c%d\r\n" % cas
+    assert meta.read_until(b"\r\n") == b"a\r\n"
+    assert meta.call(b"ms mw1 1 MA E%d\r\nb" % (cas + 1)) == b"HD\r\n"
+    assert meta.call(b"mg mw1 c v") == b"VA 2 c%d\r\n" % (cas + 1)
+    assert meta.read_until(b"\r\n") == b"ab\r\n"
+    meta.call(b"ms mw2 1\r\nz")
+    assert meta.call(b"md mw2 I E%d" % (cas + 2)) == b"HD\r\n"
+    assert meta.call(b"mg mw2 c") == b"HD c%d X W\r\n" % (cas + 2)
+    assert meta.call(b"ma mw3 N0 J7 E%d" % (cas + 3)) == b"HD\r\n"
+    assert meta.call(b"mg mw3 c") == b"HD c%d\r\n" % (cas + 3)
+    other = server.connect()
+    try:
+        assert other.call(b"mn") == b"MN\r\n"
+    finally:
+        other.close()
+
+
+def test_meta_stale_set_with_an_old_client_cas_is_kept(meta, server):
+    """ms I with a client's E below the CAS the item's segment starts at:
+    the new item needs a full CAS field and the old item's TTL at once
+    (a stale set keeps it); the commit must not trade one for the other
+    round and round."""
+    meta.send(b"".join(b"ms mo%d 1 T100 q\r\nx\r\n" % i for i in range(40)))
+    assert meta.call(b"ms mo 1 T100\r\nv") == b"HD\r\n"
+    got = meta.call(b"ms mo 1 I C1 E9\r\nw")
+    if got == expect(None, b"CLIENT_ERROR invalid flag\r\n"):
+        pytest.skip("memcached 1.6.18 has no ms E flag")
+    assert got == b"HD\r\n"
+    assert meta.call(b"mg mo c t v") == b"VA 1 c9 t100 X W\r\n"
+    assert meta.read_until(b"\r\n") == b"w\r\n"
+
+
 def test_meta_arithmetic(meta):
     assert meta.call(b"ma ma1 N0 J41 v") == b"VA 2\r\n"
     assert meta.read_until(b"\r\n") == b"41\r\n"
