@@ -273,12 +273,49 @@ uint64_t *index_lock_hash(struct index *ix, uint64_t h)
     }
 }
 
-const uint64_t *index_prefetch(struct index *ix, uint64_t h)
+void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p)
+{
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    uint64_t h2 = index_hash2(h);
+    for (;;) {
+        uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, h2);
+        uint64_t *bi = t->b + (i << 3), *bj = t->b + (j << 3);
+        uint64_t *lo = i < j ? bi : bj, *hi = i < j ? bj : bi;
+        if (__atomic_fetch_or(lo, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+            index_lock(lo);
+        if (hi != lo && (__atomic_fetch_or(hi, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK))
+            index_lock(hi);
+        /* as index_lock_hash: a split that moved either is seen now */
+        uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+        if (now == shape || (index_shape_bucket(now, h) == i && index_shape_bucket(now, h2) == j)) {
+            p->b[0] = bi;
+            p->b[1] = i == j ? NULL : bj;
+            return;
+        }
+        if (hi != lo)
+            index_unlock(hi);
+        index_unlock(lo);
+        shape = now;
+    }
+}
+
+void index_unlock_pair(const struct index_pair *p)
+{
+    if (p->b[1])
+        index_unlock(p->b[1]);
+    index_unlock(p->b[0]);
+}
+
+const uint64_t *index_prefetch(struct index *ix, uint64_t h, const uint64_t **second)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
     uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
     uint64_t *b = t->b + (index_shape_bucket(shape, h) << 3);
+    uint64_t *c = t->b + (index_shape_bucket(shape, index_hash2(h)) << 3);
     __builtin_prefetch(b, 1);
+    __builtin_prefetch(c, 1);
+    *second = c;
     return b;
 }
 
@@ -404,6 +441,99 @@ uint64_t *index_free_slot(struct index *ix, uint64_t *b)
     return slot;
 }
 
+/* Empty slots of primary bucket b (its chain not counted). */
+static unsigned primary_free(const uint64_t *b)
+{
+    unsigned n = 0;
+    for (int i = 1; i <= INDEX_SLOTS; i++)
+        n += b[i] == 0;
+    return n;
+}
+
+static uint64_t *primary_empty(uint64_t *b)
+{
+    for (int i = 1; i <= INDEX_SLOTS; i++)
+        if (b[i] == 0)
+            return &b[i];
+    return NULL;
+}
+
+/* An empty slot in the chain of b that needs no new overflow bucket. */
+static uint64_t *chain_empty(struct index *ix, uint64_t *b)
+{
+    for (uint64_t *cur = b; cur; cur = index_next(ix, cur)) {
+        uint64_t *e = primary_empty(cur);
+        if (e)
+            return e;
+    }
+    return NULL;
+}
+
+/* Both primaries of p full: move a RAM entry of one of them to its other
+ * bucket where that has an empty slot, and return the slot it left. The
+ * other bucket is taken with a trylock (we hold two locks already, in
+ * address order; a busy one is skipped) and checked against the shape as
+ * index_lock_key does. A move copies the entry before clearing it, both
+ * under the locks of the two buckets, which every lookup of that entry's
+ * key holds too: no lookup can see it in neither. Flash entries stay in
+ * their first bucket (their key is not in RAM to rehash). A move goes to
+ * a later bucket only. */
+static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
+{
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    for (int c = 0; c < 2; c++) {
+        uint64_t *x = p->b[c];
+        uint64_t xi = (uint64_t)(x - t->b) >> 3;
+        for (int k = 1; k <= INDEX_SLOTS; k++) {
+            uint64_t sl = x[k];
+            if (!sl || slot_is_flash(sl))
+                continue;
+            uint64_t h = ix->rehash(ix->rehash_arg, sl), h2 = index_hash2(h);
+            uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+            uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, h2);
+            uint64_t o = i == xi ? j : i;
+            uint64_t *ob = t->b + (o << 3);
+            /* forward only: a walk in bucket order (the crawler, a flush,
+             * metadump) then meets every entry, some twice, as a split's */
+            if (o <= xi || ob == p->b[0] || ob == p->b[1])
+                continue;
+            if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+                continue;
+            uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+            uint64_t *e = NULL;
+            if (now == shape ||
+                (index_shape_bucket(now, h) == i && index_shape_bucket(now, h2) == j))
+                e = primary_empty(ob);
+            if (e) {
+                *e = sl;
+                x[k] = 0;
+                __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+            }
+            index_unlock(ob);
+            if (e)
+                return &x[k];
+        }
+    }
+    return NULL;
+}
+
+uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p)
+{
+    uint64_t *a = p->b[0], *b = p->b[1], *slot = NULL;
+    if (b) {
+        unsigned fa = primary_free(a), fb = primary_free(b);
+        if (fa || fb)
+            slot = primary_empty(fa >= fb ? a : b);
+        else if (!(slot = pair_move_out(ix, p)) && !(slot = chain_empty(ix, a)))
+            slot = chain_empty(ix, b);
+    }
+    if (!slot)
+        slot = chain_free_slot(ix, a);
+    if (slot)
+        __atomic_fetch_add(&ix->items, 1, __ATOMIC_RELAXED);
+    return slot;
+}
+
 /* Give back the overflow buckets of b's chain that hold nothing. */
 static void chain_drop_empty(struct index *ix, uint64_t *b)
 {
@@ -472,7 +602,10 @@ static void index_split_move(struct index *ix, uint64_t *src, uint64_t *dst, uns
                 moved = true;
                 continue;
             }
-            if (!((ix->rehash(ix->rehash_arg, sl) >> l) & 1))
+            /* it stays where either of its buckets is still this one */
+            uint64_t h = ix->rehash(ix->rehash_arg, sl), h2 = index_hash2(h);
+            uint64_t si = (uint64_t)(src - ix->cur->b) >> 3, mask = (2ull << l) - 1;
+            if ((h & mask) == si || (h2 & mask) == si)
                 continue;
             uint64_t *to = chain_free_slot(ix, dst);
             if (!to) {

@@ -315,29 +315,34 @@ static void seg_watch_eviction(struct seg_pool *pool, const char *p, const struc
                    h->nvalue);
 }
 
-/* The slot that still refers to the victim's item at off, with its bucket
- * locked (the caller unlocks *bucket), or NULL: the item is dead or was
- * copied out. */
+/* The slot that still refers to the victim's item at off, with its key's
+ * buckets locked (the caller unlocks *keys) and *chain the one whose chain
+ * holds it, or NULL: the item is dead or was copied out. */
 static uint64_t *seg_find_slot(struct seg_pool *pool, struct seg *v, size_t off, const char *p,
                                const struct item_hdr *h, uint64_t *hv, uint32_t *tag,
-                               uint64_t **bucket)
+                               struct index_pair *keys, uint64_t **chain)
 {
     *hv = XXH3_64bits(p + h->hlen, h->nkey);
     *tag = index_tag(*hv);
     uint64_t want = slot_make(*tag, v->id, (uint32_t)(off >> pool->off_shift));
-    *bucket = index_lock_hash(pool->index, *hv);
-    for (uint64_t *cur = *bucket; cur; cur = index_next(pool->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] && slot_same(cur[i], want))
-                return &cur[i];
+    index_lock_key(pool->index, *hv, keys);
+    for (int c = 0; c < 2 && keys->b[c]; c++)
+        for (uint64_t *cur = keys->b[c]; cur; cur = index_next(pool->index, cur))
+            for (int i = 1; i <= INDEX_SLOTS; i++)
+                if (cur[i] && slot_same(cur[i], want)) {
+                    *chain = keys->b[c];
+                    return &cur[i];
+                }
+    *chain = NULL;
     return NULL;
 }
 
-/* Unlink a victim's item that leaves (bucket lock held): evicted when it
- * was live, else reclaimed; dead before gone (docs/restarts.md, W3). */
+/* Unlink a victim's item that leaves (its key's buckets locked, b the one
+ * whose chain holds slot): evicted when it was live, else reclaimed; dead
+ * before gone (docs/restarts.md, W3). */
 static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
-                          const struct item_hdr *h, uint64_t *b, uint64_t *slot, uint64_t hv,
-                          rel_time_t now)
+                          const struct item_hdr *h, const struct index_pair *keys, uint64_t *b,
+                          uint64_t *slot, uint64_t hv, rel_time_t now)
 {
     struct seg_pool *pool = ctx->pool;
     struct seg *v = w->v;
@@ -347,14 +352,22 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
     enum item_life life = life_of_item(pool->life, p, h, v->cas_base, now);
     struct store_cls_of cls = classes_item(pool->classes, p, h);
     if (life == ITEM_LIVE && pool->flash) {
-        /* to flash instead, when it qualifies (flash/flash_tier.c) */
-        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now);
+        /* to flash instead, when it qualifies (flash/flash_tier.c); a
+         * flash slot lives in its key's first bucket only (its key is not
+         * in RAM to find its second by), so one in the second moves */
+        uint64_t *fs = b == keys->b[0] ? slot : index_free_slot(pool->index, keys->b[0]);
+        uint64_t ns =
+            fs ? flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now) : 0;
         if (ns) {
-            *slot = ns;
-            flash_tier_drop_tag(pool->flash, b, slot_tag(ns), slot);
+            *fs = ns;
+            if (fs != slot)
+                index_clear_slot(pool->index, b, slot);
+            flash_tier_drop_tag(pool->flash, keys->b[0], slot_tag(ns), fs);
             seg_note_gone(v, item_total(h), &cls);
             return;
         }
+        if (fs && fs != slot)
+            index_clear_slot(pool->index, keys->b[0], fs);
     }
     if (pool->pm)
         item_set_dead(p);
@@ -475,7 +488,8 @@ static size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t byte
             break;
         uint64_t hv, *b;
         uint32_t tag;
-        uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &b);
+        struct index_pair kb;
+        uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &kb, &b);
         if (slot) {
             unsigned freq = slot_freq(*slot);
             bool live = life_of_item(pool->life, p, &h, v->cas_base, now) == ITEM_LIVE;
@@ -506,10 +520,10 @@ static size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t byte
                 w->budget -= size;
                 kept += size;
             } else {
-                seg_drop_item(ctx, w, p, &h, b, slot, hv, now);
+                seg_drop_item(ctx, w, p, &h, &kb, b, slot, hv, now);
             }
         }
-        index_unlock(b);
+        index_unlock_pair(&kb);
         w->off = (uint32_t)((off + size + align - 1) & ~(align - 1));
     }
     if (!w->from_small)
@@ -547,7 +561,8 @@ static void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compac
         uint32_t size = item_total(&h);
         uint64_t hv, *b;
         uint32_t tag;
-        uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &b);
+        struct index_pair kb;
+        uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &kb, &b);
         if (slot && compact) {
             unsigned cls = classes_item(pool->classes, p, &h).cls; /* read before it moves */
             /* Only dead or moved bytes lie below: nothing a slot or a pin
@@ -571,9 +586,9 @@ static void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compac
             held |= (uint64_t)1 << cls;
             seg_note_move(ctx, w, cls);
         } else if (slot) {
-            seg_drop_item(ctx, w, p, &h, b, slot, hv, now);
+            seg_drop_item(ctx, w, p, &h, &kb, b, slot, hv, now);
         }
-        index_unlock(b);
+        index_unlock_pair(&kb);
         off = (off + size + align - 1) & ~(align - 1);
         if (ps && compact)
             pm_store32(&ps->compact_off, (uint32_t)off);
@@ -839,14 +854,15 @@ bool seg_recycle(struct seg_ctx *ctx, struct seg *seg)
         item_decode(p, &h);
         uint64_t hv, *b;
         uint32_t tag;
-        uint64_t *slot = seg_find_slot(pool, seg, off, p, &h, &hv, &tag, &b);
+        struct index_pair kb;
+        uint64_t *slot = seg_find_slot(pool, seg, off, p, &h, &hv, &tag, &kb, &b);
         if (slot && life_of_item(pool->life, p, &h, seg->cas_base, now) == ITEM_LIVE) {
-            index_unlock(b); /* touched to a later expiry meanwhile: wanted */
+            index_unlock_pair(&kb); /* touched to a later expiry meanwhile: wanted */
             return false;
         }
         if (slot)
-            seg_drop_item(ctx, &w, p, &h, b, slot, hv, now);
-        index_unlock(b);
+            seg_drop_item(ctx, &w, p, &h, &kb, b, slot, hv, now);
+        index_unlock_pair(&kb);
         off = (off + item_total(&h) + align - 1) & ~(align - 1);
     }
     /* Acquire pairs with seg_note_gone's release: a pin taken before an

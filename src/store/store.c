@@ -324,14 +324,15 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
  * header, key and value, and a 100-byte value ends in its third line. */
 #define STORE_PREFETCH_ITEM_BYTES 192
 
-static void store_prefetch_item(struct store *s, const struct store_prefetch_run *r, uint32_t i)
-{
 #ifndef STORE_TSAN
+/* The items of tag in bucket b (and the next line of its chain). */
+static void store_prefetch_bucket(struct store *s, const uint64_t *b, uint32_t tag)
+{
     /* a full bucket's chain: its next line is wanted too */
-    index_prefetch_next(&s->index, r->bucket[i]);
-    for (unsigned m = index_match(r->bucket[i], r->tag[i]); m; m &= m - 1, m &= m - 1) {
-        uint64_t sl = __atomic_load_n(&r->bucket[i][__builtin_ctz(m) >> 1], __ATOMIC_RELAXED);
-        if (!sl || slot_tag(sl) != r->tag[i] || slot_is_flash(sl))
+    index_prefetch_next(&s->index, b);
+    for (unsigned m = index_match(b, tag); m; m &= m - 1, m &= m - 1) {
+        uint64_t sl = __atomic_load_n(&b[__builtin_ctz(m) >> 1], __ATOMIC_RELAXED);
+        if (!sl || slot_tag(sl) != tag || slot_is_flash(sl))
             continue;
         uint32_t id = slot_seg(sl);
         struct seg *chunk = __atomic_load_n(&s->pool.seg_chunks[id / SEG_CHUNK], __ATOMIC_ACQUIRE);
@@ -344,6 +345,15 @@ static void store_prefetch_item(struct store *s, const struct store_prefetch_run
         for (unsigned o = 0; o < STORE_PREFETCH_ITEM_BYTES; o += 64)
             __builtin_prefetch(p + o, 1);
     }
+}
+#endif
+
+static void store_prefetch_item(struct store *s, const struct store_prefetch_run *r, uint32_t i)
+{
+#ifndef STORE_TSAN
+    store_prefetch_bucket(s, r->bucket[i][0], r->tag[i]);
+    if (r->bucket[i][1] != r->bucket[i][0])
+        store_prefetch_bucket(s, r->bucket[i][1], r->tag[i]);
 #else
     (void)s;
     (void)r;
@@ -362,7 +372,7 @@ void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
         if (keys[i].hv)
             *keys[i].hv = k.hv;
         r->tag[i] = k.tag;
-        r->bucket[i] = index_prefetch(&s->index, k.hv);
+        r->bucket[i][0] = index_prefetch(&s->index, k.hv, &r->bucket[i][1]);
     }
     r->n = (uint32_t)n;
     /* The first items have nothing to hide their buckets' wait behind. */
@@ -403,7 +413,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     for (;;) {
         struct store_found f;
         if (!store_lookup(ctx, &k, how, &f)) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             enum store_miss miss = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED
                                    : f.gone == ITEM_EXPIRED ? STORE_MISS_EXPIRED
                                                             : STORE_MISS_ABSENT;
@@ -418,7 +428,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         if (copy_some && !copied) {
             /* as store_lookup pins: not while eviction compacts it */
             if (!seg_try_pin(f.seg)) {
-                index_unlock(f.bucket);
+                store_found_unlock(&f);
                 seg_wait_compacted(f.seg);
                 continue;
             }
@@ -426,7 +436,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         }
         rel_time_t now = f.now;
         if (req->touch && req->exptime != REL_TIME_NEVER && !f.h.exp_off) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             if (pinned)
                 seg_unpin(f.seg);
             enum store_status st = store_widen(ctx, &k, ITEM_L_EXP, 0);
@@ -481,7 +491,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         } else {
             out->key = out->value = NULL;
         }
-        index_unlock(f.bucket);
+        store_found_unlock(&f);
         return STORE_OK;
     }
 }
@@ -552,8 +562,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             /* not in RAM: a flash copy (a delete not probed first) goes
              * too, as any write drops one (store_link) */
             if (s->flash)
-                flash_tier_drop_tag(s->flash, f.bucket, k.tag, NULL);
-            index_unlock(f.bucket);
+                flash_tier_drop_tag(s->flash, f.keys.b[0], k.tag, NULL);
+            store_found_unlock(&f);
             if (req->miss_out)
                 *req->miss_out = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED
                                  : f.gone == ITEM_EXPIRED ? STORE_MISS_EXPIRED
@@ -562,7 +572,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         }
         uint64_t cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (req->cas_compare && req->cas_compare != cas) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             return STORE_EXISTS;
         }
         if (req->class_out)
@@ -572,7 +582,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         if (req->drop_value) {
             /* md x: the item stays, empty, flags cleared, with the same CAS. */
             uint64_t snap = *f.slot;
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             struct store_set_req sr = {
                 .mode = STORE_MODE_SET,
                 .exptime = req->touch ? req->exptime : REL_TIME_NEVER,
@@ -593,7 +603,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         }
         if (!req->invalidate) {
             store_unlink(s, &f);
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             return STORE_OK;
         }
         /* md I: mark stale, take the token back, new CAS, maybe new TTL. */
@@ -605,7 +615,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         uint8_t need = store_missing_layout(f.h.layout, 0, exp, s->opt.cas_enabled, ncas,
                                             f.seg->cas_base);
         if (need) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             enum store_status st = store_widen(ctx, &k, need, ncas);
             if (st != STORE_OK)
                 return st;
@@ -614,7 +624,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         if (s->opt.cas_enabled && !req->cas_new)
             ncas = store_next_cas(s);
         if (!item_cas_fits(f.h.layout, ncas, f.seg->cas_base) && s->opt.cas_enabled) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             store_widen(ctx, &k, ITEM_L_CAS64, 0);
             continue;
         }
@@ -627,7 +637,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         item_put_u32(f.p, f.h.atime_off, st);
         item_put_cas(f.p, &f.h, ncas, f.seg->cas_base);
         seg_note_cas(f.seg, ncas);
-        index_unlock(f.bucket);
+        store_found_unlock(&f);
         return STORE_OK;
     }
 }
@@ -660,7 +670,7 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
                  * for a hit's bump, which memcached's walk may miss too) */
                 if (__atomic_load_n(&seg->last_write, __ATOMIC_RELAXED) < ol)
                     continue;
-                struct store_found f = {.bucket = b, .slot = &cur[j], .p = seg_item(&s->pool, sl),
+                struct store_found f = {.chain = b, .slot = &cur[j], .p = seg_item(&s->pool, sl),
                                         .seg = seg};
                 item_decode(f.p, &f.h);
                 if ((item_get_u32(f.p, f.h.atime_off) & ~ITEM_S_MASK) < ol)

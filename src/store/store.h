@@ -206,7 +206,7 @@ void store_prefetch(struct store_ctx *ctx, struct store_keyref *keys, size_t n);
 struct store_prefetch_run {
     uint32_t n, next;
     uint32_t tag[STORE_PREFETCH_MAX];
-    const uint64_t *bucket[STORE_PREFETCH_MAX];
+    const uint64_t *bucket[STORE_PREFETCH_MAX][2]; /* the key's two */
 };
 void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
                           struct store_keyref *keys, size_t n);

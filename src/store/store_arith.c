@@ -29,7 +29,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
     for (;;) {
         struct store_found f;
         if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             if (!req->create)
                 return STORE_MISS;
             char buf[24];
@@ -69,11 +69,11 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
             item_mc_size(nkey, f.h.nvalue, flags, s->opt.cas_enabled) <= s->opt.item_size_max / 2;
         uint64_t old_cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
         if (shape_ok && req->cas_compare && req->cas_compare != old_cas) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             return STORE_EXISTS;
         }
         if (!shape_ok || !num_safe_u64(val, f.h.nvalue, &v)) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             return STORE_NON_NUMERIC;
         }
         if (req->incr)
@@ -87,7 +87,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         rel_time_t exp = req->touch ? req->exptime : before;
         uint32_t keep = item_get_u32(f.p, f.h.atime_off) & ITEM_S_MASK;
         uint64_t snap = *f.slot;
-        index_unlock(f.bucket);
+        store_found_unlock(&f);
 
         struct store_reservation r;
         enum store_status st = store_reserve_for(ctx, key, nkey, nlen, flags, exp, &r);

@@ -55,7 +55,7 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
                 if (!sl || slot_is_flash(sl))
                     continue;
                 struct store_found f = {
-                    .bucket = b,
+                    .chain = b,
                     .slot = &cur[j],
                     .p = seg_item(&s->pool, sl),
                     .seg = seg_of(&s->pool, slot_seg(sl)),

@@ -41,10 +41,11 @@ struct store_ctx {
     struct store_flash_wait *flash_wait; /* the session's flash reads (store_flash.h) */
     struct flash_cq *flash_cq;          /* its completed flash reads, or NULL */
     unsigned flash_inflight;            /* its reads submitted, done() not yet run */
-    /* store_flash.c's, for store_lookup_write on a miss (bucket b locked):
-     * true when it put the key's item, read for flash_wait, back in RAM
-     * (b unlocked then), false with b still locked. NULL: no flash tier. */
-    bool (*flash_refill)(struct store_ctx *ctx, const struct store_key *k, uint64_t *b);
+    /* store_flash.c's, for store_lookup_write on a miss (the key's buckets
+     * locked): true when it put the key's item, read for flash_wait, back
+     * in RAM (unlocked then), false still locked. NULL: no flash tier. */
+    bool (*flash_refill)(struct store_ctx *ctx, const struct store_key *k,
+                         const struct index_pair *keys);
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
 };
 

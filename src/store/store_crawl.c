@@ -41,7 +41,7 @@ static enum item_life store_reap_judge(struct store_ctx *ctx, const struct store
     struct seg *seg = seg_of(&s->pool, slot_seg(*slot));
     if (!r->crawler && !r->flushing && __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED) > now)
         return ITEM_LIVE;
-    *f = (struct store_found){.bucket = b, .slot = slot, .p = seg_item(&s->pool, *slot), .seg = seg};
+    *f = (struct store_found){.chain = b, .slot = slot, .p = seg_item(&s->pool, *slot), .seg = seg};
     item_decode(f->p, &f->h);
     *cls = classes_item(&s->classes, f->p, &f->h).cls;
     if (!(r->classes >> *cls & 1))

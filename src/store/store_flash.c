@@ -256,18 +256,19 @@ static bool pend_judge(struct flash_pend *e)
     return false;
 }
 
-/* store_lookup_write's hook (ctx->flash_refill), on a miss with bucket b
- * locked: when the wait set read the key's item and its flash slot is
- * still the key's (no write or delete since: those clear it), put it in
- * RAM, unlock b and return true (the lookup looks again); else false,
- * b still locked. */
-static bool pend_refill(struct store_ctx *ctx, const struct store_key *k, uint64_t *b)
+/* store_lookup_write's hook (ctx->flash_refill), on a miss with the key's
+ * buckets locked: when the wait set read the key's item and its flash slot
+ * is still the key's (no write or delete since: those clear it), put it in
+ * RAM, unlock them and return true (the lookup looks again); else false,
+ * still locked. A flash slot is only ever in the key's first bucket. */
+static bool pend_refill(struct store_ctx *ctx, const struct store_key *k,
+                        const struct index_pair *keys)
 {
     struct store_flash_wait *w = ctx->flash_wait;
     struct flash_pend *e = w ? wait_find(w, k) : NULL;
-    if (!e || !e->ok || !bucket_slot(ctx->store, b, e->slot))
+    if (!e || !e->ok || !bucket_slot(ctx->store, keys->b[0], e->slot))
         return false;
-    index_unlock(b);
+    index_unlock_pair(keys);
     pend_recache(ctx, e);
     return true;
 }
@@ -371,26 +372,30 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     struct flash_pend *had = wait_find(w, k);
     if (had)
         return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
-    /* The key's bucket: its item in RAM, or its one flash candidate. */
+    /* The key's buckets: its item in RAM (in either), or its one flash
+     * candidate (in the first). */
     uint64_t fsl = 0;
-    uint64_t *b = index_lock_hash(&s->index, k->hv);
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-        for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
-            uint64_t sl = cur[__builtin_ctz(m) >> 1];
-            if (slot_is_flash(sl)) {
-                fsl = sl;
-                continue;
-            }
-            const char *p = seg_item(&s->pool, sl);
-            struct item_hdr h;
-            item_decode(p, &h);
-            if (h.nkey == k->nkey && memcmp(p + h.hlen, k->key, k->nkey) == 0) {
-                index_unlock(b);
-                return STORE_PROBE_READY;
+    struct index_pair kb;
+    index_lock_key(&s->index, k->hv, &kb);
+    for (int c = 0; c < 2 && kb.b[c]; c++) {
+        for (uint64_t *cur = kb.b[c]; cur; cur = index_next(&s->index, cur)) {
+            for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
+                uint64_t sl = cur[__builtin_ctz(m) >> 1];
+                if (slot_is_flash(sl)) {
+                    fsl = sl;
+                    continue;
+                }
+                const char *p = seg_item(&s->pool, sl);
+                struct item_hdr h;
+                item_decode(p, &h);
+                if (h.nkey == k->nkey && memcmp(p + h.hlen, k->key, k->nkey) == 0) {
+                    index_unlock_pair(&kb);
+                    return STORE_PROBE_READY;
+                }
             }
         }
     }
-    index_unlock(b);
+    index_unlock_pair(&kb);
     if (!fsl)
         return STORE_PROBE_READY;
 

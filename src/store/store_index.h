@@ -152,6 +152,7 @@ struct index {
     uint32_t nchunks;          /* chunks 0..nchunks-1 are mapped */
     uint32_t pool_low;         /* no chunk below it has a free bucket */
     uint64_t overflow_used;
+    uint64_t moves;            /* entries moved to their other bucket */
     /* The table's next huge page, faulted in ahead of the splits that
      * reach it: its first touch may compact memory, which no request may
      * wait for (docs/store.md "Huge pages"). */
@@ -194,12 +195,35 @@ static inline uint32_t index_tag(uint64_t h)
     uint32_t t = (uint32_t)(h >> 53);
     return t ? t : 1;
 }
-/* Lock and return the primary bucket that holds hash h now (a split may
- * have moved it since a previous look). */
+/* Two choices: a key's item may be in either of two buckets, the bucket
+ * of its hash h (its first, where a flash item always is) and the bucket
+ * of index_hash2(h) (its second), from independent bits of h. An insert
+ * takes the emptier, and when both are full moves an entry of theirs to
+ * that entry's other bucket (docs/store-index.md "Index"). */
+static inline uint64_t index_hash2(uint64_t h)
+{
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
+}
+/* A key's two buckets, both locked (index_lock_key): b[0] the first,
+ * b[1] the second or NULL when they are one bucket. */
+struct index_pair {
+    uint64_t *b[2];
+};
+/* Lock the two buckets that may hold hash h now (a split may have moved
+ * them since a previous look), the lower address first: every thread that
+ * holds two bucket locks took them in that order or took the second with
+ * a trylock, so two keys sharing a bucket cannot deadlock. */
+void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p);
+void index_unlock_pair(const struct index_pair *p);
+/* Lock and return the first bucket of hash h now: all a flash item's
+ * slot needs (it is never in the second bucket), not a RAM item's. */
 uint64_t *index_lock_hash(struct index *ix, uint64_t h);
-/* Start loading the bucket of hash h (a pipelined read looks up many:
- * issuing the loads ahead hides their latency). Returns that bucket, unlocked: a hint to read, never to trust. */
-const uint64_t *index_prefetch(struct index *ix, uint64_t h);
+/* Start loading the two buckets of hash h (a pipelined read looks up
+ * many: issuing the loads ahead hides their latency). Returns the first
+ * and sets *second, unlocked: hints to read, never to trust. */
+const uint64_t *index_prefetch(struct index *ix, uint64_t h, const uint64_t **second);
 /* Start loading the overflow bucket chained after bucket b, if any (read
  * unlocked: a guess, as index_prefetch's bucket is, but always an id the
  * pool handed out; a chunk unmapped meanwhile is no harm, as a prefetch
@@ -221,6 +245,10 @@ uint64_t *index_next(struct index *ix, uint64_t *b);
 /* An empty slot in the chain of primary bucket b, chaining a new overflow
  * bucket when all are full; NULL when out of memory. The caller fills it. */
 uint64_t *index_free_slot(struct index *ix, uint64_t *b);
+/* An empty slot for a new RAM item of the key whose buckets p holds
+ * locked: in the emptier bucket, or made by moving an entry to its other
+ * bucket (locked with a trylock, skipped when busy), or in a chain. */
+uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p);
 /* With no bucket lock held: split a bucket or two when the table is
  * loaded (every insert pays a little). */
 void index_maintain(struct index *ix);

@@ -27,7 +27,7 @@ void store_unlink(struct store *s, struct store_found *f)
     /* -e: dead in the file before anyone can see it gone */
     if (s->pm)
         item_set_dead(f->p);
-    index_clear_slot(&s->index, f->bucket, f->slot);
+    index_clear_slot(&s->index, f->chain, f->slot);
     struct store_cls_of c = classes_item(&s->classes, f->p, &f->h);
     seg_note_gone(f->seg, item_total(&f->h), &c);
 }
@@ -47,11 +47,9 @@ static inline bool store_key_eq(const char *a, const char *b, size_t n)
     return memcmp(a, b, n) == 0;
 }
 
-/* Find the key in the chain of locked bucket b, unlinking it if it has
- * expired or been flushed (counted as get_expired / get_flushed, or with
- * reclaim as reclaimed: store_lookup_write). */
-static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct store_key *k,
-                            bool reclaim, struct store_found *f)
+/* store_find_live in the chain of bucket b. */
+static bool store_find_chain(struct store_ctx *ctx, uint64_t *b, const struct store_key *k,
+                             bool reclaim, struct store_found *f)
 {
     struct store *s = ctx->store;
     for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
@@ -69,6 +67,7 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
             item_decode(p, &h);
             if (h.nkey != k->nkey || !store_key_eq(p + h.hlen, k->key, k->nkey))
                 continue;
+            f->chain = b;
             f->slot = &cur[i];
             f->p = p;
             f->seg = seg_of(&s->pool, slot_seg(sl));
@@ -99,6 +98,18 @@ static bool store_find_live(struct store_ctx *ctx, uint64_t *b, const struct sto
     return false;
 }
 
+/* Find the key in the chains of its locked buckets, unlinking it if it
+ * has expired or been flushed (counted as get_expired / get_flushed, or
+ * with reclaim as reclaimed: store_lookup_write). */
+static bool store_find_live(struct store_ctx *ctx, const struct store_key *k, bool reclaim,
+                            struct store_found *f)
+{
+    for (int c = 0; c < 2 && f->keys.b[c]; c++)
+        if (store_find_chain(ctx, f->keys.b[c], k, reclaim, f) || f->gone != ITEM_LIVE)
+            return f->gone == ITEM_LIVE;
+    return false;
+}
+
 bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
                         bool reclaim, struct store_found *f)
 {
@@ -107,13 +118,13 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
     for (;;) {
         f->now = clock_now();
         f->gone = ITEM_LIVE;
-        f->bucket = index_lock_hash(&s->index, k->hv);
-        if (!store_find_live(ctx, f->bucket, k, reclaim, f)) {
+        index_lock_key(&s->index, k->hv, &f->keys);
+        if (!store_find_live(ctx, k, reclaim, f)) {
             /* Its flash item read for this request goes back in RAM now,
              * not when the read completed: the request's other keys could
              * have pushed it out again (store_flash.h's promise). Once. */
             if (refilled || !ctx->flash_wait || !ctx->flash_refill ||
-                !ctx->flash_refill(ctx, k, f->bucket))
+                !ctx->flash_refill(ctx, k, &f->keys))
                 return false;
             refilled = true;
             continue;
@@ -121,7 +132,7 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
         /* A segment being compacted moves its items: wait until it is done
          * and look again, the item is somewhere else by then. */
         if (how == STORE_LOOK_PIN && !seg_try_pin(f->seg)) {
-            index_unlock(f->bucket);
+            store_found_unlock(f);
             seg_wait_compacted(f->seg);
             continue;
         }
@@ -145,7 +156,7 @@ bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey)
     if (found)
         store_unlink(ctx->store, &f);
     else if (ctx->store->flash) /* its flash copy, if any, goes too */
-        flash_tier_drop_tag(ctx->store->flash, f.bucket, k.tag, NULL);
-    index_unlock(f.bucket);
+        flash_tier_drop_tag(ctx->store->flash, f.keys.b[0], k.tag, NULL);
+    store_found_unlock(&f);
     return found;
 }

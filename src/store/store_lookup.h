@@ -34,7 +34,11 @@ static inline struct store_key store_key_hashed(const char *key, size_t nkey, ui
 }
 
 struct store_found {
-    uint64_t *bucket;   /* the key's primary bucket, locked */
+    /* The key's two buckets (index_lock_key), both locked: keys.b[0] is
+     * the first (the one flash code is given), keys.b[1] the second or
+     * NULL. */
+    struct index_pair keys;
+    uint64_t *chain;    /* the bucket whose chain holds slot */
     uint64_t *slot;     /* the rest is set only when the item was found */
     char *p;            /* the item */
     struct seg *seg;
@@ -57,9 +61,14 @@ enum store_look {
  * eviction is compacting that segment the lookup waits and looks again, so
  * a pin that is taken never lets the item move.
  * Returns true when found (f filled; pinned with STORE_LOOK_PIN), false on
- * a miss (f->bucket and f->now only: a caller may link a new item into the
- * bucket). Either way f->bucket is locked on return: the caller releases it
- * (index_unlock) and, after a pinned find, the pin (seg_unpin(f->seg)). */
+ * a miss (f->keys and f->now only: a caller may link a new item into the
+ * key's buckets). Either way f->keys are locked on return: the caller
+ * releases them (store_found_unlock) and, after a pinned find, the pin
+ * (seg_unpin(f->seg)). */
+static inline void store_found_unlock(const struct store_found *f)
+{
+    index_unlock_pair(&f->keys);
+}
 bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
                   struct store_found *f);
 /* store_lookup for a storage command (set, add, replace, cas, append,

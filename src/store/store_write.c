@@ -330,7 +330,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         bool found = store_lookup_write(ctx, &k, STORE_LOOK_FIND, reclaim, &f);
         rel_time_t now = f.now;
         if (store_gen_moved(res)) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             continue;
         }
         enum store_status refuse = STORE_OK;
@@ -342,7 +342,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         if (expect_slot && slot_is_flash(expect_slot)) {
             /* a flash item read back (store_flash.c): only while its
              * flash slot is still the key's */
-            flash_slot = found ? NULL : store_find_slot(s, f.bucket, expect_slot);
+            flash_slot = found ? NULL : store_find_slot(s, f.keys.b[0], expect_slot);
             if (!flash_slot)
                 refuse = STORE_EXISTS;
         } else if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
@@ -368,7 +368,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
                 refuse = STORE_EXISTS;
         }
         if (refuse != STORE_OK) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             store_abort(ctx, res);
             return refuse;
         }
@@ -385,19 +385,19 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             store_missing_layout(h.layout, req->flags, exptime, cas_on, cas, seg->cas_base);
         if (miss) {
             extra |= miss & (uint8_t)~ITEM_L_CASW;
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             continue;
         }
         store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg->cas_base);
         if (flash_slot)
-            flash_tier_clear(s->flash, f.bucket, flash_slot);
+            flash_tier_clear(s->flash, f.keys.b[0], flash_slot);
         if (!store_link(s, &f, found, res, k.tag, k.hv, &sum)) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             store_abort(ctx, res);
             return STORE_NO_MEMORY;
         }
         CTR_INC(ctx, total_items);
-        index_unlock(f.bucket);
+        store_found_unlock(&f);
         index_maintain(&s->index);
         store_abort(ctx, res); /* drops the reservation's pin; the item stays linked */
         if (cas_out)
@@ -430,7 +430,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
     for (;;) {
         struct store_found f;
         if (!store_lookup_write(ctx, &k, STORE_LOOK_PIN, reclaim, &f)) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             if (!req->vivify) {
                 store_abort(ctx, res);
                 return STORE_NOT_STORED;
@@ -449,7 +449,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         if (req->cas_compare)
             res->cas_cls = classes_item(&s->classes, f.p, &f.h).cls;
         if (req->cas_compare && req->cas_compare != old_cas) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             seg_unpin(f.seg);
             store_abort(ctx, res);
             return STORE_EXISTS;
@@ -460,7 +460,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         const char *op = f.p;
         uint32_t flags = item_get_u32(op, oh.flags_off);
         rel_time_t exp = item_get_u32(op, oh.exp_off);
-        index_unlock(f.bucket);
+        store_found_unlock(&f);
 
         size_t total = (size_t)oh.nvalue + res->nvalue;
         if (item_mc_size(h.nkey, total, flags, cas_on) > s->opt.item_size_max) {
@@ -512,7 +512,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
                 store_put_fields(r.item, &nh, now, flags, exp, cas, ns->cas_base);
                 store_link(s, &f, true, &r, k.tag, k.hv, &sum);
                 CTR_INC(ctx, total_items);
-                index_unlock(f.bucket);
+                store_found_unlock(&f);
                 store_abort(ctx, &r);
                 store_abort(ctx, res);
                 if (cas_out)
@@ -522,7 +522,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
                 return STORE_OK;
             }
         }
-        index_unlock(f.bucket);
+        store_found_unlock(&f);
         store_abort(ctx, &r);
     }
 }
@@ -607,14 +607,14 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
     for (;;) {
         struct store_found f;
         if (!store_lookup(ctx, k, STORE_LOOK_PIN, &f)) {
-            index_unlock(f.bucket);
+            store_found_unlock(&f);
             return STORE_MISS;
         }
         uint64_t snap = *f.slot;
         uint8_t want = item_layout_merge(f.h.layout, layout);
         want &= (uint8_t)~ITEM_L_MARK;
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
-        index_unlock(f.bucket);
+        store_found_unlock(&f);
 
         struct store_reservation r;
         ctx->seg.self_pin = f.seg;
@@ -647,13 +647,13 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
                 uint64_t access = *g.slot & SLOT_FREQ;
                 store_link(s, &g, true, &r, k->tag, k->hv, NULL); /* rare: a touch or CAS that did not fit */
                 *g.slot |= access;
-                index_unlock(g.bucket);
+                store_found_unlock(&g);
                 seg_unpin(ns);
                 return STORE_OK;
             }
             layout = item_layout_merge(layout, ITEM_L_CAS64);
         }
-        index_unlock(g.bucket);
+        store_found_unlock(&g);
         seg_unpin(ns);
     }
 }

@@ -12,13 +12,6 @@
 
 #include "store/store_index.h"
 
-/* No growth runs here (index_maintain is never called): nothing rehashes. */
-static uint64_t no_rehash(void *arg, uint64_t slot)
-{
-    (void)arg;
-    return slot;
-}
-
 static uint64_t mix(uint64_t x) /* splitmix64's finalizer: a key's hash */
 {
     x += 0x9e3779b97f4a7c15ull;
@@ -41,26 +34,30 @@ static uint64_t rehash_slot(void *arg, uint64_t slot)
 
 static void put(struct index *ix, uint64_t i)
 {
-    uint64_t *b = index_lock_hash(ix, mix(i));
-    uint64_t *sl = index_free_slot(ix, b);
+    struct index_pair p;
+    index_lock_key(ix, mix(i), &p);
+    uint64_t *sl = index_pair_free_slot(ix, &p);
     assert_non_null(sl);
     *sl = slot_of(i);
-    index_unlock(b);
+    index_unlock_pair(&p);
 }
 
-/* Find item i's slot in its chain; take it out when `drop`. */
+/* Find item i's slot in the chains of its two buckets; take it out when
+ * `drop`. */
 static bool find(struct index *ix, uint64_t i, bool drop)
 {
-    uint64_t *b = index_lock_hash(ix, mix(i));
-    for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
-        for (int k = 1; k <= INDEX_SLOTS; k++)
-            if (cur[k] == slot_of(i)) {
-                if (drop)
-                    index_clear_slot(ix, b, &cur[k]);
-                index_unlock(b);
-                return true;
-            }
-    index_unlock(b);
+    struct index_pair p;
+    index_lock_key(ix, mix(i), &p);
+    for (int c = 0; c < 2 && p.b[c]; c++)
+        for (uint64_t *cur = p.b[c]; cur; cur = index_next(ix, cur))
+            for (int k = 1; k <= INDEX_SLOTS; k++)
+                if (cur[k] == slot_of(i)) {
+                    if (drop)
+                        index_clear_slot(ix, p.b[c], &cur[k]);
+                    index_unlock_pair(&p);
+                    return true;
+                }
+    index_unlock_pair(&p);
     return false;
 }
 
@@ -73,7 +70,7 @@ static void test_free_overflow_chunks_are_unmapped(void **state)
 {
     (void)state;
     struct index ix;
-    assert_int_equal(index_init(&ix, 12, no_rehash, NULL), 0);
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
     size_t empty = index_bytes(&ix);
     for (uint64_t i = 0; i < N; i++)
         put(&ix, i);
@@ -159,7 +156,7 @@ struct reader {
     struct index *ix;
     const uint64_t *published; /* keys 0..*published-1 are in */
     const bool *stop;
-    uint64_t looks;
+    uint64_t looks; /* read by the mover: atomic */
     unsigned missed;
 };
 
@@ -173,7 +170,7 @@ static void *reader_thread(void *arg)
             continue;
         x = mix(x);
         r->missed += !find(r->ix, x % n, false);
-        r->looks++;
+        __atomic_store_n(&r->looks, r->looks + 1, __ATOMIC_RELAXED);
     }
     return NULL;
 }
@@ -220,12 +217,114 @@ static void test_grows_a_bucket_at_a_time_under_lookups(void **state)
     index_release(&ix);
 }
 
+/* Slots of the primary buckets of a table of 2^10 buckets, which no
+ * growth changes here (index_maintain is never called). */
+#define FIXED_SLOTS (1024u * INDEX_SLOTS)
+
+#define FILLED (FIXED_SLOTS * 97 / 100)
+
+struct mover {
+    struct index *ix;
+    uint64_t *published;
+    bool *stop;
+    const struct reader *r;
+    uint64_t moves_churned;
+};
+
+/* Fill the table to 97 % of its primary slots, publishing the first half
+ * of the keys to the readers; then take out and put back keys of the
+ * second half and put in new ones, until each reader has looked 20,000
+ * times (or 4 M keys): at this fill many puts find both of their buckets
+ * full and move an entry of one to its other, the readers' keys among
+ * them. */
+static void *mover_thread(void *arg)
+{
+    struct mover *m = arg;
+    for (uint64_t i = 0; i < FILLED; i++)
+        put(m->ix, i);
+    __atomic_store_n(m->published, FILLED / 2, __ATOMIC_RELEASE);
+    uint64_t before = __atomic_load_n(&m->ix->moves, __ATOMIC_RELAXED);
+    /* the oldest of the second half out, a new key in */
+    for (uint64_t lo = FILLED / 2, hi = FILLED; hi < 4000000; lo++, hi++) {
+        bool looked = true;
+        for (int t = 0; t < READERS; t++)
+            looked &= __atomic_load_n(&m->r[t].looks, __ATOMIC_RELAXED) >= 20000;
+        if (looked && m->ix->moves - before > 1000)
+            break;
+        assert_true(find(m->ix, lo, true));
+        put(m->ix, hi);
+    }
+    m->moves_churned = __atomic_load_n(&m->ix->moves, __ATOMIC_RELAXED) - before;
+    __atomic_store_n(m->stop, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A key's entry that moves to its other bucket while readers look it up
+ * is never missed: the move copies it under the locks of both buckets,
+ * which a lookup holds too (index_lock_key). */
+static void test_moves_never_hide_an_entry(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    uint64_t published = 0;
+    bool stop = false;
+    pthread_t th[READERS], w;
+    struct reader r[READERS];
+    for (int t = 0; t < READERS; t++) {
+        r[t] = (struct reader){.ix = &ix, .published = &published, .stop = &stop};
+        assert_int_equal(pthread_create(&th[t], NULL, reader_thread, &r[t]), 0);
+    }
+    struct mover m = {.ix = &ix, .published = &published, .stop = &stop, .r = r};
+    assert_int_equal(pthread_create(&w, NULL, mover_thread, &m), 0);
+    assert_int_equal(pthread_join(w, NULL), 0);
+    for (int t = 0; t < READERS; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        assert_int_equal(r[t].missed, 0);
+        assert_true(r[t].looks > 0);
+    }
+    assert_true(m.moves_churned > 1000);
+    for (uint64_t i = 0; i < FILLED / 2; i++)
+        assert_true(find(&ix, i, false));
+    index_release(&ix);
+}
+
+/* A table that cannot grow: to 90 % of its primary slots the two choices
+ * and the moves place nearly every entry in a primary bucket (a chained
+ * bucket for one in a hundred at most, where one bucket's choice chains a
+ * quarter of them); past 100 % the rest chain, and every entry is found;
+ * emptied, no overflow bucket is left. */
+static void test_full_table(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    uint64_t n = 0;
+    for (; n < FIXED_SLOTS * 9 / 10; n++)
+        put(&ix, n);
+    assert_true(ix.overflow_used * 100 <= 1024);
+    assert_true(ix.moves > 0);
+    for (; n < FIXED_SLOTS * 3 / 2; n++)
+        put(&ix, n);
+    assert_true(ix.overflow_used >= 1024 * INDEX_SLOTS / 2 / INDEX_SLOTS);
+    for (uint64_t i = 0; i < n; i++)
+        assert_true(find(&ix, i, false));
+    assert_false(find(&ix, n, false));
+    for (uint64_t i = 0; i < n; i++)
+        assert_true(find(&ix, i, true));
+    assert_int_equal(ix.items, 0);
+    assert_int_equal(ix.overflow_used, 0);
+    index_release(&ix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_free_overflow_chunks_are_unmapped),
         cmocka_unit_test(test_overflow_pool_under_growth_and_churn),
         cmocka_unit_test(test_grows_a_bucket_at_a_time_under_lookups),
+        cmocka_unit_test(test_moves_never_hide_an_entry),
+        cmocka_unit_test(test_full_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,7 @@ static struct seg *open_with(struct tstore *t, const char *key, const char *valu
     struct store_key k = store_key_of(key, strlen(key));
     struct store_found f;
     assert_true(store_lookup(t->c, &k, STORE_LOOK_FIND, &f));
-    index_unlock(f.bucket);
+    store_found_unlock(&f);
     return f.seg;
 }
 
@@ -46,13 +46,13 @@ static void test_find_and_miss(void **state)
     assert_ptr_equal(f.seg, seg_of(&t.s->pool, slot_seg(*f.slot)));
     assert_ptr_equal(f.seg, seg);
     /* the bucket is held: another lookup of it could not take it now */
-    assert_true(__atomic_load_n(f.bucket, __ATOMIC_RELAXED) & 1);
-    index_unlock(f.bucket);
+    assert_true(__atomic_load_n(f.keys.b[0], __ATOMIC_RELAXED) & 1);
+    store_found_unlock(&f);
 
     struct store_key m = store_key_of("absent", 6);
     assert_false(store_lookup(t.c, &m, STORE_LOOK_PIN, &f));
-    assert_true(__atomic_load_n(f.bucket, __ATOMIC_RELAXED) & 1); /* locked on a miss too */
-    index_unlock(f.bucket);
+    assert_true(__atomic_load_n(f.keys.b[0], __ATOMIC_RELAXED) & 1); /* locked on a miss too */
+    store_found_unlock(&f);
     tstore_close(&t);
 }
 
@@ -68,7 +68,7 @@ static void test_pin_is_taken_and_given_back(void **state)
     assert_true(store_lookup(t.c, &k, STORE_LOOK_PIN, &f));
     assert_ptr_equal(f.seg, seg);
     assert_int_equal(refcount(seg), before + 1);
-    index_unlock(f.bucket);
+    store_found_unlock(&f);
     seg_unpin(f.seg);
     assert_int_equal(refcount(seg), before);
     tstore_close(&t);
@@ -87,12 +87,12 @@ static void test_expired_item_is_unlinked_and_counted(void **state)
     struct store_key k = store_key_of("old", 3);
     struct store_found f;
     assert_false(store_lookup(t.c, &k, STORE_LOOK_PIN, &f));
-    index_unlock(f.bucket);
+    store_found_unlock(&f);
     store_stats(t.s, &st);
     assert_int_equal(st.get_expired, 1);
     assert_int_equal(st.curr_items, 0); /* unlinked, not just hidden */
     assert_false(store_lookup(t.c, &k, STORE_LOOK_FIND, &f));
-    index_unlock(f.bucket);
+    store_found_unlock(&f);
     store_stats(t.s, &st);
     assert_int_equal(st.get_expired, 1); /* gone: not counted again */
     tstore_close(&t);
@@ -138,7 +138,7 @@ static void test_pin_waits_out_a_compaction(void **state)
     __atomic_store_n(&seg->state, (uint8_t)SEG_COMPACTING, __ATOMIC_SEQ_CST);
     /* nothing will end this compaction: a lookup that waited would hang */
     assert_true(store_lookup(t.c, &k, STORE_LOOK_FIND, &f));
-    index_unlock(f.bucket);
+    store_found_unlock(&f);
     assert_int_equal(__atomic_load_n(&seg->state, __ATOMIC_ACQUIRE), SEG_COMPACTING);
     assert_int_equal(refcount(seg), before);
 
@@ -148,7 +148,7 @@ static void test_pin_waits_out_a_compaction(void **state)
     assert_int_equal(pthread_create(&th, NULL, unfreeze_later, &u), 0);
     assert_true(store_lookup(t.c, &k, STORE_LOOK_PIN, &f));
     double waited = ms_since(&t0);
-    index_unlock(f.bucket);
+    store_found_unlock(&f);
     pthread_join(th, NULL);
     assert_true(waited >= FREEZE_MS * 0.9);
     assert_ptr_equal(f.seg, seg);
@@ -322,7 +322,7 @@ static uint32_t stored_hlen(struct tstore *t, const char *key, uint64_t *cas)
     struct store_found f;
     assert_true(store_lookup(t->c, &k, STORE_LOOK_FIND, &f));
     *cas = item_get_cas(f.p, &f.h, f.seg->cas_base);
-    index_unlock(f.bucket);
+    store_found_unlock(&f);
     return f.h.hlen;
 }
 
