@@ -476,8 +476,7 @@ static uint64_t *chain_empty(struct index *ix, uint64_t *b)
  * index_lock_key does. A move copies the entry before clearing it, both
  * under the locks of the two buckets, which every lookup of that entry's
  * key holds too: no lookup can see it in neither. Flash entries stay in
- * their first bucket (their key is not in RAM to rehash). A move goes to
- * a later bucket only. */
+ * their first bucket (their key is not in RAM to rehash). */
 static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
@@ -493,16 +492,20 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
             uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, h2);
             uint64_t o = i == xi ? j : i;
             uint64_t *ob = t->b + (o << 3);
-            /* forward only: a walk in bucket order (the crawler, a flush,
-             * metadump) then meets every entry, some twice, as a split's */
-            if (o <= xi || ob == p->b[0] || ob == p->b[1])
+            if (ob == p->b[0] || ob == p->b[1])
                 continue;
             if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
                 continue;
             uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
             uint64_t *e = NULL;
-            if (now == shape ||
-                (index_shape_bucket(now, h) == i && index_shape_bucket(now, h2) == j))
+            /* Backward only while no walk that must meet every entry is
+             * on: one that passed ob already, but not x, would miss it.
+             * A walk counted itself before it locked its first bucket, so
+             * one that has been through ob (and unlocked it before we
+             * locked it) is seen here. */
+            bool back = o < xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
+            if (!back && (now == shape || (index_shape_bucket(now, h) == i &&
+                                           index_shape_bucket(now, h2) == j)))
                 e = primary_empty(ob);
             if (e) {
                 *e = sl;
@@ -515,6 +518,16 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
         }
     }
     return NULL;
+}
+
+void index_walk_begin(struct index *ix)
+{
+    __atomic_fetch_add(&ix->walks, 1, __ATOMIC_SEQ_CST);
+}
+
+void index_walk_end(struct index *ix)
+{
+    __atomic_fetch_sub(&ix->walks, 1, __ATOMIC_SEQ_CST);
 }
 
 uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p)

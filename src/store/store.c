@@ -658,6 +658,7 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
 {
     uint64_t nb = 0;
     uint64_t *b;
+    index_walk_begin(&s->index); /* no entry may move past the walk */
     for (uint64_t i = 0; (b = index_lock_nth(&s->index, i, &nb)); i++) {
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
             for (int j = 1; j <= INDEX_SLOTS; j++) {
@@ -683,6 +684,7 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
         }
         index_unlock(b);
     }
+    index_walk_end(&s->index);
 }
 
 void store_flush(struct store *s, rel_time_t when)

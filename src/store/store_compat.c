@@ -37,6 +37,9 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
     size_t visited = 0;
     uint64_t i = *cursor, nb = 0;
     uint64_t *b;
+    /* Within a call no entry moves back past the walk (index_walk_begin);
+     * between two calls one may, which a walk of several calls misses. */
+    index_walk_begin(&s->index);
     while (visited < max && (b = index_lock_nth(&s->index, i, &nb))) {
         rel_time_t now = clock_now();
         /* A bucket is visited whole: stop before one that would pass max
@@ -73,6 +76,7 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
         index_unlock(b);
         i++;
     }
+    index_walk_end(&s->index);
     *cursor = i >= nb ? UINT64_MAX : i;
     return visited;
 }

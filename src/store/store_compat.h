@@ -92,7 +92,8 @@ void store_note_crawler_start(struct store_ctx *ctx);
  * the walk is complete. The view passed to fn is valid only during the call
  * (no pin is taken; fn must not call the store). Returns how many were
  * visited; 0 only when the walk is complete. If the index grows between two
- * calls, a key may be visited twice. */
+ * calls, a key may be visited twice; if a write moves a key's entry to its
+ * other bucket between two calls (index.c), it may be missed. */
 typedef void (*store_walk_fn)(const struct store_item *item, void *arg);
 size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_fn fn,
                   void *arg);

@@ -153,6 +153,7 @@ struct index {
     uint32_t pool_low;         /* no chunk below it has a free bucket */
     uint64_t overflow_used;
     uint64_t moves;            /* entries moved to their other bucket */
+    uint32_t walks;            /* walks that must meet every entry (index_walk_begin) */
     /* The table's next huge page, faulted in ahead of the splits that
      * reach it: its first touch may compact memory, which no request may
      * wait for (docs/store.md "Huge pages"). */
@@ -258,6 +259,10 @@ void index_finish_growth(struct index *ix);
  * size now. Splits only move items to buckets past the one split, so a
  * walk in bucket order meets every item that stays (some twice). */
 uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
+/* Around a walk in bucket order that must meet every entry (some twice):
+ * meanwhile an entry moves only to a later bucket, as a split's do. */
+void index_walk_begin(struct index *ix);
+void index_walk_end(struct index *ix);
 /* Empty a slot and drop overflow buckets left empty. */
 void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 

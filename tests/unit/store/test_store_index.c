@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "store/store_index.h"
 
@@ -227,7 +228,8 @@ struct mover {
     struct index *ix;
     uint64_t *published;
     bool *stop;
-    const struct reader *r;
+    const struct reader *r;      /* readers to wait for, or NULL */
+    const unsigned *walks_done;  /* or walks to wait for, or NULL */
     uint64_t moves_churned;
 };
 
@@ -247,8 +249,10 @@ static void *mover_thread(void *arg)
     /* the oldest of the second half out, a new key in */
     for (uint64_t lo = FILLED / 2, hi = FILLED; hi < 4000000; lo++, hi++) {
         bool looked = true;
-        for (int t = 0; t < READERS; t++)
+        for (int t = 0; m->r && t < READERS; t++)
             looked &= __atomic_load_n(&m->r[t].looks, __ATOMIC_RELAXED) >= 20000;
+        if (m->walks_done)
+            looked &= __atomic_load_n(m->walks_done, __ATOMIC_RELAXED) >= 50;
         if (looked && m->ix->moves - before > 1000)
             break;
         assert_true(find(m->ix, lo, true));
@@ -289,6 +293,65 @@ static void test_moves_never_hide_an_entry(void **state)
     index_release(&ix);
 }
 
+struct walker {
+    struct index *ix;
+    const uint64_t *published;
+    const bool *stop;
+    unsigned walks;  /* read by the mover: atomic */
+    unsigned missed; /* keys a walk did not meet */
+};
+
+/* Walk the table in bucket order as the crawler and a flush do, and count
+ * the published keys of the first half each walk did not meet. */
+static void *walker_thread(void *arg)
+{
+    struct walker *w = arg;
+    static unsigned char seen[FILLED / 2];
+    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t n = __atomic_load_n(w->published, __ATOMIC_ACQUIRE);
+        if (!n)
+            continue;
+        memset(seen, 0, sizeof seen);
+        index_walk_begin(w->ix);
+        uint64_t nb = 0, *b;
+        for (uint64_t i = 0; (b = index_lock_nth(w->ix, i, &nb)); i++) {
+            for (uint64_t *cur = b; cur; cur = index_next(w->ix, cur))
+                for (int k = 1; k <= INDEX_SLOTS; k++)
+                    if (cur[k] && slot_off(cur[k]) < n)
+                        seen[slot_off(cur[k])] = 1;
+            index_unlock(b);
+        }
+        index_walk_end(w->ix);
+        for (uint64_t i = 0; i < n; i++)
+            w->missed += !seen[i];
+        __atomic_store_n(&w->walks, w->walks + 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/* A walk in bucket order (index_walk_begin) meets every entry while
+ * writes move entries to their other buckets: meanwhile none moves back
+ * past it. */
+static void test_walk_meets_moving_entries(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    uint64_t published = 0;
+    bool stop = false;
+    pthread_t th, mt;
+    struct walker w = {.ix = &ix, .published = &published, .stop = &stop};
+    assert_int_equal(pthread_create(&th, NULL, walker_thread, &w), 0);
+    struct mover m = {.ix = &ix, .published = &published, .stop = &stop, .walks_done = &w.walks};
+    assert_int_equal(pthread_create(&mt, NULL, mover_thread, &m), 0);
+    assert_int_equal(pthread_join(mt, NULL), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(w.walks >= 50);
+    assert_true(m.moves_churned > 1000);
+    assert_int_equal(w.missed, 0);
+    index_release(&ix);
+}
+
 /* A table that cannot grow: to 90 % of its primary slots the two choices
  * and the moves place nearly every entry in a primary bucket (a chained
  * bucket for one in a hundred at most, where one bucket's choice chains a
@@ -324,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_overflow_pool_under_growth_and_churn),
         cmocka_unit_test(test_grows_a_bucket_at_a_time_under_lookups),
         cmocka_unit_test(test_moves_never_hide_an_entry),
+        cmocka_unit_test(test_walk_meets_moving_entries),
         cmocka_unit_test(test_full_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@
  * first eviction, then limit_maxbytes / curr_items - key - value. Prints the
  * numbers (and the index bytes outside -m) and checks the targets. */
 #include "test_store_helpers.h"
+#include "store/store_core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,10 +46,13 @@ static double fill(size_t vlen, bool hinted, double *index_per_item)
     st = before;
     double per = (double)st.limit_maxbytes / (double)st.curr_items - 14.0 - (double)vlen;
     *index_per_item = (double)st.hash_bytes / (double)st.curr_items;
+    /* of which overflow buckets (now: their chunks are as at `before`
+     * but for the last few inserts) */
+    double ovf = (double)t.s->index.nchunks * INDEX_CHUNK_BUCKETS * 64 / (double)st.curr_items;
     printf("overhead %s value %4zu: %llu items, %.1f bytes/item in -m; index %.1f bytes/item "
-           "outside -m (hash_bytes %llu)\n",
+           "outside -m (hash_bytes %llu; overflow chunks %.1f)\n",
            hinted ? "store_store  " : "store_reserve", vlen, (unsigned long long)st.curr_items,
-           per, *index_per_item, (unsigned long long)st.hash_bytes);
+           per, *index_per_item, (unsigned long long)st.hash_bytes, ovf);
     free(v);
     tstore_close(&t);
     return per;
