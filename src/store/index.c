@@ -300,6 +300,40 @@ void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p)
     }
 }
 
+void index_lock_first(struct index *ix, uint64_t h, struct index_pair *p)
+{
+    p->b[0] = index_lock_hash(ix, h);
+    p->b[1] = NULL;
+}
+
+bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p)
+{
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t h2 = index_hash2(h);
+    for (;;) {
+        /* The first stays h's bucket: splitting it needs its lock. */
+        uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+        uint64_t j = index_shape_bucket(shape, h2);
+        uint64_t *bj = t->b + (j << 3);
+        if (bj == p->b[0])
+            return true;
+        if (bj > p->b[0]) {
+            if (__atomic_fetch_or(bj, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+                index_lock(bj);
+        } else if (__atomic_fetch_or(bj, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
+            index_unlock(p->b[0]);
+            index_lock_key(ix, h, p);
+            return false;
+        }
+        uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+        if (now == shape || index_shape_bucket(now, h2) == j) {
+            p->b[1] = bj;
+            return true;
+        }
+        index_unlock(bj); /* split before we had it: look again */
+    }
+}
+
 void index_unlock_pair(const struct index_pair *p)
 {
     if (p->b[1])

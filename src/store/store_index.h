@@ -217,6 +217,15 @@ struct index_pair {
  * holds two bucket locks took them in that order or took the second with
  * a trylock, so two keys sharing a bucket cannot deadlock. */
 void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p);
+/* The same in two steps, for a lookup that mostly finds its key in the
+ * first bucket: lock that one (p->b[1] NULL), then, if the key is not
+ * there, the second too. index_lock_second keeps the first locked and
+ * returns true, or (the second is at a lower address and busy) lets it go
+ * and locks both in order, returning false: either may hold anything new
+ * then, so look in both. While the first is held no entry of the key can
+ * come into or leave it, since a move holds both of its buckets. */
+void index_lock_first(struct index *ix, uint64_t h, struct index_pair *p);
+bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p);
 void index_unlock_pair(const struct index_pair *p);
 /* Lock and return the first bucket of hash h now: all a flash item's
  * slot needs (it is never in the second bucket), not a RAM item's. */

@@ -98,27 +98,37 @@ static bool store_find_chain(struct store_ctx *ctx, uint64_t *b, const struct st
     return false;
 }
 
-/* Find the key in the chains of its locked buckets, unlinking it if it
+/* Lock the key's buckets and find it in their chains, unlinking it if it
  * has expired or been flushed (counted as get_expired / get_flushed, or
- * with reclaim as reclaimed: store_lookup_write). */
+ * with reclaim as reclaimed: store_lookup_write). Found in the first
+ * bucket, only that one is locked; else both are. */
 static bool store_find_live(struct store_ctx *ctx, const struct store_key *k, bool reclaim,
                             struct store_found *f)
 {
+    struct index *ix = &ctx->store->index;
+    index_lock_first(ix, k->hv, &f->keys);
+    if (store_find_chain(ctx, f->keys.b[0], k, reclaim, f))
+        return true;
+    if (index_lock_second(ix, k->hv, &f->keys))
+        return f->gone == ITEM_LIVE && f->keys.b[1] &&
+               store_find_chain(ctx, f->keys.b[1], k, reclaim, f);
+    /* the first was let go meanwhile: both again */
+    enum item_life gone = f->gone;
+    f->gone = ITEM_LIVE;
     for (int c = 0; c < 2 && f->keys.b[c]; c++)
         if (store_find_chain(ctx, f->keys.b[c], k, reclaim, f) || f->gone != ITEM_LIVE)
             return f->gone == ITEM_LIVE;
+    f->gone = gone;
     return false;
 }
 
 bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
                         bool reclaim, struct store_found *f)
 {
-    struct store *s = ctx->store;
     bool refilled = false;
     for (;;) {
         f->now = clock_now();
         f->gone = ITEM_LIVE;
-        index_lock_key(&s->index, k->hv, &f->keys);
         if (!store_find_live(ctx, k, reclaim, f)) {
             /* Its flash item read for this request goes back in RAM now,
              * not when the read completed: the request's other keys could

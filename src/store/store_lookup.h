@@ -34,9 +34,11 @@ static inline struct store_key store_key_hashed(const char *key, size_t nkey, ui
 }
 
 struct store_found {
-    /* The key's two buckets (index_lock_key), both locked: keys.b[0] is
-     * the first (the one flash code is given), keys.b[1] the second or
-     * NULL. */
+    /* The key's buckets, locked: keys.b[0] the first (the one flash code
+     * is given), keys.b[1] the second, or NULL when they are one bucket or
+     * the item was found in the first (then only that one is locked,
+     * which excludes every other operation on the key: each locks the
+     * first). On a miss both are locked, for an insert. */
     struct index_pair keys;
     uint64_t *chain;    /* the bucket whose chain holds slot */
     uint64_t *slot;     /* the rest is set only when the item was found */
