@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 
-from benchproc import free_port
+from benchproc import free_port, wait_for_port
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PROFILES = [("1-16KiB", 1024, 16384), ("100B-1KiB", 100, 1024)]
@@ -92,17 +92,14 @@ def start(binary, port, memory, flash_file, flash_mb, log):
     if os.geteuid() == 0:
         argv[1:1] = ["-u", "root"]
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise RuntimeError(f"{binary} exited {p.returncode} at start (see {log.name})")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return p
-        except OSError:
-            time.sleep(0.1)
-    p.kill()
-    raise RuntimeError(f"{binary} did not listen on {port}")
+    try:
+        wait_for_port(port, p, timeout=15)
+    except SystemExit as e:
+        # one run's failure: main reports it and goes on with the others
+        p.kill()
+        p.wait()
+        raise RuntimeError(f"{binary}: {e} (see {log.name})") from None
+    return p
 
 
 def stop(p):

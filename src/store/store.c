@@ -62,6 +62,9 @@ int store_create(struct store **out, const struct store_options *opt)
         return -1;
     s->opt = *opt;
     s->pool.opt = &s->opt;
+    /* memcached 1.6.45's counter starts at 1: the first CAS it gives is 2
+     * (1.6.18's was 1). A restore (-e) sets it from the file instead. */
+    s->cas_next = 1;
     size_t seg = STORE_SEG_MIN;
     while (seg < opt->item_size_max)
         seg <<= 1;

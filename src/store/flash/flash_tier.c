@@ -163,18 +163,24 @@ static uint32_t rec_pages_free(const struct flash_tier *ft)
     return ft->nfree / ft->segs_per_page;
 }
 
+/* A record's write buffer is done with (written, or its segment gone):
+ * kept for the next segment a writer opens (lock held). */
+static void rec_put_buf(struct flash_tier *ft, struct flash_rec *r)
+{
+    if (ft->nspare < max_bufs())
+        ft->spare[ft->nspare++] = r->buf;
+    else
+        free(r->buf);
+    r->buf = NULL;
+}
+
 /* A record's segment goes: its slots read as misses from now on. */
 static void rec_free(struct flash_tier *ft, struct flash_rec *r)
 {
     if (ft->vmap[r->vid] == (uint32_t)(r - ft->recs) + 1)
         ft->vmap[r->vid] = 0;
-    if (r->buf) {
-        if (ft->nspare < max_bufs())
-            ft->spare[ft->nspare++] = r->buf;
-        else
-            free(r->buf);
-        r->buf = NULL;
-    }
+    if (r->buf)
+        rec_put_buf(ft, r);
     r->state = FSEG_FREE;
     r->live_items = r->nitems = r->nbytes = 0;
     ft->nfree++;
@@ -436,11 +442,7 @@ static void write_queued(struct flash_tier *ft)
         pthread_mutex_lock(&ft->lock);
         if (rc == 0) {
             r->state = FSEG_DISK;
-            if (ft->nspare < max_bufs())
-                ft->spare[ft->nspare++] = r->buf;
-            else
-                free(r->buf);
-            r->buf = NULL;
+            rec_put_buf(ft, r);
         } else {
             /* Its items read as misses from now on: never a wrong value.
              * One line a second at most: a failing disk fails them all. */
