@@ -604,7 +604,7 @@ static void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compac
         index_unlock(b);
         off = (off + size + align - 1) & ~(align - 1);
         if (ps && compact) {
-            pm_store32(&ps->compact_off, (uint32_t)off);
+            pm_store_pair(&ps->compact_pair, (uint32_t)wr, (uint32_t)off);
             SEG_COMPACT_STEP(v);
         }
     }
