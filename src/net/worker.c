@@ -21,6 +21,7 @@
 #include "proto/proto_flash.h"
 #include "net/net_options.h"
 #include "store/store.h"
+#include "store/store_flash.h"
 #include "watch/watch.h"
 
 #define WORKER_EVENTS 256
@@ -31,6 +32,9 @@
  * hold has dropped this much below its last high point. */
 #define WORKER_TRIM_DROP (8u << 20)
 #define WORKER_QUIET_BYTES (64u << 10)
+/* How long a stop waits for flash reads still on the ring (the kernel's
+ * buffers until they end), as the store waits for its read threads'. */
+#define WORKER_FLASH_SETTLE_MS 30000
 
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
@@ -46,6 +50,26 @@ static size_t worker_client_bytes(const struct worker_pool *pool)
         used += __atomic_load_n(&pool->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
     }
     return used;
+}
+
+/* store_flash.h's ring hook: the flash tier's device reads go out on this
+ * worker's own ring (io_uring), as its receives and sends do, and come back
+ * as EVENT_FILE events (worker_flash_event). */
+static int worker_flash_start(void *arg, struct flash_read *r, int fd, void *buf, uint32_t len,
+                              uint64_t pos, unsigned delay_ms)
+{
+    struct worker *w = arg;
+    return event_pread(w->loop, fd, buf, len, pos, delay_ms, r) == 0 ? 0 : -errno;
+}
+
+/* An event that is a flash read's end (its pointer is the read, not a
+ * loop token): completed here, true; anything else, false. */
+static bool worker_flash_event(const struct event_fired *ev)
+{
+    if (!(ev->events & EVENT_FILE))
+        return false;
+    store_flash_ring_done(ev->ptr, ev->res);
+    return true;
 }
 
 int worker_init(struct worker *w, struct worker_pool *pool, int id)
@@ -83,6 +107,10 @@ int worker_init(struct worker *w, struct worker_pool *pool, int id)
         if (fd >= 0 && event_add(w->loop, fd, EVENT_READ, &w->flash_watch) < 0)
             goto fail;
     }
+    /* With a ring, the reads themselves go there (O_DIRECT, no thread);
+     * the read threads take what it refuses, and every read on epoll. */
+    if (event_has_io(w->loop))
+        store_flash_use_ring(w->store, &(struct store_flash_ring){worker_flash_start, w});
     w->env = (struct conn_env){
         .pool = pool,
         .loop = w->loop,
@@ -345,6 +373,8 @@ static void worker_shutdown(struct worker *w)
                 conn_stop_reading(c);
             int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
             for (int i = 0; i < n; i++) {
+                if (worker_flash_event(&ev[i]))
+                    continue;
                 struct loop_token *wt = ev[i].ptr;
                 if (wt->kind != TOKEN_CONN)
                     continue;
@@ -358,11 +388,19 @@ static void worker_shutdown(struct worker *w)
     }
     while (w->env.conns)
         conn_close(w->env.conns, "server stopping");
-    /* Closed connections with I/O started wait for its cancellation. */
-    for (int turns = 0; w->env.zombies && turns < WORKER_DRAIN_MS / 50; turns++) {
+    /* Closed connections with I/O started wait for its cancellation, and
+     * flash reads on the ring for their end: only this thread can reap
+     * them (the ring's one issuer), and their buffers are the kernel's
+     * until then. Their sessions are gone: they complete into nothing. */
+    for (int turns = 0; turns < WORKER_FLASH_SETTLE_MS / 50; turns++) {
+        bool zombies = w->env.zombies && turns < WORKER_DRAIN_MS / 50;
+        if (!zombies && !store_flash_ring_pending(w->store))
+            break;
         struct event_fired ev[WORKER_EVENTS];
         int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
         for (int i = 0; i < n; i++) {
+            if (worker_flash_event(&ev[i]))
+                continue;
             struct loop_token *wt = ev[i].ptr;
             if (wt->kind == TOKEN_CONN && (ev[i].events & (EVENT_RECV | EVENT_SEND)))
                 conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
@@ -387,6 +425,8 @@ void *worker_main(void *arg)
             break;
         }
         for (int i = 0; i < n; i++) {
+            if (worker_flash_event(&ev[i]))
+                continue; /* a wake put its connection on the ready list */
             struct loop_token *wt = ev[i].ptr;
             switch (wt->kind) {
             case TOKEN_CONN:
@@ -421,7 +461,7 @@ void *worker_main(void *arg)
          * full -c has made room first. */
         for (int i = 0; i < n && w->listening; i++) {
             struct loop_token *wt = ev[i].ptr;
-            if (wt->kind == TOKEN_LISTENER)
+            if (!(ev[i].events & EVENT_FILE) && wt->kind == TOKEN_LISTENER)
                 worker_accept(w, wt->obj);
         }
         worker_run_ready(w);

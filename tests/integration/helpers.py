@@ -375,6 +375,32 @@ class Conn:
         k = key.decode("latin-1") if isinstance(key, bytes) else key
         return r.get(k)
 
+    def set_paced(self, items, every=32):
+        """Sets of (key, value) pairs with noreply, a round trip (mn) every
+        `every` of them: paced as a client that waits for its writes, so the
+        server's background work (a flash writer) keeps up."""
+        batch = []
+        for key, value in items:
+            batch.append(b"set %s 0 0 %d noreply\r\n%s\r\n" % (key, len(value), value))
+            if len(batch) == every:
+                self.send(b"".join(batch) + b"mn\r\n")
+                assert self.read_exact(4) == b"MN\r\n"
+                batch = []
+        self.send(b"".join(batch))
+        assert self.call("mn") == b"MN\r\n"
+
+    def arrived(self):
+        """What the server has sent and was not read yet, without waiting
+        (b"": nothing); it stays unread."""
+        self.sock.setblocking(False)
+        try:
+            self.buf += self.sock.recv(1 << 20)
+        except BlockingIOError:
+            pass
+        finally:
+            self.sock.settimeout(self.timeout)
+        return self.buf
+
     def closed_by_peer(self, timeout=2.0):
         """True when the server closes this connection within `timeout`."""
         self.sock.settimeout(timeout * slow_factor())

@@ -33,16 +33,7 @@ def start(binary, tmp_path_factory):
 def fill(srv, n):
     """Keys r:0..n-1, paced (the flash writer keeps up)."""
     c = srv.connect(timeout=30)
-    batch = []
-    for i in range(n):
-        v = value_of(i)
-        batch.append(b"set r:%d 0 0 %d noreply\r\n%s\r\n" % (i, len(v), v))
-        if len(batch) == 32:
-            c.send(b"".join(batch) + b"mn\r\n")
-            assert c.read_exact(4) == b"MN\r\n"
-            batch = []
-    c.send(b"".join(batch))
-    assert c.call("mn") == b"MN\r\n"
+    c.set_paced((b"r:%d" % i, value_of(i)) for i in range(n))
     return c
 
 
