@@ -3,8 +3,9 @@
 on the io_uring backend, out on the worker's own ring (O_DIRECT where the
 filesystem allows it), on epoll to the read threads; `stats nodelay`
 counts device reads by path (extstore_ring_reads, extstore_pool_reads).
-And a read the device is slow to answer holds up only the request that
-needs it: debug builds' NODELAY_DEBUG_FLASH_DEV=MS makes every device read
+A read that fails is a miss, counted and logged, on either path. And a
+read the device is slow to answer holds up only the request that needs
+it: debug builds' NODELAY_DEBUG_FLASH_DEV=MS makes every device read
 take MS ms more, on either path, and another connection on the same
 worker (-t 1) is served meanwhile. Runs on both backends
 (NODELAY_ARGS="-o io_uring=off" for epoll)."""
@@ -112,6 +113,31 @@ def test_a_slow_device_read_holds_up_no_other_connection(server_bin, tmp_path_fa
         assert took >= DELAY * 0.95, f"answered in {took:.3f} s: the read did not wait"
         check_path(before[0], before, reads(c))
         other.close()
+        c.close()
+    finally:
+        srv.stop()
+
+
+def test_a_failed_read_is_a_miss_counted_and_logged(server_bin, tmp_path_factory):
+    """The file cut to nothing under the server: each read of a flash item
+    comes back short on the backend's path, and is a miss, counted
+    (extstore_read_errors) and logged, never a wrong value or a stall."""
+    srv = start(server_bin, tmp_path_factory)
+    try:
+        c = fill(srv)
+        for _ in range(100):  # the writer's queue empty: no write after the cut
+            if stats(c)["extstore_io_queue"] == "0":
+                break
+            time.sleep(0.05)
+        before = reads(c)
+        errors = int(stats(c, "nodelay")["extstore_read_errors"])
+        os.truncate(os.path.join(srv.workdir, "flash"), 0)
+        for i in range(0, 200, 5):
+            assert c.get(b"r:%d" % i) is None
+        assert c.call("version").startswith(b"VERSION")
+        assert int(stats(c, "nodelay")["extstore_read_errors"]) > errors
+        check_path(before[0], before, reads(c))
+        assert "flash read of page" in srv.stderr()
         c.close()
     finally:
         srv.stop()
