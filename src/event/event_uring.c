@@ -721,7 +721,8 @@ static int event_uring_wait(struct event_loop *base, struct event_fired *out, in
             break;
         case URING_TAG_FILE:
             if (ptr)
-                out[got++] = (struct event_fired){.ptr = ptr, .events = EVENT_FILE, .res = cqe->res};
+                out[got++] =
+                    (struct event_fired){.ptr = ptr, .events = EVENT_FILE, .res = cqe->res};
             break;
         case URING_TAG_POLL: {
             unsigned ev = event_uring_polled(l, ud, cqe->res, &ptr);

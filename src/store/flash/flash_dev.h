@@ -4,14 +4,14 @@
  * Writes are whole aligned segments (pwrite). Reads are submitted and
  * completed: a worker hands a struct flash_read to flash_dev_submit and goes
  * on. Where the worker has a ring of its own (io_uring: struct
- * store_flash_ring, installed on its completion queue), the read is started there and the
- * worker's loop hands its result to flash_read_complete. Else, or when the
- * ring refuses it, a small pool of threads (ext_threads) runs the pread and
- * posts the request to the worker's completion queue, whose eventfd the
- * worker's loop watches; the worker then runs flash_cq_drain. Either way
- * each request's done() runs on the worker's own thread, with the same
- * result and counters. Knows nothing of the flash format;
- * docs/store-flash.md. */
+ * store_flash_ring, installed on its completion queue), the read is started
+ * there and the worker's loop hands its result to flash_read_complete.
+ * Else, or when the ring refuses it, a small pool of threads (ext_threads)
+ * runs the pread and posts the request to the worker's completion queue,
+ * whose eventfd the worker's loop watches; the worker then runs
+ * flash_cq_drain. Either way each request's done() runs on the worker's own
+ * thread, with the same result and counters. Knows nothing of the flash
+ * format; docs/store-flash.md. */
 #ifndef NODELAY_STORE_FLASH_DEV_H
 #define NODELAY_STORE_FLASH_DEV_H
 
@@ -83,7 +83,7 @@ struct flash_cq {
     pthread_mutex_t lock;
     struct flash_read *head, *tail;
     struct store_flash_ring ring; /* the worker's (store_flash.h), or start NULL */
-    unsigned ring_inflight;   /* started there, not yet completed */
+    unsigned ring_inflight;       /* started there, not yet completed */
 };
 int flash_cq_init(struct flash_cq *cq);
 void flash_cq_destroy(struct flash_cq *cq);
@@ -114,10 +114,11 @@ struct flash_dev {
 
 /* Open (creating) and preallocate every file, O_DIRECT where the
  * filesystem takes it (else one log line and the page cache), and start
- * the read threads. Debug builds: NODELAY_DEBUG_FLASH_DEV=MS in the
- * environment makes every read take MS milliseconds more, on the pool and
- * on the rings alike (a slow device, for tests). Returns 0, or -errno with *why (at most n bytes) naming
- * the file and what failed; nothing is left open then. */
+ * the read threads. Returns 0, or -errno with *why (at most n bytes) naming
+ * the file and what failed; nothing is left open then. Debug builds:
+ * NODELAY_DEBUG_FLASH_DEV=MS in the environment makes every read take MS
+ * milliseconds more, on the pool and on the rings alike (a slow device,
+ * for tests). */
 int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,
                    size_t n);
 /* Opens (creating, mode 0600), tries the lock flash_dev_open takes, and
