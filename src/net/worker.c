@@ -347,6 +347,20 @@ static void worker_run_ready(struct worker *w)
     }
 }
 
+static long worker_ms_since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+static void worker_drain_wake(struct worker *w)
+{
+    char buf[64];
+    while (read(w->wake[0], buf, sizeof buf) > 0)
+        ;
+}
+
 /* Stopping: no new clients; graceful gives queued replies a short while. */
 static void worker_shutdown(struct worker *w)
 {
@@ -355,12 +369,10 @@ static void worker_shutdown(struct worker *w)
     bool graceful = __atomic_load_n(&w->pool->graceful, __ATOMIC_RELAXED);
     if (graceful) {
         struct event_fired ev[WORKER_EVENTS];
-        struct timespec start, now;
+        struct timespec start;
         clock_gettime(CLOCK_MONOTONIC, &start);
         for (;;) {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            long waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-            if (waited >= WORKER_DRAIN_MS)
+            if (worker_ms_since(&start) >= WORKER_DRAIN_MS)
                 break;
             bool owed = false;
             for (struct conn *c = w->env.conns; c; c = c->next)
@@ -391,10 +403,16 @@ static void worker_shutdown(struct worker *w)
     /* Closed connections with I/O started wait for its cancellation, and
      * flash reads on the ring for their end: only this thread can reap
      * them (the ring's one issuer), and their buffers are the kernel's
-     * until then. Their sessions are gone: they complete into nothing. */
-    for (int turns = 0; turns < WORKER_FLASH_SETTLE_MS / 50; turns++) {
-        bool zombies = w->env.zombies && turns < WORKER_DRAIN_MS / 50;
-        if (!zombies && !store_flash_ring_pending(w->store))
+     * until then. Their sessions are gone: they complete into nothing.
+     * Bounded in time, not turns: a wake-up pipe left readable ends a wait
+     * at once. */
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        long waited = worker_ms_since(&start);
+        bool zombies = w->env.zombies && waited < WORKER_DRAIN_MS;
+        bool reads = store_flash_ring_pending(w->store) && waited < WORKER_FLASH_SETTLE_MS;
+        if (!zombies && !reads)
             break;
         struct event_fired ev[WORKER_EVENTS];
         int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
@@ -404,6 +422,10 @@ static void worker_shutdown(struct worker *w)
             struct loop_token *wt = ev[i].ptr;
             if (wt->kind == TOKEN_CONN && (ev[i].events & (EVENT_RECV | EVENT_SEND)))
                 conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
+            else if (wt->kind == TOKEN_WAKE)
+                worker_drain_wake(w);
+            else if (wt->kind == TOKEN_FLASH)
+                flash_loop_drain(w->flash); /* the read threads' too, into nothing */
         }
     }
     worker_free_dead(w);
@@ -447,12 +469,9 @@ void *worker_main(void *arg)
             case TOKEN_FLASH:
                 flash_loop_drain(w->flash); /* wakes put connections on the ready list */
                 break;
-            case TOKEN_WAKE: {
-                char buf[64];
-                while (read(w->wake[0], buf, sizeof buf) > 0)
-                    ;
+            case TOKEN_WAKE:
+                worker_drain_wake(w);
                 break;
-            }
             }
         }
         /* Accept after this turn's closes: a client that hung up and
