@@ -12,7 +12,8 @@
 #define NODELAY_SETTINGS_ROWS_EXT_H
 
 /* The flash tier (docs/store-flash.md) acts on these but three: reads go
- * to a thread pool one at a time (ext_io_depth), every flash hit is copied
+ * to the worker's io_uring ring, or to a thread pool (ext_threads) one at
+ * a time (ext_io_depth), every flash hit is copied
  * back into RAM (ext_recache_rate), and the writer thread does not sleep
  * between passes (ext_max_sleep). */
 #define SETTINGS_NO_FLASH                                                                          \
@@ -81,7 +82,7 @@ X(FIX,  ext_page_size,           SIZE, 64,          0,   NULL,                 "
 X(FIX,  ext_threads,             SIZE, 1,           0,   NULL,                 "ext_threads",                \
   "num",         EXT_U,       0,       0,              NULL,                    NONE,                        \
   NULL,                                                                                                      \
-  "flash I/O threads (default: 1)", NULL)                                                                    \
+  "flash read threads, for reads not on a worker's io_uring (default: 1)", NULL)                             \
 X(FIX,  ext_io_depth,            SIZE, 1,           0,   NULL,                 "ext_io_depth",               \
   "num",         EXT_U,       0,       0,              NULL,                    NONE,                        \
   SETTINGS_NO_FLASH,                                                                                         \

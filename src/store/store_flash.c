@@ -6,7 +6,8 @@
  * How a read is served: a probe that finds the key's bucket holding a
  * flash slot with its tag (never its key in RAM) reads the item: from the
  * writer's buffer at once when it is not on the device yet, else by a read
- * submitted to the device's pool that completes on the worker's queue.
+ * started on the worker's own ring (io_uring) or, where it has none,
+ * submitted to the device's pool; either completes on the worker's thread.
  * The completion (store_flash_drain, the worker's thread) checks the item
  * against its segment's seed, the key, expiry and flush, and keeps it.
  * The request then runs again from its start; its lookup of the key
@@ -139,6 +140,22 @@ void store_flash_drain(struct store_ctx *ctx)
 {
     if (ctx->flash_cq)
         flash_cq_drain(ctx->flash_cq);
+}
+
+void store_flash_use_ring(struct store_ctx *ctx, const struct store_flash_ring *ring)
+{
+    if (ctx->flash_cq)
+        ctx->flash_cq->ring = *ring;
+}
+
+void store_flash_ring_done(struct flash_read *r, int res)
+{
+    flash_read_complete(r, res);
+}
+
+unsigned store_flash_ring_pending(const struct store_ctx *ctx)
+{
+    return ctx->flash_cq ? ctx->flash_cq->ring_inflight : 0;
 }
 
 /* --- one key's read --- */
@@ -507,8 +524,10 @@ void store_flash_ctx_release(struct store_ctx *ctx)
     /* Reads still with the pool post to this queue: wait for them (a
      * read takes milliseconds; bounded, then the queue is kept rather
      * than freed under them). Their sessions are gone: each entry frees
-     * itself and its wait set. */
-    for (int n = 0; ctx->flash_inflight && n < 3000; n++) {
+     * itself and its wait set. Reads on the worker's ring are its to reap
+     * (store_flash_ring_pending); any left are the kernel's still. */
+    struct flash_cq *cq = ctx->flash_cq;
+    for (int n = 0; ctx->flash_inflight > cq->ring_inflight && n < 3000; n++) {
         struct pollfd p = {.fd = ctx->flash_cq->fd, .events = POLLIN};
         poll(&p, 1, 10);
         flash_cq_drain(ctx->flash_cq);
@@ -575,6 +594,8 @@ void store_flash_stats(struct store *s, struct store_stats *out)
     out->extstore_value_bytes_moved = c.value_bytes_moved;
     out->extstore_write_errors = c.write_errors;
     out->extstore_read_errors = c.read_errors;
+    out->extstore_ring_reads = d.ring_reads;
+    out->extstore_pool_reads = d.pool_reads;
     out->extstore_skipped_full = c.skipped_full;
     out->extstore_slots_dropped = c.slots_dropped;
     out->extstore_index_dropped = c.index_dropped;

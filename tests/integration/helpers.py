@@ -375,6 +375,18 @@ class Conn:
         k = key.decode("latin-1") if isinstance(key, bytes) else key
         return r.get(k)
 
+    def arrived(self):
+        """What the server has sent and was not read yet, without waiting
+        (b"": nothing); it stays unread."""
+        self.sock.setblocking(False)
+        try:
+            self.buf += self.sock.recv(1 << 20)
+        except BlockingIOError:
+            pass
+        finally:
+            self.sock.settimeout(self.timeout)
+        return self.buf
+
     def closed_by_peer(self, timeout=2.0):
         """True when the server closes this connection within `timeout`."""
         self.sock.settimeout(timeout * slow_factor())
@@ -520,14 +532,15 @@ def drop_big_files(d, limit=16 << 20):
             pass
 
 
-def start_flash(binary, workdir, ram_mb, flash_mb, threads):
+def start_flash(binary, workdir, ram_mb, flash_mb, threads, env=None):
     """A started server with a flash tier: -m ram_mb, -t threads, a flash
-    file of flash_mb MB in workdir. Skips when the build has none (it
-    checks -o ext_path, then does not use it)."""
+    file of flash_mb MB in workdir, env added to its environment. Skips
+    when the build has none (it checks -o ext_path, then does not use it)."""
     import pytest  # here: diff_fuzz.py runs these helpers without pytest
 
     srv = Server(binary, ["-m", str(ram_mb), "-t", str(threads), "-o",
-                          f"ext_path={workdir}/flash:{flash_mb}m"], workdir=str(workdir))
+                          f"ext_path={workdir}/flash:{flash_mb}m"], workdir=str(workdir),
+                 env=env)
     srv.start()
     if "no flash tier" in srv.stderr():
         srv.stop()
