@@ -267,13 +267,15 @@ static void writer_seal(struct flash_tier *ft, int wi)
 }
 
 /* Append a RAM-format item (cas_base its segment's) to writer wi; its new
- * slot, or 0. */
+ * slot, or 0 (*full when no segment or buffer could be had). */
 static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_t cas_base,
-                           uint64_t cas, uint32_t tag, uint32_t nvalue)
+                           uint64_t cas, uint32_t tag, uint32_t nvalue, bool *full)
 {
     for (int tries = 0; tries < 2; tries++) {
-        if (ft->w_seg[wi] < 0 && !writer_open(ft, wi, cas))
+        if (ft->w_seg[wi] < 0 && !writer_open(ft, wi, cas)) {
+            *full = true;
             return 0;
+        }
         uint32_t off;
         int rc = flash_writer_add_ram(&ft->w[wi], p, cas_base, &off);
         if (rc == FLASH_OK) {
@@ -295,16 +297,19 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
 }
 
 uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
-                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now)
+                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now,
+                         enum flash_take_why why, bool *full)
 {
     /* memcached's rules: a value of at least ext_item_size (its nbytes,
-     * with the "\r\n"), idle at least ext_item_age unless that is the
-     * UINT_MAX default, and not about to expire anyway. */
+     * with the "\r\n") and not about to expire anyway; idle at least
+     * ext_item_age while memory is free (its storage write thread takes
+     * any age once a class is short of free chunks: here, at eviction). */
     struct flash_tier_options o = tuned(ft);
     if ((uint64_t)h->nvalue + 2 < o.item_size)
         return 0;
     rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
-    if (o.item_age != UINT32_MAX && (atime > now || now - atime < o.item_age))
+    if (why == FLASH_TAKE_IDLE &&
+        (o.item_age == UINT32_MAX || atime > now || now - atime < o.item_age))
         return 0;
     rel_time_t exp = item_get_u32(p, h->exp_off);
     if (exp != REL_TIME_NEVER && exp <= now)
@@ -313,12 +318,22 @@ uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item
      * expire whole */
     int wi = exp != REL_TIME_NEVER && exp - now < o.low_ttl ? FLASH_W_LOWTTL : FLASH_W_NORMAL;
     uint64_t cas = item_get_cas(p, h, ram_cas_base);
+    bool no_room = false;
     pthread_mutex_lock(&ft->lock);
-    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, cas, tag, h->nvalue);
+    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, cas, tag, h->nvalue, &no_room);
     pthread_mutex_unlock(&ft->lock);
-    if (!sl)
+    if (no_room && why == FLASH_TAKE_EVICT)
         CNT(ft, skipped_full, 1);
+    if (no_room && full)
+        *full = true;
     return sl;
+}
+
+void flash_tier_idle_rules(struct flash_tier *ft, uint32_t *item_size, uint32_t *item_age)
+{
+    struct flash_tier_options o = tuned(ft);
+    *item_size = o.item_size;
+    *item_age = o.item_age;
 }
 
 /* --- slots --- */
@@ -541,8 +556,9 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
             CNT(ft, compact_skipped, 1);
         } else {
             pthread_mutex_lock(&ft->lock);
-            uint64_t ns =
-                writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag, fi->h.nvalue);
+            bool no_room = false;
+            uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag,
+                                     fi->h.nvalue, &no_room);
             pthread_mutex_unlock(&ft->lock);
             if (ns) {
                 *slot = ns | slot_freq(*slot);
