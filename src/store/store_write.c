@@ -429,9 +429,11 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
 
     for (;;) {
         struct store_found f;
-        if (!store_lookup_write(ctx, &k, STORE_LOOK_PIN, reclaim, &f)) {
+        if (!store_lookup_write(ctx, &k, STORE_LOOK_PIN | STORE_LOOK_KEEP_FLASH, reclaim, &f)) {
             index_unlock(f.bucket);
-            if (!req->vivify) {
+            /* memcached refuses to append to an item whose value is on
+             * extstore; read back by a get first, it is a RAM item again */
+            if (!req->vivify || f.on_flash) {
                 store_abort(ctx, res);
                 return STORE_NOT_STORED;
             }

@@ -499,12 +499,15 @@ static void *writer_main(void *arg)
 
 /* --- compaction --- */
 
-/* The segment to compact (ft->lock held): the written one with the lowest
- * share of live items under ext_max_frag, when free pages are under
- * ext_compact_under; -1 when none. An all-dead one is freed here. */
-static int32_t compact_pick(struct flash_tier *ft)
+/* The segment to compact (ft->lock held), as memcached's compactor picks
+ * a page, while free pages are at most ext_compact_under: the written one
+ * with the lowest share of live items under ext_max_frag; failing that,
+ * with ext_drop_unread and free pages at most ext_drop_under, the oldest
+ * (*drop: its unread items are dropped, not rewritten). -1 when none. An
+ * all-dead one is freed here. Low-TTL segments are left to expire whole. */
+static int32_t compact_pick(struct flash_tier *ft, bool *drop)
 {
-    int32_t best = -1;
+    int32_t best = -1, oldest = -1;
     double best_ratio = 2;
     rel_time_t now = clock_now();
     struct flash_tier_options o = tuned(ft);
@@ -518,15 +521,23 @@ static int32_t compact_pick(struct flash_tier *ft)
             rec_free(ft, r);
             continue;
         }
+        if (r->bucket == FLASH_W_LOWTTL)
+            continue;
+        if (oldest < 0 || r->seq < ft->recs[oldest].seq)
+            oldest = (int32_t)i;
         double ratio = (double)r->live_items / r->nitems;
         if (ratio < o.max_frag && ratio < best_ratio) {
             best = (int32_t)i;
             best_ratio = ratio;
         }
     }
-    if (rec_pages_free(ft) >= o.compact_under)
+    uint32_t free_pages = rec_pages_free(ft);
+    *drop = o.drop_unread && free_pages <= o.drop_under;
+    if (free_pages > o.compact_under)
         return -1;
-    return best;
+    if (best >= 0)
+        return best;
+    return *drop ? oldest : -1;
 }
 
 /* One item of a segment being compacted: rewritten if its slot still
@@ -602,15 +613,14 @@ unsigned flash_tier_maintain(struct flash_tier *ft)
 static unsigned flash_tier_compact(struct flash_tier *ft)
 {
     pthread_mutex_lock(&ft->lock);
-    int32_t n = compact_pick(ft);
+    bool drop_unread;
+    int32_t n = compact_pick(ft, &drop_unread);
     if (n < 0) {
         pthread_mutex_unlock(&ft->lock);
         return 0;
     }
     struct flash_rec *r = &ft->recs[n];
     struct flash_rec snap = *r;
-    struct flash_tier_options o = tuned(ft);
-    bool drop_unread = o.drop_unread && rec_pages_free(ft) < o.drop_under;
     pthread_mutex_unlock(&ft->lock);
 
     uint32_t len = round_up(snap.nbytes, FLASH_DEV_ALIGN);
