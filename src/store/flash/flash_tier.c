@@ -35,6 +35,9 @@ static uint32_t round_up(uint32_t n, uint32_t a)
     return (n + a - 1) / a * a;
 }
 
+/* Devices of more segments than this keep one free for compaction. */
+#define FLASH_COMPACT_RESERVE_MIN 4
+
 static uint32_t max_bufs(void)
 {
     return FLASH_WRITERS + 2;
@@ -217,8 +220,16 @@ static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
         ft->nbufs++;
     if (!buf)
         return false;
-    /* A full device: the oldest written segment makes room. */
-    if (!ft->nfree && !rec_drop_oldest(ft)) {
+    /* A full device: the oldest written segments make room, but one
+     * segment is kept free for compaction, which never drops one: it
+     * rewrites under ext_max_frag of a segment into it before freeing a
+     * whole one, so a full device still gains room from its deletes
+     * (a drop for it could take the very segment it is emptying). */
+    uint32_t reserve = ft->nsegs > FLASH_COMPACT_RESERVE_MIN ? 1 : 0;
+    if (wi != FLASH_W_COMPACT)
+        while (ft->nfree <= reserve && rec_drop_oldest(ft))
+            ;
+    if (!ft->nfree) {
         ft->spare[ft->nspare++] = buf;
         return false;
     }
@@ -616,6 +627,8 @@ static unsigned flash_tier_compact(struct flash_tier *ft)
     bool drop_unread;
     int32_t n = compact_pick(ft, &drop_unread);
     if (n < 0) {
+        /* nothing more to compact: what it rewrote goes to the device */
+        writer_seal(ft, FLASH_W_COMPACT);
         pthread_mutex_unlock(&ft->lock);
         return 0;
     }
@@ -654,8 +667,10 @@ static unsigned flash_tier_compact(struct flash_tier *ft)
     }
     free(buf);
     pthread_mutex_lock(&ft->lock);
-    /* Seal what compaction wrote, so the segment it came from can go. */
-    writer_seal(ft, FLASH_W_COMPACT);
+    /* What compaction rewrote is in its writer's buffer (read from there
+     * until written), so the segment it came from can go now; the writer
+     * stays open for the next pass, so a run of passes packs their live
+     * items into whole segments, not a part-filled one each. */
     if (r->seq == snap.seq && r->state == FSEG_DISK) {
         CNT(ft, page_reclaims, 1);
         rec_free(ft, r);
