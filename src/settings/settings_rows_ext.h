@@ -46,12 +46,12 @@ X(FIX,  ext_wbuf_size,           SIZE, 4,           0,   NULL,                 "
 X(RUN,  ext_compact_under,       SIZE, 0,           0,   NULL,                 "ext_compact_under",          \
   "pages",       EXT_U,       0,       0,              "ext_compact_under",     U32,                         \
   NULL,                                                                                                      \
-  "compact when free pages are at most this\n"                                                              \
+  "compact when free pages fall under this\n"                                                               \
   "(default: 1% of the last file's pages, at least 1)", NULL)                                                \
 X(RUN,  ext_drop_under,          SIZE, 0,           0,   NULL,                 "ext_drop_under",             \
   "pages",       EXT_U,       0,       0,              "ext_drop_under",        U32,                         \
   NULL,                                                                                                      \
-  "drop unread items at most this many free pages\n"                                                        \
+  "drop unread items under this many free pages\n"                                                         \
   "(default: as ext_compact_under's)", NULL)                                                                 \
 X(RUN,  ext_max_sleep,           SIZE, 1000000,     0,   NULL,                 "ext_max_sleep",              \
   "us",          EXT_U,       0,       0,              "ext_max_sleep",         U32,                         \

@@ -511,9 +511,9 @@ static void *writer_main(void *arg)
 /* --- compaction --- */
 
 /* The segment to compact (ft->lock held), as memcached's compactor picks
- * a page, while free pages are at most ext_compact_under: the written one
+ * a page, while free pages are under ext_compact_under: the written one
  * with the lowest share of live items under ext_max_frag; failing that,
- * with ext_drop_unread and free pages at most ext_drop_under, the oldest
+ * with ext_drop_unread and free pages under ext_drop_under, the oldest
  * (*drop: its unread items are dropped, not rewritten). -1 when none. An
  * all-dead one is freed here. Low-TTL segments are left to expire whole. */
 static int32_t compact_pick(struct flash_tier *ft, bool *drop)
@@ -543,8 +543,8 @@ static int32_t compact_pick(struct flash_tier *ft, bool *drop)
         }
     }
     uint32_t free_pages = rec_pages_free(ft);
-    *drop = o.drop_unread && free_pages <= o.drop_under;
-    if (free_pages > o.compact_under)
+    *drop = o.drop_unread && free_pages < o.drop_under;
+    if (free_pages >= o.compact_under)
         return -1;
     if (best >= 0)
         return best;
