@@ -33,10 +33,6 @@
 /* A first read takes the item's block and this much after its start: most
  * items are read whole by it; a longer one takes a second read. */
 #define FLASH_FIRST_READ 8192u
-/* Reads a wait set keeps from one request to the next for the requests
- * probed ahead (store_flash_wait_reset): at most so many, so much. */
-#define FLASH_AHEAD_KEEP 256u
-#define FLASH_AHEAD_BYTES (32u << 20)
 
 struct flash_pend {
     struct store_flash_wait *w;
@@ -100,10 +96,6 @@ void store_flash_wait_destroy(struct store_flash_wait *w)
 {
     if (!w)
         return;
-    /* reads kept for requests the session never ran: memcached's aborted */
-    for (struct flash_pend *e = w->list; e; e = e->next)
-        if (e->done && e->ok && !e->left)
-            FLASH_CNT(e->ctx->store->flash, get_aborted_extstore, 1);
     wait_drop_done(w);
     if (w->pending)
         w->dying = true; /* the last completion frees it */
@@ -116,28 +108,13 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e);
 void store_flash_wait_reset(struct store_flash_wait *w)
 {
     /* Reads no lookup of the request used: probed ahead for the requests
-     * pipelined after it. They stay for those requests' own lookups, which
-     * bring each into RAM or leave it on flash as the command wants
-     * (STORE_LOOK_KEEP_FLASH: an incr, an append, an add); past a bound
-     * (or a request that never looks) they go into RAM now, where those
-     * requests will find them, and their bytes go. */
-    unsigned kept = 0;
-    size_t bytes = 0;
-    struct flash_pend **pp = &w->list;
-    while (*pp) {
-        struct flash_pend *e = *pp;
-        bool unused = e->done && e->ok && !e->left;
-        if (!e->done || (unused && kept < FLASH_AHEAD_KEEP && bytes + e->len <= FLASH_AHEAD_BYTES)) {
-            kept += unused;
-            bytes += unused ? e->len : 0;
-            pp = &e->next;
-            continue;
-        }
-        if (unused)
+     * after it (or found nothing to serve). Into RAM now, where those
+     * requests look, as a read's completion did before: their bytes go.
+     * One a lookup left on flash (STORE_LOOK_KEEP_FLASH) stays there. */
+    for (struct flash_pend *e = w->list; e; e = e->next)
+        if (e->done && e->ok && !e->left)
             pend_recache(e->ctx, e);
-        *pp = e->next;
-        pend_free(e);
-    }
+    wait_drop_done(w);
 }
 
 unsigned store_flash_pending(const struct store_flash_wait *w)
@@ -167,17 +144,6 @@ void store_flash_drain(struct store_ctx *ctx)
 }
 
 /* --- one key's read --- */
-
-/* Drop a completed entry from the set. */
-static void wait_unlink(struct store_flash_wait *w, struct flash_pend *e)
-{
-    for (struct flash_pend **pp = &w->list; *pp; pp = &(*pp)->next)
-        if (*pp == e) {
-            *pp = e->next;
-            pend_free(e);
-            return;
-        }
-}
 
 static struct flash_pend *wait_find(struct store_flash_wait *w, const struct store_key *k)
 {
@@ -411,7 +377,7 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     if (!ft || k->nkey == 0 || k->nkey > STORE_KEY_MAX)
         return STORE_PROBE_READY;
     struct flash_pend *had = wait_find(w, k);
-    if (had && (!had->done || !had->ok || had->left))
+    if (had)
         return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
     /* The key's bucket: its item in RAM, or its one flash candidate. */
     uint64_t fsl = 0;
@@ -433,12 +399,6 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
         }
     }
     index_unlock(b);
-    if (had) {
-        /* kept from a request before: good while its slot is the key's */
-        if (fsl && slot_same(fsl, had->slot))
-            return STORE_PROBE_READY;
-        wait_unlink(w, had);
-    }
     if (!fsl)
         return STORE_PROBE_READY;
 
