@@ -359,7 +359,8 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
     struct store_cls_of cls = classes_item(pool->classes, p, h);
     if (life == ITEM_LIVE && pool->flash) {
         /* to flash instead, when it qualifies (flash/flash_tier.c) */
-        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now);
+        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now,
+                                      FLASH_TAKE_EVICT, NULL);
         if (ns) {
             *slot = ns;
             flash_tier_drop_tag(pool->flash, b, slot_tag(ns), slot);

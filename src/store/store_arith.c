@@ -29,8 +29,10 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
     struct store_key k = store_key_of(key, nkey);
     for (;;) {
         struct store_found f;
-        if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+        if (!store_lookup(ctx, &k, STORE_LOOK_FIND | STORE_LOOK_KEEP_FLASH, &f)) {
             index_unlock(f.bucket);
+            if (f.on_flash) /* memcached: a value on extstore is not a number */
+                return STORE_NON_NUMERIC;
             if (!req->create)
                 return STORE_MISS;
             char buf[24];

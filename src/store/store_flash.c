@@ -48,6 +48,7 @@ struct flash_pend {
     bool reread;   /* the second read was made */
     bool done;
     bool ok;              /* fi is the key's item, checked: a lookup puts it in RAM */
+    bool left;            /* a lookup left it on flash (STORE_LOOK_KEEP_FLASH) */
     struct flash_item fi; /* when ok: pointers into buf */
     uint8_t nkey;
     char key[STORE_KEY_MAX];
@@ -109,9 +110,10 @@ void store_flash_wait_reset(struct store_flash_wait *w)
 {
     /* Reads no lookup of the request used: probed ahead for the requests
      * after it (or found nothing to serve). Into RAM now, where those
-     * requests look, as a read's completion did before: their bytes go. */
+     * requests look, as a read's completion did before: their bytes go.
+     * One a lookup left on flash (STORE_LOOK_KEEP_FLASH) stays there. */
     for (struct flash_pend *e = w->list; e; e = e->next)
-        if (e->done && e->ok)
+        if (e->done && e->ok && !e->left)
             pend_recache(e->ctx, e);
     wait_drop_done(w);
 }
@@ -276,17 +278,23 @@ static bool pend_judge(struct flash_pend *e)
 /* store_lookup_write's hook (ctx->flash_refill), on a miss with bucket b
  * locked: when the wait set read the key's item and its flash slot is
  * still the key's (no write or delete since: those clear it), put it in
- * RAM, unlock b and return true (the lookup looks again); else false,
- * b still locked. */
-static bool pend_refill(struct store_ctx *ctx, const struct store_key *k, uint64_t *b)
+ * RAM, unlock b and return FLASH_REFILLED (the lookup looks again); with
+ * keep, leave it on flash (nor recached when the request is done) and
+ * return FLASH_LEFT; else FLASH_NONE. b stays locked but when refilled. */
+static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_key *k,
+                                     uint64_t *b, bool keep)
 {
     struct store_flash_wait *w = ctx->flash_wait;
     struct flash_pend *e = w ? wait_find(w, k) : NULL;
     if (!e || !e->ok || !bucket_slot(ctx->store, b, e->slot))
-        return false;
+        return FLASH_NONE;
+    if (keep) {
+        e->left = true;
+        return FLASH_LEFT;
+    }
     index_unlock(b);
     pend_recache(ctx, e);
-    return true;
+    return FLASH_REFILLED;
 }
 
 static void pend_done(struct flash_pend *e)
