@@ -129,19 +129,25 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
     for (;;) {
         f->now = clock_now();
         f->gone = ITEM_LIVE;
+        f->on_flash = false;
         if (!store_find_live(ctx, k, reclaim, f)) {
             /* Its flash item read for this request goes back in RAM now,
              * not when the read completed: the request's other keys could
              * have pushed it out again (store_flash.h's promise). Once. */
-            if (refilled || !ctx->flash_wait || !ctx->flash_refill ||
-                !ctx->flash_refill(ctx, k, &f->keys))
+            if (refilled || !ctx->flash_wait || !ctx->flash_refill)
                 return false;
+            enum flash_refill r =
+                ctx->flash_refill(ctx, k, &f->keys, how & STORE_LOOK_KEEP_FLASH);
+            if (r != FLASH_REFILLED) {
+                f->on_flash = r == FLASH_LEFT;
+                return false;
+            }
             refilled = true;
             continue;
         }
         /* A segment being compacted moves its items: wait until it is done
          * and look again, the item is somewhere else by then. */
-        if (how == STORE_LOOK_PIN && !seg_try_pin(f->seg)) {
+        if ((how & STORE_LOOK_PIN) && !seg_try_pin(f->seg)) {
             store_found_unlock(f);
             seg_wait_compacted(f->seg);
             continue;
