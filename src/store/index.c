@@ -554,6 +554,30 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
     return NULL;
 }
 
+uint64_t *index_lock_first_of(struct index *ix, uint64_t h, uint64_t *from)
+{
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    uint64_t i = index_shape_bucket(shape, h);
+    uint64_t *fb = t->b + (i << 3);
+    if (fb == from) /* from is locked: no split moved h's bucket meanwhile */
+        return fb;
+    /* address order, as index_lock_key; a lower one only with a trylock */
+    if (__atomic_fetch_or(fb, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
+        if (fb < from)
+            return NULL;
+        index_lock(fb);
+    }
+    /* as pair_move_out: the walk count is read with fb held */
+    uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    bool back = fb < from && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
+    if (back || (now != shape && index_shape_bucket(now, h) != i)) {
+        index_unlock(fb);
+        return NULL;
+    }
+    return fb;
+}
+
 void index_walk_begin(struct index *ix)
 {
     __atomic_fetch_add(&ix->walks, 1, __ATOMIC_SEQ_CST);

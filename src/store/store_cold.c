@@ -17,6 +17,8 @@
 #include "store/store_cold.h"
 #include "store/store_core.h"
 
+#include <xxhash.h>
+
 static bool cold_seg_may(const struct store *s, const struct seg *seg, unsigned min_cls,
                          uint32_t age, rel_time_t now)
 {
@@ -29,6 +31,40 @@ static bool cold_seg_may(const struct store *s, const struct seg *seg, unsigned 
         if (__atomic_load_n(&seg->cls_items[c], __ATOMIC_RELAXED) > 0)
             return true;
     return false;
+}
+
+/* One item of b's chain in *slot (b locked) that qualifies: to flash. A
+ * flash slot lives in its key's first bucket only (its key is not in RAM
+ * to find its second by), so an item met in its second bucket takes a slot
+ * in its first, locked too (index_lock_first_of), as eviction's does
+ * (seg.c, seg_drop_item). Returns the bucket whose chain changed (b, or
+ * the first: b lost a slot then), NULL when the item stayed. */
+static uint64_t *cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *seg,
+                           const char *p, const struct item_hdr *h, rel_time_t now, bool *full)
+{
+    uint64_t *fb = index_lock_first_of(&s->index, XXH3_64bits(p + h->hlen, h->nkey), b);
+    if (!fb)
+        return NULL; /* its first bucket busy or behind a walk: a later pass */
+    uint64_t *fs = fb == b ? slot : index_free_slot(&s->index, fb);
+    uint64_t ns = fs ? flash_tier_take(s->flash, p, h, seg->cas_base, slot_tag(*slot), now,
+                                       FLASH_TAKE_IDLE, full)
+                     : 0;
+    if (ns) {
+        struct store_cls_of cls = classes_item(&s->classes, p, h);
+        /* the flash slot is in place before the RAM one goes, both under
+         * the locks a lookup of the key takes */
+        *fs = ns;
+        if (fs != slot)
+            index_clear_slot(&s->index, b, slot);
+        seg_note_gone(seg, item_total(h), &cls);
+        /* the key's one flash candidate is this copy (flash_tier.h) */
+        flash_tier_drop_tag(s->flash, fb, slot_tag(ns), fs);
+    } else if (fs && fs != slot) {
+        index_clear_slot(&s->index, fb, fs);
+    }
+    if (fb != b)
+        index_unlock(fb);
+    return ns ? fb : NULL;
 }
 
 /* One bucket, b locked: its RAM items that qualify go to flash. */
@@ -49,20 +85,13 @@ static uint64_t cold_bucket(struct store *s, uint64_t *b, unsigned min_cls, uint
             item_decode(p, &h);
             if (life_of_item(&s->life, p, &h, seg->cas_base, now) != ITEM_LIVE)
                 continue; /* the crawl or a read reaps it */
-            uint64_t ns = flash_tier_take(s->flash, p, &h, seg->cas_base, slot_tag(sl), now,
-                                          FLASH_TAKE_IDLE, full);
-            if (!ns)
+            if (!cold_item(s, b, &cur[j], seg, p, &h, now, full))
                 continue;
-            struct store_cls_of cls = classes_item(&s->classes, p, &h);
-            cur[j] = ns;
-            seg_note_gone(seg, item_total(&h), &cls);
             moved++;
-            /* the key's one flash candidate is this copy (flash_tier.h); a
-             * slot dropped may have freed a bucket of the chain */
-            if (flash_tier_drop_tag(s->flash, b, slot_tag(ns), &cur[j])) {
-                cur = b;
-                j = 0;
-            }
+            /* a slot cleared or dropped may have freed a bucket of the
+             * chain: start it over (what moved is on flash, skipped) */
+            cur = b;
+            j = 0;
         }
     }
     return moved;

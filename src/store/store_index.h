@@ -268,6 +268,13 @@ void index_finish_growth(struct index *ix);
  * size now. Splits only move items to buckets past the one split, so a
  * walk in bucket order meets every item that stays (some twice). */
 uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
+/* With primary bucket from locked (and no other), holding an entry of
+ * hash h: lock h's first bucket too, for the entry to move there (a flash
+ * slot's place), and return it (from itself when it is the first). NULL
+ * when it cannot be had now: busy at a lower address (a trylock, as the
+ * address order wants), split meanwhile, or before from while a walk that
+ * must meet every entry is on (index_walk_begin). */
+uint64_t *index_lock_first_of(struct index *ix, uint64_t h, uint64_t *from);
 /* Around a walk in bucket order that must meet every entry (some twice):
  * meanwhile an entry moves only to a later bucket, as a split's do. */
 void index_walk_begin(struct index *ix);

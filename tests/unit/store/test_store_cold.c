@@ -5,7 +5,9 @@
  * ext_item_size go to flash (their RAM is their slot: a lookup without a
  * probe misses) and read back exactly, with their flags and CAS; an item
  * read again meanwhile, and one under ext_item_size, stay in RAM; a pass
- * stopped by full write buffers resumes where it stopped. No eviction. */
+ * stopped by full write buffers resumes where it stopped. No eviction.
+ * Every flash slot it makes is in its key's first bucket, an item met in
+ * its second bucket included. */
 #define _GNU_SOURCE
 #include "test_store_helpers.h"
 #include "store/store_cold.h"
@@ -108,6 +110,36 @@ static bool in_ram(struct tstore *t, int i)
     return st == STORE_OK;
 }
 
+/* Whether key i's slot (its RAM item, or with flash a flash slot of its
+ * tag) is in the chain of its first bucket, the one flash slots must be
+ * in: its key is not in RAM to find its second by. */
+static bool in_first_bucket(struct tstore *t, int i, bool flash)
+{
+    char k[32];
+    key_of(i, k);
+    struct store_key key = store_key_of(k, strlen(k));
+    struct index *ix = &t->s->index;
+    uint64_t *b = index_lock_hash(ix, key.hv);
+    bool found = false;
+    for (uint64_t *cur = b; cur && !found; cur = index_next(ix, cur)) {
+        for (int j = 1; j <= INDEX_SLOTS && !found; j++) {
+            uint64_t sl = cur[j];
+            if (!sl || slot_tag(sl) != key.tag || slot_is_flash(sl) != flash)
+                continue;
+            if (flash) {
+                found = true;
+                continue;
+            }
+            const char *p = seg_item(&t->s->pool, sl);
+            struct item_hdr h;
+            item_decode(p, &h);
+            found = h.nkey == key.nkey && memcmp(p + h.hlen, k, key.nkey) == 0;
+        }
+    }
+    index_unlock(b);
+    return found;
+}
+
 static void on_wake(void *arg)
 {
     (*(int *)arg)++;
@@ -183,8 +215,16 @@ static void test_default_age_never_idle_zero_age_all(void **state)
 
     open_cold(&t, 0);
     put_all(&t, N, NSMALL, cas);
+    /* some items are in their second bucket (an insert takes the emptier) */
+    int second = 0;
+    for (int i = 0; i < N; i++)
+        second += !in_first_bucket(&t, i, false);
+    assert_true(second > 0);
     assert_int_equal(passes(&t), N);
     assert_int_equal(written(&t), N);
+    /* every flash slot is in its key's first bucket, those moved too */
+    for (int i = 0; i < N; i++)
+        assert_true(in_first_bucket(&t, i, true));
     /* a second pass finds nothing more: flash slots are not moved again */
     assert_int_equal(passes(&t), 0);
     int woke = 0;
