@@ -398,7 +398,8 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     if (had)
         return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
     /* The key's buckets: its item in RAM (in either), or its one flash
-     * candidate (in the first). */
+     * candidate (in the first: a flash slot in its second bucket is
+     * another key's, whose first that bucket is, and may share its tag). */
     uint64_t fsl = 0;
     struct index_pair kb;
     index_lock_key(&s->index, k->hv, &kb);
@@ -407,7 +408,8 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
             for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
                 uint64_t sl = cur[__builtin_ctz(m) >> 1];
                 if (slot_is_flash(sl)) {
-                    fsl = sl;
+                    if (c == 0)
+                        fsl = sl;
                     continue;
                 }
                 const char *p = seg_item(&s->pool, sl);

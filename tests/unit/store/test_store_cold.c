@@ -241,6 +241,81 @@ static void test_default_age_never_idle_zero_age_all(void **state)
     tstore_close(&t);
 }
 
+/* Keys a and b of one tag, b's first bucket a's second (the index as it
+ * is now): found among the first NPAIR keys, false if none. */
+#define NPAIR 40000
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static bool tag_pair(struct tstore *t, int *a, int *b)
+{
+    uint64_t shape = __atomic_load_n(&t->s->index.shape, __ATOMIC_ACQUIRE);
+    static uint64_t firsts[NPAIR]; /* first bucket and tag, then the key */
+    for (int i = 0; i < NPAIR; i++) {
+        char k[32];
+        key_of(i, k);
+        struct store_key key = store_key_of(k, strlen(k));
+        firsts[i] = (index_shape_bucket(shape, key.hv) << 11 | key.tag) << 20 | (uint64_t)i;
+    }
+    qsort(firsts, NPAIR, sizeof firsts[0], cmp_u64);
+    for (int j = 0; j < NPAIR; j++) {
+        char k[32];
+        key_of(j, k);
+        struct store_key key = store_key_of(k, strlen(k));
+        uint64_t b1 = index_shape_bucket(shape, key.hv);
+        uint64_t b2 = index_shape_bucket(shape, index_hash2(key.hv));
+        if (b1 == b2)
+            continue;
+        uint64_t want = (b2 << 11 | key.tag) << 20;
+        size_t lo = 0, hi = NPAIR;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (firsts[mid] < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < NPAIR && firsts[lo] >> 20 == want >> 20) {
+            *a = j;
+            *b = (int)(firsts[lo] & 0xfffff);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Both on flash, each slot in its own first bucket: a's read must take its
+ * own flash slot, not b's, which is in a's second bucket under a's tag. */
+static void test_other_keys_flash_slot_in_second_bucket(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_cold(&t, 0);
+    int a = -1, b = -1;
+    assert_true(tag_pair(&t, &a, &b));
+    char k[32], v[VLEN + 1];
+    uint64_t cas_a, cas_b;
+    key_of(b, k);
+    value_of(b, VLEN, v);
+    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)b, 0, &cas_b), STORE_OK);
+    key_of(a, k);
+    value_of(a, VLEN, v);
+    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)a, 0, &cas_a), STORE_OK);
+    assert_int_equal(passes(&t), 2);
+    assert_true(in_first_bucket(&t, a, true));
+    assert_true(in_first_bucket(&t, b, true));
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    assert_non_null(w);
+    read_back(&t, w, &woke, a, VLEN, cas_a);
+    read_back(&t, w, &woke, b, VLEN, cas_b);
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+
 #ifdef NODELAY_DEBUG
 /* ext_item_age 2: nothing goes while the items are younger; 3 s later the
  * idle ones go, and the one read twice meanwhile (its access time bumped,
@@ -278,6 +353,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_default_age_never_idle_zero_age_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_keys_flash_slot_in_second_bucket, setup,
+                                        teardown),
 #ifdef NODELAY_DEBUG
         cmocka_unit_test_setup_teardown(test_idle_past_age_goes_read_stays, setup, teardown),
 #endif
