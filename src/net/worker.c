@@ -376,6 +376,7 @@ void *worker_main(void *arg)
     struct worker *w = arg;
     struct worker_pool *pool = w->pool;
     struct event_fired ev[WORKER_EVENTS];
+    struct conn_ready_batch batch = {0};
     rel_time_t last_tick = clock_now();
     while (!__atomic_load_n(&pool->stopping, __ATOMIC_ACQUIRE)) {
         /* While someone watches, records left in the rings are pumped
@@ -388,12 +389,15 @@ void *worker_main(void *arg)
         }
         for (int i = 0; i < n; i++) {
             struct loop_token *wt = ev[i].ptr;
+            bool readiness = wt->kind == TOKEN_CONN && !(ev[i].events & (EVENT_RECV | EVENT_SEND));
+            if (!readiness)
+                conn_ready_batch_finish(&batch); /* the turn's reads run first */
             switch (wt->kind) {
             case TOKEN_CONN:
-                if (ev[i].events & (EVENT_RECV | EVENT_SEND))
-                    conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
+                if (readiness)
+                    conn_ready_batch_event(&batch, wt->obj, ev[i].events);
                 else
-                    conn_on_event(wt->obj, ev[i].events);
+                    conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
                 break;
             case TOKEN_WATCH:
                 conn_on_watch_wake(wt->obj);
@@ -415,6 +419,7 @@ void *worker_main(void *arg)
             }
             }
         }
+        conn_ready_batch_finish(&batch);
         /* Accept after this turn's closes: a client that hung up and
          * reconnected finds its descriptor number free again (as memcached
          * and epoll's ordering usually give; `connection_structures`), and a
