@@ -371,12 +371,42 @@ static void worker_shutdown(struct worker *w)
     worker_free_dead(w);
 }
 
+/* io_uring's completions, a turn's all in before the first runs: each
+ * receive's key loads ahead of it (conn_uring_hint), its bucket two
+ * completions before it runs and its item one before, hidden behind the
+ * completions run meanwhile. run[j % 3] is completion j's. */
+struct worker_ahead {
+    struct store_prefetch_run run[3];
+};
+
+static struct conn *worker_recv_conn(const struct event_fired *ev)
+{
+    const struct loop_token *t = ev->ptr;
+    return t->kind == TOKEN_CONN && (ev->events & EVENT_RECV) ? t->obj : NULL;
+}
+
+static void worker_ahead(struct worker_ahead *a, const struct event_fired *ev, int n, int j,
+                         bool bucket)
+{
+    struct conn *c = j < n ? worker_recv_conn(&ev[j]) : NULL;
+    struct store_prefetch_run *r = &a->run[j % 3];
+    if (bucket) {
+        if (c)
+            conn_uring_hint(c, ev[j].res, ev[j].data, r);
+        else
+            r->n = r->next = 0;
+    } else if (c) {
+        conn_uring_hint_next(c, r);
+    }
+}
+
 void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct worker_pool *pool = w->pool;
     struct event_fired ev[WORKER_EVENTS];
     struct conn_ready_batch batch = {0};
+    struct worker_ahead ahead;
     rel_time_t last_tick = clock_now();
     while (!__atomic_load_n(&pool->stopping, __ATOMIC_ACQUIRE)) {
         /* While someone watches, records left in the rings are pumped
@@ -388,6 +418,13 @@ void *worker_main(void *arg)
             break;
         }
         for (int i = 0; i < n; i++) {
+            if (i == 0) {
+                worker_ahead(&ahead, ev, n, 0, true);
+                worker_ahead(&ahead, ev, n, 1, true);
+                worker_ahead(&ahead, ev, n, 0, false);
+            }
+            worker_ahead(&ahead, ev, n, i + 2, true);
+            worker_ahead(&ahead, ev, n, i + 1, false);
             struct loop_token *wt = ev[i].ptr;
             bool readiness = wt->kind == TOKEN_CONN && !(ev[i].events & (EVENT_RECV | EVENT_SEND));
             if (!readiness)
