@@ -23,6 +23,10 @@ no extstore_* counters) is reported as "not yet", never estimated. Talks to
 
   bench/flash.py [--memory MB] [--duration S] [--short] [--out DIR]
                  [--nodelay PATH] [--memcached PATH] [--dir FLASHDIR]
+                 [--nodelay-args ARGS] [--no-memcached]
+
+--nodelay-args adds flags to nodelay's (e.g. "-o io_uring=off" for its
+epoll backend); --no-memcached runs nodelay alone (before/after figures).
 
 --short is 32 MB of RAM and 2 s of load (what `make bench` runs); the
 default is 256 MB and 30 s. Writes DIR/flash.json and DIR/flash.md.
@@ -36,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from benchproc import free_port
+from benchproc import free_port, wait_for_port
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PROFILES = [("1-16KiB", 1024, 16384), ("100B-1KiB", 100, 1024)]
@@ -86,23 +90,20 @@ def proc_rss(pid):
     return None
 
 
-def start(binary, port, memory, flash_file, flash_mb, log):
+def start(binary, port, memory, flash_file, flash_mb, log, extra=()):
     argv = [binary, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-t", "1", "-m", str(memory),
-            "-o", f"ext_path={flash_file}:{flash_mb}m"]
+            "-o", f"ext_path={flash_file}:{flash_mb}m", *extra]
     if os.geteuid() == 0:
         argv[1:1] = ["-u", "root"]
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise RuntimeError(f"{binary} exited {p.returncode} at start (see {log.name})")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return p
-        except OSError:
-            time.sleep(0.1)
-    p.kill()
-    raise RuntimeError(f"{binary} did not listen on {port}")
+    try:
+        wait_for_port(port, p, timeout=15)
+    except SystemExit as e:
+        # one run's failure: main reports it and goes on with the others
+        p.kill()
+        p.wait()
+        raise RuntimeError(f"{binary}: {e} (see {log.name})") from None
+    return p
 
 
 def stop(p):
@@ -142,8 +143,9 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
         os.unlink(flash_file)
     port = free_port()
     log = open(os.path.join(workdir, f"{label}.{name}.log"), "w")
-    p = start(binary, port, args.memory, flash_file, flash_mb, log)
-    row = {"server": label, "binary": binary, "values": name, "vmin": vmin, "vmax": vmax,
+    extra = args.nodelay_args.split() if label == "B" else []
+    p = start(binary, port, args.memory, flash_file, flash_mb, log, extra)
+    row = {"server": label, "binary": binary, "args": extra, "values": name, "vmin": vmin, "vmax": vmax,
            "keys": keys, "memory_mb": args.memory, "flash_mb": flash_mb}
     try:
         vrange = f"{vmin}-{vmax}"
@@ -153,6 +155,7 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
         row["fill_s"] = round(time.monotonic() - t0, 2)
         time.sleep(1)  # memcached's write buffers go to flash in the background
         s0, cpu0, wb0 = stats(port), proc_cpu_s(p.pid), proc_write_bytes(p.pid)
+        n0 = stats(port, "nodelay") if label == "B" else {}
         res = loadgen(args, port, ["-k", str(keys), "-v", vrange, "--zipf", "0.99",
                                    "-g", "0.9", "-c", str(args.conns), "-D", str(args.duration),
                                    "--seed", "7"],
@@ -160,6 +163,7 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
         cpu1, wb1 = proc_cpu_s(p.pid), proc_write_bytes(p.pid)
         time.sleep(1)
         s1 = stats(port)
+        n1 = stats(port, "nodelay") if label == "B" else {}
         rss = proc_rss(p.pid)
     finally:
         stop(p)
@@ -192,6 +196,11 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
         row["flash_bytes_written"] = row["flash_items"] = None
         row["write_amp"] = row["ram_per_flash_item"] = None
         row["flash_note"] = "not yet: no extstore_* counters (flash tier not wired in)"
+    # nodelay's flash device reads over the load, by path (its own ring or
+    # the read threads)
+    for k in ("extstore_ring_reads", "extstore_pool_reads"):
+        if k in n0 and k in n1:
+            row[k] = num(n1, k) - num(n0, k)
     # The kernel's count of what the process sent to storage over the whole
     # run (fill and load): the host bytes, whatever the server says.
     wb_end = wb1
@@ -271,15 +280,18 @@ def main():
     ap.add_argument("--memcached", default=os.environ.get("MEMCACHED") or None)
     ap.add_argument("--loadgen", default=os.path.join(ROOT, "build", "bench", "loadgen"))
     ap.add_argument("--fill-timeout", type=float, default=600)
+    ap.add_argument("--nodelay-args", default="")
+    ap.add_argument("--no-memcached", action="store_true")
     args = ap.parse_args()
     if args.short:
         args.memory, args.duration = 32, 2
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.dir, exist_ok=True)
-    mc = find_memcached(args.memcached)
+    mc = None if args.no_memcached else find_memcached(args.memcached)
     servers = [("A", mc), ("B", args.nodelay)]
     if not mc:
-        print("flash.py: no memcached found: nodelay only", file=sys.stderr)
+        if not args.no_memcached:
+            print("flash.py: no memcached found: nodelay only", file=sys.stderr)
         servers = servers[1:]
     elif "1.6.45" not in mc:
         print(f"flash.py: ../shared/ref/memcached-1.6.45 absent: comparing with {mc}", file=sys.stderr)

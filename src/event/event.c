@@ -107,6 +107,16 @@ int event_send(struct event_loop *loop, int fd, const struct msghdr *msg, void *
     return loop->ops->send(loop, fd, msg, ptr);
 }
 
+int event_pread(struct event_loop *loop, int fd, void *buf, size_t len, uint64_t off,
+                unsigned after_ms, void *ptr)
+{
+    if (!loop->ops->pread) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    return loop->ops->pread(loop, fd, buf, len, off, after_ms, ptr);
+}
+
 int event_cancel(struct event_loop *loop, void *ptr, unsigned which)
 {
     if (!loop->ops->cancel) {

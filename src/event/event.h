@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct iovec;
 struct msghdr;
@@ -36,6 +37,8 @@ enum {
     EVENT_MORE = 1u << 6,      /* reported only, with EVENT_RECV: an
                                   event_recv_multi delivered bytes and stays
                                   started (more events of it will come) */
+    EVENT_FILE = 1u << 7,      /* reported only: an event_pread completed;
+                                  ptr is the caller's, not a watched fd's */
 };
 
 struct event_loop;
@@ -102,6 +105,16 @@ int event_recvv(struct event_loop *loop, int fd, const struct iovec *iov, int n,
  * kind per ptr at a time. Returns 0, or -1 with errno ENOTSUP where the
  * loop or the kernel cannot bound it so (use event_recv). */
 int event_recv_multi(struct event_loop *loop, int fd, size_t max, void *ptr);
+/* Read len bytes at off of a regular file into buf (on an O_DIRECT fd,
+ * all three aligned as the file asks): the result comes back as an
+ * EVENT_FILE event with ptr and res = bytes read (fewer at the file's end)
+ * or -errno, and buf is the kernel's until then. after_ms > 0 starts the
+ * read that much later (a test seam's slow device). Any number per ptr;
+ * ptr 4-byte aligned and not NULL. Returns 0, or -1 (errno set: ENOTSUP on
+ * a readiness backend, EBUSY when the loop has no room now): read it some
+ * other way then. */
+int event_pread(struct event_loop *loop, int fd, void *buf, size_t len, uint64_t off,
+                unsigned after_ms, void *ptr);
 /* Ask the kernel to stop ptr's receive and/or send (which: EVENT_RECV |
  * EVENT_SEND). Their completions still come (res -ECANCELED, or what was
  * done). Returns 0 or -1. */

@@ -32,6 +32,9 @@ struct event_ops {
     int (*send)(struct event_loop *loop, int fd, const struct msghdr *msg, void *ptr);
     /* NULL: no multishot receive (event_recv_multi says ENOTSUP) */
     int (*recv_multi)(struct event_loop *loop, int fd, size_t max, void *ptr);
+    /* NULL: no file reads (event_pread says ENOTSUP) */
+    int (*pread)(struct event_loop *loop, int fd, void *buf, size_t len, uint64_t off,
+                 unsigned after_ms, void *ptr);
     int (*cancel)(struct event_loop *loop, void *ptr, unsigned which);
     int (*submit)(struct event_loop *loop);
     int (*forget)(struct event_loop *loop, int fd); /* NULL: nothing kept */

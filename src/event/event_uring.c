@@ -58,9 +58,12 @@ enum {
     URING_TAG_POLL = 0,
     URING_TAG_RECV = 1,
     URING_TAG_SEND = 2,
-    URING_TAG_IGNORE = 3, /* poll removals and cancellations */
+    URING_TAG_FILE = 3,   /* an event_pread; with no pointer (URING_UD_IGNORE) poll
+                             removals, cancellations and delays, whose
+                             completions are dropped */
     URING_TAG_MASK = 3,
 };
+#define URING_UD_IGNORE ((uint64_t)URING_TAG_FILE)
 
 struct uring_fd {
     void *ptr;
@@ -395,7 +398,7 @@ static void event_uring_disarm(struct event_uring *l, int fd)
         struct io_uring_sqe *sqe = event_uring_sqe(l);
         if (sqe) {
             io_uring_prep_poll_remove(sqe, event_uring_poll_ud(fd, s->gen));
-            sqe->user_data = URING_TAG_IGNORE;
+            sqe->user_data = URING_UD_IGNORE;
         }
         s->armed = false;
     }
@@ -716,6 +719,11 @@ static int event_uring_wait(struct event_loop *base, struct event_fired *out, in
         case URING_TAG_SEND:
             out[got++] = (struct event_fired){.ptr = ptr, .events = EVENT_SEND, .res = cqe->res};
             break;
+        case URING_TAG_FILE:
+            if (ptr)
+                out[got++] =
+                    (struct event_fired){.ptr = ptr, .events = EVENT_FILE, .res = cqe->res};
+            break;
         case URING_TAG_POLL: {
             unsigned ev = event_uring_polled(l, ud, cqe->res, &ptr);
             int fd = (int)((ud >> 2) & 0x3fffffff);
@@ -825,6 +833,47 @@ static int event_uring_send(struct event_loop *base, int fd, const struct msghdr
     return 0;
 }
 
+/* A read of a regular file, O_DIRECT or not: the kernel runs it without
+ * this thread (async block I/O, or its own workers), and it completes
+ * like a receive. after_ms: a timeout linked ahead of it, whose expiry
+ * counts as success (IORING_TIMEOUT_ETIME_SUCCESS, 6.0), so the read
+ * follows it; the timeout's timespec is read at submission, so that pair
+ * is submitted at once (a test seam's, never a hot path). */
+static int event_uring_pread(struct event_loop *base, int fd, void *buf, size_t len, uint64_t off,
+                             unsigned after_ms, void *ptr)
+{
+    struct event_uring *l = event_uring_of(base);
+    if (!ptr || fd < 0 || len > UINT32_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct __kernel_timespec ts = {.tv_sec = after_ms / 1000,
+                                   .tv_nsec = (long long)(after_ms % 1000) * 1000000};
+    if (after_ms) {
+        /* both in one submission, or the link would end with the first */
+        if (!l->enabled) {
+            errno = EBUSY;
+            return -1;
+        }
+        if (io_uring_sq_space_left(&l->ring) < 2)
+            io_uring_submit(&l->ring);
+        struct io_uring_sqe *t = event_uring_sqe(l);
+        if (!t)
+            return -1;
+        io_uring_prep_timeout(t, &ts, 0, IORING_TIMEOUT_ETIME_SUCCESS);
+        t->flags |= IOSQE_IO_LINK;
+        t->user_data = URING_UD_IGNORE;
+    }
+    struct io_uring_sqe *sqe = event_uring_sqe(l);
+    if (!sqe)
+        return -1; /* after_ms: the space was made above */
+    io_uring_prep_read(sqe, fd, buf, (unsigned)len, off);
+    sqe->user_data = (uint64_t)(uintptr_t)ptr | URING_TAG_FILE;
+    if (after_ms)
+        io_uring_submit(&l->ring);
+    return 0;
+}
+
 static int event_uring_cancel(struct event_loop *base, void *ptr, unsigned which)
 {
     struct event_uring *l = event_uring_of(base);
@@ -839,7 +888,7 @@ static int event_uring_cancel(struct event_loop *base, void *ptr, unsigned which
         if (!sqe)
             return -1;
         io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)ptr | ops[i].tag, 0);
-        sqe->user_data = URING_TAG_IGNORE;
+        sqe->user_data = URING_UD_IGNORE;
     }
     return 0;
 }
@@ -890,6 +939,7 @@ const struct event_ops event_uring_ops = {
     .recvv = event_uring_recvv,
     .send = event_uring_send,
     .recv_multi = event_uring_recv_multi,
+    .pread = event_uring_pread,
     .cancel = event_uring_cancel,
     .submit = event_uring_submit,
     .forget = event_uring_forget,

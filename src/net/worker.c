@@ -21,6 +21,7 @@
 #include "proto/proto_flash.h"
 #include "net/net_options.h"
 #include "store/store.h"
+#include "store/store_flash.h"
 #include "watch/watch.h"
 
 #define WORKER_EVENTS 256
@@ -31,6 +32,9 @@
  * hold has dropped this much below its last high point. */
 #define WORKER_TRIM_DROP (8u << 20)
 #define WORKER_QUIET_BYTES (64u << 10)
+/* How long a stop waits for flash reads still on the ring (the kernel's
+ * buffers until they end), as the store waits for its read threads'. */
+#define WORKER_FLASH_SETTLE_MS 30000
 
 static const char worker_too_many[] = "ERROR Too many open connections\r\n";
 
@@ -46,6 +50,26 @@ static size_t worker_client_bytes(const struct worker_pool *pool)
         used += __atomic_load_n(&pool->workers[i].rbuf_bytes, __ATOMIC_RELAXED);
     }
     return used;
+}
+
+/* store_flash.h's ring hook: the flash tier's device reads go out on this
+ * worker's own ring (io_uring), as its receives and sends do, and come back
+ * as EVENT_FILE events (worker_flash_event). */
+static int worker_flash_start(void *arg, struct flash_read *r, int fd, void *buf, uint32_t len,
+                              uint64_t pos, unsigned delay_ms)
+{
+    struct worker *w = arg;
+    return event_pread(w->loop, fd, buf, len, pos, delay_ms, r) == 0 ? 0 : -errno;
+}
+
+/* An event that is a flash read's end (its pointer is the read, not a
+ * loop token): completed here, true; anything else, false. */
+static bool worker_flash_event(const struct event_fired *ev)
+{
+    if (!(ev->events & EVENT_FILE))
+        return false;
+    store_flash_ring_done(ev->ptr, ev->res);
+    return true;
 }
 
 int worker_init(struct worker *w, struct worker_pool *pool, int id)
@@ -83,6 +107,10 @@ int worker_init(struct worker *w, struct worker_pool *pool, int id)
         if (fd >= 0 && event_add(w->loop, fd, EVENT_READ, &w->flash_watch) < 0)
             goto fail;
     }
+    /* With a ring, the reads themselves go there (O_DIRECT, no thread);
+     * the read threads take what it refuses, and every read on epoll. */
+    if (event_has_io(w->loop))
+        store_flash_use_ring(w->store, &(struct store_flash_ring){worker_flash_start, w});
     w->env = (struct conn_env){
         .pool = pool,
         .loop = w->loop,
@@ -319,6 +347,20 @@ static void worker_run_ready(struct worker *w)
     }
 }
 
+static long worker_ms_since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+static void worker_drain_wake(struct worker *w)
+{
+    char buf[64];
+    while (read(w->wake[0], buf, sizeof buf) > 0)
+        ;
+}
+
 /* Stopping: no new clients; graceful gives queued replies a short while. */
 static void worker_shutdown(struct worker *w)
 {
@@ -327,12 +369,10 @@ static void worker_shutdown(struct worker *w)
     bool graceful = __atomic_load_n(&w->pool->graceful, __ATOMIC_RELAXED);
     if (graceful) {
         struct event_fired ev[WORKER_EVENTS];
-        struct timespec start, now;
+        struct timespec start;
         clock_gettime(CLOCK_MONOTONIC, &start);
         for (;;) {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            long waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-            if (waited >= WORKER_DRAIN_MS)
+            if (worker_ms_since(&start) >= WORKER_DRAIN_MS)
                 break;
             bool owed = false;
             for (struct conn *c = w->env.conns; c; c = c->next)
@@ -345,6 +385,8 @@ static void worker_shutdown(struct worker *w)
                 conn_stop_reading(c);
             int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
             for (int i = 0; i < n; i++) {
+                if (worker_flash_event(&ev[i]))
+                    continue;
                 struct loop_token *wt = ev[i].ptr;
                 if (wt->kind != TOKEN_CONN)
                     continue;
@@ -358,14 +400,32 @@ static void worker_shutdown(struct worker *w)
     }
     while (w->env.conns)
         conn_close(w->env.conns, "server stopping");
-    /* Closed connections with I/O started wait for its cancellation. */
-    for (int turns = 0; w->env.zombies && turns < WORKER_DRAIN_MS / 50; turns++) {
+    /* Closed connections with I/O started wait for its cancellation, and
+     * flash reads on the ring for their end: only this thread can reap
+     * them (the ring's one issuer), and their buffers are the kernel's
+     * until then. Their sessions are gone: they complete into nothing.
+     * Bounded in time, not turns: a wake-up pipe left readable ends a wait
+     * at once. */
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        long waited = worker_ms_since(&start);
+        bool zombies = w->env.zombies && waited < WORKER_DRAIN_MS;
+        bool reads = store_flash_ring_pending(w->store) && waited < WORKER_FLASH_SETTLE_MS;
+        if (!zombies && !reads)
+            break;
         struct event_fired ev[WORKER_EVENTS];
         int n = event_wait(w->loop, ev, WORKER_EVENTS, 50);
         for (int i = 0; i < n; i++) {
+            if (worker_flash_event(&ev[i]))
+                continue;
             struct loop_token *wt = ev[i].ptr;
             if (wt->kind == TOKEN_CONN && (ev[i].events & (EVENT_RECV | EVENT_SEND)))
                 conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
+            else if (wt->kind == TOKEN_WAKE)
+                worker_drain_wake(w);
+            else if (wt->kind == TOKEN_FLASH)
+                flash_loop_drain(w->flash); /* the read threads' too, into nothing */
         }
     }
     worker_free_dead(w);
@@ -381,6 +441,8 @@ struct worker_ahead {
 
 static struct conn *worker_recv_conn(const struct event_fired *ev)
 {
+    if (ev->events & EVENT_FILE)
+        return NULL; /* its pointer is a flash read's, not a token */
     const struct loop_token *t = ev->ptr;
     return t->kind == TOKEN_CONN && (ev->events & EVENT_RECV) ? t->obj : NULL;
 }
@@ -425,6 +487,11 @@ void *worker_main(void *arg)
             }
             worker_ahead(&ahead, ev, n, i + 2, true);
             worker_ahead(&ahead, ev, n, i + 1, false);
+            if (ev[i].events & EVENT_FILE) {
+                conn_ready_batch_finish(&batch); /* the turn's reads run first */
+                worker_flash_event(&ev[i]); /* a wake puts its connection on the ready list */
+                continue;
+            }
             struct loop_token *wt = ev[i].ptr;
             bool readiness = wt->kind == TOKEN_CONN && !(ev[i].events & (EVENT_RECV | EVENT_SEND));
             if (!readiness)
@@ -448,12 +515,9 @@ void *worker_main(void *arg)
             case TOKEN_FLASH:
                 flash_loop_drain(w->flash); /* wakes put connections on the ready list */
                 break;
-            case TOKEN_WAKE: {
-                char buf[64];
-                while (read(w->wake[0], buf, sizeof buf) > 0)
-                    ;
+            case TOKEN_WAKE:
+                worker_drain_wake(w);
                 break;
-            }
             }
         }
         conn_ready_batch_finish(&batch);
@@ -463,7 +527,7 @@ void *worker_main(void *arg)
          * full -c has made room first. */
         for (int i = 0; i < n && w->listening; i++) {
             struct loop_token *wt = ev[i].ptr;
-            if (wt->kind == TOKEN_LISTENER)
+            if (!(ev[i].events & EVENT_FILE) && wt->kind == TOKEN_LISTENER)
                 worker_accept(w, wt->obj);
         }
         worker_run_ready(w);

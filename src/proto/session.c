@@ -45,14 +45,17 @@ void session_release(struct session *s)
     reply_release(&s->reply);
 }
 
-bool session_value_coming(const struct session *s, size_t rest)
+bool session_value_coming(const struct session *s, size_t got, size_t rest)
 {
     /* A connection reads while it owes at most half its allowance. */
     if (!s->queued || reply_pending(&s->reply) > s->reply_allow / 2)
         return false;
-    size_t want = rest < SESSION_COMING_MIN ? rest : SESSION_COMING_MIN;
     long queued = s->queued(s->queued_ctx, false);
-    return queued >= 0 && (size_t)queued >= want;
+    if (queued < 0)
+        return false;
+    /* What the read took counts with what it left queued: one segment
+     * split by the read is one segment sent, whichever backend read it. */
+    return (size_t)queued >= rest || got + (size_t)queued >= SESSION_COMING_MIN;
 }
 
 /* The socket holds at least rest more bytes of the request. */
@@ -88,6 +91,6 @@ enum store_status session_reserve_value(struct session *s, const char *key, size
     }
     return store_reserve_upload_here(s->store, key, nkey, nvalue, known, flags, exptime,
                                      !store_upload_fits(s->store, nvalue) &&
-                                         session_value_coming(s, need - avail),
+                                         session_value_coming(s, avail, need - avail),
                                      res);
 }

@@ -125,14 +125,18 @@ void session_set_peer(struct session *s, const char *addr);
 /* Release what the contract holds (a watcher, the reply queue); the
  * protocol's own state is proto_release's (proto.h), which calls this. */
 void session_release(struct session *s);
-/* The client is sending the rest of a value (rest bytes): the socket holds
- * all of it, or SESSION_COMING_MIN bytes of it, more than a read takes at
- * once, and the connection owes little enough to go on reading. Such an
- * upload is being read, not held back (store_reserve_upload_here). False
- * without a socket (queued NULL). One FIONREAD: ask only when the upload
- * bound is full. */
-#define SESSION_COMING_MIN (32u * 1024)
-bool session_value_coming(const struct session *s, size_t rest);
+/* The client is sending the rest of a value (rest bytes; got of it read
+ * with its command): the socket holds all of the rest, or what was read and
+ * what is queued come to SESSION_COMING_MIN bytes, and the connection owes
+ * little enough to go on reading. Such an upload is being read, not held
+ * back (store_reserve_upload_here). False without a socket (queued NULL).
+ * One FIONREAD: ask only when the upload bound is full.
+ * SESSION_COMING_MIN is half the first segment of a large write on a fresh
+ * loopback connection (Linux caps a segment at half the window its peer
+ * offered, 32741 bytes of a 64 KiB one): the server may wake on that
+ * segment alone, and then sees only it, part read and part queued. */
+#define SESSION_COMING_MIN (16u * 1024)
+bool session_value_coming(const struct session *s, size_t got, size_t rest);
 
 /* Reserve a value of nvalue bytes under key for a protocol that waits for
  * need bytes (the value and any terminator), avail of them already read.

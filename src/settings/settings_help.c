@@ -61,26 +61,13 @@ void settings_print_help(FILE *out)
         if ((r->sopt || r->lopt) && r->help)
             settings_help_row(out, r);
     }
-    bool flash_said = false;
+    /* The ext_ rows too: memcached's own tests (and scripts like them)
+     * take "ext_path" in -h to mean extstore works, and it does: items
+     * idle ext_item_age go to flash as memcached's do. */
     for (size_t i = 0; i < SETTINGS_NROWS; i++) {
         const struct settings_row *r = &settings_rows[i];
-        if (!r->oname || !r->help)
-            continue;
-        /* Until the flash tier is wired in, -h names the extstore family
-         * once, never an ext_ option: memcached's own tests (and scripts
-         * like them) take "ext_path" in -h to mean extstore works, and
-         * would then wait for items to reach flash. The manual lists each. */
-        if (strncmp(r->oname, "ext_", 4) == 0) {
-            if (!flash_said)
-                fprintf(
-                    out,
-                    "   ext_*=<value>%*s(compat) memcached's extstore options: each checked as\n"
-                    "%*smemcached checks it, no flash tier yet (the manual lists them)\n",
-                    SETTINGS_HELP_COLUMN - 16, "", SETTINGS_HELP_COLUMN, "");
-            flash_said = true;
-            continue;
-        }
-        settings_help_row(out, r);
+        if (r->oname && r->help)
+            settings_help_row(out, r);
     }
     fprintf(out,
             "\n"

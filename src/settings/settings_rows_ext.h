@@ -12,7 +12,8 @@
 #define NODELAY_SETTINGS_ROWS_EXT_H
 
 /* The flash tier (docs/store-flash.md) acts on these but three: reads go
- * to a thread pool one at a time (ext_io_depth), every flash hit is copied
+ * to the worker's io_uring ring, or to a thread pool (ext_threads) one at
+ * a time (ext_io_depth), every flash hit is copied
  * back into RAM (ext_recache_rate), and the writer thread does not sleep
  * between passes (ext_max_sleep). */
 #define SETTINGS_NO_FLASH                                                                          \
@@ -29,7 +30,8 @@ X(RUN,  ext_item_size,           SIZE, 512,         0,   NULL,                 "
 X(RUN,  ext_item_age,            SIZE, UINT_MAX,    0,   NULL,                 "ext_item_age",               \
   "seconds",     EXT_U,       0,       0,              "ext_item_age",          U32,                         \
   NULL,                                                                                                      \
-  "moved to flash only when idle this long (default: any)", NULL)                                            \
+  "idle this long, moved to flash while RAM is free\n"                                                      \
+  "(default: never; any age once RAM is full)", NULL)                                                        \
 X(RUN,  ext_low_ttl,             SIZE, 0,           0,   NULL,                 "ext_low_ttl",                \
   "seconds",     EXT_U,       0,       0,              "ext_low_ttl",           U32,                         \
   NULL,                                                                                                      \
@@ -45,12 +47,12 @@ X(FIX,  ext_wbuf_size,           SIZE, 4,           0,   NULL,                 "
 X(RUN,  ext_compact_under,       SIZE, 0,           0,   NULL,                 "ext_compact_under",          \
   "pages",       EXT_U,       0,       0,              "ext_compact_under",     U32,                         \
   NULL,                                                                                                      \
-  "compact when free pages fall under this\\n"                                                                \
+  "compact when free pages fall under this\n"                                                               \
   "(default: 1% of the last file's pages, at least 1)", NULL)                                                \
 X(RUN,  ext_drop_under,          SIZE, 0,           0,   NULL,                 "ext_drop_under",             \
   "pages",       EXT_U,       0,       0,              "ext_drop_under",        U32,                         \
   NULL,                                                                                                      \
-  "drop rather than rewrite under this many free pages\\n"                                                    \
+  "drop unread items under this many free pages\n"                                                         \
   "(default: as ext_compact_under's)", NULL)                                                                 \
 X(RUN,  ext_max_sleep,           SIZE, 1000000,     0,   NULL,                 "ext_max_sleep",              \
   "us",          EXT_U,       0,       0,              "ext_max_sleep",         U32,                         \
@@ -59,7 +61,7 @@ X(RUN,  ext_max_sleep,           SIZE, 1000000,     0,   NULL,                 "
 X(RUN,  ext_max_frag,            DBL,  0.8,         0,   NULL,                 "ext_max_frag",               \
   "ratio",       EXT_DBL,     0,       0,              "ext_max_frag",          F2,                          \
   NULL,                                                                                                      \
-  "compact pages fuller than this ratio (default: 0.8)", NULL)                                               \
+  "compact pages less live than this ratio (default: 0.8)", NULL)                                           \
 X(RUN,  slab_automove_freeratio, DBL,  0.01,        0,   NULL,                 "slab_automove_freeratio",    \
   "f",           EXT_DBL,     0,       0,              "slab_automove_freeratio", F3,   SETTINGS_NO_SLABS,   \
   "free memory kept by the slab mover", NULL)                                                                \
@@ -72,8 +74,9 @@ X(RUN,  ext_drop_unread,         BOOL, false,       0,   NULL,                 "
 X(FIX,  ext_path,                STR,  NULL,        0,   NULL,                 "ext_path",                   \
   "file:size",   EXT_PATH,    0,       0,              NULL,                    NONE,                        \
   NULL,                                                                                                      \
-  "flash file and its size (m|g|t|p), once per file;\\n"                                                      \
-  "items that leave RAM go there (memcached's extstore)", NULL)                                              \
+  "flash file and its size (m|g|t|p), once per file;\n"                                                     \
+  "items idle ext_item_age, or leaving a full RAM,\n"                                                       \
+  "go there (memcached's extstore)", NULL)                                                                   \
 X(FIX,  ext_page_size,           SIZE, 64,          0,   NULL,                 "ext_page_size",              \
   "MB",          EXT_U,       0,       0,              NULL,                    NONE,                        \
   NULL,                                                                                                      \
@@ -81,7 +84,7 @@ X(FIX,  ext_page_size,           SIZE, 64,          0,   NULL,                 "
 X(FIX,  ext_threads,             SIZE, 1,           0,   NULL,                 "ext_threads",                \
   "num",         EXT_U,       0,       0,              NULL,                    NONE,                        \
   NULL,                                                                                                      \
-  "flash I/O threads (default: 1)", NULL)                                                                    \
+  "flash read threads, for reads not on a worker's io_uring (default: 1)", NULL)                             \
 X(FIX,  ext_io_depth,            SIZE, 1,           0,   NULL,                 "ext_io_depth",               \
   "num",         EXT_U,       0,       0,              NULL,                    NONE,                        \
   SETTINGS_NO_FLASH,                                                                                         \

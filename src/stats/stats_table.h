@@ -299,6 +299,10 @@
       "flash segment writes that failed (their items are misses)")                                 \
     X(extstore_read_errors, STORE, extstore_read_errors, U64, COUNTER, EXTSTORE, NULL,             \
       "flash reads that failed or came back short (a miss each)")                                  \
+    X(extstore_ring_reads, STORE, extstore_ring_reads, U64, COUNTER, EXTSTORE, NULL,               \
+      "flash device reads started on the worker's own io_uring ring")                              \
+    X(extstore_pool_reads, STORE, extstore_pool_reads, U64, COUNTER, EXTSTORE, NULL,               \
+      "flash device reads handed to the read threads (no ring, or it refused)")                    \
     X(extstore_skipped_full, STORE, extstore_skipped_full, U64, COUNTER, EXTSTORE, NULL,           \
       "items evicted because no flash write buffer was free")                                      \
     X(extstore_slots_dropped, STORE, extstore_slots_dropped, U64, COUNTER, EXTSTORE, NULL,         \

@@ -47,6 +47,17 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
+#ifdef NODELAY_DEBUG
+void (*seg_debug_compact_step)(struct seg *v);
+#define SEG_COMPACT_STEP(v)                                                                       \
+    do {                                                                                          \
+        if (seg_debug_compact_step)                                                               \
+            seg_debug_compact_step(v);                                                            \
+    } while (0)
+#else
+#define SEG_COMPACT_STEP(v) ((void)0)
+#endif
+
 /* The small queue's target starts at this share of the segments. */
 #ifndef SEG_SMALL_DIV
 #define SEG_SMALL_DIV 10
@@ -348,7 +359,8 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
     struct store_cls_of cls = classes_item(pool->classes, p, h);
     if (life == ITEM_LIVE && pool->flash) {
         /* to flash instead, when it qualifies (flash/flash_tier.c) */
-        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now);
+        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now,
+                                      FLASH_TAKE_EVICT, NULL);
         if (ns) {
             *slot = ns;
             flash_tier_drop_tag(pool->flash, b, slot_tag(ns), slot);
@@ -532,9 +544,9 @@ static void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compac
     if (compact && ps) {
         /* Everything below kept_from is dead or copied out: a restore reads
          * [0, compact_w) and [compact_off, write_off) (W6). */
-        pm_store32(&ps->compact_w, 0);
-        pm_store32(&ps->compact_off, w->kept_from);
+        pm_store_pair(&ps->compact_pair, 0, w->kept_from);
         pm_store32(&ps->flags, PM_SEG_COMPACTING);
+        SEG_COMPACT_STEP(v);
     }
     for (size_t off = w->kept_from; off < v->write_off;) {
         char *p = v->data + off;
@@ -553,20 +565,37 @@ static void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compac
             /* Only dead or moved bytes lie below: nothing a slot or a pin
              * refers to is overwritten. With -e an item is never moved over
              * its own bytes (a kill mid-copy would tear the only copy): it
-             * stays, and the gap becomes padding. */
-            if (ps && wr != off && off - wr < size) {
-                memset(v->data + wr, 0, off - wr);
-                wr = off;
+             * stays, and the gap becomes padding. The restore's two ranges
+             * cover it whole at every store: first the gap takes the bytes
+             * up to it (padding, dead items), then both bounds move past
+             * the copy in one store (compact_w over the copy, compact_off
+             * still at the source: a kill then leaves two copies of one
+             * version, W5), and only then the source dies. */
+            if (ps) {
+                pm_store_pair(&ps->compact_pair, (uint32_t)wr, (uint32_t)off);
+                SEG_COMPACT_STEP(v);
+                if (wr != off && off - wr < size) {
+                    memset(v->data + wr, 0, off - wr);
+                    wr = off;
+                    SEG_COMPACT_STEP(v);
+                }
             }
             bool moved_down = wr != off;
-            if (moved_down)
+            if (moved_down) {
                 memmove(v->data + wr, p, size);
+                SEG_COMPACT_STEP(v);
+            }
+            size_t end = (wr + size + align - 1) & ~(align - 1);
+            if (ps) {
+                pm_store_pair(&ps->compact_pair, (uint32_t)end, (uint32_t)(moved_down ? off : end));
+                SEG_COMPACT_STEP(v);
+            }
             *slot = slot_make(tag, v->id, (uint32_t)(wr >> pool->off_shift)) | (*slot & SLOT_FREQ);
-            if (ps && moved_down)
+            if (ps && moved_down) {
                 item_set_dead(p); /* the copy left behind */
-            wr = (wr + size + align - 1) & ~(align - 1);
-            if (ps)
-                pm_store32(&ps->compact_w, (uint32_t)wr);
+                SEG_COMPACT_STEP(v);
+            }
+            wr = end;
             CNT_INC(ctx->cnt, items_reinserted);
             held |= (uint64_t)1 << cls;
             seg_note_move(ctx, w, cls);
@@ -575,17 +604,17 @@ static void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compac
         }
         index_unlock(b);
         off = (off + size + align - 1) & ~(align - 1);
-        if (ps && compact)
-            pm_store32(&ps->compact_off, (uint32_t)off);
+        if (ps && compact) {
+            pm_store_pair(&ps->compact_pair, (uint32_t)wr, (uint32_t)off);
+            SEG_COMPACT_STEP(v);
+        }
     }
     if (!compact)
         return;
     __atomic_store_n(&v->cls_held, held, __ATOMIC_RELAXED);
     v->write_off = (uint32_t)wr;
-    if (ps) {
-        pm_store32(&ps->write_off, (uint32_t)wr);
-        pm_store32(&ps->flags, 0);
-    }
+    if (ps) /* the new end and the end of compacting at once: compact_off lies past the new end */
+        pm_store_pair(&ps->end_pair, (uint32_t)wr, 0);
 }
 
 /* Finish a victim walked to its end (pool lock held): it goes to draining,

@@ -92,6 +92,9 @@ void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
 /* Tests: called by seg_note_gone once the segment has no live item, at
  * the moment seg_recycle may see it so (tests/unit/store/test_store_life.c). */
 extern void (*seg_debug_none_live)(struct seg *seg);
+/* Tests: called by an in-place compaction with -e after each store to the
+ * file that a kill could end on (tests/unit/store/persist/). */
+extern void (*seg_debug_compact_step)(struct seg *v);
 #endif
 /* Per-class live counts and pages, summed over segments (pool lock). */
 void seg_class_counts(struct seg_pool *pool, struct store_class_stats *out, unsigned n, rel_time_t now);

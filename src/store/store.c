@@ -62,6 +62,9 @@ int store_create(struct store **out, const struct store_options *opt)
         return -1;
     s->opt = *opt;
     s->pool.opt = &s->opt;
+    /* memcached 1.6.45's counter starts at 1: the first CAS it gives is 2
+     * (1.6.18's was 1). A restore (-e) sets it from the file instead. */
+    s->cas_next = 1;
     size_t seg = STORE_SEG_MIN;
     while (seg < opt->item_size_max)
         seg <<= 1;
@@ -553,14 +556,20 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
     if (nkey == 0 || nkey > STORE_KEY_MAX)
         return STORE_MISS;
     struct store_key k = store_key_of(key, nkey);
+    /* A plain delete of an item on flash drops it there, as memcached's
+     * unlinks its header item: no read of its value into RAM first. */
+    bool keep = !req->cas_compare && !req->drop_value && !req->invalidate;
     for (;;) {
         struct store_found f;
-        if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+        if (!store_lookup(ctx, &k, keep ? STORE_LOOK_FIND | STORE_LOOK_KEEP_FLASH : STORE_LOOK_FIND,
+                          &f)) {
             /* not in RAM: a flash copy (a delete not probed first) goes
              * too, as any write drops one (store_link) */
             if (s->flash)
                 flash_tier_drop_tag(s->flash, f.bucket, k.tag, NULL);
             index_unlock(f.bucket);
+            if (f.on_flash)
+                return STORE_OK;
             if (req->miss_out)
                 *req->miss_out = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED
                                  : f.gone == ITEM_EXPIRED ? STORE_MISS_EXPIRED

@@ -490,6 +490,8 @@ int store_set_mem_limit(struct store *store, size_t bytes);
     X(extstore_value_bytes_moved) /* value bytes moved there from RAM */         \
     X(extstore_write_errors)                                                    \
     X(extstore_read_errors)  /* reads failed or short (a miss each) */           \
+    X(extstore_ring_reads)   /* device reads started on a worker's io_uring */   \
+    X(extstore_pool_reads)   /* ... handed to the read threads instead */        \
     X(extstore_skipped_full) /* items evicted: no write buffer free */           \
     X(extstore_slots_dropped) /* slots found naming a gone or bad item */        \
     X(extstore_index_dropped) /* flash slots an index growth could not keep */

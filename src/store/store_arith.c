@@ -9,6 +9,7 @@
 #include "store/store_core.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
+#include "store/store_link.h"
 #include "store/store_lookup.h"
 #include "store/store_write.h"
 #include "store/store_classes.h"
@@ -28,8 +29,10 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
     struct store_key k = store_key_of(key, nkey);
     for (;;) {
         struct store_found f;
-        if (!store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+        if (!store_lookup(ctx, &k, STORE_LOOK_FIND | STORE_LOOK_KEEP_FLASH, &f)) {
             index_unlock(f.bucket);
+            if (f.on_flash) /* memcached: a value on extstore is not a number */
+                return STORE_NON_NUMERIC;
             if (!req->create)
                 return STORE_MISS;
             char buf[24];
@@ -107,6 +110,11 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
             continue; /* the item changed between our two looks: redo */
         if (st != STORE_OK)
             return st;
+        /* memcached 1.6.45 gives every incr it applies a CAS from its
+         * counter, and only then puts E's in its place: the counter moves
+         * with E too (a vivifying ma, as a set, takes E's and none). */
+        if (req->cas_new && s->opt.cas_enabled)
+            (void)store_next_cas(s);
         res->value = v;
         res->cas = cas;
         res->exptime = exp;

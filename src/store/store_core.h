@@ -26,6 +26,9 @@
 #include "store/store_crawl.h"
 #include "store/flash/flash_tier.h"
 
+/* What store_ctx.flash_refill did. */
+enum flash_refill { FLASH_NONE, FLASH_REFILLED, FLASH_LEFT };
+
 /* Counts on a ctx's counters (store_counters.h). */
 #define CTR_ADD(ctx, f, n) CNT_ADD(&(ctx)->cnt, f, n)
 #define CTR_INC(ctx, f) CTR_ADD(ctx, f, 1)
@@ -42,9 +45,12 @@ struct store_ctx {
     struct flash_cq *flash_cq;          /* its completed flash reads, or NULL */
     unsigned flash_inflight;            /* its reads submitted, done() not yet run */
     /* store_flash.c's, for store_lookup_write on a miss (bucket b locked):
-     * true when it put the key's item, read for flash_wait, back in RAM
-     * (b unlocked then), false with b still locked. NULL: no flash tier. */
-    bool (*flash_refill)(struct store_ctx *ctx, const struct store_key *k, uint64_t *b);
+     * FLASH_REFILLED when it put the key's item, read for flash_wait, back
+     * in RAM (b unlocked then); FLASH_LEFT when such an item was read and,
+     * with keep, left on flash; FLASH_NONE (b still locked for both).
+     * NULL: no flash tier. */
+    enum flash_refill (*flash_refill)(struct store_ctx *ctx, const struct store_key *k,
+                                      uint64_t *b, bool keep);
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
 };
 

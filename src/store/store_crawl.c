@@ -6,6 +6,7 @@
  * in the counters they bump, as memcached's LRU maintainer and its
  * crawler count apart. */
 #include "store/store_crawl.h"
+#include "store/store_cold.h"
 #include "store/store_core.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
@@ -20,6 +21,10 @@
 
 #define STORE_FLUSH_RECLAIM_NS 100000000L /* 100 ms */
 #define STORE_CRAWL_BUCKETS (1u << 20)
+/* With the idle flush held up by full flash buffers, the housekeeper comes
+ * back this soon rather than in a second: the writer thread frees one
+ * every few milliseconds. */
+#define STORE_COLD_RETRY_NS 10000000L /* 10 ms */
 
 /* Which items a walk reaps, and how it counts them. */
 struct store_reap {
@@ -142,6 +147,9 @@ void store_housekeep(struct store *s)
     rel_time_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
     if (!s->opt.no_lru_maintainer && ((ol && ol <= now) || seg_any_expiring(&s->pool, now)))
         store_crawl(s->hk.ctx, STORE_CRAWL_BUCKETS);
+    bool full = false;
+    store_cold_pass(s, STORE_CRAWL_BUCKETS, &full);
+    s->hk.cold_more = full;
 }
 
 /* memcached's LRU crawler over the classes asked for: the whole index
@@ -164,7 +172,15 @@ void *store_housekeeper(void *arg)
     while (!s->hk.stop) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
+        if (s->hk.cold_more) {
+            ts.tv_nsec += STORE_COLD_RETRY_NS;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+        } else {
+            ts.tv_sec += 1;
+        }
         if (!s->hk.kick && !s->hk.crawl_classes)
             pthread_cond_timedwait(&s->hk.cond, &s->hk.lock, &ts);
         if (s->hk.stop)

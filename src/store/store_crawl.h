@@ -16,6 +16,8 @@ struct store_ctx;
 struct store_house {
     struct store_ctx *ctx;  /* the housekeeper's own ctx */
     uint64_t crawl_cursor;  /* next bucket for store_crawl (housekeeper) */
+    uint64_t cold_cursor;   /* next bucket for the idle flush (store_cold.h) */
+    bool cold_more;         /* the idle flush stopped at full buffers: soon again */
     uint64_t crawl_classes; /* classes `lru_crawler crawl` asked for (lock) */
     bool crawl_active;      /* the housekeeper is crawling them (lock) */
     bool crawl_running;     /* from the request to the crawl's end, atomic */

@@ -6,7 +6,8 @@
  * How a read is served: a probe that finds the key's bucket holding a
  * flash slot with its tag (never its key in RAM) reads the item: from the
  * writer's buffer at once when it is not on the device yet, else by a read
- * submitted to the device's pool that completes on the worker's queue.
+ * started on the worker's own ring (io_uring) or, where it has none,
+ * submitted to the device's pool; either completes on the worker's thread.
  * The completion (store_flash_drain, the worker's thread) checks the item
  * against its segment's seed, the key, expiry and flush, and keeps it.
  * The request then runs again from its start; its lookup of the key
@@ -47,6 +48,7 @@ struct flash_pend {
     bool reread;   /* the second read was made */
     bool done;
     bool ok;              /* fi is the key's item, checked: a lookup puts it in RAM */
+    bool left;            /* a lookup left it on flash (STORE_LOOK_KEEP_FLASH) */
     struct flash_item fi; /* when ok: pointers into buf */
     uint8_t nkey;
     char key[STORE_KEY_MAX];
@@ -108,9 +110,10 @@ void store_flash_wait_reset(struct store_flash_wait *w)
 {
     /* Reads no lookup of the request used: probed ahead for the requests
      * after it (or found nothing to serve). Into RAM now, where those
-     * requests look, as a read's completion did before: their bytes go. */
+     * requests look, as a read's completion did before: their bytes go.
+     * One a lookup left on flash (STORE_LOOK_KEEP_FLASH) stays there. */
     for (struct flash_pend *e = w->list; e; e = e->next)
-        if (e->done && e->ok)
+        if (e->done && e->ok && !e->left)
             pend_recache(e->ctx, e);
     wait_drop_done(w);
 }
@@ -139,6 +142,22 @@ void store_flash_drain(struct store_ctx *ctx)
 {
     if (ctx->flash_cq)
         flash_cq_drain(ctx->flash_cq);
+}
+
+void store_flash_use_ring(struct store_ctx *ctx, const struct store_flash_ring *ring)
+{
+    if (ctx->flash_cq)
+        ctx->flash_cq->ring = *ring;
+}
+
+void store_flash_ring_done(struct flash_read *r, int res)
+{
+    flash_read_complete(r, res);
+}
+
+unsigned store_flash_ring_pending(const struct store_ctx *ctx)
+{
+    return ctx->flash_cq ? ctx->flash_cq->ring_inflight : 0;
 }
 
 /* --- one key's read --- */
@@ -259,17 +278,23 @@ static bool pend_judge(struct flash_pend *e)
 /* store_lookup_write's hook (ctx->flash_refill), on a miss with bucket b
  * locked: when the wait set read the key's item and its flash slot is
  * still the key's (no write or delete since: those clear it), put it in
- * RAM, unlock b and return true (the lookup looks again); else false,
- * b still locked. */
-static bool pend_refill(struct store_ctx *ctx, const struct store_key *k, uint64_t *b)
+ * RAM, unlock b and return FLASH_REFILLED (the lookup looks again); with
+ * keep, leave it on flash (nor recached when the request is done) and
+ * return FLASH_LEFT; else FLASH_NONE. b stays locked but when refilled. */
+static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_key *k,
+                                     uint64_t *b, bool keep)
 {
     struct store_flash_wait *w = ctx->flash_wait;
     struct flash_pend *e = w ? wait_find(w, k) : NULL;
     if (!e || !e->ok || !bucket_slot(ctx->store, b, e->slot))
-        return false;
+        return FLASH_NONE;
+    if (keep) {
+        e->left = true;
+        return FLASH_LEFT;
+    }
     index_unlock(b);
     pend_recache(ctx, e);
-    return true;
+    return FLASH_REFILLED;
 }
 
 static void pend_done(struct flash_pend *e)
@@ -507,8 +532,10 @@ void store_flash_ctx_release(struct store_ctx *ctx)
     /* Reads still with the pool post to this queue: wait for them (a
      * read takes milliseconds; bounded, then the queue is kept rather
      * than freed under them). Their sessions are gone: each entry frees
-     * itself and its wait set. */
-    for (int n = 0; ctx->flash_inflight && n < 3000; n++) {
+     * itself and its wait set. Reads on the worker's ring are its to reap
+     * (store_flash_ring_pending); any left are the kernel's still. */
+    struct flash_cq *cq = ctx->flash_cq;
+    for (int n = 0; ctx->flash_inflight > cq->ring_inflight && n < 3000; n++) {
         struct pollfd p = {.fd = ctx->flash_cq->fd, .events = POLLIN};
         poll(&p, 1, 10);
         flash_cq_drain(ctx->flash_cq);
@@ -575,6 +602,8 @@ void store_flash_stats(struct store *s, struct store_stats *out)
     out->extstore_value_bytes_moved = c.value_bytes_moved;
     out->extstore_write_errors = c.write_errors;
     out->extstore_read_errors = c.read_errors;
+    out->extstore_ring_reads = d.ring_reads;
+    out->extstore_pool_reads = d.pool_reads;
     out->extstore_skipped_full = c.skipped_full;
     out->extstore_slots_dropped = c.slots_dropped;
     out->extstore_index_dropped = c.index_dropped;

@@ -19,9 +19,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct store_ctx;
 struct store_key;
+struct flash_read; /* one device read (store/flash/flash_dev.h), opaque here */
 
 enum store_probe {
     STORE_PROBE_READY, /* go on: the item is in RAM, read already, or absent */
@@ -56,5 +58,28 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
  * (and the wake callbacks) on the worker's thread. Never blocks. */
 int store_flash_fd(struct store_ctx *ctx);
 void store_flash_drain(struct store_ctx *ctx);
+
+/* A worker's own ring (io_uring), for the device reads of its ctx:
+ * start(arg, r, fd, buf, len, pos, delay_ms) begins reading len bytes at
+ * pos of fd into buf and returns 0, and the worker later passes the
+ * result (bytes read, or -errno) to store_flash_ring_done(r, res), on its
+ * own thread; or it returns -errno and the read goes to the device's
+ * thread pool. fd may be O_DIRECT: buf, len and pos are aligned for it.
+ * delay_ms: start the read that much later (debug builds' slow-device
+ * seam, NODELAY_DEBUG_FLASH_DEV; 0 otherwise). */
+struct store_flash_ring {
+    int (*start)(void *arg, struct flash_read *r, int fd, void *buf, uint32_t len, uint64_t pos,
+                 unsigned delay_ms);
+    void *arg;
+};
+/* Install it (once, before the worker's first request; no flash tier:
+ * nothing to do). */
+void store_flash_use_ring(struct store_ctx *ctx, const struct store_flash_ring *ring);
+/* A read its ring started has ended: the same completion as the pool's
+ * (parse, compare, expiry, the session's wake). Never blocks. */
+void store_flash_ring_done(struct flash_read *r, int res);
+/* Reads started on ctx's ring and not yet done: a stopping worker reaps
+ * them (their buffers are the kernel's until then). */
+unsigned store_flash_ring_pending(const struct store_ctx *ctx);
 
 #endif

@@ -107,20 +107,26 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
     for (;;) {
         f->now = clock_now();
         f->gone = ITEM_LIVE;
+        f->on_flash = false;
         f->bucket = index_lock_hash(&s->index, k->hv);
         if (!store_find_live(ctx, f->bucket, k, reclaim, f)) {
             /* Its flash item read for this request goes back in RAM now,
              * not when the read completed: the request's other keys could
              * have pushed it out again (store_flash.h's promise). Once. */
-            if (refilled || !ctx->flash_wait || !ctx->flash_refill ||
-                !ctx->flash_refill(ctx, k, f->bucket))
+            if (refilled || !ctx->flash_wait || !ctx->flash_refill)
                 return false;
+            enum flash_refill r =
+                ctx->flash_refill(ctx, k, f->bucket, how & STORE_LOOK_KEEP_FLASH);
+            if (r != FLASH_REFILLED) {
+                f->on_flash = r == FLASH_LEFT;
+                return false;
+            }
             refilled = true;
             continue;
         }
         /* A segment being compacted moves its items: wait until it is done
          * and look again, the item is somewhere else by then. */
-        if (how == STORE_LOOK_PIN && !seg_try_pin(f->seg)) {
+        if ((how & STORE_LOOK_PIN) && !seg_try_pin(f->seg)) {
             index_unlock(f->bucket);
             seg_wait_compacted(f->seg);
             continue;

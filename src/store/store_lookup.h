@@ -43,11 +43,19 @@ struct store_found {
     /* On a miss: ITEM_EXPIRED or ITEM_FLUSHED when the lookup found the key
      * dead and unlinked it, else ITEM_LIVE (no such key). */
     enum item_life gone;
+    /* On a miss with STORE_LOOK_KEEP_FLASH: the key's item is on flash
+     * (read and checked for this request) and was left there. */
+    bool on_flash;
 };
 
 enum store_look {
-    STORE_LOOK_FIND, /* under the bucket lock only */
-    STORE_LOOK_PIN,  /* and pin the item's segment, to read it after unlocking */
+    STORE_LOOK_FIND = 0, /* under the bucket lock only */
+    STORE_LOOK_PIN = 1,  /* and pin the item's segment, to read it after unlocking */
+    /* A flag beside either: a flash item read for the request stays on
+     * flash and the lookup misses with f->on_flash, for the commands
+     * memcached refuses on an item whose value is on extstore (incr,
+     * decr, append, prepend), rather than bringing it into RAM. */
+    STORE_LOOK_KEEP_FLASH = 2,
 };
 
 /* The one lookup every operation makes: lock the key's bucket (wherever a

@@ -327,7 +327,11 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
          * stay put while its segment's generation does, checked below). */
         uint32_t sum = s->pm ? item_sum_for(res->item, &h, req->flags) : 0;
         struct store_found f;
-        bool found = store_lookup_write(ctx, &k, STORE_LOOK_FIND, reclaim, &f);
+        /* an add finds a flash item there and leaves it, as memcached's
+         * finds its header item: no read of the value into RAM for it */
+        bool found = store_lookup_write(
+            ctx, &k, mode == STORE_MODE_ADD ? STORE_LOOK_FIND | STORE_LOOK_KEEP_FLASH : STORE_LOOK_FIND,
+            reclaim, &f);
         rel_time_t now = f.now;
         if (store_gen_moved(res)) {
             index_unlock(f.bucket);
@@ -347,6 +351,8 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
                 refuse = STORE_EXISTS;
         } else if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
             refuse = STORE_EXISTS;
+        } else if (mode == STORE_MODE_ADD && f.on_flash) {
+            refuse = STORE_NOT_STORED;
         } else if (mode == STORE_MODE_ADD && found) {
             /* memcached bumps the existing item instead. */
             uint32_t st = item_get_u32(f.p, f.h.atime_off);
@@ -429,9 +435,11 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
 
     for (;;) {
         struct store_found f;
-        if (!store_lookup_write(ctx, &k, STORE_LOOK_PIN, reclaim, &f)) {
+        if (!store_lookup_write(ctx, &k, STORE_LOOK_PIN | STORE_LOOK_KEEP_FLASH, reclaim, &f)) {
             index_unlock(f.bucket);
-            if (!req->vivify) {
+            /* memcached refuses to append to an item whose value is on
+             * extstore; read back by a get first, it is a RAM item again */
+            if (!req->vivify || f.on_flash) {
                 store_abort(ctx, res);
                 return STORE_NOT_STORED;
             }

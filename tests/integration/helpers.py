@@ -375,6 +375,18 @@ class Conn:
         k = key.decode("latin-1") if isinstance(key, bytes) else key
         return r.get(k)
 
+    def arrived(self):
+        """What the server has sent and was not read yet, without waiting
+        (b"": nothing); it stays unread."""
+        self.sock.setblocking(False)
+        try:
+            self.buf += self.sock.recv(1 << 20)
+        except BlockingIOError:
+            pass
+        finally:
+            self.sock.settimeout(self.timeout)
+        return self.buf
+
     def closed_by_peer(self, timeout=2.0):
         """True when the server closes this connection within `timeout`."""
         self.sock.settimeout(timeout * slow_factor())
@@ -518,3 +530,28 @@ def drop_big_files(d, limit=16 << 20):
                 p.unlink()
         except OSError:
             pass
+
+
+def start_flash(binary, workdir, ram_mb, flash_mb, threads, env=None):
+    """A started server with a flash tier: -m ram_mb, -t threads, a flash
+    file of flash_mb MB in workdir, env added to its environment. Skips
+    when the build has none (it checks -o ext_path, then does not use it)."""
+    import pytest  # here: diff_fuzz.py runs these helpers without pytest
+
+    srv = Server(binary, ["-m", str(ram_mb), "-t", str(threads), "-o",
+                          f"ext_path={workdir}/flash:{flash_mb}m"], workdir=str(workdir),
+                 env=env)
+    srv.start()
+    if "no flash tier" in srv.stderr():
+        srv.stop()
+        pytest.skip("this build has no flash tier: -o ext_path is checked, then not used")
+    return srv
+
+
+def send_paced(conn, requests, every):
+    """Quiet requests (noreply sets), `every` to a write, each write fenced
+    by `mn` and its MN awaited: the server's writers (to RAM, to flash)
+    keep up, as with a client that waits for its writes."""
+    for i in range(0, len(requests), every):
+        conn.send(b"".join(requests[i:i + every]) + b"mn\r\n")
+        assert conn.read_until(b"MN\r\n") == b"MN\r\n"

@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from helpers import Server, bin_read, bin_request, drop_big_files, stats
+from helpers import bin_read, bin_request, drop_big_files, send_paced, start_flash, stats
 
 RAM_MB = 32
 FLASH_MB = 512
@@ -36,12 +36,7 @@ def sizes():
 @pytest.fixture(scope="module")
 def flash_srv(server_bin, tmp_path_factory):
     d = tmp_path_factory.mktemp("ext")
-    srv = Server(server_bin, ["-m", str(RAM_MB), "-t", "2", "-o",
-                              f"ext_path={d}/flash:{FLASH_MB}m"], workdir=str(d))
-    srv.start()
-    if "no flash tier" in srv.stderr():
-        srv.stop()
-        pytest.skip("this build has no flash tier: -o ext_path is checked, then not used")
+    srv = start_flash(server_bin, d, RAM_MB, FLASH_MB, threads=2)
     yield srv
     srv.stop()
     drop_big_files(d)
@@ -51,18 +46,9 @@ def flash_srv(server_bin, tmp_path_factory):
 def filled(flash_srv):
     c = flash_srv.connect(timeout=30)
     items = sizes()
-    batch = []
-    for n, (k, size) in enumerate(items):
-        v = value_of(k, size)
-        batch.append(b"set %s %d 0 %d noreply\r\n%s\r\n" % (k, n & 0xFFFF, size, v))
-        if len(batch) == 64:
-            # paced, as a client that waits for its writes: the flash
-            # writer keeps up, and an item it could not take is counted
-            c.send(b"".join(batch) + b"mn\r\n")
-            assert c.read_exact(4) == b"MN\r\n"
-            batch = []
-    c.send(b"".join(batch))
-    assert c.call("mn") == b"MN\r\n"
+    # paced: the flash writer keeps up, and an item it could not take is counted
+    send_paced(c, [b"set %s %d 0 %d noreply\r\n%s\r\n" % (k, n & 0xFFFF, size, value_of(k, size))
+                   for n, (k, size) in enumerate(items)], 64)
     c.close()
     return items
 

@@ -8,7 +8,7 @@ before, not 0)."""
 import pytest
 
 import helpers
-from helpers import Server, stats
+from helpers import send_paced, start_flash, stats
 
 RAM_MB = 8
 FLASH_MB = 128
@@ -20,29 +20,14 @@ def value_of(n):
 
 
 def start(binary, tmp_path_factory):
-    d = tmp_path_factory.mktemp("ext")
-    srv = Server(binary, ["-m", str(RAM_MB), "-t", "1", "-o",
-                          f"ext_path={d}/flash:{FLASH_MB}m"], workdir=str(d))
-    srv.start()
-    if "no flash tier" in srv.stderr():
-        srv.stop()
-        pytest.skip("this build has no flash tier: -o ext_path is checked, then not used")
-    return srv
+    return start_flash(binary, tmp_path_factory.mktemp("ext"), RAM_MB, FLASH_MB, threads=1)
 
 
 def fill(srv, n):
     """Keys r:0..n-1, paced (the flash writer keeps up)."""
     c = srv.connect(timeout=30)
-    batch = []
-    for i in range(n):
-        v = value_of(i)
-        batch.append(b"set r:%d 0 0 %d noreply\r\n%s\r\n" % (i, len(v), v))
-        if len(batch) == 32:
-            c.send(b"".join(batch) + b"mn\r\n")
-            assert c.read_exact(4) == b"MN\r\n"
-            batch = []
-    c.send(b"".join(batch))
-    assert c.call("mn") == b"MN\r\n"
+    send_paced(c, [b"set r:%d 0 0 %d noreply\r\n%s\r\n" % (i, VLEN, value_of(i))
+                   for i in range(n)], 32)
     return c
 
 

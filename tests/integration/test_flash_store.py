@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from helpers import stats
+from helpers import send_paced, stats
 
 # memcached 1.6.45's extstore rows of `stats`, in its order
 # (memcached-1.6.45 -o ext_path=F:64m), less extstore_memory_pressure.
@@ -51,10 +51,8 @@ def test_extstore_rows_as_memcached(start_server, tmp_path):
 
 def fill(c, n, vlen=1000):
     """n sets, a round trip every 250 so the server's write buffers keep up."""
-    for i in range(0, n, 250):
-        c.send(b"".join(b"set key:%08d %d 0 %d noreply\r\n%s\r\n" % (k, k, vlen, value_of(k, vlen))
-                        for k in range(i, min(n, i + 250))))
-        assert c.call("mn", until=b"MN\r\n") == b"MN\r\n"
+    send_paced(c, [b"set key:%08d %d 0 %d noreply\r\n%s\r\n" % (k, k, vlen, value_of(k, vlen))
+                   for k in range(n)], 250)
 
 
 def test_fill_past_ram_goes_to_flash(start_server, tmp_path):

@@ -362,3 +362,42 @@ def test_incr_reads_value_as_strtoull(conn):
     assert conn.call(b"set inul 0 0 3\r\n1\x002") == b"STORED\r\n"
     assert conn.call(b"incr inul 1") == b"2\r\n"
     assert conn.get("inul") == b"2  "
+
+
+# Requests on a fresh server, then the CAS a plain set takes after them, as
+# memcached 1.6.45 gives it: 2 first (1.6.18 gave 1), and a stored E takes
+# nothing from its counter but on an ma that finds its item (the incr takes
+# a value, then E's goes in its place).
+CAS_AFTER = {
+    "nothing": ([], 2),
+    "mg-vivify-E": ([b"mg w4 N30 E5000000004 c\r\n"], 2),
+    "ms-E": ([b"ms w4 1 T0 E777\r\nx\r\n"], 2),
+    "md-invalidate-E": ([b"ms w4 1 T0\r\nx\r\n", b"md w4 I E777\r\n"], 3),
+    "ma-vivify-E": ([b"ma w4 N30 E777\r\n"], 2),
+    "ma-hit-E": ([b"ms w4 1 T0\r\n5\r\n", b"ma w4 E777\r\n"], 4),
+    "ma-decr-hit-E": ([b"ms w4 1 T0\r\n9\r\n", b"ma w4 MD E777\r\n"], 4),
+    "ma-hit": ([b"ms w4 1 T0\r\n5\r\n", b"ma w4\r\n"], 4),
+}
+
+
+@pytest.mark.parametrize("case", list(CAS_AFTER))
+def test_cas_counter_moves_as_1645s(start_server, case):
+    """The CAS values a client sees follow memcached 1.6.45's counter: an
+    mg N30 E5000000004 then a set gave c2 there, c1 here."""
+    steps, want = CAS_AFTER[case]
+    srv = start_server()
+    if not speaks_meta(srv):
+        pytest.skip("the server does not answer meta commands yet")
+    c = srv.connect()
+    version = c.call(b"version")
+    if version != b"VERSION 1.6.45\r\n":
+        pytest.skip(f"1.6.45's CAS counter; this server is {version.strip().decode()}")
+    for step in steps:
+        c.send(step)
+        assert c.readline().startswith((b"HD", b"EN"))
+    c.send(b"ms probe 1 T0\r\nx\r\n")
+    assert c.readline() == b"HD\r\n"
+    assert c.call(b"mg probe c") == b"HD c%d\r\n" % want
+    if "-E" in case:
+        assert c.call(b"mg w4 c").split()[1] in (b"c777", b"c5000000004")
+    c.close()

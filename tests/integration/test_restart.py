@@ -8,6 +8,7 @@ CAS and remaining TTL, and the CAS counter goes on above them. After a kill
 of one in flight), never one overwritten, deleted or flushed before. A file
 that is damaged or made with other settings is discarded with a log line.
 """
+import collections
 import os
 import random
 import signal
@@ -19,6 +20,7 @@ import time
 import pytest
 
 import helpers
+import memfile
 from helpers import stats
 
 pytestmark = pytest.mark.skipif(
@@ -466,15 +468,29 @@ ABSENT = None
 
 class KeyModel:
     """What a key may read as after a kill: its last acknowledged state, or
-    the result of the one write still in flight (each key has one writer)."""
+    the result of the one write still in flight (each key has one writer).
+    For a failure's report it also keeps which request wrote each value and
+    the key's last requests."""
 
     def __init__(self):
         self.acked = ABSENT
         self.inflight = []  # possible results of the write in flight
-        self.history = set()  # every value it ever held (stale if seen later)
+        self.history = {}  # every value it ever held (stale if seen later): who wrote it
+        self.events = collections.deque(maxlen=12)  # the key's last requests, for a report
 
     def allowed(self):
         return [self.acked] + self.inflight
+
+    def note(self, what):
+        self.events.append(what)
+
+    def held(self, v, origin):
+        self.history.setdefault(v, origin)
+
+
+def short(v):
+    """A value for a report: its length and first bytes."""
+    return "ABSENT" if v is ABSENT else f"{len(v)}B {v[:24]!r}"
 
 
 class Loader(threading.Thread):
@@ -482,16 +498,19 @@ class Loader(threading.Thread):
     and recorded. With evicts, a reply that shows the key gone is learnt
     from instead of failing."""
 
-    def __init__(self, srv, tid, keys, models, max_value, rng, locks, evicts=False):
+    def __init__(self, srv, tid, keys, models, max_value, rng, locks, evicts=False, cycle=0):
         super().__init__(daemon=True)
         self.evicts = evicts
         self.srv, self.tid, self.keys, self.models = srv, tid, keys, models
         self.max_value, self.rng, self.locks = max_value, rng, locks
+        self.cycle = cycle  # which server run (restarts so far), for reports
         self.stop = False
         self.ops = 0
         self.flushes = 0
         self.refused = 0
         self.error = None
+        self.killing = False  # set just before the kill: a connection lost earlier is noted
+        self.lost = None  # how the connection was lost before the kill, if it was
 
     def value(self):
         r = self.rng.random()
@@ -513,8 +532,11 @@ class Loader(threading.Thread):
                 finally:
                     self.locks[self.tid].release()
                 self.ops += 1
-        except (OSError, EOFError):
-            pass  # the kill
+        except (OSError, EOFError) as e:
+            # the kill; or, before it, a timeout or a closed connection: then
+            # this client's request in flight may still land at any time
+            if not self.killing:
+                self.lost = f"client {self.tid} lost its connection at op {self.ops}: {e!r}"
         except Exception as e:  # noqa: BLE001 - reported by the test
             self.error = e
 
@@ -522,7 +544,14 @@ class Loader(threading.Thread):
         r = c.get_multi([k])
         m.acked = r[k][1] if k in r else ABSENT
         m.inflight = []
+        m.note(f"run {self.cycle}: refused; read back {short(m.acked)}")
         self.refused += 1
+
+    def acked(self, m, v, what):
+        m.acked, m.inflight = v, []
+        if v is not ABSENT:
+            m.held(v, f"{what} (client {self.tid}, run {self.cycle}, op {self.ops})")
+        m.note(f"run {self.cycle} op {self.ops}: {what} -> {short(v)}")
 
     def one(self, c):
         k = self.rng.choice(self.keys)
@@ -531,51 +560,53 @@ class Loader(threading.Thread):
         if op < 0.45:
             v = self.value()
             m.inflight = [v, ABSENT]
+            m.note(f"run {self.cycle} op {self.ops}: set {short(v)} sent")
             r = c.set(k, v)
             if r.startswith(b"SERVER_ERROR"):  # -M and full: see what is left
                 self.relearn(c, k, m)
                 return
             assert r == b"STORED\r\n", r
-            m.acked, m.inflight = v, []
-            m.history.add(v)
+            self.acked(m, v, "set")
         elif op < 0.6:
             tail = b"+%d" % self.ops
             m.inflight = [m.acked + tail] if m.acked is not None else []
+            m.note(f"run {self.cycle} op {self.ops}: append {tail!r} sent")
             r = c.store("append", k, tail)
             if r.startswith(b"SERVER_ERROR") or (self.evicts and r == b"NOT_STORED\r\n"):
                 self.relearn(c, k, m)
                 return
             if m.acked is None:
                 assert r == b"NOT_STORED\r\n", r
+                m.inflight = []
+                m.note(f"run {self.cycle} op {self.ops}: append NOT_STORED")
             else:
                 assert r == b"STORED\r\n", r
-                m.acked = m.acked + tail
-                m.history.add(m.acked)
-            m.inflight = []
+                self.acked(m, m.acked + tail, "append")
         elif op < 0.72:
             # a numeric value, then incr it
             m.inflight = [b"100", ABSENT]
+            m.note(f"run {self.cycle} op {self.ops}: set 100 sent")
             r = c.set(k, b"100")
             if r.startswith(b"SERVER_ERROR"):
                 self.relearn(c, k, m)
                 return
             assert r == b"STORED\r\n", r
-            m.acked, m.inflight = b"100", []
-            m.history.add(b"100")
+            self.acked(m, b"100", "set 100")
             m.inflight = [b"107"]
+            m.note(f"run {self.cycle} op {self.ops}: incr 7 sent")
             r = c.call(f"incr {k} 7")
             if r.startswith(b"SERVER_ERROR") or (self.evicts and r == b"NOT_FOUND\r\n"):
                 self.relearn(c, k, m)
                 return
             assert r == b"107\r\n", r
-            m.acked, m.inflight = b"107", []
-            m.history.add(b"107")
+            self.acked(m, b"107", "incr")
         elif op < 0.9:
             m.inflight = [ABSENT]
+            m.note(f"run {self.cycle} op {self.ops}: delete sent")
             r = c.call(f"delete {k}")
             assert r in (b"DELETED\r\n", b"NOT_FOUND\r\n"), r
             assert self.evicts or (r == b"DELETED\r\n") == (m.acked is not None), (k, r, m.acked)
-            m.acked, m.inflight = ABSENT, []
+            self.acked(m, ABSENT, "delete " + r.decode().strip())
         elif op < 0.998 or self.tid != 0:
             r = c.get_multi([k])
             got = r[k][1] if k in r else ABSENT
@@ -590,18 +621,25 @@ class Loader(threading.Thread):
                     if not lk.acquire(timeout=10):
                         return
                     held.append(lk)
-                for mm in self.models.values():
-                    mm.inflight = [ABSENT]
+                # Every other client is parked between requests, its keys
+                # with nothing in flight; but one whose connection was lost
+                # may have left a request that lands after the flush.
+                before = [(mm, mm.inflight) for mm in self.models.values()]
+                for mm, fl in before:
+                    mm.inflight = fl + [ABSENT]
                 assert c.call("flush_all") == b"OK\r\n"
-                for mm in self.models.values():
-                    mm.acked, mm.inflight = ABSENT, []
+                for mm, fl in before:
+                    mm.acked, mm.inflight = ABSENT, fl
+                    mm.note(f"run {self.cycle}: flush_all by client {self.tid} -> ABSENT")
                 self.flushes += 1
             finally:
                 for lk in held:
                     lk.release()
 
 
-def check_restored(srv, models, counts):
+def check_restored(srv, models, counts, cycle=0, bad=None):
+    """Read every key back after a restart and classify it; each key that
+    is not as allowed goes into bad with what the report needs."""
     c = srv.connect(timeout=20)
     keys = list(models)
     for i in range(0, len(keys), 100):
@@ -610,22 +648,55 @@ def check_restored(srv, models, counts):
             m = models[k]
             v = got[k][1] if k in got else ABSENT
             counts["items_checked"] += 1
+            kind = None
             if v in m.allowed():
                 pass  # the in-flight write may have landed
             elif v is ABSENT:
-                counts["acked_lost"] += 1
+                kind = "acked_lost"
             elif v in m.history:
-                counts["stale_resurrected"] += 1
+                kind = "stale_resurrected"
             else:
-                counts["corrupt_served"] += 1
+                kind = "corrupt_served"
+            if kind:
+                counts[kind] += 1
+                if bad is not None:
+                    bad.append(dict(
+                        key=k, kind=kind, got=short(v),
+                        got_from=m.history.get(v, "never acknowledged") if v is not ABSENT else "",
+                        acked=short(m.acked),
+                        acked_from=m.history.get(m.acked, "") if m.acked is not ABSENT else "",
+                        inflight=[short(x) for x in m.inflight], events=list(m.events)))
+            if v != m.acked:
+                m.note(f"run {cycle}: restored as {short(v)}")
             m.acked, m.inflight = v, []  # go on from what the server holds
             if v is not ABSENT:
                 # an in-flight write that landed: seen again after a later
                 # overwrite, it is stale, not corrupt
-                m.history.add(v)
+                m.held(v, f"restored after run {cycle - 1}")
     st = stats(c)
     c.close()
     return st
+
+
+def report_bad(bad, mem_file, before):
+    """A failure's report for the test log: each key's values, the requests
+    that wrote them, the key's last requests, its copies in the memory file
+    (state bits, CAS, whether the restore's walk reaches each) and the
+    file's run state and journal as the kill left them."""
+    lines = []
+    for b in bad[:10]:
+        lines.append(f"{b['kind']}: key {b['key']} read {b['got']} (written by {b['got_from']}); "
+                     f"last acknowledged {b['acked']} ({b['acked_from']}); "
+                     f"in flight {b['inflight']}")
+        lines += ["  " + e for e in b["events"]]
+        try:
+            lines.append(" copies in the memory file after the restore:")
+            lines += memfile.key_copies(mem_file, b["key"])
+        except (OSError, ValueError, IndexError) as e:
+            lines.append(f"  (cannot read the memory file: {e})")
+    lines.append("the memory file after the kill, before the restore:")
+    lines += ["  " + x for x in before]
+    return "\n".join(lines)
 
 
 # (-m, extra flags, share of the time, largest value of client 0, evicts):
@@ -654,13 +725,15 @@ def test_kill9_under_load_loses_and_resurrects_nothing(start_server, mem_file, m
         for k in ks:
             models[k] = KeyModel()
     counts = dict(restarts=0, items_checked=0, acked_lost=0, stale_resurrected=0,
-                  corrupt_served=0, ops=0, flushes=0, evictions=0, refused=0)
+                  corrupt_served=0, ops=0, flushes=0, evictions=0, refused=0, clients_lost=0)
     deadline = time.monotonic() + seconds
     srv = start_server(*flags)
+    reports = []
     while True:
         locks = [threading.Lock() for _ in range(nthreads)]
         loaders = [Loader(srv, t, keysets[t], models, max0 if t == 0 else min(max0, 20000),
-                          random.Random(rng.random()), locks, evicts) for t in range(nthreads)]
+                          random.Random(rng.random()), locks, evicts, counts["restarts"])
+                   for t in range(nthreads)]
         for ld in loaders:
             ld.start()
         time.sleep(rng.uniform(0.2, 1.2))
@@ -668,28 +741,43 @@ def test_kill9_under_load_loses_and_resurrects_nothing(start_server, mem_file, m
             counts["evictions"] += int(nodelay_stats_general(srv).get("evictions", "0"))
         except (OSError, EOFError):
             pass
+        for ld in loaders:
+            ld.killing = True
         kill9(srv)
         for ld in loaders:
             ld.stop = True
+        lost = []
         for ld in loaders:
             ld.join(timeout=20)
             if ld.error:
                 raise ld.error
+            if ld.lost:
+                lost.append(ld.lost)
             counts["ops"] += ld.ops
             counts["flushes"] += ld.flushes
+        counts["clients_lost"] += len(lost)
+        # the journal and run state, before the restore clears them
+        before = lost + memfile.run_state(mem_file)
         srv = start_server(*flags)
         counts["restarts"] += 1
-        st = check_restored(srv, models, counts)
+        bad = []
+        st = check_restored(srv, models, counts, counts["restarts"], bad)
+        if bad and not (evicts and all(b["kind"] == "acked_lost" for b in bad)):
+            reports.append(f"after restart {counts['restarts']}:\n" +
+                           report_bad(bad, mem_file, before))
         counts["evictions"] += int(st.get("evictions", "0"))
         counts["refused"] += sum(ld.refused for ld in loaders)
         if time.monotonic() > deadline and counts["restarts"] >= 3:
             break
     print(f"kill -9 loop ({mode}):", counts)
+    for r in reports:
+        print(r)
+    why = f"{counts}\n" + "\n".join(reports)
     if not evicts:
-        assert counts["evictions"] == 0, counts
-        assert counts["acked_lost"] == 0, counts
-    assert counts["stale_resurrected"] == 0, counts
-    assert counts["corrupt_served"] == 0, counts
+        assert counts["evictions"] == 0, why
+        assert counts["acked_lost"] == 0, why
+    assert counts["stale_resurrected"] == 0, why
+    assert counts["corrupt_served"] == 0, why
     assert counts["restarts"] >= 3
 
 

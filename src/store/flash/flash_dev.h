@@ -3,12 +3,15 @@
  * into pages of ext_page_size, each page a place for one flash segment.
  * Writes are whole aligned segments (pwrite). Reads are submitted and
  * completed: a worker hands a struct flash_read to flash_dev_submit and goes
- * on; a small pool of threads (ext_threads) runs the pread and posts the
- * request to the worker's completion queue, whose eventfd the worker's loop
- * watches; the worker then runs flash_cq_drain, which calls each request's
- * done() on the worker's own thread. An io_uring read from the worker's
- * ring fills in the same struct and calls the same done(). Knows nothing
- * of the flash format; docs/store-flash.md. */
+ * on. Where the worker has a ring of its own (io_uring: struct
+ * store_flash_ring, installed on its completion queue), the read is started
+ * there and the worker's loop hands its result to flash_read_complete.
+ * Else, or when the ring refuses it, a small pool of threads (ext_threads)
+ * runs the pread and posts the request to the worker's completion queue,
+ * whose eventfd the worker's loop watches; the worker then runs
+ * flash_cq_drain. Either way each request's done() runs on the worker's own
+ * thread, with the same result and counters. Knows nothing of the flash
+ * format; docs/store-flash.md. */
 #ifndef NODELAY_STORE_FLASH_DEV_H
 #define NODELAY_STORE_FLASH_DEV_H
 
@@ -16,6 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "store/store_flash.h" /* struct store_flash_ring */
 
 #define FLASH_DEV_FILES_MAX 16
 /* O_DIRECT wants buffers, offsets and lengths in multiples of the logical
@@ -41,6 +46,8 @@ struct flash_dev_counters {
     uint64_t short_reads;    /* fewer bytes than asked: the file shrank */
     uint64_t write_errors;   /* failed pwrites but ENOSPC */
     uint64_t nospace;        /* ENOSPC on a write */
+    uint64_t ring_reads;     /* reads started on a worker's ring */
+    uint64_t pool_reads;     /* reads handed to the pool */
 };
 
 struct flash_dev_file {
@@ -54,6 +61,7 @@ struct flash_dev_file {
 /* A read in flight. The caller fills page..done, keeps it (and buf) alive
  * until done() runs, and reads result there. */
 struct flash_cq;
+struct flash_dev;
 struct flash_read {
     uint32_t page;
     uint64_t off;        /* within the page */
@@ -63,21 +71,30 @@ struct flash_read {
     void *arg;
     int result;          /* bytes read (== len), or -errno; -ENODATA: short */
     struct flash_cq *cq;
+    struct flash_dev *dev;
     struct flash_read *next;
 };
 
 /* A completion queue: one per worker. Its fd (an eventfd) turns readable
- * when completions wait; the worker then calls flash_cq_drain. */
+ * when the pool's completions wait; the worker then calls flash_cq_drain.
+ * Reads started on its ring complete through flash_read_complete. */
 struct flash_cq {
     int fd;
     pthread_mutex_t lock;
     struct flash_read *head, *tail;
+    struct store_flash_ring ring; /* the worker's (store_flash.h), or start NULL */
+    unsigned ring_inflight;       /* started there, not yet completed */
 };
 int flash_cq_init(struct flash_cq *cq);
 void flash_cq_destroy(struct flash_cq *cq);
 /* Calls done() for every completed read, in completion order; returns how
  * many. Never blocks. */
 int flash_cq_drain(struct flash_cq *cq);
+/* A read started on cq's ring ended (store_flash_ring_done): res is the
+ * bytes read or -errno, as the ring reports it. Counted as the pool counts
+ * its reads (a short read is -ENODATA), then done() runs. On the worker's
+ * thread. */
+void flash_read_complete(struct flash_read *r, int res);
 
 struct flash_dev {
     struct flash_dev_file files[FLASH_DEV_FILES_MAX];
@@ -92,12 +109,16 @@ struct flash_dev {
     pthread_cond_t wake;
     struct flash_read *head, *tail;
     bool stopping;
+    unsigned delay_ms;   /* debug builds: NODELAY_DEBUG_FLASH_DEV (flash_dev_open) */
 };
 
 /* Open (creating) and preallocate every file, O_DIRECT where the
  * filesystem takes it (else one log line and the page cache), and start
  * the read threads. Returns 0, or -errno with *why (at most n bytes) naming
- * the file and what failed; nothing is left open then. */
+ * the file and what failed; nothing is left open then. Debug builds:
+ * NODELAY_DEBUG_FLASH_DEV=MS in the environment makes every read take MS
+ * milliseconds more, on the pool and on the rings alike (a slow device,
+ * for tests). */
 int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,
                    size_t n);
 /* Opens (creating, mode 0600), tries the lock flash_dev_open takes, and
@@ -115,8 +136,9 @@ int flash_dev_write(struct flash_dev *dev, uint32_t page, uint64_t off, const vo
 /* Reads synchronously (the restore scan, the read threads): len bytes, or
  * -errno; -ENODATA when the file ends first. */
 int flash_dev_read(struct flash_dev *dev, uint32_t page, uint64_t off, void *buf, uint32_t len);
-/* Queues a read on the pool; r->done runs later on cq's side. 0, or
- * -EINVAL (out of range: done is not called) or -ENOSYS (no pool). */
+/* Starts a read on cq's ring, else queues it on the pool; r->done runs
+ * later on cq's side. 0, or -EINVAL (out of range: done is not called) or
+ * -ENOSYS (no ring took it and there is no pool). */
 int flash_dev_submit(struct flash_dev *dev, struct flash_cq *cq, struct flash_read *r);
 /* A consistent-enough copy of the counters. */
 void flash_dev_counters(const struct flash_dev *dev, struct flash_dev_counters *out);

@@ -35,6 +35,9 @@ static uint32_t round_up(uint32_t n, uint32_t a)
     return (n + a - 1) / a * a;
 }
 
+/* Devices of more segments than this keep one free for compaction. */
+#define FLASH_COMPACT_RESERVE_MIN 4
+
 static uint32_t max_bufs(void)
 {
     return FLASH_WRITERS + 2;
@@ -163,18 +166,24 @@ static uint32_t rec_pages_free(const struct flash_tier *ft)
     return ft->nfree / ft->segs_per_page;
 }
 
+/* A record's write buffer is done with (written, or its segment gone):
+ * kept for the next segment a writer opens (lock held). */
+static void rec_put_buf(struct flash_tier *ft, struct flash_rec *r)
+{
+    if (ft->nspare < max_bufs())
+        ft->spare[ft->nspare++] = r->buf;
+    else
+        free(r->buf);
+    r->buf = NULL;
+}
+
 /* A record's segment goes: its slots read as misses from now on. */
 static void rec_free(struct flash_tier *ft, struct flash_rec *r)
 {
     if (ft->vmap[r->vid] == (uint32_t)(r - ft->recs) + 1)
         ft->vmap[r->vid] = 0;
-    if (r->buf) {
-        if (ft->nspare < max_bufs())
-            ft->spare[ft->nspare++] = r->buf;
-        else
-            free(r->buf);
-        r->buf = NULL;
-    }
+    if (r->buf)
+        rec_put_buf(ft, r);
     r->state = FSEG_FREE;
     r->live_items = r->nitems = r->nbytes = 0;
     ft->nfree++;
@@ -217,8 +226,16 @@ static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
         ft->nbufs++;
     if (!buf)
         return false;
-    /* A full device: the oldest written segment makes room. */
-    if (!ft->nfree && !rec_drop_oldest(ft)) {
+    /* A full device: the oldest written segments make room, but one
+     * segment is kept free for compaction, which never drops one: it
+     * rewrites under ext_max_frag of a segment into it before freeing a
+     * whole one, so a full device still gains room from its deletes
+     * (a drop for it could take the very segment it is emptying). */
+    uint32_t reserve = ft->nsegs > FLASH_COMPACT_RESERVE_MIN ? 1 : 0;
+    if (wi != FLASH_W_COMPACT)
+        while (ft->nfree <= reserve && rec_drop_oldest(ft))
+            ;
+    if (!ft->nfree) {
         ft->spare[ft->nspare++] = buf;
         return false;
     }
@@ -267,13 +284,15 @@ static void writer_seal(struct flash_tier *ft, int wi)
 }
 
 /* Append a RAM-format item (cas_base its segment's) to writer wi; its new
- * slot, or 0. */
+ * slot, or 0 (*full when no segment or buffer could be had). */
 static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_t cas_base,
-                           uint64_t cas, uint32_t tag, uint32_t nvalue)
+                           uint64_t cas, uint32_t tag, uint32_t nvalue, bool *full)
 {
     for (int tries = 0; tries < 2; tries++) {
-        if (ft->w_seg[wi] < 0 && !writer_open(ft, wi, cas))
+        if (ft->w_seg[wi] < 0 && !writer_open(ft, wi, cas)) {
+            *full = true;
             return 0;
+        }
         uint32_t off;
         int rc = flash_writer_add_ram(&ft->w[wi], p, cas_base, &off);
         if (rc == FLASH_OK) {
@@ -295,16 +314,19 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
 }
 
 uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
-                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now)
+                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now,
+                         enum flash_take_why why, bool *full)
 {
     /* memcached's rules: a value of at least ext_item_size (its nbytes,
-     * with the "\r\n"), idle at least ext_item_age unless that is the
-     * UINT_MAX default, and not about to expire anyway. */
+     * with the "\r\n") and not about to expire anyway; idle at least
+     * ext_item_age while memory is free (its storage write thread takes
+     * any age once a class is short of free chunks: here, at eviction). */
     struct flash_tier_options o = tuned(ft);
     if ((uint64_t)h->nvalue + 2 < o.item_size)
         return 0;
     rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
-    if (o.item_age != UINT32_MAX && (atime > now || now - atime < o.item_age))
+    if (why == FLASH_TAKE_IDLE &&
+        (o.item_age == UINT32_MAX || atime > now || now - atime < o.item_age))
         return 0;
     rel_time_t exp = item_get_u32(p, h->exp_off);
     if (exp != REL_TIME_NEVER && exp <= now)
@@ -313,12 +335,22 @@ uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item
      * expire whole */
     int wi = exp != REL_TIME_NEVER && exp - now < o.low_ttl ? FLASH_W_LOWTTL : FLASH_W_NORMAL;
     uint64_t cas = item_get_cas(p, h, ram_cas_base);
+    bool no_room = false;
     pthread_mutex_lock(&ft->lock);
-    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, cas, tag, h->nvalue);
+    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, cas, tag, h->nvalue, &no_room);
     pthread_mutex_unlock(&ft->lock);
-    if (!sl)
+    if (no_room && why == FLASH_TAKE_EVICT)
         CNT(ft, skipped_full, 1);
+    if (no_room && full)
+        *full = true;
     return sl;
+}
+
+void flash_tier_idle_rules(struct flash_tier *ft, uint32_t *item_size, uint32_t *item_age)
+{
+    struct flash_tier_options o = tuned(ft);
+    *item_size = o.item_size;
+    *item_age = o.item_age;
 }
 
 /* --- slots --- */
@@ -436,11 +468,7 @@ static void write_queued(struct flash_tier *ft)
         pthread_mutex_lock(&ft->lock);
         if (rc == 0) {
             r->state = FSEG_DISK;
-            if (ft->nspare < max_bufs())
-                ft->spare[ft->nspare++] = r->buf;
-            else
-                free(r->buf);
-            r->buf = NULL;
+            rec_put_buf(ft, r);
         } else {
             /* Its items read as misses from now on: never a wrong value.
              * One line a second at most: a failing disk fails them all. */
@@ -484,12 +512,15 @@ static void *writer_main(void *arg)
 
 /* --- compaction --- */
 
-/* The segment to compact (ft->lock held): the written one with the lowest
- * share of live items under ext_max_frag, when free pages are under
- * ext_compact_under; -1 when none. An all-dead one is freed here. */
-static int32_t compact_pick(struct flash_tier *ft)
+/* The segment to compact (ft->lock held), as memcached's compactor picks
+ * a page, while free pages are under ext_compact_under: the written one
+ * with the lowest share of live items under ext_max_frag; failing that,
+ * with ext_drop_unread and free pages under ext_drop_under, the oldest
+ * (*drop: its unread items are dropped, not rewritten). -1 when none. An
+ * all-dead one is freed here. Low-TTL segments are left to expire whole. */
+static int32_t compact_pick(struct flash_tier *ft, bool *drop)
 {
-    int32_t best = -1;
+    int32_t best = -1, oldest = -1;
     double best_ratio = 2;
     rel_time_t now = clock_now();
     struct flash_tier_options o = tuned(ft);
@@ -503,15 +534,23 @@ static int32_t compact_pick(struct flash_tier *ft)
             rec_free(ft, r);
             continue;
         }
+        if (r->bucket == FLASH_W_LOWTTL)
+            continue;
+        if (oldest < 0 || r->seq < ft->recs[oldest].seq)
+            oldest = (int32_t)i;
         double ratio = (double)r->live_items / r->nitems;
         if (ratio < o.max_frag && ratio < best_ratio) {
             best = (int32_t)i;
             best_ratio = ratio;
         }
     }
-    if (rec_pages_free(ft) >= o.compact_under)
+    uint32_t free_pages = rec_pages_free(ft);
+    *drop = o.drop_unread && free_pages < o.drop_under;
+    if (free_pages >= o.compact_under)
         return -1;
-    return best;
+    if (best >= 0)
+        return best;
+    return *drop ? oldest : -1;
 }
 
 /* One item of a segment being compacted: rewritten if its slot still
@@ -541,8 +580,9 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
             CNT(ft, compact_skipped, 1);
         } else {
             pthread_mutex_lock(&ft->lock);
-            uint64_t ns =
-                writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag, fi->h.nvalue);
+            bool no_room = false;
+            uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag,
+                                     fi->h.nvalue, &no_room);
             pthread_mutex_unlock(&ft->lock);
             if (ns) {
                 *slot = ns | slot_freq(*slot);
@@ -586,15 +626,16 @@ unsigned flash_tier_maintain(struct flash_tier *ft)
 static unsigned flash_tier_compact(struct flash_tier *ft)
 {
     pthread_mutex_lock(&ft->lock);
-    int32_t n = compact_pick(ft);
+    bool drop_unread;
+    int32_t n = compact_pick(ft, &drop_unread);
     if (n < 0) {
+        /* nothing more to compact: what it rewrote goes to the device */
+        writer_seal(ft, FLASH_W_COMPACT);
         pthread_mutex_unlock(&ft->lock);
         return 0;
     }
     struct flash_rec *r = &ft->recs[n];
     struct flash_rec snap = *r;
-    struct flash_tier_options o = tuned(ft);
-    bool drop_unread = o.drop_unread && rec_pages_free(ft) < o.drop_under;
     pthread_mutex_unlock(&ft->lock);
 
     uint32_t len = round_up(snap.nbytes, FLASH_DEV_ALIGN);
@@ -628,8 +669,10 @@ static unsigned flash_tier_compact(struct flash_tier *ft)
     }
     free(buf);
     pthread_mutex_lock(&ft->lock);
-    /* Seal what compaction wrote, so the segment it came from can go. */
-    writer_seal(ft, FLASH_W_COMPACT);
+    /* What compaction rewrote is in its writer's buffer (read from there
+     * until written), so the segment it came from can go now; the writer
+     * stays open for the next pass, so a run of passes packs their live
+     * items into whole segments, not a part-filled one each. */
     if (r->seq == snap.seq && r->state == FSEG_DISK) {
         CNT(ft, page_reclaims, 1);
         rec_free(ft, r);

@@ -147,12 +147,29 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
 /* Writes out what is queued, stops the thread, closes the device. */
 void flash_tier_close(struct flash_tier *ft);
 
+/* Why an item is offered to flash (flash_tier_take). */
+enum flash_take_why {
+    /* Eviction would drop it: any age goes, as memcached writes items of
+     * any age once a class runs short of free memory. */
+    FLASH_TAKE_EVICT,
+    /* The idle flush while RAM is still free: only items idle at least
+     * ext_item_age seconds (never, at its UINT32_MAX default). */
+    FLASH_TAKE_IDLE,
+};
+
 /* An item leaving RAM (its bucket lock held, the slot naming it): whether
- * it qualifies (ext_item_size, ext_item_age, not expired); if so, copied
- * into a writer and the slot to put in its place returned (its tag, the
- * flash segment and offset), else 0 (then it is evicted as usual). */
+ * it qualifies (ext_item_size, not expired, and idle ext_item_age for
+ * FLASH_TAKE_IDLE); if so, copied into a writer and the slot to put in its
+ * place returned (its tag, the flash segment and offset), else 0 (then it
+ * stays, or is evicted as usual). *full (may be NULL) is set when it
+ * qualified but no writer buffer was free: the disk is behind. */
 uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
-                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now);
+                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now,
+                         enum flash_take_why why, bool *full);
+/* The rules an idle flush picks items by, as `extstore` set them now:
+ * the smallest value (with its "\r\n") and the idle seconds
+ * (UINT32_MAX: no idle flush). */
+void flash_tier_idle_rules(struct flash_tier *ft, uint32_t *item_size, uint32_t *item_age);
 /* Bucket lock held: clear the flash slots with this tag in b's chain but
  * `keep` (a write of a key: its older flash copy, or another key's that
  * the tag cannot tell apart, must never answer for it again). Returns how

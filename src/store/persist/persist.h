@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/clock.h"
@@ -104,14 +105,27 @@ struct pm_resume {
 struct pm_seg {
     uint64_t seq;        /* when it was opened; 0 = holds nothing */
     uint64_t cas_base;
-    uint32_t write_off;
-    uint32_t flags;      /* PM_SEG_COMPACTING */
-    uint32_t compact_w;  /* compacted bytes at the front */
-    uint32_t compact_off;/* first byte not yet walked by the compaction */
+    union { /* pairs that change together are one 8-byte store (pm_store_pair) */
+        struct {
+            uint32_t write_off;
+            uint32_t flags; /* PM_SEG_COMPACTING */
+        };
+        uint64_t end_pair;
+    };
+    union {
+        struct {
+            uint32_t compact_w;   /* compacted bytes at the front */
+            uint32_t compact_off; /* first byte not yet walked by the compaction */
+        };
+        uint64_t compact_pair;
+    };
     uint64_t sum;        /* PM_CLEAN: XXH3 of data[0, write_off) */
     uint8_t group;
     uint8_t pad[23];
 };
+_Static_assert(sizeof(struct pm_seg) == 64 && offsetof(struct pm_seg, end_pair) % 8 == 0 &&
+                   offsetof(struct pm_seg, compact_pair) % 8 == 0,
+               "a segment's pairs are aligned words");
 
 /* An overwrite in progress (store_link): old and new item, each as
  * (segment id + 1) << 32 | byte offset. A restore finishes it: the old one
@@ -185,6 +199,16 @@ static inline void pm_store32(uint32_t *p, uint32_t v)
 static inline void pm_store64(uint64_t *p, uint64_t v)
 {
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+/* Two adjacent 32-bit fields (first, second) in one release store: a kill
+ * leaves both old or both new. */
+static inline void pm_store_pair(uint64_t *pair, uint32_t first, uint32_t second)
+{
+    union {
+        uint32_t f[2];
+        uint64_t w;
+    } u = {{first, second}};
+    pm_store64(pair, u.w);
 }
 
 /* Open or lay out the file for settings s: checks the header and decides

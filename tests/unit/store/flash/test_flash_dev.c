@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The flash device (src/store/flash/flash_dev.c) on temporary files: pages
  * across several files, aligned writes read back synchronously and through
- * the read pool's completion queue, O_DIRECT refused (as tmpfs before
+ * the read pool's completion queue or a worker's ring (faked), O_DIRECT refused (as tmpfs before
  * Linux 6.6 and some FUSE filesystems do), a file truncated underneath, a
  * failing write, bad ranges and paths. */
 #define _GNU_SOURCE
@@ -192,16 +192,23 @@ static void drain(struct flash_cq *cq, struct done_log *d, int n)
     assert_int_equal(d->n, n);
 }
 
+/* Writes pages 0..n-1 whole, page p all of the byte first + p. */
+static void write_pages(struct flash_dev *dev, uint32_t n, int first)
+{
+    char *w = aligned(PAGE, 0);
+    for (uint32_t page = 0; page < n; page++) {
+        memset(w, first + (int)page, PAGE);
+        assert_int_equal(flash_dev_write(dev, page, 0, w, PAGE), 0);
+    }
+    free(w);
+}
+
 static void test_read_pool(void **state)
 {
     (void)state;
     struct flash_dev dev;
     open_dev(&dev, path("pool"), 4 * PAGE, NULL, 0, 2);
-    char *w = aligned(PAGE, 0);
-    for (uint32_t page = 0; page < 4; page++) {
-        memset(w, 'a' + (int)page, PAGE);
-        assert_int_equal(flash_dev_write(&dev, page, 0, w, PAGE), 0);
-    }
+    write_pages(&dev, 4, 'a');
     struct flash_cq cq;
     assert_int_equal(flash_cq_init(&cq), 0);
     struct done_log d = {0};
@@ -233,7 +240,6 @@ static void test_read_pool(void **state)
     assert_int_equal(flash_dev_submit(&dev, &cq, &reads[0]), -ENOSYS);
     flash_cq_destroy(&cq);
     flash_dev_close(&dev);
-    free(w);
     free(bufs);
 }
 
@@ -266,6 +272,99 @@ static void test_truncated_underneath(void **state)
     flash_dev_close(&dev);
     free(w);
     free(r);
+}
+
+/* A worker's ring, faked: it takes reads (or refuses them, which sends
+ * them to the pool) and the test plays the kernel, reading at the fd and
+ * position it was given. */
+struct fake_ring {
+    bool refuse;
+    int n;
+    struct {
+        struct flash_read *r;
+        int fd;
+        void *buf;
+        uint32_t len;
+        uint64_t pos;
+    } got[8];
+};
+static int fake_start(void *arg, struct flash_read *r, int fd, void *buf, uint32_t len,
+                      uint64_t pos, unsigned delay_ms)
+{
+    struct fake_ring *f = arg;
+    assert_int_equal(delay_ms, 0);
+    if (f->refuse || f->n == 8)
+        return -EBUSY;
+    f->got[f->n].r = r;
+    f->got[f->n].fd = fd;
+    f->got[f->n].buf = buf;
+    f->got[f->n].len = len;
+    f->got[f->n].pos = pos;
+    f->n++;
+    return 0;
+}
+
+/* Reads started on the ring complete through flash_read_complete with the
+ * pool's results and counts: whole, short (-ENODATA), failed; a read the
+ * ring refuses goes to the pool. */
+static void test_ring_reads(void **state)
+{
+    (void)state;
+    struct flash_dev dev;
+    open_dev(&dev, path("ring"), 2 * PAGE, path("ring2"), 2 * PAGE, 1);
+    write_pages(&dev, 4, 'k');
+    struct flash_cq cq;
+    assert_int_equal(flash_cq_init(&cq), 0);
+    struct fake_ring fr = {0};
+    cq.ring = (struct store_flash_ring){fake_start, &fr};
+    struct done_log d = {0};
+    char *bufs = aligned(4 * 8192, 0);
+    struct flash_read reads[4];
+    for (int i = 0; i < 4; i++) {
+        reads[i] = (struct flash_read){.page = (uint32_t)i, .off = 4096, .len = 8192,
+                                       .buf = bufs + i * 8192, .done = on_done, .arg = &d};
+        assert_int_equal(flash_dev_submit(&dev, &cq, &reads[i]), 0);
+    }
+    assert_int_equal(fr.n, 4);
+    assert_int_equal(cq.ring_inflight, 4);
+    assert_int_equal(flash_cq_drain(&cq), 0); /* nothing went to the pool */
+    /* pages 2, 3 are the second file's 0, 1 */
+    assert_int_not_equal(fr.got[1].fd, fr.got[2].fd);
+    assert_int_equal(fr.got[3].pos, PAGE + 4096);
+    for (int i = 0; i < 4; i++) {
+        ssize_t n = pread(fr.got[i].fd, fr.got[i].buf, fr.got[i].len, (off_t)fr.got[i].pos);
+        assert_int_equal(n, 8192);
+    }
+    flash_read_complete(fr.got[0].r, 8192);
+    flash_read_complete(fr.got[1].r, 4096); /* the file ended */
+    flash_read_complete(fr.got[2].r, -EIO);
+    assert_int_equal(cq.ring_inflight, 1);
+    flash_read_complete(fr.got[3].r, 8192);
+    assert_int_equal(cq.ring_inflight, 0);
+    assert_int_equal(d.n, 4);
+    assert_int_equal(d.results[0], 8192);
+    assert_int_equal(d.results[1], -ENODATA);
+    assert_int_equal(d.results[2], -EIO);
+    assert_int_equal(d.results[3], 8192);
+    assert_int_equal(bufs[0], 'k');
+    assert_int_equal(bufs[3 * 8192 + 8191], 'k' + 3);
+    /* refused: the pool reads it */
+    fr.refuse = true;
+    memset(bufs, 0, 8192);
+    assert_int_equal(flash_dev_submit(&dev, &cq, &reads[0]), 0);
+    drain(&cq, &d, 5);
+    assert_int_equal(d.results[4], 8192);
+    assert_int_equal(bufs[8191], 'k');
+    struct flash_dev_counters c;
+    flash_dev_counters(&dev, &c);
+    assert_int_equal(c.ring_reads, 4);
+    assert_int_equal(c.pool_reads, 1);
+    assert_int_equal(c.reads, 3);
+    assert_int_equal(c.short_reads, 1);
+    assert_int_equal(c.read_errors, 1);
+    flash_cq_destroy(&cq);
+    flash_dev_close(&dev);
+    free(bufs);
 }
 
 /* A write the kernel refuses (here: past RLIMIT_FSIZE, EFBIG) is a code and
@@ -319,6 +418,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pages_across_files), cmocka_unit_test(test_no_direct_fallback),
         cmocka_unit_test(test_read_pool),          cmocka_unit_test(test_truncated_underneath),
+        cmocka_unit_test(test_ring_reads),
         cmocka_unit_test(test_write_error),        cmocka_unit_test(test_open_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The idle flush (store_cold.h). memcached's storage write thread takes
+ * items from the tail of each class's COLD LRU once they are older than
+ * ext_item_age; nodelay has no per-class LRU, so the pass walks the index
+ * from a cursor, bucket by bucket under one bucket lock at a time (as the
+ * housekeeper's crawl does), and moves each RAM item that qualifies the
+ * way eviction moves one (seg.c, seg_drop_item): copied into a flash
+ * writer's buffer, its slot switched to the flash copy, its RAM bytes
+ * dead. An item read twice since it was written has its access time
+ * bumped (store.c), so a recently read item stays, as memcached's ACTIVE
+ * items leave COLD.
+ *
+ * What keeps it cheap: a segment is looked into only when it may hold an
+ * item that qualifies: some live item of a class at least ext_item_size's,
+ * and made at least ext_item_age ago (an item's access time is no older
+ * than its segment's making, carried items aside, which wait a pass). */
+#include "store/store_cold.h"
+#include "store/store_core.h"
+
+static bool cold_seg_may(const struct store *s, const struct seg *seg, unsigned min_cls,
+                         uint32_t age, rel_time_t now)
+{
+    if (!__atomic_load_n(&seg->live_items, __ATOMIC_RELAXED))
+        return false;
+    rel_time_t made = __atomic_load_n(&seg->created, __ATOMIC_RELAXED);
+    if (made > now || now - made < age)
+        return false;
+    for (unsigned c = min_cls; c < s->classes.n && c < STORE_CLASSES; c++)
+        if (__atomic_load_n(&seg->cls_items[c], __ATOMIC_RELAXED) > 0)
+            return true;
+    return false;
+}
+
+/* One bucket, b locked: its RAM items that qualify go to flash. */
+static uint64_t cold_bucket(struct store *s, uint64_t *b, unsigned min_cls, uint32_t age,
+                            rel_time_t now, bool *full)
+{
+    uint64_t moved = 0;
+    for (uint64_t *cur = b; cur && !*full; cur = index_next(&s->index, cur)) {
+        for (int j = 1; j <= INDEX_SLOTS && !*full; j++) {
+            uint64_t sl = cur[j];
+            if (!sl || slot_is_flash(sl))
+                continue;
+            struct seg *seg = seg_of(&s->pool, slot_seg(sl));
+            if (!cold_seg_may(s, seg, min_cls, age, now))
+                continue;
+            const char *p = seg_item(&s->pool, sl);
+            struct item_hdr h;
+            item_decode(p, &h);
+            if (life_of_item(&s->life, p, &h, seg->cas_base, now) != ITEM_LIVE)
+                continue; /* the crawl or a read reaps it */
+            uint64_t ns = flash_tier_take(s->flash, p, &h, seg->cas_base, slot_tag(sl), now,
+                                          FLASH_TAKE_IDLE, full);
+            if (!ns)
+                continue;
+            struct store_cls_of cls = classes_item(&s->classes, p, &h);
+            cur[j] = ns;
+            seg_note_gone(seg, item_total(&h), &cls);
+            moved++;
+            /* the key's one flash candidate is this copy (flash_tier.h); a
+             * slot dropped may have freed a bucket of the chain */
+            if (flash_tier_drop_tag(s->flash, b, slot_tag(ns), &cur[j])) {
+                cur = b;
+                j = 0;
+            }
+        }
+    }
+    return moved;
+}
+
+uint64_t store_cold_pass(struct store *s, uint64_t max, bool *full)
+{
+    *full = false;
+    if (!s->flash)
+        return 0;
+    uint32_t item_size, age;
+    flash_tier_idle_rules(s->flash, &item_size, &age);
+    if (age == UINT32_MAX)
+        return 0;
+    unsigned min_cls = classes_id(&s->classes, item_size);
+    rel_time_t now = clock_now();
+    uint64_t moved = 0, nb = 0;
+    for (uint64_t n = 0; n < max && !*full; n++) {
+        uint64_t *b = index_lock_nth(&s->index, s->hk.cold_cursor, &nb);
+        if (!b) {
+            s->hk.cold_cursor = 0;
+            if (nb == 0 || n >= nb)
+                break;
+            continue;
+        }
+        moved += cold_bucket(s, b, min_cls, age, now, full);
+        index_unlock(b);
+        if (!*full)
+            s->hk.cold_cursor++;
+    }
+    return moved;
+}

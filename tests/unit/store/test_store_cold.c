@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The idle flush (src/store/store_cold.c) on a temporary flash file, RAM
+ * far from full: nothing moves while ext_item_age is at its default or the
+ * items are younger than it; items idle that long and at least
+ * ext_item_size go to flash (their RAM is their slot: a lookup without a
+ * probe misses) and read back exactly, with their flags and CAS; an item
+ * read again meanwhile, and one under ext_item_size, stay in RAM; a pass
+ * stopped by full write buffers resumes where it stopped. No eviction. */
+#define _GNU_SOURCE
+#include "test_store_helpers.h"
+#include "store/store_cold.h"
+#include "store/store_core.h"
+#include "store/store_flash.h"
+#include "store/store_lookup.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define MB (1u << 20)
+#define VLEN 1000
+#define SMALL 100
+
+static char dir[64];
+static char path[128];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/nd-cold-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/flash", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    unlink(path);
+    rmdir(dir);
+    return 0;
+}
+
+/* 16 MiB of RAM (what the tests write stays far under it), 32 MiB of
+ * flash in 64 KiB segments; values of 512 bytes and up may go, once idle
+ * `age` seconds. */
+static void open_cold(struct tstore *t, uint32_t age)
+{
+    clock_setup();
+    unlink(path);
+    struct store_options o = {
+        .mem_limit = 16 * MB,
+        .item_size_max = 32 * 1024,
+        .evictions = true,
+        .cas_enabled = true,
+        .flash =
+            {
+                .nfiles = 1,
+                .paths = {path},
+                .sizes = {32 * MB},
+                .page_size = 256 * 1024,
+                .wbuf_size = 64 * 1024,
+                .threads = 1,
+                .item_size = 512,
+                .item_age = age,
+                .compact_under = 1,
+                .max_frag = 0.8,
+            },
+    };
+    tstore_open_opts(t, &o);
+    assert_non_null(t->s->flash);
+}
+
+static void value_of(int i, int len, char *v)
+{
+    for (int j = 0; j < len; j++)
+        v[j] = (char)('a' + (i * 11 + j) % 26);
+    v[len] = 0;
+}
+
+static void key_of(int i, char *k)
+{
+    snprintf(k, 32, "cold:%06d", i);
+}
+
+/* Keys 0..n-1 with VLEN-byte values, then keys n..n+nsmall-1 with SMALL. */
+static void put_all(struct tstore *t, int n, int nsmall, uint64_t *cas)
+{
+    for (int i = 0; i < n + nsmall; i++) {
+        char k[32], v[VLEN + 1];
+        key_of(i, k);
+        value_of(i, i < n ? VLEN : SMALL, v);
+        assert_int_equal(tset(t, k, v, STORE_MODE_SET, (uint32_t)i, 0, &cas[i]), STORE_OK);
+    }
+}
+
+/* In RAM: a lookup with no probe finds it (a flash item is a miss then). */
+static bool in_ram(struct tstore *t, int i)
+{
+    char k[32];
+    key_of(i, k);
+    struct store_get_req r = {.want_value = true, .no_update = true};
+    struct store_item it;
+    enum store_status st = store_get(t->c, k, strlen(k), &r, &it);
+    if (st == STORE_OK)
+        store_pin_release(it.pin);
+    return st == STORE_OK;
+}
+
+static void on_wake(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* Key i through a probe (waiting for its read, bounded), then exactly its
+ * value, flags and CAS. */
+static void read_back(struct tstore *t, struct store_flash_wait *w, int *woke, int i, int len,
+                      uint64_t cas)
+{
+    char k[32], v[VLEN + 1], got[VLEN + 16];
+    key_of(i, k);
+    value_of(i, len, v);
+    struct store_key key = store_key_of(k, strlen(k));
+    store_flash_attach(t->c, w);
+    int before = *woke;
+    if (store_flash_probe(t->c, w, &key) == STORE_PROBE_WAIT) {
+        for (int n = 0; n < 1000 && *woke == before; n++) {
+            struct pollfd p = {.fd = store_flash_fd(t->c), .events = POLLIN};
+            poll(&p, 1, 10);
+            store_flash_drain(t->c);
+        }
+        assert_int_equal(*woke, before + 1);
+    }
+    struct store_item it;
+    assert_int_equal(tget(t, k, got, sizeof got, &it), STORE_OK);
+    assert_string_equal(got, v);
+    assert_int_equal(it.flags, (uint32_t)i);
+    assert_int_equal(it.cas, cas);
+    store_flash_wait_reset(w);
+    store_flash_attach(t->c, NULL);
+}
+
+static uint64_t written(struct tstore *t)
+{
+    return __atomic_load_n(&t->s->flash->c.objects_written, __ATOMIC_RELAXED);
+}
+
+/* Passes until one ends without full buffers (the writer thread empties
+ * them meanwhile), bounded; the items moved. */
+static uint64_t passes(struct tstore *t)
+{
+    uint64_t moved = 0;
+    for (int n = 0; n < 1000; n++) {
+        bool full;
+        moved += store_cold_pass(t->s, UINT64_MAX, &full);
+        if (!full)
+            return moved;
+        usleep(10000);
+    }
+    fail_msg("the idle flush never got past full buffers");
+    return moved;
+}
+
+#define N 400
+#define NSMALL 50
+
+/* ext_item_age at its default (UINT32_MAX): no idle flush at all, as
+ * memcached's; with 0 every item large enough goes at the first pass,
+ * the small ones stay, and all read back exactly. */
+static void test_default_age_never_idle_zero_age_all(void **state)
+{
+    (void)state;
+    static uint64_t cas[N + NSMALL];
+    struct tstore t;
+    open_cold(&t, UINT32_MAX);
+    put_all(&t, N, NSMALL, cas);
+    assert_int_equal(passes(&t), 0);
+    assert_int_equal(written(&t), 0);
+    for (int i = 0; i < N + NSMALL; i++)
+        assert_true(in_ram(&t, i));
+    tstore_close(&t);
+
+    open_cold(&t, 0);
+    put_all(&t, N, NSMALL, cas);
+    assert_int_equal(passes(&t), N);
+    assert_int_equal(written(&t), N);
+    /* a second pass finds nothing more: flash slots are not moved again */
+    assert_int_equal(passes(&t), 0);
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    assert_non_null(w);
+    for (int i = 0; i < N + NSMALL; i++) {
+        assert_true(in_ram(&t, i) == (i >= N));
+        read_back(&t, w, &woke, i, i < N ? VLEN : SMALL, cas[i]);
+    }
+    store_flash_wait_destroy(w);
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.evictions, 0);
+    tstore_close(&t);
+}
+
+#ifdef NODELAY_DEBUG
+/* ext_item_age 2: nothing goes while the items are younger; 3 s later the
+ * idle ones go, and the one read twice meanwhile (its access time bumped,
+ * as memcached's second fetch makes an item ACTIVE) stays in RAM. */
+static void test_idle_past_age_goes_read_stays(void **state)
+{
+    (void)state;
+    static uint64_t cas[N + NSMALL];
+    struct tstore t;
+    open_cold(&t, 2);
+    put_all(&t, N, NSMALL, cas);
+    clock_debug_advance(1);
+    assert_int_equal(passes(&t), 0);
+    clock_debug_advance(2);
+    char k[32], got[VLEN + 16];
+    key_of(7, k);
+    assert_int_equal(tget(&t, k, got, sizeof got, NULL), STORE_OK); /* fetched */
+    assert_int_equal(tget(&t, k, got, sizeof got, NULL), STORE_OK); /* its time bumped */
+    assert_int_equal(passes(&t), N - 1);
+    assert_true(in_ram(&t, 7));
+    assert_false(in_ram(&t, 8));
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < N; i++)
+        read_back(&t, w, &woke, i, VLEN, cas[i]);
+    store_flash_wait_destroy(w);
+    /* back in RAM and idle again: they go again */
+    clock_debug_advance(3);
+    assert_int_equal(passes(&t), N);
+    tstore_close(&t);
+}
+#endif
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_default_age_never_idle_zero_age_all, setup, teardown),
+#ifdef NODELAY_DEBUG
+        cmocka_unit_test_setup_teardown(test_idle_past_age_goes_read_stays, setup, teardown),
+#endif
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
