@@ -72,6 +72,14 @@ enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, 
  * value takes its "\r\n" and what follows in the same call (readv): its
  * room, 0 when there is none to give. Read into the sink first, then *at. */
 size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at);
+/* The bytes a read of n into the buffer (CONN_IN_TO_BUF) left to run, with
+ * those buffered before it, before conn_input_received counts it: *at and
+ * the length. */
+static inline size_t conn_input_unread(const struct conn_input *in, size_t n, const char **at)
+{
+    *at = in->buf + in->pos;
+    return in->len + n;
+}
 /* n > 0 bytes were read into what conn_input_target returned (t); with
  * CONN_IN_TO_SINK, those past the sink went to conn_input_tail's *at. */
 unsigned conn_input_received(struct conn_input *in, struct session *s,

@@ -88,17 +88,17 @@ static ssize_t conn_read_held(struct conn *c, char *at, size_t room)
     return sock_readv(c->fd, v, 2);
 }
 
-/* One read where conn_input_target says; false when the socket had
- * nothing (or the connection closed). */
-static bool conn_read_once(struct conn *c)
+/* One read where conn_input_target says (*t): the bytes it took, 0 at the
+ * end of input, -1 when the socket had nothing or the connection closed. */
+static ssize_t conn_read_syscall(struct conn *c, enum conn_in_target *t)
 {
     struct conn_env *w = c->env;
     char *at;
     size_t room;
-    enum conn_in_target t = conn_read_target(c, &at, &room);
-    if (t == CONN_IN_TO_NOWHERE)
-        return false;
-    bool held = t == CONN_IN_TO_SINK && proto_sink_held(&c->sess) && !c->rd.tls;
+    *t = conn_read_target(c, &at, &room);
+    if (*t == CONN_IN_TO_NOWHERE)
+        return -1;
+    bool held = *t == CONN_IN_TO_SINK && proto_sink_held(&c->sess) && !c->rd.tls;
     ssize_t n = held ? conn_read_held(c, at, room) : conn_io_read(c, at, room);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -107,13 +107,12 @@ static bool conn_read_once(struct conn *c)
             if (c->rd.tls && c->tcp && tls_conn_record_incomplete(c->rd.tls) &&
                 sockopt_quickack(c->fd) == 0)
                 STAT_INC(w->stats, quickacks);
-            return false;
+            return -1;
         }
         conn_close(c, strerror(errno));
-        return false;
+        return -1;
     }
-    conn_read_done(c, t, (size_t)n);
-    return n > 0;
+    return n;
 }
 
 /* Reads a readiness event makes while a value it holds is still unfilled:
@@ -121,13 +120,84 @@ static bool conn_read_once(struct conn *c)
  * read returned less than the socket said it held. */
 #define CONN_HELD_READS 4
 
-static void conn_ready_read(struct conn *c)
+/* The event's reads after the first `done` (which took bytes and ran). */
+static void conn_ready_read_from(struct conn *c, int done)
 {
-    for (int i = 0; i < CONN_HELD_READS; i++) {
-        if (!conn_read_once(c) || c->dead || !proto_sink_held(&c->sess) ||
-            !(c->interest & EVENT_READ))
+    for (int i = done; i < CONN_HELD_READS; i++) {
+        if (i > 0 && (c->dead || !proto_sink_held(&c->sess) || !(c->interest & EVENT_READ)))
+            return;
+        enum conn_in_target t;
+        ssize_t n = conn_read_syscall(c, &t);
+        if (n < 0)
+            return;
+        conn_read_done(c, t, (size_t)n);
+        if (n == 0)
             return;
     }
+}
+
+static void conn_ready_read(struct conn *c)
+{
+    conn_ready_read_from(c, 0);
+}
+
+/* Run the batch's oldest read: what conn_ready_read does after its first. */
+static void conn_ready_batch_run(struct conn_ready_batch *b)
+{
+    struct conn_ready_read *r = &b->r[b->head];
+    b->head = (b->head + 1) % (CONN_READY_DEFER + 1);
+    b->n--;
+    if (r->c->dead)
+        return;
+    conn_read_done(r->c, CONN_IN_TO_BUF, r->n);
+    conn_ready_read_from(r->c, 1);
+}
+
+void conn_ready_batch_finish(struct conn_ready_batch *b)
+{
+    while (b->n > 0) {
+        /* the newest read's item: the older one runs meanwhile */
+        if (b->n == 2) {
+            struct conn_ready_read *r = &b->r[(b->head + 1) % (CONN_READY_DEFER + 1)];
+            proto_read_hint_next(&r->c->sess, &r->run);
+        }
+        conn_ready_batch_run(b);
+    }
+}
+
+void conn_ready_batch_event(struct conn_ready_batch *b, struct conn *c, unsigned events)
+{
+    if (events != EVENT_READ || c->dead || !(c->interest & EVENT_READ) || c->rd.tls ||
+        c->path != &conn_ready_path) {
+        conn_ready_batch_finish(b);
+        conn_on_event(c, events);
+        return;
+    }
+    enum conn_in_target t;
+    ssize_t n = conn_read_syscall(c, &t);
+    if (n < 0)
+        return;
+    if (n == 0 || t != CONN_IN_TO_BUF) {
+        conn_read_done(c, t, (size_t)n); /* the end of input, or a value's bytes */
+        if (n > 0)
+            conn_ready_read_from(c, 1);
+        return;
+    }
+    /* Its key's bucket loads during the next read, its item during the
+     * one after, and its requests run then. */
+    struct conn_ready_read *r = &b->r[(b->head + b->n) % (CONN_READY_DEFER + 1)];
+    r->c = c;
+    r->n = (size_t)n;
+    const char *buf;
+    size_t len = conn_input_unread(&c->in, r->n, &buf);
+    proto_read_hint(&c->sess, buf, len, &r->run);
+    if (b->n > 0) {
+        struct conn_ready_read *prev = &b->r[(b->head + b->n - 1) % (CONN_READY_DEFER + 1)];
+        proto_read_hint_next(&prev->c->sess, &prev->run);
+    }
+    b->n++;
+    if (b->n > CONN_READY_DEFER)
+        conn_ready_batch_run(b);
 }
 
 void conn_on_event(struct conn *c, unsigned events)

@@ -372,6 +372,20 @@ static void conn_sent(struct conn *c, int res)
     conn_settle(c);
 }
 
+void conn_uring_hint(struct conn *c, int res, const char *data, struct store_prefetch_run *run)
+{
+    if (res > 0 && data && !c->dead && c->in.len == 0)
+        proto_read_hint(&c->sess, data, (size_t)res, run);
+    else
+        run->n = run->next = 0;
+}
+
+void conn_uring_hint_next(struct conn *c, struct store_prefetch_run *run)
+{
+    if (!c->dead)
+        proto_read_hint_next(&c->sess, run);
+}
+
 void conn_on_complete(struct conn *c, unsigned events, int res, const char *data)
 {
     bool multi = c->u.recv_multi;

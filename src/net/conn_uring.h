@@ -46,4 +46,13 @@ struct conn_uring {
  * conn_zombie_release, the worker's, are in conn.h. */
 extern const struct conn_path conn_uring_path;
 
+/* A turn's completions are all in before the first runs, so the worker
+ * loads each receive's key ahead of running it: conn_uring_hint with the
+ * completion's res and data, its index bucket (when the bytes start a
+ * request: nothing is buffered before them), conn_uring_hint_next later,
+ * its item. Hints only: they change nothing. */
+struct store_prefetch_run;
+void conn_uring_hint(struct conn *c, int res, const char *data, struct store_prefetch_run *run);
+void conn_uring_hint_next(struct conn *c, struct store_prefetch_run *run);
+
 #endif

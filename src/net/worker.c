@@ -431,11 +431,44 @@ static void worker_shutdown(struct worker *w)
     worker_free_dead(w);
 }
 
+/* io_uring's completions, a turn's all in before the first runs: each
+ * receive's key loads ahead of it (conn_uring_hint), its bucket two
+ * completions before it runs and its item one before, hidden behind the
+ * completions run meanwhile. run[j % 3] is completion j's. */
+struct worker_ahead {
+    struct store_prefetch_run run[3];
+};
+
+static struct conn *worker_recv_conn(const struct event_fired *ev)
+{
+    if (ev->events & EVENT_FILE)
+        return NULL; /* its pointer is a flash read's, not a token */
+    const struct loop_token *t = ev->ptr;
+    return t->kind == TOKEN_CONN && (ev->events & EVENT_RECV) ? t->obj : NULL;
+}
+
+static void worker_ahead(struct worker_ahead *a, const struct event_fired *ev, int n, int j,
+                         bool bucket)
+{
+    struct conn *c = j < n ? worker_recv_conn(&ev[j]) : NULL;
+    struct store_prefetch_run *r = &a->run[j % 3];
+    if (bucket) {
+        if (c)
+            conn_uring_hint(c, ev[j].res, ev[j].data, r);
+        else
+            r->n = r->next = 0;
+    } else if (c) {
+        conn_uring_hint_next(c, r);
+    }
+}
+
 void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct worker_pool *pool = w->pool;
     struct event_fired ev[WORKER_EVENTS];
+    struct conn_ready_batch batch = {0};
+    struct worker_ahead ahead;
     rel_time_t last_tick = clock_now();
     while (!__atomic_load_n(&pool->stopping, __ATOMIC_ACQUIRE)) {
         /* While someone watches, records left in the rings are pumped
@@ -447,15 +480,28 @@ void *worker_main(void *arg)
             break;
         }
         for (int i = 0; i < n; i++) {
-            if (worker_flash_event(&ev[i]))
-                continue; /* a wake put its connection on the ready list */
+            if (i == 0) {
+                worker_ahead(&ahead, ev, n, 0, true);
+                worker_ahead(&ahead, ev, n, 1, true);
+                worker_ahead(&ahead, ev, n, 0, false);
+            }
+            worker_ahead(&ahead, ev, n, i + 2, true);
+            worker_ahead(&ahead, ev, n, i + 1, false);
+            if (ev[i].events & EVENT_FILE) {
+                conn_ready_batch_finish(&batch); /* the turn's reads run first */
+                worker_flash_event(&ev[i]); /* a wake puts its connection on the ready list */
+                continue;
+            }
             struct loop_token *wt = ev[i].ptr;
+            bool readiness = wt->kind == TOKEN_CONN && !(ev[i].events & (EVENT_RECV | EVENT_SEND));
+            if (!readiness)
+                conn_ready_batch_finish(&batch); /* the turn's reads run first */
             switch (wt->kind) {
             case TOKEN_CONN:
-                if (ev[i].events & (EVENT_RECV | EVENT_SEND))
-                    conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
+                if (readiness)
+                    conn_ready_batch_event(&batch, wt->obj, ev[i].events);
                 else
-                    conn_on_event(wt->obj, ev[i].events);
+                    conn_on_complete(wt->obj, ev[i].events, ev[i].res, ev[i].data);
                 break;
             case TOKEN_WATCH:
                 conn_on_watch_wake(wt->obj);
@@ -474,6 +520,7 @@ void *worker_main(void *arg)
                 break;
             }
         }
+        conn_ready_batch_finish(&batch);
         /* Accept after this turn's closes: a client that hung up and
          * reconnected finds its descriptor number free again (as memcached
          * and epoll's ordering usually give; `connection_structures`), and a

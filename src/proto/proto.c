@@ -62,6 +62,16 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len, 
     return st;
 }
 
+void proto_read_hint(struct session *s, const char *buf, size_t len,
+                     struct store_prefetch_run *run)
+{
+    /* Binary requests and a value's bytes get none; a watcher runs nothing. */
+    if (s->kind == PROTO_KIND_TEXT && !s->watcher && !s->mid_request)
+        text_read_hint(s, buf, len, run);
+    else
+        run->n = run->next = 0;
+}
+
 void proto_sink_filled(struct session *s, size_t n)
 {
     /* the value's end runs its command (an append reads the old item) */

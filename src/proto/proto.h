@@ -36,6 +36,20 @@ enum proto_status {
 enum proto_status proto_process(struct session *s, const char *buf, size_t len,
                                 size_t *consumed);
 
+/* A hint for a caller that has read bytes and other work to do before it
+ * runs them (a worker's next read): starts loading the index bucket of the
+ * first buffered request's key into *run, when the session expects a text
+ * request line (else run->n is 0). proto_read_hint_next, called later and
+ * before proto_process, starts loading its item, the bucket having arrived
+ * by then. Changes nothing but caches; buf[0..len) is what proto_process
+ * will be given. */
+void proto_read_hint(struct session *s, const char *buf, size_t len,
+                     struct store_prefetch_run *run);
+static inline void proto_read_hint_next(struct session *s, struct store_prefetch_run *run)
+{
+    store_prefetch_next(s->store, run);
+}
+
 /* Direct reads: when s->sink_len > 0 the protocol is waiting for that many
  * bytes of a value and wants them written to s->sink. The connection may read
  * straight there (no copy through its buffer) and must then call

@@ -364,8 +364,8 @@ static void store_prefetch_item(struct store *s, const struct store_prefetch_run
 #endif
 }
 
-void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
-                          struct store_keyref *keys, size_t n)
+void store_prefetch_buckets(struct store_ctx *ctx, struct store_prefetch_run *r,
+                            struct store_keyref *keys, size_t n)
 {
     struct store *s = ctx->store;
     if (n > STORE_PREFETCH_MAX)
@@ -378,9 +378,16 @@ void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
         r->bucket[i][0] = index_prefetch(&s->index, k.hv, &r->bucket[i][1]);
     }
     r->n = (uint32_t)n;
+    r->next = 0;
+}
+
+void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
+                          struct store_keyref *keys, size_t n)
+{
+    store_prefetch_buckets(ctx, r, keys, n);
     /* The first items have nothing to hide their buckets' wait behind. */
-    for (r->next = 0; r->next < r->n && r->next < STORE_PREFETCH_LEAD; r->next++)
-        store_prefetch_item(s, r, r->next);
+    for (; r->next < r->n && r->next < STORE_PREFETCH_LEAD; r->next++)
+        store_prefetch_item(ctx->store, r, r->next);
 }
 
 void store_prefetch_next(struct store_ctx *ctx, struct store_prefetch_run *r)

@@ -210,6 +210,11 @@ struct store_prefetch_run {
 };
 void store_prefetch_start(struct store_ctx *ctx, struct store_prefetch_run *r,
                           struct store_keyref *keys, size_t n);
+/* start's first half: the buckets only, for a caller with other work to do
+ * before the lookups (a worker's next read): every item then waits for its
+ * own call of next. */
+void store_prefetch_buckets(struct store_ctx *ctx, struct store_prefetch_run *r,
+                            struct store_keyref *keys, size_t n);
 void store_prefetch_next(struct store_ctx *ctx, struct store_prefetch_run *r);
 
 /* touch: new expiry, no value. STORE_OK or STORE_MISS. */

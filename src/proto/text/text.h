@@ -12,10 +12,15 @@
 #include "proto/text/text_state.h"
 
 struct session;
+struct store_prefetch_run;
 enum proto_status;
 
 enum proto_status text_process(struct session *s, const char *buf, size_t len,
                                size_t *consumed);
+/* proto_read_hint's text half: the first request line's key, if it is a
+ * lookup or a storage command (as text_process's own batch picks keys). */
+void text_read_hint(struct session *s, const char *buf, size_t len,
+                    struct store_prefetch_run *run);
 /* The connection read n bytes straight into s->sink (proto_sink_filled). */
 void text_sink_filled(struct session *s, size_t n);
 /* Now and then while idle: free a value being received that was cut off

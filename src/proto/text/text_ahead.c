@@ -99,3 +99,20 @@ size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
     store_prefetch_start(s->store, run, keys, n > 1 ? n : 0);
     return at;
 }
+
+void text_read_hint(struct session *s, const char *buf, size_t len, struct store_prefetch_run *run)
+{
+    run->n = run->next = 0;
+    const char *nl = memchr(buf, '\n', len);
+    if (!nl)
+        return; /* no request to run yet */
+    const char *e = nl > buf && nl[-1] == '\r' ? nl - 1 : nl;
+    struct text_line line;
+    text_tokenize(&line, buf, (size_t)(e - buf));
+    size_t data;
+    const struct text_token *k = text_batch_key(&line, &data);
+    if (k) {
+        struct store_keyref key = {.key = k->s, .nkey = k->len, .hv = NULL};
+        store_prefetch_buckets(s->store, run, &key, 1);
+    }
+}

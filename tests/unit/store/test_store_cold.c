@@ -10,6 +10,7 @@
  * its second bucket included. */
 #define _GNU_SOURCE
 #include "test_store_helpers.h"
+#include "test_flash_file.h"
 #include "store/store_cold.h"
 #include "store/store_core.h"
 #include "store/store_flash.h"
@@ -24,33 +25,13 @@
 #define VLEN 1000
 #define SMALL 100
 
-static char dir[64];
-static char path[128];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/nd-cold-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/flash", dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    unlink(path);
-    rmdir(dir);
-    return 0;
-}
-
 /* 16 MiB of RAM (what the tests write stays far under it), 32 MiB of
  * flash in 64 KiB segments; values of 512 bytes and up may go, once idle
  * `age` seconds. */
 static void open_cold(struct tstore *t, uint32_t age)
 {
     clock_setup();
-    unlink(path);
+    unlink(flash_path);
     struct store_options o = {
         .mem_limit = 16 * MB,
         .item_size_max = 32 * 1024,
@@ -59,7 +40,7 @@ static void open_cold(struct tstore *t, uint32_t age)
         .flash =
             {
                 .nfiles = 1,
-                .paths = {path},
+                .paths = {flash_path},
                 .sizes = {32 * MB},
                 .page_size = 256 * 1024,
                 .wbuf_size = 64 * 1024,
@@ -352,11 +333,11 @@ static void test_idle_past_age_goes_read_stays(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_default_age_never_idle_zero_age_all, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_other_keys_flash_slot_in_second_bucket, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_default_age_never_idle_zero_age_all, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_other_keys_flash_slot_in_second_bucket, flash_file_setup,
+                                        flash_file_teardown),
 #ifdef NODELAY_DEBUG
-        cmocka_unit_test_setup_teardown(test_idle_past_age_goes_read_stays, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_past_age_goes_read_stays, flash_file_setup, flash_file_teardown),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
  * compaction keeps the live items of a fragmented segment. */
 #define _GNU_SOURCE
 #include "test_store_helpers.h"
+#include "test_flash_file.h"
 #include "store/store_core.h"
 #include "store/store_flash.h"
 #include "store/store_lookup.h"
@@ -24,26 +25,6 @@
 #define MB (1u << 20)
 #define VLEN 1000
 
-static char dir[64];
-static char path[128];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/nd-flash-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/flash", dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    unlink(path);
-    rmdir(dir);
-    return 0;
-}
-
 /* The reader of run-time values the next store opens with (none: 0). */
 static struct flash_tuning_src open_tuning;
 
@@ -54,7 +35,7 @@ static void open_flash_ex(struct tstore *t, uint64_t flash, uint32_t compact_und
                           uint32_t item_size, unsigned hashpower)
 {
     clock_setup();
-    unlink(path);
+    unlink(flash_path);
     struct store_options o = {
         .mem_limit = 4 * MB,
         .item_size_max = 32 * 1024,
@@ -64,7 +45,7 @@ static void open_flash_ex(struct tstore *t, uint64_t flash, uint32_t compact_und
         .flash =
             {
                 .nfiles = 1,
-                .paths = {path},
+                .paths = {flash_path},
                 .sizes = {flash},
                 .page_size = 256 * 1024,
                 .wbuf_size = 64 * 1024,
@@ -318,7 +299,7 @@ static void test_read_error_is_miss(void **state)
     struct tstore t;
     open_flash(&t, 32 * MB, 1);
     fill(&t, N, NULL);
-    assert_int_equal(truncate(path, 0), 0);
+    assert_int_equal(truncate(flash_path, 0), 0);
     int woke = 0, waited = 0;
     struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
     for (int i = 0; i < 2000; i++) {
@@ -685,21 +666,21 @@ static void test_session_gone_mid_read(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_many_keys_read_together_all_hit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write_after_read_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_many_keys_read_together_all_hit, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_after_read_wins, flash_file_setup, flash_file_teardown),
 #ifdef NODELAY_DEBUG
-        cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup, flash_file_teardown),
 #endif
-        cmocka_unit_test_setup_teardown(test_dropped_segments_miss, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_error_is_miss, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_compaction_keeps_live, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_session_gone_mid_read, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write_error_is_miss, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_run_time_item_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_segments_miss, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_read_error_is_miss, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_keeps_live, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_session_gone_mid_read, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_error_is_miss, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_run_time_item_size, flash_file_setup, flash_file_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

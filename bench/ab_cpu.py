@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""A quick A/B of server CPU per request at pipeline 1: two builds of
+nodelay (and the floor servers) side by side, under bench/compare.sh's
+get90_p1 with loadgen (lg) and memtier (mt).
+
+  bench/ab_cpu.py NAME=BINARY[:ARGS] ... [--rounds N] [--seconds S]
+                  [--gens lg,mt] [--ratio A/B ...] [--concurrent]
+
+  e.g. bench/ab_cpu.py "a=old/nodelay:-o io_uring=off" "b=build/nodelay:-o io_uring=off"
+           f=epoll --concurrent --rounds 12 --ratio b/a --ratio b/f
+
+A NAME starting with f is a floor server (BINARY: epoll or uring, ARGS its
+flags, e.g. "fn=epoll:-n 100000"). Every server is started once, pinned to
+CPU 1 (-t 1) and prefilled; each round runs each server in turn (the order
+reversed every other round), or with --concurrent all of them at once,
+each with its own load generator on CPU 0. CPU is the sum of the server's
+threads' run time (/proc schedstat, ns). Printed: each run, the medians,
+and for each --ratio the ratio of medians and the median of the per-round
+ratios. On a shared machine sequential rounds spread by tens of percent
+with what else runs on CPU 1; --concurrent puts the servers under the same
+conditions at the same time (they share CPU 1, a regime unlike make
+bench's), which resolves a few percent. Loopback only; bounded by
+--rounds and --seconds."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+from benchproc import ROOT, free_port, start_server, stop_server, wait_for_port
+
+REF = os.environ.get("NODELAY_REF_DIR", os.path.join(ROOT, "..", "shared", "ref"))
+LG = os.path.join(ROOT, "build/bench/loadgen")
+FLOOR = os.path.join(ROOT, "build/bench/floor")
+MT = os.environ.get("MEMTIER") or os.path.join(REF, "memtier_benchmark")
+# compare.sh's get90_p1 and mt_get90_p1
+LGARGS = "-c 50 -d 1 -g 0.9 -v 100 -k 100000".split()
+MTARGS = ("-c 50 --ratio=1:9 --pipeline=1 --key-minimum=1 --key-maximum=100000 -d 100 "
+          "--distinct-client-seed").split()
+
+
+def cpu_ns(pid):
+    t = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            t += int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
+        except OSError:
+            pass
+    return t
+
+
+def start(name, spec):
+    if name.startswith("f"):
+        port = free_port()
+        b, _, extra = spec.partition(":")
+        p = subprocess.Popen(["taskset", "-c", "1", FLOOR, "-b", b, "-p", str(port), "-t", "1",
+                              "-v", "100", *extra.split()])
+        wait_for_port(port, p)
+        return p, port
+    b, _, args = spec.partition(":")
+    return start_server(b, "-t", "1", "-c", "4096", *args.split(), cpu=1)
+
+
+def prefill(port, floor, memtier):
+    subprocess.run(["taskset", "-c", "0", LG, "-s", f"127.0.0.1:{port}", "-q", "--prefill",
+                    "-c", "10", "-d", "16", "-k", "100000", "-v", "100"] +
+                   (["--no-verify"] if floor else []), check=True, stdout=subprocess.DEVNULL)
+    if memtier and not floor:
+        subprocess.run(["taskset", "-c", "0", MT, "-s", "127.0.0.1", "-p", str(port), "-P",
+                        "memcache_text", "-t", "1", "-c", "10", "--ratio=1:0", "--key-pattern=P:P",
+                        "-n", "allkeys", "--key-minimum=1", "--key-maximum=100000", "-d", "100",
+                        "--hide-histogram"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=True)
+
+
+def run(gen, port, floor, secs, seed):
+    if gen == "mt":
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "mt.json")
+            subprocess.run(["taskset", "-c", "0", MT, "-s", "127.0.0.1", "-p", str(port), "-P",
+                            "memcache_text", "-t", "1", *MTARGS, f"--test-time={int(secs)}",
+                            "--hide-histogram", f"--json-out-file={out}"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            tot = json.load(open(out))["ALL STATS"]["Totals"]
+            return tot.get("Count") or tot["Ops/sec"] * int(secs)
+    out = subprocess.run(["taskset", "-c", "0", LG, "-s", f"127.0.0.1:{port}", *LGARGS, "-D",
+                          str(secs), "-q", "--seed", str(seed), "--json", "-"] +
+                         (["--no-verify"] if floor else []),
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["requests"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("servers", nargs="+")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=2)
+    ap.add_argument("--gens", default="lg,mt")
+    ap.add_argument("--ratio", action="append", default=[], help="a/b pairs to print")
+    ap.add_argument("--concurrent", action="store_true", help="all servers loaded at once")
+    a = ap.parse_args()
+    gens = a.gens.split(",")
+    if "mt" in gens and not os.access(MT, os.X_OK):
+        raise SystemExit(f"ab_cpu.py: no memtier_benchmark at {MT} (MEMTIER=, or --gens lg)")
+    srv = {}
+    try:
+        for s in a.servers:
+            name, _, spec = s.partition("=")
+            p, port = start(name, spec)
+            srv[name] = (p, port)
+            prefill(port, name.startswith("f"), "mt" in gens)
+        res = {}
+        print(f"load {os.getloadavg()}", flush=True)
+        for r in range(a.rounds):
+            order = list(srv) if r % 2 == 0 else list(reversed(srv))
+            for g in gens:
+                if a.concurrent:
+                    c0 = {nm: cpu_ns(srv[nm][0].pid) for nm in order}
+                    with ThreadPoolExecutor(len(order)) as ex:
+                        fut = {nm: ex.submit(run, g, srv[nm][1], nm.startswith("f"), a.seconds, r + 1)
+                               for nm in order}
+                        got = {nm: f.result() for nm, f in fut.items()}
+                    for nm in order:
+                        us = (cpu_ns(srv[nm][0].pid) - c0[nm]) / 1e3 / got[nm]
+                        res.setdefault((g, nm), []).append(us)
+                        print(f"r{r} {g} {nm}: {us:.3f} µs/req ({got[nm] / a.seconds:.0f}/s)", flush=True)
+                    continue
+                for name in order:
+                    p, port = srv[name]
+                    c0 = cpu_ns(p.pid)
+                    n = run(g, port, name.startswith("f"), a.seconds, r + 1)
+                    c1 = cpu_ns(p.pid)
+                    us = (c1 - c0) / 1e3 / n
+                    res.setdefault((g, name), []).append(us)
+                    print(f"r{r} {g} {name}: {us:.3f} µs/req ({n / a.seconds:.0f}/s)", flush=True)
+        print(f"load {os.getloadavg()}")
+        for g in gens:
+            for name in srv:
+                v = res[(g, name)]
+                print(f"{g} {name}: median {statistics.median(v):.3f} "
+                      f"[{' '.join(f'{x:.2f}' for x in v)}]")
+            for pr in a.ratio:
+                x, y = pr.split("/")
+                rs = [p / q for p, q in zip(res[(g, x)], res[(g, y)])]
+                print(f"{g} {pr}: ratio of medians "
+                      f"{statistics.median(res[(g, x)]) / statistics.median(res[(g, y)]):.3f}; "
+                      f"per-round {' '.join(f'{v:.3f}' for v in rs)} median {statistics.median(rs):.3f}")
+    finally:
+        for p, _ in srv.values():
+            stop_server(p)
+
+
+if __name__ == "__main__":
+    main()
