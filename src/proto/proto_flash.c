@@ -294,9 +294,17 @@ enum store_probe proto_flash_probe(struct session *s, const char *key, size_t nk
         if (store_flash_probe(s->store, f->w, &k) == STORE_PROBE_WAIT)
             p = STORE_PROBE_WAIT;
     }
-    if (p == STORE_PROBE_WAIT)
+    /* an item served from a writer's buffer is READY at once, and still
+     * wants the reset at the request's end (a RAM copy goes back) */
+    if (p == STORE_PROBE_WAIT || (f->w && store_flash_held(f->w)))
         s->flash_held = true;
     return p;
+}
+
+void proto_flash_abort(struct session *s)
+{
+    if (s->flash && s->flash->w)
+        store_flash_wait_abort(s->flash->w, s->store);
 }
 
 void proto_flash_reset(struct session *s)

@@ -54,6 +54,10 @@ void proto_flash_attach(struct session *s, bool on);
  * read submitted. Probe all of a request's keys before stopping. */
 enum store_probe proto_flash_probe(struct session *s, const char *key, size_t nkey);
 
+/* The request is refused after its lookups were served flash items: they
+ * count as aborted reads (store_flash_wait_abort). */
+void proto_flash_abort(struct session *s);
+
 /* The request that waited is done: drop what was read for it. */
 void proto_flash_reset(struct session *s);
 

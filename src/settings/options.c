@@ -58,6 +58,7 @@ static void options_flash(const struct settings *s, struct store_flash_options *
     f->item_size = t.item_size;
     f->item_age = t.item_age;
     f->low_ttl = t.low_ttl;
+    f->recache_rate = t.recache_rate;
     f->compact_under = t.compact_under;
     f->drop_under = t.drop_under;
     f->max_frag = t.max_frag;

@@ -11,11 +11,10 @@
 #ifndef NODELAY_SETTINGS_ROWS_EXT_H
 #define NODELAY_SETTINGS_ROWS_EXT_H
 
-/* The flash tier (docs/store-flash.md) acts on these but three: reads go
+/* The flash tier (docs/store-flash.md) acts on these but two: reads go
  * to the worker's io_uring ring, or to a thread pool (ext_threads) one at
- * a time (ext_io_depth), every flash hit is copied
- * back into RAM (ext_recache_rate), and the writer thread does not sleep
- * between passes (ext_max_sleep). */
+ * a time (ext_io_depth), and the writer thread does not sleep between
+ * passes (ext_max_sleep). */
 #define SETTINGS_NO_FLASH                                                                          \
     "checked as memcached checks it; no effect in nodelay's flash tier"
 #define SETTINGS_NO_FLASH_RUN                                                                      \
@@ -38,7 +37,7 @@ X(RUN,  ext_low_ttl,             SIZE, 0,           0,   NULL,                 "
   "TTLs under this go to their own pages (default: 0)", NULL)                                                \
 X(RUN,  ext_recache_rate,        SIZE, 2000,        0,   NULL,                 "ext_recache_rate",           \
   "num",         EXT_U,       0,       0,              "ext_recache_rate",      U32,                         \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
+  NULL,                                                                                                      \
   "one read in N copies a flash item back (default: 2000)", NULL)                                            \
 X(FIX,  ext_wbuf_size,           SIZE, 4,           0,   NULL,                 "ext_wbuf_size",              \
   "MB",          EXT_U,       0,       0,              "ext_wbuf_size",         MB32,                        \

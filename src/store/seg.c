@@ -371,7 +371,9 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
                                            FLASH_TAKE_EVICT, NULL)
                          : 0;
         if (ns) {
-            *fs = ns;
+            /* its reads so far go with it, as memcached's header keeps
+             * the item's FETCHED and ACTIVE (store_flash.c's recache) */
+            *fs = ns | freq;
             if (fs != slot)
                 index_clear_slot(pool->index, b, slot);
             flash_tier_drop_tag(pool->flash, keys->b[0], slot_tag(ns), fs);

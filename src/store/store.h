@@ -47,6 +47,7 @@ struct store_flash_options {
     uint32_t item_size;     /* ext_item_size */
     uint32_t item_age;      /* ext_item_age; UINT32_MAX: any */
     uint32_t low_ttl;       /* ext_low_ttl */
+    uint32_t recache_rate;  /* ext_recache_rate */
     uint32_t compact_under; /* ext_compact_under, pages; 0: a hundredth of them */
     uint32_t drop_under;    /* ext_drop_under, pages; 0: as compact_under */
     double max_frag;        /* ext_max_frag */

@@ -49,6 +49,10 @@ struct flash_pend {
     bool done;
     bool ok;              /* fi is the key's item, checked: a lookup puts it in RAM */
     bool left;            /* a lookup left it on flash (STORE_LOOK_KEEP_FLASH) */
+    bool lent;            /* served from a RAM copy that goes back to flash */
+    bool served;          /* a lookup of this request was given it */
+    uint8_t resets;       /* requests done since it was read, unused */
+    uint64_t fslot;       /* the flash slot as served (its read count bumped) */
     struct flash_item fi; /* when ok: pointers into buf */
     uint8_t nkey;
     char key[STORE_KEY_MAX];
@@ -58,6 +62,7 @@ struct store_flash_wait {
     void (*wake)(void *arg);
     void *arg;
     unsigned pending;
+    unsigned recache_counter; /* memcached's per connection: one in ext_recache_rate */
     bool dying;
     struct flash_pend *list;
 };
@@ -104,18 +109,43 @@ void store_flash_wait_destroy(struct store_flash_wait *w)
         free(w);
 }
 
-static void pend_recache(struct store_ctx *ctx, struct flash_pend *e);
+static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e);
+
+/* Requests an unused read is kept for: those probed ahead of one that
+ * waited (text_flash.c, bin_process.c: 32 at most), and the one after. */
+#define FLASH_KEEP_RESETS 34
 
 void store_flash_wait_reset(struct store_flash_wait *w)
 {
-    /* Reads no lookup of the request used: probed ahead for the requests
-     * after it (or found nothing to serve). Into RAM now, where those
-     * requests look, as a read's completion did before: their bytes go.
-     * One a lookup left on flash (STORE_LOOK_KEEP_FLASH) stays there. */
+    /* Items the request was served from RAM copies of go back to flash.
+     * Reads no lookup of the request used (probed ahead for the requests
+     * after it) stay for them, a few requests at most; the rest go. */
+    struct flash_pend **pp = &w->list;
+    while (*pp) {
+        struct flash_pend *e = *pp;
+        if (e->lent)
+            pend_give_back(e->ctx, e);
+        if (e->done && (!e->ok || e->left || ++e->resets > FLASH_KEEP_RESETS)) {
+            *pp = e->next;
+            pend_free(e);
+        } else {
+            pp = &e->next;
+        }
+    }
+}
+
+void store_flash_wait_abort(struct store_flash_wait *w, struct store_ctx *ctx)
+{
     for (struct flash_pend *e = w->list; e; e = e->next)
-        if (e->done && e->ok && !e->left)
-            pend_recache(e->ctx, e);
-    wait_drop_done(w);
+        if (e->served) {
+            e->served = false;
+            FLASH_CNT(ctx->store->flash, get_aborted_extstore, 1);
+        }
+}
+
+bool store_flash_held(const struct store_flash_wait *w)
+{
+    return w->list != NULL;
 }
 
 unsigned store_flash_pending(const struct store_flash_wait *w)
@@ -217,13 +247,55 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
     }
     if (st == STORE_OK) {
         FLASH_CNT(s->flash, get_extstore, 1);
-        FLASH_CNT(s->flash, recache_from_extstore, 1);
+        if (!e->lent)
+            FLASH_CNT(s->flash, recache_from_extstore, 1);
         FLASH_CNT(s->flash, objects_read, 1);
         FLASH_CNT(s->flash, bytes_read, fi->len);
     } else if (st == STORE_NO_MEMORY || st == STORE_TOO_LARGE) {
         FLASH_CNT(s->flash, get_oom_extstore, 1);
     }
     /* STORE_EXISTS: the key was written or deleted meanwhile; that wins */
+    if (st != STORE_OK)
+        e->lent = false;
+}
+
+/* The request is done with the RAM copy of a flash item it was lent
+ * (pend_refill): the flash slot takes the copy's place again, as memcached
+ * serves a read it does not recache from a buffer it then frees. Only if
+ * the copy is still the key's item as it was put there (a write, touch or
+ * delete since keeps it in RAM, counted as recached then) and the flash
+ * segment still that write. A flash slot lives in its key's first bucket
+ * only. */
+static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
+{
+    struct store *s = ctx->store;
+    const struct flash_item *fi = &e->fi;
+    e->lent = false;
+    struct store_key k = store_key_of(e->key, e->nkey);
+    struct store_found f;
+    bool back = false;
+    if (store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
+        uint64_t *fb = f.keys.b[0];
+        uint64_t *fs = f.chain == fb ? f.slot : index_free_slot(&s->index, fb);
+        bool same = item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas &&
+                    item_get_u32(f.p, f.h.exp_off) == fi->exptime &&
+                    item_get_u32(f.p, f.h.flags_off) == fi->flags && f.h.nvalue == fi->h.nvalue;
+        if (fs && same && flash_tier_relive(s->flash, e->fslot, e->loc.seq)) {
+            if (s->pm)
+                item_set_dead(f.p);
+            struct store_cls_of c = classes_item(&s->classes, f.p, &f.h);
+            seg_note_gone(f.seg, item_total(&f.h), &c);
+            if (fs != f.slot)
+                index_clear_slot(&s->index, f.chain, f.slot);
+            *fs = e->fslot;
+            back = true;
+        } else if (fs && fs != f.slot) {
+            index_clear_slot(&s->index, fb, fs);
+        }
+    }
+    store_found_unlock(&f);
+    if (!back) /* it stays in RAM: recached after all */
+        FLASH_CNT(s->flash, recache_from_extstore, 1);
 }
 
 /* Judge the bytes of e (read or copied): a miss, a second read needed
@@ -293,6 +365,17 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
         e->left = true;
         return FLASH_LEFT;
     }
+    /* memcached recaches an item read from flash only when it was read
+     * before since it went there (its header FETCHED, now ACTIVE), one
+     * such read in ext_recache_rate on the connection. The slot's read
+     * count is the header's bits; otherwise the request is lent a RAM copy
+     * that goes back to flash when it is done (store_flash_wait_reset). */
+    e->served = true;
+    uint64_t *sl = bucket_slot(ctx->store, keys->b[0], e->slot);
+    *sl = slot_hit(*sl);
+    uint32_t rate = flash_tier_recache_rate(ctx->store->flash);
+    e->lent = !(rate && slot_freq(*sl) >= 2 && w->recache_counter++ % rate == 0);
+    e->fslot = *sl;
     index_unlock_pair(keys);
     pend_recache(ctx, e);
     return FLASH_REFILLED;
@@ -482,6 +565,7 @@ int store_flash_open(struct store *s, char *why, size_t n)
         .item_size = o->item_size,
         .item_age = o->item_age,
         .low_ttl = o->low_ttl,
+        .recache_rate = o->recache_rate,
         .compact_under = o->compact_under,
         .drop_under = o->drop_under,
         .max_frag = o->max_frag,

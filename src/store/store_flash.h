@@ -41,6 +41,13 @@ struct store_flash_wait *store_flash_wait_create(void (*wake)(void *arg), void *
 void store_flash_wait_destroy(struct store_flash_wait *w);
 /* The request that waited is done: drop the bytes read for it. */
 void store_flash_wait_reset(struct store_flash_wait *w);
+/* The request is refused after its lookups were given flash items (a get
+ * line with a key too long further on): they count as reads aborted
+ * (get_aborted_extstore), as memcached drops the reads it had started for
+ * the line. */
+void store_flash_wait_abort(struct store_flash_wait *w, struct store_ctx *ctx);
+/* Whether it holds reads (done or not) a request's end must look at. */
+bool store_flash_held(const struct store_flash_wait *w);
 /* Reads submitted and not yet completed. */
 unsigned store_flash_pending(const struct store_flash_wait *w);
 

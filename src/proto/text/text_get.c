@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "proto/proto_flash.h"
 #include "proto/session.h"
 #include "proto/text/text_get_internal.h"
 #include "stats/stats.h"
@@ -78,6 +79,7 @@ static void text_get_run(struct session *s, const struct text_line *l)
              * 1.6.45 follows it with an empty line. */
             if (marked)
                 reply_rollback(&s->reply, &mark);
+            proto_flash_abort(s);
             /* get's and gets' first key is checked with the line's
              * noreply in force: `get <long key> noreply` gets the empty
              * line alone */

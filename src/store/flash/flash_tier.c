@@ -37,6 +37,24 @@ static uint32_t round_up(uint32_t n, uint32_t a)
 
 /* Devices of more segments than this keep one free for compaction. */
 #define FLASH_COMPACT_RESERVE_MIN 4
+/* Devices of more pages than this keep a page's worth of segments free, as
+ * memcached's compactor evicts its oldest page as soon as no page is free:
+ * a full device holds what memcached's would, less a page. */
+#define FLASH_PAGE_RESERVE_MIN 2
+
+/* Free segments a write for room may not take (the compaction writer takes
+ * them: it never drops a segment). */
+static bool rec_keeps_page(const struct flash_tier *ft)
+{
+    return ft->dev.npages > FLASH_PAGE_RESERVE_MIN && ft->segs_per_page > 1;
+}
+
+static uint32_t rec_reserve(const struct flash_tier *ft)
+{
+    if (rec_keeps_page(ft))
+        return ft->segs_per_page;
+    return ft->nsegs > FLASH_COMPACT_RESERVE_MIN ? 1 : 0;
+}
 
 static uint32_t max_bufs(void)
 {
@@ -152,6 +170,7 @@ static struct flash_tier_options tuned(const struct flash_tier *ft)
     o.item_size = t.item_size;
     o.item_age = t.item_age;
     o.low_ttl = t.low_ttl;
+    o.recache_rate = t.recache_rate;
     o.compact_under = t.compact_under ? t.compact_under : ft->opt.compact_under;
     o.drop_under = t.drop_under ? t.drop_under : ft->opt.drop_under;
     o.max_frag = t.max_frag;
@@ -161,9 +180,11 @@ static struct flash_tier_options tuned(const struct flash_tier *ft)
 
 /* --- records (ft->lock held) --- */
 
+/* Free pages compaction and drops count on: not the one kept free. */
 static uint32_t rec_pages_free(const struct flash_tier *ft)
 {
-    return ft->nfree / ft->segs_per_page;
+    uint32_t n = ft->nfree / ft->segs_per_page;
+    return rec_keeps_page(ft) && n ? n - 1 : n;
 }
 
 /* A record's write buffer is done with (written, or its segment gone):
@@ -226,15 +247,20 @@ static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
         ft->nbufs++;
     if (!buf)
         return false;
-    /* A full device: the oldest written segments make room, but one
-     * segment is kept free for compaction, which never drops one: it
-     * rewrites under ext_max_frag of a segment into it before freeing a
-     * whole one, so a full device still gains room from its deletes
-     * (a drop for it could take the very segment it is emptying). */
-    uint32_t reserve = ft->nsegs > FLASH_COMPACT_RESERVE_MIN ? 1 : 0;
-    if (wi != FLASH_W_COMPACT)
-        while (ft->nfree <= reserve && rec_drop_oldest(ft))
+    /* A full device: the oldest written segments make room, but a page
+     * (rec_reserve) is kept free, and in it compaction's segment, which
+     * never drops one: it rewrites under ext_max_frag of a segment into it
+     * before freeing a whole one, so a full device still gains room from
+     * its deletes (a drop for it could take the very segment it is
+     * emptying). */
+    uint32_t reserve = rec_reserve(ft);
+    if (wi != FLASH_W_COMPACT && ft->nfree <= reserve) {
+        /* memcached evicts its oldest page whole when it takes its last
+         * free one: a page's worth of the oldest segments goes at once */
+        uint32_t want = reserve + (rec_keeps_page(ft) ? ft->segs_per_page : 1);
+        while (ft->nfree < want && rec_drop_oldest(ft))
             ;
+    }
     if (!ft->nfree) {
         ft->spare[ft->nspare++] = buf;
         return false;
@@ -447,6 +473,22 @@ bool flash_tier_still(struct flash_tier *ft, uint64_t slot, uint64_t seq)
     return ok;
 }
 
+uint32_t flash_tier_recache_rate(struct flash_tier *ft)
+{
+    return tuned(ft).recache_rate;
+}
+
+bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq)
+{
+    pthread_mutex_lock(&ft->lock);
+    struct flash_rec *r = rec_of(ft, slot);
+    bool ok = r && r->seq == seq && r->state != FSEG_FREE;
+    if (ok)
+        r->live_items++;
+    pthread_mutex_unlock(&ft->lock);
+    return ok;
+}
+
 /* --- the writer thread --- */
 
 /* Write queued segments out, one at a time (ft->lock held on entry and
@@ -572,7 +614,10 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
     if (slot) {
         rel_time_t now = clock_now();
         enum item_life life = life_of_item(ft->life, fi->p, &fi->h, cas_base, now);
-        bool unread = !(fi->atime & ITEM_S_FETCHED);
+        /* read before it went, or since: the slot counts reads from flash
+         * (store_flash.c), two of them as memcached's header goes ACTIVE
+         * and leaves the COLD LRU that drop_unread drops from */
+        bool unread = !(fi->atime & ITEM_S_FETCHED) && slot_freq(*slot) < 2;
         if (life != ITEM_LIVE) {
             flash_tier_clear(ft, b, slot);
         } else if (drop_unread && unread) {

@@ -33,6 +33,7 @@ struct flash_tier_options {
     uint32_t item_size;             /* ext_item_size: smallest value (+2) moved */
     uint32_t item_age;              /* ext_item_age: idle seconds first */
     uint32_t low_ttl;               /* ext_low_ttl: shorter TTLs get their own segments */
+    uint32_t recache_rate;          /* ext_recache_rate: 0 = never */
     uint32_t compact_under;         /* ext_compact_under: free pages; 0 = 1 % */
     uint32_t drop_under;            /* ext_drop_under: free pages; 0 = as compact_under */
     double max_frag;                /* ext_max_frag */
@@ -197,6 +198,12 @@ struct flash_loc {
  * and sets *got. */
 enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct flash_loc *loc,
                                    char *out, uint32_t cap, uint32_t *got);
+/* ext_recache_rate as `extstore` set it now (0: never recache). */
+uint32_t flash_tier_recache_rate(struct flash_tier *ft);
+/* A flash item served from a RAM copy goes back to flash (store_flash.c):
+ * whether seq is still the write in slot's segment; if so it counts the
+ * item live there again. */
+bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq);
 /* Whether seq is still the write in slot's segment (a read finished after
  * a drop reads as a miss). Counts a read of it. */
 bool flash_tier_still(struct flash_tier *ft, uint64_t slot, uint64_t seq);

@@ -345,7 +345,9 @@ static void test_notes_only_for_given_inert_options(void **state)
 {
     (void)state;
     struct parsed p;
-    parse(&p, (char *[]){"-o", "ext_path=/x:1g,ext_recache_rate=2,ext_threads=2,ssl_kernel_tls",
+    parse(&p, (char *[]){"-o",
+                         "ext_path=/x:1g,ext_recache_rate=2,ext_max_sleep=5,ext_threads=2,"
+                         "ssl_kernel_tls",
                          "-f", "1.5", "-m", "64", "-o", "hashpower=16", NULL});
     assert_int_equal(p.res, SETTINGS_RUN);
     char *buf = NULL;
@@ -355,7 +357,7 @@ static void test_notes_only_for_given_inert_options(void **state)
     fclose(f);
     assert_string_equal(buf,
                         "nodelay: -f: " SETTINGS_CLASSES "\n"
-                        "nodelay: -o ext_recache_rate: " SETTINGS_NO_FLASH_RUN "\n");
+                        "nodelay: -o ext_max_sleep: " SETTINGS_NO_FLASH_RUN "\n");
     free(buf);
     settings_release(&p.s);
 

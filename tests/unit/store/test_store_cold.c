@@ -300,7 +300,8 @@ static void test_other_keys_flash_slot_in_second_bucket(void **state)
 #ifdef NODELAY_DEBUG
 /* ext_item_age 2: nothing goes while the items are younger; 3 s later the
  * idle ones go, and the one read twice meanwhile (its access time bumped,
- * as memcached's second fetch makes an item ACTIVE) stays in RAM. */
+ * as memcached's second fetch makes an item ACTIVE) stays in RAM; read
+ * back once, the others stay on flash. */
 static void test_idle_past_age_goes_read_stays(void **state)
 {
     (void)state;
@@ -323,9 +324,11 @@ static void test_idle_past_age_goes_read_stays(void **state)
     for (int i = 0; i < N; i++)
         read_back(&t, w, &woke, i, VLEN, cas[i]);
     store_flash_wait_destroy(w);
-    /* back in RAM and idle again: they go again */
+    /* read once from flash, they stay there (memcached recaches only an
+     * item read before since it went: store_flash.c); 7, idle in RAM
+     * since, goes now */
     clock_debug_advance(3);
-    assert_int_equal(passes(&t), N);
+    assert_int_equal(passes(&t), 1);
     tstore_close(&t);
 }
 #endif
