@@ -316,6 +316,29 @@ static int page_histograms(struct reply_queue *out)
     return rc;
 }
 
+/* One `stats extstore` row of one flash page, labelled page="<page>". */
+static int on_page(void *arg, size_t page, const char *name, const char *metric,
+                   const char *help, uint64_t value)
+{
+    (void)name;
+    char label[32], v[24];
+    snprintf(label, sizeof label, "page=\"%zu\"", page);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)value);
+    page_add(arg, metric, label, v, GAUGE, help);
+    return 0;
+}
+
+static int page_extstore(struct page *p, struct server *srv)
+{
+    struct store_flash_page *pg;
+    size_t n;
+    if (server_extstore_pages(srv, &pg, &n) != 0)
+        return -1;
+    int rc = stats_extstore_walk(pg, n, on_page, p);
+    free(pg);
+    return rc;
+}
+
 int metrics_compose(struct server *srv, struct reply_queue *out)
 {
     struct page p = {0};
@@ -335,6 +358,7 @@ int metrics_compose(struct server *srv, struct reply_queue *out)
     page_add(&p, "memcached_malloced_bytes", NULL, v, GAUGE,
              "Number of bytes of memory allocated to slab pages.");
     page_rows(&p, &stats_nodelay_rows, snap);
+    rc |= page_extstore(&p, srv);
     page_add(&p, "memcached_up", NULL, "1", GAUGE, "Could the memcached server be reached.");
     page_old_names(&p);
     if (p.oom)

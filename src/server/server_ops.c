@@ -328,6 +328,33 @@ static enum server_stats_rc server_detail(const struct settings *set, const char
     return rc ? SERVER_STATS_NOMEM : SERVER_STATS_DONE;
 }
 
+int server_extstore_pages(struct server *srv, struct store_flash_page **out, size_t *n)
+{
+    *out = NULL;
+    *n = store_flash_pages(srv->pool.store, NULL, 0);
+    if (!*n)
+        return 0;
+    /* segments are made at start only: the count does not change */
+    *out = calloc(*n, sizeof **out);
+    if (!*out)
+        return -1;
+    store_flash_pages(srv->pool.store, *out, *n);
+    return 0;
+}
+
+/* `stats extstore`: memcached's rows per page; none without a flash tier
+ * (1.6.45 without ext_path answers END alone). */
+static int server_extstore(struct server *srv, const struct stats_emit *e)
+{
+    struct store_flash_page *pg;
+    size_t n;
+    if (server_extstore_pages(srv, &pg, &n) != 0)
+        return -1;
+    int rc = stats_extstore_compose(pg, n, e);
+    free(pg);
+    return rc;
+}
+
 /* `stats settings` rows come from the settings table's own walk. */
 static int server_settings_row(void *arg, const char *name, const char *value)
 {
@@ -371,6 +398,8 @@ static enum server_stats_rc server_stats(void *ctx, const char *args, size_t len
     } else if (strcmp(sub, "nodelay") == 0) {
         server_snapshot(srv, &snap);
         rc = stats_rows_emit(&stats_nodelay_rows, &snap, e);
+    } else if (strcmp(sub, "extstore") == 0) {
+        rc = server_extstore(srv, e);
     } else if (strcmp(sub, "reset") == 0) {
         server_stats_reset(srv);
         return SERVER_STATS_RESET;

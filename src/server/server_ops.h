@@ -5,6 +5,8 @@
 #ifndef NODELAY_SERVER_SERVER_OPS_H
 #define NODELAY_SERVER_SERVER_OPS_H
 
+#include <stddef.h>
+
 struct server;
 struct stats_snapshot;
 
@@ -15,6 +17,10 @@ void server_ops_init(struct server *srv);
  * for a reader outside the protocols (the metrics endpoint walks
  * stats_general_rows / stats_nodelay_rows over it). Takes no worker's lock. */
 void server_stats_snapshot(struct server *srv, struct stats_snapshot *out);
+/* `stats extstore`'s rows: *out (the caller frees it) holds the *n flash
+ * pages (none, NULL, without a flash tier). 0, or -1 out of memory. */
+struct store_flash_page;
+int server_extstore_pages(struct server *srv, struct store_flash_page **out, size_t *n);
 
 /* The `stats settings` rows memcached_exporter exports, for the metrics
  * endpoint: emit(arg, metric, help, value) per row, as

@@ -164,3 +164,30 @@ int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit 
     rc |= stats_emit_u64(out, "total_malloced", stats_slabs_malloced(s));
     return rc ? -1 : 0;
 }
+
+int stats_extstore_walk(const struct store_flash_page *pg, size_t n, stats_page_fn fn, void *ctx)
+{
+    for (size_t i = 0; i < n; i++) {
+#define STATS_PAGE_ROW(name, metric, help)                                                         \
+    if (fn(ctx, i, #name, metric, help, (uint64_t)pg[i].name) != 0)                                \
+        return -1;
+        STATS_EXTSTORE_PAGE(STATS_PAGE_ROW)
+#undef STATS_PAGE_ROW
+    }
+    return 0;
+}
+
+static int stats_page_text(void *ctx, size_t page, const char *name, const char *metric,
+                           const char *help, uint64_t value)
+{
+    (void)metric;
+    (void)help;
+    char key[48];
+    snprintf(key, sizeof key, "%zu:%s", page, name);
+    return stats_emit_u64(ctx, key, value);
+}
+
+int stats_extstore_compose(const struct store_flash_page *pg, size_t n, const struct stats_emit *e)
+{
+    return stats_extstore_walk(pg, n, stats_page_text, (void *)e);
+}

@@ -105,6 +105,14 @@ void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot 
  * stats_table.h): one block per memcached size class holding a live item,
  * pages being segments (docs/store.md "Size classes"). */
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *e);
+
+/* `stats extstore`'s rows (STATS_EXTSTORE_PAGE) of n flash pages, page by
+ * page: fn(ctx, page, name, metric, help, value); 0 or fn's -1. */
+typedef int (*stats_page_fn)(void *ctx, size_t page, const char *name, const char *metric,
+                             const char *help, uint64_t value);
+int stats_extstore_walk(const struct store_flash_page *pg, size_t n, stats_page_fn fn, void *ctx);
+/* ... printed "<page>:<name> <value>". */
+int stats_extstore_compose(const struct store_flash_page *pg, size_t n, const struct stats_emit *e);
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 
 /* One `stats items` or `stats slabs` row of one class, as an exporter

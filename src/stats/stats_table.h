@@ -374,5 +374,7 @@
 
 /* Per memcached size class: `stats items`, `stats slabs`. */
 #include "stats/stats_table_classes.h"
+/* Per flash page: `stats extstore`. */
+#include "stats/stats_table_extstore.h"
 
 #endif

@@ -507,4 +507,17 @@ struct store_stats {
 
 void store_stats(struct store *store, struct store_stats *out);
 
+/* `stats extstore`: one row per flash page, memcached 1.6.45's page data
+ * (its extstore_get_page_data); nodelay's flash pages are its flash
+ * segments (docs/store-flash.md). */
+struct store_flash_page {
+    uint64_t version;     /* the write there (its sequence, from 1); 0: free */
+    uint64_t bytes;       /* live bytes (from its live items' share) */
+    uint32_t bucket;      /* memcached's write bucket: 0 default, 1 compaction, 3 low TTL */
+    uint32_t free_bucket; /* the bucket it goes back to when freed: always 0 */
+};
+/* Copies up to n rows into out and returns how many pages there are (0
+ * without a flash tier). */
+size_t store_flash_pages(struct store *store, struct store_flash_page *out, size_t n);
+
 #endif

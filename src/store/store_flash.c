@@ -700,3 +700,21 @@ void store_flash_stats(struct store *s, struct store_stats *out)
     out->extstore_index_dropped = c.index_dropped;
     out->curr_items += g.objects_used;
 }
+
+size_t store_flash_pages(struct store *s, struct store_flash_page *out, size_t n)
+{
+    if (!s->flash)
+        return 0;
+    /* the tier's lock is held for one copy, not for the caller's output */
+    uint32_t want = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    struct flash_tier_page *pg = want ? calloc(want, sizeof *pg) : NULL;
+    if (want && !pg)
+        return 0;
+    uint32_t all = flash_tier_pages(s->flash, pg, want);
+    for (uint32_t i = 0; i < want && i < all; i++)
+        out[i] = (struct store_flash_page){.version = pg[i].version,
+                                           .bytes = pg[i].bytes,
+                                           .bucket = pg[i].bucket};
+    free(pg);
+    return all;
+}

@@ -726,6 +726,29 @@ static unsigned flash_tier_compact(struct flash_tier *ft)
     return 1;
 }
 
+uint32_t flash_tier_pages(struct flash_tier *ft, struct flash_tier_page *out, uint32_t n)
+{
+    /* memcached's page buckets by writer: default, low TTL, compaction */
+    static const uint32_t mc_bucket[FLASH_WRITERS] = {0, 3, 1};
+    pthread_mutex_lock(&ft->lock);
+    for (uint32_t i = 0; i < ft->nsegs && i < n; i++) {
+        const struct flash_rec *r = &ft->recs[i];
+        if (r->state == FSEG_FREE) {
+            out[i] = (struct flash_tier_page){0};
+            continue;
+        }
+        uint64_t items = r->nbytes > FLASH_HDR_LEN ? r->nbytes - FLASH_HDR_LEN : 0;
+        out[i] = (struct flash_tier_page){
+            .version = r->seq,
+            .bytes = r->nitems ? items * r->live_items / r->nitems : 0,
+            .bucket = r->bucket < FLASH_WRITERS ? mc_bucket[r->bucket] : 0,
+        };
+    }
+    uint32_t all = ft->nsegs;
+    pthread_mutex_unlock(&ft->lock);
+    return all;
+}
+
 void flash_tier_gauges(struct flash_tier *ft, struct flash_tier_gauges *g)
 {
     memset(g, 0, sizeof *g);

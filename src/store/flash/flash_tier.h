@@ -219,4 +219,12 @@ struct flash_tier_gauges {
 };
 void flash_tier_gauges(struct flash_tier *ft, struct flash_tier_gauges *g);
 
+/* One segment's row of `stats extstore` (store_flash_page's fields). */
+struct flash_tier_page {
+    uint64_t version, bytes;
+    uint32_t bucket;
+};
+/* Up to n rows into out; returns the segments there are. */
+uint32_t flash_tier_pages(struct flash_tier *ft, struct flash_tier_page *out, uint32_t n);
+
 #endif

@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""`stats extstore` over a socket, side by side with memcached 1.6.45
+(../shared/ref; NODELAY_REF names another) run with the same options: a
+block of four rows per flash page, "STAT <page>:version|bytes|bucket|
+free_bucket <number>", pages numbered from 0, in memcached's order, then
+END; END alone without ext_path. nodelay's pages are its flash segments
+(docs/store-flash.md "Counters"), so it has more of them than memcached
+has ext_page_size pages; the rows' names, order and format are the same.
+The values mean what memcached's do: a page written holds a version from
+1 and its live bytes, a free one 0 and 0. The rows are on /metrics,
+labelled page="N". Skips the comparison when the reference is absent."""
+import os
+import re
+import time
+import urllib.request
+
+import pytest
+
+import helpers
+from helpers import ROOT, Server, stats
+
+REF_BIN = os.environ.get("NODELAY_REF") or os.path.join(ROOT, "..", "shared", "ref",
+                                                        "memcached-1.6.45")
+ROW = re.compile(rb"^STAT (\d+):(version|bytes|bucket|free_bucket) (\d+)$")
+NAMES = [b"version", b"bytes", b"bucket", b"free_bucket"]
+VLEN = 20000
+KEYS = 40
+
+
+def start(binary, d, extra=()):
+    srv = Server(binary, ["-m", "64", "-t", "1", *extra], workdir=str(d))
+    srv.start()
+    return srv
+
+
+def ext_flags(d):
+    return ["-o", f"ext_path={d}/f:64m,ext_page_size=8,ext_wbuf_size=2,ext_item_age=1"]
+
+
+def pages(c):
+    """The reply's rows as [(page, name, value)], checked line by line."""
+    raw = c.call("stats extstore", until=b"END\r\n")
+    assert raw.endswith(b"\r\nEND\r\n") or raw == b"END\r\n"
+    rows = []
+    for line in raw.split(b"\r\n")[:-2]:
+        m = ROW.match(line)
+        assert m, f"not a stats extstore row: {line!r}"
+        rows.append((int(m.group(1)), m.group(2), int(m.group(3))))
+    return rows
+
+
+def shape(rows):
+    """Each page's names in order; pages 0..n-1 in order."""
+    by_page = {}
+    for page, name, _ in rows:
+        by_page.setdefault(page, []).append(name)
+    assert list(by_page) == list(range(len(by_page)))
+    return set(tuple(v) for v in by_page.values())
+
+
+def fill_and_flush(c):
+    for k in range(KEYS):
+        assert c.call(b"set k%d 0 0 %d\r\n%s" % (k, VLEN, b"v" * VLEN)) == b"STORED\r\n"
+    deadline = time.monotonic() + 20
+    while int(stats(c)["extstore_objects_written"]) < KEYS:
+        assert time.monotonic() < deadline, "the items did not go to flash"
+        time.sleep(0.2)
+
+
+def values(rows):
+    out = {}
+    for page, name, v in rows:
+        out.setdefault(page, {})[name.decode()] = v
+    return out
+
+
+def check_meanings(rows, live_bytes_at_least):
+    v = values(rows)
+    used = [p for p in v.values() if p["version"]]
+    assert used, "no page written"
+    assert all(p["bytes"] == 0 for p in v.values() if not p["version"])
+    assert all(p["free_bucket"] == 0 for p in v.values())
+    assert sum(p["bytes"] for p in used) >= live_bytes_at_least
+    assert sorted(p["version"] for p in used) == list(range(1, len(used) + 1))
+
+
+def test_stats_extstore_as_memcached(server_bin, tmp_path):
+    if not os.access(REF_BIN, os.X_OK):
+        pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
+    got = {}
+    for name, binary in (("mc", REF_BIN), ("nd", server_bin)):
+        d = tmp_path / name
+        d.mkdir()
+        srv = start(binary, d, ext_flags(d))
+        try:
+            c = srv.connect(timeout=10)
+            empty = pages(c)
+            fill_and_flush(c)
+            full = pages(c)
+            got[name] = (empty, full)
+        finally:
+            srv.stop()
+        plain = start(binary, d)
+        try:
+            assert plain.connect().call("stats extstore", until=b"END\r\n") == b"END\r\n"
+        finally:
+            plain.stop()
+    for name in got:
+        empty, full = got[name]
+        assert shape(empty) == {tuple(NAMES)}, name
+        assert shape(full) == {tuple(NAMES)}, name
+        assert all(v == 0 for _, _, v in empty), name
+        # every item written, live: their bytes are on the pages
+        check_meanings(full, KEYS * VLEN)
+    # nodelay's pages are its 2 MB segments: 32 where memcached has 8
+    assert len(got["mc"][0]) == 8 * 4
+    assert len(got["nd"][0]) == 32 * 4
+
+
+def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
+    port = helpers.free_port()
+    try:
+        srv = start_server(*ext_flags(tmp_path), "-o", f"metrics_listen={port}")
+    except helpers.ServerError as e:
+        if "without libmicrohttpd" in str(e):
+            pytest.skip("this build has no libmicrohttpd")
+        raise
+    c = srv.connect(timeout=10)
+    fill_and_flush(c)
+    before = sum(v for _, n, v in pages(c) if n == b"bytes")
+    for k in range(KEYS // 2):
+        assert c.call("delete k%d" % k) == b"DELETED\r\n"
+    after = sum(v for _, n, v in pages(c) if n == b"bytes")
+    assert after < before
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                text = r.read().decode()
+            break
+        except OSError:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    rows = values(pages(c))
+    for page, v in rows.items():
+        for name in ("version", "bytes", "bucket", "free_bucket"):
+            line = f'nodelay_extstore_page_{name}{{page="{page}"}} '
+            assert line in text, line
+    assert "# TYPE nodelay_extstore_page_bytes gauge" in text
