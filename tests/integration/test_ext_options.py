@@ -143,7 +143,7 @@ def test_good_ext_value_starts_as_memcached(server_bin, tmp_path, case):
     assert got_code == "running", (got_code, got_err)
     notes = [l for l in got_err.splitlines() if l.startswith("nodelay: -o ext_")]
     # the knobs nodelay's flash tier has no counterpart for are named once
-    inert = {"ext_io_depth", "ext_recache_rate", "ext_max_sleep"}
+    inert = {"ext_io_depth", "ext_max_sleep"}
     given = {a.split("=")[0] for a in argv_for(case, "")[-1].split(",") if a.startswith("ext_")}
     assert {l.split(":")[1].strip()[3:] for l in notes} == given & inert, got_err
     assert all("no effect" in l for l in notes), notes
