@@ -265,7 +265,7 @@ static bool pend_judge(struct flash_pend *e)
         pend_clear_slot(ctx, e);
         return false;
     }
-    if (life_of_item(&s->life, fi.p, &fi.h, e->loc.cas_base, clock_now()) != ITEM_LIVE) {
+    if (life_of_item(&s->life, fi.p, &fi.h, e->loc.cas_base, 0, clock_now()) != ITEM_LIVE) {
         FLASH_CNT(ft, miss_from_extstore, 1);
         pend_clear_slot(ctx, e);
         return false;
