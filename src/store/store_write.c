@@ -138,12 +138,19 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
                                     size_t nvalue, uint32_t flags, rel_time_t exptime,
                                     struct store_reservation *res)
 {
+    return store_reserve_with(ctx, key, nkey, nvalue, flags, exptime, 0, res);
+}
+
+enum store_status store_reserve_with(struct store_ctx *ctx, const char *key, size_t nkey,
+                                     size_t nvalue, uint32_t flags, rel_time_t exptime,
+                                     uint8_t more, struct store_reservation *res)
+{
     struct store *s = ctx->store;
     enum store_status st = store_check_size(s, nkey, nvalue, flags);
     if (st != STORE_OK)
         return st;
     uint8_t layout = (flags ? ITEM_L_FLAGS : 0) | (exptime != REL_TIME_NEVER ? ITEM_L_EXP : 0) |
-                     (s->opt.cas_enabled ? ITEM_L_CAS32 : 0);
+                     (s->opt.cas_enabled ? ITEM_L_CAS32 : 0) | more;
     unsigned g = store_ttl_group(s, exptime, clock_now());
     ctx->last_group = (uint8_t)g;
     return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, 0, res);
