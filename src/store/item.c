@@ -71,10 +71,12 @@ uint32_t item_varint_long(const uint8_t *u, uint32_t *at)
 #define IL_A(l) (((l) & 0x20) ? 4 : 2)
 #define IL(l)                                                                                     \
     {IL_F(l) ? IL_A(l) : 0, IL_E(l) ? IL_A(l) + IL_F(l) : 0,                                      \
-     IL_C(l) ? IL_A(l) + IL_F(l) + IL_E(l) : 0, IL_S(l) ? IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) : 0, \
+     IL_C(l) ? IL_A(l) + IL_F(l) + IL_E(l) : 0,                                                   \
+     IL_S(l) ? IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) : 0,                                         \
      IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) + IL_S(l)}
 #define IL4(l) IL(l), IL(l + 1), IL(l + 2), IL(l + 3)
-#define IL32(l) IL4(l), IL4(l + 4), IL4(l + 8), IL4(l + 12), IL4(l + 16), IL4(l + 20), IL4(l + 24), IL4(l + 28)
+#define IL16(l) IL4(l), IL4(l + 4), IL4(l + 8), IL4(l + 12)
+#define IL32(l) IL16(l), IL16(l + 16)
 const struct item_offs item_offs[64] = {IL32(0), IL32(32)};
 
 /* The layout's fields from the same table item_decode reads them by. */

@@ -272,20 +272,7 @@ static struct seg_list *seg_queue(struct seg_pool *pool, struct seg *seg)
     return seg->queue == SEG_Q_TEMP ? &pool->temp : seg->queue == SEG_Q_SMALL ? &pool->small : &pool->fifo;
 }
 
-/* Whether a kept item's access time t goes into segment r in the 2-byte
- * form: r's clock holds it, to 64 seconds (ITEM_AT_*) and unsaturated,
- * and the rounding does not take it to or below a flush in force that it
- * is after (it would be hidden: memcached keeps it). */
-static bool seg_carry_short(const struct seg_pool *pool, const struct seg *r, rel_time_t t)
-{
-    if (t < r->tbase || t - r->tbase >= ITEM_AT_SPAN)
-        return false;
-    rel_time_t held = item_at_held(t, r->tbase);
-    rel_time_t ol = __atomic_load_n(&pool->life->oldest_live, __ATOMIC_ACQUIRE);
-    return held == t || !(held <= ol && ol < t);
-}
-
-/* Copy a kept item (tbase its segment's clock) to the end of the main open
+/* Copy a kept item (tbase: its segment's) to the end of the main open
  * segment; its new slot, or 0 when it does not fit (pool lock and the
  * item's bucket lock held). */
 static uint64_t seg_carry(struct seg_pool *pool, const char *p, const struct item_hdr *h,
@@ -296,7 +283,8 @@ static uint64_t seg_carry(struct seg_pool *pool, const char *p, const struct ite
         return 0;
     uint32_t st = item_get_st(p, h, tbase);
     uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_SUM);
-    if (!seg_carry_short(pool, r, st & ~ITEM_S_MASK))
+    rel_time_t ol = __atomic_load_n(&pool->life->oldest_live, __ATOMIC_ACQUIRE);
+    if (!item_at_moves(st & ~ITEM_S_MASK, r->tbase, ol))
         layout |= ITEM_L_AT32;
     if (h->cas_off)
         layout |= item_cas_layout(cas, r->cas_base);
@@ -385,8 +373,8 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
          * flash slot lives in its key's first bucket only (its key is not
          * in RAM to find its second by), so one in the second moves */
         uint64_t *fs = b == keys->b[0] ? slot : index_free_slot(pool->index, keys->b[0]);
-        uint64_t ns = fs ? flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase, slot_tag(*slot), now,
-                                           FLASH_TAKE_EVICT, NULL)
+        uint64_t ns = fs ? flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase,
+                                           slot_tag(*slot), now, FLASH_TAKE_EVICT, NULL)
                          : 0;
         if (ns) {
             *fs = ns;
@@ -531,7 +519,8 @@ static size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t byte
             if (keep) {
                 uint64_t nfreq = w->keep_all ? freq : w->from_small ? SEG_SMALL_NFREQ : freq - 1;
                 uint64_t moved = w->kept_from == UINT32_MAX
-                                     ? seg_carry(pool, p, &h, v->tbase, item_get_cas(p, &h, v->cas_base), tag)
+                                     ? seg_carry(pool, p, &h, v->tbase,
+                                                 item_get_cas(p, &h, v->cas_base), tag)
                                      : 0;
                 if (moved) {
                     struct store_cls_of cls = classes_item(pool->classes, p, &h);

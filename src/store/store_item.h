@@ -187,6 +187,16 @@ static inline uint32_t item_st_held(uint8_t layout, uint32_t st, rel_time_t tbas
         return st;
     return (st & ITEM_S_MASK) | item_at_held(st & ~ITEM_S_MASK, tbase);
 }
+/* Whether an item moved with the access time t (eviction's carry) may
+ * take the 2-byte form relative to tbase: unsaturated, and not rounded to
+ * or below the flush in force ol that t is after (memcached keeps it). */
+static inline bool item_at_moves(rel_time_t t, rel_time_t tbase, rel_time_t ol)
+{
+    if (t < tbase || t - tbase >= ITEM_AT_SPAN)
+        return false;
+    rel_time_t held = item_at_held(t, tbase);
+    return held == t || !(held <= ol && ol < t);
+}
 /* Whether a layout holds the access time t exactly: ITEM_L_AT32 or
  * within the 2-byte form's seconds. */
 static inline bool item_at_fits(uint8_t layout, rel_time_t t, rel_time_t tbase)

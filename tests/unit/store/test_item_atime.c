@@ -30,6 +30,14 @@ static void test_short_form_rounds_down_and_saturates(void **state)
         assert_true(h >= last && h <= base + d);
         last = h;
     }
+    /* a move rounds, but never across a flush in force it is after */
+    assert_true(item_at_moves(base + 4100, base, 0));
+    assert_true(item_at_moves(base + 4100, base, base + 4000));
+    assert_false(item_at_moves(base + 4100, base, base + 4096));
+    assert_false(item_at_moves(base + 4100, base, base + 4099));
+    assert_true(item_at_moves(base + 4100, base, base + 4100));
+    assert_false(item_at_moves(base - 1, base, 0));
+    assert_false(item_at_moves(base + ITEM_AT_SPAN, base, 0));
     /* fits: exact seconds only, or the full form */
     assert_true(item_at_fits(0, base + 4095, base));
     assert_false(item_at_fits(0, base + 4096, base));
