@@ -184,6 +184,9 @@ struct index {
 int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg);
 void index_release(struct index *ix);
 size_t index_bytes(struct index *ix);
+/* Of index_bytes, the table's pages faulted in ahead of its buckets in use
+ * (at most a huge page beyond them). */
+size_t index_ahead_bytes(struct index *ix);
 /* memcached's hash power for the most items held (a view). */
 unsigned index_level(struct index *ix);
 /* The level the table reaches by growth as it takes `items` items (from
