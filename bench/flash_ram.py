@@ -38,6 +38,23 @@ from flash import proc_rss, stats
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
+def largest_mappings(pid, n=8):
+    """The process's n mappings of most RSS: (KiB, what)."""
+    out, cur = [], None
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                parts = line.split()
+                if "-" in parts[0] and len(parts) >= 5:
+                    cur = " ".join(parts[5:]) or "[anon]"
+                    cur = f"{parts[0]} {cur}"
+                elif parts[0] == "Rss:" and cur:
+                    out.append((int(parts[1]), cur))
+    except OSError:
+        return []
+    return sorted(out, reverse=True)[:n]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", type=int, default=10_500_000)
@@ -76,6 +93,7 @@ def main():
             time.sleep(0.5)
         time.sleep(1)
         s, n, rss = stats(port), stats(port, "nodelay"), proc_rss(p.pid)
+        maps = largest_mappings(p.pid)
     finally:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
@@ -110,6 +128,8 @@ def main():
           f"(RSS - -m) / flash items = {r['ram_per_flash_item']:.2f} B")
     print(f"  index_bytes {r['index_bytes'] / 2**20:.1f} MiB (hash_power_level {r['hash_power_level']}): "
           f"{r['index_per_flash_item']:.2f} B a flash item")
+    print("  largest mappings (RSS): " + "; ".join(f"{k / 1024:.1f} MiB {w}" for k, w in maps))
+    r["largest_mappings"] = maps
     if args.json:
         with open(args.json, "w") as f:
             json.dump(r, f, indent=1)

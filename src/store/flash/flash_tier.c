@@ -77,9 +77,11 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     ft->nvids = (uint32_t)nvids;
     ft->recs = calloc(ft->nsegs, sizeof *ft->recs);
     ft->vmap = calloc(ft->nvids, sizeof *ft->vmap);
-    if (!ft->recs || !ft->vmap) {
+    ft->moves = calloc(FLASH_MOVES, sizeof *ft->moves);
+    if (!ft->recs || !ft->vmap || !ft->moves) {
         free(ft->recs);
         free(ft->vmap);
+        free(ft->moves);
         flash_dev_close(&ft->dev);
         snprintf(why, n, "flash tier: out of memory");
         return -ENOMEM;
@@ -133,8 +135,10 @@ void flash_tier_close(struct flash_tier *ft)
         free(ft->spare[i]);
     free(ft->recs);
     free(ft->vmap);
+    free(ft->moves);
     ft->recs = NULL;
     ft->vmap = NULL;
+    ft->moves = NULL;
     flash_dev_close(&ft->dev);
     pthread_cond_destroy(&ft->cond);
     pthread_mutex_destroy(&ft->lock);
@@ -438,6 +442,40 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
     return at;
 }
 
+/* The FLASH_MOVE_WAYS moves a slot's hash picks, newest first. */
+static struct flash_move *move_set(struct flash_tier *ft, uint64_t slot)
+{
+    uint64_t h = ((slot & ~SLOT_FREQ) * 0x9e3779b97f4a7c15ull) >> 40;
+    return &ft->moves[(h & (FLASH_MOVES / FLASH_MOVE_WAYS - 1)) * FLASH_MOVE_WAYS];
+}
+
+/* ft->lock held */
+static void move_note(struct flash_tier *ft, uint64_t from, uint64_t to)
+{
+    struct flash_move *m = move_set(ft, from);
+    memmove(m + 1, m, (FLASH_MOVE_WAYS - 1) * sizeof *m);
+    m[0] = (struct flash_move){.from = from & ~SLOT_FREQ, .to = to & ~SLOT_FREQ};
+}
+
+uint64_t flash_tier_moved(struct flash_tier *ft, uint64_t slot)
+{
+    uint64_t to = 0;
+    pthread_mutex_lock(&ft->lock);
+    /* a copy compacted again meanwhile: a few hops at most */
+    for (int hop = 0; hop < 4; hop++) {
+        const struct flash_move *m = move_set(ft, slot);
+        uint64_t from = slot & ~SLOT_FREQ;
+        int k = 0;
+        while (k < (int)FLASH_MOVE_WAYS && m[k].from != from)
+            k++;
+        if (k == (int)FLASH_MOVE_WAYS)
+            break;
+        slot = to = m[k].to;
+    }
+    pthread_mutex_unlock(&ft->lock);
+    return to;
+}
+
 bool flash_tier_still(struct flash_tier *ft, uint64_t slot, uint64_t seq)
 {
     pthread_mutex_lock(&ft->lock);
@@ -583,6 +621,8 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
             bool no_room = false;
             uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag,
                                      fi->h.nvalue, &no_room);
+            if (ns)
+                move_note(ft, want, ns);
             pthread_mutex_unlock(&ft->lock);
             if (ns) {
                 *slot = ns | slot_freq(*slot);
