@@ -136,7 +136,7 @@ struct flash_tier {
     pthread_t thread;
     bool thread_on, stopping;
     pthread_cond_t cond;
-    struct flash_move *moves;       /* [FLASH_MOVES], under lock */
+    struct flash_move *moves;     /* [FLASH_MOVES], under lock */
     struct flash_tier_counters c; /* atomic adds */
 };
 
