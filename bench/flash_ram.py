@@ -6,10 +6,11 @@ sets of values --values bytes (all at or above ext_item_size, so each one
 leaves RAM for flash as RAM fills) by bench/loadgen --prefill over --conns
 connections of --depth requests in flight each (the depth is the pacing: a
 round trip every that many sets per connection), then, once the tier's
-write queue is empty, reports
+write queue is empty and 2 s more (at rest), reports
 
   flash items        extstore_objects_used
-  RAM per flash item (RSS - -m) / flash items
+  RAM per flash item (RSS - -m) / flash items, at rest and as the load
+                     ended (the write buffers all in use)
   index              index_bytes (its own count: table and overflow) and
                      that / flash items
 
@@ -88,10 +89,11 @@ def main():
                         "-v", args.values, "-c", str(args.conns), "-d", str(args.depth), "-t", "1"],
                        check=True, timeout=args.timeout, stdout=subprocess.DEVNULL)
         fill_s = time.monotonic() - t0
+        rss_load = proc_rss(p.pid)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and stats(port).get("extstore_io_queue", "0") != "0":
             time.sleep(0.5)
-        time.sleep(1)
+        time.sleep(2)  # at rest: the writer thread idle a second returns its spare buffers
         s, n, rss = stats(port), stats(port, "nodelay"), proc_rss(p.pid)
         maps = largest_mappings(p.pid)
     finally:
@@ -112,7 +114,7 @@ def main():
     used = i(s, "extstore_objects_used")
     r = {
         "argv": " ".join(argv[1:]), "keys": args.keys, "values": args.values, "fill_s": round(fill_s, 1),
-        "rss_start": rss0, "rss": rss, "limit_maxbytes": mem,
+        "rss_start": rss0, "rss_load": rss_load, "rss": rss, "limit_maxbytes": mem,
         "flash_items": used, "ram_items": i(s, "curr_items") - used,
         "evictions": i(s, "evictions"), "skipped_full": i(n, "extstore_skipped_full"),
         "index_dropped": i(n, "extstore_index_dropped"), "page_evictions": i(s, "extstore_page_evictions"),
@@ -124,8 +126,10 @@ def main():
     print(f"  {args.keys:,} sets of {args.values} B in {fill_s:.0f} s: {used:,} on flash, "
           f"{r['ram_items']:,} in RAM, evictions {r['evictions']}, skipped_full {r['skipped_full']}, "
           f"index_dropped {r['index_dropped']}, page_evictions {r['page_evictions']}")
-    print(f"  RSS {rss / 2**20:.1f} MiB (at start {rss0 / 2**20:.1f}), -m {mem / 2**20:.0f} MiB: "
+    print(f"  RSS at rest {rss / 2**20:.1f} MiB (at start {rss0 / 2**20:.1f}), -m {mem / 2**20:.0f} MiB: "
           f"(RSS - -m) / flash items = {r['ram_per_flash_item']:.2f} B")
+    print(f"  RSS as the load ended {rss_load / 2**20:.1f} MiB: "
+          f"{(rss_load - mem) / used if used else 0:.2f} B a flash item")
     print(f"  index_bytes {r['index_bytes'] / 2**20:.1f} MiB (hash_power_level {r['hash_power_level']}): "
           f"{r['index_per_flash_item']:.2f} B a flash item")
     print("  largest mappings (RSS): " + "; ".join(f"{k / 1024:.1f} MiB {w}" for k, w in maps))

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -218,15 +219,28 @@ static bool rec_drop_oldest(struct flash_tier *ft)
     return true;
 }
 
+/* The writer thread, idle a second: the spare buffers' pages go back to the
+ * kernel (lock held). Five buffers of ext_wbuf_size are what a write load
+ * needs; at rest the open writers' are, and a spare taken again is
+ * faulted in page by page as items are copied into it. */
+static void spares_release(struct flash_tier *ft)
+{
+    for (uint32_t i = ft->ncold; i < ft->nspare; i++)
+        madvise(ft->spare[i], ft->opt.seg_size, MADV_DONTNEED);
+    ft->ncold = ft->nspare;
+}
+
 /* Open a segment for writer wi; false when neither a segment nor a buffer
  * can be had. */
 static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
 {
     char *buf = NULL;
-    if (ft->nspare)
+    if (ft->nspare) {
         buf = ft->spare[--ft->nspare];
-    else if (ft->nbufs < max_bufs() &&
-             (buf = aligned_alloc(FLASH_DEV_ALIGN, ft->opt.seg_size)) != NULL)
+        if (ft->ncold > ft->nspare)
+            ft->ncold = ft->nspare;
+    } else if (ft->nbufs < max_bufs() &&
+               (buf = aligned_alloc(FLASH_DEV_ALIGN, ft->opt.seg_size)) != NULL)
         ft->nbufs++;
     if (!buf)
         return false;
@@ -525,6 +539,7 @@ static void write_queued(struct flash_tier *ft)
 static void *writer_main(void *arg)
 {
     struct flash_tier *ft = arg;
+    unsigned idle = 0; /* 100 ms waits in a row that nothing ended */
     pthread_mutex_lock(&ft->lock);
     while (!ft->stopping) {
         write_queued(ft);
@@ -539,9 +554,15 @@ static void *writer_main(void *arg)
         }
         if (!ft->q_head && pthread_cond_timedwait(&ft->cond, &ft->lock, &until) == ETIMEDOUT &&
             !ft->q_head) {
+            /* a second with nothing to write: not between two segments
+             * of a write load, whose spares would be faulted in again */
+            if (++idle >= 10)
+                spares_release(ft);
             pthread_mutex_unlock(&ft->lock);
             flash_tier_maintain(ft);
             pthread_mutex_lock(&ft->lock);
+        } else {
+            idle = 0;
         }
     }
     pthread_mutex_unlock(&ft->lock);

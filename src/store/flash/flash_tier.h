@@ -132,6 +132,7 @@ struct flash_tier {
     int32_t w_seg[FLASH_WRITERS];   /* its segment number, -1 = none */
     char *spare[FLASH_WRITERS + 2]; /* buffers not in use */
     uint32_t nspare, nbufs;
+    uint32_t ncold;          /* spare[0..ncold) have no pages (spares_release) */
     uint32_t q_head, q_tail; /* FSEG_WRITING segments to write (+1) */
     pthread_t thread;
     bool thread_on, stopping;
