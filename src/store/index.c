@@ -222,17 +222,35 @@ void index_release(struct index *ix)
     memset(ix, 0, sizeof(*ix));
 }
 
-size_t index_bytes(struct index *ix)
+/* The table's bytes: the buckets in use, and the pages faulted in ahead
+ * of them (*ahead: those alone). */
+static size_t index_table_bytes(struct index *ix, size_t *ahead)
 {
     pthread_mutex_lock(&ix->grow_lock);
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
     uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    /* the buckets in use, and the pages faulted in ahead of them */
     size_t n = round_up(index_shape_buckets(shape) * 64, 4096);
     const char *done = hugemem_ahead_done(&ix->next), *b = (const char *)t->b;
-    if (done > b + n && done <= b + t->reserved)
+    *ahead = 0;
+    if (done > b + n && done <= b + t->reserved) {
+        *ahead = (size_t)(done - b) - n;
         n = (size_t)(done - b);
+    }
     pthread_mutex_unlock(&ix->grow_lock);
+    return n;
+}
+
+size_t index_ahead_bytes(struct index *ix)
+{
+    size_t ahead;
+    index_table_bytes(ix, &ahead);
+    return ahead;
+}
+
+size_t index_bytes(struct index *ix)
+{
+    size_t ahead;
+    size_t n = index_table_bytes(ix, &ahead);
     pthread_mutex_lock(&ix->pool_lock);
     n += (size_t)ix->nchunks *
          (INDEX_CHUNK_BYTES + sizeof(*ix->chunks) + sizeof(*ix->chunk_free));

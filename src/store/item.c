@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* One item's bytes in a segment:
  *
- *   layout(1) nkey(1) nvalue(varint 1-5) atime+status(4)
- *   [client flags(4)] [exptime(4)] [cas delta(2 | 4) | cas(8)] key value
+ *   layout(1) nkey(1) nvalue(varint 1-5) atime+status(2 | 4)
+ *   [client flags(4)] [exptime(4)] [cas delta(2 | 4) | cas(8)] [sum(4)] key value
  *
  * Optional fields are present only when the layout byte says so: an item
- * with no flags, no expiry and CAS within 65,535 of its segment's base
- * costs 9 bytes of header at values under 128 bytes. Multi-byte fields are
+ * with no flags, no expiry, CAS within 65,535 of its segment's base and
+ * its access time in the segment's clock (ITEM_AT_*) costs 7 bytes of
+ * header at values under 128 bytes. Multi-byte fields are
  * little-endian and unaligned (memcpy), so no padding is ever spent.
  */
 #include "store/store_item.h"
@@ -28,7 +29,7 @@ static uint32_t varint_len(uint32_t v)
 uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint32_t nvalue)
 {
     uint8_t *u = (uint8_t *)p;
-    u[0] = (layout & (uint8_t)~ITEM_L_STATE) | ITEM_L_MARK;
+    u[0] = item_layout_byte(layout & (uint8_t)~ITEM_L_STATE);
     u[1] = nkey;
     uint32_t i = 2, v = nvalue;
     while (v >= 0x80) {
@@ -56,8 +57,9 @@ uint32_t item_varint_long(const uint8_t *u, uint32_t *at)
     return v;
 }
 
-/* After the access time (4 bytes): flags, expiry, CAS (item_cas_bytes),
- * checksum, in that order, each where its layout bit is set. */
+/* After the access time (2 bytes, 4 with ITEM_L_AT32): flags, expiry, CAS
+ * (item_cas_bytes), checksum, in that order, each where its layout bit is
+ * set. Indexed by item_offs_at: bit 5 stands for ITEM_L_AT32. */
 #define IL_F(l) (((l) & ITEM_L_FLAGS) ? 4 : 0)
 #define IL_E(l) (((l) & ITEM_L_EXP) ? 4 : 0)
 #define IL_C(l)                                                                                   \
@@ -66,17 +68,21 @@ uint32_t item_varint_long(const uint8_t *u, uint32_t *at)
      : ((l) & ITEM_L_CAS32)                ? 4                                                     \
                                            : 0)
 #define IL_S(l) (((l) & ITEM_L_SUM) ? 4 : 0)
+#define IL_A(l) (((l) & 0x20) ? 4 : 2)
 #define IL(l)                                                                                     \
-    {IL_F(l) ? 4 : 0, IL_E(l) ? 4 + IL_F(l) : 0, IL_C(l) ? 4 + IL_F(l) + IL_E(l) : 0,             \
-     IL_S(l) ? 4 + IL_F(l) + IL_E(l) + IL_C(l) : 0, 4 + IL_F(l) + IL_E(l) + IL_C(l) + IL_S(l)}
+    {IL_F(l) ? IL_A(l) : 0, IL_E(l) ? IL_A(l) + IL_F(l) : 0,                                      \
+     IL_C(l) ? IL_A(l) + IL_F(l) + IL_E(l) : 0,                                                   \
+     IL_S(l) ? IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) : 0,                                         \
+     IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) + IL_S(l)}
 #define IL4(l) IL(l), IL(l + 1), IL(l + 2), IL(l + 3)
-const struct item_offs item_offs[32] = {IL4(0),  IL4(4),  IL4(8),  IL4(12),
-                                        IL4(16), IL4(20), IL4(24), IL4(28)};
+#define IL16(l) IL4(l), IL4(l + 4), IL4(l + 8), IL4(l + 12)
+#define IL32(l) IL16(l), IL16(l + 16)
+const struct item_offs item_offs[64] = {IL32(0), IL32(32)};
 
 /* The layout's fields from the same table item_decode reads them by. */
 uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue)
 {
-    return 2 + varint_len(nvalue) + item_offs[layout & 0x1f].end;
+    return 2 + varint_len(nvalue) + item_offs[item_offs_at(item_layout_byte(layout))].end;
 }
 
 void item_put_u32(char *p, uint32_t off, uint32_t v)

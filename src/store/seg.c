@@ -233,6 +233,7 @@ static void seg_reset(struct seg_pool *pool, struct seg *seg, unsigned group, ui
     /* atomic: seg_recycle resets an open segment without the pool lock,
      * under which stats read it (seg_class_counts) */
     __atomic_store_n(&seg->created, clock_now(), __ATOMIC_RELAXED);
+    __atomic_store_n(&seg->tbase, seg->created, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->last_write, 0, __ATOMIC_RELAXED);
     seg->group = (uint8_t)group;
     seg_set_lru(seg, group == STORE_GROUP_TEMP ? STORE_LRU_TEMP : STORE_LRU_HOT);
@@ -271,15 +272,20 @@ static struct seg_list *seg_queue(struct seg_pool *pool, struct seg *seg)
     return seg->queue == SEG_Q_TEMP ? &pool->temp : seg->queue == SEG_Q_SMALL ? &pool->small : &pool->fifo;
 }
 
-/* Copy a kept item to the end of the main open segment; its new slot, or 0
- * when it does not fit (pool lock and the item's bucket lock held). */
+/* Copy a kept item (tbase: its segment's) to the end of the main open
+ * segment; its new slot, or 0 when it does not fit (pool lock and the
+ * item's bucket lock held). */
 static uint64_t seg_carry(struct seg_pool *pool, const char *p, const struct item_hdr *h,
-                          uint64_t cas, uint32_t tag)
+                          rel_time_t tbase, uint64_t cas, uint32_t tag)
 {
     struct seg *r = pool->mopen;
     if (!r)
         return 0;
+    uint32_t st = item_get_st(p, h, tbase);
     uint8_t layout = h->layout & (ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_SUM);
+    rel_time_t ol = __atomic_load_n(&pool->life->oldest_live, __ATOMIC_ACQUIRE);
+    if (!item_at_moves(st & ~ITEM_S_MASK, r->tbase, ol))
+        layout |= ITEM_L_AT32;
     if (h->cas_off)
         layout |= item_cas_layout(cas, r->cas_base);
     uint32_t size = item_hdr_len(layout, h->nvalue) + h->nkey + h->nvalue;
@@ -291,7 +297,7 @@ static uint64_t seg_carry(struct seg_pool *pool, const char *p, const struct ite
     item_init(d, layout, p + h->hlen, h->nkey, h->nvalue);
     struct item_hdr nh;
     item_decode(d, &nh);
-    item_put_u32(d, nh.atime_off, item_get_u32(p, h->atime_off));
+    item_put_st(d, &nh, r->tbase, st);
     rel_time_t exp = item_get_u32(p, h->exp_off);
     if (nh.flags_off)
         item_put_u32(d, nh.flags_off, item_get_u32(p, h->flags_off));
@@ -357,18 +363,18 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
 {
     struct seg_pool *pool = ctx->pool;
     struct seg *v = w->v;
-    uint32_t status = item_get_u32(p, h->atime_off);
+    uint32_t status = item_get_st(p, h, v->tbase);
     bool fetched = status & ITEM_S_FETCHED;
     unsigned freq = slot_freq(*slot);
-    enum item_life life = life_of_item(pool->life, p, h, v->cas_base, now);
+    enum item_life life = life_of_item(pool->life, p, h, v->cas_base, v->tbase, now);
     struct store_cls_of cls = classes_item(pool->classes, p, h);
     if (life == ITEM_LIVE && pool->flash) {
         /* to flash instead, when it qualifies (flash/flash_tier.c); a
          * flash slot lives in its key's first bucket only (its key is not
          * in RAM to find its second by), so one in the second moves */
         uint64_t *fs = b == keys->b[0] ? slot : index_free_slot(pool->index, keys->b[0]);
-        uint64_t ns = fs ? flash_tier_take(pool->flash, p, h, v->cas_base, slot_tag(*slot), now,
-                                           FLASH_TAKE_EVICT, NULL)
+        uint64_t ns = fs ? flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase,
+                                           slot_tag(*slot), now, FLASH_TAKE_EVICT, NULL)
                          : 0;
         if (ns) {
             *fs = ns;
@@ -504,7 +510,7 @@ static size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t byte
         uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &kb, &b);
         if (slot) {
             unsigned freq = slot_freq(*slot);
-            bool live = life_of_item(pool->life, p, &h, v->cas_base, now) == ITEM_LIVE;
+            bool live = life_of_item(pool->life, p, &h, v->cas_base, v->tbase, now) == ITEM_LIVE;
             bool keep = live && (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
             if (live && !w->from_small) {
                 pool->main_walked += size;
@@ -513,7 +519,8 @@ static size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t byte
             if (keep) {
                 uint64_t nfreq = w->keep_all ? freq : w->from_small ? SEG_SMALL_NFREQ : freq - 1;
                 uint64_t moved = w->kept_from == UINT32_MAX
-                                     ? seg_carry(pool, p, &h, item_get_cas(p, &h, v->cas_base), tag)
+                                     ? seg_carry(pool, p, &h, v->tbase,
+                                                 item_get_cas(p, &h, v->cas_base), tag)
                                      : 0;
                 if (moved) {
                     struct store_cls_of cls = classes_item(pool->classes, p, &h);
@@ -885,7 +892,7 @@ bool seg_recycle(struct seg_ctx *ctx, struct seg *seg)
         uint32_t tag;
         struct index_pair kb;
         uint64_t *slot = seg_find_slot(pool, seg, off, p, &h, &hv, &tag, &kb, &b);
-        if (slot && life_of_item(pool->life, p, &h, seg->cas_base, now) == ITEM_LIVE) {
+        if (slot && life_of_item(pool->life, p, &h, seg->cas_base, seg->tbase, now) == ITEM_LIVE) {
             index_unlock_pair(&kb); /* touched to a later expiry meanwhile: wanted */
             return false;
         }

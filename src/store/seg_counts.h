@@ -34,6 +34,10 @@ struct seg {
     uint64_t max_cas;
     uint64_t cas_base;
     rel_time_t created;
+    /* the clock of its items' 2-byte access times (ITEM_AT_*): when it was
+     * opened; kept by an in-place compaction, which moves items as they
+     * are, and across a restart (pm_seg) */
+    rel_time_t tbase;
     /* when an item was last linked into it: an upper bound of its items'
      * access times but for hits' bumps (store_flush_recent skips those
      * below the flush's oldest_live) */

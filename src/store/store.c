@@ -475,7 +475,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             }
             out->exptime = req->exptime;
         }
-        uint32_t st0 = item_get_u32(f.p, f.h.atime_off), st = st0;
+        uint32_t st0 = item_get_st(f.p, &f.h, f.seg->tbase), st = st0;
         bool token = st & ITEM_S_TOKEN;
         bool won = false;
         rel_time_t judged = req->recache_before_touch ? out->exptime_before : out->exptime;
@@ -495,14 +495,15 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             uint64_t hit = slot_hit(*f.slot);
             if (hit != *f.slot)
                 *f.slot = hit;
-            /* memcached marks the first fetch and bumps the time on later ones. */
+            /* memcached marks the first fetch and bumps the time on later
+             * ones (as the item's clock holds it: never back) */
             if (st & ITEM_S_FETCHED)
-                st = (st & ITEM_S_MASK) | now;
+                st = item_st_held(f.h.layout, (st & ITEM_S_MASK) | now, f.seg->tbase);
             else
                 st |= ITEM_S_FETCHED;
         }
         if (st != st0)
-            item_put_u32(f.p, f.h.atime_off, st);
+            item_put_st(f.p, &f.h, f.seg->tbase, st);
         if (copied) {
             /* Under the bucket lock the item cannot move or go: eviction
              * and compaction take that lock for each item they touch. */
@@ -660,9 +661,9 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             item_put_u32(f.p, f.h.exp_off, req->exptime);
             seg_note_exptime(f.seg, req->exptime);
         }
-        uint32_t st = item_get_u32(f.p, f.h.atime_off);
+        uint32_t st = item_get_st(f.p, &f.h, f.seg->tbase);
         st = (st | ITEM_S_STALE) & ~ITEM_S_TOKEN;
-        item_put_u32(f.p, f.h.atime_off, st);
+        item_put_st(f.p, &f.h, f.seg->tbase, st);
         item_put_cas(f.p, &f.h, ncas, f.seg->cas_base);
         seg_note_cas(f.seg, ncas);
         store_found_unlock(&f);
@@ -702,7 +703,7 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
                 struct store_found f = {.chain = b, .slot = &cur[j], .p = seg_item(&s->pool, sl),
                                         .seg = seg};
                 item_decode(f.p, &f.h);
-                if ((item_get_u32(f.p, f.h.atime_off) & ~ITEM_S_MASK) < ol)
+                if ((item_get_st(f.p, &f.h, seg->tbase) & ~ITEM_S_MASK) < ol)
                     continue;
                 store_unlink(s, &f);
                 /* The chain may have lost a bucket: start this one over. */

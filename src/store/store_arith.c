@@ -88,7 +88,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         size_t nlen = (size_t)len <= f.h.nvalue ? f.h.nvalue : (size_t)len;
         rel_time_t before = item_get_u32(f.p, f.h.exp_off);
         rel_time_t exp = req->touch ? req->exptime : before;
-        uint32_t keep = item_get_u32(f.p, f.h.atime_off) & ITEM_S_MASK;
+        uint32_t keep = item_get_status(f.p, &f.h);
         uint64_t snap = *f.slot;
         store_found_unlock(&f);
 

@@ -46,7 +46,7 @@ static uint64_t *cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct 
     if (!fb)
         return NULL; /* its first bucket busy or behind a walk: a later pass */
     uint64_t *fs = fb == b ? slot : index_free_slot(&s->index, fb);
-    uint64_t ns = fs ? flash_tier_take(s->flash, p, h, seg->cas_base, slot_tag(*slot), now,
+    uint64_t ns = fs ? flash_tier_take(s->flash, p, h, seg->cas_base, seg->tbase, slot_tag(*slot), now,
                                        FLASH_TAKE_IDLE, full)
                      : 0;
     if (ns) {
@@ -83,7 +83,7 @@ static uint64_t cold_bucket(struct store *s, uint64_t *b, unsigned min_cls, uint
             const char *p = seg_item(&s->pool, sl);
             struct item_hdr h;
             item_decode(p, &h);
-            if (life_of_item(&s->life, p, &h, seg->cas_base, now) != ITEM_LIVE)
+            if (life_of_item(&s->life, p, &h, seg->cas_base, seg->tbase, now) != ITEM_LIVE)
                 continue; /* the crawl or a read reaps it */
             if (!cold_item(s, b, &cur[j], seg, p, &h, now, full))
                 continue;

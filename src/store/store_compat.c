@@ -64,7 +64,7 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
                     .seg = seg_of(&s->pool, slot_seg(sl)),
                 };
                 item_decode(f.p, &f.h);
-                if (life_of_item(&s->life, f.p, &f.h, f.seg->cas_base, now) != ITEM_LIVE)
+                if (life_of_item(&s->life, f.p, &f.h, f.seg->cas_base, f.seg->tbase, now) != ITEM_LIVE)
                     continue;
                 struct store_item it;
                 memset(&it, 0, sizeof(it));

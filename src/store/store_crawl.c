@@ -55,13 +55,13 @@ static enum item_life store_reap_judge(struct store_ctx *ctx, const struct store
         CTR_INC(ctx, crawler_items_checked);
         CLS_INC(&ctx->cls[*cls], crawler_items_checked);
     }
-    return life_of_item(&s->life, f->p, &f->h, seg->cas_base, now);
+    return life_of_item(&s->life, f->p, &f->h, seg->cas_base, seg->tbase, now);
 }
 
 static void store_reap_one(struct store_ctx *ctx, const struct store_reap *r,
                            struct store_found *f, unsigned cls, enum item_life life)
 {
-    bool fetched = item_get_u32(f->p, f->h.atime_off) & ITEM_S_FETCHED;
+    bool fetched = item_get_status(f->p, &f->h) & ITEM_S_FETCHED;
     struct store_cls_ctr *cc = &ctx->cls[cls];
     store_unlink(ctx->store, f);
     if (r->crawler) {

@@ -203,8 +203,9 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
     const struct flash_item *fi = &e->fi;
     e->ok = false; /* once: the commit's own lookup must not come back here */
     struct store_reservation res;
-    enum store_status st =
-        store_reserve_for(ctx, e->key, e->nkey, fi->h.nvalue, fi->flags, fi->exptime, &res);
+    /* its time predates the open segments' clocks: in full from the start */
+    enum store_status st = store_reserve_with(ctx, e->key, e->nkey, fi->h.nvalue, fi->flags,
+                                              fi->exptime, ITEM_L_AT32, &res);
     if (st == STORE_OK) {
         memcpy(res.value, fi->value, fi->h.nvalue);
         struct store_set_req req = {
@@ -272,7 +273,7 @@ static bool pend_judge(struct flash_pend *e)
         }
         e->slot = moved;
     }
-    if (life_of_item(&s->life, fi.p, &fi.h, e->loc.cas_base, clock_now()) != ITEM_LIVE) {
+    if (life_of_item(&s->life, fi.p, &fi.h, e->loc.cas_base, 0, clock_now()) != ITEM_LIVE) {
         FLASH_CNT(ft, miss_from_extstore, 1);
         pend_clear_slot(ctx, e);
         return false;

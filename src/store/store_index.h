@@ -190,6 +190,9 @@ void index_release(struct index *ix);
  * two above that. 0, or -1 when the table could not be made larger. */
 int index_presize(struct index *ix, uint64_t items);
 size_t index_bytes(struct index *ix);
+/* Of index_bytes, the table's pages faulted in ahead of its buckets in use
+ * (at most a huge page beyond them). */
+size_t index_ahead_bytes(struct index *ix);
 /* memcached's hash power for the most items held (a view). */
 unsigned index_level(struct index *ix);
 /* The level the table reaches by growth as it takes `items` items (from

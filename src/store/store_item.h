@@ -14,7 +14,12 @@
 /* Layout byte: which optional fields an item carries. Fixed when its space is
  * reserved, never changed afterwards, so a segment can be walked without
  * locks. */
-#define ITEM_L_MARK 0x80    /* always set */
+/* The access time in full, 4 bytes (status | rel_time_t), instead of 2
+ * bytes relative to the segment's tbase (ITEM_AT_*). Set when the
+ * segment's clock cannot hold an item's time (an item moved into a newer
+ * segment), for items on flash, and for an item that has no other bit:
+ * the layout byte is never 0, which the segment walks read as padding. */
+#define ITEM_L_AT32 0x80
 #define ITEM_L_FLAGS 0x01   /* 4 bytes of client flags */
 #define ITEM_L_EXP 0x02     /* 4 bytes of expiry */
 #define ITEM_L_CAS32 0x04   /* CAS as a 4-byte delta from the segment's cas_base */
@@ -37,11 +42,21 @@
 #define ITEM_L_STATE (ITEM_L_COMMIT | ITEM_L_DEAD)
 
 /* Status bits live in the top of the access-time word (mutable under the
- * bucket lock). rel_time_t keeps 29 bits: 17 years of uptime. */
+ * bucket lock). rel_time_t keeps 29 bits: 17 years of uptime.
+ * item_get_st and item_put_st read and write that word whatever the
+ * item's width. */
 #define ITEM_S_FETCHED 0x80000000u
 #define ITEM_S_STALE 0x40000000u
 #define ITEM_S_TOKEN 0x20000000u
 #define ITEM_S_MASK 0xe0000000u
+
+/* The 2-byte access time: the three status bits, a unit bit and 12 bits
+ * of time since the segment's tbase: seconds below 4096, else 64-second
+ * steps, saturating at 0xfff steps (72 hours). A time is rounded down:
+ * an item may look read earlier than it was, never later. */
+#define ITEM_AT_UNIT 0x1000u
+#define ITEM_AT_SECS 4096u
+#define ITEM_AT_SPAN ((uint32_t)0xfff << 6)
 
 #define ITEM_HDR_MAX (1 + 1 + 5 + 4 + 4 + 4 + 8 + 4)
 
@@ -52,6 +67,7 @@ struct item_hdr {
     uint32_t nvalue;
     uint32_t hlen;    /* bytes before the key */
     uint32_t atime_off, flags_off, exp_off, cas_off, sum_off; /* 0 = absent (atime always present) */
+    /* 2 or 4 bytes of access time at atime_off: layout & ITEM_L_AT32 */
 };
 
 /* Bytes of header an item with this layout and value length needs. */
@@ -63,7 +79,17 @@ uint32_t item_init(char *p, uint8_t layout, const char *key, uint8_t nkey, uint3
 struct item_offs {
     uint8_t flags, exp, cas, sum, end;
 };
-extern const struct item_offs item_offs[32];
+extern const struct item_offs item_offs[64];
+/* item_offs' index of a layout: its field bits and ITEM_L_AT32 */
+static inline unsigned item_offs_at(uint8_t layout)
+{
+    return (layout & 0x1fu) | ((layout & ITEM_L_AT32) >> 2);
+}
+/* The layout byte an item with these fields is given: never 0. */
+static inline uint8_t item_layout_byte(uint8_t layout)
+{
+    return layout & (uint8_t)~ITEM_L_STATE ? layout : ITEM_L_AT32;
+}
 /* An nvalue of 128 or more (its varint from p[2] on); *at: past it. */
 uint32_t item_varint_long(const uint8_t *u, uint32_t *at);
 
@@ -83,7 +109,7 @@ static inline void item_decode(const char *p, struct item_hdr *h)
         v = item_varint_long(u, &i);
     h->nvalue = v;
     h->atime_off = i;
-    const struct item_offs *o = &item_offs[layout & 0x1f];
+    const struct item_offs *o = &item_offs[item_offs_at(layout)];
     h->flags_off = o->flags ? i + o->flags : 0;
     h->exp_off = o->exp ? i + o->exp : 0;
     h->cas_off = o->cas ? i + o->cas : 0;
@@ -106,6 +132,77 @@ static inline uint32_t item_get_u32(const char *p, uint32_t off)
     return v;
 }
 void item_put_u32(char *p, uint32_t off, uint32_t v);
+
+/* The 2-byte form's 13 time bits for d seconds past tbase, and back. */
+static inline uint32_t item_at_code(uint32_t d)
+{
+    if (d < ITEM_AT_SECS)
+        return d;
+    return ITEM_AT_UNIT | (d >= ITEM_AT_SPAN ? 0xfffu : d >> 6);
+}
+static inline uint32_t item_at_secs(uint32_t code)
+{
+    return code & ITEM_AT_UNIT ? (code & 0xfffu) << 6 : code;
+}
+/* The time t reads back as from the 2-byte form relative to tbase (a t
+ * before tbase cannot be held at all: tbase). */
+static inline rel_time_t item_at_held(rel_time_t t, rel_time_t tbase)
+{
+    return t < tbase ? tbase : tbase + item_at_secs(item_at_code(t - tbase));
+}
+/* The access-time word (status bits | time) of an item in a segment whose
+ * clock starts at tbase. Inline: every hit asks. */
+static inline uint32_t item_get_st(const char *p, const struct item_hdr *h, rel_time_t tbase)
+{
+    if (h->layout & ITEM_L_AT32)
+        return item_get_u32(p, h->atime_off);
+    uint16_t w;
+    memcpy(&w, p + h->atime_off, 2);
+    return ((uint32_t)(w & 0xe000u) << 16) | (tbase + item_at_secs(w & 0x1fffu));
+}
+/* Its status bits alone (ITEM_S_*), which need no clock. */
+static inline uint32_t item_get_status(const char *p, const struct item_hdr *h)
+{
+    if (h->layout & ITEM_L_AT32)
+        return item_get_u32(p, h->atime_off) & ITEM_S_MASK;
+    uint8_t hi = (uint8_t)p[h->atime_off + 1];
+    return ((uint32_t)(hi & 0xe0u) << 24);
+}
+/* Write the word; in the 2-byte form its time rounded down (a time
+ * before tbase is never given one: the layout must be ITEM_L_AT32). */
+static inline void item_put_st(char *p, const struct item_hdr *h, rel_time_t tbase, uint32_t st)
+{
+    if (h->layout & ITEM_L_AT32) {
+        memcpy(p + h->atime_off, &st, 4);
+        return;
+    }
+    rel_time_t t = st & ~ITEM_S_MASK;
+    uint16_t w = (uint16_t)(((st >> 16) & 0xe000u) | item_at_code(t > tbase ? t - tbase : 0));
+    memcpy(p + h->atime_off, &w, 2);
+}
+/* The word st as item_get_st would read it back once written. */
+static inline uint32_t item_st_held(uint8_t layout, uint32_t st, rel_time_t tbase)
+{
+    if (layout & ITEM_L_AT32)
+        return st;
+    return (st & ITEM_S_MASK) | item_at_held(st & ~ITEM_S_MASK, tbase);
+}
+/* Whether an item moved with the access time t (eviction's carry) may
+ * take the 2-byte form relative to tbase: unsaturated, and not rounded to
+ * or below the flush in force ol that t is after (memcached keeps it). */
+static inline bool item_at_moves(rel_time_t t, rel_time_t tbase, rel_time_t ol)
+{
+    if (t < tbase || t - tbase >= ITEM_AT_SPAN)
+        return false;
+    rel_time_t held = item_at_held(t, tbase);
+    return held == t || !(held <= ol && ol < t);
+}
+/* Whether a layout holds the access time t exactly: ITEM_L_AT32 or
+ * within the 2-byte form's seconds. */
+static inline bool item_at_fits(uint8_t layout, rel_time_t t, rel_time_t tbase)
+{
+    return (layout & ITEM_L_AT32) || (t >= tbase && t - tbase < ITEM_AT_SECS);
+}
 static inline uint64_t item_get_cas(const char *p, const struct item_hdr *h, uint64_t cas_base)
 {
     /* by the layout's width (cas_off is set whenever it is not 0), the
@@ -141,7 +238,8 @@ static inline uint8_t item_cas_layout(uint64_t cas, uint64_t cas_base)
         return ITEM_L_CAS64;
     return cas - cas_base <= UINT16_MAX ? ITEM_L_CAS16 : ITEM_L_CAS32;
 }
-/* Layout a with b's fields added: the other bits or'ed, the wider CAS. */
+/* Layout a with b's fields added: the other bits or'ed (ITEM_L_AT32
+ * among them: the full time holds any), the wider CAS. */
 static inline uint8_t item_layout_merge(uint8_t a, uint8_t b)
 {
     uint8_t cas = item_cas_bytes(a) >= item_cas_bytes(b) ? a : b;

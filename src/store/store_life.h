@@ -25,6 +25,6 @@ struct store_life {
 
 /* Expired or flushed, by memcached's rules; counts nothing. */
 enum item_life life_of_item(const struct store_life *l, const char *p, const struct item_hdr *h,
-                            uint64_t cas_base, rel_time_t now);
+                            uint64_t cas_base, rel_time_t tbase, rel_time_t now);
 
 #endif

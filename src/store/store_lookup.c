@@ -72,12 +72,13 @@ static bool store_find_chain(struct store_ctx *ctx, uint64_t *b, const struct st
             f->p = p;
             f->seg = seg_of(&s->pool, slot_seg(sl));
             f->h = h;
-            enum item_life life = life_of_item(&s->life, p, &h, f->seg->cas_base, f->now);
+            enum item_life life =
+                life_of_item(&s->life, p, &h, f->seg->cas_base, f->seg->tbase, f->now);
             if (life == ITEM_LIVE)
                 return true;
             if (reclaim) {
                 /* as memcached's lru_pull_tail: flushed ones count too */
-                bool fetched = item_get_u32(p, h.atime_off) & ITEM_S_FETCHED;
+                bool fetched = item_get_status(p, &h) & ITEM_S_FETCHED;
                 struct store_cls_ctr *cc = &ctx->cls[classes_item(&s->classes, p, &h).cls];
                 CTR_INC(ctx, reclaimed);
                 CLS_INC(cc, reclaimed);
@@ -136,8 +137,7 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
              * have pushed it out again (store_flash.h's promise). Once. */
             if (refilled || !ctx->flash_wait || !ctx->flash_refill)
                 return false;
-            enum flash_refill r =
-                ctx->flash_refill(ctx, k, &f->keys, how & STORE_LOOK_KEEP_FLASH);
+            enum flash_refill r = ctx->flash_refill(ctx, k, &f->keys, how & STORE_LOOK_KEEP_FLASH);
             if (r != FLASH_REFILLED) {
                 f->on_flash = r == FLASH_LEFT;
                 return false;

@@ -111,7 +111,7 @@ static inline void store_fill_item(const struct store_classes *c, const struct s
     out->flags = item_get_u32(p, f->h.flags_off);
     out->cas = item_get_cas(p, &f->h, f->seg->cas_base);
     out->exptime = item_get_u32(p, f->h.exp_off);
-    uint32_t st = item_get_u32(p, f->h.atime_off);
+    uint32_t st = item_get_st(p, &f->h, f->seg->tbase);
     out->last_access = st & ~ITEM_S_MASK;
     out->fetched = st & ITEM_S_FETCHED;
     out->stale = st & ITEM_S_STALE;

@@ -80,6 +80,16 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
         if (!seg || seg->write_off + size > s->pool.seg_size)
             return STORE_NO_MEMORY;
     }
+    if (!(layout & ITEM_L_AT32) && clock_now() - seg->tbase >= ITEM_AT_SECS - 60) {
+        /* The segment's clock no longer holds a second: the full time, or
+         * the commit would move the item for it (a minute's slack). */
+        size_t wide = size - item_hdr_len(layout, (uint32_t)nvalue) +
+                      item_hdr_len(layout | ITEM_L_AT32, (uint32_t)nvalue);
+        if (seg->write_off + wide <= s->pool.seg_size) {
+            layout |= ITEM_L_AT32;
+            size = wide;
+        }
+    }
     if ((layout & ITEM_L_CASW) == ITEM_L_CAS32) {
         /* A 2-byte CAS delta when the CAS the commit takes will likely fit
          * it: the hint when the caller knows that CAS (a client's E, a
@@ -128,12 +138,19 @@ enum store_status store_reserve_for(struct store_ctx *ctx, const char *key, size
                                     size_t nvalue, uint32_t flags, rel_time_t exptime,
                                     struct store_reservation *res)
 {
+    return store_reserve_with(ctx, key, nkey, nvalue, flags, exptime, 0, res);
+}
+
+enum store_status store_reserve_with(struct store_ctx *ctx, const char *key, size_t nkey,
+                                     size_t nvalue, uint32_t flags, rel_time_t exptime,
+                                     uint8_t more, struct store_reservation *res)
+{
     struct store *s = ctx->store;
     enum store_status st = store_check_size(s, nkey, nvalue, flags);
     if (st != STORE_OK)
         return st;
     uint8_t layout = (flags ? ITEM_L_FLAGS : 0) | (exptime != REL_TIME_NEVER ? ITEM_L_EXP : 0) |
-                     (s->opt.cas_enabled ? ITEM_L_CAS32 : 0);
+                     (s->opt.cas_enabled ? ITEM_L_CAS32 : 0) | more;
     unsigned g = store_ttl_group(s, exptime, clock_now());
     ctx->last_group = (uint8_t)g;
     return store_reserve_raw(ctx, key, nkey, nvalue, layout, g, 0, res);
@@ -186,7 +203,6 @@ static enum store_status store_relocate(struct store_ctx *ctx, struct store_rese
 {
     struct item_hdr h;
     item_decode(res->item, &h);
-    layout &= (uint8_t)~ITEM_L_MARK;
     struct store_reservation r;
     ctx->seg.self_pin = res->seg;
     enum store_status st = store_reserve_raw(ctx, res->item + h.hlen, h.nkey, h.nvalue, layout,
@@ -213,8 +229,8 @@ static void store_shrink(struct store_ctx *ctx, struct store_reservation *res, u
     struct seg *seg = res->seg;
     struct item_hdr h;
     item_decode(res->item, &h);
-    layout &= (uint8_t)~ITEM_L_MARK;
-    uint8_t have = h.layout & (uint8_t)~ITEM_L_MARK;
+    uint8_t have = h.layout;
+    layout |= have & ITEM_L_AT32; /* its time was found not to fit without */
     /* -e: a restore walks the segment up to its end, which this rewrites
      * under a half-moved item; the bytes saved are not worth that. */
     if (s->pm || layout == have || item_layout_merge(have, layout) != have ||
@@ -243,9 +259,10 @@ static bool store_gen_moved(const struct store_reservation *res)
 
 /* Write an item's fields once it is known they fit its layout. */
 static void store_put_fields(char *p, const struct item_hdr *h, uint32_t status, uint32_t flags,
-                             rel_time_t exptime, uint64_t cas, uint64_t cas_base)
+                             rel_time_t exptime, uint64_t cas, const struct seg *seg)
 {
-    item_put_u32(p, h->atime_off, status);
+    uint64_t cas_base = seg->cas_base;
+    item_put_st(p, h, seg->tbase, status);
     if (h->flags_off)
         item_put_u32(p, h->flags_off, flags);
     if (h->exp_off)
@@ -355,9 +372,9 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             refuse = STORE_NOT_STORED;
         } else if (mode == STORE_MODE_ADD && found) {
             /* memcached bumps the existing item instead. */
-            uint32_t st = item_get_u32(f.p, f.h.atime_off);
+            uint32_t st = item_get_st(f.p, &f.h, f.seg->tbase);
             if ((st & ~ITEM_S_MASK) + 60 < now)
-                item_put_u32(f.p, f.h.atime_off, (st & ITEM_S_MASK) | now);
+                item_put_st(f.p, &f.h, f.seg->tbase, (st & ITEM_S_MASK) | now);
             *f.slot = slot_hit(*f.slot);
             refuse = STORE_NOT_STORED;
         } else if (mode == STORE_MODE_REPLACE && !found) {
@@ -384,17 +401,18 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         if (stale) {
             /* A stale set keeps the TTL, and the token if one was sent. */
             exptime = item_get_u32(f.p, f.h.exp_off);
-            st |= ITEM_S_STALE | (item_get_u32(f.p, f.h.atime_off) & ITEM_S_TOKEN);
+            st |= ITEM_S_STALE | (item_get_status(f.p, &f.h) & ITEM_S_TOKEN);
         }
         uint64_t cas = !cas_on ? 0 : req->cas_new ? req->cas_new : store_next_cas(s);
         uint8_t miss =
-            store_missing_layout(h.layout, req->flags, exptime, cas_on, cas, seg->cas_base);
+            store_missing_layout(h.layout, req->flags, exptime, cas_on, cas, seg->cas_base) |
+            (item_at_fits(h.layout, st & ~ITEM_S_MASK, seg->tbase) ? 0 : ITEM_L_AT32);
         if (miss) {
             extra |= miss & (uint8_t)~ITEM_L_CASW;
             store_found_unlock(&f);
             continue;
         }
-        store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg->cas_base);
+        store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg);
         if (flash_slot)
             flash_tier_clear(s->flash, f.keys.b[0], flash_slot);
         if (!store_link(s, &f, found, res, k.tag, k.hv, &sum)) {
@@ -515,9 +533,10 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             struct seg *ns = r.seg;
             exp = item_get_u32(f.p, f.h.exp_off); /* a touch may have moved it */
             uint64_t cas = !cas_on ? 0 : req->cas_new ? req->cas_new : store_next_cas(s);
-            extra = store_missing_layout(nh.layout, flags, exp, cas_on, cas, ns->cas_base);
+            extra = store_missing_layout(nh.layout, flags, exp, cas_on, cas, ns->cas_base) |
+                    (item_at_fits(nh.layout, now, ns->tbase) ? 0 : ITEM_L_AT32);
             if (!extra) {
-                store_put_fields(r.item, &nh, now, flags, exp, cas, ns->cas_base);
+                store_put_fields(r.item, &nh, now, flags, exp, cas, ns);
                 store_link(s, &f, true, &r, k.tag, k.hv, &sum);
                 CTR_INC(ctx, total_items);
                 store_found_unlock(&f);
@@ -620,7 +639,6 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
         }
         uint64_t snap = *f.slot;
         uint8_t want = item_layout_merge(f.h.layout, layout);
-        want &= (uint8_t)~ITEM_L_MARK;
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
         store_found_unlock(&f);
 
@@ -645,8 +663,10 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
             uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
             struct item_hdr nh;
             item_decode(r.item, &nh);
-            if (item_cas_fits(nh.layout, cas, ns->cas_base) || !nh.cas_off) {
-                item_put_u32(r.item, nh.atime_off, item_get_u32(g.p, g.h.atime_off));
+            uint32_t at = item_get_st(g.p, &g.h, g.seg->tbase);
+            bool at_fits = item_at_fits(nh.layout, at & ~ITEM_S_MASK, ns->tbase);
+            if ((item_cas_fits(nh.layout, cas, ns->cas_base) || !nh.cas_off) && at_fits) {
+                item_put_st(r.item, &nh, ns->tbase, at);
                 if (nh.flags_off)
                     item_put_u32(r.item, nh.flags_off, item_get_u32(g.p, g.h.flags_off));
                 if (nh.exp_off)
@@ -659,7 +679,7 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
                 seg_unpin(ns);
                 return STORE_OK;
             }
-            layout = item_layout_merge(layout, ITEM_L_CAS64);
+            layout = item_layout_merge(layout, at_fits ? ITEM_L_CAS64 : ITEM_L_AT32);
         }
         store_found_unlock(&g);
         seg_unpin(ns);

@@ -18,6 +18,11 @@
 enum store_status store_commit_ex(struct store_ctx *ctx, struct store_reservation *res,
                                   const struct store_set_req *req, uint32_t status,
                                   uint64_t expect_slot, uint64_t *cas_out);
+/* store_reserve_for with the layout bits `more` besides (ITEM_L_AT32 for
+ * an item that keeps an access time older than any open segment). */
+enum store_status store_reserve_with(struct store_ctx *ctx, const char *key, size_t nkey,
+                                     size_t nvalue, uint32_t flags, rel_time_t exptime,
+                                     uint8_t more, struct store_reservation *res);
 /* Reserve raw space for an item with this layout in TTL group g; cas_hint
  * is the CAS the item will be given when the caller knows it (0: the
  * counter's next), for the CAS field's width. */

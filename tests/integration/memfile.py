@@ -14,13 +14,13 @@ HDR_FIELDS = ("magic version abi endian mem_limit item_size_max seg_size nsegs d
               "oldest_cas oldest_live pad items seq_next index_level pad2 stop_sum").split()
 FLUSH = struct.Struct("<QIIQ")
 FLUSH_OFF = 2048
-SEG = struct.Struct("<QQIIIIQB23x")
-SEG_FIELDS = "seq cas_base write_off flags compact_w compact_off sum group".split()
+SEG = struct.Struct("<QQIIIIQB3xI16x")
+SEG_FIELDS = "seq cas_base write_off flags compact_w compact_off sum group tbase".split()
 JOURNAL = struct.Struct("<QQ")
 JOURNAL_SLOTS = 1024
 TABLE_OFF = 4096
 
-L_MARK, L_FLAGS, L_EXP, L_CAS32, L_CAS64, L_SUM = 0x80, 0x01, 0x02, 0x04, 0x08, 0x10
+L_AT32, L_FLAGS, L_EXP, L_CAS32, L_CAS64, L_SUM = 0x80, 0x01, 0x02, 0x04, 0x08, 0x10
 L_COMMIT, L_DEAD = 0x20, 0x40
 HDR_MAX = 1 + 1 + 5 + 4 + 4 + 4 + 8 + 4
 STATE_NAMES = {0: "uncommitted", L_COMMIT: "LIVE", L_DEAD: "dead", L_COMMIT | L_DEAD: "both?"}
@@ -55,7 +55,7 @@ def loc_str(loc):
 def decode(buf, p):
     """The header at p as a dict, or None when it cannot be one."""
     lay = buf[p]
-    if not lay & L_MARK:
+    if not lay & L_SUM:  # every -e item has one
         return None
     nkey = buf[p + 1]
     i, v, shift = 2, 0, 0
@@ -69,7 +69,7 @@ def decode(buf, p):
         if i > 7:
             return None
     atime_off = i
-    i += 4
+    i += 4 if lay & L_AT32 else 2
     flags_off = exp_off = cas_off = 0
     if lay & L_FLAGS:
         flags_off, i = i, i + 4
@@ -92,6 +92,15 @@ def item_cas(buf, p, d, cas_base):
         return 0
     raw = int.from_bytes(buf[p + d["cas_off"]:p + d["cas_off"] + d["casw"]], "little")
     return raw if d["casw"] == 8 else cas_base + raw
+
+
+def item_atime(buf, p, d, tbase):
+    """The access time (store_item.h: 4 bytes in full, or 2 relative to the
+    segment's tbase: status 3 bits, unit bit, 12 bits)."""
+    if d["layout"] & L_AT32:
+        return int.from_bytes(buf[p + d["atime_off"]:p + d["atime_off"] + 4], "little") & 0x1FFFFFFF
+    w = int.from_bytes(buf[p + d["atime_off"]:p + d["atime_off"] + 2], "little")
+    return tbase + ((w & 0xFFF) << 6 if w & 0x1000 else w & 0xFFF)
 
 
 def walk_starts(buf, h, seg):
@@ -146,11 +155,11 @@ def key_copies(path, key, value_bytes=40):
                 for unwalked, p, d, sid, off, seg in sorted(found)[:1]:
                     st = STATE_NAMES[d["layout"] & (L_COMMIT | L_DEAD)]
                     val = bytes(buf[at + len(key):at + len(key) + min(d["nvalue"], value_bytes)])
-                    atime = int.from_bytes(buf[p + d["atime_off"]:p + d["atime_off"] + 4], "little")
+                    atime = item_atime(buf, p, d, seg["tbase"])
                     out.append(f"  seg {sid} off {off} seq {seg['seq']} "
                                f"write_off {seg['write_off']} walked {not unwalked} state {st} "
                                f"cas {item_cas(buf, p, d, seg['cas_base'])} "
-                               f"atime {atime & 0x1fffffff} len {d['nvalue']} value {val!r}")
+                               f"atime {atime} len {d['nvalue']} value {val!r}")
                 at = buf.find(key, at + 1)
         finally:
             buf.close()

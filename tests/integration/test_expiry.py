@@ -185,3 +185,33 @@ def test_clock_moved_inside_one_read(clk):
     want = (b"STORED\r\nVALUE inr 0 1\r\nv\r\nEND\r\nOK\r\nEND\r\n"
             b"STORED\r\nVALUE inr2 0 1\r\nw\r\nEND\r\nOK\r\nEND\r\n")
     assert clk.read_exact(len(want)) == want
+
+
+def test_last_access_past_the_segments_seconds(clk):
+    """An item's access time is kept in 2 bytes relative to its segment:
+    seconds for its first 4,096, then 64-second steps (docs/store.md
+    "Items"). A write is always exact, a hit's bump at most 63 seconds
+    early, and `flush_all` then hides only what it should."""
+    def la(key):
+        line = clk.call(f"mg {key} l")
+        assert line.startswith(b"HD l"), line
+        return int(line[4:])
+
+    clk.set("la1", "v")
+    assert clk.call("mg la1 l u") == b"HD l0\r\n"
+    clk.advance(5000)
+    assert la("la1") == 5000  # the first fetch marks it fetched, no bump
+    assert la("la1") == 5000  # this one bumps it
+    assert 0 <= la("la1") <= 63
+    # a write into the same (now old) segment keeps its second
+    clk.set("la2", "v")
+    assert clk.call("mg la2 l u") == b"HD l0\r\n"
+    clk.advance(7)
+    assert clk.call("mg la2 l u") == b"HD l7\r\n"
+    # a flush_all hides both; a set after it is seen at once
+    assert clk.call("flush_all") == b"OK\r\n"
+    clk.advance(1)
+    assert clk.get("la1") is None and clk.get("la2") is None
+    clk.set("la3", "v")
+    assert clk.get("la3") == b"v"
+    assert clk.call("mg la3 l u") == b"HD l0\r\n"

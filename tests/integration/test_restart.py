@@ -317,12 +317,13 @@ def test_header_damage_after_crash_is_discarded(start_server, mem_file):
 def item_header_at(img, key, value):
     """File offset of the layout byte of the item holding key and value
     (default settings: CAS on, no flags, no expiry, a value under 128
-    bytes: layout, nkey, 1-byte length, atime, a 2-byte CAS delta (both
-    CAS bits set, the store's first few CAS numbers), checksum)."""
+    bytes: layout, nkey, 1-byte length, a 2-byte atime (its segment's clock
+    holds it: no AT32 bit), a 2-byte CAS delta (both CAS bits set, the
+    store's first few CAS numbers), checksum)."""
     at = img.find(key + value)
     assert at > 0
-    p = at - 13
-    assert img[p] & 0x9f == 0x9c and img[p + 1] == len(key) and img[p + 2] == len(value), \
+    p = at - 11
+    assert img[p] & 0x9f == 0x1c and img[p + 1] == len(key) and img[p + 2] == len(value), \
         img[p:p + 3]
     return p
 

@@ -21,7 +21,7 @@
 
 /* Every flash item has these; a parsed one must have exactly them among
  * the state bits. */
-#define FLASH_L_REQUIRED (ITEM_L_MARK | ITEM_L_SUM | ITEM_L_COMMIT)
+#define FLASH_L_REQUIRED (ITEM_L_AT32 | ITEM_L_SUM | ITEM_L_COMMIT)
 
 const char *flash_err_str(int err)
 {
@@ -99,7 +99,7 @@ int flash_writer_add(struct flash_writer *w, const struct flash_item_in *in, uin
     if (in->nkey == 0 || in->nkey > 255)
         return FLASH_E_ITEM;
     uint8_t layout = item_layout_for(in->flags, in->exptime, in->cas != 0, in->cas,
-                                     w->hdr.cas_base) | ITEM_L_SUM;
+                                     w->hdr.cas_base) | ITEM_L_SUM | ITEM_L_AT32;
     uint32_t hlen = item_hdr_len(layout, in->nvalue);
     uint64_t len = (uint64_t)hlen + in->nkey + in->nvalue;
     if (len > w->size - w->used)
@@ -115,7 +115,7 @@ int flash_writer_add(struct flash_writer *w, const struct flash_item_in *in, uin
     if (h.exp_off)
         item_put_u32(p, h.exp_off, in->exptime);
     item_put_cas(p, &h, in->cas, w->hdr.cas_base);
-    p[0] = (char)(layout | ITEM_L_MARK | ITEM_L_COMMIT);
+    p[0] = (char)(layout | ITEM_L_COMMIT);
     item_put_u32(p, h.sum_off, item_flash_sum(p, h.sum_off, (uint32_t)len, w->seed));
 
     /* Latest expiry, where REL_TIME_NEVER (0) wins over any time. */
@@ -131,7 +131,7 @@ int flash_writer_add(struct flash_writer *w, const struct flash_item_in *in, uin
 }
 
 int flash_writer_add_ram(struct flash_writer *w, const char *item, uint64_t ram_cas_base,
-                         uint32_t *off)
+                         rel_time_t ram_tbase, uint32_t *off)
 {
     struct item_hdr h;
     item_decode(item, &h);
@@ -142,7 +142,7 @@ int flash_writer_add_ram(struct flash_writer *w, const char *item, uint64_t ram_
         .nvalue = h.nvalue,
         .flags = item_get_u32(item, h.flags_off),
         .exptime = item_get_u32(item, h.exp_off),
-        .atime = item_get_u32(item, h.atime_off),
+        .atime = item_get_st(item, &h, ram_tbase),
         .cas = item_get_cas(item, &h, ram_cas_base),
     };
     return flash_writer_add(w, &in, off);
@@ -211,7 +211,7 @@ int flash_item_parse(const char *p, size_t avail, uint64_t seed, uint64_t cas_ba
     const uint8_t *u = (const uint8_t *)p;
     if (avail < 3)
         return FLASH_E_ITEM;
-    if ((u[0] & (ITEM_L_MARK | ITEM_L_STATE | ITEM_L_SUM)) != FLASH_L_REQUIRED)
+    if ((u[0] & (ITEM_L_AT32 | ITEM_L_STATE | ITEM_L_SUM)) != FLASH_L_REQUIRED)
         return FLASH_E_ITEM;
     if (u[1] == 0)
         return FLASH_E_ITEM;

@@ -105,9 +105,10 @@ struct flash_item_in {
     uint64_t cas;        /* 0: none (-C) */
 };
 int flash_writer_add(struct flash_writer *w, const struct flash_item_in *in, uint32_t *off);
-/* Append an item in the RAM format, from a segment whose cas_base is given. */
+/* Append an item in the RAM format, from a segment whose cas_base and
+ * tbase (the clock of its 2-byte access times) are given. */
 int flash_writer_add_ram(struct flash_writer *w, const char *item, uint64_t ram_cas_base,
-                         uint32_t *off);
+                         rel_time_t ram_tbase, uint32_t *off);
 /* Zero the tail and write the header: the buffer is ready to go out. */
 void flash_writer_finish(struct flash_writer *w);
 

@@ -301,10 +301,11 @@ static void writer_seal(struct flash_tier *ft, int wi)
     pthread_cond_signal(&ft->cond);
 }
 
-/* Append a RAM-format item (cas_base its segment's) to writer wi; its new
- * slot, or 0 (*full when no segment or buffer could be had). */
+/* Append a RAM-format item (cas_base and tbase its segment's) to writer
+ * wi; its new slot, or 0 (*full when no segment or buffer could be had). */
 static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_t cas_base,
-                           uint64_t cas, uint32_t tag, uint32_t nvalue, bool *full)
+                           rel_time_t tbase, uint64_t cas, uint32_t tag, uint32_t nvalue,
+                           bool *full)
 {
     for (int tries = 0; tries < 2; tries++) {
         if (ft->w_seg[wi] < 0 && !writer_open(ft, wi, cas)) {
@@ -312,7 +313,7 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
             return 0;
         }
         uint32_t off;
-        int rc = flash_writer_add_ram(&ft->w[wi], p, cas_base, &off);
+        int rc = flash_writer_add_ram(&ft->w[wi], p, cas_base, tbase, &off);
         if (rc == FLASH_OK) {
             struct flash_rec *r = &ft->recs[ft->w_seg[wi]];
             uint32_t len = ft->w[wi].used - off;
@@ -332,7 +333,7 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
 }
 
 uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
-                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now,
+                         uint64_t ram_cas_base, rel_time_t ram_tbase, uint32_t tag, rel_time_t now,
                          enum flash_take_why why, bool *full)
 {
     /* memcached's rules: a value of at least ext_item_size (its nbytes,
@@ -342,7 +343,7 @@ uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item
     struct flash_tier_options o = tuned(ft);
     if ((uint64_t)h->nvalue + 2 < o.item_size)
         return 0;
-    rel_time_t atime = item_get_u32(p, h->atime_off) & ~ITEM_S_MASK;
+    rel_time_t atime = item_get_st(p, h, ram_tbase) & ~ITEM_S_MASK;
     if (why == FLASH_TAKE_IDLE &&
         (o.item_age == UINT32_MAX || atime > now || now - atime < o.item_age))
         return 0;
@@ -355,7 +356,7 @@ uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item
     uint64_t cas = item_get_cas(p, h, ram_cas_base);
     bool no_room = false;
     pthread_mutex_lock(&ft->lock);
-    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, cas, tag, h->nvalue, &no_room);
+    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, ram_tbase, cas, tag, h->nvalue, &no_room);
     pthread_mutex_unlock(&ft->lock);
     if (no_room && why == FLASH_TAKE_EVICT)
         CNT(ft, skipped_full, 1);
@@ -630,7 +631,7 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
             }
     if (slot) {
         rel_time_t now = clock_now();
-        enum item_life life = life_of_item(ft->life, fi->p, &fi->h, cas_base, now);
+        enum item_life life = life_of_item(ft->life, fi->p, &fi->h, cas_base, 0, now);
         bool unread = !(fi->atime & ITEM_S_FETCHED);
         if (life != ITEM_LIVE) {
             flash_tier_clear(ft, b, slot);
@@ -640,7 +641,7 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
         } else {
             pthread_mutex_lock(&ft->lock);
             bool no_room = false;
-            uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, fi->cas, tag,
+            uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, 0, fi->cas, tag,
                                      fi->h.nvalue, &no_room);
             if (ns)
                 move_note(ft, want, ns);

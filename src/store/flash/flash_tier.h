@@ -176,7 +176,7 @@ enum flash_take_why {
  * stays, or is evicted as usual). *full (may be NULL) is set when it
  * qualified but no writer buffer was free: the disk is behind. */
 uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
-                         uint64_t ram_cas_base, uint32_t tag, rel_time_t now,
+                         uint64_t ram_cas_base, rel_time_t ram_tbase, uint32_t tag, rel_time_t now,
                          enum flash_take_why why, bool *full);
 /* The rules an idle flush picks items by, as `extstore` set them now:
  * the smallest value (with its "\r\n") and the idle seconds

@@ -360,6 +360,7 @@ void persist_seg_open(struct persist *pm, struct seg *seg)
     pm_store32(&ps->flags, 0);
     ps->cas_base = seg->cas_base;
     ps->group = seg->group;
+    ps->tbase = seg->tbase;
     uint64_t seq = __atomic_fetch_add(&pm->hdr->seq_next, 1, __ATOMIC_RELAXED);
     pm_store64(&ps->seq, seq ? seq : 1);
 }

@@ -24,7 +24,7 @@ struct seg;
 struct store_life;
 
 #define PM_MAGIC "NDLYMEM"  /* 8 bytes with its NUL */
-#define PM_VERSION 3        /* bump when the file or item layout changes */
+#define PM_VERSION 4        /* bump when the file or item layout changes */
 #define PM_ENDIAN 0x0102030405060708ull
 #define PM_JOURNAL_SLOTS 1024u
 #define PM_DATA_ALIGN ((size_t)2 << 20)  /* segment data on a huge-page boundary */
@@ -121,7 +121,9 @@ struct pm_seg {
     };
     uint64_t sum;        /* PM_CLEAN: XXH3 of data[0, write_off) */
     uint8_t group;
-    uint8_t pad[23];
+    uint8_t pad[3];
+    uint32_t tbase;      /* its items' access-time clock (struct seg) */
+    uint8_t pad2[16];
 };
 _Static_assert(sizeof(struct pm_seg) == 64 && offsetof(struct pm_seg, end_pair) % 8 == 0 &&
                    offsetof(struct pm_seg, compact_pair) % 8 == 0,

@@ -69,7 +69,7 @@ static char *restore_loc(struct store *s, uint64_t loc)
     if ((loc >> 32) == 0 || seg >= s->pm->nsegs || off >= s->pool.seg_size)
         return NULL;
     char *p = pm_seg_data(s->pm, s->pool.seg_size, (uint32_t)seg) + off;
-    return (p[0] & ITEM_L_MARK) ? p : NULL;
+    return (p[0] & ITEM_L_SUM) ? p : NULL; /* every -e item has one */
 }
 
 /* An overwrite cut short by the crash: finish it. */
@@ -96,7 +96,7 @@ static bool restore_decode(const char *p, size_t avail, struct item_hdr *h)
         return false;
     const uint8_t *u = (const uint8_t *)p;
     uint8_t l = __atomic_load_n(&u[0], __ATOMIC_RELAXED); /* other walkers mark items dead */
-    if (!(l & ITEM_L_MARK) || !(l & ITEM_L_SUM))
+    if (!(l & ITEM_L_SUM))
         return false;
     unsigned vlen = 0;
     while (vlen < 5 && (u[2 + vlen] & 0x80))
@@ -110,12 +110,11 @@ static bool restore_decode(const char *p, size_t avail, struct item_hdr *h)
     return h->nkey >= 1 && h->nkey <= STORE_KEY_MAX && (uint64_t)item_total(h) <= avail;
 }
 
-/* The layout bits an item's header may carry (the rest are ITEM_L_MARK and
- * the state bits), which index restore_hdrs. */
-#define RESTORE_LAYOUTS 32
-_Static_assert((ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_CAS32 | ITEM_L_CAS64 | ITEM_L_SUM) ==
-                   RESTORE_LAYOUTS - 1 &&
-               (ITEM_L_MARK | ITEM_L_STATE) == (uint8_t)~(RESTORE_LAYOUTS - 1),
+/* The layout bits an item's header may carry (the rest are the state
+ * bits), which index restore_hdrs as they index item_offs (item_offs_at). */
+#define RESTORE_LAYOUTS 64
+_Static_assert((ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_CAS32 | ITEM_L_CAS64 | ITEM_L_SUM) == 31 &&
+                   (ITEM_L_AT32 | ITEM_L_STATE) == (uint8_t)~31,
                "restore_hdrs is indexed by the layout bits");
 
 /* Each layout's decoded header for a value length under 128 (a one-byte
@@ -124,11 +123,12 @@ _Static_assert((ITEM_L_FLAGS | ITEM_L_EXP | ITEM_L_CAS32 | ITEM_L_CAS64 | ITEM_L
  * (restore_decode's checks) has hlen != 0. */
 static void restore_hdrs_init(struct item_hdr *tab)
 {
-    for (unsigned l = 0; l < RESTORE_LAYOUTS; l++) {
-        char b[ITEM_HDR_MAX] = {(char)(ITEM_L_MARK | l), 1, 0};
-        tab[l] = (struct item_hdr){0};
+    for (unsigned x = 0; x < RESTORE_LAYOUTS; x++) {
+        uint8_t l = (uint8_t)((x & 31) | (x & 32 ? ITEM_L_AT32 : 0));
+        char b[ITEM_HDR_MAX] = {(char)l, 1, 0};
+        tab[x] = (struct item_hdr){0};
         if (l & ITEM_L_SUM)
-            item_decode(b, &tab[l]);
+            item_decode(b, &tab[x]);
     }
 }
 
@@ -140,8 +140,8 @@ static inline bool restore_decode_fast(const struct item_hdr *tab, const char *p
     const uint8_t *u = (const uint8_t *)p;
     if (avail < 7 || (u[2] & 0x80))
         return restore_decode(p, avail, h);
-    const struct item_hdr *t = &tab[l & (RESTORE_LAYOUTS - 1)];
-    if (!(l & ITEM_L_MARK) || !t->hlen || t->hlen > avail)
+    const struct item_hdr *t = &tab[item_offs_at(l)];
+    if (!t->hlen || t->hlen > avail)
         return false;
     *h = *t;
     h->nkey = u[1];
@@ -261,7 +261,7 @@ static bool restore_keep(struct store *s, struct restore_run *r, struct seg *seg
     }
     /* Without a flush in force or an expiry, an item is live: most are. */
     if ((r->flush_on || h->exp_off) &&
-        life_of_item(&s->life, p, h, seg->cas_base, r->now) != ITEM_LIVE) {
+        life_of_item(&s->life, p, h, seg->cas_base, seg->tbase, r->now) != ITEM_LIVE) {
         r->expired++;
         item_set_dead(p);
         return false;
@@ -457,6 +457,7 @@ static bool restore_segments(struct store *s, struct restore_run *r)
         seg->cas_base = ps->cas_base;
         seg->group = ps->group;
         seg->created = r->now;
+        seg->tbase = ps->tbase;
         seg->last_write = r->now; /* its items' times are not looked at */
         seg->live_items = 0;
         seg->live_bytes = 0;

@@ -327,8 +327,8 @@ static uint32_t stored_hlen(struct tstore *t, const char *key, uint64_t *cas)
 }
 
 /* A CAS within 65,535 of its segment's base takes 2 bytes: a 1-byte key
- * and value then cost 9 bytes of header (layout, nkey, nvalue, access time,
- * CAS delta), not 11. Further from the base it takes 4 (with the same
+ * and value then cost 7 bytes of header (layout, nkey, nvalue, 2 bytes of
+ * access time, CAS delta), not 9. Further from the base it takes 4 (with the same
  * value), and a commit whose CAS outgrew the 2 bytes its reservation made
  * room for is moved, never truncated. */
 static void test_cas_takes_the_narrowest_delta(void **state)
@@ -338,12 +338,12 @@ static void test_cas_takes_the_narrowest_delta(void **state)
     tstore_open(&t, 8 * MB, MB, true, true);
     uint64_t cas, stored;
     assert_int_equal(tset(&t, "a", "1", STORE_MODE_SET, 0, REL_TIME_NEVER, &cas), STORE_OK);
-    assert_int_equal(stored_hlen(&t, "a", &stored), 9);
+    assert_int_equal(stored_hlen(&t, "a", &stored), 7);
     assert_true(stored == cas);
 
     __atomic_add_fetch(&t.s->cas_next, 70000, __ATOMIC_RELAXED); /* others' writes */
     assert_int_equal(tset(&t, "b", "1", STORE_MODE_SET, 0, REL_TIME_NEVER, &cas), STORE_OK);
-    assert_int_equal(stored_hlen(&t, "b", &stored), 11);
+    assert_int_equal(stored_hlen(&t, "b", &stored), 9);
     assert_true(stored == cas);
     tstore_close(&t);
 
@@ -354,7 +354,7 @@ static void test_cas_takes_the_narrowest_delta(void **state)
     __atomic_add_fetch(&t.s->cas_next, 70000, __ATOMIC_RELAXED);
     struct store_set_req r = {.mode = STORE_MODE_SET};
     assert_int_equal(store_commit(t.c, &res, &r, &cas, NULL), STORE_OK);
-    assert_int_equal(stored_hlen(&t, "c", &stored), 11);
+    assert_int_equal(stored_hlen(&t, "c", &stored), 9);
     assert_true(stored == cas);
     char buf[8];
     assert_int_equal(tget(&t, "c", buf, sizeof buf, NULL), STORE_OK);
@@ -385,10 +385,12 @@ static void test_item_decode_layouts(void **state)
     static const uint32_t lens[] = {0, 1, 127, 128, 16383, 16384, (1u << 21) - 1, 1u << 21,
                                     (1u << 28) + 5};
     _Alignas(8) char p[64];
-    for (unsigned l = 0; l < 32; l++) {
+    for (unsigned x = 0; x < 64; x++) {
+        unsigned l = x & 31;
         for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
-            uint8_t layout = (uint8_t)(l | ITEM_L_MARK);
-            uint32_t hlen = item_init(p, layout, "kk", 2, lens[k]);
+            /* no field at all: the full time, so the layout byte is not 0 */
+            uint8_t layout = (uint8_t)(l | (x & 32 || !l ? ITEM_L_AT32 : 0));
+            uint32_t hlen = item_init(p, (uint8_t)(l | (x & 32 ? ITEM_L_AT32 : 0)), "kk", 2, lens[k]);
             /* the state bits change nothing */
             p[0] = (char)(p[0] | ITEM_L_COMMIT);
             struct item_hdr h;
@@ -398,7 +400,7 @@ static void test_item_decode_layouts(void **state)
             assert_int_equal(h.nvalue, lens[k]);
             assert_int_equal(h.hlen, hlen);
             assert_int_equal(h.hlen, item_hdr_len(layout, lens[k]));
-            uint32_t at = h.atime_off + 4;
+            uint32_t at = h.atime_off + (layout & ITEM_L_AT32 ? 4 : 2);
             assert_int_equal(h.flags_off, (l & ITEM_L_FLAGS) ? at : 0);
             at += (l & ITEM_L_FLAGS) ? 4 : 0;
             assert_int_equal(h.exp_off, (l & ITEM_L_EXP) ? at : 0);

@@ -143,13 +143,13 @@ static void test_from_ram_item(void **state)
     memcpy(ram + h.hlen + 6, "hello", 5);
     item_put_u32(ram, h.flags_off, 9);
     item_put_u32(ram, h.exp_off, 4242);
-    item_put_u32(ram, h.atime_off, 31);
+    item_put_st(ram, &h, 20, 31);
     item_put_cas(ram, &h, 100070, 100000);
     char *buf = malloc(SEG);
     struct flash_writer w;
     flash_writer_init(&w, buf, SEG, 3, INSTANCE, 5);
     uint32_t off;
-    assert_int_equal(flash_writer_add_ram(&w, ram, 100000, &off), FLASH_OK);
+    assert_int_equal(flash_writer_add_ram(&w, ram, 100000, 20, &off), FLASH_OK);
     flash_writer_finish(&w);
     struct flash_item f;
     assert_int_equal(

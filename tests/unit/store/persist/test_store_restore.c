@@ -103,7 +103,7 @@ static size_t item_start(const char *img, size_t voff, const char *key)
     for (size_t hl = 7; hl <= ITEM_HDR_MAX; hl++) {
         const char *p = img + koff - hl;
         struct item_hdr ih;
-        if (!((uint8_t)p[0] & ITEM_L_MARK))
+        if (!((uint8_t)p[0] & ITEM_L_SUM)) /* every -e item has one */
             continue;
         item_decode(p, &ih);
         if (ih.hlen == hl && ih.nkey == k)
