@@ -16,6 +16,9 @@
 #   make bench-flash          the flash tier: memcached -o ext_path beside nodelay, key
 #                             space 10x RAM (bench/flash.py; FLASH_ARGS=--short; make
 #                             bench runs it short, --flash-full in BENCH_ARGS for 30 s)
+#   make bench-flash-ram      RAM per flash item at 10.5 M flash items: -m 64, a 7 GiB
+#                             file in /var/tmp, deleted after (bench/flash_ram.py;
+#                             FLASH_RAM_ARGS="--keys N --flash-size SIZE --file PATH")
 # Durations and rounds: BENCH_ARGS="--duration 3 --rounds 3" make bench
 # The memcached compared with: ../shared/ref/memcached-1.6.45 when present,
 # else MEMCACHED=PATH, else Debian's /usr/bin/memcached; memtier_benchmark:
@@ -29,12 +32,17 @@ LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
 .PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost cachesim bench-traces \
-    bench-watch bench-flash
+    bench-watch bench-flash bench-flash-ram
 
 FLASH_ARGS ?=
 bench-flash: $(LOADGEN)
 	$(MAKE) CONFIG=release EVENT=epoll server
 	MEMCACHED="$(MEMCACHED)" /usr/bin/python3 bench/flash.py $(FLASH_ARGS)
+
+FLASH_RAM_ARGS ?=
+bench-flash-ram: $(LOADGEN)
+	$(MAKE) CONFIG=release EVENT=epoll server
+	/usr/bin/python3 bench/flash_ram.py $(FLASH_RAM_ARGS)
 
 loadgen: $(LOADGEN)
 

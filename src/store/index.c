@@ -188,6 +188,27 @@ int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *a
     return 0;
 }
 
+int index_presize(struct index *ix, uint64_t items)
+{
+    struct index_table *t = ix->cur;
+    uint64_t low = (uint64_t)1 << t->power;
+    uint64_t want = (items + INDEX_GROW_LOAD - 1) / INDEX_GROW_LOAD;
+    if (ix->items || index_shape_split(ix->shape) || want <= low)
+        return 0;
+    /* 2^L + s buckets, s < 2^L: as if bucket s had just been split, which
+     * an empty table needs no moves for */
+    uint64_t n = want < 2 * low ? want : 2 * low - 1;
+    if (!table_reach(t, (size_t)n * 64))
+        return -1;
+#ifdef MADV_HUGEPAGE
+    if (ix->head_huge)
+        madvise(t->b, t->writable, MADV_HUGEPAGE);
+#endif
+    ix->ahead_end = t->writable;
+    __atomic_store_n(&ix->shape, index_shape_make(t->power, n - low), __ATOMIC_RELEASE);
+    return 0;
+}
+
 void index_release(struct index *ix)
 {
     hugemem_ahead_release(&ix->next);

@@ -118,6 +118,7 @@ int store_create(struct store **out, const struct store_options *opt)
         if (hint && was > level && was <= cap)
             level = was;
     }
+    uint64_t flash_want = 0; /* items the table is sized for (a flash tier's) */
     if (opt->flash.nfiles) {
         if (opt->memory_file) {
             log_error("nodelay: -e (memory_file) and ext_path together are not supported yet");
@@ -132,20 +133,31 @@ int store_create(struct store **out, const struct store_options *opt)
         }
         /* A growth of the index cannot rehash a flash item (its key is on
          * flash) and drops it, counted: size the table for what the flash
-         * can hold at ext_item_size, up to 2^24 buckets (1 GiB). */
+         * can hold of its smallest items (ext_item_size of value, the
+         * header that takes and a 1-byte key), up to 2^24 buckets (1 GiB),
+         * in as many buckets as that needs (index_presize), not the power
+         * of two above. */
         uint64_t bytes = 0;
         for (int i = 0; i < opt->flash.nfiles; i++)
             bytes += opt->flash.sizes[i];
-        uint64_t per = opt->flash.item_size > 64 ? opt->flash.item_size : 64;
-        uint64_t want = bytes / per + opt->mem_limit / per;
-        unsigned l = index_level_for(level, want);
-        level = l < 24 + INDEX_LEVEL_SHIFT ? l : 24 + INDEX_LEVEL_SHIFT;
-        if (level < (opt->hashpower ? opt->hashpower : 16))
-            level = opt->hashpower ? opt->hashpower : 16;
+        uint32_t v = opt->flash.item_size > 64 ? opt->flash.item_size : 64;
+        uint64_t per = item_hdr_len(0, v) + 1 + v;
+        flash_want = bytes / per + opt->mem_limit / per;
+        uint64_t most = (uint64_t)INDEX_GROW_LOAD << 24;
+        if (flash_want > most)
+            flash_want = most;
+        /* the power of two at or below it: index_presize adds the rest */
+        level = index_level_for(level, flash_want / 2);
     }
     if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
             persist_close(s->pm, false);
+        free(s);
+        return -1;
+    }
+    if (index_presize(&s->index, flash_want) != 0) {
+        log_error("nodelay: cannot size the index for the flash tier");
+        index_release(&s->index);
         free(s);
         return -1;
     }

@@ -334,9 +334,16 @@ static bool pend_judge(struct flash_pend *e)
         return false;
     }
     if (!flash_tier_still(ft, e->slot, e->loc.seq)) {
-        FLASH_CNT(ft, miss_from_extstore, 1);
-        pend_clear_slot(ctx, e);
-        return false;
+        /* Its segment was freed after the read began: when compaction
+         * moved the item first, the bytes read are its own (their sum
+         * carries that write's seed) and its slot now names the copy. */
+        uint64_t moved = flash_tier_moved(ft, e->slot);
+        if (!moved) {
+            FLASH_CNT(ft, miss_from_extstore, 1);
+            pend_clear_slot(ctx, e);
+            return false;
+        }
+        e->slot = moved;
     }
     if (life_of_item(&s->life, fi.p, &fi.h, e->loc.cas_base, 0, clock_now()) != ITEM_LIVE) {
         FLASH_CNT(ft, miss_from_extstore, 1);
@@ -360,8 +367,19 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
 {
     struct store_flash_wait *w = ctx->flash_wait;
     struct flash_pend *e = w ? wait_find(w, k) : NULL;
-    if (!e || !e->ok || !bucket_slot(ctx->store, keys->b[0], e->slot))
+    if (!e || !e->ok)
         return FLASH_NONE;
+    if (!bucket_slot(ctx->store, keys->b[0], e->slot)) {
+        /* compaction moved the item since it was read (the bytes are the
+         * same), or it was dropped or deleted: a miss, counted */
+        uint64_t moved = flash_tier_moved(ctx->store->flash, e->slot);
+        if (!moved || !bucket_slot(ctx->store, keys->b[0], moved)) {
+            e->ok = false;
+            FLASH_CNT(ctx->store->flash, miss_from_extstore, 1);
+            return FLASH_NONE;
+        }
+        e->slot = moved;
+    }
     if (keep) {
         e->left = true;
         return FLASH_LEFT;
@@ -526,8 +544,16 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     uint32_t cap = (uint32_t)s->opt.item_size_max + ITEM_HDR_MAX + STORE_KEY_MAX;
     char *copy = malloc(cap);
     uint32_t got = 0;
-    enum flash_where at =
-        copy ? flash_tier_locate(ft, fsl, &e->loc, copy, cap, &got) : FLASH_AT_NONE;
+    enum flash_where at = FLASH_AT_NONE;
+    for (int hop = 0; copy && hop < 2; hop++) {
+        at = flash_tier_locate(ft, e->slot, &e->loc, copy, cap, &got);
+        /* its segment freed since the probe saw it: compaction may have
+         * moved the item first */
+        uint64_t moved = at == FLASH_AT_NONE ? flash_tier_moved(ft, e->slot) : 0;
+        if (!moved)
+            break;
+        e->slot = moved;
+    }
     if (at == FLASH_AT_BUF) {
         /* not on the device yet: its bytes are here now */
         e->buf = copy;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -95,9 +96,11 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     ft->nvids = (uint32_t)nvids;
     ft->recs = calloc(ft->nsegs, sizeof *ft->recs);
     ft->vmap = calloc(ft->nvids, sizeof *ft->vmap);
-    if (!ft->recs || !ft->vmap) {
+    ft->moves = calloc(FLASH_MOVES, sizeof *ft->moves);
+    if (!ft->recs || !ft->vmap || !ft->moves) {
         free(ft->recs);
         free(ft->vmap);
+        free(ft->moves);
         flash_dev_close(&ft->dev);
         snprintf(why, n, "flash tier: out of memory");
         return -ENOMEM;
@@ -151,8 +154,10 @@ void flash_tier_close(struct flash_tier *ft)
         free(ft->spare[i]);
     free(ft->recs);
     free(ft->vmap);
+    free(ft->moves);
     ft->recs = NULL;
     ft->vmap = NULL;
+    ft->moves = NULL;
     flash_dev_close(&ft->dev);
     pthread_cond_destroy(&ft->cond);
     pthread_mutex_destroy(&ft->lock);
@@ -235,15 +240,28 @@ static bool rec_drop_oldest(struct flash_tier *ft)
     return true;
 }
 
+/* The writer thread, idle a second: the spare buffers' pages go back to the
+ * kernel (lock held). Five buffers of ext_wbuf_size are what a write load
+ * needs; at rest the open writers' are, and a spare taken again is
+ * faulted in page by page as items are copied into it. */
+static void spares_release(struct flash_tier *ft)
+{
+    for (uint32_t i = ft->ncold; i < ft->nspare; i++)
+        madvise(ft->spare[i], ft->opt.seg_size, MADV_DONTNEED);
+    ft->ncold = ft->nspare;
+}
+
 /* Open a segment for writer wi; false when neither a segment nor a buffer
  * can be had. */
 static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
 {
     char *buf = NULL;
-    if (ft->nspare)
+    if (ft->nspare) {
         buf = ft->spare[--ft->nspare];
-    else if (ft->nbufs < max_bufs() &&
-             (buf = aligned_alloc(FLASH_DEV_ALIGN, ft->opt.seg_size)) != NULL)
+        if (ft->ncold > ft->nspare)
+            ft->ncold = ft->nspare;
+    } else if (ft->nbufs < max_bufs() &&
+               (buf = aligned_alloc(FLASH_DEV_ALIGN, ft->opt.seg_size)) != NULL)
         ft->nbufs++;
     if (!buf)
         return false;
@@ -465,6 +483,40 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
     return at;
 }
 
+/* The FLASH_MOVE_WAYS moves a slot's hash picks, newest first. */
+static struct flash_move *move_set(struct flash_tier *ft, uint64_t slot)
+{
+    uint64_t h = ((slot & ~SLOT_FREQ) * 0x9e3779b97f4a7c15ull) >> 40;
+    return &ft->moves[(h & (FLASH_MOVES / FLASH_MOVE_WAYS - 1)) * FLASH_MOVE_WAYS];
+}
+
+/* ft->lock held */
+static void move_note(struct flash_tier *ft, uint64_t from, uint64_t to)
+{
+    struct flash_move *m = move_set(ft, from);
+    memmove(m + 1, m, (FLASH_MOVE_WAYS - 1) * sizeof *m);
+    m[0] = (struct flash_move){.from = from & ~SLOT_FREQ, .to = to & ~SLOT_FREQ};
+}
+
+uint64_t flash_tier_moved(struct flash_tier *ft, uint64_t slot)
+{
+    uint64_t to = 0;
+    pthread_mutex_lock(&ft->lock);
+    /* a copy compacted again meanwhile: a few hops at most */
+    for (int hop = 0; hop < 4; hop++) {
+        const struct flash_move *m = move_set(ft, slot);
+        uint64_t from = slot & ~SLOT_FREQ;
+        int k = 0;
+        while (k < (int)FLASH_MOVE_WAYS && m[k].from != from)
+            k++;
+        if (k == (int)FLASH_MOVE_WAYS)
+            break;
+        slot = to = m[k].to;
+    }
+    pthread_mutex_unlock(&ft->lock);
+    return to;
+}
+
 bool flash_tier_still(struct flash_tier *ft, uint64_t slot, uint64_t seq)
 {
     pthread_mutex_lock(&ft->lock);
@@ -530,6 +582,7 @@ static void write_queued(struct flash_tier *ft)
 static void *writer_main(void *arg)
 {
     struct flash_tier *ft = arg;
+    unsigned idle = 0; /* 100 ms waits in a row that nothing ended */
     pthread_mutex_lock(&ft->lock);
     while (!ft->stopping) {
         write_queued(ft);
@@ -544,9 +597,15 @@ static void *writer_main(void *arg)
         }
         if (!ft->q_head && pthread_cond_timedwait(&ft->cond, &ft->lock, &until) == ETIMEDOUT &&
             !ft->q_head) {
+            /* a second with nothing to write: not between two segments
+             * of a write load, whose spares would be faulted in again */
+            if (++idle >= 10)
+                spares_release(ft);
             pthread_mutex_unlock(&ft->lock);
             flash_tier_maintain(ft);
             pthread_mutex_lock(&ft->lock);
+        } else {
+            idle = 0;
         }
     }
     pthread_mutex_unlock(&ft->lock);
@@ -629,6 +688,8 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
             bool no_room = false;
             uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, 0, fi->cas, tag,
                                      fi->h.nvalue, &no_room);
+            if (ns)
+                move_note(ft, want, ns);
             pthread_mutex_unlock(&ft->lock);
             if (ns) {
                 *slot = ns | slot_freq(*slot);

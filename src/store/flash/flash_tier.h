@@ -104,6 +104,16 @@ struct flash_tier_counters {
 
 #define FLASH_CNT(ft, f, n) __atomic_fetch_add(&(ft)->c.f, (uint64_t)(n), __ATOMIC_RELAXED)
 
+/* Compaction's recent moves, in sets of FLASH_MOVE_WAYS by a hash of the
+ * slot moved: a read that began before its item was moved finds the copy
+ * through it (flash_tier_moved). A set keeps its newest moves; a read
+ * whose move was pushed out is a counted miss. 128 KiB. */
+#define FLASH_MOVES 8192u
+#define FLASH_MOVE_WAYS 4u
+struct flash_move {
+    uint64_t from, to; /* slots, their frequency bits clear */
+};
+
 struct flash_tier {
     struct flash_tier_options opt;
     struct flash_dev dev;
@@ -123,10 +133,12 @@ struct flash_tier {
     int32_t w_seg[FLASH_WRITERS];   /* its segment number, -1 = none */
     char *spare[FLASH_WRITERS + 2]; /* buffers not in use */
     uint32_t nspare, nbufs;
+    uint32_t ncold;          /* spare[0..ncold) have no pages (spares_release) */
     uint32_t q_head, q_tail; /* FSEG_WRITING segments to write (+1) */
     pthread_t thread;
     bool thread_on, stopping;
     pthread_cond_t cond;
+    struct flash_move *moves;     /* [FLASH_MOVES], under lock */
     struct flash_tier_counters c; /* atomic adds */
 };
 
@@ -207,6 +219,10 @@ bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq);
 /* Whether seq is still the write in slot's segment (a read finished after
  * a drop reads as a miss). Counts a read of it. */
 bool flash_tier_still(struct flash_tier *ft, uint64_t slot, uint64_t seq);
+
+/* Where compaction put the item a flash slot named (a slot, its own
+ * moves followed), or 0 when it knows of no such move. */
+uint64_t flash_tier_moved(struct flash_tier *ft, uint64_t slot);
 
 /* One compaction / drop pass (the writer thread runs it; tests call it):
  * segments to rewrite or drop by the ext_* rules. Returns segments freed. */

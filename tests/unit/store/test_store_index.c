@@ -407,6 +407,40 @@ static void test_full_table(void **state)
     index_release(&ix);
 }
 
+/* A table sized for 9,000 items takes 1,500 buckets (2^10 and 476 split),
+ * not 2^11; holds them without a split; and grows on from there, every
+ * entry found throughout. */
+static void test_presize_between_powers(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    assert_int_equal(index_presize(&ix, 1500 * INDEX_GROW_LOAD), 0);
+    assert_int_equal(index_shape_buckets(ix.shape), 1500);
+    assert_int_equal(index_shape_split(ix.shape), 1500 - 1024);
+    assert_true(index_bytes(&ix) <= (1500 * 64 + 4095) / 4096 * 4096);
+    uint64_t n = 0;
+    for (; n < 1500 * INDEX_GROW_LOAD; n++) {
+        put(&ix, n);
+        index_maintain(&ix);
+    }
+    assert_int_equal(index_shape_buckets(ix.shape), 1500);
+    for (uint64_t i = 0; i < n; i++)
+        assert_true(find(&ix, i, false));
+    for (; n < 2100 * INDEX_GROW_LOAD; n++) {
+        put(&ix, n);
+        index_maintain(&ix);
+    }
+    assert_true(index_shape_buckets(ix.shape) >= 2048);
+    for (uint64_t i = 0; i < n; i++)
+        assert_true(find(&ix, i, false));
+    /* a table not empty, or already that large, is left as it is */
+    uint64_t shape = ix.shape;
+    assert_int_equal(index_presize(&ix, 4000 * INDEX_GROW_LOAD), 0);
+    assert_int_equal(ix.shape, shape);
+    index_release(&ix);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_moves_never_hide_an_entry),
         cmocka_unit_test(test_walk_meets_moving_entries),
         cmocka_unit_test(test_full_table),
+        cmocka_unit_test(test_presize_between_powers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
