@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MB (1u << 20)
@@ -100,6 +101,34 @@ static void on_wake(void *arg)
     (*(int *)arg)++;
 }
 
+/* How long a test waits for flash reads, in ms of the monotonic clock. The
+ * waits are bounded by time, not by turns of the loop: under load each turn
+ * may find a single completion (6,000 reads took 2,725 turns, not 2, with
+ * both CPUs busy), so a bound in turns fails a read that was only slow. */
+#define DRAIN_MS 60000
+
+static uint64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t drain_end(void)
+{
+    return ms_now() + DRAIN_MS;
+}
+
+/* One turn of the worker's loop: wait up to 10 ms for completions, run
+ * them. False once the time from drain_end() is up. */
+static bool drain_turn(struct tstore *t, uint64_t end)
+{
+    struct pollfd p = {.fd = store_flash_fd(t->c), .events = POLLIN};
+    poll(&p, 1, 10);
+    store_flash_drain(t->c);
+    return ms_now() < end;
+}
+
 /* Probe key i; on WAIT, drain until the wait set wakes (bounded). Returns
  * whether it waited. w stays attached, as a session's while it runs: the
  * lookups that follow put what it read back in RAM. */
@@ -113,13 +142,10 @@ static bool probe(struct tstore *t, struct store_flash_wait *w, int *woke, int i
     if (store_flash_probe(t->c, w, &key) == STORE_PROBE_READY)
         return false;
     assert_true(store_flash_pending(w) > 0);
-    int fd = store_flash_fd(t->c);
-    assert_true(fd >= 0);
-    for (int n = 0; n < 1000 && *woke == before; n++) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t->c);
-    }
+    assert_true(store_flash_fd(t->c) >= 0);
+    uint64_t end = drain_end();
+    while (*woke == before && drain_turn(t, end))
+        ;
     assert_int_equal(*woke, before + 1);
     assert_int_equal(store_flash_pending(w), 0);
     /* run again, as the session does: READY now */
@@ -241,11 +267,9 @@ static void test_write_meanwhile_wins(void **state)
     struct store_key k2 = store_key_of("key:00000002", 12);
     enum store_probe pr = store_flash_probe(t.c, w, &k2);
     assert_int_equal(tset(&t, "key:00000002", "newer", STORE_MODE_SET, 9, 0, NULL), STORE_OK);
-    for (int n = 0; n < 1000 && pr == STORE_PROBE_WAIT && store_flash_pending(w); n++) {
-        struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t.c);
-    }
+    uint64_t end = drain_end();
+    while (pr == STORE_PROBE_WAIT && store_flash_pending(w) && drain_turn(&t, end))
+        ;
     assert_int_equal(tget(&t, "key:00000002", got, sizeof got, NULL), STORE_OK);
     assert_string_equal(got, "newer");
     /* key 3: deleted while on flash, with no probe first (a miss): its
@@ -319,14 +343,12 @@ static void test_read_error_is_miss(void **state)
     tstore_close(&t);
 }
 
-/* Drain the worker's queue until w has no read outstanding (bounded). */
+/* Drain the worker's queue until w has no read outstanding. */
 static void drain_all(struct tstore *t, struct store_flash_wait *w)
 {
-    for (int n = 0; n < 3000 && store_flash_pending(w); n++) {
-        struct pollfd p = {.fd = store_flash_fd(t->c), .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t->c);
-    }
+    uint64_t end = drain_end();
+    while (store_flash_pending(w) && drain_turn(t, end))
+        ;
     assert_int_equal(store_flash_pending(w), 0);
 }
 
@@ -642,11 +664,9 @@ static void test_session_gone_mid_read(void **state)
     assert_true(waiting > 0);
     store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
-    for (int n = 0; n < 1000 && t.c->flash_inflight; n++) {
-        struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t.c);
-    }
+    uint64_t end = drain_end();
+    while (t.c->flash_inflight && drain_turn(&t, end))
+        ;
     assert_int_equal(woke, 0);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
@@ -666,21 +686,34 @@ static void test_session_gone_mid_read(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_many_keys_read_together_all_hit, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_write_after_read_wins, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_many_keys_read_together_all_hit, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_after_read_wins, flash_file_setup,
+                                        flash_file_teardown),
 #ifdef NODELAY_DEBUG
-        cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup,
+                                        flash_file_teardown),
 #endif
-        cmocka_unit_test_setup_teardown(test_dropped_segments_miss, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_read_error_is_miss, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_compaction_keeps_live, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_session_gone_mid_read, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_write_error_is_miss, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_run_time_item_size, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_segments_miss, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_read_error_is_miss, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_keeps_live, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_session_gone_mid_read, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_error_is_miss, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_run_time_item_size, flash_file_setup,
+                                        flash_file_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
