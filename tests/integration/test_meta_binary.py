@@ -364,6 +364,19 @@ def test_incr_reads_value_as_strtoull(conn):
     assert conn.get("inul") == b"2  "
 
 
+def fresh_1645(start_server, what):
+    """A connection to a fresh server that speaks meta as 1.6.45 (else the
+    test skips, naming `what` it needs)."""
+    srv = start_server()
+    if not speaks_meta(srv):
+        pytest.skip("the server does not answer meta commands yet")
+    c = srv.connect()
+    version = c.call(b"version")
+    if version != b"VERSION 1.6.45\r\n":
+        pytest.skip(f"{what}; this server is {version.strip().decode()}")
+    return c
+
+
 # Requests on a fresh server, then the CAS a plain set takes after them, as
 # memcached 1.6.45 gives it: 2 first (1.6.18 gave 1), and a stored E takes
 # nothing from its counter but on an ma that finds its item (the incr takes
@@ -385,13 +398,7 @@ def test_cas_counter_moves_as_1645s(start_server, case):
     """The CAS values a client sees follow memcached 1.6.45's counter: an
     mg N30 E5000000004 then a set gave c2 there, c1 here."""
     steps, want = CAS_AFTER[case]
-    srv = start_server()
-    if not speaks_meta(srv):
-        pytest.skip("the server does not answer meta commands yet")
-    c = srv.connect()
-    version = c.call(b"version")
-    if version != b"VERSION 1.6.45\r\n":
-        pytest.skip(f"1.6.45's CAS counter; this server is {version.strip().decode()}")
+    c = fresh_1645(start_server, "1.6.45's CAS counter")
     for step in steps:
         c.send(step)
         assert c.readline().startswith((b"HD", b"EN"))
@@ -423,13 +430,7 @@ E0_CAS = {
 @pytest.mark.parametrize("case", list(E0_CAS))
 def test_e0_cas_as_1645s(start_server, case):
     steps, want, after = E0_CAS[case]
-    srv = start_server()
-    if not speaks_meta(srv):
-        pytest.skip("the server does not answer meta commands yet")
-    c = srv.connect()
-    version = c.call(b"version")
-    if version != b"VERSION 1.6.45\r\n":
-        pytest.skip(f"1.6.45's E0; this server is {version.strip().decode()}")
+    c = fresh_1645(start_server, "1.6.45's E0")
     for step in steps:
         c.send(step)
         line = c.readline()

@@ -203,13 +203,34 @@ static void fill(struct tstore *t, int n, uint64_t *cas)
 
 #define N 12000
 
+/* How most tests here start: `flash` bytes of flash, keys 0..n-1 put in
+ * (each one's CAS in cas[], when given), and a wait set, not attached yet,
+ * whose wakes count in *woke. */
+static struct store_flash_wait *open_filled(struct tstore *t, uint64_t flash,
+                                            uint32_t compact_under, int n, uint64_t *cas, int *woke)
+{
+    open_flash(t, flash, compact_under);
+    fill(t, n, cas);
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, woke);
+    assert_non_null(w);
+    return w;
+}
+
+/* And how they end: w detached and gone, then the store. */
+static void close_waited(struct tstore *t, struct store_flash_wait *w)
+{
+    store_flash_attach(t->c, NULL);
+    store_flash_wait_destroy(w);
+    tstore_close(t);
+}
+
 static void test_fill_past_ram_reads_back(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
     static uint64_t cas[N];
-    fill(&t, N, cas);
+    int woke = 0, waited = 0, misses = 0;
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, cas, &woke);
     struct store_stats st;
     store_stats(t.s, &st);
     struct flash_tier_counters c;
@@ -221,9 +242,6 @@ static void test_fill_past_ram_reads_back(void **state)
     /* Without a probe a flash item is a miss, and it stays linked. */
     assert_false(check(&t, 0, 0));
 
-    int woke = 0, waited = 0, misses = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
-    assert_non_null(w);
     store_flash_attach(t.c, w);
     for (int i = 0; i < N; i++) {
         waited += probe(&t, w, &woke, i);
@@ -235,15 +253,13 @@ static void test_fill_past_ram_reads_back(void **state)
             settle(&t); /* recaches push others out to flash: pace them too */
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(waited > N / 4);
     assert_true(misses <= N / 500);
     flash_counters(&t, &c);
     assert_true(c.get_extstore + (uint64_t)misses >= (uint64_t)waited);
     assert_int_equal(c.badcrc_from_extstore, 0);
     assert_int_equal(c.read_errors, 0);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* A key written again after its item went to flash: the write drops the
@@ -253,10 +269,8 @@ static void test_write_meanwhile_wins(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL);
     int woke = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
     /* key 1: overwritten before any read */
     assert_int_equal(tset(&t, "key:00000001", "new", STORE_MODE_SET, 9, 0, NULL), STORE_OK);
     probe(&t, w, &woke, 1);
@@ -280,9 +294,7 @@ static void test_write_meanwhile_wins(void **state)
     assert_int_equal(store_flash_probe(t.c, w, &k3), STORE_PROBE_READY);
     assert_int_equal(tget(&t, "key:00000003", got, sizeof got, NULL), STORE_MISS);
     store_flash_wait_reset(w);
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* A flash much smaller than what leaves RAM: its oldest segments are
@@ -291,13 +303,11 @@ static void test_dropped_segments_miss(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 2 * MB, 1);
-    fill(&t, N, NULL);
+    int woke = 0, hits = 0, misses = 0;
+    struct store_flash_wait *w = open_filled(&t, 2 * MB, 1, N, NULL, &woke);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
     assert_true(c.page_evictions > 0);
-    int woke = 0, hits = 0, misses = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
     for (int i = 0; i < N; i++) {
         probe(&t, w, &woke, i);
         if (check(&t, i, 0))
@@ -306,13 +316,11 @@ static void test_dropped_segments_miss(void **state)
             misses++;
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(misses > 0);
     assert_true(hits > 0);
     flash_counters(&t, &c);
     assert_true(c.slots_dropped > 0); /* stale slots cleared as they were met */
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* The file cut to nothing under the store: reads fail, each a miss and a
@@ -321,11 +329,9 @@ static void test_read_error_is_miss(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL);
-    assert_int_equal(truncate(flash_path, 0), 0);
     int woke = 0, waited = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
+    assert_int_equal(truncate(flash_path, 0), 0);
     for (int i = 0; i < 2000; i++) {
         bool wt = probe(&t, w, &woke, i);
         bool hit = check(&t, i, 0);
@@ -334,13 +340,11 @@ static void test_read_error_is_miss(void **state)
         waited += wt;
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(waited > 0);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
     assert_true(c.read_errors >= (uint64_t)waited);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* Drain the worker's queue until w has no read outstanding. */
@@ -360,12 +364,10 @@ static void test_many_keys_read_together_all_hit(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
     static uint64_t cas[N];
-    fill(&t, N, cas);
     enum { K = 6000 }; /* 6 MB of values, RAM 4 MiB */
     int woke = 0, waiting = 0, hits = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, cas, &woke);
     store_flash_attach(t.c, w);
     char k[32];
     for (int i = 0; i < K; i++) {
@@ -382,11 +384,9 @@ static void test_many_keys_read_together_all_hit(void **state)
             settle(&t); /* recaches push others out to flash: pace them */
     }
     store_flash_wait_reset(w);
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     /* a miss only where another key's flash entry took its tag's place */
     assert_true(hits >= K - K / 500);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* A write or a delete between the read's completion and the request's
@@ -395,10 +395,8 @@ static void test_write_after_read_wins(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL);
     int woke = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
     store_flash_attach(t.c, w);
     struct store_key k1 = store_key_of("key:00000001", 12);
     struct store_key k2 = store_key_of("key:00000002", 12);
@@ -415,9 +413,7 @@ static void test_write_after_read_wins(void **state)
     assert_string_equal(got, "new");
     assert_int_equal(tget(&t, "key:00000002", got, sizeof got, NULL), STORE_MISS);
     store_flash_wait_reset(w);
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 #ifdef NODELAY_DEBUG
@@ -427,11 +423,10 @@ static void test_read_back_keeps_access_time(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL); /* key 0 is on flash now */
-    clock_debug_advance(100);
     int woke = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    /* key 0 is on flash now */
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
+    clock_debug_advance(100);
     assert_true(probe(&t, w, &woke, 0));
     char k[32], got[VLEN + 16];
     key_of(0, k);
@@ -439,9 +434,7 @@ static void test_read_back_keeps_access_time(void **state)
     assert_int_equal(tget(&t, k, got, sizeof got, &it), STORE_OK);
     assert_true(clock_now() - it.last_access >= 100);
     store_flash_wait_reset(w);
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 #endif
 
@@ -480,11 +473,9 @@ static void test_large_values_take_a_second_read(void **state)
         if (i % 4 == 3)
             settle(&t);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(waited > LN / 4);
     assert_true(hits >= LN - 2);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* An index growth cannot rehash a flash slot (its key is not in RAM): it
@@ -532,10 +523,8 @@ static void test_index_growth_drops_flash_slots(void **state)
         }
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(hits > 0 && hits < BN);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* `extstore item_size` at run time: raised past every value, nothing more
@@ -598,11 +587,9 @@ static void test_write_error_is_miss(void **state)
         if (i % 64 == 63)
             settle(&t);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(hits > 0);
     assert_true(misses > N / 4);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* Most items of the flash segments overwritten: compaction rewrites the
@@ -612,8 +599,8 @@ static void test_compaction_keeps_live(void **state)
     (void)state;
     struct tstore t;
     /* 4 MiB of flash, 16 pages: compaction runs while fewer than all are free */
-    open_flash(&t, 4 * MB, 16);
-    fill(&t, 6000, NULL);
+    int woke = 0;
+    struct store_flash_wait *w = open_filled(&t, 4 * MB, 16, 6000, NULL, &woke);
     /* overwrite 9 of 10 keys with short values (those stay in RAM) */
     char k[32];
     for (int i = 0; i < 6000; i++) {
@@ -630,18 +617,14 @@ static void test_compaction_keeps_live(void **state)
     flash_counters(&t, &c);
     assert_true(freed > 0);
     assert_true(c.compact_rescues > 0);
-    int woke = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
     int hits = 0;
     for (int i = 0; i < 6000; i += 10) {
         probe(&t, w, &woke, i);
         hits += check(&t, i, 0);
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(hits >= 600 * 9 / 10);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* A session that goes while its reads are out: they complete into nothing
@@ -651,10 +634,8 @@ static void test_session_gone_mid_read(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL);
     int woke = 0, waiting = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
     char k[32];
     for (int i = 0; i < 64; i++) {
         key_of(i, k);
@@ -678,9 +659,7 @@ static void test_session_gone_mid_read(void **state)
         struct store_key key = store_key_of(k, strlen(k));
         store_flash_probe(t.c, w, &key);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 int main(void)
