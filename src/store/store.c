@@ -530,6 +530,7 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
             .mode = STORE_MODE_ADD,
             .exptime = req->vivify_exptime,
             .cas_new = req->cas_new,
+            .cas_given = req->cas_given,
         };
         uint64_t cas = 0;
         struct store_reservation r;
@@ -615,12 +616,15 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             struct store_set_req sr = {
                 .mode = STORE_MODE_SET,
                 .exptime = req->touch ? req->exptime : REL_TIME_NEVER,
-                .cas_new = req->cas_new ? req->cas_new : cas,
+                .cas_new = req->cas_given ? req->cas_new : cas,
+                .cas_given = true,
             };
             /* memcached 1.6.45: the emptied item keeps its CAS (or takes
              * E's); invalidating it as well then gives it a new one. */
-            if (req->invalidate && !req->cas_new)
+            if (req->invalidate && !req->cas_given) {
                 sr.cas_new = 0;
+                sr.cas_given = false;
+            }
             struct store_reservation r;
             enum store_status st = store_reserve_for(ctx, key, nkey, 0, 0, sr.exptime, &r);
             if (st != STORE_OK)
@@ -637,8 +641,8 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         }
         /* md I: mark stale, take the token back, new CAS, maybe new TTL. */
         uint64_t ncas = s->opt.cas_enabled
-                            ? (req->cas_new ? req->cas_new
-                                            : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1)
+                            ? (req->cas_given ? req->cas_new
+                                              : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1)
                             : 0;
         rel_time_t exp = req->touch ? req->exptime : item_get_u32(f.p, f.h.exp_off);
         uint8_t need = store_missing_layout(f.h.layout, 0, exp, s->opt.cas_enabled, ncas,
@@ -650,7 +654,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
                 return st;
             continue;
         }
-        if (s->opt.cas_enabled && !req->cas_new)
+        if (s->opt.cas_enabled && !req->cas_given)
             ncas = store_next_cas(s);
         if (!item_cas_fits(f.h.layout, ncas, f.seg->cas_base) && s->opt.cas_enabled) {
             store_found_unlock(&f);

@@ -160,7 +160,8 @@ struct store_get_req {
     bool recache;             /* mg R: win if the remaining TTL is below recache_below */
     rel_time_t recache_below; /* seconds */
     bool recache_before_touch; /* mg R before T: R judges the expiry T replaces */
-    uint64_t cas_new;         /* mg E: CAS to give the item if this request modifies it (0 = next) */
+    uint64_t cas_new;         /* mg E: CAS to give the item if this request modifies it */
+    bool cas_given;           /* E was sent: cas_new is the CAS even when 0 */
     /* With want_value: a hit's value of at most copy_max bytes is handed
      * to copy(copy_arg, out) under the item's bucket lock instead of being
      * pinned (out filled, its pointers valid only during the call, which
@@ -237,6 +238,8 @@ struct store_set_req {
     rel_time_t exptime;
     uint64_t cas_compare;   /* STORE_MODE_CAS, or ms C with another mode; 0 = none */
     uint64_t cas_new;       /* ms E: client-chosen CAS, 0 = next from the counter */
+    bool cas_given;         /* cas_new is the CAS even when 0: memcached 1.6.45 takes
+                               mg N's, ma's and md's E0 so, ms's as no E */
     bool invalidate;        /* ms I: with cas_compare, an older CAS is accepted and the item is marked stale */
     bool vivify;            /* ms N with append/prepend: create when missing */
     rel_time_t vivify_exptime;
@@ -355,6 +358,7 @@ enum store_status store_store(struct store_ctx *ctx, const char *key, size_t nke
 struct store_delete_req {
     uint64_t cas_compare; /* md C: 0 = any */
     uint64_t cas_new;     /* md E */
+    bool cas_given;       /* E was sent: cas_new is the CAS even when 0 */
     bool invalidate;      /* md I: mark stale and bump CAS instead of removing */
     bool touch;           /* md T (with I): new expiry */
     rel_time_t exptime;
@@ -375,7 +379,8 @@ struct store_arith_req {
     uint64_t initial;       /* value when created */
     rel_time_t create_exptime;
     uint64_t cas_compare;   /* 0 = none */
-    uint64_t cas_new;       /* 0 = next */
+    uint64_t cas_new;       /* ma E */
+    bool cas_given;         /* E was sent: cas_new is the CAS even when 0, else next */
     bool touch;             /* ma T */
     rel_time_t exptime;
 };

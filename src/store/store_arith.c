@@ -47,6 +47,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
                 .mode = STORE_MODE_ADD,
                 .exptime = req->create_exptime,
                 .cas_new = req->cas_new,
+                .cas_given = req->cas_given,
             };
             uint64_t cas = 0;
             st = store_commit_ex(ctx, &r, &sr, 0, 0, &cas);
@@ -103,6 +104,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
             .flags = flags,
             .exptime = exp,
             .cas_new = req->cas_new,
+            .cas_given = req->cas_given,
         };
         uint64_t cas = 0;
         st = store_commit_ex(ctx, &r, &sr, keep, snap, &cas);
@@ -113,7 +115,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         /* memcached 1.6.45 gives every incr it applies a CAS from its
          * counter, and only then puts E's in its place: the counter moves
          * with E too (a vivifying ma, as a set, takes E's and none). */
-        if (req->cas_new && s->opt.cas_enabled)
+        if (req->cas_given && s->opt.cas_enabled)
             (void)store_next_cas(s);
         res->value = v;
         res->cas = cas;

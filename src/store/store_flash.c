@@ -243,6 +243,7 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
             .flags = fi->flags,
             .exptime = fi->exptime,
             .cas_new = fi->cas,
+            .cas_given = true,
         };
         st = store_commit_ex(ctx, &res, &req, fi->atime, e->slot, NULL);
     }

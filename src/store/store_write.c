@@ -34,6 +34,12 @@ static inline void store_owe(struct store_ctx *ctx, size_t bytes)
         seg_pay(&ctx->seg);
 }
 
+/* Whether req names the CAS to give (else the counter's next). */
+static inline bool set_cas_given(const struct store_set_req *req)
+{
+    return req->cas_new || req->cas_given;
+}
+
 static size_t store_align(struct store *s, size_t n)
 {
     size_t a = (size_t)1 << s->pool.off_shift;
@@ -308,8 +314,8 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
     uint8_t extra = 0;
 
     if (cas_on || req->flags || req->exptime) {
-        uint64_t peek = req->cas_new ? req->cas_new
-                                     : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
+        uint64_t peek =
+            set_cas_given(req) ? req->cas_new : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
         store_shrink(ctx, res,
                      item_layout_for(req->flags, req->exptime, cas_on, peek,
                                      ((struct seg *)res->seg)->cas_base));
@@ -322,7 +328,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         item_decode(res->item, &h);
         k.key = res->item + h.hlen; /* store_shrink and store_relocate move it */
         uint64_t peek = !cas_on ? 0
-                        : req->cas_new ? req->cas_new
+                        : set_cas_given(req) ? req->cas_new
                                        : __atomic_load_n(&s->cas_next, __ATOMIC_RELAXED) + 1;
         uint8_t need = store_missing_layout(h.layout, req->flags, req->exptime, cas_on, peek,
                                             seg->cas_base) |
@@ -403,7 +409,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             exptime = item_get_u32(f.p, f.h.exp_off);
             st |= ITEM_S_STALE | (item_get_status(f.p, &f.h) & ITEM_S_TOKEN);
         }
-        uint64_t cas = !cas_on ? 0 : req->cas_new ? req->cas_new : store_next_cas(s);
+        uint64_t cas = !cas_on ? 0 : set_cas_given(req) ? req->cas_new : store_next_cas(s);
         uint8_t miss =
             store_missing_layout(h.layout, req->flags, exptime, cas_on, cas, seg->cas_base) |
             (item_at_fits(h.layout, st & ~ITEM_S_MASK, seg->tbase) ? 0 : ITEM_L_AT32);
@@ -532,7 +538,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             item_decode(r.item, &nh);
             struct seg *ns = r.seg;
             exp = item_get_u32(f.p, f.h.exp_off); /* a touch may have moved it */
-            uint64_t cas = !cas_on ? 0 : req->cas_new ? req->cas_new : store_next_cas(s);
+            uint64_t cas = !cas_on ? 0 : set_cas_given(req) ? req->cas_new : store_next_cas(s);
             extra = store_missing_layout(nh.layout, flags, exp, cas_on, cas, ns->cas_base) |
                     (item_at_fits(nh.layout, now, ns->tbase) ? 0 : ITEM_L_AT32);
             if (!extra) {

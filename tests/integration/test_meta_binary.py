@@ -364,6 +364,19 @@ def test_incr_reads_value_as_strtoull(conn):
     assert conn.get("inul") == b"2  "
 
 
+def fresh_1645(start_server, what):
+    """A connection to a fresh server that speaks meta as 1.6.45 (else the
+    test skips, naming `what` it needs)."""
+    srv = start_server()
+    if not speaks_meta(srv):
+        pytest.skip("the server does not answer meta commands yet")
+    c = srv.connect()
+    version = c.call(b"version")
+    if version != b"VERSION 1.6.45\r\n":
+        pytest.skip(f"{what}; this server is {version.strip().decode()}")
+    return c
+
+
 # Requests on a fresh server, then the CAS a plain set takes after them, as
 # memcached 1.6.45 gives it: 2 first (1.6.18 gave 1), and a stored E takes
 # nothing from its counter but on an ma that finds its item (the incr takes
@@ -385,13 +398,7 @@ def test_cas_counter_moves_as_1645s(start_server, case):
     """The CAS values a client sees follow memcached 1.6.45's counter: an
     mg N30 E5000000004 then a set gave c2 there, c1 here."""
     steps, want = CAS_AFTER[case]
-    srv = start_server()
-    if not speaks_meta(srv):
-        pytest.skip("the server does not answer meta commands yet")
-    c = srv.connect()
-    version = c.call(b"version")
-    if version != b"VERSION 1.6.45\r\n":
-        pytest.skip(f"1.6.45's CAS counter; this server is {version.strip().decode()}")
+    c = fresh_1645(start_server, "1.6.45's CAS counter")
     for step in steps:
         c.send(step)
         assert c.readline().startswith((b"HD", b"EN"))
@@ -400,4 +407,39 @@ def test_cas_counter_moves_as_1645s(start_server, case):
     assert c.call(b"mg probe c") == b"HD c%d\r\n" % want
     if "-E" in case:
         assert c.call(b"mg w4 c").split()[1] in (b"c777", b"c5000000004")
+    c.close()
+
+
+# An E of 0 on mg N, ma and md gives the item CAS 0, as memcached 1.6.45
+# does (an E was sent, whatever its value); ms takes E0 as no E, a CAS from
+# the counter. Each: requests on a fresh server, the CAS w4 has after them
+# (every `c` returned says it too), then the CAS a plain set takes: E0
+# moves the counter as any other E.
+E0_CAS = {
+    "mg-vivify-E0": ([b"mg w4 N30 E0 c\r\n"], 0, 2),
+    "ma-vivify-E0": ([b"ma w4 N30 E0 c\r\n"], 0, 2),
+    "ma-hit-E0": ([b"ms w4 1 T0\r\n5\r\n", b"ma w4 E0 c\r\n"], 0, 4),
+    "ma-decr-hit-E0": ([b"ms w4 1 T0\r\n9\r\n", b"ma w4 MD E0 c\r\n"], 0, 4),
+    "md-invalidate-E0": ([b"ms w4 1 T0\r\nx\r\n", b"md w4 I E0\r\n"], 0, 3),
+    "md-empty-E0": ([b"ms w4 1 T0\r\nx\r\n", b"md w4 x E0\r\n"], 0, 3),
+    "md-empty-invalidate-E0": ([b"ms w4 1 T0\r\nx\r\n", b"md w4 x I E0\r\n"], 0, 3),
+    "ms-E0": ([b"ms w4 1 T0 E0 c\r\nx\r\n"], 2, 3),
+}
+
+
+@pytest.mark.parametrize("case", list(E0_CAS))
+def test_e0_cas_as_1645s(start_server, case):
+    steps, want, after = E0_CAS[case]
+    c = fresh_1645(start_server, "1.6.45's E0")
+    for step in steps:
+        c.send(step)
+        line = c.readline()
+        assert line.startswith(b"HD")
+        for tok in line.split()[1:]:
+            if re.fullmatch(rb"c\d+", tok):
+                assert tok == b"c%d" % want
+    assert c.call(b"mg w4 c").split()[1] == b"c%d" % want
+    c.send(b"ms probe 1 T0\r\nx\r\n")
+    assert c.readline() == b"HD\r\n"
+    assert c.call(b"mg probe c") == b"HD c%d\r\n" % after
     c.close()

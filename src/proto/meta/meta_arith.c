@@ -54,6 +54,7 @@ void meta_arith(struct session *s, const struct meta_req *req)
         .create_exptime = req->has_vivify ? meta_exptime(req->vivify_ttl) : 0,
         .cas_compare = req->has_cas ? req->cas : 0,
         .cas_new = req->has_cas_new ? req->cas_new : 0,
+        .cas_given = req->has_cas_new,
         .touch = req->has_ttl,
         .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
     };

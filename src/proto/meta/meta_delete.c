@@ -13,6 +13,7 @@ void meta_delete(struct session *s, const struct meta_req *req)
     struct store_delete_req d = {
         .cas_compare = req->has_cas ? req->cas : 0,
         .cas_new = req->has_cas_new ? req->cas_new : 0,
+        .cas_given = req->has_cas_new,
         .invalidate = req->invalidate,
         /* T applies to what stays: a stale item (I) or an emptied one (x,
          * which like memcached's gets no TTL unless T gives one) */

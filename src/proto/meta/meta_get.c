@@ -161,6 +161,7 @@ void meta_get(struct session *s, const struct meta_req *req)
         .recache_below = req->has_recache ? meta_recache_below(req->recache_ttl) : 0,
         .recache_before_touch = req->has_recache && req->has_ttl && meta_flag_before(req, 'R', 'T'),
         .cas_new = req->has_cas_new ? req->cas_new : 0,
+        .cas_given = req->has_cas_new,
         .copy = req->value ? meta_value_copy : NULL,
         .copy_arg = &vc,
         .copy_max = REPLY_COPY_MAX,

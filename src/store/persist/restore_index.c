@@ -5,7 +5,9 @@
  * restore scan" where it sits in the restore.
  *
  * Nothing else runs yet: the walk is over before the fill starts, and each
- * fill thread owns whole parts of the table, so no bucket lock is taken.
+ * fill thread owns whole parts of the table, so no bucket lock is taken;
+ * the items whose first bucket was full are placed after the fill, on one
+ * thread (rix_place), since their second bucket may be in any part.
  * The table holds the filed words until each part is filled: no lookup
  * may run before rix_fill returns (none does: the restore runs before the
  * store is handed to anyone).
@@ -218,6 +220,7 @@ static enum rix_pick rix_pick(struct store *s, uint64_t old, uint64_t slot)
 
 enum rix_put {
     RIX_LINKED,   /* slot linked */
+    RIX_FULL,     /* its first bucket is full: placed after the fill (rix_place) */
     RIX_DUP,      /* a copy of the same version is linked: slot dropped */
     RIX_OLDER,    /* a newer version is linked: slot dropped */
     RIX_REPLACED, /* slot took the place of an older version, *other */
@@ -227,11 +230,37 @@ enum rix_put {
     RIX_NOMEM,
 };
 
-/* Link slot into the chain of bucket b unless its key is there already.
- * Nothing is unlinked during a restore, so a chain's empty slots are all
- * after its full ones: the first empty slot ends the search. */
-static inline __attribute__((always_inline)) enum rix_put rix_put(struct store *s, uint64_t *b,
-                                                                 uint64_t slot, uint64_t *other)
+/* slot's key is linked at *at already: which of the two stays. */
+static enum rix_put rix_settle(struct store *s, uint64_t *at, uint64_t slot, uint64_t *other)
+{
+    uint64_t v = *at;
+    if (!item_state_live(item_state(seg_item(&s->pool, v))))
+        return RIX_NEITHER; /* a key already found ambiguous */
+    switch (rix_pick(s, v, slot)) {
+    case RIX_PICK_SAME:
+        return RIX_DUP;
+    case RIX_PICK_OLD:
+        return RIX_OLDER;
+    case RIX_PICK_NEW:
+        *other = v;
+        *at = slot;
+        return RIX_REPLACED;
+    case RIX_PICK_NEITHER:
+    default:
+        *other = v;
+        item_set_dead(seg_item(&s->pool, v));
+        return RIX_NEITHER;
+    }
+}
+
+/* Link slot into the chain of its key's first bucket b unless its key is
+ * there already; when the chain is full, RIX_FULL, or with `chain` a new
+ * overflow bucket. Nothing is unlinked while parts fill, so a chain's
+ * empty slots are all after its full ones: the first empty slot ends the
+ * search, and a key whose copy went to rix_place finds the bucket full
+ * too, and goes there as well. */
+static inline __attribute__((always_inline)) enum rix_put
+rix_put(struct store *s, uint64_t *b, uint64_t slot, bool chain, uint64_t *other)
 {
     struct index *ix = &s->index;
     uint32_t tag = slot_tag(slot);
@@ -243,27 +272,13 @@ static inline __attribute__((always_inline)) enum rix_put rix_put(struct store *
                 cur[i] = slot;
                 return RIX_LINKED;
             }
-            if (slot_tag(v) != tag || !rix_same_key(s, v, slot))
-                continue;
-            if (!item_state_live(item_state(seg_item(&s->pool, v))))
-                return RIX_NEITHER; /* a key already found ambiguous */
-            switch (rix_pick(s, v, slot)) {
-            case RIX_PICK_SAME:
-                return RIX_DUP;
-            case RIX_PICK_OLD:
-                return RIX_OLDER;
-            case RIX_PICK_NEW:
-                *other = v;
-                cur[i] = slot;
-                return RIX_REPLACED;
-            case RIX_PICK_NEITHER:
-                *other = v;
-                item_set_dead(seg_item(&s->pool, v));
-                return RIX_NEITHER;
-            }
+            if (slot_tag(v) == tag && rix_same_key(s, v, slot))
+                return rix_settle(s, &cur[i], slot, other);
         }
         last = cur;
     }
+    if (!chain)
+        return RIX_FULL;
     uint64_t *nb = index_chain_grow(ix, last);
     if (!nb)
         return RIX_NOMEM;
@@ -284,9 +299,12 @@ struct rix_filler {
     bool rehash;     /* link into a new, larger table: buckets from the keys */
     uint64_t *words; /* where a part's buckets are built */
     uint64_t linked;
+    uint64_t placed; /* by rix_place (counted in the index already) */
     struct rix_dropped *drops;
     size_t ndrops, cap;
     bool drops_lost; /* no memory to remember a drop */
+    uint64_t *full;  /* slots whose first bucket was full, for rix_place */
+    size_t nfull, full_cap;
 };
 
 static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup, bool linked)
@@ -304,14 +322,25 @@ static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup, bool li
     f->drops[f->ndrops++] = (struct rix_dropped){slot, dup, linked};
 }
 
-/* Link slot in bucket b, or (rehash) in its key's bucket of the table. */
-static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot)
+/* Keep slot for rix_place; false when out of memory for that. */
+static bool rix_note_full(struct rix_filler *f, uint64_t slot)
+{
+    if (f->nfull == f->full_cap) {
+        size_t cap = f->full_cap ? f->full_cap * 2 : 1024;
+        uint64_t *d = realloc(f->full, cap * sizeof(*d));
+        if (!d)
+            return false;
+        f->full = d;
+        f->full_cap = cap;
+    }
+    f->full[f->nfull++] = slot;
+    return true;
+}
+
+/* What a put came to: counted, or its dropped copies noted. */
+static void rix_settled(struct rix_filler *f, enum rix_put r, uint64_t slot, uint64_t other)
 {
     struct store *s = f->x->s;
-    if (f->rehash)
-        b = index_bucket_of(&s->index, s->index.rehash(s->index.rehash_arg, slot));
-    uint64_t other = 0;
-    enum rix_put r = rix_put(s, b, slot, &other);
     if (r == RIX_LINKED) {
         f->linked++;
         return;
@@ -327,6 +356,51 @@ static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f,
     rix_note_drop(f, slot, r == RIX_DUP, false);
     if (r == RIX_NEITHER && other)
         rix_note_drop(f, other, false, true);
+}
+
+/* Link slot in bucket b, or (rehash) in its key's first bucket of the
+ * table: there while it has room, else later in either of its buckets
+ * (rix_place), as an insert would. */
+static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot)
+{
+    struct store *s = f->x->s;
+    if (f->rehash)
+        b = index_bucket_of(&s->index, s->index.rehash(s->index.rehash_arg, slot));
+    uint64_t other = 0;
+    enum rix_put r = rix_put(s, b, slot, false, &other);
+    if (r == RIX_FULL && !rix_note_full(f, slot))
+        r = rix_put(s, b, slot, true, &other); /* chained, as one choice would */
+    if (r != RIX_FULL)
+        rix_settled(f, r, slot, other);
+}
+
+/* The filled table, one thread: link slot in either bucket of its key,
+ * the emptier, moving an entry of a full pair to its other bucket before
+ * chaining (index_pair_free_slot, as an insert), unless its key is there
+ * already. Entries move now, so every slot of both chains is looked at. */
+static void rix_place(struct rix_filler *f, uint64_t slot)
+{
+    struct store *s = f->x->s;
+    struct index *ix = &s->index;
+    uint64_t h = ix->rehash(ix->rehash_arg, slot);
+    uint64_t *b0 = index_bucket_of(ix, h), *b1 = index_bucket_of(ix, index_hash2(h));
+    struct index_pair p = {{b0, b1 == b0 ? NULL : b1}};
+    uint32_t tag = slot_tag(slot);
+    uint64_t other = 0;
+    for (int c = 0; c < 2 && p.b[c]; c++)
+        for (uint64_t *cur = p.b[c]; cur; cur = index_next(ix, cur))
+            for (int i = 1; i <= INDEX_SLOTS; i++)
+                if (cur[i] && slot_tag(cur[i]) == tag && rix_same_key(s, cur[i], slot)) {
+                    rix_settled(f, rix_settle(s, &cur[i], slot, &other), slot, other);
+                    return;
+                }
+    uint64_t *e = index_pair_free_slot(ix, &p); /* counts it in ix->items */
+    if (!e) {
+        rix_settled(f, RIX_NOMEM, slot, 0);
+        return;
+    }
+    *e = slot;
+    f->placed++;
 }
 
 /* Copy a built part over the table, past the caches: the part's lines
@@ -390,17 +464,20 @@ static void *rix_fill_thread(void *arg)
     return NULL;
 }
 
-/* Take a slot left linked by RIX_NEITHER out of the filled table. */
+/* Take a slot left linked by RIX_NEITHER out of the filled table (from
+ * either bucket of its key). */
 static bool rix_unlink(struct rix *x, uint64_t slot)
 {
     struct index *ix = &x->s->index;
-    uint64_t *b = index_bucket_of(ix, ix->rehash(ix->rehash_arg, slot));
-    for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] && slot_same(cur[i], slot)) {
-                index_clear_slot(ix, b, &cur[i]);
-                return true;
-            }
+    uint64_t h = ix->rehash(ix->rehash_arg, slot);
+    uint64_t *bs[2] = {index_bucket_of(ix, h), index_bucket_of(ix, index_hash2(h))};
+    for (int c = 0; c < 2; c++)
+        for (uint64_t *cur = bs[c]; cur; cur = index_next(ix, cur))
+            for (int i = 1; i <= INDEX_SLOTS; i++)
+                if (cur[i] && slot_same(cur[i], slot)) {
+                    index_clear_slot(ix, bs[c], &cur[i]);
+                    return true;
+                }
     return false;
 }
 
@@ -435,11 +512,19 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
                                    .rehash = old != NULL,
                                    .words = x->words[i]};
     split_run(rix_fill_thread, (char *)f, sizeof(f[0]), t);
+    /* The items whose first bucket was full, now that every bucket is
+     * built: in either bucket of theirs (their drops noted in f[0]). */
+    for (uint32_t i = 0; i < t; i++) {
+        for (size_t k = 0; k < f[i].nfull; k++)
+            rix_place(&f[0], f[i].full[k]);
+        free(f[i].full);
+    }
     uint64_t linked = 0;
     bool lost = false;
     for (uint32_t i = 0; i < t; i++)
         linked += f[i].linked;
     index_count(&s->index, linked);
+    linked += f[0].placed;
     for (uint32_t i = 0; i < t; i++) {
         for (size_t k = 0; k < f[i].ndrops; k++) {
             if (f[i].drops[k].linked && rix_unlink(x, f[i].drops[k].slot))

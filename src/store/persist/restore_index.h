@@ -21,6 +21,12 @@
  * or a file whose numbers do not pack in 64 bits, spills to blocks of
  * (hash, slot) pairs beside it. So a restore touches no memory beyond the
  * table it must build anyway.
+ *
+ * A part's fill links an item in its key's first bucket only while that
+ * has room: the others wait until every part is built, and are then put
+ * in either of their buckets as an insert would (the emptier, moving an
+ * entry of a full pair before chaining), one thread, few items. So a
+ * restart leaves no more overflow than the run before it had.
  */
 #ifndef NODELAY_RESTORE_INDEX_H
 #define NODELAY_RESTORE_INDEX_H

@@ -102,6 +102,34 @@ static void on_wake(void *arg)
     (*(int *)arg)++;
 }
 
+/* How long a test waits for flash reads, in ms of the monotonic clock. The
+ * waits are bounded by time, not by turns of the loop: under load each turn
+ * may find a single completion (6,000 reads took 2,725 turns, not 2, with
+ * both CPUs busy), so a bound in turns fails a read that was only slow. */
+#define DRAIN_MS 60000
+
+static uint64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t drain_end(void)
+{
+    return ms_now() + DRAIN_MS;
+}
+
+/* One turn of the worker's loop: wait up to 10 ms for completions, run
+ * them. False once the time from drain_end() is up. */
+static bool drain_turn(struct tstore *t, uint64_t end)
+{
+    struct pollfd p = {.fd = store_flash_fd(t->c), .events = POLLIN};
+    poll(&p, 1, 10);
+    store_flash_drain(t->c);
+    return ms_now() < end;
+}
+
 /* Probe key i; on WAIT, drain until the wait set wakes (bounded). Returns
  * whether it waited. w stays attached, as a session's while it runs: the
  * lookups that follow put what it read back in RAM. */
@@ -115,13 +143,10 @@ static bool probe(struct tstore *t, struct store_flash_wait *w, int *woke, int i
     if (store_flash_probe(t->c, w, &key) == STORE_PROBE_READY)
         return false;
     assert_true(store_flash_pending(w) > 0);
-    int fd = store_flash_fd(t->c);
-    assert_true(fd >= 0);
-    for (int n = 0; n < 1000 && *woke == before; n++) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t->c);
-    }
+    assert_true(store_flash_fd(t->c) >= 0);
+    uint64_t end = drain_end();
+    while (*woke == before && drain_turn(t, end))
+        ;
     assert_int_equal(*woke, before + 1);
     assert_int_equal(store_flash_pending(w), 0);
     /* run again, as the session does: READY now */
@@ -179,13 +204,34 @@ static void fill(struct tstore *t, int n, uint64_t *cas)
 
 #define N 12000
 
+/* How most tests here start: `flash` bytes of flash, keys 0..n-1 put in
+ * (each one's CAS in cas[], when given), and a wait set, not attached yet,
+ * whose wakes count in *woke. */
+static struct store_flash_wait *open_filled(struct tstore *t, uint64_t flash,
+                                            uint32_t compact_under, int n, uint64_t *cas, int *woke)
+{
+    open_flash(t, flash, compact_under);
+    fill(t, n, cas);
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, woke);
+    assert_non_null(w);
+    return w;
+}
+
+/* And how they end: w detached and gone, then the store. */
+static void close_waited(struct tstore *t, struct store_flash_wait *w)
+{
+    store_flash_attach(t->c, NULL);
+    store_flash_wait_destroy(w);
+    tstore_close(t);
+}
+
 static void test_fill_past_ram_reads_back(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
     static uint64_t cas[N];
-    fill(&t, N, cas);
+    int woke = 0, waited = 0, misses = 0;
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, cas, &woke);
     struct store_stats st;
     store_stats(t.s, &st);
     struct flash_tier_counters c;
@@ -197,9 +243,6 @@ static void test_fill_past_ram_reads_back(void **state)
     /* Without a probe a flash item is a miss, and it stays linked. */
     assert_false(check(&t, 0, 0));
 
-    int woke = 0, waited = 0, misses = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
-    assert_non_null(w);
     store_flash_attach(t.c, w);
     for (int i = 0; i < N; i++) {
         waited += probe(&t, w, &woke, i);
@@ -211,15 +254,13 @@ static void test_fill_past_ram_reads_back(void **state)
             settle(&t); /* recaches push others out to flash: pace them too */
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(waited > N / 4);
     assert_true(misses <= N / 500);
     flash_counters(&t, &c);
     assert_true(c.get_extstore + (uint64_t)misses >= (uint64_t)waited);
     assert_int_equal(c.badcrc_from_extstore, 0);
     assert_int_equal(c.read_errors, 0);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* A key written again after its item went to flash: the write drops the
@@ -229,10 +270,8 @@ static void test_write_meanwhile_wins(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL);
     int woke = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
     /* key 1: overwritten before any read */
     assert_int_equal(tset(&t, "key:00000001", "new", STORE_MODE_SET, 9, 0, NULL), STORE_OK);
     probe(&t, w, &woke, 1);
@@ -243,11 +282,9 @@ static void test_write_meanwhile_wins(void **state)
     struct store_key k2 = store_key_of("key:00000002", 12);
     enum store_probe pr = store_flash_probe(t.c, w, &k2);
     assert_int_equal(tset(&t, "key:00000002", "newer", STORE_MODE_SET, 9, 0, NULL), STORE_OK);
-    for (int n = 0; n < 1000 && pr == STORE_PROBE_WAIT && store_flash_pending(w); n++) {
-        struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t.c);
-    }
+    uint64_t end = drain_end();
+    while (pr == STORE_PROBE_WAIT && store_flash_pending(w) && drain_turn(&t, end))
+        ;
     assert_int_equal(tget(&t, "key:00000002", got, sizeof got, NULL), STORE_OK);
     assert_string_equal(got, "newer");
     /* key 3: deleted while on flash, with no probe first (a miss): its
@@ -258,9 +295,7 @@ static void test_write_meanwhile_wins(void **state)
     assert_int_equal(store_flash_probe(t.c, w, &k3), STORE_PROBE_READY);
     assert_int_equal(tget(&t, "key:00000003", got, sizeof got, NULL), STORE_MISS);
     store_flash_wait_reset(w);
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* A flash much smaller than what leaves RAM: its oldest segments are
@@ -269,13 +304,11 @@ static void test_dropped_segments_miss(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 2 * MB, 1);
-    fill(&t, N, NULL);
+    int woke = 0, hits = 0, misses = 0;
+    struct store_flash_wait *w = open_filled(&t, 2 * MB, 1, N, NULL, &woke);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
     assert_true(c.page_evictions > 0);
-    int woke = 0, hits = 0, misses = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
     for (int i = 0; i < N; i++) {
         probe(&t, w, &woke, i);
         if (check(&t, i, 0))
@@ -284,13 +317,11 @@ static void test_dropped_segments_miss(void **state)
             misses++;
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(misses > 0);
     assert_true(hits > 0);
     flash_counters(&t, &c);
     assert_true(c.slots_dropped > 0); /* stale slots cleared as they were met */
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* The file cut to nothing under the store: reads fail, each a miss and a
@@ -299,11 +330,9 @@ static void test_read_error_is_miss(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL);
-    assert_int_equal(truncate(flash_path, 0), 0);
     int woke = 0, waited = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
+    assert_int_equal(truncate(flash_path, 0), 0);
     for (int i = 0; i < 2000; i++) {
         bool wt = probe(&t, w, &woke, i);
         bool hit = check(&t, i, 0);
@@ -312,28 +341,19 @@ static void test_read_error_is_miss(void **state)
         waited += wt;
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(waited > 0);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
     assert_true(c.read_errors >= (uint64_t)waited);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
-/* Drain the worker's queue until w has no read outstanding (bounded). */
-/* Bounded by time, not by wake-ups: on a loaded machine the reads come
- * back one or two a wake-up, and thousands of them outlast any count. */
+/* Drain the worker's queue until w has no read outstanding. */
 static void drain_all(struct tstore *t, struct store_flash_wait *w)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (now = t0; now.tv_sec - t0.tv_sec < 60 && store_flash_pending(w);
-         clock_gettime(CLOCK_MONOTONIC, &now)) {
-        struct pollfd p = {.fd = store_flash_fd(t->c), .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t->c);
-    }
+    uint64_t end = drain_end();
+    while (store_flash_pending(w) && drain_turn(t, end))
+        ;
     assert_int_equal(store_flash_pending(w), 0);
 }
 
@@ -345,12 +365,10 @@ static void test_many_keys_read_together_all_hit(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
     static uint64_t cas[N];
-    fill(&t, N, cas);
     enum { K = 6000 }; /* 6 MB of values, RAM 4 MiB */
     int woke = 0, waiting = 0, hits = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, cas, &woke);
     store_flash_attach(t.c, w);
     char k[32];
     for (int i = 0; i < K; i++) {
@@ -367,11 +385,9 @@ static void test_many_keys_read_together_all_hit(void **state)
             settle(&t); /* recaches push others out to flash: pace them */
     }
     store_flash_wait_reset(w);
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     /* a miss only where another key's flash entry took its tag's place */
     assert_true(hits >= K - K / 500);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* A write or a delete between the read's completion and the request's
@@ -380,10 +396,8 @@ static void test_write_after_read_wins(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL);
     int woke = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
     store_flash_attach(t.c, w);
     struct store_key k1 = store_key_of("key:00000001", 12);
     struct store_key k2 = store_key_of("key:00000002", 12);
@@ -400,9 +414,7 @@ static void test_write_after_read_wins(void **state)
     assert_string_equal(got, "new");
     assert_int_equal(tget(&t, "key:00000002", got, sizeof got, NULL), STORE_MISS);
     store_flash_wait_reset(w);
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 #ifdef NODELAY_DEBUG
@@ -412,11 +424,10 @@ static void test_read_back_keeps_access_time(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL); /* key 0 is on flash now */
-    clock_debug_advance(100);
     int woke = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    /* key 0 is on flash now */
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
+    clock_debug_advance(100);
     assert_true(probe(&t, w, &woke, 0));
     char k[32], got[VLEN + 16];
     key_of(0, k);
@@ -424,9 +435,7 @@ static void test_read_back_keeps_access_time(void **state)
     assert_int_equal(tget(&t, k, got, sizeof got, &it), STORE_OK);
     assert_true(clock_now() - it.last_access >= 100);
     store_flash_wait_reset(w);
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 #endif
 
@@ -465,11 +474,9 @@ static void test_large_values_take_a_second_read(void **state)
         if (i % 4 == 3)
             settle(&t);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(waited > LN / 4);
     assert_true(hits >= LN - 2);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* An index growth cannot rehash a flash slot (its key is not in RAM): it
@@ -517,10 +524,8 @@ static void test_index_growth_drops_flash_slots(void **state)
         }
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(hits > 0 && hits < BN);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* `extstore item_size` at run time: raised past every value, nothing more
@@ -583,11 +588,9 @@ static void test_write_error_is_miss(void **state)
         if (i % 64 == 63)
             settle(&t);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(hits > 0);
     assert_true(misses > N / 4);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* Most items of the flash segments overwritten: compaction rewrites the
@@ -597,8 +600,8 @@ static void test_compaction_keeps_live(void **state)
     (void)state;
     struct tstore t;
     /* 4 MiB of flash, 16 pages: compaction runs while fewer than all are free */
-    open_flash(&t, 4 * MB, 16);
-    fill(&t, 6000, NULL);
+    int woke = 0;
+    struct store_flash_wait *w = open_filled(&t, 4 * MB, 16, 6000, NULL, &woke);
     /* overwrite 9 of 10 keys with short values (those stay in RAM) */
     char k[32];
     for (int i = 0; i < 6000; i++) {
@@ -615,18 +618,14 @@ static void test_compaction_keeps_live(void **state)
     flash_counters(&t, &c);
     assert_true(freed > 0);
     assert_true(c.compact_rescues > 0);
-    int woke = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
     int hits = 0;
     for (int i = 0; i < 6000; i += 10) {
         probe(&t, w, &woke, i);
         hits += check(&t, i, 0);
         store_flash_wait_reset(w);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
     assert_true(hits >= 600 * 9 / 10);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 /* Keys 0..5999 on 4 MiB of flash, 9 of 10 then overwritten in RAM: the
@@ -775,10 +774,8 @@ static void test_session_gone_mid_read(void **state)
 {
     (void)state;
     struct tstore t;
-    open_flash(&t, 32 * MB, 1);
-    fill(&t, N, NULL);
     int woke = 0, waiting = 0;
-    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
     char k[32];
     for (int i = 0; i < 64; i++) {
         key_of(i, k);
@@ -788,11 +785,9 @@ static void test_session_gone_mid_read(void **state)
     assert_true(waiting > 0);
     store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
-    for (int n = 0; n < 1000 && t.c->flash_inflight; n++) {
-        struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t.c);
-    }
+    uint64_t end = drain_end();
+    while (t.c->flash_inflight && drain_turn(&t, end))
+        ;
     assert_int_equal(woke, 0);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
@@ -804,32 +799,46 @@ static void test_session_gone_mid_read(void **state)
         struct store_key key = store_key_of(k, strlen(k));
         store_flash_probe(t.c, w, &key);
     }
-    store_flash_attach(t.c, NULL);
-    store_flash_wait_destroy(w);
-    tstore_close(&t);
+    close_waited(&t, w);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_many_keys_read_together_all_hit, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_write_after_read_wins, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_many_keys_read_together_all_hit, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_after_read_wins, flash_file_setup,
+                                        flash_file_teardown),
 #ifdef NODELAY_DEBUG
-        cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup,
+                                        flash_file_teardown),
 #endif
-        cmocka_unit_test_setup_teardown(test_dropped_segments_miss, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_read_error_is_miss, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_compaction_keeps_live, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_compaction_after_read_judged, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_compaction_before_read_judged, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_idle_spare_buffers_released, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_session_gone_mid_read, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_write_error_is_miss, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, flash_file_setup, flash_file_teardown),
-        cmocka_unit_test_setup_teardown(test_run_time_item_size, flash_file_setup, flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_segments_miss, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_read_error_is_miss, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_keeps_live, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_after_read_judged, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_before_read_judged, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_idle_spare_buffers_released, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_session_gone_mid_read, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_write_error_is_miss, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_index_growth_drops_flash_slots, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_run_time_item_size, flash_file_setup,
+                                        flash_file_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
