@@ -371,6 +371,10 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
                                            FLASH_TAKE_EVICT, NULL)
                          : 0;
         if (ns) {
+            /* its RAM bytes are dead from here (W3): only the flash copy
+             * may come back after a restart */
+            if (pool->pm)
+                item_set_dead(p);
             *fs = ns;
             if (fs != slot)
                 index_clear_slot(pool->index, b, slot);
