@@ -293,6 +293,10 @@ enum store_probe proto_flash_probe(struct session *s, const char *key, size_t nk
         struct store_key k = store_key_of(key, nkey);
         if (store_flash_probe(s->store, f->w, &k) == STORE_PROBE_WAIT)
             p = STORE_PROBE_WAIT;
+        /* READY may keep a copy too (a writer's buffer): dropped at the
+         * request's end like a read's, or it would answer later probes */
+        if (store_flash_wait_held(f->w))
+            s->flash_held = true;
     }
     if (p == STORE_PROBE_WAIT)
         s->flash_held = true;

@@ -121,6 +121,11 @@ void store_flash_wait_reset(struct store_flash_wait *w)
     wait_drop_done(w);
 }
 
+bool store_flash_wait_held(const struct store_flash_wait *w)
+{
+    return w->list != NULL;
+}
+
 unsigned store_flash_pending(const struct store_flash_wait *w)
 {
     return w->pending;

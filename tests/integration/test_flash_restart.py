@@ -208,17 +208,10 @@ KILL9_FLASH = {
 class FlashLoader(Loader):
     """test_restart.py's client, with values mostly large enough for flash
     (ext_item_size, 512 bytes). A read of a flash item may miss once while
-    compaction moves it (the read finds its old segment going): a miss is
-    read again a few times before the key counts as gone.
-
-    No appends: with -e and a flash tier, an append refused on a flash item
-    (NOT_STORED, as memcached) is sometimes followed by gets that miss for
-    a while and then read the value again, in a running server, no restart
-    involved (about one 8-second run in five; never without -e, nor without
-    the appends). That is a fault of the running tier, left open; this test
-    is of what a restart brings back."""
-
-    appends = False
+    compaction or the idle flush moves it between the request's probe and
+    its lookup: a miss is read again a few times before the key counts as
+    gone. Its appends are refused on flash items (NOT_STORED, as
+    memcached's), and the key is then read back."""
 
     def reread(self, c, k, got, m):
         for _ in range(5):

@@ -498,8 +498,6 @@ class Loader(threading.Thread):
     and recorded. With evicts, a reply that shows the key gone is learnt
     from instead of failing."""
 
-    appends = True  # else those requests are set-and-incr ones
-
     def __init__(self, srv, tid, keys, models, max_value, rng, locks, evicts=False, cycle=0):
         super().__init__(daemon=True)
         self.evicts = evicts
@@ -574,7 +572,7 @@ class Loader(threading.Thread):
                 return
             assert r == b"STORED\r\n", r
             self.acked(m, v, "set")
-        elif op < 0.6 and self.appends:
+        elif op < 0.6:
             tail = b"+%d" % self.ops
             m.inflight = [m.acked + tail] if m.acked is not None else []
             m.note(f"run {self.cycle} op {self.ops}: append {tail!r} sent")
