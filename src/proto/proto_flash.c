@@ -293,10 +293,13 @@ enum store_probe proto_flash_probe(struct session *s, const char *key, size_t nk
         struct store_key k = store_key_of(key, nkey);
         if (store_flash_probe(s->store, f->w, &k) == STORE_PROBE_WAIT)
             p = STORE_PROBE_WAIT;
+        /* READY may keep a copy too (a writer's buffer, a RAM copy that goes
+         * back): dropped at the request's end like a read's, or it would
+         * answer later probes of the key */
+        if (store_flash_wait_held(f->w))
+            s->flash_held = true;
     }
-    /* an item served from a writer's buffer is READY at once, and still
-     * wants the reset at the request's end (a RAM copy goes back) */
-    if (p == STORE_PROBE_WAIT || (f->w && store_flash_held(f->w)))
+    if (p == STORE_PROBE_WAIT)
         s->flash_held = true;
     return p;
 }

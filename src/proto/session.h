@@ -87,8 +87,8 @@ struct session {
      * connection learns it from what the call left, not by a second call. */
     bool mid_request;
     /* Flash reads (proto_flash.h): the session's wait, NULL without a flash
-     * tier; flash_held: a request waited and the bytes read for it are
-     * kept until it is done (session_flash_done). */
+     * tier; flash_held: a request's probes kept reads (waited for or
+     * copied at once) until it is done (session_flash_done). */
     struct proto_flash *flash;
     bool flash_held;
 

@@ -17,7 +17,8 @@ X(FIX,  memory_file,             STR,  NULL,        'e', "memory-file",        N
   "file",        STR,         0,       0,              "memory_file",           STRNULL,  NULL,              \
   "keep item memory in this file (on tmpfs: /dev/shm) and\n"                                                 \
   "restore the cache from it at start, after a stop (SIGTERM,\n"                                             \
-  "SIGUSR1, SIGINT, shutdown) or a crash; -m -I -C must match", NULL)                                        \
+  "SIGUSR1, SIGINT, shutdown) or a crash; -m -I -C must match\n"                                             \
+  "(and ext_path's files and sizes, for the flash items)", NULL)                                        \
 X(NONE, client_flags_size,       NONE, 0,           0,   NULL,                 NULL,                         \
   NULL,          NOP,         0,       0,              "client_flags_size",     FOUR,     NULL,              \
   NULL, NULL)                                                                                                \

@@ -377,8 +377,12 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
                                            slot_tag(*slot), now, FLASH_TAKE_EVICT, NULL)
                          : 0;
         if (ns) {
-            /* its reads so far go with it, as memcached's header keeps
-             * the item's FETCHED and ACTIVE (store_flash.c's recache) */
+            /* its RAM bytes are dead from here (W3): only the flash copy
+             * may come back after a restart; its reads so far go with it,
+             * as memcached's header keeps the item's FETCHED and ACTIVE
+             * (store_flash.c's recache) */
+            if (pool->pm)
+                item_set_dead(p);
             *fs = ns | freq;
             if (fs != slot)
                 index_clear_slot(pool->index, b, slot);

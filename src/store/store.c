@@ -94,6 +94,9 @@ int store_create(struct store **out, const struct store_options *opt)
                                    .seg_size = s->pool.seg_size,
                                    .nsegs = s->pool.seg_limit,
                                    .cas_enabled = opt->cas_enabled};
+        uint64_t shape;
+        if (opt->flash.nfiles)
+            want.flash_len = store_flash_keep_len(&opt->flash, &shape);
         if (persist_open(&want, opt->memory_file, &s->pm) != 0) {
             free(s);
             return -1;
@@ -120,11 +123,6 @@ int store_create(struct store **out, const struct store_options *opt)
     }
     uint64_t flash_want = 0; /* items the table is sized for (a flash tier's) */
     if (opt->flash.nfiles) {
-        if (opt->memory_file) {
-            log_error("nodelay: -e (memory_file) and ext_path together are not supported yet");
-            free(s);
-            return -1;
-        }
         /* Ids from FLASH_SEG_BASE up name flash segments. */
         if (s->pool.seg_limit >= FLASH_SEG_BASE) {
             log_error("nodelay: -m too large for a flash tier");
@@ -180,6 +178,8 @@ int store_create(struct store **out, const struct store_options *opt)
             log_error("nodelay: %s", why);
             seg_pool_release(&s->pool);
             index_release(&s->index);
+            if (s->pm)
+                persist_close(s->pm, false);
             free(s);
             return -1;
         }
@@ -199,6 +199,8 @@ int store_create(struct store **out, const struct store_options *opt)
     }
     if (s->pm)
         restore_run(s);
+    if (s->pm && s->flash)
+        restore_flash(s);
     if (opt->background) {
         if (pthread_create(&s->hk.thread, NULL, store_housekeeper, s) == 0)
             s->hk.running = true;

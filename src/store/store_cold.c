@@ -52,8 +52,12 @@ static uint64_t *cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct 
     if (ns) {
         struct store_cls_of cls = classes_item(&s->classes, p, h);
         /* the flash slot is in place before the RAM one goes, both under
-         * the locks a lookup of the key takes; its reads so far go with it,
-         * as memcached's header keeps FETCHED and ACTIVE (store_flash.c) */
+         * the locks a lookup of the key takes; the RAM bytes dead first
+         * (W3), so a restart brings back only the flash copy; its reads so
+         * far go with it, as memcached's header keeps FETCHED and ACTIVE
+         * (store_flash.c) */
+        if (s->pm)
+            item_set_dead((char *)p);
         *fs = ns | slot_freq(*slot);
         if (fs != slot)
             index_clear_slot(&s->index, b, slot);

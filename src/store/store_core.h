@@ -77,6 +77,10 @@ struct store {
     struct store_ghost ghost;     /* keys evicted unread (store_ghost.h) */
     struct store_classes classes; /* memcached's size classes (store_classes.h) */
     struct flash_tier *flash;     /* the flash tier, or NULL (flash/flash_tier.h) */
+    /* -e with a flash tier: its record in the memory file, and whether it
+     * held segments to link again (persist/restore_flash.c) */
+    struct flash_keep flash_keep;
+    bool flash_kept;
 };
 
 /* memcached's item size check for -I and the key length (inline: every

@@ -25,8 +25,11 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
 
 #include "base/log.h"
+#include "store/persist/persist.h"
 #include "store/store_core.h"
 #include "store/store_lookup.h"
 #include "store/store_write.h"
@@ -143,7 +146,7 @@ void store_flash_wait_abort(struct store_flash_wait *w, struct store_ctx *ctx)
         }
 }
 
-bool store_flash_held(const struct store_flash_wait *w)
+bool store_flash_wait_held(const struct store_flash_wait *w)
 {
     return w->list != NULL;
 }
@@ -583,6 +586,37 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
 
 /* --- the tier in the store --- */
 
+/* The device's flash segments, as flash_dev_open and flash_tier_open
+ * count them; 0 when they would refuse the shape. */
+static uint32_t keep_nsegs(const struct store_flash_options *o)
+{
+    if (!o->nfiles || !o->wbuf_size || o->page_size < o->wbuf_size || o->page_size % o->wbuf_size)
+        return 0;
+    uint64_t pages = 0;
+    for (int i = 0; i < o->nfiles && i < STORE_FLASH_FILES_MAX; i++)
+        pages += o->sizes[i] / o->page_size;
+    uint64_t segs = pages * (o->page_size / o->wbuf_size);
+    return segs > FLASH_SEG_BASE ? 0 : (uint32_t)segs;
+}
+
+size_t store_flash_keep_len(const struct store_flash_options *o, uint64_t *shape)
+{
+    uint32_t nsegs = keep_nsegs(o);
+    *shape = 0;
+    if (!nsegs)
+        return 0;
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, &o->page_size, sizeof o->page_size);
+    XXH3_64bits_update(&st, &o->wbuf_size, sizeof o->wbuf_size);
+    for (int i = 0; i < o->nfiles && i < STORE_FLASH_FILES_MAX; i++) {
+        XXH3_64bits_update(&st, o->paths[i], strlen(o->paths[i]) + 1);
+        XXH3_64bits_update(&st, &o->sizes[i], sizeof o->sizes[i]);
+    }
+    *shape = XXH3_64bits_digest(&st);
+    return flash_keep_len(nsegs, o->wbuf_size);
+}
+
 int store_flash_open(struct store *s, char *why, size_t n)
 {
     const struct store_flash_options *o = &s->opt.flash;
@@ -605,6 +639,22 @@ int store_flash_open(struct store *s, char *why, size_t n)
         fo.dev.files[i] = (struct flash_dev_file_opt){.path = o->paths[i], .size = o->sizes[i]};
     fo.dev.page_size = o->page_size;
     fo.dev.threads = o->threads > 0 ? o->threads : 1;
+    if (s->pm && s->pm->flash_mem) {
+        /* -e: the record of which flash items are live, in the file */
+        uint64_t shape;
+        size_t len = store_flash_keep_len(o, &shape);
+        const char *no = NULL;
+        enum fk_attach at =
+            flash_keep_attach(&s->flash_keep, s->pm->flash_mem, s->pm->flash_len, keep_nsegs(o),
+                              o->wbuf_size, shape, s->pm->start == PM_START_CLEAN, &no);
+        if (at == FK_DISCARDED)
+            log_error("-e %s: %s; discarding the flash tier's items", s->opt.memory_file, no);
+        /* the file is sized for it (persist_open): a record of another
+         * length is never written */
+        s->flash_kept = at == FK_KEPT && len == s->pm->flash_len;
+        if (len == s->pm->flash_len)
+            fo.keep = &s->flash_keep;
+    }
     struct flash_tier *ft = calloc(1, sizeof *ft);
     if (!ft) {
         snprintf(why, n, "flash tier: out of memory");
@@ -624,6 +674,8 @@ void store_flash_close(struct store *s)
 {
     if (!s->flash)
         return;
+    /* only the store's own stop comes here: with -e a graceful one */
+    flash_tier_stop(s->flash, true);
     flash_tier_close(s->flash);
     free(s->flash);
     s->flash = NULL;

@@ -39,15 +39,20 @@ struct store_flash_wait;
 struct store_flash_wait *store_flash_wait_create(void (*wake)(void *arg), void *arg);
 /* The session is going: outstanding reads complete into nothing. */
 void store_flash_wait_destroy(struct store_flash_wait *w);
-/* The request that waited is done: drop the bytes read for it. */
+/* The request is done: drop the bytes read for it. Owed by every request
+ * after whose probes store_flash_wait_held is true, not only one that
+ * waited: a probe answers READY at once for an item copied from a writer's
+ * buffer (or a read that failed), and what it keeps would answer the key's
+ * next probes without a read, long after the key moved (a miss, or an
+ * item judged live before a flush_all). */
 void store_flash_wait_reset(struct store_flash_wait *w);
 /* The request is refused after its lookups were given flash items (a get
  * line with a key too long further on): they count as reads aborted
  * (get_aborted_extstore), as memcached drops the reads it had started for
  * the line. */
 void store_flash_wait_abort(struct store_flash_wait *w, struct store_ctx *ctx);
-/* Whether it holds reads (done or not) a request's end must look at. */
-bool store_flash_held(const struct store_flash_wait *w);
+/* The set holds reads (done or not) that a reset must drop. */
+bool store_flash_wait_held(const struct store_flash_wait *w);
 /* Reads submitted and not yet completed. */
 unsigned store_flash_pending(const struct store_flash_wait *w);
 

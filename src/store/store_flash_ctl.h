@@ -12,8 +12,14 @@
 
 struct store;
 struct store_ctx;
+struct store_flash_options;
 
-/* With s->opt.flash naming files: open the tier. 0, or -errno with *why. */
+/* The bytes the -e file keeps for the flash tier that o describes (0: no
+ * tier, or one that cannot open), and the hash of its shape (files, sizes,
+ * page and segment size). */
+size_t store_flash_keep_len(const struct store_flash_options *o, uint64_t *shape);
+/* With s->opt.flash naming files: open the tier (with -e, attached to its
+ * record in the file). 0, or -errno with *why. */
 int store_flash_open(struct store *s, char *why, size_t n);
 void store_flash_close(struct store *s);
 /* The ctx's completion queue (none without a tier). 0 or -1. */

@@ -115,6 +115,15 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     uint64_t seed[3] = {(uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec, (uint64_t)getpid()};
     ft->instance = XXH3_64bits(seed, sizeof seed) | 1;
     ft->seq_next = 1;
+    if (opt->keep) {
+        /* the keep's ids continue: its segments' items keep their sums */
+        struct fk_hdr *kh = opt->keep->hdr;
+        if (kh->instance)
+            ft->instance = kh->instance;
+        else
+            __atomic_store_n(&kh->instance, ft->instance, __ATOMIC_RELEASE);
+        ft->seq_next = kh->seq_next ? kh->seq_next : 1;
+    }
     uint32_t pages = ft->dev.npages;
     /* memcached's defaults: a hundredth of the pages, at least one */
     if (!ft->opt.compact_under)
@@ -206,6 +215,8 @@ static void rec_put_buf(struct flash_tier *ft, struct flash_rec *r)
 /* A record's segment goes: its slots read as misses from now on. */
 static void rec_free(struct flash_tier *ft, struct flash_rec *r)
 {
+    if (ft->opt.keep)
+        flash_keep_free(ft->opt.keep, (uint32_t)(r - ft->recs));
     if (ft->vmap[r->vid] == (uint32_t)(r - ft->recs) + 1)
         ft->vmap[r->vid] = 0;
     if (r->buf)
@@ -289,8 +300,18 @@ static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
     struct flash_rec *r = &ft->recs[n];
     uint64_t seq = ft->seq_next++;
     uint32_t vid = (uint32_t)(seq % ft->nvids);
-    if (ft->vmap[vid]) /* the id came round: its old holder's slots go stale */
+    if (ft->vmap[vid]) {
+        /* the id came round: its old holder's slots go stale, and so it
+         * goes (a restart must not link it again) */
+        struct flash_rec *old = &ft->recs[ft->vmap[vid] - 1];
         ft->vmap[vid] = 0;
+        if (old->state == FSEG_DISK) {
+            CNT(ft, objects_evicted, old->live_items);
+            rec_free(ft, old);
+        }
+    }
+    if (ft->opt.keep)
+        flash_keep_open(ft->opt.keep, n, seq, cas_base, (uint32_t)wi);
     *r = (struct flash_rec){.vid = vid,
                             .seq = seq,
                             .cas_base = cas_base,
@@ -333,6 +354,14 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
                            rel_time_t tbase, uint64_t cas, uint32_t tag, uint32_t nvalue,
                            bool *full)
 {
+    /* a kept tier has one liveness bit per FLASH_KEEP_UNIT bytes: a
+     * smaller item stays off flash */
+    if (ft->opt.keep) {
+        struct item_hdr h;
+        item_decode(p, &h);
+        if (item_total(&h) < FLASH_KEEP_UNIT)
+            return 0;
+    }
     for (int tries = 0; tries < 2; tries++) {
         if (ft->w_seg[wi] < 0 && !writer_open(ft, wi, cas)) {
             *full = true;
@@ -349,6 +378,9 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
             CNT(ft, objects_written, 1);
             CNT(ft, bytes_written, len);
             CNT(ft, value_bytes_moved, nvalue);
+            /* reachable once the caller puts the slot in: set first */
+            if (ft->opt.keep)
+                flash_keep_set(ft->opt.keep, (uint32_t)ft->w_seg[wi], off);
             return slot_make(tag, FLASH_SEG_BASE + r->vid, off);
         }
         if (rc != FLASH_E_FULL || ft->w[wi].hdr.nitems == 0)
@@ -413,6 +445,9 @@ void flash_tier_forget(struct flash_tier *ft, uint64_t slot)
 {
     pthread_mutex_lock(&ft->lock);
     struct flash_rec *r = rec_of(ft, slot);
+    /* dead before gone: the caller acknowledges the drop after this */
+    if (r && ft->opt.keep)
+        flash_keep_clear(ft->opt.keep, (uint32_t)(r - ft->recs), slot_off(slot));
     if (r && r->live_items)
         r->live_items--;
     else
@@ -562,6 +597,10 @@ static void write_queued(struct flash_tier *ft)
         int rc = flash_dev_write(&ft->dev, page, off, buf, len);
         pthread_mutex_lock(&ft->lock);
         if (rc == 0) {
+            /* on the device (a kill -9 leaves the page cache's copy to
+             * the kernel): only now may a restart read it */
+            if (ft->opt.keep)
+                flash_keep_disk(ft->opt.keep, n, r->nbytes, r->nitems, r->max_exptime);
             r->state = FSEG_DISK;
             rec_put_buf(ft, r);
         } else {
@@ -833,4 +872,77 @@ void flash_tier_gauges(struct flash_tier *ft, struct flash_tier_gauges *g)
     g->pages_free = ft->dev.npages - g->pages_used;
     g->limit_maxbytes = (uint64_t)ft->dev.npages * ft->dev.page_size;
     pthread_mutex_unlock(&ft->lock);
+}
+
+/* --- restarts (-e) --- */
+
+void flash_tier_stop(struct flash_tier *ft, bool clean)
+{
+    if (!ft->opt.keep || !ft->recs)
+        return;
+    /* what the writers hold goes to the device, for the next start */
+    pthread_mutex_lock(&ft->compact_lock);
+    pthread_mutex_lock(&ft->lock);
+    for (int wi = 0; wi < FLASH_WRITERS; wi++) {
+        int32_t n = ft->w_seg[wi];
+        if (n < 0)
+            continue;
+        if (ft->w[wi].hdr.nitems) {
+            writer_seal(ft, wi);
+        } else {
+            ft->w_seg[wi] = -1;
+            rec_free(ft, &ft->recs[n]);
+        }
+    }
+    write_queued(ft);
+    pthread_mutex_unlock(&ft->lock);
+    pthread_mutex_unlock(&ft->compact_lock);
+    if (clean)
+        flash_keep_close_clean(ft->opt.keep);
+}
+
+void flash_tier_restore_begin(struct flash_tier *ft)
+{
+    pthread_mutex_lock(&ft->compact_lock);
+}
+
+void flash_tier_restore_end(struct flash_tier *ft)
+{
+    pthread_mutex_unlock(&ft->compact_lock);
+}
+
+bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e, uint32_t nitems)
+{
+    if (n >= ft->nsegs)
+        return false;
+    pthread_mutex_lock(&ft->lock);
+    struct flash_rec *r = &ft->recs[n];
+    uint32_t vid = (uint32_t)(e->seq % ft->nvids);
+    bool ok = r->state == FSEG_FREE && !ft->vmap[vid];
+    if (ok) {
+        *r = (struct flash_rec){.vid = vid,
+                                .seq = e->seq,
+                                .cas_base = e->cas_base,
+                                .max_exptime = e->max_exptime,
+                                .nitems = nitems,
+                                .nbytes = e->nbytes,
+                                .state = FSEG_DISK,
+                                .bucket = (uint8_t)e->bucket};
+        ft->vmap[vid] = n + 1;
+        ft->nfree--;
+        if (e->seq >= ft->seq_next)
+            ft->seq_next = e->seq + 1;
+    }
+    pthread_mutex_unlock(&ft->lock);
+    return ok;
+}
+
+uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag, uint32_t off)
+{
+    pthread_mutex_lock(&ft->lock);
+    struct flash_rec *r = &ft->recs[n];
+    r->live_items++;
+    uint64_t sl = slot_make(tag, FLASH_SEG_BASE + r->vid, off);
+    pthread_mutex_unlock(&ft->lock);
+    return sl;
 }

@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/flash_tuning.h"
 #include "store/flash/flash_dev.h"
+#include "store/flash/flash_keep.h"
 #include "store/flash/flash_layout.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
@@ -39,6 +40,9 @@ struct flash_tier_options {
     double max_frag;                /* ext_max_frag */
     bool drop_unread;               /* ext_drop_unread */
     struct flash_tuning_src tuning; /* the run-time values of the above, if read */
+    /* -e: the tier's record in the memory file (flash_keep.h), attached
+     * already, or NULL. Its instance id and sequence continue. */
+    struct flash_keep *keep;
 };
 
 enum flash_seg_state {
@@ -157,8 +161,20 @@ static inline uint32_t flash_slot_vid(uint64_t slot)
 /* Opens the device and starts the writer thread. 0, or -errno with *why. */
 int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt, struct index *ix,
                     const struct store_life *life, char *why, size_t n);
-/* Writes out what is queued, stops the thread, closes the device. */
+/* Writes out what is queued, stops the thread, closes the device. With a
+ * keep, the writers' buffers are written out first (a graceful stop keeps
+ * them) and the keep is closed clean when `clean`. */
 void flash_tier_close(struct flash_tier *ft);
+void flash_tier_stop(struct flash_tier *ft, bool clean);
+
+/* A restart (persist/restore_flash.c): between begin and end no
+ * compaction runs. adopt takes segment n as its keep entry e says, with
+ * nitems items (false: its id is taken by a newer one); adopt_item counts
+ * one item of it linked and returns the slot naming it. */
+void flash_tier_restore_begin(struct flash_tier *ft);
+void flash_tier_restore_end(struct flash_tier *ft);
+bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e, uint32_t nitems);
+uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag, uint32_t off);
 
 /* Why an item is offered to flash (flash_tier_take). */
 enum flash_take_why {

@@ -135,7 +135,7 @@ static const char *pm_check(const struct pm_settings *s, const struct pm_hdr *h,
                  (unsigned long long)s->item_size_max, s->cas_enabled ? "" : " -C");
         return buf;
     }
-    if ((size_t)size != want_len) {
+    if ((size_t)size < want_len) {
         snprintf(buf, len, "it is %lld bytes, not the %zu its header needs (truncated?)",
                  (long long)size, want_len);
         return buf;
@@ -229,7 +229,8 @@ int persist_open(const struct pm_settings *s, const char *path, struct persist *
     }
     uint32_t nsegs = s->nsegs;
     size_t data_off = pm_data_off(nsegs);
-    size_t len = data_off + (size_t)nsegs * s->seg_size;
+    size_t base = data_off + (size_t)nsegs * s->seg_size;
+    size_t len = base + s->flash_len;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         log_error("-e %s: cannot open the memory file: %s", path, strerror(errno));
@@ -287,7 +288,7 @@ int persist_open(const struct pm_settings *s, const char *path, struct persist *
     else if (got < (ssize_t)sizeof(h))
         why = "it is too short to hold a header";
     else
-        why = pm_check(s, &u.h, st.st_size, len, buf, sizeof(buf), &pm->resume);
+        why = pm_check(s, &u.h, st.st_size, base, buf, sizeof(buf), &pm->resume);
     if (!why && st.st_size > 0)
         pm->start = h.state == PM_CLEAN     ? PM_START_CLEAN
                     : h.state == PM_RUNNING ? PM_START_CRASH
@@ -300,6 +301,9 @@ int persist_open(const struct pm_settings *s, const char *path, struct persist *
     /* A fresh file is zeros: truncating first drops every old page. */
     void *map = MAP_FAILED;
     if (fresh && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)len) < 0))
+        log_error("-e %s: cannot size the memory file to %zu bytes: %s", path, len,
+                  strerror(errno));
+    else if (!fresh && (size_t)st.st_size != len && ftruncate(fd, (off_t)len) < 0)
         log_error("-e %s: cannot size the memory file to %zu bytes: %s", path, len,
                   strerror(errno));
     else if ((map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
@@ -318,6 +322,8 @@ int persist_open(const struct pm_settings *s, const char *path, struct persist *
     pm->segs = (struct pm_seg *)(pm->map + 4096);
     pm->journal = (struct pm_journal *)(pm->segs + nsegs);
     pm->data = pm->map + data_off;
+    pm->flash_mem = s->flash_len ? pm->map + base : NULL;
+    pm->flash_len = s->flash_len;
     if (fresh)
         pm_layout(s, pm);
     *out = pm;

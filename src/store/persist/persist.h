@@ -6,6 +6,7 @@
  * hooks the store calls. Shared by the store's files only.
  *
  * File: [header page][segment table][journal][pad][segment data ...]
+ *       [the flash tier's record, with ext_path (flash/flash_keep.h)]
  */
 #ifndef NODELAY_PERSIST_H
 #define NODELAY_PERSIST_H
@@ -151,6 +152,10 @@ struct pm_settings {
     size_t seg_size;
     uint32_t nsegs;
     bool cas_enabled;
+    /* bytes after the segment data for the flash tier's record (0: none);
+     * not checked here (the record checks itself): a file of another
+     * length is cut or zero-extended to it */
+    size_t flash_len;
 };
 
 struct persist {
@@ -162,6 +167,8 @@ struct persist {
     struct pm_seg *segs;
     struct pm_journal *journal;
     char *data;
+    char *flash_mem;         /* the flash tier's record (flash_len bytes), or NULL */
+    size_t flash_len;
     uint32_t nsegs;
     size_t seg_size;
     /* What a heartbeat and a clean stop record, read from the parts below

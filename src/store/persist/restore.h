@@ -10,5 +10,8 @@ struct store;
 /* Rebuild the index and the segment lists from the file; called once the
  * index and the segment table exist. */
 void restore_run(struct store *s);
+/* With a flash tier kept in the file (restore_flash.c): link its live
+ * items again, after restore_run. */
+void restore_flash(struct store *s);
 
 #endif
