@@ -113,7 +113,7 @@ static void restore_seg(struct store *s, uint32_t n, const struct fk_seg *e, cha
     while ((r = flash_iter_next(&it, &fi)) == 1) {
         if (!flash_keep_bit(bits, k->words, fi.off))
             continue;
-        if (life_of_item(&s->life, fi.p, &fi.h, hdr.cas_base, now) != ITEM_LIVE)
+        if (life_of_item(&s->life, fi.p, &fi.h, hdr.cas_base, 0, now) != ITEM_LIVE)
             c->expired++;
         else if (link_one(s, n, &fi))
             c->linked++;
