@@ -144,8 +144,15 @@ int store_create(struct store **out, const struct store_options *opt)
         uint64_t most = (uint64_t)INDEX_GROW_LOAD << 24;
         if (flash_want > most)
             flash_want = most;
-        /* the power of two at or below it: index_presize adds the rest */
-        level = index_level_for(level, flash_want / 2);
+        /* the power of two at or below it: index_presize adds the rest.
+         * Under -e the restore files items by the table's hash bits, split
+         * pointer at 0 (restore_index.c): the power of two above, whole. */
+        if (opt->memory_file) {
+            level = index_level_for(level, flash_want);
+            flash_want = 0;
+        } else {
+            level = index_level_for(level, flash_want / 2);
+        }
     }
     if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)

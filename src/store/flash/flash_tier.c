@@ -571,8 +571,13 @@ bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq)
     pthread_mutex_lock(&ft->lock);
     struct flash_rec *r = rec_of(ft, slot);
     bool ok = r && r->seq == seq && r->state != FSEG_FREE;
-    if (ok)
+    if (ok) {
         r->live_items++;
+        /* live again before reachable again: the lent copy's take-over
+         * cleared its bit (flash_tier_forget), and a restart must find it */
+        if (ft->opt.keep)
+            flash_keep_set(ft->opt.keep, (uint32_t)(r - ft->recs), slot_off(slot));
+    }
     pthread_mutex_unlock(&ft->lock);
     return ok;
 }
