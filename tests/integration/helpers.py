@@ -555,3 +555,14 @@ def send_paced(conn, requests, every):
     for i in range(0, len(requests), every):
         conn.send(b"".join(requests[i:i + every]) + b"mn\r\n")
         assert conn.read_until(b"MN\r\n") == b"MN\r\n"
+
+
+def get_value(c, key):
+    """One key's value by a text get, or None on a miss."""
+    line = c.call(b"get " + key)
+    if line == b"END\r\n":
+        return None
+    n = int(line.split()[3])
+    v = c.read_exact(n + 2)[:-2]
+    assert c.readline() == b"END\r\n"
+    return v

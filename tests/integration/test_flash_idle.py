@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import Server, stats
+from helpers import Server, get_value as get, stats
 
 IDLE = 300      # values of 1000 bytes: idle, they go
 VIDLE = 1000
@@ -40,16 +40,6 @@ def ram_items_by_class(c):
         if len(parts) == 3 and parts[2] == "number":
             out[int(parts[1])] = int(v)
     return out
-
-
-def get(c, key):
-    line = c.call(b"get " + key)
-    if line == b"END\r\n":
-        return None
-    n = int(line.split()[3])
-    v = c.read_exact(n + 2)[:-2]
-    assert c.readline() == b"END\r\n"
-    return v
 
 
 def test_idle_items_go_to_flash_while_ram_is_free(server_bin, tmp_path_factory):

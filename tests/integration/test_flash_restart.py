@@ -18,8 +18,8 @@ import pytest
 
 import helpers
 from helpers import stats
-from test_restart import (ABSENT, Loader, KeyModel, check_restored, kill9,  # noqa: F401
-                          mem_file, report_bad)
+from test_restart import (ABSENT, Loader, KeyModel, check_restored, key_models,  # noqa: F401
+                          kill9, mem_file, report_bad)
 import memfile
 
 pytestmark = pytest.mark.skipif(
@@ -245,13 +245,7 @@ def test_kill9_under_load_with_flash(start_server, mem_file, tmp_path, mode):
           f"ext_path={tmp_path}/flash:{flash_mb}m,ext_wbuf_size=2,ext_page_size=2,"
           "ext_item_age=0")
     nthreads = 4
-    models = {}
-    keysets = []
-    for t in range(nthreads):
-        ks = [f"t{t}:k{i}" for i in range(400)]
-        keysets.append(ks)
-        for k in ks:
-            models[k] = KeyModel()
+    models, keysets = key_models(nthreads)
     counts = dict(restarts=0, items_checked=0, acked_lost=0, stale_resurrected=0,
                   corrupt_served=0, ops=0, flushes=0, refused=0, clients_lost=0,
                   flash_linked=0)

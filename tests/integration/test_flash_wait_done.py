@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from helpers import Server, stats
+from helpers import Server, get_value as get, stats
 
 VLEN = 2000
 KEYS = 20
@@ -37,16 +37,6 @@ def srv(server_bin, tmp_path):
         pytest.skip("this build has no flash tier")
     yield s
     s.stop()
-
-
-def get(c, key):
-    line = c.call(b"get " + key)
-    if line == b"END\r\n":
-        return None
-    n = int(line.split()[3])
-    v = c.read_exact(n + 2)[:-2]
-    assert c.readline() == b"END\r\n"
-    return v
 
 
 def written(c):

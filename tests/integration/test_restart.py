@@ -40,6 +40,12 @@ def mem_file(tmp_path):
             pass
 
 
+def key_models(nthreads, per=400):
+    """A model of every key, and each loader thread's own keys."""
+    keysets = [[f"t{t}:k{i}" for i in range(per)] for t in range(nthreads)]
+    return {k: KeyModel() for ks in keysets for k in ks}, keysets
+
+
 def kill9(srv):
     srv.proc.kill()
     srv.proc.wait()
@@ -726,13 +732,7 @@ def test_kill9_under_load_loses_and_resurrects_nothing(start_server, mem_file, m
     rng = random.Random(int(os.environ.get("NODELAY_RESTART_SEED", "14")))
     flags = ("-m", mem, "-I", "1m", "-t", "2", *extra, "-e", mem_file)
     nthreads = 4
-    models = {}
-    keysets = []
-    for t in range(nthreads):
-        ks = [f"t{t}:k{i}" for i in range(400)]
-        keysets.append(ks)
-        for k in ks:
-            models[k] = KeyModel()
+    models, keysets = key_models(nthreads)
     counts = dict(restarts=0, items_checked=0, acked_lost=0, stale_resurrected=0,
                   corrupt_served=0, ops=0, flushes=0, evictions=0, refused=0, clients_lost=0)
     deadline = time.monotonic() + seconds
