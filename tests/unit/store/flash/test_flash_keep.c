@@ -35,14 +35,21 @@ static enum fk_attach attach(struct flash_keep *k, char *m, size_t len, bool cle
     return a;
 }
 
+/* A record laid out afresh in a new range, of instance inst. */
+static char *fresh(struct flash_keep *k, size_t *len, uint64_t inst)
+{
+    char *m = range(len);
+    assert_int_equal(attach(k, m, *len, false), FK_NEW);
+    k->hdr->instance = inst;
+    return m;
+}
+
 static void test_segment_life(void **state)
 {
     (void)state;
     size_t len;
-    char *m = range(&len);
     struct flash_keep k;
-    assert_int_equal(attach(&k, m, len, false), FK_NEW);
-    k.hdr->instance = 77;
+    char *m = fresh(&k, &len, 77);
     struct fk_seg e;
     for (uint32_t n = 0; n < NSEGS; n++)
         assert_false(flash_keep_get(&k, n, &e));
@@ -98,10 +105,8 @@ static void test_graceful_stop_checksum(void **state)
 {
     (void)state;
     size_t len;
-    char *m = range(&len);
     struct flash_keep k;
-    assert_int_equal(attach(&k, m, len, false), FK_NEW);
-    k.hdr->instance = 77;
+    char *m = fresh(&k, &len, 77);
     flash_keep_open(&k, 0, 1, 1, 0);
     flash_keep_set(&k, 0, 4096);
     flash_keep_disk(&k, 0, 8192, 1, 0);
@@ -144,11 +149,9 @@ static void test_other_shape_or_damage(void **state)
 {
     (void)state;
     size_t len;
-    char *m = range(&len);
     struct flash_keep k;
     const char *why;
-    assert_int_equal(attach(&k, m, len, false), FK_NEW);
-    k.hdr->instance = 5;
+    char *m = fresh(&k, &len, 5);
     flash_keep_open(&k, 1, 1, 1, 0);
     flash_keep_disk(&k, 1, 4096, 0, 0);
     char *copy = malloc(len);
