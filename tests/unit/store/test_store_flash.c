@@ -181,13 +181,14 @@ static void flash_counters(struct tstore *t, struct flash_tier_counters *c)
 /* Let the writer thread put every full buffer on the device. */
 static void settle(struct tstore *t)
 {
-    for (int n = 0; n < 500; n++) {
-        struct flash_tier_gauges g;
-        flash_tier_gauges(t->s->flash, &g);
-        if (!g.io_queue)
-            return;
+    /* bounded by time, as drain_turn: on a loaded machine 500 sleeps of
+     * 10 ms may end before the writer does, and the next sets then find no
+     * free buffer (skipped_full) */
+    uint64_t end = drain_end();
+    struct flash_tier_gauges g;
+    for (flash_tier_gauges(t->s->flash, &g); g.io_queue && ms_now() < end;
+         flash_tier_gauges(t->s->flash, &g))
         usleep(10000);
-    }
 }
 
 /* Keys 0..n-1, paced to the writer thread: a buffer free when eviction
