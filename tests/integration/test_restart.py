@@ -532,7 +532,7 @@ class Loader(threading.Thread):
         try:
             while not self.stop:
                 # each client holds its lock for a request; flush_all takes them all
-                if not self.locks[self.tid].acquire(timeout=10):
+                if not self.take(self.locks[self.tid]):
                     return
                 try:
                     self.one(c)
@@ -546,6 +546,15 @@ class Loader(threading.Thread):
                 self.lost = f"client {self.tid} lost its connection at op {self.ops}: {e!r}"
         except Exception as e:  # noqa: BLE001 - reported by the test
             self.error = e
+
+    def take(self, lock):
+        """Take this client's lock for a request; False when the run stops
+        first, or after 10 s (a flush_all cut off keeps it: see one)."""
+        deadline = time.monotonic() + 10
+        while not lock.acquire(timeout=0.05):
+            if self.stop or time.monotonic() > deadline:
+                return False
+        return True
 
     def reread(self, c, k, got, m):
         """What a read that missed means: here, that the key is gone (a
@@ -630,6 +639,7 @@ class Loader(threading.Thread):
         else:
             # flush_all with every other client parked between requests
             held = []
+            cut = False
             try:
                 for lk in self.locks[1:]:
                     if not lk.acquire(timeout=10):
@@ -641,13 +651,24 @@ class Loader(threading.Thread):
                 before = [(mm, mm.inflight) for mm in self.models.values()]
                 for mm, fl in before:
                     mm.inflight = fl + [ABSENT]
+                cut = True
                 assert c.call("flush_all") == b"OK\r\n"
+                cut = False
                 for mm, fl in before:
                     mm.acked, mm.inflight = ABSENT, fl
                     mm.note(f"run {self.cycle}: flush_all by client {self.tid} -> ABSENT")
                 self.flushes += 1
             finally:
-                for lk in held:
+                # Cut off (the kill, or a lost connection), the flush may
+                # have run: ABSENT stays in flight for every key only while
+                # no other request of it is sent, so the other clients stay
+                # parked until the run stops. Released, the next one's
+                # request would replace it, and a key the flush emptied
+                # would count as lost.
+                for mm, fl in before if cut else []:
+                    mm.note(f"run {self.cycle}: flush_all by client {self.tid} cut off "
+                            "(may have run)")
+                for lk in held if not cut else []:
                     lk.release()
 
 
@@ -788,6 +809,75 @@ def test_kill9_under_load_loses_and_resurrects_nothing(start_server, mem_file, m
     assert counts["stale_resurrected"] == 0, why
     assert counts["corrupt_served"] == 0, why
     assert counts["restarts"] >= 3
+
+
+class Scripted:
+    """A loader's dice, scripted: random() gives the next of ops (then the
+    last again), every other draw is a seeded Random's."""
+
+    def __init__(self, ops):
+        self.ops, self.rng = list(ops), random.Random(5)
+
+    def random(self):
+        return self.ops.pop(0) if len(self.ops) > 1 else self.ops[0]
+
+    def __getattr__(self, name):
+        return getattr(self.rng, name)
+
+
+class ReplyLostToKill:
+    """Client 0's connection: its flush_all reaches the server and runs
+    there, then the kill takes the server before the OK is read."""
+
+    def __init__(self, c, srv, loaders):
+        self.c, self.srv, self.loaders = c, srv, loaders
+
+    def call(self, line):
+        assert line == "flush_all" and self.c.call(line) == b"OK\r\n"
+        for ld in self.loaders:
+            ld.killing = True
+        kill9(self.srv)
+        raise ConnectionResetError("the kill, before the reply was read")
+
+
+def test_flush_all_cut_by_the_kill_may_have_flushed_every_key(start_server, mem_file):
+    """The kill -9 loop's model (Loader): a flush_all that the server ran
+    but whose OK the kill took may have emptied every key. Client 1 appends
+    to its key; client 0's flush_all runs between two of its requests, and
+    the kill lands before the OK is read. The restart serves the key
+    flushed, rightly. Client 1, parked for the flush, must send nothing
+    more: its next request's outcomes would replace the ABSENT the flush
+    left in flight, and the key would count as an acknowledged write lost."""
+    flags = ("-m", "16", "-e", mem_file)
+    srv = start_server(*flags)
+    models, keysets = key_models(2, per=1)
+    locks = [threading.Lock() for _ in range(2)]
+    # client 1: a set, then appends until the run stops; client 0: flush_all
+    loaders = [Loader(srv, 0, keysets[0], models, 100, Scripted([0.999]), locks),
+               Loader(srv, 1, keysets[1], models, 100, Scripted([0.1, 0.5]), locks)]
+    loaders[1].start()
+    deadline = time.monotonic() + 10
+    while loaders[1].ops < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert loaders[1].ops >= 3 and loaders[1].error is None
+    real = srv.connect
+    srv.connect = lambda timeout=10: ReplyLostToKill(real(timeout=timeout), srv, loaders)
+    loaders[0].start()
+    loaders[0].join(timeout=20)
+    for ld in loaders:
+        ld.stop = True
+    for ld in loaders:
+        ld.join(timeout=20)
+        assert ld.error is None, ld.error
+    m = models[keysets[1][0]]
+    assert m.acked is not ABSENT and m.inflight == [ABSENT], m.events
+    srv = start_server(*flags)
+    counts = collections.Counter()
+    bad = []
+    check_restored(srv, models, counts, 1, bad)
+    assert counts["items_checked"] == 2
+    assert bad == [], report_bad(bad, mem_file, [])
+    assert m.acked is ABSENT  # the flush ran
 
 
 def test_a_second_server_on_the_file_is_refused(start_server, server_bin, mem_file, tmp_path):
