@@ -325,6 +325,19 @@ static void lirs_prune(struct sim *s)
             s->st[id] = 0;
     }
 }
+/* to the top of S */
+static void lirs_top(struct sim *s, uint32_t id)
+{
+    if (s->l.in[id])
+        list_remove(&s->l, &s->q[0], id);
+    list_push(&s->l, &s->q[0], id);
+}
+static void lirs_make_lir(struct sim *s, uint32_t id)
+{
+    lirs_top(s, id);
+    s->st[id] = 1;
+    s->nlir++;
+}
 static void lirs_demote(struct sim *s)
 {
     uint32_t b = list_pop(&s->l, &s->q[0]);
@@ -336,23 +349,18 @@ static void lirs_demote(struct sim *s)
 bool lirs_get(struct sim *s, uint32_t id)
 {
     if (s->st[id] == 1) {
-        list_remove(&s->l, &s->q[0], id);
-        list_push(&s->l, &s->q[0], id);
+        lirs_top(s, id);
         lirs_prune(s);
         return true;
     }
     if (s->st[id] != 2)
         return false;
-    if (s->l.in[id]) {
-        list_remove(&s->l, &s->q[0], id);
-        list_push(&s->l, &s->q[0], id);
-        list_remove(&s->lq, &s->q[1], id);
-        s->st[id] = 1;
-        s->nlir++;
+    list_remove(&s->lq, &s->q[1], id);
+    if (s->l.in[id]) { /* reused within S's reach: LIR, and S's oldest LIR not */
+        lirs_make_lir(s, id);
         lirs_demote(s);
     } else {
-        list_push(&s->l, &s->q[0], id);
-        list_remove(&s->lq, &s->q[1], id);
+        lirs_top(s, id);
         list_push(&s->lq, &s->q[1], id);
     }
     return true;
@@ -372,16 +380,9 @@ void lirs_set(struct sim *s, uint32_t id)
     }
     s->nres++;
     if (s->nlir < s->llir) {
-        if (s->l.in[id])
-            list_remove(&s->l, &s->q[0], id);
-        list_push(&s->l, &s->q[0], id);
-        s->st[id] = 1;
-        s->nlir++;
+        lirs_make_lir(s, id);
     } else if (s->l.in[id]) {
-        list_remove(&s->l, &s->q[0], id);
-        list_push(&s->l, &s->q[0], id);
-        s->st[id] = 1;
-        s->nlir++;
+        lirs_make_lir(s, id);
         lirs_demote(s);
     } else {
         list_push(&s->l, &s->q[0], id);
