@@ -9,7 +9,7 @@
  * popularity moves P-1 times: each phase ranks the keys from an origin a
  * third of the key space further on).
  *
- * Policies:
+ * Policies (the item ones in policies.c):
  *   lru        one LRU list (memcached's segmented LRU behaves close to it here)
  *   s3fifo-seg S3-FIFO on whole segments as src/store/seg.c does it, small
  *              fixed at a tenth of the segments
@@ -47,10 +47,14 @@
  *              on in the direction that last raised the hit ratio, else
  *              turn back; the step starts at 6.25 % of cap and shrinks 2 %
  *              a sample, restarting after a 5-point change
+ *   lirs       LIRS (Jiang and Zhang, SIGMETRICS '02): keys whose last two
+ *              accesses were close (LIR) held in 99 % of cap, the rest a
+ *              1 % queue of resident HIR keys; the recency stack keeps
+ *              non-resident keys until pruned (no bound)
  *   belady     the offline optimum (evicts the key used farthest in the
  *              future; a key whose next use is farther than every cached
  *              key's is not admitted) */
-#include "../loadgen/keyspace.h"
+#include "cachesim.h"
 #include "../loadgen/tracefile.h"
 
 #include <getopt.h>
@@ -60,368 +64,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NIL UINT32_MAX
-
-static void *xcalloc(size_t n, size_t s)
-{
-    void *p = calloc(n ? n : 1, s);
-    if (!p) {
-        fprintf(stderr, "cachesim: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-/* ---- doubly linked lists over key ids (a key is in at most one list) ---- */
-struct lists {
-    uint32_t *prev, *next;
-    uint8_t *in; /* which list + 1, 0 = none */
-};
-struct list {
-    uint32_t head, tail, n; /* head = oldest */
-    uint8_t tag;
-};
-
-static void lists_init(struct lists *l, uint32_t nkeys)
-{
-    l->prev = xcalloc(nkeys, sizeof(uint32_t));
-    l->next = xcalloc(nkeys, sizeof(uint32_t));
-    l->in = xcalloc(nkeys, 1);
-}
-static void lists_free(struct lists *l)
-{
-    free(l->prev);
-    free(l->next);
-    free(l->in);
-}
-static void list_init(struct list *q, uint8_t tag)
-{
-    q->head = q->tail = NIL;
-    q->n = 0;
-    q->tag = tag;
-}
-static void list_push(struct lists *l, struct list *q, uint32_t id)
-{
-    l->prev[id] = q->tail;
-    l->next[id] = NIL;
-    if (q->tail != NIL)
-        l->next[q->tail] = id;
-    else
-        q->head = id;
-    q->tail = id;
-    q->n++;
-    l->in[id] = q->tag;
-}
-static void list_remove(struct lists *l, struct list *q, uint32_t id)
-{
-    uint32_t p = l->prev[id], n = l->next[id];
-    if (p != NIL)
-        l->next[p] = n;
-    else
-        q->head = n;
-    if (n != NIL)
-        l->prev[n] = p;
-    else
-        q->tail = p;
-    q->n--;
-    l->in[id] = 0;
-}
-static uint32_t list_pop(struct lists *l, struct list *q)
-{
-    uint32_t id = q->head;
-    if (id != NIL)
-        list_remove(l, q, id);
-    return id;
-}
-
-/* ---- a FIFO ghost of key ids: in it while fewer than size were added since ---- */
-struct ghost {
-    uint64_t *at; /* insertion count + 1, 0 = never */
-    uint64_t count, size;
-};
-static void ghost_add(struct ghost *g, uint32_t id)
-{
-    g->at[id] = ++g->count;
-}
-static bool ghost_take(struct ghost *g, uint32_t id)
-{
-    bool in = g->at[id] && g->count - g->at[id] < g->size;
-    g->at[id] = 0;
-    return in;
-}
-
-/* ---- policies ---- */
-struct sim {
-    const char *name;
-    uint32_t cap, nkeys;
-    struct lists l;
-    struct list q[3];
-    uint8_t *freq;
-    struct ghost g[2];
-    double p;         /* s3fifo-ad: small's target; arc: T1's target */
-    bool adaptive;
-    /* wtinylfu */
-    double step, prev_ratio;
-    uint64_t s_hits, s_acc;
-    uint8_t *cms;
-    uint32_t cms_mask;
-    uint64_t cms_adds;
-    /* s3fifo-seg */
-    uint32_t seg_items, nseg, *seg_keys, *seg_n, *loc, wopen, mopen, nfree, *freelist;
-    struct list sq[2]; /* queues of segment ids use their own lists */
-    struct lists sl;
-    uint32_t *gfp, gsize;
-    uint8_t *gtag;    /* s3fifo-seg-ad: the ghost entry left small (1) or main (2) */
-    double share;     /* s3fifo-seg-ad: small's target, in items */
-    double gn[3];
-    double mwalk, mread; /* s3fifo-seg-ad: main's recent passes, items walked and found read */     /* s3fifo-seg-ad: ghost entries from small [1] and main [2] */
-    bool keep_all;
-    uint32_t *kept; /* a victim's kept items, in order */
-    /* belady */
-    const uint64_t *nextuse;
-    uint64_t *want, *heap_k;
-    uint32_t *heap_id;
-    uint64_t heap_n, heap_cap;
-    uint32_t n, max_held;
-    uint8_t *cached;
-};
 
 /* items held now: never above cap (checked under CACHESIM_DEBUG) */
 static uint32_t held(const struct sim *s, int p);
 
-/* LRU */
-static bool lru_get(struct sim *s, uint32_t id)
-{
-    if (!s->l.in[id])
-        return false;
-    list_remove(&s->l, &s->q[0], id);
-    list_push(&s->l, &s->q[0], id);
-    return true;
-}
-static void lru_set(struct sim *s, uint32_t id)
-{
-    if (s->l.in[id])
-        return;
-    if (s->q[0].n >= s->cap)
-        list_pop(&s->l, &s->q[0]);
-    list_push(&s->l, &s->q[0], id);
-}
-
-/* S3-FIFO over items; q[0] small (tag 1), q[1] main (tag 2) */
-static bool s3_get(struct sim *s, uint32_t id)
-{
-    if (!s->l.in[id])
-        return false;
-    if (s->freq[id] < 3)
-        s->freq[id]++;
-    return true;
-}
-static void s3_evict(struct sim *s)
-{
-    for (;;) {
-        bool from_small = s->q[0].n > 0 && ((double)s->q[0].n >= s->p || s->q[1].n == 0);
-        if (from_small) {
-            uint32_t id = list_pop(&s->l, &s->q[0]);
-            if (s->freq[id] >= 1) {
-                s->freq[id] = 0;
-                list_push(&s->l, &s->q[1], id);
-                continue;
-            }
-            ghost_add(&s->g[0], id);
-            return;
-        }
-        uint32_t id = list_pop(&s->l, &s->q[1]);
-        if (s->freq[id] > 0) {
-            s->freq[id]--;
-            list_push(&s->l, &s->q[1], id);
-            continue;
-        }
-        if (s->adaptive)
-            ghost_add(&s->g[1], id);
-        return;
-    }
-}
-static void s3_set(struct sim *s, uint32_t id)
-{
-    if (s->l.in[id])
-        return;
-    bool gs = ghost_take(&s->g[0], id), gm = s->adaptive && ghost_take(&s->g[1], id);
-    if (s->adaptive) {
-        /* ARC's rule: grow the queue whose ghost was hit, by the other
-         * ghost's weight relative to it */
-        double lo = s->cap * 0.01, hi = s->cap * 0.9;
-        if (gs)
-            s->p += 1.0;
-        if (gm)
-            s->p -= 1.0;
-        if (s->p < lo)
-            s->p = lo;
-        if (s->p > hi)
-            s->p = hi;
-    }
-    if (s->q[0].n + s->q[1].n >= s->cap)
-        s3_evict(s);
-    s->freq[id] = 0;
-    list_push(&s->l, &s->q[(gs || gm) ? 1 : 0], id);
-}
-
-/* ARC: q[0] T1, q[1] T2, g via lists q[2]? B1/B2 are bounded lists */
-struct arc_ghosts {
-    struct list b1, b2;
-};
-static bool arc_get(struct sim *s, uint32_t id)
-{
-    uint8_t in = s->l.in[id];
-    if (in != 1 && in != 2)
-        return false;
-    list_remove(&s->l, &s->q[in - 1], id);
-    list_push(&s->l, &s->q[1], id);
-    return true;
-}
-/* q[2] (tag 3) is B1, sq[0] is unused; B2 kept in q via tag 4 list */
-static struct list arc_b2;
-static void arc_replace(struct sim *s, bool in_b2)
-{
-    uint32_t id;
-    if (s->q[0].n > 0 && ((double)s->q[0].n > s->p || (in_b2 && (double)s->q[0].n == s->p))) {
-        id = list_pop(&s->l, &s->q[0]);
-        list_push(&s->l, &s->q[2], id);
-    } else {
-        id = list_pop(&s->l, &s->q[1]);
-        list_push(&s->l, &arc_b2, id);
-    }
-}
-static void arc_set(struct sim *s, uint32_t id)
-{
-    uint8_t in = s->l.in[id];
-    uint32_t c = s->cap;
-    if (in == 1 || in == 2)
-        return;
-    if (in == 3) {
-        double d = s->q[2].n >= arc_b2.n ? 1.0 : (double)arc_b2.n / s->q[2].n;
-        s->p = s->p + d > c ? c : s->p + d;
-        list_remove(&s->l, &s->q[2], id);
-        arc_replace(s, false);
-        list_push(&s->l, &s->q[1], id);
-        return;
-    }
-    if (in == 4) {
-        double d = arc_b2.n >= s->q[2].n ? 1.0 : (double)s->q[2].n / arc_b2.n;
-        s->p = s->p - d < 0 ? 0 : s->p - d;
-        list_remove(&s->l, &arc_b2, id);
-        arc_replace(s, true);
-        list_push(&s->l, &s->q[1], id);
-        return;
-    }
-    uint32_t l1 = s->q[0].n + s->q[2].n, tot = l1 + s->q[1].n + arc_b2.n;
-    if (l1 == c) {
-        if (s->q[0].n < c) {
-            list_pop(&s->l, &s->q[2]);
-            arc_replace(s, false);
-        } else {
-            list_pop(&s->l, &s->q[0]);
-        }
-    } else if (tot >= c) {
-        if (tot == 2 * c)
-            list_pop(&s->l, &arc_b2);
-        if (s->q[0].n + s->q[1].n >= c)
-            arc_replace(s, false);
-    }
-    list_push(&s->l, &s->q[0], id);
-}
-
-/* W-TinyLFU: q[0] window LRU (tag 1), q[1] probation (tag 2), q[2] protected (tag 3) */
-static uint32_t cms_hash(uint32_t id, int row)
-{
-    uint64_t h = lg_mix(id, (uint64_t)row + 1);
-    return (uint32_t)h;
-}
-static unsigned cms_est(struct sim *s, uint32_t id)
-{
-    unsigned m = 15;
-    for (int r = 0; r < 4; r++) {
-        unsigned v = s->cms[(size_t)r * (s->cms_mask + 1) + (cms_hash(id, r) & s->cms_mask)];
-        if (v < m)
-            m = v;
-    }
-    return m;
-}
-static void cms_add(struct sim *s, uint32_t id)
-{
-    unsigned m = cms_est(s, id);
-    for (int r = 0; r < 4; r++) {
-        uint8_t *c = &s->cms[(size_t)r * (s->cms_mask + 1) + (cms_hash(id, r) & s->cms_mask)];
-        if (*c == m && *c < 15)
-            (*c)++; /* conservative update */
-    }
-    if (++s->cms_adds >= 10ull * s->cap) {
-        for (size_t i = 0; i < 4ull * (s->cms_mask + 1); i++)
-            s->cms[i] >>= 1;
-        s->cms_adds /= 2;
-    }
-}
-static void wt_climb(struct sim *s)
-{
-    double ratio = (double)s->s_hits / (double)s->s_acc, delta = ratio - s->prev_ratio;
-    double amount = delta >= 0 ? s->step : -s->step; /* on if better, else back */
-    s->p += amount;
-    if (s->p < 1)
-        s->p = 1;
-    if (s->p > s->cap * 0.99)
-        s->p = s->cap * 0.99;
-    s->step = fabs(delta) >= 0.05 ? 0.0625 * s->cap * (amount >= 0 ? 1 : -1) : 0.98 * amount;
-    s->prev_ratio = ratio;
-    s->s_hits = s->s_acc = 0;
-}
-static bool wt_get(struct sim *s, uint32_t id)
-{
-    cms_add(s, id);
-    uint8_t in = s->l.in[id];
-    if (s->adaptive) {
-        s->s_acc++;
-        s->s_hits += in != 0;
-        if (s->s_acc >= s->cap)
-            wt_climb(s);
-    }
-    if (!in)
-        return false;
-    list_remove(&s->l, &s->q[in - 1], id);
-    if (in == 1) {
-        list_push(&s->l, &s->q[0], id);
-    } else {
-        list_push(&s->l, &s->q[2], id); /* probation or protected: to protected */
-        uint32_t prot = s->cap - (uint32_t)s->p;
-        prot = prot * 8 / 10;
-        while (s->q[2].n > prot) {
-            uint32_t d = list_pop(&s->l, &s->q[2]);
-            list_push(&s->l, &s->q[1], d);
-        }
-    }
-    return true;
-}
-static void wt_set(struct sim *s, uint32_t id)
-{
-    if (s->l.in[id])
-        return;
-    list_push(&s->l, &s->q[0], id);
-    while (s->q[0].n > (uint32_t)s->p) {
-        uint32_t cand = list_pop(&s->l, &s->q[0]);
-        if (s->q[0].n + s->q[1].n + s->q[2].n < s->cap) {
-            list_push(&s->l, &s->q[1], cand);
-            continue;
-        }
-        uint32_t victim = s->q[1].head != NIL ? s->q[1].head : s->q[2].head;
-        if (cms_est(s, cand) > cms_est(s, victim)) {
-            list_remove(&s->l, &s->q[s->l.in[victim] - 1], victim);
-            list_push(&s->l, &s->q[1], cand);
-        }
-    }
-    /* a window grown by the climber takes its room from main */
-    while (s->q[0].n + s->q[1].n + s->q[2].n > s->cap) {
-        struct list *q = s->q[1].n ? &s->q[1] : s->q[2].n ? &s->q[2] : &s->q[0];
-        list_pop(&s->l, q);
-    }
-}
 
 /* S3-FIFO on segments, as the server does it; at most seg_keep_num /
  * seg_keep_den of a segment kept per victim (SEG_RETAIN_NUM/DEN in seg.c) */
@@ -565,6 +211,8 @@ static void seg_set(struct sim *s, uint32_t id)
     }
 }
 
+
+
 /* Bélády: a max-heap of (next use, key) with stale entries skipped */
 static void heap_push(struct sim *s, uint64_t k, uint32_t id)
 {
@@ -622,9 +270,9 @@ static bool heap_top(struct sim *s, uint64_t *k, uint32_t *id)
     return false;
 }
 
-enum pol { P_LRU, P_SEG, P_SEGALL, P_SEGAD, P_S3, P_S3AD, P_ARC, P_WT, P_WTAD, P_OPT, P_N };
+enum pol { P_LRU, P_SEG, P_SEGALL, P_SEGAD, P_S3, P_S3AD, P_ARC, P_WT, P_WTAD, P_LIRS, P_OPT, P_N };
 static const char *pol_names[P_N] = { "lru", "s3fifo-seg", "s3fifo-seg-all", "s3fifo-seg-ad", "s3fifo", "s3fifo-ad", "arc",
-                                      "wtinylfu", "wtinylfu-ad", "belady" };
+                                      "wtinylfu", "wtinylfu-ad", "lirs", "belady" };
 
 static uint32_t held(const struct sim *s, int p)
 {
@@ -635,6 +283,7 @@ static uint32_t held(const struct sim *s, int p)
     case P_ARC: return s->q[0].n + s->q[1].n;
     case P_WT:
     case P_WTAD: return s->q[0].n + s->q[1].n + s->q[2].n;
+    case P_LIRS: return s->nres;
     default: return s->n;
     }
 }
@@ -750,6 +399,11 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
         s.gtag = xcalloc(s.gsize, 1);
         s.share = seg_ad_start * s.nseg * seg_items;
     }
+    if (p == P_LIRS) {
+        lists_init(&s.lq, t->nkeys);
+        s.st = xcalloc(t->nkeys, 1);
+        s.llir = cap - (cap / 100 ? cap / 100 : 1);
+    }
     if (p == P_OPT) {
         s.want = xcalloc(t->nkeys, sizeof(uint64_t));
         s.cached = xcalloc(t->nkeys, 1);
@@ -772,6 +426,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
             case P_ARC: hit = arc_get(&s, id); break;
             case P_WT:
             case P_WTAD: hit = wt_get(&s, id); break;
+            case P_LIRS: hit = lirs_get(&s, id); break;
             default:
                 hit = s.cached[id];
                 if (hit) {
@@ -805,6 +460,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
             case P_ARC: arc_set(&s, id); break;
             case P_WT:
             case P_WTAD: wt_set(&s, id); break;
+            case P_LIRS: lirs_set(&s, id); break;
             default: {
                 if (s.cached[id])
                     break;
@@ -850,6 +506,9 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
     free(s.kept);
     if (p == P_SEG || p == P_SEGALL || p == P_SEGAD)
         lists_free(&s.sl);
+    if (p == P_LIRS)
+        lists_free(&s.lq);
+    free(s.st);
     free(s.want);
     free(s.cached);
     free(s.heap_k);
