@@ -34,9 +34,11 @@ SOAK_KINDS=${SOAK_KINDS:-0,1,2,3,4,5,6,7}
 # every byte and S never reading: what they cost must be taken from them.
 SOAK_WATCHERS=${SOAK_WATCHERS:-3,1}
 PYTEST_ARGS=${PYTEST_ARGS:-}
-# Memory measurements with no threads to check: 200+ s under TSan, which the
-# budget cannot hold; they run in release and asan.
-UNIT_SKIP_TSAN=${UNIT_SKIP_TSAN:-test_store_overhead}
+# Single-threaded tests heavy in CPU, with no threads for TSan to check:
+# memory measurements (200+ s under TSan) and the flash format's every-byte
+# damage walks (26 s of CPU, past the budget on a busy machine). They run
+# in release and asan.
+UNIT_SKIP_TSAN=${UNIT_SKIP_TSAN:-test_store_overhead test_flash_layout}
 # The tests that depend on the event backend, but the slow and client-library
 # ones (conftest.py marks them): what the epoll and poll runs run.
 REDUCED="backend and not slow and not clients"
