@@ -62,6 +62,9 @@ BAD = [
     "ext_path={d}/f:64m,ext_max_frag",
     "ext_path={d}/f:64m,ext_foo=1",                 # not an ext option
     ["-I", "8m", "-o", "ext_path={d}/f:64m"],       # -I above the 4 MB write buffer
+    ["-U", "11211", "-o", "ext_path={d}/f:64m"],    # UDP: refused, 64
+    ["-U", "11211", "-o", "ext_path={d}/f:1m"],     # ... before the file's size is
+    ["-I", "8m", "-U", "11211", "-o", "ext_path={d}/f:64m"],  # ... after -I
 ]
 # Accepted by memcached (it starts): nodelay starts too.
 GOOD = [
