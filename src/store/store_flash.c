@@ -781,6 +781,27 @@ void store_flash_stats(struct store *s, struct store_stats *out)
     out->curr_items += g.objects_used;
 }
 
+double store_flash_memory_pressure(struct store *s, const struct store_class_stats *cls, unsigned n,
+                                   const struct store_stats *st)
+{
+    if (!s->flash)
+        return 0;
+    uint32_t item_size, item_age;
+    flash_tier_idle_rules(s->flash, &item_size, &item_age);
+    /* memcached's slab automover sums so: a large class of two pages or
+     * fewer is left out, as it is no source of pages for it either */
+    uint64_t small = 0, large = 0;
+    for (unsigned k = 1; k <= n; k++) {
+        if (cls[k].chunk_size < item_size)
+            small += cls[k].pages;
+        else if (cls[k].pages > 2)
+            large += cls[k].pages;
+    }
+    uint64_t free_segs = st->seg_total > st->seg_used ? st->seg_total - st->seg_used : 0;
+    uint64_t all = small + large + free_segs;
+    return all ? 100.0 * (double)small / (double)all : 0;
+}
+
 size_t store_flash_pages(struct store *s, struct store_flash_page *out, size_t n)
 {
     if (!s->flash)

@@ -13,10 +13,10 @@ import pytest
 from helpers import send_paced, stats
 
 # memcached 1.6.45's extstore rows of `stats`, in its order
-# (memcached-1.6.45 -o ext_path=F:64m), less extstore_memory_pressure.
+# (memcached-1.6.45 -o ext_path=F:64m).
 EXTSTORE_ROWS = [
     "get_extstore", "get_aborted_extstore", "get_oom_extstore", "recache_from_extstore",
-    "miss_from_extstore", "badcrc_from_extstore",
+    "miss_from_extstore", "badcrc_from_extstore", "extstore_memory_pressure",
     "extstore_compact_lost", "extstore_compact_rescues", "extstore_compact_resc_cold",
     "extstore_compact_resc_old", "extstore_compact_skipped", "extstore_page_allocs",
     "extstore_page_evictions", "extstore_page_reclaims", "extstore_pages_free",

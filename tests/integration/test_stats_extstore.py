@@ -147,3 +147,82 @@ def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
             line = f'nodelay_extstore_page_{name}{{page="{page}"}} '
             assert line in text, line
     assert "# TYPE nodelay_extstore_page_bytes gauge" in text
+
+
+PRESSURE = re.compile(r"^\d+\.\d\d$")
+
+
+def fill_paced(c, n, vlen, prefix):
+    """n sets of vlen bytes, noreply, a round trip every 500."""
+    for i in range(0, n, 500):
+        c.send(b"".join(b"set %s%d 0 0 %d noreply\r\n%s\r\n" % (prefix, k, vlen, b"v" * vlen)
+                           for k in range(i, min(n, i + 500))))
+        assert c.call("mn") == b"MN\r\n"
+
+
+def pressure_after(c, at_least):
+    """extstore_memory_pressure once it reaches at_least (memcached's slab
+    automover sets it about once a second), as text."""
+    deadline = time.monotonic() + 10
+    while True:
+        v = stats(c)["extstore_memory_pressure"]
+        assert PRESSURE.match(v), v
+        if float(v) >= at_least or time.monotonic() > deadline:
+            return v
+        time.sleep(0.2)
+
+
+def test_memory_pressure_as_memcached(server_bin, tmp_path):
+    """memcached 1.6.45's extstore_memory_pressure: the share (percent,
+    "%.2f") of RAM pages held by classes too small for flash
+    (ext_item_size), out of those, the larger classes' and the free ones.
+    Small items raise it on both servers alike; large ones, which flash
+    can take, do not."""
+    if not os.access(REF_BIN, os.X_OK):
+        pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
+    got = {}
+    for name, binary in (("mc", REF_BIN), ("nd", server_bin)):
+        d = tmp_path / name
+        d.mkdir()
+        srv = start(binary, d, ["-o", f"ext_path={d}/f:64m"])
+        try:
+            c = srv.connect(timeout=10)
+            start_v = pressure_after(c, 0)
+            fill_paced(c, 2000, 2000, b"l")
+            large = pressure_after(c, 0)
+            # 20,000 items in the 192-byte class: about 4 MB of 64
+            fill_paced(c, 20000, 100, b"s")
+            small = pressure_after(c, 3)
+            got[name] = (start_v, large, small)
+        finally:
+            srv.stop()
+    for name, (start_v, large, small) in got.items():
+        assert start_v == "0.00", (name, got)
+        assert large == "0.00", (name, got)
+        assert 3 <= float(small) <= 10, (name, got)
+
+
+def test_memory_pressure_on_metrics(start_server, tmp_path):
+    port = helpers.free_port()
+    try:
+        srv = start_server("-m", "64", "-o", f"ext_path={tmp_path}/f:64m,metrics_listen={port}")
+    except helpers.ServerError as e:
+        if "without libmicrohttpd" in str(e):
+            pytest.skip("this build has no libmicrohttpd")
+        raise
+    c = srv.connect(timeout=10)
+    fill_paced(c, 20000, 100, b"s")
+    want = float(stats(c)["extstore_memory_pressure"])
+    assert want > 0
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                text = r.read().decode()
+            break
+        except OSError:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert "# TYPE nodelay_extstore_memory_pressure gauge" in text
+    line = next(l for l in text.splitlines() if l.startswith("nodelay_extstore_memory_pressure "))
+    assert float(line.split()[1]) == want
