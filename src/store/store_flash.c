@@ -632,6 +632,7 @@ int store_flash_open(struct store *s, char *why, size_t n)
         .drop_under = o->drop_under,
         .max_frag = o->max_frag,
         .drop_unread = o->drop_unread,
+        .max_sleep = o->max_sleep,
         .tuning = o->tuning,
     };
     fo.dev.nfiles = o->nfiles;
@@ -639,6 +640,7 @@ int store_flash_open(struct store *s, char *why, size_t n)
         fo.dev.files[i] = (struct flash_dev_file_opt){.path = o->paths[i], .size = o->sizes[i]};
     fo.dev.page_size = o->page_size;
     fo.dev.threads = o->threads > 0 ? o->threads : 1;
+    fo.dev.io_depth = o->io_depth;
     if (s->pm && s->pm->flash_mem) {
         /* -e: the record of which flash items are live, in the file */
         uint64_t shape;
