@@ -84,13 +84,20 @@ def check_meanings(rows, live_bytes_at_least):
     assert sorted(p["version"] for p in used) == list(range(1, len(used) + 1))
 
 
-def test_stats_extstore_as_memcached(server_bin, tmp_path):
+def ref_then_ours(server_bin, tmp_path):
+    """(name, binary, a folder of its own): memcached 1.6.45, then nodelay;
+    skips without the reference."""
     if not os.access(REF_BIN, os.X_OK):
         pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
-    got = {}
     for name, binary in (("mc", REF_BIN), ("nd", server_bin)):
         d = tmp_path / name
         d.mkdir()
+        yield name, binary, d
+
+
+def test_stats_extstore_as_memcached(server_bin, tmp_path):
+    got = {}
+    for name, binary, d in ref_then_ours(server_bin, tmp_path):
         srv = start(binary, d, ext_flags(d))
         try:
             c = srv.connect(timeout=10)
@@ -117,14 +124,31 @@ def test_stats_extstore_as_memcached(server_bin, tmp_path):
     assert len(got["nd"][0]) == 32 * 4
 
 
-def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
+def start_with_metrics(start_server, *flags):
+    """A server with /metrics on a free port: (server, port); skips on a
+    build without libmicrohttpd."""
     port = helpers.free_port()
     try:
-        srv = start_server(*ext_flags(tmp_path), "-o", f"metrics_listen={port}")
+        return start_server(*flags, "-o", f"metrics_listen={port}"), port
     except helpers.ServerError as e:
         if "without libmicrohttpd" in str(e):
             pytest.skip("this build has no libmicrohttpd")
         raise
+
+
+def metrics_text(port):
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+
+def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
+    srv, port = start_with_metrics(start_server, *ext_flags(tmp_path))
     c = srv.connect(timeout=10)
     fill_and_flush(c)
     before = sum(v for _, n, v in pages(c) if n == b"bytes")
@@ -132,15 +156,7 @@ def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
         assert c.call("delete k%d" % k) == b"DELETED\r\n"
     after = sum(v for _, n, v in pages(c) if n == b"bytes")
     assert after < before
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-                text = r.read().decode()
-            break
-        except OSError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+    text = metrics_text(port)
     rows = values(pages(c))
     for page, v in rows.items():
         for name in ("version", "bytes", "bucket", "free_bucket"):
@@ -178,12 +194,8 @@ def test_memory_pressure_as_memcached(server_bin, tmp_path):
     (ext_item_size), out of those, the larger classes' and the free ones.
     Small items raise it on both servers alike; large ones, which flash
     can take, do not."""
-    if not os.access(REF_BIN, os.X_OK):
-        pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
     got = {}
-    for name, binary in (("mc", REF_BIN), ("nd", server_bin)):
-        d = tmp_path / name
-        d.mkdir()
+    for name, binary, d in ref_then_ours(server_bin, tmp_path):
         srv = start(binary, d, ["-o", f"ext_path={d}/f:64m"])
         try:
             c = srv.connect(timeout=10)
@@ -203,26 +215,12 @@ def test_memory_pressure_as_memcached(server_bin, tmp_path):
 
 
 def test_memory_pressure_on_metrics(start_server, tmp_path):
-    port = helpers.free_port()
-    try:
-        srv = start_server("-m", "64", "-o", f"ext_path={tmp_path}/f:64m,metrics_listen={port}")
-    except helpers.ServerError as e:
-        if "without libmicrohttpd" in str(e):
-            pytest.skip("this build has no libmicrohttpd")
-        raise
+    srv, port = start_with_metrics(start_server, "-m", "64", "-o", f"ext_path={tmp_path}/f:64m")
     c = srv.connect(timeout=10)
     fill_paced(c, 20000, 100, b"s")
     want = float(stats(c)["extstore_memory_pressure"])
     assert want > 0
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-                text = r.read().decode()
-            break
-        except OSError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+    text = metrics_text(port)
     assert "# TYPE nodelay_extstore_memory_pressure gauge" in text
     line = next(l for l in text.splitlines() if l.startswith("nodelay_extstore_memory_pressure "))
     assert float(line.split()[1]) == want
