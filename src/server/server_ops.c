@@ -174,6 +174,8 @@ static void server_snapshot_raw(struct worker_pool *p, const struct settings *se
     s->total_connections = s->t.total_connections + nl; /* memcached counts listeners too */
     store_stats(p->store, &s->store);
     s->nclasses = store_class_stats(p->store, s->cls);
+    s->extstore_memory_pressure =
+        store_flash_memory_pressure(p->store, s->cls, s->nclasses, &s->store);
     s->restore_mode = store_restore_mode_name(s->store.restore_mode);
 }
 

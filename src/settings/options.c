@@ -52,6 +52,7 @@ static void options_flash(const struct settings *s, struct store_flash_options *
     f->page_size = (uint64_t)s->ext_page_size << 20;
     f->wbuf_size = (uint32_t)((uint64_t)s->ext_wbuf_size << 20);
     f->threads = (int)s->ext_threads;
+    f->io_depth = (unsigned)s->ext_io_depth;
     /* the ones `extstore` changes, as memcached holds them (32 bits) */
     struct flash_tuning t;
     settings_flash_tuning(settings_runtime_of(s), &t);
@@ -63,6 +64,7 @@ static void options_flash(const struct settings *s, struct store_flash_options *
     f->drop_under = t.drop_under;
     f->max_frag = t.max_frag;
     f->drop_unread = t.drop_unread;
+    f->max_sleep = t.max_sleep;
 }
 
 void options_from_settings(const struct settings *s, struct options *o)

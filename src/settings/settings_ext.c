@@ -175,6 +175,11 @@ int settings_ext_check(struct settings_parse_ctx *c)
         SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
                       "-I (item_size_max: %zu) cannot be larger than ext_wbuf_size: %u\n",
                       s->item_size_max, wbuf);
+    /* memcached refuses the pair: a datagram's request is answered whole
+     * in one pass, and a flash read would leave it waiting. */
+    if (s->udpport != 0)
+        SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
+                      "Cannot use UDP with extstore enabled (-U 0 to disable)\n");
     if (page == 0)
         SETTINGS_FAIL(c, SETTINGS_EX_USAGE,
                       "ext_page_size (%zu MB) is 0 bytes in memcached's 32 bits, cannot use\n",

@@ -11,14 +11,7 @@
 #ifndef NODELAY_SETTINGS_ROWS_EXT_H
 #define NODELAY_SETTINGS_ROWS_EXT_H
 
-/* The flash tier (docs/store-flash.md) acts on these but two: reads go
- * to the worker's io_uring ring, or to a thread pool (ext_threads) one at
- * a time (ext_io_depth), and the writer thread does not sleep between
- * passes (ext_max_sleep). */
-#define SETTINGS_NO_FLASH                                                                          \
-    "checked as memcached checks it; no effect in nodelay's flash tier"
-#define SETTINGS_NO_FLASH_RUN                                                                      \
-    "checked as memcached checks it and changed by `extstore`; no effect in nodelay's flash tier"
+/* The flash tier (docs/store-flash.md) acts on all of these. */
 
 /* clang-format off */
 #define SETTINGS_ROWS_EXT_STATS(X) \
@@ -55,8 +48,9 @@ X(RUN,  ext_drop_under,          SIZE, 0,           0,   NULL,                 "
   "(default: as ext_compact_under's)", NULL)                                                                 \
 X(RUN,  ext_max_sleep,           SIZE, 1000000,     0,   NULL,                 "ext_max_sleep",              \
   "us",          EXT_U,       0,       0,              "ext_max_sleep",         U32,                         \
-  SETTINGS_NO_FLASH_RUN,                                                                                     \
-  "longest pause of the flash maintainer, us (default: 1000000)", NULL)                                      \
+  NULL,                                                                                                      \
+  "longest idle pause of the flash threads, us\n"                                                           \
+  "(compaction, idle flush; default: 1000000)", NULL)                                                       \
 X(RUN,  ext_max_frag,            DBL,  0.8,         0,   NULL,                 "ext_max_frag",               \
   "ratio",       EXT_DBL,     0,       0,              "ext_max_frag",          F2,                          \
   NULL,                                                                                                      \
@@ -86,8 +80,8 @@ X(FIX,  ext_threads,             SIZE, 1,           0,   NULL,                 "
   "flash read threads, for reads not on a worker's io_uring (default: 1)", NULL)                             \
 X(FIX,  ext_io_depth,            SIZE, 1,           0,   NULL,                 "ext_io_depth",               \
   "num",         EXT_U,       0,       0,              NULL,                    NONE,                        \
-  SETTINGS_NO_FLASH,                                                                                         \
-  "flash reads in flight per thread (default: 1)", NULL)
+  NULL,                                                                                                      \
+  "queued flash reads a read thread takes at once (default: 1)", NULL)
 /* clang-format on */
 
 #endif

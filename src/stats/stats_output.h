@@ -18,7 +18,7 @@
 
 /* The columns of stats_table.h. */
 enum stats_src { STATS_SRC_WORKER, STATS_SRC_STORE, STATS_SRC_SNAP, STATS_SRC_CONST };
-enum stats_fmt { STATS_FMT_U64, STATS_FMT_I64, STATS_FMT_STR, STATS_FMT_TIMEVAL };
+enum stats_fmt { STATS_FMT_U64, STATS_FMT_I64, STATS_FMT_STR, STATS_FMT_TIMEVAL, STATS_FMT_F2 };
 enum stats_kind { STATS_KIND_COUNTER, STATS_KIND_CLOCK, STATS_KIND_GAUGE, STATS_KIND_INFO };
 enum stats_when {
     STATS_WHEN_ALWAYS,
@@ -77,6 +77,7 @@ struct stats_snapshot {
     uint64_t log_worker_dropped, log_worker_written; /* the watch streams' (watch/) */
     uint64_t log_watcher_skipped, log_watcher_sent, log_watchers;
     uint64_t cert_age;           /* -Z: seconds since the certificates were loaded */
+    double extstore_memory_pressure; /* store_flash_memory_pressure */
     unsigned shown;              /* bit (1u << enum stats_when) per setting that is on */
     struct stats_thread t;       /* every worker's counters, summed */
     struct store_stats store;

@@ -33,6 +33,7 @@ const struct stats_rows stats_nodelay_rows = {
 #define STATS_TYPE_I64 int64_t
 #define STATS_TYPE_STR const char *
 #define STATS_TYPE_TIMEVAL struct timeval
+#define STATS_TYPE_F2 double
 #define STATS_FIELD_OF(member) (((struct stats_snapshot *)0)->member)
 #define STATS_CHECK_TYPE(member, fmt)                                                              \
     _Static_assert(__builtin_types_compatible_p(__typeof__(STATS_FIELD_OF(member)),                \
@@ -86,6 +87,12 @@ const char *stats_row_text(const struct stats_row *r, const struct stats_snapsho
         n = snprintf(buf, STATS_VALUE_MAX, "%ld.%06ld", (long)tv.tv_sec, (long)tv.tv_usec);
         break;
     }
+    case STATS_FMT_F2: {
+        double d;
+        memcpy(&d, stats_row_field(r, s), sizeof d);
+        n = snprintf(buf, STATS_VALUE_MAX, "%.2f", d);
+        break;
+    }
     case STATS_FMT_STR: {
         const char *str;
         memcpy(&str, stats_row_field(r, s), sizeof str);
@@ -112,6 +119,11 @@ double stats_row_number(const struct stats_row *r, const struct stats_snapshot *
         struct timeval tv;
         memcpy(&tv, stats_row_field(r, s), sizeof tv);
         return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+    }
+    case STATS_FMT_F2: {
+        double d;
+        memcpy(&d, stats_row_field(r, s), sizeof d);
+        return d;
     }
     case STATS_FMT_STR:
         break;

@@ -14,7 +14,8 @@
  *                   the value (0, or a build-time constant)
  *   field   the struct member (WORKER rows: the stats_thread field the row
  *           declares) or, for CONST, the value
- *   format  U64, I64, STR or TIMEVAL ("sec.usec", as rusage)
+ *   format  U64, I64, STR, TIMEVAL ("sec.usec", as rusage) or F2 (a double,
+ *           "%.2f")
  *   kind    COUNTER  only grows; `stats reset` zeroes it
  *           CLOCK    only grows; `stats reset` leaves it (uptime, CPU time)
  *           GAUGE    a level; `stats reset` leaves it
@@ -199,6 +200,8 @@
     X(log_watcher_sent, SNAP, log_watcher_sent, U64, COUNTER, ALWAYS, NULL,                        \
       "watch lines placed in a watcher buffer")                                                    \
     X(log_watchers, SNAP, log_watchers, U64, GAUGE, ALWAYS, NULL, "connections running watch")     \
+    X(extstore_memory_pressure, SNAP, extstore_memory_pressure, F2, GAUGE, EXTSTORE, NULL,         \
+      "percent of RAM pages held by classes below ext_item_size, which flash cannot relieve")      \
     X(extstore_compact_lost, STORE, extstore_compact_lost, U64, COUNTER, EXTSTORE, NULL,           \
       "live flash items compaction could not keep")                                                \
     X(extstore_compact_rescues, STORE, extstore_compact_rescues, U64, COUNTER, EXTSTORE, NULL,     \

@@ -44,6 +44,7 @@ struct store_flash_options {
     uint64_t page_size;     /* ext_page_size, bytes */
     uint32_t wbuf_size;     /* ext_wbuf_size, bytes: one flash segment */
     int threads;            /* ext_threads */
+    unsigned io_depth;      /* ext_io_depth: queued reads a read thread takes at once */
     uint32_t item_size;     /* ext_item_size */
     uint32_t item_age;      /* ext_item_age; UINT32_MAX: any */
     uint32_t low_ttl;       /* ext_low_ttl */
@@ -52,7 +53,8 @@ struct store_flash_options {
     uint32_t drop_under;    /* ext_drop_under, pages; 0: as compact_under */
     double max_frag;        /* ext_max_frag */
     bool drop_unread;       /* ext_drop_unread */
-    /* where `extstore` changes item_size..drop_unread at run time (read
+    uint32_t max_sleep;     /* ext_max_sleep, us: longest idle pause of the tier's threads */
+    /* where `extstore` changes item_size..max_sleep at run time (read
      * at each decision); no reader: the values above stay */
     struct flash_tuning_src tuning;
 };

@@ -61,6 +61,14 @@ struct store_class_stats {
 /* Fills out[1..n] (STORE_CLASSES entries) and returns n, the largest class id.
  * Walks every segment: for `stats`, not for a request path. */
 unsigned store_class_stats(struct store *store, struct store_class_stats *out);
+/* memcached 1.6.45's extstore_memory_pressure from those classes and st's
+ * segment counts: the percentage of the RAM pages (segments here) held by
+ * classes whose chunks are under ext_item_size (items the flash cannot
+ * take), out of those pages, the pages of the larger classes holding more
+ * than two, and the free ones. 0 without a flash tier. */
+struct store_stats;
+double store_flash_memory_pressure(struct store *store, const struct store_class_stats *cls,
+                                   unsigned n, const struct store_stats *st);
 
 /* The size class memcached would give a new item of this key length, value
  * length and client flags (what it counts cmd_set in, per class). */

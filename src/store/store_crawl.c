@@ -24,7 +24,7 @@
 /* With the idle flush held up by full flash buffers, the housekeeper comes
  * back this soon rather than in a second: the writer thread frees one
  * every few milliseconds. */
-#define STORE_COLD_RETRY_NS 10000000L /* 10 ms */
+#define STORE_COLD_RETRY_NS 10000000ull /* 10 ms */
 
 /* Which items a walk reaps, and how it counts them. */
 struct store_reap {
@@ -165,6 +165,19 @@ static void store_crawl_run(struct store_ctx *ctx, uint64_t classes)
     }
 }
 
+/* The housekeeper's wait before its next pass: a second, 10 ms while the
+ * idle flush waits for a write buffer; with the idle flush on, no longer
+ * than ext_max_sleep, as memcached's storage write thread sleeps. */
+static uint64_t store_hk_pause_ns(struct store *s)
+{
+    uint64_t ns = s->hk.cold_more ? STORE_COLD_RETRY_NS : 1000000000ull;
+    uint32_t item_size, item_age;
+    if (!s->flash)
+        return ns;
+    flash_tier_idle_rules(s->flash, &item_size, &item_age);
+    return item_age == UINT32_MAX ? ns : flash_tier_pause_ns(s->flash, ns);
+}
+
 void *store_housekeeper(void *arg)
 {
     struct store *s = arg;
@@ -172,15 +185,9 @@ void *store_housekeeper(void *arg)
     while (!s->hk.stop) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        if (s->hk.cold_more) {
-            ts.tv_nsec += STORE_COLD_RETRY_NS;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-        } else {
-            ts.tv_sec += 1;
-        }
+        uint64_t ns = (uint64_t)ts.tv_nsec + store_hk_pause_ns(s);
+        ts.tv_sec += (time_t)(ns / 1000000000u);
+        ts.tv_nsec = (long)(ns % 1000000000u);
         if (!s->hk.kick && !s->hk.crawl_classes)
             pthread_cond_timedwait(&s->hk.cond, &s->hk.lock, &ts);
         if (s->hk.stop)

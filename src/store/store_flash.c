@@ -632,6 +632,7 @@ int store_flash_open(struct store *s, char *why, size_t n)
         .drop_under = o->drop_under,
         .max_frag = o->max_frag,
         .drop_unread = o->drop_unread,
+        .max_sleep = o->max_sleep,
         .tuning = o->tuning,
     };
     fo.dev.nfiles = o->nfiles;
@@ -639,6 +640,7 @@ int store_flash_open(struct store *s, char *why, size_t n)
         fo.dev.files[i] = (struct flash_dev_file_opt){.path = o->paths[i], .size = o->sizes[i]};
     fo.dev.page_size = o->page_size;
     fo.dev.threads = o->threads > 0 ? o->threads : 1;
+    fo.dev.io_depth = o->io_depth;
     if (s->pm && s->pm->flash_mem) {
         /* -e: the record of which flash items are live, in the file */
         uint64_t shape;
@@ -779,6 +781,27 @@ void store_flash_stats(struct store *s, struct store_stats *out)
     out->extstore_slots_dropped = c.slots_dropped;
     out->extstore_index_dropped = c.index_dropped;
     out->curr_items += g.objects_used;
+}
+
+double store_flash_memory_pressure(struct store *s, const struct store_class_stats *cls, unsigned n,
+                                   const struct store_stats *st)
+{
+    if (!s->flash)
+        return 0;
+    uint32_t item_size, item_age;
+    flash_tier_idle_rules(s->flash, &item_size, &item_age);
+    /* memcached's slab automover sums so: a large class of two pages or
+     * fewer is left out, as it is no source of pages for it either */
+    uint64_t small = 0, large = 0;
+    for (unsigned k = 1; k <= n; k++) {
+        if (cls[k].chunk_size < item_size)
+            small += cls[k].pages;
+        else if (cls[k].pages > 2)
+            large += cls[k].pages;
+    }
+    uint64_t free_segs = st->seg_total > st->seg_used ? st->seg_total - st->seg_used : 0;
+    uint64_t all = small + large + free_segs;
+    return all ? 100.0 * (double)small / (double)all : 0;
 }
 
 size_t store_flash_pages(struct store *s, struct store_flash_page *out, size_t n)

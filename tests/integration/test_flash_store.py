@@ -13,10 +13,10 @@ import pytest
 from helpers import send_paced, stats
 
 # memcached 1.6.45's extstore rows of `stats`, in its order
-# (memcached-1.6.45 -o ext_path=F:64m), less extstore_memory_pressure.
+# (memcached-1.6.45 -o ext_path=F:64m).
 EXTSTORE_ROWS = [
     "get_extstore", "get_aborted_extstore", "get_oom_extstore", "recache_from_extstore",
-    "miss_from_extstore", "badcrc_from_extstore",
+    "miss_from_extstore", "badcrc_from_extstore", "extstore_memory_pressure",
     "extstore_compact_lost", "extstore_compact_rescues", "extstore_compact_resc_cold",
     "extstore_compact_resc_old", "extstore_compact_skipped", "extstore_page_allocs",
     "extstore_page_evictions", "extstore_page_reclaims", "extstore_pages_free",
@@ -115,3 +115,39 @@ def test_flash_file_truncated_underneath(start_server, tmp_path):
         if got:
             assert got["key:%08d" % i] == (i, value_of(i))
     assert c.call("version").startswith(b"VERSION")
+
+
+def idle_flush_gap(c, key):
+    """Seconds from a set just after an idle-flush pass (one item seen
+    leaving RAM) to the pass that takes the next: the housekeeper's pace."""
+    def written():
+        return int(stats(c)["extstore_objects_written"])
+
+    n = written()
+    assert c.set(key + "-a", value_of(1)) == b"STORED\r\n"
+    deadline = time.monotonic() + 10
+    while written() == n:
+        assert time.monotonic() < deadline, "the idle flush took nothing"
+        time.sleep(0.002)
+    t = time.monotonic()
+    assert c.set(key + "-b", value_of(2)) == b"STORED\r\n"
+    while written() == n + 1:
+        assert time.monotonic() < t + 10, "the idle flush took nothing"
+        time.sleep(0.002)
+    return time.monotonic() - t
+
+
+def test_max_sleep_bounds_the_idle_flush_pause(start_server, tmp_path):
+    """ext_max_sleep is the longest pause of memcached's storage threads:
+    nodelay's idle flush, a pass a second, comes at least that often (and
+    `extstore max_sleep` changes it at run time)."""
+    srv = start_server(*flash_args(tmp_path), "-o", "ext_item_age=0")
+    c = srv.connect()
+    assert idle_flush_gap(c, "paced") > 0.5  # a second between passes
+    assert c.call("extstore max_sleep 20000") == b"OK\r\n"
+    idle_flush_gap(c, "settle")  # the wait begun before the change ends
+    assert idle_flush_gap(c, "fast") < 0.5
+    c.close()
+    fast = start_server(*FLASH, "-o", f"ext_path={tmp_path}/g:64m,ext_item_age=0,"
+                        "ext_max_sleep=20000")
+    assert idle_flush_gap(fast.connect(), "fast") < 0.5

@@ -84,13 +84,20 @@ def check_meanings(rows, live_bytes_at_least):
     assert sorted(p["version"] for p in used) == list(range(1, len(used) + 1))
 
 
-def test_stats_extstore_as_memcached(server_bin, tmp_path):
+def ref_then_ours(server_bin, tmp_path):
+    """(name, binary, a folder of its own): memcached 1.6.45, then nodelay;
+    skips without the reference."""
     if not os.access(REF_BIN, os.X_OK):
         pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
-    got = {}
     for name, binary in (("mc", REF_BIN), ("nd", server_bin)):
         d = tmp_path / name
         d.mkdir()
+        yield name, binary, d
+
+
+def test_stats_extstore_as_memcached(server_bin, tmp_path):
+    got = {}
+    for name, binary, d in ref_then_ours(server_bin, tmp_path):
         srv = start(binary, d, ext_flags(d))
         try:
             c = srv.connect(timeout=10)
@@ -117,14 +124,31 @@ def test_stats_extstore_as_memcached(server_bin, tmp_path):
     assert len(got["nd"][0]) == 32 * 4
 
 
-def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
+def start_with_metrics(start_server, *flags):
+    """A server with /metrics on a free port: (server, port); skips on a
+    build without libmicrohttpd."""
     port = helpers.free_port()
     try:
-        srv = start_server(*ext_flags(tmp_path), "-o", f"metrics_listen={port}")
+        return start_server(*flags, "-o", f"metrics_listen={port}"), port
     except helpers.ServerError as e:
         if "without libmicrohttpd" in str(e):
             pytest.skip("this build has no libmicrohttpd")
         raise
+
+
+def metrics_text(port):
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+
+def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
+    srv, port = start_with_metrics(start_server, *ext_flags(tmp_path))
     c = srv.connect(timeout=10)
     fill_and_flush(c)
     before = sum(v for _, n, v in pages(c) if n == b"bytes")
@@ -132,18 +156,71 @@ def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
         assert c.call("delete k%d" % k) == b"DELETED\r\n"
     after = sum(v for _, n, v in pages(c) if n == b"bytes")
     assert after < before
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-                text = r.read().decode()
-            break
-        except OSError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+    text = metrics_text(port)
     rows = values(pages(c))
     for page, v in rows.items():
         for name in ("version", "bytes", "bucket", "free_bucket"):
             line = f'nodelay_extstore_page_{name}{{page="{page}"}} '
             assert line in text, line
     assert "# TYPE nodelay_extstore_page_bytes gauge" in text
+
+
+PRESSURE = re.compile(r"^\d+\.\d\d$")
+
+
+def fill_paced(c, n, vlen, prefix):
+    """n sets of vlen bytes, noreply, a round trip every 500."""
+    for i in range(0, n, 500):
+        c.send(b"".join(b"set %s%d 0 0 %d noreply\r\n%s\r\n" % (prefix, k, vlen, b"v" * vlen)
+                           for k in range(i, min(n, i + 500))))
+        assert c.call("mn") == b"MN\r\n"
+
+
+def pressure_after(c, at_least):
+    """extstore_memory_pressure once it reaches at_least (memcached's slab
+    automover sets it about once a second), as text."""
+    deadline = time.monotonic() + 10
+    while True:
+        v = stats(c)["extstore_memory_pressure"]
+        assert PRESSURE.match(v), v
+        if float(v) >= at_least or time.monotonic() > deadline:
+            return v
+        time.sleep(0.2)
+
+
+def test_memory_pressure_as_memcached(server_bin, tmp_path):
+    """memcached 1.6.45's extstore_memory_pressure: the share (percent,
+    "%.2f") of RAM pages held by classes too small for flash
+    (ext_item_size), out of those, the larger classes' and the free ones.
+    Small items raise it on both servers alike; large ones, which flash
+    can take, do not."""
+    got = {}
+    for name, binary, d in ref_then_ours(server_bin, tmp_path):
+        srv = start(binary, d, ["-o", f"ext_path={d}/f:64m"])
+        try:
+            c = srv.connect(timeout=10)
+            start_v = pressure_after(c, 0)
+            fill_paced(c, 2000, 2000, b"l")
+            large = pressure_after(c, 0)
+            # 20,000 items in the 192-byte class: about 4 MB of 64
+            fill_paced(c, 20000, 100, b"s")
+            small = pressure_after(c, 3)
+            got[name] = (start_v, large, small)
+        finally:
+            srv.stop()
+    for name, (start_v, large, small) in got.items():
+        assert start_v == "0.00", (name, got)
+        assert large == "0.00", (name, got)
+        assert 3 <= float(small) <= 10, (name, got)
+
+
+def test_memory_pressure_on_metrics(start_server, tmp_path):
+    srv, port = start_with_metrics(start_server, "-m", "64", "-o", f"ext_path={tmp_path}/f:64m")
+    c = srv.connect(timeout=10)
+    fill_paced(c, 20000, 100, b"s")
+    want = float(stats(c)["extstore_memory_pressure"])
+    assert want > 0
+    text = metrics_text(port)
+    assert "# TYPE nodelay_extstore_memory_pressure gauge" in text
+    line = next(l for l in text.splitlines() if l.startswith("nodelay_extstore_memory_pressure "))
+    assert float(line.split()[1]) == want

@@ -57,9 +57,14 @@ def start_pair(server_bin, ref_bin, tmp_path):
     started = []
 
     def start(*flags):
+        """{dir} in a flag: a folder of each server's own (an ext_path
+        file is locked by the server that opens it)."""
         servers = []
-        for binary in (server_bin, ref_bin):
-            srv = Server(binary, list(flags), workdir=str(tmp_path))
+        for i, binary in enumerate((server_bin, ref_bin)):
+            d = tmp_path / f"{len(started)}-{i}"
+            d.mkdir()
+            srv = Server(binary, [f.replace("{dir}", str(d)) for f in flags],
+                         workdir=str(tmp_path))
             started.append(srv)
             servers.append(srv.start())
         return servers
@@ -105,6 +110,8 @@ FLAG_SETS = {
     "one thread, -R": ["-t", "1", "-R", "5"],
     "ascii only": ["-B", "ascii"],
     "udp": ["-U", "udp"],  # a free port, picked at start
+    # extstore's rows, extstore_memory_pressure among them
+    "ext_path": ["-o", "ext_path={dir}/f:64m"],
 }
 
 

@@ -157,6 +157,7 @@ int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, c
         return -EINVAL;
     }
     dev->page_size = opt->page_size;
+    dev->io_depth = opt->io_depth ? opt->io_depth : 1;
 #ifdef NODELAY_DEBUG
     const char *delay = getenv("NODELAY_DEBUG_FLASH_DEV");
     if (delay && *delay)
@@ -359,19 +360,29 @@ static void *pool_main(void *arg)
             pthread_cond_wait(&dev->wake, &dev->lock);
         if (dev->stopping)
             break;
-        struct flash_read *r = dev->head;
-        dev->head = r->next;
+        /* Up to io_depth reads for one trip through the lock, then read
+         * in turn, as memcached's IO thread takes the first io_depth of
+         * its queue; the rest stay for the other threads. */
+        struct flash_read *batch = dev->head, *last = batch;
+        for (unsigned i = 1; i < dev->io_depth && last->next; i++)
+            last = last->next;
+        dev->head = last->next;
         if (!dev->head)
             dev->tail = NULL;
+        last->next = NULL;
         pthread_mutex_unlock(&dev->lock);
-        if (dev->delay_ms) {
-            struct timespec ts = {.tv_sec = dev->delay_ms / 1000,
-                                  .tv_nsec = (long)(dev->delay_ms % 1000) * 1000000};
-            while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
+        while (batch) {
+            struct flash_read *r = batch;
+            batch = r->next; /* cq_post reuses it */
+            if (dev->delay_ms) {
+                struct timespec ts = {.tv_sec = dev->delay_ms / 1000,
+                                      .tv_nsec = (long)(dev->delay_ms % 1000) * 1000000};
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                    ;
+            }
+            r->result = flash_dev_read(dev, r->page, r->off, r->buf, r->len);
+            cq_post(r->cq, r);
         }
-        r->result = flash_dev_read(dev, r->page, r->off, r->buf, r->len);
-        cq_post(r->cq, r);
         pthread_mutex_lock(&dev->lock);
     }
     pthread_mutex_unlock(&dev->lock);

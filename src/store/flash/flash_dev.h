@@ -7,7 +7,9 @@
  * store_flash_ring, installed on its completion queue), the read is started
  * there and the worker's loop hands its result to flash_read_complete.
  * Else, or when the ring refuses it, a small pool of threads (ext_threads)
- * runs the pread and posts the request to the worker's completion queue,
+ * runs the pread and posts the request to the worker's completion queue
+ * (a thread takes up to ext_io_depth queued requests at once and reads
+ * them in turn, as memcached's IO threads do),
  * whose eventfd the worker's loop watches; the worker then runs
  * flash_cq_drain. Either way each request's done() runs on the worker's own
  * thread, with the same result and counters. Knows nothing of the flash
@@ -36,6 +38,7 @@ struct flash_dev_options {
     int nfiles;
     uint64_t page_size;  /* bytes: a multiple of FLASH_DEV_ALIGN */
     int threads;         /* read threads; 0 = no pool (flash_dev_submit refused) */
+    unsigned io_depth;   /* ext_io_depth: queued reads a thread takes at once; 0 = 1 */
 };
 
 /* The device's counters: every error a code for the caller and a count
@@ -105,6 +108,7 @@ struct flash_dev {
     /* the read pool */
     pthread_t *threads;
     int nthreads;
+    unsigned io_depth;   /* at least 1 */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     struct flash_read *head, *tail;

@@ -36,6 +36,12 @@ static uint32_t round_up(uint32_t n, uint32_t a)
     return (n + a - 1) / a * a;
 }
 
+/* The writer thread's pace when idle: a compaction pass this often
+ * (flash_tier_pause_ns shortens it to ext_max_sleep), and the spare
+ * buffers back to the kernel after this long with nothing to write. */
+#define WRITER_IDLE_NS 100000000ull
+#define SPARES_IDLE_NS 1000000000ull
+
 /* Devices of more segments than this keep one free for compaction. */
 #define FLASH_COMPACT_RESERVE_MIN 4
 /* Devices of more pages than this keep a page's worth of segments free, as
@@ -189,6 +195,7 @@ static struct flash_tier_options tuned(const struct flash_tier *ft)
     o.drop_under = t.drop_under ? t.drop_under : ft->opt.drop_under;
     o.max_frag = t.max_frag;
     o.drop_unread = t.drop_unread;
+    o.max_sleep = t.max_sleep;
     return o;
 }
 
@@ -430,6 +437,13 @@ void flash_tier_idle_rules(struct flash_tier *ft, uint32_t *item_size, uint32_t 
     *item_age = o.item_age;
 }
 
+uint64_t flash_tier_pause_ns(struct flash_tier *ft, uint64_t own_ns)
+{
+    uint64_t max = (uint64_t)tuned(ft).max_sleep * 1000;
+    uint64_t ns = max < own_ns ? max : own_ns;
+    return ns > FLASH_PAUSE_MIN_NS ? ns : FLASH_PAUSE_MIN_NS;
+}
+
 /* --- slots --- */
 
 /* The record a flash slot names, or NULL (ft->lock held). */
@@ -623,33 +637,38 @@ static void write_queued(struct flash_tier *ft)
     }
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void *writer_main(void *arg)
 {
     struct flash_tier *ft = arg;
-    unsigned idle = 0; /* 100 ms waits in a row that nothing ended */
+    uint64_t busy = mono_ns(); /* when a wait last ended with work */
     pthread_mutex_lock(&ft->lock);
     while (!ft->stopping) {
         write_queued(ft);
         if (ft->stopping)
             break;
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += 100 * 1000 * 1000;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
+        /* 100 ms between compaction passes, or ext_max_sleep if shorter */
+        uint64_t wait = flash_tier_pause_ns(ft, WRITER_IDLE_NS);
+        uint64_t t = mono_ns() + wait;
+        struct timespec until = {.tv_sec = (time_t)(t / 1000000000u),
+                                 .tv_nsec = (long)(t % 1000000000u)};
         if (!ft->q_head && pthread_cond_timedwait(&ft->cond, &ft->lock, &until) == ETIMEDOUT &&
             !ft->q_head) {
             /* a second with nothing to write: not between two segments
              * of a write load, whose spares would be faulted in again */
-            if (++idle >= 10)
+            if (mono_ns() - busy >= SPARES_IDLE_NS)
                 spares_release(ft);
             pthread_mutex_unlock(&ft->lock);
             flash_tier_maintain(ft);
             pthread_mutex_lock(&ft->lock);
         } else {
-            idle = 0;
+            busy = mono_ns();
         }
     }
     pthread_mutex_unlock(&ft->lock);

@@ -39,6 +39,7 @@ struct flash_tier_options {
     uint32_t drop_under;            /* ext_drop_under: free pages; 0 = as compact_under */
     double max_frag;                /* ext_max_frag */
     bool drop_unread;               /* ext_drop_unread */
+    uint32_t max_sleep;             /* ext_max_sleep, us: longest idle pause */
     struct flash_tuning_src tuning; /* the run-time values of the above, if read */
     /* -e: the tier's record in the memory file (flash_keep.h), attached
      * already, or NULL. Its instance id and sequence continue. */
@@ -199,6 +200,13 @@ uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item
  * the smallest value (with its "\r\n") and the idle seconds
  * (UINT32_MAX: no idle flush). */
 void flash_tier_idle_rules(struct flash_tier *ft, uint32_t *item_size, uint32_t *item_age);
+/* An idle pause of the tier's background work (the writer thread's wait
+ * before a compaction pass, the housekeeper's before an idle flush): its
+ * own pace own_ns, shortened to ext_max_sleep as `extstore` set it now
+ * (memcached's longest sleep of its storage threads), but never under
+ * FLASH_PAUSE_MIN_NS: at 0 memcached's threads spin. */
+#define FLASH_PAUSE_MIN_NS 1000000ull
+uint64_t flash_tier_pause_ns(struct flash_tier *ft, uint64_t own_ns);
 /* Bucket lock held: clear the flash slots with this tag in b's chain but
  * `keep` (a write of a key: its older flash copy, or another key's that
  * the tag cannot tell apart, must never answer for it again). Returns how

@@ -356,8 +356,7 @@ static void test_notes_only_for_given_inert_options(void **state)
     settings_print_notes(&p.s, f);
     fclose(f);
     assert_string_equal(buf,
-                        "nodelay: -f: " SETTINGS_CLASSES "\n"
-                        "nodelay: -o ext_max_sleep: " SETTINGS_NO_FLASH_RUN "\n");
+                        "nodelay: -f: " SETTINGS_CLASSES "\n");
     free(buf);
     settings_release(&p.s);
 

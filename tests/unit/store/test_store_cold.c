@@ -49,6 +49,7 @@ static void open_cold(struct tstore *t, uint32_t age)
                 .item_age = age,
                 .compact_under = 1,
                 .max_frag = 0.8,
+                .max_sleep = 1000000,
             },
     };
     tstore_open_opts(t, &o);

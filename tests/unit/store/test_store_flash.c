@@ -56,6 +56,7 @@ static void open_flash_ex(struct tstore *t, uint64_t flash, uint32_t compact_und
                 .item_age = UINT32_MAX,
                 .compact_under = compact_under,
                 .max_frag = 0.8,
+                .max_sleep = 1000000,
                 .tuning = open_tuning,
             },
     };
@@ -535,7 +536,10 @@ static void test_run_time_item_size(void **state)
 {
     (void)state;
     struct tstore t;
-    tuning = (struct flash_tuning){.item_size = 4096, .item_age = UINT32_MAX, .max_frag = 0.8};
+    tuning = (struct flash_tuning){.item_size = 4096,
+                                   .item_age = UINT32_MAX,
+                                   .max_frag = 0.8,
+                                   .max_sleep = 1000000};
     open_tuning = (struct flash_tuning_src){read_tuning, NULL};
     open_flash(&t, 32 * MB, 1);
     open_tuning = (struct flash_tuning_src){0};

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -243,6 +244,72 @@ static void test_read_pool(void **state)
     free(bufs);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ext_io_depth, as memcached's IO threads take their queue: a read thread
+ * takes up to io_depth queued reads at once and reads them in turn. Two
+ * threads, each busy with a slow read (the debug builds' delay, set by
+ * hand) while two more are queued: at depth 2 the first thread free takes
+ * both, so the last is done no sooner than three reads' time; at depth 1
+ * each thread takes one. Seconds since the first submit. */
+static double queued_pair(unsigned depth, unsigned delay_ms)
+{
+    struct flash_dev dev;
+    struct flash_dev_options o = {.page_size = PAGE, .threads = 2, .io_depth = depth, .nfiles = 1};
+    o.files[0] = (struct flash_dev_file_opt){path("depth"), PAGE};
+    char why[256] = "";
+    assert_int_equal(flash_dev_open(&dev, &o, why, sizeof why), 0);
+    write_pages(&dev, 1, 'd');
+    dev.delay_ms = delay_ms;
+    struct flash_cq cq;
+    assert_int_equal(flash_cq_init(&cq), 0);
+    struct done_log d = {0};
+    struct flash_read reads[4];
+    char *bufs = aligned(4 * 4096, 0);
+    for (int i = 0; i < 4; i++)
+        reads[i] = (struct flash_read){.page = 0, .off = (uint64_t)i * 4096, .len = 4096,
+                                       .buf = bufs + i * 4096, .done = on_done, .arg = &d};
+    double t0 = now_s();
+    /* one slow read for each thread: each taken alone (the queue empty
+     * again) before the next goes, so no thread takes two */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(flash_dev_submit(&dev, &cq, &reads[i]), 0);
+        for (bool queued = true; queued;) {
+            pthread_mutex_lock(&dev.lock);
+            queued = dev.head != NULL;
+            pthread_mutex_unlock(&dev.lock);
+            assert_true(now_s() - t0 < delay_ms / 2000.0);
+        }
+    }
+    assert_int_equal(flash_dev_submit(&dev, &cq, &reads[2]), 0);
+    assert_int_equal(flash_dev_submit(&dev, &cq, &reads[3]), 0);
+    drain(&cq, &d, 4);
+    double took = now_s() - t0;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(d.results[i], 4096);
+        assert_int_equal(bufs[i * 4096 + 4095], 'd');
+    }
+    flash_cq_destroy(&cq);
+    flash_dev_close(&dev);
+    free(bufs);
+    return took;
+}
+
+static void test_io_depth(void **state)
+{
+    (void)state;
+    unsigned delay_ms = 200;
+    double one = queued_pair(1, delay_ms), two = queued_pair(2, delay_ms);
+    print_message("io_depth 1: %.3f s, io_depth 2: %.3f s (reads of %u ms)\n", one, two,
+                  delay_ms);
+    assert_true(two >= 3 * delay_ms / 1000.0);
+}
+
 /* The file shrinks under the device: reads past its new end are short
  * reads, counted, synchronously and through the pool. */
 static void test_truncated_underneath(void **state)
@@ -418,7 +485,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pages_across_files), cmocka_unit_test(test_no_direct_fallback),
         cmocka_unit_test(test_read_pool),          cmocka_unit_test(test_truncated_underneath),
-        cmocka_unit_test(test_ring_reads),
+        cmocka_unit_test(test_ring_reads),         cmocka_unit_test(test_io_depth),
         cmocka_unit_test(test_write_error),        cmocka_unit_test(test_open_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
