@@ -15,7 +15,13 @@ reports:
                      clients stored (fill + load sets × mean value size),
                      and the same from the kernel's count of the process's
                      writes to storage (/proc/PID/io write_bytes)
-  RAM/flash item     (RSS − -m) ÷ extstore_objects_used
+  RAM/flash item     (RSS − -m) ÷ extstore_objects_used, and of it the
+                     hash table's share (hash_bytes ÷ the same): nodelay's
+                     is presized for the flash file full of its smallest
+                     items (ext_item_size), so with few large items (a
+                     short run, 1-16 KiB values) this row is mostly that
+                     table and the write buffers over few items; RAM per
+                     flash item at 10 M+ items is `make bench-flash-ram`'s
 
 A figure the server does not give (nodelay's flash tier is not wired in yet:
 no extstore_* counters) is reported as "not yet", never estimated. Talks to
@@ -192,9 +198,12 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
         row["write_amp"] = written / stored if stored else None
         row["ram_per_flash_item"] = ((rss - row["limit_maxbytes"]) / used
                                      if used and rss and row["limit_maxbytes"] else None)
+        hb = num(s1, "hash_bytes")
+        row["hash_bytes"] = hb
+        row["hash_per_flash_item"] = hb / used if used and hb is not None else None
     else:
         row["flash_bytes_written"] = row["flash_items"] = None
-        row["write_amp"] = row["ram_per_flash_item"] = None
+        row["write_amp"] = row["ram_per_flash_item"] = row["hash_per_flash_item"] = None
         row["flash_note"] = "not yet: no extstore_* counters (flash tier not wired in)"
     # nodelay's flash device reads over the load, by path (its own ring or
     # the read threads)
@@ -232,7 +241,10 @@ def table(rows, fs, names):
            f"10× RAM filled first, then Zipf 0.99, 90 % gets, -t 1, bench/loadgen. \"not yet\": "
            f"the server gives no such figure. RAM per flash item is (RSS − -m) ÷ flash items: "
            f"it includes fixed costs (write buffers, hash table), so it means something only "
-           f"with millions of items on flash (issue 21 asks for 10 M+), not in a short run.", "",
+           f"with millions of items on flash (issue 21 asks for 10 M+), not in a short run; "
+           f"in brackets the hash table's share (hash_bytes ÷ flash items): nodelay's is "
+           f"presized for the flash file full of ext_item_size items, as it cannot grow "
+           f"(docs/store-flash.md), so with few large items it is mostly empty room.", "",
            "| values | server | keys | hit ratio | CPU µs/req | p99 µs | p99.9 µs | "
            "flash bytes written / byte stored | host writes / byte stored | RAM B / flash item |",
            "|---|---|---|---|---|---|---|---|---|---|"]
@@ -241,7 +253,8 @@ def table(rows, fs, names):
                    f"{fmt(None if r['hit_ratio'] is None else r['hit_ratio'] * 100)} % | "
                    f"{fmt(r['cpu_us'])} | {fmt(r['p99_us'], 0)} | {fmt(r['p999_us'], 0)} | "
                    f"{fmt(r['write_amp'])} | {fmt(r['host_write_amp'])} | "
-                   f"{fmt(r['ram_per_flash_item'], 1)} |")
+                   f"{fmt(r['ram_per_flash_item'], 1)}"
+                   f"{'' if r.get('hash_per_flash_item') is None else ' (' + fmt(r['hash_per_flash_item'], 1) + ')'} |")
     notes = sorted({r["flash_note"] for r in rows if r.get("flash_note")})
     if notes:
         out += ["", "nodelay: " + "; ".join(notes) + ". Its hit ratio is that of RAM alone."]
@@ -311,7 +324,8 @@ def main():
             rows.append(r)
             print(f"  {label} {profile[0]}: hit {fmt(r['hit_ratio'] and r['hit_ratio'] * 100)} %, "
                   f"cpu {fmt(r['cpu_us'])} µs/req, p99.9 {fmt(r['p999_us'], 0)} µs, "
-                  f"flash WA {fmt(r['write_amp'])}, RAM/flash item {fmt(r['ram_per_flash_item'], 1)}")
+                  f"flash WA {fmt(r['write_amp'])}, RAM/flash item {fmt(r['ram_per_flash_item'], 1)} "
+                  f"(hash table {fmt(r.get('hash_per_flash_item'), 1)})")
     with open(os.path.join(args.out, "flash.json"), "w") as f:
         json.dump({"filesystem": fs, "memory_mb": args.memory, "duration_s": args.duration,
                    "servers": {k: version(b) for k, b in servers}, "rows": rows}, f, indent=1)

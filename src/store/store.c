@@ -310,18 +310,27 @@ void store_ctx_destroy(struct store_ctx **cp)
 
 void store_pin_release(struct store_pin *pin)
 {
-    if (pin)
+    if (pin && store_flash_pin_is(pin))
+        store_flash_buf_unpin(pin);
+    else if (pin)
         seg_unpin((struct seg *)pin);
 }
 
 bool store_pin_keep(struct store_pin *pin, bool must)
 {
+    /* a flash read's buffer is no cache segment: eviction never waits
+     * for it, and the connection owes its bytes (client_mem_limit) */
+    if (store_flash_pin_is(pin))
+        return true;
     return seg_keep((struct seg *)pin, must);
 }
 
 void store_pin_release_kept(struct store_pin *pin)
 {
-    seg_unkeep((struct seg *)pin);
+    if (store_flash_pin_is(pin))
+        store_flash_buf_unpin(pin);
+    else
+        seg_unkeep((struct seg *)pin);
 }
 
 static enum store_status store_vivify(struct store_ctx *ctx, const char *key, size_t nkey,
@@ -425,6 +434,40 @@ void store_prefetch(struct store_ctx *ctx, struct store_keyref *keys, size_t n)
         store_prefetch_next(ctx, &r);
 }
 
+/* A hit on a flash item served from its read's buffer (store_found.flash:
+ * a read that changes nothing, the item left on flash), as store_get hands
+ * out a RAM item's: copied for req->copy, else pinned by a reference on
+ * the buffer. As a lent RAM copy's was, its LRU is HOT. */
+static enum store_status store_get_flash(struct store *s, const struct store_found *f,
+                                         const struct store_get_req *req, struct store_item *out)
+{
+    const struct flash_item *fi = f->flash;
+    out->key = fi->key;
+    out->value = fi->value;
+    out->nvalue = fi->h.nvalue;
+    out->nkey = fi->h.nkey;
+    out->flags = fi->flags;
+    out->cas = fi->cas;
+    out->exptime = fi->exptime;
+    out->exptime_before = fi->exptime;
+    out->last_access = fi->atime & ~ITEM_S_MASK;
+    out->fetched = fi->atime & ITEM_S_FETCHED;
+    out->stale = fi->atime & ITEM_S_STALE;
+    out->win_sent = fi->atime & ITEM_S_TOKEN;
+    out->class_id = classes_id(&s->classes, item_mc_size(fi->h.nkey, fi->h.nvalue, fi->flags,
+                                                         s->classes.cas_enabled));
+    out->lru = STORE_LRU_HOT;
+    if (req->want_value && req->copy && fi->h.nvalue <= req->copy_max) {
+        req->copy(req->copy_arg, out);
+        out->key = out->value = NULL;
+    } else if (req->want_value) {
+        out->pin = store_flash_buf_pin(f->flash_buf);
+    } else {
+        out->key = out->value = NULL;
+    }
+    return STORE_OK;
+}
+
 enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                             const struct store_get_req *req, struct store_item *out)
 {
@@ -441,10 +484,15 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
      * does so before anything changes. */
     bool copy_some = req->want_value && req->copy;
     enum store_look how = req->want_value && !copy_some ? STORE_LOOK_PIN : STORE_LOOK_FIND;
+    /* a flash item not recached is served from its read, as memcached's,
+     * when the read changes nothing in it */
+    enum store_look flash = !req->touch && !req->recache ? STORE_LOOK_FLASH_BUF : 0;
     for (;;) {
         struct store_found f;
-        if (!store_lookup(ctx, &k, how, &f)) {
+        if (!store_lookup(ctx, &k, how | flash, &f)) {
             store_found_unlock(&f);
+            if (f.flash)
+                return store_get_flash(s, &f, req, out);
             enum store_miss miss = f.gone == ITEM_FLUSHED   ? STORE_MISS_FLUSHED
                                    : f.gone == ITEM_EXPIRED ? STORE_MISS_EXPIRED
                                                             : STORE_MISS_ABSENT;
@@ -455,7 +503,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             return st;
         }
         bool copied = copy_some && f.h.nvalue <= req->copy_max;
-        bool pinned = how == STORE_LOOK_PIN;
+        bool pinned = how & STORE_LOOK_PIN;
         if (copy_some && !copied) {
             /* as store_lookup pins: not while eviction compacts it */
             if (!seg_try_pin(f.seg)) {

@@ -27,13 +27,14 @@
 #include "store/flash/flash_tier.h"
 
 /* What store_ctx.flash_refill did. */
-enum flash_refill { FLASH_NONE, FLASH_REFILLED, FLASH_LEFT };
+enum flash_refill { FLASH_NONE, FLASH_REFILLED, FLASH_LEFT, FLASH_SERVED };
 
 /* Counts on a ctx's counters (store_counters.h). */
 #define CTR_ADD(ctx, f, n) CNT_ADD(&(ctx)->cnt, f, n)
 #define CTR_INC(ctx, f) CTR_ADD(ctx, f, 1)
 
 struct store_key;
+struct store_found;
 
 struct store_ctx {
     struct store *store;
@@ -44,13 +45,16 @@ struct store_ctx {
     struct store_flash_wait *flash_wait; /* the session's flash reads (store_flash.h) */
     struct flash_cq *flash_cq;          /* its completed flash reads, or NULL */
     unsigned flash_inflight;            /* its reads submitted, done() not yet run */
-    /* store_flash.c's, for store_lookup_write on a miss (the key's buckets
-     * locked): FLASH_REFILLED when it put the key's item, read for
-     * flash_wait, back in RAM (unlocked then); FLASH_LEFT when such an
-     * item was read and, with keep, left on flash; FLASH_NONE (still
-     * locked for both). NULL: no flash tier. */
+    /* store_flash.c's, for store_lookup_write on a miss (f->keys, the
+     * key's buckets, locked; how: its enum store_look): FLASH_REFILLED
+     * when it put the key's item, read for flash_wait, back in RAM
+     * (unlocked then); FLASH_LEFT when such an item was read and, with
+     * STORE_LOOK_KEEP_FLASH, left on flash; FLASH_SERVED when, with
+     * STORE_LOOK_FLASH_BUF, it is served from the read's buffer
+     * (f->flash set); FLASH_NONE (still locked for the three). NULL: no
+     * flash tier. */
     enum flash_refill (*flash_refill)(struct store_ctx *ctx, const struct store_key *k,
-                                      const struct index_pair *keys, bool keep);
+                                      struct store_found *f, unsigned how);
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
 };
 

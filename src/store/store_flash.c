@@ -11,11 +11,14 @@
  * The completion (store_flash_drain, the worker's thread) checks the item
  * against its segment's seed, the key, expiry and flush, and keeps it.
  * The request then runs again from its start; its lookup of the key
- * (store_lookup_write's flash_refill hook) copies the item back into RAM
- * with the same CAS, flags, expiry, status bits and access time, in place
- * of the flash slot only if that slot is still the key's (a write or a
- * delete meanwhile wins), and every existing path (gets, meta flags,
- * arith, touch, append, deletes) finds it there. A read that fails, or an item whose check fails,
+ * (store_lookup_write's flash_refill hook) either serves a read that
+ * changes nothing from the read's buffer, when memcached's recache rule
+ * leaves the item on flash (the reply holds a reference on the buffer
+ * until it is written), or copies the item back into RAM with the same
+ * CAS, flags, expiry, status bits and access time, in place of the flash
+ * slot only if that slot is still the key's (a write or a delete
+ * meanwhile wins), and every existing path (gets, meta flags, arith,
+ * touch, append, deletes) finds it there. A read that fails, or an item whose check fails,
  * is a miss and its slot is cleared. The wait set remembers each key it
  * read, so a probe run again is READY whatever came of the read. */
 #include "store/store_flash.h"
@@ -38,6 +41,50 @@
  * items are read whole by it; a longer one takes a second read. */
 #define FLASH_FIRST_READ 8192u
 
+/* A read's bytes, shared by its wait entry and the replies that send a
+ * value from them (a store_pin with bit 0 set names one: a segment's is
+ * aligned), freed by the last of them. The count follows the bytes, which
+ * keep the alignment a direct read needs. */
+struct flash_buf {
+    char *base;
+    unsigned refs;
+};
+
+static struct flash_buf *buf_new(size_t len, size_t align)
+{
+    size_t at = (len + 15) & ~(size_t)15;
+    void *p;
+    if (posix_memalign(&p, align, at + sizeof(struct flash_buf)) != 0)
+        return NULL;
+    struct flash_buf *b = (struct flash_buf *)((char *)p + at);
+    b->base = p;
+    b->refs = 1;
+    return b;
+}
+
+static void buf_unref(struct flash_buf *b)
+{
+    if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        free(b->base);
+}
+
+struct store_pin *store_flash_buf_pin(void *buf)
+{
+    struct flash_buf *b = buf;
+    __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+    return (struct store_pin *)((uintptr_t)b | 1);
+}
+
+bool store_flash_pin_is(const struct store_pin *pin)
+{
+    return (uintptr_t)pin & 1;
+}
+
+void store_flash_buf_unpin(struct store_pin *pin)
+{
+    buf_unref((struct flash_buf *)((uintptr_t)pin & ~(uintptr_t)1));
+}
+
 struct flash_pend {
     struct store_flash_wait *w;
     struct store_ctx *ctx;
@@ -45,6 +92,7 @@ struct flash_pend {
     struct flash_read r;
     struct flash_loc loc;
     uint64_t hv, slot;
+    struct flash_buf *fb; /* buf's count */
     char *buf;
     uint32_t skip; /* the item's first byte in buf */
     uint32_t len;  /* bytes of buf read (or copied) */
@@ -53,6 +101,7 @@ struct flash_pend {
     bool ok;              /* fi is the key's item, checked: a lookup puts it in RAM */
     bool left;            /* a lookup left it on flash (STORE_LOOK_KEEP_FLASH) */
     bool lent;            /* served from a RAM copy that goes back to flash */
+    bool from_buf;        /* served from buf (not recached), this request */
     bool served;          /* a lookup of this request was given it */
     uint8_t resets;       /* requests done since it was read, unused */
     uint64_t fslot;       /* the flash slot as served (its read count bumped) */
@@ -82,7 +131,7 @@ struct store_flash_wait *store_flash_wait_create(void (*wake)(void *arg), void *
 
 static void pend_free(struct flash_pend *e)
 {
-    free(e->buf);
+    buf_unref(e->fb);
     free(e);
 }
 
@@ -120,15 +169,17 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e);
 
 void store_flash_wait_reset(struct store_flash_wait *w)
 {
-    /* Items the request was served from RAM copies of go back to flash.
-     * Reads no lookup of the request used (probed ahead for the requests
-     * after it) stay for them, a few requests at most; the rest go. */
+    /* Items the request was served from RAM copies of go back to flash;
+     * those served from their reads' buffers go (a reply may hold the
+     * buffer still). Reads no lookup of the request used (probed ahead
+     * for the requests after it) stay for them, a few requests at most;
+     * the rest go. */
     struct flash_pend **pp = &w->list;
     while (*pp) {
         struct flash_pend *e = *pp;
         if (e->lent)
             pend_give_back(e->ctx, e);
-        if (e->done && (!e->ok || e->left || ++e->resets > FLASH_KEEP_RESETS)) {
+        if (e->done && (!e->ok || e->left || e->from_buf || ++e->resets > FLASH_KEEP_RESETS)) {
             *pp = e->next;
             pend_free(e);
         } else {
@@ -359,20 +410,37 @@ static bool pend_judge(struct flash_pend *e)
     return false;
 }
 
+/* Serve e from its read's buffer (pend_refill). */
+static enum flash_refill pend_serve(struct flash_pend *e, struct store_found *f)
+{
+    e->from_buf = true;
+    f->flash = &e->fi;
+    f->flash_buf = e->fb;
+    return FLASH_SERVED;
+}
+
 /* store_lookup_write's hook (ctx->flash_refill), on a miss with the key's
  * buckets locked: when the wait set read the key's item and its flash slot
- * is still the key's (no write or delete since: those clear it), put it in
- * RAM, unlock them and return FLASH_REFILLED (the lookup looks again);
- * with keep, leave it on flash (nor recached when the request is done)
- * and return FLASH_LEFT; else FLASH_NONE. They stay locked but when
- * refilled. A flash slot is only ever in the key's first bucket. */
+ * is still the key's (no write or delete since: those clear it), serve it
+ * from the read's buffer (STORE_LOOK_FLASH_BUF, not recached, nothing to
+ * change in it) and return FLASH_SERVED, or put it in RAM, unlock them and
+ * return FLASH_REFILLED (the lookup looks again); with
+ * STORE_LOOK_KEEP_FLASH, leave it on flash (nor recached when the request
+ * is done) and return FLASH_LEFT; else FLASH_NONE. They stay locked but
+ * when refilled. A flash slot is only ever in the key's first bucket. */
 static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_key *k,
-                                     const struct index_pair *keys, bool keep)
+                                     struct store_found *f, unsigned how)
 {
     struct store_flash_wait *w = ctx->flash_wait;
     struct flash_pend *e = w ? wait_find(w, k) : NULL;
     if (!e || !e->ok)
         return FLASH_NONE;
+    const struct index_pair *keys = &f->keys;
+    /* A stale item's first read wins its token: a change, so in RAM. */
+    uint32_t st = e->fi.atime & ITEM_S_MASK;
+    bool buf_ok = (how & STORE_LOOK_FLASH_BUF) && !((st & ITEM_S_STALE) && !(st & ITEM_S_TOKEN));
+    if (e->from_buf && buf_ok)
+        return pend_serve(e, f); /* the key again in the request (get k k) */
     if (!bucket_slot(ctx->store, keys->b[0], e->slot)) {
         /* compaction moved the item since it was read (the bytes are the
          * same), or it was dropped or deleted: a miss, counted */
@@ -384,20 +452,29 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
         }
         e->slot = moved;
     }
-    if (keep) {
+    if (how & STORE_LOOK_KEEP_FLASH) {
         e->left = true;
         return FLASH_LEFT;
     }
     /* memcached recaches an item read from flash only when it was read
      * before since it went there (its header FETCHED, now ACTIVE), one
      * such read in ext_recache_rate on the connection. The slot's read
-     * count is the header's bits; otherwise the request is lent a RAM copy
+     * count is the header's bits. Otherwise a read is served from the
+     * buffer, as memcached's, and any other request is lent a RAM copy
      * that goes back to flash when it is done (store_flash_wait_reset). */
     e->served = true;
     uint64_t *sl = bucket_slot(ctx->store, keys->b[0], e->slot);
     *sl = slot_hit(*sl);
     uint32_t rate = flash_tier_recache_rate(ctx->store->flash);
-    e->lent = !(rate && slot_freq(*sl) >= 2 && w->recache_counter++ % rate == 0);
+    bool recache = rate && slot_freq(*sl) >= 2 && w->recache_counter++ % rate == 0;
+    if (!recache && buf_ok) {
+        struct flash_tier *ft = ctx->store->flash;
+        FLASH_CNT(ft, get_extstore, 1);
+        FLASH_CNT(ft, objects_read, 1);
+        FLASH_CNT(ft, bytes_read, e->fi.len);
+        return pend_serve(e, f);
+    }
+    e->lent = !recache;
     e->fslot = *sl;
     index_unlock_pair(keys);
     pend_recache(ctx, e);
@@ -474,8 +551,9 @@ static int pend_submit(struct flash_pend *e, uint32_t want)
     uint64_t to = start + want < seg_end ? start + want : seg_end;
     to = (to + FLASH_DEV_ALIGN - 1) & ~(uint64_t)(FLASH_DEV_ALIGN - 1);
     uint32_t len = (uint32_t)(to - from);
-    free(e->buf);
-    e->buf = aligned_alloc(FLASH_DEV_ALIGN, len);
+    buf_unref(e->fb);
+    e->fb = buf_new(len, FLASH_DEV_ALIGN);
+    e->buf = e->fb ? e->fb->base : NULL;
     if (!e->buf)
         return -ENOMEM;
     e->skip = (uint32_t)(start - from);
@@ -559,11 +637,23 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
         e->slot = moved;
     }
     if (at == FLASH_AT_BUF) {
-        /* not on the device yet: its bytes are here now */
-        e->buf = copy;
-        e->len = got;
-        e->reread = true;
-        pend_judge(e);
+        /* not on the device yet: its bytes are here now, kept as long as
+         * the item (a reply may hold them) */
+        struct item_hdr h;
+        if (got >= ITEM_HDR_MAX) {
+            item_decode(copy, &h);
+            if (item_total(&h) < got)
+                got = (uint32_t)item_total(&h);
+        }
+        e->fb = buf_new(got, 16);
+        if (e->fb) {
+            e->buf = e->fb->base;
+            memcpy(e->buf, copy, got);
+            e->len = got;
+            e->reread = true;
+            pend_judge(e);
+        }
+        free(copy);
         pend_done(e);
         return STORE_PROBE_READY;
     }

@@ -32,5 +32,12 @@ bool store_flash_forget(struct store *s, uint64_t slot);
  * as memcached's counts items whose values are on flash). */
 struct store_stats;
 void store_flash_stats(struct store *s, struct store_stats *out);
+/* A reference on the buffer of a flash item a lookup served from it
+ * (store_found.flash_buf), as the pin of the store_item a read hands out;
+ * whether a pin is one; and its release (store_pin_release's). */
+struct store_pin;
+struct store_pin *store_flash_buf_pin(void *buf);
+bool store_flash_pin_is(const struct store_pin *pin);
+void store_flash_buf_unpin(struct store_pin *pin);
 
 #endif

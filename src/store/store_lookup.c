@@ -131,13 +131,14 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
         f->now = clock_now();
         f->gone = ITEM_LIVE;
         f->on_flash = false;
+        f->flash = NULL;
         if (!store_find_live(ctx, k, reclaim, f)) {
             /* Its flash item read for this request goes back in RAM now,
              * not when the read completed: the request's other keys could
              * have pushed it out again (store_flash.h's promise). Once. */
             if (refilled || !ctx->flash_wait || !ctx->flash_refill)
                 return false;
-            enum flash_refill r = ctx->flash_refill(ctx, k, &f->keys, how & STORE_LOOK_KEEP_FLASH);
+            enum flash_refill r = ctx->flash_refill(ctx, k, f, how);
             if (r != FLASH_REFILLED) {
                 f->on_flash = r == FLASH_LEFT;
                 return false;

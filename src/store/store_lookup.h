@@ -16,6 +16,7 @@
 
 struct seg;
 struct store;
+struct flash_item;
 
 struct store_ctx;
 
@@ -52,6 +53,12 @@ struct store_found {
     /* On a miss with STORE_LOOK_KEEP_FLASH: the key's item is on flash
      * (read and checked for this request) and was left there. */
     bool on_flash;
+    /* On a miss with STORE_LOOK_FLASH_BUF: the key's item as read from
+     * flash for this request, not recached, its pointers into the read's
+     * buffer (flash_buf: store_flash_buf_pin takes a reference on it);
+     * else NULL. */
+    const struct flash_item *flash;
+    void *flash_buf;
 };
 
 enum store_look {
@@ -62,6 +69,12 @@ enum store_look {
      * memcached refuses on an item whose value is on extstore (incr,
      * decr, append, prepend), rather than bringing it into RAM. */
     STORE_LOOK_KEEP_FLASH = 2,
+    /* A flag beside either, for a read that changes nothing in the item
+     * (no touch, no win): a flash item read for the request that
+     * memcached's recache rule does not put back in RAM is served from
+     * the read's buffer, with no RAM copy: the lookup misses with
+     * f->flash set. */
+    STORE_LOOK_FLASH_BUF = 4,
 };
 
 /* The one lookup every operation makes: lock the key's bucket (wherever a

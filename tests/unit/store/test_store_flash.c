@@ -419,6 +419,51 @@ static void test_write_after_read_wins(void **state)
     close_waited(&t, w);
 }
 
+/* A read that memcached's recache rule leaves on flash (rate 0 here) is
+ * served from the read's buffer: nothing is written to RAM (no item
+ * stored, the key still on flash, a lookup with no probe a miss), the
+ * pinned value outlives the wait set's reset until its pin goes, and the
+ * key looked up twice in one request counts one read. */
+static void test_read_not_recached_stays_on_flash(void **state)
+{
+    (void)state;
+    struct tstore t;
+    int woke = 0;
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
+    char k[32], v[VLEN + 1];
+    key_of(0, k);
+    value_of(0, v);
+    struct store_stats before, after;
+    store_stats(t.s, &before);
+    struct flash_tier_counters c0, c1;
+    flash_counters(&t, &c0);
+    assert_true(probe(&t, w, &woke, 0));
+    struct store_get_req r = {.want_value = true};
+    struct store_item it, again;
+    assert_int_equal(store_get(t.c, k, strlen(k), &r, &it), STORE_OK);
+    assert_int_equal(store_get(t.c, k, strlen(k), &r, &again), STORE_OK);
+    assert_non_null(it.pin);
+    store_pin_release(again.pin);
+    store_flash_wait_reset(w);
+    store_flash_attach(t.c, NULL);
+    assert_int_equal(it.nvalue, VLEN);
+    assert_memory_equal(it.value, v, VLEN);
+    assert_int_equal(it.flags, 0);
+    store_pin_release(it.pin);
+    flash_counters(&t, &c1);
+    assert_int_equal(c1.get_extstore - c0.get_extstore, 1);
+    assert_int_equal(c1.recache_from_extstore, c0.recache_from_extstore);
+    store_stats(t.s, &after);
+    assert_int_equal(after.total_items, before.total_items);
+    char got[VLEN + 16];
+    assert_int_equal(tget(&t, k, got, sizeof got, NULL), STORE_MISS);
+    /* and read again from flash with a probe */
+    assert_true(probe(&t, w, &woke, 0));
+    assert_true(check(&t, 0, 0));
+    store_flash_wait_reset(w);
+    close_waited(&t, w);
+}
+
 #ifdef NODELAY_DEBUG
 /* An item read back keeps its last access time, as memcached's (`mg k
  * l`): the read is not an access of its own. */
@@ -817,6 +862,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_many_keys_read_together_all_hit, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_write_after_read_wins, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_read_not_recached_stays_on_flash, flash_file_setup,
                                         flash_file_teardown),
 #ifdef NODELAY_DEBUG
         cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup,
