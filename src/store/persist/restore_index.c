@@ -55,6 +55,25 @@ static unsigned rix_bits(uint64_t n) /* bits to write 0..n-1, at least 1 */
     return b;
 }
 
+/* A unit, what one fill thread builds at once: a part of an unsplit
+ * table; of a table of 2^L + s buckets, s > 0, the parts of the load area
+ * (2^(L+1) buckets) at the same place in each half, part u and part
+ * u + nparts / 2, since a key filed in either may belong in a bucket of
+ * the other: bucket b of the lower half holds the keys of both parts when
+ * it is not split yet (b >= s). A unit's buckets are its halves, 2^hbits
+ * buckets each, one after the other. */
+static unsigned rix_half_bits(const struct rix *x)
+{
+    unsigned l = index_shape_level(x->shape);
+    return x->part_shift < l ? x->part_shift : l;
+}
+
+static size_t rix_unit_bytes(const struct rix *x)
+{
+    size_t halves = index_shape_split(x->shape) ? 2 : 1;
+    return ((((size_t)INDEX_SLOTS + 1) * 8) << rix_half_bits(x)) * halves;
+}
+
 int rix_init(struct rix *x, struct store *s, uint32_t nbins)
 {
     memset(x, 0, sizeof(*x));
@@ -62,24 +81,29 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
     /* Only the restore uses the index yet: its table, read as it is,
      * every page of which the walk and the fill write (each walking
      * thread maps its share: rix_map). */
-    index_load_begin(&s->index);
+    int bits = index_load_begin(&s->index);
+    if (bits < 0)
+        return -1;
     x->table = s->index.cur->b;
-    x->power = index_bucket_bits(&s->index);
+    x->shape = s->index.shape;
+    x->power = (unsigned)bits;
     unsigned pbits = x->power > RIX_PART_MIN_BITS ? x->power - RIX_PART_MIN_BITS : 0;
     if (pbits > RIX_MAX_PART_BITS)
         pbits = RIX_MAX_PART_BITS;
     x->part_shift = x->power - pbits;
     x->nparts = 1u << pbits;
+    /* a split table: a unit is a part of each half of the load area */
+    x->nunits = index_shape_split(x->shape) && x->nparts > 1 ? x->nparts / 2 : x->nparts;
     x->nbins = nbins > SPLIT_THREADS ? SPLIT_THREADS : nbins ? nbins : 1;
     /* whole lines each, so that every line written is a whole line */
     x->cap = (uint32_t)(((uint64_t)INDEX_SLOTS + 1) << x->part_shift) / x->nbins & ~(RIX_STAGE - 1);
     x->seg_bits = rix_bits(s->pool.seg_cap);
     x->off_bits = rix_bits(s->pool.seg_size >> s->pool.off_shift);
     x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
-    /* A buffer for one part's buckets per filling thread (up to one per
+    /* A buffer for one unit's buckets per filling thread (up to one per
      * core, as the walkers). */
     for (uint32_t i = 0; i < x->nbins; i++) {
-        x->words[i] = aligned_alloc(64, (((size_t)INDEX_SLOTS + 1) << x->part_shift) * 8);
+        x->words[i] = aligned_alloc(64, rix_unit_bytes(x));
         if (!x->words[i]) {
             rix_release(x);
             return -1;
@@ -292,12 +316,12 @@ struct rix_dropped {
     bool linked; /* still in the table: unlinked after the fill */
 };
 
-/* One fill thread: parts [lo, hi). On lines of its own (SPLIT_LINE). */
+/* One fill thread: units [lo, hi) (rix_unit_bytes). On lines of its own (SPLIT_LINE). */
 struct rix_filler {
     _Alignas(SPLIT_LINE) struct rix *x;
     uint32_t lo, hi;
     bool rehash;     /* link into a new, larger table: buckets from the keys */
-    uint64_t *words; /* where a part's buckets are built */
+    uint64_t *words; /* where a unit's buckets are built */
     uint64_t linked;
     uint64_t placed; /* by rix_place (counted in the index already) */
     struct rix_dropped *drops;
@@ -417,50 +441,80 @@ static void rix_stream(uint64_t *dst, const uint64_t *src, size_t bytes)
 #endif
 }
 
-/* Fill one part: its buckets are built in the thread's own buffer, which
- * stays in cache from part to part, from the words filed in the table and
- * the spilled records; then the buffer is written over the part. */
-static void rix_fill_part(struct rix_filler *f, uint32_t part)
+/* Where in its unit's buffer the key of virtual bucket v (its hash's
+ * low `power` bits) is linked: its first bucket in the table's shape. */
+static inline uint64_t rix_local(const struct rix *x, unsigned l, unsigned hbits, uint64_t v)
+{
+    uint64_t r = index_shape_bucket(x->shape, v);
+    return ((r >> l) << hbits) | (r & (((uint64_t)1 << hbits) - 1));
+}
+
+/* Fill one unit: its buckets are built in the thread's own buffer, which
+ * stays in cache from unit to unit, from the words filed in the table
+ * and the spilled records; then the buffer is written over the unit's
+ * halves. */
+static void rix_fill_unit(struct rix_filler *f, uint32_t u)
 {
     struct rix *x = f->x;
-    uint64_t *base = x->table + ((uint64_t)part << (x->part_shift + 3));
+    unsigned l = index_shape_level(x->shape), hbits = rix_half_bits(x);
+    bool split = index_shape_split(x->shape) != 0;
     uint64_t *local = f->rehash ? NULL : f->words;
-    size_t bytes = ((size_t)INDEX_SLOTS + 1) << (x->part_shift + 3);
     if (local)
-        memset(local, 0, bytes);
+        memset(local, 0, rix_unit_bytes(x));
     uint64_t in_mask = ((uint64_t)1 << x->part_shift) - 1;
     uint64_t off_mask = ((uint64_t)1 << x->off_bits) - 1, seg_mask = ((uint64_t)1 << x->seg_bits) - 1;
     unsigned in_at = x->off_bits + x->seg_bits + 11; /* where a word's bucket starts */
-    for (uint32_t q = 0; q < x->nbins && x->pack; q++) {
-        const uint64_t *words = base + (uint64_t)q * x->cap;
-        uint32_t n = x->bins[q].packed[part];
-        for (uint32_t i = 0; i < n; i++) {
-            if (local && i + RIX_AHEAD < n)
-                __builtin_prefetch(local + (((words[i + RIX_AHEAD] >> in_at) & in_mask) << 3), 1);
-            uint64_t w = words[i];
-            uint32_t off = (uint32_t)(w & off_mask);
-            w >>= x->off_bits;
-            uint32_t seg = (uint32_t)(w & seg_mask);
-            w >>= x->seg_bits;
-            uint32_t tag = (uint32_t)(w & 2047);
-            uint64_t in_part = (w >> 11) & in_mask;
-            rix_link(f, local ? local + (in_part << 3) : NULL, slot_make(tag, seg, off));
+    uint32_t parts[2] = {u, u + x->nparts / 2};
+    for (int k = 0; k < (split && x->nparts > 1 ? 2 : 1); k++) {
+        uint32_t part = parts[k];
+        uint64_t first = (uint64_t)part << x->part_shift; /* its first virtual bucket */
+        const uint64_t *base = x->table + (first << 3);
+        for (uint32_t q = 0; q < x->nbins && x->pack; q++) {
+            const uint64_t *words = base + (uint64_t)q * x->cap;
+            uint32_t n = x->bins[q].packed[part];
+            for (uint32_t i = 0; i < n; i++) {
+                if (local && i + RIX_AHEAD < n)
+                    __builtin_prefetch(
+                        local + (rix_local(x, l, hbits,
+                                           first | ((words[i + RIX_AHEAD] >> in_at) & in_mask))
+                                 << 3),
+                        1);
+                uint64_t w = words[i];
+                uint32_t off = (uint32_t)(w & off_mask);
+                w >>= x->off_bits;
+                uint32_t seg = (uint32_t)(w & seg_mask);
+                w >>= x->seg_bits;
+                uint32_t tag = (uint32_t)(w & 2047);
+                uint64_t v = first | ((w >> 11) & in_mask);
+                rix_link(f, local ? local + (rix_local(x, l, hbits, v) << 3) : NULL,
+                         slot_make(tag, seg, off));
+            }
         }
+        uint64_t v_mask = ((uint64_t)1 << x->power) - 1;
+        for (uint32_t q = 0; q < x->nbins; q++)
+            for (struct rix_block *b = x->bins[q].head[part]; b; b = b->next)
+                for (uint32_t i = 0; i < b->n; i++)
+                    rix_link(f,
+                             local ? local + (rix_local(x, l, hbits, b->rec[i].hv & v_mask) << 3)
+                                   : NULL,
+                             b->rec[i].slot);
     }
-    for (uint32_t q = 0; q < x->nbins; q++)
-        for (struct rix_block *k = x->bins[q].head[part]; k; k = k->next)
-            for (uint32_t i = 0; i < k->n; i++)
-                rix_link(f, local ? local + ((k->rec[i].hv & in_mask) << 3) : NULL,
-                         k->rec[i].slot);
-    if (local)
-        rix_stream(base, local, bytes);
+    if (!local)
+        return;
+    /* the halves: buckets u 2^hbits.. and, split, 2^L + u 2^hbits.., whose
+     * buckets past the table's 2^L + s are left empty */
+    size_t half = (((size_t)INDEX_SLOTS + 1) * 8) << hbits;
+    uint64_t lo = (uint64_t)u << hbits;
+    rix_stream(x->table + (lo << 3), local, half);
+    if (split)
+        rix_stream(x->table + ((((uint64_t)1 << l) + lo) << 3), local + (half / 8), half);
 }
 
 static void *rix_fill_thread(void *arg)
 {
     struct rix_filler *f = arg;
-    for (uint32_t part = f->lo; part < f->hi; part++)
-        rix_fill_part(f, part);
+    for (uint32_t u = f->lo; u < f->hi; u++)
+        rix_fill_unit(f, u);
     return NULL;
 }
 
@@ -493,22 +547,26 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
      * size instead, on one thread, finding buckets from the keys: slower,
      * but no chain is long. */
     struct index_table *old = NULL;
-    if (total > 2 * ((uint64_t)INDEX_GROW_LOAD << x->power)) {
-        old = index_swap_table(&s->index, index_level_for(index_level(&s->index), total));
-        if (!old)
+    if (total > 2 * INDEX_GROW_LOAD * index_shape_buckets(x->shape)) {
+        /* as store_create sizes one: the power of two at or below,
+         * then the buckets the items need; the level reported stays */
+        unsigned was = index_level(&s->index);
+        old = index_swap_table(&s->index, index_level_for(was, total / 2));
+        if (!old || index_presize(&s->index, total) != 0)
             log_error("store: out of memory sizing the index for %llu restored items",
                       (unsigned long long)total);
+        index_keep_level(&s->index, was);
     }
     struct rix_filler f[SPLIT_THREADS];
     uint32_t t = nthreads > x->nbins ? x->nbins : nthreads;
-    if (t > x->nparts)
-        t = x->nparts;
+    if (t > x->nunits)
+        t = x->nunits;
     if (t == 0 || old)
         t = 1;
     for (uint32_t i = 0; i < t; i++)
         f[i] = (struct rix_filler){.x = x,
-                                   .lo = (uint32_t)((uint64_t)x->nparts * i / t),
-                                   .hi = (uint32_t)((uint64_t)x->nparts * (i + 1) / t),
+                                   .lo = (uint32_t)((uint64_t)x->nunits * i / t),
+                                   .hi = (uint32_t)((uint64_t)x->nunits * (i + 1) / t),
                                    .rehash = old != NULL,
                                    .words = x->words[i]};
     split_run(rix_fill_thread, (char *)f, sizeof(f[0]), t);

@@ -77,9 +77,11 @@ struct rix_bins {
 struct rix {
     struct store *s;
     uint64_t *table;     /* the index's buckets, holding packed words */
-    unsigned power;      /* log2 of its buckets */
+    uint64_t shape;      /* the table's (index_shape_make): 2^L + s buckets */
+    unsigned power;      /* log2 of the load area's buckets: L, or L + 1 when s > 0 */
     unsigned part_shift; /* part = (hv >> part_shift) & (nparts - 1) */
     uint32_t nparts;
+    uint32_t nunits;     /* what a fill thread takes whole (rix_unit) */
     uint32_t nbins;
     uint32_t cap;        /* packed words per part and walking thread */
     bool pack;           /* the numbers fit in a word */
