@@ -5,9 +5,12 @@
  * restore scan" where it sits in the restore.
  *
  * Nothing else runs yet: the walk is over before the fill starts, and each
- * fill thread owns whole parts of the table, so no bucket lock is taken;
- * the items whose first bucket was full are placed after the fill, on one
- * thread (rix_place), since their second bucket may be in any part.
+ * fill thread owns whole units of the table (rix_half_bits), so no bucket
+ * lock is taken. An item whose first bucket is full is handed to the
+ * thread that owns its second bucket, which links it there after the
+ * fill (rix_second) if that has room; the few whose two buckets are full
+ * are placed last, on one thread (rix_place), moving an entry of one of
+ * them, whose other bucket may be anywhere.
  * The table holds the filed words until each part is filled: no lookup
  * may run before rix_fill returns (none does: the restore runs before the
  * store is handed to anyone).
@@ -86,6 +89,7 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
         return -1;
     x->table = s->index.cur->b;
     x->shape = s->index.shape;
+    x->share = rix_unsplit_share(x->shape);
     x->power = (unsigned)bits;
     unsigned pbits = x->power > RIX_PART_MIN_BITS ? x->power - RIX_PART_MIN_BITS : 0;
     if (pbits > RIX_MAX_PART_BITS)
@@ -244,7 +248,7 @@ static enum rix_pick rix_pick(struct store *s, uint64_t old, uint64_t slot)
 
 enum rix_put {
     RIX_LINKED,   /* slot linked */
-    RIX_FULL,     /* its first bucket is full: placed after the fill (rix_place) */
+    RIX_FULL,     /* the bucket is full: tried later (rix_second, rix_place) */
     RIX_DUP,      /* a copy of the same version is linked: slot dropped */
     RIX_OLDER,    /* a newer version is linked: slot dropped */
     RIX_REPLACED, /* slot took the place of an older version, *other */
@@ -316,10 +320,18 @@ struct rix_dropped {
     bool linked; /* still in the table: unlinked after the fill */
 };
 
+/* Items kept for a later step, with their hash. */
+struct rix_list {
+    struct rix_rec *r;
+    size_t n, cap;
+};
+
 /* One fill thread: units [lo, hi) (rix_unit_bytes). On lines of its own (SPLIT_LINE). */
 struct rix_filler {
     _Alignas(SPLIT_LINE) struct rix *x;
     uint32_t lo, hi;
+    uint32_t nthreads;
+    const uint32_t *first_unit; /* of each fill thread: which one owns a bucket */
     bool rehash;     /* link into a new, larger table: buckets from the keys */
     uint64_t *words; /* where a unit's buckets are built */
     uint64_t linked;
@@ -327,8 +339,9 @@ struct rix_filler {
     struct rix_dropped *drops;
     size_t ndrops, cap;
     bool drops_lost; /* no memory to remember a drop */
-    uint64_t *full;  /* slots whose first bucket was full, for rix_place */
-    size_t nfull, full_cap;
+    /* first bucket full: for the thread that owns the second (rix_second) */
+    struct rix_list second[SPLIT_THREADS];
+    struct rix_list both; /* both buckets full: for rix_place */
 };
 
 static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup, bool linked)
@@ -346,19 +359,30 @@ static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup, bool li
     f->drops[f->ndrops++] = (struct rix_dropped){slot, dup, linked};
 }
 
-/* Keep slot for rix_place; false when out of memory for that. */
-static bool rix_note_full(struct rix_filler *f, uint64_t slot)
+/* Keep an item for a later step; false when out of memory for that. */
+static bool rix_keep(struct rix_list *l, uint64_t hv, uint64_t slot)
 {
-    if (f->nfull == f->full_cap) {
-        size_t cap = f->full_cap ? f->full_cap * 2 : 1024;
-        uint64_t *d = realloc(f->full, cap * sizeof(*d));
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        struct rix_rec *d = realloc(l->r, cap * sizeof(*d));
         if (!d)
             return false;
-        f->full = d;
-        f->full_cap = cap;
+        l->r = d;
+        l->cap = cap;
     }
-    f->full[f->nfull++] = slot;
+    l->r[l->n++] = (struct rix_rec){hv, slot};
     return true;
+}
+
+/* The fill thread that owns bucket b of the table (its unit's). */
+static uint32_t rix_owner(const struct rix_filler *f, uint64_t b)
+{
+    const struct rix *x = f->x;
+    uint64_t u = (b & ((1ull << index_shape_level(x->shape)) - 1)) >> rix_half_bits(x);
+    uint32_t t = 0;
+    while (t + 1 < f->nthreads && f->first_unit[t + 1] <= u)
+        t++;
+    return t;
 }
 
 /* What a put came to: counted, or its dropped copies noted. */
@@ -382,33 +406,85 @@ static void rix_settled(struct rix_filler *f, enum rix_put r, uint64_t slot, uin
         rix_note_drop(f, other, false, true);
 }
 
-/* Link slot in bucket b, or (rehash) in its key's first bucket of the
- * table: there while it has room, else later in either of its buckets
- * (rix_place), as an insert would. */
+/* Link slot in bucket b, the one it is filed in (rix_filed_hash), or
+ * (rehash) in that bucket of the table found from its key: there while it
+ * has room, else later in its other bucket by the thread that owns that
+ * (rix_second), as an insert would take the emptier. */
 static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot)
 {
     struct store *s = f->x->s;
-    if (f->rehash)
-        b = index_bucket_of(&s->index, s->index.rehash(s->index.rehash_arg, slot));
+    struct index *ix = &s->index;
+    uint64_t h = 0, hf, ho;
+    if (f->rehash) {
+        h = ix->rehash(ix->rehash_arg, slot);
+        rix_both_hashes(ix->shape, h, &hf, &ho);
+        b = index_bucket_of(ix, hf);
+    }
     uint64_t other = 0;
     enum rix_put r = rix_put(s, b, slot, false, &other);
-    if (r == RIX_FULL && !rix_note_full(f, slot))
-        r = rix_put(s, b, slot, true, &other); /* chained, as one choice would */
+    if (r == RIX_FULL) {
+        if (!f->rehash)
+            h = ix->rehash(ix->rehash_arg, slot);
+        rix_both_hashes(ix->shape, h, &hf, &ho);
+        uint64_t *b2 = index_bucket_of(ix, ho);
+        uint32_t to = rix_owner(f, (uint64_t)(b2 - ix->cur->b) >> 3);
+        if (!rix_keep(&f->second[to], h, slot))
+            r = rix_put(s, b, slot, true, &other); /* chained, as one choice would */
+    }
     if (r != RIX_FULL)
         rix_settled(f, r, slot, other);
 }
 
-/* The filled table, one thread: link slot in either bucket of its key,
- * the emptier, moving an entry of a full pair to its other bucket before
- * chaining (index_pair_free_slot, as an insert), unless its key is there
- * already. Entries move now, so every slot of both chains is looked at. */
-static void rix_place(struct rix_filler *f, uint64_t slot)
+/* After the fill, on the thread that owns their other buckets: the items
+ * whose filed bucket was full (and stays full: nothing is unlinked yet),
+ * linked in the other where it has room, the emptier of the two; a copy
+ * of the same key has the same two, and meets it there. */
+static void rix_second(struct rix_filler *f, struct rix_filler *all, uint32_t t)
 {
     struct store *s = f->x->s;
     struct index *ix = &s->index;
-    uint64_t h = ix->rehash(ix->rehash_arg, slot);
-    uint64_t *b0 = index_bucket_of(ix, h), *b1 = index_bucket_of(ix, index_hash2(h));
-    struct index_pair p = {{b0, b1 == b0 ? NULL : b1}};
+    uint32_t me = (uint32_t)(f - all);
+    for (uint32_t i = 0; i < t; i++) {
+        const struct rix_list *l = &all[i].second[me];
+        for (size_t k = 0; k < l->n; k++) {
+            uint64_t h = l->r[k].hv, slot = l->r[k].slot, other = 0, hf, ho;
+            rix_both_hashes(ix->shape, h, &hf, &ho);
+            uint64_t *b = index_bucket_of(ix, ho);
+            enum rix_put r =
+                b == index_bucket_of(ix, hf) ? RIX_FULL : rix_put(s, b, slot, false, &other);
+            if (r == RIX_FULL && rix_keep(&f->both, h, slot))
+                continue;
+            if (r == RIX_FULL) /* no memory to keep it: chained */
+                r = rix_put(s, b, slot, true, &other);
+            rix_settled(f, r, slot, other);
+        }
+    }
+}
+
+struct rix_second_run {
+    _Alignas(SPLIT_LINE) struct rix_filler *f, *all;
+    uint32_t t;
+};
+
+static void *rix_second_thread(void *arg)
+{
+    struct rix_second_run *r = arg;
+    rix_second(r->f, r->all, r->t);
+    return NULL;
+}
+
+/* The filled table: link slot in either bucket of its key, the emptier,
+ * moving an entry of a full pair to its other bucket before chaining
+ * (index_pair_free_slot, as an insert), unless its key is there already.
+ * Entries move now, so every slot of both chains is looked at. A move's
+ * third bucket may be any thread's: the fill threads run this at once
+ * under the buckets' locks, as inserts. */
+static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
+{
+    struct store *s = f->x->s;
+    struct index *ix = &s->index;
+    struct index_pair p;
+    index_lock_key(ix, h, &p);
     uint32_t tag = slot_tag(slot);
     uint64_t other = 0;
     for (int c = 0; c < 2 && p.b[c]; c++)
@@ -416,15 +492,25 @@ static void rix_place(struct rix_filler *f, uint64_t slot)
             for (int i = 1; i <= INDEX_SLOTS; i++)
                 if (cur[i] && slot_tag(cur[i]) == tag && rix_same_key(s, cur[i], slot)) {
                     rix_settled(f, rix_settle(s, &cur[i], slot, &other), slot, other);
+                    index_unlock_pair(&p);
                     return;
                 }
     uint64_t *e = index_pair_free_slot(ix, &p); /* counts it in ix->items */
-    if (!e) {
+    if (e) {
+        *e = slot;
+        f->placed++;
+    } else {
         rix_settled(f, RIX_NOMEM, slot, 0);
-        return;
     }
-    *e = slot;
-    f->placed++;
+    index_unlock_pair(&p);
+}
+
+static void *rix_place_thread(void *arg)
+{
+    struct rix_filler *f = arg;
+    for (size_t k = 0; k < f->both.n; k++)
+        rix_place(f, f->both.r[k].hv, f->both.r[k].slot);
+    return NULL;
 }
 
 /* Copy a built part over the table, past the caches: the part's lines
@@ -558,31 +644,43 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
         index_keep_level(&s->index, was);
     }
     struct rix_filler f[SPLIT_THREADS];
+    uint32_t first_unit[SPLIT_THREADS];
     uint32_t t = nthreads > x->nbins ? x->nbins : nthreads;
     if (t > x->nunits)
         t = x->nunits;
     if (t == 0 || old)
         t = 1;
     for (uint32_t i = 0; i < t; i++)
+        first_unit[i] = (uint32_t)((uint64_t)x->nunits * i / t);
+    for (uint32_t i = 0; i < t; i++)
         f[i] = (struct rix_filler){.x = x,
-                                   .lo = (uint32_t)((uint64_t)x->nunits * i / t),
+                                   .lo = first_unit[i],
                                    .hi = (uint32_t)((uint64_t)x->nunits * (i + 1) / t),
+                                   .nthreads = t,
+                                   .first_unit = first_unit,
                                    .rehash = old != NULL,
                                    .words = x->words[i]};
     split_run(rix_fill_thread, (char *)f, sizeof(f[0]), t);
-    /* The items whose first bucket was full, now that every bucket is
-     * built: in either bucket of theirs (their drops noted in f[0]). */
+    /* The items whose filed bucket was full, now that every bucket is
+     * built: in their other (each thread its own buckets), then the rest
+     * in either bucket of theirs, under the buckets' locks. */
+    struct rix_second_run sr[SPLIT_THREADS];
+    for (uint32_t i = 0; i < t; i++)
+        sr[i] = (struct rix_second_run){.f = &f[i], .all = f, .t = t};
+    split_run(rix_second_thread, (char *)sr, sizeof(sr[0]), t);
+    split_run(rix_place_thread, (char *)f, sizeof(f[0]), t);
     for (uint32_t i = 0; i < t; i++) {
-        for (size_t k = 0; k < f[i].nfull; k++)
-            rix_place(&f[0], f[i].full[k]);
-        free(f[i].full);
+        for (uint32_t j = 0; j < t; j++)
+            free(f[i].second[j].r);
+        free(f[i].both.r);
     }
     uint64_t linked = 0;
     bool lost = false;
     for (uint32_t i = 0; i < t; i++)
         linked += f[i].linked;
     index_count(&s->index, linked);
-    linked += f[0].placed;
+    for (uint32_t i = 0; i < t; i++)
+        linked += f[i].placed;
     for (uint32_t i = 0; i < t; i++) {
         for (size_t k = 0; k < f[i].ndrops; k++) {
             if (f[i].drops[k].linked && rix_unlink(x, f[i].drops[k].slot))

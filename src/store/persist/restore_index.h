@@ -40,7 +40,7 @@
 
 
 struct rix_rec {
-    uint64_t hv;   /* the key's hash */
+    uint64_t hv;   /* the key's hash (spilled: the hash it is filed by, rix_filed_hash) */
     uint64_t slot; /* the index slot that will point at the item */
 };
 
@@ -78,6 +78,7 @@ struct rix {
     struct store *s;
     uint64_t *table;     /* the index's buckets, holding packed words */
     uint64_t shape;      /* the table's (index_shape_make): 2^L + s buckets */
+    uint32_t share;      /* rix_unsplit_share(shape) */
     unsigned power;      /* log2 of the load area's buckets: L, or L + 1 when s > 0 */
     unsigned part_shift; /* part = (hv >> part_shift) & (nparts - 1) */
     uint32_t nparts;
@@ -104,13 +105,60 @@ void rix_flush(struct rix *x, uint32_t bin, uint32_t part, uint32_t at);
 /* A walking thread is done: write what it still stages. On that thread. */
 void rix_finish(struct rix *x, uint32_t bin);
 
+/* Which of its two buckets an item of hash hv is filed in, by the hash
+ * that picks it (hv, or index_hash2(hv) for its second). In a table of
+ * 2^L + s buckets the s split buckets and their s new ones each take
+ * half the hashes of an unsplit one, first choices and second alike, so
+ * filing every item in its first bucket would load an unsplit bucket
+ * with 6 (2^L + s) / 2^L items, up to twelve, and a split one with half
+ * that, before either can be evened out by moves, one by one. Instead an
+ * item whose two buckets are both unsplit or both split takes its first,
+ * and one with one of each takes the unsplit one for a share
+ * s / (2 (2^L + s)) of the hashes (its bits 32..47), its split one
+ * otherwise: then every bucket is filed six items on average (u unsplit
+ * buckets out of M = 2^L take u/M of the choices; the items with both
+ * there, u^2 n / M^2 at six items a bucket of n, and that share of the
+ * 2u (M - u) n / M^2 with one make 6u, since M^2 - u n = (M - u)^2). */
+static inline bool rix_unsplit(uint64_t shape, uint64_t h)
+{
+    uint64_t r = index_shape_bucket(shape, h);
+    return r >= index_shape_split(shape) && r <= shape >> 32;
+}
+
+/* The share of rix_filed_hash in 2^16ths. */
+static inline uint32_t rix_unsplit_share(uint64_t shape)
+{
+    uint64_t sp = index_shape_split(shape);
+    return (uint32_t)((sp << 15) / ((shape >> 32) + 1 + sp));
+}
+
+static inline uint64_t rix_filed_hash(uint64_t shape, uint32_t share, uint64_t hv)
+{
+    if (!index_shape_split(shape))
+        return hv;
+    uint64_t h2 = index_hash2(hv);
+    bool u1 = rix_unsplit(shape, hv);
+    if (u1 == rix_unsplit(shape, h2))
+        return hv;
+    bool to_unsplit = ((hv >> 32) & 0xFFFF) < share;
+    return to_unsplit == u1 ? hv : h2;
+}
+
+/* The hashes of the bucket an item is filed in and of its other one. */
+static inline void rix_both_hashes(uint64_t shape, uint64_t hv, uint64_t *filed, uint64_t *other)
+{
+    *filed = rix_filed_hash(shape, rix_unsplit_share(shape), hv);
+    *other = *filed == hv ? index_hash2(hv) : hv;
+}
+
 /* File an item (segment seg, offset off in slot units) for walking
  * thread `bin`; false when out of memory. */
 static inline bool rix_add(struct rix *x, uint32_t bin, uint64_t hv, uint32_t seg, uint32_t off)
 {
     struct rix_bins *b = &x->bins[bin];
-    uint32_t part = (uint32_t)(hv >> x->part_shift) & (x->nparts - 1);
     uint32_t tag = index_tag(hv);
+    hv = rix_filed_hash(x->shape, x->share, hv);
+    uint32_t part = (uint32_t)(hv >> x->part_shift) & (x->nparts - 1);
     b->n++;
     if (x->pack && b->packed[part] < x->cap) {
         uint64_t in_part = hv & (((uint64_t)1 << x->part_shift) - 1);
