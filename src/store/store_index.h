@@ -86,7 +86,7 @@ struct index_table {
     uint64_t *b;       /* HUGEMEM_PAGE-aligned */
     size_t reserved;   /* bytes of address space */
     size_t writable;   /* bytes from b on that are readable and writable */
-    unsigned power;    /* log2 of its buckets when made (the restore's view) */
+    unsigned power;    /* log2 of its buckets when made */
     uint64_t mask;     /* (1 << power) - 1 */
 };
 

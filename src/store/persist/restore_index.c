@@ -6,11 +6,11 @@
  *
  * Nothing else runs yet: the walk is over before the fill starts, and each
  * fill thread owns whole units of the table (rix_half_bits), so no bucket
- * lock is taken. An item whose first bucket is full is handed to the
- * thread that owns its second bucket, which links it there after the
- * fill (rix_second) if that has room; the few whose two buckets are full
- * are placed last, on one thread (rix_place), moving an entry of one of
- * them, whose other bucket may be anywhere.
+ * lock is taken. An item whose filed bucket is full is handed to the
+ * thread that owns its other bucket, which links it there after the fill
+ * (rix_second) if that has room; the few whose two buckets are full are
+ * placed last (rix_place), moving an entry of one of them, whose other
+ * bucket may be anywhere: under the buckets' locks, as inserts.
  * The table holds the filed words until each part is filled: no lookup
  * may run before rix_fill returns (none does: the restore runs before the
  * store is handed to anyone).

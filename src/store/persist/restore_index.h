@@ -13,7 +13,12 @@
  * holds eight words a bucket, and a bucket takes six items on average at
  * most (INDEX_GROW_LOAD), so an item packed in one word (its bucket in the
  * part, tag, segment, offset) fits in its part's memory, split between the
- * walking threads. Filling a part links its items into buckets built in a
+ * walking threads. A table of 2^L + s buckets, s > 0, is filed by L + 1
+ * bits of the hash, in 2^(L+1) buckets' memory: by them a bucket not yet
+ * split is two, six items each at most on average, and its part of the
+ * upper half is given back once the table is built (index_load_done).
+ * Each item is filed in one of its two buckets (rix_filed_hash), so that
+ * split and unsplit buckets are filed alike. Filling a part links its items into buckets built in a
  * buffer of the thread's, then writes the buffer over the part. A walking thread gathers each
  * part's words a cache line at a time and writes the line whole, past the
  * caches (it would only be read back from memory anyway): its writes to a
@@ -22,11 +27,13 @@
  * (hash, slot) pairs beside it. So a restore touches no memory beyond the
  * table it must build anyway.
  *
- * A part's fill links an item in its key's first bucket only while that
- * has room: the others wait until every part is built, and are then put
- * in either of their buckets as an insert would (the emptier, moving an
- * entry of a full pair before chaining), one thread, few items. So a
- * restart leaves no more overflow than the run before it had.
+ * A unit's fill links an item in its filed bucket only while that has
+ * room: the others wait until every unit is built, then go to their other
+ * bucket where it has room (each by the thread that owns that bucket),
+ * and the few left are put in either of their buckets as an insert would
+ * (the emptier, moving an entry of a full pair before chaining), under
+ * the buckets' locks. So a restart leaves less overflow than the run
+ * before it had.
  */
 #ifndef NODELAY_RESTORE_INDEX_H
 #define NODELAY_RESTORE_INDEX_H
