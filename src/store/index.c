@@ -822,7 +822,7 @@ uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets)
 struct index_table *index_swap_table(struct index *ix, unsigned level)
 {
     struct index_table *c = ix->cur;
-    if (ix->items || ix->shape != index_shape_make(c->power, 0))
+    if (ix->items)
         return NULL;
     struct index_table *t = table_new(index_power_of(level));
     if (!t)
@@ -854,26 +854,36 @@ void index_wipe(struct index *ix)
  * (five interleaved runs each, load 17-20). So the load runs on small
  * pages, mapped in one call per restore thread (index_load_map: each its
  * share, so that the serial part of a restore does not grow with the
- * table), and the table asks for huge pages afterwards: khugepaged merges them in the background, and until it has
- * a lookup may take a TLB miss. The restore's table is unsplit: 2^power
- * buckets. */
-void index_load_begin(struct index *ix)
+ * table), and the table asks for huge pages afterwards: khugepaged merges
+ * them in the background, and until it has a lookup may take a TLB miss.
+ *
+ * The load files items by 2^bits buckets (store_index.h): for a table of
+ * 2^L + s buckets, s > 0, that is 2^(L+1), the area of the table once
+ * bucket 2^L - 1 is split too, which holds at most six items a bucket on
+ * average where the unsplit buckets hold up to twelve. The area past the
+ * table's buckets holds filed words only while the load runs; the load
+ * leaves it zero and index_load_done gives it back. */
+int index_load_begin(struct index *ix)
 {
-#ifdef MADV_NOHUGEPAGE
     struct index_table *c = ix->cur;
-    size_t len = (c->mask + 1) * 64;
+    uint64_t shape = ix->shape;
+    unsigned bits = index_shape_level(shape) + (index_shape_split(shape) != 0);
+    size_t len = (size_t)64 << bits;
+    if (!table_reach(c, len))
+        return -1;
+    ix->load_bytes = len;
+#ifdef MADV_NOHUGEPAGE
     if (len >= INDEX_HUGE_MIN)
         (void)madvise(c->b, len, MADV_NOHUGEPAGE);
-#else
-    (void)ix;
 #endif
+    return (int)bits;
 }
 
 void index_load_map(struct index *ix, uint32_t i, uint32_t n)
 {
 #ifdef MADV_POPULATE_WRITE
     struct index_table *c = ix->cur;
-    size_t len = (c->mask + 1) * 64;
+    size_t len = ix->load_bytes;
     if (len < INDEX_HUGE_MIN || n == 0 || i >= n)
         return;
     long ps = sysconf(_SC_PAGESIZE);
@@ -889,19 +899,36 @@ void index_load_map(struct index *ix, uint32_t i, uint32_t n)
 
 void index_load_done(struct index *ix)
 {
-#ifdef MADV_HUGEPAGE
     struct index_table *c = ix->cur;
-    size_t len = (c->mask + 1) * 64;
-    if (len >= INDEX_HUGE_MIN)
-        (void)madvise(c->b, len, MADV_HUGEPAGE);
-#else
-    (void)ix;
+    size_t load = ix->load_bytes;
+    /* The pages past the buckets in use (zero: the load's filed words
+     * there were overwritten), and the address space past the huge page
+     * that ends them, as the table had it before the load. */
+    size_t used = round_up(index_shape_buckets(ix->shape) * 64, 4096);
+    size_t keep = round_up(used, HUGEMEM_PAGE);
+    if (load && c->writable > used) {
+        (void)madvise((char *)c->b + used, c->writable - used, MADV_DONTNEED);
+        if (c->writable > keep &&
+            mprotect((char *)c->b + keep, c->writable - keep, PROT_NONE) == 0)
+            c->writable = keep;
+    }
+    ix->load_bytes = 0;
+#ifdef MADV_HUGEPAGE
+    /* as before the load (index_load_begin asked for small pages) */
+    if (ix->head_huge || load >= INDEX_HUGE_MIN)
+        (void)madvise(c->b, c->writable, MADV_HUGEPAGE);
 #endif
 }
 
 unsigned index_bucket_bits(struct index *ix)
 {
     return index_shape_level(ix->shape);
+}
+
+void index_keep_level(struct index *ix, unsigned level)
+{
+    if (level > ix->base_level)
+        ix->base_level = level;
 }
 
 uint64_t *index_bucket_of(struct index *ix, uint64_t h)

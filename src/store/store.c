@@ -88,6 +88,8 @@ int store_create(struct store **out, const struct store_options *opt)
     /* -o hashpower is memcached's (default 16): index_level_for says how
      * our buckets follow its contract. The index grows on its own from there. */
     unsigned level = opt->hashpower ? opt->hashpower : 16;
+    unsigned keep = 0; /* the level reported at least: a restart's */
+    uint64_t size_for = 0; /* items the table is sized for: a restore's, a flash tier's */
     if (opt->memory_file) {
         struct pm_settings want = {.mem_limit = opt->mem_limit,
                                    .item_size_max = opt->item_size_max,
@@ -105,7 +107,9 @@ int store_create(struct store **out, const struct store_options *opt)
         s->pm->life = &s->life;
         s->pm->cas_next = &s->cas_next;
         /* A restore inserts every item at once: size the index for them
-         * now, as growth would have, rather than grow it step by step. */
+         * now, as growth would have (index_presize: 2^L + s buckets, which
+         * the restore fills in their own shape), rather than grow it step
+         * by step. */
         uint64_t hint = s->pm->start >= PM_START_CLEAN && s->pm->start <= PM_START_CRASH
                             ? s->pm->hdr->items
                             : 0;
@@ -114,14 +118,13 @@ int store_create(struct store **out, const struct store_options *opt)
          * takes 12 bytes at least. */
         uint64_t most = opt->mem_limit / 12;
         unsigned cap = index_level_for(level, most);
-        level = index_level_for(level, hint < most ? hint : most);
-        /* and never smaller than it was, as memcached's restart keeps its
-         * hash power (its restart.t checks) */
+        size_for = hint < most ? hint : most;
+        /* memcached's restart keeps its hash power (its restart.t checks):
+         * the level reported stays, while the table is the items' size */
         unsigned was = s->pm->hdr->index_level;
-        if (hint && was > level && was <= cap)
-            level = was;
+        if (hint && was <= cap)
+            keep = was;
     }
-    uint64_t flash_want = 0; /* items the table is sized for (a flash tier's) */
     if (opt->flash.nfiles) {
         /* Ids from FLASH_SEG_BASE up name flash segments. */
         if (s->pool.seg_limit >= FLASH_SEG_BASE) {
@@ -140,29 +143,28 @@ int store_create(struct store **out, const struct store_options *opt)
             bytes += opt->flash.sizes[i];
         uint32_t v = opt->flash.item_size > 64 ? opt->flash.item_size : 64;
         uint64_t per = item_hdr_len(0, v) + 1 + v;
-        flash_want = bytes / per + opt->mem_limit / per;
+        uint64_t flash_want = bytes / per + opt->mem_limit / per;
         uint64_t most = (uint64_t)INDEX_GROW_LOAD << 24;
         if (flash_want > most)
             flash_want = most;
-        /* the power of two at or below it: index_presize adds the rest.
-         * Under -e the restore files items by the table's hash bits, split
-         * pointer at 0 (restore_index.c): the power of two above, whole. */
-        if (opt->memory_file) {
-            level = index_level_for(level, flash_want);
-            flash_want = 0;
-        } else {
-            level = index_level_for(level, flash_want / 2);
-        }
+        if (flash_want > size_for)
+            size_for = flash_want;
     }
+    /* the power of two at or below the buckets size_for needs:
+     * index_presize adds the rest */
+    level = index_level_for(level, size_for / 2);
     if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
             persist_close(s->pm, false);
         free(s);
         return -1;
     }
-    if (index_presize(&s->index, flash_want) != 0) {
-        log_error("nodelay: cannot size the index for the flash tier");
+    index_keep_level(&s->index, keep);
+    if (index_presize(&s->index, size_for) != 0) {
+        log_error("nodelay: cannot size the index for %llu items", (unsigned long long)size_for);
         index_release(&s->index);
+        if (s->pm)
+            persist_close(s->pm, false);
         free(s);
         return -1;
     }

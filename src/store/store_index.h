@@ -86,7 +86,7 @@ struct index_table {
     uint64_t *b;       /* HUGEMEM_PAGE-aligned */
     size_t reserved;   /* bytes of address space */
     size_t writable;   /* bytes from b on that are readable and writable */
-    unsigned power;    /* log2 of its buckets when made (the restore's view) */
+    unsigned power;    /* log2 of its buckets when made */
     uint64_t mask;     /* (1 << power) - 1 */
 };
 
@@ -160,6 +160,7 @@ struct index {
     struct hugemem_ahead next;
     size_t ahead_end;          /* bytes of the table asked to be faulted in */
     bool head_huge;            /* the pages made before the ahead asked for huge ones */
+    size_t load_bytes;         /* a bulk load's area (index_load_begin), 0 = none */
 };
 
 /* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,
@@ -293,8 +294,8 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot);
 
 /* Bulk loading, for a restore before any other thread uses the index: a
  * caller owns the buckets it touches and takes no bucket lock. */
-/* An empty index takes a new table of `level`; the old one is the
- * caller's (its memory may hold anything), to give back with
+/* An empty index takes a new table of `level`, unsplit; the old one is
+ * the caller's (its memory may hold anything), to give back with
  * index_table_release. NULL when out of memory or not empty. */
 struct index_table *index_swap_table(struct index *ix, unsigned level);
 void index_table_release(struct index_table *t);
@@ -302,16 +303,24 @@ void index_table_release(struct index_table *t);
  * something else). */
 void index_wipe(struct index *ix);
 /* Before a bulk load writes every page of the current (empty, untouched)
- * table: keep it on small pages (index_load_begin, before any page is
- * touched) and map it now, share i of n on each of n threads
- * (index_load_map); index_load_done asks for huge pages again. index.c
- * says why. */
-void index_load_begin(struct index *ix);
+ * table: make its load area writable and keep it on small pages
+ * (index_load_begin, before any page is touched), map it now, share i of
+ * n on each of n threads (index_load_map); index_load_done gives back
+ * what the load used beyond the table's buckets and asks for huge pages
+ * again. index.c says why. The load area is 2^bits buckets, bits the
+ * level L, or L + 1 when the split pointer is not 0: a hash's bucket by
+ * those bits is one bucket of an unsplit table, the key's own bucket
+ * (index_shape_bucket) in a split one, and a bulk load files items by
+ * them (restore_index.c). Returns bits, or -1 when the area cannot be
+ * made writable. */
+int index_load_begin(struct index *ix);
 void index_load_map(struct index *ix, uint32_t i, uint32_t n);
 void index_load_done(struct index *ix);
-/* log2 of the current table's bucket count (a power of two during a
- * restore: nothing has split it). */
+/* The level L of the table's shape (2^L + s buckets). */
 unsigned index_bucket_bits(struct index *ix);
+/* The level reported (index_level) is at least `level` from now on: a
+ * restart keeps memcached's hash power, whatever size its table is. */
+void index_keep_level(struct index *ix, unsigned level);
 /* The primary bucket of hash h in the current table (no lock, no growth). */
 uint64_t *index_bucket_of(struct index *ix, uint64_t h);
 /* Chain an empty overflow bucket after `last`; NULL when out of memory. */

@@ -921,7 +921,8 @@ def test_memcached_meta_file_is_refused(server_bin, mem_file, tmp_path):
 
 def test_index_size_survives_a_restart(start_server, mem_file):
     """As memcached's restart keeps its hash power: the index comes back at
-    the size it had, even when most items were deleted meanwhile."""
+    the level it had, even when most items were deleted meanwhile (its
+    table is sized for the items it holds)."""
     srv = start_server("-m", "64", "-e", mem_file)
     c = srv.connect()
     level = int(stats(c)["hash_power_level"])

@@ -5,9 +5,12 @@
  * restore scan" where it sits in the restore.
  *
  * Nothing else runs yet: the walk is over before the fill starts, and each
- * fill thread owns whole parts of the table, so no bucket lock is taken;
- * the items whose first bucket was full are placed after the fill, on one
- * thread (rix_place), since their second bucket may be in any part.
+ * fill thread owns whole units of the table (rix_half_bits), so no bucket
+ * lock is taken. An item whose filed bucket is full is handed to the
+ * thread that owns its other bucket, which links it there after the fill
+ * (rix_second) if that has room; the few whose two buckets are full are
+ * placed last (rix_place), moving an entry of one of them, whose other
+ * bucket may be anywhere: under the buckets' locks, as inserts.
  * The table holds the filed words until each part is filled: no lookup
  * may run before rix_fill returns (none does: the restore runs before the
  * store is handed to anyone).
@@ -55,6 +58,25 @@ static unsigned rix_bits(uint64_t n) /* bits to write 0..n-1, at least 1 */
     return b;
 }
 
+/* A unit, what one fill thread builds at once: a part of an unsplit
+ * table; of a table of 2^L + s buckets, s > 0, the parts of the load area
+ * (2^(L+1) buckets) at the same place in each half, part u and part
+ * u + nparts / 2, since a key filed in either may belong in a bucket of
+ * the other: bucket b of the lower half holds the keys of both parts when
+ * it is not split yet (b >= s). A unit's buckets are its halves, 2^hbits
+ * buckets each, one after the other. */
+static unsigned rix_half_bits(const struct rix *x)
+{
+    unsigned l = index_shape_level(x->shape);
+    return x->part_shift < l ? x->part_shift : l;
+}
+
+static size_t rix_unit_bytes(const struct rix *x)
+{
+    size_t halves = index_shape_split(x->shape) ? 2 : 1;
+    return ((((size_t)INDEX_SLOTS + 1) * 8) << rix_half_bits(x)) * halves;
+}
+
 int rix_init(struct rix *x, struct store *s, uint32_t nbins)
 {
     memset(x, 0, sizeof(*x));
@@ -62,24 +84,30 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
     /* Only the restore uses the index yet: its table, read as it is,
      * every page of which the walk and the fill write (each walking
      * thread maps its share: rix_map). */
-    index_load_begin(&s->index);
+    int bits = index_load_begin(&s->index);
+    if (bits < 0)
+        return -1;
     x->table = s->index.cur->b;
-    x->power = index_bucket_bits(&s->index);
+    x->shape = s->index.shape;
+    x->share = rix_unsplit_share(x->shape);
+    x->power = (unsigned)bits;
     unsigned pbits = x->power > RIX_PART_MIN_BITS ? x->power - RIX_PART_MIN_BITS : 0;
     if (pbits > RIX_MAX_PART_BITS)
         pbits = RIX_MAX_PART_BITS;
     x->part_shift = x->power - pbits;
     x->nparts = 1u << pbits;
+    /* a split table: a unit is a part of each half of the load area */
+    x->nunits = index_shape_split(x->shape) && x->nparts > 1 ? x->nparts / 2 : x->nparts;
     x->nbins = nbins > SPLIT_THREADS ? SPLIT_THREADS : nbins ? nbins : 1;
     /* whole lines each, so that every line written is a whole line */
     x->cap = (uint32_t)(((uint64_t)INDEX_SLOTS + 1) << x->part_shift) / x->nbins & ~(RIX_STAGE - 1);
     x->seg_bits = rix_bits(s->pool.seg_cap);
     x->off_bits = rix_bits(s->pool.seg_size >> s->pool.off_shift);
     x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
-    /* A buffer for one part's buckets per filling thread (up to one per
+    /* A buffer for one unit's buckets per filling thread (up to one per
      * core, as the walkers). */
     for (uint32_t i = 0; i < x->nbins; i++) {
-        x->words[i] = aligned_alloc(64, (((size_t)INDEX_SLOTS + 1) << x->part_shift) * 8);
+        x->words[i] = aligned_alloc(64, rix_unit_bytes(x));
         if (!x->words[i]) {
             rix_release(x);
             return -1;
@@ -220,7 +248,7 @@ static enum rix_pick rix_pick(struct store *s, uint64_t old, uint64_t slot)
 
 enum rix_put {
     RIX_LINKED,   /* slot linked */
-    RIX_FULL,     /* its first bucket is full: placed after the fill (rix_place) */
+    RIX_FULL,     /* the bucket is full: tried later (rix_second, rix_place) */
     RIX_DUP,      /* a copy of the same version is linked: slot dropped */
     RIX_OLDER,    /* a newer version is linked: slot dropped */
     RIX_REPLACED, /* slot took the place of an older version, *other */
@@ -292,19 +320,28 @@ struct rix_dropped {
     bool linked; /* still in the table: unlinked after the fill */
 };
 
-/* One fill thread: parts [lo, hi). On lines of its own (SPLIT_LINE). */
+/* Items kept for a later step, with their hash. */
+struct rix_list {
+    struct rix_rec *r;
+    size_t n, cap;
+};
+
+/* One fill thread: units [lo, hi) (rix_unit_bytes). On lines of its own (SPLIT_LINE). */
 struct rix_filler {
     _Alignas(SPLIT_LINE) struct rix *x;
     uint32_t lo, hi;
+    uint32_t nthreads;
+    const uint32_t *first_unit; /* of each fill thread: which one owns a bucket */
     bool rehash;     /* link into a new, larger table: buckets from the keys */
-    uint64_t *words; /* where a part's buckets are built */
+    uint64_t *words; /* where a unit's buckets are built */
     uint64_t linked;
     uint64_t placed; /* by rix_place (counted in the index already) */
     struct rix_dropped *drops;
     size_t ndrops, cap;
     bool drops_lost; /* no memory to remember a drop */
-    uint64_t *full;  /* slots whose first bucket was full, for rix_place */
-    size_t nfull, full_cap;
+    /* first bucket full: for the thread that owns the second (rix_second) */
+    struct rix_list second[SPLIT_THREADS];
+    struct rix_list both; /* both buckets full: for rix_place */
 };
 
 static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup, bool linked)
@@ -322,19 +359,30 @@ static void rix_note_drop(struct rix_filler *f, uint64_t slot, bool dup, bool li
     f->drops[f->ndrops++] = (struct rix_dropped){slot, dup, linked};
 }
 
-/* Keep slot for rix_place; false when out of memory for that. */
-static bool rix_note_full(struct rix_filler *f, uint64_t slot)
+/* Keep an item for a later step; false when out of memory for that. */
+static bool rix_keep(struct rix_list *l, uint64_t hv, uint64_t slot)
 {
-    if (f->nfull == f->full_cap) {
-        size_t cap = f->full_cap ? f->full_cap * 2 : 1024;
-        uint64_t *d = realloc(f->full, cap * sizeof(*d));
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        struct rix_rec *d = realloc(l->r, cap * sizeof(*d));
         if (!d)
             return false;
-        f->full = d;
-        f->full_cap = cap;
+        l->r = d;
+        l->cap = cap;
     }
-    f->full[f->nfull++] = slot;
+    l->r[l->n++] = (struct rix_rec){hv, slot};
     return true;
+}
+
+/* The fill thread that owns bucket b of the table (its unit's). */
+static uint32_t rix_owner(const struct rix_filler *f, uint64_t b)
+{
+    const struct rix *x = f->x;
+    uint64_t u = (b & ((1ull << index_shape_level(x->shape)) - 1)) >> rix_half_bits(x);
+    uint32_t t = 0;
+    while (t + 1 < f->nthreads && f->first_unit[t + 1] <= u)
+        t++;
+    return t;
 }
 
 /* What a put came to: counted, or its dropped copies noted. */
@@ -358,33 +406,85 @@ static void rix_settled(struct rix_filler *f, enum rix_put r, uint64_t slot, uin
         rix_note_drop(f, other, false, true);
 }
 
-/* Link slot in bucket b, or (rehash) in its key's first bucket of the
- * table: there while it has room, else later in either of its buckets
- * (rix_place), as an insert would. */
+/* Link slot in bucket b, the one it is filed in (rix_filed_hash), or
+ * (rehash) in that bucket of the table found from its key: there while it
+ * has room, else later in its other bucket by the thread that owns that
+ * (rix_second), as an insert would take the emptier. */
 static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot)
 {
     struct store *s = f->x->s;
-    if (f->rehash)
-        b = index_bucket_of(&s->index, s->index.rehash(s->index.rehash_arg, slot));
+    struct index *ix = &s->index;
+    uint64_t h = 0, hf, ho;
+    if (f->rehash) {
+        h = ix->rehash(ix->rehash_arg, slot);
+        rix_both_hashes(ix->shape, h, &hf, &ho);
+        b = index_bucket_of(ix, hf);
+    }
     uint64_t other = 0;
     enum rix_put r = rix_put(s, b, slot, false, &other);
-    if (r == RIX_FULL && !rix_note_full(f, slot))
-        r = rix_put(s, b, slot, true, &other); /* chained, as one choice would */
+    if (r == RIX_FULL) {
+        if (!f->rehash)
+            h = ix->rehash(ix->rehash_arg, slot);
+        rix_both_hashes(ix->shape, h, &hf, &ho);
+        uint64_t *b2 = index_bucket_of(ix, ho);
+        uint32_t to = rix_owner(f, (uint64_t)(b2 - ix->cur->b) >> 3);
+        if (!rix_keep(&f->second[to], h, slot))
+            r = rix_put(s, b, slot, true, &other); /* chained, as one choice would */
+    }
     if (r != RIX_FULL)
         rix_settled(f, r, slot, other);
 }
 
-/* The filled table, one thread: link slot in either bucket of its key,
- * the emptier, moving an entry of a full pair to its other bucket before
- * chaining (index_pair_free_slot, as an insert), unless its key is there
- * already. Entries move now, so every slot of both chains is looked at. */
-static void rix_place(struct rix_filler *f, uint64_t slot)
+/* After the fill, on the thread that owns their other buckets: the items
+ * whose filed bucket was full (and stays full: nothing is unlinked yet),
+ * linked in the other where it has room, the emptier of the two; a copy
+ * of the same key has the same two, and meets it there. */
+static void rix_second(struct rix_filler *f, struct rix_filler *all, uint32_t t)
 {
     struct store *s = f->x->s;
     struct index *ix = &s->index;
-    uint64_t h = ix->rehash(ix->rehash_arg, slot);
-    uint64_t *b0 = index_bucket_of(ix, h), *b1 = index_bucket_of(ix, index_hash2(h));
-    struct index_pair p = {{b0, b1 == b0 ? NULL : b1}};
+    uint32_t me = (uint32_t)(f - all);
+    for (uint32_t i = 0; i < t; i++) {
+        const struct rix_list *l = &all[i].second[me];
+        for (size_t k = 0; k < l->n; k++) {
+            uint64_t h = l->r[k].hv, slot = l->r[k].slot, other = 0, hf, ho;
+            rix_both_hashes(ix->shape, h, &hf, &ho);
+            uint64_t *b = index_bucket_of(ix, ho);
+            enum rix_put r =
+                b == index_bucket_of(ix, hf) ? RIX_FULL : rix_put(s, b, slot, false, &other);
+            if (r == RIX_FULL && rix_keep(&f->both, h, slot))
+                continue;
+            if (r == RIX_FULL) /* no memory to keep it: chained */
+                r = rix_put(s, b, slot, true, &other);
+            rix_settled(f, r, slot, other);
+        }
+    }
+}
+
+struct rix_second_run {
+    _Alignas(SPLIT_LINE) struct rix_filler *f, *all;
+    uint32_t t;
+};
+
+static void *rix_second_thread(void *arg)
+{
+    struct rix_second_run *r = arg;
+    rix_second(r->f, r->all, r->t);
+    return NULL;
+}
+
+/* The filled table: link slot in either bucket of its key, the emptier,
+ * moving an entry of a full pair to its other bucket before chaining
+ * (index_pair_free_slot, as an insert), unless its key is there already.
+ * Entries move now, so every slot of both chains is looked at. A move's
+ * third bucket may be any thread's: the fill threads run this at once
+ * under the buckets' locks, as inserts. */
+static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
+{
+    struct store *s = f->x->s;
+    struct index *ix = &s->index;
+    struct index_pair p;
+    index_lock_key(ix, h, &p);
     uint32_t tag = slot_tag(slot);
     uint64_t other = 0;
     for (int c = 0; c < 2 && p.b[c]; c++)
@@ -392,15 +492,25 @@ static void rix_place(struct rix_filler *f, uint64_t slot)
             for (int i = 1; i <= INDEX_SLOTS; i++)
                 if (cur[i] && slot_tag(cur[i]) == tag && rix_same_key(s, cur[i], slot)) {
                     rix_settled(f, rix_settle(s, &cur[i], slot, &other), slot, other);
+                    index_unlock_pair(&p);
                     return;
                 }
     uint64_t *e = index_pair_free_slot(ix, &p); /* counts it in ix->items */
-    if (!e) {
+    if (e) {
+        *e = slot;
+        f->placed++;
+    } else {
         rix_settled(f, RIX_NOMEM, slot, 0);
-        return;
     }
-    *e = slot;
-    f->placed++;
+    index_unlock_pair(&p);
+}
+
+static void *rix_place_thread(void *arg)
+{
+    struct rix_filler *f = arg;
+    for (size_t k = 0; k < f->both.n; k++)
+        rix_place(f, f->both.r[k].hv, f->both.r[k].slot);
+    return NULL;
 }
 
 /* Copy a built part over the table, past the caches: the part's lines
@@ -417,50 +527,80 @@ static void rix_stream(uint64_t *dst, const uint64_t *src, size_t bytes)
 #endif
 }
 
-/* Fill one part: its buckets are built in the thread's own buffer, which
- * stays in cache from part to part, from the words filed in the table and
- * the spilled records; then the buffer is written over the part. */
-static void rix_fill_part(struct rix_filler *f, uint32_t part)
+/* Where in its unit's buffer the key of virtual bucket v (its hash's
+ * low `power` bits) is linked: its first bucket in the table's shape. */
+static inline uint64_t rix_local(const struct rix *x, unsigned l, unsigned hbits, uint64_t v)
+{
+    uint64_t r = index_shape_bucket(x->shape, v);
+    return ((r >> l) << hbits) | (r & (((uint64_t)1 << hbits) - 1));
+}
+
+/* Fill one unit: its buckets are built in the thread's own buffer, which
+ * stays in cache from unit to unit, from the words filed in the table
+ * and the spilled records; then the buffer is written over the unit's
+ * halves. */
+static void rix_fill_unit(struct rix_filler *f, uint32_t u)
 {
     struct rix *x = f->x;
-    uint64_t *base = x->table + ((uint64_t)part << (x->part_shift + 3));
+    unsigned l = index_shape_level(x->shape), hbits = rix_half_bits(x);
+    bool split = index_shape_split(x->shape) != 0;
     uint64_t *local = f->rehash ? NULL : f->words;
-    size_t bytes = ((size_t)INDEX_SLOTS + 1) << (x->part_shift + 3);
     if (local)
-        memset(local, 0, bytes);
+        memset(local, 0, rix_unit_bytes(x));
     uint64_t in_mask = ((uint64_t)1 << x->part_shift) - 1;
     uint64_t off_mask = ((uint64_t)1 << x->off_bits) - 1, seg_mask = ((uint64_t)1 << x->seg_bits) - 1;
     unsigned in_at = x->off_bits + x->seg_bits + 11; /* where a word's bucket starts */
-    for (uint32_t q = 0; q < x->nbins && x->pack; q++) {
-        const uint64_t *words = base + (uint64_t)q * x->cap;
-        uint32_t n = x->bins[q].packed[part];
-        for (uint32_t i = 0; i < n; i++) {
-            if (local && i + RIX_AHEAD < n)
-                __builtin_prefetch(local + (((words[i + RIX_AHEAD] >> in_at) & in_mask) << 3), 1);
-            uint64_t w = words[i];
-            uint32_t off = (uint32_t)(w & off_mask);
-            w >>= x->off_bits;
-            uint32_t seg = (uint32_t)(w & seg_mask);
-            w >>= x->seg_bits;
-            uint32_t tag = (uint32_t)(w & 2047);
-            uint64_t in_part = (w >> 11) & in_mask;
-            rix_link(f, local ? local + (in_part << 3) : NULL, slot_make(tag, seg, off));
+    uint32_t parts[2] = {u, u + x->nparts / 2};
+    for (int k = 0; k < (split && x->nparts > 1 ? 2 : 1); k++) {
+        uint32_t part = parts[k];
+        uint64_t first = (uint64_t)part << x->part_shift; /* its first virtual bucket */
+        const uint64_t *base = x->table + (first << 3);
+        for (uint32_t q = 0; q < x->nbins && x->pack; q++) {
+            const uint64_t *words = base + (uint64_t)q * x->cap;
+            uint32_t n = x->bins[q].packed[part];
+            for (uint32_t i = 0; i < n; i++) {
+                if (local && i + RIX_AHEAD < n)
+                    __builtin_prefetch(
+                        local + (rix_local(x, l, hbits,
+                                           first | ((words[i + RIX_AHEAD] >> in_at) & in_mask))
+                                 << 3),
+                        1);
+                uint64_t w = words[i];
+                uint32_t off = (uint32_t)(w & off_mask);
+                w >>= x->off_bits;
+                uint32_t seg = (uint32_t)(w & seg_mask);
+                w >>= x->seg_bits;
+                uint32_t tag = (uint32_t)(w & 2047);
+                uint64_t v = first | ((w >> 11) & in_mask);
+                rix_link(f, local ? local + (rix_local(x, l, hbits, v) << 3) : NULL,
+                         slot_make(tag, seg, off));
+            }
         }
+        uint64_t v_mask = ((uint64_t)1 << x->power) - 1;
+        for (uint32_t q = 0; q < x->nbins; q++)
+            for (struct rix_block *b = x->bins[q].head[part]; b; b = b->next)
+                for (uint32_t i = 0; i < b->n; i++)
+                    rix_link(f,
+                             local ? local + (rix_local(x, l, hbits, b->rec[i].hv & v_mask) << 3)
+                                   : NULL,
+                             b->rec[i].slot);
     }
-    for (uint32_t q = 0; q < x->nbins; q++)
-        for (struct rix_block *k = x->bins[q].head[part]; k; k = k->next)
-            for (uint32_t i = 0; i < k->n; i++)
-                rix_link(f, local ? local + ((k->rec[i].hv & in_mask) << 3) : NULL,
-                         k->rec[i].slot);
-    if (local)
-        rix_stream(base, local, bytes);
+    if (!local)
+        return;
+    /* the halves: buckets u 2^hbits.. and, split, 2^L + u 2^hbits.., whose
+     * buckets past the table's 2^L + s are left empty */
+    size_t half = (((size_t)INDEX_SLOTS + 1) * 8) << hbits;
+    uint64_t lo = (uint64_t)u << hbits;
+    rix_stream(x->table + (lo << 3), local, half);
+    if (split)
+        rix_stream(x->table + ((((uint64_t)1 << l) + lo) << 3), local + (half / 8), half);
 }
 
 static void *rix_fill_thread(void *arg)
 {
     struct rix_filler *f = arg;
-    for (uint32_t part = f->lo; part < f->hi; part++)
-        rix_fill_part(f, part);
+    for (uint32_t u = f->lo; u < f->hi; u++)
+        rix_fill_unit(f, u);
     return NULL;
 }
 
@@ -493,38 +633,54 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
      * size instead, on one thread, finding buckets from the keys: slower,
      * but no chain is long. */
     struct index_table *old = NULL;
-    if (total > 2 * ((uint64_t)INDEX_GROW_LOAD << x->power)) {
-        old = index_swap_table(&s->index, index_level_for(index_level(&s->index), total));
-        if (!old)
+    if (total > 2 * INDEX_GROW_LOAD * index_shape_buckets(x->shape)) {
+        /* as store_create sizes one: the power of two at or below,
+         * then the buckets the items need; the level reported stays */
+        unsigned was = index_level(&s->index);
+        old = index_swap_table(&s->index, index_level_for(was, total / 2));
+        if (!old || index_presize(&s->index, total) != 0)
             log_error("store: out of memory sizing the index for %llu restored items",
                       (unsigned long long)total);
+        index_keep_level(&s->index, was);
     }
     struct rix_filler f[SPLIT_THREADS];
+    uint32_t first_unit[SPLIT_THREADS];
     uint32_t t = nthreads > x->nbins ? x->nbins : nthreads;
-    if (t > x->nparts)
-        t = x->nparts;
+    if (t > x->nunits)
+        t = x->nunits;
     if (t == 0 || old)
         t = 1;
     for (uint32_t i = 0; i < t; i++)
+        first_unit[i] = (uint32_t)((uint64_t)x->nunits * i / t);
+    for (uint32_t i = 0; i < t; i++)
         f[i] = (struct rix_filler){.x = x,
-                                   .lo = (uint32_t)((uint64_t)x->nparts * i / t),
-                                   .hi = (uint32_t)((uint64_t)x->nparts * (i + 1) / t),
+                                   .lo = first_unit[i],
+                                   .hi = (uint32_t)((uint64_t)x->nunits * (i + 1) / t),
+                                   .nthreads = t,
+                                   .first_unit = first_unit,
                                    .rehash = old != NULL,
                                    .words = x->words[i]};
     split_run(rix_fill_thread, (char *)f, sizeof(f[0]), t);
-    /* The items whose first bucket was full, now that every bucket is
-     * built: in either bucket of theirs (their drops noted in f[0]). */
+    /* The items whose filed bucket was full, now that every bucket is
+     * built: in their other (each thread its own buckets), then the rest
+     * in either bucket of theirs, under the buckets' locks. */
+    struct rix_second_run sr[SPLIT_THREADS];
+    for (uint32_t i = 0; i < t; i++)
+        sr[i] = (struct rix_second_run){.f = &f[i], .all = f, .t = t};
+    split_run(rix_second_thread, (char *)sr, sizeof(sr[0]), t);
+    split_run(rix_place_thread, (char *)f, sizeof(f[0]), t);
     for (uint32_t i = 0; i < t; i++) {
-        for (size_t k = 0; k < f[i].nfull; k++)
-            rix_place(&f[0], f[i].full[k]);
-        free(f[i].full);
+        for (uint32_t j = 0; j < t; j++)
+            free(f[i].second[j].r);
+        free(f[i].both.r);
     }
     uint64_t linked = 0;
     bool lost = false;
     for (uint32_t i = 0; i < t; i++)
         linked += f[i].linked;
     index_count(&s->index, linked);
-    linked += f[0].placed;
+    for (uint32_t i = 0; i < t; i++)
+        linked += f[i].placed;
     for (uint32_t i = 0; i < t; i++) {
         for (size_t k = 0; k < f[i].ndrops; k++) {
             if (f[i].drops[k].linked && rix_unlink(x, f[i].drops[k].slot))

@@ -13,7 +13,12 @@
  * holds eight words a bucket, and a bucket takes six items on average at
  * most (INDEX_GROW_LOAD), so an item packed in one word (its bucket in the
  * part, tag, segment, offset) fits in its part's memory, split between the
- * walking threads. Filling a part links its items into buckets built in a
+ * walking threads. A table of 2^L + s buckets, s > 0, is filed by L + 1
+ * bits of the hash, in 2^(L+1) buckets' memory: by them a bucket not yet
+ * split is two, six items each at most on average, and its part of the
+ * upper half is given back once the table is built (index_load_done).
+ * Each item is filed in one of its two buckets (rix_filed_hash), so that
+ * split and unsplit buckets are filed alike. Filling a part links its items into buckets built in a
  * buffer of the thread's, then writes the buffer over the part. A walking thread gathers each
  * part's words a cache line at a time and writes the line whole, past the
  * caches (it would only be read back from memory anyway): its writes to a
@@ -22,11 +27,13 @@
  * (hash, slot) pairs beside it. So a restore touches no memory beyond the
  * table it must build anyway.
  *
- * A part's fill links an item in its key's first bucket only while that
- * has room: the others wait until every part is built, and are then put
- * in either of their buckets as an insert would (the emptier, moving an
- * entry of a full pair before chaining), one thread, few items. So a
- * restart leaves no more overflow than the run before it had.
+ * A unit's fill links an item in its filed bucket only while that has
+ * room: the others wait until every unit is built, then go to their other
+ * bucket where it has room (each by the thread that owns that bucket),
+ * and the few left are put in either of their buckets as an insert would
+ * (the emptier, moving an entry of a full pair before chaining), under
+ * the buckets' locks. So a restart leaves less overflow than the run
+ * before it had.
  */
 #ifndef NODELAY_RESTORE_INDEX_H
 #define NODELAY_RESTORE_INDEX_H
@@ -40,7 +47,7 @@
 
 
 struct rix_rec {
-    uint64_t hv;   /* the key's hash */
+    uint64_t hv;   /* the key's hash (spilled: the hash it is filed by, rix_filed_hash) */
     uint64_t slot; /* the index slot that will point at the item */
 };
 
@@ -77,9 +84,12 @@ struct rix_bins {
 struct rix {
     struct store *s;
     uint64_t *table;     /* the index's buckets, holding packed words */
-    unsigned power;      /* log2 of its buckets */
+    uint64_t shape;      /* the table's (index_shape_make): 2^L + s buckets */
+    uint32_t share;      /* rix_unsplit_share(shape) */
+    unsigned power;      /* log2 of the load area's buckets: L, or L + 1 when s > 0 */
     unsigned part_shift; /* part = (hv >> part_shift) & (nparts - 1) */
     uint32_t nparts;
+    uint32_t nunits;     /* what a fill thread takes whole (rix_unit) */
     uint32_t nbins;
     uint32_t cap;        /* packed words per part and walking thread */
     bool pack;           /* the numbers fit in a word */
@@ -102,13 +112,60 @@ void rix_flush(struct rix *x, uint32_t bin, uint32_t part, uint32_t at);
 /* A walking thread is done: write what it still stages. On that thread. */
 void rix_finish(struct rix *x, uint32_t bin);
 
+/* Which of its two buckets an item of hash hv is filed in, by the hash
+ * that picks it (hv, or index_hash2(hv) for its second). In a table of
+ * 2^L + s buckets the s split buckets and their s new ones each take
+ * half the hashes of an unsplit one, first choices and second alike, so
+ * filing every item in its first bucket would load an unsplit bucket
+ * with 6 (2^L + s) / 2^L items, up to twelve, and a split one with half
+ * that, before either can be evened out by moves, one by one. Instead an
+ * item whose two buckets are both unsplit or both split takes its first,
+ * and one with one of each takes the unsplit one for a share
+ * s / (2 (2^L + s)) of the hashes (its bits 32..47), its split one
+ * otherwise: then every bucket is filed six items on average (u unsplit
+ * buckets out of M = 2^L take u/M of the choices; the items with both
+ * there, u^2 n / M^2 at six items a bucket of n, and that share of the
+ * 2u (M - u) n / M^2 with one make 6u, since M^2 - u n = (M - u)^2). */
+static inline bool rix_unsplit(uint64_t shape, uint64_t h)
+{
+    uint64_t r = index_shape_bucket(shape, h);
+    return r >= index_shape_split(shape) && r <= shape >> 32;
+}
+
+/* The share of rix_filed_hash in 2^16ths. */
+static inline uint32_t rix_unsplit_share(uint64_t shape)
+{
+    uint64_t sp = index_shape_split(shape);
+    return (uint32_t)((sp << 15) / ((shape >> 32) + 1 + sp));
+}
+
+static inline uint64_t rix_filed_hash(uint64_t shape, uint32_t share, uint64_t hv)
+{
+    if (!index_shape_split(shape))
+        return hv;
+    uint64_t h2 = index_hash2(hv);
+    bool u1 = rix_unsplit(shape, hv);
+    if (u1 == rix_unsplit(shape, h2))
+        return hv;
+    bool to_unsplit = ((hv >> 32) & 0xFFFF) < share;
+    return to_unsplit == u1 ? hv : h2;
+}
+
+/* The hashes of the bucket an item is filed in and of its other one. */
+static inline void rix_both_hashes(uint64_t shape, uint64_t hv, uint64_t *filed, uint64_t *other)
+{
+    *filed = rix_filed_hash(shape, rix_unsplit_share(shape), hv);
+    *other = *filed == hv ? index_hash2(hv) : hv;
+}
+
 /* File an item (segment seg, offset off in slot units) for walking
  * thread `bin`; false when out of memory. */
 static inline bool rix_add(struct rix *x, uint32_t bin, uint64_t hv, uint32_t seg, uint32_t off)
 {
     struct rix_bins *b = &x->bins[bin];
-    uint32_t part = (uint32_t)(hv >> x->part_shift) & (x->nparts - 1);
     uint32_t tag = index_tag(hv);
+    hv = rix_filed_hash(x->shape, x->share, hv);
+    uint32_t part = (uint32_t)(hv >> x->part_shift) & (x->nparts - 1);
     b->n++;
     if (x->pack && b->packed[part] < x->cap) {
         uint64_t in_part = hv & (((uint64_t)1 << x->part_shift) - 1);

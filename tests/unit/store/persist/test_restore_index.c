@@ -32,7 +32,7 @@ static int file_teardown(void **state)
     return 0;
 }
 
-static void open_pm(struct tstore *t)
+static void open_pm_at(struct tstore *t, unsigned hashpower)
 {
     clock_setup();
     struct store_options o = {
@@ -41,8 +41,14 @@ static void open_pm(struct tstore *t)
         .evictions = true,
         .cas_enabled = true,
         .memory_file = path,
+        .hashpower = hashpower,
     };
     tstore_open_opts(t, &o);
+}
+
+static void open_pm(struct tstore *t)
+{
+    open_pm_at(t, 0);
 }
 
 /* What the index holds, per item. */
@@ -75,6 +81,18 @@ static void key_of(int i, char *k, size_t n)
     snprintf(k, n, "key:%010d", i);
 }
 
+/* Leave the file as a kill -9 would: not marked clean, so the restore
+ * walks it as after a crash. */
+static void mark_killed(void)
+{
+    uint32_t running = PM_RUNNING;
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, &running, sizeof running, offsetof(struct pm_hdr, state)),
+                     (ssize_t)sizeof running);
+    close(fd);
+}
+
 /* n items of 20-byte values (the table near its split point, where one
  * choice chains most), then a restart; `kill` leaves the file as a kill
  * -9 would (not marked clean): the walk that follows a crash. */
@@ -91,16 +109,8 @@ static void fill_restart_check(int n, bool kill)
     struct ix_use before = ix_use(&t);
     assert_int_equal(before.items, n);
     tstore_close(&t);
-    if (kill) {
-        /* the file as a kill leaves it: not marked clean, so the restore
-         * walks it as after a crash */
-        uint32_t running = PM_RUNNING;
-        int fd = open(path, O_WRONLY);
-        assert_true(fd >= 0);
-        assert_int_equal(pwrite(fd, &running, sizeof running, offsetof(struct pm_hdr, state)),
-                         (ssize_t)sizeof running);
-        close(fd);
-    }
+    if (kill)
+        mark_killed();
 
     open_pm(&t);
     struct ix_use after = ix_use(&t);
@@ -130,12 +140,82 @@ static void test_restore_after_a_kill_overflows_no_more(void **state)
     fill_restart_check(600000, true);
 }
 
+/* n items fill a table to 2^L + s buckets with the split pointer s half
+ * way through the level; the restore makes the same shape, not the power
+ * of two above, and files each item by it: a key whose low L bits are
+ * below s belongs in bucket h mod 2^(L+1), which may be 2^L + (h mod 2^L),
+ * and is found there. The table costs what it cost before the restart. */
+static void split_restart_check(unsigned hashpower, int n, bool kill)
+{
+    struct tstore t;
+    unlink(path);
+    open_pm_at(&t, hashpower);
+    char k[32], v[32], got[64];
+    for (int i = 0; i < n; i++) {
+        key_of(i, k, sizeof k);
+        snprintf(v, sizeof v, "v%d", i * 3);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+    struct index *ix = &t.s->index;
+    uint64_t shape = ix->shape;
+    unsigned l = index_shape_level(shape);
+    uint64_t split = index_shape_split(shape);
+    /* mid-level: a quarter to three quarters of the level's buckets split */
+    assert_true(split > (1ull << l) / 4 && split < (1ull << l) * 3 / 4);
+    size_t before = index_bytes(ix) - index_ahead_bytes(ix);
+    tstore_close(&t);
+    if (kill)
+        mark_killed();
+
+    open_pm_at(&t, hashpower);
+    ix = &t.s->index;
+    printf("restore split      %s: level %u, split %llu -> level %u, split %llu; "
+           "table %zu -> %zu bytes\n",
+           kill ? "kill" : "stop", l, (unsigned long long)split, index_shape_level(ix->shape),
+           (unsigned long long)index_shape_split(ix->shape), before, index_bytes(ix));
+    assert_int_equal(ix->items, n);
+    /* sized for the items as growth sized it: the same buckets, within
+     * the one bucket a split is owed at the growth point */
+    uint64_t was = index_shape_buckets(shape), now = index_shape_buckets(ix->shape);
+    assert_true(now + 1 >= was && now <= was + 1);
+    assert_true(index_bytes(ix) <= before + 4096);
+    assert_int_equal(index_ahead_bytes(ix), 0);
+    for (int i = 0; i < n; i++) {
+        key_of(i, k, sizeof k);
+        snprintf(v, sizeof v, "v%d", i * 3);
+        assert_int_equal(tget(&t, k, got, sizeof got, NULL), STORE_OK);
+        assert_string_equal(got, v);
+    }
+    tstore_close(&t);
+}
+
+static void test_restore_into_a_split_table_finds_every_key(void **state)
+{
+    (void)state;
+    /* 2^15 + 17,232 buckets, filed by 17 bits in 16 units of two parts */
+    split_restart_check(0, 300000, false);
+    split_restart_check(0, 300000, true);
+}
+
+static void test_restore_into_a_small_split_table(void **state)
+{
+    (void)state;
+    /* -o hashpower=10 (256 buckets): 2^10 + 643 buckets, filed by 11 bits,
+     * one part holding both halves */
+    split_restart_check(10, 10000, false);
+    split_restart_check(10, 10000, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_restore_overflows_no_more_than_before, file_setup,
                                         file_teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_a_kill_overflows_no_more, file_setup,
+                                        file_teardown),
+        cmocka_unit_test_setup_teardown(test_restore_into_a_split_table_finds_every_key, file_setup,
+                                        file_teardown),
+        cmocka_unit_test_setup_teardown(test_restore_into_a_small_split_table, file_setup,
                                         file_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
