@@ -165,28 +165,18 @@ int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit 
     return rc ? -1 : 0;
 }
 
-int stats_extstore_walk(const struct store_flash_page *pg, size_t n, stats_page_fn fn, void *ctx)
+int stats_extstore_compose(const struct store_flash_page *pg, size_t n, const struct stats_emit *e)
 {
     for (size_t i = 0; i < n; i++) {
+        char key[48];
 #define STATS_PAGE_ROW(name)                                                                       \
-    if (fn(ctx, i, #name, (uint64_t)pg[i].name) != 0)                                              \
+    snprintf(key, sizeof key, "%zu:%s", i, #name);                                                 \
+    if (stats_emit_u64(e, key, (uint64_t)pg[i].name) != 0)                                         \
         return -1;
         STATS_EXTSTORE_PAGE(STATS_PAGE_ROW)
 #undef STATS_PAGE_ROW
     }
     return 0;
-}
-
-static int stats_page_text(void *ctx, size_t page, const char *name, uint64_t value)
-{
-    char key[48];
-    snprintf(key, sizeof key, "%zu:%s", page, name);
-    return stats_emit_u64(ctx, key, value);
-}
-
-int stats_extstore_compose(const struct store_flash_page *pg, size_t n, const struct stats_emit *e)
-{
-    return stats_extstore_walk(pg, n, stats_page_text, (void *)e);
 }
 
 void stats_extstore_sum(const struct store_flash_page *pg, size_t n, struct stats_extstore_sum *out)

@@ -109,10 +109,7 @@ void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot 
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 
 /* `stats extstore`'s rows (STATS_EXTSTORE_PAGE) of n flash pages, page by
- * page: fn(ctx, page, name, value); 0 or fn's -1. */
-typedef int (*stats_page_fn)(void *ctx, size_t page, const char *name, uint64_t value);
-int stats_extstore_walk(const struct store_flash_page *pg, size_t n, stats_page_fn fn, void *ctx);
-/* ... printed "<page>:<name> <value>". */
+ * page, "<page>:<name> <value>". */
 int stats_extstore_compose(const struct store_flash_page *pg, size_t n, const struct stats_emit *e);
 
 /* The same pages summed for /metrics (stats_table_extstore.h). */
