@@ -316,26 +316,62 @@ static int page_histograms(struct reply_queue *out)
     return rc;
 }
 
-/* One `stats extstore` row of one flash page, labelled page="<page>". */
-static int on_page(void *arg, size_t page, const char *name, const char *metric,
-                   const char *help, uint64_t value)
+/* One gauge per write bucket, labelled bucket="<bucket>". */
+static void page_ext_buckets(struct page *p, const char *metric, const char *help,
+                             const uint64_t *by_bucket)
 {
-    (void)name;
-    char label[32], v[24];
-    snprintf(label, sizeof label, "page=\"%zu\"", page);
-    snprintf(v, sizeof v, "%llu", (unsigned long long)value);
-    page_add(arg, metric, label, v, GAUGE, help);
-    return 0;
+    static const unsigned buckets[] = {
+#define PAGE_EXT_BUCKET(b) b,
+        STATS_EXTSTORE_BUCKETS(PAGE_EXT_BUCKET)
+#undef PAGE_EXT_BUCKET
+    };
+    for (size_t i = 0; i < sizeof buckets / sizeof buckets[0]; i++) {
+        char label[24], v[24];
+        snprintf(label, sizeof label, "bucket=\"%u\"", buckets[i]);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)by_bucket[buckets[i]]);
+        page_add(p, metric, label, v, GAUGE, help);
+    }
 }
 
-static int page_extstore(struct page *p, struct server *srv)
+/* `stats extstore` summed over the pages (stats_table_extstore.h): a page
+ * label would make 64k series at 64 GB of flash in 4 MB pages. Returns whether
+ * there is a flash tier, or -1. */
+static int page_extstore(struct page *p, struct server *srv, struct stats_extstore_sum *sum)
 {
     struct store_flash_page *pg;
     size_t n;
     if (server_extstore_pages(srv, &pg, &n) != 0)
         return -1;
-    int rc = stats_extstore_walk(pg, n, on_page, p);
+    stats_extstore_sum(pg, n, sum);
     free(pg);
+    if (!n)
+        return 0;
+    char v[24];
+#define PAGE_EXT_BY(field, metric, help) page_ext_buckets(p, metric, help, sum->field);
+    STATS_EXTSTORE_BY_BUCKET(PAGE_EXT_BY)
+#undef PAGE_EXT_BY
+#define PAGE_EXT_TOTAL(field, metric, help)                                                        \
+    snprintf(v, sizeof v, "%llu", (unsigned long long)sum->field);                                 \
+    page_add(p, metric, NULL, v, GAUGE, help);
+    STATS_EXTSTORE_TOTALS(PAGE_EXT_TOTAL)
+#undef PAGE_EXT_TOTAL
+    return 1;
+}
+
+/* The written pages by fill, a histogram (page_print has no histograms). */
+static int page_extstore_fill(const struct stats_extstore_sum *sum, struct reply_queue *out)
+{
+    const char *m = STATS_EXTSTORE_FILL_METRIC;
+    int rc = reply_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", m, STATS_EXTSTORE_FILL_HELP, m);
+    uint64_t cum = 0;
+    for (int k = 0; k < STATS_EXTSTORE_FILL_STEPS; k++) {
+        cum += sum->fill[k];
+        rc |= reply_printf(out, "%s_bucket{le=\"%g\"} %llu\n", m,
+                           (double)(k + 1) / STATS_EXTSTORE_FILL_STEPS, (unsigned long long)cum);
+    }
+    rc |= reply_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", m,
+                       (unsigned long long)sum->written, m, sum->fill_sum, m,
+                       (unsigned long long)sum->written);
     return rc;
 }
 
@@ -358,7 +394,10 @@ int metrics_compose(struct server *srv, struct reply_queue *out)
     page_add(&p, "memcached_malloced_bytes", NULL, v, GAUGE,
              "Number of bytes of memory allocated to slab pages.");
     page_rows(&p, &stats_nodelay_rows, snap);
-    rc |= page_extstore(&p, srv);
+    struct stats_extstore_sum ext;
+    int flash = page_extstore(&p, srv, &ext);
+    if (flash < 0)
+        rc = -1;
     page_add(&p, "memcached_up", NULL, "1", GAUGE, "Could the memcached server be reached.");
     page_old_names(&p);
     if (p.oom)
@@ -366,6 +405,8 @@ int metrics_compose(struct server *srv, struct reply_queue *out)
     if (rc == 0) {
         rc = page_print(&p, out);
         rc |= page_histograms(out);
+        if (flash > 0)
+            rc |= page_extstore_fill(&ext, out);
     }
     free(snap);
     free(p.s);

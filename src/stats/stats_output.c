@@ -165,11 +165,13 @@ int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit 
     return rc ? -1 : 0;
 }
 
-int stats_extstore_walk(const struct store_flash_page *pg, size_t n, stats_page_fn fn, void *ctx)
+int stats_extstore_compose(const struct store_flash_page *pg, size_t n, const struct stats_emit *e)
 {
     for (size_t i = 0; i < n; i++) {
-#define STATS_PAGE_ROW(name, metric, help)                                                         \
-    if (fn(ctx, i, #name, metric, help, (uint64_t)pg[i].name) != 0)                                \
+        char key[48];
+#define STATS_PAGE_ROW(name)                                                                       \
+    snprintf(key, sizeof key, "%zu:%s", i, #name);                                                 \
+    if (stats_emit_u64(e, key, (uint64_t)pg[i].name) != 0)                                         \
         return -1;
         STATS_EXTSTORE_PAGE(STATS_PAGE_ROW)
 #undef STATS_PAGE_ROW
@@ -177,17 +179,25 @@ int stats_extstore_walk(const struct store_flash_page *pg, size_t n, stats_page_
     return 0;
 }
 
-static int stats_page_text(void *ctx, size_t page, const char *name, const char *metric,
-                           const char *help, uint64_t value)
+void stats_extstore_sum(const struct store_flash_page *pg, size_t n, struct stats_extstore_sum *out)
 {
-    (void)metric;
-    (void)help;
-    char key[48];
-    snprintf(key, sizeof key, "%zu:%s", page, name);
-    return stats_emit_u64(ctx, key, value);
-}
-
-int stats_extstore_compose(const struct store_flash_page *pg, size_t n, const struct stats_emit *e)
-{
-    return stats_extstore_walk(pg, n, stats_page_text, (void *)e);
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        if (pg[i].version == 0) {
+            out->free_pages++;
+            continue;
+        }
+        uint32_t b = pg[i].bucket <= STATS_EXTSTORE_BUCKET_MAX ? pg[i].bucket : 0;
+        out->pages[b]++;
+        out->bytes[b] += pg[i].bytes;
+        out->written++;
+        if (!pg[i].size)
+            continue;
+        /* the least k with bytes <= k/STEPS of the size, in integers so
+         * that a page exactly at a bound is in that bound's bucket */
+        uint64_t k = (pg[i].bytes * STATS_EXTSTORE_FILL_STEPS + pg[i].size - 1) / pg[i].size;
+        k = k < 1 ? 1 : k > STATS_EXTSTORE_FILL_STEPS ? STATS_EXTSTORE_FILL_STEPS : k;
+        out->fill[k - 1]++;
+        out->fill_sum += (double)pg[i].bytes / (double)pg[i].size;
+    }
 }

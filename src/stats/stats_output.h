@@ -13,6 +13,7 @@
 
 #include "stats/stats.h"
 #include "stats/stats_emit.h"
+#include "stats/stats_table_extstore.h"
 #include "store/store.h"
 #include "store/store_compat.h"
 
@@ -108,12 +109,24 @@ void stats_snapshot_since(struct stats_snapshot *s, const struct stats_snapshot 
 int stats_items_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 
 /* `stats extstore`'s rows (STATS_EXTSTORE_PAGE) of n flash pages, page by
- * page: fn(ctx, page, name, metric, help, value); 0 or fn's -1. */
-typedef int (*stats_page_fn)(void *ctx, size_t page, const char *name, const char *metric,
-                             const char *help, uint64_t value);
-int stats_extstore_walk(const struct store_flash_page *pg, size_t n, stats_page_fn fn, void *ctx);
-/* ... printed "<page>:<name> <value>". */
+ * page, "<page>:<name> <value>". */
 int stats_extstore_compose(const struct store_flash_page *pg, size_t n, const struct stats_emit *e);
+
+/* The same pages summed for /metrics (stats_table_extstore.h). */
+struct stats_extstore_sum {
+#define STATS_EXTSTORE_SUM_BY(field, metric, help) uint64_t field[STATS_EXTSTORE_BUCKET_MAX + 1];
+    STATS_EXTSTORE_BY_BUCKET(STATS_EXTSTORE_SUM_BY)
+#undef STATS_EXTSTORE_SUM_BY
+#define STATS_EXTSTORE_SUM_TOTAL(field, metric, help) uint64_t field;
+    STATS_EXTSTORE_TOTALS(STATS_EXTSTORE_SUM_TOTAL)
+#undef STATS_EXTSTORE_SUM_TOTAL
+    /* fill[k]: written pages whose live bytes are above k and at most
+     * k+1 tenths of their size (an empty one in fill[0]) */
+    uint64_t fill[STATS_EXTSTORE_FILL_STEPS];
+    uint64_t written;
+    double fill_sum; /* of the pages' fractions */
+};
+void stats_extstore_sum(const struct store_flash_page *pg, size_t n, struct stats_extstore_sum *out);
 int stats_slabs_compose(const struct stats_snapshot *s, const struct stats_emit *e);
 
 /* One `stats items` or `stats slabs` row of one class, as an exporter

@@ -522,6 +522,7 @@ struct store_flash_page {
     uint64_t bytes;       /* live bytes (from its live items' share) */
     uint32_t bucket;      /* memcached's write bucket: 0 default, 1 compaction, 3 low TTL */
     uint32_t free_bucket; /* the bucket it goes back to when freed: always 0 */
+    uint64_t size;        /* bytes it holds when full (ext_wbuf_size); no row */
 };
 /* Copies up to n rows into out and returns how many pages there are (0
  * without a flash tier). */

@@ -907,7 +907,8 @@ size_t store_flash_pages(struct store *s, struct store_flash_page *out, size_t n
     for (uint32_t i = 0; i < want && i < all; i++)
         out[i] = (struct store_flash_page){.version = pg[i].version,
                                            .bytes = pg[i].bytes,
-                                           .bucket = pg[i].bucket};
+                                           .bucket = pg[i].bucket,
+                                           .size = pg[i].size};
     free(pg);
     return all;
 }

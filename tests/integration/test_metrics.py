@@ -338,6 +338,43 @@ def test_metric_names_follow_prometheus_naming(start_server):
     assert got["nodelay_upload_limit_bytes"] > 0
 
 
+def test_flash_pages_are_summed_not_labelled(start_server, tmp_path):
+    """`stats extstore` has four rows a flash page; /metrics has its sums
+    (tests/integration/test_stats_extstore.py checks their values), the
+    same series for 32 pages as for 128: no page label, bounded however
+    large the flash. The page with them follows the naming rules above and
+    promtool accepts it."""
+    series, n = [], []
+    for size in ("64m", "256m"):
+        d = tmp_path / size
+        d.mkdir()
+        srv, port = endpoint(start_server, "-o", f"ext_path={d}/f:{size},ext_wbuf_size=2")
+        c = srv.connect()
+        c.set("k", "v")
+        rows = c.call("stats extstore", until=b"END\r\n").count(b":version ")
+        n.append(rows)
+        page = scrape(port)
+        kinds = types(page)
+        ext = {k: v for k, v in kinds.items() if k.startswith("nodelay_extstore_")}
+        assert {"nodelay_extstore_bucket_pages", "nodelay_extstore_bucket_bytes",
+                "nodelay_extstore_free_pages", "nodelay_extstore_page_fill_ratio"} <= set(ext)
+        for name, kind in ext.items():
+            if kind == "gauge":
+                assert not re.search(r"_(total|count|sum|bucket)$", name), name
+        got = samples(page)
+        assert not [k for k in got if "page=" in k]
+        assert got["nodelay_extstore_free_pages"] == rows  # nothing went to flash
+        series.append(sorted(k for k in got if k.startswith("nodelay_extstore_")))
+        promtool = shutil.which("promtool")
+        if promtool:
+            r = subprocess.run([promtool, "check", "metrics"], input=page.encode(),
+                               capture_output=True, timeout=30)
+            assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+        srv.stop()
+    assert n == [32, 128]
+    assert series[0] == series[1]
+
+
 def test_only_metrics_and_get(start_server):
     _, port = endpoint(start_server)
     with pytest.raises(urllib.error.HTTPError) as e:

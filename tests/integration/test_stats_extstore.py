@@ -7,8 +7,10 @@ END; END alone without ext_path. nodelay's pages are its flash segments
 (docs/store-flash.md "Counters"), so it has more of them than memcached
 has ext_page_size pages; the rows' names, order and format are the same.
 The values mean what memcached's do: a page written holds a version from
-1 and its live bytes, a free one 0 and 0. The rows are on /metrics,
-labelled page="N". Skips the comparison when the reference is absent."""
+1 and its live bytes, a free one 0 and 0. /metrics has them summed, the
+same whatever the number of pages: pages and live bytes per bucket, free
+pages, and written pages by fill. Skips the comparison when the reference
+is absent."""
 import os
 import re
 import time
@@ -147,22 +149,69 @@ def metrics_text(port):
             time.sleep(0.05)
 
 
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+WBUF = 2 << 20  # ext_flags' ext_wbuf_size: a page's size
+
+
+def metric_samples(text):
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            m = SAMPLE.match(line)
+            assert m, line
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def pages_and_metrics(c, port):
+    """`stats extstore` and /metrics of the same moment: retried until the
+    rows are the same before and after the scrape."""
+    for _ in range(50):
+        rows = pages(c)
+        text = metrics_text(port)
+        if pages(c) == rows:
+            return values(rows), text
+        time.sleep(0.1)
+    raise AssertionError("stats extstore never held still")
+
+
+def check_sums(rows, text):
+    """/metrics' extstore series are the sums of `stats extstore`'s pages."""
+    got = metric_samples(text)
+    assert not [k for k in got if "page=" in k]
+    written = [p for p in rows.values() if p["version"]]
+    assert {p["bucket"] for p in written} <= {0, 1, 3}
+    for b in (0, 1, 3):
+        mine = [p for p in written if p["bucket"] == b]
+        assert got[f'nodelay_extstore_bucket_pages{{bucket="{b}"}}'] == len(mine)
+        assert got[f'nodelay_extstore_bucket_bytes{{bucket="{b}"}}'] == sum(p["bytes"] for p in mine)
+    assert got["nodelay_extstore_free_pages"] == len(rows) - len(written)
+    fill = "nodelay_extstore_page_fill_ratio"
+    for k in range(1, 11):
+        le = f"{k / 10:g}"
+        at_most = sum(1 for p in written if p["bytes"] * 10 <= k * WBUF)
+        assert got[f'{fill}_bucket{{le="{le}"}}'] == at_most, le
+    assert got[f'{fill}_bucket{{le="+Inf"}}'] == got[f"{fill}_count"] == len(written)
+    assert abs(got[f"{fill}_sum"] - sum(p["bytes"] / WBUF for p in written)) < 1e-5 * len(rows)
+    assert "# TYPE nodelay_extstore_bucket_bytes gauge" in text
+    assert f"# TYPE {fill} histogram" in text
+
+
 def test_stats_extstore_deletes_and_metrics(start_server, tmp_path):
     srv, port = start_with_metrics(start_server, *ext_flags(tmp_path))
     c = srv.connect(timeout=10)
+    rows, text = pages_and_metrics(c, port)
+    assert all(not p["version"] for p in rows.values())
+    check_sums(rows, text)
     fill_and_flush(c)
-    before = sum(v for _, n, v in pages(c) if n == b"bytes")
+    full, text = pages_and_metrics(c, port)
+    check_sums(full, text)
+    before = sum(p["bytes"] for p in full.values())
     for k in range(KEYS // 2):
         assert c.call("delete k%d" % k) == b"DELETED\r\n"
-    after = sum(v for _, n, v in pages(c) if n == b"bytes")
-    assert after < before
-    text = metrics_text(port)
-    rows = values(pages(c))
-    for page, v in rows.items():
-        for name in ("version", "bytes", "bucket", "free_bucket"):
-            line = f'nodelay_extstore_page_{name}{{page="{page}"}} '
-            assert line in text, line
-    assert "# TYPE nodelay_extstore_page_bytes gauge" in text
+    rows, text = pages_and_metrics(c, port)
+    assert sum(p["bytes"] for p in rows.values()) < before
+    check_sums(rows, text)
 
 
 PRESSURE = re.compile(r"^\d+\.\d\d$")

@@ -859,7 +859,7 @@ uint32_t flash_tier_pages(struct flash_tier *ft, struct flash_tier_page *out, ui
     for (uint32_t i = 0; i < ft->nsegs && i < n; i++) {
         const struct flash_rec *r = &ft->recs[i];
         if (r->state == FSEG_FREE) {
-            out[i] = (struct flash_tier_page){0};
+            out[i] = (struct flash_tier_page){.size = ft->opt.seg_size};
             continue;
         }
         uint64_t items = r->nbytes > FLASH_HDR_LEN ? r->nbytes - FLASH_HDR_LEN : 0;
@@ -867,6 +867,7 @@ uint32_t flash_tier_pages(struct flash_tier *ft, struct flash_tier_page *out, ui
             .version = r->seq,
             .bytes = r->nitems ? items * r->live_items / r->nitems : 0,
             .bucket = r->bucket < FLASH_WRITERS ? mc_bucket[r->bucket] : 0,
+            .size = ft->opt.seg_size,
         };
     }
     uint32_t all = ft->nsegs;

@@ -261,7 +261,7 @@ void flash_tier_gauges(struct flash_tier *ft, struct flash_tier_gauges *g);
 
 /* One segment's row of `stats extstore` (store_flash_page's fields). */
 struct flash_tier_page {
-    uint64_t version, bytes;
+    uint64_t version, bytes, size;
     uint32_t bucket;
 };
 /* Up to n rows into out; returns the segments there are. */

@@ -671,6 +671,53 @@ static void test_detail(void **state)
     reply_release(&q);
 }
 
+/* `stats extstore`: memcached's four rows a page, and the same pages summed
+ * for /metrics: per bucket, free, and by fill (a page at a tenth's bound
+ * is in that tenth's bucket). */
+static void test_extstore_rows_and_sum(void **state)
+{
+    (void)state;
+    const uint64_t sz = 2u << 20;
+    const struct store_flash_page pg[] = {
+        {.version = 0, .size = sz},                                        /* free */
+        {.version = 1, .bytes = sz, .bucket = 0, .size = sz},              /* full: le 1 */
+        {.version = 2, .bytes = 0, .bucket = 0, .size = sz},               /* emptied: le 0.1 */
+        {.version = 3, .bytes = sz / 10, .bucket = 1, .size = sz},         /* at 0.1 */
+        {.version = 4, .bytes = sz / 10 + 1, .bucket = 3, .size = sz},     /* just past: 0.2 */
+        {.version = 0, .size = sz},                                        /* free */
+        {.version = 5, .bytes = sz * 7 / 10 - 1, .bucket = 0, .size = sz}, /* 0.7 */
+    };
+    const size_t n = sizeof pg / sizeof pg[0];
+    struct reply_queue q;
+    reply_init(&q);
+    struct stats_emit e = stats_emit_text(&q);
+    assert_int_equal(stats_extstore_compose(pg, 2, &e), 0);
+    char *text = drain(&q);
+    assert_string_equal(text, "STAT 0:version 0\r\nSTAT 0:bytes 0\r\nSTAT 0:bucket 0\r\n"
+                              "STAT 0:free_bucket 0\r\nSTAT 1:version 1\r\nSTAT 1:bytes 2097152\r\n"
+                              "STAT 1:bucket 0\r\nSTAT 1:free_bucket 0\r\n");
+    free(text);
+    reply_release(&q);
+
+    struct stats_extstore_sum sum;
+    stats_extstore_sum(pg, n, &sum);
+    assert_int_equal(sum.free_pages, 2);
+    assert_int_equal(sum.written, 5);
+    assert_int_equal(sum.pages[0], 3);
+    assert_int_equal(sum.pages[1], 1);
+    assert_int_equal(sum.pages[2], 0);
+    assert_int_equal(sum.pages[3], 1);
+    assert_int_equal(sum.bytes[0], sz + sz * 7 / 10 - 1);
+    assert_int_equal(sum.bytes[1], sz / 10);
+    assert_int_equal(sum.bytes[3], sz / 10 + 1);
+    const uint64_t fill[STATS_EXTSTORE_FILL_STEPS] = {2, 1, 0, 0, 0, 0, 1, 0, 0, 1};
+    assert_memory_equal(sum.fill, fill, sizeof fill);
+    double want = 0;
+    for (size_t i = 0; i < n; i++)
+        want += pg[i].version ? (double)pg[i].bytes / (double)sz : 0;
+    assert_true(sum.fill_sum > want - 1e-9 && sum.fill_sum < want + 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -686,6 +733,7 @@ int main(void)
         cmocka_unit_test(test_slabs_walk_names_every_metric),
         cmocka_unit_test(test_nodelay_stats),
         cmocka_unit_test(test_detail),
+        cmocka_unit_test(test_extstore_rows_and_sum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
