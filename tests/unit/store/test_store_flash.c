@@ -443,6 +443,7 @@ static void test_read_not_recached_stays_on_flash(void **state)
     assert_int_equal(store_get(t.c, k, strlen(k), &r, &it), STORE_OK);
     assert_int_equal(store_get(t.c, k, strlen(k), &r, &again), STORE_OK);
     assert_non_null(it.pin);
+    assert_ptr_equal(again.value, it.value); /* the same buffer */
     store_pin_release(again.pin);
     store_flash_wait_reset(w);
     store_flash_attach(t.c, NULL);
