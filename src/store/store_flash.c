@@ -469,8 +469,6 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
     /* A stale item's first read wins its token: a change, so in RAM. */
     uint32_t st = e->fi.atime & ITEM_S_MASK;
     bool buf_ok = (how & STORE_LOOK_FLASH_BUF) && !((st & ITEM_S_STALE) && !(st & ITEM_S_TOKEN));
-    if (e->from_buf && buf_ok)
-        return pend_serve(e, f); /* the key again in the request (get k k) */
     if (!bucket_slot(ctx->store, keys->b[0], e->slot)) {
         /* compaction moved the item since it was read (the bytes are the
          * same), or it was dropped or deleted: a miss, counted */
@@ -482,6 +480,10 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
         }
         e->slot = moved;
     }
+    /* the key again in the request (get k k), its slot still the key's:
+     * another session's delete or write since the first wins */
+    if (e->from_buf && buf_ok)
+        return pend_serve(e, f);
     if (how & STORE_LOOK_KEEP_FLASH) {
         e->left = true;
         return FLASH_LEFT;

@@ -465,6 +465,33 @@ static void test_read_not_recached_stays_on_flash(void **state)
     close_waited(&t, w);
 }
 
+/* A key served from its read's buffer and deleted by another session
+ * before the request looks it up again (get k k): the second lookup is a
+ * miss, as memcached's, while the first's pinned value stays readable. */
+static void test_delete_between_reads_from_buffer(void **state)
+{
+    (void)state;
+    struct tstore t;
+    int woke = 0;
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
+    char k[32], v[VLEN + 1];
+    key_of(0, k);
+    value_of(0, v);
+    assert_true(probe(&t, w, &woke, 0));
+    struct store_get_req r = {.want_value = true};
+    struct store_item it, again;
+    assert_int_equal(store_get(t.c, k, strlen(k), &r, &it), STORE_OK);
+    store_flash_attach(t.c, NULL);
+    store_delete(t.c, k, strlen(k), NULL);
+    store_flash_attach(t.c, w);
+    assert_int_equal(store_get(t.c, k, strlen(k), &r, &again), STORE_MISS);
+    assert_null(again.pin);
+    assert_memory_equal(it.value, v, VLEN);
+    store_pin_release(it.pin);
+    store_flash_wait_reset(w);
+    close_waited(&t, w);
+}
+
 #ifdef NODELAY_DEBUG
 /* An item read back keeps its last access time, as memcached's (`mg k
  * l`): the read is not an access of its own. */
@@ -865,6 +892,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_after_read_wins, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_read_not_recached_stays_on_flash, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_between_reads_from_buffer, flash_file_setup,
                                         flash_file_teardown),
 #ifdef NODELAY_DEBUG
         cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup,
