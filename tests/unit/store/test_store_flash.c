@@ -419,6 +419,14 @@ static void test_write_after_read_wins(void **state)
     close_waited(&t, w);
 }
 
+/* A get of k's value, pinned (no copy), as a text get makes it. */
+static void get_value(struct tstore *t, const char *k, struct store_item *it,
+                      enum store_status want)
+{
+    struct store_get_req r = {.want_value = true};
+    assert_int_equal(store_get(t->c, k, strlen(k), &r, it), want);
+}
+
 /* A read that memcached's recache rule leaves on flash (rate 0 here) is
  * served from the read's buffer: nothing is written to RAM (no item
  * stored, the key still on flash, a lookup with no probe a miss), the
@@ -438,10 +446,9 @@ static void test_read_not_recached_stays_on_flash(void **state)
     struct flash_tier_counters c0, c1;
     flash_counters(&t, &c0);
     assert_true(probe(&t, w, &woke, 0));
-    struct store_get_req r = {.want_value = true};
     struct store_item it, again;
-    assert_int_equal(store_get(t.c, k, strlen(k), &r, &it), STORE_OK);
-    assert_int_equal(store_get(t.c, k, strlen(k), &r, &again), STORE_OK);
+    get_value(&t, k, &it, STORE_OK);
+    get_value(&t, k, &again, STORE_OK);
     assert_non_null(it.pin);
     assert_ptr_equal(again.value, it.value); /* the same buffer */
     store_pin_release(again.pin);
@@ -475,16 +482,15 @@ static void test_delete_between_reads_from_buffer(void **state)
     int woke = 0;
     struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
     char k[32], v[VLEN + 1];
-    key_of(0, k);
-    value_of(0, v);
-    assert_true(probe(&t, w, &woke, 0));
-    struct store_get_req r = {.want_value = true};
+    key_of(1, k);
+    value_of(1, v);
+    assert_true(probe(&t, w, &woke, 1));
     struct store_item it, again;
-    assert_int_equal(store_get(t.c, k, strlen(k), &r, &it), STORE_OK);
+    get_value(&t, k, &it, STORE_OK);
     store_flash_attach(t.c, NULL);
     store_delete(t.c, k, strlen(k), NULL);
     store_flash_attach(t.c, w);
-    assert_int_equal(store_get(t.c, k, strlen(k), &r, &again), STORE_MISS);
+    get_value(&t, k, &again, STORE_MISS);
     assert_null(again.pin);
     assert_memory_equal(it.value, v, VLEN);
     store_pin_release(it.pin);
