@@ -129,6 +129,8 @@ int store_create(struct store **out, const struct store_options *opt)
         /* Ids from FLASH_SEG_BASE up name flash segments. */
         if (s->pool.seg_limit >= FLASH_SEG_BASE) {
             log_error("nodelay: -m too large for a flash tier");
+            if (s->pm)
+                persist_close(s->pm, false);
             free(s);
             return -1;
         }

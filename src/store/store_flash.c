@@ -47,6 +47,7 @@
  * keep the alignment a direct read needs. */
 struct flash_buf {
     char *base;
+    size_t size; /* bytes at base */
     unsigned refs;
 };
 
@@ -58,6 +59,7 @@ static struct flash_buf *buf_new(size_t len, size_t align)
         return NULL;
     struct flash_buf *b = (struct flash_buf *)((char *)p + at);
     b->base = p;
+    b->size = len;
     b->refs = 1;
     return b;
 }
@@ -410,9 +412,37 @@ static bool pend_judge(struct flash_pend *e)
     return false;
 }
 
+/* A read's buffer is the blocks around its item, FLASH_FIRST_READ at
+ * least, while a reply that keeps it (store_pin_keep) counts only the
+ * value against what its connection may owe. An item under half of its
+ * buffer moves to one of its own size first (a copy of a few KiB at most),
+ * so a reply holds at most about twice what it counts. Out of memory, the
+ * read's buffer serves. */
+static void pend_tighten(struct flash_pend *e)
+{
+    uint32_t len = e->fi.len;
+    if (e->fb->size <= 2 * (size_t)len)
+        return;
+    struct flash_buf *fb = buf_new(len, 16);
+    if (!fb)
+        return;
+    const char *from = e->fi.p;
+    memcpy(fb->base, from, len);
+    e->fi.key = fb->base + (e->fi.key - from);
+    e->fi.value = fb->base + (e->fi.value - from);
+    e->fi.p = fb->base;
+    buf_unref(e->fb);
+    e->fb = fb;
+    e->buf = fb->base;
+    e->skip = 0;
+    e->len = len;
+}
+
 /* Serve e from its read's buffer (pend_refill). */
 static enum flash_refill pend_serve(struct flash_pend *e, struct store_found *f)
 {
+    if (!e->from_buf)
+        pend_tighten(e);
     e->from_buf = true;
     f->flash = &e->fi;
     f->flash_buf = e->fb;
@@ -439,8 +469,6 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
     /* A stale item's first read wins its token: a change, so in RAM. */
     uint32_t st = e->fi.atime & ITEM_S_MASK;
     bool buf_ok = (how & STORE_LOOK_FLASH_BUF) && !((st & ITEM_S_STALE) && !(st & ITEM_S_TOKEN));
-    if (e->from_buf && buf_ok)
-        return pend_serve(e, f); /* the key again in the request (get k k) */
     if (!bucket_slot(ctx->store, keys->b[0], e->slot)) {
         /* compaction moved the item since it was read (the bytes are the
          * same), or it was dropped or deleted: a miss, counted */
@@ -452,6 +480,10 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
         }
         e->slot = moved;
     }
+    /* the key again in the request (get k k), its slot still the key's:
+     * another session's delete or write since the first wins */
+    if (e->from_buf && buf_ok)
+        return pend_serve(e, f);
     if (how & STORE_LOOK_KEEP_FLASH) {
         e->left = true;
         return FLASH_LEFT;

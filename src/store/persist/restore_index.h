@@ -18,13 +18,14 @@
  * split is two, six items each at most on average, and its part of the
  * upper half is given back once the table is built (index_load_done).
  * Each item is filed in one of its two buckets (rix_filed_hash), so that
- * split and unsplit buckets are filed alike. Filling a part links its items into buckets built in a
- * buffer of the thread's, then writes the buffer over the part. A walking thread gathers each
- * part's words a cache line at a time and writes the line whole, past the
- * caches (it would only be read back from memory anyway): its writes to a
- * thousand places at once then cost no read of each line first. A part that runs out of room,
- * or a file whose numbers do not pack in 64 bits, spills to blocks of
- * (hash, slot) pairs beside it. So a restore touches no memory beyond the
+ * split and unsplit buckets are filed alike. Filling a part links its
+ * items into buckets built in a buffer of the thread's, then writes the
+ * buffer over the part. A walking thread gathers each part's words a
+ * cache line at a time and writes the line whole, past the caches (it
+ * would only be read back from memory anyway): its writes to a thousand
+ * places at once then cost no read of each line first. A part that runs
+ * out of room, or a file whose numbers do not pack in 64 bits, spills to
+ * blocks of (hash, slot) pairs beside it. So a restore touches no memory beyond the
  * table it must build anyway.
  *
  * A unit's fill links an item in its filed bucket only while that has

@@ -419,6 +419,14 @@ static void test_write_after_read_wins(void **state)
     close_waited(&t, w);
 }
 
+/* A get of k's value, pinned (no copy), as a text get makes it. */
+static void get_value(struct tstore *t, const char *k, struct store_item *it,
+                      enum store_status want)
+{
+    struct store_get_req r = {.want_value = true};
+    assert_int_equal(store_get(t->c, k, strlen(k), &r, it), want);
+}
+
 /* A read that memcached's recache rule leaves on flash (rate 0 here) is
  * served from the read's buffer: nothing is written to RAM (no item
  * stored, the key still on flash, a lookup with no probe a miss), the
@@ -438,11 +446,11 @@ static void test_read_not_recached_stays_on_flash(void **state)
     struct flash_tier_counters c0, c1;
     flash_counters(&t, &c0);
     assert_true(probe(&t, w, &woke, 0));
-    struct store_get_req r = {.want_value = true};
     struct store_item it, again;
-    assert_int_equal(store_get(t.c, k, strlen(k), &r, &it), STORE_OK);
-    assert_int_equal(store_get(t.c, k, strlen(k), &r, &again), STORE_OK);
+    get_value(&t, k, &it, STORE_OK);
+    get_value(&t, k, &again, STORE_OK);
     assert_non_null(it.pin);
+    assert_ptr_equal(again.value, it.value); /* the same buffer */
     store_pin_release(again.pin);
     store_flash_wait_reset(w);
     store_flash_attach(t.c, NULL);
@@ -460,6 +468,32 @@ static void test_read_not_recached_stays_on_flash(void **state)
     /* and read again from flash with a probe */
     assert_true(probe(&t, w, &woke, 0));
     assert_true(check(&t, 0, 0));
+    store_flash_wait_reset(w);
+    close_waited(&t, w);
+}
+
+/* A key served from its read's buffer and deleted by another session
+ * before the request looks it up again (get k k): the second lookup is a
+ * miss, as memcached's, while the first's pinned value stays readable. */
+static void test_delete_between_reads_from_buffer(void **state)
+{
+    (void)state;
+    struct tstore t;
+    int woke = 0;
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
+    char k[32], v[VLEN + 1];
+    key_of(1, k);
+    value_of(1, v);
+    assert_true(probe(&t, w, &woke, 1));
+    struct store_item it, again;
+    get_value(&t, k, &it, STORE_OK);
+    store_flash_attach(t.c, NULL);
+    store_delete(t.c, k, strlen(k), NULL);
+    store_flash_attach(t.c, w);
+    get_value(&t, k, &again, STORE_MISS);
+    assert_null(again.pin);
+    assert_memory_equal(it.value, v, VLEN);
+    store_pin_release(it.pin);
     store_flash_wait_reset(w);
     close_waited(&t, w);
 }
@@ -864,6 +898,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_after_read_wins, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_read_not_recached_stays_on_flash, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_between_reads_from_buffer, flash_file_setup,
                                         flash_file_teardown),
 #ifdef NODELAY_DEBUG
         cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup,
