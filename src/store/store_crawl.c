@@ -25,6 +25,9 @@
  * back this soon rather than in a second: the writer thread frees one
  * every few milliseconds. */
 #define STORE_COLD_RETRY_NS 10000000ull /* 10 ms */
+/* The whole pass (store_housekeep) comes once a second, whatever shorter
+ * waits the idle flush takes between two (store_hk_pause_ns). */
+#define STORE_HK_PACE_NS 1000000000ull
 
 /* Which items a walk reaps, and how it counts them. */
 struct store_reap {
@@ -134,6 +137,14 @@ size_t store_crawl(struct store_ctx *ctx, uint64_t max)
     return gone;
 }
 
+/* The idle flush, up to max buckets from its cursor. */
+static void store_hk_cold(struct store *s, uint64_t max)
+{
+    bool full = false;
+    store_cold_pass(s, max, &full);
+    s->hk.cold_more = full;
+}
+
 void store_housekeep(struct store *s)
 {
     if (s->pm)
@@ -147,9 +158,8 @@ void store_housekeep(struct store *s)
     rel_time_t ol = __atomic_load_n(&s->life.oldest_live, __ATOMIC_RELAXED);
     if (!s->opt.no_lru_maintainer && ((ol && ol <= now) || seg_any_expiring(&s->pool, now)))
         store_crawl(s->hk.ctx, STORE_CRAWL_BUCKETS);
-    bool full = false;
-    store_cold_pass(s, STORE_CRAWL_BUCKETS, &full);
-    s->hk.cold_more = full;
+    store_hk_cold(s, STORE_CRAWL_BUCKETS);
+    __atomic_add_fetch(&s->hk.whole_passes, 1, __ATOMIC_RELAXED);
 }
 
 /* memcached's LRU crawler over the classes asked for: the whole index
@@ -165,12 +175,13 @@ static void store_crawl_run(struct store_ctx *ctx, uint64_t classes)
     }
 }
 
-/* The housekeeper's wait before its next pass: a second, 10 ms while the
- * idle flush waits for a write buffer; with the idle flush on, no longer
- * than ext_max_sleep, as memcached's storage write thread sleeps. */
+/* The housekeeper's wait before its next idle flush: a second, 10 ms
+ * while the idle flush waits for a write buffer; with the idle flush on,
+ * no longer than ext_max_sleep, as memcached's storage write thread
+ * sleeps. */
 static uint64_t store_hk_pause_ns(struct store *s)
 {
-    uint64_t ns = s->hk.cold_more ? STORE_COLD_RETRY_NS : 1000000000ull;
+    uint64_t ns = s->hk.cold_more ? STORE_COLD_RETRY_NS : STORE_HK_PACE_NS;
     uint32_t item_size, item_age;
     if (!s->flash)
         return ns;
@@ -178,14 +189,32 @@ static uint64_t store_hk_pause_ns(struct store *s)
     return item_age == UINT32_MAX ? ns : flash_tier_pause_ns(s->flash, ns);
 }
 
+static uint64_t store_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A wait shorter than the whole pass's second (ext_max_sleep, or the
+ * retry at full buffers) is followed by the idle flush alone, over the
+ * share of the second's bucket budget that the wait is; a whole pass on
+ * each wake-up would walk the expiry crawl's million buckets as often. */
 void *store_housekeeper(void *arg)
 {
     struct store *s = arg;
     pthread_mutex_lock(&s->hk.lock);
+    s->hk.whole_at = store_mono_ns();
     while (!s->hk.stop) {
+        uint64_t pause = store_hk_pause_ns(s);
+        uint64_t since = store_mono_ns() - s->hk.whole_at;
+        uint64_t left = since < STORE_HK_PACE_NS ? STORE_HK_PACE_NS - since : 0;
+        bool whole = left <= pause;
+        if (whole)
+            pause = left;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + store_hk_pause_ns(s);
+        uint64_t ns = (uint64_t)ts.tv_nsec + pause;
         ts.tv_sec += (time_t)(ns / 1000000000u);
         ts.tv_nsec = (long)(ns % 1000000000u);
         if (!s->hk.kick && !s->hk.crawl_classes)
@@ -204,8 +233,10 @@ void *store_housekeeper(void *arg)
             __atomic_store_n(&s->hk.crawl_running, false, __ATOMIC_RELEASE);
             if (s->hk.stop)
                 break;
+            whole = true;
         }
         if (s->hk.kick) {
+            whole = true;
             /* An immediate flush_all: reclaim its items a moment after the
              * last one, as memcached's LRU maintainer does (reclaimed after
              * 0.2 s, not yet after 0.05 s), so a read right after a flush
@@ -226,7 +257,14 @@ void *store_housekeeper(void *arg)
                 break;
         }
         pthread_mutex_unlock(&s->hk.lock);
-        store_housekeep(s);
+        if (whole) {
+            store_housekeep(s);
+            s->hk.whole_at = store_mono_ns();
+        } else {
+            uint64_t max = STORE_CRAWL_BUCKETS * pause / STORE_HK_PACE_NS;
+            store_hk_cold(s, max ? max : 1);
+            __atomic_add_fetch(&s->hk.idle_passes, 1, __ATOMIC_RELAXED);
+        }
         pthread_mutex_lock(&s->hk.lock);
     }
     pthread_mutex_unlock(&s->hk.lock);

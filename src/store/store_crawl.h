@@ -18,6 +18,9 @@ struct store_house {
     uint64_t crawl_cursor;  /* next bucket for store_crawl (housekeeper) */
     uint64_t cold_cursor;   /* next bucket for the idle flush (store_cold.h) */
     bool cold_more;         /* the idle flush stopped at full buffers: soon again */
+    uint64_t whole_at;      /* CLOCK_MONOTONIC ns the last whole pass ended (housekeeper) */
+    uint64_t whole_passes;  /* whole passes run (store_housekeep), atomic */
+    uint64_t idle_passes;   /* idle-flush-only passes run between them, atomic */
     uint64_t crawl_classes; /* classes `lru_crawler crawl` asked for (lock) */
     bool crawl_active;      /* the housekeeper is crawling them (lock) */
     bool crawl_running;     /* from the request to the crawl's end, atomic */
@@ -29,7 +32,7 @@ struct store_house {
     bool kick;              /* run a pass now (an immediate flush_all) */
 };
 
-/* The housekeeper thread (arg: the store); one pass of its
+/* The housekeeper thread (arg: the store); one whole pass of its
  * work, which tests call directly; and its sweep, which unlinks expired and
  * flushed items from up to max buckets of the index, reading only items
  * whose segment may hold some. */

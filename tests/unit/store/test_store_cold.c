@@ -7,7 +7,8 @@
  * read again meanwhile, and one under ext_item_size, stay in RAM; a pass
  * stopped by full write buffers resumes where it stopped. No eviction.
  * Every flash slot it makes is in its key's first bucket, an item met in
- * its second bucket included. */
+ * its second bucket included. A short ext_max_sleep quickens the idle
+ * flush alone, not the housekeeper's whole pass. */
 #define _GNU_SOURCE
 #include "test_store_helpers.h"
 #include "test_flash_file.h"
@@ -28,7 +29,7 @@
 /* 16 MiB of RAM (what the tests write stays far under it), 32 MiB of
  * flash in 64 KiB segments; values of 512 bytes and up may go, once idle
  * `age` seconds. */
-static void open_cold(struct tstore *t, uint32_t age)
+static void open_cold_paced(struct tstore *t, uint32_t age, uint32_t max_sleep, bool background)
 {
     clock_setup();
     unlink(flash_path);
@@ -49,11 +50,17 @@ static void open_cold(struct tstore *t, uint32_t age)
                 .item_age = age,
                 .compact_under = 1,
                 .max_frag = 0.8,
-                .max_sleep = 1000000,
+                .max_sleep = max_sleep,
             },
+        .background = background,
     };
     tstore_open_opts(t, &o);
     assert_non_null(t->s->flash);
+}
+
+static void open_cold(struct tstore *t, uint32_t age)
+{
+    open_cold_paced(t, age, 1000000, false);
 }
 
 static void value_of(int i, int len, char *v)
@@ -334,11 +341,39 @@ static void test_idle_past_age_goes_read_stays(void **state)
 }
 #endif
 
+static uint64_t hk_count(uint64_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/* ext_max_sleep at 1 ms paces the idle flush alone: over two seconds the
+ * housekeeper's whole pass (the heartbeat, segment reclaim, expiry crawl)
+ * still runs about once a second, the idle flush alone many times between.
+ * Counts, not speeds: a slow machine runs fewer short passes, never more
+ * whole ones. */
+static void test_max_sleep_paces_the_idle_flush_only(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_cold_paced(&t, 0, 1000, true);
+    assert_true(t.s->hk.running);
+    uint64_t whole0 = hk_count(&t.s->hk.whole_passes);
+    uint64_t idle0 = hk_count(&t.s->hk.idle_passes);
+    usleep(2100000);
+    uint64_t whole = hk_count(&t.s->hk.whole_passes) - whole0;
+    uint64_t idle = hk_count(&t.s->hk.idle_passes) - idle0;
+    tstore_close(&t);
+    assert_in_range(whole, 1, 3);
+    assert_true(idle >= 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_default_age_never_idle_zero_age_all, flash_file_setup, flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_other_keys_flash_slot_in_second_bucket, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_max_sleep_paces_the_idle_flush_only, flash_file_setup,
                                         flash_file_teardown),
 #ifdef NODELAY_DEBUG
         cmocka_unit_test_setup_teardown(test_idle_past_age_goes_read_stays, flash_file_setup, flash_file_teardown),
