@@ -353,7 +353,7 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
     list_init(&s.q[0], 1);
     list_init(&s.q[1], 2);
     list_init(&s.q[2], 3);
-    list_init(&arc_b2, 4);
+    list_init(&s.arc_b2, 4);
     s.freq = xcalloc(t->nkeys, 1);
     if (p == P_S3 || p == P_S3AD) {
         s.p = cap * 0.1;

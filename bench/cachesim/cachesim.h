@@ -41,6 +41,7 @@ struct sim {
     uint8_t *freq;
     struct ghost g[2];
     double p; /* s3fifo-ad: small's target; arc: T1's target */
+    struct list arc_b2; /* arc: B2 (tag 4; q[2], tag 3, is B1) */
     bool adaptive;
     /* wtinylfu */
     double step, prev_ratio;
@@ -71,8 +72,6 @@ struct sim {
     uint8_t *st; /* 0 not held, 1 LIR, 2 resident HIR, 3 HIR kept in S only */
     uint32_t nlir, nres, llir;
 };
-
-extern struct list arc_b2; /* ARC's B2 (tag 4) */
 
 void lists_init(struct lists *l, uint32_t nkeys);
 void lists_free(struct lists *l);

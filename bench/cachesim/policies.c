@@ -170,8 +170,6 @@ bool arc_get(struct sim *s, uint32_t id)
     list_push(&s->l, &s->q[1], id);
     return true;
 }
-/* q[2] (tag 3) is B1, sq[0] is unused; B2 kept in q via tag 4 list */
-struct list arc_b2;
 static void arc_replace(struct sim *s, bool in_b2)
 {
     uint32_t id;
@@ -180,7 +178,7 @@ static void arc_replace(struct sim *s, bool in_b2)
         list_push(&s->l, &s->q[2], id);
     } else {
         id = list_pop(&s->l, &s->q[1]);
-        list_push(&s->l, &arc_b2, id);
+        list_push(&s->l, &s->arc_b2, id);
     }
 }
 void arc_set(struct sim *s, uint32_t id)
@@ -190,7 +188,7 @@ void arc_set(struct sim *s, uint32_t id)
     if (in == 1 || in == 2)
         return;
     if (in == 3) {
-        double d = s->q[2].n >= arc_b2.n ? 1.0 : (double)arc_b2.n / s->q[2].n;
+        double d = s->q[2].n >= s->arc_b2.n ? 1.0 : (double)s->arc_b2.n / s->q[2].n;
         s->p = s->p + d > c ? c : s->p + d;
         list_remove(&s->l, &s->q[2], id);
         arc_replace(s, false);
@@ -198,14 +196,14 @@ void arc_set(struct sim *s, uint32_t id)
         return;
     }
     if (in == 4) {
-        double d = arc_b2.n >= s->q[2].n ? 1.0 : (double)s->q[2].n / arc_b2.n;
+        double d = s->arc_b2.n >= s->q[2].n ? 1.0 : (double)s->q[2].n / s->arc_b2.n;
         s->p = s->p - d < 0 ? 0 : s->p - d;
-        list_remove(&s->l, &arc_b2, id);
+        list_remove(&s->l, &s->arc_b2, id);
         arc_replace(s, true);
         list_push(&s->l, &s->q[1], id);
         return;
     }
-    uint32_t l1 = s->q[0].n + s->q[2].n, tot = l1 + s->q[1].n + arc_b2.n;
+    uint32_t l1 = s->q[0].n + s->q[2].n, tot = l1 + s->q[1].n + s->arc_b2.n;
     if (l1 == c) {
         if (s->q[0].n < c) {
             list_pop(&s->l, &s->q[2]);
@@ -215,7 +213,7 @@ void arc_set(struct sim *s, uint32_t id)
         }
     } else if (tot >= c) {
         if (tot == 2 * c)
-            list_pop(&s->l, &arc_b2);
+            list_pop(&s->l, &s->arc_b2);
         if (s->q[0].n + s->q[1].n >= c)
             arc_replace(s, false);
     }
