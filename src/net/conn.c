@@ -218,6 +218,18 @@ static void conn_set_interest(struct conn *c, unsigned want)
         c->path->want(c, want);
 }
 
+void conn_note_state(struct conn *c)
+{
+    if (c->blocked)
+        registry_set_state(&c->entry, REGISTRY_MWRITE);
+    else if (proto_sink_wait(&c->sess) > 0)
+        registry_set_state(&c->entry, REGISTRY_NREAD);
+    else if (c->in.len > 0)
+        registry_set_state(&c->entry, REGISTRY_READ);
+    else
+        registry_set_state(&c->entry, REGISTRY_NEW_CMD);
+}
+
 /* Read while we may owe little; write interest only after EAGAIN. A held
  * value (sink_held: its bytes are queued, its segment reserved) is read
  * whatever is owed: reading it takes no memory, and its segment must not
@@ -242,14 +254,7 @@ static void conn_update_interest(struct conn *c)
     else if (!(c->interest & EVENT_READ) && (want & EVENT_READ))
         log_debug("<%d drained: reading again", c->fd);
     conn_set_interest(c, want);
-    if (c->blocked)
-        registry_set_state(&c->entry, REGISTRY_MWRITE);
-    else if (proto_sink_wait(&c->sess) > 0)
-        registry_set_state(&c->entry, REGISTRY_NREAD);
-    else if (c->in.len > 0)
-        registry_set_state(&c->entry, REGISTRY_READ);
-    else
-        registry_set_state(&c->entry, REGISTRY_NEW_CMD);
+    conn_note_state(c);
 }
 
 int conn_watch_copy(void *q, const void *data, size_t n)

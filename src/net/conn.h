@@ -41,31 +41,33 @@
 /* Cut off a client that takes none of its replies for this long. */
 #define CONN_WRITE_STALL_SECS 60
 
+/* The fields every completion or readiness event reads come first, in
+ * the first cache lines; the registry entry's per-request pair follows
+ * the input side's, ahead of the session's larger state. */
 struct conn {
     struct loop_token watch; /* event pointer */
-    struct loop_token log_watch; /* event pointer of a `watch` stream's wake-ups */
     struct conn_env *env; /* the owning worker's */
     const struct conn_path *path; /* its I/O path's functions (conn_path.h) */
     int fd;
     bool tcp;
+    bool dead;
     unsigned interest;  /* EVENT_READ / EVENT_WRITE currently asked for */
     bool blocked;       /* last write hit EAGAIN */
     bool closing;       /* send what is queued, then close */
     bool flush_more;    /* the flush budget ran out before the socket filled */
     bool in_ready;
-    bool dead;
+    rel_time_t last_active; /* last byte received */
+    rel_time_t stall_since; /* blocked with no write progress since, 0 = not */
+    size_t accounted;       /* reply bytes counted in the worker's gauge */
 
     struct conn_ready rd;  /* the readiness path's (conn_ready.c) */
     struct conn_uring u;   /* the completion path's (conn_uring.c) */
 
     struct conn_input in;
-
-    size_t accounted;       /* reply bytes counted in the worker's gauge */
-    rel_time_t last_active; /* last byte received */
-    rel_time_t stall_since; /* blocked with no write progress since, 0 = not */
+    struct registry_entry entry;
 
     struct session sess;
-    struct registry_entry entry;
+    struct loop_token log_watch; /* event pointer of a `watch` stream's wake-ups */
     struct conn *prev, *next, *ready_next, *dead_next;
 };
 

@@ -44,6 +44,8 @@ struct conn_path {
  * for, and go on the ready list if no event will come for what is left.
  * Nothing for a dead one. */
 void conn_settle(struct conn *c);
+/* What `stats conns` says it waits for (memcached's state names). */
+void conn_note_state(struct conn *c);
 /* Do what the input side asked for (CONN_IN_* bits). */
 void conn_apply(struct conn *c, unsigned act);
 /* Where the next read lands (conn_input_target, after setting the

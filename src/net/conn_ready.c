@@ -153,7 +153,7 @@ static void conn_ready_batch_run(struct conn_ready_batch *b)
     conn_ready_read_from(r->c, 1);
 }
 
-void conn_ready_batch_finish(struct conn_ready_batch *b)
+void conn_ready_batch_run_all(struct conn_ready_batch *b)
 {
     while (b->n > 0) {
         /* the newest read's item: the older one runs meanwhile */

@@ -352,6 +352,35 @@ static void conn_received(struct conn *c, int res, const char *data, bool multi,
     conn_read_done(c, c->u.recv_target, (size_t)res);
 }
 
+/* The table's want: no readiness to ask for, a receive is started and
+ * writes finish by themselves. */
+static void conn_uring_want(struct conn *c, unsigned want)
+{
+    c->interest = want;
+    if (want & EVENT_READ)
+        conn_uring_recv(c);
+    else
+        conn_uring_multi_stop(c);
+    conn_rest_settle(c);
+}
+
+/* The kernel took all that was owed, and the connection reads on: what
+ * conn_settle would find then is what the settle after the send's start
+ * (conn_apply's) left, less the send. Nothing is owed, so nothing is to
+ * send, to close on or to put on the ready list (no bytes held to run):
+ * it keeps reading, drops the write interest the send asked for, and
+ * waits for a command. Half of conn_settle's cost, at pipeline 1 once a
+ * request; anything else takes conn_settle. */
+static bool conn_sent_all(struct conn *c)
+{
+    if (proto_owed(&c->sess) > 0 || c->closing || c->flush_more || c->in.again ||
+        !(c->interest & EVENT_READ) || conn_input_busy(&c->in) || proto_watcher(&c->sess))
+        return false;
+    conn_uring_want(c, EVENT_READ);
+    conn_note_state(c);
+    return true;
+}
+
 static void conn_sent(struct conn *c, int res)
 {
     struct conn_env *w = c->env;
@@ -367,6 +396,8 @@ static void conn_sent(struct conn *c, int res)
     }
     c->blocked = false;
     conn_account_reply(c);
+    if (conn_sent_all(c))
+        return;
     /* the rest of a partial send, and what was queued meanwhile, leave
      * from here as conn_settle decides (replies held by a -R yield wait) */
     conn_settle(c);
@@ -409,18 +440,6 @@ void conn_on_complete(struct conn *c, unsigned events, int res, const char *data
         conn_received(c, res, data, multi, rest);
     else
         conn_sent(c, res);
-}
-
-/* The table's want: no readiness to ask for, a receive is started and
- * writes finish by themselves. */
-static void conn_uring_want(struct conn *c, unsigned want)
-{
-    c->interest = want;
-    if (want & EVENT_READ)
-        conn_uring_recv(c);
-    else
-        conn_uring_multi_stop(c);
-    conn_rest_settle(c);
 }
 
 /* Closing with a receive or send still the kernel's: stop them and wait

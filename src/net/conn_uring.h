@@ -19,6 +19,7 @@ struct conn_path;
  * completes, so a closed connection waits for them on the zombie list
  * before its buffers and pins are released. */
 struct conn_uring {
+    /* Read by every completion: first, in one cache line with rd. */
     bool on;                   /* this connection is on the completion path */
     bool recv_busy, send_busy;
     bool recv_own;             /* the loop ran out of its buffers: use ours */
@@ -33,12 +34,12 @@ struct conn_uring {
                                   replies leave with the rest's, after... */
     bool rest_recv;            /* ...the receive that takes it, one that
                                   never waits (started, or being started) */
-    size_t recv_room;          /* what the receive started was given */
+    int iov_cap;
     enum conn_in_target recv_target;
+    size_t recv_room;          /* what the receive started was given */
+    struct iovec *iov;         /* the send in flight's iovecs */
     struct iovec recv_iov[2];  /* a two-piece receive's: a held value's
                                   rest, then the read buffer */
-    struct iovec *iov;         /* the send in flight's iovecs */
-    int iov_cap;
     struct msghdr msg;
 };
 

@@ -434,9 +434,11 @@ static void worker_shutdown(struct worker *w)
 /* io_uring's completions, a turn's all in before the first runs: each
  * receive's key loads ahead of it (conn_uring_hint), its bucket two
  * completions before it runs and its item one before, hidden behind the
- * completions run meanwhile. run[j % 3] is completion j's. */
+ * completions run meanwhile. Slot j % 3 is completion j's: its receiving
+ * connection (NULL for anything else), found once, and its run. */
 struct worker_ahead {
     struct store_prefetch_run run[3];
+    struct conn *conn[3];
 };
 
 static struct conn *worker_recv_conn(const struct event_fired *ev)
@@ -447,19 +449,21 @@ static struct conn *worker_recv_conn(const struct event_fired *ev)
     return t->kind == TOKEN_CONN && (ev->events & EVENT_RECV) ? t->obj : NULL;
 }
 
-static void worker_ahead(struct worker_ahead *a, const struct event_fired *ev, int n, int j,
-                         bool bucket)
+/* Completion j's bucket, into slot s (j % 3). */
+static void worker_ahead_bucket(struct worker_ahead *a, unsigned s, const struct event_fired *ev,
+                                int n, int j)
 {
     struct conn *c = j < n ? worker_recv_conn(&ev[j]) : NULL;
-    struct store_prefetch_run *r = &a->run[j % 3];
-    if (bucket) {
-        if (c)
-            conn_uring_hint(c, ev[j].res, ev[j].data, r);
-        else
-            r->n = r->next = 0;
-    } else if (c) {
-        conn_uring_hint_next(c, r);
-    }
+    a->conn[s] = c;
+    if (c)
+        conn_uring_hint(c, ev[j].res, ev[j].data, &a->run[s]);
+}
+
+/* The item of the completion in slot s, its bucket loaded by now. */
+static void worker_ahead_item(struct worker_ahead *a, unsigned s)
+{
+    if (a->conn[s])
+        conn_uring_hint_next(a->conn[s], &a->run[s]);
 }
 
 void *worker_main(void *arg)
@@ -479,14 +483,17 @@ void *worker_main(void *arg)
             log_error("worker %d: event_wait: %s", w->id, strerror(errno));
             break;
         }
-        for (int i = 0; i < n; i++) {
+        bool listener = false;
+        /* s is i % 3; s1 and s2 the slots of completions i + 1 and i + 2 */
+        for (unsigned i = 0, s = 0; i < (unsigned)n; i++, s = s == 2 ? 0 : s + 1) {
+            unsigned s1 = s == 2 ? 0 : s + 1, s2 = s1 == 2 ? 0 : s1 + 1;
             if (i == 0) {
-                worker_ahead(&ahead, ev, n, 0, true);
-                worker_ahead(&ahead, ev, n, 1, true);
-                worker_ahead(&ahead, ev, n, 0, false);
+                worker_ahead_bucket(&ahead, 0, ev, n, 0);
+                worker_ahead_bucket(&ahead, 1, ev, n, 1);
+                worker_ahead_item(&ahead, 0);
             }
-            worker_ahead(&ahead, ev, n, i + 2, true);
-            worker_ahead(&ahead, ev, n, i + 1, false);
+            worker_ahead_bucket(&ahead, s2, ev, n, (int)i + 2);
+            worker_ahead_item(&ahead, s1);
             if (ev[i].events & EVENT_FILE) {
                 conn_ready_batch_finish(&batch); /* the turn's reads run first */
                 worker_flash_event(&ev[i]); /* a wake puts its connection on the ready list */
@@ -507,7 +514,8 @@ void *worker_main(void *arg)
                 conn_on_watch_wake(wt->obj);
                 break;
             case TOKEN_LISTENER:
-                break; /* below */
+                listener = true; /* below */
+                break;
             case TOKEN_UDP:
                 if (w->listening)
                     udp_on_readable(w, wt->obj);
@@ -525,7 +533,7 @@ void *worker_main(void *arg)
          * reconnected finds its descriptor number free again (as memcached
          * and epoll's ordering usually give; `connection_structures`), and a
          * full -c has made room first. */
-        for (int i = 0; i < n && w->listening; i++) {
+        for (int i = 0; listener && i < n && w->listening; i++) {
             struct loop_token *wt = ev[i].ptr;
             if (!(ev[i].events & EVENT_FILE) && wt->kind == TOKEN_LISTENER)
                 worker_accept(w, wt->obj);

@@ -26,12 +26,14 @@ enum registry_state {
     REGISTRY_CLOSING,
 };
 
+/* The fields a worker writes per request (state, last_cmd) come first, so
+ * that they share a cache line with the connection's own (conn.h). */
 struct registry_entry {
     int fd;
-    char addr[128];
-    const char *listen_addr; /* NULL for a listener */
     int state;               /* enum registry_state, relaxed atomic */
     rel_time_t last_cmd;     /* relaxed atomic */
+    const char *listen_addr; /* NULL for a listener */
+    char addr[128];
 };
 
 struct registry {
