@@ -137,7 +137,9 @@ def load_runs():
                 "max": j["lat_us"]["max"],
                 "hits": j["hits"],
                 "misses": j["misses"],
-                "errors": j["errors"] + j["verify_failures"],
+                # values are checked in the syscall run (compare.sh)
+                "errors": j["errors"] + j["verify_failures"]
+                + (js["errors"] + js["verify_failures"] + js.get("stale", 0) if js else 0),
                 "pct": j["percentiles"],
             }
             runs.setdefault((w, s), []).append(r)
