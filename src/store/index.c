@@ -10,7 +10,7 @@
  *
  * Growth is linear hashing: the primary buckets are one reservation of
  * address space, made writable as the table grows into it, and the table
- * grows by one bucket whenever the items pass INDEX_GROW_LOAD a bucket, so
+ * grows by one bucket whenever the items pass INDEX_SPLIT_TENTHS / 10 a bucket, so
  * its load stays at that threshold instead of falling to half of it at
  * each doubling. A word holds the level L and the split pointer s
  * (index_shape_make); splitting bucket s locks it and bucket 2^L + s (which no
@@ -129,9 +129,6 @@ static bool table_reach(struct index_table *t, size_t end)
     return true;
 }
 
-#ifndef INDEX_SPLIT_TENTHS
-#define INDEX_SPLIT_TENTHS 60
-#endif
 /* The items past which the table of this shape splits a bucket. */
 static uint64_t index_split_at(uint64_t shape)
 {
@@ -192,7 +189,7 @@ int index_presize(struct index *ix, uint64_t items)
 {
     struct index_table *t = ix->cur;
     uint64_t low = (uint64_t)1 << t->power;
-    uint64_t want = (items + INDEX_GROW_LOAD - 1) / INDEX_GROW_LOAD;
+    uint64_t want = (items * 10 + INDEX_SPLIT_TENTHS - 1) / INDEX_SPLIT_TENTHS;
     if (ix->items || index_shape_split(ix->shape) || want <= low)
         return 0;
     /* 2^L + s buckets, s < 2^L: as if bucket s had just been split, which
@@ -542,53 +539,142 @@ static uint64_t *chain_empty(struct index *ix, uint64_t *b)
     return NULL;
 }
 
+/* Lock bucket o of table t for an entry of hash h to move into from
+ * bucket xi, with a trylock (the mover holds two or three already, in
+ * address order; a busy one is skipped), or NULL: busy, split since `shape`
+ * gave h's buckets i and j, or before xi while a walk that must meet every
+ * entry is on (one that passed o already, but not xi, would miss it; a
+ * walk counted itself before it locked its first bucket, so one that has
+ * been through o, and unlocked it before we locked it, is seen here). */
+static uint64_t *move_lock(struct index *ix, struct index_table *t, uint64_t o, uint64_t xi,
+                           uint64_t h, uint64_t shape, uint64_t i, uint64_t j)
+{
+    uint64_t *ob = t->b + (o << 3);
+    if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+        return NULL;
+    uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    bool back = o < xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
+    if (back || (now != shape && (index_shape_bucket(now, h) != i ||
+                                  index_shape_bucket(now, index_hash2(h)) != j))) {
+        index_unlock(ob);
+        return NULL;
+    }
+    return ob;
+}
+
+/* The other bucket of RAM slot sl, which is in primary bucket xi (its
+ * buckets by `shape` in *i, *j). */
+static uint64_t move_other(struct index *ix, uint64_t sl, uint64_t xi, uint64_t shape,
+                           uint64_t *h, uint64_t *i, uint64_t *j)
+{
+    *h = ix->rehash(ix->rehash_arg, sl);
+    *i = index_shape_bucket(shape, *h);
+    *j = index_shape_bucket(shape, index_hash2(*h));
+    return *i == xi ? *j : *i;
+}
+
+/* An entry of a full pair whose other bucket is full too: where a second
+ * step may make room (move_deep). */
+struct move_step {
+    uint64_t *x; /* the entry's slot */
+    uint64_t h, o, i, j, xi;
+};
+
+/* Buckets a move searches two steps deep, at most: every other bucket of
+ * the pair's entries. Each costs a rehash of up to seven entries (a read
+ * of each one's key), but the search runs only where every entry of the
+ * pair has a full other bucket, and it is what keeps chains rare at
+ * INDEX_SPLIT_TENTHS (with four buckets, 3 % of the buckets chained at
+ * 6.4 items a bucket; with all, 0.1 %). */
+#define INDEX_MOVE_DEEP (2 * INDEX_SLOTS)
+
+/* Make room in bucket s->o for the entry s->x by moving a RAM entry of o
+ * to its own other bucket, then move s->x there. Every move copies the
+ * entry, then clears where it was, under the locks of both its buckets,
+ * as every lookup of its key holds one of them: no lookup can see it in
+ * neither. The slot s->x left, or NULL. */
+static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t shape,
+                           const struct index_pair *p, const struct move_step *s)
+{
+    uint64_t *ob = move_lock(ix, t, s->o, s->xi, s->h, shape, s->i, s->j);
+    if (!ob)
+        return NULL;
+    /* ob cannot split while held: its entries' buckets by the shape now */
+    shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    uint64_t *room = primary_empty(ob); /* freed since the first look */
+    for (int k = 1; k <= INDEX_SLOTS && !room; k++) {
+        uint64_t sl = ob[k], h, i, j;
+        if (!sl || slot_is_flash(sl))
+            continue;
+        uint64_t o2 = move_other(ix, sl, s->o, shape, &h, &i, &j);
+        uint64_t *b2 = t->b + (o2 << 3);
+        if (o2 == s->o || b2 == p->b[0] || b2 == p->b[1])
+            continue;
+        uint64_t *b2l = move_lock(ix, t, o2, s->o, h, shape, i, j);
+        if (!b2l)
+            continue;
+        uint64_t *e = primary_empty(b2l);
+        if (e) {
+            *e = sl;
+            ob[k] = 0;
+            room = &ob[k];
+            __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+        }
+        index_unlock(b2l);
+    }
+    if (room) {
+        *room = *s->x;
+        *s->x = 0;
+        __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+    }
+    index_unlock(ob);
+    return room ? s->x : NULL;
+}
+
 /* Both primaries of p full: move a RAM entry of one of them to its other
- * bucket where that has an empty slot, and return the slot it left. The
- * other bucket is taken with a trylock (we hold two locks already, in
- * address order; a busy one is skipped) and checked against the shape as
- * index_lock_key does. A move copies the entry before clearing it, both
- * under the locks of the two buckets, which every lookup of that entry's
- * key holds too: no lookup can see it in neither. Flash entries stay in
- * their first bucket (their key is not in RAM to rehash). */
+ * bucket where that has an empty slot, and return the slot it left; where
+ * none has, make room two steps deep (move_deep) in their other buckets:
+ * a breadth-first cuckoo search, two levels deep. Every
+ * bucket beyond the pair is taken with a trylock and checked against the
+ * shape as index_lock_key does, so a mover never waits. Flash entries
+ * never move (their key is not in RAM to rehash). */
 static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    struct move_step deep[INDEX_MOVE_DEEP];
+    unsigned nd = 0;
     for (int c = 0; c < 2; c++) {
         uint64_t *x = p->b[c];
         uint64_t xi = (uint64_t)(x - t->b) >> 3;
         for (int k = 1; k <= INDEX_SLOTS; k++) {
-            uint64_t sl = x[k];
+            uint64_t sl = x[k], h, i, j;
             if (!sl || slot_is_flash(sl))
                 continue;
-            uint64_t h = ix->rehash(ix->rehash_arg, sl), h2 = index_hash2(h);
-            uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-            uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, h2);
-            uint64_t o = i == xi ? j : i;
+            uint64_t o = move_other(ix, sl, xi, shape, &h, &i, &j);
             uint64_t *ob = t->b + (o << 3);
             if (ob == p->b[0] || ob == p->b[1])
                 continue;
-            if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+            uint64_t *obl = move_lock(ix, t, o, xi, h, shape, i, j);
+            if (!obl)
                 continue;
-            uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-            uint64_t *e = NULL;
-            /* Backward only while no walk that must meet every entry is
-             * on: one that passed ob already, but not x, would miss it.
-             * A walk counted itself before it locked its first bucket, so
-             * one that has been through ob (and unlocked it before we
-             * locked it) is seen here. */
-            bool back = o < xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
-            if (!back && (now == shape || (index_shape_bucket(now, h) == i &&
-                                           index_shape_bucket(now, h2) == j)))
-                e = primary_empty(ob);
+            uint64_t *e = primary_empty(obl);
             if (e) {
                 *e = sl;
                 x[k] = 0;
                 __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
             }
-            index_unlock(ob);
+            index_unlock(obl);
             if (e)
                 return &x[k];
+            if (nd < INDEX_MOVE_DEEP)
+                deep[nd++] = (struct move_step){&x[k], h, o, i, j, xi};
         }
+    }
+    for (unsigned d = 0; d < nd; d++) {
+        uint64_t *slot = move_deep(ix, t, shape, p, &deep[d]);
+        if (slot)
+            return slot;
     }
     return NULL;
 }

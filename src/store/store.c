@@ -146,7 +146,7 @@ int store_create(struct store **out, const struct store_options *opt)
         uint32_t v = opt->flash.item_size > 64 ? opt->flash.item_size : 64;
         uint64_t per = item_hdr_len(0, v) + 1 + v;
         uint64_t flash_want = bytes / per + opt->mem_limit / per;
-        uint64_t most = (uint64_t)INDEX_GROW_LOAD << 24;
+        uint64_t most = ((uint64_t)INDEX_SPLIT_TENTHS << 24) / 10;
         if (flash_want > most)
             flash_want = most;
         if (flash_want > size_for)

@@ -166,13 +166,19 @@ struct index {
 /* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,
  * and its table doubles past 1.5 items a chain. A bucket of ours stands for
  * 2^INDEX_LEVEL_SHIFT of those chains (a table of level N starts with
- * 2^(N - 2) buckets) and the table splits one bucket each time the items
- * pass INDEX_GROW_LOAD a bucket on average. The level reported is
+ * 2^(N - 2) buckets) of INDEX_GROW_LOAD items. The level reported is
  * memcached's for the most items the index has held (index_level_for from
  * the level it was made at: 17 after 98,304 items, as memcached's), whatever
- * the table's size between two powers. */
+ * the table's size, which follows INDEX_SPLIT_TENTHS. */
 #define INDEX_LEVEL_SHIFT 2
 #define INDEX_GROW_LOAD 6
+/* The table itself splits a bucket each time the items pass this many
+ * tenths of an item a bucket on average, of seven slots: two choices with
+ * moves two steps deep keep overflow chains rare there
+ * (docs/store-index.md "Index"). */
+#ifndef INDEX_SPLIT_TENTHS
+#define INDEX_SPLIT_TENTHS 64
+#endif
 
 /* How far before the splits reach the end of the huge pages asked for the
  * next one is asked for: 8,192 splits (49,152 inserts) to fault it in,
@@ -185,8 +191,8 @@ struct index {
 int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg);
 void index_release(struct index *ix);
 /* An empty table made at a level (index_init) takes up to twice as many
- * buckets as its level says, as many as `items` need at INDEX_GROW_LOAD a
- * bucket: a table that must not grow (a flash tier's: a growth drops the
+ * buckets as its level says, as many as `items` need at INDEX_SPLIT_TENTHS
+ * a bucket: a table that must not grow (a flash tier's: a growth drops the
  * flash slots it splits) sized for what it will hold, not for the power of
  * two above that. 0, or -1 when the table could not be made larger. */
 int index_presize(struct index *ix, uint64_t items);
