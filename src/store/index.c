@@ -377,6 +377,19 @@ void index_unlock_pair(const struct index_pair *p)
     index_unlock(p->b[0]);
 }
 
+uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t want,
+                          uint64_t **chain)
+{
+    for (int c = 0; c < 2 && p->b[c]; c++)
+        for (uint64_t *cur = p->b[c]; cur; cur = index_next(ix, cur))
+            for (int i = 1; i <= INDEX_SLOTS; i++)
+                if (cur[i] && slot_same(cur[i], want)) {
+                    *chain = p->b[c];
+                    return &cur[i];
+                }
+    return NULL;
+}
+
 const uint64_t *index_prefetch(struct index *ix, uint64_t h, const uint64_t **second)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
@@ -679,28 +692,32 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
     return NULL;
 }
 
-uint64_t *index_lock_first_of(struct index *ix, uint64_t h, uint64_t *from)
+uint64_t *index_lock_other_of(struct index *ix, uint64_t h, uint64_t *from)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
     uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    uint64_t i = index_shape_bucket(shape, h);
-    uint64_t *fb = t->b + (i << 3);
-    if (fb == from) /* from is locked: no split moved h's bucket meanwhile */
-        return fb;
+    uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, index_hash2(h));
+    uint64_t *bi = t->b + (i << 3), *bj = t->b + (j << 3);
+    /* from is locked: no split moved it meanwhile, so it is one of the two
+     * unless the shape read is older than the entry's place */
+    if (bi != from && bj != from)
+        return NULL;
+    uint64_t *ob = bi == from ? bj : bi;
+    if (ob == from)
+        return from;
     /* address order, as index_lock_key; a lower one only with a trylock */
-    if (__atomic_fetch_or(fb, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
-        if (fb < from)
+    if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
+        if (ob < from)
             return NULL;
-        index_lock(fb);
+        index_lock(ob);
     }
-    /* as pair_move_out: the walk count is read with fb held */
     uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    bool back = fb < from && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
-    if (back || (now != shape && index_shape_bucket(now, h) != i)) {
-        index_unlock(fb);
+    if (now != shape && (index_shape_bucket(now, h) != i ||
+                         index_shape_bucket(now, index_hash2(h)) != j)) {
+        index_unlock(ob);
         return NULL;
     }
-    return fb;
+    return ob;
 }
 
 void index_walk_begin(struct index *ix)

@@ -651,7 +651,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             /* not in RAM: a flash copy (a delete not probed first) goes
              * too, as any write drops one (store_link) */
             if (s->flash)
-                flash_tier_drop_tag(s->flash, f.keys.b[0], k.tag, NULL);
+                flash_tier_drop_tag(s->flash, &f.keys, k.tag, NULL);
             store_found_unlock(&f);
             if (f.on_flash)
                 return STORE_OK;

@@ -213,10 +213,11 @@ static inline uint32_t index_tag(uint64_t h)
     return t ? t : 1;
 }
 /* Two choices: a key's item may be in either of two buckets, the bucket
- * of its hash h (its first, where a flash item always is) and the bucket
- * of index_hash2(h) (its second), from independent bits of h. An insert
- * takes the emptier, and when both are full moves an entry of theirs to
- * that entry's other bucket (docs/store-index.md "Index"). */
+ * of its hash h (its first) and the bucket of index_hash2(h) (its
+ * second), from independent bits of h. An insert takes the emptier, and
+ * when both are full moves a RAM entry of theirs to that entry's other
+ * bucket (docs/store-index.md "Index"); a flash entry never moves, as its
+ * key is not in RAM to rehash. */
 static inline uint64_t index_hash2(uint64_t h)
 {
     h ^= h >> 31;
@@ -243,8 +244,12 @@ void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p);
 void index_lock_first(struct index *ix, uint64_t h, struct index_pair *p);
 bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p);
 void index_unlock_pair(const struct index_pair *p);
-/* Lock and return the first bucket of hash h now: all a flash item's
- * slot needs (it is never in the second bucket), not a RAM item's. */
+/* The slot of p's locked buckets' chains that is `want` (whatever its
+ * frequency), *chain the primary bucket whose chain holds it; NULL when
+ * none is. */
+uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t want,
+                          uint64_t **chain);
+/* Lock and return the first bucket of hash h now (index_lock_first). */
 uint64_t *index_lock_hash(struct index *ix, uint64_t h);
 /* Start loading the two buckets of hash h (a pipelined read looks up
  * many: issuing the loads ahead hides their latency). Returns the first
@@ -284,13 +289,13 @@ void index_finish_growth(struct index *ix);
  * size now. Splits only move items to buckets past the one split, so a
  * walk in bucket order meets every item that stays (some twice). */
 uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
-/* With primary bucket from locked (and no other), holding an entry of
- * hash h: lock h's first bucket too, for the entry to move there (a flash
- * slot's place), and return it (from itself when it is the first). NULL
- * when it cannot be had now: busy at a lower address (a trylock, as the
- * address order wants), split meanwhile, or before from while a walk that
- * must meet every entry is on (index_walk_begin). */
-uint64_t *index_lock_first_of(struct index *ix, uint64_t h, uint64_t *from);
+/* With primary bucket `from` locked (and no other), holding an entry of
+ * hash h: lock h's other bucket too and return it (`from` when it is both
+ * of h's buckets), for what must look in both, as a flash slot made from a
+ * RAM one in place does (its key's other flash candidates go). NULL when
+ * it cannot be had now: busy at a lower address (a trylock, as the
+ * address order wants) or split meanwhile. */
+uint64_t *index_lock_other_of(struct index *ix, uint64_t h, uint64_t *from);
 /* Around a walk in bucket order that must meet every entry (some twice):
  * meanwhile an entry moves only to a later bucket, as a split's do. */
 void index_walk_begin(struct index *ix);
