@@ -597,8 +597,8 @@ struct move_step {
  * the pair's entries. Each costs a rehash of up to seven entries (a read
  * of each one's key), but the search runs only where every entry of the
  * pair has a full other bucket, and it is what keeps chains rare at
- * INDEX_SPLIT_TENTHS (with four buckets, 3 % of the buckets chained at
- * 6.4 items a bucket; with all, 0.1 %). */
+ * INDEX_SPLIT_TENTHS (test_store_overhead's fills at 6.4 items a bucket:
+ * with four buckets, 3 % of the buckets chained; with all, under 0.1 %). */
 #define INDEX_MOVE_DEEP (2 * INDEX_SLOTS)
 
 /* Make room in bucket s->o for the entry s->x by moving a RAM entry of o
@@ -730,6 +730,26 @@ void index_walk_end(struct index *ix)
     __atomic_fetch_sub(&ix->walks, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Both primaries of p full: clear the flash slots of theirs that name a
+ * dropped segment (a lookup clears one when it meets it, but a key never
+ * looked up again leaves its slot to fill the bucket) and return one of
+ * those slots, or NULL. */
+static uint64_t *pair_reclaim(struct index *ix, const struct index_pair *p)
+{
+    uint64_t *got = NULL;
+    for (int c = 0; c < 2 && p->b[c] && ix->stale; c++)
+        for (int k = 1; k <= INDEX_SLOTS; k++) {
+            uint64_t sl = p->b[c][k];
+            if (sl && slot_is_flash(sl) && ix->stale(ix->rehash_arg, sl)) {
+                p->b[c][k] = 0;
+                __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
+                if (!got)
+                    got = &p->b[c][k];
+            }
+        }
+    return got;
+}
+
 uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p)
 {
     uint64_t *a = p->b[0], *b = p->b[1], *slot = NULL;
@@ -737,8 +757,11 @@ uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p)
         unsigned fa = primary_free(a), fb = primary_free(b);
         if (fa || fb)
             slot = primary_empty(fa >= fb ? a : b);
-        else if (!(slot = pair_move_out(ix, p)) && !(slot = chain_empty(ix, a)))
+        else if (!(slot = pair_reclaim(ix, p)) && !(slot = pair_move_out(ix, p)) &&
+                 !(slot = chain_empty(ix, a)))
             slot = chain_empty(ix, b);
+    } else if (primary_free(a) == 0) {
+        slot = pair_reclaim(ix, p);
     }
     if (!slot)
         slot = chain_free_slot(ix, a);
@@ -962,8 +985,8 @@ void index_wipe(struct index *ix)
  *
  * The load files items by 2^bits buckets (store_index.h): for a table of
  * 2^L + s buckets, s > 0, that is 2^(L+1), the area of the table once
- * bucket 2^L - 1 is split too, which holds at most six items a bucket on
- * average where the unsplit buckets hold up to twelve. The area past the
+ * bucket 2^L - 1 is split too, which holds at most 6.4 items a bucket on
+ * average where the unsplit buckets hold up to 12.8. The area past the
  * table's buckets holds filed words only while the load runs; the load
  * leaves it zero and index_load_done gives it back. */
 int index_load_begin(struct index *ix)

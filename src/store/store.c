@@ -46,6 +46,12 @@ static bool store_forget(void *arg, uint64_t slot)
     return store_flash_forget(arg, slot);
 }
 
+static bool store_stale(void *arg, uint64_t slot)
+{
+    struct store *s = arg;
+    return flash_tier_stale(s->flash, slot);
+}
+
 /* The segments' eviction hook: a key evicted unread goes to the ghost. */
 static void store_evicted_unread(void *arg, uint64_t hv, bool from_main)
 {
@@ -195,6 +201,7 @@ int store_create(struct store **out, const struct store_options *opt)
             return -1;
         }
         s->index.forget = store_forget;
+        s->index.stale = store_stale;
     }
     classes_init(&s->classes, opt);
     ghost_init(&s->ghost, opt->mem_limit);

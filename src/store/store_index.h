@@ -108,6 +108,9 @@ typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
 /* Whether a growth must drop this slot, whose hash cannot be had (a flash
  * item's key is not in RAM); it accounts for what it drops. */
 typedef bool (*index_forget_fn)(void *arg, uint64_t slot);
+/* Whether a flash slot names nothing any more (its segment was dropped);
+ * it accounts for the slots it says so of, which the index then clears. */
+typedef bool (*index_stale_fn)(void *arg, uint64_t slot);
 
 /* Linear hashing: the table has 2^L + s buckets, L and s in one word
  * (index_shape: 2^L - 1 in the high half, s < 2^L in the low half, so a
@@ -145,6 +148,7 @@ struct index {
     pthread_mutex_t grow_lock; /* one split at a time; the table's mapping */
     index_rehash_fn rehash;
     index_forget_fn forget;    /* NULL: every slot rehashes */
+    index_stale_fn stale;      /* NULL: no slot goes stale */
     void *rehash_arg;
     pthread_mutex_t pool_lock; /* overflow bucket pool */
     uint64_t **chunks;         /* overflow buckets, INDEX_CHUNK_BUCKETS each */
@@ -276,9 +280,10 @@ uint64_t *index_next(struct index *ix, uint64_t *b);
 /* An empty slot in the chain of primary bucket b, chaining a new overflow
  * bucket when all are full; NULL when out of memory. The caller fills it. */
 uint64_t *index_free_slot(struct index *ix, uint64_t *b);
-/* An empty slot for a new RAM item of the key whose buckets p holds
- * locked: in the emptier bucket, or made by moving an entry to its other
- * bucket (locked with a trylock, skipped when busy), or in a chain. */
+/* An empty slot for a new item of the key whose buckets p holds locked:
+ * in the emptier bucket, or where a stale flash slot of theirs was
+ * (index->stale), or made by moving an entry to its other bucket (locked
+ * with a trylock, skipped when busy), or in a chain. */
 uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p);
 /* With no bucket lock held: split a bucket or two when the table is
  * loaded (every insert pays a little). */

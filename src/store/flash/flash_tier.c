@@ -469,6 +469,16 @@ void flash_tier_forget(struct flash_tier *ft, uint64_t slot)
     pthread_mutex_unlock(&ft->lock);
 }
 
+bool flash_tier_stale(struct flash_tier *ft, uint64_t slot)
+{
+    pthread_mutex_lock(&ft->lock);
+    bool gone = !rec_of(ft, slot);
+    if (gone)
+        CNT(ft, slots_dropped, 1);
+    pthread_mutex_unlock(&ft->lock);
+    return gone;
+}
+
 void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot)
 {
     uint64_t sl = *slot;

@@ -218,6 +218,9 @@ unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, 
 void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot);
 /* A flash slot's segment no longer holds that item (counts it). */
 void flash_tier_forget(struct flash_tier *ft, uint64_t slot);
+/* Whether a flash slot names a segment dropped since (counted as a slot
+ * dropped, for its caller to clear). */
+bool flash_tier_stale(struct flash_tier *ft, uint64_t slot);
 
 /* Where a flash slot's item is now. */
 enum flash_where {

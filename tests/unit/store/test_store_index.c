@@ -407,6 +407,53 @@ static void test_full_table(void **state)
     index_release(&ix);
 }
 
+/* Flash slots (which never move) of items below `dropped` name a dropped
+ * segment: stale. */
+static uint64_t dropped;
+static unsigned stale_seen;
+static uint64_t flash_slot_of(uint64_t i)
+{
+    return slot_make(index_tag(mix(i)), FLASH_SEG_BASE, (uint32_t)i);
+}
+static bool stale_below(void *arg, uint64_t slot)
+{
+    (void)arg;
+    bool gone = slot_off(slot) < dropped;
+    stale_seen += gone;
+    return gone;
+}
+
+/* A table that cannot grow, 90 % of its slots flash ones: once their
+ * segments are dropped, as many inserts again take the stale slots of
+ * full pairs (index->stale) and chain no more, and every live entry is
+ * found. */
+static void test_full_pair_takes_stale_flash_slots(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    ix.stale = stale_below;
+    uint64_t n = FIXED_SLOTS * 9 / 10;
+    for (uint64_t i = 0; i < n; i++) {
+        struct index_pair p;
+        index_lock_key(&ix, mix(i), &p);
+        uint64_t *sl = index_pair_free_slot(&ix, &p);
+        assert_non_null(sl);
+        *sl = flash_slot_of(i);
+        index_unlock_pair(&p);
+    }
+    dropped = n;
+    uint64_t chained = ix.overflow_used; /* flash slots do not move */
+    for (uint64_t i = n; i < 2 * n; i++)
+        put(&ix, i);
+    assert_true(ix.overflow_used <= chained);
+    assert_true(stale_seen > 0);
+    assert_true(ix.items <= n + stale_seen);
+    for (uint64_t i = n; i < 2 * n; i++)
+        assert_true(find(&ix, i, false));
+    index_release(&ix);
+}
+
 /* Items filling b buckets at the split threshold. */
 #define AT_SPLIT(b) ((uint64_t)(b) * INDEX_SPLIT_TENTHS / 10)
 
@@ -477,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_walk_meets_moving_entries),
         cmocka_unit_test(test_full_table),
         cmocka_unit_test(test_grown_table_rarely_chains),
+        cmocka_unit_test(test_full_pair_takes_stale_flash_slots),
         cmocka_unit_test(test_presize_between_powers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
