@@ -10,7 +10,7 @@
  *
  * Growth is linear hashing: the primary buckets are one reservation of
  * address space, made writable as the table grows into it, and the table
- * grows by one bucket whenever the items pass INDEX_GROW_LOAD a bucket, so
+ * grows by one bucket whenever the items pass INDEX_SPLIT_TENTHS / 10 a bucket, so
  * its load stays at that threshold instead of falling to half of it at
  * each doubling. A word holds the level L and the split pointer s
  * (index_shape_make); splitting bucket s locks it and bucket 2^L + s (which no
@@ -129,9 +129,6 @@ static bool table_reach(struct index_table *t, size_t end)
     return true;
 }
 
-#ifndef INDEX_SPLIT_TENTHS
-#define INDEX_SPLIT_TENTHS 60
-#endif
 /* The items past which the table of this shape splits a bucket. */
 static uint64_t index_split_at(uint64_t shape)
 {
@@ -192,7 +189,7 @@ int index_presize(struct index *ix, uint64_t items)
 {
     struct index_table *t = ix->cur;
     uint64_t low = (uint64_t)1 << t->power;
-    uint64_t want = (items + INDEX_GROW_LOAD - 1) / INDEX_GROW_LOAD;
+    uint64_t want = (items * 10 + INDEX_SPLIT_TENTHS - 1) / INDEX_SPLIT_TENTHS;
     if (ix->items || index_shape_split(ix->shape) || want <= low)
         return 0;
     /* 2^L + s buckets, s < 2^L: as if bucket s had just been split, which
@@ -380,6 +377,19 @@ void index_unlock_pair(const struct index_pair *p)
     index_unlock(p->b[0]);
 }
 
+uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t want,
+                          uint64_t **chain)
+{
+    for (int c = 0; c < 2 && p->b[c]; c++)
+        for (uint64_t *cur = p->b[c]; cur; cur = index_next(ix, cur))
+            for (int i = 1; i <= INDEX_SLOTS; i++)
+                if (cur[i] && slot_same(cur[i], want)) {
+                    *chain = p->b[c];
+                    return &cur[i];
+                }
+    return NULL;
+}
+
 const uint64_t *index_prefetch(struct index *ix, uint64_t h, const uint64_t **second)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
@@ -542,79 +552,172 @@ static uint64_t *chain_empty(struct index *ix, uint64_t *b)
     return NULL;
 }
 
+/* Lock bucket o of table t for an entry of hash h to move into from
+ * bucket xi, with a trylock (the mover holds two or three already, in
+ * address order; a busy one is skipped), or NULL: busy, split since `shape`
+ * gave h's buckets i and j, or before xi while a walk that must meet every
+ * entry is on (one that passed o already, but not xi, would miss it; a
+ * walk counted itself before it locked its first bucket, so one that has
+ * been through o, and unlocked it before we locked it, is seen here). */
+static uint64_t *move_lock(struct index *ix, struct index_table *t, uint64_t o, uint64_t xi,
+                           uint64_t h, uint64_t shape, uint64_t i, uint64_t j)
+{
+    uint64_t *ob = t->b + (o << 3);
+    if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+        return NULL;
+    uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    bool back = o < xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
+    if (back || (now != shape && (index_shape_bucket(now, h) != i ||
+                                  index_shape_bucket(now, index_hash2(h)) != j))) {
+        index_unlock(ob);
+        return NULL;
+    }
+    return ob;
+}
+
+/* The other bucket of RAM slot sl, which is in primary bucket xi (its
+ * buckets by `shape` in *i, *j). */
+static uint64_t move_other(struct index *ix, uint64_t sl, uint64_t xi, uint64_t shape,
+                           uint64_t *h, uint64_t *i, uint64_t *j)
+{
+    *h = ix->rehash(ix->rehash_arg, sl);
+    *i = index_shape_bucket(shape, *h);
+    *j = index_shape_bucket(shape, index_hash2(*h));
+    return *i == xi ? *j : *i;
+}
+
+/* An entry of a full pair whose other bucket is full too: where a second
+ * step may make room (move_deep). */
+struct move_step {
+    uint64_t *x; /* the entry's slot */
+    uint64_t h, o, i, j, xi;
+};
+
+/* Buckets a move searches two steps deep, at most: every other bucket of
+ * the pair's entries. Each costs a rehash of up to seven entries (a read
+ * of each one's key), but the search runs only where every entry of the
+ * pair has a full other bucket, and it is what keeps chains rare at
+ * INDEX_SPLIT_TENTHS (test_store_overhead's fills at 6.4 items a bucket:
+ * with four buckets, 3 % of the buckets chained; with all, under 0.1 %). */
+#define INDEX_MOVE_DEEP (2 * INDEX_SLOTS)
+
+/* Make room in bucket s->o for the entry s->x by moving a RAM entry of o
+ * to its own other bucket, then move s->x there. Every move copies the
+ * entry, then clears where it was, under the locks of both its buckets,
+ * as every lookup of its key holds one of them: no lookup can see it in
+ * neither. The slot s->x left, or NULL. */
+static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t shape,
+                           const struct index_pair *p, const struct move_step *s)
+{
+    uint64_t *ob = move_lock(ix, t, s->o, s->xi, s->h, shape, s->i, s->j);
+    if (!ob)
+        return NULL;
+    /* ob cannot split while held: its entries' buckets by the shape now */
+    shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    uint64_t *room = primary_empty(ob); /* freed since the first look */
+    for (int k = 1; k <= INDEX_SLOTS && !room; k++) {
+        uint64_t sl = ob[k], h, i, j;
+        if (!sl || slot_is_flash(sl))
+            continue;
+        uint64_t o2 = move_other(ix, sl, s->o, shape, &h, &i, &j);
+        uint64_t *b2 = t->b + (o2 << 3);
+        if (o2 == s->o || b2 == p->b[0] || b2 == p->b[1])
+            continue;
+        uint64_t *b2l = move_lock(ix, t, o2, s->o, h, shape, i, j);
+        if (!b2l)
+            continue;
+        uint64_t *e = primary_empty(b2l);
+        if (e) {
+            *e = sl;
+            ob[k] = 0;
+            room = &ob[k];
+            __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+        }
+        index_unlock(b2l);
+    }
+    if (room) {
+        *room = *s->x;
+        *s->x = 0;
+        __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+    }
+    index_unlock(ob);
+    return room ? s->x : NULL;
+}
+
 /* Both primaries of p full: move a RAM entry of one of them to its other
- * bucket where that has an empty slot, and return the slot it left. The
- * other bucket is taken with a trylock (we hold two locks already, in
- * address order; a busy one is skipped) and checked against the shape as
- * index_lock_key does. A move copies the entry before clearing it, both
- * under the locks of the two buckets, which every lookup of that entry's
- * key holds too: no lookup can see it in neither. Flash entries stay in
- * their first bucket (their key is not in RAM to rehash). */
+ * bucket where that has an empty slot, and return the slot it left; where
+ * none has, make room two steps deep (move_deep) in their other buckets:
+ * a breadth-first cuckoo search, two levels deep. Every
+ * bucket beyond the pair is taken with a trylock and checked against the
+ * shape as index_lock_key does, so a mover never waits. Flash entries
+ * never move (their key is not in RAM to rehash). */
 static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    struct move_step deep[INDEX_MOVE_DEEP];
+    unsigned nd = 0;
     for (int c = 0; c < 2; c++) {
         uint64_t *x = p->b[c];
         uint64_t xi = (uint64_t)(x - t->b) >> 3;
         for (int k = 1; k <= INDEX_SLOTS; k++) {
-            uint64_t sl = x[k];
+            uint64_t sl = x[k], h, i, j;
             if (!sl || slot_is_flash(sl))
                 continue;
-            uint64_t h = ix->rehash(ix->rehash_arg, sl), h2 = index_hash2(h);
-            uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-            uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, h2);
-            uint64_t o = i == xi ? j : i;
+            uint64_t o = move_other(ix, sl, xi, shape, &h, &i, &j);
             uint64_t *ob = t->b + (o << 3);
             if (ob == p->b[0] || ob == p->b[1])
                 continue;
-            if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+            uint64_t *obl = move_lock(ix, t, o, xi, h, shape, i, j);
+            if (!obl)
                 continue;
-            uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-            uint64_t *e = NULL;
-            /* Backward only while no walk that must meet every entry is
-             * on: one that passed ob already, but not x, would miss it.
-             * A walk counted itself before it locked its first bucket, so
-             * one that has been through ob (and unlocked it before we
-             * locked it) is seen here. */
-            bool back = o < xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
-            if (!back && (now == shape || (index_shape_bucket(now, h) == i &&
-                                           index_shape_bucket(now, h2) == j)))
-                e = primary_empty(ob);
+            uint64_t *e = primary_empty(obl);
             if (e) {
                 *e = sl;
                 x[k] = 0;
                 __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
             }
-            index_unlock(ob);
+            index_unlock(obl);
             if (e)
                 return &x[k];
+            if (nd < INDEX_MOVE_DEEP)
+                deep[nd++] = (struct move_step){&x[k], h, o, i, j, xi};
         }
+    }
+    for (unsigned d = 0; d < nd; d++) {
+        uint64_t *slot = move_deep(ix, t, shape, p, &deep[d]);
+        if (slot)
+            return slot;
     }
     return NULL;
 }
 
-uint64_t *index_lock_first_of(struct index *ix, uint64_t h, uint64_t *from)
+uint64_t *index_lock_other_of(struct index *ix, uint64_t h, uint64_t *from)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
     uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    uint64_t i = index_shape_bucket(shape, h);
-    uint64_t *fb = t->b + (i << 3);
-    if (fb == from) /* from is locked: no split moved h's bucket meanwhile */
-        return fb;
+    uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, index_hash2(h));
+    uint64_t *bi = t->b + (i << 3), *bj = t->b + (j << 3);
+    /* from is locked: no split moved it meanwhile, so it is one of the two
+     * unless the shape read is older than the entry's place */
+    if (bi != from && bj != from)
+        return NULL;
+    uint64_t *ob = bi == from ? bj : bi;
+    if (ob == from)
+        return from;
     /* address order, as index_lock_key; a lower one only with a trylock */
-    if (__atomic_fetch_or(fb, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
-        if (fb < from)
+    if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
+        if (ob < from)
             return NULL;
-        index_lock(fb);
+        index_lock(ob);
     }
-    /* as pair_move_out: the walk count is read with fb held */
     uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    bool back = fb < from && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
-    if (back || (now != shape && index_shape_bucket(now, h) != i)) {
-        index_unlock(fb);
+    if (now != shape && (index_shape_bucket(now, h) != i ||
+                         index_shape_bucket(now, index_hash2(h)) != j)) {
+        index_unlock(ob);
         return NULL;
     }
-    return fb;
+    return ob;
 }
 
 void index_walk_begin(struct index *ix)
@@ -627,6 +730,26 @@ void index_walk_end(struct index *ix)
     __atomic_fetch_sub(&ix->walks, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Both primaries of p full: clear the flash slots of theirs that name a
+ * dropped segment (a lookup clears one when it meets it, but a key never
+ * looked up again leaves its slot to fill the bucket) and return one of
+ * those slots, or NULL. */
+static uint64_t *pair_reclaim(struct index *ix, const struct index_pair *p)
+{
+    uint64_t *got = NULL;
+    for (int c = 0; c < 2 && p->b[c] && ix->stale; c++)
+        for (int k = 1; k <= INDEX_SLOTS; k++) {
+            uint64_t sl = p->b[c][k];
+            if (sl && slot_is_flash(sl) && ix->stale(ix->rehash_arg, sl)) {
+                p->b[c][k] = 0;
+                __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
+                if (!got)
+                    got = &p->b[c][k];
+            }
+        }
+    return got;
+}
+
 uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p)
 {
     uint64_t *a = p->b[0], *b = p->b[1], *slot = NULL;
@@ -634,8 +757,11 @@ uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p)
         unsigned fa = primary_free(a), fb = primary_free(b);
         if (fa || fb)
             slot = primary_empty(fa >= fb ? a : b);
-        else if (!(slot = pair_move_out(ix, p)) && !(slot = chain_empty(ix, a)))
+        else if (!(slot = pair_reclaim(ix, p)) && !(slot = pair_move_out(ix, p)) &&
+                 !(slot = chain_empty(ix, a)))
             slot = chain_empty(ix, b);
+    } else if (primary_free(a) == 0) {
+        slot = pair_reclaim(ix, p);
     }
     if (!slot)
         slot = chain_free_slot(ix, a);
@@ -859,8 +985,8 @@ void index_wipe(struct index *ix)
  *
  * The load files items by 2^bits buckets (store_index.h): for a table of
  * 2^L + s buckets, s > 0, that is 2^(L+1), the area of the table once
- * bucket 2^L - 1 is split too, which holds at most six items a bucket on
- * average where the unsplit buckets hold up to twelve. The area past the
+ * bucket 2^L - 1 is split too, which holds at most 6.4 items a bucket on
+ * average where the unsplit buckets hold up to 12.8. The area past the
  * table's buckets holds filed words only while the load runs; the load
  * leaves it zero and index_load_done gives it back. */
 int index_load_begin(struct index *ix)

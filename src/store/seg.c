@@ -369,13 +369,12 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
     enum item_life life = life_of_item(pool->life, p, h, v->cas_base, v->tbase, now);
     struct store_cls_of cls = classes_item(pool->classes, p, h);
     if (life == ITEM_LIVE && pool->flash) {
-        /* to flash instead, when it qualifies (flash/flash_tier.c); a
-         * flash slot lives in its key's first bucket only (its key is not
-         * in RAM to find its second by), so one in the second moves */
-        uint64_t *fs = b == keys->b[0] ? slot : index_free_slot(pool->index, keys->b[0]);
-        uint64_t ns = fs ? flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase,
-                                           slot_tag(*slot), now, FLASH_TAKE_EVICT, NULL)
-                         : 0;
+        /* to flash instead, when it qualifies (flash/flash_tier.c): its
+         * flash slot takes the RAM slot's place, in whichever of the key's
+         * buckets that is (it never moves from there: its key is not in
+         * RAM to rehash) */
+        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase, slot_tag(*slot),
+                                      now, FLASH_TAKE_EVICT, NULL);
         if (ns) {
             /* its RAM bytes are dead from here (W3): only the flash copy
              * may come back after a restart; its reads so far go with it,
@@ -383,15 +382,11 @@ static void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p,
              * (store_flash.c's recache) */
             if (pool->pm)
                 item_set_dead(p);
-            *fs = ns | freq;
-            if (fs != slot)
-                index_clear_slot(pool->index, b, slot);
-            flash_tier_drop_tag(pool->flash, keys->b[0], slot_tag(ns), fs);
+            *slot = ns | freq;
+            flash_tier_drop_tag(pool->flash, keys, slot_tag(ns), slot);
             seg_note_gone(v, item_total(h), &cls);
             return;
         }
-        if (fs && fs != slot)
-            index_clear_slot(pool->index, keys->b[0], fs);
     }
     if (pool->pm)
         item_set_dead(p);

@@ -46,6 +46,12 @@ static bool store_forget(void *arg, uint64_t slot)
     return store_flash_forget(arg, slot);
 }
 
+static bool store_stale(void *arg, uint64_t slot)
+{
+    struct store *s = arg;
+    return flash_tier_stale(s->flash, slot);
+}
+
 /* The segments' eviction hook: a key evicted unread goes to the ghost. */
 static void store_evicted_unread(void *arg, uint64_t hv, bool from_main)
 {
@@ -146,7 +152,7 @@ int store_create(struct store **out, const struct store_options *opt)
         uint32_t v = opt->flash.item_size > 64 ? opt->flash.item_size : 64;
         uint64_t per = item_hdr_len(0, v) + 1 + v;
         uint64_t flash_want = bytes / per + opt->mem_limit / per;
-        uint64_t most = (uint64_t)INDEX_GROW_LOAD << 24;
+        uint64_t most = ((uint64_t)INDEX_SPLIT_TENTHS << 24) / 10;
         if (flash_want > most)
             flash_want = most;
         if (flash_want > size_for)
@@ -195,6 +201,7 @@ int store_create(struct store **out, const struct store_options *opt)
             return -1;
         }
         s->index.forget = store_forget;
+        s->index.stale = store_stale;
     }
     classes_init(&s->classes, opt);
     ghost_init(&s->ghost, opt->mem_limit);
@@ -651,7 +658,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             /* not in RAM: a flash copy (a delete not probed first) goes
              * too, as any write drops one (store_link) */
             if (s->flash)
-                flash_tier_drop_tag(s->flash, f.keys.b[0], k.tag, NULL);
+                flash_tier_drop_tag(s->flash, &f.keys, k.tag, NULL);
             store_found_unlock(&f);
             if (f.on_flash)
                 return STORE_OK;

@@ -33,43 +33,38 @@ static bool cold_seg_may(const struct store *s, const struct seg *seg, unsigned 
     return false;
 }
 
-/* One item of b's chain in *slot (b locked) that qualifies: to flash. A
- * flash slot lives in its key's first bucket only (its key is not in RAM
- * to find its second by), so an item met in its second bucket takes a slot
- * in its first, locked too (index_lock_first_of), as eviction's does
- * (seg.c, seg_drop_item). Returns the bucket whose chain changed (b, or
- * the first: b lost a slot then), NULL when the item stayed. */
-static uint64_t *cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *seg,
-                           const char *p, const struct item_hdr *h, rel_time_t now, bool *full)
+/* One item of b's chain in *slot (b locked) that qualifies: to flash. Its
+ * flash slot takes the RAM slot's place, in whichever of the key's buckets
+ * that is, as eviction's does (seg.c, seg_drop_item); the key's other
+ * bucket is locked too (index_lock_other_of), since the key's other flash
+ * candidates in either go. Returns whether it went (b's chain changed);
+ * not when the other bucket is busy at a lower address: a later pass. */
+static bool cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *seg,
+                      const char *p, const struct item_hdr *h, rel_time_t now, bool *full)
 {
-    uint64_t *fb = index_lock_first_of(&s->index, XXH3_64bits(p + h->hlen, h->nkey), b);
-    if (!fb)
-        return NULL; /* its first bucket busy or behind a walk: a later pass */
-    uint64_t *fs = fb == b ? slot : index_free_slot(&s->index, fb);
-    uint64_t ns = fs ? flash_tier_take(s->flash, p, h, seg->cas_base, seg->tbase, slot_tag(*slot), now,
-                                       FLASH_TAKE_IDLE, full)
-                     : 0;
+    uint64_t *ob = index_lock_other_of(&s->index, XXH3_64bits(p + h->hlen, h->nkey), b);
+    if (!ob)
+        return false;
+    uint64_t ns = flash_tier_take(s->flash, p, h, seg->cas_base, seg->tbase, slot_tag(*slot), now,
+                                  FLASH_TAKE_IDLE, full);
     if (ns) {
         struct store_cls_of cls = classes_item(&s->classes, p, h);
-        /* the flash slot is in place before the RAM one goes, both under
-         * the locks a lookup of the key takes; the RAM bytes dead first
-         * (W3), so a restart brings back only the flash copy; its reads so
-         * far go with it, as memcached's header keeps FETCHED and ACTIVE
+        /* the flash slot takes the RAM one's place under the locks a
+         * lookup of the key takes; the RAM bytes dead first (W3), so a
+         * restart brings back only the flash copy; its reads so far go
+         * with it, as memcached's header keeps FETCHED and ACTIVE
          * (store_flash.c) */
         if (s->pm)
             item_set_dead((char *)p);
-        *fs = ns | slot_freq(*slot);
-        if (fs != slot)
-            index_clear_slot(&s->index, b, slot);
+        *slot = ns | slot_freq(*slot);
         seg_note_gone(seg, item_total(h), &cls);
         /* the key's one flash candidate is this copy (flash_tier.h) */
-        flash_tier_drop_tag(s->flash, fb, slot_tag(ns), fs);
-    } else if (fs && fs != slot) {
-        index_clear_slot(&s->index, fb, fs);
+        struct index_pair keys = {{b, ob == b ? NULL : ob}};
+        flash_tier_drop_tag(s->flash, &keys, slot_tag(ns), slot);
     }
-    if (fb != b)
-        index_unlock(fb);
-    return ns ? fb : NULL;
+    if (ob != b)
+        index_unlock(ob);
+    return ns != 0;
 }
 
 /* One bucket, b locked: its RAM items that qualify go to flash. */

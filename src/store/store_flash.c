@@ -256,14 +256,12 @@ static struct flash_pend *wait_find(struct store_flash_wait *w, const struct sto
     return NULL;
 }
 
-/* The slot in locked bucket b's chain that is `slot`, or NULL. */
-static uint64_t *bucket_slot(struct store *s, uint64_t *b, uint64_t slot)
+/* The slot in the key's locked buckets that is `slot`, or NULL: a flash
+ * slot may be in either. */
+static uint64_t *bucket_slot(struct store *s, const struct index_pair *keys, uint64_t slot)
 {
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] && slot_same(cur[i], slot))
-                return &cur[i];
-    return NULL;
+    uint64_t *chain;
+    return index_pair_find(&s->index, keys, slot, &chain);
 }
 
 /* Clear the key's flash slot if it is still e->slot (a miss found it
@@ -271,13 +269,15 @@ static uint64_t *bucket_slot(struct store *s, uint64_t *b, uint64_t slot)
 static void pend_clear_slot(struct store_ctx *ctx, const struct flash_pend *e)
 {
     struct store *s = ctx->store;
-    uint64_t *b = index_lock_hash(&s->index, e->hv);
-    uint64_t *sl = bucket_slot(s, b, e->slot);
+    struct index_pair keys;
+    index_lock_key(&s->index, e->hv, &keys);
+    uint64_t *b;
+    uint64_t *sl = index_pair_find(&s->index, &keys, e->slot, &b);
     if (sl) {
         flash_tier_clear(s->flash, b, sl);
         FLASH_CNT(s->flash, slots_dropped, 1);
     }
-    index_unlock(b);
+    index_unlock_pair(&keys);
 }
 
 /* The item read, checked: copied back into RAM in place of its flash slot
@@ -322,8 +322,8 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
  * serves a read it does not recache from a buffer it then frees. Only if
  * the copy is still the key's item as it was put there (a write, touch or
  * delete since keeps it in RAM, counted as recached then) and the flash
- * segment still that write. A flash slot lives in its key's first bucket
- * only. */
+ * segment still that write. The flash slot takes the copy's slot, in
+ * whichever of the key's buckets that is. */
 static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
 {
     struct store *s = ctx->store;
@@ -333,22 +333,18 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
     struct store_found f;
     bool back = false;
     if (store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
-        uint64_t *fb = f.keys.b[0];
-        uint64_t *fs = f.chain == fb ? f.slot : index_free_slot(&s->index, fb);
         bool same = item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas &&
                     item_get_u32(f.p, f.h.exp_off) == fi->exptime &&
                     item_get_u32(f.p, f.h.flags_off) == fi->flags && f.h.nvalue == fi->h.nvalue;
-        if (fs && same && flash_tier_relive(s->flash, e->fslot, e->loc.seq)) {
+        if (same && flash_tier_relive(s->flash, e->fslot, e->loc.seq)) {
             if (s->pm)
                 item_set_dead(f.p);
             struct store_cls_of c = classes_item(&s->classes, f.p, &f.h);
             seg_note_gone(f.seg, item_total(&f.h), &c);
-            if (fs != f.slot)
-                index_clear_slot(&s->index, f.chain, f.slot);
-            *fs = e->fslot;
+            *f.slot = e->fslot;
+            /* the key's one flash candidate again (flash_tier.h) */
+            flash_tier_drop_tag(s->flash, &f.keys, slot_tag(e->fslot), f.slot);
             back = true;
-        } else if (fs && fs != f.slot) {
-            index_clear_slot(&s->index, fb, fs);
         }
     }
     store_found_unlock(&f);
@@ -457,7 +453,7 @@ static enum flash_refill pend_serve(struct flash_pend *e, struct store_found *f)
  * return FLASH_REFILLED (the lookup looks again); with
  * STORE_LOOK_KEEP_FLASH, leave it on flash (nor recached when the request
  * is done) and return FLASH_LEFT; else FLASH_NONE. They stay locked but
- * when refilled. A flash slot is only ever in the key's first bucket. */
+ * when refilled. A flash slot may be in either of the key's buckets. */
 static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_key *k,
                                      struct store_found *f, unsigned how)
 {
@@ -469,11 +465,11 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
     /* A stale item's first read wins its token: a change, so in RAM. */
     uint32_t st = e->fi.atime & ITEM_S_MASK;
     bool buf_ok = (how & STORE_LOOK_FLASH_BUF) && !((st & ITEM_S_STALE) && !(st & ITEM_S_TOKEN));
-    if (!bucket_slot(ctx->store, keys->b[0], e->slot)) {
+    if (!bucket_slot(ctx->store, keys, e->slot)) {
         /* compaction moved the item since it was read (the bytes are the
          * same), or it was dropped or deleted: a miss, counted */
         uint64_t moved = flash_tier_moved(ctx->store->flash, e->slot);
-        if (!moved || !bucket_slot(ctx->store, keys->b[0], moved)) {
+        if (!moved || !bucket_slot(ctx->store, keys, moved)) {
             e->ok = false;
             FLASH_CNT(ctx->store->flash, miss_from_extstore, 1);
             return FLASH_NONE;
@@ -495,7 +491,7 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
      * buffer, as memcached's, and any other request is lent a RAM copy
      * that goes back to flash when it is done (store_flash_wait_reset). */
     e->served = true;
-    uint64_t *sl = bucket_slot(ctx->store, keys->b[0], e->slot);
+    uint64_t *sl = bucket_slot(ctx->store, keys, e->slot);
     *sl = slot_hit(*sl);
     uint32_t rate = flash_tier_recache_rate(ctx->store->flash);
     bool recache = rate && slot_freq(*sl) >= 2 && w->recache_counter++ % rate == 0;
@@ -613,9 +609,13 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     struct flash_pend *had = wait_find(w, k);
     if (had)
         return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
-    /* The key's buckets: its item in RAM (in either), or its one flash
-     * candidate (in the first: a flash slot in its second bucket is
-     * another key's, whose first that bucket is, and may share its tag). */
+    /* The key's buckets: its item in RAM (in either), or its flash
+     * candidate (in either: a flash slot under its tag in either may be
+     * another key's, whose read's key check makes it a miss). Making a
+     * flash slot drops the others under its tag in its key's two buckets,
+     * so there is one but where another key sharing one of this key's
+     * buckets made one under the same tag after this key's: then the
+     * first bucket's is read. */
     uint64_t fsl = 0;
     struct index_pair kb;
     index_lock_key(&s->index, k->hv, &kb);
@@ -624,7 +624,7 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
             for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
                 uint64_t sl = cur[__builtin_ctz(m) >> 1];
                 if (slot_is_flash(sl)) {
-                    if (c == 0)
+                    if (!fsl)
                         fsl = sl;
                     continue;
                 }

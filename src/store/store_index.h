@@ -108,6 +108,9 @@ typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
 /* Whether a growth must drop this slot, whose hash cannot be had (a flash
  * item's key is not in RAM); it accounts for what it drops. */
 typedef bool (*index_forget_fn)(void *arg, uint64_t slot);
+/* Whether a flash slot names nothing any more (its segment was dropped);
+ * it accounts for the slots it says so of, which the index then clears. */
+typedef bool (*index_stale_fn)(void *arg, uint64_t slot);
 
 /* Linear hashing: the table has 2^L + s buckets, L and s in one word
  * (index_shape: 2^L - 1 in the high half, s < 2^L in the low half, so a
@@ -145,6 +148,7 @@ struct index {
     pthread_mutex_t grow_lock; /* one split at a time; the table's mapping */
     index_rehash_fn rehash;
     index_forget_fn forget;    /* NULL: every slot rehashes */
+    index_stale_fn stale;      /* NULL: no slot goes stale */
     void *rehash_arg;
     pthread_mutex_t pool_lock; /* overflow bucket pool */
     uint64_t **chunks;         /* overflow buckets, INDEX_CHUNK_BUCKETS each */
@@ -166,13 +170,19 @@ struct index {
 /* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,
  * and its table doubles past 1.5 items a chain. A bucket of ours stands for
  * 2^INDEX_LEVEL_SHIFT of those chains (a table of level N starts with
- * 2^(N - 2) buckets) and the table splits one bucket each time the items
- * pass INDEX_GROW_LOAD a bucket on average. The level reported is
+ * 2^(N - 2) buckets) of INDEX_GROW_LOAD items. The level reported is
  * memcached's for the most items the index has held (index_level_for from
  * the level it was made at: 17 after 98,304 items, as memcached's), whatever
- * the table's size between two powers. */
+ * the table's size, which follows INDEX_SPLIT_TENTHS. */
 #define INDEX_LEVEL_SHIFT 2
 #define INDEX_GROW_LOAD 6
+/* The table itself splits a bucket each time the items pass this many
+ * tenths of an item a bucket on average, of seven slots: two choices with
+ * moves two steps deep keep overflow chains rare there
+ * (docs/store-index.md "Index"). */
+#ifndef INDEX_SPLIT_TENTHS
+#define INDEX_SPLIT_TENTHS 64
+#endif
 
 /* How far before the splits reach the end of the huge pages asked for the
  * next one is asked for: 8,192 splits (49,152 inserts) to fault it in,
@@ -185,8 +195,8 @@ struct index {
 int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *arg);
 void index_release(struct index *ix);
 /* An empty table made at a level (index_init) takes up to twice as many
- * buckets as its level says, as many as `items` need at INDEX_GROW_LOAD a
- * bucket: a table that must not grow (a flash tier's: a growth drops the
+ * buckets as its level says, as many as `items` need at INDEX_SPLIT_TENTHS
+ * a bucket: a table that must not grow (a flash tier's: a growth drops the
  * flash slots it splits) sized for what it will hold, not for the power of
  * two above that. 0, or -1 when the table could not be made larger. */
 int index_presize(struct index *ix, uint64_t items);
@@ -207,10 +217,11 @@ static inline uint32_t index_tag(uint64_t h)
     return t ? t : 1;
 }
 /* Two choices: a key's item may be in either of two buckets, the bucket
- * of its hash h (its first, where a flash item always is) and the bucket
- * of index_hash2(h) (its second), from independent bits of h. An insert
- * takes the emptier, and when both are full moves an entry of theirs to
- * that entry's other bucket (docs/store-index.md "Index"). */
+ * of its hash h (its first) and the bucket of index_hash2(h) (its
+ * second), from independent bits of h. An insert takes the emptier, and
+ * when both are full moves a RAM entry of theirs to that entry's other
+ * bucket (docs/store-index.md "Index"); a flash entry never moves, as its
+ * key is not in RAM to rehash. */
 static inline uint64_t index_hash2(uint64_t h)
 {
     h ^= h >> 31;
@@ -237,8 +248,12 @@ void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p);
 void index_lock_first(struct index *ix, uint64_t h, struct index_pair *p);
 bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p);
 void index_unlock_pair(const struct index_pair *p);
-/* Lock and return the first bucket of hash h now: all a flash item's
- * slot needs (it is never in the second bucket), not a RAM item's. */
+/* The slot of p's locked buckets' chains that is `want` (whatever its
+ * frequency), *chain the primary bucket whose chain holds it; NULL when
+ * none is. */
+uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t want,
+                          uint64_t **chain);
+/* Lock and return the first bucket of hash h now (index_lock_first). */
 uint64_t *index_lock_hash(struct index *ix, uint64_t h);
 /* Start loading the two buckets of hash h (a pipelined read looks up
  * many: issuing the loads ahead hides their latency). Returns the first
@@ -265,9 +280,10 @@ uint64_t *index_next(struct index *ix, uint64_t *b);
 /* An empty slot in the chain of primary bucket b, chaining a new overflow
  * bucket when all are full; NULL when out of memory. The caller fills it. */
 uint64_t *index_free_slot(struct index *ix, uint64_t *b);
-/* An empty slot for a new RAM item of the key whose buckets p holds
- * locked: in the emptier bucket, or made by moving an entry to its other
- * bucket (locked with a trylock, skipped when busy), or in a chain. */
+/* An empty slot for a new item of the key whose buckets p holds locked:
+ * in the emptier bucket, or where a stale flash slot of theirs was
+ * (index->stale), or made by moving an entry to its other bucket (locked
+ * with a trylock, skipped when busy), or in a chain. */
 uint64_t *index_pair_free_slot(struct index *ix, const struct index_pair *p);
 /* With no bucket lock held: split a bucket or two when the table is
  * loaded (every insert pays a little). */
@@ -278,13 +294,13 @@ void index_finish_growth(struct index *ix);
  * size now. Splits only move items to buckets past the one split, so a
  * walk in bucket order meets every item that stays (some twice). */
 uint64_t *index_lock_nth(struct index *ix, uint64_t i, uint64_t *nbuckets);
-/* With primary bucket from locked (and no other), holding an entry of
- * hash h: lock h's first bucket too, for the entry to move there (a flash
- * slot's place), and return it (from itself when it is the first). NULL
- * when it cannot be had now: busy at a lower address (a trylock, as the
- * address order wants), split meanwhile, or before from while a walk that
- * must meet every entry is on (index_walk_begin). */
-uint64_t *index_lock_first_of(struct index *ix, uint64_t h, uint64_t *from);
+/* With primary bucket `from` locked (and no other), holding an entry of
+ * hash h: lock h's other bucket too and return it (`from` when it is both
+ * of h's buckets), for what must look in both, as a flash slot made from a
+ * RAM one in place does (its key's other flash candidates go). NULL when
+ * it cannot be had now: busy at a lower address (a trylock, as the
+ * address order wants) or split meanwhile. */
+uint64_t *index_lock_other_of(struct index *ix, uint64_t h, uint64_t *from);
 /* Around a walk in bucket order that must meet every entry (some twice):
  * meanwhile an entry moves only to a later bucket, as a split's do. */
 void index_walk_begin(struct index *ix);

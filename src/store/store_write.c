@@ -284,16 +284,6 @@ static bool store_write_reclaims(struct store *s)
     return __atomic_load_n(&s->lru_flat, __ATOMIC_RELAXED);
 }
 
-/* The slot of locked bucket b's chain that is `want`, or NULL. */
-static uint64_t *store_find_slot(struct store *s, uint64_t *b, uint64_t want)
-{
-    for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] && slot_same(cur[i], want))
-                return &cur[i];
-    return NULL;
-}
-
 /* store_commit_ex; reclaim: see store_lookup_write. */
 static enum store_status store_commit_at(struct store_ctx *ctx, struct store_reservation *res,
                                          const struct store_set_req *req, uint32_t status,
@@ -365,11 +355,12 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         uint64_t old_cas = found ? item_get_cas(f.p, &f.h, f.seg->cas_base) : 0;
         if (mode == STORE_MODE_CAS)
             res->cas_cls = found ? classes_item(&s->classes, f.p, &f.h).cls : 0;
-        uint64_t *flash_slot = NULL;
+        uint64_t *flash_slot = NULL, *flash_chain = NULL;
         if (expect_slot && slot_is_flash(expect_slot)) {
             /* a flash item read back (store_flash.c): only while its
-             * flash slot is still the key's */
-            flash_slot = found ? NULL : store_find_slot(s, f.keys.b[0], expect_slot);
+             * flash slot, in either bucket (a miss holds both), is still
+             * the key's */
+            flash_slot = found ? NULL : index_pair_find(&s->index, &f.keys, expect_slot, &flash_chain);
             if (!flash_slot)
                 refuse = STORE_EXISTS;
         } else if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
@@ -420,7 +411,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         }
         store_put_fields(res->item, &h, st, req->flags, exptime, cas, seg);
         if (flash_slot)
-            flash_tier_clear(s->flash, f.keys.b[0], flash_slot);
+            flash_tier_clear(s->flash, flash_chain, flash_slot);
         if (!store_link(s, &f, found, res, k.tag, k.hv, &sum)) {
             store_found_unlock(&f);
             store_abort(ctx, res);

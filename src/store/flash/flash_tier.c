@@ -469,6 +469,16 @@ void flash_tier_forget(struct flash_tier *ft, uint64_t slot)
     pthread_mutex_unlock(&ft->lock);
 }
 
+bool flash_tier_stale(struct flash_tier *ft, uint64_t slot)
+{
+    pthread_mutex_lock(&ft->lock);
+    bool gone = !rec_of(ft, slot);
+    if (gone)
+        CNT(ft, slots_dropped, 1);
+    pthread_mutex_unlock(&ft->lock);
+    return gone;
+}
+
 void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot)
 {
     uint64_t sl = *slot;
@@ -476,7 +486,8 @@ void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot)
     flash_tier_forget(ft, sl);
 }
 
-unsigned flash_tier_drop_tag(struct flash_tier *ft, uint64_t *b, uint32_t tag, const uint64_t *keep)
+/* flash_tier_drop_tag in one bucket's chain */
+static unsigned drop_tag_in(struct flash_tier *ft, uint64_t *b, uint32_t tag, const uint64_t *keep)
 {
     unsigned n = 0;
     for (uint64_t *cur = b; cur; cur = index_next(ft->index, cur)) {
@@ -492,6 +503,13 @@ unsigned flash_tier_drop_tag(struct flash_tier *ft, uint64_t *b, uint32_t tag, c
         }
     }
     return n;
+}
+
+unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, uint32_t tag,
+                             const uint64_t *keep)
+{
+    unsigned n = drop_tag_in(ft, p->b[0], tag, keep);
+    return p->b[1] ? n + drop_tag_in(ft, p->b[1], tag, keep) : n;
 }
 
 enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct flash_loc *loc,
@@ -726,14 +744,11 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
     uint64_t hv = XXH3_64bits(fi->key, fi->h.nkey);
     uint32_t tag = index_tag(hv);
     uint64_t want = slot_make(tag, FLASH_SEG_BASE + vid, fi->off);
-    uint64_t *b = index_lock_hash(ft->index, hv);
-    uint64_t *slot = NULL;
-    for (uint64_t *cur = b; cur && !slot; cur = index_next(ft->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] && slot_same(cur[i], want)) {
-                slot = &cur[i];
-                break;
-            }
+    /* a flash slot may be in either of its key's buckets */
+    struct index_pair keys;
+    index_lock_key(ft->index, hv, &keys);
+    uint64_t *b = NULL;
+    uint64_t *slot = index_pair_find(ft->index, &keys, want, &b);
     if (slot) {
         rel_time_t now = clock_now();
         enum item_life life = life_of_item(ft->life, fi->p, &fi->h, cas_base, 0, now);
@@ -768,7 +783,7 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
         }
     }
     (void)r;
-    index_unlock(b);
+    index_unlock_pair(&keys);
 }
 
 /* Before compaction copies an item of `need` bytes (no bucket lock held):

@@ -207,16 +207,20 @@ void flash_tier_idle_rules(struct flash_tier *ft, uint32_t *item_size, uint32_t 
  * FLASH_PAUSE_MIN_NS: at 0 memcached's threads spin. */
 #define FLASH_PAUSE_MIN_NS 1000000ull
 uint64_t flash_tier_pause_ns(struct flash_tier *ft, uint64_t own_ns);
-/* Bucket lock held: clear the flash slots with this tag in b's chain but
+/* The key's buckets in p locked (b[1] NULL: its first alone, or both
+ * one bucket): clear the flash slots with this tag in their chains but
  * `keep` (a write of a key: its older flash copy, or another key's that
  * the tag cannot tell apart, must never answer for it again). Returns how
  * many. */
-unsigned flash_tier_drop_tag(struct flash_tier *ft, uint64_t *b, uint32_t tag,
+unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, uint32_t tag,
                              const uint64_t *keep);
 /* Bucket lock held: clear one flash slot, its segment's live count down. */
 void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot);
 /* A flash slot's segment no longer holds that item (counts it). */
 void flash_tier_forget(struct flash_tier *ft, uint64_t slot);
+/* Whether a flash slot names a segment dropped since (counted as a slot
+ * dropped, for its caller to clear). */
+bool flash_tier_stale(struct flash_tier *ft, uint64_t slot);
 
 /* Where a flash slot's item is now. */
 enum flash_where {

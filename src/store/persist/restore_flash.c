@@ -62,18 +62,25 @@ static bool link_one(struct store *s, uint32_t n, const struct flash_item *fi)
         }
         store_unlink(s, &f);
     }
-    for (uint64_t *cur = f.keys.b[0]; cur; cur = index_next(&s->index, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] && slot_is_flash(cur[i]) && slot_tag(cur[i]) == k.tag) {
-                store_found_unlock(&f);
-                return false;
-            }
-    uint64_t *slot = index_free_slot(&s->index, f.keys.b[0]);
+    /* a flash slot may be in either of the key's buckets: both locked (a
+     * lookup that found the key in its first holds that one alone) */
+    store_found_unlock(&f);
+    struct index_pair keys;
+    index_lock_key(&s->index, k.hv, &keys);
+    for (int c = 0; c < 2 && keys.b[c]; c++)
+        for (uint64_t *cur = keys.b[c]; cur; cur = index_next(&s->index, cur))
+            for (int i = 1; i <= INDEX_SLOTS; i++)
+                if (cur[i] && slot_is_flash(cur[i]) && slot_tag(cur[i]) == k.tag) {
+                    index_unlock_pair(&keys);
+                    return false;
+                }
+    /* the emptier bucket, as an insert's */
+    uint64_t *slot = index_pair_free_slot(&s->index, &keys);
     if (slot) {
         flash_keep_set(&s->flash_keep, n, fi->off);
         *slot = flash_tier_adopt_item(ft, n, k.tag, fi->off);
     }
-    store_found_unlock(&f);
+    index_unlock_pair(&keys);
     return slot != NULL;
 }
 

@@ -407,27 +407,100 @@ static void test_full_table(void **state)
     index_release(&ix);
 }
 
-/* A table sized for 9,000 items takes 1,500 buckets (2^10 and 476 split),
- * not 2^11; holds them without a split; and grows on from there, every
+/* Flash slots (which never move) of items below `dropped` name a dropped
+ * segment: stale. */
+static uint64_t dropped;
+static unsigned stale_seen;
+static uint64_t flash_slot_of(uint64_t i)
+{
+    return slot_make(index_tag(mix(i)), FLASH_SEG_BASE, (uint32_t)i);
+}
+static bool stale_below(void *arg, uint64_t slot)
+{
+    (void)arg;
+    bool gone = slot_off(slot) < dropped;
+    stale_seen += gone;
+    return gone;
+}
+
+/* A table that cannot grow, 90 % of its slots flash ones: once their
+ * segments are dropped, as many inserts again take the stale slots of
+ * full pairs (index->stale) and chain no more, and every live entry is
+ * found. */
+static void test_full_pair_takes_stale_flash_slots(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    ix.stale = stale_below;
+    uint64_t n = FIXED_SLOTS * 9 / 10;
+    for (uint64_t i = 0; i < n; i++) {
+        struct index_pair p;
+        index_lock_key(&ix, mix(i), &p);
+        uint64_t *sl = index_pair_free_slot(&ix, &p);
+        assert_non_null(sl);
+        *sl = flash_slot_of(i);
+        index_unlock_pair(&p);
+    }
+    dropped = n;
+    uint64_t chained = ix.overflow_used; /* flash slots do not move */
+    for (uint64_t i = n; i < 2 * n; i++)
+        put(&ix, i);
+    assert_true(ix.overflow_used <= chained);
+    assert_true(stale_seen > 0);
+    assert_true(ix.items <= n + stale_seen);
+    for (uint64_t i = n; i < 2 * n; i++)
+        assert_true(find(&ix, i, false));
+    index_release(&ix);
+}
+
+/* Items filling b buckets at the split threshold. */
+#define AT_SPLIT(b) ((uint64_t)(b) * INDEX_SPLIT_TENTHS / 10)
+
+/* Grown by inserts, the table runs at INDEX_SPLIT_TENTHS items a bucket
+ * (91 % of its slots), linear hashing's unsplit buckets taking twice the
+ * hashes of split ones, and moves two steps deep keep chains rare: under
+ * one bucket in 200 (with one-step moves alone, up to one in eight). */
+static void test_grown_table_rarely_chains(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 5, rehash_slot, NULL), 0);
+    for (uint64_t i = 0; i < 300000; i++) {
+        put(&ix, i);
+        index_maintain(&ix);
+        if (i % 10007 == 0 && i > 20000) {
+            uint64_t nb = index_shape_buckets(ix.shape);
+            assert_true(ix.items + INDEX_SLOTS > AT_SPLIT(nb));
+            assert_true(ix.overflow_used * 200 <= nb);
+        }
+    }
+    for (uint64_t i = 0; i < 300000; i += 13)
+        assert_true(find(&ix, i, false));
+    index_release(&ix);
+}
+
+/* A table sized for 1,500 buckets' items takes 1,500 buckets (2^10 and 476
+ * split), not 2^11; holds them without a split; and grows on from there, every
  * entry found throughout. */
 static void test_presize_between_powers(void **state)
 {
     (void)state;
     struct index ix;
     assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
-    assert_int_equal(index_presize(&ix, 1500 * INDEX_GROW_LOAD), 0);
+    assert_int_equal(index_presize(&ix, AT_SPLIT(1500)), 0);
     assert_int_equal(index_shape_buckets(ix.shape), 1500);
     assert_int_equal(index_shape_split(ix.shape), 1500 - 1024);
     assert_true(index_bytes(&ix) <= (1500 * 64 + 4095) / 4096 * 4096);
     uint64_t n = 0;
-    for (; n < 1500 * INDEX_GROW_LOAD; n++) {
+    for (; n < AT_SPLIT(1500); n++) {
         put(&ix, n);
         index_maintain(&ix);
     }
     assert_int_equal(index_shape_buckets(ix.shape), 1500);
     for (uint64_t i = 0; i < n; i++)
         assert_true(find(&ix, i, false));
-    for (; n < 2100 * INDEX_GROW_LOAD; n++) {
+    for (; n < AT_SPLIT(2100); n++) {
         put(&ix, n);
         index_maintain(&ix);
     }
@@ -436,7 +509,7 @@ static void test_presize_between_powers(void **state)
         assert_true(find(&ix, i, false));
     /* a table not empty, or already that large, is left as it is */
     uint64_t shape = ix.shape;
-    assert_int_equal(index_presize(&ix, 4000 * INDEX_GROW_LOAD), 0);
+    assert_int_equal(index_presize(&ix, AT_SPLIT(4000)), 0);
     assert_int_equal(ix.shape, shape);
     index_release(&ix);
 }
@@ -450,6 +523,8 @@ int main(void)
         cmocka_unit_test(test_moves_never_hide_an_entry),
         cmocka_unit_test(test_walk_meets_moving_entries),
         cmocka_unit_test(test_full_table),
+        cmocka_unit_test(test_grown_table_rarely_chains),
+        cmocka_unit_test(test_full_pair_takes_stale_flash_slots),
         cmocka_unit_test(test_presize_between_powers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
