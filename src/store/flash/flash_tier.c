@@ -495,7 +495,7 @@ unsigned flash_tier_drop_tag(struct flash_tier *ft, uint64_t *b, uint32_t tag, c
 }
 
 enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct flash_loc *loc,
-                                   char *out, uint32_t cap, uint32_t *got)
+                                   char *(*take)(void *arg, uint32_t len), void *arg)
 {
     enum flash_where at = FLASH_AT_NONE;
     pthread_mutex_lock(&ft->lock);
@@ -520,10 +520,9 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
             uint32_t len = r->nbytes - off;
             if (item_total(&h) < len)
                 len = item_total(&h);
-            if (len > cap)
-                len = cap;
-            memcpy(out, r->buf + off, len);
-            *got = len;
+            char *out = take(arg, len);
+            if (out)
+                memcpy(out, r->buf + off, len);
             at = FLASH_AT_BUF;
         }
         r->reads++;
