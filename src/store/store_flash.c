@@ -37,9 +37,12 @@
 #include "store/store_lookup.h"
 #include "store/store_write.h"
 
-/* A first read takes the item's block and this much after its start: most
- * items are read whole by it; a longer one takes a second read. */
-#define FLASH_FIRST_READ 8192u
+/* A first read takes the item's block and, after its start, its
+ * segment's largest item or this much, the lesser: an item up to that is
+ * read whole by it (values up to 16 KiB: one read a hit, where 8 KiB took
+ * 1.4), a longer one takes a second read once its header says its length;
+ * a segment of small items is read no more than they need. */
+#define FLASH_FIRST_READ 16384u
 
 /* A read's bytes, shared by its wait entry and the replies that send a
  * value from them (a store_pin with bit 0 set names one: a segment's is
@@ -694,7 +697,8 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
         pend_done(e);
         return STORE_PROBE_READY;
     }
-    int rc = pend_submit(e, FLASH_FIRST_READ);
+    uint32_t want = e->loc.max_item ? e->loc.max_item : FLASH_FIRST_READ;
+    int rc = pend_submit(e, want < FLASH_FIRST_READ ? want : FLASH_FIRST_READ);
     if (rc < 0) {
         FLASH_CNT(ft, read_errors, 1);
         FLASH_CNT(ft, miss_from_extstore, 1);

@@ -381,6 +381,8 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
             uint32_t len = ft->w[wi].used - off;
             r->nitems++;
             r->live_items++;
+            if (len > r->max_item)
+                r->max_item = len;
             r->nbytes = ft->w[wi].used;
             CNT(ft, objects_written, 1);
             CNT(ft, bytes_written, len);
@@ -507,6 +509,7 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
             .page = n / ft->segs_per_page,
             .page_off = (uint64_t)(n % ft->segs_per_page) * ft->opt.seg_size,
             .seg_len = r->nbytes,
+            .max_item = r->max_item,
             .seq = r->seq,
             .seed = flash_seg_seed(r->seq, ft->instance),
             .cas_base = r->cas_base,

@@ -55,8 +55,9 @@ enum flash_seg_state {
 
 /* One flash segment: what RAM keeps of it (its items' RAM is their slots). */
 struct flash_rec {
-    uint32_t vid; /* its id in slots now (less FLASH_SEG_BASE) */
-    uint64_t seq; /* the write there now; its items' seed */
+    uint32_t vid;      /* its id in slots now (less FLASH_SEG_BASE) */
+    uint32_t max_item; /* its largest item's bytes; 0: not known (restored) */
+    uint64_t seq;      /* the write there now; its items' seed */
     uint64_t cas_base;
     uint32_t max_exptime; /* REL_TIME_NEVER: some item never expires */
     uint32_t nitems;      /* items written */
@@ -228,6 +229,7 @@ struct flash_loc {
     uint32_t page;
     uint64_t page_off; /* of the flash segment in its page */
     uint32_t seg_len;  /* bytes of the segment written (header and items) */
+    uint32_t max_item; /* its largest item's bytes; 0: not known */
     uint64_t seq, seed, cas_base;
 };
 /* For a buffered item, copies its bytes (the item alone) into the memory
