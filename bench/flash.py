@@ -210,6 +210,12 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
     for k in ("extstore_ring_reads", "extstore_pool_reads"):
         if k in n0 and k in n1:
             row[k] = num(n1, k) - num(n0, k)
+    # device reads per item served from flash over the load (a longer item
+    # than the first read takes a second read)
+    if "get_extstore" in s0 and "get_extstore" in s1 and "extstore_ring_reads" in row:
+        hits = num(s1, "get_extstore") - num(s0, "get_extstore")
+        reads = row["extstore_ring_reads"] + row.get("extstore_pool_reads", 0)
+        row["reads_per_flash_hit"] = reads / hits if hits else None
     # The kernel's count of what the process sent to storage over the whole
     # run (fill and load): the host bytes, whatever the server says.
     wb_end = wb1
@@ -324,6 +330,7 @@ def main():
             rows.append(r)
             print(f"  {label} {profile[0]}: hit {fmt(r['hit_ratio'] and r['hit_ratio'] * 100)} %, "
                   f"cpu {fmt(r['cpu_us'])} µs/req, p99.9 {fmt(r['p999_us'], 0)} µs, "
+                  f"reads/flash hit {fmt(r.get('reads_per_flash_hit'))}, "
                   f"flash WA {fmt(r['write_amp'])}, RAM/flash item {fmt(r['ram_per_flash_item'], 1)} "
                   f"(hash table {fmt(r.get('hash_per_flash_item'), 1)})")
     with open(os.path.join(args.out, "flash.json"), "w") as f:

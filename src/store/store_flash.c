@@ -37,9 +37,12 @@
 #include "store/store_lookup.h"
 #include "store/store_write.h"
 
-/* A first read takes the item's block and this much after its start: most
- * items are read whole by it; a longer one takes a second read. */
-#define FLASH_FIRST_READ 8192u
+/* A first read takes the item's block and, after its start, its
+ * segment's largest item or this much, the lesser: an item up to that is
+ * read whole by it (values up to 16 KiB: one read a hit, where 8 KiB took
+ * 1.4), a longer one takes a second read once its header says its length;
+ * a segment of small items is read no more than they need. */
+#define FLASH_FIRST_READ 16384u
 
 /* A read's bytes, shared by its wait entry and the replies that send a
  * value from them (a store_pin with bit 0 set names one: a segment's is
@@ -599,6 +602,21 @@ static int pend_submit(struct flash_pend *e, uint32_t want)
     return rc;
 }
 
+/* flash_tier_locate's take: a buffered item's bytes go straight into the
+ * read's buffer, of the item's size, kept as long as the item (a reply may
+ * hold them). */
+static char *pend_take(void *arg, uint32_t len)
+{
+    struct flash_pend *e = arg;
+    e->fb = buf_new(len, 16);
+    if (!e->fb)
+        return NULL;
+    e->buf = e->fb->base;
+    e->len = len;
+    e->reread = true;
+    return e->buf;
+}
+
 enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wait *w,
                                    const struct store_key *k)
 {
@@ -655,12 +673,9 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     w->list = e;
     w->pending++;
 
-    uint32_t cap = (uint32_t)s->opt.item_size_max + ITEM_HDR_MAX + STORE_KEY_MAX;
-    char *copy = malloc(cap);
-    uint32_t got = 0;
     enum flash_where at = FLASH_AT_NONE;
-    for (int hop = 0; copy && hop < 2; hop++) {
-        at = flash_tier_locate(ft, e->slot, &e->loc, copy, cap, &got);
+    for (int hop = 0; hop < 2; hop++) {
+        at = flash_tier_locate(ft, e->slot, &e->loc, pend_take, e);
         /* its segment freed since the probe saw it: compaction may have
          * moved the item first */
         uint64_t moved = at == FLASH_AT_NONE ? flash_tier_moved(ft, e->slot) : 0;
@@ -669,34 +684,21 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
         e->slot = moved;
     }
     if (at == FLASH_AT_BUF) {
-        /* not on the device yet: its bytes are here now, kept as long as
-         * the item (a reply may hold them) */
-        struct item_hdr h;
-        if (got >= ITEM_HDR_MAX) {
-            item_decode(copy, &h);
-            if (item_total(&h) < got)
-                got = (uint32_t)item_total(&h);
-        }
-        e->fb = buf_new(got, 16);
-        if (e->fb) {
-            e->buf = e->fb->base;
-            memcpy(e->buf, copy, got);
-            e->len = got;
-            e->reread = true;
+        /* not on the device yet: its bytes were copied into e's buffer
+         * (none out of memory: a miss) */
+        if (e->fb)
             pend_judge(e);
-        }
-        free(copy);
         pend_done(e);
         return STORE_PROBE_READY;
     }
-    free(copy);
     if (at == FLASH_AT_NONE) {
         FLASH_CNT(ft, miss_from_extstore, 1);
         pend_clear_slot(ctx, e);
         pend_done(e);
         return STORE_PROBE_READY;
     }
-    int rc = pend_submit(e, FLASH_FIRST_READ);
+    uint32_t want = e->loc.max_item ? e->loc.max_item : FLASH_FIRST_READ;
+    int rc = pend_submit(e, want < FLASH_FIRST_READ ? want : FLASH_FIRST_READ);
     if (rc < 0) {
         FLASH_CNT(ft, read_errors, 1);
         FLASH_CNT(ft, miss_from_extstore, 1);

@@ -381,6 +381,8 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
             uint32_t len = ft->w[wi].used - off;
             r->nitems++;
             r->live_items++;
+            if (len > r->max_item)
+                r->max_item = len;
             r->nbytes = ft->w[wi].used;
             CNT(ft, objects_written, 1);
             CNT(ft, bytes_written, len);
@@ -513,7 +515,7 @@ unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, 
 }
 
 enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct flash_loc *loc,
-                                   char *out, uint32_t cap, uint32_t *got)
+                                   char *(*take)(void *arg, uint32_t len), void *arg)
 {
     enum flash_where at = FLASH_AT_NONE;
     pthread_mutex_lock(&ft->lock);
@@ -525,6 +527,7 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
             .page = n / ft->segs_per_page,
             .page_off = (uint64_t)(n % ft->segs_per_page) * ft->opt.seg_size,
             .seg_len = r->nbytes,
+            .max_item = r->max_item,
             .seq = r->seq,
             .seed = flash_seg_seed(r->seq, ft->instance),
             .cas_base = r->cas_base,
@@ -538,10 +541,9 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
             uint32_t len = r->nbytes - off;
             if (item_total(&h) < len)
                 len = item_total(&h);
-            if (len > cap)
-                len = cap;
-            memcpy(out, r->buf + off, len);
-            *got = len;
+            char *out = take(arg, len);
+            if (out)
+                memcpy(out, r->buf + off, len);
             at = FLASH_AT_BUF;
         }
         r->reads++;

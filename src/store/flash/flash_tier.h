@@ -55,8 +55,9 @@ enum flash_seg_state {
 
 /* One flash segment: what RAM keeps of it (its items' RAM is their slots). */
 struct flash_rec {
-    uint32_t vid; /* its id in slots now (less FLASH_SEG_BASE) */
-    uint64_t seq; /* the write there now; its items' seed */
+    uint32_t vid;      /* its id in slots now (less FLASH_SEG_BASE) */
+    uint32_t max_item; /* its largest item's bytes; 0: not known (restored) */
+    uint64_t seq;      /* the write there now; its items' seed */
     uint64_t cas_base;
     uint32_t max_exptime; /* REL_TIME_NEVER: some item never expires */
     uint32_t nitems;      /* items written */
@@ -225,19 +226,22 @@ bool flash_tier_stale(struct flash_tier *ft, uint64_t slot);
 /* Where a flash slot's item is now. */
 enum flash_where {
     FLASH_AT_NONE, /* its segment is gone: a miss */
-    FLASH_AT_BUF,  /* in a writer's buffer: *out holds a copy of its bytes */
+    FLASH_AT_BUF,  /* in a writer's buffer: copied to take's memory */
     FLASH_AT_DISK, /* on the device: read page/off (*seed, *cas_base for the check) */
 };
 struct flash_loc {
     uint32_t page;
     uint64_t page_off; /* of the flash segment in its page */
     uint32_t seg_len;  /* bytes of the segment written (header and items) */
+    uint32_t max_item; /* its largest item's bytes; 0: not known */
     uint64_t seq, seed, cas_base;
 };
-/* For a buffered item, copies up to cap bytes from its offset into out
- * and sets *got. */
+/* For a buffered item, copies its bytes (the item alone) into the memory
+ * take(arg, len) returns, under the tier's lock: the buffer may go to the
+ * device and be reused once it is dropped. take returning NULL (out of
+ * memory) copies nothing. */
 enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct flash_loc *loc,
-                                   char *out, uint32_t cap, uint32_t *got);
+                                   char *(*take)(void *arg, uint32_t len), void *arg);
 /* ext_recache_rate as `extstore` set it now (0: never recache). */
 uint32_t flash_tier_recache_rate(struct flash_tier *ft);
 /* A flash item served from a RAM copy goes back to flash (store_flash.c):

@@ -245,6 +245,8 @@ static void test_fill_past_ram_reads_back(void **state)
     /* Without a probe a flash item is a miss, and it stays linked. */
     assert_false(check(&t, 0, 0));
 
+    struct flash_dev_counters d0, d1;
+    flash_dev_counters(&t.s->flash->dev, &d0);
     store_flash_attach(t.c, w);
     for (int i = 0; i < N; i++) {
         waited += probe(&t, w, &woke, i);
@@ -258,6 +260,12 @@ static void test_fill_past_ram_reads_back(void **state)
     }
     assert_true(waited > N / 4);
     assert_true(misses <= N / 500);
+    /* Every item here, each segment's largest too, is about 1 KiB: one
+     * read a wait, of the one or two blocks the item is in. */
+    flash_dev_counters(&t.s->flash->dev, &d1);
+    uint64_t reads = d1.ring_reads + d1.pool_reads - d0.ring_reads - d0.pool_reads;
+    assert_int_equal(reads, (uint64_t)waited);
+    assert_true(d1.bytes_read - d0.bytes_read <= reads * 2 * FLASH_DEV_ALIGN);
     flash_counters(&t, &c);
     assert_true(c.get_extstore + (uint64_t)misses >= (uint64_t)waited);
     assert_int_equal(c.badcrc_from_extstore, 0);
@@ -520,7 +528,7 @@ static void test_read_back_keeps_access_time(void **state)
 }
 #endif
 
-/* Values longer than the first read (8 KiB from the item's start): a
+/* Values longer than the first read (16 KiB from the item's start): a
  * second read fetches the rest; read back byte for byte. */
 static void test_large_values_take_a_second_read(void **state)
 {
@@ -542,6 +550,8 @@ static void test_large_values_take_a_second_read(void **state)
     settle(&t);
     int woke = 0, waited = 0, hits = 0;
     struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    struct flash_dev_counters d0, d1;
+    flash_dev_counters(&t.s->flash->dev, &d0);
     for (int i = 0; i < LN; i++) {
         waited += probe(&t, w, &woke, i);
         key_of(i, k);
@@ -557,6 +567,10 @@ static void test_large_values_take_a_second_read(void **state)
     }
     assert_true(waited > LN / 4);
     assert_true(hits >= LN - 2);
+    /* most items' ends are past the first read's last block */
+    flash_dev_counters(&t.s->flash->dev, &d1);
+    assert_true(d1.ring_reads + d1.pool_reads - d0.ring_reads - d0.pool_reads >
+                (uint64_t)waited * 3 / 2);
     close_waited(&t, w);
 }
 
