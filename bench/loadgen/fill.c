@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fill: set key:%010d with fixed-size values until the server starts to
  * evict (or refuses), then report how many items it held and what each cost
- * beyond its key and value: limit_maxbytes / curr_items - key - value. */
+ * beyond its key and value: limit_maxbytes / curr_items - key - value in
+ * -m, and all in, with the index outside -m that both servers report as
+ * hash_bytes: (limit_maxbytes + hash_bytes) / curr_items - key - value. */
 #include "blocking.h"
 #include "keyspace.h"
 #include "loadgen.h"
@@ -76,20 +78,25 @@ int lg_fill_main(int argc, char **argv)
     long long limit = lg_stats_field(stats, "limit_maxbytes");
     long long items = lg_stats_field(stats, "curr_items");
     long long bytes = lg_stats_field(stats, "bytes");
+    long long hash = lg_stats_field(stats, "hash_bytes");
     double per = items > 0 ? (double)limit / (double)items : 0;
     double overhead = per - LG_KEY_LEN - vlen;
+    double all_in = items > 0 && hash >= 0 ? overhead + (double)hash / (double)items : -1;
     printf("fill: value %u B: sent %lu sets, refused %lu, evictions %lld; "
            "limit_maxbytes %lld, curr_items %lld, bytes %lld\n",
            vlen, sent, refused, evictions, limit, items, bytes);
-    printf("fill: %.1f bytes of memory per item, %.1f beyond key (%d) and value (%u)\n", per,
-           overhead, LG_KEY_LEN, vlen);
+    printf("fill: %.1f bytes of memory per item, %.1f beyond key (%d) and value (%u); "
+           "hash_bytes %lld, %.1f all in\n",
+           per, overhead, LG_KEY_LEN, vlen, hash, all_in);
     if (json) {
         FILE *f = strcmp(json, "-") == 0 ? stdout : fopen(json, "w");
         if (f) {
             fprintf(f, "{\"value\": %u, \"sets\": %lu, \"refused\": %lu, \"evictions\": %lld,"
                        " \"limit_maxbytes\": %lld, \"curr_items\": %lld, \"bytes\": %lld,"
-                       " \"bytes_per_item\": %.2f, \"overhead\": %.2f}\n",
-                    vlen, sent, refused, evictions, limit, items, bytes, per, overhead);
+                       " \"bytes_per_item\": %.2f, \"overhead\": %.2f, \"hash_bytes\": %lld,"
+                       " \"all_in\": %.2f}\n",
+                    vlen, sent, refused, evictions, limit, items, bytes, per, overhead, hash,
+                    all_in);
             if (f != stdout)
                 fclose(f);
         }
