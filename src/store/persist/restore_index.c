@@ -25,6 +25,7 @@
 #endif
 
 #include "base/log.h"
+#include "store/hugemem.h"
 
 /* Buckets in a part at least: 256 KiB, a quarter of a core's L2 here. */
 #define RIX_PART_MIN_BITS 12
@@ -77,6 +78,13 @@ static size_t rix_unit_bytes(const struct rix *x)
     return ((((size_t)INDEX_SLOTS + 1) * 8) << rix_half_bits(x)) * halves;
 }
 
+/* A walking thread's count of what it packed in each bucket: on huge
+ * pages, since every item filed reads and writes it at random. */
+static size_t rix_filed_bytes(const struct rix *x)
+{
+    return (index_shape_buckets(x->shape) + HUGEMEM_PAGE - 1) & ~(HUGEMEM_PAGE - 1);
+}
+
 int rix_init(struct rix *x, struct store *s, uint32_t nbins)
 {
     memset(x, 0, sizeof(*x));
@@ -119,7 +127,9 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
         b->stage = aligned_alloc(64, (size_t)x->nparts * sizeof(*b->stage));
         b->head = calloc(x->nparts, sizeof(*b->head));
         b->tail = calloc(x->nparts, sizeof(*b->tail));
-        if (!b->packed || !b->stage || !b->head || !b->tail) {
+        b->filed = hugemem_map(rix_filed_bytes(x));
+        b->most = (uint8_t)(INDEX_SLOTS / x->nbins + (i < INDEX_SLOTS % x->nbins));
+        if (!b->packed || !b->stage || !b->head || !b->tail || !b->filed) {
             rix_release(x);
             return -1;
         }
@@ -136,6 +146,8 @@ void rix_release(struct rix *x)
         free(b->stage);
         free(b->head);
         free(b->tail);
+        if (b->filed)
+            munmap(b->filed, rix_filed_bytes(x));
         while (b->arena) {
             struct rix_arena *a = b->arena;
             b->arena = a->next;
@@ -145,9 +157,23 @@ void rix_release(struct rix *x)
     memset(x, 0, sizeof(*x));
 }
 
-void rix_map(struct rix *x, uint32_t bin)
+void rix_map(struct rix *x, uint32_t bin, rix_drop_fn drop, void *arg)
 {
+    x->bins[bin].drop = drop;
+    x->bins[bin].drop_arg = arg;
     index_load_map(&x->s->index, bin, x->nbins);
+}
+
+void rix_lost(struct rix *x, uint32_t bin, uint64_t slot)
+{
+    struct rix_bins *b = &x->bins[bin];
+    if (!b->nomem_logged)
+        log_error("-e %s: out of memory restoring the index; dropping items",
+                  x->s->opt.memory_file);
+    b->nomem_logged = true;
+    b->lost++;
+    item_set_dead(seg_item(&x->s->pool, slot));
+    b->drop(b->drop_arg, slot, false);
 }
 
 bool rix_spill(struct rix *x, struct rix_bins *b, uint32_t part, uint64_t hv, uint64_t slot)
@@ -197,6 +223,10 @@ void rix_flush(struct rix *x, uint32_t bin, uint32_t part, uint32_t at)
 void rix_finish(struct rix *x, uint32_t bin)
 {
     struct rix_bins *b = &x->bins[bin];
+    for (uint64_t k = b->n > RIX_PEND ? b->n - RIX_PEND : 0, end = b->n; k < end; k++) {
+        const struct rix_pending *e = &b->pend[k & (RIX_PEND - 1)];
+        rix_file(x, bin, e->hv, e->fh, e->seg, e->off);
+    }
     for (uint32_t part = 0; part < x->nparts && x->pack; part++) {
         uint32_t n = b->packed[part];
         if (n & (RIX_STAGE - 1))
@@ -409,21 +439,25 @@ static void rix_settled(struct rix_filler *f, enum rix_put r, uint64_t slot, uin
 /* Link slot in bucket b, the one it is filed in (rix_filed_hash), or
  * (rehash) in that bucket of the table found from its key: there while it
  * has room, else later in its other bucket by the thread that owns that
- * (rix_second), as an insert would take the emptier. */
-static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot)
+ * (rix_second), as an insert would take the emptier. The key's hash is h
+ * when `known` (a spilled record's), else read from the item when needed. */
+static inline __attribute__((always_inline)) void
+rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot, uint64_t h, bool known)
 {
     struct store *s = f->x->s;
     struct index *ix = &s->index;
-    uint64_t h = 0, hf, ho;
+    uint64_t hf, ho;
     if (f->rehash) {
-        h = ix->rehash(ix->rehash_arg, slot);
+        if (!known)
+            h = ix->rehash(ix->rehash_arg, slot);
+        known = true;
         rix_both_hashes(ix->shape, h, &hf, &ho);
         b = index_bucket_of(ix, hf);
     }
     uint64_t other = 0;
     enum rix_put r = rix_put(s, b, slot, false, &other);
     if (r == RIX_FULL) {
-        if (!f->rehash)
+        if (!known)
             h = ix->rehash(ix->rehash_arg, slot);
         rix_both_hashes(ix->shape, h, &hf, &ho);
         uint64_t *b2 = index_bucket_of(ix, ho);
@@ -551,7 +585,11 @@ static void rix_fill_unit(struct rix_filler *f, uint32_t u)
     uint64_t off_mask = ((uint64_t)1 << x->off_bits) - 1, seg_mask = ((uint64_t)1 << x->seg_bits) - 1;
     unsigned in_at = x->off_bits + x->seg_bits + 11; /* where a word's bucket starts */
     uint32_t parts[2] = {u, u + x->nparts / 2};
-    for (int k = 0; k < (split && x->nparts > 1 ? 2 : 1); k++) {
+    int nparts = split && x->nparts > 1 ? 2 : 1;
+    /* The packed words of both parts first: they are at most INDEX_SLOTS
+     * a bucket (rix_add), so they fit, and the spilled records, which
+     * carry their hash, are the ones a full bucket sends on. */
+    for (int k = 0; k < nparts; k++) {
         uint32_t part = parts[k];
         uint64_t first = (uint64_t)part << x->part_shift; /* its first virtual bucket */
         const uint64_t *base = x->table + (first << 3);
@@ -573,18 +611,20 @@ static void rix_fill_unit(struct rix_filler *f, uint32_t u)
                 uint32_t tag = (uint32_t)(w & 2047);
                 uint64_t v = first | ((w >> 11) & in_mask);
                 rix_link(f, local ? local + (rix_local(x, l, hbits, v) << 3) : NULL,
-                         slot_make(tag, seg, off));
+                         slot_make(tag, seg, off), 0, false);
             }
         }
-        uint64_t v_mask = ((uint64_t)1 << x->power) - 1;
-        for (uint32_t q = 0; q < x->nbins; q++)
-            for (struct rix_block *b = x->bins[q].head[part]; b; b = b->next)
-                for (uint32_t i = 0; i < b->n; i++)
-                    rix_link(f,
-                             local ? local + (rix_local(x, l, hbits, b->rec[i].hv & v_mask) << 3)
-                                   : NULL,
-                             b->rec[i].slot);
     }
+    uint64_t v_mask = ((uint64_t)1 << x->power) - 1;
+    for (int k = 0; k < nparts; k++)
+        for (uint32_t q = 0; q < x->nbins; q++)
+            for (struct rix_block *b = x->bins[q].head[parts[k]]; b; b = b->next)
+                for (uint32_t i = 0; i < b->n; i++) {
+                    uint64_t h = b->rec[i].hv;
+                    uint64_t v = rix_filed_hash(x->shape, x->share, h) & v_mask;
+                    rix_link(f, local ? local + (rix_local(x, l, hbits, v) << 3) : NULL,
+                             b->rec[i].slot, h, true);
+                }
     if (!local)
         return;
     /* the halves: buckets u 2^hbits.. and, split, 2^L + u 2^hbits.., whose
@@ -626,7 +666,7 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
     struct store *s = x->s;
     uint64_t total = 0;
     for (uint32_t i = 0; i < x->nbins; i++)
-        total += x->bins[i].n;
+        total += x->bins[i].n - x->bins[i].lost;
     /* The header's item count sized the table. After a crash it may be a
      * second of writes short: the table grows later, as it would have. If
      * it is far short (a damaged count), link into a table of the right
