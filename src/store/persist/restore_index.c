@@ -482,6 +482,10 @@ static void rix_second(struct rix_filler *f, struct rix_filler *all, uint32_t t)
         const struct rix_list *l = &all[i].second[me];
         for (size_t k = 0; k < l->n; k++) {
             uint64_t h = l->r[k].hv, slot = l->r[k].slot, other = 0, hf, ho;
+            if (k + RIX_AHEAD < l->n) {
+                rix_both_hashes(ix->shape, l->r[k + RIX_AHEAD].hv, &hf, &ho);
+                __builtin_prefetch(index_bucket_of(ix, ho), 1);
+            }
             rix_both_hashes(ix->shape, h, &hf, &ho);
             uint64_t *b = index_bucket_of(ix, ho);
             enum rix_put r =
@@ -507,12 +511,72 @@ static void *rix_second_thread(void *arg)
     return NULL;
 }
 
+/* The first empty slot of primary bucket b, and how many it has. */
+static uint64_t *rix_empty(uint64_t *b, unsigned *n)
+{
+    uint64_t *e = NULL;
+    *n = 0;
+    for (int i = INDEX_SLOTS; i >= 1; i--)
+        if (!b[i]) {
+            e = &b[i];
+            ++*n;
+        }
+    return e;
+}
+
+/* Room for an item in the full primary bucket x of a locked pair p: an
+ * entry of x moved to its other bucket where that has an empty slot, the
+ * slot it left returned (NULL: none could move). As index_pair_free_slot's
+ * move, but the entries' hashes come from their keys all at once: their
+ * items are asked for together and then their other buckets, so that a
+ * move waits for two misses, not two for each entry tried. Nothing else
+ * runs but this on other fill threads, so the shape stays; the third
+ * bucket is taken with a trylock (we hold two in address order). */
+static uint64_t *rix_move_out(struct rix_filler *f, const struct index_pair *p, uint64_t *x)
+{
+    struct store *s = f->x->s;
+    struct index *ix = &s->index;
+    uint64_t *table = ix->cur->b, xi = (uint64_t)(x - table) >> 3;
+    uint64_t *to[INDEX_SLOTS + 1];
+    for (int k = 1; k <= INDEX_SLOTS; k++)
+        if (x[k] && !slot_is_flash(x[k]))
+            __builtin_prefetch(seg_item(&s->pool, x[k]));
+    for (int k = 1; k <= INDEX_SLOTS; k++) {
+        to[k] = NULL;
+        if (!x[k] || slot_is_flash(x[k]))
+            continue;
+        uint64_t h = ix->rehash(ix->rehash_arg, x[k]);
+        uint64_t i = index_shape_bucket(ix->shape, h);
+        uint64_t o = i == xi ? index_shape_bucket(ix->shape, index_hash2(h)) : i;
+        uint64_t *ob = table + (o << 3);
+        if (ob != p->b[0] && ob != p->b[1]) {
+            to[k] = ob;
+            __builtin_prefetch(ob, 1);
+        }
+    }
+    for (int k = 1; k <= INDEX_SLOTS; k++) {
+        if (!to[k] || !index_trylock(to[k]))
+            continue;
+        unsigned n;
+        uint64_t *e = rix_empty(to[k], &n);
+        if (e) {
+            *e = x[k];
+            x[k] = 0;
+            __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+        }
+        index_unlock(to[k]);
+        if (e)
+            return &x[k];
+    }
+    return NULL;
+}
+
 /* The filled table: link slot in either bucket of its key, the emptier,
- * moving an entry of a full pair to its other bucket before chaining
- * (index_pair_free_slot, as an insert), unless its key is there already.
- * Entries move now, so every slot of both chains is looked at. A move's
- * third bucket may be any thread's: the fill threads run this at once
- * under the buckets' locks, as inserts. */
+ * moving an entry of a full pair to its other bucket (rix_move_out) before
+ * chaining (index_pair_free_slot, as an insert), unless its key is there
+ * already. Entries move now, so every slot of both chains is looked at. A
+ * move's third bucket may be any thread's: the fill threads run this at
+ * once under the buckets' locks, as inserts. */
 static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
 {
     struct store *s = f->x->s;
@@ -529,8 +593,18 @@ static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
                     index_unlock_pair(&p);
                     return;
                 }
-    uint64_t *e = index_pair_free_slot(ix, &p); /* counts it in ix->items */
+    uint64_t *e = NULL;
+    if (p.b[1]) {
+        unsigned na, nb;
+        uint64_t *ea = rix_empty(p.b[0], &na), *eb = rix_empty(p.b[1], &nb);
+        e = na >= nb ? ea : eb;
+        for (int c = 0; c < 2 && !e; c++)
+            e = rix_move_out(f, &p, p.b[c]);
+    }
     if (e) {
+        *e = slot;
+        f->linked++;
+    } else if ((e = index_pair_free_slot(ix, &p))) { /* chained; counts it in ix->items */
         *e = slot;
         f->placed++;
     } else {
@@ -542,8 +616,14 @@ static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
 static void *rix_place_thread(void *arg)
 {
     struct rix_filler *f = arg;
-    for (size_t k = 0; k < f->both.n; k++)
+    struct index *ix = &f->x->s->index;
+    for (size_t k = 0; k < f->both.n; k++) {
+        if (k + RIX_AHEAD < f->both.n) {
+            const uint64_t *second;
+            index_prefetch(ix, f->both.r[k + RIX_AHEAD].hv, &second);
+        }
         rix_place(f, f->both.r[k].hv, f->both.r[k].slot);
+    }
     return NULL;
 }
 
