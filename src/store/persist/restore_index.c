@@ -78,8 +78,8 @@ static size_t rix_unit_bytes(const struct rix *x)
     return ((((size_t)INDEX_SLOTS + 1) * 8) << rix_half_bits(x)) * halves;
 }
 
-/* A walking thread's count of what it packed in each bucket: on huge
- * pages, since every item filed reads and writes it at random. */
+/* The count of items packed in each bucket (rix_file): on huge pages,
+ * since every item filed reads and writes it at random. */
 static size_t rix_filed_bytes(const struct rix *x)
 {
     return (index_shape_buckets(x->shape) + HUGEMEM_PAGE - 1) & ~(HUGEMEM_PAGE - 1);
@@ -114,6 +114,11 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
     x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
     /* A buffer for one unit's buckets per filling thread (up to one per
      * core, as the walkers). */
+    x->filed = hugemem_map(rix_filed_bytes(x));
+    if (!x->filed) {
+        rix_release(x);
+        return -1;
+    }
     for (uint32_t i = 0; i < x->nbins; i++) {
         x->words[i] = aligned_alloc(64, rix_unit_bytes(x));
         if (!x->words[i]) {
@@ -127,9 +132,7 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
         b->stage = aligned_alloc(64, (size_t)x->nparts * sizeof(*b->stage));
         b->head = calloc(x->nparts, sizeof(*b->head));
         b->tail = calloc(x->nparts, sizeof(*b->tail));
-        b->filed = hugemem_map(rix_filed_bytes(x));
-        b->most = (uint8_t)(INDEX_SLOTS / x->nbins + (i < INDEX_SLOTS % x->nbins));
-        if (!b->packed || !b->stage || !b->head || !b->tail || !b->filed) {
+        if (!b->packed || !b->stage || !b->head || !b->tail) {
             rix_release(x);
             return -1;
         }
@@ -139,6 +142,8 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
 
 void rix_release(struct rix *x)
 {
+    if (x->filed)
+        munmap(x->filed, rix_filed_bytes(x));
     for (uint32_t i = 0; i < x->nbins; i++) {
         free(x->words[i]);
         struct rix_bins *b = &x->bins[i];
@@ -146,8 +151,6 @@ void rix_release(struct rix *x)
         free(b->stage);
         free(b->head);
         free(b->tail);
-        if (b->filed)
-            munmap(b->filed, rix_filed_bytes(x));
         while (b->arena) {
             struct rix_arena *a = b->arena;
             b->arena = a->next;

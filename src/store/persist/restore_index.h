@@ -94,8 +94,6 @@ struct rix_bins {
     uint64_t (*stage)[RIX_STAGE];    /* per part: the lines being gathered */
     struct rix_block **head, **tail; /* per part: spilled records */
     struct rix_arena *arena;         /* where spill blocks come from */
-    uint8_t *filed;                  /* per bucket of the table: its items packed */
-    uint8_t most;                    /* packed in a bucket at most (rix_file) */
     bool nomem_logged;
     uint64_t n;                      /* items filed (rix_add) */
     uint64_t lost;                   /* of them, dropped for want of memory */
@@ -116,6 +114,7 @@ struct rix {
     uint32_t nbins;
     uint32_t cap;        /* packed words per part and walking thread */
     bool pack;           /* the numbers fit in a word */
+    uint8_t *filed;      /* per bucket of the table: items packed in it (rix_file) */
     unsigned seg_bits, off_bits; /* a packed word: bucket in part | tag | seg | off */
     struct rix_bins bins[SPLIT_THREADS];
     uint64_t *words[SPLIT_THREADS]; /* a filling thread's buckets of a part */
@@ -186,13 +185,15 @@ static inline void rix_both_hashes(uint64_t shape, uint64_t hv, uint64_t *filed,
 }
 
 /* File an item of key hash hv, filed by hash fh (rix_filed_hash), at
- * segment seg, offset off in slot units, for walking thread b. A packed
- * word keeps too few bits of the hash to find the item's other bucket, so
- * an item that may not fit in the bucket it is filed in is spilled with
- * its hash, and the fill sends it to its other bucket without reading the
- * item again to hash its key. Each walking thread packs at most its share
- * of a bucket's INDEX_SLOTS (`most`; the shares add up to INDEX_SLOTS),
- * counted in its own `filed`, so that the packed words always fit. */
+ * segment seg, offset off in slot units, for walking thread `bin`. A
+ * packed word keeps too few bits of the hash to find the item's other
+ * bucket, so an item past the INDEX_SLOTS its bucket holds is spilled
+ * with its hash, and the fill sends it to its other bucket without
+ * reading the item again to hash its key. The walking threads count the
+ * items packed in each bucket together (`filed`, one compare-and-swap an
+ * item), so that a bucket's packed words always fit in it and only the
+ * items past its slots are records: at six items a bucket on average,
+ * about one in ten. */
 static inline void rix_file(struct rix *x, uint32_t bin, uint64_t hv, uint64_t fh, uint32_t seg,
                             uint32_t off)
 {
@@ -200,9 +201,13 @@ static inline void rix_file(struct rix *x, uint32_t bin, uint64_t hv, uint64_t f
     uint32_t tag = index_tag(hv);
     uint32_t part = (uint32_t)(fh >> x->part_shift) & (x->nparts - 1);
     if (x->pack && b->packed[part] < x->cap) {
-        uint8_t *c = &b->filed[index_shape_bucket(x->shape, fh)];
-        if (*c < b->most) {
-            ++*c;
+        uint8_t *c = &x->filed[index_shape_bucket(x->shape, fh)];
+        uint8_t k = __atomic_load_n(c, __ATOMIC_RELAXED);
+        while (k < INDEX_SLOTS &&
+               !__atomic_compare_exchange_n(c, &k, (uint8_t)(k + 1), true, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+            ;
+        if (k < INDEX_SLOTS) {
             uint64_t in_part = fh & (((uint64_t)1 << x->part_shift) - 1);
             uint32_t n = b->packed[part]++;
             b->stage[part][n & (RIX_STAGE - 1)] =
@@ -226,7 +231,7 @@ static inline void rix_add(struct rix *x, uint32_t bin, uint64_t hv, uint32_t se
     struct rix_bins *b = &x->bins[bin];
     uint64_t fh = rix_filed_hash(x->shape, x->share, hv);
     if (x->pack)
-        __builtin_prefetch(&b->filed[index_shape_bucket(x->shape, fh)], 1);
+        __builtin_prefetch(&x->filed[index_shape_bucket(x->shape, fh)], 1);
     struct rix_pending *e = &b->pend[b->n & (RIX_PEND - 1)];
     if (b->n >= RIX_PEND)
         rix_file(x, bin, e->hv, e->fh, e->seg, e->off);
