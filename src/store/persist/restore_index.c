@@ -6,11 +6,12 @@
  *
  * Nothing else runs yet: the walk is over before the fill starts, and each
  * fill thread owns whole units of the table (rix_half_bits), so no bucket
- * lock is taken. An item whose filed bucket is full is handed to the
- * thread that owns its other bucket, which links it there after the fill
- * (rix_second) if that has room; the few whose two buckets are full are
- * placed last (rix_place), moving an entry of one of them, whose other
- * bucket may be anywhere: under the buckets' locks, as inserts.
+ * lock is taken. An item whose filed bucket is full (a spilled record,
+ * with its hash) is handed to the thread that owns its other bucket,
+ * which links it there after the fill (rix_second) if that has room; the
+ * few whose two buckets are full are placed last (rix_place), moving an
+ * entry of one of them, whose other bucket may be anywhere: under the
+ * buckets' locks, as inserts.
  * The table holds the filed words until each part is filled: no lookup
  * may run before rix_fill returns (none does: the restore runs before the
  * store is handed to anyone).
@@ -443,7 +444,9 @@ static void rix_settled(struct rix_filler *f, enum rix_put r, uint64_t slot, uin
  * (rehash) in that bucket of the table found from its key: there while it
  * has room, else later in its other bucket by the thread that owns that
  * (rix_second), as an insert would take the emptier. The key's hash is h
- * when `known` (a spilled record's), else read from the item when needed. */
+ * when `known` (a spilled record's); a packed word, which never finds its
+ * filed bucket full (rix_file), has its key hashed only in a table made
+ * anew (rehash). */
 static inline __attribute__((always_inline)) void
 rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot, uint64_t h, bool known)
 {
