@@ -619,32 +619,17 @@ static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
     index_unlock_pair(&p);
 }
 
-/* Ask for the items of bucket b, which a move out of it hashes
- * (rix_move_out). Read unlocked: other threads' moves may change it, and
- * a stale slot only asks for a line in vain. */
-static void rix_prefetch_items(struct store *s, const uint64_t *b)
-{
-    for (int i = 1; i <= INDEX_SLOTS; i++) {
-        uint64_t v = __atomic_load_n(&b[i], __ATOMIC_RELAXED);
-        if (v && !slot_is_flash(v))
-            __builtin_prefetch(seg_item(&s->pool, v));
-    }
-}
-
-/* The items whose two buckets are full, a few ahead: their buckets, then
- * (those having come) the items of their first, which the move hashes. */
+/* The items whose two buckets are full, their buckets asked for a few
+ * items ahead. */
 static void *rix_place_thread(void *arg)
 {
     struct rix_filler *f = arg;
-    struct store *s = f->x->s;
-    struct index *ix = &s->index;
+    struct index *ix = &f->x->s->index;
     for (size_t k = 0; k < f->both.n; k++) {
         if (k + RIX_AHEAD < f->both.n) {
             const uint64_t *second;
             index_prefetch(ix, f->both.r[k + RIX_AHEAD].hv, &second);
         }
-        if (k + RIX_AHEAD / 2 < f->both.n)
-            rix_prefetch_items(s, index_bucket_of(ix, f->both.r[k + RIX_AHEAD / 2].hv));
         rix_place(f, f->both.r[k].hv, f->both.r[k].slot);
     }
     return NULL;
