@@ -675,7 +675,7 @@ static void rix_fill_unit(struct rix_filler *f, uint32_t u)
     uint32_t parts[2] = {u, u + x->nparts / 2};
     int nparts = split && x->nparts > 1 ? 2 : 1;
     /* The packed words of both parts first: they are at most INDEX_SLOTS
-     * a bucket (rix_add), so they fit, and the spilled records, which
+     * a bucket (rix_file), so they fit, and the spilled records, which
      * carry their hash, are the ones a full bucket sends on. */
     for (int k = 0; k < nparts; k++) {
         uint32_t part = parts[k];
