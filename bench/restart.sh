@@ -7,6 +7,10 @@
 #   bash bench/restart.sh [--no-memcached] [SIZES_MB] [VALUE_BYTES] [RUNS]
 #   bash bench/restart.sh "1024 4096" "100 10240" 2    (the default)
 #
+# NODELAY_BINS="A B" restarts each binary in turn in every run, on the one
+# filled file (the first fills it): interleaved runs, which judge a change
+# on a loaded machine; the server column names the binary.
+#
 # --no-memcached leaves memcached's rows out (their figures do not change
 # with nodelay's; a 4 GiB fill of memcached alone takes minutes here).
 #
@@ -31,6 +35,8 @@ SIZES=${1:-"1024 4096"}
 VALUES=${2:-"100 10240"}
 RUNS=${3:-2}
 ND=${NODELAY_BIN:-build/release-epoll/nodelay}
+NDS=${NODELAY_BINS:-$ND}
+ND=${NDS%% *}
 # ../shared/ref beside the project (a worktree's is beside the main checkout)
 MC=${MEMCACHED_REF:-../shared/ref/memcached-1.6.45}
 if [ ! -x "$MC" ] && common=$(git rev-parse --git-common-dir 2>/dev/null); then
@@ -102,13 +108,17 @@ for mb in $SIZES; do
         "$LG" fill -s 127.0.0.1:$PORT -v "$v" >/dev/null
         items=$(stat_of "" curr_items)
         for _ in $(seq 1 "$RUNS"); do
-            for how in TERM KILL; do
-                stop "$how"
-                start "$ND" -m "$mb" -e "$FILE"
-                after=$(stat_of "" curr_items)
-                rms=$(stat_of nodelay restore_ms)
-                cms=$(stat_of nodelay restore_cpu_ms)
-                echo "| nodelay | $mb | $v | $items | $how | $STOPPED | $READY | $rms | $cms | $after | $(load) |"
+            for nd in $NDS; do
+                name=nodelay
+                [ "$NDS" != "$ND" ] && name=$nd
+                for how in TERM KILL; do
+                    stop "$how"
+                    start "$nd" -m "$mb" -e "$FILE"
+                    after=$(stat_of "" curr_items)
+                    rms=$(stat_of nodelay restore_ms)
+                    cms=$(stat_of nodelay restore_cpu_ms)
+                    echo "| $name | $mb | $v | $items | $how | $STOPPED | $READY | $rms | $cms | $after | $(load) |"
+                done
             done
         done
         stop TERM

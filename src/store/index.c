@@ -290,6 +290,11 @@ void index_unlock(uint64_t *b)
     __atomic_fetch_and(b, ~HDR_LOCK, __ATOMIC_RELEASE);
 }
 
+bool index_trylock(uint64_t *b)
+{
+    return !(__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK);
+}
+
 uint64_t *index_lock_hash(struct index *ix, uint64_t h)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);

@@ -275,6 +275,8 @@ static inline void index_prefetch_next(struct index *ix, const uint64_t *b)
 }
 void index_lock(uint64_t *bucket);
 void index_unlock(uint64_t *bucket);
+/* Lock bucket if it is free now; false when another thread holds it. */
+bool index_trylock(uint64_t *bucket);
 /* The bucket chained after b, or NULL (bucket lock held). */
 uint64_t *index_next(struct index *ix, uint64_t *b);
 /* An empty slot in the chain of primary bucket b, chaining a new overflow

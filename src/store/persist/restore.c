@@ -162,7 +162,6 @@ struct restore_run {
     uint64_t restored, expired, corrupt;
     struct rix *rix;
     uint32_t bin;        /* this thread's filing in rix */
-    bool nomem_logged;
     bool flush_on;       /* the restored flush_all state can flush items */
     struct item_hdr hdrs[RESTORE_LAYOUTS]; /* restore_hdrs_init */
     const uint32_t *ids; /* segments to walk: ids[first], ids[first + step], ... */
@@ -193,15 +192,6 @@ static void restore_item(struct restore_run *r, struct seg *seg, char *p,
 {
     struct store *s = r->s;
     uint64_t hv = XXH3_64bits(p + h->hlen, h->nkey);
-    if (!rix_add(r->rix, r->bin, hv, seg->id, off >> s->pool.off_shift)) {
-        if (!r->nomem_logged)
-            log_error("-e %s: out of memory restoring the index; dropping items",
-                      s->opt.memory_file);
-        r->nomem_logged = true;
-        item_set_dead(p);
-        r->corrupt++;
-        return;
-    }
     uint32_t size = item_total(h);
     uint64_t cas = item_get_cas(p, h, seg->cas_base);
     rel_time_t exp = item_get_u32(p, h->exp_off);
@@ -225,6 +215,7 @@ static void restore_item(struct restore_run *r, struct seg *seg, char *p,
     if (cas > r->max_cas && cas <= PM_CAS_MAX)
         r->max_cas = cas;
     r->restored++;
+    rix_add(r->rix, r->bin, hv, seg->id, off >> s->pool.off_shift);
 }
 
 /* An item the index build did not link (already marked dead): take it
@@ -325,7 +316,7 @@ static void *restore_thread(void *arg)
 {
     struct restore_run *r = arg;
     struct store *s = r->s;
-    rix_map(r->rix, r->bin);
+    rix_map(r->rix, r->bin, restore_drop, r);
     for (uint32_t k = r->first; k < r->n; k += r->step) {
         struct seg *seg = seg_of(&s->pool, r->ids[k]);
         restore_map(seg);

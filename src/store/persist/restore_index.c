@@ -6,11 +6,12 @@
  *
  * Nothing else runs yet: the walk is over before the fill starts, and each
  * fill thread owns whole units of the table (rix_half_bits), so no bucket
- * lock is taken. An item whose filed bucket is full is handed to the
- * thread that owns its other bucket, which links it there after the fill
- * (rix_second) if that has room; the few whose two buckets are full are
- * placed last (rix_place), moving an entry of one of them, whose other
- * bucket may be anywhere: under the buckets' locks, as inserts.
+ * lock is taken. An item whose filed bucket is full (a spilled record,
+ * with its hash) is handed to the thread that owns its other bucket,
+ * which links it there after the fill (rix_second) if that has room; the
+ * few whose two buckets are full are placed last (rix_place), moving an
+ * entry of one of them, whose other bucket may be anywhere: under the
+ * buckets' locks, as inserts.
  * The table holds the filed words until each part is filled: no lookup
  * may run before rix_fill returns (none does: the restore runs before the
  * store is handed to anyone).
@@ -25,6 +26,7 @@
 #endif
 
 #include "base/log.h"
+#include "store/hugemem.h"
 
 /* Buckets in a part at least: 256 KiB, a quarter of a core's L2 here. */
 #define RIX_PART_MIN_BITS 12
@@ -77,6 +79,13 @@ static size_t rix_unit_bytes(const struct rix *x)
     return ((((size_t)INDEX_SLOTS + 1) * 8) << rix_half_bits(x)) * halves;
 }
 
+/* The count of items packed in each bucket (rix_file): on huge pages,
+ * since every item filed reads and writes it at random. */
+static size_t rix_filed_bytes(const struct rix *x)
+{
+    return (index_shape_buckets(x->shape) + HUGEMEM_PAGE - 1) & ~(HUGEMEM_PAGE - 1);
+}
+
 int rix_init(struct rix *x, struct store *s, uint32_t nbins)
 {
     memset(x, 0, sizeof(*x));
@@ -106,6 +115,11 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
     x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
     /* A buffer for one unit's buckets per filling thread (up to one per
      * core, as the walkers). */
+    x->filed = hugemem_map(rix_filed_bytes(x));
+    if (!x->filed) {
+        rix_release(x);
+        return -1;
+    }
     for (uint32_t i = 0; i < x->nbins; i++) {
         x->words[i] = aligned_alloc(64, rix_unit_bytes(x));
         if (!x->words[i]) {
@@ -129,6 +143,8 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
 
 void rix_release(struct rix *x)
 {
+    if (x->filed)
+        munmap(x->filed, rix_filed_bytes(x));
     for (uint32_t i = 0; i < x->nbins; i++) {
         free(x->words[i]);
         struct rix_bins *b = &x->bins[i];
@@ -145,9 +161,23 @@ void rix_release(struct rix *x)
     memset(x, 0, sizeof(*x));
 }
 
-void rix_map(struct rix *x, uint32_t bin)
+void rix_map(struct rix *x, uint32_t bin, rix_drop_fn drop, void *arg)
 {
+    x->bins[bin].drop = drop;
+    x->bins[bin].drop_arg = arg;
     index_load_map(&x->s->index, bin, x->nbins);
+}
+
+void rix_lost(struct rix *x, uint32_t bin, uint64_t slot)
+{
+    struct rix_bins *b = &x->bins[bin];
+    if (!b->nomem_logged)
+        log_error("-e %s: out of memory restoring the index; dropping items",
+                  x->s->opt.memory_file);
+    b->nomem_logged = true;
+    b->lost++;
+    item_set_dead(seg_item(&x->s->pool, slot));
+    b->drop(b->drop_arg, slot, false);
 }
 
 bool rix_spill(struct rix *x, struct rix_bins *b, uint32_t part, uint64_t hv, uint64_t slot)
@@ -197,6 +227,10 @@ void rix_flush(struct rix *x, uint32_t bin, uint32_t part, uint32_t at)
 void rix_finish(struct rix *x, uint32_t bin)
 {
     struct rix_bins *b = &x->bins[bin];
+    for (uint64_t k = b->n > RIX_PEND ? b->n - RIX_PEND : 0, end = b->n; k < end; k++) {
+        const struct rix_pending *e = &b->pend[k & (RIX_PEND - 1)];
+        rix_file(x, bin, e->hv, e->fh, e->seg, e->off);
+    }
     for (uint32_t part = 0; part < x->nparts && x->pack; part++) {
         uint32_t n = b->packed[part];
         if (n & (RIX_STAGE - 1))
@@ -409,21 +443,27 @@ static void rix_settled(struct rix_filler *f, enum rix_put r, uint64_t slot, uin
 /* Link slot in bucket b, the one it is filed in (rix_filed_hash), or
  * (rehash) in that bucket of the table found from its key: there while it
  * has room, else later in its other bucket by the thread that owns that
- * (rix_second), as an insert would take the emptier. */
-static inline __attribute__((always_inline)) void rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot)
+ * (rix_second), as an insert would take the emptier. The key's hash is h
+ * when `known` (a spilled record's); a packed word, which never finds its
+ * filed bucket full (rix_file), has its key hashed only in a table made
+ * anew (rehash). */
+static inline __attribute__((always_inline)) void
+rix_link(struct rix_filler *f, uint64_t *b, uint64_t slot, uint64_t h, bool known)
 {
     struct store *s = f->x->s;
     struct index *ix = &s->index;
-    uint64_t h = 0, hf, ho;
+    uint64_t hf, ho;
     if (f->rehash) {
-        h = ix->rehash(ix->rehash_arg, slot);
+        if (!known)
+            h = ix->rehash(ix->rehash_arg, slot);
+        known = true;
         rix_both_hashes(ix->shape, h, &hf, &ho);
         b = index_bucket_of(ix, hf);
     }
     uint64_t other = 0;
     enum rix_put r = rix_put(s, b, slot, false, &other);
     if (r == RIX_FULL) {
-        if (!f->rehash)
+        if (!known)
             h = ix->rehash(ix->rehash_arg, slot);
         rix_both_hashes(ix->shape, h, &hf, &ho);
         uint64_t *b2 = index_bucket_of(ix, ho);
@@ -448,6 +488,10 @@ static void rix_second(struct rix_filler *f, struct rix_filler *all, uint32_t t)
         const struct rix_list *l = &all[i].second[me];
         for (size_t k = 0; k < l->n; k++) {
             uint64_t h = l->r[k].hv, slot = l->r[k].slot, other = 0, hf, ho;
+            if (k + RIX_AHEAD < l->n) {
+                rix_both_hashes(ix->shape, l->r[k + RIX_AHEAD].hv, &hf, &ho);
+                __builtin_prefetch(index_bucket_of(ix, ho), 1);
+            }
             rix_both_hashes(ix->shape, h, &hf, &ho);
             uint64_t *b = index_bucket_of(ix, ho);
             enum rix_put r =
@@ -473,12 +517,72 @@ static void *rix_second_thread(void *arg)
     return NULL;
 }
 
+/* The first empty slot of primary bucket b, and how many it has. */
+static uint64_t *rix_empty(uint64_t *b, unsigned *n)
+{
+    uint64_t *e = NULL;
+    *n = 0;
+    for (int i = INDEX_SLOTS; i >= 1; i--)
+        if (!b[i]) {
+            e = &b[i];
+            ++*n;
+        }
+    return e;
+}
+
+/* Room for an item in the full primary bucket x of a locked pair p: an
+ * entry of x moved to its other bucket where that has an empty slot, the
+ * slot it left returned (NULL: none could move). As index_pair_free_slot's
+ * move, but the entries' hashes come from their keys all at once: their
+ * items are asked for together and then their other buckets, so that a
+ * move waits for two misses, not two for each entry tried. Nothing else
+ * runs but this on other fill threads, so the shape stays; the third
+ * bucket is taken with a trylock (we hold two in address order). */
+static uint64_t *rix_move_out(struct rix_filler *f, const struct index_pair *p, uint64_t *x)
+{
+    struct store *s = f->x->s;
+    struct index *ix = &s->index;
+    uint64_t *table = ix->cur->b, xi = (uint64_t)(x - table) >> 3;
+    uint64_t *to[INDEX_SLOTS + 1];
+    for (int k = 1; k <= INDEX_SLOTS; k++)
+        if (x[k] && !slot_is_flash(x[k]))
+            __builtin_prefetch(seg_item(&s->pool, x[k]));
+    for (int k = 1; k <= INDEX_SLOTS; k++) {
+        to[k] = NULL;
+        if (!x[k] || slot_is_flash(x[k]))
+            continue;
+        uint64_t h = ix->rehash(ix->rehash_arg, x[k]);
+        uint64_t i = index_shape_bucket(ix->shape, h);
+        uint64_t o = i == xi ? index_shape_bucket(ix->shape, index_hash2(h)) : i;
+        uint64_t *ob = table + (o << 3);
+        if (ob != p->b[0] && ob != p->b[1]) {
+            to[k] = ob;
+            __builtin_prefetch(ob, 1);
+        }
+    }
+    for (int k = 1; k <= INDEX_SLOTS; k++) {
+        if (!to[k] || !index_trylock(to[k]))
+            continue;
+        unsigned n;
+        uint64_t *e = rix_empty(to[k], &n);
+        if (e) {
+            *e = x[k];
+            x[k] = 0;
+            __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+        }
+        index_unlock(to[k]);
+        if (e)
+            return &x[k];
+    }
+    return NULL;
+}
+
 /* The filled table: link slot in either bucket of its key, the emptier,
- * moving an entry of a full pair to its other bucket before chaining
- * (index_pair_free_slot, as an insert), unless its key is there already.
- * Entries move now, so every slot of both chains is looked at. A move's
- * third bucket may be any thread's: the fill threads run this at once
- * under the buckets' locks, as inserts. */
+ * moving an entry of a full pair to its other bucket (rix_move_out) before
+ * chaining (index_pair_free_slot, as an insert), unless its key is there
+ * already. Entries move now, so every slot of both chains is looked at. A
+ * move's third bucket may be any thread's: the fill threads run this at
+ * once under the buckets' locks, as inserts. */
 static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
 {
     struct store *s = f->x->s;
@@ -495,8 +599,18 @@ static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
                     index_unlock_pair(&p);
                     return;
                 }
-    uint64_t *e = index_pair_free_slot(ix, &p); /* counts it in ix->items */
+    uint64_t *e = NULL;
+    if (p.b[1]) {
+        unsigned na, nb;
+        uint64_t *ea = rix_empty(p.b[0], &na), *eb = rix_empty(p.b[1], &nb);
+        e = na >= nb ? ea : eb;
+        for (int c = 0; c < 2 && !e; c++)
+            e = rix_move_out(f, &p, p.b[c]);
+    }
     if (e) {
+        *e = slot;
+        f->linked++;
+    } else if ((e = index_pair_free_slot(ix, &p))) { /* chained; counts it in ix->items */
         *e = slot;
         f->placed++;
     } else {
@@ -505,11 +619,19 @@ static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
     index_unlock_pair(&p);
 }
 
+/* The items whose two buckets are full, their buckets asked for a few
+ * items ahead. */
 static void *rix_place_thread(void *arg)
 {
     struct rix_filler *f = arg;
-    for (size_t k = 0; k < f->both.n; k++)
+    struct index *ix = &f->x->s->index;
+    for (size_t k = 0; k < f->both.n; k++) {
+        if (k + RIX_AHEAD < f->both.n) {
+            const uint64_t *second;
+            index_prefetch(ix, f->both.r[k + RIX_AHEAD].hv, &second);
+        }
         rix_place(f, f->both.r[k].hv, f->both.r[k].slot);
+    }
     return NULL;
 }
 
@@ -551,7 +673,11 @@ static void rix_fill_unit(struct rix_filler *f, uint32_t u)
     uint64_t off_mask = ((uint64_t)1 << x->off_bits) - 1, seg_mask = ((uint64_t)1 << x->seg_bits) - 1;
     unsigned in_at = x->off_bits + x->seg_bits + 11; /* where a word's bucket starts */
     uint32_t parts[2] = {u, u + x->nparts / 2};
-    for (int k = 0; k < (split && x->nparts > 1 ? 2 : 1); k++) {
+    int nparts = split && x->nparts > 1 ? 2 : 1;
+    /* The packed words of both parts first: they are at most INDEX_SLOTS
+     * a bucket (rix_file), so they fit, and the spilled records, which
+     * carry their hash, are the ones a full bucket sends on. */
+    for (int k = 0; k < nparts; k++) {
         uint32_t part = parts[k];
         uint64_t first = (uint64_t)part << x->part_shift; /* its first virtual bucket */
         const uint64_t *base = x->table + (first << 3);
@@ -573,18 +699,20 @@ static void rix_fill_unit(struct rix_filler *f, uint32_t u)
                 uint32_t tag = (uint32_t)(w & 2047);
                 uint64_t v = first | ((w >> 11) & in_mask);
                 rix_link(f, local ? local + (rix_local(x, l, hbits, v) << 3) : NULL,
-                         slot_make(tag, seg, off));
+                         slot_make(tag, seg, off), 0, false);
             }
         }
-        uint64_t v_mask = ((uint64_t)1 << x->power) - 1;
-        for (uint32_t q = 0; q < x->nbins; q++)
-            for (struct rix_block *b = x->bins[q].head[part]; b; b = b->next)
-                for (uint32_t i = 0; i < b->n; i++)
-                    rix_link(f,
-                             local ? local + (rix_local(x, l, hbits, b->rec[i].hv & v_mask) << 3)
-                                   : NULL,
-                             b->rec[i].slot);
     }
+    uint64_t v_mask = ((uint64_t)1 << x->power) - 1;
+    for (int k = 0; k < nparts; k++)
+        for (uint32_t q = 0; q < x->nbins; q++)
+            for (struct rix_block *b = x->bins[q].head[parts[k]]; b; b = b->next)
+                for (uint32_t i = 0; i < b->n; i++) {
+                    uint64_t h = b->rec[i].hv;
+                    uint64_t v = rix_filed_hash(x->shape, x->share, h) & v_mask;
+                    rix_link(f, local ? local + (rix_local(x, l, hbits, v) << 3) : NULL,
+                             b->rec[i].slot, h, true);
+                }
     if (!local)
         return;
     /* the halves: buckets u 2^hbits.. and, split, 2^L + u 2^hbits.., whose
@@ -626,7 +754,7 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
     struct store *s = x->s;
     uint64_t total = 0;
     for (uint32_t i = 0; i < x->nbins; i++)
-        total += x->bins[i].n;
+        total += x->bins[i].n - x->bins[i].lost;
     /* The header's item count sized the table. After a crash it may be a
      * second of writes short: the table grows later, as it would have. If
      * it is far short (a damaged count), link into a table of the right

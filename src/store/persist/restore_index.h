@@ -23,18 +23,24 @@
  * buffer over the part. A walking thread gathers each part's words a
  * cache line at a time and writes the line whole, past the caches (it
  * would only be read back from memory anyway): its writes to a thousand
- * places at once then cost no read of each line first. A part that runs
- * out of room, or a file whose numbers do not pack in 64 bits, spills to
- * blocks of (hash, slot) pairs beside it. So a restore touches no memory beyond the
- * table it must build anyway.
+ * places at once then cost no read of each line first. A word keeps too
+ * few bits of the hash to find the item's other bucket, so the items past
+ * the INDEX_SLOTS of their bucket (counted per bucket as they are filed),
+ * those of a part that runs out of room, and all of a file whose numbers
+ * do not pack in 64 bits, are spilled to blocks of (hash, slot) records
+ * beside it. Beyond the table it must build anyway, a restore takes a
+ * byte a bucket for the counts and 16 bytes a record: at six items a
+ * bucket on average, about one item in ten is one (0.82 M of 8.6 M).
  *
- * A unit's fill links an item in its filed bucket only while that has
- * room: the others wait until every unit is built, then go to their other
- * bucket where it has room (each by the thread that owns that bucket),
- * and the few left are put in either of their buckets as an insert would
- * (the emptier, moving an entry of a full pair before chaining), under
- * the buckets' locks. So a restart leaves less overflow than the run
- * before it had.
+ * A unit's fill links the packed words, which fit, then the records in
+ * their filed bucket while that has room: the others wait until every
+ * unit is built, then go to their other bucket where it has room (each by
+ * the thread that owns that bucket), found from the hash they carry, and
+ * the few left are put in either of their buckets as an insert would (the
+ * emptier, moving an entry of a full pair before chaining), under the
+ * buckets' locks. So a restart leaves less overflow than the run before
+ * it had, and only a move reads an item again (to hash the key of the
+ * entry it moves).
  */
 #ifndef NODELAY_RESTORE_INDEX_H
 #define NODELAY_RESTORE_INDEX_H
@@ -48,7 +54,7 @@
 
 
 struct rix_rec {
-    uint64_t hv;   /* the key's hash (spilled: the hash it is filed by, rix_filed_hash) */
+    uint64_t hv;   /* the key's hash */
     uint64_t slot; /* the index slot that will point at the item */
 };
 
@@ -72,6 +78,21 @@ struct rix_arena;
 #define RIX_STAGE 32u
 #endif
 
+/* An item rix_add has yet to file. */
+struct rix_pending {
+    uint64_t hv, fh;
+    uint32_t seg, off;
+};
+/* Items rix_add keeps while their bucket's count comes in: 16 items of
+ * 100 bytes are a few hundred ns of the walk, the time of a miss. */
+#define RIX_PEND 16u
+
+/* An item filed but not linked (and marked dead): another copy of its key
+ * was linked (dup), or no memory could be had for it. For the fill, called
+ * on the calling thread after the fill, for each such slot; for the walk,
+ * on the walking thread that found it. Fixes its segment's counts. */
+typedef void (*rix_drop_fn)(void *arg, uint64_t slot, bool dup);
+
 /* One walking thread's filing: packed words per part, and its spill. On
  * cache lines of its own (SPLIT_LINE): every item filed writes it. */
 struct rix_bins {
@@ -79,7 +100,12 @@ struct rix_bins {
     uint64_t (*stage)[RIX_STAGE];    /* per part: the lines being gathered */
     struct rix_block **head, **tail; /* per part: spilled records */
     struct rix_arena *arena;         /* where spill blocks come from */
-    uint64_t n;                      /* items filed */
+    bool nomem_logged;
+    uint64_t n;                      /* items filed (rix_add) */
+    uint64_t lost;                   /* of them, dropped for want of memory */
+    rix_drop_fn drop;                /* an item the walk could not file (rix_map) */
+    void *drop_arg;
+    struct rix_pending pend[RIX_PEND]; /* the last items, from n - RIX_PEND on */
 };
 
 struct rix {
@@ -94,6 +120,7 @@ struct rix {
     uint32_t nbins;
     uint32_t cap;        /* packed words per part and walking thread */
     bool pack;           /* the numbers fit in a word */
+    uint8_t *filed;      /* per bucket of the table: items packed in it (rix_file) */
     unsigned seg_bits, off_bits; /* a packed word: bucket in part | tag | seg | off */
     struct rix_bins bins[SPLIT_THREADS];
     uint64_t *words[SPLIT_THREADS]; /* a filling thread's buckets of a part */
@@ -103,14 +130,18 @@ struct rix {
 int rix_init(struct rix *x, struct store *s, uint32_t nbins);
 void rix_release(struct rix *x);
 
-/* Map walking thread bin's share of the table's pages (index_load_map);
- * on that thread, before it files anything. */
-void rix_map(struct rix *x, uint32_t bin);
+/* Map walking thread bin's share of the table's pages (index_load_map),
+ * and name what takes an item it cannot file; on that thread, before it
+ * files anything. */
+void rix_map(struct rix *x, uint32_t bin, rix_drop_fn drop, void *arg);
 bool rix_spill(struct rix *x, struct rix_bins *b, uint32_t part, uint64_t hv, uint64_t slot);
+/* No memory to file slot: it is marked dead and dropped (rix_map). */
+void rix_lost(struct rix *x, uint32_t bin, uint64_t slot);
 /* Write walking thread bin's staged lines of part's words, the first at
  * word `at` of its share. */
 void rix_flush(struct rix *x, uint32_t bin, uint32_t part, uint32_t at);
-/* A walking thread is done: write what it still stages. On that thread. */
+/* A walking thread is done: file what it still keeps and write what it
+ * still stages. On that thread. */
 void rix_finish(struct rix *x, uint32_t bin);
 
 /* Which of its two buckets an item of hash hv is filed in, by the hash
@@ -159,35 +190,60 @@ static inline void rix_both_hashes(uint64_t shape, uint64_t hv, uint64_t *filed,
     *other = *filed == hv ? index_hash2(hv) : hv;
 }
 
-/* File an item (segment seg, offset off in slot units) for walking
- * thread `bin`; false when out of memory. */
-static inline bool rix_add(struct rix *x, uint32_t bin, uint64_t hv, uint32_t seg, uint32_t off)
+/* File an item of key hash hv, filed by hash fh (rix_filed_hash), at
+ * segment seg, offset off in slot units, for walking thread `bin`. A
+ * packed word keeps too few bits of the hash to find the item's other
+ * bucket, so an item past the INDEX_SLOTS its bucket holds is spilled
+ * with its hash, and the fill sends it to its other bucket without
+ * reading the item again to hash its key. The walking threads count the
+ * items packed in each bucket together (`filed`, one compare-and-swap an
+ * item), so that a bucket's packed words always fit in it and only the
+ * items past its slots are records: at six items a bucket on average,
+ * about one in ten. */
+static inline void rix_file(struct rix *x, uint32_t bin, uint64_t hv, uint64_t fh, uint32_t seg,
+                            uint32_t off)
 {
     struct rix_bins *b = &x->bins[bin];
     uint32_t tag = index_tag(hv);
-    hv = rix_filed_hash(x->shape, x->share, hv);
-    uint32_t part = (uint32_t)(hv >> x->part_shift) & (x->nparts - 1);
-    b->n++;
+    uint32_t part = (uint32_t)(fh >> x->part_shift) & (x->nparts - 1);
     if (x->pack && b->packed[part] < x->cap) {
-        uint64_t in_part = hv & (((uint64_t)1 << x->part_shift) - 1);
-        uint32_t n = b->packed[part]++;
-        b->stage[part][n & (RIX_STAGE - 1)] =
-            (((in_part << 11) | tag) << x->seg_bits | seg) << x->off_bits | off;
-        if ((n & (RIX_STAGE - 1)) == RIX_STAGE - 1)
-            rix_flush(x, bin, part, n & ~(RIX_STAGE - 1));
-        return true;
+        uint8_t *c = &x->filed[index_shape_bucket(x->shape, fh)];
+        uint8_t k = __atomic_load_n(c, __ATOMIC_RELAXED);
+        while (k < INDEX_SLOTS &&
+               !__atomic_compare_exchange_n(c, &k, (uint8_t)(k + 1), true, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+            ;
+        if (k < INDEX_SLOTS) {
+            uint64_t in_part = fh & (((uint64_t)1 << x->part_shift) - 1);
+            uint32_t n = b->packed[part]++;
+            b->stage[part][n & (RIX_STAGE - 1)] =
+                (((in_part << 11) | tag) << x->seg_bits | seg) << x->off_bits | off;
+            if ((n & (RIX_STAGE - 1)) == RIX_STAGE - 1)
+                rix_flush(x, bin, part, n & ~(RIX_STAGE - 1));
+            return;
+        }
     }
-    if (rix_spill(x, b, part, hv, slot_make(tag, seg, off)))
-        return true;
-    b->n--;
-    return false;
+    if (!rix_spill(x, b, part, hv, slot_make(tag, seg, off)))
+        rix_lost(x, bin, slot_make(tag, seg, off));
 }
 
-/* An item filed but not linked (and marked dead): another copy of its key
- * was linked (dup), or no overflow bucket could be had. Called on the
- * calling thread after the fill, for each such slot, to fix its segment's
- * counts. */
-typedef void (*rix_drop_fn)(void *arg, uint64_t slot, bool dup);
+/* File an item (rix_file) for walking thread `bin`. Its bucket's count is
+ * a read and write at random in memory larger than the caches, so it is
+ * asked for here and the item filed RIX_PEND items later, when the line
+ * has come. An item that cannot be filed (out of memory) is dead and
+ * handed to the thread's drop function (rix_map). */
+static inline void rix_add(struct rix *x, uint32_t bin, uint64_t hv, uint32_t seg, uint32_t off)
+{
+    struct rix_bins *b = &x->bins[bin];
+    uint64_t fh = rix_filed_hash(x->shape, x->share, hv);
+    if (x->pack)
+        __builtin_prefetch(&x->filed[index_shape_bucket(x->shape, fh)], 1);
+    struct rix_pending *e = &b->pend[b->n & (RIX_PEND - 1)];
+    if (b->n >= RIX_PEND)
+        rix_file(x, bin, e->hv, e->fh, e->seg, e->off);
+    *e = (struct rix_pending){hv, fh, seg, off};
+    b->n++;
+}
 
 /* Link every filed item, on up to `nthreads` threads (at most nbins);
  * returns how many were linked. */
