@@ -143,10 +143,17 @@ def test_max_sleep_bounds_the_idle_flush_pause(start_server, tmp_path):
     `extstore max_sleep` changes it at run time)."""
     srv = start_server(*flash_args(tmp_path), "-o", "ext_item_age=0")
     c = srv.connect()
-    assert idle_flush_gap(c, "paced") > 0.5  # a second between passes
+    # Three gaps each: one is short when the second item lands in a bucket
+    # that the pass which took the first has yet to reach (a pass walks the
+    # buckets in order, slower on a loaded machine), or long when a pass
+    # waits for a write buffer; the pace shows in the longest and in the
+    # shortest.
+    paced = [idle_flush_gap(c, "paced%d" % i) for i in range(3)]
+    assert max(paced) > 0.5, paced  # a second between passes
     assert c.call("extstore max_sleep 20000") == b"OK\r\n"
     idle_flush_gap(c, "settle")  # the wait begun before the change ends
-    assert idle_flush_gap(c, "fast") < 0.5
+    fast = [idle_flush_gap(c, "fast%d" % i) for i in range(3)]
+    assert min(fast) < 0.5, fast
     c.close()
     fast = start_server(*FLASH, "-o", f"ext_path={tmp_path}/g:64m,ext_item_age=0,"
                         "ext_max_sleep=20000")
