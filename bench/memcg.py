@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""A memory cgroup that bounds one process's RSS and the page cache it
+brings in, so two servers can be given the same RAM (bench/flash.py).
+
+cgroup v1 (the memory controller at /sys/fs/cgroup/memory:
+memory.limit_in_bytes counts page cache) or v2 (memory.max, at
+/sys/fs/cgroup/unified or /sys/fs/cgroup where the memory controller is
+there). MemCgroup.make returns None with the reason where neither can be
+written (not root, no controller): the caller then runs unbounded and
+says so. The child joins the group before it execs (Popen preexec_fn =
+group.enter), so every page it touches is counted."""
+import os
+import time
+
+V1 = "/sys/fs/cgroup/memory"
+V2_ROOTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _v2_root():
+    for root in V2_ROOTS:
+        try:
+            if "memory" in _read(os.path.join(root, "cgroup.controllers")).split():
+                return root
+        except OSError:
+            continue
+    return None
+
+
+class MemCgroup:
+    def __init__(self, path, version):
+        self.path = path
+        self.version = version
+
+    @classmethod
+    def make(cls, name, limit_bytes):
+        """(group, None), or (None, why) where no memory cgroup can be made."""
+        why = []
+        if os.path.isfile(os.path.join(V1, "memory.limit_in_bytes")):
+            path = os.path.join(V1, name)
+            try:
+                os.mkdir(path)
+                g = cls(path, 1)
+                try:
+                    _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
+                except OSError:
+                    g.remove()
+                    raise
+                return g, None
+            except OSError as e:
+                why.append(f"v1 {V1}: {e.strerror}")
+        root = _v2_root()
+        if root:
+            path = os.path.join(root, name)
+            try:
+                ctl = os.path.join(root, "cgroup.subtree_control")
+                if "memory" not in _read(ctl).split():
+                    _write(ctl, "+memory")
+                os.mkdir(path)
+                g = cls(path, 2)
+                try:
+                    _write(os.path.join(path, "memory.max"), str(limit_bytes))
+                    _write(os.path.join(path, "memory.swap.max"), "0")
+                except FileNotFoundError:
+                    pass  # no swap accounting: nothing to bound there
+                except OSError:
+                    g.remove()
+                    raise
+                return g, None
+            except OSError as e:
+                why.append(f"v2 {root}: {e.strerror}")
+        return None, "; ".join(why) or "no memory cgroup controller"
+
+    def describe(self):
+        return (f"cgroup v1 {self.path}/memory.limit_in_bytes" if self.version == 1
+                else f"cgroup v2 {self.path}/memory.max")
+
+    def enter(self):
+        """In the child, before exec: move this process into the group."""
+        _write(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
+
+    def _stat(self):
+        out = {}
+        try:
+            for line in _read(os.path.join(self.path, "memory.stat")).splitlines():
+                k, _, v = line.partition(" ")
+                out[k] = int(v)
+        except (OSError, ValueError):
+            pass
+        return out
+
+    def _num(self, name):
+        try:
+            return int(_read(os.path.join(self.path, name)).strip())
+        except (OSError, ValueError):
+            return None
+
+    def usage(self):
+        """Bytes charged now, of them page cache, and the peak (None where
+        the kernel keeps no peak: v2 before 5.19)."""
+        st = self._stat()
+        if self.version == 1:
+            return {"usage": self._num("memory.usage_in_bytes"), "cache": st.get("cache"),
+                    "rss": st.get("rss"), "peak": self._num("memory.max_usage_in_bytes"),
+                    "limit_hits": self._num("memory.failcnt")}
+        return {"usage": self._num("memory.current"), "cache": st.get("file"),
+                "rss": st.get("anon"), "peak": self._num("memory.peak"),
+                "limit_hits": self._events().get("max")}
+
+    def _events(self):
+        out = {}
+        try:
+            for line in _read(os.path.join(self.path, "memory.events")).splitlines():
+                k, _, v = line.partition(" ")
+                out[k] = int(v)
+        except (OSError, ValueError):
+            pass
+        return out
+
+    def oom_kills(self):
+        if self.version == 1:
+            for line in _read(os.path.join(self.path, "memory.oom_control")).splitlines():
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+            return None
+        return self._events().get("oom_kill")
+
+    def remove(self, timeout=10.0):
+        """rmdir once the group's processes are gone (bounded); its page
+        cache goes to the parent. True when removed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                os.rmdir(self.path)
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.1)
