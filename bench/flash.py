@@ -37,8 +37,8 @@ buffers): --allowance MB, by default 64 MB + -m ÷ 2, room for nodelay's
 own RSS, whose index is sized by the flash file (12 × -m). memcached
 reads its file without O_DIRECT: unbounded, its "flash" reads would be
 copies from the page cache the machine lends it beyond -m, nodelay's
-reads of the device. Where no memory cgroup can be made the run is
-unbounded and the output says so.
+reads of the device. Where no memory cgroup can be made (or with
+--unbounded) the run is unbounded and the output says so.
 
 A figure the server does not give (nodelay's flash tier is not wired in yet:
 no extstore_* counters) is reported as "not yet", never estimated. Talks to
@@ -47,6 +47,7 @@ no extstore_* counters) is reported as "not yet", never estimated. Talks to
   bench/flash.py [--memory MB] [--duration S] [--short] [--out DIR]
                  [--nodelay PATH] [--memcached PATH] [--dir FLASHDIR]
                  [--nodelay-args ARGS] [--no-memcached] [--allowance MB]
+                 [--unbounded]
 
 --nodelay-args adds flags to nodelay's (e.g. "-o io_uring=off" for its
 epoll backend); --no-memcached runs nodelay alone (before/after figures).
@@ -217,8 +218,11 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
     row = {"server": label, "binary": binary, "args": extra, "values": name, "vmin": vmin, "vmax": vmax,
            "keys": keys, "memory_mb": args.memory, "flash_mb": flash_mb,
            "ram_limit_mb": args.memory + args.allowance}
-    group, why = MemCgroup.make(f"nodelay-flash-{os.getpid()}-{label}-{name}",
-                                row["ram_limit_mb"] << 20)
+    if args.unbounded:
+        group, why = None, "--unbounded"
+    else:
+        group, why = MemCgroup.make(f"nodelay-flash-{os.getpid()}-{label}-{name}",
+                                    row["ram_limit_mb"] << 20)
     row["ram_bound"] = group.describe() if group else None
     if not group:
         row["ram_limit_mb"] = None
@@ -429,6 +433,8 @@ def main():
     ap.add_argument("--allowance", type=int, default=None,
                     help="MB each server may hold beyond -m, page cache included "
                          "(default 64 + -m / 2)")
+    ap.add_argument("--unbounded", action="store_true",
+                    help="no memory cgroup: the page cache as the machine lends it")
     args = ap.parse_args()
     if args.short:
         args.memory, args.duration = 32, 2
