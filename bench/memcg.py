@@ -88,10 +88,12 @@ class MemCgroup:
         """In the child, before exec: move this process into the group."""
         _write(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
 
-    def _stat(self):
+    def _keyed(self, name):
+        """A "key value" per line file of the group (memory.stat,
+        memory.events) as a dict; empty where it cannot be read."""
         out = {}
         try:
-            for line in _read(os.path.join(self.path, "memory.stat")).splitlines():
+            for line in _read(os.path.join(self.path, name)).splitlines():
                 k, _, v = line.partition(" ")
                 out[k] = int(v)
         except (OSError, ValueError):
@@ -107,32 +109,18 @@ class MemCgroup:
     def usage(self):
         """Bytes charged now, of them page cache, and the peak (None where
         the kernel keeps no peak: v2 before 5.19)."""
-        st = self._stat()
+        st = self._keyed("memory.stat")
         if self.version == 1:
             return {"usage": self._num("memory.usage_in_bytes"), "cache": st.get("cache"),
                     "rss": st.get("rss"), "peak": self._num("memory.max_usage_in_bytes"),
                     "limit_hits": self._num("memory.failcnt")}
         return {"usage": self._num("memory.current"), "cache": st.get("file"),
                 "rss": st.get("anon"), "peak": self._num("memory.peak"),
-                "limit_hits": self._events().get("max")}
-
-    def _events(self):
-        out = {}
-        try:
-            for line in _read(os.path.join(self.path, "memory.events")).splitlines():
-                k, _, v = line.partition(" ")
-                out[k] = int(v)
-        except (OSError, ValueError):
-            pass
-        return out
+                "limit_hits": self._keyed("memory.events").get("max")}
 
     def oom_kills(self):
-        if self.version == 1:
-            for line in _read(os.path.join(self.path, "memory.oom_control")).splitlines():
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
-            return None
-        return self._events().get("oom_kill")
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        return self._keyed(name).get("oom_kill")
 
     def remove(self, timeout=10.0):
         """rmdir once the group's processes are gone (bounded); its page
