@@ -42,40 +42,32 @@ class MemCgroup:
         self.version = version
 
     @classmethod
+    def _at(cls, path, version, limit_file, limit_bytes):
+        os.mkdir(path)
+        g = cls(path, version)
+        try:
+            _write(os.path.join(path, limit_file), str(limit_bytes))
+        except OSError:
+            g.remove()
+            raise
+        return g
+
+    @classmethod
     def make(cls, name, limit_bytes):
         """(group, None), or (None, why) where no memory cgroup can be made."""
         why = []
         if os.path.isfile(os.path.join(V1, "memory.limit_in_bytes")):
-            path = os.path.join(V1, name)
             try:
-                os.mkdir(path)
-                g = cls(path, 1)
-                try:
-                    _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
-                except OSError:
-                    g.remove()
-                    raise
-                return g, None
+                return cls._at(os.path.join(V1, name), 1, "memory.limit_in_bytes", limit_bytes), None
             except OSError as e:
                 why.append(f"v1 {V1}: {e.strerror}")
         root = _v2_root()
         if root:
-            path = os.path.join(root, name)
             try:
                 ctl = os.path.join(root, "cgroup.subtree_control")
                 if "memory" not in _read(ctl).split():
                     _write(ctl, "+memory")
-                os.mkdir(path)
-                g = cls(path, 2)
-                try:
-                    _write(os.path.join(path, "memory.max"), str(limit_bytes))
-                    _write(os.path.join(path, "memory.swap.max"), "0")
-                except FileNotFoundError:
-                    pass  # no swap accounting: nothing to bound there
-                except OSError:
-                    g.remove()
-                    raise
-                return g, None
+                return cls._at(os.path.join(root, name), 2, "memory.max", limit_bytes), None
             except OSError as e:
                 why.append(f"v2 {root}: {e.strerror}")
         return None, "; ".join(why) or "no memory cgroup controller"
