@@ -15,6 +15,12 @@ reports:
                      clients stored (fill + load sets × mean value size),
                      and the same from the kernel's count of the process's
                      writes to storage (/proc/PID/io write_bytes)
+  device reads/req   the block requests the server's threads issued to read
+                     the device over the load ÷ requests (perf stat -e
+                     block:block_rq_issue, reads only, on the server's pid),
+                     and the bytes it read from storage (/proc/PID/io
+                     read_bytes) ÷ requests: whether each server reads the
+                     disk or its file's page cache
   RAM/flash item     (RSS − -m) ÷ extstore_objects_used, and of it the
                      hash table's share (hash_bytes ÷ the same): nodelay's
                      is presized for the flash file full of its smallest
@@ -23,13 +29,25 @@ reports:
                      table and the write buffers over few items; RAM per
                      flash item at 10 M+ items is `make bench-flash-ram`'s
 
+Both servers get the same RAM: each runs in a memory cgroup of its own
+whose limit (cgroup v1 memory.limit_in_bytes, v2 memory.max) counts its
+RSS and the page cache of its files, set to -m plus an allowance for what
+a server keeps outside -m (hash table or index, connections, write
+buffers): --allowance MB, by default 64 MB + -m ÷ 2, room for nodelay's
+own RSS, whose index is sized by the flash file (12 × -m). memcached
+reads its file without O_DIRECT: unbounded, its "flash" reads would be
+copies from the page cache the machine lends it beyond -m, nodelay's
+reads of the device. Where no memory cgroup can be made (or with
+--unbounded) the run is unbounded and the output says so.
+
 A figure the server does not give (nodelay's flash tier is not wired in yet:
 no extstore_* counters) is reported as "not yet", never estimated. Talks to
 127.0.0.1 only; every wait is bounded; the servers are stopped at the end.
 
   bench/flash.py [--memory MB] [--duration S] [--short] [--out DIR]
                  [--nodelay PATH] [--memcached PATH] [--dir FLASHDIR]
-                 [--nodelay-args ARGS] [--no-memcached]
+                 [--nodelay-args ARGS] [--no-memcached] [--allowance MB]
+                 [--unbounded]
 
 --nodelay-args adds flags to nodelay's (e.g. "-o io_uring=off" for its
 epoll backend); --no-memcached runs nodelay alone (before/after figures).
@@ -47,6 +65,7 @@ import sys
 import time
 
 from benchproc import free_port, wait_for_port
+from memcg import MemCgroup
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PROFILES = [("1-16KiB", 1024, 16384), ("100B-1KiB", 100, 1024)]
@@ -77,15 +96,60 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def proc_write_bytes(pid):
+def proc_io(pid, key):
+    """A /proc/PID/io row (write_bytes, read_bytes): bytes the process had
+    the storage layer move, page cache hits not counted."""
     try:
         with open(f"/proc/{pid}/io") as f:
             for line in f:
-                if line.startswith("write_bytes:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
     return None
+
+
+def proc_write_bytes(pid):
+    return proc_io(pid, "write_bytes")
+
+
+class BlockReads:
+    """perf stat's count of the block read requests the server's threads
+    issue (block:block_rq_issue filtered to reads) from start to stop;
+    None where perf or the tracepoint is missing."""
+
+    def __init__(self, pid, out_path):
+        self.out_path = out_path
+        self.p = None
+        try:
+            self.p = subprocess.Popen(
+                ["perf", "stat", "-x", ",", "-o", out_path, "-e", "block:block_rq_issue",
+                 "--filter", 'rwbs ~ "*R*"', "-p", str(pid)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)  # attached before the load starts
+        except OSError:
+            self.p = None
+
+    def stop(self):
+        if self.p is None:
+            return None
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait(timeout=5)
+            return None
+        try:
+            with open(self.out_path) as f:
+                for line in f:
+                    parts = line.strip().split(",")
+                    if len(parts) > 2 and "block_rq_issue" in parts[2]:
+                        return int(parts[0]) if parts[0].isdigit() else None
+        except OSError:
+            pass
+        return None
 
 
 def proc_rss(pid):
@@ -96,12 +160,13 @@ def proc_rss(pid):
     return None
 
 
-def start(binary, port, memory, flash_file, flash_mb, log, extra=()):
+def start(binary, port, memory, flash_file, flash_mb, log, extra=(), group=None):
     argv = [binary, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-t", "1", "-m", str(memory),
             "-o", f"ext_path={flash_file}:{flash_mb}m", *extra]
     if os.geteuid() == 0:
         argv[1:1] = ["-u", "root"]
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         preexec_fn=group.enter if group else None)
     try:
         wait_for_port(port, p, timeout=15)
     except SystemExit as e:
@@ -150,9 +215,25 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
     port = free_port()
     log = open(os.path.join(workdir, f"{label}.{name}.log"), "w")
     extra = args.nodelay_args.split() if label == "B" else []
-    p = start(binary, port, args.memory, flash_file, flash_mb, log, extra)
     row = {"server": label, "binary": binary, "args": extra, "values": name, "vmin": vmin, "vmax": vmax,
-           "keys": keys, "memory_mb": args.memory, "flash_mb": flash_mb}
+           "keys": keys, "memory_mb": args.memory, "flash_mb": flash_mb,
+           "ram_limit_mb": args.memory + args.allowance}
+    if args.unbounded:
+        group, why = None, "--unbounded"
+    else:
+        group, why = MemCgroup.make(f"nodelay-flash-{os.getpid()}-{label}-{name}",
+                                    row["ram_limit_mb"] << 20)
+    row["ram_bound"] = group.describe() if group else None
+    if not group:
+        row["ram_limit_mb"] = None
+        row["ram_note"] = f"page cache not bounded ({why}): memcached's buffered reads may come from RAM"
+    try:
+        p = start(binary, port, args.memory, flash_file, flash_mb, log, extra, group)
+    except BaseException:
+        log.close()
+        if group:
+            group.remove()
+        raise
     try:
         vrange = f"{vmin}-{vmax}"
         t0 = time.monotonic()
@@ -162,18 +243,39 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
         time.sleep(1)  # memcached's write buffers go to flash in the background
         s0, cpu0, wb0 = stats(port), proc_cpu_s(p.pid), proc_write_bytes(p.pid)
         n0 = stats(port, "nodelay") if label == "B" else {}
+        rb0 = proc_io(p.pid, "read_bytes")
+        perf = BlockReads(p.pid, os.path.join(workdir, f"{label}.{name}.perf"))
+        cpu0 = proc_cpu_s(p.pid)
         res = loadgen(args, port, ["-k", str(keys), "-v", vrange, "--zipf", "0.99",
                                    "-g", "0.9", "-c", str(args.conns), "-D", str(args.duration),
                                    "--seed", "7"],
                       timeout=args.duration + 60, json_path=os.path.join(workdir, f"{label}.{name}.json"))
         cpu1, wb1 = proc_cpu_s(p.pid), proc_write_bytes(p.pid)
+        rb1 = proc_io(p.pid, "read_bytes")
+        row["loadavg"] = os.getloadavg()
+        row["block_reads"] = perf.stop()
+        row["read_bytes"] = rb1 - rb0 if rb0 is not None and rb1 is not None else None
+        if group:
+            row["cgroup"] = group.usage()
         time.sleep(1)
         s1 = stats(port)
         n1 = stats(port, "nodelay") if label == "B" else {}
         rss = proc_rss(p.pid)
+    except (OSError, subprocess.SubprocessError) as e:
+        # cgroup v1 cannot throttle a group's dirty pages: buffered writes
+        # can fill it with pages under writeback, which reclaim cannot
+        # free, and the kernel's OOM killer ends the server
+        if group and group.oom_kills():
+            raise RuntimeError(f"the memory cgroup's OOM killer ended the server at "
+                               f"{row['ram_limit_mb']} MB ({group.describe()})") from e
+        raise
     finally:
         stop(p)
         log.close()
+        if group:
+            row["oom_kills"] = group.oom_kills()
+            if not group.remove():
+                print(f"flash.py: could not remove {group.path}", file=sys.stderr)
         if os.path.exists(flash_file):
             os.unlink(flash_file)
     reqs = res.get("requests") or 0
@@ -188,6 +290,8 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
         "value_bytes_stored": stored, "rss": rss,
         "limit_maxbytes": num(s1, "limit_maxbytes"),
         "evictions": num(s1, "evictions"),
+        "block_reads_per_req": row["block_reads"] / reqs if reqs and row["block_reads"] is not None else None,
+        "read_bytes_per_req": row["read_bytes"] / reqs if reqs and row["read_bytes"] is not None else None,
     })
     # The server's own flash counters, where it has them.
     if "extstore_bytes_written" in s1:
@@ -240,6 +344,31 @@ def version(binary):
         return os.path.basename(binary)
 
 
+def mem_cell(r):
+    cg = r.get("cgroup") or {}
+    if cg.get("peak") is None:
+        return "-"
+    cache = "" if cg.get("cache") is None else f" ({cg['cache'] / 2**20:.0f})"
+    return f"{cg['peak'] / 2**20:.0f}{cache}"
+
+
+def ram_line(rows):
+    """How the run bounded each server's RAM, or that it did not."""
+    notes = sorted({r["ram_note"] for r in rows if r.get("ram_note")})
+    if notes:
+        return "RAM: " + "; ".join(notes) + "."
+    r = rows[0]
+    return (f"RAM: each server in a memory cgroup of its own limited to {r['ram_limit_mb']} MB "
+            f"(-m {r['memory_mb']} + {r['ram_limit_mb'] - r['memory_mb']} MB for what a server keeps "
+            f"outside -m: hash table or index, connections, write buffers), RSS and page cache "
+            f"together ({r['ram_bound']}), so neither serves its flash from RAM the other lacks: "
+            f"memcached reads its file through the page cache, nodelay with O_DIRECT. Device reads "
+            f"/ req: block read requests the server's threads issued over the load (perf stat -e "
+            f"block:block_rq_issue, reads) ÷ requests; KiB read / req: /proc/PID/io read_bytes over "
+            f"the load ÷ requests; peak: the group's peak charge (RSS + page cache), and in brackets "
+            f"its page cache as the load ended.")
+
+
 def table(rows, fs, names):
     who = ", ".join(f"{k} = {v}" for k, v in names.items())
     out = [f"Flash tier (bench/flash.py): {who}; -m {rows[0]['memory_mb']}, a "
@@ -251,13 +380,18 @@ def table(rows, fs, names):
            f"in brackets the hash table's share (hash_bytes ÷ flash items): nodelay's is "
            f"presized for the flash file full of ext_item_size items, as it cannot grow "
            f"(docs/store-flash.md), so with few large items it is mostly empty room.", "",
+           ram_line(rows), "",
            "| values | server | keys | hit ratio | CPU µs/req | p99 µs | p99.9 µs | "
+           "device reads / req | KiB read / req | peak MB (of it page cache at end) | "
            "flash bytes written / byte stored | host writes / byte stored | RAM B / flash item |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['values']} | {r['server']} | {r['keys']:,} | "
                    f"{fmt(None if r['hit_ratio'] is None else r['hit_ratio'] * 100)} % | "
                    f"{fmt(r['cpu_us'])} | {fmt(r['p99_us'], 0)} | {fmt(r['p999_us'], 0)} | "
+                   f"{fmt(r.get('block_reads_per_req'))} | "
+                   f"{fmt(None if r.get('read_bytes_per_req') is None else r['read_bytes_per_req'] / 1024)} | "
+                   f"{mem_cell(r)} | "
                    f"{fmt(r['write_amp'])} | {fmt(r['host_write_amp'])} | "
                    f"{fmt(r['ram_per_flash_item'], 1)}"
                    f"{'' if r.get('hash_per_flash_item') is None else ' (' + fmt(r['hash_per_flash_item'], 1) + ')'} |")
@@ -301,9 +435,16 @@ def main():
     ap.add_argument("--fill-timeout", type=float, default=600)
     ap.add_argument("--nodelay-args", default="")
     ap.add_argument("--no-memcached", action="store_true")
+    ap.add_argument("--allowance", type=int, default=None,
+                    help="MB each server may hold beyond -m, page cache included "
+                         "(default 64 + -m / 2)")
+    ap.add_argument("--unbounded", action="store_true",
+                    help="no memory cgroup: the page cache as the machine lends it")
     args = ap.parse_args()
     if args.short:
         args.memory, args.duration = 32, 2
+    if args.allowance is None:
+        args.allowance = 64 + args.memory // 2
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.dir, exist_ok=True)
     mc = None if args.no_memcached else find_memcached(args.memcached)
@@ -317,28 +458,38 @@ def main():
     # room for the whole key space, whole pages
     flash_mb = -(-12 * args.memory // PAGE_MB) * PAGE_MB
     fs = filesystem(args.dir)
-    print(f"flash.py: flash files in {args.dir}: {fs}")
-    rows = []
+    ram = ("not bounded (--unbounded)" if args.unbounded else
+           f"-m {args.memory} + {args.allowance} MB, RSS and page cache (a memory cgroup each, "
+           f"where one can be made)")
+    print(f"flash.py: flash files in {args.dir}: {fs}; RAM per server: {ram}")
+    rows, failed = [], []
     for profile in PROFILES:
         for label, binary in servers:
             try:
                 r = one_run(args, label, binary, profile, flash_mb, args.out)
             except (RuntimeError, OSError, subprocess.SubprocessError) as e:
                 print(f"flash.py: {label} {profile[0]} failed: {e}", file=sys.stderr)
+                failed.append(f"{label} {profile[0]}: {e}")
                 continue
             r["filesystem"] = fs
             rows.append(r)
             print(f"  {label} {profile[0]}: hit {fmt(r['hit_ratio'] and r['hit_ratio'] * 100)} %, "
                   f"cpu {fmt(r['cpu_us'])} µs/req, p99.9 {fmt(r['p999_us'], 0)} µs, "
                   f"reads/flash hit {fmt(r.get('reads_per_flash_hit'))}, "
+                  f"device reads/req {fmt(r.get('block_reads_per_req'), 3)}, "
+                  f"KiB read/req {fmt(r['read_bytes_per_req'] and r['read_bytes_per_req'] / 1024)}, "
+                  f"RAM peak MB (cache) {mem_cell(r)} of {r['ram_limit_mb'] or 'unbounded'}, "
                   f"flash WA {fmt(r['write_amp'])}, RAM/flash item {fmt(r['ram_per_flash_item'], 1)} "
                   f"(hash table {fmt(r.get('hash_per_flash_item'), 1)})")
     with open(os.path.join(args.out, "flash.json"), "w") as f:
         json.dump({"filesystem": fs, "memory_mb": args.memory, "duration_s": args.duration,
+                   "allowance_mb": args.allowance, "loadavg": os.getloadavg(), "failed": failed,
                    "servers": {k: version(b) for k, b in servers}, "rows": rows}, f, indent=1)
     if rows:
         with open(os.path.join(args.out, "flash.md"), "w") as f:
             f.write(table(rows, fs, {k: version(b) for k, b in servers}))
+            if failed:
+                f.write("\nRuns that failed (not in the table): " + "; ".join(failed) + ".\n")
         print(f"flash.py: wrote {args.out}/flash.md")
     return 0 if rows else 1
 
