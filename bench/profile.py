@@ -13,7 +13,7 @@ server CPU µs per request (utime+stime from /proc over the run ÷ requests)
 with its range, and NEW/OLD (of the medians, and the median of the
 rounds' own ratios: paired, steadier on a shared machine). With --perf it
 then records each server for 4 s under the same load (perf record -g) and
-prints its top symbols. docs/benchmark.md "The cache's own cost" was made
+prints its top symbols. docs/benchmark-cost.md "The cache's own cost" was made
 with it:
 
   bench/profile.py --base /tmp/main/build/release-epoll/nodelay \\

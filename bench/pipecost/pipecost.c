@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* pipecost: the cache's own cost per request at pipeline 16, without the
- * kernel (docs/benchmark.md "The cache's own cost at pipeline 16").
+ * kernel (docs/benchmark-cost.md "The cache's own cost").
  *
  *   build/bench/pipecost [-k KEYS] [-v BYTES] [-c CONNS] [-n REQUESTS] [-r ROUNDS] [-d DEPTH]
  *
