@@ -11,10 +11,16 @@ reports:
   hit ratio          the load's gets that hit (loadgen)
   CPU µs/request     the server's user+system CPU over the load ÷ requests
   p99, p99.9         the load's latencies (loadgen)
-  flash write amp    the server's extstore_bytes_written ÷ value bytes the
-                     clients stored (fill + load sets × mean value size),
-                     and the same from the kernel's count of the process's
-                     writes to storage (/proc/PID/io write_bytes)
+  write amp          bytes written to the flash file ÷ value bytes moved
+                     there from RAM (compaction's rewrites count on top,
+                     not as moves), over the whole run, each from the
+                     server's own counters (value_moved below); and the
+                     kernel's count of the process's writes to storage
+                     (/proc/PID/io write_bytes) over the same value bytes
+  flash B / B stored the old ratio, kept for comparison: extstore_bytes_written
+                     ÷ value bytes the clients stored (fill + load sets ×
+                     mean value size); it falls as a server moves fewer
+                     items to flash, so it is no write amplification
   device reads/req   the block requests the server's threads issued to read
                      the device over the load ÷ requests (perf stat -e
                      block:block_rq_issue, reads only, on the server's pid),
@@ -212,6 +218,31 @@ def num(d, k):
         return None
 
 
+# memcached 1.6.45 writes each item whole (ITEM_ntotal) and counts those
+# bytes in extstore_bytes_written: its 48-byte header, the 8-byte CAS, the
+# key and its NUL, flags (none: loadgen sets 0) and the value with its
+# "\r\n". loadgen's keys are 14 bytes: 73 bytes an item beside the value
+# (2000-byte values write 2073 bytes each).
+MC_ITEM_OVERHEAD = 48 + 8 + 14 + 1 + 2
+
+
+def value_moved(s, n):
+    """(device bytes, value bytes moved from RAM) from a server's counters:
+    nodelay's `stats nodelay` has both; memcached's are derived from
+    `stats`: the device bytes are extstore_bytes_written (items, wbuf tails
+    not counted: under one item per write buffer), the moves are
+    extstore_objects_written − extstore_compact_rescues, and their value
+    bytes that many mean items (bytes_written ÷ objects_written) less
+    MC_ITEM_OVERHEAD each (a rescue taken as a mean item)."""
+    if "extstore_device_bytes_written" in n:
+        return num(n, "extstore_device_bytes_written"), num(n, "extstore_value_bytes_moved")
+    written, objs = num(s, "extstore_bytes_written"), num(s, "extstore_objects_written")
+    if written is None or not objs:
+        return written, None
+    moved = objs - (num(s, "extstore_compact_rescues") or 0)
+    return written, moved * max(0.0, written / objs - MC_ITEM_OVERHEAD)
+
+
 def one_run(args, label, binary, profile, flash_mb, workdir):
     name, vmin, vmax = profile
     mean = (vmin + vmax) / 2
@@ -310,7 +341,10 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
         used = num(s1, "extstore_objects_used")
         row["flash_bytes_written"] = written
         row["flash_items"] = used
-        row["write_amp"] = written / stored if stored else None
+        row["flash_written_per_stored"] = written / stored if stored else None
+        dev, moved = value_moved(s1, n1)
+        row["device_bytes_written"], row["value_bytes_moved"] = dev, moved
+        row["write_amp"] = dev / moved if dev is not None and moved else None
         row["ram_per_flash_item"] = ((rss - row["limit_maxbytes"]) / used
                                      if used and rss and row["limit_maxbytes"] else None)
         hb = num(s1, "hash_bytes")
@@ -319,6 +353,7 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
     else:
         row["flash_bytes_written"] = row["flash_items"] = None
         row["write_amp"] = row["ram_per_flash_item"] = row["hash_per_flash_item"] = None
+        row["flash_written_per_stored"] = row["value_bytes_moved"] = None
         row["flash_note"] = "not yet: no extstore_* counters (flash tier not wired in)"
     # nodelay's flash device reads over the load, by path (its own ring or
     # the read threads)
@@ -335,7 +370,9 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
     # run (fill and load): the host bytes, whatever the server says.
     wb_end = wb1
     row["host_write_bytes"] = wb_end
-    row["host_write_amp"] = wb_end / stored if (wb_end is not None and stored) else None
+    moved = row.get("value_bytes_moved")
+    row["host_write_amp"] = wb_end / moved if (wb_end is not None and moved) else None
+    row["host_written_per_stored"] = wb_end / stored if (wb_end is not None and stored) else None
     return row
 
 
@@ -391,11 +428,22 @@ def table(rows, fs, names):
            f"in brackets the hash table's share (hash_bytes ÷ flash items): nodelay's is "
            f"presized for the flash file full of ext_item_size items, as it cannot grow "
            f"(docs/store-flash.md), so with few large items it is mostly empty room.", "",
+           "Write amp: bytes written to the flash file ÷ value bytes moved there from RAM "
+           "(compaction's rewrites count on top), fill and load, from each server's counters: "
+           "nodelay's extstore_device_bytes_written ÷ extstore_value_bytes_moved (stats "
+           "nodelay); memcached's extstore_bytes_written (items, whole; the zeroed tail of each "
+           "write buffer not counted) ÷ the value bytes of (extstore_objects_written − "
+           "extstore_compact_rescues) mean items, each less its 73 bytes of header, CAS and "
+           "key. Host writes: the kernel's /proc/PID/io write_bytes over the same value bytes. "
+           "Flash B written ÷ B stored: extstore_bytes_written ÷ the value bytes the clients "
+           "set; it falls as a server moves fewer items to flash, so it is no write "
+           "amplification.", "",
            ram_line(rows), "",
            "| values | server | keys | hit ratio | CPU µs/req | p99 µs | p99.9 µs | "
            "device reads / req | KiB read / req | peak MB (of it page cache at end) | "
-           "flash bytes written / byte stored | host writes / byte stored | RAM B / flash item |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "write amp: device B ÷ value B moved | host writes ÷ value B moved | "
+           "flash B written ÷ B stored | RAM B / flash item |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['values']} | {r['server']} | {r['keys']:,} | "
                    f"{fmt(None if r['hit_ratio'] is None else r['hit_ratio'] * 100)} % | "
@@ -404,6 +452,7 @@ def table(rows, fs, names):
                    f"{fmt(None if r.get('read_bytes_per_req') is None else r['read_bytes_per_req'] / 1024)} | "
                    f"{mem_cell(r)} | "
                    f"{fmt(r['write_amp'])} | {fmt(r['host_write_amp'])} | "
+                   f"{fmt(r.get('flash_written_per_stored'))} | "
                    f"{fmt(r['ram_per_flash_item'], 1)}"
                    f"{'' if r.get('hash_per_flash_item') is None else ' (' + fmt(r['hash_per_flash_item'], 1) + ')'} |")
     notes = sorted({r["flash_note"] for r in rows if r.get("flash_note")})

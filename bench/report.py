@@ -510,7 +510,10 @@ def summary(m, runs, order, fills, replays):
             a.get("cpu_us"), b.get("cpu_us"), 2, " µs")
         row(f"flash tier, {values}: p99.9", "loadgen (flash.py)", a.get("p999_us"),
             b.get("p999_us"), 0, " µs")
-        for key, label in (("write_amp", "flash bytes written per byte stored"),
+        for key, label in (("write_amp", "write amplification (device bytes ÷ value bytes "
+                                         "moved to flash)"),
+                           ("flash_written_per_stored", "flash bytes written per byte stored "
+                                                        "(not WA: falls as fewer items move)"),
                            ("ram_per_flash_item", "RAM bytes per flash item")):
             if a.get(key) is not None or b.get(key) is not None:
                 rows.append(f"| flash tier, {values}: {label} | server stats (flash.py) | "

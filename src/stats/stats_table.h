@@ -297,7 +297,8 @@
     X(extstore_device_bytes_written, STORE, extstore_device_bytes_written, U64, COUNTER, EXTSTORE, NULL,\
       "bytes written to the flash device (aligned segments)")                                      \
     X(extstore_value_bytes_moved, STORE, extstore_value_bytes_moved, U64, COUNTER, EXTSTORE, NULL, \
-      "value bytes moved from RAM to flash (write amplification: device bytes over these)")        \
+      "value bytes moved from RAM to flash, counted as they reach the device (write "             \
+      "amplification: device bytes over these)")                                                   \
     X(extstore_write_errors, STORE, extstore_write_errors, U64, COUNTER, EXTSTORE, NULL,           \
       "flash segment writes that failed (their items are misses)")                                 \
     X(extstore_read_errors, STORE, extstore_read_errors, U64, COUNTER, EXTSTORE, NULL,             \

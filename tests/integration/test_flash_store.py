@@ -75,9 +75,11 @@ def test_fill_past_ram_goes_to_flash(start_server, tmp_path):
     own = stats(c, "nodelay")
     assert int(st["evictions"]) == int(own["extstore_skipped_full"])
     assert int(st["curr_items"]) > n * 9 // 10
-    # host write amplification: device bytes per value byte moved
+    # host write amplification: device bytes per value byte moved, both
+    # counted as a segment reaches the device: all the items written but
+    # those still in the writers' buffers (three of ext_wbuf_size, 2 MB)
     moved = int(own["extstore_value_bytes_moved"])
-    assert moved >= written * 1000
+    assert written * 1000 - 3 * (2 << 20) <= moved <= written * 1000
     assert int(own["extstore_device_bytes_written"]) <= moved * 1.3
     assert int(own["extstore_write_errors"]) == 0
     # every read is the key's own value or a miss

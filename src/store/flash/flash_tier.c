@@ -386,7 +386,10 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
             r->nbytes = ft->w[wi].used;
             CNT(ft, objects_written, 1);
             CNT(ft, bytes_written, len);
-            CNT(ft, value_bytes_moved, nvalue);
+            /* counted once on the device, as its bytes are: a rewrite
+             * is what write amplification counts on top */
+            if (wi != FLASH_W_COMPACT)
+                r->moved += nvalue;
             /* reachable once the caller puts the slot in: set first */
             if (ft->opt.keep)
                 flash_keep_set(ft->opt.keep, (uint32_t)ft->w_seg[wi], off);
@@ -641,6 +644,7 @@ static void write_queued(struct flash_tier *ft)
             if (ft->opt.keep)
                 flash_keep_disk(ft->opt.keep, n, r->nbytes, r->nitems, r->max_exptime);
             r->state = FSEG_DISK;
+            CNT(ft, value_bytes_moved, r->moved);
             rec_put_buf(ft, r);
         } else {
             /* Its items read as misses from now on: never a wrong value.
@@ -774,9 +778,6 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
             if (ns) {
                 *slot = ns | slot_freq(*slot);
                 CNT(ft, compact_rescues, 1);
-                /* the bytes were counted as written by a move: a rewrite
-                 * is what write amplification counts on top */
-                __atomic_fetch_sub(&ft->c.value_bytes_moved, fi->h.nvalue, __ATOMIC_RELAXED);
                 flash_tier_forget(ft, want);
             } else {
                 flash_tier_clear(ft, b, slot);

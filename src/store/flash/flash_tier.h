@@ -64,6 +64,7 @@ struct flash_rec {
     uint32_t live_items;  /* of them, whose slots still name it */
     uint32_t nbytes;      /* header and items written */
     uint32_t reads;       /* items read back since written (ext_drop_unread) */
+    uint32_t moved;       /* value bytes of its items moved from RAM (not rewrites) */
     uint8_t state;        /* enum flash_seg_state */
     uint8_t bucket;       /* writer it came from: 0 normal, 1 low TTL, 2 compaction */
     char *buf;            /* FILLING / WRITING: its bytes */
@@ -79,7 +80,7 @@ struct flash_rec {
 #define FLASH_TIER_COUNTERS(X)                                                                     \
     X(objects_written)   /* items copied to flash */                                               \
     X(bytes_written)     /* their bytes (items, not the device's) */                               \
-    X(value_bytes_moved) /* value bytes of items moved from RAM */                                 \
+    X(value_bytes_moved) /* value bytes moved from RAM, once on the device */                      \
     X(objects_read)      /* items read back */                                                     \
     X(bytes_read)                                                                                  \
     X(objects_evicted) /* items lost with a dropped segment */                                     \
