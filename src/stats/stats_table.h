@@ -299,6 +299,8 @@
     X(extstore_value_bytes_moved, STORE, extstore_value_bytes_moved, U64, COUNTER, EXTSTORE, NULL, \
       "value bytes moved from RAM to flash, counted as they reach the device (write "             \
       "amplification: device bytes over these)")                                                   \
+    X(extstore_device_bytes_read, STORE, extstore_device_bytes_read, U64, COUNTER, EXTSTORE, NULL, \
+      "bytes read from the flash device (whole blocks around each item read)")                     \
     X(extstore_write_errors, STORE, extstore_write_errors, U64, COUNTER, EXTSTORE, NULL,           \
       "flash segment writes that failed (their items are misses)")                                 \
     X(extstore_read_errors, STORE, extstore_read_errors, U64, COUNTER, EXTSTORE, NULL,             \

@@ -496,6 +496,7 @@ int store_set_mem_limit(struct store *store, size_t bytes);
     X(extstore_io_queue)     /* segments waiting for their write */              \
     X(extstore_device_bytes_written) /* bytes the device was given (aligned) */ \
     X(extstore_value_bytes_moved) /* value bytes moved there from RAM */         \
+    X(extstore_device_bytes_read) /* bytes read from the device (aligned) */    \
     X(extstore_write_errors)                                                    \
     X(extstore_read_errors)  /* reads failed or short (a miss each) */           \
     X(extstore_ring_reads)   /* device reads started on a worker's io_uring */   \

@@ -897,6 +897,7 @@ void store_flash_stats(struct store *s, struct store_stats *out)
     out->extstore_io_queue = g.io_queue;
     out->extstore_device_bytes_written = d.bytes_written;
     out->extstore_value_bytes_moved = c.value_bytes_moved;
+    out->extstore_device_bytes_read = d.bytes_read;
     out->extstore_write_errors = c.write_errors;
     out->extstore_read_errors = c.read_errors;
     out->extstore_ring_reads = d.ring_reads;

@@ -116,6 +116,38 @@ def test_graceful_restart_keeps_flash_items(start_server, mem_file, tmp_path):
     assert flash_items(srv) > 0
 
 
+def flash_reads(srv):
+    """(items served from flash, device reads, device bytes read) so far."""
+    c = srv.connect()
+    try:
+        st, own = stats(c), stats(c, "nodelay")
+    finally:
+        c.close()
+    return (int(st["get_extstore"]), int(own["extstore_ring_reads"]) + int(own["extstore_pool_reads"]),
+            int(own["extstore_device_bytes_read"]))
+
+
+def test_restored_segment_reads_its_items_whole_and_no_more(start_server, mem_file, tmp_path):
+    """A first read takes its segment's largest item, 16 KiB when that is
+    not known. After a restart the restored segments know it again: one
+    read a flash hit, of the blocks around the 3 KB item (4 or 8 KiB),
+    as before the restart, not 16 KiB."""
+    flash = tmp_path / "flash"
+    fl = flags(mem_file, flash)
+    srv = start(start_server, *fl)
+    n = 3 * (RAM_MB << 20) // VLEN
+    fill(srv, n)
+    time.sleep(0.5)  # the writer thread has what the fill filled
+    srv.stop()
+    srv = start(start_server, *fl)
+    hits0, reads0, bytes0 = flash_reads(srv)
+    got = read_all(srv, n)
+    hits, reads, nbytes = (b - a for a, b in zip((hits0, reads0, bytes0), flash_reads(srv)))
+    assert len(got) > n // 2 and hits > n // 3, (len(got), hits, n)
+    assert reads == hits, (reads, hits)
+    assert nbytes <= reads * 8192, nbytes / reads
+
+
 def changed_run(start_server, mem_file, tmp_path):
     """A run whose flash items are partly deleted and overwritten after an
     early copy of its flash file was taken: (flags, n, the latest value or

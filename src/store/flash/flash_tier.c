@@ -980,11 +980,14 @@ bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e,
     return ok;
 }
 
-uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag, uint32_t off)
+uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag, uint32_t off,
+                               uint32_t len)
 {
     pthread_mutex_lock(&ft->lock);
     struct flash_rec *r = &ft->recs[n];
     r->live_items++;
+    if (len > r->max_item)
+        r->max_item = len;
     uint64_t sl = slot_make(tag, FLASH_SEG_BASE + r->vid, off);
     pthread_mutex_unlock(&ft->lock);
     return sl;

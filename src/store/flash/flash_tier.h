@@ -56,7 +56,7 @@ enum flash_seg_state {
 /* One flash segment: what RAM keeps of it (its items' RAM is their slots). */
 struct flash_rec {
     uint32_t vid;      /* its id in slots now (less FLASH_SEG_BASE) */
-    uint32_t max_item; /* its largest item's bytes; 0: not known (restored) */
+    uint32_t max_item; /* its largest item's bytes (restored: linked item's) */
     uint64_t seq;      /* the write there now; its items' seed */
     uint64_t cas_base;
     uint32_t max_exptime; /* REL_TIME_NEVER: some item never expires */
@@ -173,11 +173,14 @@ void flash_tier_stop(struct flash_tier *ft, bool clean);
 /* A restart (persist/restore_flash.c): between begin and end no
  * compaction runs. adopt takes segment n as its keep entry e says, with
  * nitems items (false: its id is taken by a newer one); adopt_item counts
- * one item of it linked and returns the slot naming it. */
+ * one item of it, len bytes at off, linked and returns the slot naming it.
+ * The segment's largest item is that of its linked items, the ones a
+ * read may ask for, so a first read takes them whole. */
 void flash_tier_restore_begin(struct flash_tier *ft);
 void flash_tier_restore_end(struct flash_tier *ft);
 bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e, uint32_t nitems);
-uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag, uint32_t off);
+uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag, uint32_t off,
+                               uint32_t len);
 
 /* Why an item is offered to flash (flash_tier_take). */
 enum flash_take_why {

@@ -78,7 +78,7 @@ static bool link_one(struct store *s, uint32_t n, const struct flash_item *fi)
     uint64_t *slot = index_pair_free_slot(&s->index, &keys);
     if (slot) {
         flash_keep_set(&s->flash_keep, n, fi->off);
-        *slot = flash_tier_adopt_item(ft, n, k.tag, fi->off);
+        *slot = flash_tier_adopt_item(ft, n, k.tag, fi->off, fi->len);
     }
     index_unlock_pair(&keys);
     return slot != NULL;
