@@ -127,17 +127,24 @@ def flash_reads(srv):
             int(own["extstore_device_bytes_read"]))
 
 
-def test_restored_segment_reads_its_items_whole_and_no_more(start_server, mem_file, tmp_path):
-    """A first read takes its segment's largest item, 16 KiB when that is
-    not known. After a restart the restored segments know it again: one
-    read a flash hit, of the blocks around the 3 KB item (4 or 8 KiB),
-    as before the restart, not 16 KiB."""
+def filled(start_server, mem_file, tmp_path):
+    """A server filled three times past its RAM, the fill on the device:
+    (its flags, its flash file, it, the keys set)."""
     flash = tmp_path / "flash"
     fl = flags(mem_file, flash)
     srv = start(start_server, *fl)
     n = 3 * (RAM_MB << 20) // VLEN
     fill(srv, n)
     time.sleep(0.5)  # the writer thread has what the fill filled
+    return fl, flash, srv, n
+
+
+def test_restored_segment_reads_its_items_whole_and_no_more(start_server, mem_file, tmp_path):
+    """A first read takes its segment's largest item, 16 KiB when that is
+    not known. After a restart the restored segments know it again: one
+    read a flash hit, of the blocks around the 3 KB item (4 or 8 KiB),
+    as before the restart, not 16 KiB."""
+    fl, _, srv, n = filled(start_server, mem_file, tmp_path)
     srv.stop()
     srv = start(start_server, *fl)
     hits0, reads0, bytes0 = flash_reads(srv)
@@ -152,12 +159,7 @@ def changed_run(start_server, mem_file, tmp_path):
     """A run whose flash items are partly deleted and overwritten after an
     early copy of its flash file was taken: (flags, n, the latest value or
     None of every key, the early copy's bytes)."""
-    flash = tmp_path / "flash"
-    fl = flags(mem_file, flash)
-    srv = start(start_server, *fl)
-    n = 3 * (RAM_MB << 20) // VLEN
-    fill(srv, n)
-    time.sleep(0.5)  # the writer thread has what the fill filled
+    fl, flash, srv, n = filled(start_server, mem_file, tmp_path)
     early = flash.read_bytes()
     c = srv.connect(timeout=30)
     latest = {i: (i, value_of(i)) for i in range(n)}
