@@ -5,7 +5,7 @@ nodelay (and the floor servers) side by side, under bench/compare.sh's
 get90_p1 with loadgen (lg) and memtier (mt).
 
   bench/ab_cpu.py NAME=BINARY[:ARGS] ... [--rounds N] [--seconds S]
-                  [--gens lg,mt] [--ratio A/B ...] [--concurrent]
+                  [--gens lg,mt] [--ratio A/B ...] [--concurrent] [--depth D] [--keys K]
 
   e.g. bench/ab_cpu.py "a=old/nodelay:-o io_uring=off" "b=build/nodelay:-o io_uring=off"
            f=epoll --concurrent --rounds 12 --ratio b/a --ratio b/f
@@ -20,7 +20,10 @@ and for each --ratio the ratio of medians and the median of the per-round
 ratios. On a shared machine sequential rounds spread by tens of percent
 with what else runs on CPU 1; --concurrent puts the servers under the same
 conditions at the same time (they share CPU 1, a regime unlike make
-bench's), which resolves a few percent. Loopback only; bounded by
+bench's), which resolves a few percent. --depth 16 runs get90_p16 (the
+pipeline depth of both generators) instead; --keys 100 a key space whose
+items and buckets stay in the nearer caches, which leaves out what a
+store's memory costs a lookup. Loopback only; bounded by
 --rounds and --seconds."""
 import argparse
 import json
@@ -36,9 +39,9 @@ REF = os.environ.get("NODELAY_REF_DIR", os.path.join(ROOT, "..", "shared", "ref"
 LG = os.path.join(ROOT, "build/bench/loadgen")
 FLOOR = os.path.join(ROOT, "build/bench/floor")
 MT = os.environ.get("MEMTIER") or os.path.join(REF, "memtier_benchmark")
-# compare.sh's get90_p1 and mt_get90_p1
-LGARGS = "-c 50 -d 1 -g 0.9 -v 100 -k 100000".split()
-MTARGS = ("-c 50 --ratio=1:9 --pipeline=1 --key-minimum=1 --key-maximum=100000 -d 100 "
+# compare.sh's get90_p1|_p16 and mt_get90_p1|_p16 but for depth and key space
+LGARGS = "-c 50 -g 0.9 -v 100".split()
+MTARGS = ("-c 50 --ratio=1:9 --key-minimum=1 -d 100 "
           "--distinct-client-seed").split()
 
 
@@ -64,30 +67,32 @@ def start(name, spec):
     return start_server(b, "-t", "1", "-c", "4096", *args.split(), cpu=1)
 
 
-def prefill(port, floor, memtier):
+def prefill(port, floor, memtier, keys):
     subprocess.run(["taskset", "-c", "0", LG, "-s", f"127.0.0.1:{port}", "-q", "--prefill",
-                    "-c", "10", "-d", "16", "-k", "100000", "-v", "100"] +
+                    "-c", "10", "-d", "16", "-k", str(keys), "-v", "100"] +
                    (["--no-verify"] if floor else []), check=True, stdout=subprocess.DEVNULL)
     if memtier and not floor:
         subprocess.run(["taskset", "-c", "0", MT, "-s", "127.0.0.1", "-p", str(port), "-P",
                         "memcache_text", "-t", "1", "-c", "10", "--ratio=1:0", "--key-pattern=P:P",
-                        "-n", "allkeys", "--key-minimum=1", "--key-maximum=100000", "-d", "100",
+                        "-n", "allkeys", "--key-minimum=1", f"--key-maximum={keys}", "-d", "100",
                         "--hide-histogram"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        check=True)
 
 
-def run(gen, port, secs, seed):
+def run(gen, port, secs, seed, depth, keys):
     if gen == "mt":
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "mt.json")
             subprocess.run(["taskset", "-c", "0", MT, "-s", "127.0.0.1", "-p", str(port), "-P",
-                            "memcache_text", "-t", "1", *MTARGS, f"--test-time={int(secs)}",
+                            "memcache_text", "-t", "1", *MTARGS, f"--pipeline={depth}",
+                            f"--key-maximum={keys}", f"--test-time={int(secs)}",
                             "--hide-histogram", f"--json-out-file={out}"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             tot = json.load(open(out))["ALL STATS"]["Totals"]
             return tot.get("Count") or tot["Ops/sec"] * int(secs)
-    out = subprocess.run(["taskset", "-c", "0", LG, "-s", f"127.0.0.1:{port}", *LGARGS, "-D",
-                          str(secs), "-q", "--seed", str(seed), "--json", "-",
+    out = subprocess.run(["taskset", "-c", "0", LG, "-s", f"127.0.0.1:{port}", *LGARGS,
+                          "-d", str(depth), "-k", str(keys),
+                          "-D", str(secs), "-q", "--seed", str(seed), "--json", "-",
                           # every server alike: checking values slows the
                           # load generator, which raises CPU per request
                           "--no-verify"],
@@ -103,6 +108,9 @@ def main():
     ap.add_argument("--gens", default="lg,mt")
     ap.add_argument("--ratio", action="append", default=[], help="a/b pairs to print")
     ap.add_argument("--concurrent", action="store_true", help="all servers loaded at once")
+    ap.add_argument("--depth", type=int, default=1, help="pipeline depth (get90_p1 or _p16)")
+    ap.add_argument("--keys", type=int, default=100000,
+                    help="key space (e.g. 100: a store that stays in cache)")
     a = ap.parse_args()
     gens = a.gens.split(",")
     if "mt" in gens and not os.access(MT, os.X_OK):
@@ -113,7 +121,7 @@ def main():
             name, _, spec = s.partition("=")
             p, port = start(name, spec)
             srv[name] = (p, port)
-            prefill(port, name.startswith("f"), "mt" in gens)
+            prefill(port, name.startswith("f"), "mt" in gens, a.keys)
         res = {}
         print(f"load {os.getloadavg()}", flush=True)
         for r in range(a.rounds):
@@ -122,7 +130,7 @@ def main():
                 if a.concurrent:
                     c0 = {nm: cpu_ns(srv[nm][0].pid) for nm in order}
                     with ThreadPoolExecutor(len(order)) as ex:
-                        fut = {nm: ex.submit(run, g, srv[nm][1], nm.startswith("f"), a.seconds, r + 1)
+                        fut = {nm: ex.submit(run, g, srv[nm][1], a.seconds, r + 1, a.depth, a.keys)
                                for nm in order}
                         got = {nm: f.result() for nm, f in fut.items()}
                     for nm in order:
@@ -133,7 +141,7 @@ def main():
                 for name in order:
                     p, port = srv[name]
                     c0 = cpu_ns(p.pid)
-                    n = run(g, port, a.seconds, r + 1)
+                    n = run(g, port, a.seconds, r + 1, a.depth, a.keys)
                     c1 = cpu_ns(p.pid)
                     us = (c1 - c0) / 1e3 / n
                     res.setdefault((g, name), []).append(us)
