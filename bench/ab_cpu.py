@@ -6,6 +6,7 @@ get90_p1 with loadgen (lg) and memtier (mt).
 
   bench/ab_cpu.py NAME=BINARY[:ARGS] ... [--rounds N] [--seconds S]
                   [--gens lg,mt] [--ratio A/B ...] [--concurrent] [--depth D] [--keys K]
+                  [--json FILE]
 
   e.g. bench/ab_cpu.py "a=old/nodelay:-o io_uring=off" "b=build/nodelay:-o io_uring=off"
            f=epoll --concurrent --rounds 12 --ratio b/a --ratio b/f
@@ -111,6 +112,7 @@ def main():
     ap.add_argument("--depth", type=int, default=1, help="pipeline depth (get90_p1 or _p16)")
     ap.add_argument("--keys", type=int, default=100000,
                     help="key space (e.g. 100: a store that stays in cache)")
+    ap.add_argument("--json", help="write the per-round figures to this file")
     a = ap.parse_args()
     gens = a.gens.split(",")
     if "mt" in gens and not os.access(MT, os.X_OK):
@@ -158,6 +160,12 @@ def main():
                 print(f"{g} {pr}: ratio of medians "
                       f"{statistics.median(res[(g, x)]) / statistics.median(res[(g, y)]):.3f}; "
                       f"per-round {' '.join(f'{v:.3f}' for v in rs)} median {statistics.median(rs):.3f}")
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"concurrent": a.concurrent, "depth": a.depth, "keys": a.keys,
+                           "rounds": a.rounds, "seconds": a.seconds,
+                           "cpu_us": {g: {nm: res[(g, nm)] for nm in srv} for g in gens}},
+                          f, indent=1)
     finally:
         for p, _ in srv.values():
             stop_server(p)

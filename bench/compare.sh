@@ -16,7 +16,8 @@
 #
 #   bench/compare.sh [--duration S] [--rounds N] [--threads T] [--memory MB]
 #                    [--rate OPS] [--replay-requests N] [--scan N]
-#                    [--skip-fill] [--skip-replay] [--skip-flash] [--flash-full]
+#                    [--skip-fill] [--skip-replay] [--skip-flash] [--skip-gap]
+#                    [--flash-full]
 #                    [--workloads a,b,...]
 #                    [--nodelay PATH] [--memcached PATH] [--memtier PATH]
 #                    [--floor PATH] [--out DIR] [--publish]
@@ -44,6 +45,8 @@ SCAN=2000000
 SKIP_FILL=0
 SKIP_REPLAY=0
 SKIP_FLASH=0
+SKIP_GAP=0
+GAP_ROUNDS=5        # rounds of the floor gap measured with both loaded at once
 FLASH_MODE=--short  # bench/flash.py: 32 MB, 2 s; --flash-full: 256 MB, 30 s
 WORKLOADS=""
 NODELAY=$ROOT/build/release-epoll/nodelay
@@ -66,6 +69,7 @@ while [ $# -gt 0 ]; do
     --skip-fill) SKIP_FILL=1 ;;
     --skip-replay) SKIP_REPLAY=1 ;;
     --skip-flash) SKIP_FLASH=1 ;;
+    --skip-gap) SKIP_GAP=1 ;;
     --flash-full) FLASH_MODE="" ;;
     --workloads) WORKLOADS=$2; shift ;;
     --nodelay) NODELAY=$2; shift ;;
@@ -441,6 +445,34 @@ done
 use_tls 0
 for s in "${!SRV_PID[@]}"; do stop_server "${SRV_PID[$s]}"; done
 
+# ---- nodelay against its floor, both loaded at once (bench/ab_cpu.py
+# --concurrent): run one after the other, as above, their ratio moves with
+# whatever else the machine runs by more than the gap it measures; side by
+# side on the same CPU both see the same conditions ----
+if [ "$SKIP_GAP" = 0 ] && [ -x "$FLOOR" ]; then
+    mkdir -p "$OUT/gap"
+    GAP_GENS=lg
+    [ -n "$MEMTIER" ] && GAP_GENS=lg,mt
+    for depth in 1 16; do
+        for be in epoll uring; do
+            if [ "$be" = uring ]; then
+                [ "$HAVE_URING_OPT" = 1 ] || continue
+                b="b=$NODELAY" f=fu=uring
+            else
+                b="b=$NODELAY"
+                [ "$HAVE_URING_OPT" = 1 ] && b="b=$NODELAY:-o io_uring=off"
+                f=f=epoll
+            fi
+            MEMTIER=$MEMTIER NODELAY_REF_DIR=$REF_DIR /usr/bin/python3 "$ROOT/bench/ab_cpu.py" \
+                "$b" "$f" --concurrent --rounds "$GAP_ROUNDS" --seconds "$DURATION" \
+                --depth "$depth" --gens "$GAP_GENS" --ratio "b/${f%%=*}" \
+                --json "$OUT/gap/$be-p$depth.json" >"$OUT/gap/$be-p$depth.log" 2>&1 ||
+                echo "compare.sh: the floor gap run $be p$depth failed (gap/$be-p$depth.log)" >&2
+            tail -n 2 "$OUT/gap/$be-p$depth.log" | sed "s/^/  gap $be p$depth: /"
+        done
+    done
+fi
+
 # ---- memory per item: fill -m 64 until evictions begin ----
 : >"$OUT/fill.tsv"
 if [ "$SKIP_FILL" = 0 ]; then
@@ -521,6 +553,7 @@ uptime >"$OUT/load-after.txt"
     echo "duration=$DURATION"
     echo "syscall_duration=$SYSCALL_DURATION"
     echo "rounds=$ROUNDS"
+    echo "gap_rounds=$GAP_ROUNDS"
     echo "rate=$RATE"
     echo "replay_requests=$REPLAY_REQUESTS"
     echo "scan=$SCAN"

@@ -188,6 +188,61 @@ def load_flash():
     return md, rows
 
 
+def load_gap():
+    """bench/ab_cpu.py --concurrent runs of nodelay beside its floor (in
+    gap/): {(backend, depth): its JSON}."""
+    d = os.path.join(OUT, "gap")
+    found = {}
+    for be in ("uring", "epoll"):
+        for depth in (1, 16):
+            j = read_json(os.path.join(d, f"{be}-p{depth}.json"))
+            if j:
+                found[(be, depth)] = j
+    return found
+
+
+def gap_ratios(j, gen):
+    """nodelay over its floor in each round of one generator (the two ran
+    at the same time), or []."""
+    cpu = j.get("cpu_us", {}).get(gen, {})
+    b = cpu.get("b", [])
+    f = next((v for k, v in cpu.items() if k.startswith("f")), [])
+    return [x / y for x, y in zip(b, f) if y]
+
+
+def gap_table(add, m):
+    gap = load_gap()
+    if not gap:
+        return
+    add("The same gap measured with nodelay and its floor loaded at once, on the "
+        "same CPU, each by its own load generator (`bench/ab_cpu.py --concurrent`, "
+        f"{m.get('gap_rounds')} rounds): both see the same machine at the same moment, "
+        "so the ratio holds within a few percent where the runs above, one server after "
+        "the other, move by the noise floor. Each cell is the median of the rounds' "
+        "ratios, with their range; the two servers share one CPU there, a regime unlike "
+        "the runs above.")
+    add("")
+    add("| measure | ratio | loadgen | memtier | headline | target |")
+    add("|---|---|---|---|---|---|")
+    for (be, depth), j in sorted(gap.items(), key=lambda kv: (kv[0][1], kv[0][0] != "uring")):
+        cells, worst = [], None
+        for gen in ("lg", "mt"):
+            rs = gap_ratios(j, gen)
+            if not rs:
+                cells.append("–")
+                continue
+            md = statistics.median(rs)
+            worst = md if worst is None else max(worst, md)
+            cells.append(f"{fmt(md)} ({fmt(min(rs))}–{fmt(max(rs))})")
+        if worst is None:
+            continue
+        names = ("nodelay / floor io_uring" if be == "uring"
+                 else "nodelay epoll / floor epoll")
+        add(f"| server CPU per request, pipeline {depth} | {names} | {cells[0]} | {cells[1]} "
+            f"| **{fmt(worst)}** | ≤ {fmt(FLOOR_TARGET)} {'✔' if worst <= FLOOR_TARGET else '✘'} |")
+    add("")
+
+
 def med(runs, w, s, key):
     return median([r[key] for r in runs.get((w, s), [])])
 
@@ -450,6 +505,7 @@ def headline(add, m, runs, order):
         for r in rows:
             add(r)
         add("")
+    gap_table(add, m)
     if not any(w.startswith("mt_") for w in order):
         add(f"memtier_benchmark: {m.get('memtier_from')}.")
         add("")
