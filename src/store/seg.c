@@ -20,9 +20,10 @@
  * the walk from its cursor keeping at most half of it (seg_evict_one).
  *
  * A segment whose items are all expired, flushed or overwritten is preferred
- * as a victim and costs no eviction; the housekeeper reclaims such segments
- * ahead of need, and a worker's own open one is emptied in place by its
- * next write (seg_recycle).
+ * as a victim and costs no eviction; below the limit one emptied by unlinks
+ * is taken before fresh memory is mapped (seg_take_dead); the housekeeper
+ * reclaims such segments ahead of need, and a worker's own open one is
+ * emptied in place by its next write (seg_recycle).
  *
  * Pins: readers hold a segment's refcount while they send from it. A pinned
  * victim is not compacted: its items are unlinked or copied out (so no new
@@ -265,6 +266,8 @@ static void seg_seal(struct seg_ctx *ctx, struct seg *seg, bool moves)
     seg->queue = temp ? SEG_Q_TEMP : SEG_Q_SMALL;
     seg_set_lru(seg, temp ? STORE_LRU_TEMP : STORE_LRU_COLD);
     list_push(temp ? &pool->temp : &pool->small, seg);
+    if (__atomic_load_n(&seg->live_items, __ATOMIC_ACQUIRE) == 0)
+        __atomic_fetch_add(&pool->dead_sealed, 1, __ATOMIC_RELAXED); /* as seg_note_gone */
 }
 
 static struct seg_list *seg_queue(struct seg_pool *pool, struct seg *seg)
@@ -842,6 +845,29 @@ static struct seg *seg_make_room(struct seg_ctx *ctx)
     return seg;
 }
 
+/* Below the limit with nothing free, a sealed segment that unlinks emptied
+ * (overwrites, deletes) is taken before fresh memory is mapped (pool lock
+ * held). A cache whose keys are rewritten then stays on the memory its
+ * live items need, as memcached reuses a slab class's chunks, instead of
+ * mapping all of -m before it reuses any: first touches fault and zero
+ * huge pages (the filler thread's, and more under a hypervisor), and
+ * write to memory no cache holds. Looked for only after such an unlink
+ * (dead_sealed), so a filling cache scans nothing; an expired segment is
+ * the housekeeper's. */
+static void seg_take_dead(struct seg_ctx *ctx)
+{
+    struct seg_pool *pool = ctx->pool;
+    seg_collect_drained(pool);
+    if (pool->free.head || pool->seg_alloc >= pool->seg_limit ||
+        !__atomic_load_n(&pool->dead_sealed, __ATOMIC_RELAXED))
+        return;
+    struct seg *d = seg_find_dead(pool);
+    if (d && seg_evict(ctx, d, false, false))
+        __atomic_fetch_sub(&pool->dead_sealed, 1, __ATOMIC_RELAXED);
+    else
+        __atomic_store_n(&pool->dead_sealed, 0, __ATOMIC_RELAXED);
+}
+
 struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
 {
     struct seg_pool *pool = ctx->pool;
@@ -852,6 +878,7 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
         ctx->open[g] = NULL;
         __atomic_fetch_sub(&pool->open_segs, 1, __ATOMIC_RELAXED);
     }
+    seg_take_dead(ctx);
     struct seg *seg = seg_take_free(pool);
     if (!seg) {
         pool->seg_needs++;

@@ -64,11 +64,13 @@ void seg_note_gone(struct seg *seg, uint32_t size, const struct store_cls_of *c)
      * segment at once (no lock between), and must see every count above
      * lowered already, and every pin taken before the unlink. */
     bool none = __atomic_sub_fetch(&seg->live_items, 1, __ATOMIC_RELEASE) == 0;
+    /* An emptied sealed segment is room seg_open takes before it maps
+     * fresh memory (seg_take_dead). */
+    if (none && seg_get_state(seg) == SEG_SEALED)
+        __atomic_fetch_add(&seg->pool->dead_sealed, 1, __ATOMIC_RELAXED);
 #ifdef NODELAY_DEBUG
     if (none && seg_debug_none_live)
         seg_debug_none_live(seg);
-#else
-    (void)none;
 #endif
 }
 

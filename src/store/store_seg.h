@@ -96,6 +96,10 @@ struct seg_pool {
     uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t seg_needs;  /* seg_open calls finding no segment free (pool lock) */
+    /* Sealed segments whose last live item went since seg_open last looked
+     * (atomic; a hint, seg_take_dead): raised by the unlink that empties
+     * one, without the pool lock; lowered under it. */
+    uint32_t dead_sealed;
     uint32_t open_max;          /* budget for them: an eighth of -m */
     size_t mem_limit;
 

@@ -297,6 +297,54 @@ static void test_mem_limit(void **state)
     tstore_close(&t);
 }
 
+/* Keys rewritten below the limit: a sealed segment whose items were all
+ * overwritten is taken before fresh memory is mapped (seg_take_dead), so
+ * the store holds about what its live items need (20 of 100 KiB, 2 MiB),
+ * not all of -m, and evicts nothing. A pinned one is not reused while the
+ * pin is held. */
+static void test_rewritten_keys_reuse_their_segments(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 64 * MB, MB, true, true);
+    size_t n = 100 * 1024;
+    char *v = malloc(n), *old = malloc(n);
+    struct store_set_req r = {.mode = STORE_MODE_SET};
+    struct store_get_req g = {.want_value = true};
+    struct store_item held, it;
+    char key[16];
+    /* 50 rounds of 20 keys: 100 MiB written through 64 MiB */
+    for (int round = 0; round < 50; round++) {
+        memset(v, 'a' + round % 26, n);
+        for (int i = 0; i < 20; i++) {
+            snprintf(key, sizeof key, "r%d", i);
+            assert_int_equal(store_store(t.c, key, strlen(key), v, n, &r, NULL), STORE_OK);
+        }
+        if (round == 0) {
+            memcpy(old, v, n);
+            assert_int_equal(store_get(t.c, "r0", 2, &g, &held), STORE_OK);
+        }
+    }
+    struct store_stats st;
+    store_stats(t.s, &st);
+    assert_int_equal(st.curr_items, 20);
+    assert_int_equal(st.evictions, 0);
+    assert_true(st.seg_expired >= 40);
+    /* the live items' 3 segments, the open one, the pinned one, one dead */
+    assert_true(st.seg_used <= 8);
+    assert_memory_equal(held.value, old, n);
+    store_pin_release(held.pin);
+    for (int i = 0; i < 20; i++) {
+        snprintf(key, sizeof key, "r%d", i);
+        assert_int_equal(store_get(t.c, key, strlen(key), &g, &it), STORE_OK);
+        assert_memory_equal(it.value, v, n);
+        store_pin_release(it.pin);
+    }
+    free(v);
+    free(old);
+    tstore_close(&t);
+}
+
 /* memcached's test hook T_MEMD_INITIAL_MALLOC (store_options
  * initial_malloced): its bytes count against -m from the start, at run
  * time too, and at least one segment is left (64bit.t: 2^32 + 32 under
@@ -650,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_pin_keep_bound),
         cmocka_unit_test(test_no_evictions), cmocka_unit_test(test_no_evictions_compacts),
         cmocka_unit_test(test_mem_limit),
+        cmocka_unit_test(test_rewritten_keys_reuse_their_segments),
         cmocka_unit_test(test_initial_malloced),
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_eviction_at_writers_pace),
