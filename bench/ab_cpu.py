@@ -6,7 +6,7 @@ get90_p1 with loadgen (lg) and memtier (mt).
 
   bench/ab_cpu.py NAME=BINARY[:ARGS] ... [--rounds N] [--seconds S]
                   [--gens lg,mt] [--ratio A/B ...] [--concurrent] [--depth D] [--keys K]
-                  [--json FILE]
+                  [--value V] [--conns C] [--json FILE]
 
   e.g. bench/ab_cpu.py "a=old/nodelay:-o io_uring=off" "b=build/nodelay:-o io_uring=off"
            f=epoll --concurrent --rounds 12 --ratio b/a --ratio b/f
@@ -24,8 +24,9 @@ conditions at the same time (they share CPU 1, a regime unlike make
 bench's), which resolves a few percent. --depth 16 runs get90_p16 (the
 pipeline depth of both generators) instead; --keys 100 a key space whose
 items and buckets stay in the nearer caches, which leaves out what a
-store's memory costs a lookup. Loopback only; bounded by
---rounds and --seconds."""
+store's memory costs a lookup. --value 102400 --keys 200 --conns 10 is
+large100k (the floors then send from one buffer per key, as compare.sh's
+FL rows). Loopback only; bounded by --rounds and --seconds."""
 import argparse
 import json
 import os
@@ -41,8 +42,8 @@ LG = os.path.join(ROOT, "build/bench/loadgen")
 FLOOR = os.path.join(ROOT, "build/bench/floor")
 MT = os.environ.get("MEMTIER") or os.path.join(REF, "memtier_benchmark")
 # compare.sh's get90_p1|_p16 and mt_get90_p1|_p16 but for depth and key space
-LGARGS = "-c 50 -g 0.9 -v 100".split()
-MTARGS = ("-c 50 --ratio=1:9 --key-minimum=1 -d 100 "
+LGARGS = "-g 0.9".split()
+MTARGS = ("--ratio=1:9 --key-minimum=1 "
           "--distinct-client-seed").split()
 
 
@@ -56,43 +57,46 @@ def cpu_ns(pid):
     return t
 
 
-def start(name, spec):
+def start(name, spec, value, keys):
     if name.startswith("f"):
         port = free_port()
         b, _, extra = spec.partition(":")
+        nval = ["-n", str(keys)] if value != 100 else []
         p = subprocess.Popen(["taskset", "-c", "1", FLOOR, "-b", b, "-p", str(port), "-t", "1",
-                              "-v", "100", *extra.split()])
+                              "-v", str(value), *nval, *extra.split()])
         wait_for_port(port, p)
         return p, port
     b, _, args = spec.partition(":")
     return start_server(b, "-t", "1", "-c", "4096", *args.split(), cpu=1)
 
 
-def prefill(port, floor, memtier, keys):
+def prefill(port, floor, memtier, keys, value):
     subprocess.run(["taskset", "-c", "0", LG, "-s", f"127.0.0.1:{port}", "-q", "--prefill",
-                    "-c", "10", "-d", "16", "-k", str(keys), "-v", "100"] +
+                    "-c", "10", "-d", "16" if value <= 1000 else "2", "-k", str(keys),
+                    "-v", str(value)] +
                    (["--no-verify"] if floor else []), check=True, stdout=subprocess.DEVNULL)
     if memtier and not floor:
         subprocess.run(["taskset", "-c", "0", MT, "-s", "127.0.0.1", "-p", str(port), "-P",
                         "memcache_text", "-t", "1", "-c", "10", "--ratio=1:0", "--key-pattern=P:P",
-                        "-n", "allkeys", "--key-minimum=1", f"--key-maximum={keys}", "-d", "100",
+                        "-n", "allkeys", "--key-minimum=1", f"--key-maximum={keys}", "-d", str(value),
                         "--hide-histogram"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        check=True)
 
 
-def run(gen, port, secs, seed, depth, keys):
+def run(gen, port, secs, seed, depth, keys, value, conns):
     if gen == "mt":
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "mt.json")
             subprocess.run(["taskset", "-c", "0", MT, "-s", "127.0.0.1", "-p", str(port), "-P",
                             "memcache_text", "-t", "1", *MTARGS, f"--pipeline={depth}",
+                            "-c", str(conns), "-d", str(value),
                             f"--key-maximum={keys}", f"--test-time={int(secs)}",
                             "--hide-histogram", f"--json-out-file={out}"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             tot = json.load(open(out))["ALL STATS"]["Totals"]
             return tot.get("Count") or tot["Ops/sec"] * int(secs)
     out = subprocess.run(["taskset", "-c", "0", LG, "-s", f"127.0.0.1:{port}", *LGARGS,
-                          "-d", str(depth), "-k", str(keys),
+                          "-d", str(depth), "-k", str(keys), "-v", str(value), "-c", str(conns),
                           "-D", str(secs), "-q", "--seed", str(seed), "--json", "-",
                           # every server alike: checking values slows the
                           # load generator, which raises CPU per request
@@ -112,6 +116,8 @@ def main():
     ap.add_argument("--depth", type=int, default=1, help="pipeline depth (get90_p1 or _p16)")
     ap.add_argument("--keys", type=int, default=100000,
                     help="key space (e.g. 100: a store that stays in cache)")
+    ap.add_argument("--value", type=int, default=100, help="value bytes (102400: large100k)")
+    ap.add_argument("--conns", type=int, default=50, help="connections of each generator")
     ap.add_argument("--json", help="write the per-round figures to this file")
     a = ap.parse_args()
     gens = a.gens.split(",")
@@ -121,9 +127,9 @@ def main():
     try:
         for s in a.servers:
             name, _, spec = s.partition("=")
-            p, port = start(name, spec)
+            p, port = start(name, spec, a.value, a.keys)
             srv[name] = (p, port)
-            prefill(port, name.startswith("f"), "mt" in gens, a.keys)
+            prefill(port, name.startswith("f"), "mt" in gens, a.keys, a.value)
         res = {}
         print(f"load {os.getloadavg()}", flush=True)
         for r in range(a.rounds):
@@ -132,7 +138,8 @@ def main():
                 if a.concurrent:
                     c0 = {nm: cpu_ns(srv[nm][0].pid) for nm in order}
                     with ThreadPoolExecutor(len(order)) as ex:
-                        fut = {nm: ex.submit(run, g, srv[nm][1], a.seconds, r + 1, a.depth, a.keys)
+                        fut = {nm: ex.submit(run, g, srv[nm][1], a.seconds, r + 1, a.depth, a.keys,
+                                         a.value, a.conns)
                                for nm in order}
                         got = {nm: f.result() for nm, f in fut.items()}
                     for nm in order:
@@ -143,7 +150,7 @@ def main():
                 for name in order:
                     p, port = srv[name]
                     c0 = cpu_ns(p.pid)
-                    n = run(g, port, a.seconds, r + 1, a.depth, a.keys)
+                    n = run(g, port, a.seconds, r + 1, a.depth, a.keys, a.value, a.conns)
                     c1 = cpu_ns(p.pid)
                     us = (c1 - c0) / 1e3 / n
                     res.setdefault((g, name), []).append(us)
@@ -163,6 +170,7 @@ def main():
         if a.json:
             with open(a.json, "w") as f:
                 json.dump({"concurrent": a.concurrent, "depth": a.depth, "keys": a.keys,
+                           "value": a.value, "conns": a.conns,
                            "rounds": a.rounds, "seconds": a.seconds,
                            "cpu_us": {g: {nm: res[(g, nm)] for nm in srv} for g in gens}},
                           f, indent=1)
