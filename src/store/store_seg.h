@@ -191,6 +191,23 @@ bool seg_dead(struct seg_pool *pool, struct seg *seg, rel_time_t now);
 struct seg *seg_find_dead(struct seg_pool *pool);
 struct seg *seg_most_dead(struct seg_pool *pool);
 void seg_credit_update(struct seg_pool *pool);
+/* seg_walk.c, for seg.c (pool lock held): walk the victim w->v from its
+ * cursor until about `bytes` are freed, returning those freed; and, once it
+ * is walked to its end, compact the items it kept in place (compact) or
+ * drop them (it is pinned). */
+size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t bytes);
+void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compact);
+/* The slot still naming v's item at off (p, h), with its key's buckets
+ * locked in *keys (the caller unlocks) and *chain the bucket whose chain
+ * holds it; NULL: the item is dead or was copied out. */
+uint64_t *seg_find_slot(struct seg_pool *pool, struct seg *v, size_t off, const char *p,
+                        const struct item_hdr *h, uint64_t *hv, uint32_t *tag,
+                        struct index_pair *keys, uint64_t **chain);
+/* Unlink w->v's item at p that leaves (to flash when it qualifies):
+ * evicted when live, else reclaimed, counted as memcached counts it. */
+void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p, const struct item_hdr *h,
+                   const struct index_pair *keys, uint64_t *b, uint64_t *slot, uint64_t hv,
+                   rel_time_t now);
 /* Whether a key back from main's ghost starts with a read (and so returns
  * to main): only while main's passes find their items read again, and then
  * a fixed subset of keys, by hash, so that a loop larger than the cache
