@@ -45,18 +45,29 @@ static struct flash_gc_rule rule(int64_t credit, bool need_room)
                                   .credit = credit};
 }
 
+struct pick {
+    enum flash_gc_act act;
+    int32_t victim;
+    bool unread;
+};
+
+static struct pick choose(const struct flash_rec *recs, struct flash_gc_rule g)
+{
+    struct pick p;
+    p.act = flash_gc_choose(recs, NSEG, &g, &p.victim, &p.unread);
+    return p;
+}
+
 static void test_least_live_rescued_within_budget(void **state)
 {
     (void)state;
     struct flash_rec recs[NSEG];
     fill(recs);
     assert_int_equal(flash_gc_live_bytes(&recs[1]), 40 * 1024);
-    int32_t v;
-    bool unread;
-    struct flash_gc_rule g = rule(40 * 1024, true);
-    assert_int_equal(flash_gc_choose(recs, NSEG, &g, &v, &unread), FLASH_GC_RESCUE);
-    assert_int_equal(v, 1); /* not the oldest (0), nor the low-TTL one (3) */
-    assert_false(unread);
+    struct pick p = choose(recs, rule(40 * 1024, true));
+    assert_int_equal(p.act, FLASH_GC_RESCUE);
+    assert_int_equal(p.victim, 1); /* not the oldest (0), nor the low-TTL one (3) */
+    assert_false(p.unread);
 }
 
 static void test_past_budget_dropped_only_for_room(void **state)
@@ -64,14 +75,11 @@ static void test_past_budget_dropped_only_for_room(void **state)
     (void)state;
     struct flash_rec recs[NSEG];
     fill(recs);
-    int32_t v;
-    bool unread;
     /* a byte short of its live bytes: not rewritten */
-    struct flash_gc_rule g = rule(40 * 1024 - 1, true);
-    assert_int_equal(flash_gc_choose(recs, NSEG, &g, &v, &unread), FLASH_GC_DROP);
-    assert_int_equal(v, 1); /* the fewest items lost */
-    g.need_room = false;
-    assert_int_equal(flash_gc_choose(recs, NSEG, &g, &v, &unread), FLASH_GC_NONE);
+    struct pick p = choose(recs, rule(40 * 1024 - 1, true));
+    assert_int_equal(p.act, FLASH_GC_DROP);
+    assert_int_equal(p.victim, 1); /* the fewest items lost */
+    assert_int_equal(choose(recs, rule(40 * 1024 - 1, false)).act, FLASH_GC_NONE);
 }
 
 static void test_cheap_rescued_without_credit(void **state)
@@ -80,14 +88,13 @@ static void test_cheap_rescued_without_credit(void **state)
     struct flash_rec recs[NSEG];
     fill(recs);
     recs[4].live_items = 21; /* 21/79 bytes a byte freed: under 7/25 */
-    int32_t v;
-    bool unread;
-    struct flash_gc_rule g = rule(-(1 << 20), true);
-    assert_int_equal(flash_gc_choose(recs, NSEG, &g, &v, &unread), FLASH_GC_RESCUE);
-    assert_int_equal(v, 4);
+    struct pick p = choose(recs, rule(-(1 << 20), true));
+    assert_int_equal(p.act, FLASH_GC_RESCUE);
+    assert_int_equal(p.victim, 4);
     recs[4].live_items = 22; /* past it: dropped, the credit spent */
-    assert_int_equal(flash_gc_choose(recs, NSEG, &g, &v, &unread), FLASH_GC_DROP);
-    assert_int_equal(v, 4);
+    p = choose(recs, rule(-(1 << 20), true));
+    assert_int_equal(p.act, FLASH_GC_DROP);
+    assert_int_equal(p.victim, 4);
 }
 
 static void test_over_max_frag_dropped(void **state)
@@ -95,12 +102,11 @@ static void test_over_max_frag_dropped(void **state)
     (void)state;
     struct flash_rec recs[NSEG];
     fill(recs);
-    int32_t v;
-    bool unread;
     struct flash_gc_rule g = rule(1 << 30, true);
     g.max_frag = 0.3; /* the least live is 40 % live: costs 2 bytes a byte freed */
-    assert_int_equal(flash_gc_choose(recs, NSEG, &g, &v, &unread), FLASH_GC_DROP);
-    assert_int_equal(v, 1);
+    struct pick p = choose(recs, g);
+    assert_int_equal(p.act, FLASH_GC_DROP);
+    assert_int_equal(p.victim, 1);
 }
 
 static void test_nothing_while_pages_free(void **state)
@@ -108,12 +114,11 @@ static void test_nothing_while_pages_free(void **state)
     (void)state;
     struct flash_rec recs[NSEG];
     fill(recs);
-    int32_t v;
-    bool unread;
     struct flash_gc_rule g = rule(1 << 30, true);
     g.free_pages = 1;
-    assert_int_equal(flash_gc_choose(recs, NSEG, &g, &v, &unread), FLASH_GC_NONE);
-    assert_int_equal(v, -1);
+    struct pick p = choose(recs, g);
+    assert_int_equal(p.act, FLASH_GC_NONE);
+    assert_int_equal(p.victim, -1);
 }
 
 static void test_drop_unread_takes_oldest(void **state)
@@ -121,16 +126,15 @@ static void test_drop_unread_takes_oldest(void **state)
     (void)state;
     struct flash_rec recs[NSEG];
     fill(recs);
-    int32_t v;
-    bool unread;
     /* no credit, none under ext_max_frag: memcached's oldest page, its
      * unread items dropped */
     struct flash_gc_rule g = rule(0, true);
     g.drop_unread = true;
     g.max_frag = 0.2;
-    assert_int_equal(flash_gc_choose(recs, NSEG, &g, &v, &unread), FLASH_GC_RESCUE);
-    assert_int_equal(v, 0);
-    assert_true(unread);
+    struct pick p = choose(recs, g);
+    assert_int_equal(p.act, FLASH_GC_RESCUE);
+    assert_int_equal(p.victim, 0);
+    assert_true(p.unread);
 }
 
 static void test_least_live_any_bucket(void **state)
