@@ -37,9 +37,9 @@ static uint32_t round_up(uint32_t n, uint32_t a)
     return (n + a - 1) / a * a;
 }
 
-/* The writer thread's pace when idle: a compaction pass this often
- * (flash_tier_pause_ns shortens it to ext_max_sleep), and the spare
- * buffers back to the kernel after this long with nothing to write. */
+/* The compactor's pass after this long with nothing written
+ * (flash_tier_pause_ns shortens it to ext_max_sleep); the spare buffers
+ * back to the kernel, and compaction's writer sealed, after a second. */
 #define WRITER_IDLE_NS 100000000ull
 #define SPARES_IDLE_NS 1000000000ull
 
