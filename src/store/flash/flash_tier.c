@@ -785,8 +785,10 @@ static int32_t compact_pick(struct flash_tier *ft, bool need_room, bool *drop_un
 }
 
 /* One item of a segment being compacted: rewritten if its slot still
- * names it, dropped by the ext_* rules, else left (it is dead). */
-static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint32_t vid,
+ * names it, dropped by the ext_* rules, else left (it is dead). False
+ * when no segment or buffer could be had for it: it stays where it is,
+ * and so does its segment, for a later pass. */
+static bool compact_item(struct flash_tier *ft, const struct flash_rec *r, uint32_t vid,
                          const struct flash_item *fi, bool drop_unread, uint64_t cas_base)
 {
     uint64_t hv = XXH3_64bits(fi->key, fi->h.nkey);
@@ -821,6 +823,9 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
                 *slot = ns | slot_freq(*slot);
                 CNT(ft, compact_rescues, 1);
                 flash_tier_forget(ft, want);
+            } else if (no_room) {
+                index_unlock_pair(&keys);
+                return false;
             } else {
                 flash_tier_clear(ft, b, slot);
                 CNT(ft, compact_lost, 1);
@@ -829,6 +834,7 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
     }
     (void)r;
     index_unlock_pair(&keys);
+    return true;
 }
 
 /* Before compaction copies an item of `need` bytes (no bucket lock held):
@@ -887,6 +893,7 @@ static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
     uint64_t off = (uint64_t)((uint32_t)n % ft->segs_per_page) * ft->opt.seg_size;
     int rc = flash_dev_read(&ft->dev, page, off, buf, len);
     struct flash_seg_hdr hdr;
+    bool stalled = false;
     if (rc < 0 || flash_seg_parse_hdr(buf, len, ft->instance, &hdr) != FLASH_OK ||
         hdr.seq != snap.seq) {
         if (rc < 0)
@@ -903,7 +910,10 @@ static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
             pthread_mutex_lock(&ft->lock);
             compact_room(ft, fi.len + ITEM_HDR_MAX);
             pthread_mutex_unlock(&ft->lock);
-            compact_item(ft, r, snap.vid, &fi, drop_unread, hdr.cas_base);
+            if (!compact_item(ft, r, snap.vid, &fi, drop_unread, hdr.cas_base)) {
+                stalled = true;
+                break;
+            }
         }
         if (k < 0)
             CNT(ft, badcrc_from_extstore, 1);
@@ -914,12 +924,12 @@ static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
      * until written), so the segment it came from can go now; the writer
      * stays open for the next pass, so a run of passes packs their live
      * items into whole segments, not a part-filled one each. */
-    if (r->seq == snap.seq && r->state == FSEG_DISK) {
+    if (!stalled && r->seq == snap.seq && r->state == FSEG_DISK) {
         CNT(ft, page_reclaims, 1);
         rec_free(ft, r);
     }
     pthread_mutex_unlock(&ft->lock);
-    return 1;
+    return stalled ? 0 : 1;
 }
 
 uint32_t flash_tier_pages(struct flash_tier *ft, struct flash_tier_page *out, uint32_t n)
