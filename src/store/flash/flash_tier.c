@@ -27,6 +27,7 @@
 #include <xxhash.h>
 
 #include "base/log.h"
+#include "store/flash/flash_gc.h"
 #include "store/store_life.h"
 
 #define CNT(ft, f, n) FLASH_CNT(ft, f, n)
@@ -36,31 +37,29 @@ static uint32_t round_up(uint32_t n, uint32_t a)
     return (n + a - 1) / a * a;
 }
 
-/* The writer thread's pace when idle: a compaction pass this often
- * (flash_tier_pause_ns shortens it to ext_max_sleep), and the spare
- * buffers back to the kernel after this long with nothing to write. */
+/* The compactor's pass after this long with nothing written
+ * (flash_tier_pause_ns shortens it to ext_max_sleep); the spare buffers
+ * back to the kernel, and compaction's writer sealed, after a second. */
 #define WRITER_IDLE_NS 100000000ull
 #define SPARES_IDLE_NS 1000000000ull
 
-/* Devices of more segments than this keep one free for compaction. */
+/* Devices of more segments than this keep one free for compaction: the
+ * writers may not take it, so compaction, which rewrites under a segment
+ * before it frees one, never has to drop one to write. */
 #define FLASH_COMPACT_RESERVE_MIN 4
-/* Devices of more pages than this keep a page's worth of segments free, as
- * memcached's compactor evicts its oldest page as soon as no page is free:
- * a full device holds what memcached's would, less a page. */
-#define FLASH_PAGE_RESERVE_MIN 2
-
-/* Free segments a write for room may not take (the compaction writer takes
- * them: it never drops a segment). */
-static bool rec_keeps_page(const struct flash_tier *ft)
-{
-    return ft->dev.npages > FLASH_PAGE_RESERVE_MIN && ft->segs_per_page > 1;
-}
 
 static uint32_t rec_reserve(const struct flash_tier *ft)
 {
-    if (rec_keeps_page(ft))
-        return ft->segs_per_page;
     return ft->nsegs > FLASH_COMPACT_RESERVE_MIN ? 1 : 0;
+}
+
+/* Free segments the compactor keeps under a write load, dropping if it
+ * must: one for each writer to open and compaction's reserve, no more
+ * (what is kept free holds no items), and under a page. */
+static uint32_t flash_gc_room(const struct flash_tier *ft)
+{
+    uint32_t room = rec_reserve(ft) + FLASH_WRITERS;
+    return room < ft->segs_per_page ? room : ft->segs_per_page;
 }
 
 static uint32_t max_bufs(void)
@@ -69,7 +68,8 @@ static uint32_t max_bufs(void)
 }
 
 static void *writer_main(void *arg);
-static unsigned flash_tier_compact(struct flash_tier *ft);
+static void *gc_main(void *arg);
+static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room);
 
 int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt, struct index *ix,
                     const struct store_life *life, char *why, size_t n)
@@ -142,27 +142,35 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&ft->cond, &ca);
+    pthread_cond_init(&ft->gc_cond, &ca);
     pthread_condattr_destroy(&ca);
     int err = pthread_create(&ft->thread, NULL, writer_main, ft);
+    if (!err)
+        ft->thread_on = true;
+    if (!err && !(err = pthread_create(&ft->gc_thread, NULL, gc_main, ft)))
+        ft->gc_on = true;
     if (err) {
         snprintf(why, n, "flash writer thread: %s", strerror(err));
         flash_tier_close(ft);
         return -err;
     }
-    ft->thread_on = true;
     return 0;
 }
 
 void flash_tier_close(struct flash_tier *ft)
 {
-    if (ft->thread_on) {
+    if (ft->thread_on || ft->gc_on) {
         pthread_mutex_lock(&ft->lock);
         ft->stopping = true;
         pthread_cond_broadcast(&ft->cond);
+        pthread_cond_broadcast(&ft->gc_cond);
         pthread_mutex_unlock(&ft->lock);
-        pthread_join(ft->thread, NULL);
-        ft->thread_on = false;
     }
+    if (ft->gc_on)
+        pthread_join(ft->gc_thread, NULL);
+    if (ft->thread_on)
+        pthread_join(ft->thread, NULL);
+    ft->thread_on = ft->gc_on = false;
     for (uint32_t i = 0; ft->recs && i < ft->nsegs; i++)
         free(ft->recs[i].buf);
     for (uint32_t i = 0; i < ft->nspare; i++)
@@ -175,6 +183,7 @@ void flash_tier_close(struct flash_tier *ft)
     ft->moves = NULL;
     flash_dev_close(&ft->dev);
     pthread_cond_destroy(&ft->cond);
+    pthread_cond_destroy(&ft->gc_cond);
     pthread_mutex_destroy(&ft->lock);
     pthread_mutex_destroy(&ft->compact_lock);
 }
@@ -201,11 +210,11 @@ static struct flash_tier_options tuned(const struct flash_tier *ft)
 
 /* --- records (ft->lock held) --- */
 
-/* Free pages compaction and drops count on: not the one kept free. */
+/* Free pages, as ext_compact_under and ext_drop_under count them: free
+ * segments, a page's worth to a page. */
 static uint32_t rec_pages_free(const struct flash_tier *ft)
 {
-    uint32_t n = ft->nfree / ft->segs_per_page;
-    return rec_keeps_page(ft) && n ? n - 1 : n;
+    return ft->nfree / ft->segs_per_page;
 }
 
 /* A record's write buffer is done with (written, or its segment gone):
@@ -233,29 +242,27 @@ static void rec_free(struct flash_tier *ft, struct flash_rec *r)
     ft->nfree++;
 }
 
-/* The oldest written segment, dropped to make room (its live items lost,
- * counted as memcached's page evictions). */
-static bool rec_drop_oldest(struct flash_tier *ft)
+/* A written segment dropped to make room (counted as memcached's page
+ * evictions). */
+static bool rec_drop(struct flash_tier *ft, struct flash_rec *r)
 {
-    struct flash_rec *old = NULL;
-    for (uint32_t i = 0; i < ft->nsegs; i++) {
-        struct flash_rec *r = &ft->recs[i];
-        if (r->state == FSEG_DISK && (!old || r->seq < old->seq))
-            old = r;
-    }
-    if (!old)
-        return false;
-    if (old->live_items) {
+    if (r->live_items) {
         CNT(ft, page_evictions, 1);
-        CNT(ft, objects_evicted, old->live_items);
-        CNT(ft, bytes_evicted,
-            old->nitems ? (uint64_t)(old->nbytes - FLASH_HDR_LEN) * old->live_items / old->nitems
-                        : 0);
+        CNT(ft, objects_evicted, r->live_items);
+        CNT(ft, bytes_evicted, flash_gc_live_bytes(r));
     } else {
         CNT(ft, page_reclaims, 1);
     }
-    rec_free(ft, old);
+    rec_free(ft, r);
     return true;
+}
+
+/* The one with the least live share, of any writer: the fewest items lost
+ * for a segment freed. */
+static bool rec_drop_least(struct flash_tier *ft)
+{
+    int32_t n = flash_gc_least_live(ft->recs, ft->nsegs, true);
+    return n >= 0 && rec_drop(ft, &ft->recs[n]);
 }
 
 /* The writer thread, idle a second: the spare buffers' pages go back to the
@@ -283,20 +290,14 @@ static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
         ft->nbufs++;
     if (!buf)
         return false;
-    /* A full device: the oldest written segments make room, but a page
-     * (rec_reserve) is kept free, and in it compaction's segment, which
-     * never drops one: it rewrites under ext_max_frag of a segment into it
-     * before freeing a whole one, so a full device still gains room from
-     * its deletes (a drop for it could take the very segment it is
-     * emptying). */
+    /* A full device, the compactor behind: the writers drop the least live
+     * segments themselves (memory only), but leave compaction its segment
+     * (rec_reserve): it never drops one to write, so a drop for it could
+     * not take the very segment it is emptying. */
     uint32_t reserve = rec_reserve(ft);
-    if (wi != FLASH_W_COMPACT && ft->nfree <= reserve) {
-        /* memcached evicts its oldest page whole when it takes its last
-         * free one: a page's worth of the oldest segments goes at once */
-        uint32_t want = reserve + (rec_keeps_page(ft) ? ft->segs_per_page : 1);
-        while (ft->nfree < want && rec_drop_oldest(ft))
+    if (wi != FLASH_W_COMPACT)
+        while (ft->nfree <= reserve && rec_drop_least(ft))
             ;
-    }
     if (!ft->nfree) {
         ft->spare[ft->nspare++] = buf;
         return false;
@@ -390,6 +391,8 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
              * is what write amplification counts on top */
             if (wi != FLASH_W_COMPACT)
                 r->moved += nvalue;
+            else
+                ft->gc_credit -= len;
             /* reachable once the caller puts the slot in: set first */
             if (ft->opt.keep)
                 flash_keep_set(ft->opt.keep, (uint32_t)ft->w_seg[wi], off);
@@ -622,9 +625,10 @@ bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq)
 /* --- the writer thread --- */
 
 /* Write queued segments out, one at a time (ft->lock held on entry and
- * exit, dropped around each write). */
-static void write_queued(struct flash_tier *ft)
+ * exit, dropped around each write); how many were written. */
+static unsigned write_queued(struct flash_tier *ft)
 {
+    unsigned wrote = 0;
     while (ft->q_head) {
         uint32_t n = ft->q_head - 1;
         struct flash_rec *r = &ft->recs[n];
@@ -645,6 +649,11 @@ static void write_queued(struct flash_tier *ft)
                 flash_keep_disk(ft->opt.keep, n, r->nbytes, r->nitems, r->max_exptime);
             r->state = FSEG_DISK;
             CNT(ft, value_bytes_moved, r->moved);
+            /* what the other writers give the device earns compaction
+             * its share of rewrites (flash_gc.h) */
+            if (r->bucket != FLASH_W_COMPACT)
+                ft->gc_credit += (int64_t)len * FLASH_GC_BUDGET_NUM / FLASH_GC_BUDGET_DEN;
+            wrote++;
             rec_put_buf(ft, r);
         } else {
             /* Its items read as misses from now on: never a wrong value.
@@ -659,6 +668,7 @@ static void write_queued(struct flash_tier *ft)
             rec_free(ft, r);
         }
     }
+    return wrote;
 }
 
 static uint64_t mono_ns(void)
@@ -668,29 +678,36 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static struct timespec deadline(uint64_t wait_ns)
+{
+    uint64_t t = mono_ns() + wait_ns;
+    return (struct timespec){.tv_sec = (time_t)(t / 1000000000u),
+                             .tv_nsec = (long)(t % 1000000000u)};
+}
+
 static void *writer_main(void *arg)
 {
     struct flash_tier *ft = arg;
     uint64_t busy = mono_ns(); /* when a wait last ended with work */
     pthread_mutex_lock(&ft->lock);
     while (!ft->stopping) {
-        write_queued(ft);
+        /* writes going on with free pages short: the compactor's turn */
+        unsigned wrote = write_queued(ft);
+        if (wrote)
+            ft->wrote_ns = mono_ns();
+        if (wrote && rec_pages_free(ft) < tuned(ft).compact_under) {
+            ft->gc_kick = true;
+            pthread_cond_signal(&ft->gc_cond);
+        }
         if (ft->stopping)
             break;
-        /* 100 ms between compaction passes, or ext_max_sleep if shorter */
-        uint64_t wait = flash_tier_pause_ns(ft, WRITER_IDLE_NS);
-        uint64_t t = mono_ns() + wait;
-        struct timespec until = {.tv_sec = (time_t)(t / 1000000000u),
-                                 .tv_nsec = (long)(t % 1000000000u)};
+        struct timespec until = deadline(SPARES_IDLE_NS);
         if (!ft->q_head && pthread_cond_timedwait(&ft->cond, &ft->lock, &until) == ETIMEDOUT &&
             !ft->q_head) {
             /* a second with nothing to write: not between two segments
              * of a write load, whose spares would be faulted in again */
             if (mono_ns() - busy >= SPARES_IDLE_NS)
                 spares_release(ft);
-            pthread_mutex_unlock(&ft->lock);
-            flash_tier_maintain(ft);
-            pthread_mutex_lock(&ft->lock);
         } else {
             busy = mono_ns();
         }
@@ -699,18 +716,50 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* The compactor thread. Kicked by the writer thread when segments go out
+ * with free pages short, it frees a victim at a time while they stay
+ * short (flash_gc_choose, room wanted: a victim past the budget is
+ * dropped), so a writer needing a segment finds one rather than dropping
+ * one itself; its segment reads hold up no write. Else, after 100 ms (or
+ * ext_max_sleep if shorter) with nothing written, a pass: rescues only. */
+static void *gc_main(void *arg)
+{
+    struct flash_tier *ft = arg;
+    pthread_mutex_lock(&ft->lock);
+    while (!ft->stopping) {
+        if (ft->gc_kick) {
+            ft->gc_kick = false;
+            unsigned did = 1;
+            while (did && !ft->stopping && rec_pages_free(ft) < tuned(ft).compact_under) {
+                pthread_mutex_unlock(&ft->lock);
+                pthread_mutex_lock(&ft->compact_lock);
+                did = flash_tier_compact(ft, true);
+                pthread_mutex_unlock(&ft->compact_lock);
+                pthread_mutex_lock(&ft->lock);
+            }
+            continue;
+        }
+        uint64_t wait = flash_tier_pause_ns(ft, WRITER_IDLE_NS);
+        struct timespec until = deadline(wait);
+        if (pthread_cond_timedwait(&ft->gc_cond, &ft->lock, &until) == ETIMEDOUT && !ft->gc_kick &&
+            !ft->stopping && mono_ns() - ft->wrote_ns >= wait) {
+            pthread_mutex_unlock(&ft->lock);
+            flash_tier_maintain(ft);
+            pthread_mutex_lock(&ft->lock);
+        }
+    }
+    pthread_mutex_unlock(&ft->lock);
+    return NULL;
+}
+
 /* --- compaction --- */
 
-/* The segment to compact (ft->lock held), as memcached's compactor picks
- * a page, while free pages are under ext_compact_under: the written one
- * with the lowest share of live items under ext_max_frag; failing that,
- * with ext_drop_unread and free pages under ext_drop_under, the oldest
- * (*drop: its unread items are dropped, not rewritten). -1 when none. An
- * all-dead one is freed here. Low-TTL segments are left to expire whole. */
-static int32_t compact_pick(struct flash_tier *ft, bool *drop)
+/* The segment to compact next and how (ft->lock held): flash_gc_choose,
+ * after freeing every written segment whose items are all gone or whose
+ * latest expiry has passed. -1 when none. */
+static int32_t compact_pick(struct flash_tier *ft, bool need_room, bool *drop_unread,
+                            enum flash_gc_act *act)
 {
-    int32_t best = -1, oldest = -1;
-    double best_ratio = 2;
     rel_time_t now = clock_now();
     struct flash_tier_options o = tuned(ft);
     for (uint32_t i = 0; i < ft->nsegs; i++) {
@@ -721,30 +770,25 @@ static int32_t compact_pick(struct flash_tier *ft, bool *drop)
         if (!r->live_items || expired) {
             CNT(ft, page_reclaims, 1);
             rec_free(ft, r);
-            continue;
-        }
-        if (r->bucket == FLASH_W_LOWTTL)
-            continue;
-        if (oldest < 0 || r->seq < ft->recs[oldest].seq)
-            oldest = (int32_t)i;
-        double ratio = (double)r->live_items / r->nitems;
-        if (ratio < o.max_frag && ratio < best_ratio) {
-            best = (int32_t)i;
-            best_ratio = ratio;
         }
     }
-    uint32_t free_pages = rec_pages_free(ft);
-    *drop = o.drop_unread && free_pages < o.drop_under;
-    if (free_pages >= o.compact_under)
-        return -1;
-    if (best >= 0)
-        return best;
-    return *drop ? oldest : -1;
+    struct flash_gc_rule g = {.free_pages = rec_pages_free(ft),
+                              .compact_under = o.compact_under,
+                              .drop_under = o.drop_under,
+                              .max_frag = o.max_frag,
+                              .drop_unread = o.drop_unread,
+                              .need_room = need_room && ft->nfree < flash_gc_room(ft),
+                              .credit = ft->gc_credit};
+    int32_t victim;
+    *act = flash_gc_choose(ft->recs, ft->nsegs, &g, &victim, drop_unread);
+    return *act == FLASH_GC_NONE ? -1 : victim;
 }
 
 /* One item of a segment being compacted: rewritten if its slot still
- * names it, dropped by the ext_* rules, else left (it is dead). */
-static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint32_t vid,
+ * names it, dropped by the ext_* rules, else left (it is dead). False
+ * when no segment or buffer could be had for it: it stays where it is,
+ * and so does its segment, for a later pass. */
+static bool compact_item(struct flash_tier *ft, const struct flash_rec *r, uint32_t vid,
                          const struct flash_item *fi, bool drop_unread, uint64_t cas_base)
 {
     uint64_t hv = XXH3_64bits(fi->key, fi->h.nkey);
@@ -779,6 +823,9 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
                 *slot = ns | slot_freq(*slot);
                 CNT(ft, compact_rescues, 1);
                 flash_tier_forget(ft, want);
+            } else if (no_room) {
+                index_unlock_pair(&keys);
+                return false;
             } else {
                 flash_tier_clear(ft, b, slot);
                 CNT(ft, compact_lost, 1);
@@ -787,6 +834,7 @@ static void compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
     }
     (void)r;
     index_unlock_pair(&keys);
+    return true;
 }
 
 /* Before compaction copies an item of `need` bytes (no bucket lock held):
@@ -806,19 +854,30 @@ unsigned flash_tier_maintain(struct flash_tier *ft)
 {
     /* one compaction at a time (the writer thread's, a test's) */
     pthread_mutex_lock(&ft->compact_lock);
-    unsigned freed = flash_tier_compact(ft);
+    unsigned freed = flash_tier_compact(ft, false);
     pthread_mutex_unlock(&ft->compact_lock);
     return freed;
 }
 
-static unsigned flash_tier_compact(struct flash_tier *ft)
+/* One victim (compact_lock held); need_room: the writers are writing, and
+ * a victim past the budget or ext_max_frag is dropped rather than kept. */
+static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
 {
     pthread_mutex_lock(&ft->lock);
     bool drop_unread;
-    int32_t n = compact_pick(ft, &drop_unread);
+    enum flash_gc_act act;
+    int32_t n = compact_pick(ft, need_room, &drop_unread, &act);
+    if (n >= 0 && act == FLASH_GC_DROP) {
+        rec_drop(ft, &ft->recs[n]);
+        pthread_mutex_unlock(&ft->lock);
+        return 1;
+    }
     if (n < 0) {
-        /* nothing more to compact: what it rewrote goes to the device */
-        writer_seal(ft, FLASH_W_COMPACT);
+        /* nothing more to compact and nothing written for a second: what
+         * it rewrote goes to the device (under a write load it stays open
+         * for the next victims: a part-filled segment holds no more) */
+        if (!need_room && mono_ns() - ft->wrote_ns >= SPARES_IDLE_NS)
+            writer_seal(ft, FLASH_W_COMPACT);
         pthread_mutex_unlock(&ft->lock);
         return 0;
     }
@@ -834,6 +893,7 @@ static unsigned flash_tier_compact(struct flash_tier *ft)
     uint64_t off = (uint64_t)((uint32_t)n % ft->segs_per_page) * ft->opt.seg_size;
     int rc = flash_dev_read(&ft->dev, page, off, buf, len);
     struct flash_seg_hdr hdr;
+    bool stalled = false;
     if (rc < 0 || flash_seg_parse_hdr(buf, len, ft->instance, &hdr) != FLASH_OK ||
         hdr.seq != snap.seq) {
         if (rc < 0)
@@ -850,7 +910,10 @@ static unsigned flash_tier_compact(struct flash_tier *ft)
             pthread_mutex_lock(&ft->lock);
             compact_room(ft, fi.len + ITEM_HDR_MAX);
             pthread_mutex_unlock(&ft->lock);
-            compact_item(ft, r, snap.vid, &fi, drop_unread, hdr.cas_base);
+            if (!compact_item(ft, r, snap.vid, &fi, drop_unread, hdr.cas_base)) {
+                stalled = true;
+                break;
+            }
         }
         if (k < 0)
             CNT(ft, badcrc_from_extstore, 1);
@@ -861,12 +924,12 @@ static unsigned flash_tier_compact(struct flash_tier *ft)
      * until written), so the segment it came from can go now; the writer
      * stays open for the next pass, so a run of passes packs their live
      * items into whole segments, not a part-filled one each. */
-    if (r->seq == snap.seq && r->state == FSEG_DISK) {
+    if (!stalled && r->seq == snap.seq && r->state == FSEG_DISK) {
         CNT(ft, page_reclaims, 1);
         rec_free(ft, r);
     }
     pthread_mutex_unlock(&ft->lock);
-    return 1;
+    return stalled ? 0 : 1;
 }
 
 uint32_t flash_tier_pages(struct flash_tier *ft, struct flash_tier_page *out, uint32_t n)

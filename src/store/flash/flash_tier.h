@@ -135,7 +135,8 @@ struct flash_tier {
     pthread_mutex_t lock;         /* records, writers, queue, buffers */
     pthread_mutex_t compact_lock; /* one compaction at a time; before lock */
     uint64_t seq_next;
-    uint32_t nfree; /* FSEG_FREE records */
+    uint32_t nfree;    /* FSEG_FREE records */
+    int64_t gc_credit; /* rewrite bytes compaction may still write (flash_gc.h) */
     struct flash_writer w[FLASH_WRITERS];
     int32_t w_seg[FLASH_WRITERS];   /* its segment number, -1 = none */
     char *spare[FLASH_WRITERS + 2]; /* buffers not in use */
@@ -145,6 +146,10 @@ struct flash_tier {
     pthread_t thread;
     bool thread_on, stopping;
     pthread_cond_t cond;
+    pthread_t gc_thread;          /* the compactor: its reads never hold up writes */
+    bool gc_on, gc_kick;          /* gc_kick: writes went on with free pages short */
+    uint64_t wrote_ns;            /* when the writer thread last wrote a segment */
+    pthread_cond_t gc_cond;       /* under lock */
     struct flash_move *moves;     /* [FLASH_MOVES], under lock */
     struct flash_tier_counters c; /* atomic adds */
 };

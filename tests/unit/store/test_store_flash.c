@@ -750,7 +750,12 @@ static void compaction_during_reads(bool judged_first)
 {
     struct tstore t;
     static uint64_t cas[6000];
+    /* ext_max_frag 0 until the reads are out: the compactor thread's
+     * passes leave the fragmented segments to the ones below */
+    tuning = (struct flash_tuning){.item_size = 512, .item_age = UINT32_MAX, .max_sleep = 1000000};
+    open_tuning = (struct flash_tuning_src){read_tuning, NULL};
     open_fragmented(&t, cas);
+    open_tuning = (struct flash_tuning_src){0};
     int woke = 0, waiting = 0, probed[600];
     struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
     store_flash_attach(t.c, w);
@@ -768,6 +773,7 @@ static void compaction_during_reads(bool judged_first)
         usleep(200000); /* the reads done on the read threads, not judged */
     struct flash_tier_counters c0, c1;
     flash_counters(&t, &c0);
+    tuning.max_frag = 0.8;
     unsigned freed = 0;
     for (int n = 0; n < 64; n++)
         freed += flash_tier_maintain(t.s->flash);
