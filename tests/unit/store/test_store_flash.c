@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -64,13 +65,16 @@ static void open_flash_ex(struct tstore *t, uint64_t flash, uint32_t compact_und
     assert_non_null(t->s->flash);
 }
 
-/* The run-time values `extstore` would set (base/flash_tuning.h). */
+/* The run-time values `extstore` would set (base/flash_tuning.h), read by
+ * the tier's threads as the test changes them: under a lock. */
 static struct flash_tuning tuning;
+static pthread_mutex_t tuning_lock = PTHREAD_MUTEX_INITIALIZER;
 static void read_tuning(const void *src, struct flash_tuning *out)
 {
     (void)src;
+    pthread_mutex_lock(&tuning_lock);
     *out = tuning;
-    out->item_size = __atomic_load_n(&tuning.item_size, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&tuning_lock);
 }
 
 static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
@@ -643,7 +647,9 @@ static void test_run_time_item_size(void **state)
     store_stats(t.s, &st);
     assert_int_equal(c.objects_written, 0);
     assert_true(st.evictions > 0);
-    __atomic_store_n(&tuning.item_size, 512, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&tuning_lock);
+    tuning.item_size = 512;
+    pthread_mutex_unlock(&tuning_lock);
     for (int i = N; i < N + 4000; i++) {
         put(&t, i, NULL);
         if (i % 64 == 63)
@@ -708,13 +714,13 @@ static void test_compaction_keeps_live(void **state)
         key_of(i, k);
         assert_int_equal(tset(&t, k, "x", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     }
-    unsigned freed = 0;
+    /* The tier's compactor thread may run the passes first: what it did
+     * is counted the same, whichever thread did it. */
     for (int n = 0; n < 64; n++)
-        freed += flash_tier_maintain(t.s->flash);
+        flash_tier_maintain(t.s->flash);
     settle(&t);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
-    assert_true(freed > 0);
     assert_true(c.compact_rescues > 0);
     int hits = 0;
     for (int i = 0; i < 6000; i += 10) {
@@ -773,12 +779,13 @@ static void compaction_during_reads(bool judged_first)
         usleep(200000); /* the reads done on the read threads, not judged */
     struct flash_tier_counters c0, c1;
     flash_counters(&t, &c0);
+    pthread_mutex_lock(&tuning_lock);
     tuning.max_frag = 0.8;
-    unsigned freed = 0;
+    pthread_mutex_unlock(&tuning_lock);
+    /* the passes (this thread's or the compactor thread's, counted alike) */
     for (int n = 0; n < 64; n++)
-        freed += flash_tier_maintain(t.s->flash);
+        flash_tier_maintain(t.s->flash);
     flash_counters(&t, &c1);
-    assert_true(freed > 0);
     assert_true(c1.compact_rescues - c0.compact_rescues > (uint64_t)waiting / 2);
     if (!judged_first)
         drain_all(&t, w);
