@@ -167,6 +167,13 @@ declare -A BY_DESIGN=(
     # writing get response, get_oom_extstore 1): memcached's slab mover.
     # nodelay has no slab pages to move (docs/compat-differences.md D14).
     [error-extstore.t]="9 10"
+    # The check at line 208 (miss_from_extstore > 0 after getting every
+    # 100th of 3,000 keys, its own FIXME: "Need to sample through a few
+    # values"): memcached evicts a whole 8 MB page (about 400 of the keys)
+    # when its flash is full, nodelay one 2 MB segment (about 100, spread
+    # over the key range as they left RAM), so the 30 keys sampled may all
+    # still be there. extstore_objects_evicted > 0 (line 207) still holds.
+    [binary-extstore.t]="line:208"
 )
 
 BIN=${NODELAY_SUITE_BIN:-build/debug-epoll/nodelay}
@@ -253,17 +260,24 @@ mkdir -p "$LOG"
 SASL_PWDB=$LOG/memcached-suite-sasl.pwdb
 printf '%s\n' "$SASL_USER" >"$SASL_PWDB"
 # True when the file ran to its plan and failed only the subtests listed
-# (EXCUSED's and BY_DESIGN's for it).
+# (EXCUSED's and BY_DESIGN's for it): by number, or "line:N" for the check
+# at line N of the file, where the numbers before it vary from run to run
+# (each failure there is counted against one "Failed test at ... line N").
 excused() { # file log
-    local want=" ${EXCUSED[$1]:-} ${BY_DESIGN[$1]:-} " n plan ran
+    local want=" ${EXCUSED[$1]:-} ${BY_DESIGN[$1]:-} " n plan ran other=0 at=0
     [ "$want" != "   " ] || return 1
     grep -q -e 'Parse errors' -e 'Bad plan' "$2" && return 1
     plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$2" | head -1)
     ran=$(grep -cE '^(not )?ok [0-9]+' "$2")
     [ -n "$plan" ] && [ "$plan" -eq "$ran" ] || return 1
     for n in $(sed -n 's/^not ok \([0-9]*\).*/\1/p' "$2"); do
-        [[ $want == *" $n "* ]] || return 1
+        [[ $want == *" $n "* ]] || other=$((other + 1))
     done
+    [ "$other" -eq 0 ] && return 0
+    for n in $(grep -oE "Failed test at t/$1 line [0-9]+" "$2" | awk '{print $NF}'); do
+        [[ $want == *" line:$n "* ]] && at=$((at + 1))
+    done
+    [ "$at" -ge "$other" ] && [ "$at" -eq "$(grep -cE "Failed test at t/$1 line" "$2")" ]
 }
 
 passed=0
