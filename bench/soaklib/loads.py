@@ -27,12 +27,15 @@ def load_commands(a, port, work):
     return (("main", main_cmd), ("big", big_cmd))
 
 
-def start_loads(a, port, work, procs):
+def start_loads(a, port, work, procs, started):
     """Starts both, each writing to work/NAME.err; appends (name, process,
-    its log) to procs as each starts, so the caller can stop what started."""
+    its log) to procs as each starts, so the caller can stop what started,
+    and tells started(name, pid)."""
     for name, c in load_commands(a, port, work):
         err = open(os.path.join(work, name + ".err"), "w")
-        procs.append((name, subprocess.Popen(c, stdout=err, stderr=subprocess.STDOUT), err))
+        p = subprocess.Popen(c, stdout=err, stderr=subprocess.STDOUT)
+        procs.append((name, p, err))
+        started(name, p.pid)
 
 
 def reap_loads(procs, work, violations):

@@ -105,6 +105,22 @@ def print_server_errors(procs, work):
         print(f"soak: server error x{n} (of the first ten per load thread): {what}")
 
 
+def print_stalls(stalls, runq):
+    """What each stall of 3+ connections was made of: who waited for a
+    CPU in it, and what the server did meanwhile (busy, faulting pages in,
+    or neither: blocked), so a stall the host does not explain can be
+    followed up from the log alone."""
+    t0 = runq.samples[0][0] - runq.STEP if runq.samples else 0.0
+    for e in stalls[:10]:
+        per = runq.waited_by(e["start"], e["end"])
+        cpu, faults = runq.server_did(e["start"], e["end"])
+        waits = ", ".join(f"{k} {v:.0f}" for k, v in sorted(per.items()))
+        print(f"soak:   stall at {e['start'] - t0:.3f} s, {(e['end'] - e['start']) * 1e3:.0f} ms, "
+              f"{len(e['conns'])} connections: waited for a CPU (ms) {waits or 'nothing sampled'}; "
+              f"server on a CPU {cpu:.0f} ms, page faults {faults} "
+              f"({faults * runq.fault_us / 1e3:.0f} ms at {runq.fault_us:.1f} us each)")
+
+
 def report(run, st, violations):
     """Judges the load's results and prints the summary. run carries the
     run's parts: a, srv, port, work, procs, runq, slow, watch, watch_stats,
@@ -115,7 +131,7 @@ def report(run, st, violations):
     evictions, expired = judge_values(total, st, violations)
     warnings = []
     s = judge_slow(total, stall_max, work, runq, violations, warnings)
-    stalls = s.host_stalls + s.server_stalls
+    stalls = sorted(s.host_stalls + s.server_stalls, key=lambda e: e["start"])
 
     print(f"soak: {total['requests']} requests, hits {total['hits']}, misses {total['misses']} "
           f"({total['miss_after_ack']} of acknowledged values; server evictions {evictions}, "
@@ -142,9 +158,12 @@ def report(run, st, violations):
           f"({s.iso40_50} in 40-50 ms; {s.isolated_host} more while a thread waited for a CPU), "
           f"{len(stalls)} stalls of 3+ connections at once "
           f"({sum(len(e['lats']) for e in stalls)} requests; {len(s.host_stalls)} while a thread "
-          f"waited for a CPU >= half the stall, {len(s.server_stalls)} not); waited for a CPU in "
+          f"waited for a CPU or the server's page faults took >= half the stall, "
+          f"{len(s.server_stalls)} not); waited for a CPU in "
           f"all: server {runq.total_ms('server'):.0f} ms, load generators "
-          f"{runq.total_ms('main') + runq.total_ms('big'):.0f} ms")
+          f"{runq.total_ms('main') + runq.total_ms('big'):.0f} ms; a page fault costs "
+          f"{runq.fault_us:.1f} us here")
+    print_stalls(stalls, runq)
     print(f"soak: >= 40 ms: {total['slow40']} ({total['slow40_50']} in 40-50 ms); "
           f"RSS max {fig.rss_max // 1024} MiB (bound {fig.rss_bound // 1024}), after the load "
           f"{fig.rss_end // 1024} MiB; owed to clients max {fig.owed_max >> 20} MiB; "

@@ -74,10 +74,12 @@ def soak(a, srv, port, work, procs, violations):
     # the watchers first: they see the load's connections arrive
     watch = Watchers(port, bound.n_read, bound.n_stalled, stop)
     watch.start()
-    start_loads(a, port, work, procs)
+    # the sampler before the loads: their first moments, 400 connections
+    # arriving and the generators' threads starting, are judged too
     rq_stop = threading.Event()
-    runq = RunQueue({"server": srv.pid, **{n: p.pid for n, p, _ in procs}}, rq_stop)
-    runq.thread.start()
+    runq = RunQueue({"server": srv.pid}, rq_stop)
+    runq.start()
+    start_loads(a, port, work, procs, runq.add)
     slow = SlowClients(port, a.slow, [int(k) for k in a.slow_kinds.split(",")], BIG_KEYS, stop)
     slow.start()
 

@@ -43,12 +43,14 @@ def split_slow(episodes, runq):
     """Episodes told apart: (latencies of the isolated ones, how many
     isolated requests the host explains, the host's stalls, the server's
     stalls). An episode is the host's when a thread of the server or of a
-    load generator waited for a CPU for at least half of it. A delayed ACK
+    load generator waited for a CPU for at least half of it, or the
+    server's page faults took that long at what one costs here (a VM
+    whose host backs memory lazily makes each first touch its own). A delayed ACK
     takes no CPU from anyone, so an isolated episode the host explains is
     not one; the rest of one or two connections are what a delayed ACK
     makes, and one of 3 or more is one stall."""
     def host_held(e):
-        return runq.waited_ms(e["start"], e["end"]) >= 0.5 * (e["end"] - e["start"]) * 1e3
+        return runq.held_ms(e["start"], e["end"]) >= 0.5 * (e["end"] - e["start"]) * 1e3
 
     isolated, isolated_host, host_stalls, server_stalls = [], 0, [], []
     for e in episodes:
