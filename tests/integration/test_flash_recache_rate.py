@@ -64,14 +64,16 @@ def test_recache_counts_as_memcached(server_bin, tmp_path, rate, ram_reads):
         pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
     (tmp_path / "nd").mkdir()
     got = run(server_bin, tmp_path / "nd", rate, ram_reads)
-    # memcached's own counts for an item read in RAM first vary from run to
-    # run on a busy machine (its background LRU threads move the item and
-    # its flags at their own pace; seen once under a full test run): nodelay
-    # must match one of up to three of its runs.
+    # memcached's own counts vary from run to run on a busy machine (its
+    # background LRU threads move the items and their flags at their own
+    # pace): seen for an item read in RAM first, and under a full test run
+    # for rate 2 with no RAM reads (its 14th read recached none, where its
+    # quiet runs and nodelay's recache one). nodelay must match one of up
+    # to three of its runs.
     for attempt in range(3):
         (tmp_path / f"mc{attempt}").mkdir()
         want = run(REF_BIN, tmp_path / f"mc{attempt}", rate, ram_reads)
-        if got == want or ram_reads == 0:
+        if got == want:
             break
     assert got == want
     # the reads did reach flash, and with rate 0 none recached
