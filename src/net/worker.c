@@ -439,6 +439,7 @@ static void worker_shutdown(struct worker *w)
 struct worker_ahead {
     struct store_prefetch_run run[3];
     struct conn *conn[3];
+    bool hinted[3]; /* its run was started (conn_uring_hint) */
 };
 
 static struct conn *worker_recv_conn(const struct event_fired *ev)
@@ -449,20 +450,25 @@ static struct conn *worker_recv_conn(const struct event_fired *ev)
     return t->kind == TOKEN_CONN && (ev->events & EVENT_RECV) ? t->obj : NULL;
 }
 
-/* Completion j's bucket, into slot s (j % 3). */
+/* Completion j's bucket, into slot s (j % 3). The other two slots hold
+ * the completions that run before it: when one is a receive of the same
+ * connection, these bytes follow bytes not yet in its buffer, and a hint
+ * must see the input from its first unconsumed byte (proto_read_hint): only
+ * the connection's first receive in the window gets one. */
 static void worker_ahead_bucket(struct worker_ahead *a, unsigned s, const struct event_fired *ev,
                                 int n, int j)
 {
     struct conn *c = j < n ? worker_recv_conn(&ev[j]) : NULL;
     a->conn[s] = c;
-    if (c)
+    a->hinted[s] = c && c != a->conn[(s + 1) % 3] && c != a->conn[(s + 2) % 3];
+    if (a->hinted[s])
         conn_uring_hint(c, ev[j].res, ev[j].data, &a->run[s]);
 }
 
 /* The item of the completion in slot s, its bucket loaded by now. */
 static void worker_ahead_item(struct worker_ahead *a, unsigned s)
 {
-    if (a->conn[s])
+    if (a->hinted[s])
         conn_uring_hint_next(a->conn[s], &a->run[s]);
 }
 
@@ -488,6 +494,7 @@ void *worker_main(void *arg)
         for (unsigned i = 0, s = 0; i < (unsigned)n; i++, s = s == 2 ? 0 : s + 1) {
             unsigned s1 = s == 2 ? 0 : s + 1, s2 = s1 == 2 ? 0 : s1 + 1;
             if (i == 0) {
+                ahead.conn[0] = ahead.conn[1] = ahead.conn[2] = NULL; /* the last turn's */
                 worker_ahead_bucket(&ahead, 0, ev, n, 0);
                 worker_ahead_bucket(&ahead, 1, ev, n, 1);
                 worker_ahead_item(&ahead, 0);

@@ -41,8 +41,11 @@ enum proto_status proto_process(struct session *s, const char *buf, size_t len,
  * first buffered request's key into *run, when the session expects a text
  * request line (else run->n is 0). proto_read_hint_next, called later and
  * before proto_process, starts loading its item, the bucket having arrived
- * by then. Changes nothing but caches; buf[0..len) is what proto_process
- * will be given. */
+ * by then. buf[0..len) must be the input from its first unconsumed byte,
+ * what proto_process will be given (there or in a copy): the session keeps
+ * what the hint found of the first line (its tokens, its key's hash) for
+ * that run, and drops it once any byte is consumed. Changes nothing else
+ * but caches. */
 void proto_read_hint(struct session *s, const char *buf, size_t len,
                      struct store_prefetch_run *run);
 static inline void proto_read_hint_next(struct session *s, struct store_prefetch_run *run)

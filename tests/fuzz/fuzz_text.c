@@ -3,7 +3,8 @@
  *
  * Each input is one connection: its first byte picks the read size and a
  * few settings, the rest is fed as reads of that size the way a connection
- * feeds them (direct reads into s->sink while a value wants them), replies
+ * feeds them (direct reads into s->sink while a value wants them; an odd
+ * read size hints each read as a worker does, proto_read_hint), replies
  * are drained as they come, and the session is released at the end. The
  * store is real and shared across inputs, as a server's is.
  */
@@ -98,6 +99,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(rbuf + rlen, in, n);
             rlen += n;
             n = 0;
+            if (chunk & 1) {
+                /* as a worker does before it runs a read: the session
+                 * keeps what it found of the first line for the run */
+                struct store_prefetch_run run;
+                proto_read_hint(&s, rbuf, rlen, &run);
+                proto_read_hint_next(&s, &run);
+            }
             for (;;) {
                 size_t used = 0;
                 enum proto_status st = proto_process(&s, rbuf, rlen, &used);

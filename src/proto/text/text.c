@@ -384,6 +384,8 @@ text_run(struct session *s, const char *buf, size_t len, size_t *consumed, const
             session_flash_done(s);
     }
     *consumed = pos;
+    if (pos)
+        t->hint.ntok = 0; /* it described the bytes at 0 */
     return t->closing ? PROTO_CLOSE : st;
 }
 

@@ -7,6 +7,10 @@
  * line is scanned twice in all (memchr for its end, the tokenizer) however
  * many parts of the server read it: the batch picks its key from the
  * tokens, the command from the same tokens, a get's keys are its tokens.
+ * A read's first line the worker's read hint (text_read_hint) split
+ * already, and hashed its key to start its loads: the session keeps that
+ * (text_hint), and the batch takes the line from there, its hash for the
+ * lookup with it.
  */
 #include <string.h>
 
@@ -63,23 +67,53 @@ static const struct text_token *text_batch_key(const struct text_line *l, size_t
 /* Every key of a batch is hashed (store_prefetch_start), so its hkey holds. */
 _Static_assert(TEXT_PREFETCH_BATCH <= STORE_PREFETCH_MAX, "a batch's keys are all prefetched");
 
+/* The read's first line as text_read_hint split it, put back over buf (the
+ * same bytes, maybe elsewhere) into *rec; *data and the key's token as
+ * text_batch_key gives them. */
+static const struct text_token *text_hint_line(const struct text_hint *h,
+                                               struct text_ahead_line *rec, const char *buf,
+                                               size_t *data)
+{
+    struct text_line *l = &rec->line;
+    rec->start = 0;
+    rec->nl = h->nl;
+    l->raw = buf;
+    l->len = h->nl > 0 && buf[h->nl - 1] == '\r' ? h->nl - 1 : h->nl;
+    l->ntok = h->ntok;
+    for (size_t i = 0; i < h->ntok; i++)
+        l->tok[i] = (struct text_token){buf + h->tok[i].off, h->tok[i].len};
+    l->hkey = NULL;
+    l->hv = h->hv;
+    *data = h->data;
+    return h->key ? &l->tok[h->key] : NULL;
+}
+
 size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
                            struct text_ahead *ahead, const char *buf, size_t pos, size_t len)
 {
+    const struct text_hint *h = &text_of(s)->hint;
     struct store_keyref keys[TEXT_PREFETCH_BATCH];
     size_t n = 0, at = pos;
+    bool hashed = false; /* the first key's hash came with the hint */
     ahead->n = ahead->next = 0;
     while (ahead->n < TEXT_PREFETCH_BATCH && at < len) {
-        const char *nl = memchr(buf + at, '\n', len - at);
-        if (!nl)
-            break;
-        const char *e = nl > buf + at && nl[-1] == '\r' ? nl - 1 : nl;
-        struct text_ahead_line *rec = &ahead->line[ahead->n++];
-        rec->start = at;
-        rec->nl = (size_t)(nl - buf);
-        text_tokenize(&rec->line, buf + at, (size_t)(e - (buf + at)));
+        struct text_ahead_line *rec = &ahead->line[ahead->n];
+        const struct text_token *k;
         size_t data;
-        const struct text_token *k = text_batch_key(&rec->line, &data);
+        if (at == 0 && h->ntok && h->nl < len) {
+            k = text_hint_line(h, rec, buf, &data);
+            hashed = k != NULL;
+        } else {
+            const char *nl = memchr(buf + at, '\n', len - at);
+            if (!nl)
+                break;
+            const char *e = nl > buf + at && nl[-1] == '\r' ? nl - 1 : nl;
+            rec->start = at;
+            rec->nl = (size_t)(nl - buf);
+            text_tokenize(&rec->line, buf + at, (size_t)(e - (buf + at)));
+            k = text_batch_key(&rec->line, &data);
+        }
+        ahead->n++;
         if (!k)
             break; /* recorded (text_process tokenizes it no more), not stepped over */
         /* its hash for its lookup (text_line.hkey) */
@@ -93,16 +127,38 @@ size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
         at = next + data;
     }
     /* One lookup alone has nothing to overlap with (a multiget's further
-     * keys are text_get_run's). */
-    if (n == 1)
+     * keys are text_get_run's); its hash is the hint's, if any. */
+    if (n > 1)
+        store_prefetch_start(s->store, run, keys, n);
+    else
+        run->n = run->next = 0;
+    if (n == 1 && !hashed)
         ahead->line[0].line.hkey = NULL; /* not hashed: the lookup hashes it */
-    store_prefetch_start(s->store, run, keys, n > 1 ? n : 0);
     return at;
+}
+
+/* Keep what text_read_hint found of line l (its '\n' at nl) for the
+ * text_process that runs it, when its tokens fit the hint. */
+static void text_hint_keep(struct text_hint *h, const struct text_line *l, size_t nl,
+                           const struct text_token *key, size_t data)
+{
+    if (l->ntok > TEXT_HINT_TOKENS || nl > UINT16_MAX)
+        return;
+    for (size_t i = 0; i < l->ntok; i++) {
+        h->tok[i].off = (uint16_t)(l->tok[i].s - l->raw);
+        h->tok[i].len = (uint16_t)l->tok[i].len;
+    }
+    h->nl = (uint32_t)nl;
+    h->data = (uint32_t)data;
+    h->key = key ? (uint8_t)(key - l->tok) : 0;
+    h->ntok = (uint8_t)l->ntok;
 }
 
 void text_read_hint(struct session *s, const char *buf, size_t len, struct store_prefetch_run *run)
 {
+    struct text_hint *h = &text_of(s)->hint;
     run->n = run->next = 0;
+    h->ntok = 0;
     const char *nl = memchr(buf, '\n', len);
     if (!nl)
         return; /* no request to run yet */
@@ -112,7 +168,8 @@ void text_read_hint(struct session *s, const char *buf, size_t len, struct store
     size_t data;
     const struct text_token *k = text_batch_key(&line, &data);
     if (k) {
-        struct store_keyref key = {.key = k->s, .nkey = k->len, .hv = NULL};
+        struct store_keyref key = {.key = k->s, .nkey = k->len, .hv = &h->hv};
         store_prefetch_buckets(s->store, run, &key, 1);
     }
+    text_hint_keep(h, &line, (size_t)(nl - buf), k, data);
 }

@@ -36,6 +36,24 @@ struct text_cont {
     bool classes[64];
 };
 
+/* What text_read_hint found of a read's first request line, kept for the
+ * text_process that runs it so that the line is split and its key hashed
+ * once. Offsets from the line's first byte: the process may be given the
+ * same bytes elsewhere (io_uring's receive buffer is copied). It describes
+ * the bytes at the first unconsumed byte of the input, so text_process
+ * drops it once it consumes any. Lines of more tokens get none. */
+#define TEXT_HINT_TOKENS 8
+struct text_hint {
+    uint32_t nl;   /* the line's '\n' */
+    uint32_t data; /* a storage command's value bytes after it (text_batch_key) */
+    uint8_t ntok;  /* 0: no hint */
+    uint8_t key;   /* the token the batch looks up (hv its hash), 0: none */
+    struct {
+        uint16_t off, len;
+    } tok[TEXT_HINT_TOKENS];
+    uint64_t hv;
+};
+
 /* State kept between reads: a value being received or swallowed. */
 struct text_state {
     struct text_value value;     /* a value being received (proto/line/value.h) */
@@ -57,6 +75,7 @@ struct text_state {
     bool closing;                /* quit, HTTP guard, shutdown, out of memory */
     char *auth_buf;              /* -Y: the "user pass" token being received */
     struct text_cont cont;       /* a paused multiget or dump */
+    struct text_hint hint;       /* the next line, as proto_read_hint split it */
 };
 
 _Static_assert(sizeof(struct text_state) <= SESSION_STATE_BYTES,

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The read hint (proto_read_hint): what it found of a read's first line is
+ * kept for the text_process that runs it (text_hint), so the replies must
+ * be the same bytes whether each read was hinted or not: as the readiness
+ * path hints (over the read buffer), as io_uring's does (over the receive's
+ * own buffer, copied after, maybe in parts smaller than the line), with
+ * lines and keys cut across reads at every byte. */
+#include "test_text_support.h"
+
+enum hint_mode {
+    HINT_NONE,
+    HINT_READY, /* over the read buffer, as conn_ready_batch_event */
+    HINT_URING, /* over the received bytes before their copy, as conn_uring_hint */
+};
+
+/* One read of len bytes with its hint as mode says; piece > 0 hands the
+ * bytes to the input unit in parts of that size (a receive copied into a
+ * buffer with less room), after the hint saw them all. */
+static void hint_read(struct tt *t, enum hint_mode mode, const char *data, size_t len,
+                      size_t piece)
+{
+    struct store_prefetch_run run;
+    char *copy = NULL;
+    if (mode == HINT_URING) {
+        /* the receive's buffer: overwritten once copied, so that nothing
+         * may still point into it */
+        copy = malloc(len);
+        assert_non_null(copy);
+        memcpy(copy, data, len);
+        data = copy;
+        if (t->in.len == 0) {
+            proto_read_hint(&t->s, data, len, &run);
+            proto_read_hint_next(&t->s, &run);
+        }
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left > 0 && !t->closed) {
+        char *at;
+        size_t room;
+        enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+        if (to == CONN_IN_TO_NOWHERE) {
+            t->closed = true;
+            break;
+        }
+        size_t n = left < room ? left : room;
+        if (piece && n > piece)
+            n = piece;
+        memcpy(at, p, n);
+        p += n;
+        left -= n;
+        if (mode == HINT_READY && to == CONN_IN_TO_BUF) {
+            const char *buf;
+            size_t unread = conn_input_unread(&t->in, n, &buf);
+            proto_read_hint(&t->s, buf, unread, &run);
+            proto_read_hint_next(&t->s, &run);
+        }
+        tt_act(t, conn_input_received(&t->in, &t->s, to, n));
+    }
+    if (copy) {
+        memset(copy, 'X', len);
+        free(copy);
+    }
+}
+
+/* The replies to script fed in reads of chunk bytes (0: one read). */
+static char *hint_run(const char *script, size_t len, enum hint_mode mode, size_t chunk,
+                      size_t piece, size_t *n)
+{
+    struct tt *t = tt_new();
+    if (chunk == 0)
+        chunk = len;
+    for (size_t off = 0; off < len && !t->closed; off += chunk)
+        hint_read(t, mode, script + off, len - off < chunk ? len - off : chunk, piece);
+    char *out = tt_drain(t, n);
+    tt_free(t);
+    return out;
+}
+
+static void hint_same(const char *script, size_t len, size_t chunk, size_t piece)
+{
+    size_t n_want, n_got;
+    char *want = hint_run(script, len, HINT_NONE, chunk, 0, &n_want);
+    for (enum hint_mode m = HINT_READY; m <= HINT_URING; m++) {
+        char *got = hint_run(script, len, m, chunk, m == HINT_URING ? piece : 0, &n_got);
+        if (n_got != n_want || memcmp(got, want, n_want) != 0) {
+            fprintf(stderr, "mode %d chunk %zu piece %zu\n  want [%.*s]\n  got  [%.*s]\n",
+                    (int)m, chunk, piece, (int)n_want, want, (int)n_got, got);
+            fail();
+        }
+        free(got);
+    }
+    free(want);
+}
+
+/* Every kind of first line a hint meets: lookups and storage commands (its
+ * key hashed), commands it does not know, a value holding a lookup line,
+ * lengths that lie, more words than a hint keeps, meta commands, an empty
+ * line, noreply, bare "\n" line ends. */
+static const char mixed[] =
+    "set a 1 0 3\r\nabc\r\n"
+    "get a\r\n"
+    "get a b a\r\n"
+    "set b 0 0 9\r\nget a\r\nxy\r\n"
+    "get b\n"
+    "gat 0 a b\r\n"
+    "gets zz\r\n"
+    "set c 0 0 3\r\nabcdef\r\n"
+    "get a b c d e f g h i j k l m n o p q r s t u v w x y z a\r\n"
+    "set d 0 0 1 noreply\r\nd\r\n"
+    "get  d\r\n"
+    "get d \r\n"
+    " get d\r\n"
+    "\r\n"
+    "incr c 1\r\n"
+    "mg a v f\r\n"
+    "ms e 2 T0\r\nee\r\n"
+    "mn\r\n"
+    "append a 0 0 2\r\nde\r\n"
+    "delete b\r\n"
+    "get a\r\r\n"
+    "bogus line\r\n"
+    "get a b\r\n"
+    "version\r\n";
+
+static void test_hint_every_split(void **state)
+{
+    (void)state;
+    size_t len = sizeof mixed - 1;
+    size_t n;
+    char *whole = hint_run(mixed, len, HINT_NONE, 0, 0, &n);
+    assert_non_null(strstr(whole, "VALUE b 0 9\r\nget a\r\nxy\r\nEND\r\n"));
+    assert_non_null(strstr(whole, "VALUE a 1 5\r\nabcde\r\nEND\r\n"));
+    free(whole);
+    for (size_t chunk = 0; chunk <= len; chunk++)
+        hint_same(mixed, len, chunk, 0);
+    /* a receive copied in parts: the hint saw lines the first run sees
+     * only part of */
+    for (size_t piece = 1; piece <= 32; piece++)
+        hint_same(mixed, len, 0, piece);
+}
+
+/* Keys of every length up to memcached's 250 and past it, alone and as the
+ * first of a multiget, stored and looked up, cut at every byte. */
+static void test_hint_long_keys(void **state)
+{
+    (void)state;
+    char script[8192];
+    size_t len = 0;
+    for (size_t k = 200; k <= 252; k += 13) {
+        char key[300];
+        memset(key, 'k', k);
+        key[k - 1] = (char)('0' + k % 10);
+        len += (size_t)snprintf(script + len, sizeof script - len,
+                                "set %.*s 0 0 2\r\nv%zu\r\nget %.*s\r\nget %.*s x\r\n", (int)k,
+                                key, k % 10, (int)k, key, (int)k, key);
+    }
+    assert_true(len < sizeof script);
+    size_t n;
+    char *out = hint_run(script, len, HINT_NONE, 0, 0, &n);
+    assert_non_null(strstr(out, "CLIENT_ERROR"));
+    free(out);
+    for (size_t chunk = 0; chunk <= 300; chunk++)
+        hint_same(script, len, chunk, 0);
+    for (size_t piece = 1; piece <= 300; piece += 7)
+        hint_same(script, len, 0, piece);
+}
+
+/* A hint for a line no run ever takes (the connection found it and then
+ * ran nothing) is not used for other bytes: a hint is only about the bytes
+ * at the input's first unconsumed one. */
+static void test_hint_then_other_bytes(void **state)
+{
+    (void)state;
+    struct tt *t = tt_new();
+    EXPECT(t, "set ab 0 0 1\r\nx\r\nset a 0 0 1\r\ny\r\n", "STORED\r\nSTORED\r\n");
+    struct store_prefetch_run run;
+    const char first[] = "get ab\r\n";
+    proto_read_hint(&t->s, first, sizeof first - 1, &run);
+    /* the same bytes, run: the hint holds */
+    EXPECT(t, "get ab\r\n", "VALUE ab 0 1\r\nx\r\nEND\r\n");
+    /* once they are consumed it describes nothing (here its tokens would
+     * name "a " the key) */
+    EXPECT(t, "get a b\r\n", "VALUE a 0 1\r\ny\r\nEND\r\n");
+    /* a hint over a partial line keeps nothing */
+    proto_read_hint(&t->s, "get ab", 6, &run);
+    assert_int_equal(run.n, 0);
+    EXPECT(t, "get a\r\n", "VALUE a 0 1\r\ny\r\nEND\r\n");
+    tt_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hint_every_split),
+        cmocka_unit_test(test_hint_long_keys),
+        cmocka_unit_test(test_hint_then_other_bytes),
+    };
+    return cmocka_run_group_tests(tests, tt_group_setup, NULL);
+}
