@@ -460,9 +460,11 @@ static void worker_ahead_bucket(struct worker_ahead *a, unsigned s, const struct
 {
     struct conn *c = j < n ? worker_recv_conn(&ev[j]) : NULL;
     a->conn[s] = c;
-    a->hinted[s] = c && c != a->conn[(s + 1) % 3] && c != a->conn[(s + 2) % 3];
-    if (a->hinted[s])
-        conn_uring_hint(c, ev[j].res, ev[j].data, &a->run[s]);
+    a->hinted[s] = false;
+    if (!c || c == a->conn[s == 2 ? 0 : s + 1] || c == a->conn[s == 0 ? 2 : s - 1])
+        return;
+    a->hinted[s] = true;
+    conn_uring_hint(c, ev[j].res, ev[j].data, &a->run[s]);
 }
 
 /* The item of the completion in slot s, its bucket loaded by now. */
