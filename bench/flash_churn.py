@@ -17,8 +17,11 @@ fill at the end (extstore_bytes_used ÷ the file); then as many gets as
 keys, uniform, whose hit ratio says what the churn kept.
 
   bench/flash_churn.py [--memory MB] [--flash MB] [--fill F] [--rounds N]
-                       [--values MIN-MAX] [--rate SETS/S] [--nodelay PATH] [--memcached PATH]
-                       [--dir DIR] [--no-memcached] [--out FILE]
+                       [--values MIN-MAX] [--rate SETS/S] [--ext OPTS] [--nodelay PATH]
+                       [--memcached PATH] [--dir DIR] [--no-memcached] [--out FILE]
+
+--ext adds one -o to both servers, e.g. ext_page_size=2,ext_wbuf_size=2
+for small pages on a small file.
 
 No memory cgroup: what is measured is bytes written, which the page cache
 does not change. Talks to 127.0.0.1 only; the servers are stopped at the
@@ -43,9 +46,10 @@ def run(args, label, binary):
     path = os.path.join(args.dir, f"churn.{label}.{port}")
     logp = os.path.join(args.dir, f"churn.{label}.log")
     row = {"server": label, "keys": keys, "values": args.values, "memory_mb": args.memory,
-           "flash_mb": args.flash}
+           "flash_mb": args.flash, "ext": args.ext}
     with open(logp, "w") as log:
-        p = flash.start(binary, port, args.memory, path, args.flash, log)
+        extra = ["-o", args.ext] if args.ext else []
+        p = flash.start(binary, port, args.memory, path, args.flash, log, extra)
     try:
         common = ["-k", str(keys), "-v", args.values, "-c", "4", "-d", "8"]
         flash.loadgen(args, port, ["--prefill", *common], timeout=args.timeout)
@@ -98,6 +102,7 @@ def main():
     ap.add_argument("--loadgen", default=os.path.join(ROOT, "build", "bench", "loadgen"))
     ap.add_argument("--rate", type=int, default=0, help="sets a second in the churn (default: "
                     "as fast as the server takes them)")
+    ap.add_argument("--ext", default="", help="more -o options for both servers")
     ap.add_argument("--no-memcached", action="store_true")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--out", default=None, help="JSON of the rows")

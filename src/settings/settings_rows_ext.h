@@ -40,7 +40,8 @@ X(RUN,  ext_compact_under,       SIZE, 0,           0,   NULL,                 "
   "pages",       EXT_U,       0,       0,              "ext_compact_under",     U32,                         \
   NULL,                                                                                                      \
   "compact when free pages fall under this\n"                                                               \
-  "(default: 1% of the last file's pages, at least 1)", NULL)                                                \
+  "(default: 1% of the last file's pages, at least 1),\n"                                                   \
+  "and at least 2 segments above the writers' reserve", NULL)                                               \
 X(RUN,  ext_drop_under,          SIZE, 0,           0,   NULL,                 "ext_drop_under",             \
   "pages",       EXT_U,       0,       0,              "ext_drop_under",        U32,                         \
   NULL,                                                                                                      \

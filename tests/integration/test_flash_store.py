@@ -163,7 +163,8 @@ def test_max_sleep_bounds_the_idle_flush_pause(start_server, tmp_path):
     assert idle_flush_gap(fast.connect(), "fast") < 0.5
 
 
-def test_compaction_keeps_up_under_overwrites(start_server, tmp_path):
+@pytest.mark.parametrize("under", ["", ",ext_compact_under=4"], ids=["default", "under4"])
+def test_compaction_keeps_up_under_overwrites(start_server, tmp_path, under):
     """Keys worth -m plus 90 % of the flash file, set four times over in a
     new random order each time, as fast as the client is answered:
     compaction runs between segment writes, not only when the writer thread
@@ -171,8 +172,10 @@ def test_compaction_keeps_up_under_overwrites(start_server, tmp_path):
     (about 36,000 items here; none before it had a thread of its own)
     within its rewrite budget (host write amplification about 1.3),
     nothing a rescue took is lost, and every read is the key's last value
-    or a miss (docs/store-flash.md "Compaction")."""
-    srv = start_server("-m", "8", "-o", "ext_page_size=2,ext_wbuf_size=2,ext_compact_under=4",
+    or a miss (docs/store-flash.md "Compaction"). So with the default
+    ext_compact_under too (one page of the 16, a segment each): the
+    compactor starts above the writers' drop point, not under it."""
+    srv = start_server("-m", "8", "-o", "ext_page_size=2,ext_wbuf_size=2" + under,
                        "-o", f"ext_path={tmp_path}/flash:32m")
     c = srv.connect()
     vlen, n = 1000, 36000  # 8 MB of RAM and 28 of the 32 MB file

@@ -5,6 +5,15 @@
  * oldest), and under skewed ones the cheapest to rewrite. */
 #include "store/flash/flash_gc.h"
 
+uint32_t flash_gc_under(uint32_t compact_under, uint32_t segs_per_page, uint32_t room)
+{
+    uint64_t under = (uint64_t)compact_under * segs_per_page;
+    uint64_t floor = (uint64_t)room + FLASH_GC_MARGIN;
+    if (under < floor)
+        under = floor;
+    return under > UINT32_MAX ? UINT32_MAX : (uint32_t)under;
+}
+
 uint64_t flash_gc_live_bytes(const struct flash_rec *r)
 {
     if (!r->nitems || r->nbytes <= FLASH_HDR_LEN)
@@ -19,12 +28,12 @@ static bool less_live(const struct flash_rec *a, const struct flash_rec *b)
     return x < y || (x == y && a->seq < b->seq);
 }
 
-int32_t flash_gc_least_live(const struct flash_rec *recs, uint32_t n, bool any_bucket)
+int32_t flash_gc_least_live(const struct flash_rec *recs, uint32_t n, bool any_bucket, int32_t skip)
 {
     int32_t best = -1;
     for (uint32_t i = 0; i < n; i++) {
         const struct flash_rec *r = &recs[i];
-        if (r->state != FSEG_DISK || !r->live_items || !r->nitems)
+        if (r->state != FSEG_DISK || !r->live_items || !r->nitems || (int32_t)i == skip)
             continue;
         if (!any_bucket && r->bucket == FLASH_W_LOWTTL)
             continue;
@@ -51,10 +60,10 @@ enum flash_gc_act flash_gc_choose(const struct flash_rec *recs, uint32_t n,
                                   const struct flash_gc_rule *g, int32_t *victim, bool *unread)
 {
     *victim = -1;
-    *unread = g->drop_unread && g->free_pages < g->drop_under;
-    if (g->free_pages >= g->compact_under)
+    *unread = g->drop_unread && g->free_segs < g->drop_under;
+    if (g->free_segs >= g->compact_under)
         return FLASH_GC_NONE;
-    int32_t least = flash_gc_least_live(recs, n, false);
+    int32_t least = flash_gc_least_live(recs, n, false, -1);
     if (least < 0)
         return FLASH_GC_NONE;
     const struct flash_rec *r = &recs[least];

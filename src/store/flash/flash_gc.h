@@ -5,8 +5,9 @@
  *
  * A cache may lose items, so making room is a trade: rewriting a segment
  * whose live share is u costs u/(1-u) bytes per byte freed (9 at 90 %),
- * dropping it loses u of a segment. The rule: while fewer than
- * ext_compact_under pages are free, the written segment with the least
+ * dropping it loses u of a segment. The rule: while fewer segments are
+ * free than flash_gc_under's (ext_compact_under pages' worth, and a margin
+ * above the room the writers keep), the written segment with the least
  * live share is rewritten if that share is under ext_max_frag and either
  * the rewrite budget (FLASH_GC_BUDGET_NUM/DEN of the bytes the other
  * writers gave the device) covers its live bytes or it is cheap enough
@@ -36,15 +37,27 @@ enum flash_gc_act {
     FLASH_GC_DROP,   /* free the victim whole, its live items lost */
 };
 
+/* Free segments the compactor wants above the room it keeps by dropping
+ * (flash_gc_under): time to rescue a victim or two while the writers fill
+ * segments, before anyone must drop. */
+#define FLASH_GC_MARGIN 2
+
 struct flash_gc_rule {
-    uint32_t free_pages;    /* pages' worth of free segments now */
-    uint32_t compact_under; /* ext_compact_under */
-    uint32_t drop_under;    /* ext_drop_under */
+    uint32_t free_segs;     /* free segments now */
+    uint32_t compact_under; /* segments: flash_gc_under */
+    uint32_t drop_under;    /* segments: ext_drop_under's pages' worth */
     double max_frag;        /* ext_max_frag */
     bool drop_unread;       /* ext_drop_unread */
     bool need_room;         /* writers are writing: room must come, now */
     int64_t credit;         /* rewrite bytes the budget allows now */
 };
+
+/* Free segments under which the compactor works: ext_compact_under pages'
+ * worth, and at least `room` (the free segments it keeps under a write
+ * load, dropping if it must) plus FLASH_GC_MARGIN. Else, on pages of a
+ * segment or two, the default (one page) is at or under the point where
+ * the writers drop, and compaction never gets to rescue. */
+uint32_t flash_gc_under(uint32_t compact_under, uint32_t segs_per_page, uint32_t room);
 
 /* The bytes of a record's live items, estimated from its item count (the
  * slot does not carry an item's length). */
@@ -52,8 +65,9 @@ uint64_t flash_gc_live_bytes(const struct flash_rec *r);
 
 /* The written segment (FSEG_DISK, holding live items) with the least live
  * share, of any writer when any_bucket, else not of the low-TTL writer
- * (those expire whole); -1 when none. */
-int32_t flash_gc_least_live(const struct flash_rec *recs, uint32_t n, bool any_bucket);
+ * (those expire whole), other than `skip` (-1: none); -1 when none. */
+int32_t flash_gc_least_live(const struct flash_rec *recs, uint32_t n, bool any_bucket,
+                            int32_t skip);
 
 /* What to do next under rule g, and to which segment (*victim); *unread:
  * a rescue drops the items never read (ext_drop_unread under

@@ -112,6 +112,7 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
         return -ENOMEM;
     }
     ft->nfree = ft->nsegs;
+    ft->gc_victim = -1;
     for (int i = 0; i < FLASH_WRITERS; i++)
         ft->w_seg[i] = -1;
     /* A store's id in every segment header: bytes another store (or an
@@ -210,11 +211,19 @@ static struct flash_tier_options tuned(const struct flash_tier *ft)
 
 /* --- records (ft->lock held) --- */
 
-/* Free pages, as ext_compact_under and ext_drop_under count them: free
- * segments, a page's worth to a page. */
-static uint32_t rec_pages_free(const struct flash_tier *ft)
+/* ext_compact_under and ext_drop_under count free pages: a page's worth
+ * of free segments to a page, so n pages are free while nfree is at least
+ * n pages' worth of segments. */
+static uint32_t pages_segs(const struct flash_tier *ft, uint32_t pages)
 {
-    return ft->nfree / ft->segs_per_page;
+    uint64_t n = (uint64_t)pages * ft->segs_per_page;
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+/* Free segments under which the compactor works (flash_gc_under) */
+static uint32_t gc_under(const struct flash_tier *ft)
+{
+    return flash_gc_under(tuned(ft).compact_under, ft->segs_per_page, flash_gc_room(ft));
 }
 
 /* A record's write buffer is done with (written, or its segment gone):
@@ -258,10 +267,12 @@ static bool rec_drop(struct flash_tier *ft, struct flash_rec *r)
 }
 
 /* The one with the least live share, of any writer: the fewest items lost
- * for a segment freed. */
+ * for a segment freed. Not the one compaction is emptying: that one is
+ * about to be freed with its live items kept, and dropping it under the
+ * compactor's read would lose them. */
 static bool rec_drop_least(struct flash_tier *ft)
 {
-    int32_t n = flash_gc_least_live(ft->recs, ft->nsegs, true);
+    int32_t n = flash_gc_least_live(ft->recs, ft->nsegs, true, ft->gc_victim);
     return n >= 0 && rec_drop(ft, &ft->recs[n]);
 }
 
@@ -695,7 +706,7 @@ static void *writer_main(void *arg)
         unsigned wrote = write_queued(ft);
         if (wrote)
             ft->wrote_ns = mono_ns();
-        if (wrote && rec_pages_free(ft) < tuned(ft).compact_under) {
+        if (wrote && ft->nfree < gc_under(ft)) {
             ft->gc_kick = true;
             pthread_cond_signal(&ft->gc_cond);
         }
@@ -730,7 +741,7 @@ static void *gc_main(void *arg)
         if (ft->gc_kick) {
             ft->gc_kick = false;
             unsigned did = 1;
-            while (did && !ft->stopping && rec_pages_free(ft) < tuned(ft).compact_under) {
+            while (did && !ft->stopping && ft->nfree < gc_under(ft)) {
                 pthread_mutex_unlock(&ft->lock);
                 pthread_mutex_lock(&ft->compact_lock);
                 did = flash_tier_compact(ft, true);
@@ -772,9 +783,9 @@ static int32_t compact_pick(struct flash_tier *ft, bool need_room, bool *drop_un
             rec_free(ft, r);
         }
     }
-    struct flash_gc_rule g = {.free_pages = rec_pages_free(ft),
-                              .compact_under = o.compact_under,
-                              .drop_under = o.drop_under,
+    struct flash_gc_rule g = {.free_segs = ft->nfree,
+                              .compact_under = gc_under(ft),
+                              .drop_under = pages_segs(ft, o.drop_under),
                               .max_frag = o.max_frag,
                               .drop_unread = o.drop_unread,
                               .need_room = need_room && ft->nfree < flash_gc_room(ft),
@@ -883,12 +894,17 @@ static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
     }
     struct flash_rec *r = &ft->recs[n];
     struct flash_rec snap = *r;
+    ft->gc_victim = n;
     pthread_mutex_unlock(&ft->lock);
 
     uint32_t len = round_up(snap.nbytes, FLASH_DEV_ALIGN);
     char *buf = aligned_alloc(FLASH_DEV_ALIGN, len);
-    if (!buf)
+    if (!buf) {
+        pthread_mutex_lock(&ft->lock);
+        ft->gc_victim = -1;
+        pthread_mutex_unlock(&ft->lock);
         return 0;
+    }
     uint32_t page = (uint32_t)n / ft->segs_per_page;
     uint64_t off = (uint64_t)((uint32_t)n % ft->segs_per_page) * ft->opt.seg_size;
     int rc = flash_dev_read(&ft->dev, page, off, buf, len);
@@ -920,6 +936,7 @@ static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
     }
     free(buf);
     pthread_mutex_lock(&ft->lock);
+    ft->gc_victim = -1;
     /* What compaction rewrote is in its writer's buffer (read from there
      * until written), so the segment it came from can go now; the writer
      * stays open for the next pass, so a run of passes packs their live

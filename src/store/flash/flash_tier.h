@@ -137,6 +137,7 @@ struct flash_tier {
     uint64_t seq_next;
     uint32_t nfree;    /* FSEG_FREE records */
     int64_t gc_credit; /* rewrite bytes compaction may still write (flash_gc.h) */
+    int32_t gc_victim; /* the segment compaction is emptying, -1 = none */
     struct flash_writer w[FLASH_WRITERS];
     int32_t w_seg[FLASH_WRITERS];   /* its segment number, -1 = none */
     char *spare[FLASH_WRITERS + 2]; /* buffers not in use */

@@ -37,7 +37,7 @@ static void fill(struct flash_rec *recs)
 
 static struct flash_gc_rule rule(int64_t credit, bool need_room)
 {
-    return (struct flash_gc_rule){.free_pages = 0,
+    return (struct flash_gc_rule){.free_segs = 0,
                                   .compact_under = 1,
                                   .drop_under = 1,
                                   .max_frag = 0.8,
@@ -115,10 +115,29 @@ static void test_nothing_while_pages_free(void **state)
     struct flash_rec recs[NSEG];
     fill(recs);
     struct flash_gc_rule g = rule(1 << 30, true);
-    g.free_pages = 1;
+    g.free_segs = 1;
     struct pick p = choose(recs, g);
     assert_int_equal(p.act, FLASH_GC_NONE);
     assert_int_equal(p.victim, -1);
+}
+
+/* The compactor starts above the room it keeps by dropping (and so above
+ * the writers' own drop point, within it), whatever the page size. */
+static void test_under_above_room(void **state)
+{
+    (void)state;
+    /* pages of 16 segments: ext_compact_under's pages, as given */
+    assert_int_equal(flash_gc_under(1, 16, 4), 16);
+    assert_int_equal(flash_gc_under(3, 16, 4), 48);
+    /* a page a segment, the default of one page: the room and a margin */
+    assert_int_equal(flash_gc_under(1, 1, 1), 1 + FLASH_GC_MARGIN);
+    assert_int_equal(flash_gc_under(1, 2, 2), 2 + FLASH_GC_MARGIN);
+    for (uint32_t spp = 1; spp <= 32; spp++)
+        for (uint32_t room = 0; room <= 4; room++)
+            assert_true(flash_gc_under(1, spp, room) > room);
+    /* a larger ext_compact_under is kept, and the product does not wrap */
+    assert_int_equal(flash_gc_under(4, 1, 1), 4);
+    assert_int_equal(flash_gc_under(UINT32_MAX, 16, 4), UINT32_MAX);
 }
 
 static void test_drop_unread_takes_oldest(void **state)
@@ -142,10 +161,13 @@ static void test_least_live_any_bucket(void **state)
     (void)state;
     struct flash_rec recs[NSEG];
     fill(recs);
-    assert_int_equal(flash_gc_least_live(recs, NSEG, false), 1);
-    assert_int_equal(flash_gc_least_live(recs, NSEG, true), 3);
+    assert_int_equal(flash_gc_least_live(recs, NSEG, false, -1), 1);
+    assert_int_equal(flash_gc_least_live(recs, NSEG, true, -1), 3);
+    /* the one compaction is emptying is passed over */
+    assert_int_equal(flash_gc_least_live(recs, NSEG, true, 3), 1);
+    assert_int_equal(flash_gc_least_live(recs, NSEG, false, 1), 4);
     recs[1].state = FSEG_WRITING; /* not on the device yet */
-    assert_int_equal(flash_gc_least_live(recs, NSEG, false), 4);
+    assert_int_equal(flash_gc_least_live(recs, NSEG, false, -1), 4);
 }
 
 int main(void)
@@ -156,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_cheap_rescued_without_credit),
         cmocka_unit_test(test_over_max_frag_dropped),
         cmocka_unit_test(test_nothing_while_pages_free),
+        cmocka_unit_test(test_under_above_room),
         cmocka_unit_test(test_drop_unread_takes_oldest),
         cmocka_unit_test(test_least_live_any_bucket),
     };
