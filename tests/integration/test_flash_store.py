@@ -163,6 +163,40 @@ def test_max_sleep_bounds_the_idle_flush_pause(start_server, tmp_path):
     assert idle_flush_gap(fast.connect(), "fast") < 0.5
 
 
+def test_compact_under_0_at_run_time_stops_compaction(start_server, tmp_path):
+    """`extstore compact_under 0` stops compaction, as in memcached (its
+    chunked-extstore.t sets it so): the same overwrites as below rescue
+    nothing; the writers drop whole segments instead, and every read is the
+    key's last value or a miss. Set back to a page, compaction resumes."""
+    srv = start_server("-m", "8", "-o", "ext_page_size=2,ext_wbuf_size=2",
+                       "-o", f"ext_path={tmp_path}/flash:32m")
+    c = srv.connect()
+    assert c.call("extstore compact_under 0") == b"OK\r\n"
+    vlen, n = 1000, 36000
+
+    def value(k, r):
+        return (b"%08d.%d" % (k, r)) * (vlen // 10)
+
+    def rewrite(r):
+        keys = list(range(n))
+        random.Random(r).shuffle(keys)
+        send_paced(c, [b"set key:%08d %d 0 %d noreply\r\n%s\r\n" % (k, r, vlen, value(k, r))
+                       for k in keys], 500)
+
+    for r in range(3):
+        rewrite(r)
+    st = stats(c)
+    assert int(st["extstore_compact_rescues"]) == 0, st
+    assert int(st["extstore_page_evictions"]) > 0, st  # room came from drops
+    for k in range(0, n, 37):
+        got = c.get_multi([b"key:%08d" % k])
+        if got:
+            assert got["key:%08d" % k] == (2, value(k, 2))
+    assert c.call("extstore compact_under 1") == b"OK\r\n"
+    rewrite(3)
+    assert int(stats(c)["extstore_compact_rescues"]) > 0
+
+
 @pytest.mark.parametrize("under", ["", ",ext_compact_under=4"], ids=["default", "under4"])
 def test_compaction_keeps_up_under_overwrites(start_server, tmp_path, under):
     """Keys worth -m plus 90 % of the flash file, set four times over in a

@@ -7,6 +7,8 @@
 
 uint32_t flash_gc_under(uint32_t compact_under, uint32_t segs_per_page, uint32_t room)
 {
+    if (!compact_under)
+        return 0; /* `extstore compact_under 0`: no compaction, as memcached */
     uint64_t under = (uint64_t)compact_under * segs_per_page;
     uint64_t floor = (uint64_t)room + FLASH_GC_MARGIN;
     if (under < floor)

@@ -56,7 +56,8 @@ struct flash_gc_rule {
  * worth, and at least `room` (the free segments it keeps under a write
  * load, dropping if it must) plus FLASH_GC_MARGIN. Else, on pages of a
  * segment or two, the default (one page) is at or under the point where
- * the writers drop, and compaction never gets to rescue. */
+ * the writers drop, and compaction never gets to rescue. 0 pages (set at
+ * run time; at start 0 is the default's) is none: no compaction. */
 uint32_t flash_gc_under(uint32_t compact_under, uint32_t segs_per_page, uint32_t room);
 
 /* The bytes of a record's live items, estimated from its item count (the

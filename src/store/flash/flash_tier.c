@@ -201,7 +201,7 @@ static struct flash_tier_options tuned(const struct flash_tier *ft)
     o.item_age = t.item_age;
     o.low_ttl = t.low_ttl;
     o.recache_rate = t.recache_rate;
-    o.compact_under = t.compact_under ? t.compact_under : ft->opt.compact_under;
+    o.compact_under = t.compact_under; /* the settings hold the start's default */
     o.drop_under = t.drop_under ? t.drop_under : ft->opt.drop_under;
     o.max_frag = t.max_frag;
     o.drop_unread = t.drop_unread;

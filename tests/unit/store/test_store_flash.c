@@ -635,6 +635,7 @@ static void test_run_time_item_size(void **state)
     struct tstore t;
     tuning = (struct flash_tuning){.item_size = 4096,
                                    .item_age = UINT32_MAX,
+                                   .compact_under = 1, /* as opened: settings hold it */
                                    .max_frag = 0.8,
                                    .max_sleep = 1000000};
     open_tuning = (struct flash_tuning_src){read_tuning, NULL};
@@ -758,7 +759,10 @@ static void compaction_during_reads(bool judged_first)
     static uint64_t cas[6000];
     /* ext_max_frag 0 until the reads are out: the compactor thread's
      * passes leave the fragmented segments to the ones below */
-    tuning = (struct flash_tuning){.item_size = 512, .item_age = UINT32_MAX, .max_sleep = 1000000};
+    tuning = (struct flash_tuning){.item_size = 512,
+                                   .item_age = UINT32_MAX,
+                                   .compact_under = 16,
+                                   .max_sleep = 1000000};
     open_tuning = (struct flash_tuning_src){read_tuning, NULL};
     open_fragmented(&t, cas);
     open_tuning = (struct flash_tuning_src){0};

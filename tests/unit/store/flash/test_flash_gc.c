@@ -138,6 +138,9 @@ static void test_under_above_room(void **state)
     /* a larger ext_compact_under is kept, and the product does not wrap */
     assert_int_equal(flash_gc_under(4, 1, 1), 4);
     assert_int_equal(flash_gc_under(UINT32_MAX, 16, 4), UINT32_MAX);
+    /* 0 pages, `extstore compact_under 0` at run time: no compaction at all */
+    assert_int_equal(flash_gc_under(0, 16, 4), 0);
+    assert_int_equal(flash_gc_under(0, 1, 1), 0);
 }
 
 static void test_drop_unread_takes_oldest(void **state)
