@@ -16,6 +16,12 @@
 
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
+#ifdef NODELAY_DEBUG
+#include <stdlib.h>
+
+#include "base/log.h"
+#include "store/store_lookup.h"
+#endif
 
 /* The key a request line looks up, or NULL when it is not a command the
  * batch knows. A storage command's key is looked up too (to replace the
@@ -67,12 +73,43 @@ static const struct text_token *text_batch_key(const struct text_line *l, size_t
 /* Every key of a batch is hashed (store_prefetch_start), so its hkey holds. */
 _Static_assert(TEXT_PREFETCH_BATCH <= STORE_PREFETCH_MAX, "a batch's keys are all prefetched");
 
+#ifdef NODELAY_DEBUG
+/* A stale hint runs a request as other bytes (another key, another
+ * command): debug builds check every one against a fresh split of the
+ * bytes it is put back over (buf[0..len)), its key's hash with it. */
+static void text_hint_check(const struct text_hint *h, const struct text_line *l,
+                            const struct text_token *k, const char *buf, size_t len)
+{
+    struct text_line fresh;
+    const char *nl = memchr(buf, '\n', len);
+    bool ok = nl == buf + h->nl;
+    if (ok) {
+        text_tokenize(&fresh, buf, l->len);
+        ok = fresh.ntok == l->ntok;
+    }
+    for (size_t i = 0; ok && i < l->ntok; i++)
+        ok = fresh.tok[i].s == l->tok[i].s && fresh.tok[i].len == l->tok[i].len;
+    size_t data = 0;
+    const struct text_token *fk = ok ? text_batch_key(&fresh, &data) : NULL;
+    if (ok && fk)
+        ok = k && k - l->tok == fk - fresh.tok && data == h->data &&
+             store_key_of(k->s, k->len).hv == h->hv;
+    else if (ok)
+        ok = !k;
+    if (!ok) {
+        log_error("read hint (nl %u, %u tokens) does not describe [%.*s]", (unsigned)h->nl,
+                  (unsigned)h->ntok, (int)(len < 80 ? len : 80), buf);
+        abort();
+    }
+}
+#endif
+
 /* The read's first line as text_read_hint split it, put back over buf (the
  * same bytes, maybe elsewhere) into *rec; *data and the key's token as
  * text_batch_key gives them. */
 static const struct text_token *text_hint_line(const struct text_hint *h,
                                                struct text_ahead_line *rec, const char *buf,
-                                               size_t *data)
+                                               size_t len, size_t *data)
 {
     struct text_line *l = &rec->line;
     rec->start = 0;
@@ -85,7 +122,13 @@ static const struct text_token *text_hint_line(const struct text_hint *h,
     l->hkey = NULL;
     l->hv = h->hv;
     *data = h->data;
-    return h->key ? &l->tok[h->key] : NULL;
+    const struct text_token *k = h->key ? &l->tok[h->key] : NULL;
+#ifdef NODELAY_DEBUG
+    text_hint_check(h, l, k, buf, len);
+#else
+    (void)len;
+#endif
+    return k;
 }
 
 size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
@@ -101,7 +144,7 @@ size_t text_prefetch_ahead(struct session *s, struct store_prefetch_run *run,
         const struct text_token *k;
         size_t data;
         if (at == 0 && h->ntok && h->nl < len) {
-            k = text_hint_line(h, rec, buf, &data);
+            k = text_hint_line(h, rec, buf, len, &data);
             hashed = k != NULL;
         } else {
             const char *nl = memchr(buf + at, '\n', len - at);
