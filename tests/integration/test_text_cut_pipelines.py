@@ -5,6 +5,9 @@ every backend. A worker splits a read's first line ahead of its run (the
 read hint) and the run reuses what it found; on io_uring a connection's
 cut writes arrive as several receives in one turn, and a hint over the
 second would describe bytes that follow the first's, not yet buffered.
+With large values ("big"), a value of 4 KiB or more goes straight into
+item memory (a direct read, no hint) across cut writes, and the request
+after it starts a read that is hinted again.
 The cuts and pauses come from a fixed seed; nothing here is timed."""
 import random
 import threading
@@ -19,7 +22,7 @@ CONNS = 24
 ROUNDS = 30
 
 
-def requests(rnd, cid, model):
+def requests(rnd, cid, model, big):
     """One round's pipeline: its bytes and the replies they must get."""
     req, want = [], []
     for _ in range(rnd.randint(1, 16)):
@@ -27,6 +30,8 @@ def requests(rnd, cid, model):
         op = rnd.random()
         if op < 0.3:
             v = b"v" * rnd.randint(0, 40)
+            if big and rnd.random() < 0.4:
+                v = bytes([rnd.randint(97, 122)]) * rnd.randint(4000, 40000)
             req.append(b"set %s 0 0 %d\r\n%s\r\n" % (key.encode(), len(v), v))
             want.append(b"STORED\r\n")
             model[key] = v
@@ -46,13 +51,13 @@ def requests(rnd, cid, model):
     return b"".join(req), b"".join(want)
 
 
-def client(srv, cid, failures):
+def client(srv, cid, failures, big):
     rnd = random.Random(cid)
     c = srv.connect()
     model = {}
     try:
         for r in range(ROUNDS):
-            data, want = requests(rnd, cid, model)
+            data, want = requests(rnd, cid, model, big)
             i = 0
             while i < len(data):
                 n = rnd.choice([1, 2, 3, 5, 8, 13, 40, 200, 2000])
@@ -72,11 +77,13 @@ def client(srv, cid, failures):
 
 
 @pytest.mark.skipif(target() == "memcached", reason="nodelay's own backends")
+@pytest.mark.parametrize("load", ["small", "big"])
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-def test_cut_pipelines_answered_exactly(start_server, backend):
+def test_cut_pipelines_answered_exactly(start_server, backend, load):
     srv = start_server("-t", "1", *BACKENDS[backend])
     failures = []
-    threads = [threading.Thread(target=client, args=(srv, cid, failures)) for cid in range(CONNS)]
+    threads = [threading.Thread(target=client, args=(srv, cid, failures, load == "big"))
+               for cid in range(CONNS)]
     for t in threads:
         t.start()
     for t in threads:

@@ -189,12 +189,134 @@ static void test_hint_then_other_bytes(void **state)
     tt_free(t);
 }
 
+/* Replies drained so far, appended to *out. */
+static void hint_take(struct tt *t, char **out, size_t *n)
+{
+    size_t k;
+    char *got = tt_drain(t, &k);
+    *out = realloc(*out, *n + k + 1);
+    assert_non_null(*out);
+    memcpy(*out + *n, got, k);
+    *n += k;
+    free(got);
+}
+
+/* The replies to script as a connection that owes more than it may gets
+ * them: its runs pause (PROTO_PAUSE, a multiget's text_cont) with the
+ * hinted line unconsumed; reads that come meanwhile, or while it is not
+ * reading (owing over half its allowance), are kept unrun (conn_take's
+ * conn_input_keep), and the resume runs them once the replies drained.
+ * Hinted as io_uring's window hints (the received bytes, when nothing is
+ * buffered, whatever becomes of them) or as the readiness path (only reads
+ * it makes: none while busy). */
+static char *hint_paused_run(const char *script, size_t len, enum hint_mode mode, size_t chunk,
+                             size_t allow, size_t *n)
+{
+    struct tt *t = tt_new();
+    proto_set_allowance(&t->s, allow);
+    char *out = NULL;
+    *n = 0;
+    size_t reads = 0;
+    for (size_t off = 0; off < len && !t->closed; off += chunk, reads++) {
+        size_t k = len - off < chunk ? len - off : chunk;
+        char *data = malloc(k);
+        assert_non_null(data);
+        memcpy(data, script + off, k);
+        struct store_prefetch_run run;
+        if (mode == HINT_URING && t->in.len == 0) {
+            proto_read_hint(&t->s, data, k, &run);
+            proto_read_hint_next(&t->s, &run);
+        }
+        bool reading = !conn_input_busy(&t->in) && proto_owed(&t->s) <= allow / 2;
+        if (!reading) {
+            assert_int_equal(conn_input_keep(&t->in, data, k), 0);
+        } else {
+            const char *p = data;
+            size_t left = k;
+            while (left > 0 && !t->closed) {
+                char *at;
+                size_t room;
+                enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+                assert_int_not_equal(to, CONN_IN_TO_NOWHERE);
+                size_t m = left < room ? left : room;
+                memcpy(at, p, m);
+                p += m;
+                left -= m;
+                if (mode == HINT_READY && to == CONN_IN_TO_BUF) {
+                    const char *buf;
+                    size_t unread = conn_input_unread(&t->in, m, &buf);
+                    proto_read_hint(&t->s, buf, unread, &run);
+                    proto_read_hint_next(&t->s, &run);
+                }
+                if (conn_input_received(&t->in, &t->s, to, m) & CONN_IN_CLOSE)
+                    t->closed = true;
+            }
+        }
+        memset(data, 'X', k);
+        free(data);
+        /* the client reads its replies every other read: one resume then */
+        if (reads % 2) {
+            hint_take(t, &out, n);
+            if (!t->closed && conn_input_busy(&t->in) &&
+                (conn_input_resume(&t->in, &t->s) & CONN_IN_CLOSE))
+                t->closed = true;
+        }
+    }
+    while (!t->closed && conn_input_busy(&t->in)) {
+        hint_take(t, &out, n);
+        if (conn_input_resume(&t->in, &t->s) & CONN_IN_CLOSE)
+            t->closed = true;
+    }
+    hint_take(t, &out, n);
+    tt_free(t);
+    return out;
+}
+
+/* Owing more than it may: the hint of a line left unconsumed by a pause
+ * (before it, or a multiget paused inside it) stays right for the bytes
+ * the resume runs, with reads kept meanwhile appended after them. */
+static void test_hint_paused_and_kept(void **state)
+{
+    (void)state;
+    char script[4096];
+    size_t len = 0;
+    char v[200];
+    memset(v, 'v', sizeof v);
+    for (int i = 0; i < 6; i++)
+        len += (size_t)snprintf(script + len, sizeof script - len,
+                                "set k%d 0 0 %d\r\n%.*s\r\n", i, 40 + 30 * i, 40 + 30 * i, v);
+    len += (size_t)snprintf(script + len, sizeof script - len,
+                            "get k0\r\nget k5 k4 k3 k2 k1 k0 k5\r\nget k1\r\nmg k2 v\r\n"
+                            "get k3 k3 k3 k3\r\nset k9 0 0 3\r\nget\r\nget k9\r\nget k4\r\n"
+                            "gets k2 k9\r\ndelete k9\r\nget k9 k0\r\nget k5\n");
+    assert_true(len < sizeof script);
+    size_t n_want;
+    char *want = hint_run(script, len, HINT_NONE, 0, 0, &n_want);
+    assert_non_null(strstr(want, "VALUE k9 0 3\r\nget\r\nEND\r\n"));
+    for (size_t allow = 1; allow <= 600; allow += 199) {
+        for (size_t chunk = 1; chunk <= 64; chunk++) {
+            for (enum hint_mode m = HINT_NONE; m <= HINT_URING; m++) {
+                size_t n_got;
+                char *got = hint_paused_run(script, len, m, chunk, allow, &n_got);
+                if (n_got != n_want || memcmp(got, want, n_want) != 0) {
+                    fprintf(stderr, "mode %d chunk %zu allow %zu\n  want [%.*s]\n  got  [%.*s]\n",
+                            (int)m, chunk, allow, (int)n_want, want, (int)n_got, got);
+                    fail();
+                }
+                free(got);
+            }
+        }
+    }
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hint_every_split),
         cmocka_unit_test(test_hint_long_keys),
         cmocka_unit_test(test_hint_then_other_bytes),
+        cmocka_unit_test(test_hint_paused_and_kept),
     };
     return cmocka_run_group_tests(tests, tt_group_setup, NULL);
 }
