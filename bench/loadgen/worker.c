@@ -451,7 +451,9 @@ static void check_hit(struct worker *w, const struct conn *c, const struct req *
             tell_bad_value(w, c, k, h, v);
         return;
     }
-    if (w->cfg->strict) {
+    /* A value too short for its version (lg_value_check) says nothing of
+     * which write it was. */
+    if (w->cfg->strict && h->len >= LG_VALUE_HDR) {
         if (ver > sh->hi[k]) {
             w->st.future++;
             if (worth_telling(w))
