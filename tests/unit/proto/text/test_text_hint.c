@@ -77,18 +77,27 @@ static char *hint_run(const char *script, size_t len, enum hint_mode mode, size_
     return out;
 }
 
+/* got (freed here) must be want; what (mode, read sizes) says which run. */
+static void hint_expect(const char *want, size_t n_want, char *got, size_t n_got,
+                        const char *what)
+{
+    if (n_got != n_want || memcmp(got, want, n_want) != 0) {
+        fprintf(stderr, "%s\n  want [%.*s]\n  got  [%.*s]\n", what, (int)n_want, want,
+                (int)n_got, got);
+        fail();
+    }
+    free(got);
+}
+
 static void hint_same(const char *script, size_t len, size_t chunk, size_t piece)
 {
     size_t n_want, n_got;
     char *want = hint_run(script, len, HINT_NONE, chunk, 0, &n_want);
     for (enum hint_mode m = HINT_READY; m <= HINT_URING; m++) {
         char *got = hint_run(script, len, m, chunk, m == HINT_URING ? piece : 0, &n_got);
-        if (n_got != n_want || memcmp(got, want, n_want) != 0) {
-            fprintf(stderr, "mode %d chunk %zu piece %zu\n  want [%.*s]\n  got  [%.*s]\n",
-                    (int)m, chunk, piece, (int)n_want, want, (int)n_got, got);
-            fail();
-        }
-        free(got);
+        char what[64];
+        snprintf(what, sizeof what, "mode %d chunk %zu piece %zu", (int)m, chunk, piece);
+        hint_expect(want, n_want, got, n_got, what);
     }
     free(want);
 }
@@ -298,12 +307,9 @@ static void test_hint_paused_and_kept(void **state)
             for (enum hint_mode m = HINT_NONE; m <= HINT_URING; m++) {
                 size_t n_got;
                 char *got = hint_paused_run(script, len, m, chunk, allow, &n_got);
-                if (n_got != n_want || memcmp(got, want, n_want) != 0) {
-                    fprintf(stderr, "mode %d chunk %zu allow %zu\n  want [%.*s]\n  got  [%.*s]\n",
-                            (int)m, chunk, allow, (int)n_want, want, (int)n_got, got);
-                    fail();
-                }
-                free(got);
+                char what[64];
+                snprintf(what, sizeof what, "mode %d chunk %zu allow %zu", (int)m, chunk, allow);
+                hint_expect(want, n_want, got, n_got, what);
             }
         }
     }
