@@ -8,7 +8,11 @@
  * queue each "client read" takes, the read buffer limit, and whether a
  * full read means more is queued (conn_input.more_queued), and whether
  * bytes come while the unit has work left (a multishot receive's on
- * io_uring, conn_input_keep). Checks what must always hold: the unit
+ * io_uring, conn_input_keep). Every read into the buffer is hinted as the
+ * readiness path hints it (proto_read_hint over the unread bytes; debug
+ * builds check each hint the run takes against the bytes, text_ahead.c),
+ * and kept bytes as io_uring's window does (when nothing is buffered).
+ * Checks what must always hold: the unit
  * never reports buffered bytes it does not have, a pause leaves no more than
  * the allowance plus one bounded reply owed, and EOF ends in CLOSE within a
  * bounded number of resumes. */
@@ -146,11 +150,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n > room)
             memcpy(tail, data + off + room, n - room);
         off += n;
+        struct store_prefetch_run run;
+        if (to == CONN_IN_TO_BUF) {
+            const char *unread;
+            size_t nunread = conn_input_unread(&in, n, &unread);
+            proto_read_hint(&s, unread, nunread, &run);
+            proto_read_hint_next(&s, &run);
+        }
         unsigned act = conn_input_received(&in, &s, to, n);
         /* the next read's bytes arrive before the resume: kept, run after
          * what was buffered */
         if ((mem & 0x80) && (act & CONN_IN_AGAIN) && off < size) {
             size_t k = size - off < chunk ? size - off : chunk;
+            if (in.len == 0)
+                proto_read_hint(&s, (const char *)data + off, k, &run);
             if (conn_input_keep(&in, (const char *)data + off, k) < 0)
                 break;
             off += k;
