@@ -198,6 +198,40 @@ static void test_hint_then_other_bytes(void **state)
     tt_free(t);
 }
 
+/* A value too large to store is swallowed across reads, its bytes lines
+ * of requests that no hint may describe as the next one; noreply storage
+ * before it; quit ends the pipeline (what follows is never run). */
+static void test_hint_swallowed_value_and_quit(void **state)
+{
+    (void)state;
+    size_t big = TT_ITEM_MAX + 1000;
+    size_t cap = big + 1024, len = 0;
+    char *script = malloc(cap);
+    assert_non_null(script);
+    len += (size_t)snprintf(script, cap, "set a 0 0 1 noreply\r\nA\r\nset b 0 0 %zu\r\n", big);
+    for (size_t i = 0; i < big; i += 8)
+        memcpy(script + len + i, "get a\r\n\n", big - i < 8 ? big - i : 8);
+    len += big;
+    const char tail[] = "\r\nget a b\r\nset b 0 0 1 noreply\r\nB\r\nget b\r\nquit\r\nget a\r\n";
+    memcpy(script + len, tail, sizeof tail - 1);
+    len += sizeof tail - 1;
+    size_t n;
+    char *out = hint_run(script, len, HINT_NONE, 0, 0, &n);
+    const char want[] = "SERVER_ERROR object too large for cache\r\n"
+                        "VALUE a 0 1\r\nA\r\nEND\r\nVALUE b 0 1\r\nB\r\nEND\r\n";
+    if (n != sizeof want - 1 || memcmp(out, want, n) != 0) {
+        fprintf(stderr, "got [%.*s]\n", (int)n, out);
+        fail();
+    }
+    free(out);
+    static const size_t chunks[] = {0, 1, 2, 3, 7, 8, 9, 100, 2047, 4096, 4097, 16383, 16384};
+    for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++)
+        hint_same(script, len, chunks[i], 0);
+    for (size_t piece = 1; piece <= 9; piece++)
+        hint_same(script, len, 2048, piece);
+    free(script);
+}
+
 /* Replies drained so far, appended to *out. */
 static void hint_take(struct tt *t, char **out, size_t *n)
 {
@@ -323,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_hint_long_keys),
         cmocka_unit_test(test_hint_then_other_bytes),
         cmocka_unit_test(test_hint_paused_and_kept),
+        cmocka_unit_test(test_hint_swallowed_value_and_quit),
     };
     return cmocka_run_group_tests(tests, tt_group_setup, NULL);
 }
