@@ -232,6 +232,40 @@ static void test_hint_swallowed_value_and_quit(void **state)
     free(script);
 }
 
+/* A multiget's line may be any length: one longer than a hint's offsets
+ * reach (64 KiB) gets none, one shorter is hinted, its keys far apart,
+ * both past the read buffer's first size. */
+static void test_hint_long_lines(void **state)
+{
+    (void)state;
+    static const size_t gaps[] = {70000, 30000};
+    size_t cap = 128 * 1024, len = 0;
+    char *script = malloc(cap);
+    assert_non_null(script);
+    len += (size_t)snprintf(script, cap, "set a 0 0 1\r\nA\r\nset b 0 0 1\r\nB\r\n");
+    for (size_t i = 0; i < 2; i++) {
+        len += (size_t)snprintf(script + len, cap - len, "get %s", i ? "b" : "a");
+        memset(script + len, ' ', gaps[i]);
+        len += gaps[i];
+        len += (size_t)snprintf(script + len, cap - len, "%s\r\n", i ? "a" : "b");
+    }
+    assert_true(len < cap);
+    size_t n;
+    char *out = hint_run(script, len, HINT_NONE, 0, 0, &n);
+    const char want[] = "STORED\r\nSTORED\r\n"
+                        "VALUE a 0 1\r\nA\r\nVALUE b 0 1\r\nB\r\nEND\r\n"
+                        "VALUE b 0 1\r\nB\r\nVALUE a 0 1\r\nA\r\nEND\r\n";
+    if (n != sizeof want - 1 || memcmp(out, want, n) != 0) {
+        fprintf(stderr, "got [%.*s]\n", (int)n, out);
+        fail();
+    }
+    free(out);
+    static const size_t chunks[] = {0, 999, 2048, 16384, 65536};
+    for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++)
+        hint_same(script, len, chunks[i], 0);
+    free(script);
+}
+
 /* Replies drained so far, appended to *out. */
 static void hint_take(struct tt *t, char **out, size_t *n)
 {
@@ -358,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_hint_then_other_bytes),
         cmocka_unit_test(test_hint_paused_and_kept),
         cmocka_unit_test(test_hint_swallowed_value_and_quit),
+        cmocka_unit_test(test_hint_long_lines),
     };
     return cmocka_run_group_tests(tests, tt_group_setup, NULL);
 }
