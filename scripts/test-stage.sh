@@ -39,6 +39,9 @@ PYTEST_ARGS=${PYTEST_ARGS:-}
 # damage walks (26 s of CPU, past the budget on a busy machine). They run
 # in release and asan.
 UNIT_SKIP_TSAN=${UNIT_SKIP_TSAN:-test_store_overhead test_flash_layout}
+# TSan's unit binaries take 4-5 minutes of one CPU, the release and asan
+# ones under 2 beside them: two lanes use the CPU the others leave.
+UNIT_TSAN_LANES=${UNIT_TSAN_LANES:-2}
 # The tests that depend on the event backend, but the slow and client-library
 # ones (conftest.py marks them): what the epoll and poll runs run.
 REDUCED="backend and not slow and not clients"
@@ -160,17 +163,35 @@ unit_stage() { # config
         fail "unit $cfg: the build has warnings (see $log.build)"
     fi
     : >"$log"
+    # the binaries run in lanes (UNIT_TSAN_LANES for tsan, else one; a
+    # unit binary is mostly one thread), each writing its output and status
+    # under $runs; they are then counted one by one, in order
+    local runs="$LOGS/unit-$cfg.runs" lanes=1
+    [ "$cfg" != tsan ] || lanes=$UNIT_TSAN_LANES
+    rm -rf "$runs"
+    mkdir -p "$runs"
+    local lane i
+    for ((lane = 0; lane < lanes; lane++)); do
+        for ((i = lane; i < ${#bins[@]}; i += lanes)); do
+            b=${bins[$i]}
+            name=$(basename "$b")
+            [ "$cfg" = tsan ] && [[ " $UNIT_SKIP_TSAN " == *" $name "* ]] && continue
+            local t0
+            t0=$(date +%s)
+            timeout 300 "$b" >"$runs/$name.out" 2>&1
+            echo "$? $(($(date +%s) - t0))" >"$runs/$name.rc"
+        done &
+    done
+    wait
     for b in "${bins[@]}"; do
-        local out rc p f sk t0 t
+        local out rc p f sk t
         name=$(basename "$b")
         if [ "$cfg" = tsan ] && [[ " $UNIT_SKIP_TSAN " == *" $name "* ]]; then
             skip "unit $cfg $name: not run under TSan (UNIT_SKIP_TSAN; runs in release and asan)"
             continue
         fi
-        t0=$(date +%s)
-        out=$(timeout 300 "$b" 2>&1)
-        rc=$?
-        t=$(($(date +%s) - t0))
+        out=$(cat "$runs/$name.out" 2>/dev/null)
+        read -r rc t <"$runs/$name.rc" 2>/dev/null || { rc=125 t=0; }
         [ "$t" -lt 10 ] || echo "   $name: ${t}s"
         printf '%s\n' "$out" >>"$log"
         read -r p f sk < <(cmocka_counts "$out")
@@ -185,7 +206,7 @@ unit_stage() { # config
             # a binary may have nothing for this configuration (e.g. tests that
             # need the debug clock, which skip in release: counted once,
             # above); the stage as a whole must still run tests
-            if [ $rc -ne 0 ]; then
+            if [ "$rc" -ne 0 ]; then
                 fail "unit $cfg $name: exit $rc before any test"
             elif [ "$sk" -eq 0 ]; then
                 skip "unit $cfg $name: no tests in this configuration"
@@ -193,7 +214,7 @@ unit_stage() { # config
             continue
         fi
         pass "unit $cfg $name" "$p"
-        if [ "$f" -gt 0 ] || [ $rc -ne 0 ]; then
+        if [ "$f" -gt 0 ] || [ "$rc" -ne 0 ]; then
             f=$((f > 0 ? f : 1))
             fail "unit $cfg $name: $f failed (exit $rc)" "$f"
             printf '%s\n' "$out" | grep -e '\[  FAILED  \]' -e 'ERROR' | head -10
