@@ -33,11 +33,16 @@ BACKEND_MODULES = (
 )
 
 
-# The files that hold most of a full run's wall time (a package build, a
-# 60-second kill -9 loop, the reply-memory attacks), marked `long`:
-# `make test` runs them as a pytest process of their own beside the
-# rest of the same run, so the full runs' wall time is their longest half.
-LONG_MODULES = ("test_deploy", "test_restart", "test_hardening_replies")
+# The longest files, about half of a full run's wall time (a package build,
+# kill -9 loops with and without a flash tier, the reply-memory attacks, the
+# differential fuzzer, the recache rate beside memcached's), marked `long`:
+# `make test` runs them as a pytest process of their own beside the rest of
+# the same run, so the full runs' wall time is their longer half. Rebalance
+# by the per-file times in build/test-logs/pytest-*.xml when one half grows.
+LONG_MODULES = (
+    "test_deploy", "test_restart", "test_hardening_replies",
+    "test_flash_restart", "test_diff_fuzz", "test_flash_recache_rate",
+)
 
 
 def pytest_configure(config):
