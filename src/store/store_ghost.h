@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The ghost list (store_ghost.c): fingerprints of keys that left a queue
  * unread, in a direct-mapped table of about one entry per item -m holds;
- * the low bit says which queue. A key written again while its fingerprint
- * is there was wanted after all: it starts with one read to its name, so
- * its first pass moves it to the main queue (S3-FIFO's ghost queue), and
- * the queue it left was too short: the store moves the small queue's
- * target (seg_steer_small; docs/store-eviction.md "Eviction"). A key leaving main
- * never overwrites one that left small, so admission by the ghost stays
- * S3-FIFO's. Entries are relaxed atomics: a lost race costs one promotion,
- * nothing else. The segments reach it only through their eviction hook
- * (struct seg_hooks). */
+ * each entry 16 bits, 15 of fingerprint and the low bit saying which
+ * queue. A key written again while its fingerprint is there was wanted
+ * after all: it starts with one read to its name, so its first pass moves
+ * it to the main queue (S3-FIFO's ghost queue), and the queue it left was
+ * too short: the store moves the small queue's target (seg_steer_small;
+ * docs/store-eviction.md "Eviction"). A key leaving main never overwrites
+ * one that left small, so admission by the ghost stays S3-FIFO's. A key
+ * not there matches an occupied entry 1 time in 32,768, and a lost race
+ * of the relaxed atomics the entries are: either costs one promotion and
+ * one step of small's target, nothing else. The segments reach it only
+ * through their eviction hook (struct seg_hooks). */
 #ifndef NODELAY_STORE_GHOST_H
 #define NODELAY_STORE_GHOST_H
 
@@ -18,7 +20,7 @@
 #include <stdint.h>
 
 struct store_ghost {
-    uint32_t *tab; /* NULL: no ghost list (out of memory at start) */
+    uint16_t *tab; /* NULL: no ghost list (out of memory at start) */
     uint64_t mask;
     /* Entries from small [0] and from main [1], atomic (a lost race
      * skews them by one); every add and take writes them, so they sit on
@@ -35,10 +37,19 @@ void ghost_release(struct store_ghost *g);
 /* Which queue a ghost's key left. */
 enum ghost_from { GHOST_NONE, GHOST_SMALL, GHOST_MAIN };
 
-/* A fingerprint with the low bit clear (set: left main); never 0. */
-static inline uint32_t ghost_fp(uint64_t hv)
+/* hv's entry: bits 0-25 and 52-63 of hv choose it (tables of up to 2^26
+ * entries, ghost_init's cap). */
+static inline uint16_t *ghost_entry(const struct store_ghost *g, uint64_t hv)
 {
-    uint32_t fp = (uint32_t)(hv >> 20) & ~1u;
+    return &g->tab[(hv >> 52 ^ hv) & g->mask];
+}
+
+/* A fingerprint with the low bit clear (set: left main); never 0. Bits
+ * 26-40 of hv, which no table size uses to choose the entry, so keys that
+ * share an entry differ in them as any two keys do. */
+static inline uint16_t ghost_fp(uint64_t hv)
+{
+    uint16_t fp = (uint16_t)(hv >> 25) & 0xfffe;
     return fp ? fp : 2;
 }
 
@@ -46,11 +57,11 @@ static inline void ghost_add(struct store_ghost *g, uint64_t hv, bool from_main)
 {
     if (!g->tab)
         return;
-    uint32_t *e = &g->tab[(hv >> 52 ^ hv) & g->mask];
-    uint32_t old = __atomic_load_n(e, __ATOMIC_RELAXED);
+    uint16_t *e = ghost_entry(g, hv);
+    uint16_t old = __atomic_load_n(e, __ATOMIC_RELAXED);
     if (from_main && old && !(old & 1))
         return;
-    old = __atomic_exchange_n(e, ghost_fp(hv) | from_main, __ATOMIC_RELAXED);
+    old = __atomic_exchange_n(e, (uint16_t)(ghost_fp(hv) | from_main), __ATOMIC_RELAXED);
     if (old)
         __atomic_fetch_sub(&g->n[old & 1], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&g->n[from_main], 1, __ATOMIC_RELAXED);
@@ -61,9 +72,9 @@ static inline enum ghost_from ghost_take(struct store_ghost *g, uint64_t hv)
 {
     if (!g->tab)
         return GHOST_NONE;
-    uint32_t *e = &g->tab[(hv >> 52 ^ hv) & g->mask];
-    uint32_t v = __atomic_load_n(e, __ATOMIC_RELAXED);
-    if ((v & ~1u) != ghost_fp(hv) ||
+    uint16_t *e = ghost_entry(g, hv);
+    uint16_t v = __atomic_load_n(e, __ATOMIC_RELAXED);
+    if ((v & 0xfffe) != ghost_fp(hv) ||
         !__atomic_compare_exchange_n(e, &v, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return GHOST_NONE;
     __atomic_fetch_sub(&g->n[v & 1], 1, __ATOMIC_RELAXED);
