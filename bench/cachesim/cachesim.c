@@ -18,7 +18,8 @@
  *              item by its 2-bit read counter, kept items copied to main's
  *              open segment (at most 15/16 of a segment per victim:
  *              --seg-keep NUM/DEN; the server before kept at most 1/2), a
- *              direct-mapped fingerprint ghost of one entry per 256 B of -m
+ *              direct-mapped ghost of 15-bit key fingerprints, one entry per
+ *              256 B of -m (--ghost-per; --ghost-bits 0: whole key ids)
  *              (left out: eviction at the writers' pace, which holds about
  *              one segment less; all-dead segments taken first; TTL groups;
  *              items per segment is the server's item count over -m MB)
@@ -74,6 +75,9 @@ static uint32_t held(const struct sim *s, int p);
 static uint32_t seg_keep_num = 15, seg_keep_den = 16;
 static double seg_ad_step = 0.5, seg_ad_start = 0.1;
 static uint32_t ghost_per = 256; /* bytes of -m per ghost entry (store_ghost.c) */
+/* fingerprint bits of a ghost entry (store_ghost.h); 0: the key id itself,
+ * which no other key matches */
+static uint32_t ghost_bits = 15;
 /* A key back from main's ghost gets its read with probability credit_mul
  * times the share of items main's recent passes found read (seg.c's
  * SEG_CREDIT_MUL; 0: always, the policy before); recent: the last
@@ -83,6 +87,16 @@ static double credit_mul = 2;
 static uint32_t gfp_slot(struct sim *s, uint32_t id)
 {
     return (uint32_t)(lg_mix(id, 77) % s->gsize);
+}
+/* what id's ghost entry holds: never 0 (empty); a hash independent of the
+ * slot's, so keys sharing a slot match 1 time in 2^ghost_bits as the
+ * server's do */
+static uint32_t gfp_of(uint32_t id)
+{
+    if (!ghost_bits)
+        return id + 1;
+    uint32_t fp = (uint32_t)(lg_mix(id, 78) & ((1ull << ghost_bits) - 1));
+    return fp ? fp : 1;
 }
 static uint32_t seg_take(struct sim *s);
 static void seg_append(struct sim *s, uint32_t *open, uint32_t id, bool main_q);
@@ -125,13 +139,13 @@ static void seg_evict_one(struct sim *s)
         s->n--;
         if (small && !keep) {
             if (s->gfp[gfp_slot(s, id)]) s->gn[s->gtag[gfp_slot(s, id)]]--;
-            s->gfp[gfp_slot(s, id)] = id + 1;
+            s->gfp[gfp_slot(s, id)] = gfp_of(id);
             s->gtag[gfp_slot(s, id)] = 1; s->gn[1]++;
         } else if (s->adaptive && !keep &&
                    !(s->gfp[gfp_slot(s, id)] && s->gtag[gfp_slot(s, id)] == 1)) {
             /* main's leavers never overwrite small's: those admit */
             if (s->gfp[gfp_slot(s, id)]) s->gn[s->gtag[gfp_slot(s, id)]]--;
-            s->gfp[gfp_slot(s, id)] = id + 1;
+            s->gfp[gfp_slot(s, id)] = gfp_of(id);
             s->gtag[gfp_slot(s, id)] = 2; s->gn[2]++;
         }
     }
@@ -184,7 +198,7 @@ static void seg_set(struct sim *s, uint32_t id)
         s->n--;
     }
     uint32_t slot = gfp_slot(s, id);
-    bool ghost = s->gfp[slot] == id + 1;
+    bool ghost = s->gfp[slot] == gfp_of(id);
     if (ghost) {
         s->gfp[slot] = 0;
         if (s->adaptive) {
@@ -579,11 +593,11 @@ int main(int argc, char **argv)
         { "seed", 1, 0, 'e' }, { "batch", 1, 0, 'b' }, { "memory", 1, 0, 'm' },
         { "policies", 1, 0, 'p' }, { "scan", 1, 0, 'c' }, { "seg-keep", 1, 0, 'R' },
         { "loop", 1, 0, 'L' }, { "phases", 1, 0, 'P' }, { "ad-step", 1, 0, 'A' }, { "ad-start", 1, 0, 'B' },
-        { "bands", 0, 0, 'D' }, { "ghost-per", 1, 0, 'G' },
+        { "bands", 0, 0, 'D' }, { "ghost-per", 1, 0, 'G' }, { "ghost-bits", 1, 0, 'H' },
         { "credit", 1, 0, 'C' }, { 0, 0, 0, 0 },
     };
     int o;
-    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:R:A:B:L:P:DG:C:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "F:f:i:S:K:n:z:k:r:e:b:m:p:c:R:A:B:L:P:DG:H:C:", opts, NULL)) != -1) {
         switch (o) {
         case 'F':
             if (lg_trace_fmt_parse(optarg, &fmt) != 0)
@@ -616,6 +630,11 @@ int main(int argc, char **argv)
         case 'G':
             ghost_per = (uint32_t)strtoul(optarg, NULL, 10);
             if (!ghost_per)
+                goto usage;
+            break;
+        case 'H':
+            ghost_bits = (uint32_t)strtoul(optarg, NULL, 10);
+            if (ghost_bits > 31)
                 goto usage;
             break;
         default: goto usage;
@@ -725,6 +744,6 @@ usage:
                     " [--lines N] [--max-keys 16] [--memory MB] [--seg-items N] [--seg-keep NUM/DEN]"
                     " [--policies a,b] | --zipf S [--keys N] [--requests N] [--scan N] [--seed N]"
                     " [--batch N] [--loop N] [--phases P] [--ad-step ITEMS] [--ad-start SHARE] --items N"
-                    " [--bands] [--ghost-per BYTES] [--credit MUL]\n");
+                    " [--bands] [--ghost-per BYTES] [--ghost-bits 15] [--credit MUL]\n");
     return 2;
 }
