@@ -7,10 +7,10 @@
  * it to the main queue (S3-FIFO's ghost queue), and the queue it left was
  * too short: the store moves the small queue's target (seg_steer_small;
  * docs/store-eviction.md "Eviction"). A key leaving main never overwrites
- * one that left small, so admission by the ghost stays S3-FIFO's. A key
- * not there matches an occupied entry 1 time in 32,768, and a lost race
- * of the relaxed atomics the entries are: either costs one promotion and
- * one step of small's target, nothing else. The segments reach it only
+ * one that left small, so admission by the ghost stays S3-FIFO's.
+ * Entries are relaxed atomics. A key not there matches an occupied entry
+ * 1 time in 32,768; that, like a lost race, costs one promotion and one
+ * step of small's target, nothing else. The segments reach it only
  * through their eviction hook (struct seg_hooks). */
 #ifndef NODELAY_STORE_GHOST_H
 #define NODELAY_STORE_GHOST_H
