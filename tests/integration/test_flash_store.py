@@ -183,17 +183,25 @@ def test_compact_under_0_at_run_time_stops_compaction(start_server, tmp_path):
         send_paced(c, [b"set key:%08d %d 0 %d noreply\r\n%s\r\n" % (k, r, vlen, value(k, r))
                        for k in keys], 500)
 
-    for r in range(3):
+    # Until the writers had to drop a page for room: on a busy machine the
+    # flash writer may fall behind, and items then leave RAM with no write
+    # buffer free (counted in `evictions`) instead of filling the flash.
+    shown = ("extstore_page_evictions", "extstore_compact_rescues", "evictions",
+             "extstore_objects_written", "extstore_bytes_used")
+    for r in range(12):
         rewrite(r)
-    st = stats(c)
-    assert int(st["extstore_compact_rescues"]) == 0, st
-    assert int(st["extstore_page_evictions"]) > 0, st  # room came from drops
+        st = stats(c)
+        if r >= 2 and int(st["extstore_page_evictions"]) > 0:
+            break
+    seen = {k: st[k] for k in shown}
+    assert int(st["extstore_page_evictions"]) > 0, seen  # room came from drops
+    assert int(st["extstore_compact_rescues"]) == 0, seen
     for k in range(0, n, 37):
         got = c.get_multi([b"key:%08d" % k])
         if got:
-            assert got["key:%08d" % k] == (2, value(k, 2))
+            assert got["key:%08d" % k] == (r, value(k, r))
     assert c.call("extstore compact_under 1") == b"OK\r\n"
-    rewrite(3)
+    rewrite(r + 1)
     assert int(stats(c)["extstore_compact_rescues"]) > 0
 
 
