@@ -42,8 +42,7 @@
 #endif
 
 #define INDEX_CHUNK_BYTES ((size_t)INDEX_CHUNK_BUCKETS * 64)
-#define HDR_LOCK 1ull
-#define HDR_BITS HDR_LOCK
+#define HDR_BITS INDEX_HDR_LOCK
 /* Splits an insert makes at most when the table is owed some. */
 #define INDEX_SPLIT_STEP 4
 /* The most buckets, 2^32 (24 G items): the reservation's size, 256 GiB of
@@ -271,8 +270,8 @@ void index_lock(uint64_t *b)
 {
     unsigned spins = 0;
     /* (index_lock_hash tries once inline before it calls this) */
-    while (__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
-        while (__atomic_load_n(b, __ATOMIC_RELAXED) & HDR_LOCK) {
+    while (__atomic_fetch_or(b, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK) {
+        while (__atomic_load_n(b, __ATOMIC_RELAXED) & INDEX_HDR_LOCK) {
             /* The holder may be descheduled (more workers than cores): yield
              * rather than burn its time slice. */
             if (++spins > 64) {
@@ -285,33 +284,9 @@ void index_lock(uint64_t *b)
     }
 }
 
-void index_unlock(uint64_t *b)
-{
-    __atomic_fetch_and(b, ~HDR_LOCK, __ATOMIC_RELEASE);
-}
-
 bool index_trylock(uint64_t *b)
 {
-    return !(__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK);
-}
-
-uint64_t *index_lock_hash(struct index *ix, uint64_t h)
-{
-    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    for (;;) {
-        uint64_t i = index_shape_bucket(shape, h);
-        uint64_t *b = t->b + (i << 3);
-        if (__atomic_fetch_or(b, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
-            index_lock(b);
-        /* A split publishes the word before it unlocks, and the lock was
-         * taken after that unlock: the word read now is at least as new. */
-        uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-        if (now == shape || index_shape_bucket(now, h) == i)
-            return b;
-        index_unlock(b);
-        shape = now;
-    }
+    return !(__atomic_fetch_or(b, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK);
 }
 
 void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p)
@@ -323,9 +298,9 @@ void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p)
         uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, h2);
         uint64_t *bi = t->b + (i << 3), *bj = t->b + (j << 3);
         uint64_t *lo = i < j ? bi : bj, *hi = i < j ? bj : bi;
-        if (__atomic_fetch_or(lo, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+        if (__atomic_fetch_or(lo, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
             index_lock(lo);
-        if (hi != lo && (__atomic_fetch_or(hi, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK))
+        if (hi != lo && (__atomic_fetch_or(hi, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK))
             index_lock(hi);
         /* as index_lock_hash: a split that moved either is seen now */
         uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
@@ -341,12 +316,6 @@ void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p)
     }
 }
 
-void index_lock_first(struct index *ix, uint64_t h, struct index_pair *p)
-{
-    p->b[0] = index_lock_hash(ix, h);
-    p->b[1] = NULL;
-}
-
 bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
@@ -359,9 +328,9 @@ bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p)
         if (bj == p->b[0])
             return true;
         if (bj > p->b[0]) {
-            if (__atomic_fetch_or(bj, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+            if (__atomic_fetch_or(bj, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
                 index_lock(bj);
-        } else if (__atomic_fetch_or(bj, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
+        } else if (__atomic_fetch_or(bj, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK) {
             index_unlock(p->b[0]);
             index_lock_key(ix, h, p);
             return false;
@@ -373,13 +342,6 @@ bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p)
         }
         index_unlock(bj); /* split before we had it: look again */
     }
-}
-
-void index_unlock_pair(const struct index_pair *p)
-{
-    if (p->b[1])
-        index_unlock(p->b[1]);
-    index_unlock(p->b[0]);
 }
 
 uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t want,
@@ -568,7 +530,7 @@ static uint64_t *move_lock(struct index *ix, struct index_table *t, uint64_t o, 
                            uint64_t h, uint64_t shape, uint64_t i, uint64_t j)
 {
     uint64_t *ob = t->b + (o << 3);
-    if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK)
+    if (__atomic_fetch_or(ob, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
         return NULL;
     uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
     bool back = o < xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
@@ -711,7 +673,7 @@ uint64_t *index_lock_other_of(struct index *ix, uint64_t h, uint64_t *from)
     if (ob == from)
         return from;
     /* address order, as index_lock_key; a lower one only with a trylock */
-    if (__atomic_fetch_or(ob, HDR_LOCK, __ATOMIC_ACQUIRE) & HDR_LOCK) {
+    if (__atomic_fetch_or(ob, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK) {
         if (ob < from)
             return NULL;
         index_lock(ob);

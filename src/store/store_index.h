@@ -245,16 +245,14 @@ void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p);
  * and locks both in order, returning false: either may hold anything new
  * then, so look in both. While the first is held no entry of the key can
  * come into or leave it, since a move holds both of its buckets. */
-void index_lock_first(struct index *ix, uint64_t h, struct index_pair *p);
+static inline void index_lock_first(struct index *ix, uint64_t h, struct index_pair *p);
 bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p);
-void index_unlock_pair(const struct index_pair *p);
+static inline void index_unlock_pair(const struct index_pair *p);
 /* The slot of p's locked buckets' chains that is `want` (whatever its
  * frequency), *chain the primary bucket whose chain holds it; NULL when
  * none is. */
 uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t want,
                           uint64_t **chain);
-/* Lock and return the first bucket of hash h now (index_lock_first). */
-uint64_t *index_lock_hash(struct index *ix, uint64_t h);
 /* Start loading the two buckets of hash h (a pipelined read looks up
  * many: issuing the loads ahead hides their latency). Returns the first
  * and sets *second, unlocked: hints to read, never to trust. */
@@ -273,8 +271,45 @@ static inline void index_prefetch_next(struct index *ix, const uint64_t *b)
     if (c)
         __builtin_prefetch(c + (size_t)((id - 1) % INDEX_CHUNK_BUCKETS) * 8, 1);
 }
+/* A bucket's lock: bit 0 of its header word. index_lock spins (and
+ * yields) until it has it; the lookups' own lock and unlock are inline
+ * below, every request takes them. */
+#define INDEX_HDR_LOCK 1ull
 void index_lock(uint64_t *bucket);
-void index_unlock(uint64_t *bucket);
+static inline void index_unlock(uint64_t *bucket)
+{
+    __atomic_fetch_and(bucket, ~INDEX_HDR_LOCK, __ATOMIC_RELEASE);
+}
+/* Lock and return the first bucket of hash h now (index_lock_first). */
+static inline uint64_t *index_lock_hash(struct index *ix, uint64_t h)
+{
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint64_t i = index_shape_bucket(shape, h);
+        uint64_t *b = t->b + (i << 3);
+        if (__atomic_fetch_or(b, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
+            index_lock(b);
+        /* A split publishes the word before it unlocks, and the lock was
+         * taken after that unlock: the word read now is at least as new. */
+        uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+        if (now == shape || index_shape_bucket(now, h) == i)
+            return b;
+        index_unlock(b);
+        shape = now;
+    }
+}
+static inline void index_lock_first(struct index *ix, uint64_t h, struct index_pair *p)
+{
+    p->b[0] = index_lock_hash(ix, h);
+    p->b[1] = NULL;
+}
+static inline void index_unlock_pair(const struct index_pair *p)
+{
+    if (p->b[1])
+        index_unlock(p->b[1]);
+    index_unlock(p->b[0]);
+}
 /* Lock bucket if it is free now; false when another thread holds it. */
 bool index_trylock(uint64_t *bucket);
 /* The bucket chained after b, or NULL (bucket lock held). */

@@ -6,6 +6,7 @@
 #define NODELAY_STORE_LIFE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/clock.h"
@@ -23,8 +24,24 @@ struct store_life {
     pthread_mutex_t flush_lock;
 };
 
-/* Expired or flushed, by memcached's rules; counts nothing. */
-enum item_life life_of_item(const struct store_life *l, const char *p, const struct item_hdr *h,
-                            uint64_t cas_base, rel_time_t tbase, rel_time_t now);
+/* Flushed by the flush_all whose oldest_live ol has come (memcached's
+ * item_is_flushed). */
+bool life_flushed(const struct store_life *l, const char *p, const struct item_hdr *h,
+                  uint64_t cas_base, rel_time_t tbase, rel_time_t ol);
+
+/* Expired or flushed, by memcached's rules; counts nothing. Inline: every
+ * lookup's find asks, and a flush_all that has come is the rare case. */
+static inline enum item_life life_of_item(const struct store_life *l, const char *p,
+                                          const struct item_hdr *h, uint64_t cas_base,
+                                          rel_time_t tbase, rel_time_t now)
+{
+    /* flushed is checked before expiry, as memcached does */
+    rel_time_t ol = __atomic_load_n(&l->oldest_live, __ATOMIC_ACQUIRE);
+    if (ol && ol <= now && life_flushed(l, p, h, cas_base, tbase, ol))
+        return ITEM_FLUSHED;
+    if (clock_expired(item_get_u32(p, h->exp_off), now))
+        return ITEM_EXPIRED;
+    return ITEM_LIVE;
+}
 
 #endif
