@@ -369,9 +369,11 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
 #define STORE_PREFETCH_ITEM_BYTES 192
 
 #ifndef STORE_TSAN
-/* The items of tag in bucket b (and the next line of its chain). */
-static void store_prefetch_bucket(struct store *s, const uint64_t *b, uint32_t tag)
+/* The items of tag in bucket b (and the next line of its chain); whether
+ * one was started. */
+static bool store_prefetch_bucket(struct store *s, const uint64_t *b, uint32_t tag)
 {
+    bool some = false;
     /* a full bucket's chain: its next line is wanted too */
     index_prefetch_next(&s->index, b);
     for (unsigned m = index_match(b, tag); m; m &= m - 1, m &= m - 1) {
@@ -388,15 +390,20 @@ static void store_prefetch_bucket(struct store *s, const uint64_t *b, uint32_t t
         const char *p = data + ((size_t)slot_off(sl) << s->pool.off_shift);
         for (unsigned o = 0; o < STORE_PREFETCH_ITEM_BYTES; o += 64)
             __builtin_prefetch(p + o, 1);
+        some = true;
     }
+    return some;
 }
 #endif
 
 static void store_prefetch_item(struct store *s, const struct store_prefetch_run *r, uint32_t i)
 {
 #ifndef STORE_TSAN
-    store_prefetch_bucket(s, r->bucket[i][0], r->tag[i]);
-    if (r->bucket[i][1] != r->bucket[i][0])
+    /* A tag in the first bucket is the key's item but for one chance in
+     * some 300 (7 slots, 11-bit tags), and the lookup looks no further
+     * then: the second bucket's slots are not read. */
+    if (!store_prefetch_bucket(s, r->bucket[i][0], r->tag[i]) &&
+        r->bucket[i][1] != r->bucket[i][0])
         store_prefetch_bucket(s, r->bucket[i][1], r->tag[i]);
 #else
     (void)s;
