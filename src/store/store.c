@@ -541,7 +541,8 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
                 return st;
             continue;
         }
-        store_fill_item(&s->classes, &f, out);
+        uint32_t st0 = item_get_st(f.p, &f.h, f.seg->tbase), st = st0;
+        store_fill_item_st(&s->classes, &f, st0, out);
         out->exptime_before = out->exptime;
         if (req->touch) {
             if (f.h.exp_off) {
@@ -550,7 +551,6 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
             }
             out->exptime = req->exptime;
         }
-        uint32_t st0 = item_get_st(f.p, &f.h, f.seg->tbase), st = st0;
         bool token = st & ITEM_S_TOKEN;
         bool won = false;
         rel_time_t judged = req->recache_before_touch ? out->exptime_before : out->exptime;

@@ -112,9 +112,11 @@ bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey);
 
 
 /* The view of a found item (bucket lock held) a get or a walk hands out;
- * its pin is the caller's. Inline: every hit takes it. */
-static inline void store_fill_item(const struct store_classes *c, const struct store_found *f,
-                                   struct store_item *out)
+ * its pin is the caller's. Inline: every hit takes it. st is the item's
+ * access-time word (item_get_st), which a get reads once for this and
+ * for what it writes back. */
+static inline void store_fill_item_st(const struct store_classes *c, const struct store_found *f,
+                                      uint32_t st, struct store_item *out)
 {
     const char *p = f->p;
     out->key = p + f->h.hlen;
@@ -124,13 +126,17 @@ static inline void store_fill_item(const struct store_classes *c, const struct s
     out->flags = item_get_u32(p, f->h.flags_off);
     out->cas = item_get_cas(p, &f->h, f->seg->cas_base);
     out->exptime = item_get_u32(p, f->h.exp_off);
-    uint32_t st = item_get_st(p, &f->h, f->seg->tbase);
     out->last_access = st & ~ITEM_S_MASK;
     out->fetched = st & ITEM_S_FETCHED;
     out->stale = st & ITEM_S_STALE;
     out->class_id =
         classes_id(c, item_mc_size(f->h.nkey, f->h.nvalue, out->flags, c->cas_enabled));
     out->lru = __atomic_load_n(&f->seg->lru, __ATOMIC_RELAXED);
+}
+static inline void store_fill_item(const struct store_classes *c, const struct store_found *f,
+                                   struct store_item *out)
+{
+    store_fill_item_st(c, f, item_get_st(f->p, &f->h, f->seg->tbase), out);
 }
 
 
