@@ -9,8 +9,10 @@
 #include "proto/session.h"
 #include "proto/text/text_get_internal.h"
 
-static char *text_value_header(char *q, const char *key, size_t nkey, const struct store_item *it,
-                               bool want_cas, bool crlf_first)
+/* Inline in both its callers: every hit composes one. */
+static inline __attribute__((always_inline)) char *
+text_value_header(char *q, const char *key, size_t nkey, const struct store_item *it,
+                  bool want_cas, bool crlf_first)
 {
     if (crlf_first) {
         *q++ = '\r';

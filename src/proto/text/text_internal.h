@@ -82,8 +82,36 @@ static inline bool text_tok_double(const struct text_token *t, double *out)
     return num_tok_double(t->s, t->len, out);
 }
 
-/* Write v in decimal at p; returns the end. */
-char *text_u64toa(uint64_t v, char *p);
+/* "00" .. "99" (text_num.c): two digits a division, from the end. */
+extern const char text_digit_pairs[201];
+/* text_u64toa of 10,000 and more. */
+char *text_u64toa_long(uint64_t v, char *p);
+/* Write v in decimal at p; returns the end. Inline below 10,000: a hit
+ * prints its flags and its length, mostly short, and the call was a
+ * visible share of it. */
+static inline char *text_u64toa(uint64_t v, char *p)
+{
+    if (v < 10) {
+        *p = (char)('0' + v);
+        return p + 1;
+    }
+    if (v >= 10000)
+        return text_u64toa_long(v, p);
+    /* one 32-bit division, no digit count */
+    unsigned x = (unsigned)v, hi = x / 100, lo = x % 100;
+    if (!hi) {
+        memcpy(p, text_digit_pairs + lo * 2, 2);
+        return p + 2;
+    }
+    if (hi < 10)
+        *p++ = (char)('0' + hi);
+    else {
+        memcpy(p, text_digit_pairs + hi * 2, 2);
+        p += 2;
+    }
+    memcpy(p, text_digit_pairs + lo * 2, 2);
+    return p + 2;
+}
 
 static inline bool text_tok_eq(const struct text_token *t, const char *lit, size_t n)
 {

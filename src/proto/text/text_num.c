@@ -4,10 +4,8 @@
 
 #include "proto/text/text_internal.h"
 
-/* "00" .. "99": two digits a division, from the end, since a hit prints
- * its flags and length (and gets its cas) and a digit at a time was a
- * visible share of it. */
-static const char text_digit_pairs[201] =
+/* A digit at a time was a visible share of a hit's cost. */
+const char text_digit_pairs[201] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
@@ -29,28 +27,8 @@ static unsigned text_u64_digits(uint64_t v)
     }
 }
 
-char *text_u64toa(uint64_t v, char *p)
+char *text_u64toa_long(uint64_t v, char *p)
 {
-    if (v < 10) {
-        *p = (char)('0' + v);
-        return p + 1;
-    }
-    if (v < 10000) {
-        /* A value's length mostly: no digit count, one 32-bit division. */
-        unsigned x = (unsigned)v, hi = x / 100, lo = x % 100;
-        if (!hi) {
-            memcpy(p, text_digit_pairs + lo * 2, 2);
-            return p + 2;
-        }
-        if (hi < 10)
-            *p++ = (char)('0' + hi);
-        else {
-            memcpy(p, text_digit_pairs + hi * 2, 2);
-            p += 2;
-        }
-        memcpy(p, text_digit_pairs + lo * 2, 2);
-        return p + 2;
-    }
     char *end = p + text_u64_digits(v);
     char *q = end;
     while (v >= 100) {
