@@ -357,18 +357,6 @@ uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t
     return NULL;
 }
 
-const uint64_t *index_prefetch(struct index *ix, uint64_t h, const uint64_t **second)
-{
-    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
-    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    uint64_t *b = t->b + (index_shape_bucket(shape, h) << 3);
-    uint64_t *c = t->b + (index_shape_bucket(shape, index_hash2(h)) << 3);
-    __builtin_prefetch(b, 1);
-    __builtin_prefetch(c, 1);
-    *second = c;
-    return b;
-}
-
 static uint64_t *index_overflow(struct index *ix, uint32_t id)
 {
     uint32_t i = id - 1;

@@ -371,7 +371,8 @@ static enum store_status store_vivify(struct store_ctx *ctx, const char *key, si
 #ifndef STORE_TSAN
 /* The items of tag in bucket b (and the next line of its chain); whether
  * one was started. */
-static bool store_prefetch_bucket(struct store *s, const uint64_t *b, uint32_t tag)
+static inline __attribute__((always_inline)) bool
+store_prefetch_bucket(struct store *s, const uint64_t *b, uint32_t tag)
 {
     bool some = false;
     /* a full bucket's chain: its next line is wanted too */
@@ -396,7 +397,8 @@ static bool store_prefetch_bucket(struct store *s, const uint64_t *b, uint32_t t
 }
 #endif
 
-static void store_prefetch_item(struct store *s, const struct store_prefetch_run *r, uint32_t i)
+static inline void store_prefetch_item(struct store *s, const struct store_prefetch_run *r,
+                                       uint32_t i)
 {
 #ifndef STORE_TSAN
     /* A tag in the first bucket is the key's item but for one chance in

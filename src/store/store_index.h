@@ -256,7 +256,18 @@ uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t
 /* Start loading the two buckets of hash h (a pipelined read looks up
  * many: issuing the loads ahead hides their latency). Returns the first
  * and sets *second, unlocked: hints to read, never to trust. */
-const uint64_t *index_prefetch(struct index *ix, uint64_t h, const uint64_t **second);
+static inline const uint64_t *index_prefetch(struct index *ix, uint64_t h,
+                                             const uint64_t **second)
+{
+    struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    uint64_t *b = t->b + (index_shape_bucket(shape, h) << 3);
+    uint64_t *c = t->b + (index_shape_bucket(shape, index_hash2(h)) << 3);
+    __builtin_prefetch(b, 1);
+    __builtin_prefetch(c, 1);
+    *second = c;
+    return b;
+}
 /* Start loading the overflow bucket chained after bucket b, if any (read
  * unlocked: a guess, as index_prefetch's bucket is, but always an id the
  * pool handed out; a chunk unmapped meanwhile is no harm, as a prefetch

@@ -167,12 +167,6 @@ bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum s
     }
 }
 
-bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
-                  struct store_found *f)
-{
-    return store_lookup_write(ctx, k, how, false, f);
-}
-
 bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey)
 {
     if (nkey == 0 || nkey > STORE_KEY_MAX)

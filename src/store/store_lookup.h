@@ -92,17 +92,20 @@ static inline void store_found_unlock(const struct store_found *f)
 {
     index_unlock_pair(&f->keys);
 }
-bool store_lookup(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
-                  struct store_found *f);
+bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
+                        bool reclaim, struct store_found *f);
+static inline bool store_lookup(struct store_ctx *ctx, const struct store_key *k,
+                                enum store_look how, struct store_found *f)
+{
+    return store_lookup_write(ctx, k, how, false, f);
+}
 /* store_lookup for a storage command (set, add, replace, cas, append,
  * prepend, in every protocol): with reclaim (memcached without its
  * segmented LRU, whose do_item_alloc pulls the LRU tail before the key is
  * looked up: lru_pull_tail reclaims the expired and flushed items it finds
  * there), an expired or flushed item of the key is unlinked as reclaimed
  * (and expired_unfetched if never fetched) rather than counted get_expired
- * / get_flushed. */
-bool store_lookup_write(struct store_ctx *ctx, const struct store_key *k, enum store_look how,
-                        bool reclaim, struct store_found *f);
+ * / get_flushed. Declared above, for store_lookup. */
 /* Unlink a found item (bucket lock held): dead in the -e file first, then
  * out of the index and its segment's counts. */
 void store_unlink(struct store *s, struct store_found *f);
