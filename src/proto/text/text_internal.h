@@ -182,9 +182,16 @@ struct text_ahead {
 /* The record of the line at pos, if any; records before it are passed. */
 static inline const struct text_ahead_line *text_ahead_at(struct text_ahead *a, size_t pos)
 {
-    while (a->next < a->n && a->line[a->next].start < pos)
-        a->next++;
-    return a->next < a->n && a->line[a->next].start == pos ? &a->line[a->next++] : NULL;
+    /* in locals: a is in memory, and each a->next was a load and a store */
+    uint32_t i = a->next, n = a->n;
+    const struct text_ahead_line *r = &a->line[i];
+    while (i < n && r->start < pos) {
+        i++;
+        r++;
+    }
+    bool at = i < n && r->start == pos;
+    a->next = at ? i + 1 : i;
+    return at ? r : NULL;
 }
 
 /* Called before the line at buf[pos..]: when it is a lookup (get, gets,
