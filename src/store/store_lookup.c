@@ -14,13 +14,6 @@
 #include "store/flash/flash_tier.h"
 
 #include <string.h>
-#include <xxhash.h>
-
-struct store_key store_key_of(const char *key, size_t nkey)
-{
-    uint64_t hv = XXH3_64bits(key, nkey);
-    return (struct store_key){.key = key, .nkey = nkey, .hv = hv, .tag = index_tag(hv)};
-}
 
 void store_unlink(struct store *s, struct store_found *f)
 {

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <xxhash.h>
 
 #include "store/store_index.h"
 #include "store/store_item.h"
@@ -27,11 +28,16 @@ struct store_key {
     uint64_t hv;
     uint32_t tag; /* index_tag(hv) */
 };
-struct store_key store_key_of(const char *key, size_t nkey);
 /* The same for a key whose hash hv store_key_of gave already. */
 static inline struct store_key store_key_hashed(const char *key, size_t nkey, uint64_t hv)
 {
     return (struct store_key){.key = key, .nkey = nkey, .hv = hv, .tag = index_tag(hv)};
+}
+/* Inline: every lookup and every key of a prefetch hashes one, and the
+ * call around XXH3's was nearly as long as the hash of a short key. */
+static inline struct store_key store_key_of(const char *key, size_t nkey)
+{
+    return store_key_hashed(key, nkey, XXH3_64bits(key, nkey));
 }
 
 struct store_found {
