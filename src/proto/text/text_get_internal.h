@@ -2,7 +2,8 @@
 /* The get family (get gets gat gats) in three steps, as meta's and
  * binary's commands:
  *
- *   text_get_parse.c    the line -> the request (text_cont's get fields); pure
+ *   text_get_parse.c    the line -> the request (text_cont's get fields); pure,
+ *                       its common part inline here
  *   text_get.c          the lookups: counts, watch, pauses, rollback
  *   text_get_compose.c  VALUE lines and END, into the reply queue
  *
@@ -17,12 +18,38 @@
 #include "proto/text/text_internal.h"
 #include "reply/reply.h"
 
-/* ---- the request (text_get_parse.c) ---- */
+/* ---- the request (text_get_parse.c, and inline here) ---- */
+
+/* gat's and gats' exptime (their first token) into c->exptime. NULL, or
+ * the error line to answer (with its "\r\n"). */
+const char *text_get_touch(const struct text_line *l, struct text_cont *c);
 
 /* Fill c with a get line's request: what to return, the touch time, where
- * its keys start. NULL, or the error line to answer (with its "\r\n"). */
-const char *text_get_parse(const struct text_line *l, bool want_cas, bool touch,
-                           struct text_cont *c);
+ * its keys start. NULL, or the error line to answer (with its "\r\n").
+ * Inline: every get line is parsed so, and the call was most of it. */
+static inline const char *text_get_parse(const struct text_line *l, bool want_cas, bool touch,
+                                         struct text_cont *c)
+{
+    /* Only the get's fields: the rest of text_cont is the dump's (and
+     * clearing all of it was a visible share of every get). */
+    c->kind = TEXT_CONT_NONE;
+    c->want_cas = want_cas;
+    c->touch = touch;
+    c->crlf = c->rest_ok = c->no_pause = false;
+    c->exptime = 0;
+    size_t first = 1;
+    if (touch) {
+        const char *err = text_get_touch(l, c);
+        if (err)
+            return err;
+        first = 2;
+    }
+    /* Keys are the tokens from the first on; a line of more words than
+     * tokens goes on in its last token's unsplit rest. */
+    c->tok = first;
+    c->off = l->ntok < TEXT_MAX_TOKENS ? l->len : (size_t)(l->tok[TEXT_MAX_TOKENS - 1].s - l->raw);
+    return NULL;
+}
 
 /* The keys of a get line from where its run is: the tokens the tokenizer
  * split (they are the keys, no line scanned again), then, for a line of
