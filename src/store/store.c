@@ -11,6 +11,7 @@
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
+#include "store/store_find.h"
 #include "store/store_seg.h"
 #include "store/store_upload.h"
 #include "store/store_write.h"
@@ -509,7 +510,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     enum store_look flash = !req->touch && !req->recache ? STORE_LOOK_FLASH_BUF : 0;
     for (;;) {
         struct store_found f;
-        if (!store_lookup(ctx, &k, how | flash, &f)) {
+        if (!store_lookup_at(ctx, &k, how | flash, false, &f)) {
             store_found_unlock(&f);
             if (f.flash)
                 return store_get_flash(s, &f, req, out);

@@ -11,6 +11,7 @@
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_lookup.h"
+#include "store/store_find.h"
 #include "store/store_seg.h"
 #include "store/persist/persist.h"
 #include "store/store_life.h"

@@ -112,9 +112,6 @@ static inline bool store_lookup(struct store_ctx *ctx, const struct store_key *k
  * there), an expired or flushed item of the key is unlinked as reclaimed
  * (and expired_unfetched if never fetched) rather than counted get_expired
  * / get_flushed. Declared above, for store_lookup. */
-/* Unlink a found item (bucket lock held): dead in the -e file first, then
- * out of the index and its segment's counts. */
-void store_unlink(struct store *s, struct store_found *f);
 /* Unlink key's live item, if any (what a plain delete does, for a write
  * that must drop the old value); true when there was one. */
 bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey);

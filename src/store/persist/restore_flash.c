@@ -21,6 +21,7 @@
 #include "store/store_item.h"
 #include "store/store_life.h"
 #include "store/store_lookup.h"
+#include "store/store_find.h"
 
 #include <stdlib.h>
 #include <string.h>
