@@ -26,8 +26,10 @@
 /* The key a request line looks up, or NULL when it is not a command the
  * batch knows. A storage command's key is looked up too (to replace the
  * old item), and *data is the value's length (with its "\r\n"), which
- * follows the line: the batch steps over it to the requests after it. */
-static const struct text_token *text_batch_key(const struct text_line *l, size_t *data)
+ * follows the line: the batch steps over it to the requests after it.
+ * Inline: every line of a batch asks, and the call was a third of it. */
+static inline __attribute__((always_inline)) const struct text_token *
+text_batch_key(const struct text_line *l, size_t *data)
 {
     *data = 0;
     /* memcached's command is what precedes the first space: a line that
