@@ -59,7 +59,9 @@ uint32_t item_varint_long(const uint8_t *u, uint32_t *at)
 
 /* After the access time (2 bytes, 4 with ITEM_L_AT32): flags, expiry, CAS
  * (item_cas_bytes), checksum, in that order, each where its layout bit is
- * set. Indexed by item_offs_at: bit 5 stands for ITEM_L_AT32. */
+ * set. Indexed by item_offs_at: bit 5 stands for ITEM_L_AT32. IL's b is
+ * where the access time is: 0 for item_offs (offsets from it), 3 for
+ * item_offs3 (from the item's start, a one-byte length before it). */
 #define IL_F(l) (((l) & ITEM_L_FLAGS) ? 4 : 0)
 #define IL_E(l) (((l) & ITEM_L_EXP) ? 4 : 0)
 #define IL_C(l)                                                                                   \
@@ -69,15 +71,16 @@ uint32_t item_varint_long(const uint8_t *u, uint32_t *at)
                                            : 0)
 #define IL_S(l) (((l) & ITEM_L_SUM) ? 4 : 0)
 #define IL_A(l) (((l) & 0x20) ? 4 : 2)
-#define IL(l)                                                                                     \
-    {IL_F(l) ? IL_A(l) : 0, IL_E(l) ? IL_A(l) + IL_F(l) : 0,                                      \
-     IL_C(l) ? IL_A(l) + IL_F(l) + IL_E(l) : 0,                                                   \
-     IL_S(l) ? IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) : 0,                                         \
-     IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) + IL_S(l)}
-#define IL4(l) IL(l), IL(l + 1), IL(l + 2), IL(l + 3)
-#define IL16(l) IL4(l), IL4(l + 4), IL4(l + 8), IL4(l + 12)
-#define IL32(l) IL16(l), IL16(l + 16)
-const struct item_offs item_offs[64] = {IL32(0), IL32(32)};
+#define IL(l, b)                                                                                  \
+    {IL_F(l) ? (b) + IL_A(l) : 0, IL_E(l) ? (b) + IL_A(l) + IL_F(l) : 0,                          \
+     IL_C(l) ? (b) + IL_A(l) + IL_F(l) + IL_E(l) : 0,                                             \
+     IL_S(l) ? (b) + IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) : 0,                                   \
+     (b) + IL_A(l) + IL_F(l) + IL_E(l) + IL_C(l) + IL_S(l)}
+#define IL4(l, b) IL(l, b), IL(l + 1, b), IL(l + 2, b), IL(l + 3, b)
+#define IL16(l, b) IL4(l, b), IL4(l + 4, b), IL4(l + 8, b), IL4(l + 12, b)
+#define IL32(l, b) IL16(l, b), IL16(l + 16, b)
+const struct item_offs item_offs[64] = {IL32(0, 0), IL32(32, 0)};
+const struct item_offs item_offs3[64] = {IL32(0, 3), IL32(32, 3)};
 
 /* The layout's fields from the same table item_decode reads them by. */
 uint32_t item_hdr_len(uint8_t layout, uint32_t nvalue)
