@@ -119,8 +119,10 @@ static __attribute__((noinline)) bool store_find_both(struct store_ctx *ctx,
  * has expired or been flushed (counted as get_expired / get_flushed, or
  * with reclaim as reclaimed: store_lookup_write). Found in the first
  * bucket, only that one is locked; else both are. */
-static inline __attribute__((always_inline)) bool store_find_live(struct store_ctx *ctx, const struct store_key *k, bool reclaim,
-                            struct store_found *f)
+static inline __attribute__((always_inline)) bool store_find_live(struct store_ctx *ctx,
+                                                                  const struct store_key *k,
+                                                                  bool reclaim,
+                                                                  struct store_found *f)
 {
     struct index *ix = &ctx->store->index;
     index_lock_first(ix, k->hv, &f->keys);
@@ -133,9 +135,10 @@ static inline __attribute__((always_inline)) bool store_find_live(struct store_c
 }
 
 /* store_lookup_write's body. */
-static inline __attribute__((always_inline)) bool
-store_lookup_at(struct store_ctx *ctx, const struct store_key *k, enum store_look how, bool reclaim,
-                struct store_found *f)
+static inline __attribute__((always_inline)) bool store_lookup_at(struct store_ctx *ctx,
+                                                                  const struct store_key *k,
+                                                                  enum store_look how, bool reclaim,
+                                                                  struct store_found *f)
 {
     bool refilled = false;
     for (;;) {
