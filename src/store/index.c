@@ -507,83 +507,106 @@ static uint64_t *chain_empty(struct index *ix, uint64_t *b)
     return NULL;
 }
 
-/* Lock bucket o of table t for an entry of hash h to move into from
- * bucket xi, with a trylock (the mover holds two or three already, in
- * address order; a busy one is skipped), or NULL: busy, split since `shape`
- * gave h's buckets i and j, or before xi while a walk that must meet every
- * entry is on (one that passed o already, but not xi, would miss it; a
- * walk counted itself before it locked its first bucket, so one that has
- * been through o, and unlocked it before we locked it, is seen here). */
-static uint64_t *move_lock(struct index *ix, struct index_table *t, uint64_t o, uint64_t xi,
-                           uint64_t h, uint64_t shape, uint64_t i, uint64_t j)
+/* An entry to move: its slot's word, the primary bucket it is in, and
+ * its key's hash once that was needed (`keyed`). */
+struct move_from {
+    uint64_t sl, xi, h;
+    bool keyed;
+};
+
+/* The other bucket by `shape` of entry m: from its bucket and tag
+ * (index_other_bucket), or where that needs a hash bit its bucket does
+ * not encode, from its key's hash (a RAM entry: rehashed once). False for
+ * a flash entry there: its key is not in RAM. */
+static bool move_other(struct index *ix, uint64_t shape, struct move_from *m, uint64_t *o)
 {
-    uint64_t *ob = t->b + (o << 3);
+#ifndef INDEX_MOVE_REHASH
+    if (!m->keyed && index_other_bucket(shape, m->xi, slot_tag(m->sl), o))
+        return true;
+#else
+    if (slot_is_flash(m->sl) && index_other_bucket(shape, m->xi, slot_tag(m->sl), o))
+        return true;
+#endif
+    if (slot_is_flash(m->sl))
+        return false;
+    if (!m->keyed) {
+        m->h = ix->rehash(ix->rehash_arg, m->sl);
+        m->keyed = true;
+    }
+    uint64_t i = index_shape_bucket(shape, m->h);
+    *o = i == m->xi ? index_shape_bucket(shape, index_hash2(m->h)) : i;
+    return true;
+}
+
+/* Lock bucket o of table t for entry m to move into, o its other bucket
+ * by `shape`, with a trylock (the mover holds two or three already, in
+ * address order; a busy one is skipped), or NULL: busy, split since
+ * `shape` so that o is not m's other bucket any more, or before m's
+ * bucket while a walk that must meet every entry is on (one that passed o
+ * already, but not m's, would miss it; a walk counted itself before it
+ * locked its first bucket, so one that has been through o, and unlocked
+ * it before we locked it, is seen here). m's bucket is locked: it cannot
+ * split. */
+static uint64_t *move_lock(struct index *ix, struct index_table *t, uint64_t o,
+                           struct move_from *m, uint64_t shape)
+{
+    uint64_t *ob = t->b + (o << 3), now_o;
     if (__atomic_fetch_or(ob, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
         return NULL;
     uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    bool back = o < xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
-    if (back || (now != shape && (index_shape_bucket(now, h) != i ||
-                                  index_shape_bucket(now, index_hash2(h)) != j))) {
+    bool back = o < m->xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);
+    if (back || (now != shape && (!move_other(ix, now, m, &now_o) || now_o != o))) {
         index_unlock(ob);
         return NULL;
     }
     return ob;
 }
 
-/* The other bucket of RAM slot sl, which is in primary bucket xi (its
- * buckets by `shape` in *i, *j). */
-static uint64_t move_other(struct index *ix, uint64_t sl, uint64_t xi, uint64_t shape,
-                           uint64_t *h, uint64_t *i, uint64_t *j)
-{
-    *h = ix->rehash(ix->rehash_arg, sl);
-    *i = index_shape_bucket(shape, *h);
-    *j = index_shape_bucket(shape, index_hash2(*h));
-    return *i == xi ? *j : *i;
-}
-
 /* An entry of a full pair whose other bucket is full too: where a second
  * step may make room (move_deep). */
 struct move_step {
     uint64_t *x; /* the entry's slot */
-    uint64_t h, o, i, j, xi;
+    uint64_t o;  /* its other bucket */
+    struct move_from m;
 };
 
 /* Buckets a move searches two steps deep, at most: every other bucket of
- * the pair's entries. Each costs a rehash of up to seven entries (a read
- * of each one's key), but the search runs only where every entry of the
+ * the pair's entries. Each costs a look at up to seven entries (a read of
+ * a RAM entry's key only where its bucket and tag do not say where its
+ * other bucket is), but the search runs only where every entry of the
  * pair has a full other bucket, and it is what keeps chains rare at
  * INDEX_SPLIT_TENTHS (test_store_overhead's fills at 6.4 items a bucket:
  * with four buckets, 3 % of the buckets chained; with all, under 0.1 %). */
 #define INDEX_MOVE_DEEP (2 * INDEX_SLOTS)
 
-/* Make room in bucket s->o for the entry s->x by moving a RAM entry of o
- * to its own other bucket, then move s->x there. Every move copies the
+/* Make room in bucket s->o for the entry s->x by moving an entry of o to
+ * its own other bucket, then move s->x there. Every move copies the
  * entry, then clears where it was, under the locks of both its buckets,
  * as every lookup of its key holds one of them: no lookup can see it in
  * neither. The slot s->x left, or NULL. */
 static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t shape,
-                           const struct index_pair *p, const struct move_step *s)
+                           const struct index_pair *p, struct move_step *s)
 {
-    uint64_t *ob = move_lock(ix, t, s->o, s->xi, s->h, shape, s->i, s->j);
+    uint64_t *ob = move_lock(ix, t, s->o, &s->m, shape);
     if (!ob)
         return NULL;
     /* ob cannot split while held: its entries' buckets by the shape now */
     shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
     uint64_t *room = primary_empty(ob); /* freed since the first look */
     for (int k = 1; k <= INDEX_SLOTS && !room; k++) {
-        uint64_t sl = ob[k], h, i, j;
-        if (!sl || slot_is_flash(sl))
+        struct move_from m = {.sl = ob[k], .xi = s->o};
+        uint64_t o2;
+        if (!m.sl || !move_other(ix, shape, &m, &o2))
             continue;
-        uint64_t o2 = move_other(ix, sl, s->o, shape, &h, &i, &j);
         uint64_t *b2 = t->b + (o2 << 3);
         if (o2 == s->o || b2 == p->b[0] || b2 == p->b[1])
             continue;
-        uint64_t *b2l = move_lock(ix, t, o2, s->o, h, shape, i, j);
+        uint64_t *b2l = move_lock(ix, t, o2, &m, shape);
         if (!b2l)
             continue;
         uint64_t *e = primary_empty(b2l);
         if (e) {
-            *e = sl;
+            *e = m.sl;
             ob[k] = 0;
             room = &ob[k];
             __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
@@ -599,13 +622,14 @@ static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t sha
     return room ? s->x : NULL;
 }
 
-/* Both primaries of p full: move a RAM entry of one of them to its other
+/* Both primaries of p full: move an entry of one of them to its other
  * bucket where that has an empty slot, and return the slot it left; where
  * none has, make room two steps deep (move_deep) in their other buckets:
- * a breadth-first cuckoo search, two levels deep. Every
- * bucket beyond the pair is taken with a trylock and checked against the
- * shape as index_lock_key does, so a mover never waits. Flash entries
- * never move (their key is not in RAM to rehash). */
+ * a breadth-first cuckoo search, two levels deep. Every bucket beyond the
+ * pair is taken with a trylock and checked against the shape as
+ * index_lock_key does, so a mover never waits. An entry whose other
+ * bucket needs a hash bit its bucket does not encode is skipped if it is
+ * a flash one (move_other). */
 static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
 {
     struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
@@ -616,19 +640,19 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
         uint64_t *x = p->b[c];
         uint64_t xi = (uint64_t)(x - t->b) >> 3;
         for (int k = 1; k <= INDEX_SLOTS; k++) {
-            uint64_t sl = x[k], h, i, j;
-            if (!sl || slot_is_flash(sl))
+            struct move_from m = {.sl = x[k], .xi = xi};
+            uint64_t o;
+            if (!m.sl || !move_other(ix, shape, &m, &o))
                 continue;
-            uint64_t o = move_other(ix, sl, xi, shape, &h, &i, &j);
             uint64_t *ob = t->b + (o << 3);
             if (ob == p->b[0] || ob == p->b[1])
                 continue;
-            uint64_t *obl = move_lock(ix, t, o, xi, h, shape, i, j);
+            uint64_t *obl = move_lock(ix, t, o, &m, shape);
             if (!obl)
                 continue;
             uint64_t *e = primary_empty(obl);
             if (e) {
-                *e = sl;
+                *e = m.sl;
                 x[k] = 0;
                 __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
             }
@@ -636,7 +660,7 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
             if (e)
                 return &x[k];
             if (nd < INDEX_MOVE_DEEP)
-                deep[nd++] = (struct move_step){&x[k], h, o, i, j, xi};
+                deep[nd++] = (struct move_step){&x[k], o, m};
         }
     }
     for (unsigned d = 0; d < nd; d++) {

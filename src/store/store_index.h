@@ -218,15 +218,43 @@ static inline uint32_t index_tag(uint64_t h)
 }
 /* Two choices: a key's item may be in either of two buckets, the bucket
  * of its hash h (its first) and the bucket of index_hash2(h) (its
- * second), from independent bits of h. An insert takes the emptier, and
- * when both are full moves a RAM entry of theirs to that entry's other
- * bucket (docs/store-index.md "Index"); a flash entry never moves, as its
- * key is not in RAM to rehash. */
+ * second). An insert takes the emptier, and when both are full moves an
+ * entry of theirs to that entry's other bucket (docs/store-index.md
+ * "Index"). The second hash is h with the bits that choose buckets
+ * flipped by a mix of its tag alone (partial-key cuckoo): the tag is the
+ * same for both hashes, index_hash2(index_hash2(h)) == h, and an entry's
+ * other bucket follows from the bucket it is in and its tag, with no key
+ * (index_other_bucket), so a flash entry, whose key is not in RAM, moves
+ * as a RAM one does. Bit 0 is always flipped: the two differ. */
+/* the bits that choose among 2^32 buckets, the most (index.c) */
+#define INDEX_SPREAD_MASK 0xFFFFFFFFull
+static inline uint64_t index_spread(uint32_t tag)
+{
+    uint64_t x = (uint64_t)tag * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return ((x >> 32) & INDEX_SPREAD_MASK) | 1;
+}
 static inline uint64_t index_hash2(uint64_t h)
 {
-    h ^= h >> 31;
-    h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 29);
+    return h ^ index_spread(index_tag(h));
+}
+/* The other bucket, by `shape`, of an entry under `tag` in bucket xi,
+ * from the bits of its hash that xi encodes (its low L bits, or L + 1
+ * where xi is split): false when that depends on a bit xi does not encode
+ * (xi unsplit and the other bucket's low L bits name a split bucket:
+ * which half takes it is hash bit L). */
+static inline bool index_other_bucket(uint64_t shape, uint64_t xi, uint32_t tag, uint64_t *o)
+{
+    uint64_t low = shape >> 32, s = (uint32_t)shape, x = xi ^ index_spread(tag);
+    if ((x & low) >= s) {
+        *o = x & low;
+        return true;
+    }
+    if (xi <= low && xi >= s)
+        return false;
+    *o = x & (low << 1 | 1);
+    return true;
 }
 /* A key's two buckets, both locked (index_lock_key): b[0] the first,
  * b[1] the second or NULL when they are one bucket. */

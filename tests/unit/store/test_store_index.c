@@ -21,15 +21,22 @@ static uint64_t mix(uint64_t x) /* splitmix64's finalizer: a key's hash */
     return x ^ (x >> 31);
 }
 
+/* Whether the odd items' slots are flash ones (a table that does not
+ * grow: a split drops flash slots). */
+static bool odd_flash;
+
 static uint64_t slot_of(uint64_t i)
 {
-    return slot_make(index_tag(mix(i)), 0, (uint32_t)i);
+    uint32_t seg = odd_flash && (i & 1) ? FLASH_SEG_BASE : 0;
+    return slot_make(index_tag(mix(i)), seg, (uint32_t)i);
 }
 
-/* A slot's key hash, for growth: its offset is its item's number. */
+/* A slot's key hash, for growth: its offset is its item's number. A flash
+ * slot's key is not in RAM: it moves by its bucket and tag alone. */
 static uint64_t rehash_slot(void *arg, uint64_t slot)
 {
     (void)arg;
+    assert_false(slot_is_flash(slot));
     return mix(slot_off(slot));
 }
 
@@ -379,6 +386,103 @@ static void test_walk_meets_moving_entries(void **state)
     index_release(&ix);
 }
 
+/* Half the entries flash ones: a flash entry moves to its other bucket
+ * as a RAM one does (found from its bucket and tag, never by a rehash,
+ * which rehash_slot fails), and readers never miss one that moves. */
+static void test_flash_entries_move_unmissed(void **state)
+{
+    (void)state;
+    odd_flash = true;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    uint64_t published = 0;
+    bool stop = false;
+    pthread_t th[READERS], w;
+    struct reader r[READERS];
+    for (int t = 0; t < READERS; t++) {
+        r[t] = (struct reader){.ix = &ix, .published = &published, .stop = &stop};
+        assert_int_equal(pthread_create(&th[t], NULL, reader_thread, &r[t]), 0);
+    }
+    struct mover m = {.ix = &ix, .published = &published, .stop = &stop, .r = r};
+    assert_int_equal(pthread_create(&w, NULL, mover_thread, &m), 0);
+    assert_int_equal(pthread_join(w, NULL), 0);
+    for (int t = 0; t < READERS; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        assert_int_equal(r[t].missed, 0);
+    }
+    assert_true(m.moves_churned > 1000);
+    /* flash entries moved: some odd item sits in its second bucket */
+    unsigned second = 0;
+    for (uint64_t i = 1; i < FILLED / 2; i += 2) {
+        struct index_pair p;
+        index_lock_first(&ix, mix(i), &p);
+        if (!in_chain(&ix, p.b[0], i))
+            second++;
+        index_unlock_pair(&p);
+        assert_true(find(&ix, i, false));
+    }
+    assert_true(second > 0);
+    odd_flash = false;
+    index_release(&ix);
+}
+
+/* A table that cannot grow filled to 90 % of its primary slots with
+ * flash entries alone chains as little as with RAM ones (test_full_table):
+ * they move. */
+static void test_full_table_of_flash_entries(void **state)
+{
+    (void)state;
+    odd_flash = true;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    uint64_t n = 0;
+    for (uint64_t i = 1; n < FIXED_SLOTS * 9 / 10; i += 2, n++)
+        put(&ix, i);
+    assert_true(ix.moves > 0);
+    assert_true(ix.overflow_used * 100 <= 1024);
+    for (uint64_t i = 1; i < 2 * n; i += 2)
+        assert_true(find(&ix, i, false));
+    odd_flash = false;
+    index_release(&ix);
+}
+
+/* The second hash flips the first's bucket bits by its tag's spread: the
+ * same tag, back again when applied twice, never the same bucket. From
+ * either bucket and the tag alone the other is found, in tables of any
+ * shape, except where it depends on hash bit L, which an unsplit bucket
+ * does not encode: its other bucket's low L bits name a split one. */
+static void test_second_bucket_from_bucket_and_tag(void **state)
+{
+    (void)state;
+    const uint64_t shapes[] = {index_shape_make(1, 0),   index_shape_make(3, 5),
+                               index_shape_make(10, 0),  index_shape_make(10, 1),
+                               index_shape_make(10, 700), index_shape_make(10, 1023),
+                               index_shape_make(20, 345678)};
+    unsigned known = 0, unknown = 0;
+    for (uint64_t n = 0; n < 20000; n++) {
+        uint64_t h = mix(n), h2 = index_hash2(h);
+        uint32_t tag = index_tag(h);
+        assert_int_equal(index_tag(h2), tag);
+        assert_true(index_hash2(h2) == h);
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            uint64_t sh = shapes[k], low = sh >> 32, s = index_shape_split(sh);
+            uint64_t b[2] = {index_shape_bucket(sh, h), index_shape_bucket(sh, h2)};
+            assert_true(b[0] != b[1]);
+            for (int c = 0; c < 2; c++) {
+                uint64_t x = b[c], y = b[!c], o = ~0ull;
+                bool unsplit = x >= s && x <= low;
+                bool want = !(unsplit && (y & low) < s);
+                assert_int_equal(index_other_bucket(sh, x, tag, &o), want);
+                if (want)
+                    assert_true(o == y);
+                known += want;
+                unknown += !want;
+            }
+        }
+    }
+    assert_true(known > 0 && unknown > 0);
+}
+
 /* A table that cannot grow: to 90 % of its primary slots the two choices
  * and the moves place nearly every entry in a primary bucket (a chained
  * bucket for one in a hundred at most, where one bucket's choice chains a
@@ -407,8 +511,7 @@ static void test_full_table(void **state)
     index_release(&ix);
 }
 
-/* Flash slots (which never move) of items below `dropped` name a dropped
- * segment: stale. */
+/* Flash slots of items below `dropped` name a dropped segment: stale. */
 static uint64_t dropped;
 static unsigned stale_seen;
 static uint64_t flash_slot_of(uint64_t i)
@@ -443,7 +546,7 @@ static void test_full_pair_takes_stale_flash_slots(void **state)
         index_unlock_pair(&p);
     }
     dropped = n;
-    uint64_t chained = ix.overflow_used; /* flash slots do not move */
+    uint64_t chained = ix.overflow_used;
     for (uint64_t i = n; i < 2 * n; i++)
         put(&ix, i);
     assert_true(ix.overflow_used <= chained);
@@ -523,6 +626,9 @@ int main(void)
         cmocka_unit_test(test_moves_never_hide_an_entry),
         cmocka_unit_test(test_walk_meets_moving_entries),
         cmocka_unit_test(test_full_table),
+        cmocka_unit_test(test_flash_entries_move_unmissed),
+        cmocka_unit_test(test_full_table_of_flash_entries),
+        cmocka_unit_test(test_second_bucket_from_bucket_and_tag),
         cmocka_unit_test(test_grown_table_rarely_chains),
         cmocka_unit_test(test_full_pair_takes_stale_flash_slots),
         cmocka_unit_test(test_presize_between_powers),
