@@ -134,6 +134,19 @@ static uint64_t index_split_at(uint64_t shape)
     return index_shape_buckets(shape) * INDEX_SPLIT_TENTHS / 10;
 }
 
+/* The slots growth counts: those held, less those known stale. */
+static uint64_t index_live(struct index *ix)
+{
+    uint64_t items = __atomic_load_n(&ix->items, __ATOMIC_RELAXED);
+    int64_t stale = __atomic_load_n(&ix->stale_slots, __ATOMIC_RELAXED);
+    return stale <= 0 ? items : (uint64_t)stale < items ? items - (uint64_t)stale : 0;
+}
+
+void index_stale_add(struct index *ix, int64_t n)
+{
+    __atomic_fetch_add(&ix->stale_slots, n, __ATOMIC_RELAXED);
+}
+
 static unsigned index_power_of(unsigned level)
 {
     if (level < INDEX_MIN_POWER + INDEX_LEVEL_SHIFT)
@@ -262,8 +275,7 @@ unsigned index_level(struct index *ix)
 bool index_expanding(struct index *ix)
 {
     uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
-    return __atomic_load_n(&ix->items, __ATOMIC_RELAXED) >
-           index_split_at(shape);
+    return index_live(ix) > index_split_at(shape);
 }
 
 void index_lock(uint64_t *b)
@@ -355,6 +367,32 @@ uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t
                     return &cur[i];
                 }
     return NULL;
+}
+
+uint64_t *index_pair_chain_of(struct index *ix, const struct index_pair *p, const uint64_t *slot)
+{
+    for (int c = 0; c < 2 && p->b[c]; c++)
+        for (uint64_t *cur = p->b[c]; cur; cur = index_next(ix, cur))
+            if (slot > cur && slot <= cur + INDEX_SLOTS)
+                return p->b[c];
+    return NULL;
+}
+
+uint64_t index_flash_place(struct index *ix, uint64_t h, const uint64_t *chain, uint64_t fslot)
+{
+    /* chain is locked, so it is still one of h's buckets: the first, or
+     * else the second (a key whose two are one takes the first). A split
+     * of it needs no more than that bucket's hash bits above the level. */
+    uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
+    const struct index_table *t = __atomic_load_n(&ix->cur, __ATOMIC_ACQUIRE);
+    uint64_t hc = chain == t->b + (index_shape_bucket(shape, h) << 3) ? h : index_hash2(h);
+    uint64_t place = (hc >> ix->place_base) & ((1u << INDEX_PLACE_BITS) - 1);
+    return (fslot & ~SLOT_PLACE) | place << SLOT_PLACE_SHIFT;
+}
+
+void index_place_from_here(struct index *ix)
+{
+    ix->place_base = index_shape_level(__atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE));
 }
 
 static uint64_t *index_overflow(struct index *ix, uint32_t id)
@@ -514,6 +552,31 @@ struct move_from {
     bool keyed;
 };
 
+/* The other bucket by `shape` of flash entry m in unsplit bucket m->xi
+ * whose other bucket is split: which half takes it is hash bit L of m's
+ * bucket, which its place says while L is one of its place bits. */
+static bool flash_other(const struct index *ix, uint64_t shape, const struct move_from *m,
+                        uint64_t *o)
+{
+    unsigned l = index_shape_level(shape);
+    if (l < ix->place_base || l >= ix->place_base + INDEX_PLACE_BITS)
+        return false;
+    uint64_t x = m->xi ^ index_spread(slot_tag(m->sl));
+    uint64_t bit = (slot_place(m->sl) >> (l - ix->place_base) ^ x >> l) & 1;
+    *o = (x & (shape >> 32)) | bit << l;
+    return true;
+}
+
+/* Slot sl as it is in its other bucket: a flash slot's place is that
+ * bucket's hash's (index_hash2 flips the bits index_spread says). */
+static uint64_t move_slot(const struct index *ix, uint64_t sl)
+{
+    if (!slot_is_flash(sl))
+        return sl;
+    uint64_t flip = index_spread(slot_tag(sl)) >> ix->place_base;
+    return sl ^ ((flip << SLOT_PLACE_SHIFT) & SLOT_PLACE);
+}
+
 /* The other bucket by `shape` of entry m: from its bucket and tag
  * (index_other_bucket), or where that needs a hash bit its bucket does
  * not encode, from its key's hash (a RAM entry: rehashed once). False for
@@ -528,7 +591,7 @@ static bool move_other(struct index *ix, uint64_t shape, struct move_from *m, ui
         return true;
 #endif
     if (slot_is_flash(m->sl))
-        return false;
+        return flash_other(ix, shape, m, o);
     if (!m->keyed) {
         m->h = ix->rehash(ix->rehash_arg, m->sl);
         m->keyed = true;
@@ -606,7 +669,7 @@ static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t sha
             continue;
         uint64_t *e = primary_empty(b2l);
         if (e) {
-            *e = m.sl;
+            *e = move_slot(ix, m.sl);
             ob[k] = 0;
             room = &ob[k];
             __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
@@ -614,7 +677,7 @@ static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t sha
         index_unlock(b2l);
     }
     if (room) {
-        *room = *s->x;
+        *room = move_slot(ix, *s->x);
         *s->x = 0;
         __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
     }
@@ -652,7 +715,7 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
                 continue;
             uint64_t *e = primary_empty(obl);
             if (e) {
-                *e = m.sl;
+                *e = move_slot(ix, m.sl);
                 x[k] = 0;
                 __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
             }
@@ -810,18 +873,25 @@ static void index_split_move(struct index *ix, uint64_t *src, uint64_t *dst, uns
             uint64_t sl = cur[k];
             if (!sl)
                 continue;
-            /* a slot whose hash cannot be had (a flash item) is dropped */
-            if (ix->forget && ix->forget(ix->rehash_arg, sl)) {
+            if (slot_is_flash(sl) && l >= ix->place_base &&
+                l < ix->place_base + INDEX_PLACE_BITS) {
+                /* a flash item's key is not in RAM: its place says its
+                 * bucket's hash bit l, which is where a rehash puts it */
+                if (!((slot_place(sl) >> (l - ix->place_base)) & 1))
+                    continue;
+            } else if (ix->forget && ix->forget(ix->rehash_arg, sl)) {
+                /* a slot whose hash cannot be had is dropped */
                 cur[k] = 0;
                 __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
                 moved = true;
                 continue;
+            } else {
+                /* it stays where either of its buckets is still this one */
+                uint64_t h = ix->rehash(ix->rehash_arg, sl), h2 = index_hash2(h);
+                uint64_t si = (uint64_t)(src - ix->cur->b) >> 3, mask = (2ull << l) - 1;
+                if ((h & mask) == si || (h2 & mask) == si)
+                    continue;
             }
-            /* it stays where either of its buckets is still this one */
-            uint64_t h = ix->rehash(ix->rehash_arg, sl), h2 = index_hash2(h);
-            uint64_t si = (uint64_t)(src - ix->cur->b) >> 3, mask = (2ull << l) - 1;
-            if ((h & mask) == si || (h2 & mask) == si)
-                continue;
             uint64_t *to = chain_free_slot(ix, dst);
             if (!to) {
                 log_error("store: out of memory growing the index");
@@ -862,7 +932,7 @@ static bool index_split(struct index *ix)
     struct index_table *t = ix->cur;
     uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_RELAXED);
     uint64_t n = index_shape_buckets(shape);
-    if (__atomic_load_n(&ix->items, __ATOMIC_RELAXED) <= index_split_at(shape))
+    if (index_live(ix) <= index_split_at(shape))
         return false;
     unsigned l = index_shape_level(shape);
     uint64_t s = index_shape_split(shape);
@@ -895,7 +965,7 @@ void index_maintain(struct index *ix)
     uint64_t items = __atomic_load_n(&ix->items, __ATOMIC_RELAXED);
     index_note_most(ix, items);
     uint64_t shape = __atomic_load_n(&ix->shape, __ATOMIC_RELAXED);
-    if (items <= index_split_at(shape))
+    if (index_live(ix) <= index_split_at(shape))
         return;
     /* one splitter at a time; the others go on with their requests */
     if (pthread_mutex_trylock(&ix->grow_lock) != 0)

@@ -133,8 +133,8 @@ void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p, const struc
     if (life == ITEM_LIVE && pool->flash) {
         /* to flash instead, when it qualifies (flash/flash_tier.c): its
          * flash slot takes the RAM slot's place, in whichever of the key's
-         * buckets that is (it never moves from there: its key is not in
-         * RAM to rehash) */
+         * buckets that is (a mover may take it to the other: its bucket
+         * and tag say which, index_hash2) */
         uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase, slot_tag(*slot),
                                       now, FLASH_TAKE_EVICT, NULL);
         if (ns) {
@@ -144,7 +144,7 @@ void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p, const struc
              * (store_flash.c's recache) */
             if (pool->pm)
                 item_set_dead(p);
-            *slot = ns | freq;
+            *slot = index_flash_place(pool->index, hv, b, ns) | freq;
             flash_tier_drop_tag(pool->flash, keys, slot_tag(ns), slot);
             seg_note_gone(v, item_total(h), &cls);
             return;

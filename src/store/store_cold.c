@@ -42,7 +42,8 @@ static bool cold_seg_may(const struct store *s, const struct seg *seg, unsigned 
 static bool cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *seg,
                       const char *p, const struct item_hdr *h, rel_time_t now, bool *full)
 {
-    uint64_t *ob = index_lock_other_of(&s->index, XXH3_64bits(p + h->hlen, h->nkey), b);
+    uint64_t hv = XXH3_64bits(p + h->hlen, h->nkey);
+    uint64_t *ob = index_lock_other_of(&s->index, hv, b);
     if (!ob)
         return false;
     uint64_t ns = flash_tier_take(s->flash, p, h, seg->cas_base, seg->tbase, slot_tag(*slot), now,
@@ -56,7 +57,7 @@ static bool cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *
          * (store_flash.c) */
         if (s->pm)
             item_set_dead((char *)p);
-        *slot = ns | slot_freq(*slot);
+        *slot = index_flash_place(&s->index, hv, b, ns) | slot_freq(*slot);
         seg_note_gone(seg, item_total(h), &cls);
         /* the key's one flash candidate is this copy (flash_tier.h) */
         struct index_pair keys = {{b, ob == b ? NULL : ob}};

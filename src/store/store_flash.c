@@ -344,7 +344,7 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
                 item_set_dead(f.p);
             struct store_cls_of c = classes_item(&s->classes, f.p, &f.h);
             seg_note_gone(f.seg, item_total(&f.h), &c);
-            *f.slot = e->fslot;
+            *f.slot = index_flash_place(&s->index, k.hv, f.chain, e->fslot);
             /* the key's one flash candidate again (flash_tier.h) */
             flash_tier_drop_tag(s->flash, &f.keys, slot_tag(e->fslot), f.slot);
             back = true;
@@ -631,9 +631,10 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
      * candidate (in either: a flash slot under its tag in either may be
      * another key's, whose read's key check makes it a miss). Making a
      * flash slot drops the others under its tag in its key's two buckets,
-     * so there is one but where another key sharing one of this key's
-     * buckets made one under the same tag after this key's: then the
-     * first bucket's is read. */
+     * so there is one: a key under the same tag in one of this key's
+     * buckets has the same other bucket (index_hash2 flips bits by the
+     * tag), but where the shared one is unsplit and hash bit L parts
+     * their others; then the first bucket's is read. */
     uint64_t fsl = 0;
     struct index_pair kb;
     index_lock_key(&s->index, k->hv, &kb);
@@ -720,7 +721,7 @@ static uint32_t keep_nsegs(const struct store_flash_options *o)
     for (int i = 0; i < o->nfiles && i < STORE_FLASH_FILES_MAX; i++)
         pages += o->sizes[i] / o->page_size;
     uint64_t segs = pages * (o->page_size / o->wbuf_size);
-    return segs > FLASH_SEG_BASE ? 0 : (uint32_t)segs;
+    return segs > SLOT_FLASH_IDS ? 0 : (uint32_t)segs;
 }
 
 size_t store_flash_keep_len(const struct store_flash_options *o, uint64_t *shape)

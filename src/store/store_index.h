@@ -41,8 +41,27 @@ static inline uint64_t slot_hit(uint64_t s) { return (s & SLOT_FREQ) == SLOT_FRE
  * "Flash tier"): RAM segments stay below it when a flash tier is on. */
 #define FLASH_SEG_BASE (1u << 23)
 static inline bool slot_is_flash(uint64_t s) { return slot_seg(s) >= FLASH_SEG_BASE; }
-/* Same item, whatever the frequency says. */
-static inline bool slot_same(uint64_t a, uint64_t b) { return (a | SLOT_FREQ) == (b | SLOT_FREQ); }
+/* A flash slot's place (docs/store-index.md "Growth"): INDEX_PLACE_BITS
+ * bits of the hash whose bucket it is in (its key's first or second),
+ * from the index's place_base up, so that at a level below place_base +
+ * INDEX_PLACE_BITS a split moves it as a rehash would, and a mover finds
+ * its other bucket where its bucket's bits do not say it (a move flips
+ * the place as index_hash2 flips the hash). They are the
+ * top bits of its segment id under the flash bit; the rest names the
+ * flash segment (SLOT_FLASH_IDS of them). Not part of what the slot
+ * names: slot_id. */
+#define INDEX_PLACE_BITS 4
+#define SLOT_PLACE_SHIFT (29 + SLOT_SEG_BITS - 1 - INDEX_PLACE_BITS)
+#define SLOT_PLACE (((1ull << INDEX_PLACE_BITS) - 1) << SLOT_PLACE_SHIFT)
+#define SLOT_FLASH_IDS (1u << (SLOT_SEG_BITS - 1 - INDEX_PLACE_BITS))
+static inline unsigned slot_place(uint64_t s) { return (unsigned)((s & SLOT_PLACE) >> SLOT_PLACE_SHIFT); }
+/* The item a slot names: without its frequency, nor a flash slot's place. */
+static inline uint64_t slot_id(uint64_t s)
+{
+    return s & ~(SLOT_FREQ | (SLOT_PLACE & -(uint64_t)slot_is_flash(s)));
+}
+/* Same item, whatever the frequency (or a flash slot's place) says. */
+static inline bool slot_same(uint64_t a, uint64_t b) { return slot_id(a) == slot_id(b); }
 
 /* The slots of bucket b whose tag is `tag` (never 0, so never an empty
  * slot): bits 2i and 2i + 1 for b[i], so the slots are __builtin_ctz(m) / 2
@@ -106,7 +125,8 @@ struct index_chunk {
 /* Rehash the item a slot points to (the index stores no full hashes). */
 typedef uint64_t (*index_rehash_fn)(void *arg, uint64_t slot);
 /* Whether a growth must drop this slot, whose hash cannot be had (a flash
- * item's key is not in RAM); it accounts for what it drops. */
+ * item's key is not in RAM) and whose place bits do not reach the level
+ * split; it accounts for what it drops. */
 typedef bool (*index_forget_fn)(void *arg, uint64_t slot);
 /* Whether a flash slot names nothing any more (its segment was dropped);
  * it accounts for the slots it says so of, which the index then clears. */
@@ -143,8 +163,10 @@ struct index {
     struct index_table *cur;
     uint64_t shape;          /* index_shape_make(L, s); only grows */
     uint64_t items;          /* occupied slots */
+    int64_t stale_slots;     /* of them, known to name nothing (index_stale_add) */
     uint64_t most;           /* the most items held (hash_power_level) */
     unsigned base_level;     /* the level it was made at */
+    unsigned place_base;     /* the level a flash slot's place bits start at */
     pthread_mutex_t grow_lock; /* one split at a time; the table's mapping */
     index_rehash_fn rehash;
     index_forget_fn forget;    /* NULL: every slot rehashes */
@@ -183,6 +205,7 @@ struct index {
 #ifndef INDEX_SPLIT_TENTHS
 #define INDEX_SPLIT_TENTHS 64
 #endif
+
 
 /* How far before the splits reach the end of the huge pages asked for the
  * next one is asked for: 8,192 splits (49,152 inserts) to fault it in,
@@ -256,6 +279,18 @@ static inline bool index_other_bucket(uint64_t shape, uint64_t xi, uint32_t tag,
     *o = x & (low << 1 | 1);
     return true;
 }
+/* Flash slot fslot (no place yet) of the key of hash h, to go in the chain
+ * of primary bucket `chain`, locked: with its place there (SLOT_PLACE). */
+uint64_t index_flash_place(struct index *ix, uint64_t h, const uint64_t *chain, uint64_t fslot);
+/* From now on flash slots carry their hash's bits from the table's level
+ * up: a split keeps them until the table is 2^INDEX_PLACE_BITS times as
+ * large (at most) as now, and drops them (index->forget) past that. */
+void index_place_from_here(struct index *ix);
+/* n more (or, negative, fewer) of the slots held name nothing any more (a
+ * dropped flash segment's, until met and cleared): growth does not count
+ * them, as a table it grew for them would keep them (an insert clears one
+ * only where its two buckets are full: index->stale). */
+void index_stale_add(struct index *ix, int64_t n);
 /* A key's two buckets, both locked (index_lock_key): b[0] the first,
  * b[1] the second or NULL when they are one bucket. */
 struct index_pair {
@@ -281,6 +316,8 @@ static inline void index_unlock_pair(const struct index_pair *p);
  * none is. */
 uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t want,
                           uint64_t **chain);
+/* The primary bucket of p's whose chain holds slot (NULL: neither). */
+uint64_t *index_pair_chain_of(struct index *ix, const struct index_pair *p, const uint64_t *slot);
 /* Start loading the two buckets of hash h (a pipelined read looks up
  * many: issuing the loads ahead hides their latency). Returns the first
  * and sets *second, unlocked: hints to read, never to trust. */

@@ -90,11 +90,11 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     ft->segs_per_page = (uint32_t)(opt->dev.page_size / seg);
     uint64_t nsegs = (uint64_t)ft->dev.npages * ft->segs_per_page;
     uint64_t nvids = nsegs * FLASH_VIDS_PER_SEG;
-    if (nvids > FLASH_SEG_BASE)
-        nvids = FLASH_SEG_BASE;
+    if (nvids > SLOT_FLASH_IDS)
+        nvids = SLOT_FLASH_IDS;
     if (nsegs < 2 || nsegs > nvids) {
         snprintf(why, n, "flash tier: %llu segments (2 to %u allowed)", (unsigned long long)nsegs,
-                 (unsigned)(FLASH_SEG_BASE / FLASH_VIDS_PER_SEG));
+                 (unsigned)SLOT_FLASH_IDS);
         flash_dev_close(&ft->dev);
         return -EINVAL;
     }
@@ -240,6 +240,9 @@ static void rec_put_buf(struct flash_tier *ft, struct flash_rec *r)
 /* A record's segment goes: its slots read as misses from now on. */
 static void rec_free(struct flash_tier *ft, struct flash_rec *r)
 {
+    /* slots naming it stay until met: the index's growth leaves them out */
+    if (r->live_items)
+        index_stale_add(ft->index, r->live_items);
     if (ft->opt.keep)
         flash_keep_free(ft->opt.keep, (uint32_t)(r - ft->recs));
     if (ft->vmap[r->vid] == (uint32_t)(r - ft->recs) + 1)
@@ -481,10 +484,12 @@ void flash_tier_forget(struct flash_tier *ft, uint64_t slot)
     /* dead before gone: the caller acknowledges the drop after this */
     if (r && ft->opt.keep)
         flash_keep_clear(ft->opt.keep, (uint32_t)(r - ft->recs), slot_off(slot));
-    if (r && r->live_items)
+    if (r && r->live_items) {
         r->live_items--;
-    else
+    } else {
         CNT(ft, slots_dropped, 1);
+        index_stale_add(ft->index, -1);
+    }
     pthread_mutex_unlock(&ft->lock);
 }
 
@@ -492,8 +497,10 @@ bool flash_tier_stale(struct flash_tier *ft, uint64_t slot)
 {
     pthread_mutex_lock(&ft->lock);
     bool gone = !rec_of(ft, slot);
-    if (gone)
+    if (gone) {
         CNT(ft, slots_dropped, 1);
+        index_stale_add(ft->index, -1);
+    }
     pthread_mutex_unlock(&ft->lock);
     return gone;
 }
@@ -572,7 +579,7 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
 /* The FLASH_MOVE_WAYS moves a slot's hash picks, newest first. */
 static struct flash_move *move_set(struct flash_tier *ft, uint64_t slot)
 {
-    uint64_t h = ((slot & ~SLOT_FREQ) * 0x9e3779b97f4a7c15ull) >> 40;
+    uint64_t h = (slot_id(slot) * 0x9e3779b97f4a7c15ull) >> 40;
     return &ft->moves[(h & (FLASH_MOVES / FLASH_MOVE_WAYS - 1)) * FLASH_MOVE_WAYS];
 }
 
@@ -581,7 +588,7 @@ static void move_note(struct flash_tier *ft, uint64_t from, uint64_t to)
 {
     struct flash_move *m = move_set(ft, from);
     memmove(m + 1, m, (FLASH_MOVE_WAYS - 1) * sizeof *m);
-    m[0] = (struct flash_move){.from = from & ~SLOT_FREQ, .to = to & ~SLOT_FREQ};
+    m[0] = (struct flash_move){.from = slot_id(from), .to = slot_id(to)};
 }
 
 uint64_t flash_tier_moved(struct flash_tier *ft, uint64_t slot)
@@ -591,7 +598,7 @@ uint64_t flash_tier_moved(struct flash_tier *ft, uint64_t slot)
     /* a copy compacted again meanwhile: a few hops at most */
     for (int hop = 0; hop < 4; hop++) {
         const struct flash_move *m = move_set(ft, slot);
-        uint64_t from = slot & ~SLOT_FREQ;
+        uint64_t from = slot_id(slot);
         int k = 0;
         while (k < (int)FLASH_MOVE_WAYS && m[k].from != from)
             k++;
@@ -831,7 +838,8 @@ static bool compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
                 move_note(ft, want, ns);
             pthread_mutex_unlock(&ft->lock);
             if (ns) {
-                *slot = ns | slot_freq(*slot);
+                /* in the same bucket: its place and its reads stay */
+                *slot = ns | (*slot & (SLOT_FREQ | SLOT_PLACE));
                 CNT(ft, compact_rescues, 1);
                 flash_tier_forget(ft, want);
             } else if (no_room) {

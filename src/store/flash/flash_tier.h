@@ -118,7 +118,7 @@ struct flash_tier_counters {
 #define FLASH_MOVES 8192u
 #define FLASH_MOVE_WAYS 4u
 struct flash_move {
-    uint64_t from, to; /* slots, their frequency bits clear */
+    uint64_t from, to; /* slots as slot_id has them */
 };
 
 struct flash_tier {
@@ -155,16 +155,18 @@ struct flash_tier {
     struct flash_tier_counters c; /* atomic adds */
 };
 
-/* A slot names a flash segment by a virtual id (FLASH_SEG_BASE + v), v
- * the write's sequence modulo nvids: vmap[v] says which record holds that
- * write now, 0 when none. So a slot left naming a dropped segment is known
- * stale at once, without reading, until its id comes round again after
- * nvids more segment writes (64 rewrites of the whole device); and even
- * then the seed and the key make it a miss. */
+/* A slot names a flash segment by a virtual id (FLASH_SEG_BASE + v, under
+ * the slot's place bits: SLOT_FLASH_IDS of them), v the write's sequence
+ * modulo nvids: vmap[v] says which record holds that write now, 0 when
+ * none. So a slot left naming a dropped segment is known stale at once,
+ * without reading, until its id comes round again after nvids more
+ * segment writes (64 rewrites of the whole device, fewer past
+ * SLOT_FLASH_IDS / 64 segments); and even then the seed and the key make
+ * it a miss. */
 #define FLASH_VIDS_PER_SEG 64u
 static inline uint32_t flash_slot_vid(uint64_t slot)
 {
-    return slot_seg(slot) - FLASH_SEG_BASE;
+    return slot_seg(slot) & (SLOT_FLASH_IDS - 1);
 }
 
 /* Opens the device and starts the writer thread. 0, or -errno with *why. */

@@ -21,10 +21,10 @@ static uint64_t mix(uint64_t x) /* splitmix64's finalizer: a key's hash */
     return x ^ (x >> 31);
 }
 
-/* Whether the odd items' slots are flash ones (a table that does not
- * grow: a split drops flash slots). */
+/* Whether the odd items' slots are flash ones. */
 static bool odd_flash;
 
+/* Item i's slot (its offset its number; a flash one's place aside). */
 static uint64_t slot_of(uint64_t i)
 {
     uint32_t seg = odd_flash && (i & 1) ? FLASH_SEG_BASE : 0;
@@ -40,14 +40,28 @@ static uint64_t rehash_slot(void *arg, uint64_t slot)
     return mix(slot_off(slot));
 }
 
-static void put(struct index *ix, uint64_t i)
+/* Item i as a flash slot (its offset its number, as slot_of's). */
+static uint64_t flash_slot_of(uint64_t i)
+{
+    return slot_make(index_tag(mix(i)), FLASH_SEG_BASE, (uint32_t)i);
+}
+
+/* Item i put where an insert puts it: a RAM slot, or a flash slot with
+ * its place there. */
+static void put_as(struct index *ix, uint64_t i, bool flash)
 {
     struct index_pair p;
     index_lock_key(ix, mix(i), &p);
     uint64_t *sl = index_pair_free_slot(ix, &p);
     assert_non_null(sl);
-    *sl = slot_of(i);
+    *sl = flash ? index_flash_place(ix, mix(i), index_pair_chain_of(ix, &p, sl), flash_slot_of(i))
+                : slot_of(i);
     index_unlock_pair(&p);
+}
+
+static void put(struct index *ix, uint64_t i)
+{
+    put_as(ix, i, odd_flash && (i & 1));
 }
 
 /* Find item i's slot in the chains of its two buckets; take it out when
@@ -59,7 +73,7 @@ static bool find(struct index *ix, uint64_t i, bool drop)
     for (int c = 0; c < 2 && p.b[c]; c++)
         for (uint64_t *cur = p.b[c]; cur; cur = index_next(ix, cur))
             for (int k = 1; k <= INDEX_SLOTS; k++)
-                if (cur[k] == slot_of(i)) {
+                if (cur[k] && slot_same(cur[k], slot_of(i))) {
                     if (drop)
                         index_clear_slot(ix, p.b[c], &cur[k]);
                     index_unlock_pair(&p);
@@ -73,7 +87,7 @@ static bool in_chain(struct index *ix, uint64_t *b, uint64_t i)
 {
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
         for (int k = 1; k <= INDEX_SLOTS; k++)
-            if (cur[k] == slot_of(i))
+            if (cur[k] && slot_same(cur[k], slot_of(i)))
                 return true;
     return false;
 }
@@ -395,6 +409,7 @@ static void test_flash_entries_move_unmissed(void **state)
     odd_flash = true;
     struct index ix;
     assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    index_place_from_here(&ix);
     uint64_t published = 0;
     bool stop = false;
     pthread_t th[READERS], w;
@@ -435,6 +450,7 @@ static void test_full_table_of_flash_entries(void **state)
     odd_flash = true;
     struct index ix;
     assert_int_equal(index_init(&ix, 12, rehash_slot, NULL), 0);
+    index_place_from_here(&ix);
     uint64_t n = 0;
     for (uint64_t i = 1; n < FIXED_SLOTS * 9 / 10; i += 2, n++)
         put(&ix, i);
@@ -514,10 +530,6 @@ static void test_full_table(void **state)
 /* Flash slots of items below `dropped` name a dropped segment: stale. */
 static uint64_t dropped;
 static unsigned stale_seen;
-static uint64_t flash_slot_of(uint64_t i)
-{
-    return slot_make(index_tag(mix(i)), FLASH_SEG_BASE, (uint32_t)i);
-}
 static bool stale_below(void *arg, uint64_t slot)
 {
     (void)arg;
@@ -559,6 +571,112 @@ static void test_full_pair_takes_stale_flash_slots(void **state)
 
 /* Items filling b buckets at the split threshold. */
 #define AT_SPLIT(b) ((uint64_t)(b) * INDEX_SPLIT_TENTHS / 10)
+
+/* Flash slots whose growth drops were counted by forget_flash. */
+static unsigned forgot;
+static bool forget_flash(void *arg, uint64_t slot)
+{
+    (void)arg;
+    forgot += slot_is_flash(slot);
+    return slot_is_flash(slot);
+}
+
+/* Item i's flash slot (whatever its place) in its two buckets' chains;
+ * taken out when `drop`. */
+static bool find_flash(struct index *ix, uint64_t i, bool drop)
+{
+    struct index_pair p;
+    index_lock_key(ix, mix(i), &p);
+    uint64_t *chain;
+    uint64_t *sl = index_pair_find(ix, &p, flash_slot_of(i), &chain);
+    if (sl && drop)
+        index_clear_slot(ix, chain, sl);
+    index_unlock_pair(&p);
+    return sl != NULL;
+}
+
+/* A flash slot's key is not in RAM to rehash, but its place (the hash
+ * bits of the bucket it is in, first or second, from the level the places
+ * start at) moves it through every split of a table grown up to
+ * 2^INDEX_PLACE_BITS times: every flash item is found in its buckets, and
+ * one taken out is not. Past that, a split drops the flash
+ * slots it meets (forget), and those are the ones not found. */
+static void test_growth_keeps_placed_flash_slots(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 8, rehash_slot, NULL), 0); /* 64 buckets */
+    ix.forget = forget_flash;
+    forgot = 0;
+    index_place_from_here(&ix);
+    assert_int_equal(ix.place_base, 6);
+    uint64_t reach = 64u << INDEX_PLACE_BITS;
+    /* even items flash, odd ones RAM, to near the level past the places */
+    uint64_t n = AT_SPLIT(reach) - 64;
+    for (uint64_t i = 0; i < n; i++) {
+        if (i % 2)
+            put(&ix, i);
+        else
+            put_as(&ix, i, true);
+        index_maintain(&ix);
+        if (i % 3 == 0 && i % 2 == 0 && i > 0) /* some taken out as they go */
+            assert_true(find_flash(&ix, i - 6, true));
+    }
+    assert_true(index_shape_buckets(ix.shape) > reach / 2);
+    assert_int_equal(index_shape_level(ix.shape), 6 + INDEX_PLACE_BITS - 1);
+    assert_int_equal(forgot, 0);
+    for (uint64_t i = 0; i < n; i++) {
+        bool gone = i % 2 == 0 && (i + 6) % 6 == 0 && i + 6 < n;
+        if (i % 2)
+            assert_true(find(&ix, i, false));
+        else
+            assert_true(find_flash(&ix, i, false) == !gone);
+    }
+    /* a split past the places drops the flash slots it meets */
+    uint64_t m = n;
+    for (; index_shape_level(ix.shape) == 6 + INDEX_PLACE_BITS - 1 || !forgot; m++) {
+        put(&ix, m | 1);
+        index_maintain(&ix);
+    }
+    assert_true(forgot > 0);
+    unsigned missing = 0;
+    for (uint64_t i = 0; i < n; i += 2) {
+        bool gone = i % 6 == 0 && i + 6 < n;
+        if (!gone && !find_flash(&ix, i, false))
+            missing++;
+    }
+    assert_int_equal(missing, forgot);
+    index_release(&ix);
+}
+
+/* Slots known stale (a dropped flash segment's, index_stale_add) do not
+ * count toward growth: a table at its split load with that many more
+ * does not split, and splits once they are cleared from the count. */
+static void test_stale_slots_do_not_grow_the_table(void **state)
+{
+    (void)state;
+    struct index ix;
+    assert_int_equal(index_init(&ix, 8, rehash_slot, NULL), 0); /* 64 buckets */
+    index_place_from_here(&ix);
+    uint64_t i = 0;
+    for (; i < AT_SPLIT(64); i++) {
+        put_as(&ix, i, true);
+        index_maintain(&ix);
+    }
+    uint64_t shape = ix.shape;
+    index_stale_add(&ix, 100);
+    for (; i < AT_SPLIT(64) + 100; i++) {
+        put(&ix, i);
+        index_maintain(&ix);
+    }
+    assert_int_equal(ix.shape, shape);
+    assert_false(index_expanding(&ix));
+    index_stale_add(&ix, -100);
+    assert_true(index_expanding(&ix));
+    index_maintain(&ix);
+    assert_true(index_shape_buckets(ix.shape) > index_shape_buckets(shape));
+    index_release(&ix);
+}
 
 /* Grown by inserts, the table runs at INDEX_SPLIT_TENTHS items a bucket
  * (91 % of its slots), linear hashing's unsplit buckets taking twice the
@@ -621,6 +739,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_free_overflow_chunks_are_unmapped),
+        cmocka_unit_test(test_growth_keeps_placed_flash_slots),
+        cmocka_unit_test(test_stale_slots_do_not_grow_the_table),
         cmocka_unit_test(test_overflow_pool_under_growth_and_churn),
         cmocka_unit_test(test_grows_a_bucket_at_a_time_under_lookups),
         cmocka_unit_test(test_moves_never_hide_an_entry),
