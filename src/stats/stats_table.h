@@ -315,6 +315,8 @@
       "index slots cleared naming a gone or bad flash item")                                       \
     X(extstore_index_dropped, STORE, extstore_index_dropped, U64, COUNTER, EXTSTORE, NULL,         \
       "flash slots an index growth could not keep")                                                \
+    X(extstore_tag_dropped, STORE, extstore_tag_dropped, U64, COUNTER, EXTSTORE, NULL,             \
+      "flash slots dropped under a written key's tag (its own older copy, or another key's)")      \
     X(nodelay_version, SNAP, nodelay_version, STR, INFO, ALWAYS, NULL, "nodelay's own version")    \
     X(protocol_version, SNAP, version, STR, INFO, ALWAYS, NULL,                                    \
       "the memcached protocol version served")                                                     \

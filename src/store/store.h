@@ -503,7 +503,8 @@ int store_set_mem_limit(struct store *store, size_t bytes);
     X(extstore_pool_reads)   /* ... handed to the read threads instead */        \
     X(extstore_skipped_full) /* items evicted: no write buffer free */           \
     X(extstore_slots_dropped) /* slots found naming a gone or bad item */        \
-    X(extstore_index_dropped) /* flash slots an index growth could not keep */
+    X(extstore_index_dropped) /* flash slots an index growth could not keep */ \
+    X(extstore_tag_dropped)   /* flash slots dropped under a written key's tag */
 
 #define STORE_STATS(X) STORE_COUNTERS(X) STORE_GAUGES(X) STORE_FLASH_STATS(X)
 

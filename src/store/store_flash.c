@@ -906,6 +906,7 @@ void store_flash_stats(struct store *s, struct store_stats *out)
     out->extstore_skipped_full = c.skipped_full;
     out->extstore_slots_dropped = c.slots_dropped;
     out->extstore_index_dropped = c.index_dropped;
+    out->extstore_tag_dropped = c.tag_dropped;
     out->curr_items += g.objects_used;
 }
 

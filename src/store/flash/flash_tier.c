@@ -535,7 +535,12 @@ unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, 
                              const uint64_t *keep)
 {
     unsigned n = drop_tag_in(ft, p->b[0], tag, keep);
-    return p->b[1] ? n + drop_tag_in(ft, p->b[1], tag, keep) : n;
+    if (p->b[1])
+        n += drop_tag_in(ft, p->b[1], tag, keep);
+    /* another key's copy among them is a value the cache forgot: told */
+    if (n)
+        CNT(ft, tag_dropped, n);
+    return n;
 }
 
 enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct flash_loc *loc,

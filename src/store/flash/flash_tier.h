@@ -101,7 +101,8 @@ struct flash_rec {
     X(get_aborted_extstore)  /* reads whose session went first */                                  \
     X(skipped_full)          /* items evicted because no writer buffer was free */                 \
     X(slots_dropped)         /* slots cleared naming a dropped segment or a bad item */            \
-    X(index_dropped)         /* slots an index growth could not rehash */
+    X(index_dropped)         /* slots an index growth could not rehash */                          \
+    X(tag_dropped)           /* live slots dropped under a written key's tag */
 
 struct flash_tier_counters {
 #define FLASH_TIER_FIELD(n) uint64_t n;
