@@ -35,7 +35,8 @@ X(RUN,  ext_recache_rate,        SIZE, 2000,        0,   NULL,                 "
 X(FIX,  ext_wbuf_size,           SIZE, 4,           0,   NULL,                 "ext_wbuf_size",              \
   "MB",          EXT_U,       0,       0,              "ext_wbuf_size",         MB32,                        \
   NULL,                                                                                                      \
-  "flash write buffer, MB (default: 4)", NULL)                                                               \
+  "flash write buffer, MB (default: 4); a file of over\n"                                                  \
+  "524,288 of them writes larger segments", NULL)                                                           \
 X(RUN,  ext_compact_under,       SIZE, 0,           0,   NULL,                 "ext_compact_under",          \
   "pages",       EXT_U,       0,       0,              "ext_compact_under",     U32,                         \
   NULL,                                                                                                      \

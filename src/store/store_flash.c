@@ -711,17 +711,27 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
 
 /* --- the tier in the store --- */
 
+static uint64_t flash_pages(const struct store_flash_options *o)
+{
+    uint64_t pages = 0;
+    for (int i = 0; i < o->nfiles && i < STORE_FLASH_FILES_MAX; i++)
+        pages += o->sizes[i] / o->page_size;
+    return pages;
+}
+
+static uint32_t flash_seg_size(const struct store_flash_options *o)
+{
+    if (!o->nfiles)
+        return 0;
+    return flash_tier_seg_size(o->page_size, o->wbuf_size, flash_pages(o));
+}
+
 /* The device's flash segments, as flash_dev_open and flash_tier_open
  * count them; 0 when they would refuse the shape. */
 static uint32_t keep_nsegs(const struct store_flash_options *o)
 {
-    if (!o->nfiles || !o->wbuf_size || o->page_size < o->wbuf_size || o->page_size % o->wbuf_size)
-        return 0;
-    uint64_t pages = 0;
-    for (int i = 0; i < o->nfiles && i < STORE_FLASH_FILES_MAX; i++)
-        pages += o->sizes[i] / o->page_size;
-    uint64_t segs = pages * (o->page_size / o->wbuf_size);
-    return segs > SLOT_FLASH_IDS ? 0 : (uint32_t)segs;
+    uint32_t seg = flash_seg_size(o);
+    return seg ? (uint32_t)(flash_pages(o) * (o->page_size / seg)) : 0;
 }
 
 size_t store_flash_keep_len(const struct store_flash_options *o, uint64_t *shape)
@@ -739,7 +749,7 @@ size_t store_flash_keep_len(const struct store_flash_options *o, uint64_t *shape
         XXH3_64bits_update(&st, &o->sizes[i], sizeof o->sizes[i]);
     }
     *shape = XXH3_64bits_digest(&st);
-    return flash_keep_len(nsegs, o->wbuf_size);
+    return flash_keep_len(nsegs, flash_seg_size(o));
 }
 
 int store_flash_open(struct store *s, char *why, size_t n)
@@ -747,8 +757,13 @@ int store_flash_open(struct store *s, char *why, size_t n)
     const struct store_flash_options *o = &s->opt.flash;
     if (!o->nfiles)
         return 0;
+    uint32_t seg = flash_seg_size(o);
+    if (seg && seg != o->wbuf_size)
+        log_info("flash tier: %llu pages hold more segments of ext_wbuf_size than the index "
+                 "names; writing segments of %u bytes",
+                 (unsigned long long)flash_pages(o), seg);
     struct flash_tier_options fo = {
-        .seg_size = o->wbuf_size,
+        .seg_size = seg ? seg : o->wbuf_size, /* 0: flash_tier_open says why */
         .item_size = o->item_size,
         .item_age = o->item_age,
         .low_ttl = o->low_ttl,
@@ -773,7 +788,7 @@ int store_flash_open(struct store *s, char *why, size_t n)
         const char *no = NULL;
         enum fk_attach at =
             flash_keep_attach(&s->flash_keep, s->pm->flash_mem, s->pm->flash_len, keep_nsegs(o),
-                              o->wbuf_size, shape, s->pm->start == PM_START_CLEAN, &no);
+                              flash_seg_size(o), shape, s->pm->start == PM_START_CLEAN, &no);
         if (at == FK_DISCARDED)
             log_error("-e %s: %s; discarding the flash tier's items", s->opt.memory_file, no);
         /* the file is sized for it (persist_open): a record of another

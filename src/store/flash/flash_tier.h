@@ -170,6 +170,22 @@ static inline uint32_t flash_slot_vid(uint64_t slot)
     return slot_seg(slot) & (SLOT_FLASH_IDS - 1);
 }
 
+/* A flash segment's size for a device of `pages` pages: ext_wbuf_size, or
+ * where the device holds more segments of it than a slot can name
+ * (SLOT_FLASH_IDS), the least multiple of it that divides ext_page_size and
+ * brings them under. Every device memcached takes (under 65,536 pages)
+ * fits at one segment a page up to FLASH_SEG_MAX, so a large file is not
+ * refused for the index's sake. 0 when the shape is refused. */
+static inline uint32_t flash_tier_seg_size(uint64_t page_size, uint32_t wbuf, uint64_t pages)
+{
+    if (!wbuf || page_size < wbuf || page_size % wbuf)
+        return 0;
+    for (uint64_t seg = wbuf; seg <= page_size && seg <= FLASH_SEG_MAX; seg += wbuf)
+        if (page_size % seg == 0 && pages * (page_size / seg) <= SLOT_FLASH_IDS)
+            return (uint32_t)seg;
+    return 0;
+}
+
 /* Opens the device and starts the writer thread. 0, or -errno with *why. */
 int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt, struct index *ix,
                     const struct store_life *life, char *why, size_t n);

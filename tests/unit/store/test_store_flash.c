@@ -231,6 +231,39 @@ static void close_waited(struct tstore *t, struct store_flash_wait *w)
     tstore_close(t);
 }
 
+/* A device with more segments of ext_wbuf_size than slots can name gets
+ * larger segments, never a refusal, for every shape memcached takes (under
+ * 65,536 pages); a device that fits keeps ext_wbuf_size. */
+static void test_segment_size_fits_the_slots(void **state)
+{
+    (void)state;
+    const uint64_t mib = 1u << 20, page = 64 * mib;
+    uint32_t wbuf = 4 * mib;
+    /* 64 GiB: 16,384 segments of 4 MiB */
+    assert_int_equal(flash_tier_seg_size(page, wbuf, 1024), wbuf);
+    /* exactly SLOT_FLASH_IDS segments of 4 MiB still fit */
+    uint64_t pages = SLOT_FLASH_IDS / (page / wbuf);
+    assert_int_equal(flash_tier_seg_size(page, wbuf, pages), wbuf);
+    /* one page more: the least multiple that divides the page and fits */
+    uint32_t seg = flash_tier_seg_size(page, wbuf, pages + 1);
+    assert_int_equal(seg, 8 * mib);
+    /* memcached's largest, 65,535 pages of 64 MiB (4 TiB): a segment a page
+     * at most, and always under the slots' limit */
+    for (uint32_t w = 2 * (uint32_t)mib; w <= page; w *= 2) {
+        seg = flash_tier_seg_size(page, w, 65535);
+        assert_true(seg >= w && page % seg == 0 && seg % w == 0);
+        assert_true(65535 * (page / seg) <= SLOT_FLASH_IDS);
+    }
+    /* 36 MiB pages of 4 MiB writes, 60,000 pages: 540,000 segments do not
+     * fit; 8 MiB does not divide the page, 12 MiB (3 a page) does */
+    assert_true(60000ull * 9 > SLOT_FLASH_IDS);
+    seg = flash_tier_seg_size(36 * mib, wbuf, 60000);
+    assert_int_equal(seg, 12 * mib);
+    /* shapes refused as before: a page not a multiple of the buffer */
+    assert_int_equal(flash_tier_seg_size(page, 3 * (uint32_t)mib, 10), 0);
+    assert_int_equal(flash_tier_seg_size(wbuf / 2, wbuf, 10), 0);
+}
+
 static void test_fill_past_ram_reads_back(void **state)
 {
     (void)state;
@@ -952,6 +985,7 @@ static void test_session_gone_mid_read(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_segment_size_fits_the_slots),
         cmocka_unit_test_setup_teardown(test_fill_past_ram_reads_back, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_write_meanwhile_wins, flash_file_setup,
