@@ -304,6 +304,11 @@ enum store_probe proto_flash_probe(struct session *s, const char *key, size_t nk
     return p;
 }
 
+struct store_flash_wait *proto_flash_wait(struct session *s)
+{
+    return s->flash ? s->flash->w : NULL;
+}
+
 void proto_flash_abort(struct session *s)
 {
     if (s->flash && s->flash->w)

@@ -54,6 +54,9 @@ void proto_flash_attach(struct session *s, bool on);
  * read submitted. Probe all of a request's keys before stopping. */
 enum store_probe proto_flash_probe(struct session *s, const char *key, size_t nkey);
 
+/* The session's wait set in the store (a request that reads flash other
+ * than by key: a dump, store_compat.h), or NULL without a flash tier. */
+struct store_flash_wait *proto_flash_wait(struct session *s);
 /* The request is refused after its lookups were served flash items: they
  * count as aborted reads (store_flash_wait_abort). */
 void proto_flash_abort(struct session *s);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_flash.h"
 
 /* The largest of memcached's size-class ids items are reported in (me cls=,
  * dumps, stats items); ids run 1..this. */
@@ -105,6 +106,40 @@ void store_note_crawler_start(struct store_ctx *ctx);
 typedef void (*store_walk_fn)(const struct store_item *item, void *arg);
 size_t store_walk(struct store *store, uint64_t *cursor, size_t max, store_walk_fn fn,
                   void *arg);
+
+/* The flash half of such a walk: the flash tier's items, whose keys RAM
+ * does not keep, read back from their segments a part at a time
+ * (docs/store-flash.md "Dumps") with the session's flash reads, so no
+ * worker waits on the disk (store_flash.h's contract: probe, and when it
+ * says WAIT, stop until the wait set's wake, then probe again). Every item
+ * passed to fn is live as it is judged: a slot still names it, its segment
+ * still holds that write, not expired or flushed; class_id is the class of
+ * the header memcached keeps in RAM for an item on flash (its key and
+ * where the rest is), page and offset where the rest is here (a segment's
+ * number, as `stats extstore` counts them, and the item's place in it). An
+ * item moved between two parts (written, compacted, sent to flash) may be
+ * visited twice or not at all; a segment dropped or rewritten under the
+ * walk is left where it was read to. */
+struct store_flash_scan;
+struct store_flash_wait;
+/* NULL without a flash tier (or out of memory: the walk lists RAM only). */
+struct store_flash_scan *store_flash_scan_create(struct store_ctx *ctx,
+                                                 struct store_flash_wait *w);
+/* Safe with a read outstanding (it is freed once the read completes). */
+void store_flash_scan_destroy(struct store_flash_scan *sc);
+/* READY: a part is in (or the walk is over); WAIT: its read went out. */
+enum store_probe store_flash_scan_probe(struct store_flash_scan *sc);
+enum store_scan {
+    STORE_SCAN_MORE, /* call again */
+    STORE_SCAN_READ, /* the part is done: stop, and probe before the next call */
+    STORE_SCAN_END,  /* every segment walked, or a read failed (counted, logged) */
+};
+typedef void (*store_flash_walk_fn)(const struct store_item *item, uint32_t page,
+                                    uint32_t offset, void *arg);
+/* Judges up to max items of the part that is in; fn sees the live ones,
+ * with the same validity as store_walk's. */
+enum store_scan store_flash_scan_walk(struct store_flash_scan *sc, size_t max,
+                                      store_flash_walk_fn fn, void *arg);
 
 /* How the store started (restore_mode). */
 enum store_restore_mode {

@@ -512,10 +512,13 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
     return FLASH_REFILLED;
 }
 
-static void pend_done(struct flash_pend *e)
+void store_flash_wait_hold(struct store_flash_wait *w)
 {
-    struct store_flash_wait *w = e->w;
-    e->done = true;
+    w->pending++;
+}
+
+void store_flash_wait_release(struct store_flash_wait *w)
+{
     if (--w->pending)
         return;
     if (w->dying) {
@@ -524,6 +527,12 @@ static void pend_done(struct flash_pend *e)
         return;
     }
     w->wake(w->arg);
+}
+
+static void pend_done(struct flash_pend *e)
+{
+    e->done = true;
+    store_flash_wait_release(e->w);
 }
 
 static int pend_submit(struct flash_pend *e, uint32_t want);

@@ -28,6 +28,13 @@ void store_flash_ctx_release(struct store_ctx *ctx);
 /* An index growth met a flash slot, whose key's hash no RAM holds: true,
  * and the slot is dropped (counted); false for a RAM slot. */
 bool store_flash_forget(struct store *s, uint64_t slot);
+/* A read of w's that is no key's (a dump's, store_flash_scan.c): hold
+ * counts it outstanding; release, on the worker's thread once it has
+ * completed, runs w's wake when it was the last (or frees w, destroyed
+ * meanwhile). */
+struct store_flash_wait;
+void store_flash_wait_hold(struct store_flash_wait *w);
+void store_flash_wait_release(struct store_flash_wait *w);
 /* The STORE_FLASH_STATS fields of out (and curr_items counts flash items,
  * as memcached's counts items whose values are on flash). */
 struct store_stats;

@@ -19,6 +19,7 @@
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "stats/stats.h"
+#include "store/store_compat.h"
 
 /* A command memcached does not know. A request line of a web client
  * ("GET / HTTP/1.1") closes the connection instead of answering ERROR;
@@ -400,6 +401,8 @@ void text_state_release(struct session *s)
     struct text_state *t = text_of(s);
     text_value_abort(s, &t->value);
     t->cont.kind = TEXT_CONT_NONE;
+    store_flash_scan_destroy(t->cont.scan);
+    t->cont.scan = NULL;
     meta_state_release(s);
     text_auth_release(s);
 }

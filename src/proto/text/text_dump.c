@@ -3,11 +3,16 @@
  * format). memcached streams these from its crawler thread; we walk the
  * store inline, class filters included, in chunks: a dump pauses when the
  * connection owes what it may or after TEXT_DUMP_CHUNK batches, so other
- * clients run in between and a dump of any size needs bounded memory. */
+ * clients run in between and a dump of any size needs bounded memory.
+ * The index first (RAM items), then the flash tier's segments, whose
+ * items RAM keeps no key of: read a part at a time by the session's flash
+ * reads (store_compat.h), the dump stopping (PROTO_WAIT) while one is out
+ * and going on when it is in (text_flash_probe). */
 #include <string.h>
 
 #include "base/clock.h"
 #include "proto/meta/meta_base64.h"
+#include "proto/proto_flash.h"
 #include "proto/session.h"
 #include "proto/text/text_internal.h"
 #include "store/store.h"
@@ -49,13 +54,18 @@ static char *text_i64toa(int64_t v, char *p)
     return text_u64toa((uint64_t)v, p);
 }
 
-static void text_dump_item(const struct store_item *it, void *arg)
+/* where an item on flash is (memcached's ext_page and ext_offset) */
+struct text_dump_ext {
+    uint32_t page, offset;
+};
+
+static void text_dump_line(struct text_dump *d, const struct store_item *it,
+                           const struct text_dump_ext *ext)
 {
-    struct text_dump *d = arg;
     struct session *s = d->s;
     if (!d->c->all && (it->class_id >= 64 || !d->c->classes[it->class_id]))
         return;
-    char *p = reply_reserve(&s->reply, 3 * STORE_KEY_MAX + 200);
+    char *p = reply_reserve(&s->reply, 3 * STORE_KEY_MAX + 260);
     if (!p) {
         text_of(s)->closing = true;
         return;
@@ -100,11 +110,29 @@ static void text_dump_item(const struct store_item *it, void *arg)
         q = text_u64toa(store_item_mc_size(store_ctx_store(s->store), it), q + 6);
         memcpy(q, " flags=", 7);
         q = text_u64toa(it->flags, q + 7);
+        if (ext) {
+            memcpy(q, " ext_page=", 10);
+            q = text_u64toa(ext->page, q + 10);
+            memcpy(q, " ext_offset=", 12);
+            q = text_u64toa(ext->offset, q + 12);
+        }
         /* 1.6.45 ends these lines with a space and a bare newline */
         *q++ = ' ';
         *q++ = '\n';
     }
     reply_commit(&s->reply, (size_t)(q - p));
+}
+
+static void text_dump_item(const struct store_item *it, void *arg)
+{
+    text_dump_line(arg, it, NULL);
+}
+
+static void text_dump_flash_item(const struct store_item *it, uint32_t page, uint32_t offset,
+                                 void *arg)
+{
+    struct text_dump_ext ext = {page, offset};
+    text_dump_line(arg, it, &ext);
 }
 
 void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
@@ -159,6 +187,7 @@ void text_cmd_dump(struct session *s, const struct text_line *l, bool mgdump)
     }
     TEXT_OUT(s, "OK");
     store_note_crawler_start(s->store); /* memcached dumps from its crawler */
+    c->scan = store_flash_scan_create(s->store, proto_flash_wait(s));
     text_dump_resume(s);
 }
 
@@ -168,16 +197,30 @@ void text_dump_resume(struct session *s)
     struct text_dump d = {.s = s, .c = c};
     struct store *store = store_ctx_store(s->store);
     c->kind = TEXT_CONT_NONE;
-    for (int batches = 0; c->cursor != UINT64_MAX && !text_of(s)->closing; batches++) {
+    for (int batches = 0; !text_of(s)->closing; batches++) {
         if (batches >= TEXT_DUMP_CHUNK || reply_pending(&s->reply) > s->reply_allow) {
             c->kind = TEXT_CONT_DUMP;
             return;
         }
-        uint64_t before = c->cursor;
-        if (store_walk(store, &c->cursor, TEXT_DUMP_BATCH, text_dump_item, &d) == 0 &&
-            c->cursor == before)
-            break; /* no progress: never spin */
+        if (c->cursor != UINT64_MAX) {
+            uint64_t before = c->cursor;
+            if (store_walk(store, &c->cursor, TEXT_DUMP_BATCH, text_dump_item, &d) == 0 &&
+                c->cursor == before)
+                c->cursor = UINT64_MAX; /* no progress: never spin */
+            continue;
+        }
+        enum store_scan st =
+            store_flash_scan_walk(c->scan, TEXT_DUMP_BATCH, text_dump_flash_item, &d);
+        if (st == STORE_SCAN_END)
+            break;
+        if (st == STORE_SCAN_READ) {
+            /* its next part is read before the dump goes on (the probe) */
+            c->kind = TEXT_CONT_DUMP;
+            return;
+        }
     }
+    store_flash_scan_destroy(c->scan);
+    c->scan = NULL;
     if (c->mgdump)
         TEXT_OUT(s, "EN");
     else

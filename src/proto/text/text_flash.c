@@ -12,6 +12,7 @@
 #include "proto/session.h"
 #include "proto/text/text_get_internal.h"
 #include "proto/text/text_state.h"
+#include "store/store_compat.h"
 
 /* Keys probed per pass: a multiget pauses after as many lookups
  * (text_get.c) and probes the next ones when it resumes, so a long one
@@ -43,7 +44,7 @@ enum store_probe text_flash_probe(struct session *s, const struct text_line *l, 
 {
     if (resuming)
         return text_of(s)->cont.kind == TEXT_CONT_GET ? text_flash_get(s, l, &text_of(s)->cont)
-                                                      : STORE_PROBE_READY;
+                                                      : store_flash_scan_probe(text_of(s)->cont.scan);
     if (l->ntok < 2)
         return STORE_PROBE_READY;
     const struct text_token *c = &l->tok[0];

@@ -31,7 +31,8 @@ struct text_cont {
     bool no_pause;     /* it has one: run to the end (it discards the reply) */
     rel_time_t exptime; /* for gat */
     /* lru_crawler metadump / mgdump */
-    uint64_t cursor;
+    uint64_t cursor;                /* the RAM walk's, then UINT64_MAX */
+    struct store_flash_scan *scan;  /* then the flash tier's, or NULL */
     bool mgdump, all;
     bool classes[64];
 };

@@ -205,12 +205,11 @@ int flash_seg_parse_hdr(const void *buf, size_t len, uint64_t instance,
     return FLASH_OK;
 }
 
-int flash_item_parse(const char *p, size_t avail, uint64_t seed, uint64_t cas_base,
-                     struct flash_item *out)
+int flash_item_span(const char *p, size_t avail, uint32_t *len)
 {
     const uint8_t *u = (const uint8_t *)p;
     if (avail < 3)
-        return FLASH_E_ITEM;
+        return FLASH_E_SHORT;
     if ((u[0] & (ITEM_L_AT32 | ITEM_L_STATE | ITEM_L_SUM)) != FLASH_L_REQUIRED)
         return FLASH_E_ITEM;
     if (u[1] == 0)
@@ -220,8 +219,10 @@ int flash_item_parse(const char *p, size_t avail, uint64_t seed, uint64_t cas_ba
      * reads it unbounded. */
     uint32_t i = 2, v = 0;
     for (uint32_t shift = 0;; shift += 7) {
-        if (i >= avail || i >= 7)
+        if (i >= 7)
             return FLASH_E_ITEM;
+        if (i >= avail)
+            return FLASH_E_SHORT;
         uint8_t b = u[i++];
         if (shift == 28 && b > 0x0f)
             return FLASH_E_ITEM;
@@ -236,9 +237,21 @@ int flash_item_parse(const char *p, size_t avail, uint64_t seed, uint64_t cas_ba
     item_decode(p, &h);
     if (h.atime_off != i || h.nvalue != v || !h.sum_off)
         return FLASH_E_ITEM;
-    uint64_t len = (uint64_t)h.hlen + h.nkey + h.nvalue;
-    if (len > avail)
+    uint64_t total = (uint64_t)h.hlen + h.nkey + h.nvalue;
+    if (total > FLASH_SEG_MAX)
         return FLASH_E_ITEM;
+    *len = (uint32_t)total;
+    return FLASH_OK;
+}
+
+int flash_item_parse(const char *p, size_t avail, uint64_t seed, uint64_t cas_base,
+                     struct flash_item *out)
+{
+    uint32_t len;
+    if (flash_item_span(p, avail, &len) != FLASH_OK || len > avail)
+        return FLASH_E_ITEM;
+    struct item_hdr h;
+    item_decode(p, &h);
     if (item_get_u32(p, h.sum_off) != item_flash_sum(p, h.sum_off, (uint32_t)len, seed))
         return FLASH_E_ITEMSUM;
     *out = (struct flash_item){

@@ -117,6 +117,12 @@ void flash_writer_finish(struct flash_writer *w);
  * segment's size to check its lengths). instance 0 accepts any. */
 int flash_seg_parse_hdr(const void *buf, size_t len, uint64_t instance,
                         struct flash_seg_hdr *out);
+/* The whole length of the item at p (*len), from its header alone, checked
+ * as flash_item_parse checks it (not its sum, nor whether the rest is
+ * there): FLASH_OK, FLASH_E_SHORT when `avail` ends inside the header (read
+ * more from p to tell), or FLASH_E_ITEM. A walk of a segment read a part at
+ * a time learns from it where the next part must begin. */
+int flash_item_span(const char *p, size_t avail, uint32_t *len);
 /* One item at p with `avail` bytes after it: its header within bounds,
  * the layout flash writes, its checksum against `seed`. */
 int flash_item_parse(const char *p, size_t avail, uint64_t seed, uint64_t cas_base,

@@ -807,24 +807,33 @@ static int32_t compact_pick(struct flash_tier *ft, bool need_room, bool *drop_un
     return *act == FLASH_GC_NONE ? -1 : victim;
 }
 
+uint64_t *flash_tier_item_slot(struct flash_tier *ft, uint32_t vid, const struct flash_item *fi,
+                               uint64_t cas_base, struct index_pair *keys, uint64_t **chain,
+                               enum item_life *life)
+{
+    uint64_t hv = XXH3_64bits(fi->key, fi->h.nkey);
+    uint64_t want = slot_make(index_tag(hv), FLASH_SEG_BASE + vid, fi->off);
+    /* a flash slot may be in either of its key's buckets */
+    index_lock_key(ft->index, hv, keys);
+    uint64_t *slot = index_pair_find(ft->index, keys, want, chain);
+    if (slot)
+        *life = life_of_item(ft->life, fi->p, &fi->h, cas_base, 0, clock_now());
+    return slot;
+}
+
 /* One item of a segment being compacted: rewritten if its slot still
  * names it, dropped by the ext_* rules, else left (it is dead). False
  * when no segment or buffer could be had for it: it stays where it is,
  * and so does its segment, for a later pass. */
-static bool compact_item(struct flash_tier *ft, const struct flash_rec *r, uint32_t vid,
-                         const struct flash_item *fi, bool drop_unread, uint64_t cas_base)
+static bool compact_item(struct flash_tier *ft, uint32_t vid, const struct flash_item *fi,
+                         bool drop_unread, uint64_t cas_base)
 {
-    uint64_t hv = XXH3_64bits(fi->key, fi->h.nkey);
-    uint32_t tag = index_tag(hv);
-    uint64_t want = slot_make(tag, FLASH_SEG_BASE + vid, fi->off);
-    /* a flash slot may be in either of its key's buckets */
     struct index_pair keys;
-    index_lock_key(ft->index, hv, &keys);
     uint64_t *b = NULL;
-    uint64_t *slot = index_pair_find(ft->index, &keys, want, &b);
+    enum item_life life = ITEM_LIVE;
+    uint64_t *slot = flash_tier_item_slot(ft, vid, fi, cas_base, &keys, &b, &life);
     if (slot) {
-        rel_time_t now = clock_now();
-        enum item_life life = life_of_item(ft->life, fi->p, &fi->h, cas_base, 0, now);
+        uint64_t want = *slot & ~SLOT_FREQ;
         /* read before it went, or since: the slot counts reads from flash
          * (store_flash.c), two of them as memcached's header goes ACTIVE
          * and leaves the COLD LRU that drop_unread drops from */
@@ -837,8 +846,8 @@ static bool compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
         } else {
             pthread_mutex_lock(&ft->lock);
             bool no_room = false;
-            uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, 0, fi->cas, tag,
-                                     fi->h.nvalue, &no_room);
+            uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, 0, fi->cas,
+                                     slot_tag(want), fi->h.nvalue, &no_room);
             if (ns)
                 move_note(ft, want, ns);
             pthread_mutex_unlock(&ft->lock);
@@ -856,7 +865,6 @@ static bool compact_item(struct flash_tier *ft, const struct flash_rec *r, uint3
             }
         }
     }
-    (void)r;
     index_unlock_pair(&keys);
     return true;
 }
@@ -939,7 +947,7 @@ static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
             pthread_mutex_lock(&ft->lock);
             compact_room(ft, fi.len + ITEM_HDR_MAX);
             pthread_mutex_unlock(&ft->lock);
-            if (!compact_item(ft, r, snap.vid, &fi, drop_unread, hdr.cas_base)) {
+            if (!compact_item(ft, snap.vid, &fi, drop_unread, hdr.cas_base)) {
                 stalled = true;
                 break;
             }

@@ -25,8 +25,7 @@
 #include "store/flash/flash_layout.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
-
-struct store_life;
+#include "store/store_life.h"
 
 struct flash_tier_options {
     struct flash_dev_options dev;   /* files, page size, read threads */
@@ -284,6 +283,16 @@ bool flash_tier_still(struct flash_tier *ft, uint64_t slot, uint64_t seq);
 /* Where compaction put the item a flash slot named (a slot, its own
  * moves followed), or 0 when it knows of no such move. */
 uint64_t flash_tier_moved(struct flash_tier *ft, uint64_t slot);
+
+/* Whether an item read back from segment vid is live, the judgment
+ * compaction and a dump share (flash_scan.c): the slot that names item fi
+ * (its key's two buckets are locked in *keys, for the caller to unlock;
+ * *chain: the slot's bucket), and *life, whether it expired or was
+ * flushed. NULL when no slot names it: the item is dead (deleted,
+ * overwritten, moved). */
+uint64_t *flash_tier_item_slot(struct flash_tier *ft, uint32_t vid, const struct flash_item *fi,
+                               uint64_t cas_base, struct index_pair *keys, uint64_t **chain,
+                               enum item_life *life);
 
 /* One compaction / drop pass (the writer thread runs it; tests call it):
  * segments to rewrite or drop by the ext_* rules. Returns segments freed. */

@@ -374,6 +374,69 @@ static void test_writer_limits(void **state)
     free(buf);
 }
 
+/* A segment walked a part at a time, as a dump reads one (each part an
+ * exact-size copy: a read past it is ASan's): flash_item_span says where
+ * the item that runs past a part begins and how long it is, so the next
+ * part starts there, and every item is found once, in order. */
+static void test_item_span_parts(void **state)
+{
+    (void)state;
+    char *buf = malloc(SEG);
+    uint32_t offs[NITEMS];
+    build(buf, 9, INSTANCE, NITEMS, offs);
+    struct flash_seg_hdr h;
+    assert_int_equal(flash_seg_parse_hdr(buf, SEG, INSTANCE, &h), FLASH_OK);
+    uint64_t seed = flash_seg_seed(9, INSTANCE);
+    uint32_t end = FLASH_HDR_LEN + h.nbytes;
+    static const uint32_t parts[] = {700, 3001, 4096, 65536};
+    for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
+        uint32_t off = FLASH_HDR_LEN, want = parts[k];
+        int n = 0;
+        while (off < end) {
+            uint32_t len = end - off < want ? end - off : want;
+            char *part = malloc(len);
+            memcpy(part, buf + off, len);
+            uint32_t at = 0;
+            for (;;) {
+                uint32_t ilen = 0;
+                int rc = flash_item_span(part + at, len - at, &ilen);
+                if (rc == FLASH_E_SHORT || (rc == FLASH_OK && ilen > len - at)) {
+                    /* runs past the part: the next one starts with it */
+                    assert_true(off + at + (rc == FLASH_OK ? ilen : 0) <= end);
+                    want = rc == FLASH_OK && ilen > parts[k] ? ilen : parts[k];
+                    break;
+                }
+                assert_int_equal(rc, FLASH_OK);
+                struct flash_item f;
+                assert_int_equal(flash_item_parse(part + at, ilen, seed, 500, &f), FLASH_OK);
+                assert_int_equal(f.len, ilen);
+                assert_int_equal(off + at, offs[n]);
+                struct flash_item_in in = item_in(n);
+                assert_memory_equal(f.key, in.key, in.nkey);
+                n++;
+                at += ilen;
+                if (at == len)
+                    break;
+            }
+            assert_true(at > 0 || want > parts[k]); /* progress, or a longer part */
+            off += at;
+            free(part);
+        }
+        assert_int_equal(n, NITEMS);
+    }
+    /* A header cut short is SHORT (read more), a bad one ITEM. */
+    uint32_t len;
+    assert_int_equal(flash_item_span(buf + offs[3], 2, &len), FLASH_E_SHORT);
+    /* item 3's value is empty: a one-byte varint; item 5's takes two */
+    assert_int_equal(flash_item_span(buf + offs[3], 3, &len), FLASH_OK);
+    assert_int_equal(len, offs[4] - offs[3]);
+    assert_int_equal(flash_item_span(buf + offs[5], 3, &len), FLASH_E_SHORT);
+    assert_int_equal(flash_item_span(buf + offs[5], 4, &len), FLASH_OK);
+    buf[offs[5]] = 0;
+    assert_int_equal(flash_item_span(buf + offs[5], SEG - offs[5], &len), FLASH_E_ITEM);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_header_damage), cmocka_unit_test(test_item_damage),
         cmocka_unit_test(test_torn_write),   cmocka_unit_test(test_wrong_instance),
         cmocka_unit_test(test_lengths_lie),  cmocka_unit_test(test_writer_limits),
+        cmocka_unit_test(test_item_span_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
