@@ -3,7 +3,8 @@
  * flash_layout.c), what a restart and every flash read run on bytes from
  * the device. Whatever the bytes, parsing and walking must stay inside
  * them, and every item it returns must lie inside the header's item bytes
- * and parse again alone at its offset (as a lookup reads it).
+ * and parse again alone at its offset (as a lookup reads it), its length
+ * told by its header alone (as a dump's part walk reads it).
  *
  * Input: byte 0 bit 0: take the input as the segment itself; else a valid
  * segment of a few items is written and the input patches it (records of 3
@@ -46,6 +47,9 @@ static void walk(const char *buf, size_t len)
         if (flash_item_parse(buf + f.off, f.len, flash_seg_seed(h.seq, h.instance), h.cas_base,
                              &g) != FLASH_OK || g.len != f.len)
             abort();
+        uint32_t len;
+        if (flash_item_span(buf + f.off, f.len, &len) != FLASH_OK || len != f.len)
+            abort();
         if (++n > h.nitems)
             abort();
     }
@@ -63,6 +67,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < size - 1; i++) {
             struct flash_item f;
             flash_item_parse(buf + i, size - 1 - i, 1, 0, &f);
+            /* a dump's part walk: the length from the header alone, and
+             * never a read past what is there */
+            uint32_t len;
+            int rc = flash_item_span(buf + i, size - 1 - i, &len);
+            if (rc != FLASH_OK && rc != FLASH_E_SHORT && rc != FLASH_E_ITEM)
+                abort();
+            if (rc == FLASH_OK && len > FLASH_SEG_MAX)
+                abort();
         }
         free(buf);
         return 0;
