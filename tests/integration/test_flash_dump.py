@@ -144,24 +144,24 @@ def test_dump_skips_deleted_and_overwritten_flash_items(start_server, tmp_path):
     assert all(d[k][0][3:5] == (mc_size(len(k), 4100, 7), 7) for k in newer)
 
 
-def test_dump_under_concurrent_sets_and_deletes(start_server, tmp_path):
+def dump_under_churn(srv):
     """Sets and deletes from another connection while a slow client dumps,
     on a flash file small enough that segments are compacted and dropped
     under the dump: it ends, and lists no key deleted before it began, no
-    key never set, no line that does not parse."""
-    srv = flash_server(start_server, tmp_path, "8", "16m", "-o",
-                       "ext_item_age=0,ext_page_size=2,ext_wbuf_size=2")
-    c = srv.connect()
+    key never set, no line that does not parse. Returns the segments freed
+    while it ran."""
+    c = srv.connect(timeout=60)
     fill(c, 2500, size=3000)
+    settle(c, 2400)
     gone = {key_of(i) for i in range(0, 2500, 3)}
     send_paced(c, [b"delete %s noreply\r\n" % k for k in sorted(gone)], 50)
     stop = threading.Event()
     written = set()
 
     def churn():
-        w = srv.connect()
+        w = srv.connect(timeout=60)
         i = 0
-        while not stop.is_set():
+        while not stop.is_set() and i < 6000:  # 18 MB: more than the file
             reqs = []
             for _ in range(50):
                 k = b"churn%d" % (i % 3000)
@@ -173,23 +173,26 @@ def test_dump_under_concurrent_sets_and_deletes(start_server, tmp_path):
             send_paced(w, reqs, len(reqs))
         w.close()
 
+    def freed(st):
+        return sum(int(st[k]) for k in ("extstore_page_reclaims", "extstore_page_evictions"))
+
     t = threading.Thread(target=churn)
     t.start()
     try:
-        before = stats(c)
+        before = freed(stats(c))
         c.send(b"lru_crawler metadump all\r\n")
         raw = b""
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while not raw.endswith(b"END\r\n"):
             assert time.monotonic() < deadline, "the dump did not end"
             chunk = c.sock.recv(4096)  # a slow reader: the dump pauses
             assert chunk
             raw += chunk
             time.sleep(0.002)
+        moved = freed(stats(c)) - before
     finally:
         stop.set()
         t.join()
-    after = stats(c)
     assert raw.startswith(b"OK\r\n")
     keys = set()
     for line in raw[4:-len(b"END\r\n")].split(b"\n")[:-1]:
@@ -198,11 +201,34 @@ def test_dump_under_concurrent_sets_and_deletes(start_server, tmp_path):
         keys.add(m.group(1))
     assert not keys & gone
     assert keys <= {key_of(i) for i in range(2500)} | written
-    # segments did move under it (else this tested nothing of that)
-    moved = sum(int(after[k]) - int(before[k]) for k in
-                ("extstore_page_reclaims", "extstore_page_evictions"))
-    assert moved > 0, after
     assert c.call("version").startswith(b"VERSION")
+    return moved
+
+
+CHURN_FLASH = ["-m", "8", "-t", "1", "-o", "ext_item_age=0,ext_page_size=2,ext_wbuf_size=2"]
+
+
+def test_dump_under_concurrent_sets_and_deletes(start_server, tmp_path):
+    srv = flash_server(start_server, tmp_path, "8", "16m", *CHURN_FLASH[4:])
+    dump_under_churn(srv)
+
+
+@pytest.mark.slow
+def test_dump_with_segments_dropped_under_it(tmp_path):
+    """The same with every device read 30 ms slower (a debug build), so
+    the dump spans many segment drops and rewrites: it skips them."""
+    import helpers
+    binary = helpers.debug_bin(server_bin())
+    if binary is None:
+        pytest.skip("no debug build (CONFIG=debug or asan) for NODELAY_DEBUG_FLASH_DEV")
+    srv = Server(binary, CHURN_FLASH + ["-o", f"ext_path={tmp_path}/flash:16m"],
+                 workdir=str(tmp_path), env=dict(os.environ, NODELAY_DEBUG_FLASH_DEV="30"))
+    srv.start()
+    try:
+        # segments did go under it (else this tested nothing of that)
+        assert dump_under_churn(srv) > 0
+    finally:
+        srv.stop()
 
 
 def test_dump_ends_on_a_device_error(start_server, tmp_path):
@@ -258,3 +284,67 @@ def test_dump_matches_memcached_1645(tmp_path):
         assert r[0] == b"-1" or abs(int(r[0]) - int(g[0])) <= 2, (k, r, g)
         assert r[1:5] == g[1:5], (k, r, g)
         assert r[5] == g[5], (k, r, g)
+
+
+def slow_flash_server(tmp_path, delay_ms):
+    """A debug build whose device reads each take delay_ms more
+    (NODELAY_DEBUG_FLASH_DEV), -t 1: one worker for every connection."""
+    import helpers
+    binary = helpers.debug_bin(server_bin())
+    if binary is None:
+        pytest.skip("no debug build (CONFIG=debug or asan) for NODELAY_DEBUG_FLASH_DEV")
+    env = dict(os.environ, NODELAY_DEBUG_FLASH_DEV=str(delay_ms))
+    srv = Server(binary, ["-m", "16", "-t", "1", "-o",
+                          f"ext_path={tmp_path}/flash:64m,ext_item_age=0"],
+                 workdir=str(tmp_path), env=env)
+    srv.start()
+    return srv
+
+
+def test_a_dump_waits_for_the_device_not_the_worker(tmp_path):
+    """Each part of a segment is a device read made slow: while the dump
+    waits for one, another connection on the same worker is served."""
+    srv = slow_flash_server(tmp_path, 300)
+    try:
+        c = srv.connect(timeout=60)
+        fill(c, 1500)
+        settle(c, 1500)
+        other = srv.connect()
+        c.send(b"lru_crawler metadump all\r\n")
+        t0 = time.monotonic()
+        for i in range(10):
+            assert other.set(b"ram:%d" % i, b"v%d" % i) == b"STORED\r\n"
+            assert other.get(b"ram:%d" % i) == b"v%d" % i
+        served = time.monotonic() - t0
+        raw = c.read_until(b"END\r\n")
+        took = time.monotonic() - t0
+        # 1,500 items of 4 KB: about 90 parts of 64 KiB, 300 ms each
+        assert took > 2.0, took
+        assert served < took / 4, (served, took)
+        keys = {LINE.fullmatch(line).group(1) for line in raw[4:-5].split(b"\n")[:-1]}
+        assert {key_of(i) for i in range(1500)} <= keys
+    finally:
+        srv.stop()
+
+
+def test_a_dump_cut_off_while_a_part_is_read(tmp_path):
+    """The client goes while the dump's read is out, then the server
+    stops: the part's buffer is freed when its read completes, and the
+    server exits cleanly (a sanitizer build reports no leak or misuse)."""
+    srv = slow_flash_server(tmp_path, 300)
+    try:
+        c = srv.connect(timeout=60)
+        fill(c, 600)
+        settle(c, 600)
+        for _ in range(3):
+            d = srv.connect()
+            d.send(b"lru_crawler metadump all\r\n")
+            time.sleep(0.1)
+            d.close()
+        time.sleep(0.5)
+        assert c.call("version").startswith(b"VERSION")
+        d = srv.connect()
+        d.send(b"lru_crawler mgdump all\r\n")
+        time.sleep(0.1)
+    finally:
+        srv.stop()
