@@ -215,14 +215,14 @@ def test_dump_under_concurrent_sets_and_deletes(start_server, tmp_path):
 
 @pytest.mark.slow
 def test_dump_with_segments_dropped_under_it(tmp_path):
-    """The same with every device read 30 ms slower (a debug build), so
+    """The same with every device read 10 ms slower (a debug build), so
     the dump spans many segment drops and rewrites: it skips them."""
     import helpers
     binary = helpers.debug_bin(server_bin())
     if binary is None:
         pytest.skip("no debug build (CONFIG=debug or asan) for NODELAY_DEBUG_FLASH_DEV")
     srv = Server(binary, CHURN_FLASH + ["-o", f"ext_path={tmp_path}/flash:16m"],
-                 workdir=str(tmp_path), env=dict(os.environ, NODELAY_DEBUG_FLASH_DEV="30"))
+                 workdir=str(tmp_path), env=dict(os.environ, NODELAY_DEBUG_FLASH_DEV="10"))
     srv.start()
     try:
         # segments did go under it (else this tested nothing of that)
@@ -304,7 +304,7 @@ def slow_flash_server(tmp_path, delay_ms):
 def test_a_dump_waits_for_the_device_not_the_worker(tmp_path):
     """Each part of a segment is a device read made slow: while the dump
     waits for one, another connection on the same worker is served."""
-    srv = slow_flash_server(tmp_path, 300)
+    srv = slow_flash_server(tmp_path, 100)
     try:
         c = srv.connect(timeout=60)
         fill(c, 1500)
@@ -318,7 +318,7 @@ def test_a_dump_waits_for_the_device_not_the_worker(tmp_path):
         served = time.monotonic() - t0
         raw = c.read_until(b"END\r\n")
         took = time.monotonic() - t0
-        # 1,500 items of 4 KB: about 90 parts of 64 KiB, 300 ms each
+        # 1,500 items of 4 KB: about 90 parts of 64 KiB, 100 ms each
         assert took > 2.0, took
         assert served < took / 4, (served, took)
         keys = {LINE.fullmatch(line).group(1) for line in raw[4:-5].split(b"\n")[:-1]}
