@@ -224,8 +224,12 @@ enum store_scan store_flash_scan_walk(struct store_flash_scan *sc, size_t max,
         const char *p = sc->buf + (off - sc->from);
         uint32_t len = 0;
         int rc = flash_item_span(p, avail, &len);
-        if ((rc == FLASH_E_SHORT || (rc == FLASH_OK && len > avail)) && end < sc->sg.nbytes) {
-            /* it runs past the part: the next part starts with it */
+        bool past =
+            rc == FLASH_E_SHORT || (rc == FLASH_OK && len > avail && len <= sc->sg.nbytes - off);
+        if (past && end < sc->sg.nbytes) {
+            /* it runs past the part (within the segment's items, so a
+             * damaged length asks for no more than those): the next part
+             * starts with it */
             sc->have = false;
             sc->want = rc == FLASH_OK ? len : ITEM_HDR_MAX;
             continue;
