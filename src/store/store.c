@@ -145,14 +145,15 @@ int store_create(struct store **out, const struct store_options *opt)
          * flash): its slot's place moves it through a growth to at most
          * 2^INDEX_PLACE_BITS times the buckets the table had when the
          * tier opened, and past that a growth drops it, counted
-         * (index_place_from_here). The flash can hold so many of its
-         * smallest items (ext_item_size of value, the header that takes
-         * and a 1-byte key), up to 2^24 buckets' (1 GiB): the table opens
-         * at the least power of two of buckets that grows to them within
-         * its places, and grows with what it holds (flash slots move to
-         * their other bucket as RAM ones do, so a grown table's unsplit
-         * buckets do not chain: docs/store-flash.md "RAM per flash
-         * item"). */
+         * (index_place_from_here). The table is sized for what the flash
+         * can hold of its smallest items (ext_item_size of value, the
+         * header that takes and a 1-byte key), up to 2^24 buckets (1
+         * GiB), rather than opened small to grow with the flash: a write
+         * drops the flash slots under its key's tag in its two buckets
+         * (one flash candidate per tag), so a table as dense as growth
+         * keeps it forgets another key's flash copy about once in 160
+         * writes at any fill, where a presized one does so only as the
+         * flash fills (docs/store-flash.md "RAM per flash item"). */
         uint64_t bytes = 0;
         for (int i = 0; i < opt->flash.nfiles; i++)
             bytes += opt->flash.sizes[i];
@@ -162,11 +163,8 @@ int store_create(struct store **out, const struct store_options *opt)
         uint64_t most = ((uint64_t)INDEX_SPLIT_TENTHS << 24) / 10;
         if (flash_want > most)
             flash_want = most;
-        uint64_t open = 1;
-        while (((open << INDEX_PLACE_BITS) * INDEX_SPLIT_TENTHS) / 10 < flash_want)
-            open <<= 1;
-        if (open * INDEX_SPLIT_TENTHS / 10 > size_for)
-            size_for = open * INDEX_SPLIT_TENTHS / 10;
+        if (flash_want > size_for)
+            size_for = flash_want;
     }
     /* the power of two at or below the buckets size_for needs:
      * index_presize adds the rest */

@@ -260,7 +260,11 @@ static void test_next_table_made_ahead(void **state)
         snprintf(key, sizeof key, "k%llu", (unsigned long long)n);
         assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
     }
-    assert_ptr_equal(hugemem_ahead_done(&ix->next), b + HUGEMEM_PAGE);
+    /* the split that brought the table within the lead of the page's end
+     * has asked for the next page, which its thread may have made already;
+     * none beyond it was asked for */
+    const char *done = hugemem_ahead_done(&ix->next);
+    assert_true(done == b + HUGEMEM_PAGE || done == b + 2 * HUGEMEM_PAGE);
     snprintf(key, sizeof key, "k%llu", (unsigned long long)n++);
     assert_int_equal(tset(&t, key, "v", STORE_MODE_SET, 0, REL_TIME_NEVER, NULL), STORE_OK);
     /* within INDEX_AHEAD_LEAD of its end: the next one */
