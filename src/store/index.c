@@ -361,10 +361,10 @@ uint64_t *index_pair_find(struct index *ix, const struct index_pair *p, uint64_t
 {
     for (int c = 0; c < 2 && p->b[c]; c++)
         for (uint64_t *cur = p->b[c]; cur; cur = index_next(ix, cur))
-            for (int i = 1; i <= INDEX_SLOTS; i++)
-                if (cur[i] && slot_same(cur[i], want)) {
+            for (int i = 0; i < INDEX_SLOTS; i++)
+                if (slot_same(slot_load(index_slot(cur, i)), want)) {
                     *chain = p->b[c];
-                    return &cur[i];
+                    return index_slot(cur, i);
                 }
     return NULL;
 }
@@ -373,7 +373,7 @@ uint64_t *index_pair_chain_of(struct index *ix, const struct index_pair *p, cons
 {
     for (int c = 0; c < 2 && p->b[c]; c++)
         for (uint64_t *cur = p->b[c]; cur; cur = index_next(ix, cur))
-            if (slot > cur && slot <= cur + INDEX_SLOTS)
+            if (slot >= index_slot(cur, 0) && slot < index_slot(cur, INDEX_SLOTS))
                 return p->b[c];
     return NULL;
 }
@@ -497,16 +497,16 @@ static uint64_t *chain_free_slot(struct index *ix, uint64_t *b)
 {
     uint64_t *last = b;
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur)) {
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i] == 0)
-                return &cur[i];
+        for (int i = 0; i < INDEX_SLOTS; i++)
+            if (slot_empty(index_slot(cur, i)))
+                return index_slot(cur, i);
         last = cur;
     }
     uint32_t id = pool_get(ix);
     if (!id)
         return NULL;
     hdr_set_next(last, id);
-    return &index_overflow(ix, id)[1];
+    return index_slot(index_overflow(ix, id), 0);
 }
 
 uint64_t *index_free_slot(struct index *ix, uint64_t *b)
@@ -562,8 +562,8 @@ static void chain_drop_empty(struct index *ix, uint64_t *b)
     uint64_t *cur = index_next(ix, b);
     while (cur) {
         bool empty = true;
-        for (int i = 1; i <= INDEX_SLOTS && empty; i++)
-            empty = cur[i] == 0;
+        for (int i = 0; i < INDEX_SLOTS && empty; i++)
+            empty = !slot_load(index_slot(cur, i));
         uint32_t id = hdr_next(prev);
         uint64_t *next = index_next(ix, cur);
         if (empty) {
@@ -578,7 +578,7 @@ static void chain_drop_empty(struct index *ix, uint64_t *b)
 
 void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot)
 {
-    *slot = 0;
+    slot_store(slot, 0);
     __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
     chain_drop_empty(ix, b);
 }
@@ -591,18 +591,18 @@ static void chain_pack(struct index *ix, uint64_t *b)
     uint64_t keep[INDEX_PACK_MAX];
     unsigned n = 0;
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (cur[i]) {
+        for (int i = 0; i < INDEX_SLOTS; i++)
+            if (slot_load(index_slot(cur, i))) {
                 if (n == INDEX_PACK_MAX) {
                     chain_drop_empty(ix, b);
                     return;
                 }
-                keep[n++] = cur[i];
+                keep[n++] = slot_load(index_slot(cur, i));
             }
     unsigned k = 0;
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            cur[i] = k < n ? keep[k++] : 0;
+        for (int i = 0; i < INDEX_SLOTS; i++)
+            slot_store(index_slot(cur, i), k < n ? keep[k++] : 0);
     chain_drop_empty(ix, b);
 }
 
@@ -612,8 +612,8 @@ static void index_split_move(struct index *ix, uint64_t *src, uint64_t *dst, uns
 {
     bool moved = false;
     for (uint64_t *cur = src; cur; cur = index_next(ix, cur)) {
-        for (int k = 1; k <= INDEX_SLOTS; k++) {
-            uint64_t sl = cur[k];
+        for (int k = 0; k < INDEX_SLOTS; k++) {
+            uint64_t *w = index_slot(cur, k), sl = slot_load(w);
             if (!sl)
                 continue;
             if (slot_is_flash(sl) && l >= ix->place_base &&
@@ -624,7 +624,7 @@ static void index_split_move(struct index *ix, uint64_t *src, uint64_t *dst, uns
                     continue;
             } else if (ix->forget && ix->forget(ix->rehash_arg, sl)) {
                 /* a slot whose hash cannot be had is dropped */
-                cur[k] = 0;
+                slot_store(w, 0);
                 __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
                 moved = true;
                 continue;
@@ -640,8 +640,8 @@ static void index_split_move(struct index *ix, uint64_t *src, uint64_t *dst, uns
                 log_error("store: out of memory growing the index");
                 abort();
             }
-            *to = sl;
-            cur[k] = 0;
+            slot_store(to, sl);
+            slot_store(w, 0);
             moved = true;
         }
     }
@@ -860,7 +860,7 @@ uint64_t *index_chain_grow(struct index *ix, uint64_t *last)
     if (!id)
         return NULL;
     hdr_set_next(last, id);
-    return index_overflow(ix, id);
+    return index_slot(index_overflow(ix, id), 0);
 }
 
 void index_count(struct index *ix, uint64_t n)

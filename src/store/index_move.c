@@ -12,16 +12,16 @@
 static unsigned primary_free(const uint64_t *b)
 {
     unsigned n = 0;
-    for (int i = 1; i <= INDEX_SLOTS; i++)
-        n += b[i] == 0;
+    for (int i = 0; i < INDEX_SLOTS; i++)
+        n += slot_empty(index_slot((uint64_t *)b, i));
     return n;
 }
 
 static uint64_t *primary_empty(uint64_t *b)
 {
-    for (int i = 1; i <= INDEX_SLOTS; i++)
-        if (b[i] == 0)
-            return &b[i];
+    for (int i = 0; i < INDEX_SLOTS; i++)
+        if (slot_empty(index_slot(b, i)))
+            return index_slot(b, i);
     return NULL;
 }
 
@@ -144,8 +144,8 @@ static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t sha
     /* ob cannot split while held: its entries' buckets by the shape now */
     shape = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
     uint64_t *room = primary_empty(ob); /* freed since the first look */
-    for (int k = 1; k <= INDEX_SLOTS && !room; k++) {
-        struct move_from m = {.sl = ob[k], .xi = s->o};
+    for (int k = 0; k < INDEX_SLOTS && !room; k++) {
+        struct move_from m = {.sl = slot_load(index_slot(ob, k)), .xi = s->o};
         uint64_t o2;
         if (!m.sl || !move_other(ix, shape, &m, &o2))
             continue;
@@ -157,16 +157,16 @@ static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t sha
             continue;
         uint64_t *e = primary_empty(b2l);
         if (e) {
-            *e = move_slot(ix, m.sl);
-            ob[k] = 0;
-            room = &ob[k];
+            slot_store(e, move_slot(ix, m.sl));
+            slot_store(index_slot(ob, k), 0);
+            room = index_slot(ob, k);
             __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
         }
         index_unlock(b2l);
     }
     if (room) {
-        *room = move_slot(ix, *s->x);
-        *s->x = 0;
+        slot_store(room, move_slot(ix, slot_load(s->x)));
+        slot_store(s->x, 0);
         __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
     }
     index_unlock(ob);
@@ -190,8 +190,8 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
     for (int c = 0; c < 2; c++) {
         uint64_t *x = p->b[c];
         uint64_t xi = (uint64_t)(x - t->b) >> 3;
-        for (int k = 1; k <= INDEX_SLOTS; k++) {
-            struct move_from m = {.sl = x[k], .xi = xi};
+        for (int k = 0; k < INDEX_SLOTS; k++) {
+            struct move_from m = {.sl = slot_load(index_slot(x, k)), .xi = xi};
             uint64_t o;
             if (!m.sl || !move_other(ix, shape, &m, &o))
                 continue;
@@ -203,15 +203,15 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
                 continue;
             uint64_t *e = primary_empty(obl);
             if (e) {
-                *e = move_slot(ix, m.sl);
-                x[k] = 0;
+                slot_store(e, move_slot(ix, m.sl));
+                slot_store(index_slot(x, k), 0);
                 __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
             }
             index_unlock(obl);
             if (e)
-                return &x[k];
+                return index_slot(x, k);
             if (nd < INDEX_MOVE_DEEP)
-                deep[nd++] = (struct move_step){&x[k], o, m};
+                deep[nd++] = (struct move_step){index_slot(x, k), o, m};
         }
     }
     for (unsigned d = 0; d < nd; d++) {
@@ -230,13 +230,13 @@ static uint64_t *pair_reclaim(struct index *ix, const struct index_pair *p)
 {
     uint64_t *got = NULL;
     for (int c = 0; c < 2 && p->b[c] && ix->stale; c++)
-        for (int k = 1; k <= INDEX_SLOTS; k++) {
-            uint64_t sl = p->b[c][k];
+        for (int k = 0; k < INDEX_SLOTS; k++) {
+            uint64_t *w = index_slot(p->b[c], k), sl = slot_load(w);
             if (sl && slot_is_flash(sl) && ix->stale(ix->rehash_arg, sl)) {
-                p->b[c][k] = 0;
+                slot_store(w, 0);
                 __atomic_fetch_sub(&ix->items, 1, __ATOMIC_RELAXED);
                 if (!got)
-                    got = &p->b[c][k];
+                    got = w;
             }
         }
     return got;

@@ -107,10 +107,10 @@ uint64_t *seg_find_slot(struct seg_pool *pool, struct seg *v, size_t off, const 
     index_lock_key(pool->index, *hv, keys);
     for (int c = 0; c < 2 && keys->b[c]; c++)
         for (uint64_t *cur = keys->b[c]; cur; cur = index_next(pool->index, cur))
-            for (int i = 1; i <= INDEX_SLOTS; i++)
-                if (cur[i] && slot_same(cur[i], want)) {
+            for (int i = 0; i < INDEX_SLOTS; i++)
+                if (slot_same(slot_load(index_slot(cur, i)), want)) {
                     *chain = keys->b[c];
-                    return &cur[i];
+                    return index_slot(cur, i);
                 }
     *chain = NULL;
     return NULL;
@@ -127,7 +127,7 @@ void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p, const struc
     struct seg *v = w->v;
     uint32_t status = item_get_st(p, h, v->tbase);
     bool fetched = status & ITEM_S_FETCHED;
-    unsigned freq = slot_freq(*slot);
+    unsigned freq = slot_freq(slot_load(slot));
     enum item_life life = life_of_item(pool->life, p, h, v->cas_base, v->tbase, now);
     struct store_cls_of cls = classes_item(pool->classes, p, h);
     if (life == ITEM_LIVE && pool->flash) {
@@ -135,8 +135,8 @@ void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p, const struc
          * flash slot takes the RAM slot's place, in whichever of the key's
          * buckets that is (a mover may take it to the other: its bucket
          * and tag say which, index_hash2) */
-        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase, slot_tag(*slot),
-                                      now, FLASH_TAKE_EVICT, NULL);
+        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase,
+                                      slot_tag(slot_load(slot)), now, FLASH_TAKE_EVICT, NULL);
         if (ns) {
             /* its RAM bytes are dead from here (W3): only the flash copy
              * may come back after a restart; its reads so far go with it,
@@ -144,7 +144,7 @@ void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p, const struc
              * (store_flash.c's recache) */
             if (pool->pm)
                 item_set_dead(p);
-            *slot = index_flash_place(pool->index, hv, b, ns) | freq;
+            slot_store(slot, index_flash_place(pool->index, hv, b, ns) | freq);
             flash_tier_drop_tag(pool->flash, keys, slot_tag(ns), slot);
             seg_note_gone(v, item_total(h), &cls);
             return;
@@ -233,7 +233,7 @@ size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t bytes)
         struct index_pair kb;
         uint64_t *slot = seg_find_slot(pool, v, off, p, &h, &hv, &tag, &kb, &b);
         if (slot) {
-            unsigned freq = slot_freq(*slot);
+            unsigned freq = slot_freq(slot_load(slot));
             bool live = life_of_item(pool->life, p, &h, v->cas_base, v->tbase, now) == ITEM_LIVE;
             bool keep = live && (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
             if (live && !w->from_small) {
@@ -249,7 +249,7 @@ size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t bytes)
                 if (moved) {
                     struct store_cls_of cls = classes_item(pool->classes, p, &h);
                     seg_note_gone(v, size, &cls);
-                    *slot = moved | nfreq;
+                    slot_store(slot, moved | nfreq);
                     if (pool->pm)
                         item_set_dead(p); /* the copy left behind (W5) */
                     CNT_INC(ctx->cnt, items_reinserted);
@@ -258,7 +258,7 @@ size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t bytes)
                     /* Main open segment full: kept here, v takes its place. */
                     if (w->kept_from == UINT32_MAX)
                         w->kept_from = (uint32_t)off;
-                    *slot = (*slot & ~SLOT_FREQ) | nfreq;
+                    slot_store(slot, (slot_load(slot) & ~SLOT_FREQ) | nfreq);
                 }
                 w->budget -= size;
                 kept += size;
@@ -336,7 +336,8 @@ void seg_walk_settle(struct seg_ctx *ctx, struct seg_walk *w, bool compact)
                 pm_store_pair(&ps->compact_pair, (uint32_t)end, (uint32_t)(moved_down ? off : end));
                 SEG_COMPACT_STEP(v);
             }
-            *slot = slot_make(tag, v->id, (uint32_t)(wr >> pool->off_shift)) | (*slot & SLOT_FREQ);
+            slot_store(slot, slot_make(tag, v->id, (uint32_t)(wr >> pool->off_shift)) |
+                                 (slot_load(slot) & SLOT_FREQ));
             if (ps && moved_down) {
                 item_set_dead(p); /* the copy left behind */
                 SEG_COMPACT_STEP(v);

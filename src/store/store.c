@@ -581,9 +581,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
          * line other threads read (the bucket's lock word and the segment's
          * pin count excepted). */
         if (!req->no_update) {
-            uint64_t hit = slot_hit(*f.slot);
-            if (hit != *f.slot)
-                *f.slot = hit;
+            slot_hit_at(f.slot);
             /* memcached marks the first fetch and bumps the time on later
              * ones (as the item's clock holds it: never back) */
             if (st & ITEM_S_FETCHED)
@@ -783,8 +781,8 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
     index_walk_begin(&s->index); /* no entry may move past the walk */
     for (uint64_t i = 0; (b = index_lock_nth(&s->index, i, &nb)); i++) {
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-            for (int j = 1; j <= INDEX_SLOTS; j++) {
-                uint64_t sl = cur[j];
+            for (int j = 0; j < INDEX_SLOTS; j++) {
+                uint64_t sl = slot_load(index_slot(cur, j));
                 /* flash items: judged against the flush when read */
                 if (!sl || slot_is_flash(sl))
                     continue;
@@ -793,7 +791,9 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
                  * for a hit's bump, which memcached's walk may miss too) */
                 if (__atomic_load_n(&seg->last_write, __ATOMIC_RELAXED) < ol)
                     continue;
-                struct store_found f = {.chain = b, .slot = &cur[j], .p = seg_item(&s->pool, sl),
+                struct store_found f = {.chain = b,
+                                        .slot = index_slot(cur, j),
+                                        .p = seg_item(&s->pool, sl),
                                         .seg = seg};
                 item_decode(f.p, &f.h);
                 if ((item_get_st(f.p, &f.h, seg->tbase) & ~ITEM_S_MASK) < ol)
@@ -801,7 +801,7 @@ static void store_flush_recent(struct store *s, rel_time_t ol)
                 store_unlink(s, &f);
                 /* The chain may have lost a bucket: start this one over. */
                 cur = b;
-                j = 0;
+                j = -1;
             }
         }
         index_unlock(b);

@@ -46,8 +46,8 @@ static bool cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *
     uint64_t *ob = index_lock_other_of(&s->index, hv, b);
     if (!ob)
         return false;
-    uint64_t ns = flash_tier_take(s->flash, p, h, seg->cas_base, seg->tbase, slot_tag(*slot), now,
-                                  FLASH_TAKE_IDLE, full);
+    uint64_t ns = flash_tier_take(s->flash, p, h, seg->cas_base, seg->tbase,
+                                  slot_tag(slot_load(slot)), now, FLASH_TAKE_IDLE, full);
     if (ns) {
         struct store_cls_of cls = classes_item(&s->classes, p, h);
         /* the flash slot takes the RAM one's place under the locks a
@@ -57,7 +57,7 @@ static bool cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *
          * (store_flash.c) */
         if (s->pm)
             item_set_dead((char *)p);
-        *slot = index_flash_place(&s->index, hv, b, ns) | slot_freq(*slot);
+        slot_store(slot, index_flash_place(&s->index, hv, b, ns) | slot_freq(slot_load(slot)));
         seg_note_gone(seg, item_total(h), &cls);
         /* the key's one flash candidate is this copy (flash_tier.h) */
         struct index_pair keys = {{b, ob == b ? NULL : ob}};
@@ -74,8 +74,8 @@ static uint64_t cold_bucket(struct store *s, uint64_t *b, unsigned min_cls, uint
 {
     uint64_t moved = 0;
     for (uint64_t *cur = b; cur && !*full; cur = index_next(&s->index, cur)) {
-        for (int j = 1; j <= INDEX_SLOTS && !*full; j++) {
-            uint64_t sl = cur[j];
+        for (int j = 0; j < INDEX_SLOTS && !*full; j++) {
+            uint64_t sl = slot_load(index_slot(cur, j));
             if (!sl || slot_is_flash(sl))
                 continue;
             struct seg *seg = seg_of(&s->pool, slot_seg(sl));
@@ -86,13 +86,13 @@ static uint64_t cold_bucket(struct store *s, uint64_t *b, unsigned min_cls, uint
             item_decode(p, &h);
             if (life_of_item(&s->life, p, &h, seg->cas_base, seg->tbase, now) != ITEM_LIVE)
                 continue; /* the crawl or a read reaps it */
-            if (!cold_item(s, b, &cur[j], seg, p, &h, now, full))
+            if (!cold_item(s, b, index_slot(cur, j), seg, p, &h, now, full))
                 continue;
             moved++;
             /* a slot cleared or dropped may have freed a bucket of the
              * chain: start it over (what moved is on flash, skipped) */
             cur = b;
-            j = 0;
+            j = -1;
         }
     }
     return moved;

@@ -46,20 +46,20 @@ size_t store_walk(struct store *s, uint64_t *cursor, size_t max, store_walk_fn f
          * (unless it is the first, so that every call makes progress). */
         size_t inb = 0;
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur))
-            for (int j = 1; j <= INDEX_SLOTS; j++)
-                inb += cur[j] != 0;
+            for (int j = 0; j < INDEX_SLOTS; j++)
+                inb += slot_load(index_slot(cur, j)) != 0;
         if (visited && visited + inb > max) {
             index_unlock(b);
             break;
         }
         for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
-            for (int j = 1; j <= INDEX_SLOTS; j++) {
-                uint64_t sl = cur[j];
+            for (int j = 0; j < INDEX_SLOTS; j++) {
+                uint64_t sl = slot_load(index_slot(cur, j));
                 if (!sl || slot_is_flash(sl))
                     continue;
                 struct store_found f = {
                     .chain = b,
-                    .slot = &cur[j],
+                    .slot = index_slot(cur, j),
                     .p = seg_item(&s->pool, sl),
                     .seg = seg_of(&s->pool, slot_seg(sl)),
                 };

@@ -45,12 +45,13 @@ static enum item_life store_reap_judge(struct store_ctx *ctx, const struct store
                                        bool count, struct store_found *f, unsigned *cls)
 {
     struct store *s = ctx->store;
-    if (slot_is_flash(*slot))
+    uint64_t sl = slot_load(slot);
+    if (slot_is_flash(sl))
         return ITEM_LIVE; /* on flash: judged when read, or its segment expires whole */
-    struct seg *seg = seg_of(&s->pool, slot_seg(*slot));
+    struct seg *seg = seg_of(&s->pool, slot_seg(sl));
     if (!r->crawler && !r->flushing && __atomic_load_n(&seg->min_exptime, __ATOMIC_RELAXED) > now)
         return ITEM_LIVE;
-    *f = (struct store_found){.chain = b, .slot = slot, .p = seg_item(&s->pool, *slot), .seg = seg};
+    *f = (struct store_found){.chain = b, .slot = slot, .p = seg_item(&s->pool, sl), .seg = seg};
     item_decode(f->p, &f->h);
     *cls = classes_item(&s->classes, f->p, &f->h).cls;
     if (!(r->classes >> *cls & 1))
@@ -95,21 +96,23 @@ static size_t store_reap_bucket(struct store_ctx *ctx, const struct store_reap *
     unsigned cls;
     size_t dead = 0;
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
-        for (int j = 1; j <= INDEX_SLOTS; j++)
-            if (cur[j])
-                dead += store_reap_judge(ctx, r, b, &cur[j], now, true, &f, &cls) != ITEM_LIVE;
+        for (int j = 0; j < INDEX_SLOTS; j++)
+            if (slot_load(index_slot(cur, j)))
+                dead += store_reap_judge(ctx, r, b, index_slot(cur, j), now, true, &f, &cls) !=
+                        ITEM_LIVE;
     size_t left = dead;
     for (uint64_t *cur = b; cur && left; cur = index_next(ix, cur)) {
-        for (int j = 1; j <= INDEX_SLOTS && left; j++) {
-            if (!cur[j])
+        for (int j = 0; j < INDEX_SLOTS && left; j++) {
+            if (!slot_load(index_slot(cur, j)))
                 continue;
-            enum item_life life = store_reap_judge(ctx, r, b, &cur[j], now, false, &f, &cls);
+            enum item_life life =
+                store_reap_judge(ctx, r, b, index_slot(cur, j), now, false, &f, &cls);
             if (life == ITEM_LIVE)
                 continue;
             store_reap_one(ctx, r, &f, cls, life);
             left--;
             cur = b;
-            j = 0;
+            j = -1;
         }
     }
     return dead - left; /* fewer only if a flush_all came between the passes */

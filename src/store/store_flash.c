@@ -495,9 +495,9 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
      * that goes back to flash when it is done (store_flash_wait_reset). */
     e->served = true;
     uint64_t *sl = bucket_slot(ctx->store, keys, e->slot);
-    *sl = slot_hit(*sl);
+    slot_hit_at(sl);
     uint32_t rate = flash_tier_recache_rate(ctx->store->flash);
-    bool recache = rate && slot_freq(*sl) >= 2 && w->recache_counter++ % rate == 0;
+    bool recache = rate && slot_freq(slot_load(sl)) >= 2 && w->recache_counter++ % rate == 0;
     if (!recache && buf_ok) {
         struct flash_tier *ft = ctx->store->flash;
         FLASH_CNT(ft, get_extstore, 1);
@@ -506,7 +506,7 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
         return pend_serve(e, f);
     }
     e->lent = !recache;
-    e->fslot = *sl;
+    e->fslot = slot_load(sl);
     index_unlock_pair(keys);
     pend_recache(ctx, e);
     return FLASH_REFILLED;
@@ -650,7 +650,7 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     for (int c = 0; c < 2 && kb.b[c]; c++) {
         for (uint64_t *cur = kb.b[c]; cur; cur = index_next(&s->index, cur)) {
             for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
-                uint64_t sl = cur[__builtin_ctz(m) >> 1];
+                uint64_t sl = slot_load(&cur[__builtin_ctz(m) >> 1]);
                 if (slot_is_flash(sl)) {
                     if (!fsl)
                         fsl = sl;

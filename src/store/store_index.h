@@ -21,7 +21,11 @@
  * A slot: tag(11) | segment id(24) | offset(27) | frequency(2); 0 = empty.
  * The frequency counts reads since the item was written or last kept at an
  * eviction, saturating at 3 (S3-FIFO's counter). */
+#define INDEX_WORDS 8 /* a bucket's words: one cache line */
 #define INDEX_SLOTS 7
+#define INDEX_SLOT0 1 /* the word of a bucket's first slot */
+/* The bucket lock's bit in a slot word: none, the lock is the header's. */
+#define SLOT_LOCK 0ull
 #define SLOT_FREQ 3ull
 #define SLOT_OFF_BITS 27
 #define SLOT_SEG_BITS 24
@@ -63,6 +67,36 @@ static inline uint64_t slot_id(uint64_t s)
 /* Same item, whatever the frequency (or a flash slot's place) says. */
 static inline bool slot_same(uint64_t a, uint64_t b) { return slot_id(a) == slot_id(b); }
 
+/* Slot i (0 .. INDEX_SLOTS - 1) of bucket b. Every read and write of a
+ * slot goes through slot_load and slot_store (bucket lock held): a word may
+ * carry the lock bit, which other threads set atomically meanwhile, or be
+ * a link to an overflow bucket, which is no entry. */
+static inline uint64_t *index_slot(uint64_t *b, int i) { return b + INDEX_SLOT0 + i; }
+/* The entry in slot word w: 0 when it is empty or a link. */
+static inline uint64_t slot_load(const uint64_t *w)
+{
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED) & ~SLOT_LOCK;
+    return slot_tag(v) ? v : 0;
+}
+/* Whether slot word w holds nothing, not even a link. */
+static inline bool slot_empty(const uint64_t *w)
+{
+    return !(__atomic_load_n(w, __ATOMIC_RELAXED) & ~SLOT_LOCK);
+}
+/* Put entry v (0: none) in slot word w, keeping the lock bit it holds. */
+static inline void slot_store(uint64_t *w, uint64_t v)
+{
+    uint64_t lock = __atomic_load_n(w, __ATOMIC_RELAXED) & SLOT_LOCK;
+    __atomic_store_n(w, v | lock, __ATOMIC_RELAXED);
+}
+/* A read of the entry in slot word w: its frequency counted. */
+static inline void slot_hit_at(uint64_t *w)
+{
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    if ((v & SLOT_FREQ) != SLOT_FREQ)
+        __atomic_store_n(w, v + 1, __ATOMIC_RELAXED);
+}
+
 /* The slots of bucket b whose tag is `tag` (never 0, so never an empty
  * slot): bits 2i and 2i + 1 for b[i], so the slots are __builtin_ctz(m) / 2
  * in order, for each pair (m &= m - 1 twice, or index_match_next). What a
@@ -92,8 +126,8 @@ static inline unsigned index_match(const uint64_t *b, uint32_t tag)
     return (m << 2) & 0xFFFFu; /* word i at bits 2i, 2i + 1 */
 #else
     unsigned m = 0;
-    for (int i = 1; i <= INDEX_SLOTS; i++)
-        if (slot_tag(b[i]) == tag)
+    for (int i = INDEX_SLOT0; i < INDEX_WORDS; i++)
+        if (slot_tag(__atomic_load_n(&b[i], __ATOMIC_RELAXED)) == tag)
             m |= 3u << (2 * i);
     return m;
 #endif
@@ -452,7 +486,8 @@ unsigned index_bucket_bits(struct index *ix);
 void index_keep_level(struct index *ix, unsigned level);
 /* The primary bucket of hash h in the current table (no lock, no growth). */
 uint64_t *index_bucket_of(struct index *ix, uint64_t h);
-/* Chain an empty overflow bucket after `last`; NULL when out of memory. */
+/* Chain an empty overflow bucket after `last`, the last of its chain and
+ * full, and return an empty slot of it; NULL when out of memory. */
 uint64_t *index_chain_grow(struct index *ix, uint64_t *last);
 /* n slots were filled by hand. */
 void index_count(struct index *ix, uint64_t n);

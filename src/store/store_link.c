@@ -79,7 +79,7 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
         item_set_state(p, ITEM_L_COMMIT);
     }
     if (have_old) {
-        *f->slot = ns;
+        slot_store(f->slot, ns);
         if (s->pm) {
             item_set_dead(f->p);
             persist_journal_end(s->pm, j);
@@ -89,7 +89,7 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
     } else {
         enum ghost_from gf = ghost_take(&s->ghost, hv);
         bool read = gf == GHOST_SMALL || (gf == GHOST_MAIN && seg_main_credit(&s->pool, hv));
-        *slot = read ? slot_hit(ns) : ns;
+        slot_store(slot, read ? slot_hit(ns) : ns);
         if (gf != GHOST_NONE)
             seg_steer_small(&s->pool, gf == GHOST_SMALL,
                             ghost_step(&s->ghost, gf, item_total(&h)));

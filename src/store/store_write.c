@@ -363,7 +363,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             flash_slot = found ? NULL : index_pair_find(&s->index, &f.keys, expect_slot, &flash_chain);
             if (!flash_slot)
                 refuse = STORE_EXISTS;
-        } else if (expect_slot && (!found || !slot_same(*f.slot, expect_slot))) {
+        } else if (expect_slot && (!found || !slot_same(slot_load(f.slot), expect_slot))) {
             refuse = STORE_EXISTS;
         } else if (mode == STORE_MODE_ADD && f.on_flash) {
             refuse = STORE_NOT_STORED;
@@ -372,7 +372,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             uint32_t st = item_get_st(f.p, &f.h, f.seg->tbase);
             if ((st & ~ITEM_S_MASK) + 60 < now)
                 item_put_st(f.p, &f.h, f.seg->tbase, (st & ITEM_S_MASK) | now);
-            *f.slot = slot_hit(*f.slot);
+            slot_hit_at(f.slot);
             refuse = STORE_NOT_STORED;
         } else if (mode == STORE_MODE_REPLACE && !found) {
             refuse = STORE_NOT_STORED;
@@ -522,7 +522,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             sum = item_sum_for(r.item, &rh, flags);
         }
         bool same = store_lookup_write(ctx, &k, STORE_LOOK_FIND, reclaim, &f) &&
-                    slot_same(*f.slot, snap) && !store_gen_moved(&r);
+                    slot_same(slot_load(f.slot), snap) && !store_gen_moved(&r);
         rel_time_t now = f.now;
         if (same) {
             struct item_hdr nh;
@@ -654,7 +654,7 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
             return st;
 
         struct store_found g;
-        bool same = store_lookup(ctx, k, STORE_LOOK_FIND, &g) && slot_same(*g.slot, snap);
+        bool same = store_lookup(ctx, k, STORE_LOOK_FIND, &g) && slot_same(slot_load(g.slot), snap);
         struct seg *ns = r.seg;
         if (same && __atomic_load_n(&ns->gen, __ATOMIC_ACQUIRE) == r.gen) {
             uint64_t cas = item_get_cas(g.p, &g.h, g.seg->cas_base);
@@ -669,9 +669,9 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
                 if (nh.exp_off)
                     item_put_u32(r.item, nh.exp_off, item_get_u32(g.p, g.h.exp_off));
                 item_put_cas(r.item, &nh, cas, ns->cas_base);
-                uint64_t access = *g.slot & SLOT_FREQ;
+                uint64_t access = slot_load(g.slot) & SLOT_FREQ;
                 store_link(s, &g, true, &r, k->tag, k->hv, NULL); /* rare: a touch or CAS that did not fit */
-                *g.slot |= access;
+                slot_store(g.slot, slot_load(g.slot) | access);
                 store_found_unlock(&g);
                 seg_unpin(ns);
                 return STORE_OK;

@@ -13,9 +13,9 @@ bool flash_scan_live(struct flash_tier *ft, const struct flash_scan_seg *sg,
     uint64_t *slot = flash_tier_item_slot(ft, sg->vid, fi, sg->cas_base, &keys, &chain, &life);
     /* the id names this write still (it comes round after nvids writes):
      * checked under the bucket lock, so the slot cannot move meanwhile */
-    bool live = slot && life == ITEM_LIVE && flash_tier_still(ft, *slot, sg->seq);
+    bool live = slot && life == ITEM_LIVE && flash_tier_still(ft, slot_load(slot), sg->seq);
     if (live)
-        *freq = slot_freq(*slot);
+        *freq = slot_freq(slot_load(slot));
     index_unlock_pair(&keys);
     return live;
 }

@@ -507,7 +507,7 @@ bool flash_tier_stale(struct flash_tier *ft, uint64_t slot)
 
 void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot)
 {
-    uint64_t sl = *slot;
+    uint64_t sl = slot_load(slot);
     index_clear_slot(ft->index, b, slot);
     flash_tier_forget(ft, sl);
 }
@@ -517,15 +517,15 @@ static unsigned drop_tag_in(struct flash_tier *ft, uint64_t *b, uint32_t tag, co
 {
     unsigned n = 0;
     for (uint64_t *cur = b; cur; cur = index_next(ft->index, cur)) {
-        for (int i = 1; i <= INDEX_SLOTS; i++) {
-            uint64_t sl = cur[i];
-            if (!sl || &cur[i] == keep || !slot_is_flash(sl) || slot_tag(sl) != tag)
+        for (int i = 0; i < INDEX_SLOTS; i++) {
+            uint64_t sl = slot_load(index_slot(cur, i));
+            if (!sl || index_slot(cur, i) == keep || !slot_is_flash(sl) || slot_tag(sl) != tag)
                 continue;
-            flash_tier_clear(ft, b, &cur[i]);
+            flash_tier_clear(ft, b, index_slot(cur, i));
             n++;
             /* the chain may have lost a bucket: start over */
             cur = b;
-            i = 0;
+            i = -1;
         }
     }
     return n;
@@ -833,11 +833,11 @@ static bool compact_item(struct flash_tier *ft, uint32_t vid, const struct flash
     enum item_life life = ITEM_LIVE;
     uint64_t *slot = flash_tier_item_slot(ft, vid, fi, cas_base, &keys, &b, &life);
     if (slot) {
-        uint64_t want = *slot & ~SLOT_FREQ;
+        uint64_t want = slot_load(slot) & ~SLOT_FREQ;
         /* read before it went, or since: the slot counts reads from flash
          * (store_flash.c), two of them as memcached's header goes ACTIVE
          * and leaves the COLD LRU that drop_unread drops from */
-        bool unread = !(fi->atime & ITEM_S_FETCHED) && slot_freq(*slot) < 2;
+        bool unread = !(fi->atime & ITEM_S_FETCHED) && slot_freq(slot_load(slot)) < 2;
         if (life != ITEM_LIVE) {
             flash_tier_clear(ft, b, slot);
         } else if (drop_unread && unread) {
@@ -853,7 +853,7 @@ static bool compact_item(struct flash_tier *ft, uint32_t vid, const struct flash
             pthread_mutex_unlock(&ft->lock);
             if (ns) {
                 /* in the same bucket: its place and its reads stay */
-                *slot = ns | (*slot & (SLOT_FREQ | SLOT_PLACE));
+                slot_store(slot, ns | (slot_load(slot) & (SLOT_FREQ | SLOT_PLACE)));
                 CNT(ft, compact_rescues, 1);
                 flash_tier_forget(ft, want);
             } else if (no_room) {

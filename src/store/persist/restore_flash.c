@@ -70,17 +70,20 @@ static bool link_one(struct store *s, uint32_t n, const struct flash_item *fi)
     index_lock_key(&s->index, k.hv, &keys);
     for (int c = 0; c < 2 && keys.b[c]; c++)
         for (uint64_t *cur = keys.b[c]; cur; cur = index_next(&s->index, cur))
-            for (int i = 1; i <= INDEX_SLOTS; i++)
-                if (cur[i] && slot_is_flash(cur[i]) && slot_tag(cur[i]) == k.tag) {
+            for (int i = 0; i < INDEX_SLOTS; i++) {
+                uint64_t sl = slot_load(index_slot(cur, i));
+                if (sl && slot_is_flash(sl) && slot_tag(sl) == k.tag) {
                     index_unlock_pair(&keys);
                     return false;
                 }
+            }
     /* the emptier bucket, as an insert's */
     uint64_t *slot = index_pair_free_slot(&s->index, &keys);
     if (slot) {
         flash_keep_set(&s->flash_keep, n, fi->off);
         uint64_t fs = flash_tier_adopt_item(ft, n, k.tag, fi->off, fi->len);
-        *slot = index_flash_place(&s->index, k.hv, index_pair_chain_of(&s->index, &keys, slot), fs);
+        slot_store(slot, index_flash_place(&s->index, k.hv,
+                                           index_pair_chain_of(&s->index, &keys, slot), fs));
     }
     index_unlock_pair(&keys);
     /* the table grows with what it holds, flash slots and all */

@@ -76,7 +76,7 @@ static unsigned rix_half_bits(const struct rix *x)
 static size_t rix_unit_bytes(const struct rix *x)
 {
     size_t halves = index_shape_split(x->shape) ? 2 : 1;
-    return ((((size_t)INDEX_SLOTS + 1) * 8) << rix_half_bits(x)) * halves;
+    return (((size_t)INDEX_WORDS * 8) << rix_half_bits(x)) * halves;
 }
 
 /* The count of items packed in each bucket (rix_file): on huge pages,
@@ -109,7 +109,7 @@ int rix_init(struct rix *x, struct store *s, uint32_t nbins)
     x->nunits = index_shape_split(x->shape) && x->nparts > 1 ? x->nparts / 2 : x->nparts;
     x->nbins = nbins > SPLIT_THREADS ? SPLIT_THREADS : nbins ? nbins : 1;
     /* whole lines each, so that every line written is a whole line */
-    x->cap = (uint32_t)(((uint64_t)INDEX_SLOTS + 1) << x->part_shift) / x->nbins & ~(RIX_STAGE - 1);
+    x->cap = (uint32_t)((uint64_t)INDEX_WORDS << x->part_shift) / x->nbins & ~(RIX_STAGE - 1);
     x->seg_bits = rix_bits(s->pool.seg_cap);
     x->off_bits = rix_bits(s->pool.seg_size >> s->pool.off_shift);
     x->pack = x->part_shift + 11 + x->seg_bits + x->off_bits <= 64;
@@ -295,7 +295,7 @@ enum rix_put {
 /* slot's key is linked at *at already: which of the two stays. */
 static enum rix_put rix_settle(struct store *s, uint64_t *at, uint64_t slot, uint64_t *other)
 {
-    uint64_t v = *at;
+    uint64_t v = slot_load(at);
     if (!item_state_live(item_state(seg_item(&s->pool, v))))
         return RIX_NEITHER; /* a key already found ambiguous */
     switch (rix_pick(s, v, slot)) {
@@ -305,7 +305,7 @@ static enum rix_put rix_settle(struct store *s, uint64_t *at, uint64_t slot, uin
         return RIX_OLDER;
     case RIX_PICK_NEW:
         *other = v;
-        *at = slot;
+        slot_store(at, slot);
         return RIX_REPLACED;
     case RIX_PICK_NEITHER:
     default:
@@ -328,23 +328,23 @@ rix_put(struct store *s, uint64_t *b, uint64_t slot, bool chain, uint64_t *other
     uint32_t tag = slot_tag(slot);
     uint64_t *last = b;
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur)) {
-        for (int i = 1; i <= INDEX_SLOTS; i++) {
-            uint64_t v = cur[i];
-            if (!v) {
-                cur[i] = slot;
+        for (int i = 0; i < INDEX_SLOTS; i++) {
+            uint64_t *w = index_slot(cur, i), v = slot_load(w);
+            if (slot_empty(w)) {
+                slot_store(w, slot);
                 return RIX_LINKED;
             }
-            if (slot_tag(v) == tag && rix_same_key(s, v, slot))
-                return rix_settle(s, &cur[i], slot, other);
+            if (v && slot_tag(v) == tag && rix_same_key(s, v, slot))
+                return rix_settle(s, w, slot, other);
         }
         last = cur;
     }
     if (!chain)
         return RIX_FULL;
-    uint64_t *nb = index_chain_grow(ix, last);
-    if (!nb)
+    uint64_t *e = index_chain_grow(ix, last);
+    if (!e)
         return RIX_NOMEM;
-    nb[1] = slot;
+    slot_store(e, slot);
     return RIX_LINKED;
 }
 
@@ -522,9 +522,9 @@ static uint64_t *rix_empty(uint64_t *b, unsigned *n)
 {
     uint64_t *e = NULL;
     *n = 0;
-    for (int i = INDEX_SLOTS; i >= 1; i--)
-        if (!b[i]) {
-            e = &b[i];
+    for (int i = INDEX_SLOTS - 1; i >= 0; i--)
+        if (slot_empty(index_slot(b, i))) {
+            e = index_slot(b, i);
             ++*n;
         }
     return e;
@@ -543,15 +543,17 @@ static uint64_t *rix_move_out(struct rix_filler *f, const struct index_pair *p, 
     struct store *s = f->x->s;
     struct index *ix = &s->index;
     uint64_t *table = ix->cur->b, xi = (uint64_t)(x - table) >> 3;
-    uint64_t *to[INDEX_SLOTS + 1];
-    for (int k = 1; k <= INDEX_SLOTS; k++)
-        if (x[k] && !slot_is_flash(x[k]))
-            __builtin_prefetch(seg_item(&s->pool, x[k]));
-    for (int k = 1; k <= INDEX_SLOTS; k++) {
+    uint64_t *to[INDEX_SLOTS], sl[INDEX_SLOTS];
+    for (int k = 0; k < INDEX_SLOTS; k++) {
+        sl[k] = slot_load(index_slot(x, k));
+        if (sl[k] && !slot_is_flash(sl[k]))
+            __builtin_prefetch(seg_item(&s->pool, sl[k]));
+    }
+    for (int k = 0; k < INDEX_SLOTS; k++) {
         to[k] = NULL;
-        if (!x[k] || slot_is_flash(x[k]))
+        if (!sl[k] || slot_is_flash(sl[k]))
             continue;
-        uint64_t h = ix->rehash(ix->rehash_arg, x[k]);
+        uint64_t h = ix->rehash(ix->rehash_arg, sl[k]);
         uint64_t i = index_shape_bucket(ix->shape, h);
         uint64_t o = i == xi ? index_shape_bucket(ix->shape, index_hash2(h)) : i;
         uint64_t *ob = table + (o << 3);
@@ -560,19 +562,19 @@ static uint64_t *rix_move_out(struct rix_filler *f, const struct index_pair *p, 
             __builtin_prefetch(ob, 1);
         }
     }
-    for (int k = 1; k <= INDEX_SLOTS; k++) {
+    for (int k = 0; k < INDEX_SLOTS; k++) {
         if (!to[k] || !index_trylock(to[k]))
             continue;
         unsigned n;
         uint64_t *e = rix_empty(to[k], &n);
         if (e) {
-            *e = x[k];
-            x[k] = 0;
+            slot_store(e, sl[k]);
+            slot_store(index_slot(x, k), 0);
             __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
         }
         index_unlock(to[k]);
         if (e)
-            return &x[k];
+            return index_slot(x, k);
     }
     return NULL;
 }
@@ -593,12 +595,14 @@ static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
     uint64_t other = 0;
     for (int c = 0; c < 2 && p.b[c]; c++)
         for (uint64_t *cur = p.b[c]; cur; cur = index_next(ix, cur))
-            for (int i = 1; i <= INDEX_SLOTS; i++)
-                if (cur[i] && slot_tag(cur[i]) == tag && rix_same_key(s, cur[i], slot)) {
-                    rix_settled(f, rix_settle(s, &cur[i], slot, &other), slot, other);
+            for (int i = 0; i < INDEX_SLOTS; i++) {
+                uint64_t v = slot_load(index_slot(cur, i));
+                if (v && slot_tag(v) == tag && rix_same_key(s, v, slot)) {
+                    rix_settled(f, rix_settle(s, index_slot(cur, i), slot, &other), slot, other);
                     index_unlock_pair(&p);
                     return;
                 }
+            }
     uint64_t *e = NULL;
     if (p.b[1]) {
         unsigned na, nb;
@@ -608,10 +612,10 @@ static void rix_place(struct rix_filler *f, uint64_t h, uint64_t slot)
             e = rix_move_out(f, &p, p.b[c]);
     }
     if (e) {
-        *e = slot;
+        slot_store(e, slot);
         f->linked++;
     } else if ((e = index_pair_free_slot(ix, &p))) { /* chained; counts it in ix->items */
-        *e = slot;
+        slot_store(e, slot);
         f->placed++;
     } else {
         rix_settled(f, RIX_NOMEM, slot, 0);
@@ -717,7 +721,7 @@ static void rix_fill_unit(struct rix_filler *f, uint32_t u)
         return;
     /* the halves: buckets u 2^hbits.. and, split, 2^L + u 2^hbits.., whose
      * buckets past the table's 2^L + s are left empty */
-    size_t half = (((size_t)INDEX_SLOTS + 1) * 8) << hbits;
+    size_t half = ((size_t)INDEX_WORDS * 8) << hbits;
     uint64_t lo = (uint64_t)u << hbits;
     rix_stream(x->table + (lo << 3), local, half);
     if (split)
@@ -741,9 +745,9 @@ static bool rix_unlink(struct rix *x, uint64_t slot)
     uint64_t *bs[2] = {index_bucket_of(ix, h), index_bucket_of(ix, index_hash2(h))};
     for (int c = 0; c < 2; c++)
         for (uint64_t *cur = bs[c]; cur; cur = index_next(ix, cur))
-            for (int i = 1; i <= INDEX_SLOTS; i++)
-                if (cur[i] && slot_same(cur[i], slot)) {
-                    index_clear_slot(ix, bs[c], &cur[i]);
+            for (int i = 0; i < INDEX_SLOTS; i++)
+                if (slot_same(slot_load(index_slot(cur, i)), slot)) {
+                    index_clear_slot(ix, bs[c], index_slot(cur, i));
                     return true;
                 }
     return false;

@@ -110,8 +110,8 @@ static bool in_first_bucket(struct tstore *t, int i, bool flash)
     uint64_t *b = index_lock_hash(ix, key.hv);
     bool found = false;
     for (uint64_t *cur = b; cur && !found; cur = index_next(ix, cur)) {
-        for (int j = 1; j <= INDEX_SLOTS && !found; j++) {
-            uint64_t sl = cur[j];
+        for (int j = 0; j < INDEX_SLOTS && !found; j++) {
+            uint64_t sl = slot_load(index_slot(cur, j));
             if (!sl || slot_tag(sl) != key.tag || slot_is_flash(sl) != flash)
                 continue;
             if (flash) {
@@ -296,8 +296,10 @@ static int tag_flash_slots(struct tstore *t, const struct index_pair *p, uint32_
     int n = 0;
     for (int c = 0; c < 2 && p->b[c]; c++)
         for (uint64_t *cur = p->b[c]; cur; cur = index_next(&t->s->index, cur))
-            for (int j = 1; j <= INDEX_SLOTS; j++)
-                n += cur[j] && slot_is_flash(cur[j]) && slot_tag(cur[j]) == tag;
+            for (int j = 0; j < INDEX_SLOTS; j++) {
+                uint64_t sl = slot_load(index_slot(cur, j));
+                n += sl && slot_is_flash(sl) && slot_tag(sl) == tag;
+            }
     return n;
 }
 

@@ -54,8 +54,9 @@ static void put_as(struct index *ix, uint64_t i, bool flash)
     index_lock_key(ix, mix(i), &p);
     uint64_t *sl = index_pair_free_slot(ix, &p);
     assert_non_null(sl);
-    *sl = flash ? index_flash_place(ix, mix(i), index_pair_chain_of(ix, &p, sl), flash_slot_of(i))
-                : slot_of(i);
+    slot_store(sl, flash ? index_flash_place(ix, mix(i), index_pair_chain_of(ix, &p, sl),
+                                             flash_slot_of(i))
+                         : slot_of(i));
     index_unlock_pair(&p);
 }
 
@@ -72,10 +73,10 @@ static bool find(struct index *ix, uint64_t i, bool drop)
     index_lock_key(ix, mix(i), &p);
     for (int c = 0; c < 2 && p.b[c]; c++)
         for (uint64_t *cur = p.b[c]; cur; cur = index_next(ix, cur))
-            for (int k = 1; k <= INDEX_SLOTS; k++)
-                if (cur[k] && slot_same(cur[k], slot_of(i))) {
+            for (int k = 0; k < INDEX_SLOTS; k++)
+                if (slot_same(slot_load(index_slot(cur, k)), slot_of(i))) {
                     if (drop)
-                        index_clear_slot(ix, p.b[c], &cur[k]);
+                        index_clear_slot(ix, p.b[c], index_slot(cur, k));
                     index_unlock_pair(&p);
                     return true;
                 }
@@ -86,8 +87,8 @@ static bool find(struct index *ix, uint64_t i, bool drop)
 static bool in_chain(struct index *ix, uint64_t *b, uint64_t i)
 {
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
-        for (int k = 1; k <= INDEX_SLOTS; k++)
-            if (cur[k] && slot_same(cur[k], slot_of(i)))
+        for (int k = 0; k < INDEX_SLOTS; k++)
+            if (slot_same(slot_load(index_slot(cur, k)), slot_of(i)))
                 return true;
     return false;
 }
@@ -369,9 +370,11 @@ static void *walker_thread(void *arg)
         uint64_t nb = 0, *b;
         for (uint64_t i = 0; (b = index_lock_nth(w->ix, i, &nb)); i++) {
             for (uint64_t *cur = b; cur; cur = index_next(w->ix, cur))
-                for (int k = 1; k <= INDEX_SLOTS; k++)
-                    if (cur[k] && slot_off(cur[k]) < n)
-                        seen[slot_off(cur[k])] = 1;
+                for (int k = 0; k < INDEX_SLOTS; k++) {
+                    uint64_t sl = slot_load(index_slot(cur, k));
+                    if (sl && slot_off(sl) < n)
+                        seen[slot_off(sl)] = 1;
+                }
             index_unlock(b);
         }
         index_walk_end(w->ix);
@@ -534,7 +537,7 @@ static void test_full_pair_takes_stale_flash_slots(void **state)
         index_lock_key(&ix, mix(i), &p);
         uint64_t *sl = index_pair_free_slot(&ix, &p);
         assert_non_null(sl);
-        *sl = flash_slot_of(i);
+        slot_store(sl, flash_slot_of(i));
         index_unlock_pair(&p);
     }
     dropped = n;
