@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The hash index: primary buckets of one cache line each, plus overflow
- * buckets chained from a pool when a bucket's seven slots are full.
+ * buckets chained from a pool when a bucket's eight slots are full: its
+ * last slot's entry moves to the overflow bucket and the slot links to it.
  *
  * Every access to a chain happens under its primary bucket's lock, a
- * spinlock in bit 0 of the bucket's first word: a lookup touches one line in
+ * spinlock in a bit of the bucket's first slot (SLOT_LOCK, which no slot
+ * field uses; slot_store keeps it): a lookup touches one line in
  * the common case and never a global lock. Overflow buckets live in chunks
  * that are never moved or freed before index_release, so a chained id stays
  * valid; the pool mutex is taken only to hand out or take back a bucket.
@@ -42,7 +44,6 @@
 #endif
 
 #define INDEX_CHUNK_BYTES ((size_t)INDEX_CHUNK_BUCKETS * 64)
-#define HDR_BITS INDEX_HDR_LOCK
 /* Splits an insert makes at most when the table is owed some. */
 #define INDEX_SPLIT_STEP 4
 /* The most buckets, 2^32 (24 G items): the reservation's size, 256 GiB of
@@ -282,8 +283,8 @@ void index_lock(uint64_t *b)
 {
     unsigned spins = 0;
     /* (index_lock_hash tries once inline before it calls this) */
-    while (__atomic_fetch_or(b, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK) {
-        while (__atomic_load_n(b, __ATOMIC_RELAXED) & INDEX_HDR_LOCK) {
+    while (__atomic_fetch_or(b, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK) {
+        while (__atomic_load_n(b, __ATOMIC_RELAXED) & INDEX_LOCK) {
             /* The holder may be descheduled (more workers than cores): yield
              * rather than burn its time slice. */
             if (++spins > 64) {
@@ -298,7 +299,7 @@ void index_lock(uint64_t *b)
 
 bool index_trylock(uint64_t *b)
 {
-    return !(__atomic_fetch_or(b, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK);
+    return !(__atomic_fetch_or(b, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK);
 }
 
 void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p)
@@ -310,9 +311,9 @@ void index_lock_key(struct index *ix, uint64_t h, struct index_pair *p)
         uint64_t i = index_shape_bucket(shape, h), j = index_shape_bucket(shape, h2);
         uint64_t *bi = t->b + (i << 3), *bj = t->b + (j << 3);
         uint64_t *lo = i < j ? bi : bj, *hi = i < j ? bj : bi;
-        if (__atomic_fetch_or(lo, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
+        if (__atomic_fetch_or(lo, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK)
             index_lock(lo);
-        if (hi != lo && (__atomic_fetch_or(hi, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK))
+        if (hi != lo && (__atomic_fetch_or(hi, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK))
             index_lock(hi);
         /* as index_lock_hash: a split that moved either is seen now */
         uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
@@ -340,9 +341,9 @@ bool index_lock_second(struct index *ix, uint64_t h, struct index_pair *p)
         if (bj == p->b[0])
             return true;
         if (bj > p->b[0]) {
-            if (__atomic_fetch_or(bj, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
+            if (__atomic_fetch_or(bj, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK)
                 index_lock(bj);
-        } else if (__atomic_fetch_or(bj, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK) {
+        } else if (__atomic_fetch_or(bj, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK) {
             index_unlock(p->b[0]);
             index_lock_key(ix, h, p);
             return false;
@@ -401,22 +402,22 @@ static uint64_t *index_overflow(struct index *ix, uint32_t id)
     return ix->chunks[i / INDEX_CHUNK_BUCKETS] + (size_t)(i % INDEX_CHUNK_BUCKETS) * 8;
 }
 
-static uint32_t hdr_next(const uint64_t *b)
+/* The id of the overflow bucket chained after b, 0 = none. */
+static uint32_t chain_next(const uint64_t *b)
 {
-    return (uint32_t)(__atomic_load_n(b, __ATOMIC_RELAXED) >> 32);
+    uint64_t w = __atomic_load_n(&b[INDEX_SLOTS - 1], __ATOMIC_RELAXED);
+    return slot_is_link(w) ? slot_link_id(w) : 0;
 }
 
-/* Only the lock holder changes the next field; spinners only OR in bit 0,
- * which is already set, so a plain store keeping the low bits loses nothing. */
-static void hdr_set_next(uint64_t *b, uint32_t id)
+/* Make b's last slot, which holds no entry, a link to bucket id (0: empty). */
+static void chain_set_next(uint64_t *b, uint32_t id)
 {
-    uint64_t bits = __atomic_load_n(b, __ATOMIC_RELAXED) & HDR_BITS;
-    __atomic_store_n(b, ((uint64_t)id << 32) | bits, __ATOMIC_RELAXED);
+    slot_store(&b[INDEX_SLOTS - 1], id ? slot_link(id) : 0);
 }
 
 uint64_t *index_next(struct index *ix, uint64_t *b)
 {
-    uint32_t id = hdr_next(b);
+    uint32_t id = chain_next(b);
     return id ? index_overflow(ix, id) : NULL;
 }
 
@@ -464,7 +465,7 @@ static uint32_t pool_get(struct index *ix)
     if (k->head) {
         id = k->head;
         uint64_t *b = index_overflow(ix, id);
-        k->head = hdr_next(b);
+        k->head = (uint32_t)__atomic_load_n(b, __ATOMIC_RELAXED);
         memset(b, 0, 64);
     } else {
         id = c * INDEX_CHUNK_BUCKETS + k->fresh++ + 1; /* zero since mapped */
@@ -482,7 +483,7 @@ static void pool_put(struct index *ix, uint32_t id)
     uint32_t c = (id - 1) / INDEX_CHUNK_BUCKETS;
     struct index_chunk *k = &ix->chunk_free[c];
     uint64_t *b = index_overflow(ix, id);
-    __atomic_store_n(b, (uint64_t)k->head << 32, __ATOMIC_RELAXED);
+    __atomic_store_n(b, (uint64_t)k->head, __ATOMIC_RELAXED);
     k->head = id;
     k->nfree++;
     if (c < ix->pool_low)
@@ -491,6 +492,22 @@ static void pool_put(struct index *ix, uint32_t id)
     if (k->nfree == INDEX_CHUNK_BUCKETS && c + 1 >= ix->nchunks - 1)
         pool_trim(ix);
     pthread_mutex_unlock(&ix->pool_lock);
+}
+
+/* Chain a new overflow bucket after `last`, whose slots are all full: its
+ * last slot's entry moves to the new bucket's first slot, and the slot
+ * links to it. The new bucket's second slot, empty; NULL when out of
+ * memory. */
+static uint64_t *chain_grow(struct index *ix, uint64_t *last)
+{
+    uint32_t id = pool_get(ix);
+    if (!id)
+        return NULL;
+    uint64_t *nb = index_overflow(ix, id);
+    uint64_t *tail = index_slot(last, INDEX_SLOTS - 1);
+    slot_store(index_slot(nb, 0), slot_load(tail));
+    slot_store(tail, slot_link(id));
+    return index_slot(nb, 1);
 }
 
 static uint64_t *chain_free_slot(struct index *ix, uint64_t *b)
@@ -502,11 +519,7 @@ static uint64_t *chain_free_slot(struct index *ix, uint64_t *b)
                 return index_slot(cur, i);
         last = cur;
     }
-    uint32_t id = pool_get(ix);
-    if (!id)
-        return NULL;
-    hdr_set_next(last, id);
-    return index_slot(index_overflow(ix, id), 0);
+    return chain_grow(ix, last);
 }
 
 uint64_t *index_free_slot(struct index *ix, uint64_t *b)
@@ -531,7 +544,7 @@ uint64_t *index_lock_other_of(struct index *ix, uint64_t h, uint64_t *from)
     if (ob == from)
         return from;
     /* address order, as index_lock_key; a lower one only with a trylock */
-    if (__atomic_fetch_or(ob, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK) {
+    if (__atomic_fetch_or(ob, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK) {
         if (ob < from)
             return NULL;
         index_lock(ob);
@@ -564,10 +577,10 @@ static void chain_drop_empty(struct index *ix, uint64_t *b)
         bool empty = true;
         for (int i = 0; i < INDEX_SLOTS && empty; i++)
             empty = !slot_load(index_slot(cur, i));
-        uint32_t id = hdr_next(prev);
+        uint32_t id = chain_next(prev);
         uint64_t *next = index_next(ix, cur);
         if (empty) {
-            hdr_set_next(prev, hdr_next(cur));
+            chain_set_next(prev, chain_next(cur));
             pool_put(ix, id);
         } else {
             prev = cur;
@@ -583,27 +596,44 @@ void index_clear_slot(struct index *ix, uint64_t *b, uint64_t *slot)
     chain_drop_empty(ix, b);
 }
 
-/* Pack b's chain after a split took some of its slots: its slots from the
- * front, so that the overflow buckets left empty go back. A chain too
- * long to gather only gives back its empty buckets. */
+/* Pack b's chain after a split took some of its entries: its entries
+ * from the front, in as few buckets as hold them (the last one's last slot
+ * an entry, not a link), the overflow buckets left over given back. A
+ * chain too long to gather only gives back its empty buckets. */
 static void chain_pack(struct index *ix, uint64_t *b)
 {
     uint64_t keep[INDEX_PACK_MAX];
     unsigned n = 0;
     for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
-        for (int i = 0; i < INDEX_SLOTS; i++)
-            if (slot_load(index_slot(cur, i))) {
-                if (n == INDEX_PACK_MAX) {
-                    chain_drop_empty(ix, b);
-                    return;
-                }
-                keep[n++] = slot_load(index_slot(cur, i));
+        for (int i = 0; i < INDEX_SLOTS; i++) {
+            uint64_t sl = slot_load(index_slot(cur, i));
+            if (!sl)
+                continue;
+            if (n == INDEX_PACK_MAX) {
+                chain_drop_empty(ix, b);
+                return;
             }
+            keep[n++] = sl;
+        }
     unsigned k = 0;
-    for (uint64_t *cur = b; cur; cur = index_next(ix, cur))
+    for (uint64_t *cur = b; cur; cur = index_next(ix, cur)) {
+        /* the chain held them all with a link in each bucket but its
+         * last: so does the front of it */
+        if (n - k > INDEX_SLOTS) {
+            for (int i = 0; i < INDEX_SLOTS - 1; i++)
+                slot_store(index_slot(cur, i), keep[k++]);
+            continue;
+        }
+        uint32_t rest = chain_next(cur);
         for (int i = 0; i < INDEX_SLOTS; i++)
             slot_store(index_slot(cur, i), k < n ? keep[k++] : 0);
-    chain_drop_empty(ix, b);
+        while (rest) {
+            uint32_t id = rest;
+            rest = chain_next(index_overflow(ix, id));
+            pool_put(ix, id);
+        }
+        return;
+    }
 }
 
 /* Split bucket s of level l into itself and bucket 2^l + s, both locked:
@@ -856,11 +886,7 @@ uint64_t *index_bucket_of(struct index *ix, uint64_t h)
 
 uint64_t *index_chain_grow(struct index *ix, uint64_t *last)
 {
-    uint32_t id = pool_get(ix);
-    if (!id)
-        return NULL;
-    hdr_set_next(last, id);
-    return index_slot(index_overflow(ix, id), 0);
+    return chain_grow(ix, last);
 }
 
 void index_count(struct index *ix, uint64_t n)

@@ -102,7 +102,7 @@ static uint64_t *move_lock(struct index *ix, struct index_table *t, uint64_t o, 
                            uint64_t shape)
 {
     uint64_t *ob = t->b + (o << 3), now_o;
-    if (__atomic_fetch_or(ob, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
+    if (__atomic_fetch_or(ob, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK)
         return NULL;
     uint64_t now = __atomic_load_n(&ix->shape, __ATOMIC_ACQUIRE);
     bool back = o < m->xi && __atomic_load_n(&ix->walks, __ATOMIC_SEQ_CST);

@@ -698,7 +698,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             *req->size_out = f.h.nvalue;
         if (req->drop_value) {
             /* md x: the item stays, empty, flags cleared, with the same CAS. */
-            uint64_t snap = *f.slot;
+            uint64_t snap = slot_load(f.slot);
             store_found_unlock(&f);
             struct store_set_req sr = {
                 .mode = STORE_MODE_SET,

@@ -90,7 +90,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         rel_time_t before = item_get_u32(f.p, f.h.exp_off);
         rel_time_t exp = req->touch ? req->exptime : before;
         uint32_t keep = item_get_status(f.p, &f.h);
-        uint64_t snap = *f.slot;
+        uint64_t snap = slot_load(f.slot);
         store_found_unlock(&f);
 
         struct store_reservation r;

@@ -16,29 +16,30 @@
 #include <emmintrin.h>
 #endif
 
-/* A bucket is one cache line: word 0 is the header (bit 0 the lock, bits
- * 32..63 the overflow bucket chained after it, 0 = none), words 1..7 slots.
- * A slot: tag(11) | segment id(24) | offset(27) | frequency(2); 0 = empty.
- * The frequency counts reads since the item was written or last kept at an
- * eviction, saturating at 3 (S3-FIFO's counter). */
+/* A bucket is one cache line of eight slots, with no header: the bucket's
+ * lock is bit 2 of its first slot (SLOT_LOCK, a bit no slot field uses),
+ * and a chain is a link in its last slot (slot_link). A slot:
+ *   tag(11) | segment id(24) | offset(26) | lock(1) | frequency(2)
+ * 0 = empty. The frequency counts reads since the item was written or last
+ * kept at an eviction, saturating at 3 (S3-FIFO's counter). */
 #define INDEX_WORDS 8 /* a bucket's words: one cache line */
-#define INDEX_SLOTS 7
-#define INDEX_SLOT0 1 /* the word of a bucket's first slot */
-/* The bucket lock's bit in a slot word: none, the lock is the header's. */
-#define SLOT_LOCK 0ull
+#define INDEX_SLOTS 8
+#define INDEX_SLOT0 0 /* the word of a bucket's first slot */
+/* The bucket lock's bit: set in slot 0 alone, clear in every other. */
+#define SLOT_LOCK 4ull
 #define SLOT_FREQ 3ull
-#define SLOT_OFF_BITS 27
+#define SLOT_OFF_BITS 26
 #define SLOT_SEG_BITS 24
 #define SLOT_MAX_SEGS (1u << SLOT_SEG_BITS)
 #define SLOT_MAX_OFF (1u << SLOT_OFF_BITS)
 
 static inline uint64_t slot_make(uint32_t tag, uint32_t seg, uint32_t off)
 {
-    return ((uint64_t)tag << 53) | ((uint64_t)seg << 29) | ((uint64_t)off << 2);
+    return ((uint64_t)tag << 53) | ((uint64_t)seg << 29) | ((uint64_t)off << 3);
 }
 static inline uint32_t slot_tag(uint64_t s) { return (uint32_t)(s >> 53); }
 static inline uint32_t slot_seg(uint64_t s) { return (uint32_t)(s >> 29) & (SLOT_MAX_SEGS - 1); }
-static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 2) & (SLOT_MAX_OFF - 1); }
+static inline uint32_t slot_off(uint64_t s) { return (uint32_t)(s >> 3) & (SLOT_MAX_OFF - 1); }
 static inline unsigned slot_freq(uint64_t s) { return (unsigned)(s & SLOT_FREQ); }
 static inline uint64_t slot_hit(uint64_t s) { return (s & SLOT_FREQ) == SLOT_FREQ ? s : s + 1; }
 /* Segment ids from FLASH_SEG_BASE up name flash segments (docs/store.md
@@ -66,6 +67,12 @@ static inline uint64_t slot_id(uint64_t s)
 }
 /* Same item, whatever the frequency (or a flash slot's place) says. */
 static inline bool slot_same(uint64_t a, uint64_t b) { return slot_id(a) == slot_id(b); }
+/* A bucket's last slot, when its entries overflow, is a link to the
+ * overflow bucket chained after it instead: tag 0, which index_tag never
+ * gives an entry, and the bucket's id. */
+static inline uint64_t slot_link(uint32_t id) { return (uint64_t)id << 3; }
+static inline bool slot_is_link(uint64_t s) { return s && !slot_tag(s); }
+static inline uint32_t slot_link_id(uint64_t s) { return (uint32_t)(s >> 3); }
 
 /* Slot i (0 .. INDEX_SLOTS - 1) of bucket b. Every read and write of a
  * slot goes through slot_load and slot_store (bucket lock held): a word may
@@ -98,35 +105,34 @@ static inline void slot_hit_at(uint64_t *w)
 }
 
 /* The slots of bucket b whose tag is `tag` (never 0, so never an empty
- * slot): bits 2i and 2i + 1 for b[i], so the slots are __builtin_ctz(m) / 2
- * in order, for each pair (m &= m - 1 twice, or index_match_next). What a
- * prefetch scans every slot of a bucket for: the tags are the words' top
- * 11 bits, compared four at a time, where a slot at a time was a load, a
- * test and a branch each. The words are read plainly, so this is a guess
- * only (each match read again atomically) where the bucket is not locked. */
+ * slot nor a link): bits 2i and 2i + 1 for slot i, so the slots are
+ * __builtin_ctz(m) / 2 in order, for each pair (m &= m - 1 twice). What a
+ * lookup scans every slot of a bucket for: the tags are the words' top 11
+ * bits, compared four at a time, where a slot at a time was a load, a test
+ * and a branch each. Slot 0 is read atomically, as other threads set its
+ * lock bit atomically while we may hold the bucket (ThreadSanitizer would
+ * name a plain read); the others plainly, so this is a guess only (each
+ * match read again atomically) where the bucket is not locked. */
 static inline unsigned index_match(const uint64_t *b, uint32_t tag)
 {
 #ifdef __SSE2__
     const __m128i top = _mm_set1_epi32((int)(0x7FFu << 21));
     const __m128i want = _mm_set1_epi32((int)(tag << 21));
-    /* Words 1-7 only: word 0, the header, holds the lock, which other
-     * threads set atomically while we may hold the bucket; reading it here
-     * would race with them (ThreadSanitizer says so) for nothing. */
-    __m128 w12 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 1)));
-    __m128 w34 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 3)));
-    __m128 w56 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 5)));
-    __m128 w7 = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)(b + 7)));
-    /* the high halves of words 1-4 and 5-7 (little-endian), then a zero
-     * lane, which no tag matches */
-    __m128i h14 = _mm_castps_si128(_mm_shuffle_ps(w12, w34, _MM_SHUFFLE(3, 1, 3, 1)));
-    __m128i h57 = _mm_castps_si128(_mm_shuffle_ps(w56, w7, _MM_SHUFFLE(3, 1, 3, 1)));
-    __m128i e14 = _mm_cmpeq_epi32(_mm_and_si128(h14, top), want);
-    __m128i e57 = _mm_cmpeq_epi32(_mm_and_si128(h57, top), want);
-    unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi32(e14, e57));
-    return (m << 2) & 0xFFFFu; /* word i at bits 2i, 2i + 1 */
+    uint64_t w0 = __atomic_load_n(b, __ATOMIC_RELAXED);
+    __m128d lo = _mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(const void *)&w0));
+    __m128 w01 = _mm_castpd_ps(_mm_loadh_pd(lo, (const double *)(const void *)(b + 1)));
+    __m128 w23 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)));
+    __m128 w45 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 4)));
+    __m128 w67 = _mm_castsi128_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 6)));
+    /* the high halves of words 0-3 and 4-7 (little-endian) */
+    __m128i h03 = _mm_castps_si128(_mm_shuffle_ps(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
+    __m128i h47 = _mm_castps_si128(_mm_shuffle_ps(w45, w67, _MM_SHUFFLE(3, 1, 3, 1)));
+    __m128i e03 = _mm_cmpeq_epi32(_mm_and_si128(h03, top), want);
+    __m128i e47 = _mm_cmpeq_epi32(_mm_and_si128(h47, top), want);
+    return (unsigned)_mm_movemask_epi8(_mm_packs_epi32(e03, e47)); /* slot i at bits 2i, 2i + 1 */
 #else
     unsigned m = 0;
-    for (int i = INDEX_SLOT0; i < INDEX_WORDS; i++)
+    for (int i = 0; i < INDEX_SLOTS; i++)
         if (slot_tag(__atomic_load_n(&b[i], __ATOMIC_RELAXED)) == tag)
             m |= 3u << (2 * i);
     return m;
@@ -149,7 +155,7 @@ struct index_table {
 #define INDEX_MAX_CHUNKS 262144u
 
 /* The free overflow buckets of one chunk: a list linked through their
- * headers, then the never used ones from `fresh` on. */
+ * first words, then the never used ones from `fresh` on. */
 struct index_chunk {
     uint32_t head;  /* first free bucket's id, 0 = none */
     uint16_t nfree; /* free buckets, listed or fresh */
@@ -373,22 +379,23 @@ static inline const uint64_t *index_prefetch(struct index *ix, uint64_t h,
  * never faults). */
 static inline void index_prefetch_next(struct index *ix, const uint64_t *b)
 {
-    uint32_t id = (uint32_t)(__atomic_load_n(b, __ATOMIC_RELAXED) >> 32);
-    if (!id)
+    uint64_t w = __atomic_load_n(b + INDEX_SLOTS - 1, __ATOMIC_RELAXED);
+    if (!slot_is_link(w))
         return;
+    uint32_t id = slot_link_id(w);
     const uint64_t *c =
         __atomic_load_n(&ix->chunks[(id - 1) / INDEX_CHUNK_BUCKETS], __ATOMIC_RELAXED);
     if (c)
         __builtin_prefetch(c + (size_t)((id - 1) % INDEX_CHUNK_BUCKETS) * 8, 1);
 }
-/* A bucket's lock: bit 0 of its header word. index_lock spins (and
+/* A bucket's lock: SLOT_LOCK in its first slot. index_lock spins (and
  * yields) until it has it; the lookups' own lock and unlock are inline
  * below, every request takes them. */
-#define INDEX_HDR_LOCK 1ull
+#define INDEX_LOCK SLOT_LOCK
 void index_lock(uint64_t *bucket);
 static inline void index_unlock(uint64_t *bucket)
 {
-    __atomic_fetch_and(bucket, ~INDEX_HDR_LOCK, __ATOMIC_RELEASE);
+    __atomic_fetch_and(bucket, ~INDEX_LOCK, __ATOMIC_RELEASE);
 }
 /* Lock and return the first bucket of hash h now (index_lock_first). */
 static inline uint64_t *index_lock_hash(struct index *ix, uint64_t h)
@@ -398,7 +405,7 @@ static inline uint64_t *index_lock_hash(struct index *ix, uint64_t h)
     for (;;) {
         uint64_t i = index_shape_bucket(shape, h);
         uint64_t *b = t->b + (i << 3);
-        if (__atomic_fetch_or(b, INDEX_HDR_LOCK, __ATOMIC_ACQUIRE) & INDEX_HDR_LOCK)
+        if (__atomic_fetch_or(b, INDEX_LOCK, __ATOMIC_ACQUIRE) & INDEX_LOCK)
             index_lock(b);
         /* A split publishes the word before it unlocks, and the lock was
          * taken after that unlock: the word read now is at least as new. */

@@ -477,7 +477,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             store_abort(ctx, res);
             return STORE_EXISTS;
         }
-        uint64_t snap = *f.slot;
+        uint64_t snap = slot_load(f.slot);
         struct seg *oseg = f.seg;
         struct item_hdr oh = f.h;
         const char *op = f.p;
@@ -634,7 +634,7 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
             store_found_unlock(&f);
             return STORE_MISS;
         }
-        uint64_t snap = *f.slot;
+        uint64_t snap = slot_load(f.slot);
         uint8_t want = item_layout_merge(f.h.layout, layout);
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
         store_found_unlock(&f);

@@ -31,9 +31,10 @@
 #define FLASH_VERSION 1
 #define FLASH_HDR_LEN 64u
 /* Item bytes start here; a segment is at least a header and one 4 KiB block
- * and at most what the index's 27-bit offset addresses. */
+ * and at most what the index's 26-bit offset addresses (SLOT_OFF_BITS,
+ * checked in flash_tier.c). */
 #define FLASH_SEG_MIN 4096u
-#define FLASH_SEG_MAX (1u << 27)
+#define FLASH_SEG_MAX (1u << 26)
 
 /* What a parser can find wrong, each its own code so a test (and a counter)
  * can tell them apart. */

@@ -67,6 +67,9 @@ static uint32_t max_bufs(void)
     return FLASH_WRITERS + 2;
 }
 
+/* A flash slot's offset is a byte's in its segment. */
+_Static_assert(FLASH_SEG_MAX <= SLOT_MAX_OFF, "a flash segment larger than a slot addresses");
+
 static void *writer_main(void *arg);
 static void *gc_main(void *arg);
 static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room);

@@ -46,13 +46,13 @@ static void test_find_and_miss(void **state)
     assert_ptr_equal(f.seg, seg_of(&t.s->pool, slot_seg(slot_load(f.slot))));
     assert_ptr_equal(f.seg, seg);
     /* the bucket is held: another lookup of it could not take it now */
-    assert_true(__atomic_load_n(f.keys.b[0], __ATOMIC_RELAXED) & INDEX_HDR_LOCK);
+    assert_true(__atomic_load_n(f.keys.b[0], __ATOMIC_RELAXED) & INDEX_LOCK);
     store_found_unlock(&f);
 
     struct store_key m = store_key_of("absent", 6);
     assert_false(store_lookup(t.c, &m, STORE_LOOK_PIN, &f));
     /* locked on a miss too */
-    assert_true(__atomic_load_n(f.keys.b[0], __ATOMIC_RELAXED) & INDEX_HDR_LOCK);
+    assert_true(__atomic_load_n(f.keys.b[0], __ATOMIC_RELAXED) & INDEX_LOCK);
     store_found_unlock(&f);
     tstore_close(&t);
 }
@@ -283,36 +283,40 @@ static void test_next_table_made_ahead(void **state)
 }
 
 /* index_match: the slots whose tag is the one asked, in order, whatever
- * else the words hold; never the header, whatever its chain bits. */
+ * else the words hold: the lock bit, a link (tag 0) in the last slot. */
 static void test_index_match(void **state)
 {
     (void)state;
-    _Alignas(64) uint64_t b[8];
+    _Alignas(64) uint64_t b[INDEX_WORDS];
     for (uint32_t tag = 1; tag < 2048; tag += 97) {
         uint32_t other = tag == 2047 ? 1 : tag + 1;
-        b[0] = ~0ull;                                  /* locked, chained everywhere */
-        b[1] = slot_make(tag, 3, 5);
-        b[2] = 0;                                      /* empty */
-        b[3] = slot_make(other, SLOT_MAX_SEGS - 1, SLOT_MAX_OFF - 1) | SLOT_FREQ;
-        b[4] = slot_make(tag, SLOT_MAX_SEGS - 1, SLOT_MAX_OFF - 1) | SLOT_FREQ;
-        b[5] = slot_make(other ^ 1024, 0, 0);
-        b[6] = slot_make(tag, 0, 0);
-        b[7] = slot_make(tag ^ 1, 1, 1);
+        b[0] = slot_make(tag, 3, 5) | INDEX_LOCK;      /* locked */
+        b[1] = 0;                                      /* empty */
+        b[2] = slot_make(other, SLOT_MAX_SEGS - 1, SLOT_MAX_OFF - 1) | SLOT_FREQ;
+        b[3] = slot_make(tag, SLOT_MAX_SEGS - 1, SLOT_MAX_OFF - 1) | SLOT_FREQ;
+        b[4] = slot_make(other ^ 1024, 0, 0);
+        b[5] = slot_make(tag, 0, 0);
+        b[6] = slot_make(tag ^ 1, 1, 1);
+        b[7] = slot_make(tag, 1, 1);
         unsigned m = index_match(b, tag), want = 0;
-        for (int i = 1; i <= INDEX_SLOTS; i++)
-            if (b[i] && slot_tag(b[i]) == tag)
+        for (int i = 0; i < INDEX_SLOTS; i++)
+            if (slot_load(index_slot(b, i)) && slot_tag(b[i]) == tag)
                 want |= 3u << (2 * i);
         assert_int_equal(m, want);
-        int seen[8], n = 0;
+        int seen[INDEX_SLOTS], n = 0;
         for (; m; m &= m - 1, m &= m - 1)
             seen[n++] = __builtin_ctz(m) >> 1;
-        assert_int_equal(n, 3);
-        assert_int_equal(seen[0], 1);
-        assert_int_equal(seen[1], 4);
-        assert_int_equal(seen[2], 6);
-        /* the header alone, holding the tag in its top bits */
+        assert_int_equal(n, 4);
+        assert_int_equal(seen[0], 0);
+        assert_int_equal(seen[1], 3);
+        assert_int_equal(seen[2], 5);
+        assert_int_equal(seen[3], 7);
+        /* a link in the last slot, and the lock alone: no entry */
         memset(b, 0, sizeof b);
-        b[0] = (uint64_t)tag << 53 | 1;
+        b[0] = INDEX_LOCK;
+        b[7] = slot_link(0xFFFFFFFFu);
+        assert_int_equal(slot_load(index_slot(b, 7)), 0);
+        assert_int_equal(slot_load(index_slot(b, 0)), 0);
         assert_int_equal(index_match(b, tag), 0);
     }
 }
