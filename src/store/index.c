@@ -807,8 +807,8 @@ void index_wipe(struct index *ix)
  *
  * The load files items by 2^bits buckets (store_index.h): for a table of
  * 2^L + s buckets, s > 0, that is 2^(L+1), the area of the table once
- * bucket 2^L - 1 is split too, which holds at most 6.4 items a bucket on
- * average where the unsplit buckets hold up to 12.8. The area past the
+ * bucket 2^L - 1 is split too, which holds at most 7.4 items a bucket on
+ * average where the unsplit buckets hold up to 14.8. The area past the
  * table's buckets holds filed words only while the load runs; the load
  * leaves it zero and index_load_done gives it back. */
 int index_load_begin(struct index *ix)

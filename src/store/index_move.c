@@ -122,12 +122,13 @@ struct move_step {
 };
 
 /* Buckets a move searches two steps deep, at most: every other bucket of
- * the pair's entries. Each costs a look at up to seven entries (a read of
+ * the pair's entries. Each costs a look at up to eight entries (a read of
  * a RAM entry's key only where its bucket and tag do not say where its
  * other bucket is), but the search runs only where every entry of the
  * pair has a full other bucket, and it is what keeps chains rare at
- * INDEX_SPLIT_TENTHS (test_store_overhead's fills at 6.4 items a bucket:
- * with four buckets, 3 % of the buckets chained; with all, under 0.1 %). */
+ * INDEX_SPLIT_TENTHS (test_store_overhead's fills at 6.4 items a bucket
+ * of seven slots: with four buckets, 3 % of the buckets chained; with
+ * all, under 0.1 %). */
 #define INDEX_MOVE_DEEP (2 * INDEX_SLOTS)
 
 /* Make room in bucket s->o for the entry s->x by moving an entry of o to

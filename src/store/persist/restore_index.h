@@ -10,12 +10,12 @@
  * the part's buckets staying in cache while it fills.
  *
  * Where the items are filed is the table itself: a part's own 256 KiB
- * holds eight words a bucket, and a bucket takes 6.4 items on average at
+ * holds eight words a bucket, and a bucket takes 7.4 items on average at
  * most (INDEX_SPLIT_TENTHS), so an item packed in one word (its bucket in the
  * part, tag, segment, offset) fits in its part's memory, split between the
  * walking threads. A table of 2^L + s buckets, s > 0, is filed by L + 1
  * bits of the hash, in 2^(L+1) buckets' memory: by them a bucket not yet
- * split is two, 6.4 items each at most on average, and its part of the
+ * split is two, 7.4 items each at most on average, and its part of the
  * upper half is given back once the table is built (index_load_done).
  * Each item is filed in one of its two buckets (rix_filed_hash), so that
  * split and unsplit buckets are filed alike. Filling a part links its
@@ -149,15 +149,15 @@ void rix_finish(struct rix *x, uint32_t bin);
  * 2^L + s buckets the s split buckets and their s new ones each take
  * half the hashes of an unsplit one, first choices and second alike, so
  * filing every item in its first bucket would load an unsplit bucket
- * with 6.4 (2^L + s) / 2^L items, up to 12.8, and a split one with half
+ * with 7.4 (2^L + s) / 2^L items, up to 14.8, and a split one with half
  * that, before either can be evened out by moves, one by one. Instead an
  * item whose two buckets are both unsplit or both split takes its first,
  * and one with one of each takes the unsplit one for a share
  * s / (2 (2^L + s)) of the hashes (its bits 32..47), its split one
- * otherwise: then every bucket is filed 6.4 items on average (u unsplit
+ * otherwise: then every bucket is filed 7.4 items on average (u unsplit
  * buckets out of M = 2^L take u/M of the choices; the items with both
- * there, u^2 n / M^2 at 6.4 items a bucket of n, and that share of the
- * 2u (M - u) n / M^2 with one make 6.4u, since M^2 - u n = (M - u)^2). */
+ * there, u^2 n / M^2 at 7.4 items a bucket of n, and that share of the
+ * 2u (M - u) n / M^2 with one make 7.4u, since M^2 - u n = (M - u)^2). */
 static inline bool rix_unsplit(uint64_t shape, uint64_t h)
 {
     uint64_t r = index_shape_bucket(shape, h);

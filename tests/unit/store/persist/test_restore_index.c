@@ -192,9 +192,10 @@ static void split_restart_check(unsigned hashpower, int n, bool kill)
 static void test_restore_into_a_split_table_finds_every_key(void **state)
 {
     (void)state;
-    /* 2^15 + 17,232 buckets, filed by 17 bits in 16 units of two parts */
-    split_restart_check(0, 300000, false);
-    split_restart_check(0, 300000, true);
+    /* 2^15 + 2^14 buckets, filed by 17 bits in 16 units of two parts */
+    int n = (int)((3u << 14) * INDEX_SPLIT_TENTHS / 10);
+    split_restart_check(0, n, false);
+    split_restart_check(0, n, true);
 }
 
 static void test_restore_into_a_small_split_table(void **state)
