@@ -56,7 +56,7 @@ store_find_chain(struct store_ctx *ctx, uint64_t *b, const struct store_key *k, 
     for (uint64_t *cur = b; cur; cur = index_next(&s->index, cur)) {
         for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
             int i = __builtin_ctz(m) >> 1;
-            uint64_t sl = slot_load(&cur[i]);
+            uint64_t sl = slot_matched(&cur[i]);
             /* a flash item is read by a probe first (store_flash.h) and
              * found in RAM then: here it is a miss, left linked */
             if (slot_is_flash(sl))
