@@ -102,7 +102,8 @@ int store_create(struct store **out, const struct store_options *opt)
                                    .item_size_max = opt->item_size_max,
                                    .seg_size = s->pool.seg_size,
                                    .nsegs = s->pool.seg_limit,
-                                   .cas_enabled = opt->cas_enabled};
+                                   .cas_enabled = opt->cas_enabled,
+                                   .off_shift = s->pool.off_shift};
         uint64_t shape;
         if (opt->flash.nfiles)
             want.flash_len = store_flash_keep_len(&opt->flash, &shape);

@@ -135,6 +135,12 @@ static const char *pm_check(const struct pm_settings *s, const struct pm_hdr *h,
                  (unsigned long long)s->item_size_max, s->cas_enabled ? "" : " -C");
         return buf;
     }
+    if (h->off_shift != s->off_shift) {
+        snprintf(buf, len, "its items are %u-byte aligned, this build's %u-byte (-I %llu)",
+                 1u << (h->off_shift & 31), 1u << s->off_shift,
+                 (unsigned long long)s->item_size_max);
+        return buf;
+    }
     if ((size_t)size < want_len) {
         snprintf(buf, len, "it is %lld bytes, not the %zu its header needs (truncated?)",
                  (long long)size, want_len);
@@ -181,6 +187,7 @@ static void pm_layout(const struct pm_settings *s, struct persist *pm)
     h->cas_enabled = s->cas_enabled;
     h->journal_slots = PM_JOURNAL_SLOTS;
     h->hdr_sum = pm_hdr_sum(h);
+    h->off_shift = s->off_shift;
     h->seq_next = 1;
     pm_flush_write(pm, 0, 0);
 }

@@ -69,7 +69,11 @@ struct pm_hdr {
     uint64_t cas_ceiling;   /* no CAS at or above this was handed out */
     uint64_t oldest_cas;    /* flush_all state (store.oldest_*) */
     uint32_t oldest_live;
-    uint32_t pad;
+    /* log2 of the items' alignment in a segment (the store's off_shift,
+     * written when the file is laid out): 0 in every file whose index
+     * offsets addressed 128 MiB segments in bytes, 1 in a 128 MiB one
+     * now. A file of another alignment cannot be walked. */
+    uint32_t off_shift;
     uint64_t items;         /* live items at the last heartbeat: index size hint */
     uint64_t seq_next;      /* next segment sequence */
     uint32_t index_level;   /* the index's size at the last heartbeat (hash_power_level) */
@@ -152,6 +156,7 @@ struct pm_settings {
     size_t seg_size;
     uint32_t nsegs;
     bool cas_enabled;
+    unsigned off_shift; /* the items' alignment in a segment, log2 */
     /* bytes after the segment data for the flash tier's record (0: none);
      * not checked here (the record checks itself): a file of another
      * length is cut or zero-extended to it */

@@ -524,6 +524,7 @@ static void floor_at_ceiling(struct pm_hdr *h)
     }
 }
 static void no_patch(struct pm_hdr *h) { (void)h; }
+static void aligned_2(struct pm_hdr *h) { h->off_shift = 1; }
 
 /* W4 for an item in the last bytes of its segment (less than a whole
  * header's worth before the end): the journal still finishes the
@@ -583,6 +584,17 @@ static void test_impossible_clock_discards_the_file(void **state)
     assert_int_equal(restore_patched(epoch_ahead), STORE_RESTORE_DISCARDED);
     assert_int_equal(restore_patched(no_patch), STORE_RESTORE_CRASH);
     assert_int_equal(restore_patched(hb_1_year_ago), STORE_RESTORE_CRASH);
+}
+
+/* A file whose items are aligned other than the store aligns them (with
+ * -I above 64 MiB, 128 MiB segments, items are 2-byte aligned, as the
+ * index's 26-bit offset counts 2-byte units; a file of byte-aligned ones
+ * was laid out by a build whose offsets were wider) cannot be walked:
+ * discarded. */
+static void test_other_item_alignment_discards_the_file(void **state)
+{
+    (void)state;
+    assert_int_equal(restore_patched(aligned_2), STORE_RESTORE_DISCARDED);
 }
 
 /* A CAS ceiling (or flush floor) the counter cannot have reached is
@@ -896,6 +908,7 @@ int main(void)
         cmocka_unit_test(test_two_live_versions_the_higher_cas_wins),
         cmocka_unit_test(test_without_cas_differing_live_copies_are_dropped),
         cmocka_unit_test(test_impossible_clock_discards_the_file),
+        cmocka_unit_test(test_other_item_alignment_discards_the_file),
         cmocka_unit_test(test_impossible_cas_ceiling_discards_the_file),
         cmocka_unit_test(test_client_cas_near_2_64_does_not_wrap_the_counter),
         cmocka_unit_test(test_segment_cas_base_past_the_ceiling_is_dropped),
