@@ -131,6 +131,16 @@ struct move_step {
  * all, under 0.1 %). */
 #define INDEX_MOVE_DEEP (2 * INDEX_SLOTS)
 
+/* Move entry sl from slot `from` to the empty slot `to` in its other
+ * bucket (the locks of both their buckets held: the copy first, then the
+ * clear). */
+static void move_entry(struct index *ix, uint64_t *to, uint64_t *from, uint64_t sl)
+{
+    slot_store(to, move_slot(ix, sl));
+    slot_store(from, 0);
+    __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+}
+
 /* Make room in bucket s->o for the entry s->x by moving an entry of o to
  * its own other bucket, then move s->x there. Every move copies the
  * entry, then clears where it was, under the locks of both its buckets,
@@ -158,18 +168,13 @@ static uint64_t *move_deep(struct index *ix, struct index_table *t, uint64_t sha
             continue;
         uint64_t *e = primary_empty(b2l);
         if (e) {
-            slot_store(e, move_slot(ix, m.sl));
-            slot_store(index_slot(ob, k), 0);
             room = index_slot(ob, k);
-            __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
+            move_entry(ix, e, room, m.sl);
         }
         index_unlock(b2l);
     }
-    if (room) {
-        slot_store(room, move_slot(ix, slot_load(s->x)));
-        slot_store(s->x, 0);
-        __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
-    }
+    if (room)
+        move_entry(ix, room, s->x, slot_load(s->x));
     index_unlock(ob);
     return room ? s->x : NULL;
 }
@@ -203,11 +208,8 @@ static uint64_t *pair_move_out(struct index *ix, const struct index_pair *p)
             if (!obl)
                 continue;
             uint64_t *e = primary_empty(obl);
-            if (e) {
-                slot_store(e, move_slot(ix, m.sl));
-                slot_store(index_slot(x, k), 0);
-                __atomic_fetch_add(&ix->moves, 1, __ATOMIC_RELAXED);
-            }
+            if (e)
+                move_entry(ix, e, index_slot(x, k), m.sl);
             index_unlock(obl);
             if (e)
                 return index_slot(x, k);
