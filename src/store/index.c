@@ -164,6 +164,15 @@ unsigned index_level_for(unsigned level, uint64_t items)
     return power + INDEX_LEVEL_SHIFT;
 }
 
+unsigned index_level_to_hold(unsigned level, uint64_t items)
+{
+    unsigned power = index_power_of(level);
+    uint64_t want = (items * 10 + INDEX_SPLIT_TENTHS - 1) / INDEX_SPLIT_TENTHS;
+    while (power < INDEX_MAX_POWER && ((uint64_t)2 << power) <= want)
+        power++;
+    return power + INDEX_LEVEL_SHIFT;
+}
+
 /* The index's table becomes t, unsplit. */
 static void index_set_table(struct index *ix, struct index_table *t)
 {

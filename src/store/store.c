@@ -167,9 +167,13 @@ int store_create(struct store **out, const struct store_options *opt)
         if (flash_want > size_for)
             size_for = flash_want;
     }
-    /* the power of two at or below the buckets size_for needs:
-     * index_presize adds the rest */
-    level = index_level_for(level, size_for / 2);
+    /* the table: the power of two at or below the buckets size_for
+     * needs, index_presize adds the rest; the level reported: memcached's
+     * for half of size_for at least, whatever the table's size */
+    unsigned view = index_level_for(level, size_for / 2);
+    if (view > keep)
+        keep = view;
+    level = index_level_to_hold(level, size_for);
     if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
             persist_close(s->pm, false);

@@ -298,6 +298,10 @@ unsigned index_level(struct index *ix);
  * `level`): what a restore sizes the table at before inserting them. */
 unsigned index_level_for(unsigned level, uint64_t items);
 bool index_expanding(struct index *ix);
+/* The level (at least `level`) of the table index_presize takes to
+ * `items`: its 2^(level - 2) buckets the power of two at or below the
+ * buckets those items take at INDEX_SPLIT_TENTHS. */
+unsigned index_level_to_hold(unsigned level, uint64_t items);
 
 static inline uint32_t index_tag(uint64_t h)
 {
