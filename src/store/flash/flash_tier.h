@@ -172,9 +172,12 @@ static inline uint32_t flash_slot_vid(uint64_t slot)
 /* A flash segment's size for a device of `pages` pages: ext_wbuf_size, or
  * where the device holds more segments of it than a slot can name
  * (SLOT_FLASH_IDS), the least multiple of it that divides ext_page_size and
- * brings them under. Every device memcached takes (under 65,536 pages)
- * fits at one segment a page up to FLASH_SEG_MAX, so a large file is not
- * refused for the index's sake. 0 when the shape is refused. */
+ * brings them under, at most FLASH_SEG_MAX. Every device memcached takes
+ * (under 65,536 pages) whose pages are at most FLASH_SEG_MAX (memcached's
+ * default 64 MiB) fits at one segment a page; larger pages fit up to
+ * SLOT_FLASH_IDS segments of FLASH_SEG_MAX (32 TiB), past which, or with
+ * a wbuf over FLASH_SEG_MAX, the shape is refused (flash offsets are
+ * bytes, not units). 0 when the shape is refused. */
 static inline uint32_t flash_tier_seg_size(uint64_t page_size, uint32_t wbuf, uint64_t pages)
 {
     if (!wbuf || page_size < wbuf || page_size % wbuf)
