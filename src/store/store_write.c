@@ -637,15 +637,14 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
         uint64_t snap = slot_load(f.slot);
         uint8_t want = item_layout_merge(f.h.layout, layout);
         rel_time_t exp = item_get_u32(f.p, f.h.exp_off);
+        /* under the lock: md I rewrites a CAS in place */
+        uint64_t held_cas = cas_hint ? cas_hint : item_get_cas(f.p, &f.h, f.seg->cas_base);
         store_found_unlock(&f);
 
         struct store_reservation r;
         ctx->seg.self_pin = f.seg;
         enum store_status st = store_reserve_raw(ctx, k->key, k->nkey, f.h.nvalue, want,
-                                                 store_ttl_group(s, exp, clock_now()),
-                                                 cas_hint ? cas_hint
-                                                          : item_get_cas(f.p, &f.h, f.seg->cas_base),
-                                                 &r);
+                                                 store_ttl_group(s, exp, clock_now()), held_cas, &r);
         ctx->seg.self_pin = NULL;
         if (st == STORE_OK)
             memcpy(r.value, f.p + f.h.hlen + f.h.nkey, f.h.nvalue);
