@@ -189,6 +189,8 @@ int store_create(struct store **out, const struct store_options *opt)
         free(s);
         return -1;
     }
+    /* before the segments and the flash tier, which count items by class */
+    classes_init(&s->classes, opt);
     s->pool.index = &s->index;
     s->pool.life = &s->life;
     s->pool.classes = &s->classes;
@@ -216,7 +218,6 @@ int store_create(struct store **out, const struct store_options *opt)
         s->index.forget = store_forget;
         s->index.stale = store_stale;
     }
-    classes_init(&s->classes, opt);
     ghost_init(&s->ghost, opt->mem_limit);
     pthread_mutex_init(&s->ctx_lock, NULL);
     pthread_mutex_init(&s->life.flush_lock, NULL);

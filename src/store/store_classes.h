@@ -56,4 +56,18 @@ static inline struct store_cls_of classes_item(const struct store_classes *c, co
     return (struct store_cls_of){classes_id(c, mc), (uint32_t)mc};
 }
 
+/* memcached's sizeof(item_hdr): the value of the header item it keeps in
+ * RAM for an item on flash (its key, client flags and where the rest is).
+ * nodelay keeps no such header, but an item on flash is reported as that
+ * header: its class and memcached size (`stats items`, dumps), as memcached
+ * counts it. */
+#define CLASSES_EXT_HDR_BYTES 12u
+
+/* That header's memcached size (its 12 bytes stand for value and CRLF). */
+static inline uint32_t classes_ext_hdr_size(const struct store_classes *c, size_t nkey,
+                                            uint32_t flags)
+{
+    return (uint32_t)item_mc_size(nkey, CLASSES_EXT_HDR_BYTES - 2, flags, c->cas_enabled);
+}
+
 #endif

@@ -112,5 +112,16 @@ unsigned store_class_stats(struct store *s, struct store_class_stats *out)
         o->evicted_time = sum[k].evicted_time;
     }
     seg_class_counts(&s->pool, out, n, clock_now());
+    if (s->flash) {
+        /* an item on flash counts as the header memcached keeps in RAM for
+         * it: in that header's class, in COLD (where 1.6.45 shows them) */
+        uint64_t items[STORE_CLASSES] = {0}, bytes[STORE_CLASSES] = {0};
+        flash_tier_class_counts(s->flash, items, bytes);
+        for (unsigned k = 1; k <= n; k++) {
+            out[k].number += items[k];
+            out[k].number_lru[STORE_LRU_COLD] += items[k];
+            out[k].mem_requested += bytes[k];
+        }
+    }
     return n;
 }

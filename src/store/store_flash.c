@@ -783,6 +783,7 @@ int store_flash_open(struct store *s, char *why, size_t n)
         .drop_unread = o->drop_unread,
         .max_sleep = o->max_sleep,
         .tuning = o->tuning,
+        .classes = &s->classes,
     };
     fo.dev.nfiles = o->nfiles;
     for (int i = 0; i < o->nfiles && i < FLASH_DEV_FILES_MAX; i++)

@@ -22,10 +22,6 @@
  * (an item longer than it: the item's length). */
 #define FLASH_SCAN_PART (64u * 1024u)
 
-/* memcached's sizeof(item_hdr), the value of the header item it keeps in
- * RAM for an item on flash: its class is that header's. */
-#define MC_EXT_HDR_BYTES 12u
-
 struct store_flash_scan {
     struct store_ctx *ctx;
     struct store_flash_wait *w;
@@ -195,8 +191,8 @@ static void scan_visit(struct store_flash_scan *sc, const struct flash_item *fi,
      * the header it keeps in RAM) */
     it.fetched = (fi->atime & ITEM_S_FETCHED) || freq;
     it.stale = fi->atime & ITEM_S_STALE;
-    it.class_id = classes_id(&s->classes, item_mc_size(fi->h.nkey, MC_EXT_HDR_BYTES - 2, fi->flags,
-                                                       s->classes.cas_enabled));
+    /* the class of the header memcached keeps in RAM for it */
+    it.class_id = classes_id(&s->classes, classes_ext_hdr_size(&s->classes, fi->h.nkey, fi->flags));
     fn(&it, sc->sg.n, fi->off, arg);
 }
 

@@ -532,14 +532,15 @@ def drop_big_files(d, limit=16 << 20):
             pass
 
 
-def start_flash(binary, workdir, ram_mb, flash_mb, threads, env=None):
+def start_flash(binary, workdir, ram_mb, flash_mb, threads, env=None, ext=""):
     """A started server with a flash tier: -m ram_mb, -t threads, a flash
-    file of flash_mb MB in workdir, env added to its environment. Skips
-    when the build has none (it checks -o ext_path, then does not use it)."""
+    file of flash_mb MB in workdir and the ext_* options in ext (",a=b,..."),
+    env added to its environment. Skips when the build has none (it checks
+    -o ext_path, then does not use it)."""
     import pytest  # here: diff_fuzz.py runs these helpers without pytest
 
     srv = Server(binary, ["-m", str(ram_mb), "-t", str(threads), "-o",
-                          f"ext_path={workdir}/flash:{flash_mb}m"], workdir=str(workdir),
+                          f"ext_path={workdir}/flash:{flash_mb}m{ext}"], workdir=str(workdir),
                  env=env)
     srv.start()
     if "no flash tier" in srv.stderr():

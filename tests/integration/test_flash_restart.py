@@ -80,6 +80,26 @@ def flash_items(srv):
         c.close()
 
 
+def counts(srv):
+    """curr_items, extstore_objects_used and `stats items`' numbers by
+    class, read until two reads agree."""
+    c = srv.connect()
+    try:
+        last = None
+        for _ in range(50):
+            st = stats(c)
+            number = {int(k.split(":")[1]): int(v) for k, v in stats(c, "items").items()
+                      if k.endswith(":number")}
+            now = (int(st["curr_items"]), int(st["extstore_objects_used"]), number)
+            if now == last:
+                return now
+            last = now
+            time.sleep(0.1)
+        raise AssertionError("stats never held still")
+    finally:
+        c.close()
+
+
 def test_graceful_restart_keeps_flash_items(start_server, mem_file, tmp_path):
     """RAM filled three times over (two thirds on flash), some deleted and
     overwritten, a graceful stop: every key back with its value and flags,
@@ -104,6 +124,10 @@ def test_graceful_restart_keeps_flash_items(start_server, mem_file, tmp_path):
     srv.stop()
     srv = start(start_server, *fl)
     assert "discarding" not in srv.stderr(), srv.stderr()
+    # the flash items restored count as memcached's RAM headers for them
+    # (keys of up to 7 bytes, flags: class 1), the classes sum to curr_items
+    curr, used, number = counts(srv)
+    assert sum(number.values()) == curr and number.get(1) == used > 0, (curr, used, number)
     after = read_all(srv, n)
     assert after == before
     for i in deleted:

@@ -106,10 +106,11 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     ft->recs = calloc(ft->nsegs, sizeof *ft->recs);
     ft->vmap = calloc(ft->nvids, sizeof *ft->vmap);
     ft->moves = calloc(FLASH_MOVES, sizeof *ft->moves);
-    if (!ft->recs || !ft->vmap || !ft->moves) {
+    if (!ft->recs || !ft->vmap || !ft->moves || flash_tier_cls_init(ft) < 0) {
         free(ft->recs);
         free(ft->vmap);
         free(ft->moves);
+        flash_tier_cls_free(ft);
         flash_dev_close(&ft->dev);
         snprintf(why, n, "flash tier: out of memory");
         return -ENOMEM;
@@ -182,6 +183,7 @@ void flash_tier_close(struct flash_tier *ft)
     free(ft->recs);
     free(ft->vmap);
     free(ft->moves);
+    flash_tier_cls_free(ft);
     ft->recs = NULL;
     ft->vmap = NULL;
     ft->moves = NULL;
@@ -337,6 +339,7 @@ static bool writer_open(struct flash_tier *ft, int wi, uint64_t cas_base)
     }
     if (ft->opt.keep)
         flash_keep_open(ft->opt.keep, n, seq, cas_base, (uint32_t)wi);
+    flash_tier_cls_reset(ft, n);
     *r = (struct flash_rec){.vid = vid,
                             .seq = seq,
                             .cas_base = cas_base,
@@ -379,14 +382,12 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
                            rel_time_t tbase, uint64_t cas, uint32_t tag, uint32_t nvalue,
                            bool *full)
 {
+    struct item_hdr h;
+    item_decode(p, &h);
     /* a kept tier has one liveness bit per FLASH_KEEP_UNIT bytes: a
      * smaller item stays off flash */
-    if (ft->opt.keep) {
-        struct item_hdr h;
-        item_decode(p, &h);
-        if (item_total(&h) < FLASH_KEEP_UNIT)
-            return 0;
-    }
+    if (ft->opt.keep && item_total(&h) < FLASH_KEEP_UNIT)
+        return 0;
     for (int tries = 0; tries < 2; tries++) {
         if (ft->w_seg[wi] < 0 && !writer_open(ft, wi, cas)) {
             *full = true;
@@ -399,6 +400,7 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
             uint32_t len = ft->w[wi].used - off;
             r->nitems++;
             r->live_items++;
+            flash_tier_cls_note(ft, (uint32_t)ft->w_seg[wi], h.nkey, item_get_u32(p, h.flags_off));
             if (len > r->max_item)
                 r->max_item = len;
             r->nbytes = ft->w[wi].used;
@@ -1019,6 +1021,7 @@ bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e,
     uint32_t vid = (uint32_t)(e->seq % ft->nvids);
     bool ok = r->state == FSEG_FREE && !ft->vmap[vid];
     if (ok) {
+        flash_tier_cls_reset(ft, n);
         *r = (struct flash_rec){.vid = vid,
                                 .seq = e->seq,
                                 .cas_base = e->cas_base,
@@ -1036,15 +1039,16 @@ bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e,
     return ok;
 }
 
-uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag, uint32_t off,
-                               uint32_t len)
+uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag,
+                               const struct flash_item *fi)
 {
     pthread_mutex_lock(&ft->lock);
     struct flash_rec *r = &ft->recs[n];
     r->live_items++;
-    if (len > r->max_item)
-        r->max_item = len;
-    uint64_t sl = slot_make(tag, FLASH_SEG_BASE + r->vid, off);
+    flash_tier_cls_note(ft, n, fi->h.nkey, fi->flags);
+    if (fi->len > r->max_item)
+        r->max_item = fi->len;
+    uint64_t sl = slot_make(tag, FLASH_SEG_BASE + r->vid, fi->off);
     pthread_mutex_unlock(&ft->lock);
     return sl;
 }

@@ -23,6 +23,7 @@
 #include "store/flash/flash_dev.h"
 #include "store/flash/flash_keep.h"
 #include "store/flash/flash_layout.h"
+#include "store/store_classes.h"
 #include "store/store_index.h"
 #include "store/store_item.h"
 #include "store/store_life.h"
@@ -43,6 +44,10 @@ struct flash_tier_options {
     /* -e: the tier's record in the memory file (flash_keep.h), attached
      * already, or NULL. Its instance id and sequence continue. */
     struct flash_keep *keep;
+    /* memcached's size classes, to count items by the class of the RAM
+     * header memcached keeps for them (flash_tier_class_counts); NULL: not
+     * counted. */
+    const struct store_classes *classes;
 };
 
 enum flash_seg_state {
@@ -121,6 +126,12 @@ struct flash_move {
     uint64_t from, to; /* slots as slot_id has them */
 };
 
+/* Of one flash segment, the items written whose memcached RAM header
+ * (classes_ext_hdr_size) falls in one class, and those headers' bytes. */
+struct flash_cls_count {
+    uint32_t items, bytes;
+};
+
 struct flash_tier {
     struct flash_tier_options opt;
     struct flash_dev dev;
@@ -153,6 +164,10 @@ struct flash_tier {
     pthread_cond_t gc_cond;       /* under lock */
     struct flash_move *moves;     /* [FLASH_MOVES], under lock */
     struct flash_tier_counters c; /* atomic adds */
+    /* [nsegs][cls_n], under lock: a segment's items written by header
+     * class, classes cls_lo.. (flash_tier_stats.c); NULL: not counted */
+    struct flash_cls_count *cls;
+    uint8_t cls_lo, cls_n;
 };
 
 /* A slot names a flash segment by a virtual id (FLASH_SEG_BASE + v, under
@@ -206,8 +221,8 @@ void flash_tier_stop(struct flash_tier *ft, bool clean);
 void flash_tier_restore_begin(struct flash_tier *ft);
 void flash_tier_restore_end(struct flash_tier *ft);
 bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e, uint32_t nitems);
-uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag, uint32_t off,
-                               uint32_t len);
+uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag,
+                               const struct flash_item *fi);
 
 /* Why an item is offered to flash (flash_tier_take). */
 enum flash_take_why {
@@ -307,6 +322,24 @@ struct flash_tier_gauges {
         io_queue;
 };
 void flash_tier_gauges(struct flash_tier *ft, struct flash_tier_gauges *g);
+
+/* Items on flash by memcached size class, as memcached counts the header
+ * item it keeps in RAM for each (its class by key length and client flags,
+ * its memcached size). RAM keeps nothing per item but its slot, so a
+ * segment counts its items written by header class, and its live items
+ * are shared out in that proportion: exact when a segment's items share
+ * one header class (with the default classes, keys up to 27 bytes and
+ * flags 0 all take class 1), never off in the sum (the live items,
+ * extstore_objects_used). Adds into items[k] and bytes[k] (STORE_CLASSES
+ * entries). */
+void flash_tier_class_counts(struct flash_tier *ft, uint64_t *items, uint64_t *bytes);
+/* For flash_tier.c, under the tier's lock: the count's room (0 or
+ * -ENOMEM; none without opt.classes), segment n begun, an item of it
+ * written, the room freed. */
+int flash_tier_cls_init(struct flash_tier *ft);
+void flash_tier_cls_reset(struct flash_tier *ft, uint32_t n);
+void flash_tier_cls_note(struct flash_tier *ft, uint32_t n, size_t nkey, uint32_t flags);
+void flash_tier_cls_free(struct flash_tier *ft);
 
 /* One segment's row of `stats extstore` (store_flash_page's fields). */
 struct flash_tier_page {

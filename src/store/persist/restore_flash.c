@@ -81,7 +81,7 @@ static bool link_one(struct store *s, uint32_t n, const struct flash_item *fi)
     uint64_t *slot = index_pair_free_slot(&s->index, &keys);
     if (slot) {
         flash_keep_set(&s->flash_keep, n, fi->off);
-        uint64_t fs = flash_tier_adopt_item(ft, n, k.tag, fi->off, fi->len);
+        uint64_t fs = flash_tier_adopt_item(ft, n, k.tag, fi);
         slot_store(slot, index_flash_place(&s->index, k.hv,
                                            index_pair_chain_of(&s->index, &keys, slot), fs));
     }
