@@ -18,6 +18,7 @@
 #include "store/flash/flash_tier.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,15 @@ static uint32_t gc_under(const struct flash_tier *ft)
     return flash_gc_under(tuned(ft).compact_under, ft->segs_per_page, flash_gc_room(ft));
 }
 
+/* Free segments short: the compactor's turn (ft->lock held). */
+static void gc_kick_if_short(struct flash_tier *ft)
+{
+    if (ft->nfree < gc_under(ft)) {
+        ft->gc_kick = true;
+        pthread_cond_signal(&ft->gc_cond);
+    }
+}
+
 /* A record's write buffer is done with (written, or its segment gone):
  * kept for the next segment a writer opens (lock held). */
 static void rec_put_buf(struct flash_tier *ft, struct flash_rec *r)
@@ -362,6 +372,12 @@ static void writer_seal(struct flash_tier *ft, int wi)
     if (n < 0)
         return;
     struct flash_rec *r = &ft->recs[n];
+    if (!ft->w[wi].hdr.nitems) {
+        /* compaction's, opened for an item that had died: nothing to write */
+        ft->w_seg[wi] = -1;
+        rec_free(ft, r);
+        return;
+    }
     flash_writer_finish(&ft->w[wi]);
     r->nbytes = ft->w[wi].used;
     r->max_exptime = ft->w[wi].hdr.max_exptime;
@@ -652,12 +668,12 @@ bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq)
 
 /* --- the writer thread --- */
 
-/* Write queued segments out, one at a time (ft->lock held on entry and
- * exit, dropped around each write); how many were written. */
-static unsigned write_queued(struct flash_tier *ft)
+/* Write up to max queued segments out, one at a time (ft->lock held on
+ * entry and exit, dropped around each write); how many were written. */
+static unsigned write_queued(struct flash_tier *ft, unsigned max)
 {
     unsigned wrote = 0;
-    while (ft->q_head) {
+    while (ft->q_head && wrote < max) {
         uint32_t n = ft->q_head - 1;
         struct flash_rec *r = &ft->recs[n];
         ft->q_head = r->qnext;
@@ -719,13 +735,13 @@ static void *writer_main(void *arg)
     uint64_t busy = mono_ns(); /* when a wait last ended with work */
     pthread_mutex_lock(&ft->lock);
     while (!ft->stopping) {
-        /* writes going on with free pages short: the compactor's turn */
-        unsigned wrote = write_queued(ft);
-        if (wrote)
+        /* a segment at a time: each written with free pages short is
+         * the compactor's turn, not the last of a queue that a slow
+         * device let grow */
+        unsigned wrote = write_queued(ft, 1);
+        if (wrote) {
             ft->wrote_ns = mono_ns();
-        if (wrote && ft->nfree < gc_under(ft)) {
-            ft->gc_kick = true;
-            pthread_cond_signal(&ft->gc_cond);
+            gc_kick_if_short(ft);
         }
         if (ft->stopping)
             break;
@@ -874,17 +890,21 @@ static bool compact_item(struct flash_tier *ft, uint32_t vid, const struct flash
     return true;
 }
 
-/* Before compaction copies an item of `need` bytes (no bucket lock held):
- * room in its writer, or a buffer to open the next one with, writing out
- * what is queued if that is what holds them all (ft->lock held). */
-static void compact_room(struct flash_tier *ft, uint32_t need)
+/* Before compaction copies an item of `need` bytes and CAS `cas` (no
+ * bucket lock held): room in its writer, or a buffer to open the next one
+ * with, writing out a queued segment if that is what holds them all
+ * (ft->lock held). One, not the queue: the writers refill it as fast as
+ * a slow device empties it, and the victim's items die meanwhile. The
+ * next one is opened under the same hold, so a writer cannot take the
+ * buffer that write freed. */
+static void compact_room(struct flash_tier *ft, uint32_t need, uint64_t cas)
 {
     int32_t n = ft->w_seg[FLASH_W_COMPACT];
     if (n >= 0 && ft->w[FLASH_W_COMPACT].size - ft->w[FLASH_W_COMPACT].used >= need)
         return;
     writer_seal(ft, FLASH_W_COMPACT);
-    if (!ft->nspare && ft->nbufs >= max_bufs())
-        write_queued(ft);
+    if (!ft->nspare && ft->nbufs >= max_bufs() && write_queued(ft, 1))
+        writer_open(ft, FLASH_W_COMPACT, cas);
 }
 
 unsigned flash_tier_maintain(struct flash_tier *ft)
@@ -950,7 +970,7 @@ static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
         int k;
         while ((k = flash_iter_next(&it, &fi)) == 1) {
             pthread_mutex_lock(&ft->lock);
-            compact_room(ft, fi.len + ITEM_HDR_MAX);
+            compact_room(ft, fi.len + ITEM_HDR_MAX, fi.cas);
             pthread_mutex_unlock(&ft->lock);
             if (!compact_item(ft, snap.vid, &fi, drop_unread, hdr.cas_base)) {
                 stalled = true;
@@ -995,7 +1015,7 @@ void flash_tier_stop(struct flash_tier *ft, bool clean)
             rec_free(ft, &ft->recs[n]);
         }
     }
-    write_queued(ft);
+    write_queued(ft, UINT_MAX);
     pthread_mutex_unlock(&ft->lock);
     pthread_mutex_unlock(&ft->compact_lock);
     if (clean)
