@@ -7,98 +7,15 @@
  * not seen; compaction and drops between two parts leave no dead item
  * seen and no wrong one; a failed read ends the walk, counted. */
 #define _GNU_SOURCE
-#include "test_store_helpers.h"
-#include "test_flash_file.h"
+#include "test_store_flash_helpers.h"
 #include "store/store_compat.h"
-#include "store/store_core.h"
-#include "store/store_flash.h"
 #include "store/store_lookup.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
-#define MB (1u << 20)
-#define VLEN 1000
 #define N 6000
-
-/* -m 4 MiB; `flash` bytes in 64 KiB segments, 256 KiB pages; values of
- * 512 bytes and up go to flash at eviction. */
-static void open_flash(struct tstore *t, uint64_t flash, uint32_t compact_under)
-{
-    clock_setup();
-    unlink(flash_path);
-    struct store_options o = {
-        .mem_limit = 4 * MB,
-        .item_size_max = 32 * 1024,
-        .evictions = true,
-        .cas_enabled = true,
-        .flash = {.nfiles = 1,
-                  .paths = {flash_path},
-                  .sizes = {flash},
-                  .page_size = 256 * 1024,
-                  .wbuf_size = 64 * 1024,
-                  .threads = 2,
-                  .item_size = 512,
-                  .item_age = UINT32_MAX,
-                  .compact_under = compact_under,
-                  .max_frag = 0.8,
-                  .max_sleep = 1000000},
-    };
-    tstore_open_opts(t, &o);
-    assert_non_null(t->s->flash);
-}
-
-static uint64_t ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Let the writer thread put every full buffer on the device. */
-static void settle(struct tstore *t)
-{
-    struct flash_tier_gauges g;
-    uint64_t end = ms_now() + 60000;
-    for (flash_tier_gauges(t->s->flash, &g); g.io_queue && ms_now() < end;
-         flash_tier_gauges(t->s->flash, &g))
-        usleep(10000);
-}
-
-/* Keys 0..n-1 (flags i), each VLEN bytes, paced to the writer thread. */
-static void fill(struct tstore *t, int n)
-{
-    char k[32], v[VLEN + 1];
-    memset(v, 'v', VLEN);
-    v[VLEN] = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(k, sizeof k, "key:%08d", i);
-        assert_int_equal(tset(t, k, v, STORE_MODE_SET, (uint32_t)i, 0, NULL), STORE_OK);
-        if (i % 64 == 63)
-            settle(t);
-    }
-    settle(t);
-}
-
-static void on_wake(void *arg)
-{
-    (*(int *)arg)++;
-}
-
-/* Drain the worker's completions until *woke moves past before. */
-static void wait_woken(struct tstore *t, int *woke, int before)
-{
-    uint64_t end = ms_now() + 60000;
-    while (*woke == before && ms_now() < end) {
-        struct pollfd p = {.fd = store_flash_fd(t->c), .events = POLLIN};
-        poll(&p, 1, 10);
-        store_flash_drain(t->c);
-    }
-    assert_int_equal(*woke, before + 1);
-}
 
 /* Delete key k as a session does: its flash item read first. */
 static enum store_status tdelete(struct tstore *t, const char *k)
@@ -192,7 +109,7 @@ static void test_every_live_key_once(void **state)
     (void)state;
     struct tstore t;
     open_flash(&t, 32 * MB, 1);
-    fill(&t, N);
+    fill(&t, N, NULL);
     static struct seen s;
     int parts = walk_all(&t, &s, NULL);
     assert_int_equal(s.bad, 0);
@@ -209,12 +126,12 @@ static void test_deleted_and_overwritten_not_seen(void **state)
     (void)state;
     struct tstore t;
     open_flash(&t, 32 * MB, 1);
-    fill(&t, N);
+    fill(&t, N, NULL);
     char k[32];
     for (int i = 0; i < N; i += 7) {
-        snprintf(k, sizeof k, "key:%08d", i);
+        key_of(i, k);
         assert_int_equal(tdelete(&t, k), STORE_OK);
-        snprintf(k, sizeof k, "key:%08d", i + 1);
+        key_of(i + 1, k);
         /* flags 0, one byte: on_flash would count it bad */
         assert_int_equal(tset(&t, k, "x", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     }
@@ -234,7 +151,7 @@ static void churn(struct tstore *t, int part)
     char k[32];
     if (part == 2) {
         for (int i = 0; i < N; i++) {
-            snprintf(k, sizeof k, "key:%08d", i);
+            key_of(i, k);
             if (i % 10)
                 assert_int_equal(tset(t, k, "x", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
         }
@@ -242,7 +159,7 @@ static void churn(struct tstore *t, int part)
             flash_tier_maintain(t->s->flash);
     }
     if (part == 4)
-        fill(t, N);
+        fill(t, N, NULL);
 }
 
 static void test_segments_moved_under_the_walk(void **state)
@@ -250,7 +167,7 @@ static void test_segments_moved_under_the_walk(void **state)
     (void)state;
     struct tstore t;
     open_flash(&t, 4 * MB, 16);
-    fill(&t, N);
+    fill(&t, N, NULL);
     struct flash_tier_counters before = t.s->flash->c;
     static struct seen s;
     walk_all(&t, &s, churn);
@@ -274,7 +191,7 @@ static void test_read_error_ends_the_walk(void **state)
     (void)state;
     struct tstore t;
     open_flash(&t, 32 * MB, 1);
-    fill(&t, N);
+    fill(&t, N, NULL);
     assert_int_equal(truncate(flash_path, 0), 0);
     uint64_t errors = t.s->flash->c.read_errors;
     static struct seen s;
