@@ -344,7 +344,7 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
                 item_set_dead(f.p);
             struct store_cls_of c = classes_item(&s->classes, f.p, &f.h);
             seg_note_gone(f.seg, item_total(&f.h), &c);
-            *f.slot = index_flash_place(&s->index, k.hv, f.chain, e->fslot);
+            slot_store(f.slot, index_flash_place(&s->index, k.hv, f.chain, e->fslot));
             /* the key's one flash candidate again (flash_tier.h) */
             flash_tier_drop_tag(s->flash, &f.keys, slot_tag(e->fslot), f.slot);
             back = true;

@@ -424,7 +424,14 @@ static inline void index_prefetch_next(struct index *ix, const uint64_t *b)
 void index_lock(uint64_t *bucket);
 static inline void index_unlock(uint64_t *bucket)
 {
-    __atomic_fetch_and(bucket, ~INDEX_LOCK, __ATOMIC_RELEASE);
+    uint64_t was = __atomic_fetch_and(bucket, ~INDEX_LOCK, __ATOMIC_RELEASE);
+#ifdef NODELAY_DEBUG
+    /* a lock not held: a write of the first slot that dropped its bit
+     * (slot_store keeps it) let another thread in meanwhile */
+    if (!(was & INDEX_LOCK))
+        __builtin_trap();
+#endif
+    (void)was;
 }
 /* Lock and return the first bucket of hash h now (index_lock_first). */
 static inline uint64_t *index_lock_hash(struct index *ix, uint64_t h)

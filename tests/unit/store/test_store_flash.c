@@ -386,6 +386,49 @@ static void test_read_not_recached_stays_on_flash(void **state)
     close_waited(&t, w);
 }
 
+/* A touch is lent a RAM copy of a flash item, which goes back to flash
+ * when the request is done (pend_give_back): the flash slot takes the
+ * copy's slot under the key's bucket lock, and where that is a bucket's
+ * first slot, the word that holds the lock, the lock stays held until
+ * unlocked (a debug build's index_unlock traps on a lock not held). Keys
+ * until one's slot is a first slot; each is on flash again after. */
+static void test_lent_copy_back_in_first_slot(void **state)
+{
+    (void)state;
+    struct tstore t;
+    int woke = 0;
+    struct store_flash_wait *w = open_filled(&t, 32 * MB, 1, N, NULL, &woke);
+    struct index *ix = &t.s->index;
+    int first = 0, back = 0;
+    for (int i = 0; i < N && first < 4; i++) {
+        if (!probe(&t, w, &woke, i))
+            continue; /* in RAM */
+        char k[32], got[VLEN + 16];
+        key_of(i, k);
+        struct store_get_req r = {.touch = true, .exptime = 0};
+        struct store_item it;
+        assert_int_equal(store_get(t.c, k, strlen(k), &r, &it), STORE_OK);
+        store_flash_wait_reset(w);
+        store_flash_attach(t.c, NULL);
+        /* back on flash: a lookup with no probe misses */
+        if (tget(&t, k, got, sizeof got, NULL) != STORE_MISS)
+            continue;
+        back++;
+        struct store_key key = store_key_of(k, strlen(k));
+        struct index_pair p;
+        index_lock_key(ix, key.hv, &p);
+        for (int c = 0; c < 2 && p.b[c]; c++) {
+            uint64_t sl = slot_load(index_slot(p.b[c], 0));
+            first += sl && slot_is_flash(sl) && slot_tag(sl) == key.tag;
+        }
+        index_unlock_pair(&p);
+    }
+    assert_true(back > 0);
+    assert_true(first > 0);
+    store_flash_wait_reset(w);
+    close_waited(&t, w);
+}
+
 /* A key served from its read's buffer and deleted by another session
  * before the request looks it up again (get k k): the second lookup is a
  * miss, as memcached's, while the first's pinned value stays readable. */
@@ -866,6 +909,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_not_recached_stays_on_flash, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_delete_between_reads_from_buffer, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_lent_copy_back_in_first_slot, flash_file_setup,
                                         flash_file_teardown),
 #ifdef NODELAY_DEBUG
         cmocka_unit_test_setup_teardown(test_read_back_keeps_access_time, flash_file_setup,
