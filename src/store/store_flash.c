@@ -336,7 +336,15 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
     struct store_found f;
     bool back = false;
     if (store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
-        bool same = item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas &&
+        /* Found in its first bucket, the lookup locked that one alone:
+         * the other too, as the flash slot made here drops the other
+         * flash slots under its tag in both (cold_item's way: when it is
+         * busy at a lower address, the copy stays in RAM). */
+        struct index_pair keys = f.keys;
+        uint64_t *other = keys.b[1] ? NULL : index_lock_other_of(&s->index, k.hv, keys.b[0]);
+        if (other && other != keys.b[0])
+            keys.b[1] = other;
+        bool same = (f.keys.b[1] || other) && item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas &&
                     item_get_u32(f.p, f.h.exp_off) == fi->exptime &&
                     item_get_u32(f.p, f.h.flags_off) == fi->flags && f.h.nvalue == fi->h.nvalue;
         if (same && flash_tier_relive(s->flash, e->fslot, e->loc.seq)) {
@@ -346,9 +354,11 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
             seg_note_gone(f.seg, item_total(&f.h), &c);
             slot_store(f.slot, index_flash_place(&s->index, k.hv, f.chain, e->fslot));
             /* the key's one flash candidate again (flash_tier.h) */
-            flash_tier_drop_tag(s->flash, &f.keys, slot_tag(e->fslot), f.slot);
+            flash_tier_drop_tag(s->flash, &keys, slot_tag(e->fslot), f.slot);
             back = true;
         }
+        if (other && other != keys.b[0])
+            index_unlock(other);
     }
     store_found_unlock(&f);
     if (!back) /* it stays in RAM: recached after all */

@@ -382,6 +382,70 @@ static void test_idle_past_age_goes_read_stays(void **state)
 }
 #endif
 
+#ifdef NODELAY_DEBUG
+/* A copy of a flash item lent to a request (a touch) goes back to flash
+ * when the request is done: a flash slot made, as the idle flush makes
+ * one, so the other flash slots under its tag in its key's two buckets
+ * go (one candidate a tag in a pair), though the lookup that finds the
+ * copy in its first bucket locks that one alone. Key a idle on flash;
+ * touched (lent) and read again (its time bumped, so it stays in RAM);
+ * meanwhile b, of a's tag and pair, goes to flash in a's second bucket;
+ * a going back leaves one flash slot under the tag in the pair. */
+static void test_lent_copy_back_one_candidate_in_a_pair(void **state)
+{
+    (void)state;
+    const uint32_t age = 100;
+    struct tstore t;
+    open_cold(&t, age);
+    int a = -1, b = -1;
+    assert_true(tag_pair(&t, &a, &b));
+    char k[32], v[VLEN + 1], got[VLEN + 16];
+    key_of(a, k);
+    value_of(a, VLEN, v);
+    struct store_key ka = store_key_of(k, strlen(k));
+    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)a, 0, NULL), STORE_OK);
+    clock_debug_advance(age / 2);
+    key_of(b, k);
+    value_of(b, VLEN, v);
+    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)b, 0, NULL), STORE_OK);
+    assert_true(in_first_bucket(&t, a, false));
+    assert_true(in_first_bucket(&t, b, false)); /* a's second */
+    clock_debug_advance(age / 2 + 1);
+    assert_int_equal(passes(&t), 1); /* a, idle; b not yet */
+    assert_true(in_ram(&t, b));
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    assert_non_null(w);
+    key_of(a, k);
+    store_flash_attach(t.c, w);
+    if (store_flash_probe(t.c, w, &ka) == STORE_PROBE_WAIT) { /* else in a write buffer */
+        for (int n = 0; n < 1000 && !woke; n++) {
+            struct pollfd p = {.fd = store_flash_fd(t.c), .events = POLLIN};
+            poll(&p, 1, 10);
+            store_flash_drain(t.c);
+        }
+        assert_int_equal(woke, 1);
+    }
+    struct store_get_req touch = {.touch = true, .exptime = 0};
+    struct store_item it;
+    assert_int_equal(store_get(t.c, k, strlen(k), &touch, &it), STORE_OK); /* lent */
+    assert_int_equal(tget(&t, k, got, sizeof got, NULL), STORE_OK);       /* its time bumped */
+    assert_true(in_first_bucket(&t, a, false));
+    clock_debug_advance(age / 2);
+    assert_int_equal(passes(&t), 1); /* b, idle now; the lent copy not */
+    store_flash_wait_reset(w); /* a's copy goes back */
+    store_flash_attach(t.c, NULL);
+    assert_false(in_ram(&t, a));
+    struct index_pair pa;
+    index_lock_key(&t.s->index, ka.hv, &pa);
+    int n = tag_flash_slots(&t, &pa, ka.tag);
+    index_unlock_pair(&pa);
+    assert_int_equal(n, 1);
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+#endif
+
 static uint64_t hk_count(uint64_t *c)
 {
     return __atomic_load_n(c, __ATOMIC_RELAXED);
@@ -414,6 +478,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_default_age_never_idle_zero_age_all, flash_file_setup, flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_one_tag_one_flash_candidate_in_a_pair, flash_file_setup,
                                         flash_file_teardown),
+#ifdef NODELAY_DEBUG
+        cmocka_unit_test_setup_teardown(test_lent_copy_back_one_candidate_in_a_pair,
+                                        flash_file_setup, flash_file_teardown),
+#endif
         cmocka_unit_test_setup_teardown(test_max_sleep_paces_the_idle_flush_only, flash_file_setup,
                                         flash_file_teardown),
 #ifdef NODELAY_DEBUG
