@@ -492,8 +492,8 @@ static enum store_status store_get_flash(struct store *s, const struct store_fou
     out->fetched = fi->atime & ITEM_S_FETCHED;
     out->stale = fi->atime & ITEM_S_STALE;
     out->win_sent = fi->atime & ITEM_S_TOKEN;
-    out->class_id = classes_id(&s->classes, item_mc_size(fi->h.nkey, fi->h.nvalue, fi->flags,
-                                                         s->classes.cas_enabled));
+    /* its RAM header's, as memcached's me reports it */
+    out->class_id = classes_id(&s->classes, classes_ext_hdr_size(&s->classes, fi->h.nkey, fi->flags));
     out->lru = STORE_LRU_HOT;
     if (req->want_value && req->copy && fi->h.nvalue <= req->copy_max) {
         req->copy(req->copy_arg, out);
@@ -524,7 +524,9 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
     enum store_look how = req->want_value && !copy_some ? STORE_LOOK_PIN : STORE_LOOK_FIND;
     /* a flash item not recached is served from its read, as memcached's,
      * when the read changes nothing in it */
-    enum store_look flash = !req->touch && !req->recache ? STORE_LOOK_FLASH_BUF : 0;
+    enum store_look flash = (!req->touch && !req->recache ? STORE_LOOK_FLASH_BUF : 0) |
+                            (req->no_update ? STORE_LOOK_NO_BUMP : 0) |
+                            (req->want_value ? 0 : STORE_LOOK_NO_VALUE);
     for (;;) {
         struct store_found f;
         if (!store_lookup_at(ctx, &k, how | flash, false, &f)) {
@@ -678,7 +680,10 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
     bool keep = !req->cas_compare && !req->drop_value && !req->invalidate;
     for (;;) {
         struct store_found f;
-        if (!store_lookup(ctx, &k, keep ? STORE_LOOK_FIND | STORE_LOOK_KEEP_FLASH : STORE_LOOK_FIND,
+        /* not a fetch: a delete whose CAS differs leaves it unread */
+        if (!store_lookup(ctx, &k,
+                          STORE_LOOK_NO_BUMP | STORE_LOOK_NO_VALUE |
+                              (keep ? STORE_LOOK_KEEP_FLASH : STORE_LOOK_FIND),
                           &f)) {
             /* not in RAM: a flash copy (a delete not probed first) goes
              * too, as any write drops one (store_link) */

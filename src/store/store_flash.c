@@ -168,6 +168,32 @@ void store_flash_wait_destroy(struct store_flash_wait *w)
 
 static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e);
 
+/* A lent copy the request touched (gat, touch, mg T): memcached changes
+ * only the expiry of the header it keeps in RAM, the item stays on
+ * extstore (an append is still refused, me reports the header's class).
+ * Here the expiry is in the flash copy, so the RAM copy is written to
+ * flash anew and its slot takes the copy's place; the old flash copy is
+ * dead (it was so while lent). If it does not qualify any more (expired,
+ * ext_item_size raised) or no writer buffer is free, it stays in RAM.
+ * f: the copy, found; keys: both its buckets, locked. */
+static bool pend_touched_back(struct store *s, struct flash_pend *e, const struct store_key *k,
+                              struct store_found *f, const struct index_pair *keys)
+{
+    uint64_t ns = flash_tier_take(s->flash, f->p, &f->h, f->seg->cas_base, f->seg->tbase,
+                                  slot_tag(e->fslot), f->now, FLASH_TAKE_BACK, NULL);
+    if (!ns)
+        return false;
+    if (s->pm)
+        item_set_dead(f->p);
+    struct store_cls_of c = classes_item(&s->classes, f->p, &f->h);
+    seg_note_gone(f->seg, item_total(&f->h), &c);
+    /* its reads so far go with it, as memcached's header keeps them */
+    slot_store(f->slot, index_flash_place(&s->index, k->hv, f->chain, ns) | slot_freq(e->fslot));
+    flash_tier_drop_tag(s->flash, keys, slot_tag(ns), f->slot);
+    e->ok = false; /* its read is of the old copy: a later request reads anew */
+    return true;
+}
+
 /* Requests an unused read is kept for: those probed ahead of one that
  * waited (text_flash.c, bin_process.c: 32 at most), and the one after. */
 #define FLASH_KEEP_RESETS 34
@@ -323,10 +349,11 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
 /* The request is done with the RAM copy of a flash item it was lent
  * (pend_refill): the flash slot takes the copy's place again, as memcached
  * serves a read it does not recache from a buffer it then frees. Only if
- * the copy is still the key's item as it was put there (a write, touch or
- * delete since keeps it in RAM, counted as recached then) and the flash
- * segment still that write. The flash slot takes the copy's slot, in
- * whichever of the key's buckets that is. */
+ * the copy is still the key's item as it was put there (a write or delete
+ * since keeps it in RAM, counted as recached then) and the flash segment
+ * still that write. The flash slot takes the copy's slot, in whichever of
+ * the key's buckets that is. A copy only touched (its expiry changed)
+ * goes to flash anew (pend_touched_back). */
 static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
 {
     struct store *s = ctx->store;
@@ -344,10 +371,18 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
         uint64_t *other = keys.b[1] ? NULL : index_lock_other_of(&s->index, k.hv, keys.b[0]);
         if (other && other != keys.b[0])
             keys.b[1] = other;
-        bool same = (f.keys.b[1] || other) && item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas &&
+        /* the lent copy, its value and flags as read (a write since made
+         * another item) */
+        bool kept = (f.keys.b[1] || other) && item_get_u32(f.p, f.h.flags_off) == fi->flags &&
+                    f.h.nvalue == fi->h.nvalue &&
+                    memcmp(f.p + f.h.hlen + f.h.nkey, fi->value, fi->h.nvalue) == 0;
+        uint32_t marks = ITEM_S_STALE | ITEM_S_TOKEN;
+        bool same = kept && item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas &&
                     item_get_u32(f.p, f.h.exp_off) == fi->exptime &&
-                    item_get_u32(f.p, f.h.flags_off) == fi->flags && f.h.nvalue == fi->h.nvalue;
-        if (same && flash_tier_relive(s->flash, e->fslot, e->loc.seq)) {
+                    !((item_get_st(f.p, &f.h, f.seg->tbase) ^ fi->atime) & marks);
+        if (kept && !same) {
+            back = pend_touched_back(s, e, &k, &f, &keys);
+        } else if (same && flash_tier_relive(s->flash, e->fslot, e->loc.seq)) {
             if (s->pm)
                 item_set_dead(f.p);
             struct store_cls_of c = classes_item(&s->classes, f.p, &f.h);
@@ -495,19 +530,28 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
         return pend_serve(e, f);
     if (how & STORE_LOOK_KEEP_FLASH) {
         e->left = true;
+        f->flash = &e->fi;
         return FLASH_LEFT;
     }
     /* memcached recaches an item read from flash only when it was read
      * before since it went there (its header FETCHED, now ACTIVE), one
-     * such read in ext_recache_rate on the connection. The slot's read
-     * count is the header's bits. Otherwise a read is served from the
-     * buffer, as memcached's, and any other request is lent a RAM copy
-     * that goes back to flash when it is done (store_flash_wait_reset). */
+     * such read in ext_recache_rate on the connection, and only by a
+     * request that reads the value (memcached reads flash for no other).
+     * The slot's read count is the header's bits, left alone by a read
+     * that does not bump. Otherwise a read is served from the buffer, as
+     * memcached's, and any other request is lent a RAM copy that goes
+     * back to flash when it is done (store_flash_wait_reset). */
     e->served = true;
     uint64_t *sl = bucket_slot(ctx->store, keys, e->slot);
-    slot_hit_at(sl);
+    /* read on flash before this request: fetched, as memcached's header
+     * says (mg h, me fetch=) */
+    if (slot_freq(slot_load(sl)) > 0)
+        e->fi.atime |= ITEM_S_FETCHED;
+    if (!(how & STORE_LOOK_NO_BUMP))
+        slot_hit_at(sl);
     uint32_t rate = flash_tier_recache_rate(ctx->store->flash);
-    bool recache = rate && slot_freq(slot_load(sl)) >= 2 && w->recache_counter++ % rate == 0;
+    bool recache = rate && !(how & STORE_LOOK_NO_VALUE) && slot_freq(slot_load(sl)) >= 2 &&
+                   w->recache_counter++ % rate == 0;
     if (!recache && buf_ok) {
         struct flash_tier *ft = ctx->store->flash;
         FLASH_CNT(ft, get_extstore, 1);

@@ -57,7 +57,8 @@ struct store_found {
      * dead and unlinked it, else ITEM_LIVE (no such key). */
     enum item_life gone;
     /* On a miss with STORE_LOOK_KEEP_FLASH: the key's item is on flash
-     * (read and checked for this request) and was left there. */
+     * (read and checked for this request) and was left there; flash is
+     * that item as read (its CAS, which memcached compares first). */
     bool on_flash;
     /* On a miss with STORE_LOOK_FLASH_BUF: the key's item as read from
      * flash for this request, not recached, its pointers into the read's
@@ -81,6 +82,14 @@ enum store_look {
      * the read's buffer, with no RAM copy: the lookup misses with
      * f->flash set. */
     STORE_LOOK_FLASH_BUF = 4,
+    /* A flag beside any: a read that leaves the item's access alone (mg
+     * u, me): a flash item read for it is not counted as read, as
+     * memcached does not bump the header it keeps in RAM. */
+    STORE_LOOK_NO_BUMP = 8,
+    /* A flag beside any: the request does not send the value (touch, me,
+     * mg without v): memcached reads no flash for it, so its recache
+     * rule never puts the item back in RAM for it. */
+    STORE_LOOK_NO_VALUE = 16,
 };
 
 /* The one lookup every operation makes: lock the key's bucket (wherever a

@@ -341,9 +341,13 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         uint32_t sum = s->pm ? item_sum_for(res->item, &h, req->flags) : 0;
         struct store_found f;
         /* an add finds a flash item there and leaves it, as memcached's
-         * finds its header item: no read of the value into RAM for it */
+         * finds its header item: no read of the value into RAM for it;
+         * nor is a write's look at it a fetch (a cas that fails leaves it
+         * unread, as memcached's lookup without a bump) */
         bool found = store_lookup_write(
-            ctx, &k, mode == STORE_MODE_ADD ? STORE_LOOK_FIND | STORE_LOOK_KEEP_FLASH : STORE_LOOK_FIND,
+            ctx, &k,
+            STORE_LOOK_NO_BUMP | STORE_LOOK_NO_VALUE |
+                (mode == STORE_MODE_ADD ? STORE_LOOK_KEEP_FLASH : STORE_LOOK_FIND),
             reclaim, &f);
         rel_time_t now = f.now;
         if (store_gen_moved(res)) {
@@ -453,7 +457,14 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         if (!store_lookup_write(ctx, &k, STORE_LOOK_PIN | STORE_LOOK_KEEP_FLASH, reclaim, &f)) {
             store_found_unlock(&f);
             /* memcached refuses to append to an item whose value is on
-             * extstore; read back by a get first, it is a RAM item again */
+             * extstore (after its CAS check: a CAS that differs is EXISTS);
+             * read back by a get first, it is a RAM item again */
+            if (f.on_flash && req->cas_compare && req->cas_compare != f.flash->cas) {
+                res->cas_cls =
+                    classes_id(&s->classes, classes_ext_hdr_size(&s->classes, h.nkey, f.flash->flags));
+                store_abort(ctx, res);
+                return STORE_EXISTS;
+            }
             if (!req->vivify || f.on_flash) {
                 store_abort(ctx, res);
                 return STORE_NOT_STORED;

@@ -232,6 +232,9 @@ enum flash_take_why {
     /* The idle flush while RAM is still free: only items idle at least
      * ext_item_age seconds (never, at its UINT32_MAX default). */
     FLASH_TAKE_IDLE,
+    /* A flash item lent to a request that touched it goes back: any age,
+     * as memcached's touch changes only the header it keeps in RAM. */
+    FLASH_TAKE_BACK,
 };
 
 /* An item leaving RAM (its bucket lock held, the slot naming it): whether
