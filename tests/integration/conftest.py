@@ -42,6 +42,7 @@ BACKEND_MODULES = (
 LONG_MODULES = (
     "test_deploy", "test_restart", "test_hardening_replies",
     "test_flash_restart", "test_diff_fuzz", "test_flash_recache_rate",
+    "test_diff_fuzz_flash",
 )
 
 

@@ -294,6 +294,18 @@ class Gen:
         return steps
 
 
+def need_reference(server_bin):
+    """Skip a pytest test unless nodelay (server_bin) and the reference
+    memcached 1.6.45 are both there to compare."""
+    import pytest  # here: the fuzzer runs by hand without pytest
+
+    if not os.access(REF_1645, os.X_OK):
+        pytest.skip(f"memcached 1.6.45 reference not found at {REF_1645} "
+                    "(../shared/ref): the fuzzer compares with it")
+    if helpers.is_memcached(server_bin):
+        pytest.skip("the fuzzer compares nodelay with 1.6.45")
+
+
 def upto_timeout(got):
     """A transcript up to its first <timeout>: once a side waits for bytes
     that the next step supplies, later steps answer in a different place."""

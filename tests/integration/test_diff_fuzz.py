@@ -7,10 +7,7 @@ difference is printed with its seed and case number, and
 `python3 tests/integration/diff_fuzz.py 1 SEED CASE` replays one."""
 import os
 
-import pytest
-
 import diff_fuzz
-import helpers
 
 CASES = int(os.environ.get("NODELAY_FUZZ_CASES", "2000"))
 SEED = int(os.environ.get("NODELAY_FUZZ_SEED", "1"))
@@ -26,11 +23,7 @@ def test_generator_is_seeded():
 
 
 def test_diff_fuzz(server_bin, tmp_path):
-    if not os.access(diff_fuzz.REF_1645, os.X_OK):
-        pytest.skip(f"memcached 1.6.45 reference not found at {diff_fuzz.REF_1645} "
-                    "(../shared/ref): the fuzzer compares with it")
-    if helpers.is_memcached(server_bin):
-        pytest.skip("the fuzzer compares nodelay with 1.6.45")
+    diff_fuzz.need_reference(server_bin)
     lines = []
     found = diff_fuzz.run(server_bin, diff_fuzz.REF_1645, str(tmp_path), CASES, SEED,
                           report=lines.append)
