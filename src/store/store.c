@@ -708,11 +708,13 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
         if (req->size_out)
             *req->size_out = f.h.nvalue;
         if (req->drop_value) {
-            /* md x: the item stays, empty, flags cleared, with the same CAS. */
+            /* md x: the item stays, empty, with md's flags (F, else 0) and
+             * the same CAS. */
             uint64_t snap = slot_load(f.slot);
             store_found_unlock(&f);
             struct store_set_req sr = {
                 .mode = STORE_MODE_SET,
+                .flags = req->flags,
                 .exptime = req->touch ? req->exptime : REL_TIME_NEVER,
                 .cas_new = req->cas_given ? req->cas_new : cas,
                 .cas_given = true,
@@ -724,7 +726,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
                 sr.cas_given = false;
             }
             struct store_reservation r;
-            enum store_status st = store_reserve_for(ctx, key, nkey, 0, 0, sr.exptime, &r);
+            enum store_status st = store_reserve_for(ctx, key, nkey, 0, req->flags, sr.exptime, &r);
             if (st != STORE_OK)
                 return st;
             st = store_commit_ex(ctx, &r, &sr, req->invalidate ? ITEM_S_STALE : 0, snap, NULL);

@@ -364,7 +364,8 @@ struct store_delete_req {
     bool invalidate;      /* md I: mark stale and bump CAS instead of removing */
     bool touch;           /* md T (with I): new expiry */
     rel_time_t exptime;
-    bool drop_value;      /* md x: keep the item, empty its value, clear its flags */
+    bool drop_value;      /* md x: keep the item, empty its value, flags set to flags */
+    uint32_t flags;       /* md x: the emptied item's client flags (md F; else 0) */
     uint8_t *class_out;   /* out, optional: the class of the item found (stats slabs) */
     uint32_t *size_out;   /* out, optional: its value length (`watch` lines) */
     uint8_t *miss_out;    /* out, optional: on STORE_MISS, why (enum store_miss) */

@@ -20,6 +20,7 @@ void meta_delete(struct session *s, const struct meta_req *req)
         .touch = (req->invalidate || req->drop_value) && req->has_ttl,
         .exptime = req->has_ttl ? meta_exptime(req->ttl) : 0,
         .drop_value = req->drop_value,
+        .flags = req->client_flags, /* memcached's emptied item takes F's */
         .class_out = &cls,
     };
     enum store_status st;
