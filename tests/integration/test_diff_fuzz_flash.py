@@ -68,6 +68,10 @@ RECACHE = b"extstore recache_rate 2000\r\n"  # memcached's default
 #   went there (memcached's: when its header was made, at the move), and
 #   the two servers move at different moments.
 FLASH_NORMS = [(re.compile(rb"(ME \S+ exp=\S+ la=)\d+"), rb"\1<la>")]
+#   D14: `slabs reassign` answers NOSPARE here (no pages move) and, with
+#   the placed items filling its pages, OK in memcached: such cases are
+#   left to test_diff_fuzz.
+UNCOMPARED = (b"slabs reassign",)
 
 
 def case_keys(index, steps):
@@ -274,7 +278,7 @@ def run(ours_bin, ref_bin, workdir, count, seed, start=0, report=print):
     for i in range(start, start + count):
         gen = diff_fuzz.Gen(seed, i)
         steps = gen.case()
-        if case_keys(i, steps):
+        if case_keys(i, steps) and not any(w in b"".join(steps) for w in UNCOMPARED):
             cases.append((i, steps, gen.restart))
     diffs = []
     try:
