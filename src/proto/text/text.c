@@ -46,11 +46,27 @@ static bool text_want(struct session *s, const struct text_line *l, size_t min)
     return false;
 }
 
+/* The admin commands 1.6.45 still finds by its old tokenizer, which skips
+ * the spaces a line starts with (` flush_all` is flush_all); its request
+ * parser finds the others, ` get k` and ` stats` among them, by the bytes
+ * before the first space. */
+static bool text_spaced_ok(const struct text_line *l)
+{
+    if (l->ntok == 0)
+        return false;
+    const struct text_token *c = &l->tok[0];
+    return TEXT_TOK_IS(c, "flush_all") || TEXT_TOK_IS(c, "verbosity") ||
+           TEXT_TOK_IS(c, "lru_crawler") || TEXT_TOK_IS(c, "slabs") || TEXT_TOK_IS(c, "extstore") ||
+           TEXT_TOK_IS(c, "cache_memlimit") || TEXT_TOK_IS(c, "lru") ||
+           TEXT_TOK_IS(c, "shutdown") || TEXT_TOK_IS(c, "refresh_certs");
+}
+
 /* memcached 1.6.45's request parser looks at the bytes before tokens: a
  * request shorter than 4 bytes with its line end ("a\r\n", "mn\n") is
  * CLIENT_ERROR, and its command is what precedes the first space, so a line
  * that starts with a space names no command (an unknown one: ERROR, or
- * silence after `noreply`, or a close after `HTTP/...`). */
+ * silence after `noreply`, or a close after `HTTP/...`), but for the
+ * commands of text_spaced_ok. */
 static bool text_framing_ok(struct session *s, const struct text_line *l, size_t whole)
 {
     text_of(s)->noreply = false;
@@ -58,7 +74,7 @@ static bool text_framing_ok(struct session *s, const struct text_line *l, size_t
         TEXT_OUT(s, "CLIENT_ERROR bad command line format");
         return false;
     }
-    if (l->len > 0 && l->raw[0] == ' ') {
+    if (l->len > 0 && l->raw[0] == ' ' && !text_spaced_ok(l)) {
         text_unknown(s, l);
         return false;
     }
