@@ -526,6 +526,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
      * when the read changes nothing in it */
     enum store_look flash = (!req->touch && !req->recache ? STORE_LOOK_FLASH_BUF : 0) |
                             (req->no_update ? STORE_LOOK_NO_BUMP : 0) |
+                            (req->stale_wins ? STORE_LOOK_WINS : 0) |
                             (req->want_value ? 0 : STORE_LOOK_NO_VALUE);
     for (;;) {
         struct store_found f;
@@ -578,7 +579,7 @@ enum store_status store_get(struct store_ctx *ctx, const char *key, size_t nkey,
         rel_time_t judged = req->recache_before_touch ? out->exptime_before : out->exptime;
         if (req->recache && !token && judged != REL_TIME_NEVER && judged < now + req->recache_below)
             won = true;
-        if ((st & ITEM_S_STALE) && !token)
+        if ((st & ITEM_S_STALE) && !token && req->stale_wins)
             won = true;
         out->win_sent = token;
         out->won = won;

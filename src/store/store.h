@@ -160,6 +160,7 @@ struct store_get_req {
     bool vivify;              /* mg N: on a miss create an empty item and win it */
     rel_time_t vivify_exptime;
     bool recache;             /* mg R: win if the remaining TTL is below recache_below */
+    bool stale_wins;          /* mg: a stale item's first read wins its token (not get, me) */
     rel_time_t recache_below; /* seconds */
     bool recache_before_touch; /* mg R before T: R judges the expiry T replaces */
     uint64_t cas_new;         /* mg E: CAS to give the item if this request modifies it */

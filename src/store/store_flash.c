@@ -168,12 +168,12 @@ void store_flash_wait_destroy(struct store_flash_wait *w)
 
 static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e);
 
-/* A lent copy the request touched (gat, touch, mg T): memcached changes
- * only the expiry of the header it keeps in RAM, the item stays on
- * extstore (an append is still refused, me reports the header's class).
- * Here the expiry is in the flash copy, so the RAM copy is written to
- * flash anew and its slot takes the copy's place; the old flash copy is
- * dead (it was so while lent). If it does not qualify any more (expired,
+/* A lent copy the request touched (gat, touch, mg T) or marked (md I, a
+ * win token, their new CAS): memcached changes only the header it keeps
+ * in RAM, the item stays on extstore (an append is still refused, me
+ * reports the header's class). Here those are in the flash copy, so the
+ * RAM copy is written to flash anew and its slot takes the copy's place;
+ * the old flash copy is dead (it was so while lent). If it does not qualify any more (expired,
  * ext_item_size raised) or no writer buffer is free, it stays in RAM.
  * f: the copy, found; keys: both its buckets, locked. */
 static bool pend_touched_back(struct store *s, struct flash_pend *e, const struct store_key *k,
@@ -352,8 +352,9 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
  * the copy is still the key's item as it was put there (a write or delete
  * since keeps it in RAM, counted as recached then) and the flash segment
  * still that write. The flash slot takes the copy's slot, in whichever of
- * the key's buckets that is. A copy only touched (its expiry changed)
- * goes to flash anew (pend_touched_back). */
+ * the key's buckets that is. A copy only touched or marked (its expiry,
+ * CAS, stale or token mark changed) goes to flash anew
+ * (pend_touched_back). */
 static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
 {
     struct store *s = ctx->store;
@@ -510,9 +511,10 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
     if (!e || !e->ok)
         return FLASH_NONE;
     const struct index_pair *keys = &f->keys;
-    /* A stale item's first read wins its token: a change, so in RAM. */
+    /* A stale item's first mg wins its token: a change, so in RAM. */
     uint32_t st = e->fi.atime & ITEM_S_MASK;
-    bool buf_ok = (how & STORE_LOOK_FLASH_BUF) && !((st & ITEM_S_STALE) && !(st & ITEM_S_TOKEN));
+    bool buf_ok = (how & STORE_LOOK_FLASH_BUF) &&
+                  !((how & STORE_LOOK_WINS) && (st & ITEM_S_STALE) && !(st & ITEM_S_TOKEN));
     if (!bucket_slot(ctx->store, keys, e->slot)) {
         /* compaction moved the item since it was read (the bytes are the
          * same), or it was dropped or deleted: a miss, counted */
@@ -523,6 +525,16 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
             return FLASH_NONE;
         }
         e->slot = moved;
+    }
+    /* A flush_all (or its expiry) since the read was judged, as when the
+     * read was made ahead of the flush in the same pipeline: a miss, as
+     * memcached's lookup of its header finds it flushed. */
+    enum item_life life =
+        life_of_item(&ctx->store->life, e->fi.p, &e->fi.h, e->loc.cas_base, 0, clock_now());
+    if (life != ITEM_LIVE) {
+        e->ok = false;
+        f->gone = life;
+        return FLASH_NONE;
     }
     /* the key again in the request (get k k), its slot still the key's:
      * another session's delete or write since the first wins */

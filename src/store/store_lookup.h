@@ -90,6 +90,9 @@ enum store_look {
      * mg without v): memcached reads no flash for it, so its recache
      * rule never puts the item back in RAM for it. */
     STORE_LOOK_NO_VALUE = 16,
+    /* A flag beside STORE_LOOK_FLASH_BUF: the read wins a stale item's
+     * token (mg), a change, so a stale flash item is lent in RAM for it. */
+    STORE_LOOK_WINS = 32,
 };
 
 /* The one lookup every operation makes: lock the key's bucket (wherever a

@@ -67,7 +67,11 @@ RECACHE = b"extstore recache_rate 2000\r\n"  # memcached's default
 #   D16: `me`'s la= of an item on flash is the access time it had when it
 #   went there (memcached's: when its header was made, at the move), and
 #   the two servers move at different moments.
-FLASH_NORMS = [(re.compile(rb"(ME \S+ exp=\S+ la=)\d+"), rb"\1<la>")]
+#   D20: `t` of an item touched with a negative TTL (mg T-1 t): memcached
+#   prints its clock arithmetic wrapped to 32 bits, nodelay t0; the
+#   placed items make it visible (a key mg T-1 finds).
+FLASH_NORMS = [(re.compile(rb"(ME \S+ exp=\S+ la=)\d+"), rb"\1<la>"),
+               (re.compile(rb"(?<= )t42949\d{5}(?=[ \r])"), rb"t0")]
 #   D14: `slabs reassign` answers NOSPARE here (no pages move) and, with
 #   the placed items filling its pages, OK in memcached: such cases are
 #   left to test_diff_fuzz.
@@ -200,11 +204,11 @@ def put_on_flash(servers, reqs, want):
                           f"{sorted(left)[:5]} ({len(left)})")
 
 
-def flash_server(binary, workdir, tag):
+def flash_server(binary, workdir, tag, opts=FLASH_OPTS):
     """A server of binary with a flash file of its own in workdir and the
     options above (no idle moves but put_on_flash's)."""
     return helpers.Server(binary, ["-m", "64", "-t", "2", "-o",
-                                   f"ext_path={workdir}/flash-{tag}:64m,{FLASH_OPTS}"],
+                                   f"ext_path={workdir}/flash-{tag}:64m,{opts}"],
                           workdir=workdir).start()
 
 

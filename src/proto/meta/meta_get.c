@@ -158,6 +158,7 @@ void meta_get(struct session *s, const struct meta_req *req)
         /* a created item keeps whichever of N and T came last */
         .vivify_exptime = req->has_vivify ? meta_walk_exptime(req, req->norder, 0, true) : 0,
         .recache = req->has_recache,
+        .stale_wins = true,
         .recache_below = req->has_recache ? meta_recache_below(req->recache_ttl) : 0,
         .recache_before_touch = req->has_recache && req->has_ttl && meta_flag_before(req, 'R', 'T'),
         .cas_new = req->has_cas_new ? req->cas_new : 0,
