@@ -173,8 +173,9 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e);
  * in RAM, the item stays on extstore (an append is still refused, me
  * reports the header's class). Here those are in the flash copy, so the
  * RAM copy is written to flash anew and its slot takes the copy's place;
- * the old flash copy is dead (it was so while lent). If it does not qualify any more (expired,
- * ext_item_size raised) or no writer buffer is free, it stays in RAM.
+ * the old flash copy is dead (it was so while lent). If it does not
+ * qualify any more (expired, ext_item_size raised) or no writer buffer
+ * is free, it stays in RAM.
  * f: the copy, found; keys: both its buckets, locked. */
 static bool pend_touched_back(struct store *s, struct flash_pend *e, const struct store_key *k,
                               struct store_found *f, const struct index_pair *keys)
