@@ -38,7 +38,8 @@ RECHECK_QUIET = 1.0  # a difference is run again with this, so load cannot fake 
 #   D4: `delete <key> <a> <b>` (two extra words) - never generated
 #   D9: a retrieval with a key over 250 bytes after other commands in the same
 #       read - a long key goes only in a case's own step
-#   D15: `ma` with an over-long opaque - O tokens stay short on ma
+#   D15: `ma` and `mg` with an over-long opaque - O tokens stay short on
+#       them (diff_cases.txt's mg_opaque_long has the reply)
 #   D16: dumps - lru_crawler metadump/mgdump are not generated
 #   D20: `t` of an item made by N with a negative TTL - N is never negative
 #   D19: binary framing - an unknown opcode gets no key or extras; a header
@@ -180,7 +181,7 @@ class Gen:
             toks.append(f)
         if r.random() < 0.1:
             toks.append(r.choice(toks[2:] or ["v"]))  # a duplicate flag
-        if cmd == "ma":
+        if cmd in ("ma", "mg"):
             toks = [t if not t.startswith("O") else t[:8] for t in toks]  # D15
         if cmd == "ms" and data is not None and r.random() < 0.1:
             data += b"y"
