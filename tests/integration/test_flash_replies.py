@@ -18,8 +18,18 @@ VALUE = b"v" * 1000
 # memcached gives a recache up when the item's lock is busy (item_trylock),
 # as it is while its storage thread looks at the COLD tail, every
 # ext_max_sleep: at its default of a second, rarely (at 10 ms, a third of
-# runs); nodelay's idle flush then waits up to a second to start moving.
+# runs; at 1 s, 1 of 7); nodelay's idle flush then waits up to a second to
+# start moving. recached() says which.
 OPTS = FLASH_OPTS.replace("ext_max_sleep=10000", "ext_max_sleep=1000000")
+
+
+def recached(srv, c, key):
+    """Whether key is back in RAM (an append then works; it is not made on
+    flash). memcached may have given the recache up (above): skipped."""
+    got = call(c, b"append %s 0 0 1\r\nx\r\n" % key)
+    if got == b"NOT_STORED\r\n" and srv.is_memcached:
+        pytest.skip("memcached gave a recache up: the item's lock was busy")
+    return got == b"STORED\r\n"
 
 
 @pytest.fixture(params=["nodelay", "memcached-1.6.45"])
@@ -76,7 +86,7 @@ def test_the_second_read_of_the_value_brings_it_back(srv):
     assert call(c, b"mg k1 s\r\n") == b"HD s1000\r\n"
     assert call(c, b"append k1 0 0 1\r\nx\r\n") == b"NOT_STORED\r\n"
     value_read(c, b"get k1\r\n")  # read twice before: back in RAM
-    assert call(c, b"append k1 0 0 1\r\nx\r\n") == b"STORED\r\n"
+    assert recached(srv, c, b"k1")
     # one in ext_recache_rate (2000) such reads on a connection brings it
     # back, the first: here the next ones do not
     value_read(c, b"mg k2 v\r\n")
@@ -84,7 +94,7 @@ def test_the_second_read_of_the_value_brings_it_back(srv):
     assert call(c, b"append k2 0 0 1\r\nx\r\n") == b"NOT_STORED\r\n"
     c = srv.connect()  # a new connection's first
     value_read(c, b"mg k2 v\r\n")
-    assert call(c, b"append k2 0 0 1\r\nx\r\n") == b"STORED\r\n"
+    assert recached(srv, c, b"k2")
 
 
 def test_a_touch_leaves_it_on_flash(srv):
