@@ -767,9 +767,11 @@ uint64_t rix_fill(struct rix *x, uint32_t nthreads, rix_drop_fn drop, void *arg)
     struct index_table *old = NULL;
     if (total > 2 * INDEX_GROW_LOAD * index_shape_buckets(x->shape)) {
         /* as store_create sizes one: the power of two at or below,
-         * then the buckets the items need; the level reported stays */
+         * then the buckets the items need; the level reported stays
+         * (kept apart: the table is not made at it, which may be the
+         * file's level from before the crash) */
         unsigned was = index_level(&s->index);
-        old = index_swap_table(&s->index, index_level_for(was, total / 2));
+        old = index_swap_table(&s->index, index_level_to_hold(0, total));
         if (!old || index_presize(&s->index, total) != 0)
             log_error("store: out of memory sizing the index for %llu restored items",
                       (unsigned long long)total);
