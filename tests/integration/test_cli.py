@@ -53,17 +53,20 @@ def test_licence_is_stated(server_bin):
 
 
 def test_every_source_file_has_an_spdx_line():
-    """Each source and script file names its licence in its first two lines."""
+    """Each source file, script (by suffix or #! line) and installed packaging
+    file names its licence in its first two lines."""
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
     if files.returncode != 0:
         pytest.skip("not a git checkout: cannot list the source files")
-    wanted = re.compile(r"(\.(c|h|py|sh|mk)|Makefile)$")
+    wanted = re.compile(r"(\.(c|h|py|sh|mk|pl|rb|in)|Makefile)$|^packaging/")
     missing = []
     for name in files.stdout.split():
-        if not wanted.search(name) or name.startswith("tests/fuzz/corpus/"):
+        if name.startswith(("tests/fuzz/corpus/", "bench/results/")):
             continue
         with open(os.path.join(ROOT, name), errors="replace") as f:
             head = f.readline() + f.readline()
+        if not wanted.search(name) and not head.startswith("#!"):
+            continue
         if "SPDX-License-Identifier: BSD-3-Clause" not in head:
             missing.append(name)
     assert not missing, f"no SPDX line: {missing}"

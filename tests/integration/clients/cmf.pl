@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: BSD-3-Clause
 # Cache::Memcached::Fast (XS) against a server: prints "ok"/"not ok" lines
 # and exits non-zero on any failure. Usage: cmf.pl HOST:PORT
 use strict;

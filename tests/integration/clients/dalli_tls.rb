@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Dalli (Ruby, binary protocol) over TLS: prints "ok"/"not ok" lines and
 # exits non-zero on any failure. The server's certificate is verified against
 # CA_FILE; with CERT and KEY the client presents one (mutual TLS).
