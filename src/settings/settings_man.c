@@ -79,8 +79,8 @@ static const char *const settings_man_differences[] = {
     "Memory is one store of fixed-size segments: -m is an exact cap, there are no slab "
     "classes to rebalance, and eviction works on whole segments with a second chance for "
     "items read since.",
-    "Memory owed to clients is bounded: all together by -o client_mem_limit (past it, those "
-    "owing most are not read); a client's replies pause once it owes 4 MiB, and it is cut "
+    "Memory owed to clients is bounded: all together by -o client_mem_limit (past half of "
+    "it, those owing most are not read); a client's replies pause once it owes 4 MiB, and it is cut "
     "off only when it takes no byte for 60 s, or owes more than -o reply_queue_limit while "
     "its socket takes no more.",
     "Numbers that memcached reads as 0 (atoi) are refused with a message.",

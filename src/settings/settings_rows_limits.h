@@ -17,7 +17,7 @@ X(FIX,  reply_queue_limit,       SIZE, 64u << 20,   0,   NULL,                 "
 X(FIX,  client_mem_limit,        SIZE, 0,           0,   NULL,                 "client_mem_limit",           \
   "MB",          MB,          0,       1L << 30,       NULL,                    NONE,     NULL,              \
   "(nodelay) replies and read buffers owed to all clients\n"                                                 \
-  "together; past it those owing most are not read\n"                                                        \
+  "together; past half of it those owing most are not read\n"                                                \
   "(default: 0 = half of -m, at least 32)", NULL)                                                            \
 X(FIX,  ssl_handshake_timeout,   INT,  5,           0,   NULL,                 "ssl_handshake_timeout",      \
   "s",           INT,         1,       3600,           NULL,                    NONE,     NULL,              \

@@ -45,7 +45,7 @@ X(FIX,  enable_coredumps,        BOOL, false,       'r', "enable-coredumps",   N
 X(FIX,  large_pages,             BOOL, false,       'L', "enable-largepages",  NULL,                         \
   NULL,          ON,          0,       0,              NULL,                    NONE,                        \
   "segments and the index use transparent huge pages where the kernel gives them, with or without -L",      \
-  "large memory pages (memcached's preallocation)", NULL)                                                    \
+  "large memory pages (nodelay uses them with or without -L)", NULL)                                         \
 X(FIX,  config_file,             STR,  NULL,        0,   "config",             NULL,                         \
   "file",        CONFIG,      0,       0,              NULL,                    NONE,     NULL,              \
   "read flags from a file in /etc/memcached.conf's format: one\n"                                            \
