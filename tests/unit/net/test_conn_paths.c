@@ -35,8 +35,10 @@ static bool cp_open(struct cp *p, bool ring)
 {
     memset(p, 0, sizeof *p);
     char why[128];
-    if (event_select(ring, why, sizeof why) < 0)
+    if (event_select(ring, why, sizeof why) < 0) {
+        print_message("io_uring is not available here (%s): not run\n", why);
         return false;
+    }
     p->t = tt_new();
     p->pool.opt = &p->t->opt.net;
     p->pool.proto = &p->t->opt.proto;
