@@ -424,7 +424,7 @@ def table(rows, fs, names):
            f"10× RAM filled first, then Zipf 0.99, 90 % gets, -t 1, bench/loadgen. \"not yet\": "
            f"the server gives no such figure. RAM per flash item is (RSS − -m) ÷ flash items: "
            f"it includes fixed costs (write buffers, hash table), so it means something only "
-           f"with millions of items on flash (issue 21 asks for 10 M+), not in a short run; "
+           f"with millions of items on flash (make bench-flash-ram: 10.5 M), not in a short run; "
            f"in brackets the hash table's share (hash_bytes ÷ flash items): nodelay's is "
            f"presized for the flash file full of ext_item_size items, as it cannot grow "
            f"(docs/store-flash.md), so with few large items it is mostly empty room.", "",
