@@ -55,6 +55,12 @@ struct store_ctx {
      * flash tier. */
     enum flash_refill (*flash_refill)(struct store_ctx *ctx, const struct store_key *k,
                                       struct store_found *f, unsigned how);
+    /* store_flash.c's, for store_widen: it moved the key's item from slot
+     * `from` to `to` for ctx's request (a touch or mark that did not
+     * fit), so a RAM copy of a flash item lent to the request is still
+     * that copy, not a write. NULL: no flash tier. */
+    void (*flash_relinked)(struct store_ctx *ctx, const struct store_key *k, uint64_t from,
+                           uint64_t to);
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
 };
 

@@ -110,6 +110,7 @@ struct flash_pend {
     bool served;          /* a lookup of this request was given it */
     uint8_t resets;       /* requests done since it was read, unused */
     uint64_t fslot;       /* the flash slot as served (its read count bumped) */
+    uint64_t ram_slot;    /* when lent: the RAM copy's slot (store_flash_relinked) */
     struct flash_item fi; /* when ok: pointers into buf */
     uint8_t nkey;
     char key[STORE_KEY_MAX];
@@ -333,6 +334,14 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
         };
         st = store_commit_ex(ctx, &res, &req, fi->atime, e->slot, NULL);
     }
+    if (st == STORE_OK && e->lent) {
+        /* The copy is this slot's item while only marked or touched in
+         * place: a write links another (a new item, whatever its value). */
+        struct store_key k = store_key_of(e->key, e->nkey);
+        struct store_found f;
+        e->ram_slot = store_lookup(ctx, &k, STORE_LOOK_FIND, &f) ? slot_load(f.slot) : 0;
+        store_found_unlock(&f);
+    }
     if (st == STORE_OK) {
         FLASH_CNT(s->flash, get_extstore, 1);
         if (!e->lent)
@@ -373,10 +382,12 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
         uint64_t *other = keys.b[1] ? NULL : index_lock_other_of(&s->index, k.hv, keys.b[0]);
         if (other && other != keys.b[0])
             keys.b[1] = other;
-        /* the lent copy, its value and flags as read (a write since made
-         * another item) */
-        bool kept = (f.keys.b[1] || other) && item_get_u32(f.p, f.h.flags_off) == fi->flags &&
-                    f.h.nvalue == fi->h.nvalue &&
+        /* the lent copy, in its slot (a write since linked another item,
+         * even of the same value and flags, which memcached keeps in RAM),
+         * its value and flags as read */
+        bool kept = (f.keys.b[1] || other) && e->ram_slot &&
+                    slot_same(slot_load(f.slot), e->ram_slot) &&
+                    item_get_u32(f.p, f.h.flags_off) == fi->flags && f.h.nvalue == fi->h.nvalue &&
                     memcmp(f.p + f.h.hlen + f.h.nkey, fi->value, fi->h.nvalue) == 0;
         uint32_t marks = ITEM_S_STALE | ITEM_S_TOKEN;
         bool same = kept && item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas &&
@@ -901,6 +912,15 @@ void store_flash_close(struct store *s)
     s->pool.flash = NULL;
 }
 
+/* store_ctx.flash_relinked */
+static void pend_relinked(struct store_ctx *ctx, const struct store_key *k, uint64_t from,
+                          uint64_t to)
+{
+    struct flash_pend *e = ctx->flash_wait ? wait_find(ctx->flash_wait, k) : NULL;
+    if (e && e->lent && slot_same(e->ram_slot, from))
+        e->ram_slot = to;
+}
+
 int store_flash_ctx_init(struct store_ctx *ctx)
 {
     if (!ctx->store->flash)
@@ -912,6 +932,7 @@ int store_flash_ctx_init(struct store_ctx *ctx)
     }
     ctx->flash_cq = cq;
     ctx->flash_refill = pend_refill;
+    ctx->flash_relinked = pend_relinked;
     return 0;
 }
 

@@ -682,6 +682,8 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
                 uint64_t access = slot_load(g.slot) & SLOT_FREQ;
                 store_link(s, &g, true, &r, k->tag, k->hv, NULL); /* rare: a touch or CAS that did not fit */
                 slot_store(g.slot, slot_load(g.slot) | access);
+                if (ctx->flash_relinked)
+                    ctx->flash_relinked(ctx, k, snap, slot_load(g.slot));
                 store_found_unlock(&g);
                 seg_unpin(ns);
                 return STORE_OK;

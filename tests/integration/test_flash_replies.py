@@ -143,3 +143,14 @@ def test_a_mark_stale_leaves_it_on_flash(srv):
     assert call(c, b"mg k1 s\r\n") == b"HD s1000 X W\r\n"
     assert call(c, b"mg k1 s\r\n") == b"HD s1000 Z X\r\n"
     assert call(c, b"append k1 0 0 1\r\nx\r\n") == b"NOT_STORED\r\n"
+
+
+def test_a_write_of_the_same_value_is_a_ram_item(srv):
+    """A cas, replace or set that writes the value and flags the flash item
+    has makes a new item in RAM, as memcached's does: an append then works."""
+    c = srv.connect()
+    cas = int(re.search(rb" cas=(\d+)", call(c, b"me k1\r\n")).group(1))
+    assert call(c, b"cas k1 0 0 1000 %d\r\n%s\r\n" % (cas, VALUE)) == b"STORED\r\n"
+    assert call(c, b"append k1 0 0 1\r\nx\r\n") == b"STORED\r\n"
+    assert call(c, b"replace k2 0 100 1000\r\n%s\r\n" % VALUE) == b"STORED\r\n"
+    assert call(c, b"append k2 0 0 1\r\nx\r\n") == b"STORED\r\n"
