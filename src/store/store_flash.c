@@ -336,10 +336,13 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
     }
     if (st == STORE_OK && e->lent) {
         /* The copy is this slot's item while only marked or touched in
-         * place: a write links another (a new item, whatever its value). */
+         * place: a write links another (a new item, whatever its value).
+         * Found with another CAS, another session wrote it meanwhile. */
         struct store_key k = store_key_of(e->key, e->nkey);
         struct store_found f;
-        e->ram_slot = store_lookup(ctx, &k, STORE_LOOK_FIND, &f) ? slot_load(f.slot) : 0;
+        bool ours = store_lookup(ctx, &k, STORE_LOOK_FIND, &f) &&
+                    item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas;
+        e->ram_slot = ours ? slot_load(f.slot) : 0;
         store_found_unlock(&f);
     }
     if (st == STORE_OK) {
