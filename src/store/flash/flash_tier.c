@@ -654,7 +654,10 @@ bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq)
 {
     pthread_mutex_lock(&ft->lock);
     struct flash_rec *r = rec_of(ft, slot);
-    bool ok = r && r->seq == seq && r->state != FSEG_FREE;
+    /* Not into the segment compaction is emptying: it may have passed
+     * the item by (dead while lent), and frees the segment when done. */
+    bool ok =
+        r && r->seq == seq && r->state != FSEG_FREE && (int32_t)(r - ft->recs) != ft->gc_victim;
     if (ok) {
         r->live_items++;
         /* live again before reachable again: the lent copy's take-over

@@ -294,8 +294,8 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
 /* ext_recache_rate as `extstore` set it now (0: never recache). */
 uint32_t flash_tier_recache_rate(struct flash_tier *ft);
 /* A flash item served from a RAM copy goes back to flash (store_flash.c):
- * whether seq is still the write in slot's segment; if so it counts the
- * item live there again. */
+ * whether seq is still the write in slot's segment and compaction is not
+ * emptying it; if so it counts the item live there again. */
 bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq);
 /* Whether seq is still the write in slot's segment (a read finished after
  * a drop reads as a miss). Counts a read of it. */

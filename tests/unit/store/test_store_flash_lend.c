@@ -192,9 +192,78 @@ static void test_lent_copies_under_writes_and_compaction(void **state)
     tstore_close(&t);
 }
 
+/* The record of the segment key i's flash slot names, or -1. */
+static int32_t seg_of_key(struct tstore *t, int i)
+{
+    char k[32];
+    key_of(i, k);
+    struct store_key key = store_key_of(k, strlen(k));
+    struct index_pair p;
+    index_lock_key(&t->s->index, key.hv, &p);
+    uint64_t fs = 0;
+    for (int c = 0; c < 2 && p.b[c]; c++)
+        for (uint64_t *cur = p.b[c]; cur; cur = index_next(&t->s->index, cur))
+            for (int j = 0; j < INDEX_SLOTS; j++) {
+                uint64_t sl = slot_load(index_slot(cur, j));
+                if (sl && slot_is_flash(sl) && slot_tag(sl) == key.tag)
+                    fs = sl;
+            }
+    index_unlock_pair(&p);
+    struct flash_tier *ft = t->s->flash;
+    pthread_mutex_lock(&ft->lock);
+    uint32_t v = flash_slot_vid(fs);
+    int32_t n = fs && v < ft->nvids && ft->vmap[v] ? (int32_t)ft->vmap[v] - 1 : -1;
+    pthread_mutex_unlock(&ft->lock);
+    return n;
+}
+
+/* A lent copy that changed nothing (a cas that differs) gives its flash
+ * slot back only while its segment stays: not into the one compaction is
+ * emptying, which may have passed the item by as dead (it was lent) and
+ * frees the segment when done, the slot with it. It stays in RAM. */
+static void test_no_give_back_into_the_compaction_victim(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash(&t, 32 * MB, 1);
+    fill(&t, KEYS, NULL);
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    assert_non_null(w);
+    struct flash_tier *ft = t.s->flash;
+    int i = 0;
+    int32_t n = -1;
+    while (i < KEYS && (n = seg_of_key(&t, i)) < 0)
+        i++;
+    assert_true(n >= 0);
+    char k[32], got[VLEN + 16];
+    key_of(i, k);
+    probe_key(&t, w, &woke, i);
+    /* the compactor's turn at n begins (its lock held, no other pass) */
+    pthread_mutex_lock(&ft->compact_lock);
+    pthread_mutex_lock(&ft->lock);
+    ft->gc_victim = n;
+    pthread_mutex_unlock(&ft->lock);
+    struct store_set_req s = {.mode = STORE_MODE_CAS, .cas_compare = 1};
+    assert_int_equal(store_store(t.c, k, strlen(k), "x", 1, &s, NULL), STORE_EXISTS);
+    store_flash_wait_reset(w);
+    pthread_mutex_lock(&ft->lock);
+    ft->gc_victim = -1;
+    pthread_mutex_unlock(&ft->lock);
+    pthread_mutex_unlock(&ft->compact_lock);
+    /* in RAM: found with no read of flash, its value whole */
+    store_flash_attach(t.c, NULL);
+    assert_int_equal(read_version(&t, i), 0);
+    assert_true(tget(&t, k, got, sizeof got, NULL) == STORE_OK);
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_no_give_back_into_the_compaction_victim,
+                                        flash_file_setup, flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_lent_copies_under_writes_and_compaction,
                                         flash_file_setup, flash_file_teardown),
     };
