@@ -32,27 +32,6 @@ static void read_tuning(const void *src, struct flash_tuning *out)
     pthread_mutex_unlock(&tuning_lock);
 }
 
-/* Probe key i; on WAIT, drain until the wait set wakes (bounded). Returns
- * whether it waited. w stays attached, as a session's while it runs: the
- * lookups that follow put what it read back in RAM. */
-static bool probe(struct tstore *t, struct store_flash_wait *w, int *woke, int i)
-{
-    char k[32];
-    key_of(i, k);
-    struct store_key key = store_key_of(k, strlen(k));
-    int before = *woke;
-    store_flash_attach(t->c, w);
-    if (store_flash_probe(t->c, w, &key) == STORE_PROBE_READY)
-        return false;
-    assert_true(store_flash_pending(w) > 0);
-    assert_true(store_flash_fd(t->c) >= 0);
-    wait_woken(t, woke, before);
-    assert_int_equal(store_flash_pending(w), 0);
-    /* run again, as the session does: READY now */
-    assert_int_equal(store_flash_probe(t->c, w, &key), STORE_PROBE_READY);
-    return true;
-}
-
 /* Key i read back: a miss (false) or exactly its value and flags (true). */
 static bool check(struct tstore *t, int i, uint64_t want_cas)
 {

@@ -16,6 +16,7 @@
 #include "test_flash_file.h"
 #include "store/store_core.h"
 #include "store/store_flash.h"
+#include "store/store_lookup.h"
 
 #define MB (1u << 20)
 #define VLEN 1000
@@ -151,6 +152,27 @@ static inline void fill(struct tstore *t, int n, uint64_t *cas)
             settle(t);
     }
     settle(t);
+}
+
+/* Probe key i; on WAIT, drain until the wait set wakes (bounded). Returns
+ * whether it waited. w stays attached, as a session's while it runs: the
+ * lookups that follow put what it read back in RAM. */
+static inline bool probe(struct tstore *t, struct store_flash_wait *w, int *woke, int i)
+{
+    char k[32];
+    key_of(i, k);
+    struct store_key key = store_key_of(k, strlen(k));
+    int before = *woke;
+    store_flash_attach(t->c, w);
+    if (store_flash_probe(t->c, w, &key) == STORE_PROBE_READY)
+        return false;
+    assert_true(store_flash_pending(w) > 0);
+    assert_true(store_flash_fd(t->c) >= 0);
+    wait_woken(t, woke, before);
+    assert_int_equal(store_flash_pending(w), 0);
+    /* run again, as the session does: READY now */
+    assert_int_equal(store_flash_probe(t->c, w, &key), STORE_PROBE_READY);
+    return true;
 }
 
 #endif

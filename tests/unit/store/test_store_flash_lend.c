@@ -92,19 +92,6 @@ static void *compact_main(void *arg)
     return NULL;
 }
 
-/* Probe key i for t's session (drained until its read is back). */
-static void probe_key(struct tstore *t, struct store_flash_wait *w, int *woke, int i)
-{
-    char k[32];
-    key_of(i, k);
-    struct store_key key = store_key_of(k, strlen(k));
-    int before = *woke;
-    store_flash_attach(t->c, w);
-    if (store_flash_probe(t->c, w, &key) == STORE_PROBE_READY)
-        return;
-    wait_woken(t, woke, before);
-}
-
 /* Key i's value now, its version (or -2 on a miss); asserts it is one
  * of the key's. */
 static long read_version(struct tstore *t, int i)
@@ -140,7 +127,7 @@ static void test_lent_copies_under_writes_and_compaction(void **state)
         int i = (int)(rand_r(&seed) % KEYS);
         key_of(i, k);
         unsigned floor = __atomic_load_n(&done_ver[i], __ATOMIC_ACQUIRE);
-        probe_key(&t, w, &woke, i);
+        probe(&t, w, &woke, i);
         switch (r % 4) {
         case 0: { /* touch: lent, then written to flash anew */
             struct store_get_req g = {.touch = true, .exptime = 0};
@@ -176,7 +163,7 @@ static void test_lent_copies_under_writes_and_compaction(void **state)
     /* every key: its last write, or a miss */
     int hits = 0;
     for (int i = 0; i < KEYS; i++) {
-        probe_key(&t, w, &woke, i);
+        probe(&t, w, &woke, i);
         long v = read_version(&t, i);
         store_flash_wait_reset(w);
         if (v < 0)
@@ -238,7 +225,7 @@ static void test_no_give_back_into_the_compaction_victim(void **state)
     assert_true(n >= 0);
     char k[32], got[VLEN + 16];
     key_of(i, k);
-    probe_key(&t, w, &woke, i);
+    probe(&t, w, &woke, i);
     /* the compactor's turn at n begins (its lock held, no other pass) */
     pthread_mutex_lock(&ft->compact_lock);
     pthread_mutex_lock(&ft->lock);
