@@ -301,3 +301,42 @@ def test_no_reply_after_a_wait_is_acknowledged_at_once(quick_srv):
             pytest.fail(f"a quiet miss that waited, then mn in a second write: {dt * 1000:.1f} ms")
     assert waits(c) >= before + rounds
     c.close()
+
+
+def test_a_wait_keeps_the_multishot_receive(quick_srv):
+    """An idle connection's multishot receive stays started while its
+    request waits for flash (a client at pipeline 1 sends nothing until the
+    reply): 40 gets that each wait, one at a time, are served by at most two
+    starts (one ends by itself after 2 KiB), not a stop and a start each."""
+    c = quick_srv.connect()
+    s = stats(c, "nodelay")
+    if s.get("event_backend") != "io_uring" or int(s.get("multishot_receives", 0)) == 0:
+        pytest.skip("multishot receives are io_uring's on a kernel that bounds them")
+    assert c.set(b"fl_ms", b"v" * 600) == b"STORED\r\n"
+    before, started = waits(c), int(stats(c, "nodelay")["multishot_receives"])
+    for _ in range(40):
+        assert c.call("get fl_ms", until=b"END\r\n") == b"VALUE fl_ms 0 600\r\n%s\r\nEND\r\n" % (b"v" * 600)
+    s = stats(c, "nodelay")
+    assert waits(c) >= before + 40
+    # the two stats requests' own receives are in it too
+    assert int(s["multishot_receives"]) - started <= 3
+    c.close()
+
+
+def test_bytes_sent_during_a_wait_run_after_it_in_order(srv):
+    """What a client sends while its request waits for flash (the receive
+    still started) is kept and run once the wait ends, in order."""
+    c = srv.connect()
+    assert c.set(b"fl_d1", b"first") == b"STORED\r\n"
+    assert c.set(b"dw2", b"second") == b"STORED\r\n"
+    before = waits(c)
+    t0 = time.monotonic()
+    c.send(b"get fl_d1\r\n")
+    time.sleep(DELAY / 4)
+    c.send(b"get dw2\r\nset dw3 0 0 1\r\nx\r\nget dw3 fl_d1\r\n")
+    want = (b"VALUE fl_d1 0 5\r\nfirst\r\nEND\r\nVALUE dw2 0 6\r\nsecond\r\nEND\r\nSTORED\r\n"
+            b"VALUE dw3 0 1\r\nx\r\nVALUE fl_d1 0 5\r\nfirst\r\nEND\r\n")
+    assert c.read_exact(len(want)) == want
+    assert time.monotonic() - t0 >= DELAY * 0.95
+    assert waits(c) >= before + 2
+    c.close()
