@@ -352,8 +352,6 @@ static void conn_received(struct conn *c, int res, const char *data, bool multi,
     conn_read_done(c, c->u.recv_target, (size_t)res);
 }
 
-/* The table's want: no readiness to ask for, a receive is started and
- * writes finish by themselves. */
 /* Not reading only while a request waits for flash, owing little: its
  * multishot receive stays started. A client at pipeline 1 sends nothing
  * until the reply, so the receive is still there when the request is
@@ -367,6 +365,8 @@ static bool conn_uring_keep_multi(const struct conn *c)
            proto_owed(&c->sess) <= CONN_REPLY_FLOOR / 2;
 }
 
+/* The table's want: no readiness to ask for, a receive is started and
+ * writes finish by themselves. */
 static void conn_uring_want(struct conn *c, unsigned want)
 {
     c->interest = want;
