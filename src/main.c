@@ -213,21 +213,28 @@ static int main_wait_for_stop(const sigset_t *set, const char *auth_file, bool s
 
 /* memcached opens and locks every -o ext_path file at start-up (creating
  * it) and fails with these words when one cannot be: the same check,
- * before the flash tier opens them for use. */
+ * before the flash tier opens them for use. Every lock is held until all
+ * are taken, so one file named twice (or by two paths) fails as a file
+ * another server holds. */
 static int main_check_ext_files(const struct settings *s)
 {
     struct settings_ext_file *files = calloc(SETTINGS_EXT_FILES_MAX, sizeof *files);
     if (!files)
         return -1;
-    int n = settings_ext_files(s, files, SETTINGS_EXT_FILES_MAX), rc = 0;
+    int fds[SETTINGS_EXT_FILES_MAX];
+    int n = settings_ext_files(s, files, SETTINGS_EXT_FILES_MAX), rc = 0, held = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        int err = flash_dev_probe(files[i].path);
-        if (err < 0) {
+        int fd = flash_dev_probe(files[i].path);
+        if (fd < 0) {
             fprintf(stderr, "Failed to initialize external storage: failed to open file\n"
-                            "extstore open: %s\n", strerror(-err));
+                            "extstore open: %s\n", strerror(-fd));
             rc = -1;
+        } else {
+            fds[held++] = fd;
         }
     }
+    while (held > 0)
+        close(fds[--held]);
     free(files);
     return rc;
 }

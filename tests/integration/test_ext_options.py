@@ -202,3 +202,20 @@ def test_second_server_on_a_held_file_fails_as_memcached(server_bin, tmp_path):
     assert held_file_outcome(server_bin, tmp_path / "nd") == (1, want_err)
     code, err = outcome(server_bin, argv_for(HELD, tmp_path / "nd"), EXTRA_ARGS)
     assert code == "running", err
+
+
+# One file named twice (or by two paths): memcached 1.6.45 starts and its
+# two devices overwrite each other's pages. nodelay refuses it as a file
+# another server holds, in memcached's words for that and its exit code.
+@pytest.mark.parametrize("twice", ["{d}/f:64m,ext_path={d}/f:64m",
+                                   "{d}/f:64m,ext_path={d}/./f:64m",
+                                   "{d}/f:64m,ext_path={d}/g:64m,ext_path={d}/l:64m"])
+def test_one_file_twice_is_refused(server_bin, tmp_path, twice):
+    if is_memcached(server_bin):
+        pytest.skip("memcached starts with it")
+    (tmp_path / "f").touch()
+    os.link(tmp_path / "f", tmp_path / "l")
+    code, err = outcome(server_bin, argv_for("ext_path=" + twice, tmp_path), EXTRA_ARGS, wait=10)
+    err = "".join(l for l in err.splitlines(True) if not l.startswith("nodelay: -o ext_"))
+    assert (code, err) == (1, "Failed to initialize external storage: failed to open file\n"
+                              "extstore open: Resource temporarily unavailable\n")

@@ -138,11 +138,16 @@ int flash_dev_probe(const char *path)
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
-    /* file_open's lock, tried and let go: a file another server holds
-     * fails here with memcached's words (EAGAIN) */
-    int rc = flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
+    /* file_open's lock: a file another server holds fails here with
+     * memcached's words (EAGAIN); held until the caller closes fd, it
+     * fails a second probe of the same file too (flock locks an open
+     * file, not a process), whose two devices would overwrite each other */
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int err = errno;
+        close(fd);
+        return -err;
+    }
+    return fd;
 }
 
 int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,

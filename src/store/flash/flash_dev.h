@@ -125,9 +125,11 @@ struct flash_dev {
  * for tests). */
 int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,
                    size_t n);
-/* Opens (creating, mode 0600), tries the lock flash_dev_open takes, and
- * closes one file: the start-up check memcached makes of every ext_path.
- * 0 or -errno (-EWOULDBLOCK: another server holds the file). */
+/* Opens (creating, mode 0600) one file and takes the lock flash_dev_open
+ * takes: the start-up check memcached makes of every ext_path. The locked
+ * descriptor (the caller closes it once every file is probed, so a file
+ * named twice fails its second probe) or -errno (-EWOULDBLOCK: another
+ * server, or another ext_path of this one, holds the file). */
 int flash_dev_probe(const char *path);
 /* Stops the threads (reads still queued complete with -ECANCELED) and
  * closes the files. */
