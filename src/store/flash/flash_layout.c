@@ -281,19 +281,34 @@ void flash_iter_init(struct flash_iter *it, const void *buf, const struct flash_
 
 int flash_iter_next(struct flash_iter *it, struct flash_item *out)
 {
-    if (it->seen == it->hdr->nitems)
-        return it->off == it->end ? 0 : FLASH_E_COUNT;
-    if (it->off >= it->end)
-        return FLASH_E_COUNT;
-    int rc = flash_item_parse(it->buf + it->off, it->end - it->off, it->seed,
-                              it->hdr->cas_base, out);
-    if (rc != FLASH_OK) {
-        it->end = it->off;   /* no more: its length cannot be trusted */
-        it->seen = it->hdr->nitems;
-        return rc;
+    for (;;) {
+        if (it->seen == it->hdr->nitems)
+            return it->off == it->end ? 0 : FLASH_E_COUNT;
+        if (it->off >= it->end)
+            return FLASH_E_COUNT;
+        uint32_t len;
+        int rc = flash_item_parse(it->buf + it->off, it->end - it->off, it->seed,
+                                  it->hdr->cas_base, out);
+        if (rc == FLASH_E_ITEMSUM &&
+            flash_item_span(it->buf + it->off, it->end - it->off, &len) == FLASH_OK) {
+            /* A damaged value (bit rot, a stray write) costs its item, not
+             * the rest of the segment: its header's span is taken on trust
+             * and the next item must pass its own sum, as every read's
+             * must. Lengths that lie land amid other bytes, which fail a
+             * sum in turn, or the count at the end. */
+            it->damaged++;
+            it->off += len;
+            it->seen++;
+            continue;
+        }
+        if (rc != FLASH_OK) {
+            it->end = it->off; /* no more: its length cannot be trusted */
+            it->seen = it->hdr->nitems;
+            return rc;
+        }
+        out->off = it->off;
+        it->off += out->len;
+        it->seen++;
+        return 1;
     }
-    out->off = it->off;
-    it->off += out->len;
-    it->seen++;
-    return 1;
 }

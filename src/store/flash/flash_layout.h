@@ -135,12 +135,15 @@ struct flash_iter {
     uint32_t end;        /* FLASH_HDR_LEN + nbytes */
     uint32_t off;
     uint32_t seen;
+    uint32_t damaged;    /* items skipped: their sum failed, their span held */
     uint64_t seed;
     const struct flash_seg_hdr *hdr;
 };
 void flash_iter_init(struct flash_iter *it, const void *buf, const struct flash_seg_hdr *hdr);
 /* 1: *out is the next item; 0: the end, where the header said; < 0 an
- * error (enum flash_err) and no more items: those before it stay good. */
+ * error (enum flash_err) and no more items: those before it stay good.
+ * An item whose sum fails but whose header is whole is skipped (counted
+ * in `damaged`), the walk going on past it. */
 int flash_iter_next(struct flash_iter *it, struct flash_item *out);
 
 #endif

@@ -980,8 +980,8 @@ static unsigned flash_tier_compact(struct flash_tier *ft, bool need_room)
                 break;
             }
         }
-        if (k < 0)
-            CNT(ft, badcrc_from_extstore, 1);
+        /* a damaged item each (skipped), and the rest of a walk cut short */
+        CNT(ft, badcrc_from_extstore, it.damaged + (k < 0));
     }
     free(buf);
     pthread_mutex_lock(&ft->lock);

@@ -134,8 +134,8 @@ static void restore_seg(struct store *s, uint32_t n, const struct fk_seg *e, cha
         else
             c->superseded++;
     }
-    if (r < 0)
-        c->corrupt++;
+    /* a damaged item each, and the rest of a walk cut short */
+    c->corrupt += it.damaged + (r < 0);
 }
 
 void restore_flash(struct store *s)
