@@ -306,6 +306,10 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A write past the file size limit (ulimit -f) fails with EFBIG, which
+     * the flash tier counts as any failed write, where the signal's
+     * default would kill the server */
+    signal(SIGXFSZ, SIG_IGN);
 
     clock_setup();
     int rc = MAIN_EX_OSERR;

@@ -4,11 +4,13 @@
 flash file cut under a running server and then a kill -9, another
 server's flash file put in its place, bytes of it flipped while the
 server runs, `extstore` settings thrown at it under load, a full
-filesystem. Each key reads as its last acknowledged value or misses,
+filesystem, a file size limit (ulimit -f) below the file. Each key reads as its last acknowledged value or misses,
 never an older or another's value; the server keeps answering; the fault
 is counted."""
 import os
 import random
+import resource
+import signal
 import subprocess
 import threading
 import time
@@ -304,3 +306,42 @@ def test_full_filesystem(start_server, tmp_path):
         srv.stop()
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_file_size_limit_below_the_flash_file(start_server, tmp_path):
+    """A file size limit (ulimit -f, systemd's LimitFSIZE) lowered under a
+    running server below its flash file: a segment write past it fails
+    (EFBIG), counted and logged, its items miss, and the server goes on;
+    the kernel's SIGXFSZ for it does not kill the server."""
+    flash = tmp_path / "flash"
+    srv = start(start_server, *flash_flags(flash))
+    limit = 8 << 20
+    resource.prlimit(srv.proc.pid, resource.RLIMIT_FSIZE, (limit, limit))
+    m = Model(7)
+    c = srv.connect(timeout=30)
+    try:
+        for _ in range(3):  # some 30 MB to flash: past the limit
+            m.write(c, m.keys)
+        settled(srv)
+    except OSError:
+        pass
+    assert srv.proc.poll() is None, (srv.proc.returncode, -signal.SIGXFSZ)
+    assert counters(srv)["extstore_write_errors"] > 0
+    assert "File too large" in srv.stderr()
+    assert m.check(c) > 0
+    assert c.call("version").startswith(b"VERSION")
+
+
+@pytest.mark.parametrize("what", ["ext_path", "-e"])
+def test_file_size_limit_below_the_files_at_start(server_bin, tmp_path, what):
+    """Started under a file size limit below its flash file (or -e file):
+    a message naming the file and exit 71, not death by SIGXFSZ."""
+    limit = 8 << 20
+    args = ["-o", f"ext_path={tmp_path}/flash:64m"] if what == "ext_path" else \
+        ["-m", "64", "-e", f"{tmp_path}/mem"]
+    argv = [server_bin, "-p", "0", "-U", "0", *(["-u", "root"] if os.geteuid() == 0 else []),
+            *helpers.EXTRA_ARGS, *args]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=30,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert p.returncode == 71, (p.returncode, p.stderr)
+    assert "File too large" in p.stderr and str(tmp_path) in p.stderr, p.stderr
