@@ -19,6 +19,8 @@ REF_BIN = os.path.join(REF_DIR, "memcached-1.6.45")
 # Each: the -o list ({d} is a fresh directory), or a full argument list.
 BAD = [
     "ext_path={d}/nodir/x:64m",                     # cannot open: 1
+    "ext_path=/dev/null:64m",                       # not a file: 1
+    "ext_path={d}:64m",                             # a directory: 1
     "ext_path={d}/f",                               # no size: 1
     "ext_path={d}/f:64q",                           # bad suffix: 1
     "ext_path={d}/f:64",                            # no suffix: 1

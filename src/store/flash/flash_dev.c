@@ -138,6 +138,13 @@ int flash_dev_probe(const char *path)
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
+    /* Segments live at offsets of a file sized at start: a device, a fifo
+     * cannot be one. memcached's O_DIRECT open of those fails EINVAL. */
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
     /* file_open's lock: a file another server holds fails here with
      * memcached's words (EAGAIN); held until the caller closes fd, it
      * fails a second probe of the same file too (flock locks an open

@@ -129,7 +129,8 @@ int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, c
  * takes: the start-up check memcached makes of every ext_path. The locked
  * descriptor (the caller closes it once every file is probed, so a file
  * named twice fails its second probe) or -errno (-EWOULDBLOCK: another
- * server, or another ext_path of this one, holds the file). */
+ * server, or another ext_path of this one, holds the file; -EINVAL: not a
+ * regular file). */
 int flash_dev_probe(const char *path);
 /* Stops the threads (reads still queued complete with -ECANCELED) and
  * closes the files. */
