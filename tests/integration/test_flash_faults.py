@@ -20,6 +20,7 @@ import pytest
 
 import helpers
 from helpers import get_value, stats
+from test_flash_restart import start
 from test_restart import kill9, mem_file  # noqa: F401
 
 pytestmark = pytest.mark.skipif(
@@ -81,13 +82,6 @@ def flash_flags(flash, mem=None, mb=64):
             f"ext_path={flash}:{mb}m,ext_wbuf_size=2,ext_page_size=2,ext_item_age=0"]
 
 
-def start(start_server, *fl):
-    srv = start_server(*fl)
-    if "no flash tier" in srv.stderr():
-        pytest.skip("this build has no flash tier")
-    return srv
-
-
 def counters(srv):
     c = srv.connect()
     try:
@@ -111,19 +105,27 @@ def settled(srv):
     return last
 
 
+def filled_with_e(start_server, mem_file, tmp_path, seed):
+    """A server with -e and a flash tier, every key written, a third of
+    them again or deleted, the idle flush done: (flash file, flags,
+    server, model, a connection, items on flash)."""
+    flash = tmp_path / "flash"
+    fl = flash_flags(flash, mem_file)
+    srv = start(start_server, *fl)
+    m = Model(seed)
+    c = srv.connect(timeout=30)
+    m.write(c, m.keys)
+    m.write(c, m.keys[::3], deletes=0.3)
+    return flash, fl, srv, m, c, settled(srv)
+
+
 @pytest.mark.parametrize("cut", ["zero", "half"])
 def test_flash_file_cut_under_a_running_server_then_killed(start_server, mem_file, tmp_path, cut):
     """The flash file truncated under a server with -e: reads of the lost
     part miss (read_errors, a log line), writes go on, then kill -9 and a
     restart over the cut file: no key with a wrong or older value."""
-    flash = tmp_path / "flash"
-    fl = flash_flags(flash, mem_file)
-    srv = start(start_server, *fl)
-    m = Model(1)
-    c = srv.connect(timeout=30)
-    m.write(c, m.keys)
-    m.write(c, m.keys[::3], deletes=0.3)
-    assert settled(srv) > KEYS // 2
+    flash, fl, srv, m, c, on_flash = filled_with_e(start_server, mem_file, tmp_path, 1)
+    assert on_flash > KEYS // 2
     os.truncate(flash, 0 if cut == "zero" else flash.stat().st_size // 2)
     m.check(c)
     m.write(c, m.keys[::2], deletes=0.1)
@@ -184,14 +186,7 @@ def test_flash_bytes_flipped_under_a_running_server(start_server, mem_file, tmp_
     each damaged item read is a miss, counted (badcrc_from_extstore);
     after a kill -9 and a restart, damaged items are not linked
     (restore_discarded_corrupt) and the rest read as written."""
-    flash = tmp_path / "flash"
-    fl = flash_flags(flash, mem_file)
-    srv = start(start_server, *fl)
-    m = Model(3)
-    c = srv.connect(timeout=30)
-    m.write(c, m.keys)
-    m.write(c, m.keys[::3], deletes=0.3)
-    on_flash = settled(srv)
+    flash, fl, srv, m, c, on_flash = filled_with_e(start_server, mem_file, tmp_path, 3)
     rng = random.Random(4)
     size = flash.stat().st_size
     with open(flash, "r+b") as f:
