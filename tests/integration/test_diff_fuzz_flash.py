@@ -159,7 +159,8 @@ def call(conn, line):
 
 def place(servers, cases, seed):
     """Set every key of cases in each server with a value that qualifies
-    (put_on_flash). Returns the keys (raw bytes) placed."""
+    (put_on_flash). Returns the keys (raw bytes) each server left off
+    flash (an empty set for each where all are on it)."""
     reqs, want = [], set()
     for index, steps in cases:
         r = random.Random(f"flash:{seed}:{index}")
@@ -169,8 +170,26 @@ def place(servers, cases, seed):
             want.add(key)
             reqs.append(set_request(key, binary, flash_value(r),
                                     r.choice([0, 1, 65535, 4294967295])))
-    put_on_flash(servers, reqs, want)
-    return want
+    return put_on_flash(servers, reqs, want)
+
+
+def place_pair(pair, cases, seed):
+    """place() on pair's servers (started if stopped). memcached's storage
+    thread moves items from its LRUs' tails as its maintainer feeds them,
+    and on a loaded machine it has once left a key in RAM past the wait:
+    where only memcached left keys behind, the pair starts afresh and
+    places them once more. nodelay leaving a key behind fails at once."""
+    for again in (True, False):
+        if pair.servers is None:
+            pair.start()
+        missing = place(pair.servers, cases, seed)
+        if not missing[0] and missing[1] and again:
+            pair.stop()
+            continue
+        for srv, left in zip(pair.servers, missing):
+            assert not left, (f"not on flash after {PLACE_WAIT} s in {srv.binary}: "
+                              f"{sorted(left)[:5]} ({len(left)})")
+        return
 
 
 def put_on_flash(servers, reqs, want):
@@ -198,10 +217,7 @@ def put_on_flash(servers, reqs, want):
             c.close()
 
     with ThreadPoolExecutor(len(servers)) as pool:
-        missing = list(pool.map(one, servers))
-    for srv, left in zip(servers, missing):
-        assert not left, (f"not on flash after {PLACE_WAIT} s in {srv.binary}: "
-                          f"{sorted(left)[:5]} ({len(left)})")
+        return list(pool.map(one, servers))
 
 
 def flash_server(binary, workdir, tag, opts=FLASH_OPTS):
@@ -290,9 +306,7 @@ def run(ours_bin, ref_bin, workdir, count, seed, start=0, report=print):
         while todo:
             batch, todo = todo[:BATCH], todo[BATCH:]
             while batch:
-                if pair.servers is None:
-                    pair.start()
-                place(pair.servers, [(i, s) for i, s, _ in batch], seed)
+                place_pair(pair, [(i, s) for i, s, _ in batch], seed)
                 batch = run_batch(pair, batch, norms, seed, diffs, report)
     finally:
         pair.stop()
@@ -307,8 +321,7 @@ def run_batch(pair, batch, norms, seed, diffs, report):
         ours, ref = run_case(pair, i, steps, norms, diff_fuzz.QUIET)
         if ours != ref:  # again on keys placed afresh, waiting longer
             pair.stop()
-            pair.start()
-            place(pair.servers, [(i, steps)], seed)
+            place_pair(pair, [(i, steps)], seed)
             ours, ref = run_case(pair, i, steps, norms, diff_fuzz.RECHECK_QUIET)
             pair.stop()
             if ours != ref:

@@ -44,8 +44,9 @@ def srv(request, server_bin, tmp_path):
     if "no flash tier" in s.stderr():
         s.stop()
         pytest.skip("this build has no flash tier")
-    put_on_flash([s], [b"set %s 0 0 %d noreply\r\n%s\r\n" % (k, len(VALUE), VALUE)
-                       for k in (b"k1", b"k2")], {b"k1", b"k2"})
+    left = put_on_flash([s], [b"set %s 0 0 %d noreply\r\n%s\r\n" % (k, len(VALUE), VALUE)
+                              for k in (b"k1", b"k2")], {b"k1", b"k2"})
+    assert left == [set()], f"not on flash in {binary}: {left}"
     yield s
     s.proc.kill()
     s.proc.wait()
