@@ -468,6 +468,74 @@ static void test_item_span_parts(void **state)
     free(buf);
 }
 
+/* A damaged item whose header's span is crafted: the walk skips by it
+ * only within the segment's bytes, never backwards, and ends there. Walked
+ * in an exact-size copy of the segment, so that a read past its end is
+ * ASan's. Item k's value varint (two bytes) is rewritten: its sum then
+ * fails, and its span reaches the end exactly (the items after it are
+ * not counted: the count says more), one byte past it (refused: the walk
+ * stops at k), or every item's value is damaged (all skipped). */
+static void test_damaged_item_spans(void **state)
+{
+    (void)state;
+    char *buf = malloc(SEG);
+    uint32_t offs[NITEMS + 1];
+    build(buf, 9, INSTANCE, NITEMS, offs);
+    struct flash_seg_hdr h;
+    assert_int_equal(flash_seg_parse_hdr(buf, SEG, INSTANCE, &h), FLASH_OK);
+    uint32_t end = FLASH_HDR_LEN + h.nbytes;
+    offs[NITEMS] = end;
+    /* the last item with a two-byte varint whose rest of the segment a
+     * two-byte varint can still name */
+    int k = -1;
+    for (int i = NITEMS - 2; i > 0 && k < 0; i--) {
+        struct flash_item_in in = item_in(i);
+        if (in.nvalue >= 128 && end - offs[i] < 16384)
+            k = i;
+    }
+    assert_true(k > 0);
+    struct item_hdr ih;
+    item_decode(buf + offs[k], &ih);
+    assert_int_equal(ih.atime_off, 4); /* the varint: bytes 2 and 3 */
+    uint32_t fixed = ih.hlen + ih.nkey;
+    const uint32_t spans[] = {end - offs[k], end - offs[k] + 1, fixed + 128};
+    for (int c = 0; c < 3; c++) {
+        char *seg = malloc(end);
+        memcpy(seg, buf, end);
+        uint32_t v = spans[c] - fixed;
+        seg[offs[k] + 2] = (char)((v & 0x7f) | 0x80);
+        seg[offs[k] + 3] = (char)(v >> 7);
+        int err;
+        int n = walk(seg, end, INSTANCE, &err);
+        assert_int_equal(n, k); /* the items before k, never k */
+        if (c == 0) {
+            /* to the end, the count short */
+            assert_int_equal(err, FLASH_E_COUNT);
+            assert_int_equal(walk_damaged, 1);
+        } else if (c == 1) {
+            /* past the end: its length cannot be trusted, the walk stops */
+            assert_int_equal(err, FLASH_E_ITEM);
+            assert_int_equal(walk_damaged, 0);
+        } else {
+            /* short of its own bytes: what follows fails in turn */
+            assert_true(err < 0);
+            assert_true(walk_damaged >= 1);
+        }
+        free(seg);
+    }
+    /* every value damaged: nothing served, each counted, the walk whole */
+    char *seg = malloc(end);
+    memcpy(seg, buf, end);
+    for (int i = 0; i < NITEMS; i++)
+        seg[offs[i + 1] - 1] ^= 0x10;
+    int err;
+    assert_int_equal(walk(seg, end, INSTANCE, &err), 0);
+    assert_int_equal(err, 0);
+    assert_int_equal(walk_damaged, NITEMS);
+    free(seg);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,7 +543,7 @@ int main(void)
         cmocka_unit_test(test_header_damage), cmocka_unit_test(test_item_damage),
         cmocka_unit_test(test_torn_write),   cmocka_unit_test(test_wrong_instance),
         cmocka_unit_test(test_lengths_lie),  cmocka_unit_test(test_writer_limits),
-        cmocka_unit_test(test_item_span_parts),
+        cmocka_unit_test(test_item_span_parts), cmocka_unit_test(test_damaged_item_spans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
