@@ -30,6 +30,7 @@ BACKEND_MODULES = (
     "test_hardening_uploads", "test_hardening_replies", "test_event_backend",
     "test_text_commands", "test_meta_binary", "test_udp", "test_differential",
     "test_dump", "test_tls", "test_watch", "test_listener", "test_flash_wait",
+    "test_flash_wait_input",
 )
 
 
