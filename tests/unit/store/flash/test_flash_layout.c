@@ -57,6 +57,17 @@ static void build(char *buf, uint64_t seq, uint64_t instance, int n, uint32_t *o
     flash_writer_finish(&w);
 }
 
+/* A segment of every item (seq 9), malloc'd; offs[NITEMS] is its end. */
+static char *build_all(uint32_t *offs)
+{
+    char *buf = malloc(SEG);
+    build(buf, 9, INSTANCE, NITEMS, offs);
+    struct flash_seg_hdr h;
+    assert_int_equal(flash_seg_parse_hdr(buf, SEG, INSTANCE, &h), FLASH_OK);
+    offs[NITEMS] = FLASH_HDR_LEN + h.nbytes;
+    return buf;
+}
+
 /* n of an item whose key is "key:n" */
 static int key_number(const struct flash_item *f)
 {
@@ -207,12 +218,8 @@ static void test_header_damage(void **state)
 static void test_item_damage(void **state)
 {
     (void)state;
-    char *buf = malloc(SEG);
     uint32_t offs[NITEMS + 1];
-    build(buf, 9, INSTANCE, NITEMS, offs);
-    struct flash_seg_hdr h;
-    assert_int_equal(flash_seg_parse_hdr(buf, SEG, INSTANCE, &h), FLASH_OK);
-    offs[NITEMS] = FLASH_HDR_LEN + h.nbytes;
+    char *buf = build_all(offs);
     int item = 0;
     uint32_t bytes = 0, past = 0;
     for (uint32_t i = FLASH_HDR_LEN; i < offs[NITEMS]; i++) {
@@ -478,13 +485,9 @@ static void test_item_span_parts(void **state)
 static void test_damaged_item_spans(void **state)
 {
     (void)state;
-    char *buf = malloc(SEG);
     uint32_t offs[NITEMS + 1];
-    build(buf, 9, INSTANCE, NITEMS, offs);
-    struct flash_seg_hdr h;
-    assert_int_equal(flash_seg_parse_hdr(buf, SEG, INSTANCE, &h), FLASH_OK);
-    uint32_t end = FLASH_HDR_LEN + h.nbytes;
-    offs[NITEMS] = end;
+    char *buf = build_all(offs);
+    uint32_t end = offs[NITEMS];
     /* the last item with a two-byte varint whose rest of the segment a
      * two-byte varint can still name */
     int k = -1;
