@@ -52,7 +52,7 @@ STORE_LAYERS="
 5:store_seg.h seg.c seg_walk.c seg_counts.c seg_pins.c seg_policy.c
 6:store_lookup.h store_find.h store_lookup.c store_core.h
 7:store_link.h store_link.c store_compat.c
-8:store_write.h store_write.c store_arith.c store_upload.h store_upload.c store_flash.c store_flash_scan.c store_flash_ctl.h store_cold.h store_cold.c
+8:store_write.h store_write.c store_arith.c store_upload.h store_upload.c store_flash.c store_flash_stats.c store_flash_scan.c store_flash_ctl.h store_cold.h store_cold.c
 9:store_crawl.h store_crawl.c persist/restore.h persist/restore.c persist/restore_index.h persist/restore_index.c persist/restore_flash.c
 10:store.c
 "
