@@ -108,6 +108,8 @@ struct flash_pend {
     bool lent;            /* served from a RAM copy that goes back to flash */
     bool from_buf;        /* served from buf (not recached), this request */
     bool served;          /* a lookup of this request was given it */
+    bool looked;          /* a lookup of this request asked for it */
+    uint8_t miss;         /* PEND_MISS_*: what a lookup for the value counts */
     uint8_t resets;       /* requests done since it was read, unused */
     uint64_t fslot;       /* the flash slot as served (its read count bumped) */
     uint64_t ram_slot;    /* when lent: the RAM copy's slot (store_flash_relinked) */
@@ -115,6 +117,20 @@ struct flash_pend {
     uint8_t nkey;
     char key[STORE_KEY_MAX];
 };
+
+/* A read whose item turned out gone or bad is a miss_from_extstore (and
+ * a badcrc_from_extstore) only for a lookup that reads the value:
+ * memcached reads flash for no other request, and counts when that read
+ * completes. Reads that only stand in for its header in RAM (the key's
+ * existence for delete, touch, mg without v, append; a tag shared with
+ * another key; an item flushed or expired, which memcached finds so in
+ * RAM) count nothing. */
+enum { PEND_MISS_NONE, PEND_MISS, PEND_MISS_BADCRC };
+
+static void pend_miss(struct flash_pend *e, uint8_t why)
+{
+    e->miss = why;
+}
 
 struct store_flash_wait {
     void (*wake)(void *arg);
@@ -212,7 +228,9 @@ void store_flash_wait_reset(struct store_flash_wait *w)
         struct flash_pend *e = *pp;
         if (e->lent)
             pend_give_back(e->ctx, e);
-        if (e->done && (!e->ok || e->left || e->from_buf || ++e->resets > FLASH_KEEP_RESETS)) {
+        bool unused = e->ok || (e->miss && !e->looked);
+        e->looked = false;
+        if (e->done && (!unused || e->left || e->from_buf || ++e->resets > FLASH_KEEP_RESETS)) {
             *pp = e->next;
             pend_free(e);
         } else {
@@ -313,8 +331,10 @@ static void pend_clear_slot(struct store_ctx *ctx, const struct flash_pend *e)
 
 /* The item read, checked: copied back into RAM in place of its flash slot
  * (store_commit_ex with that slot expected), with its own access time and
- * status bits: reading it back is not an access, the request's own is. */
-static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
+ * status bits: reading it back is not an access, the request's own is.
+ * fetch: the request reads the value, the one memcached reads flash for
+ * and counts (get_extstore, its bytes, get_oom_extstore). */
+static void pend_recache(struct store_ctx *ctx, struct flash_pend *e, bool fetch)
 {
     struct store *s = ctx->store;
     const struct flash_item *fi = &e->fi;
@@ -345,13 +365,13 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
         e->ram_slot = ours ? slot_load(f.slot) : 0;
         store_found_unlock(&f);
     }
-    if (st == STORE_OK) {
+    if (st == STORE_OK && !e->lent)
+        FLASH_CNT(s->flash, recache_from_extstore, 1);
+    if (st == STORE_OK && fetch) {
         FLASH_CNT(s->flash, get_extstore, 1);
-        if (!e->lent)
-            FLASH_CNT(s->flash, recache_from_extstore, 1);
         FLASH_CNT(s->flash, objects_read, 1);
         FLASH_CNT(s->flash, bytes_read, fi->len);
-    } else if (st == STORE_NO_MEMORY || st == STORE_TOO_LARGE) {
+    } else if (fetch && (st == STORE_NO_MEMORY || st == STORE_TOO_LARGE)) {
         FLASH_CNT(s->flash, get_oom_extstore, 1);
     }
     /* STORE_EXISTS: the key was written or deleted meanwhile; that wins */
@@ -363,7 +383,7 @@ static void pend_recache(struct store_ctx *ctx, struct flash_pend *e)
  * (pend_refill): the flash slot takes the copy's place again, as memcached
  * serves a read it does not recache from a buffer it then frees. Only if
  * the copy is still the key's item as it was put there (a write or delete
- * since keeps it in RAM, counted as recached then) and the flash segment
+ * since wins: nothing was recached) and the flash segment
  * still that write. The flash slot takes the copy's slot, in whichever of
  * the key's buckets that is. A copy only touched or marked (its expiry,
  * CAS, stale or token mark changed) goes to flash anew
@@ -375,7 +395,7 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
     e->lent = false;
     struct store_key k = store_key_of(e->key, e->nkey);
     struct store_found f;
-    bool back = false;
+    bool back = false, ours = false;
     if (store_lookup(ctx, &k, STORE_LOOK_FIND, &f)) {
         /* Found in its first bucket, the lookup locked that one alone:
          * the other too, as the flash slot made here drops the other
@@ -388,10 +408,10 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
         /* the lent copy, in its slot (a write since linked another item,
          * even of the same value and flags, which memcached keeps in RAM),
          * its value and flags as read */
-        bool kept = (f.keys.b[1] || other) && e->ram_slot &&
-                    slot_same(slot_load(f.slot), e->ram_slot) &&
-                    item_get_u32(f.p, f.h.flags_off) == fi->flags && f.h.nvalue == fi->h.nvalue &&
-                    memcmp(f.p + f.h.hlen + f.h.nkey, fi->value, fi->h.nvalue) == 0;
+        ours = e->ram_slot && slot_same(slot_load(f.slot), e->ram_slot) &&
+               item_get_u32(f.p, f.h.flags_off) == fi->flags && f.h.nvalue == fi->h.nvalue &&
+               memcmp(f.p + f.h.hlen + f.h.nkey, fi->value, fi->h.nvalue) == 0;
+        bool kept = ours && (f.keys.b[1] || other);
         uint32_t marks = ITEM_S_STALE | ITEM_S_TOKEN;
         bool same = kept && item_get_cas(f.p, &f.h, f.seg->cas_base) == fi->cas &&
                     item_get_u32(f.p, f.h.exp_off) == fi->exptime &&
@@ -412,7 +432,10 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
             index_unlock(other);
     }
     store_found_unlock(&f);
-    if (!back) /* it stays in RAM: recached after all */
+    /* it stays in RAM: recached after all; replaced or deleted by the
+     * request (or another session), nothing was recached, as memcached
+     * writes over its header */
+    if (ours && !back)
         FLASH_CNT(s->flash, recache_from_extstore, 1);
 }
 
@@ -440,14 +463,13 @@ static bool pend_judge(struct flash_pend *e)
     struct flash_item fi;
     int rc = flash_item_parse(p, avail, e->loc.seed, e->loc.cas_base, &fi);
     if (rc != FLASH_OK) {
-        FLASH_CNT(ft, badcrc_from_extstore, 1);
-        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_miss(e, PEND_MISS_BADCRC);
         pend_clear_slot(ctx, e);
         return false;
     }
     if (fi.h.nkey != e->nkey || memcmp(fi.key, e->key, e->nkey) != 0) {
-        /* another key's item under the same tag: a miss for this one */
-        FLASH_CNT(ft, miss_from_extstore, 1);
+        /* another key's item under the same tag: a miss for this one,
+         * whose header memcached would not have had */
         return false;
     }
     if (!flash_tier_still(ft, e->slot, e->loc.seq)) {
@@ -456,14 +478,13 @@ static bool pend_judge(struct flash_pend *e)
          * carries that write's seed) and its slot now names the copy. */
         uint64_t moved = flash_tier_moved(ft, e->slot);
         if (!moved) {
-            FLASH_CNT(ft, miss_from_extstore, 1);
+            pend_miss(e, PEND_MISS);
             pend_clear_slot(ctx, e);
             return false;
         }
         e->slot = moved;
     }
     if (life_of_item(&s->life, fi.p, &fi.h, e->loc.cas_base, 0, clock_now()) != ITEM_LIVE) {
-        FLASH_CNT(ft, miss_from_extstore, 1);
         pend_clear_slot(ctx, e);
         return false;
     }
@@ -523,7 +544,18 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
 {
     struct store_flash_wait *w = ctx->flash_wait;
     struct flash_pend *e = w ? wait_find(w, k) : NULL;
-    if (!e || !e->ok)
+    if (!e)
+        return FLASH_NONE;
+    e->looked = true;
+    bool fetch = !(how & STORE_LOOK_NO_VALUE);
+    if (e->miss && fetch) {
+        struct flash_tier *ft = ctx->store->flash;
+        FLASH_CNT(ft, miss_from_extstore, 1);
+        if (e->miss == PEND_MISS_BADCRC)
+            FLASH_CNT(ft, badcrc_from_extstore, 1);
+        e->miss = PEND_MISS_NONE; /* once, as the read was one */
+    }
+    if (!e->ok)
         return FLASH_NONE;
     const struct index_pair *keys = &f->keys;
     /* A stale item's first mg wins its token: a change, so in RAM. */
@@ -532,11 +564,11 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
                   !((how & STORE_LOOK_WINS) && (st & ITEM_S_STALE) && !(st & ITEM_S_TOKEN));
     if (!bucket_slot(ctx->store, keys, e->slot)) {
         /* compaction moved the item since it was read (the bytes are the
-         * same), or it was dropped or deleted: a miss, counted */
+         * same), or it was dropped or deleted: a miss, not counted, as
+         * memcached's lookup finds no header then and reads nothing */
         uint64_t moved = flash_tier_moved(ctx->store->flash, e->slot);
         if (!moved || !bucket_slot(ctx->store, keys, moved)) {
             e->ok = false;
-            FLASH_CNT(ctx->store->flash, miss_from_extstore, 1);
             return FLASH_NONE;
         }
         e->slot = moved;
@@ -577,19 +609,21 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
     if (!(how & STORE_LOOK_NO_BUMP))
         slot_hit_at(sl);
     uint32_t rate = flash_tier_recache_rate(ctx->store->flash);
-    bool recache = rate && !(how & STORE_LOOK_NO_VALUE) && slot_freq(slot_load(sl)) >= 2 &&
-                   w->recache_counter++ % rate == 0;
+    bool recache =
+        rate && fetch && slot_freq(slot_load(sl)) >= 2 && w->recache_counter++ % rate == 0;
     if (!recache && buf_ok) {
         struct flash_tier *ft = ctx->store->flash;
-        FLASH_CNT(ft, get_extstore, 1);
-        FLASH_CNT(ft, objects_read, 1);
-        FLASH_CNT(ft, bytes_read, e->fi.len);
+        if (fetch) {
+            FLASH_CNT(ft, get_extstore, 1);
+            FLASH_CNT(ft, objects_read, 1);
+            FLASH_CNT(ft, bytes_read, e->fi.len);
+        }
         return pend_serve(e, f);
     }
     e->lent = !recache;
     e->fslot = slot_load(sl);
     index_unlock_pair(keys);
-    pend_recache(ctx, e);
+    pend_recache(ctx, e, fetch);
     return FLASH_REFILLED;
 }
 
@@ -643,7 +677,7 @@ static void pend_read_done(struct flash_read *r)
                       "read_errors counts them)",
                       r->page, strerror(-r->result));
         FLASH_CNT(ft, read_errors, 1);
-        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_miss(e, PEND_MISS);
         pend_clear_slot(e->ctx, e);
         pend_done(e);
         return;
@@ -656,7 +690,7 @@ static void pend_read_done(struct flash_read *r)
         if (pend_submit(e, item_total(&h)) == 0)
             return;
         FLASH_CNT(ft, read_errors, 1);
-        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_miss(e, PEND_MISS);
     }
     pend_done(e);
 }
@@ -783,7 +817,9 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
         return STORE_PROBE_READY;
     }
     if (at == FLASH_AT_NONE) {
-        FLASH_CNT(ft, miss_from_extstore, 1);
+        /* its page evicted since the slot was made: memcached's read of it
+         * fails so */
+        pend_miss(e, PEND_MISS);
         pend_clear_slot(ctx, e);
         pend_done(e);
         return STORE_PROBE_READY;
@@ -792,7 +828,7 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     int rc = pend_submit(e, want < FLASH_FIRST_READ ? want : FLASH_FIRST_READ);
     if (rc < 0) {
         FLASH_CNT(ft, read_errors, 1);
-        FLASH_CNT(ft, miss_from_extstore, 1);
+        pend_miss(e, PEND_MISS);
         pend_done(e);
         return STORE_PROBE_READY;
     }
