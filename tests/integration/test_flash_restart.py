@@ -390,3 +390,30 @@ def test_one_damaged_flash_item_costs_that_item_alone(start_server, mem_file, tm
     c = srv.connect()
     assert int(stats(c, "nodelay")["restore_discarded_corrupt"]) >= 1
     c.close()
+
+
+def test_damaged_ram_part_keeps_flash_items(start_server, mem_file, tmp_path):
+    """After a graceful stop, a memory file whose RAM part fails its
+    checksums: the RAM items are discarded and the log says so, and that
+    the flash tier's items are kept, which the restart then links."""
+    flash = tmp_path / "flash"
+    fl = flags(mem_file, flash)
+    srv = start(start_server, *fl)
+    fill(srv, 3 * (RAM_MB << 20) // VLEN)
+    assert flash_items(srv) > 0
+    srv.stop()
+    data_off = 2 << 20  # the first segment's data (persist.h)
+    with open(mem_file, "r+b") as f:
+        f.seek(data_off + 3000)
+        b = f.read(1)
+        f.seek(data_off + 3000)
+        f.write(bytes([b[0] ^ 0x20]))
+    srv = start(start_server, *fl)
+    log = srv.stderr()
+    assert "fails its checksums after a graceful stop" in log, log
+    assert "discarding its RAM items and keeping the flash tier's" in log, log
+    assert "starting empty" not in log, log
+    assert flash_items(srv) > 0
+    c = srv.connect()
+    assert stats(c, "nodelay")["restore_mode"] == "discarded"
+    c.close()

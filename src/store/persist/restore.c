@@ -49,13 +49,16 @@ static void restore_discard(struct persist *pm)
     pm->hdr->oldest_cas = 0;
 }
 
-/* A graceful stop's file that fails its checksums: never partly used. */
+/* A graceful stop's file that fails its checksums: its RAM part never
+ * partly used. The flash tier's record has checks of its own
+ * (store_flash_open): kept, its items are linked again (restore_flash). */
 static void restore_damaged(struct store *s)
 {
     struct persist *pm = s->pm;
-    log_error("-e %s: the memory file fails its checksums after a graceful stop (damaged); "
-              "discarding it and starting empty",
-              s->opt.memory_file);
+    log_error("-e %s: the memory file fails its checksums after a graceful stop (damaged); %s",
+              s->opt.memory_file,
+              s->flash && s->flash_kept ? "discarding its RAM items and keeping the flash tier's"
+                                        : "discarding it and starting empty");
     restore_discard(pm);
     pm->start = PM_START_DISCARDED;
 }
