@@ -91,6 +91,11 @@ def mg_value(c):
     return [c.readline() + c.readline() for _ in range(KEYS)]
 
 
+def cas_incr(c):
+    out = replies(c, [b"cas %s 0 0 1 1\r\nc\r\n" % key(i) for i in range(0, KEYS, 2)])
+    return out + replies(c, [b"incr %s 1\r\n" % key(i) for i in range(1, KEYS, 2)])
+
+
 def delete_after_flush(c):
     assert c.call(b"flush_all 0") == b"OK\r\n"
     time.sleep(1.1)
@@ -98,7 +103,7 @@ def delete_after_flush(c):
 
 
 WORKLOADS = [overwrite, delete, delete_absent, add_new, get_hit, get_after_flush, touch_gat,
-             mg_no_value, append, meta_writes, mg_value, delete_after_flush]
+             mg_no_value, append, meta_writes, cas_incr, mg_value, delete_after_flush]
 
 
 def counters(c):
