@@ -93,6 +93,17 @@ static void mark_killed(void)
     close(fd);
 }
 
+/* n keys of 20-byte values that say their key's number. */
+static void fill_values(struct tstore *t, int n)
+{
+    char k[32], v[32];
+    for (int i = 0; i < n; i++) {
+        key_of(i, k, sizeof k);
+        snprintf(v, sizeof v, "value-%013d", i);
+        assert_int_equal(tset(t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+    }
+}
+
 /* n items of 20-byte values (the table near its split point, where one
  * choice chains most), then a restart; `kill` leaves the file as a kill
  * -9 would (not marked clean): the walk that follows a crash. */
@@ -101,11 +112,7 @@ static void fill_restart_check(int n, bool kill)
     struct tstore t;
     open_pm(&t);
     char k[32], v[32], got[64];
-    for (int i = 0; i < n; i++) {
-        key_of(i, k, sizeof k);
-        snprintf(v, sizeof v, "value-%013d", i);
-        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
-    }
+    fill_values(&t, n);
     struct ix_use before = ix_use(&t);
     assert_int_equal(before.items, n);
     tstore_close(&t);
@@ -219,11 +226,7 @@ static void test_restore_with_a_short_count_sizes_for_the_items(void **state)
     struct tstore t;
     open_pm(&t);
     char k[32], v[32], got[64];
-    for (int i = 0; i < n; i++) {
-        key_of(i, k, sizeof k);
-        snprintf(v, sizeof v, "value-%013d", i);
-        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
-    }
+    fill_values(&t, n);
     tstore_close(&t);
     mark_killed(); /* a crash's file: no stop checksum over the count */
     uint64_t one = 1;
