@@ -47,7 +47,7 @@ STORE_LAYERS="
 0:store.h store_compat.h store_flash.h
 1:store_item.h item.c hugemem.h hugemem.c store_counters.h persist/split.h persist/split.c
 2:store_index.h index.c index_move.c store_life.h store_life.c store_classes.h store_classes.c store_ghost.h store_ghost.c flash/flash_layout.h flash/flash_layout.c flash/flash_dev.h flash/flash_dev.c flash/flash_keep.h flash/flash_keep.c
-3:seg_counts.h flash/flash_tier.h flash/flash_tier.c flash/flash_tier_stats.c flash/flash_gc.h flash/flash_gc.c flash/flash_scan.h flash/flash_scan.c
+3:seg_counts.h flash/flash_tier.h flash/flash_tier.c flash/flash_tier_stats.c flash/flash_tier_adopt.c flash/flash_gc.h flash/flash_gc.c flash/flash_scan.h flash/flash_scan.c
 4:persist/persist.h persist/persist.c
 5:store_seg.h seg.c seg_walk.c seg_counts.c seg_pins.c seg_policy.c
 6:store_lookup.h store_find.h store_lookup.c store_core.h
