@@ -242,7 +242,7 @@ def test_extstore_settings_thrown_under_load(start_server, mem_file, tmp_path):
     rng = random.Random(5)
     c = srv.connect(timeout=30)
     replies = set()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 3
     try:
         while time.monotonic() < deadline and not errors:
             cmd = f"extstore {rng.choice(EXT_SUBS)} {rng.choice(EXT_VALUES)}".strip()
