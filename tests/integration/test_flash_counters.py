@@ -139,6 +139,10 @@ def run(binary, d, workload):
 
 @pytest.mark.parametrize("workload", WORKLOADS, ids=[w.__name__ for w in WORKLOADS])
 def test_flash_counters_as_memcached(server_bin, tmp_path, workload):
+    if "asan" in server_bin or "tsan" in server_bin:
+        # what a request counts is the same code in every build; the
+        # sanitizers' runs read these paths in the other flash tests
+        pytest.skip("counters are compared in the release run")
     if not os.access(REF_BIN, os.X_OK):
         pytest.skip("../shared/ref/memcached-1.6.45 is absent: no 1.6.45 to compare with")
     (tmp_path / "nd").mkdir()
