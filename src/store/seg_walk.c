@@ -135,8 +135,9 @@ void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p, const struc
          * flash slot takes the RAM slot's place, in whichever of the key's
          * buckets that is (a mover may take it to the other: its bucket
          * and tag say which, index_hash2) */
-        uint64_t ns = flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase,
-                                      slot_tag(slot_load(slot)), now, FLASH_TAKE_EVICT, NULL);
+        uint64_t ns =
+            flash_tier_take(pool->flash, p, h, v->cas_base, v->tbase,
+                            index_flash_tag(pool->index, hv), now, FLASH_TAKE_EVICT, NULL);
         if (ns) {
             /* its RAM bytes are dead from here (W3): only the flash copy
              * may come back after a restart; its reads so far go with it,
@@ -145,7 +146,7 @@ void seg_drop_item(struct seg_ctx *ctx, struct seg_walk *w, char *p, const struc
             if (pool->pm)
                 item_set_dead(p);
             slot_store(slot, index_flash_place(pool->index, hv, b, ns) | freq);
-            flash_tier_drop_tag(pool->flash, keys, slot_tag(ns), slot);
+            flash_tier_drop_tag(pool->flash, keys, slot_flash_tag(pool->index, ns), slot);
             seg_note_gone(v, item_total(h), &cls);
             return;
         }

@@ -150,11 +150,11 @@ int store_create(struct store **out, const struct store_options *opt)
          * can hold of its smallest items (ext_item_size of value, the
          * header that takes and a 1-byte key), up to 2^24 buckets (1
          * GiB), rather than opened small to grow with the flash: a write
-         * drops the flash slots under its key's tag in its two buckets
-         * (one flash candidate per tag), so a table as dense as growth
-         * keeps it forgets another key's flash copy about once in 160
-         * writes at any fill, where a presized one does so only as the
-         * flash fills (docs/store-flash.md "RAM per flash item"). */
+         * drops the flash slots under its key's flash tag in its two
+         * buckets (one flash candidate per flash tag: index_flash_tag),
+         * so a table as dense as growth keeps it forgets another key's
+         * flash copy at any fill, where a presized one does so only as
+         * the flash fills (docs/store-flash.md "RAM per flash item"). */
         uint64_t bytes = 0;
         for (int i = 0; i < opt->flash.nfiles; i++)
             bytes += opt->flash.sizes[i];
@@ -689,7 +689,7 @@ enum store_status store_delete(struct store_ctx *ctx, const char *key, size_t nk
             /* not in RAM: a flash copy (a delete not probed first) goes
              * too, as any write drops one (store_link) */
             if (s->flash)
-                flash_tier_drop_tag(s->flash, &f.keys, k.tag, NULL);
+                flash_tier_drop_tag(s->flash, &f.keys, index_flash_tag(&s->index, k.hv), NULL);
             store_found_unlock(&f);
             if (f.on_flash)
                 return STORE_OK;

@@ -47,7 +47,7 @@ static bool cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *
     if (!ob)
         return false;
     uint64_t ns = flash_tier_take(s->flash, p, h, seg->cas_base, seg->tbase,
-                                  slot_tag(slot_load(slot)), now, FLASH_TAKE_IDLE, full);
+                                  index_flash_tag(&s->index, hv), now, FLASH_TAKE_IDLE, full);
     if (ns) {
         struct store_cls_of cls = classes_item(&s->classes, p, h);
         /* the flash slot takes the RAM one's place under the locks a
@@ -61,7 +61,7 @@ static bool cold_item(struct store *s, uint64_t *b, uint64_t *slot, struct seg *
         seg_note_gone(seg, item_total(h), &cls);
         /* the key's one flash candidate is this copy (flash_tier.h) */
         struct index_pair keys = {{b, ob == b ? NULL : ob}};
-        flash_tier_drop_tag(s->flash, &keys, slot_tag(ns), slot);
+        flash_tier_drop_tag(s->flash, &keys, slot_flash_tag(&s->index, ns), slot);
     }
     if (ob != b)
         index_unlock(ob);

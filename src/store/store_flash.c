@@ -198,7 +198,7 @@ static bool pend_touched_back(struct store *s, struct flash_pend *e, const struc
                               struct store_found *f, const struct index_pair *keys)
 {
     uint64_t ns = flash_tier_take(s->flash, f->p, &f->h, f->seg->cas_base, f->seg->tbase,
-                                  slot_tag(e->fslot), f->now, FLASH_TAKE_BACK, NULL);
+                                  index_flash_tag(&s->index, k->hv), f->now, FLASH_TAKE_BACK, NULL);
     if (!ns)
         return false;
     if (s->pm)
@@ -207,7 +207,7 @@ static bool pend_touched_back(struct store *s, struct flash_pend *e, const struc
     seg_note_gone(f->seg, item_total(&f->h), &c);
     /* its reads so far go with it, as memcached's header keeps them */
     slot_store(f->slot, index_flash_place(&s->index, k->hv, f->chain, ns) | slot_freq(e->fslot));
-    flash_tier_drop_tag(s->flash, keys, slot_tag(ns), f->slot);
+    flash_tier_drop_tag(s->flash, keys, slot_flash_tag(&s->index, ns), f->slot);
     e->ok = false; /* its read is of the old copy: a later request reads anew */
     return true;
 }
@@ -425,7 +425,7 @@ static void pend_give_back(struct store_ctx *ctx, struct flash_pend *e)
             seg_note_gone(f.seg, item_total(&f.h), &c);
             slot_store(f.slot, index_flash_place(&s->index, k.hv, f.chain, e->fslot));
             /* the key's one flash candidate again (flash_tier.h) */
-            flash_tier_drop_tag(s->flash, &keys, slot_tag(e->fslot), f.slot);
+            flash_tier_drop_tag(s->flash, &keys, slot_flash_tag(&s->index, e->fslot), f.slot);
             back = true;
         }
         if (other && other != keys.b[0])
@@ -456,7 +456,7 @@ static bool pend_judge(struct flash_pend *e)
         struct item_hdr h;
         item_decode(p, &h);
         uint64_t total = item_total(&h);
-        uint32_t off = slot_off(e->slot);
+        uint32_t off = slot_flash_off(&s->index, e->slot);
         if (total > avail && off + total <= e->loc.seg_len)
             return true;
     }
@@ -700,7 +700,7 @@ static void pend_read_done(struct flash_read *r)
 static int pend_submit(struct flash_pend *e, uint32_t want)
 {
     struct flash_tier *ft = e->ctx->store->flash;
-    uint64_t start = e->loc.page_off + slot_off(e->slot);
+    uint64_t start = e->loc.page_off + slot_flash_off(&e->ctx->store->index, e->slot);
     uint64_t from = start & ~(uint64_t)(FLASH_DEV_ALIGN - 1);
     uint64_t seg_end = e->loc.page_off + e->loc.seg_len;
     uint64_t to = start + want < seg_end ? start + want : seg_end;
@@ -752,14 +752,15 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     if (had)
         return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
     /* The key's buckets: its item in RAM (in either), or its flash
-     * candidate (in either: a flash slot under its tag in either may be
-     * another key's, whose read's key check makes it a miss). Making a
-     * flash slot drops the others under its tag in its key's two buckets,
-     * so there is one: a key under the same tag in one of this key's
+     * candidate (in either: a flash slot under its flash tag in either may
+     * be another key's, whose read's key check makes it a miss; one whose
+     * further tag bits differ is not read at all). Making a flash slot
+     * drops the others under its flash tag in its key's two buckets, so
+     * there is one: a key under the same tag in one of this key's
      * buckets has the same other bucket (index_hash2 flips bits by the
      * tag), but where the shared one is unsplit and hash bit L parts
      * their others; then the first bucket's is read. */
-    uint64_t fsl = 0;
+    uint64_t fsl = 0, ftag = index_flash_tag(&s->index, k->hv);
     struct index_pair kb;
     index_lock_key(&s->index, k->hv, &kb);
     for (int c = 0; c < 2 && kb.b[c]; c++) {
@@ -767,7 +768,7 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
             for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
                 uint64_t sl = slot_load(&cur[__builtin_ctz(m) >> 1]);
                 if (slot_is_flash(sl)) {
-                    if (!fsl)
+                    if (!fsl && slot_flash_tag(&s->index, sl) == ftag)
                         fsl = sl;
                     continue;
                 }

@@ -70,6 +70,32 @@ static inline bool slot_is_flash(uint64_t s) { return slot_seg(s) >= FLASH_SEG_B
 #define SLOT_PLACE (((1ull << INDEX_PLACE_BITS) - 1) << SLOT_PLACE_SHIFT)
 #define SLOT_FLASH_IDS (1u << (SLOT_SEG_BITS - 1 - INDEX_PLACE_BITS))
 static inline unsigned slot_place(uint64_t s) { return (unsigned)((s & SLOT_PLACE) >> SLOT_PLACE_SHIFT); }
+/* A flash slot's further tag (docs/store-index.md "Flash tags"): a
+ * flash segment's offsets fit in fewer than the 26 bits a slot holds
+ * (4 MiB: 22), so up to INDEX_XTAG_BITS of a flash slot's top offset bits
+ * (index.flash_xmask, set by the tier for its segment size) carry more
+ * bits of its key's hash, 49 up: neither the tag's (53 up) nor any a
+ * bucket or place is chosen by (below 32), and the same in both of the
+ * key's hashes (index_hash2 flips bits below 32). A lookup reads a flash
+ * candidate only when they match too, and one flash candidate per flash
+ * tag (tag and those bits: index_flash_tag) is kept, so a write forgets
+ * another key's flash copy 2^INDEX_XTAG_BITS times less often. Part of
+ * what the slot names (slot_id): they follow from the key. */
+#define INDEX_XTAG_BITS 4
+#define INDEX_XTAG_HASH_SHIFT 49
+#define SLOT_TAG_BITS (0x7FFull << 53)
+#define SLOT_XTAG_TOP (3 + SLOT_OFF_BITS) /* the slot bit above the offset */
+/* The slot bits that carry x extra tag bits: the offset's top x. */
+static inline uint64_t slot_xtag_mask(unsigned x)
+{
+    return ((1ull << x) - 1) << (SLOT_XTAG_TOP - x);
+}
+/* A flash slot of flash tag ftag (index_flash_tag), flash segment id
+ * seg, byte offset off (below 2^(26 - x)). */
+static inline uint64_t slot_make_flash(uint64_t ftag, uint32_t seg, uint32_t off)
+{
+    return ftag | slot_make(0, seg, off);
+}
 /* The item a slot names: without its frequency, nor a flash slot's place. */
 static inline uint64_t slot_id(uint64_t s)
 {
@@ -251,6 +277,9 @@ struct index {
     size_t ahead_end;          /* bytes of the table asked to be faulted in */
     bool head_huge;            /* the pages made before the ahead asked for huge ones */
     size_t load_bytes;         /* a bulk load's area (index_load_begin), 0 = none */
+    /* a flash slot's bits that are its further tag (slot_xtag_mask), set
+     * before the first flash slot is made; 0 = none */
+    uint64_t flash_xmask;
 };
 
 /* memcached's hash power (-o hashpower, `hash_power_level`) counts chains,
@@ -307,6 +336,22 @@ static inline uint32_t index_tag(uint64_t h)
 {
     uint32_t t = (uint32_t)(h >> 53);
     return t ? t : 1;
+}
+/* The flash tag of the key of hash h: the bits of a flash slot of its
+ * that say whose it may be (tag and further tag), in their places. */
+static inline uint64_t index_flash_tag(const struct index *ix, uint64_t h)
+{
+    uint64_t x = (h >> INDEX_XTAG_HASH_SHIFT) & ((1u << INDEX_XTAG_BITS) - 1);
+    return (uint64_t)index_tag(h) << 53 | (x << (SLOT_XTAG_TOP - INDEX_XTAG_BITS) & ix->flash_xmask);
+}
+/* A flash slot's flash tag, and its byte offset without it. */
+static inline uint64_t slot_flash_tag(const struct index *ix, uint64_t s)
+{
+    return s & (SLOT_TAG_BITS | ix->flash_xmask);
+}
+static inline uint32_t slot_flash_off(const struct index *ix, uint64_t s)
+{
+    return slot_off(s & ~ix->flash_xmask);
 }
 /* Two choices: a key's item may be in either of two buckets, the bucket
  * of its hash h (its first) and the bucket of index_hash2(h) (its

@@ -97,7 +97,8 @@ bool store_link(struct store *s, struct store_found *f, bool have_old,
     /* Any flash copy under the key's tag must never answer for it again
      * (nor may two flash candidates share a tag): dropped. */
     if (s->flash)
-        flash_tier_drop_tag(s->flash, &f->keys, tag, have_old ? f->slot : slot);
+        flash_tier_drop_tag(s->flash, &f->keys, index_flash_tag(&s->index, hv),
+                            have_old ? f->slot : slot);
     struct store_cls_of nc = classes_item(&s->classes, p, &h);
     seg_note_item(seg, item_total(&h), item_get_u32(p, h.exp_off),
                   item_get_cas(p, &h, seg->cas_base), &nc);

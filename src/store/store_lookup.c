@@ -33,7 +33,8 @@ bool store_lookup_drop(struct store_ctx *ctx, const char *key, size_t nkey)
     if (found)
         store_unlink(ctx->store, &f);
     else if (ctx->store->flash) /* its flash copy, if any, goes too */
-        flash_tier_drop_tag(ctx->store->flash, &f.keys, k.tag, NULL);
+        flash_tier_drop_tag(ctx->store->flash, &f.keys, index_flash_tag(&ctx->store->index, k.hv),
+                            NULL);
     store_found_unlock(&f);
     return found;
 }

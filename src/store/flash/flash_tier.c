@@ -91,6 +91,13 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     int rc = flash_dev_open(&ft->dev, &opt->dev, why, n);
     if (rc < 0)
         return rc;
+    /* the offset bits a segment of this size never uses carry more of a
+     * flash slot's tag (store_index.h, index_flash_tag) */
+    unsigned need = 0;
+    while ((1ull << need) < seg)
+        need++;
+    unsigned x = SLOT_OFF_BITS - need;
+    ix->flash_xmask = slot_xtag_mask(x < INDEX_XTAG_BITS ? x : INDEX_XTAG_BITS);
     ft->segs_per_page = (uint32_t)(opt->dev.page_size / seg);
     uint64_t nsegs = (uint64_t)ft->dev.npages * ft->segs_per_page;
     uint64_t nvids = nsegs * FLASH_VIDS_PER_SEG;
@@ -395,7 +402,7 @@ static void writer_seal(struct flash_tier *ft, int wi)
 /* Append a RAM-format item (cas_base and tbase its segment's) to writer
  * wi; its new slot, or 0 (*full when no segment or buffer could be had). */
 static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_t cas_base,
-                           rel_time_t tbase, uint64_t cas, uint32_t tag, uint32_t nvalue,
+                           rel_time_t tbase, uint64_t cas, uint64_t ftag, uint32_t nvalue,
                            bool *full)
 {
     struct item_hdr h;
@@ -431,7 +438,7 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
             /* reachable once the caller puts the slot in: set first */
             if (ft->opt.keep)
                 flash_keep_set(ft->opt.keep, (uint32_t)ft->w_seg[wi], off);
-            return slot_make(tag, FLASH_SEG_BASE + r->vid, off);
+            return slot_make_flash(ftag, FLASH_SEG_BASE + r->vid, off);
         }
         if (rc != FLASH_E_FULL || ft->w[wi].hdr.nitems == 0)
             return 0; /* larger than a whole segment */
@@ -441,7 +448,7 @@ static uint64_t writer_add(struct flash_tier *ft, int wi, const char *p, uint64_
 }
 
 uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
-                         uint64_t ram_cas_base, rel_time_t ram_tbase, uint32_t tag, rel_time_t now,
+                         uint64_t ram_cas_base, rel_time_t ram_tbase, uint64_t ftag, rel_time_t now,
                          enum flash_take_why why, bool *full)
 {
     /* memcached's rules: a value of at least ext_item_size (its nbytes,
@@ -464,7 +471,7 @@ uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item
     uint64_t cas = item_get_cas(p, h, ram_cas_base);
     bool no_room = false;
     pthread_mutex_lock(&ft->lock);
-    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, ram_tbase, cas, tag, h->nvalue, &no_room);
+    uint64_t sl = writer_add(ft, wi, p, ram_cas_base, ram_tbase, cas, ftag, h->nvalue, &no_room);
     pthread_mutex_unlock(&ft->lock);
     if (no_room && why == FLASH_TAKE_EVICT)
         CNT(ft, skipped_full, 1);
@@ -504,7 +511,7 @@ void flash_tier_forget(struct flash_tier *ft, uint64_t slot)
     struct flash_rec *r = rec_of(ft, slot);
     /* dead before gone: the caller acknowledges the drop after this */
     if (r && ft->opt.keep)
-        flash_keep_clear(ft->opt.keep, (uint32_t)(r - ft->recs), slot_off(slot));
+        flash_keep_clear(ft->opt.keep, (uint32_t)(r - ft->recs), slot_flash_off(ft->index, slot));
     if (r && r->live_items) {
         r->live_items--;
     } else {
@@ -534,13 +541,14 @@ void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot)
 }
 
 /* flash_tier_drop_tag in one bucket's chain */
-static unsigned drop_tag_in(struct flash_tier *ft, uint64_t *b, uint32_t tag, const uint64_t *keep)
+static unsigned drop_tag_in(struct flash_tier *ft, uint64_t *b, uint64_t ftag, const uint64_t *keep)
 {
     unsigned n = 0;
     for (uint64_t *cur = b; cur; cur = index_next(ft->index, cur)) {
         for (int i = 0; i < INDEX_SLOTS; i++) {
             uint64_t sl = slot_load(index_slot(cur, i));
-            if (!sl || index_slot(cur, i) == keep || !slot_is_flash(sl) || slot_tag(sl) != tag)
+            if (!sl || index_slot(cur, i) == keep || !slot_is_flash(sl) ||
+                slot_flash_tag(ft->index, sl) != ftag)
                 continue;
             flash_tier_clear(ft, b, index_slot(cur, i));
             n++;
@@ -552,12 +560,12 @@ static unsigned drop_tag_in(struct flash_tier *ft, uint64_t *b, uint32_t tag, co
     return n;
 }
 
-unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, uint32_t tag,
+unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, uint64_t ftag,
                              const uint64_t *keep)
 {
-    unsigned n = drop_tag_in(ft, p->b[0], tag, keep);
+    unsigned n = drop_tag_in(ft, p->b[0], ftag, keep);
     if (p->b[1])
-        n += drop_tag_in(ft, p->b[1], tag, keep);
+        n += drop_tag_in(ft, p->b[1], ftag, keep);
     /* another key's copy among them is a value the cache forgot: told */
     if (n)
         CNT(ft, tag_dropped, n);
@@ -570,7 +578,7 @@ enum flash_where flash_tier_locate(struct flash_tier *ft, uint64_t slot, struct 
     enum flash_where at = FLASH_AT_NONE;
     pthread_mutex_lock(&ft->lock);
     struct flash_rec *r = rec_of(ft, slot);
-    uint32_t off = slot_off(slot);
+    uint32_t off = slot_flash_off(ft->index, slot);
     if (r && r->state != FSEG_FREE && off >= FLASH_HDR_LEN && off < r->nbytes) {
         uint32_t n = (uint32_t)(r - ft->recs);
         *loc = (struct flash_loc){
@@ -663,7 +671,7 @@ bool flash_tier_relive(struct flash_tier *ft, uint64_t slot, uint64_t seq)
         /* live again before reachable again: the lent copy's take-over
          * cleared its bit (flash_tier_forget), and a restart must find it */
         if (ft->opt.keep)
-            flash_keep_set(ft->opt.keep, (uint32_t)(r - ft->recs), slot_off(slot));
+            flash_keep_set(ft->opt.keep, (uint32_t)(r - ft->recs), slot_flash_off(ft->index, slot));
     }
     pthread_mutex_unlock(&ft->lock);
     return ok;
@@ -836,7 +844,7 @@ uint64_t *flash_tier_item_slot(struct flash_tier *ft, uint32_t vid, const struct
                                enum item_life *life)
 {
     uint64_t hv = XXH3_64bits(fi->key, fi->h.nkey);
-    uint64_t want = slot_make(index_tag(hv), FLASH_SEG_BASE + vid, fi->off);
+    uint64_t want = slot_make_flash(index_flash_tag(ft->index, hv), FLASH_SEG_BASE + vid, fi->off);
     /* a flash slot may be in either of its key's buckets */
     index_lock_key(ft->index, hv, keys);
     uint64_t *slot = index_pair_find(ft->index, keys, want, chain);
@@ -871,7 +879,7 @@ static bool compact_item(struct flash_tier *ft, uint32_t vid, const struct flash
             pthread_mutex_lock(&ft->lock);
             bool no_room = false;
             uint64_t ns = writer_add(ft, FLASH_W_COMPACT, fi->p, cas_base, 0, fi->cas,
-                                     slot_tag(want), fi->h.nvalue, &no_room);
+                                     slot_flash_tag(ft->index, want), fi->h.nvalue, &no_room);
             if (ns)
                 move_note(ft, want, ns);
             pthread_mutex_unlock(&ft->lock);

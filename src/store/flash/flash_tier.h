@@ -215,13 +215,14 @@ void flash_tier_stop(struct flash_tier *ft, bool clean);
 /* A restart (persist/restore_flash.c): between begin and end no
  * compaction runs. adopt takes segment n as its keep entry e says, with
  * nitems items (false: its id is taken by a newer one); adopt_item counts
- * one item of it, len bytes at off, linked and returns the slot naming it.
+ * one item of it, len bytes at off, linked under its key's flash tag
+ * ftag (index_flash_tag) and returns the slot naming it.
  * The segment's largest item is that of its linked items, the ones a
  * read may ask for, so a first read takes them whole. */
 void flash_tier_restore_begin(struct flash_tier *ft);
 void flash_tier_restore_end(struct flash_tier *ft);
 bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e, uint32_t nitems);
-uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag,
+uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint64_t ftag,
                                const struct flash_item *fi);
 
 /* Why an item is offered to flash (flash_tier_take). */
@@ -240,11 +241,12 @@ enum flash_take_why {
 /* An item leaving RAM (its bucket lock held, the slot naming it): whether
  * it qualifies (ext_item_size, not expired, and idle ext_item_age for
  * FLASH_TAKE_IDLE); if so, copied into a writer and the slot to put in its
- * place returned (its tag, the flash segment and offset), else 0 (then it
+ * place returned (ftag, its key's index_flash_tag; the flash segment and
+ * offset), else 0 (then it
  * stays, or is evicted as usual). *full (may be NULL) is set when it
  * qualified but no writer buffer was free: the disk is behind. */
 uint64_t flash_tier_take(struct flash_tier *ft, const char *p, const struct item_hdr *h,
-                         uint64_t ram_cas_base, rel_time_t ram_tbase, uint32_t tag, rel_time_t now,
+                         uint64_t ram_cas_base, rel_time_t ram_tbase, uint64_t ftag, rel_time_t now,
                          enum flash_take_why why, bool *full);
 /* The rules an idle flush picks items by, as `extstore` set them now:
  * the smallest value (with its "\r\n") and the idle seconds
@@ -258,11 +260,11 @@ void flash_tier_idle_rules(struct flash_tier *ft, uint32_t *item_size, uint32_t 
 #define FLASH_PAUSE_MIN_NS 1000000ull
 uint64_t flash_tier_pause_ns(struct flash_tier *ft, uint64_t own_ns);
 /* The key's buckets in p locked (b[1] NULL: its first alone, or both
- * one bucket): clear the flash slots with this tag in their chains but
- * `keep` (a write of a key: its older flash copy, or another key's that
- * the tag cannot tell apart, must never answer for it again). Returns how
- * many. */
-unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, uint32_t tag,
+ * one bucket): clear the flash slots of flash tag ftag (a key's
+ * index_flash_tag) in their chains but `keep` (a write of a key: its older
+ * flash copy, or another key's that the flash tag cannot tell apart, must
+ * never answer for it again). Returns how many. */
+unsigned flash_tier_drop_tag(struct flash_tier *ft, const struct index_pair *p, uint64_t ftag,
                              const uint64_t *keep);
 /* Bucket lock held: clear one flash slot, its segment's live count down. */
 void flash_tier_clear(struct flash_tier *ft, uint64_t *b, uint64_t *slot);

@@ -41,7 +41,7 @@ bool flash_tier_adopt(struct flash_tier *ft, uint32_t n, const struct fk_seg *e,
     return ok;
 }
 
-uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag,
+uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint64_t ftag,
                                const struct flash_item *fi)
 {
     pthread_mutex_lock(&ft->lock);
@@ -50,7 +50,7 @@ uint64_t flash_tier_adopt_item(struct flash_tier *ft, uint32_t n, uint32_t tag,
     flash_tier_cls_note(ft, n, fi->h.nkey, fi->flags);
     if (fi->len > r->max_item)
         r->max_item = fi->len;
-    uint64_t sl = slot_make(tag, FLASH_SEG_BASE + r->vid, fi->off);
+    uint64_t sl = slot_make_flash(ftag, FLASH_SEG_BASE + r->vid, fi->off);
     pthread_mutex_unlock(&ft->lock);
     return sl;
 }

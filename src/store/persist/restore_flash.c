@@ -67,12 +67,13 @@ static bool link_one(struct store *s, uint32_t n, const struct flash_item *fi)
      * lookup that found the key in its first holds that one alone) */
     store_found_unlock(&f);
     struct index_pair keys;
+    uint64_t ftag = index_flash_tag(&s->index, k.hv);
     index_lock_key(&s->index, k.hv, &keys);
     for (int c = 0; c < 2 && keys.b[c]; c++)
         for (uint64_t *cur = keys.b[c]; cur; cur = index_next(&s->index, cur))
             for (int i = 0; i < INDEX_SLOTS; i++) {
                 uint64_t sl = slot_load(index_slot(cur, i));
-                if (sl && slot_is_flash(sl) && slot_tag(sl) == k.tag) {
+                if (sl && slot_is_flash(sl) && slot_flash_tag(&s->index, sl) == ftag) {
                     index_unlock_pair(&keys);
                     return false;
                 }
@@ -81,7 +82,7 @@ static bool link_one(struct store *s, uint32_t n, const struct flash_item *fi)
     uint64_t *slot = index_pair_free_slot(&s->index, &keys);
     if (slot) {
         flash_keep_set(&s->flash_keep, n, fi->off);
-        uint64_t fs = flash_tier_adopt_item(ft, n, k.tag, fi);
+        uint64_t fs = flash_tier_adopt_item(ft, n, ftag, fi);
         slot_store(slot, index_flash_place(&s->index, k.hv,
                                            index_pair_chain_of(&s->index, &keys, slot), fs));
     }

@@ -245,16 +245,19 @@ static void test_default_age_never_idle_zero_age_all(void **state)
 }
 
 /* Keys a and b of one tag, b's first bucket a's second (the index as it
- * is now): found among the first NPAIR keys, false if none. */
-#define NPAIR 40000
+ * is now), of one flash tag too (same_ftag: their further tag bits match,
+ * index_flash_tag) or not: found among the first NPAIR keys, false if
+ * none. */
+#define NPAIR 200000
 static int cmp_u64(const void *x, const void *y)
 {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
     return a < b ? -1 : a > b;
 }
 
-static bool tag_pair(struct tstore *t, int *a, int *b)
+static bool tag_pair(struct tstore *t, int *a, int *b, bool same_ftag)
 {
+    const struct index *ix = &t->s->index;
     uint64_t shape = __atomic_load_n(&t->s->index.shape, __ATOMIC_ACQUIRE);
     static uint64_t firsts[NPAIR]; /* first bucket and tag, then the key */
     for (int i = 0; i < NPAIR; i++) {
@@ -281,40 +284,51 @@ static bool tag_pair(struct tstore *t, int *a, int *b)
             else
                 hi = mid;
         }
-        if (lo < NPAIR && firsts[lo] >> 20 == want >> 20) {
+        for (; lo < NPAIR && firsts[lo] >> 20 == want >> 20; lo++) {
+            int o = (int)(firsts[lo] & 0xfffff);
+            key_of(o, k);
+            struct store_key ko = store_key_of(k, strlen(k));
+            if ((index_flash_tag(ix, ko.hv) == index_flash_tag(ix, key.hv)) != same_ftag)
+                continue;
             *a = j;
-            *b = (int)(firsts[lo] & 0xfffff);
+            *b = o;
             return true;
         }
     }
     return false;
 }
 
-/* Flash slots under a tag in p's buckets. */
-static int tag_flash_slots(struct tstore *t, const struct index_pair *p, uint32_t tag)
+/* Flash slots in p's buckets under the tag of hash hv, or (full) its
+ * whole flash tag. */
+static int tag_flash_slots(struct tstore *t, const struct index_pair *p, uint64_t hv, bool full)
 {
+    const struct index *ix = &t->s->index;
+    uint64_t want = full ? index_flash_tag(ix, hv) : (uint64_t)index_tag(hv) << 53;
+    uint64_t mask = full ? SLOT_TAG_BITS | ix->flash_xmask : SLOT_TAG_BITS;
     int n = 0;
     for (int c = 0; c < 2 && p->b[c]; c++)
         for (uint64_t *cur = p->b[c]; cur; cur = index_next(&t->s->index, cur))
             for (int j = 0; j < INDEX_SLOTS; j++) {
                 uint64_t sl = slot_load(index_slot(cur, j));
-                n += sl && slot_is_flash(sl) && slot_tag(sl) == tag;
+                n += sl && slot_is_flash(sl) && (sl & mask) == want;
             }
     return n;
 }
 
-/* Keys a and b of one tag, b's first bucket a's second: the second bucket
- * flips the first's bits by the tag (index_hash2), so b's second is a's
- * first and the two share their pair. Both on flash, the later one's slot
- * is the tag's one flash candidate there (flash_tier_drop_tag): it reads
- * back, and the earlier one's read is a miss, never the other's value. */
+/* Keys a and b of one flash tag, b's first bucket a's second: the second
+ * bucket flips the first's bits by the tag (index_hash2), so b's second
+ * is a's first and the two share their pair. Both on flash, the later
+ * one's slot is the flash tag's one flash candidate there
+ * (flash_tier_drop_tag): it reads back, and the earlier one's read is a
+ * miss, never the other's value. */
 static void test_one_tag_one_flash_candidate_in_a_pair(void **state)
 {
     (void)state;
     struct tstore t;
     open_cold(&t, 0);
+    assert_true(t.s->index.flash_xmask != 0); /* 64 KiB segments: 4 bits */
     int a = -1, b = -1;
-    assert_true(tag_pair(&t, &a, &b));
+    assert_true(tag_pair(&t, &a, &b, true));
     char k[32], v[VLEN + 1];
     uint64_t cas_a, cas_b;
     key_of(b, k);
@@ -334,7 +348,7 @@ static void test_one_tag_one_flash_candidate_in_a_pair(void **state)
     assert_ptr_equal(pa.b[0], pb.b[1]);
     assert_int_equal(passes(&t), 2);
     index_lock_key(&t.s->index, ka.hv, &pa);
-    assert_int_equal(tag_flash_slots(&t, &pa, ka.tag), 1);
+    assert_int_equal(tag_flash_slots(&t, &pa, ka.hv, true), 1);
     index_unlock_pair(&pa);
     int woke = 0;
     struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
@@ -342,6 +356,64 @@ static void test_one_tag_one_flash_candidate_in_a_pair(void **state)
     bool got_a = read_or_miss(&t, w, &woke, a, VLEN, cas_a);
     bool got_b = read_or_miss(&t, w, &woke, b, VLEN, cas_b);
     assert_true(got_a != got_b);
+    store_flash_wait_destroy(w);
+    tstore_close(&t);
+}
+
+/* Keys a and b of one tag and pair as above, but whose further tag bits
+ * differ (index_flash_tag): both on flash, neither drops the other, and
+ * each reads back its own. Once b's copy is gone (deleted), a probe of b
+ * finds a's slot under its tag but not its flash tag: no read at all. */
+static void test_further_tag_bits_keep_both_in_a_pair(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_cold(&t, 0);
+    int a = -1, b = -1;
+    assert_true(tag_pair(&t, &a, &b, false));
+    char k[32], v[VLEN + 1];
+    uint64_t cas_a, cas_b;
+    key_of(b, k);
+    value_of(b, VLEN, v);
+    struct store_key kb = store_key_of(k, strlen(k));
+    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)b, 0, &cas_b), STORE_OK);
+    key_of(a, k);
+    value_of(a, VLEN, v);
+    struct store_key ka = store_key_of(k, strlen(k));
+    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)a, 0, &cas_a), STORE_OK);
+    assert_int_equal(ka.tag, kb.tag);
+    assert_true(index_flash_tag(&t.s->index, ka.hv) != index_flash_tag(&t.s->index, kb.hv));
+    assert_int_equal(passes(&t), 2);
+    struct index_pair pa;
+    index_lock_key(&t.s->index, ka.hv, &pa);
+    assert_int_equal(tag_flash_slots(&t, &pa, ka.hv, false), 2);
+    assert_int_equal(tag_flash_slots(&t, &pa, ka.hv, true), 1);
+    index_unlock_pair(&pa);
+    assert_int_equal(__atomic_load_n(&t.s->flash->c.tag_dropped, __ATOMIC_RELAXED), 0);
+    int woke = 0;
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    assert_non_null(w);
+    assert_true(read_or_miss(&t, w, &woke, a, VLEN, cas_a));
+    assert_true(read_or_miss(&t, w, &woke, b, VLEN, cas_b));
+    /* read once, both stay on flash; b's copy goes */
+    key_of(b, k);
+    struct store_delete_req del = {0};
+    store_delete(t.c, k, strlen(k), &del);
+    index_lock_key(&t.s->index, ka.hv, &pa);
+    assert_int_equal(tag_flash_slots(&t, &pa, ka.hv, false), 1);
+    assert_int_equal(tag_flash_slots(&t, &pa, kb.hv, true), 0);
+    index_unlock_pair(&pa);
+    struct flash_dev_counters d0, d1;
+    flash_dev_counters(&t.s->flash->dev, &d0);
+    store_flash_attach(t.c, w);
+    assert_int_equal(store_flash_probe(t.c, w, &kb), STORE_PROBE_READY);
+    assert_int_equal(store_flash_pending(w), 0);
+    store_flash_wait_reset(w);
+    store_flash_attach(t.c, NULL);
+    flash_dev_counters(&t.s->flash->dev, &d1);
+    assert_int_equal(d1.ring_reads + d1.pool_reads, d0.ring_reads + d0.pool_reads);
+    /* a is still there */
+    assert_true(read_or_miss(&t, w, &woke, a, VLEN, cas_a));
     store_flash_wait_destroy(w);
     tstore_close(&t);
 }
@@ -398,7 +470,7 @@ static void test_lent_copy_back_one_candidate_in_a_pair(void **state)
     struct tstore t;
     open_cold(&t, age);
     int a = -1, b = -1;
-    assert_true(tag_pair(&t, &a, &b));
+    assert_true(tag_pair(&t, &a, &b, true));
     char k[32], v[VLEN + 1], got[VLEN + 16];
     key_of(a, k);
     value_of(a, VLEN, v);
@@ -438,7 +510,7 @@ static void test_lent_copy_back_one_candidate_in_a_pair(void **state)
     assert_false(in_ram(&t, a));
     struct index_pair pa;
     index_lock_key(&t.s->index, ka.hv, &pa);
-    int n = tag_flash_slots(&t, &pa, ka.tag);
+    int n = tag_flash_slots(&t, &pa, ka.hv, true);
     index_unlock_pair(&pa);
     assert_int_equal(n, 1);
     store_flash_wait_destroy(w);
@@ -477,6 +549,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_default_age_never_idle_zero_age_all, flash_file_setup, flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_one_tag_one_flash_candidate_in_a_pair, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_further_tag_bits_keep_both_in_a_pair, flash_file_setup,
                                         flash_file_teardown),
 #ifdef NODELAY_DEBUG
         cmocka_unit_test_setup_teardown(test_lent_copy_back_one_candidate_in_a_pair,

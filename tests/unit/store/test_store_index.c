@@ -632,6 +632,45 @@ static void test_growth_keeps_placed_flash_slots(void **state)
     index_release(&ix);
 }
 
+/* A flash slot's further tag (index_flash_tag): for each count of bits a
+ * segment size leaves, the slot gives back its tag, its flash tag and its
+ * offset, whatever the offset up to the segment's size; the bits are the
+ * same for both of a key's hashes and for any bucket bits, and tell apart
+ * keys whose tags match but whose hash bits 49 up differ. */
+static void test_flash_tag_bits(void **state)
+{
+    (void)state;
+    struct index ix;
+    memset(&ix, 0, sizeof ix);
+    for (unsigned x = 0; x <= INDEX_XTAG_BITS; x++) {
+        ix.flash_xmask = slot_xtag_mask(x);
+        assert_int_equal(__builtin_popcountll(ix.flash_xmask), x);
+        uint32_t seg_max = 1u << (SLOT_OFF_BITS - x);
+        unsigned distinct = 0;
+        for (uint64_t i = 0; i < 4096; i++) {
+            uint64_t h = mix(i);
+            uint64_t ft = index_flash_tag(&ix, h);
+            uint32_t off = (uint32_t)(mix(i + 1) % seg_max);
+            if (i % 3 == 0)
+                off = seg_max - 1;
+            uint64_t sl = slot_make_flash(ft, FLASH_SEG_BASE + 7, off);
+            assert_true(slot_is_flash(sl));
+            assert_int_equal(slot_tag(sl), index_tag(h));
+            assert_int_equal(slot_flash_tag(&ix, sl), ft);
+            assert_int_equal(slot_flash_off(&ix, sl), off);
+            assert_int_equal(slot_seg(sl), FLASH_SEG_BASE + 7);
+            /* both buckets, any bucket bits: the same flash tag */
+            assert_int_equal(index_flash_tag(&ix, index_hash2(h)), ft);
+            assert_int_equal(index_flash_tag(&ix, h ^ 0xFFFFFFFFull), ft);
+            /* the tag's bits alike, hash bits 49 up differing */
+            uint64_t h2 = h ^ (1ull << (INDEX_XTAG_HASH_SHIFT + INDEX_XTAG_BITS - 1));
+            assert_int_equal(index_tag(h2), index_tag(h));
+            distinct += index_flash_tag(&ix, h2) != ft;
+        }
+        assert_int_equal(distinct, x ? 4096 : 0);
+    }
+}
+
 /* Slots known stale (a dropped flash segment's, index_stale_add) do not
  * count toward growth: a table at its split load with that many more
  * does not split, and splits once they are cleared from the count. */
@@ -736,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_grown_table_rarely_chains),
         cmocka_unit_test(test_full_pair_takes_stale_flash_slots),
         cmocka_unit_test(test_presize_between_powers),
+        cmocka_unit_test(test_flash_tag_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
