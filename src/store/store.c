@@ -96,7 +96,8 @@ int store_create(struct store **out, const struct store_options *opt)
      * our buckets follow its contract. The index grows on its own from there. */
     unsigned level = opt->hashpower ? opt->hashpower : 16;
     unsigned keep = 0; /* the level reported at least: a restart's */
-    uint64_t size_for = 0; /* items the table is sized for: a restore's, a flash tier's */
+    uint64_t size_for = 0; /* items the table is sized for: a restore's */
+    unsigned flash_level = 0; /* a flash tier's table opens at this level at least */
     if (opt->memory_file) {
         struct pm_settings want = {.mem_limit = opt->mem_limit,
                                    .item_size_max = opt->item_size_max,
@@ -146,26 +147,30 @@ int store_create(struct store **out, const struct store_options *opt)
          * flash): its slot's place moves it through a growth to at most
          * 2^INDEX_PLACE_BITS times the buckets the table had when the
          * tier opened, and past that a growth drops it, counted
-         * (index_place_from_here). The table is sized for what the flash
-         * can hold of its smallest items (ext_item_size of value, the
-         * header that takes and a 1-byte key), up to 2^24 buckets (1
-         * GiB), rather than opened small to grow with the flash: a write
-         * drops the flash slots under its key's flash tag in its two
-         * buckets (one flash candidate per flash tag: index_flash_tag),
-         * so a table as dense as growth keeps it forgets another key's
-         * flash copy at any fill, where a presized one does so only as
-         * the flash fills (docs/store-flash.md "RAM per flash item"). */
+         * (index_place_from_here). So the table opens at a fraction of
+         * what the flash can hold of its smallest items (ext_item_size
+         * of value, the header that takes and a 1-byte key; flash_want)
+         * and grows with the items, at its split load whatever their
+         * size: a table that 2^INDEX_PLACE_BITS times over holds twice
+         * flash_want, between an eighth and a quarter of it. The level
+         * to spare is for what flash_want does not count: RAM's items
+         * smaller than a flash item's, and -m's own counted as flash's.
+         * A write drops the flash slots under its key's flash tag in its
+         * two buckets (one flash candidate per flash tag), which in a
+         * table that dense forgets another key's flash copy about once
+         * in 2,200 writes (14.8 entries a key's pair, 2^15 flash tags:
+         * index_flash_tag; docs/store-flash.md "RAM per flash item"). */
         uint64_t bytes = 0;
         for (int i = 0; i < opt->flash.nfiles; i++)
             bytes += opt->flash.sizes[i];
         uint32_t v = opt->flash.item_size > 64 ? opt->flash.item_size : 64;
         uint64_t per = item_hdr_len(0, v) + 1 + v;
         uint64_t flash_want = bytes / per + opt->mem_limit / per;
-        uint64_t most = ((uint64_t)INDEX_SPLIT_TENTHS << 24) / 10;
-        if (flash_want > most)
-            flash_want = most;
-        if (flash_want > size_for)
-            size_for = flash_want;
+        /* the power of two at or below a quarter's buckets: above an
+         * eighth's, so 2^INDEX_PLACE_BITS times it holds 2 x flash_want;
+         * opened at 2^24 buckets (1 GiB) at most, which reach 2^28 */
+        uint64_t open = flash_want / 4, most = ((uint64_t)INDEX_SPLIT_TENTHS << 24) / 10;
+        flash_level = index_level_to_hold(level, open < most ? open : most);
     }
     /* the table: the power of two at or below the buckets size_for
      * needs, index_presize adds the rest; the level reported: memcached's
@@ -174,6 +179,8 @@ int store_create(struct store **out, const struct store_options *opt)
     if (view > keep)
         keep = view;
     level = index_level_to_hold(level, size_for);
+    if (flash_level > level)
+        level = flash_level;
     if (index_init(&s->index, level, store_rehash, s) != 0) {
         if (s->pm)
             persist_close(s->pm, false);

@@ -313,9 +313,9 @@ int index_init(struct index *ix, unsigned level, index_rehash_fn rehash, void *a
 void index_release(struct index *ix);
 /* An empty table made at a level (index_init) takes up to twice as many
  * buckets as its level says, as many as `items` need at INDEX_SPLIT_TENTHS
- * a bucket: a table that must not grow (a flash tier's: a growth drops the
- * flash slots it splits) sized for what it will hold, not for the power of
- * two above that. 0, or -1 when the table could not be made larger. */
+ * a bucket: a table about to take that many at once (a restore's) sized
+ * for them, not for the power of two above that. 0, or -1 when the table
+ * could not be made larger. */
 int index_presize(struct index *ix, uint64_t items);
 size_t index_bytes(struct index *ix);
 /* Of index_bytes, the table's pages faulted in ahead of its buckets in use

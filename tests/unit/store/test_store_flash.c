@@ -592,6 +592,27 @@ static void test_index_growth_keeps_flash_slots(void **state)
     tstore_close(&t);
 }
 
+/* The table a flash tier opens with (store_create): a fraction of what
+ * its flash and -m could hold of their smallest flash items, whose
+ * growth through every level its flash slots' places reach (16 times the
+ * buckets) holds twice that at the split load. */
+static void test_table_opens_small_for_flash(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash_ex(&t, 64 * MB, 1, 512, 10); /* hashpower 10: no floor above the flash's */
+    struct index *ix = &t.s->index;
+    uint64_t per = item_hdr_len(0, 512) + 1 + 512;
+    uint64_t want = (64 * MB + 4 * MB) / per;
+    uint64_t buckets = index_shape_buckets(ix->shape);
+    assert_int_equal(ix->place_base, index_shape_level(ix->shape));
+    assert_true(buckets * INDEX_SPLIT_TENTHS / 10 < want / 4 + 8);
+    assert_true(buckets * INDEX_SPLIT_TENTHS / 10 > want / 8);
+    uint64_t reach = (uint64_t)1 << (ix->place_base + INDEX_PLACE_BITS);
+    assert_true(reach * INDEX_SPLIT_TENTHS / 10 >= 2 * want);
+    tstore_close(&t);
+}
+
 /* `extstore item_size` at run time: raised past every value, nothing more
  * goes to flash (evicted instead); lowered back, items go again. */
 static void test_run_time_item_size(void **state)
@@ -923,6 +944,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_large_values_take_a_second_read, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_index_growth_keeps_flash_slots, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_table_opens_small_for_flash, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_run_time_item_size, flash_file_setup,
                                         flash_file_teardown),
