@@ -15,7 +15,9 @@ write queue is empty and 2 s more (at rest), reports
                      that / flash items
 
 and whether every set was kept (curr_items + flash items, evictions,
-extstore_skipped_full, extstore_index_dropped). The flash file is deleted
+extstore_skipped_full, extstore_index_dropped, and extstore_tag_dropped:
+with every key set once, each is another key's flash copy a write forgot,
+given also per set). The flash file is deleted
 at the end. Talks to 127.0.0.1 only; every wait is bounded.
 
   bench/flash_ram.py [--keys N] [--values MIN-MAX] [--memory MB]
@@ -118,6 +120,7 @@ def main():
         "flash_items": used, "ram_items": i(s, "curr_items") - used,
         "evictions": i(s, "evictions"), "skipped_full": i(n, "extstore_skipped_full"),
         "index_dropped": i(n, "extstore_index_dropped"), "page_evictions": i(s, "extstore_page_evictions"),
+        "tag_dropped": i(n, "extstore_tag_dropped"), "slots_dropped": i(n, "extstore_slots_dropped"),
         "index_bytes": i(n, "index_bytes") or i(s, "hash_bytes"), "hash_power_level": i(s, "hash_power_level"),
         "ram_per_flash_item": (rss - mem) / used if used else None,
         "index_per_flash_item": (i(n, "index_bytes") or i(s, "hash_bytes")) / used if used else None,
@@ -126,6 +129,8 @@ def main():
     print(f"  {args.keys:,} sets of {args.values} B in {fill_s:.0f} s: {used:,} on flash, "
           f"{r['ram_items']:,} in RAM, evictions {r['evictions']}, skipped_full {r['skipped_full']}, "
           f"index_dropped {r['index_dropped']}, page_evictions {r['page_evictions']}")
+    print(f"  tag_dropped {r['tag_dropped']:,} (one a {args.keys / max(r['tag_dropped'], 1):,.0f} sets), "
+          f"slots_dropped {r['slots_dropped']:,}")
     print(f"  RSS at rest {rss / 2**20:.1f} MiB (at start {rss0 / 2**20:.1f}), -m {mem / 2**20:.0f} MiB: "
           f"(RSS - -m) / flash items = {r['ram_per_flash_item']:.2f} B")
     print(f"  RSS as the load ended {rss_load / 2**20:.1f} MiB: "

@@ -135,9 +135,9 @@ static void test_fill_past_ram_reads_back(void **state)
     store_flash_attach(t.c, w);
     for (int i = 0; i < N; i++) {
         waited += probe(&t, w, &woke, i);
-        /* a miss only where another key's flash entry took its tag's
-         * place (docs/store.md "Flash tier": about 1 in 2048 per key
-         * sharing its bucket) */
+        /* a miss only where another key's flash entry took its flash
+         * tag's place (docs/store-index.md "Index": about 1 in 2^15 per
+         * key sharing its bucket) */
         misses += !check(&t, i, cas[i]);
         if (i % 64 == 63)
             settle(&t); /* recaches push others out to flash: pace them too */
@@ -280,7 +280,7 @@ static void test_many_keys_read_together_all_hit(void **state)
             settle(&t); /* recaches push others out to flash: pace them */
     }
     store_flash_wait_reset(w);
-    /* a miss only where another key's flash entry took its tag's place */
+    /* a miss only where another key's flash entry took its flash tag's place */
     assert_true(hits >= K - K / 500);
     close_waited(&t, w);
 }
