@@ -613,6 +613,57 @@ static void test_table_opens_small_for_flash(void **state)
     tstore_close(&t);
 }
 
+/* Flash items alone grow the table they opened small (above): past its
+ * split load the table splits, their slots go with their places, none
+ * is dropped by growth, and each key reads back its own value or, where
+ * another key's write dropped its copy under a shared flash tag
+ * (counted), misses. */
+enum { GN = 48000, GLEN = 600 };
+static void test_flash_items_grow_the_table(void **state)
+{
+    (void)state;
+    struct tstore t;
+    open_flash_ex(&t, 64 * MB, 1, 512, 10);
+    struct index *ix = &t.s->index;
+    uint64_t opened = index_shape_buckets(ix->shape);
+    static char v[GLEN + 1];
+    char k[32];
+    for (int i = 0; i < GN; i++) {
+        memset(v, 'a' + i % 26, GLEN);
+        key_of(i, k);
+        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
+        if (i % 64 == 63)
+            settle(&t);
+    }
+    settle(&t);
+    struct flash_tier_counters c;
+    flash_counters(&t, &c);
+    assert_true(c.objects_written > GN * 3 / 4); /* the rest fill RAM */
+    assert_true(index_shape_buckets(ix->shape) > opened * 5 / 4);
+    assert_true(index_shape_level(ix->shape) < ix->place_base + INDEX_PLACE_BITS);
+    assert_int_equal(c.index_dropped, 0);
+    int woke = 0, misses = 0, n = 0;
+    static char got[GLEN + 16];
+    struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
+    for (int i = 0; i < GN; i += 16, n++) {
+        probe(&t, w, &woke, i);
+        key_of(i, k);
+        memset(v, 'a' + i % 26, GLEN);
+        v[GLEN] = 0;
+        if (tget(&t, k, got, sizeof got, NULL) == STORE_OK)
+            assert_string_equal(got, v);
+        else
+            misses++;
+        store_flash_wait_reset(w);
+        if (n % 64 == 63)
+            settle(&t);
+    }
+    flash_counters(&t, &c);
+    assert_true((uint64_t)misses <= c.tag_dropped + c.skipped_full);
+    assert_true(misses <= n / 200);
+    close_waited(&t, w);
+}
+
 /* `extstore item_size` at run time: raised past every value, nothing more
  * goes to flash (evicted instead); lowered back, items go again. */
 static void test_run_time_item_size(void **state)
@@ -946,6 +997,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_index_growth_keeps_flash_slots, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_table_opens_small_for_flash, flash_file_setup,
+                                        flash_file_teardown),
+        cmocka_unit_test_setup_teardown(test_flash_items_grow_the_table, flash_file_setup,
                                         flash_file_teardown),
         cmocka_unit_test_setup_teardown(test_run_time_item_size, flash_file_setup,
                                         flash_file_teardown),
