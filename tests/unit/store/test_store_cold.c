@@ -315,6 +315,16 @@ static int tag_flash_slots(struct tstore *t, const struct index_pair *p, uint64_
     return n;
 }
 
+/* Key n set with its value (flags n); its key, and its CAS in *cas. */
+static struct store_key set_one(struct tstore *t, int n, uint64_t *cas)
+{
+    char k[32], v[VLEN + 1];
+    key_of(n, k);
+    value_of(n, VLEN, v);
+    assert_int_equal(tset(t, k, v, STORE_MODE_SET, (uint32_t)n, 0, cas), STORE_OK);
+    return store_key_of(k, strlen(k));
+}
+
 /* Keys a and b of one flash tag, b's first bucket a's second: the second
  * bucket flips the first's bits by the tag (index_hash2), so b's second
  * is a's first and the two share their pair. Both on flash, the later
@@ -329,16 +339,9 @@ static void test_one_tag_one_flash_candidate_in_a_pair(void **state)
     assert_true(t.s->index.flash_xmask != 0); /* 64 KiB segments: 4 bits */
     int a = -1, b = -1;
     assert_true(tag_pair(&t, &a, &b, true));
-    char k[32], v[VLEN + 1];
     uint64_t cas_a, cas_b;
-    key_of(b, k);
-    value_of(b, VLEN, v);
-    struct store_key kb = store_key_of(k, strlen(k));
-    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)b, 0, &cas_b), STORE_OK);
-    key_of(a, k);
-    value_of(a, VLEN, v);
-    struct store_key ka = store_key_of(k, strlen(k));
-    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)a, 0, &cas_a), STORE_OK);
+    struct store_key kb = set_one(&t, b, &cas_b);
+    struct store_key ka = set_one(&t, a, &cas_a);
     struct index_pair pa, pb;
     index_lock_key(&t.s->index, ka.hv, &pa);
     index_unlock_pair(&pa);
@@ -371,16 +374,9 @@ static void test_further_tag_bits_keep_both_in_a_pair(void **state)
     open_cold(&t, 0);
     int a = -1, b = -1;
     assert_true(tag_pair(&t, &a, &b, false));
-    char k[32], v[VLEN + 1];
     uint64_t cas_a, cas_b;
-    key_of(b, k);
-    value_of(b, VLEN, v);
-    struct store_key kb = store_key_of(k, strlen(k));
-    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)b, 0, &cas_b), STORE_OK);
-    key_of(a, k);
-    value_of(a, VLEN, v);
-    struct store_key ka = store_key_of(k, strlen(k));
-    assert_int_equal(tset(&t, k, v, STORE_MODE_SET, (uint32_t)a, 0, &cas_a), STORE_OK);
+    struct store_key kb = set_one(&t, b, &cas_b);
+    struct store_key ka = set_one(&t, a, &cas_a);
     assert_int_equal(ka.tag, kb.tag);
     assert_true(index_flash_tag(&t.s->index, ka.hv) != index_flash_tag(&t.s->index, kb.hv));
     assert_int_equal(passes(&t), 2);
@@ -396,6 +392,7 @@ static void test_further_tag_bits_keep_both_in_a_pair(void **state)
     assert_true(read_or_miss(&t, w, &woke, a, VLEN, cas_a));
     assert_true(read_or_miss(&t, w, &woke, b, VLEN, cas_b));
     /* read once, both stay on flash; b's copy goes */
+    char k[32];
     key_of(b, k);
     struct store_delete_req del = {0};
     store_delete(t.c, k, strlen(k), &del);

@@ -502,6 +502,25 @@ static void test_large_values_take_a_second_read(void **state)
     close_waited(&t, w);
 }
 
+/* Keys 0..n-1 set to len bytes of one letter each (by key), with these
+ * flags, the tier's writers let finish every `every` sets and at the end. */
+static void fill_letters(struct tstore *t, int n, size_t len, uint32_t flags, int every)
+{
+    char *v = malloc(len + 1);
+    assert_non_null(v);
+    char k[32];
+    for (int i = 0; i < n; i++) {
+        memset(v, 'a' + i % 26, len);
+        v[len] = 0;
+        key_of(i, k);
+        assert_int_equal(tset(t, k, v, STORE_MODE_SET, flags, 0, NULL), STORE_OK);
+        if (i % every == every - 1)
+            settle(t);
+    }
+    settle(t);
+    free(v);
+}
+
 enum { BN = 400, BLEN = 16000 };
 
 /* Keys 0..BN-1 read back as written: how many do (the others miss). */
@@ -539,16 +558,8 @@ static void test_index_growth_keeps_flash_slots(void **state)
     open_flash_ex(&t, 32 * MB, 1, 16000, 10);
     struct index *ix = &t.s->index;
     uint64_t reach = (uint64_t)1 << (ix->place_base + INDEX_PLACE_BITS);
-    static char v[BLEN + 1];
+    fill_letters(&t, BN, BLEN, 1, 4);
     char k[32];
-    for (int i = 0; i < BN; i++) {
-        memset(v, 'a' + i % 26, BLEN);
-        key_of(i, k);
-        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 1, 0, NULL), STORE_OK);
-        if (i % 4 == 3)
-            settle(&t);
-    }
-    settle(&t);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
     assert_true(c.objects_written > BN / 4);
@@ -626,16 +637,7 @@ static void test_flash_items_grow_the_table(void **state)
     open_flash_ex(&t, 64 * MB, 1, 512, 10);
     struct index *ix = &t.s->index;
     uint64_t opened = index_shape_buckets(ix->shape);
-    static char v[GLEN + 1];
-    char k[32];
-    for (int i = 0; i < GN; i++) {
-        memset(v, 'a' + i % 26, GLEN);
-        key_of(i, k);
-        assert_int_equal(tset(&t, k, v, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
-        if (i % 64 == 63)
-            settle(&t);
-    }
-    settle(&t);
+    fill_letters(&t, GN, GLEN, 0, 64);
     struct flash_tier_counters c;
     flash_counters(&t, &c);
     assert_true(c.objects_written > GN * 3 / 4); /* the rest fill RAM */
@@ -643,7 +645,8 @@ static void test_flash_items_grow_the_table(void **state)
     assert_true(index_shape_level(ix->shape) < ix->place_base + INDEX_PLACE_BITS);
     assert_int_equal(c.index_dropped, 0);
     int woke = 0, misses = 0, n = 0;
-    static char got[GLEN + 16];
+    static char v[GLEN + 1], got[GLEN + 16];
+    char k[32];
     struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
     for (int i = 0; i < GN; i += 16, n++) {
         probe(&t, w, &woke, i);
