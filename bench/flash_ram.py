@@ -22,7 +22,12 @@ at the end. Talks to 127.0.0.1 only; every wait is bounded.
 
   bench/flash_ram.py [--keys N] [--values MIN-MAX] [--memory MB]
                      [--flash-size SIZE] [--file PATH] [--nodelay PATH]
-                     [--json FILE]
+                     [--restart] [--json FILE]
+
+With --restart the server runs with -e (a memory file in /dev/shm),
+is stopped gracefully once at rest, and started again on both files: the
+same figures are reported for the restored server at rest, whose index
+the restore built (docs/restarts.md).
 
 The defaults are the documented run: 10.5 M sets of 512-600 B into a
 7 GiB file (`make bench-flash-ram`).
@@ -58,6 +63,17 @@ def largest_mappings(pid, n=8):
     return sorted(out, reverse=True)[:n]
 
 
+def stop(p):
+    """SIGTERM (a graceful stop, which writes the -e file), bounded."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", type=int, default=10_500_000)
@@ -70,6 +86,7 @@ def main():
     ap.add_argument("--nodelay", default=os.path.join(ROOT, "build", "release-epoll", "nodelay"))
     ap.add_argument("--loadgen", default=os.path.join(ROOT, "build", "bench", "loadgen"))
     ap.add_argument("--extra", default="", help="more nodelay flags")
+    ap.add_argument("--restart", action="store_true", help="with -e: stop, restart, measure again")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -79,9 +96,14 @@ def main():
             "-m", str(args.memory), "-o", f"ext_path={args.file}:{args.flash_size}", *args.extra.split()]
     if os.geteuid() == 0:
         argv[1:1] = ["-u", "root"]
-    if os.path.exists(args.file):
-        os.unlink(args.file)
+    mem_file = os.path.join("/dev/shm", os.path.basename(args.file) + ".mem")
+    if args.restart:
+        argv += ["-e", mem_file]
+    for f in (args.file, mem_file):
+        if os.path.exists(f):
+            os.unlink(f)
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    restored = None
     try:
         wait_for_port(port, p, timeout=30)
         s0 = stats(port)
@@ -98,16 +120,20 @@ def main():
         time.sleep(2)  # at rest: the writer thread idle a second returns its spare buffers
         s, n, rss = stats(port), stats(port, "nodelay"), proc_rss(p.pid)
         maps = largest_mappings(p.pid)
+        if args.restart:
+            stop(p)
+            t1 = time.monotonic()
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+            wait_for_port(port, p, timeout=600)
+            up_s = time.monotonic() - t1
+            time.sleep(2)
+            rs, rn, rrss = stats(port), stats(port, "nodelay"), proc_rss(p.pid)
+            restored = (rs, rn, rrss, up_s)
     finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        if os.path.exists(args.file):
-            os.unlink(args.file)
+        stop(p)
+        for f in (args.file, mem_file):
+            if os.path.exists(f):
+                os.unlink(f)
 
     def i(d, k):
         return int(d.get(k, 0))
@@ -139,6 +165,19 @@ def main():
           f"{r['index_per_flash_item']:.2f} B a flash item")
     print("  largest mappings (RSS): " + "; ".join(f"{k / 1024:.1f} MiB {w}" for k, w in maps))
     r["largest_mappings"] = maps
+    if restored:
+        rs, rn, rrss, up_s = restored
+        rused = i(rs, "extstore_objects_used")
+        rix = i(rn, "index_bytes") or i(rs, "hash_bytes")
+        r["restored"] = {"flash_items": rused, "ram_items": i(rs, "curr_items") - rused, "rss": rrss,
+                         "start_s": round(up_s, 1), "index_bytes": rix,
+                         "ram_per_flash_item": (rrss - mem) / rused if rused else None,
+                         "index_per_flash_item": rix / rused if rused else None}
+        print(f"  restarted with -e in {up_s:.0f} s: {rused:,} on flash, {r['restored']['ram_items']:,} in RAM")
+        if rused:
+            print(f"  restored, RSS at rest {rrss / 2**20:.1f} MiB: (RSS - -m) / flash items = "
+                  f"{(rrss - mem) / rused:.2f} B; index_bytes {rix / 2**20:.1f} MiB, "
+                  f"{rix / rused:.2f} B a flash item")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(r, f, indent=1)
