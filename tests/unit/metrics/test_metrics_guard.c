@@ -145,9 +145,15 @@ static void test_a_request_past_its_deadline_is_shut(void **state)
             assert_true(now - t0 >= 300 * MS); /* never before its deadline */
     }
     assert_true(shut);
-    if (gap < 300 * MS) /* a stall longer than the deadline would cut it too */
+    /* a stall of this thread longer than the deadline (a loaded machine)
+     * cuts the served one too, and counts it */
+    if (gap < 300 * MS) {
         assert_false(pair_shut(served));
-    assert_int_equal(counted(g, &g->timed_out), 1);
+        assert_int_equal(counted(g, &g->timed_out), 1);
+    } else {
+        uint64_t n = counted(g, &g->timed_out);
+        assert_true(n == 1 || n == 2);
+    }
     metrics_guard_close(g, cs);
     metrics_guard_close(g, cv);
     metrics_guard_teardown(g);
