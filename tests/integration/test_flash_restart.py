@@ -254,6 +254,29 @@ def test_other_flash_settings_drop_only_flash_items(start_server, mem_file, tmp_
     assert flash_items(srv) == 0
 
 
+def test_graceful_stop_with_a_segment_write_under_way(start_server, mem_file, tmp_path):
+    """Every segment write 300 ms long (a debug build), a graceful stop
+    while the writer thread is in the middle of one: the flash record is
+    closed clean only after that write is done, so the next start keeps
+    every flash item rather than discarding them all for a record that
+    changed after its checksum. Either thread may take the last write of
+    the stop's queue: six stops, each with a fresh backlog."""
+    binary = helpers.debug_bin(helpers.server_bin())
+    if binary is None:
+        pytest.skip("no debug build (CONFIG=debug or asan) for NODELAY_DEBUG_FLASH_WRITE")
+    env = dict(os.environ, NODELAY_DEBUG_FLASH_WRITE="300")
+    fl = flags(mem_file, tmp_path / "flash")
+    srv = start_server(*fl, binary=binary, env=env)
+    for r in range(6):
+        # a few segments' worth queued behind the writer thread
+        fill(srv, 4000, b"%d" % r)
+        before = flash_items(srv)
+        srv.stop()
+        srv = start_server(*fl, binary=binary, env=env)
+        assert "discarding" not in srv.stderr(), srv.stderr()
+        assert flash_items(srv) >= before > 0, (flash_items(srv), before)
+
+
 # (flash file MB, share of NODELAY_RESTART_SECONDS, largest value of client 0):
 # roomy: idle items all go to flash each second (ext_item_age=0); tight: a
 # flash of eight segments, so segments are compacted and dropped too.

@@ -174,6 +174,9 @@ int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, c
     const char *delay = getenv("NODELAY_DEBUG_FLASH_DEV");
     if (delay && *delay)
         dev->delay_ms = (unsigned)strtoul(delay, NULL, 10);
+    const char *wdelay = getenv("NODELAY_DEBUG_FLASH_WRITE");
+    if (wdelay && *wdelay)
+        dev->write_delay_ms = (unsigned)strtoul(wdelay, NULL, 10);
 #endif
     pthread_mutex_init(&dev->lock, NULL);
     pthread_cond_init(&dev->wake, NULL);
@@ -264,9 +267,18 @@ static bool buf_ok(const struct flash_dev_file *f, const void *buf)
     return !f->direct || (uintptr_t)buf % FLASH_DEV_ALIGN == 0;
 }
 
+/* A debug build's slow device (NODELAY_DEBUG_FLASH_*): 0 = none. */
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (ms && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
 int flash_dev_write(struct flash_dev *dev, uint32_t page, uint64_t off, const void *buf,
                     uint32_t len)
 {
+    sleep_ms(dev->write_delay_ms);
     off_t pos;
     struct flash_dev_file *f = locate(dev, page, off, len, &pos);
     if (!f || !buf_ok(f, buf))
@@ -386,12 +398,7 @@ static void *pool_main(void *arg)
         while (batch) {
             struct flash_read *r = batch;
             batch = r->next; /* cq_post reuses it */
-            if (dev->delay_ms) {
-                struct timespec ts = {.tv_sec = dev->delay_ms / 1000,
-                                      .tv_nsec = (long)(dev->delay_ms % 1000) * 1000000};
-                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                    ;
-            }
+            sleep_ms(dev->delay_ms);
             r->result = flash_dev_read(dev, r->page, r->off, r->buf, r->len);
             cq_post(r->cq, r);
         }

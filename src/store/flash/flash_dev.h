@@ -114,6 +114,7 @@ struct flash_dev {
     struct flash_read *head, *tail;
     bool stopping;
     unsigned delay_ms;   /* debug builds: NODELAY_DEBUG_FLASH_DEV (flash_dev_open) */
+    unsigned write_delay_ms; /* debug builds: NODELAY_DEBUG_FLASH_WRITE */
 };
 
 /* Open (creating) and preallocate every file, O_DIRECT where the
@@ -122,7 +123,7 @@ struct flash_dev {
  * the file and what failed; nothing is left open then. Debug builds:
  * NODELAY_DEBUG_FLASH_DEV=MS in the environment makes every read take MS
  * milliseconds more, on the pool and on the rings alike (a slow device,
- * for tests). */
+ * for tests); NODELAY_DEBUG_FLASH_WRITE=MS, every segment write. */
 int flash_dev_open(struct flash_dev *dev, const struct flash_dev_options *opt, char *why,
                    size_t n);
 /* Opens (creating, mode 0600) one file and takes the lock flash_dev_open

@@ -170,7 +170,8 @@ int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt,
     return 0;
 }
 
-void flash_tier_close(struct flash_tier *ft)
+/* The writer and compactor threads stopped and gone. */
+static void threads_stop(struct flash_tier *ft)
 {
     if (ft->thread_on || ft->gc_on) {
         pthread_mutex_lock(&ft->lock);
@@ -184,6 +185,11 @@ void flash_tier_close(struct flash_tier *ft)
     if (ft->thread_on)
         pthread_join(ft->thread, NULL);
     ft->thread_on = ft->gc_on = false;
+}
+
+void flash_tier_close(struct flash_tier *ft)
+{
+    threads_stop(ft);
     for (uint32_t i = 0; ft->recs && i < ft->nsegs; i++)
         free(ft->recs[i].buf);
     for (uint32_t i = 0; i < ft->nspare; i++)
@@ -1012,6 +1018,10 @@ void flash_tier_stop(struct flash_tier *ft, bool clean)
 {
     if (!ft->opt.keep || !ft->recs)
         return;
+    /* No thread touches the record from here: the writer thread's write
+     * under way (its lock let go) or a compaction would change it after
+     * its clean sum, and the next start would discard every flash item. */
+    threads_stop(ft);
     /* what the writers hold goes to the device, for the next start */
     pthread_mutex_lock(&ft->compact_lock);
     pthread_mutex_lock(&ft->lock);

@@ -207,8 +207,9 @@ static inline uint32_t flash_tier_seg_size(uint64_t page_size, uint32_t wbuf, ui
 int flash_tier_open(struct flash_tier *ft, const struct flash_tier_options *opt, struct index *ix,
                     const struct store_life *life, char *why, size_t n);
 /* Writes out what is queued, stops the thread, closes the device. With a
- * keep, the writers' buffers are written out first (a graceful stop keeps
- * them) and the keep is closed clean when `clean`. */
+ * keep, stop comes first: it stops the writer and compactor threads,
+ * writes the writers' buffers out (a graceful stop keeps them) and closes
+ * the keep clean when `clean`, once nothing else can change it. */
 void flash_tier_close(struct flash_tier *ft);
 void flash_tier_stop(struct flash_tier *ft, bool clean);
 
