@@ -190,11 +190,12 @@ def start(binary, port, memory, flash_file, flash_mb, log, extra=(), group=None)
     return p
 
 
-def stop(p):
+def stop(p, timeout=15):
+    """SIGTERM (a graceful stop: with -e it writes the file out), bounded."""
     if p.poll() is None:
         p.send_signal(signal.SIGTERM)
         try:
-            p.wait(timeout=15)
+            p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(timeout=5)

@@ -35,13 +35,12 @@ The defaults are the documented run: 10.5 M sets of 512-600 B into a
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
 from benchproc import free_port, wait_for_port
-from flash import proc_rss, stats
+from flash import proc_rss, stats, stop
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -61,17 +60,6 @@ def largest_mappings(pid, n=8):
     except OSError:
         return []
     return sorted(out, reverse=True)[:n]
-
-
-def stop(p):
-    """SIGTERM (a graceful stop, which writes the -e file), bounded."""
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 def main():
@@ -121,7 +109,7 @@ def main():
         s, n, rss = stats(port), stats(port, "nodelay"), proc_rss(p.pid)
         maps = largest_mappings(p.pid)
         if args.restart:
-            stop(p)
+            stop(p, timeout=120)
             t1 = time.monotonic()
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
             wait_for_port(port, p, timeout=600)
@@ -130,7 +118,7 @@ def main():
             rs, rn, rrss = stats(port), stats(port, "nodelay"), proc_rss(p.pid)
             restored = (rs, rn, rrss, up_s)
     finally:
-        stop(p)
+        stop(p, timeout=120)
         for f in (args.file, mem_file):
             if os.path.exists(f):
                 os.unlink(f)
