@@ -11,10 +11,7 @@ void store_flash_stats(struct store *s, struct store_stats *out)
     if (!ft)
         return;
     struct flash_tier_counters c;
-    const uint64_t *in = (const uint64_t *)&ft->c;
-    uint64_t *o = (uint64_t *)&c;
-    for (size_t i = 0; i < sizeof c / sizeof *o; i++)
-        o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+    flash_tier_counters_read(ft, &c);
     struct flash_tier_gauges g;
     flash_tier_gauges(ft, &g);
     struct flash_dev_counters d;

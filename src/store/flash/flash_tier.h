@@ -322,6 +322,10 @@ uint64_t *flash_tier_item_slot(struct flash_tier *ft, uint32_t vid, const struct
  * segments to rewrite or drop by the ext_* rules. Returns segments freed. */
 unsigned flash_tier_maintain(struct flash_tier *ft);
 
+/* A copy of the counters, each read atomically: other threads add to
+ * them while it is taken. */
+void flash_tier_counters_read(const struct flash_tier *ft, struct flash_tier_counters *out);
+
 /* Gauges for stats. */
 struct flash_tier_gauges {
     uint64_t pages_free, pages_used, objects_used, bytes_used, bytes_fragmented, limit_maxbytes,

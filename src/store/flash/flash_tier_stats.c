@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+void flash_tier_counters_read(const struct flash_tier *ft, struct flash_tier_counters *out)
+{
+    const uint64_t *in = (const uint64_t *)&ft->c;
+    uint64_t *o = (uint64_t *)out;
+    for (size_t i = 0; i < sizeof *out / sizeof *o; i++)
+        o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+}
+
 uint32_t flash_tier_pages(struct flash_tier *ft, struct flash_tier_page *out, uint32_t n)
 {
     /* memcached's page buckets by writer: default, low TTL, compaction */

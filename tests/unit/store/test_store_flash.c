@@ -50,10 +50,7 @@ static bool check(struct tstore *t, int i, uint64_t want_cas)
 
 static void flash_counters(struct tstore *t, struct flash_tier_counters *c)
 {
-    const uint64_t *in = (const uint64_t *)&t->s->flash->c;
-    uint64_t *o = (uint64_t *)c;
-    for (size_t i = 0; i < sizeof *c / 8; i++)
-        o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+    flash_tier_counters_read(t->s->flash, c);
 }
 
 #define N 12000
