@@ -77,7 +77,7 @@ import subprocess
 import sys
 import time
 
-from benchproc import free_port, wait_for_port
+from benchproc import cpu_seconds, free_port, wait_for_port
 from memcg import MemCgroup
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -101,12 +101,6 @@ def stats(port, group=""):
         if len(parts) == 3 and parts[0] == "STAT":
             out[parts[1]] = parts[2]
     return out
-
-
-def proc_cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def proc_io(pid, key):
@@ -212,6 +206,47 @@ def loadgen(args, port, extra, timeout, json_path=None):
     return None
 
 
+def key_space(memory, vmin, vmax):
+    """Keys whose values, at the mean size, are ten times -m."""
+    return int(10 * memory * (1 << 20) / ((vmin + vmax) / 2))
+
+
+def default_allowance(memory):
+    """MB a server may hold beyond -m, page cache included: room for
+    nodelay's index, sized by the flash file (docs/benchmark.md)."""
+    return 64 + memory // 2
+
+
+def flash_size_mb(memory):
+    """Room for the whole key space: 12 × -m, in whole pages."""
+    return -(-12 * memory // PAGE_MB) * PAGE_MB
+
+
+def fill(args, port, keys, vmin, vmax, mb_s=0, timeout=600):
+    """Every key set once (loadgen --prefill), capped at mb_s value MB a
+    second when given."""
+    pace = ["-r", str(max(1, int(mb_s * (1 << 20) / ((vmin + vmax) / 2))))] if mb_s else []
+    loadgen(args, port, ["--prefill", "-k", str(keys), "-v", f"{vmin}-{vmax}", "-c", "4", "-d", "8", *pace],
+            timeout=timeout)
+
+
+def window(args, p, port, keys, vmin, vmax, seconds, seed, json_path, perf_path):
+    """One load window: Zipf 0.99, 90 % gets, args.conns connections for
+    seconds; loadgen's result and the server's CPU seconds, block read
+    requests (None without perf) and bytes read from storage over it."""
+    perf = BlockReads(p.pid, perf_path)
+    try:
+        rb0, cpu0 = proc_io(p.pid, "read_bytes"), cpu_seconds(p.pid)
+        res = loadgen(args, port, ["-k", str(keys), "-v", f"{vmin}-{vmax}", "--zipf", "0.99", "-g", "0.9",
+                                   "-c", str(args.conns), "-D", str(seconds), "--seed", str(seed)],
+                      timeout=seconds + 60, json_path=json_path)
+        cpu1, rb1 = cpu_seconds(p.pid), proc_io(p.pid, "read_bytes")
+    finally:
+        reads = perf.stop()
+    return {"res": res, "cpu_s": cpu1 - cpu0, "block_reads": reads,
+            "read_bytes": rb1 - rb0 if rb0 is not None and rb1 is not None else None}
+
+
 def num(d, k):
     try:
         return float(d[k])
@@ -247,7 +282,7 @@ def value_moved(s, n):
 def one_run(args, label, binary, profile, flash_mb, workdir):
     name, vmin, vmax = profile
     mean = (vmin + vmax) / 2
-    keys = int(10 * args.memory * (1 << 20) / mean)
+    keys = key_space(args.memory, vmin, vmax)
     flash_file = os.path.join(args.dir, f"flash.{label}.{name}")
     if os.path.exists(flash_file):
         os.unlink(flash_file)
@@ -274,27 +309,17 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
             group.remove()
         raise
     try:
-        vrange = f"{vmin}-{vmax}"
         t0 = time.monotonic()
-        pace = ["-r", str(max(1, int(args.fill_mb_s * (1 << 20) / mean)))] if args.fill_mb_s else []
-        loadgen(args, port, ["--prefill", "-k", str(keys), "-v", vrange, "-c", "4", "-d", "8", *pace],
-                timeout=args.fill_timeout)
+        fill(args, port, keys, vmin, vmax, args.fill_mb_s, args.fill_timeout)
         row["fill_s"] = round(time.monotonic() - t0, 2)
         time.sleep(1)  # memcached's write buffers go to flash in the background
-        s0, cpu0, wb0 = stats(port), proc_cpu_s(p.pid), proc_write_bytes(p.pid)
+        s0 = stats(port)
         n0 = stats(port, "nodelay") if label == "B" else {}
-        rb0 = proc_io(p.pid, "read_bytes")
-        perf = BlockReads(p.pid, os.path.join(workdir, f"{label}.{name}.perf"))
-        cpu0 = proc_cpu_s(p.pid)
-        res = loadgen(args, port, ["-k", str(keys), "-v", vrange, "--zipf", "0.99",
-                                   "-g", "0.9", "-c", str(args.conns), "-D", str(args.duration),
-                                   "--seed", "7"],
-                      timeout=args.duration + 60, json_path=os.path.join(workdir, f"{label}.{name}.json"))
-        cpu1, wb1 = proc_cpu_s(p.pid), proc_write_bytes(p.pid)
-        rb1 = proc_io(p.pid, "read_bytes")
+        w = window(args, p, port, keys, vmin, vmax, args.duration, 7,
+                   os.path.join(workdir, f"{label}.{name}.json"), os.path.join(workdir, f"{label}.{name}.perf"))
+        res, wb1 = w["res"], proc_write_bytes(p.pid)
         row["loadavg"] = os.getloadavg()
-        row["block_reads"] = perf.stop()
-        row["read_bytes"] = rb1 - rb0 if rb0 is not None and rb1 is not None else None
+        row["block_reads"], row["read_bytes"] = w["block_reads"], w["read_bytes"]
         if group:
             row["cgroup"] = group.usage()
         time.sleep(1)
@@ -324,7 +349,7 @@ def one_run(args, label, binary, profile, flash_mb, workdir):
     row.update({
         "requests": reqs, "ops_per_s": res.get("ops_per_s"),
         "hit_ratio": (res.get("hits") or 0) / gets if gets else None,
-        "cpu_us": (cpu1 - cpu0) * 1e6 / reqs if reqs else None,
+        "cpu_us": w["cpu_s"] * 1e6 / reqs if reqs else None,
         "p99_us": res.get("lat_us", {}).get("p99"), "p999_us": res.get("lat_us", {}).get("p999"),
         "verify_failures": res.get("verify_failures"), "errors": res.get("errors"),
         "value_bytes_stored": stored, "rss": rss,
@@ -478,6 +503,8 @@ def find_memcached(given):
                        "memcached-1.6.45")
     for c in (given, ref, "/usr/bin/memcached"):
         if c and os.access(c, os.X_OK):
+            if "1.6.45" not in c:
+                print(f"{os.path.basename(sys.argv[0])}: {ref} absent: comparing with {c}", file=sys.stderr)
             return c
     return None
 
@@ -507,7 +534,7 @@ def main():
     if args.short:
         args.memory, args.duration = 32, 2
     if args.allowance is None:
-        args.allowance = 64 + args.memory // 2
+        args.allowance = default_allowance(args.memory)
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.dir, exist_ok=True)
     mc = None if args.no_memcached else find_memcached(args.memcached)
@@ -516,10 +543,7 @@ def main():
         if not args.no_memcached:
             print("flash.py: no memcached found: nodelay only", file=sys.stderr)
         servers = servers[1:]
-    elif "1.6.45" not in mc:
-        print(f"flash.py: ../shared/ref/memcached-1.6.45 absent: comparing with {mc}", file=sys.stderr)
-    # room for the whole key space, whole pages
-    flash_mb = -(-12 * args.memory // PAGE_MB) * PAGE_MB
+    flash_mb = flash_size_mb(args.memory)
     fs = filesystem(args.dir)
     ram = ("not bounded (--unbounded)" if args.unbounded else
            f"-m {args.memory} + {args.allowance} MB, RSS and page cache (a memory cgroup each, "
