@@ -16,6 +16,9 @@
 #   make bench-flash          the flash tier: memcached -o ext_path beside nodelay, key
 #                             space 10x RAM (bench/flash.py; FLASH_ARGS=--short; make
 #                             bench runs it short, --flash-full in BENCH_ARGS for 30 s)
+#   make bench-flash-pair     the flash tier paired: memcached and nodelay filled once, then
+#                             taking turns, medians of per-round ratios (bench/flash_pair.py;
+#                             FLASH_PAIR_ARGS="--memory 128 --rounds 6 --values 100-1024")
 #   make bench-flash-ram      RAM per flash item at 10.5 M flash items: -m 64, a 7 GiB
 #                             file in /var/tmp, deleted after (bench/flash_ram.py;
 #                             FLASH_RAM_ARGS="--keys N --flash-size SIZE --file PATH")
@@ -32,12 +35,17 @@ LOADGEN_OBJ := $(LOADGEN_SRC:%.c=build/bench/obj/%.o)
 LOADGEN_CFLAGS := -std=gnu11 -O2 -g -pthread $(WARN) -MMD -MP
 
 .PHONY: loadgen loadgen-selftest bench-soak bench-publish floor pipecost cachesim bench-traces \
-    bench-watch bench-flash bench-flash-ram
+    bench-watch bench-flash bench-flash-pair bench-flash-ram
 
 FLASH_ARGS ?=
 bench-flash: $(LOADGEN)
 	$(MAKE) CONFIG=release EVENT=epoll server
 	MEMCACHED="$(MEMCACHED)" /usr/bin/python3 bench/flash.py $(FLASH_ARGS)
+
+FLASH_PAIR_ARGS ?=
+bench-flash-pair: $(LOADGEN)
+	$(MAKE) CONFIG=release EVENT=epoll server
+	MEMCACHED="$(MEMCACHED)" /usr/bin/python3 bench/flash_pair.py $(FLASH_PAIR_ARGS)
 
 FLASH_RAM_ARGS ?=
 bench-flash-ram: $(LOADGEN)
