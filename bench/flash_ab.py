@@ -11,7 +11,7 @@ shared machine; here both servers keep their fill and every round gives a
 ratio of two neighbouring windows (bench/paired.py). No memory cgroup:
 nodelay reads with O_DIRECT, so its page cache plays no part.
 
-  bench/flash_ab.py A_BINARY B_BINARY [--rounds N] [--seconds S]
+  bench/flash_ab.py A_BINARY B_BINARY [--rounds N] [--seconds S] [--warmup S]
                     [--values 1024-16384] [--memory MB] [--dir DIR]
 
 Printed: each round's hit ratio, CPU µs/request (the server's user +
@@ -34,6 +34,8 @@ def main():
     ap.add_argument("b")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--warmup", type=float, default=0,
+                    help="seconds of the load on each server after the fill, not counted")
     ap.add_argument("--values", default="1024-16384")
     ap.add_argument("--memory", type=int, default=32)
     ap.add_argument("--conns", type=int, default=16)
@@ -46,6 +48,7 @@ def main():
     with Pair(args, [("A", args.a, []), ("B", args.b, [])], vmin, vmax) as pair:
         print(f"A = {args.a}, B = {args.b}: {args.values} B values, -m {args.memory}; "
               f"{pair.filled()}", flush=True)
+        pair.warm(args.warmup)
         summary(("A", "B"), pair.rounds(args.rounds))
     return 0
 

@@ -13,7 +13,7 @@ per request and p99.9 carry the drift between two runs and each fill's
 luck; here each round is two neighbouring windows on servers that keep
 their fill.
 
-  bench/flash_pair.py [--memory MB] [--rounds N] [--seconds S]
+  bench/flash_pair.py [--memory MB] [--rounds N] [--seconds S] [--warmup S]
                       [--values 1024-16384,100-1024] [--allowance MB]
                       [--unbounded] [--nodelay PATH] [--memcached PATH]
                       [--nodelay-args ARGS] [--fill-mb-s MB] [--dir DIR]
@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--memory", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--warmup", type=float, default=0,
+                    help="seconds of the load on each server after the fill, not counted")
     ap.add_argument("--values", default=",".join(f"{lo}-{hi}" for _, lo, hi in flash.PROFILES))
     ap.add_argument("--conns", type=int, default=16)
     ap.add_argument("--allowance", type=int, default=None,
@@ -73,6 +75,7 @@ def main():
         vmin, vmax = (int(x) for x in values.split("-"))
         with Pair(args, servers, vmin, vmax, None if args.unbounded else args.allowance) as pair:
             print(f"{values} B values: {pair.filled()}", flush=True)
+            pair.warm(args.warmup)
             summary(("memcached", "nodelay"), pair.rounds(args.rounds))
             print("peak MB: " + ", ".join(f"{label} {peak}" for (label, _, _), peak
                                           in zip(servers, pair.peaks())), flush=True)

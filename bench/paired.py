@@ -93,12 +93,12 @@ class Pair:
             self.tmp = None
         return False
 
-    def measure(self, i, seed):
+    def measure(self, i, seed, seconds=None):
         """Server i's window: hit ratio, CPU µs/request, p99.9 µs, block
         reads/request and KiB read/request (None where not known)."""
         s = self.live[i]
         w = flash.window(self.args, s["p"], s["port"], self.keys, self.vmin, self.vmax,
-                         self.args.seconds, seed, os.path.join(self.tmp, "load.json"),
+                         seconds or self.args.seconds, seed, os.path.join(self.tmp, "load.json"),
                          os.path.join(self.tmp, "perf"))
         res = w["res"]
         reqs = max(1, res.get("requests") or 0)
@@ -121,6 +121,16 @@ class Pair:
             out.append("-" if u.get("peak") is None else
                        f"{u['peak'] / 2**20:.0f} ({(u.get('cache') or 0) / 2**20:.0f} cache)")
         return out
+
+    def warm(self, seconds):
+        """seconds of the load on each server, not counted: after the fill
+        the hit ratios move for a while (evicted keys set again, flash
+        pages filling), and a ratio taken then says more of the fill than
+        of the load."""
+        if seconds > 0:
+            last = [self.measure(i, 6, seconds) for i in range(len(self.live))]
+            print("warm-up, its last figures: " + "; ".join(
+                f"{s['label']} {row(m)}" for s, m in zip(self.live, last)), flush=True)
 
     def rounds(self, n):
         """Per server, its n windows' figures; each round printed as it ends."""
