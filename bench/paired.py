@@ -81,6 +81,9 @@ class Pair:
             if s["p"]:
                 flash.stop(s["p"])
             s["log"].close()
+            if s["group"] and s["group"].oom_kills():
+                # cgroup v1 does not throttle a group's dirty pages (flash.py)
+                print(f"paired: the memory cgroup's OOM killer ended {s['label']}", file=sys.stderr)
             if s["group"] and not s["group"].remove():
                 print(f"paired: could not remove {s['group'].path}", file=sys.stderr)
             if os.path.exists(s["path"]):
