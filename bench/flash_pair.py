@@ -25,7 +25,9 @@ requests, as flash.py counts them; "-" without perf) and KiB read/request
 (/proc/PID/io) for both, and the ratios nodelay/memcached; then each
 server's medians with their ranges, the median of the per-round ratios
 and, as their noise floor, each server's round r + 1 ÷ round r; and each
-group's peak charge. Loopback only; every wait is bounded; the servers
+group's peak charge. --nodelay set to memcached (or MEMCACHED to
+nodelay) pairs a server with itself, an A/A: the spread of that ratio is
+the floor under the other. Loopback only; every wait is bounded; the servers
 are stopped and their flash files and cgroups removed at the end (on
 error and Ctrl-C too)."""
 import argparse
@@ -70,13 +72,18 @@ def main():
     print(f"flash_pair.py: A = {flash.version(mc)}, B = {flash.version(args.nodelay)}; -m {args.memory}, "
           f"{flash.flash_size_mb(args.memory)} MB flash files in {flash.filesystem(args.dir)}; {bound}; "
           f"{args.rounds} rounds of {args.seconds:g} s", flush=True)
-    servers = [("memcached", mc, []), ("nodelay", args.nodelay, args.nodelay_args.split())]
+    # named by what they are: --nodelay or MEMCACHED set to the other kind
+    # makes an A/A pair, the noise floor of the ratio itself
+    names = ["nodelay" if "nodelay" in flash.version(b) else "memcached" for b in (mc, args.nodelay)]
+    if names[0] == names[1]:
+        names = [f"{names[0]}-1", f"{names[1]}-2"]
+    servers = [(names[0], mc, []), (names[1], args.nodelay, args.nodelay_args.split())]
     for values in args.values.split(","):
         vmin, vmax = (int(x) for x in values.split("-"))
         with Pair(args, servers, vmin, vmax, None if args.unbounded else args.allowance) as pair:
             print(f"{values} B values: {pair.filled()}", flush=True)
             pair.warm(args.warmup)
-            summary(("memcached", "nodelay"), pair.rounds(args.rounds))
+            summary(names, pair.rounds(args.rounds))
             print("peak MB: " + ", ".join(f"{label} {peak}" for (label, _, _), peak
                                           in zip(servers, pair.peaks())), flush=True)
     return 0
