@@ -18,7 +18,7 @@
 #                             bench runs it short, --flash-full in BENCH_ARGS for 30 s)
 #   make bench-flash-pair     the flash tier paired: memcached and nodelay filled once, then
 #                             taking turns, medians of per-round ratios (bench/flash_pair.py;
-#                             FLASH_PAIR_ARGS="--memory 128 --rounds 6 --values 100-1024")
+#                             FLASH_PAIR_ARGS="--memory 128 --values 100-1024")
 #   make bench-flash-ram      RAM per flash item at 10.5 M flash items: -m 64, a 7 GiB
 #                             file in /var/tmp, deleted after (bench/flash_ram.py;
 #                             FLASH_RAM_ARGS="--keys N --flash-size SIZE --file PATH")

@@ -42,10 +42,11 @@ from paired import Pair, stop_on_sigterm, summary
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memory", type=int, default=32)
-    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=4)
-    ap.add_argument("--warmup", type=float, default=0,
-                    help="seconds of the load on each server after the fill, not counted")
+    ap.add_argument("--warmup", type=float, default=20,
+                    help="seconds of the load on each server after the fill, not counted "
+                         "(the hit ratios settle)")
     ap.add_argument("--values", default=",".join(f"{lo}-{hi}" for _, lo, hi in flash.PROFILES))
     ap.add_argument("--conns", type=int, default=16)
     ap.add_argument("--allowance", type=int, default=None,
