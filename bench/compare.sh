@@ -523,12 +523,18 @@ if [ "$SKIP_REPLAY" = 0 ]; then
         --out "$OUT/traces" || echo "compare.sh: the trace replays failed" >&2
 fi
 # ---- the flash tier: memcached -o ext_path beside nodelay, key space 10x
-# RAM (bench/flash.py; --short unless --flash-full) ----
+# RAM (bench/flash.py; --short unless --flash-full; then bench/flash_pair.py) ----
 if [ "$SKIP_FLASH" = 0 ]; then
     # shellcheck disable=SC2086
     /usr/bin/python3 "$ROOT/bench/flash.py" $FLASH_MODE --out "$OUT/flash" \
         --nodelay "$NODELAY" --memcached "$MEMCACHED" ||
         echo "compare.sh: the flash runs failed" >&2
+    # the same comparison paired: both filled once, then taking turns, so
+    # CPU per request and p99.9 come as per-round ratios beside their
+    # noise floor (bench/flash_pair.py, -m 32)
+    /usr/bin/python3 "$ROOT/bench/flash_pair.py" --nodelay "$NODELAY" \
+        --memcached "$MEMCACHED" >"$OUT/flash-pair.txt" ||
+        echo "compare.sh: the paired flash runs failed" >&2
 fi
 uptime >"$OUT/load-after.txt"
 

@@ -419,6 +419,22 @@ def main():
         add(flash_md)
         add("")
 
+    try:
+        with open(os.path.join(OUT, "flash-pair.txt")) as f:
+            pair = f.read().rstrip("\n")
+    except OSError:
+        pair = ""
+    if pair:
+        add("## Flash tier, paired rounds (bench/flash_pair.py)")
+        add("")
+        add("Both servers filled once, then taking turns; the ratios are medians of "
+            "per-round ratios, each beside its noise floor (round r+1 ÷ round r).")
+        add("")
+        add("```")
+        add(pair)
+        add("```")
+        add("")
+
     if "get90_rate" in order or "mt_get90_rate" in order:
         try:
             offered = float(m.get("rate"))
