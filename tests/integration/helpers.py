@@ -552,15 +552,16 @@ def start_flash(binary, workdir, ram_mb, flash_mb, threads, env=None, ext=""):
 FLASH_QUEUE_MAX = 2  # segments queued for the device: with the open one, under the 5 buffers
 
 
-def send_paced(conn, requests, every):
+def send_paced(conn, requests, every, wait_flash=True):
     """Quiet requests (noreply sets), `every` to a write, each write fenced
     by `mn` and its MN awaited: the server's writers (to RAM, to flash)
     keep up, as with a client that waits for its writes. With a flash tier
     the fence also waits (bounded) while more than FLASH_QUEUE_MAX
     segments wait for the device: MN says RAM took the sets, not that the
     flash writer did, and a disk slowed by other work would otherwise
-    leave the fill to evict for want of a free write buffer."""
-    flash = True
+    leave the fill to evict for want of a free write buffer (wait_flash
+    False leaves the writer a backlog, for a test that wants one)."""
+    flash = wait_flash
     for i in range(0, len(requests), every):
         conn.send(b"".join(requests[i:i + every]) + b"mn\r\n")
         assert conn.read_until(b"MN\r\n") == b"MN\r\n"

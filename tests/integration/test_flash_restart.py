@@ -47,20 +47,15 @@ def start(start_server, *fl):
     return srv
 
 
-def fill(srv, n, salt=b"", device_paced=True):
-    """n keys set, 32 to a fenced write; device_paced: also behind the
-    flash writer (helpers.send_paced), so a slow disk costs no item."""
+def fill(srv, n, salt=b"", wait_flash=True):
+    """n keys set, 32 to a fenced write (helpers.send_paced: behind the
+    flash writer too unless wait_flash is False)."""
     c = srv.connect(timeout=30)
     sets = []
     for i in range(n):
         v = value_of(i, salt)
         sets.append(b"set k:%d %d 0 %d noreply\r\n%s\r\n" % (i, i, len(v), v))
-    if device_paced:
-        helpers.send_paced(c, sets, 32)
-    else:
-        for i in range(0, n, 32):
-            c.send(b"".join(sets[i:i + 32]) + b"mn\r\n")
-            assert c.read_until(b"MN\r\n").endswith(b"MN\r\n")
+    helpers.send_paced(c, sets, 32, wait_flash)
     c.close()
 
 
@@ -273,7 +268,7 @@ def test_graceful_stop_with_a_segment_write_under_way(start_server, mem_file, tm
     srv = start_server(*fl, binary=binary, env=env)
     for r in range(6):
         # a few segments' worth queued behind the writer thread
-        fill(srv, 4000, b"%d" % r, device_paced=False)
+        fill(srv, 4000, b"%d" % r, wait_flash=False)
         before = flash_items(srv)
         srv.stop()
         srv = start_server(*fl, binary=binary, env=env)

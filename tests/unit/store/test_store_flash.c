@@ -48,11 +48,6 @@ static bool check(struct tstore *t, int i, uint64_t want_cas)
     return true;
 }
 
-static void flash_counters(struct tstore *t, struct flash_tier_counters *c)
-{
-    flash_tier_counters_read(t->s->flash, c);
-}
-
 #define N 12000
 
 /* How most tests here start: `flash` bytes of flash, keys 0..n-1 put in
@@ -119,7 +114,7 @@ static void test_fill_past_ram_reads_back(void **state)
     struct store_stats st;
     store_stats(t.s, &st);
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     /* 12 MB of values past 4 MiB of RAM: most went to flash, none evicted */
     assert_true(c.objects_written > N / 2);
     assert_int_equal(st.evictions, 0);
@@ -148,7 +143,7 @@ static void test_fill_past_ram_reads_back(void **state)
     uint64_t reads = d1.ring_reads + d1.pool_reads - d0.ring_reads - d0.pool_reads;
     assert_int_equal(reads, (uint64_t)waited);
     assert_true(d1.bytes_read - d0.bytes_read <= reads * 2 * FLASH_DEV_ALIGN);
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.get_extstore + (uint64_t)misses >= (uint64_t)waited);
     assert_int_equal(c.badcrc_from_extstore, 0);
     assert_int_equal(c.read_errors, 0);
@@ -199,7 +194,7 @@ static void test_dropped_segments_miss(void **state)
     int woke = 0, hits = 0, misses = 0;
     struct store_flash_wait *w = open_filled(&t, 2 * MB, 1, N, NULL, &woke);
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.page_evictions > 0);
     for (int i = 0; i < N; i++) {
         probe(&t, w, &woke, i);
@@ -211,7 +206,7 @@ static void test_dropped_segments_miss(void **state)
     }
     assert_true(misses > 0);
     assert_true(hits > 0);
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.slots_dropped > 0); /* stale slots cleared as they were met */
     close_waited(&t, w);
 }
@@ -235,7 +230,7 @@ static void test_read_error_is_miss(void **state)
     }
     assert_true(waited > 0);
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.read_errors >= (uint64_t)waited);
     close_waited(&t, w);
 }
@@ -334,7 +329,7 @@ static void test_read_not_recached_stays_on_flash(void **state)
     struct store_stats before, after;
     store_stats(t.s, &before);
     struct flash_tier_counters c0, c1;
-    flash_counters(&t, &c0);
+    flash_tier_counters_read(t.s->flash, &c0);
     assert_true(probe(&t, w, &woke, 0));
     struct store_item it, again;
     get_value(&t, k, &it, STORE_OK);
@@ -348,7 +343,7 @@ static void test_read_not_recached_stays_on_flash(void **state)
     assert_memory_equal(it.value, v, VLEN);
     assert_int_equal(it.flags, 0);
     store_pin_release(it.pin);
-    flash_counters(&t, &c1);
+    flash_tier_counters_read(t.s->flash, &c1);
     assert_int_equal(c1.get_extstore - c0.get_extstore, 1);
     assert_int_equal(c1.recache_from_extstore, c0.recache_from_extstore);
     store_stats(t.s, &after);
@@ -558,7 +553,7 @@ static void test_index_growth_keeps_flash_slots(void **state)
     fill_letters(&t, BN, BLEN, 1, 4);
     char k[32];
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.objects_written > BN / 4);
     uint64_t buckets = index_shape_buckets(ix->shape);
     /* small items grow the table through every level its flash slots'
@@ -576,11 +571,11 @@ static void test_index_growth_keeps_flash_slots(void **state)
             assert_int_equal(tset(&t, k, "s", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     }
     assert_true(index_shape_buckets(ix->shape) >= buckets * 8);
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_int_equal(c.index_dropped, 0);
     int got = big_hits(&t);
     if (got != BN) { /* say which counter lost them */
-        flash_counters(&t, &c);
+        flash_tier_counters_read(t.s->flash, &c);
         print_message("hits %d: tag_dropped %llu skipped_full %llu slots_dropped %llu "
                       "index_dropped %llu read_errors %llu\n",
                       got, (unsigned long long)c.tag_dropped, (unsigned long long)c.skipped_full,
@@ -593,7 +588,7 @@ static void test_index_growth_keeps_flash_slots(void **state)
         snprintf(k, sizeof k, "small:%d", n);
         assert_int_equal(tset(&t, k, "s", STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     }
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.index_dropped > 0);
     int hits = big_hits(&t);
     assert_true(hits > 0 && hits < BN);
@@ -636,7 +631,7 @@ static void test_flash_items_grow_the_table(void **state)
     uint64_t opened = index_shape_buckets(ix->shape);
     fill_letters(&t, GN, GLEN, 0, 64);
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.objects_written > GN * 3 / 4); /* the rest fill RAM */
     assert_true(index_shape_buckets(ix->shape) > opened * 5 / 4);
     assert_true(index_shape_level(ix->shape) < ix->place_base + INDEX_PLACE_BITS);
@@ -658,7 +653,7 @@ static void test_flash_items_grow_the_table(void **state)
         if (n % 64 == 63)
             settle(&t);
     }
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true((uint64_t)misses <= c.tag_dropped + c.skipped_full);
     assert_true(misses <= n / 200);
     close_waited(&t, w);
@@ -680,7 +675,7 @@ static void test_run_time_item_size(void **state)
     open_tuning = (struct flash_tuning_src){0};
     fill(&t, N, NULL);
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     struct store_stats st;
     store_stats(t.s, &st);
     assert_int_equal(c.objects_written, 0);
@@ -693,7 +688,7 @@ static void test_run_time_item_size(void **state)
         if (i % 64 == 63)
             settle(&t);
     }
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.objects_written > 0);
     tstore_close(&t);
 }
@@ -716,7 +711,7 @@ static void test_write_error_is_miss(void **state)
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, was);
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.write_errors > 0);
     int woke = 0, hits = 0, misses = 0;
     struct store_flash_wait *w = store_flash_wait_create(on_wake, &woke);
@@ -758,7 +753,7 @@ static void test_compaction_keeps_live(void **state)
         flash_tier_maintain(t.s->flash);
     settle(&t);
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_true(c.compact_rescues > 0);
     int hits = 0;
     for (int i = 0; i < 6000; i += 10) {
@@ -819,14 +814,14 @@ static void compaction_during_reads(bool judged_first)
     else
         usleep(200000); /* the reads done on the read threads, not judged */
     struct flash_tier_counters c0, c1;
-    flash_counters(&t, &c0);
+    flash_tier_counters_read(t.s->flash, &c0);
     pthread_mutex_lock(&tuning_lock);
     tuning.max_frag = 0.8;
     pthread_mutex_unlock(&tuning_lock);
     /* the passes (this thread's or the compactor thread's, counted alike) */
     for (int n = 0; n < 64; n++)
         flash_tier_maintain(t.s->flash);
-    flash_counters(&t, &c1);
+    flash_tier_counters_read(t.s->flash, &c1);
     assert_true(c1.compact_rescues - c0.compact_rescues > (uint64_t)waiting / 2);
     if (!judged_first)
         drain_all(&t, w);
@@ -834,7 +829,7 @@ static void compaction_during_reads(bool judged_first)
     for (int i = 0; i < 6000; i += 10)
         if (probed[i / 10])
             hits += check(&t, i, cas[i]);
-    flash_counters(&t, &c1);
+    flash_tier_counters_read(t.s->flash, &c1);
     store_flash_wait_reset(w);
     store_flash_attach(t.c, NULL);
     store_flash_wait_destroy(w);
@@ -942,7 +937,7 @@ static void test_session_gone_mid_read(void **state)
         ;
     assert_int_equal(woke, 0);
     struct flash_tier_counters c;
-    flash_counters(&t, &c);
+    flash_tier_counters_read(t.s->flash, &c);
     assert_int_equal(c.get_aborted_extstore, (uint64_t)waiting);
     /* and again, this time the context goes first */
     w = store_flash_wait_create(on_wake, &woke);
