@@ -32,6 +32,28 @@ static int value_ok(const char *d, size_t len, uint32_t want, const char *k, uin
     return 1;
 }
 
+/* An item's bytes besides its key and value in the footprint: memcached
+ * 1.6.45's item header with its CAS, so -m scaled by the footprint means the
+ * same share of the trace at every value size. */
+#define FOOTPRINT_HEADER 56
+
+/* The trace's footprint: every distinct key with the value last set for it. */
+static uint64_t footprint_bytes(const struct lg_trace *t, uint32_t vlen)
+{
+    uint32_t *last = vlen ? NULL : calloc(t->nkeys, sizeof(*last));
+    if (last)
+        for (uint64_t a = 0; a < t->nacc; a++)
+            last[t->acc[a]] = t->size[a];
+    uint64_t bytes = 0;
+    for (uint32_t id = 0; id < t->nkeys; id++) {
+        uint32_t kl;
+        lg_trace_key(t, id, &kl);
+        bytes += kl + (uint64_t)(vlen ? vlen : last ? last[id] : 0) + FOOTPRINT_HEADER;
+    }
+    free(last);
+    return bytes;
+}
+
 static int append(struct lg_buf *b, const char *p, size_t n)
 {
     if (lg_buf_reserve(b, n) != 0)
@@ -49,16 +71,17 @@ int lg_trace_main(int argc, char **argv)
     unsigned max_keys = 16;
     uint64_t max_lines = 0;
     double time_limit = 0;
+    int footprint = 0;
     enum lg_trace_fmt fmt = LG_TRACE_LIS;
     static const struct option opts[] = {
         { "server", 1, 0, 's' }, { "file", 1, 0, 'f' }, { "format", 1, 0, 'F' },
         { "value", 1, 0, 'v' }, { "max-keys", 1, 0, 'K' }, { "lines", 1, 0, 'n' },
         { "time-limit", 1, 0, 'T' }, { "json", 1, 0, 'j' }, { "label", 1, 0, 'l' },
-        { 0, 0, 0, 0 },
+        { "footprint", 0, 0, 'P' }, { 0, 0, 0, 0 },
     };
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "s:f:F:v:K:n:T:j:l:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "s:f:F:v:K:n:T:j:l:P", opts, NULL)) != -1) {
         switch (o) {
         case 's':
             if (lg_parse_server(optarg, &host, &port) != 0)
@@ -75,6 +98,7 @@ int lg_trace_main(int argc, char **argv)
         case 'T': time_limit = atof(optarg); break;
         case 'j': json = optarg; break;
         case 'l': label = optarg; break;
+        case 'P': footprint = 1; break;
         default:
             goto usage;
         }
@@ -94,6 +118,12 @@ int lg_trace_main(int argc, char **argv)
         fclose(in);
     if (rc != 0)
         return 1;
+    if (footprint) {
+        printf("footprint: %u keys, %llu bytes\n", t.nkeys,
+               (unsigned long long)footprint_bytes(&t, vlen));
+        lg_trace_release(&t);
+        return 0;
+    }
     struct lg_bconn b;
     if (lg_bconn_open(&b, host, port) != 0) {
         fprintf(stderr, "trace: cannot connect to %s:%d\n", host, port);
@@ -238,6 +268,9 @@ usage:
     fprintf(stderr, "usage: loadgen trace -s HOST:PORT [--format lis|kv] [--file F|-]"
                     " [--value B] [--max-keys 16] [--lines N] [--time-limit S] [--label L]"
                     " [--json F]\n"
+                    "       loadgen trace --footprint [--format lis|kv] [--file F|-] [--value B]\n"
+                    "  --footprint: print the distinct keys and their bytes (key, value and"
+                    " 56 B each), no server\n"
                     "  lis: \"start nblocks _ _\" per line (--value defaults to 512);"
                     " kv: \"key size\" per line (--value overrides size)\n");
     return 2;
