@@ -15,8 +15,12 @@
 # N. Megiddo and D. S. Modha, "ARC: A Self-Tuning, Low Overhead Replacement
 # Cache", FAST '03: cite it when publishing figures from them) and
 # DIR/*.kv[.zst] ("key size" lines). DIR defaults to ../shared/traces; with
-# none there, nothing is run and that is said. -m per trace: OLTP 32, P3 64,
-# any other 64 (NAME.m beside a trace holding a number overrides it).
+# none there, nothing is run and that is said. -m per trace and value size:
+# a quarter of the trace's footprint (its distinct keys, each with its value
+# and a 56-byte header: loadgen trace --footprint), to the nearest power of
+# two, at least 2, so every row evicts and each trace is sized by the same
+# rule (OLTP and P3: 32 and 64 at 512 B, 8 and 16 at 100 B); NAME.m beside a
+# trace holding a number overrides it.
 # memcached: ../shared/ref/memcached-1.6.45, else --memcached / $MEMCACHED,
 # else Debian's /usr/bin/memcached; the output says which.
 set -u
@@ -44,7 +48,7 @@ while [ $# -gt 0 ]; do
     --memcached) MEMCACHED=$2; shift ;;
     --no-sim) SIM=0 ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "traces.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -97,18 +101,25 @@ start() {
 }
 cat_trace() {
     case $1 in
-    *.zst) zstd -dc "$1" ;;
+    *.zst) zstd -dc <"$1" ;;
     *) cat "$1" ;;
     esac | if [ "$LINES" -gt 0 ]; then head -n "$LINES"; else cat; fi
 }
 json_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2" 2>/dev/null; }
 
-printf '%-10s %4s %6s  %-22s %-22s\n' trace -m value "nodelay (items)" "memcached (items)" >"$OUT/table.txt"
+printf '%-10s %4s %6s  %-22s %-22s %s\n' trace -m value "nodelay (items)" "memcached (items)" \
+    "fewer misses" >"$OUT/table.txt"
+FEWER=()
 for tr in "${TRACES[@]}"; do
     name=$(basename "$tr"); name=${name%.zst}; fmt=${name##*.}; name=${name%.*}
-    case $name in OLTP) mem=32 ;; *) mem=64 ;; esac
-    [ -f "$DIR/$name.m" ] && mem=$(cat "$DIR/$name.m")
     for v in $VALUES; do
+        if [ -f "$DIR/$name.m" ]; then
+            mem=$(cat "$DIR/$name.m")
+        else
+            fp=$(cat_trace "$tr" | "$LOADGEN" trace --footprint --format "$fmt" --value "$v") || exit 1
+            mem=$(echo "$fp" | awk '{ q = $4 / 4 / 1048576; m = 2; while (m * 1.4142 < q) m *= 2; print m }')
+            echo "traces.sh: $name at $v B: $fp; -m $mem"
+        fi
         base=$OUT/$name.v$v
         start "$NODELAY" "$mem" "$base.nodelay.log" || exit 1; np=$SPID; nport=$SPORT
         start "$MEMCACHED" "$mem" "$base.memcached.log" || exit 1; mp=$SPID; mport=$SPORT
@@ -124,9 +135,12 @@ for tr in "${TRACES[@]}"; do
         kill "$np" "$mp" 2>/dev/null; wait "$np" "$mp" 2>/dev/null
         nr=$(json_field "$base.nodelay.json" miss_ratio); ni=$(json_field "$base.nodelay.json" items)
         mr=$(json_field "$base.memcached.json" miss_ratio); mi=$(json_field "$base.memcached.json" items)
-        printf '%-10s %4s %6s  %-22s %-22s\n' "$name" "$mem" "$v" \
+        # relative: 1 - nodelay's misses over memcached's, second half
+        fewer=$(awk -v n="$nr" -v m="$mr" 'BEGIN{ if (m > 0) printf "%.1f", 100 * (1 - n / m) }')
+        [ -n "$fewer" ] && FEWER+=("$fewer")
+        printf '%-10s %4s %6s  %-22s %-22s %s\n' "$name" "$mem" "$v" \
             "$(awk -v r="$nr" 'BEGIN{printf "%.2f%%", 100*r}') ($ni)" \
-            "$(awk -v r="$mr" 'BEGIN{printf "%.2f%%", 100*r}') ($mi)" >>"$OUT/table.txt"
+            "$(awk -v r="$mr" 'BEGIN{printf "%.2f%%", 100*r}') ($mi)" "${fewer:-?}%" >>"$OUT/table.txt"
         if [ "$SIM" = 1 ] && [ -n "$ni" ] && [ "$ni" -gt 0 ] 2>/dev/null; then
             # the same stream offline, at the item count each server reached
             cat_trace "$tr" | nice "$CACHESIM" --format "$fmt" --items "$ni,$mi" --memory "$mem" \
@@ -135,4 +149,6 @@ for tr in "${TRACES[@]}"; do
         fi
     done
 done
+[ ${#FEWER[@]} -gt 0 ] && echo "nodelay's misses against memcached's, mean over the ${#FEWER[@]} rows: \
+$(printf '%s\n' "${FEWER[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }')% fewer" >>"$OUT/table.txt"
 cat "$OUT/table.txt"
