@@ -407,6 +407,12 @@ def main():
             add(f"| {t} | {v} B | {mb} | {fmt(None if ra is None else ra * 100)} % → "
                 f"{fmt(None if rb is None else rb * 100)} % | {fmt(ratio(rb, ra))} | "
                 f"{fmt((a or {}).get('items'))} → {fmt((b or {}).get('items'))} |")
+        fewer = [1 - b["miss_ratio"] / a["miss_ratio"] for _, _, a, b in traces
+                 if a and b and a.get("miss_ratio") and b.get("miss_ratio") is not None]
+        if fewer:
+            add("")
+            add(f"B misses {fmt(100 * sum(fewer) / len(fewer))} % fewer than A, the mean over "
+                f"the {len(fewer)} rows.")
         add("")
         add("Each line of a trace is one multiget, every miss set (`loadgen trace`); the offline "
             "simulator's figures and Bélády's optimum are in traces/table.txt.")
