@@ -57,10 +57,10 @@ loadgen: $(LOADGEN)
 # The offline eviction simulator (bench/cachesim), reading traces as loadgen does
 CACHESIM := build/bench/cachesim
 cachesim: $(CACHESIM)
-$(CACHESIM): bench/cachesim/cachesim.c bench/cachesim/policies.c bench/cachesim/cachesim.h \
+$(CACHESIM): bench/cachesim/cachesim.c bench/cachesim/policies.c bench/cachesim/lfu.c bench/cachesim/cachesim.h \
     bench/loadgen/tracefile.c bench/loadgen/keyspace.c bench/loadgen/tracefile.h bench/loadgen/keyspace.h
 	@mkdir -p $(dir $@)
-	$(CC) $(LOADGEN_CFLAGS) -o $@ bench/cachesim/cachesim.c bench/cachesim/policies.c \
+	$(CC) $(LOADGEN_CFLAGS) -o $@ bench/cachesim/cachesim.c bench/cachesim/policies.c bench/cachesim/lfu.c \
 	    bench/loadgen/tracefile.c bench/loadgen/keyspace.c -lm
 
 # Real traces (../shared/traces) against nodelay and memcached, with cachesim

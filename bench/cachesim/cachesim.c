@@ -9,7 +9,7 @@
  * popularity moves P-1 times: each phase ranks the keys from an origin a
  * third of the key space further on).
  *
- * Policies (the item ones in policies.c):
+ * Policies (the item ones in policies.c and lfu.c):
  *   lru        one LRU list (memcached's segmented LRU behaves close to it here)
  *   s3fifo-seg S3-FIFO on whole segments as src/store/seg.c does it, small
  *              fixed at a tenth of the segments
@@ -52,6 +52,17 @@
  *              accesses were close (LIR) held in 99 % of cap, the rest a
  *              1 % queue of resident HIR keys; the recency stack keeps
  *              non-resident keys until pruned (no bound)
+ *   lfu        exact LFU, an upper bound for frequency-based policies
+ *              (lfu.c): every access of every key counted for the whole
+ *              stream, held or not; the held key with the fewest accesses
+ *              (ties: the least recent) is the victim, and a missed key is
+ *              admitted into a full cache only with at least the victim's
+ *              count. On a stationary stream a key's count is all its
+ *              history says of its rate, so no online policy does much
+ *              better there
+ *   lfu-gt     the same admitting only a count above the victim's (a loop
+ *              is then held in part, as Bélády holds it; the traces and
+ *              Zipf lose)
  *   belady     the offline optimum (evicts the key used farthest in the
  *              future; a key whose next use is farther than every cached
  *              key's is not admitted) */
@@ -284,9 +295,9 @@ static bool heap_top(struct sim *s, uint64_t *k, uint32_t *id)
     return false;
 }
 
-enum pol { P_LRU, P_SEG, P_SEGALL, P_SEGAD, P_S3, P_S3AD, P_ARC, P_WT, P_WTAD, P_LIRS, P_OPT, P_N };
+enum pol { P_LRU, P_SEG, P_SEGALL, P_SEGAD, P_S3, P_S3AD, P_ARC, P_WT, P_WTAD, P_LIRS, P_LFU, P_LFUGT, P_OPT, P_N };
 static const char *pol_names[P_N] = { "lru", "s3fifo-seg", "s3fifo-seg-all", "s3fifo-seg-ad", "s3fifo", "s3fifo-ad", "arc",
-                                      "wtinylfu", "wtinylfu-ad", "lirs", "belady" };
+                                      "wtinylfu", "wtinylfu-ad", "lirs", "lfu", "lfu-gt", "belady" };
 
 static uint32_t held(const struct sim *s, int p)
 {
@@ -418,6 +429,8 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
         s.st = xcalloc(t->nkeys, 1);
         s.llir = cap - (cap / 100 ? cap / 100 : 1);
     }
+    if (p == P_LFU || p == P_LFUGT)
+        lfu_init(&s, p == P_LFU);
     if (p == P_OPT) {
         s.want = xcalloc(t->nkeys, sizeof(uint64_t));
         s.cached = xcalloc(t->nkeys, 1);
@@ -441,6 +454,8 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
             case P_WT:
             case P_WTAD: hit = wt_get(&s, id); break;
             case P_LIRS: hit = lirs_get(&s, id); break;
+            case P_LFU:
+            case P_LFUGT: hit = lfu_get(&s, id); break;
             default:
                 hit = s.cached[id];
                 if (hit) {
@@ -475,6 +490,8 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
             case P_WT:
             case P_WTAD: wt_set(&s, id); break;
             case P_LIRS: lirs_set(&s, id); break;
+            case P_LFU:
+            case P_LFUGT: lfu_set(&s, id); break;
             default: {
                 if (s.cached[id])
                     break;
@@ -522,6 +539,8 @@ static double run(const struct lg_trace *t, enum pol p, uint32_t cap, uint32_t s
         lists_free(&s.sl);
     if (p == P_LIRS)
         lists_free(&s.lq);
+    if (p == P_LFU || p == P_LFUGT)
+        lfu_free(&s);
     free(s.st);
     free(s.want);
     free(s.cached);

@@ -71,6 +71,10 @@ struct sim {
     struct lists lq;
     uint8_t *st; /* 0 not held, 1 LIR, 2 resident HIR, 3 HIR kept in S only */
     uint32_t nlir, nres, llir;
+    /* lfu: every key's accesses and last access; the held keys' min-heap */
+    uint32_t *lcount, *lheap, *lpos;
+    uint64_t *llast, ltick;
+    bool lfu_ge; /* admit a key as frequent as the victim */
 };
 
 void lists_init(struct lists *l, uint32_t nkeys);
@@ -91,5 +95,9 @@ bool wt_get(struct sim *s, uint32_t id);
 void wt_set(struct sim *s, uint32_t id);
 bool lirs_get(struct sim *s, uint32_t id);
 void lirs_set(struct sim *s, uint32_t id);
+void lfu_init(struct sim *s, bool admit_ties);
+void lfu_free(struct sim *s);
+bool lfu_get(struct sim *s, uint32_t id);
+void lfu_set(struct sim *s, uint32_t id);
 
 #endif
