@@ -14,7 +14,8 @@
 # Traces: DIR/*.lis[.zst] (the ARC paper's "start nblocks _ _" lines;
 # N. Megiddo and D. S. Modha, "ARC: A Self-Tuning, Low Overhead Replacement
 # Cache", FAST '03: cite it when publishing figures from them) and
-# DIR/*.kv[.zst] ("key size" lines). DIR defaults to ../shared/traces; with
+# DIR/*.kv[.zst] ("key size" lines, replayed at their own sizes, not at
+# --values). DIR defaults to ../shared/traces; with
 # none there, nothing is run and that is said. -m per trace and value size:
 # a quarter of the trace's footprint (its distinct keys, each with its value
 # and a 56-byte header: loadgen trace --footprint), to the nearest power of
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
     --memcached) MEMCACHED=$2; shift ;;
     --no-sim) SIM=0 ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "traces.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -112,11 +113,14 @@ printf '%-10s %4s %6s  %-22s %-22s %s\n' trace -m value "nodelay (items)" "memca
 FEWER=()
 for tr in "${TRACES[@]}"; do
     name=$(basename "$tr"); name=${name%.zst}; fmt=${name##*.}; name=${name%.*}
-    for v in $VALUES; do
+    # a "key size" trace carries its sizes: one row with them ("own")
+    vals=$VALUES; [ "$fmt" = kv ] && vals=own
+    for v in $vals; do
+        vflag=(--value "$v"); [ "$v" = own ] && vflag=()
         if [ -f "$DIR/$name.m" ]; then
             mem=$(cat "$DIR/$name.m")
         else
-            fp=$(cat_trace "$tr" | "$LOADGEN" trace --footprint --format "$fmt" --value "$v") || exit 1
+            fp=$(cat_trace "$tr" | "$LOADGEN" trace --footprint --format "$fmt" "${vflag[@]}") || exit 1
             mem=$(echo "$fp" | awk '{ q = $4 / 4 / 1048576; m = 2; while (m * 1.4142 < q) m *= 2; print m }')
             echo "traces.sh: $name at $v B: $fp; -m $mem"
         fi
@@ -125,10 +129,10 @@ for tr in "${TRACES[@]}"; do
         start "$MEMCACHED" "$mem" "$base.memcached.log" || exit 1; mp=$SPID; mport=$SPORT
         # the two replays at once: each one connection and a fixed sequence,
         # so neither figure depends on timing
-        cat_trace "$tr" | nice "$LOADGEN" trace -s "127.0.0.1:$nport" --format "$fmt" --value "$v" \
+        cat_trace "$tr" | nice "$LOADGEN" trace -s "127.0.0.1:$nport" --format "$fmt" "${vflag[@]}" \
             --time-limit "$TIME_LIMIT" --label "$name v$v nodelay" --json "$base.nodelay.json" &
         l1=$!
-        cat_trace "$tr" | nice "$LOADGEN" trace -s "127.0.0.1:$mport" --format "$fmt" --value "$v" \
+        cat_trace "$tr" | nice "$LOADGEN" trace -s "127.0.0.1:$mport" --format "$fmt" "${vflag[@]}" \
             --time-limit "$TIME_LIMIT" --label "$name v$v memcached" --json "$base.memcached.json" &
         l2=$!
         wait $l1; wait $l2
