@@ -404,7 +404,8 @@ def main():
         for t, v, a, b in traces:
             ra, rb = (a or {}).get("miss_ratio"), (b or {}).get("miss_ratio")
             mb = ((b or a or {}).get("limit_maxbytes") or 0) >> 20
-            add(f"| {t} | {v + ' B' if v.isdigit() else 'its own'} | {mb} | {fmt(None if ra is None else ra * 100)} % → "
+            size = f"{v} B" if v.isdigit() else "its own"
+            add(f"| {t} | {size} | {mb} | {fmt(None if ra is None else ra * 100)} % → "
                 f"{fmt(None if rb is None else rb * 100)} % | {fmt(ratio(rb, ra))} | "
                 f"{fmt((a or {}).get('items'))} → {fmt((b or {}).get('items'))} |")
         fewer = [1 - b["miss_ratio"] / a["miss_ratio"] for _, _, a, b in traces

@@ -15,8 +15,8 @@
 # N. Megiddo and D. S. Modha, "ARC: A Self-Tuning, Low Overhead Replacement
 # Cache", FAST '03: cite it when publishing figures from them) and
 # DIR/*.kv[.zst] ("key size" lines, replayed at their own sizes, not at
-# --values). DIR defaults to ../shared/traces; with
-# none there, nothing is run and that is said. -m per trace and value size:
+# --values). DIR defaults to ../shared/traces; with none there, nothing is
+# run and that is said. -m per trace and value size:
 # a quarter of the trace's footprint (its distinct keys, each with its value
 # and a 56-byte header: loadgen trace --footprint), to the nearest power of
 # two, at least 2, so every row evicts and each trace is sized by the same
@@ -122,7 +122,7 @@ for tr in "${TRACES[@]}"; do
         else
             fp=$(cat_trace "$tr" | "$LOADGEN" trace --footprint --format "$fmt" "${vflag[@]}") || exit 1
             mem=$(echo "$fp" | awk '{ q = $4 / 4 / 1048576; m = 2; while (m * 1.4142 < q) m *= 2; print m }')
-            echo "traces.sh: $name at $v B: $fp; -m $mem"
+            echo "traces.sh: $name at ${vflag[1]:-its own sizes}${vflag[1]:+ B}: $fp; -m $mem"
         fi
         base=$OUT/$name.v$v
         start "$NODELAY" "$mem" "$base.nodelay.log" || exit 1; np=$SPID; nport=$SPORT

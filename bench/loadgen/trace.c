@@ -37,21 +37,26 @@ static int value_ok(const char *d, size_t len, uint32_t want, const char *k, uin
  * same share of the trace at every value size. */
 #define FOOTPRINT_HEADER 56
 
-/* The trace's footprint: every distinct key with the value last set for it. */
-static uint64_t footprint_bytes(const struct lg_trace *t, uint32_t vlen)
+/* The trace's footprint: every distinct key with the value last set for it.
+ * Returns 0, or -1 when out of memory. */
+static int footprint_bytes(const struct lg_trace *t, uint32_t vlen, uint64_t *bytes)
 {
-    uint32_t *last = vlen ? NULL : calloc(t->nkeys, sizeof(*last));
-    if (last)
+    uint32_t *last = NULL;
+    if (!vlen) {
+        last = calloc(t->nkeys ? t->nkeys : 1, sizeof(*last));
+        if (!last)
+            return -1;
         for (uint64_t a = 0; a < t->nacc; a++)
             last[t->acc[a]] = t->size[a];
-    uint64_t bytes = 0;
+    }
+    *bytes = 0;
     for (uint32_t id = 0; id < t->nkeys; id++) {
         uint32_t kl;
         lg_trace_key(t, id, &kl);
-        bytes += kl + (uint64_t)(vlen ? vlen : last ? last[id] : 0) + FOOTPRINT_HEADER;
+        *bytes += kl + (uint64_t)(last ? last[id] : vlen) + FOOTPRINT_HEADER;
     }
     free(last);
-    return bytes;
+    return 0;
 }
 
 static int append(struct lg_buf *b, const char *p, size_t n)
@@ -119,10 +124,14 @@ int lg_trace_main(int argc, char **argv)
     if (rc != 0)
         return 1;
     if (footprint) {
-        printf("footprint: %u keys, %llu bytes\n", t.nkeys,
-               (unsigned long long)footprint_bytes(&t, vlen));
+        uint64_t bytes;
+        rc = footprint_bytes(&t, vlen, &bytes);
+        if (rc == 0)
+            printf("footprint: %u keys, %llu bytes\n", t.nkeys, (unsigned long long)bytes);
+        else
+            fprintf(stderr, "trace: out of memory\n");
         lg_trace_release(&t);
-        return 0;
+        return rc == 0 ? 0 : 1;
     }
     struct lg_bconn b;
     if (lg_bconn_open(&b, host, port) != 0) {
