@@ -8,6 +8,8 @@ two real traces alone. Deterministic (fixed seeds); each file about 30 MB.
                once, log-normal around 300 B (10 B to 100 KB): variable sizes
   sliding.kv   Zipf 0.8 over a window of 50,000 keys that slides one key
                every 10 requests: popularity that moves on
+  bigvals.kv   stationary Zipf 0.9 over 20,000 keys of large values,
+               log-normal around 20 KB (1 KB to 900 KB), 400,000 requests
   reuse.kv     every key read three times, each read 20,000-80,000 requests
                after the last, 100 B: reuse within an LRU's reach, which a
                short probation queue misses (reuse.m pins -m 16, where
@@ -32,12 +34,12 @@ def zipf(n, a, rng):
     return lambda: bisect.bisect_left(cum, rng.random() * total)
 
 
-def sizes(seed):
+def sizes(seed, median=300, sigma=1.2, low=10, high=100_000):
     rng, known = random.Random(seed), {}
 
     def size(key):
         if key not in known:
-            known[key] = int(min(100_000, max(10, rng.lognormvariate(math.log(300), 1.2))))
+            known[key] = int(min(high, max(low, rng.lognormvariate(math.log(median), sigma))))
         return known[key]
     return size
 
@@ -60,6 +62,14 @@ def sliding(f):
         f.write(f"s:{k} {size(k)}\n")
 
 
+def bigvals(f):
+    rng = random.Random(1)
+    rank, size = zipf(20_000, 0.9, rng), sizes(2, 20_000, 1.0, 1_000, 900_000)
+    for _ in range(400_000):
+        k = rank()
+        f.write(f"b:{k} {size(k)}\n")
+
+
 def reuse(f):
     rng = random.Random(3)
     due, fresh = [], 0  # (request, key, reads left)
@@ -79,7 +89,7 @@ def main():
         sys.exit(__doc__)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for gen in (zipfvar, sliding, reuse):
+    for gen in (zipfvar, sliding, bigvals, reuse):
         with open(os.path.join(out, gen.__name__ + ".kv"), "w") as f:
             gen(f)
     with open(os.path.join(out, "reuse.m"), "w") as f:
