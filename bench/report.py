@@ -158,10 +158,11 @@ MEASURES = [
 
 
 
-def load_traces():
-    """The real-trace replays (bench/traces.sh, in traces/): (trace, value,
-    memcached's json, nodelay's json), in name order."""
-    d = os.path.join(OUT, "traces")
+def load_traces(sub="traces"):
+    """The trace replays (bench/traces.sh, in traces/ and, for
+    bench/synth_traces.py's, synth-traces/): (trace, value, memcached's json,
+    nodelay's json), in name order."""
+    d = os.path.join(OUT, sub)
     if not os.path.isdir(d):
         return []
     found = {}
@@ -395,9 +396,15 @@ def main():
             "gets then the sets for their misses).")
         add("")
 
-    traces = load_traces()
-    if traces:
-        add(f"## Miss ratio on real traces (bench/traces.sh, equal -m; A = {m.get('memcached')})")
+    for sub, title, note in (
+            ("traces", "Miss ratio on real traces",
+             "the offline simulator's figures and Bélády's optimum are in traces/table.txt."),
+            ("synth-traces", "Miss ratio on synthetic key-size traces",
+             "the shapes are in bench/synth_traces.py.")):
+        traces = load_traces(sub)
+        if not traces:
+            continue
+        add(f"## {title} (bench/traces.sh, equal -m; A = {m.get('memcached')})")
         add("")
         add("| trace | value | -m | miss ratio A → B, second half | B/A | items A → B |")
         add("|---|---|---|---|---|---|")
@@ -415,8 +422,7 @@ def main():
             add(f"B misses {fmt(100 * sum(fewer) / len(fewer))} % fewer than A, the mean over "
                 f"the {len(fewer)} rows.")
         add("")
-        add("Each line of a trace is one multiget, every miss set (`loadgen trace`); the offline "
-            "simulator's figures and Bélády's optimum are in traces/table.txt.")
+        add(f"Each line of a trace is one multiget, every miss set (`loadgen trace`); {note}")
         add("")
 
     flash_md, _ = load_flash()
