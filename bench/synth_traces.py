@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Synthetic "key size" traces of shapes the ARC paper's block traces lack,
 for bench/traces.sh --dir DIR: the eviction policy must not be tuned to the
-two real traces alone. Deterministic (fixed seeds); each file about 30 MB.
+two real traces alone. Deterministic (fixed seeds); each file at most 30 MB.
 
   zipfvar.kv   stationary Zipf 0.9 over 200,000 keys, each key's size drawn
                once, log-normal around 300 B (10 B to 100 KB): variable sizes
