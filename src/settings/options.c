@@ -101,6 +101,7 @@ void options_from_settings(const struct settings *s, struct options *o)
         .no_lru_maintainer = !s->lru_maintainer_thread,
         .initial_malloced = options_initial_malloced(),
         .lru_flat = !SETTINGS_GET(s, lru_segmented),
+        .writers = (unsigned)s->num_threads,
     };
     options_flash(s, &o->store.flash);
     o->store.flash.tuning = o->flash_tuning;

@@ -529,10 +529,10 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
 {
     struct seg_pool *pool = ctx->pool;
     pthread_mutex_lock(&pool->lock);
-    struct seg *prev = ctx->open[g];
+    struct seg *prev = ctx->at->open[g];
     if (prev) {
         seg_seal(ctx, prev, true);
-        ctx->open[g] = NULL;
+        ctx->at->open[g] = NULL;
         __atomic_fetch_sub(&pool->open_segs, 1, __ATOMIC_RELAXED);
     }
     seg_take_dead(ctx);
@@ -546,7 +546,7 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
         seg_reset(pool, seg, g, __atomic_load_n(pool->cas_next, __ATOMIC_RELAXED));
     if (seg) {
         seg->group = (uint8_t)g;
-        ctx->open[g] = seg;
+        ctx->at->open[g] = seg;
         __atomic_fetch_add(&pool->open_segs, 1, __ATOMIC_RELAXED);
     }
     seg_pace_update(pool);

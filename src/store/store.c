@@ -59,6 +59,26 @@ static void store_evicted_unread(void *arg, uint64_t hv, bool from_main)
     ghost_add(arg, hv, from_main);
 }
 
+/* Open segments are never evicted: more writers than half the segments -m
+ * allows could hold them all open, leaving eviction nothing to free (a
+ * write would fail where memcached evicts). Past that they share half as
+ * many open sets as there are segments. */
+static int store_share_sets(struct store *s)
+{
+    uint32_t n = s->pool.seg_limit / 2 ? s->pool.seg_limit / 2 : 1;
+    if (s->opt.writers <= n)
+        return 0;
+    s->shared_sets = calloc(n, sizeof(*s->shared_sets));
+    if (!s->shared_sets)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        s->shared_sets[i].shared = true;
+        pthread_mutex_init(&s->shared_sets[i].lock, NULL);
+    }
+    s->nshared_sets = n;
+    return 0;
+}
+
 int store_create(struct store **out, const struct store_options *opt)
 {
     *out = NULL;
@@ -231,7 +251,7 @@ int store_create(struct store **out, const struct store_options *opt)
     store_upload_init(&s->up);
     pthread_mutex_init(&s->hk.lock, NULL);
     pthread_cond_init(&s->hk.cond, NULL);
-    s->hk.ctx = store_ctx_create(s);
+    s->hk.ctx = store_share_sets(s) == 0 ? store_ctx_create(s) : NULL;
     if (!s->hk.ctx) {
         store_destroy(&s);
         return -1;
@@ -281,6 +301,9 @@ void store_destroy(struct store **sp)
         persist_close(s->pm, true);
     index_release(&s->index);
     ghost_release(&s->ghost);
+    for (uint32_t i = 0; i < s->nshared_sets; i++)
+        pthread_mutex_destroy(&s->shared_sets[i].lock);
+    free(s->shared_sets);
     pthread_mutex_destroy(&s->ctx_lock);
     pthread_mutex_destroy(&s->life.flush_lock);
     pthread_mutex_destroy(&s->hk.lock);
@@ -307,6 +330,8 @@ struct store_ctx *store_ctx_create(struct store *s)
         return NULL;
     }
     pthread_mutex_lock(&s->ctx_lock);
+    c->seg.at = s->nshared_sets ? &s->shared_sets[s->next_set++ % s->nshared_sets] : &c->seg.own;
+    c->seg.at->users++;
     c->next = s->ctxs;
     if (s->ctxs)
         s->ctxs->prev = c;
@@ -321,9 +346,18 @@ void store_ctx_destroy(struct store_ctx **cp)
     if (!c)
         return;
     struct store *s = c->store;
-    for (unsigned g = 0; g < STORE_GROUPS; g++)
-        if (c->seg.open[g])
-            seg_close(&c->seg, c->seg.open[g]);
+    struct seg_open_set *at = c->seg.at;
+    pthread_mutex_lock(&s->ctx_lock);
+    bool last = --at->users == 0;
+    pthread_mutex_unlock(&s->ctx_lock);
+    /* a shared set's segments stay open for its other writers */
+    seg_open_set_lock(at);
+    for (unsigned g = 0; last && g < STORE_GROUPS; g++)
+        if (at->open[g]) {
+            seg_close(&c->seg, at->open[g]);
+            at->open[g] = NULL;
+        }
+    seg_open_set_unlock(at);
     pthread_mutex_lock(&s->ctx_lock);
 #define STORE_CTX_FOLD(n) s->gone.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
     STORE_COUNTERS(STORE_CTX_FOLD)

@@ -90,6 +90,10 @@ struct store_options {
      * `lru mode flat`; store_set_lru_segmented): a storage command reclaims
      * its key's expired or flushed item (docs/store-expiry.md "flush_all"). */
     bool lru_flat;
+    /* Worker threads that will write (-t), for how many open segments
+     * the pool can spare them (store_seg.h "seg_open_set"); 0: unknown,
+     * each worker has its own. */
+    unsigned writers;
     struct store_flash_options flash;
 };
 

@@ -74,6 +74,10 @@ struct store {
 
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;
+    /* Open sets workers share (store_seg.h "seg_open_set"), or none: each
+     * worker has its own. A new ctx takes the next (under ctx_lock). */
+    struct seg_open_set *shared_sets;
+    uint32_t nshared_sets, next_set;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
     struct store_cls_ctr gone_cls[STORE_CLASSES];
     struct store_house hk;      /* the housekeeper and the crawler (store_crawl.h) */

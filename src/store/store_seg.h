@@ -115,12 +115,37 @@ struct seg_pool {
     struct seg_hooks hooks;
 };
 
-/* A worker's side of the pool (in its store_ctx): its open segment of
- * each TTL group, what its writes owe eviction, and its counters that
- * eviction adds to (the ctx's own). */
+/* Where a worker appends: the open segment of each TTL group. Open
+ * segments are never evicted, so when more workers would each hold one
+ * than the pool can spare (more writers than half its segments, at a
+ * tiny -m or with many threads), workers share sets and append under the
+ * set's lock; else each has its own and takes no lock. Decided when the
+ * store is made (store_create), so a set never changes between the two. */
+struct seg_open_set {
+    struct seg *open[STORE_GROUPS];
+    bool shared;          /* its writers take lock */
+    uint32_t users;       /* ctxs appending here (shared: under lock) */
+    pthread_mutex_t lock; /* shared only */
+};
+
+static inline void seg_open_set_lock(struct seg_open_set *set)
+{
+    if (set->shared)
+        pthread_mutex_lock(&set->lock);
+}
+static inline void seg_open_set_unlock(struct seg_open_set *set)
+{
+    if (set->shared)
+        pthread_mutex_unlock(&set->lock);
+}
+
+/* A worker's side of the pool (in its store_ctx): where it appends
+ * (its own open set, or a shared one), what its writes owe eviction, and
+ * its counters that eviction adds to (the ctx's own). */
 struct seg_ctx {
     struct seg_pool *pool;
-    struct seg *open[STORE_GROUPS];
+    struct seg_open_set *at; /* &own, or one of the store's shared sets */
+    struct seg_open_set own;
     uint32_t evict_debt;              /* bytes written not yet paid (store_owe) */
     struct store_ctx_counters *cnt;
     struct store_cls_ctr *cls;        /* [STORE_CLASSES] */

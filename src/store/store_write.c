@@ -50,29 +50,25 @@ static size_t store_align(struct store *s, size_t n)
  * for the 2-byte delta to still fit (store_reserve_raw). */
 #define STORE_CAS16_SLACK 4096
 
-enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
-                                    size_t nvalue, uint8_t layout, unsigned g, uint64_t cas_hint,
-                                    struct store_reservation *res)
+/* store_reserve_raw's append to the open segment of `at` (its lock held
+ * when shared). */
+static enum store_status store_reserve_at(struct store_ctx *ctx, struct seg_open_set *at,
+                                          size_t size, const char *key, size_t nkey,
+                                          size_t nvalue, uint8_t layout, unsigned g,
+                                          uint64_t cas_hint, struct store_reservation *res)
 {
     struct store *s = ctx->store;
-    *res = (struct store_reservation){0};
-    if (s->pm)
-        layout |= ITEM_L_SUM;
-    size_t size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
-    if (size > s->pool.seg_size)
-        return STORE_TOO_LARGE;
-    store_owe(ctx, size);
-    struct seg *seg = ctx->seg.open[g];
+    struct seg *seg = at->open[g];
     if (!seg && g != STORE_GROUP_TEMP &&
         __atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED) >= s->pool.open_max) {
         /* Open segments are partly empty memory: past the budget a new TTL
          * group shares this worker's nearest open one instead (never the
          * temporary group's, whose segments eviction spares). */
         for (unsigned d = 1; d < STORE_TTL_GROUPS && !seg; d++) {
-            if (g >= d && ctx->seg.open[g - d])
-                seg = ctx->seg.open[g -= d];
-            else if (g + d < STORE_TTL_GROUPS && ctx->seg.open[g + d])
-                seg = ctx->seg.open[g += d];
+            if (g >= d && at->open[g - d])
+                seg = at->open[g -= d];
+            else if (g + d < STORE_TTL_GROUPS && at->open[g + d])
+                seg = at->open[g += d];
         }
     }
     /* A spent open segment (nothing in it wanted) is made empty in place:
@@ -124,6 +120,25 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     res->gen = __atomic_load_n(&seg->gen, __ATOMIC_ACQUIRE);
     res->group = (uint8_t)g;
     return STORE_OK;
+}
+
+enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
+                                    size_t nvalue, uint8_t layout, unsigned g, uint64_t cas_hint,
+                                    struct store_reservation *res)
+{
+    struct store *s = ctx->store;
+    *res = (struct store_reservation){0};
+    if (s->pm)
+        layout |= ITEM_L_SUM;
+    size_t size = item_hdr_len(layout, (uint32_t)nvalue) + nkey + nvalue;
+    if (size > s->pool.seg_size)
+        return STORE_TOO_LARGE;
+    store_owe(ctx, size);
+    struct seg_open_set *at = ctx->seg.at;
+    seg_open_set_lock(at);
+    enum store_status st = store_reserve_at(ctx, at, size, key, nkey, nvalue, layout, g, cas_hint, res);
+    seg_open_set_unlock(at);
+    return st;
 }
 
 enum store_status store_reserve(struct store_ctx *ctx, const char *key, size_t nkey,
@@ -226,7 +241,8 @@ static enum store_status store_relocate(struct store_ctx *ctx, struct store_rese
  * segment and the committed fields need fewer header bytes than were
  * reserved (store_reserve cannot know flags and expiry), slide the key and
  * value down and give the bytes back. Only the owner appends to its open
- * segment, so nothing else can see these bytes yet. */
+ * segment, so nothing else can see these bytes yet; a shared set's others
+ * could append behind them, so there it is not done. */
 #define STORE_SHRINK_MAX 4096
 
 static void store_shrink(struct store_ctx *ctx, struct store_reservation *res, uint8_t layout)
@@ -240,7 +256,7 @@ static void store_shrink(struct store_ctx *ctx, struct store_reservation *res, u
     /* -e: a restore walks the segment up to its end, which this rewrites
      * under a half-moved item; the bytes saved are not worth that. */
     if (s->pm || layout == have || item_layout_merge(have, layout) != have ||
-        h.nvalue > STORE_SHRINK_MAX || ctx->seg.open[res->group] != seg)
+        h.nvalue > STORE_SHRINK_MAX || ctx->seg.at->shared || ctx->seg.at->open[res->group] != seg)
         return;
     uint32_t off = (uint32_t)((char *)res->item - seg->data);
     if (store_align(s, off + item_total(&h)) != seg->write_off)

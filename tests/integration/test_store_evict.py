@@ -95,3 +95,30 @@ def test_no_evictions_flag_still_refuses(start_server):
     assert int(stats(c)["evictions"]) == 0
     for i in range(stored):
         assert c.call(b"mg m%d" % i) == b"HD\r\n"
+
+
+def test_more_workers_than_segments_store_every_set(start_server):
+    """Open segments are never evicted, so a worker each for more threads
+    than half the segments -m allows would hold them all and a write would
+    find no room: -m 2 with 4 threads and -m 8 with 16. memcached stores
+    every set there; so must nodelay (its workers share open segments)."""
+    value = b"v" * 3000
+    for mem, threads in (("2", "4"), ("8", "16")):
+        srv = start_server("-m", mem, "-t", threads)
+        conns = [srv.connect() for _ in range(2 * int(threads))]
+        # every connection writes each round, so every worker holds an open
+        # segment at once; the rounds write -m over about three times
+        rounds = int(mem) * 3 * 2**20 // (len(value) * len(conns))
+        for r in range(rounds):
+            for i, c in enumerate(conns):
+                c.send(b"set w%d:%d 0 %d %d\r\n%s\r\n" % (i, r, (r % 3) * 600, len(value), value))
+            for c in conns:
+                assert c.readline() == b"STORED\r\n"
+        s = stats(conns[0])
+        assert int(s["evictions"]) > 0
+        for i, c in enumerate(conns):
+            r = c.call(b"mg w%d:%d v" % (i, rounds - 1), until=b"\r\n")
+            assert r in (b"VA 3000\r\n", b"EN\r\n")
+            if r.startswith(b"VA"):
+                assert c.readline() == value + b"\r\n"
+        srv.stop()

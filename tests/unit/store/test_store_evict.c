@@ -6,6 +6,7 @@
 #include "store/persist/persist.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <stdio.h>
@@ -456,10 +457,10 @@ static void test_eviction_at_writers_pace(void **state)
     while (evictions_of(&t) == 0)
         put(&t, i++, 1000);
     /* start at a fresh segment, so what follows fits in it */
-    struct seg *open = t.c->seg.open[0];
-    while (t.c->seg.open[0] == open)
+    struct seg *open = t.c->seg.at->open[0];
+    while (t.c->seg.at->open[0] == open)
         put(&t, i++, 1000);
-    open = t.c->seg.open[0];
+    open = t.c->seg.at->open[0];
     uint32_t before = open->write_off;
     put(&t, i++, 1000);
     uint32_t isz = open->write_off - before; /* one item, as the victim's are */
@@ -467,7 +468,7 @@ static void test_eviction_at_writers_pace(void **state)
     const int k = 200;
     for (int j = 0; j < k; j++)
         put(&t, i++, 1000);
-    assert_ptr_equal(t.c->seg.open[0], open); /* no segment was opened */
+    assert_ptr_equal(t.c->seg.at->open[0], open); /* no segment was opened */
     uint64_t paid = (uint64_t)k * isz - SEG_PAY_BYTES; /* at most that much is still owed */
     uint64_t d = evictions_of(&t) - e0;
     assert_true(d >= paid / isz - 1);
@@ -475,7 +476,7 @@ static void test_eviction_at_writers_pace(void **state)
     /* one write of SEG_PAY_BYTES or more pays at once */
     e0 = evictions_of(&t);
     put(&t, i++, 9000);
-    assert_ptr_equal(t.c->seg.open[0], open);
+    assert_ptr_equal(t.c->seg.at->open[0], open);
     assert_true(evictions_of(&t) - e0 >= 9000 / isz);
     /* what is left is a suffix of what was written, as before */
     assert_true(has(&t, i - 1));
@@ -492,8 +493,8 @@ static void test_victim_keeps_its_read_items(void **state)
     tstore_open(&t, 4 * MB, MB, true, true);
     int i = 0;
     put(&t, i++, 1000);
-    struct seg *first = t.c->seg.open[0];
-    while (t.c->seg.open[0] == first)
+    struct seg *first = t.c->seg.at->open[0];
+    while (t.c->seg.at->open[0] == first)
         put(&t, i++, 1000);
     int last = i - 2; /* the last item in the first segment */
     int hot = last * 7 / 8; /* over half of it, under 15/16 */
@@ -689,6 +690,85 @@ static void test_half_walked_victim_after_a_crash(void **state)
     unlink(pm_path);
 }
 
+/* More writers than half the segments -m allows (-m 8 with -t 16) would
+ * hold every segment open, and eviction could free none: they share four
+ * open sets (the 1st and 5th worker the same one, under its lock) and
+ * every store from sixteen threads at once succeeds, with evictions. A
+ * store made for fewer writers gives each worker its own set. */
+#define SHARE_WRITERS 16
+#define SHARE_SETS 2000
+
+struct share_writer {
+    struct store_ctx *c;
+    int id, failed;
+};
+
+static void *share_write(void *arg)
+{
+    struct share_writer *w = arg;
+    char key[32], val[2000];
+    memset(val, 'a' + w->id, sizeof val);
+    for (int i = 0; i < SHARE_SETS; i++) {
+        int n = snprintf(key, sizeof key, "w%d:%d", w->id, i);
+        struct store_set_req r = {.mode = STORE_MODE_SET, .exptime = i % 3 ? clock_now() + (rel_time_t)(i % 3) * 600 : 0};
+        if (store_store(w->c, key, (size_t)n, val, sizeof val, &r, NULL) != STORE_OK)
+            w->failed++;
+    }
+    return NULL;
+}
+
+static void test_writers_share_open_segments(void **state)
+{
+    (void)state;
+    clock_setup();
+    struct store_options o = {.mem_limit = 8u << 20, .item_size_max = 1u << 20, .evictions = true,
+                              .cas_enabled = true, .writers = 4};
+    struct store *s;
+    assert_int_equal(store_create(&s, &o), 0);
+    struct store_ctx *a = store_ctx_create(s), *b = store_ctx_create(s);
+    assert_ptr_equal(a->seg.at, &a->seg.own);
+    assert_false(a->seg.at->shared);
+    assert_ptr_not_equal(a->seg.at, b->seg.at);
+    store_ctx_destroy(&a);
+    store_ctx_destroy(&b);
+    store_destroy(&s);
+
+    o.writers = SHARE_WRITERS;
+    assert_int_equal(store_create(&s, &o), 0);
+    struct share_writer w[SHARE_WRITERS];
+    pthread_t th[SHARE_WRITERS];
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        w[i] = (struct share_writer){.c = store_ctx_create(s), .id = i};
+    assert_true(w[0].c->seg.at->shared);
+    assert_ptr_equal(w[0].c->seg.at, w[4].c->seg.at);
+    assert_ptr_not_equal(w[0].c->seg.at, w[1].c->seg.at);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, share_write, &w[i]), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(w[i].failed, 0);
+    struct store_stats st;
+    store_stats(s, &st);
+    assert_true(st.evictions > 0);
+    /* each writer's last value reads back whole, or was evicted */
+    char key[32];
+    for (int i = 0; i < SHARE_WRITERS; i++) {
+        int n = snprintf(key, sizeof key, "w%d:%d", i, SHARE_SETS - 1);
+        struct store_get_req g = {.want_value = true};
+        struct store_item it;
+        if (store_get(w[i].c, key, (size_t)n, &g, &it) != STORE_OK)
+            continue;
+        assert_int_equal(it.nvalue, 2000);
+        for (unsigned k = 0; k < it.nvalue; k++)
+            assert_int_equal(it.value[k], 'a' + i);
+        store_pin_release(it.pin);
+    }
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        store_ctx_destroy(&w[i].c);
+    store_destroy(&s);
+}
+
 int main(void)
 {
     snprintf(pm_path, sizeof pm_path, "/dev/shm/nodelay-unit-evict-%d", (int)getpid());
@@ -708,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_small_target_follows_a_lowered_limit),
         cmocka_unit_test(test_no_evictions_pays_nothing),
         cmocka_unit_test(test_half_walked_victim_after_a_crash),
+        cmocka_unit_test(test_writers_share_open_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

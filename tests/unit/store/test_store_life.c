@@ -498,7 +498,7 @@ static void test_spent_open_segment_emptied_by_another_thread(void **state)
     assert_int_equal(tset(&t, "dg", val, STORE_MODE_SET, 0, 0, NULL), STORE_OK);
     dg_seg = NULL;
     for (unsigned g = 0; g < STORE_GROUPS && !dg_seg; g++)
-        dg_seg = t.c->seg.open[g];
+        dg_seg = t.c->seg.at->open[g];
     assert_non_null(dg_seg);
     struct store_stats st;
     store_stats(t.s, &st);

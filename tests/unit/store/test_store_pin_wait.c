@@ -35,7 +35,7 @@ struct reader {
  * has failed). */
 static bool writer_waits(struct store_ctx *w, unsigned g)
 {
-    return !w->seg.open[g];
+    return !w->seg.at->open[g];
 }
 
 /* The group of the writer's one open segment. */
@@ -43,7 +43,7 @@ static unsigned open_group(struct store_ctx *w)
 {
     unsigned group = STORE_GROUPS;
     for (unsigned g = 0; g < STORE_GROUPS; g++)
-        if (w->seg.open[g])
+        if (w->seg.at->open[g])
             group = g;
     assert_true(group < STORE_GROUPS);
     return group;
