@@ -492,10 +492,10 @@ static struct seg *seg_make_room(struct seg_ctx *ctx)
     uint64_t until = 0;
     while (!seg) {
         /* an all-dead one is looked for before the first wait, not each nap */
-        bool enough = seg_pins_passing(pool, ctx->self_pin) >= SEG_DRAIN_PER_NEED * pool->seg_needs &&
+        bool enough = seg_pins_passing(ctx) >= SEG_DRAIN_PER_NEED * pool->seg_needs &&
                       (until || !seg_find_dead(pool));
-        if (!(enough && seg_wait_pins(pool, &until, ctx->self_pin)) && !seg_evict_one(ctx) &&
-            !seg_wait_pins(pool, &until, ctx->self_pin))
+        if (!(enough && seg_wait_pins(ctx, &until)) && !seg_evict_one(ctx) &&
+            !seg_wait_pins(ctx, &until))
             return NULL;
         seg = seg_take_free(pool);
     }

@@ -26,6 +26,7 @@ struct seg {
     uint32_t write_off;           /* bytes used: written by the owner only */
     uint32_t refcount;    /* pins and pending reservations */
     uint32_t kept;        /* of which held by reply queues (seg_keep) */
+    uint32_t reserving;   /* of which reservations not yet committed or aborted */
     uint32_t gen;         /* bumped when eviction of it starts */
     uint32_t live_items;
     uint64_t live_bytes;

@@ -26,19 +26,31 @@ void seg_wait_compacted(struct seg *seg)
         sched_yield();
 }
 
-/* A draining segment whose pins are all of reads in progress: free within
- * moments. Pins reply queues keep wait for clients that may never read. */
-static bool seg_passing(struct seg *d, const struct seg *self)
+/* A draining segment with a pin that goes within moments: a read in
+ * progress, or a reservation of a worker that is running. Pins reply
+ * queues keep wait for clients that may never read. The waiting worker's
+ * own pins go only when it runs again: its read pin (self_pin) and its
+ * reservations; on io_uring a reservation spans a turn while its value's
+ * receive is the kernel's. Which reservations are whose is not known, so
+ * none is waited for while this worker has any, while another worker
+ * waits for room too (its own may be what this one would wait for), or
+ * while workers share this one's open set (they may be waiting on its
+ * lock). Waiting on regardless stalled a worker for the whole bound on
+ * every write at -m 2, and every client with it. */
+static bool seg_passing(struct seg *d, const struct seg_ctx *ctx)
 {
+    bool stuck = ctx->reserving || ctx->pool->seg_needs > 1 || ctx->at->shared;
+    uint32_t not_passing = (d == ctx->self_pin ? 1u : 0u) +
+                           (stuck ? __atomic_load_n(&d->reserving, __ATOMIC_RELAXED) : 0u);
     return __atomic_load_n(&d->kept, __ATOMIC_RELAXED) == 0 &&
-           __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) > (d == self ? 1u : 0u);
+           __atomic_load_n(&d->refcount, __ATOMIC_ACQUIRE) > not_passing;
 }
 
-unsigned seg_pins_passing(struct seg_pool *pool, const struct seg *self)
+unsigned seg_pins_passing(const struct seg_ctx *ctx)
 {
     unsigned n = 0;
-    for (struct seg *d = pool->draining.head; d; d = d->next)
-        n += seg_passing(d, self);
+    for (struct seg *d = ctx->pool->draining.head; d; d = d->next)
+        n += seg_passing(d, ctx);
     return n;
 }
 
@@ -51,11 +63,12 @@ unsigned seg_pins_passing(struct seg_pool *pool, const struct seg *self)
  * holds such a pin itself). false: past the bound or nothing to wait for. */
 #define SEG_PIN_WAIT_NS (500ull * 1000 * 1000)
 
-bool seg_wait_pins(struct seg_pool *pool, uint64_t *until, const struct seg *self)
+bool seg_wait_pins(const struct seg_ctx *ctx, uint64_t *until)
 {
+    struct seg_pool *pool = ctx->pool;
     bool passing = false;
     for (struct seg *d = pool->draining.head; d && !passing; d = d->next)
-        passing = seg_passing(d, self);
+        passing = seg_passing(d, ctx);
     if (!passing)
         return false;
     struct timespec ts;

@@ -153,6 +153,7 @@ struct seg_ctx {
      * append's old value, a widen's or a relocation's source): a write
      * must not wait for that pin, which only it can drop. */
     struct seg *self_pin;
+    uint32_t reserving; /* its reservations not yet committed or aborted */
 };
 
 static inline struct seg *seg_of(const struct seg_pool *pool, uint32_t id)
@@ -247,11 +248,13 @@ void seg_pay(struct seg_ctx *ctx);
  * items unlinked; false when an item is wanted again or a pin is held. */
 bool seg_recycle(struct seg_ctx *ctx, struct seg *seg);
 /* seg_open with no segment free (pool lock held): wait for the pins of
- * reads in progress on draining segments, up to a bound from the first
- * wait (*until, 0 before it); false: past it, or no such pin (seg_pins.c). */
-bool seg_wait_pins(struct seg_pool *pool, uint64_t *until, const struct seg *self);
-/* Draining segments held only by pins of reads in progress (pool lock). */
-unsigned seg_pins_passing(struct seg_pool *pool, const struct seg *self);
+ * reads in progress on draining segments that are not ctx's own, up to a
+ * bound from the first wait (*until, 0 before it); false: past it, or no
+ * such pin (seg_pins.c). */
+bool seg_wait_pins(const struct seg_ctx *ctx, uint64_t *until);
+/* Draining segments held only by pins of reads in progress other than
+ * ctx's own (pool lock). */
+unsigned seg_pins_passing(const struct seg_ctx *ctx);
 /* Give a ctx's open segment back (ctx destroy). */
 void seg_close(struct seg_ctx *ctx, struct seg *seg);
 void seg_unpin(struct seg *seg);

@@ -113,6 +113,8 @@ static enum store_status store_reserve_at(struct store_ctx *ctx, struct seg_open
     if (s->pm) /* after the header: a restore walks only laid-out items */
         pm_store32(&pm_seg(s->pm, seg->id)->write_off, seg->write_off);
     __atomic_fetch_add(&seg->refcount, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&seg->reserving, 1, __ATOMIC_RELAXED);
+    ctx->seg.reserving++;
     res->value = p + hlen + nkey;
     res->nvalue = (uint32_t)nvalue;
     res->seg = seg;
@@ -212,8 +214,11 @@ void store_abort(struct store_ctx *ctx, struct store_reservation *res)
     if (res->stage)
         store_upload_free(ctx, res);
     res->cut = false;
-    if (res->seg)
+    if (res->seg) {
+        __atomic_fetch_sub(&((struct seg *)res->seg)->reserving, 1, __ATOMIC_RELAXED);
+        ctx->seg.reserving--;
         seg_unpin(res->seg);
+    }
     res->seg = NULL;
     res->item = NULL;
 }
@@ -701,13 +706,13 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
                 if (ctx->flash_relinked)
                     ctx->flash_relinked(ctx, k, snap, slot_load(g.slot));
                 store_found_unlock(&g);
-                seg_unpin(ns);
+                store_abort(ctx, &r); /* its pin; the item stays linked */
                 return STORE_OK;
             }
             layout = item_layout_merge(layout, at_fits ? ITEM_L_CAS64 : ITEM_L_AT32);
         }
         store_found_unlock(&g);
-        seg_unpin(ns);
+        store_abort(ctx, &r);
     }
 }
 

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Starting servers and speaking to them over real sockets."""
+import fcntl
 import os
 from pathlib import Path
 import re
@@ -24,6 +25,18 @@ SANITIZER_MARKS = (
 # stages of `make test` (scripts/test-stage.sh) pass NODELAY_ARGS="-o io_uring=off".
 EXTRA_ARGS = os.environ.get("NODELAY_ARGS", "").split()
 
+
+def build_loadgen():
+    """build/bench/loadgen, made first. make test runs files in two pytest
+    processes at once (release and asan): one make at a time, or both would
+    write the same binary."""
+    os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
+    with open(os.path.join(ROOT, "build", ".loadgen.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        r = subprocess.run(["make", "-s", "-C", ROOT, "loadgen"], capture_output=True,
+                           text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return os.path.join(ROOT, "build", "bench", "loadgen")
 
 def server_bin():
     path = os.environ.get("NODELAY_BIN", os.path.join(ROOT, "build", "release-epoll", "nodelay"))

@@ -2,30 +2,17 @@
 """The bench's trace replay (`loadgen trace`, run by bench/traces.sh): its
 footprint, which sizes -m per trace, and its look-aside replay against a
 real server: misses set, hits checked, the second half's miss ratio."""
-import fcntl
 import json
-import os
 import subprocess
 
 import pytest
 
 import helpers
 
-ROOT = helpers.ROOT
-LOADGEN = os.path.join(ROOT, "build", "bench", "loadgen")
-
 
 @pytest.fixture(scope="module")
 def loadgen():
-    # make test runs this file in two pytest processes at once (release and
-    # asan): one make at a time, or both would write the same binary
-    os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
-    with open(os.path.join(ROOT, "build", ".loadgen.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        r = subprocess.run(["make", "-s", "-C", ROOT, "loadgen"], capture_output=True,
-                           text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return LOADGEN
+    return helpers.build_loadgen()
 
 
 def run(loadgen, args, trace):

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "store/store.h"
+#include "store/store_core.h"
 
 struct tstore {
     struct store *s;
@@ -40,6 +41,10 @@ static inline void tstore_open(struct tstore *t, size_t mem, size_t item_max, bo
 
 static inline void tstore_close(struct tstore *t)
 {
+    /* every reservation a test made was committed or aborted */
+    for (uint32_t id = 0; id < t->s->pool.seg_limit; id++)
+        if (seg_of(&t->s->pool, id)->data)
+            assert_int_equal(seg_of(&t->s->pool, id)->reserving, 0);
     store_ctx_destroy(&t->c);
     store_destroy(&t->s);
 }
