@@ -3,6 +3,7 @@
 #ifndef TEST_STORE_HELPERS_H
 #define TEST_STORE_HELPERS_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <setjmp.h>
 #include <stddef.h>
@@ -41,10 +42,15 @@ static inline void tstore_open(struct tstore *t, size_t mem, size_t item_max, bo
 
 static inline void tstore_close(struct tstore *t)
 {
-    /* every reservation a test made was committed or aborted */
+    /* every reservation a test made was committed or aborted (under the
+     * pool lock: the housekeeper may be mapping a segment meanwhile) */
+    pthread_mutex_lock(&t->s->pool.lock);
+    uint32_t reserving = 0;
     for (uint32_t id = 0; id < t->s->pool.seg_limit; id++)
         if (seg_of(&t->s->pool, id)->data)
-            assert_int_equal(seg_of(&t->s->pool, id)->reserving, 0);
+            reserving += __atomic_load_n(&seg_of(&t->s->pool, id)->reserving, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&t->s->pool.lock);
+    assert_int_equal(reserving, 0);
     store_ctx_destroy(&t->c);
     store_destroy(&t->s);
 }
