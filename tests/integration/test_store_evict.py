@@ -144,6 +144,7 @@ def test_large_sets_at_two_segments_never_stall(start_server):
     assert out["requests"] > 1000
     assert out["verify_failures"] == 0 and out["stale"] == 0, out
     assert out["errors"] == 0 and out["conn_errors"] == 0, out
-    # the stall made requests wait 2.5-10 s; 1.5 s leaves room for a slow
-    # sanitizer build on a loaded machine
-    assert out["lat_us"]["max"] < 1_500_000, out["lat_us"]
+    # the stall held every request in flight 2.5-10 s (p99.9 2.5-8 s);
+    # the bounds leave room for a sanitizer build on a loaded machine
+    assert out["lat_us"]["p999"] < 1_000_000, out["lat_us"]
+    assert out["lat_us"]["max"] < 2_500_000, out["lat_us"]
