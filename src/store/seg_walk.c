@@ -199,6 +199,30 @@ static void seg_note_move(struct seg_ctx *ctx, const struct seg_walk *w, unsigne
     }
 }
 
+/* A hit costs an item, whatever its size: an unread item much smaller
+ * than the mean stays longer, in proportion (as GreedyDual-Size weighs
+ * items, and as memcached's size classes let small items outlast large
+ * ones). Its age and the victim's are counted in CAS numbers (writes);
+ * once older than the victim's age times mean / size (at most
+ * SEG_SMALL_STAY), it leaves as any unread item does. */
+#ifndef SEG_SMALL_BELOW
+#define SEG_SMALL_BELOW 4 /* "much smaller": under mean / 4 */
+#endif
+#ifndef SEG_SMALL_STAY
+#define SEG_SMALL_STAY 16
+#endif
+
+static bool seg_small_stays(const struct seg_pool *pool, const struct seg *v, uint64_t cas,
+                            uint32_t size)
+{
+    uint64_t mean = pool->walk_mean16 / 16;
+    if (!cas || (uint64_t)size * SEG_SMALL_BELOW >= mean)
+        return false;
+    uint64_t now = __atomic_load_n(pool->cas_next, __ATOMIC_RELAXED);
+    uint64_t stay = mean / size < SEG_SMALL_STAY ? mean / size : SEG_SMALL_STAY;
+    return now > v->cas_base && now - cas < (now - v->cas_base) * stay;
+}
+
 /* Walk the victim's items from the cursor until it has freed about `bytes`
  * (walked past minus kept: a victim of hot items is walked further for the
  * same room): the next item is taken while more than half of it is still
@@ -236,13 +260,18 @@ size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t bytes)
         if (slot) {
             unsigned freq = slot_freq(slot_load(slot));
             bool live = life_of_item(pool->life, p, &h, v->cas_base, v->tbase, now) == ITEM_LIVE;
-            bool keep = live && (w->keep_all || (w->retain && freq > 0 && w->budget >= size));
+            if (live) /* moving over the last 64 or so */
+                pool->walk_mean16 = pool->walk_mean16
+                                        ? pool->walk_mean16 - pool->walk_mean16 / 64 + size / 4
+                                        : (uint64_t)size * 16;
+            bool keep = live && (w->keep_all || (w->retain && w->budget >= size &&
+                                                 (freq > 0 || seg_small_stays(pool, v, item_get_cas(p, &h, v->cas_base), size))));
             if (live && !w->from_small) {
                 pool->main_walked += size;
                 pool->main_read += freq > 0 ? size : 0;
             }
             if (keep) {
-                uint64_t nfreq = w->keep_all ? freq : w->from_small ? SEG_SMALL_NFREQ : freq - 1;
+                uint64_t nfreq = w->keep_all ? freq : w->from_small || !freq ? SEG_SMALL_NFREQ : freq - 1;
                 uint64_t moved =
                     w->kept_from == UINT32_MAX
                         ? seg_carry(pool, p, &h, v->tbase, item_get_cas(p, &h, v->cas_base), tag)

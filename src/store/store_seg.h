@@ -93,6 +93,7 @@ struct seg_pool {
     uint32_t main_credit;
     char small_target_after[52];
     uint64_t main_walked, main_read; /* main's recent passes: live bytes, read bytes (pool lock) */
+    uint64_t walk_mean16;            /* live items walked: mean size x 16, moving (pool lock) */
     uint8_t evict_pace;        /* writes owe eviction (seg_pay), atomic */
     uint32_t open_segs; /* workers' open segments, all groups */
     uint32_t seg_needs;  /* seg_open calls finding no segment free (pool lock) */

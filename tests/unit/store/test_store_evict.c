@@ -769,6 +769,35 @@ static void test_writers_share_open_segments(void **state)
     store_destroy(&s);
 }
 
+/* A hit costs an item, whatever its size: unread items far smaller than
+ * the mean stay longer than large ones written at the same time
+ * (seg_small_stays). -m 8 written over three times with 8000-byte items
+ * and, every 16th from the 9th, a 64-byte one, none read: the small items of the first
+ * third are all still there, the large ones of it all gone. Evicting by
+ * age alone kept none of either. */
+static void test_small_unread_items_outlast_large_ones(void **state)
+{
+    (void)state;
+    struct tstore t;
+    tstore_open(&t, 8 * MB, MB, true, true);
+    int n = 3 * 8 * 1024 * 1024 / 8000, small = 0, small_kept = 0, large_kept = 0;
+    for (int i = 0; i < n; i++)
+        put(&t, i, i % 16 == 8 ? 64 : 8000);
+    for (int i = 0; i < n / 3; i++) {
+        bool here = has(&t, i);
+        if (i % 16 == 8) {
+            small++;
+            small_kept += here;
+        } else {
+            large_kept += here;
+        }
+    }
+    printf("first third: %d of %d small items kept, %d large\n", small_kept, small, large_kept);
+    assert_int_equal(small_kept, small);
+    assert_int_equal(large_kept, 0);
+    tstore_close(&t);
+}
+
 int main(void)
 {
     snprintf(pm_path, sizeof pm_path, "/dev/shm/nodelay-unit-evict-%d", (int)getpid());
@@ -785,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_victim_keeps_its_read_items),
         cmocka_unit_test(test_small_share_follows_the_ghost),
         cmocka_unit_test(test_loop_larger_than_the_cache_keeps_a_part),
+        cmocka_unit_test(test_small_unread_items_outlast_large_ones),
         cmocka_unit_test(test_small_target_follows_a_lowered_limit),
         cmocka_unit_test(test_no_evictions_pays_nothing),
         cmocka_unit_test(test_half_walked_victim_after_a_crash),
