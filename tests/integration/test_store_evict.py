@@ -148,3 +148,28 @@ def test_large_sets_at_two_segments_never_stall(start_server):
     # the bounds leave room for a sanitizer build on a loaded machine
     assert out["lat_us"]["p999"] < 1_000_000, out["lat_us"]
     assert out["lat_us"]["max"] < 2_500_000, out["lat_us"]
+
+
+def test_small_unread_items_outlast_large_ones(start_server):
+    """A hit costs an item whatever its size: -m 8 written three times over
+    with 8000-byte values and, every 16th, a 64-byte one, none read. The
+    first third's small items are all still there, its large ones gone
+    (evicting by age alone kept none of either)."""
+    srv = start_server("-m", "8")
+    c = srv.connect()
+    n = 3 * 8 * 2**20 // 8000
+    for i in range(n):
+        v = b"s" * 64 if i % 16 == 8 else b"L" * 8000
+        c.send(b"set k%d 0 0 %d noreply\r\n%s\r\n" % (i, len(v), v))
+    assert c.call("version").startswith(b"VERSION")
+    small = large = 0
+    for i in range(n // 3):
+        r = c.call(b"mg k%d s" % i)
+        if i % 16 == 8:
+            assert r == b"HD s64\r\n", (i, r)
+            small += 1
+        else:
+            assert r == b"EN\r\n", (i, r)
+            large += 1
+    assert small > 50 and large > 800
+    assert int(stats(c)["evictions"]) > 0

@@ -162,6 +162,18 @@ static void test_write_refused_while_reply_queues_pin_all(void **state)
     tstore_close(&t);
 }
 
+/* One store, timed: its status, and its milliseconds in *ms. */
+static enum store_status timed_store(struct store_ctx *c, const char *key, const char *v,
+                                     size_t n, struct store_set_req *req, double *ms)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    enum store_status st = store_store(c, key, strlen(key), v, n, req, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    return st;
+}
+
 /* An append holds a read pin on its old value's segment while it reserves
  * room for the new one. When that segment is the victim and the only other
  * one is kept by a reply queue, no room can be made: the append is refused
@@ -182,11 +194,8 @@ static void test_append_does_not_wait_for_its_own_pin(void **state)
     assert_int_equal(store_get(t.c, "p1", 2, &g, &it), STORE_OK);
     assert_true(store_pin_keep(it.pin, true)); /* a reply queue keeps p1's segment */
     struct store_set_req app = {.mode = STORE_MODE_APPEND};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    enum store_status st = store_store(t.c, "p0", 2, "x", 1, &app, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    double ms;
+    enum store_status st = timed_store(t.c, "p0", "x", 1, &app, &ms);
     printf("append: status %d after %.1f ms\n", (int)st, ms);
     assert_int_equal(st, STORE_NO_MEMORY);
     assert_true(ms < 250); /* the wait's bound is 500 ms; no wait is about 0 */
@@ -337,11 +346,8 @@ static void test_write_does_not_wait_for_its_own_reservations(void **state)
     assert_int_equal(store_reserve(t.c, "held1", 5, VLEN, &held[1]), STORE_OK);
     assert_ptr_not_equal(held[0].seg, held[1].seg);
     struct store_set_req set = {.mode = STORE_MODE_SET};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    enum store_status st = store_store(t.c, "w", 1, v, VLEN, &set, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    double ms;
+    enum store_status st = timed_store(t.c, "w", v, VLEN, &set, &ms);
     printf("write: status %d after %.1f ms\n", (int)st, ms);
     assert_int_equal(st, STORE_NO_MEMORY);
     assert_true(ms < 250); /* the wait's bound is 500 ms; no wait is about 0 */
