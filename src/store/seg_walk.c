@@ -212,11 +212,14 @@ static void seg_note_move(struct seg_ctx *ctx, const struct seg_walk *w, unsigne
 #define SEG_SMALL_STAY 16
 #endif
 
-static bool seg_small_stays(const struct seg_pool *pool, const struct seg *v, uint64_t cas,
-                            uint32_t size)
+static bool seg_small_stays(const struct seg_pool *pool, const struct seg *v, const char *p,
+                            const struct item_hdr *h, uint32_t size)
 {
     uint64_t mean = pool->walk_mean16 / 16;
-    if (!cas || (uint64_t)size * SEG_SMALL_BELOW >= mean)
+    if ((uint64_t)size * SEG_SMALL_BELOW >= mean)
+        return false;
+    uint64_t cas = item_get_cas(p, h, v->cas_base);
+    if (!cas)
         return false;
     uint64_t now = __atomic_load_n(pool->cas_next, __ATOMIC_RELAXED);
     uint64_t stay = mean / size < SEG_SMALL_STAY ? mean / size : SEG_SMALL_STAY;
@@ -265,7 +268,7 @@ size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t bytes)
                                         ? pool->walk_mean16 - pool->walk_mean16 / 64 + size / 4
                                         : (uint64_t)size * 16;
             bool keep = live && (w->keep_all || (w->retain && w->budget >= size &&
-                                                 (freq > 0 || seg_small_stays(pool, v, item_get_cas(p, &h, v->cas_base), size))));
+                                                 (freq > 0 || seg_small_stays(pool, v, p, &h, size))));
             if (live && !w->from_small) {
                 pool->main_walked += size;
                 pool->main_read += freq > 0 ? size : 0;
