@@ -209,7 +209,9 @@ unsigned store_reservation_class(const struct store_ctx *ctx, const struct store
     return store_class_for(ctx, nkey, res->nvalue, flags);
 }
 
-void store_abort(struct store_ctx *ctx, struct store_reservation *res)
+/* store_abort, inlined into this file's commits, which end every
+ * reservation they take. */
+static inline void store_release(struct store_ctx *ctx, struct store_reservation *res)
 {
     if (res->stage)
         store_upload_free(ctx, res);
@@ -221,6 +223,11 @@ void store_abort(struct store_ctx *ctx, struct store_reservation *res)
     }
     res->seg = NULL;
     res->item = NULL;
+}
+
+void store_abort(struct store_ctx *ctx, struct store_reservation *res)
+{
+    store_release(ctx, res);
 }
 
 /* Move a reservation's key and value to fresh space with `layout`. */
@@ -236,7 +243,7 @@ static enum store_status store_relocate(struct store_ctx *ctx, struct store_rese
     ctx->seg.self_pin = NULL;
     if (st == STORE_OK)
         memcpy(r.value, res->value, h.nvalue);
-    store_abort(ctx, res);
+    store_release(ctx, res);
     if (st == STORE_OK)
         *res = r;
     return st;
@@ -414,7 +421,7 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         }
         if (refuse != STORE_OK) {
             store_found_unlock(&f);
-            store_abort(ctx, res);
+            store_release(ctx, res);
             return refuse;
         }
         rel_time_t exptime = req->exptime;
@@ -439,13 +446,13 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
             flash_tier_clear(s->flash, flash_chain, flash_slot);
         if (!store_link(s, &f, found, res, k.tag, k.hv, &sum)) {
             store_found_unlock(&f);
-            store_abort(ctx, res);
+            store_release(ctx, res);
             return STORE_NO_MEMORY;
         }
         CTR_INC(ctx, total_items);
         store_found_unlock(&f);
         index_maintain(&s->index);
-        store_abort(ctx, res); /* drops the reservation's pin; the item stays linked */
+        store_release(ctx, res); /* drops the reservation's pin; the item stays linked */
         if (cas_out)
             *cas_out = cas;
         return STORE_OK;
@@ -483,11 +490,11 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             if (f.on_flash && req->cas_compare && req->cas_compare != f.flash->cas) {
                 res->cas_cls =
                     classes_id(&s->classes, classes_ext_hdr_size(&s->classes, h.nkey, f.flash->flags));
-                store_abort(ctx, res);
+                store_release(ctx, res);
                 return STORE_EXISTS;
             }
             if (!req->vivify || f.on_flash) {
-                store_abort(ctx, res);
+                store_release(ctx, res);
                 return STORE_NOT_STORED;
             }
             struct store_set_req sr = *req;
@@ -506,7 +513,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         if (req->cas_compare && req->cas_compare != old_cas) {
             store_found_unlock(&f);
             seg_unpin(f.seg);
-            store_abort(ctx, res);
+            store_release(ctx, res);
             return STORE_EXISTS;
         }
         uint64_t snap = slot_load(f.slot);
@@ -520,7 +527,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         size_t total = (size_t)oh.nvalue + res->nvalue;
         if (item_mc_size(h.nkey, total, flags, cas_on) > s->opt.item_size_max) {
             seg_unpin(oseg);
-            store_abort(ctx, res);
+            store_release(ctx, res);
             return STORE_NOT_STORED;
         }
         uint8_t layout = item_layout_merge(
@@ -534,7 +541,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
         ctx->seg.self_pin = NULL;
         if (st != STORE_OK) {
             seg_unpin(oseg);
-            store_abort(ctx, res);
+            store_release(ctx, res);
             return st;
         }
         const char *oval = op + oh.hlen + oh.nkey;
@@ -569,8 +576,8 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
                 store_link(s, &f, true, &r, k.tag, k.hv, &sum);
                 CTR_INC(ctx, total_items);
                 store_found_unlock(&f);
-                store_abort(ctx, &r);
-                store_abort(ctx, res);
+                store_release(ctx, &r);
+                store_release(ctx, res);
                 if (cas_out)
                     *cas_out = cas;
                 if (size_out)
@@ -579,7 +586,7 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
             }
         }
         store_found_unlock(&f);
-        store_abort(ctx, &r);
+        store_release(ctx, &r);
     }
 }
 
@@ -706,13 +713,13 @@ enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, 
                 if (ctx->flash_relinked)
                     ctx->flash_relinked(ctx, k, snap, slot_load(g.slot));
                 store_found_unlock(&g);
-                store_abort(ctx, &r); /* its pin; the item stays linked */
+                store_release(ctx, &r); /* its pin; the item stays linked */
                 return STORE_OK;
             }
             layout = item_layout_merge(layout, at_fits ? ITEM_L_CAS64 : ITEM_L_AT32);
         }
         store_found_unlock(&g);
-        store_abort(ctx, &r);
+        store_release(ctx, &r);
     }
 }
 
