@@ -555,7 +555,8 @@ struct seg *seg_open(struct seg_ctx *ctx, unsigned g)
 }
 
 /* Empty a worker's spent open segment in place, without the pool lock: it
- * is in no queue and only its owner writes it. Expired items still linked
+ * is in no queue and only its owner writes it (a shared set's writers
+ * call this holding the set's lock). Expired items still linked
  * are unlinked (reclaimed, as memcached's allocation counts them); with
  * none linked no new pin can be taken, and with no pin left it is reset. */
 bool seg_recycle(struct seg_ctx *ctx, struct seg *seg)

@@ -23,7 +23,7 @@ enum seg_state { SEG_UNUSED, SEG_FREE, SEG_OPEN, SEG_SEALED, SEG_COMPACTING, SEG
 struct seg {
     char *data;                   /* seg_size bytes, NULL while SEG_UNUSED */
     uint32_t id;
-    uint32_t write_off;           /* bytes used: written by the owner only */
+    uint32_t write_off;           /* bytes used: written by its open set's owner (or lock holder) only */
     uint32_t refcount;    /* pins and pending reservations */
     uint32_t kept;        /* of which held by reply queues (seg_keep) */
     uint32_t reserving;   /* of which reservations not yet committed or aborted */
