@@ -277,7 +277,15 @@ def test_dump_matches_memcached_1645(tmp_path):
             settle(c, 1200)
             st = stats(c)
             assert int(st["evictions"]) == 0, st
-            dumps.append((metadump(c), t0, t1))
+            dump = metadump(c)
+            if binary == REF_BIN:
+                # memcached's crawler can pass over an item its flash
+                # writer moves at that moment (a fresh-clone run's dump
+                # lacked one of the 50 small items nodelay listed): a
+                # second dump fills the gap; nodelay's one dump must hold all
+                for k, v in metadump(c).items():
+                    dump.setdefault(k, v)
+            dumps.append((dump, t0, t1))
         finally:
             srv.stop()
             drop_big_files(d)
