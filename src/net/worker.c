@@ -548,6 +548,7 @@ void *worker_main(void *arg)
                 worker_accept(w, wt->obj);
         }
         worker_run_ready(w);
+        store_ctx_follow_limit(w->store); /* an idle worker's open segments too */
         if (watch_active(WATCH_LOGGED))
             watch_pump();
         worker_free_dead(w);

@@ -100,6 +100,15 @@ fail:
     return -1;
 }
 
+void worker_pool_wake(struct worker_pool *p)
+{
+    /* Every worker's pipe is made before any thread starts (a worker
+     * calls this), so `started`, which the starting thread writes, is not
+     * read: a wake of one not yet running is drained at its first turn. */
+    for (int i = 0; i < p->nworkers; i++)
+        worker_wake(&p->workers[i]);
+}
+
 void worker_pool_stop(struct worker_pool *p, bool graceful)
 {
     if (!p->workers)

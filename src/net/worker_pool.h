@@ -45,6 +45,10 @@ struct worker_pool {
  * (else epoll, said in one line). Returns 0, or -1 after stopping
  * whatever had started. */
 int worker_pool_start(struct worker_pool *p);
+/* Wake every worker for a turn, from a worker: after cache_memlimit, so
+ * that an idle one lets its open segments go (store_ctx_follow_limit)
+ * now, not at its next event or second. */
+void worker_pool_wake(struct worker_pool *p);
 /* Ask every worker to stop (graceful: let queued replies drain first) and
  * wait for them, then the trimmer. Safe after a failed start, and more
  * than once. */

@@ -60,6 +60,7 @@ static int server_set_memlimit(void *ctx, size_t megabytes)
     size_t bytes = megabytes * 1024 * 1024;
     if (store_set_mem_limit(srv->pool.store, bytes) < 0)
         return -1;
+    worker_pool_wake(&srv->pool);
     SETTINGS_SET(srv->set, maxbytes, bytes);
     return 0;
 }

@@ -654,7 +654,8 @@ int seg_set_limit(struct seg_pool *pool, size_t bytes)
         pthread_mutex_unlock(&pool->lock);
         return -1;
     }
-    pool->seg_limit = (uint32_t)n;
+    __atomic_store_n(&pool->seg_limit, (uint32_t)n, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool->open_max, seg_open_max_for((uint32_t)n), __ATOMIC_RELAXED);
     __atomic_store_n(&pool->mem_limit, bytes, __ATOMIC_RELAXED);
     /* small's target back within its bounds for the new -m: above them it
      * would count every segment as small's, and main would be evicted to

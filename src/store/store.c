@@ -59,23 +59,32 @@ static void store_evicted_unread(void *arg, uint64_t hv, bool from_main)
     ghost_add(arg, hv, from_main);
 }
 
-/* Open segments are never evicted: more writers than half the segments -m
- * allows could hold them all open, leaving eviction nothing to free (a
- * write would fail where memcached evicts). Past that they share half as
- * many open sets as there are segments. */
+/* Open segments are never evicted: more writers than half the segments a
+ * limit allows could hold them all open, leaving eviction nothing to free
+ * (a write would fail where memcached evicts). Past that they share half
+ * as many open sets as there are segments; 0: each its own. */
+static uint32_t store_sets_for(const struct store *s, uint32_t seg_limit)
+{
+    uint32_t n = seg_limit / 2 ? seg_limit / 2 : 1;
+    return s->opt.writers > n ? n : 0;
+}
+
+/* One shared set per writer, whether the limit at start uses them or not:
+ * cache_memlimit may lower it to where writers must share (never more sets
+ * than writers, by store_sets_for). */
 static int store_share_sets(struct store *s)
 {
-    uint32_t n = s->pool.seg_limit / 2 ? s->pool.seg_limit / 2 : 1;
-    if (s->opt.writers <= n)
-        return 0;
-    s->shared_sets = calloc(n, sizeof(*s->shared_sets));
-    if (!s->shared_sets)
-        return -1;
-    for (uint32_t i = 0; i < n; i++) {
-        s->shared_sets[i].shared = true;
-        pthread_mutex_init(&s->shared_sets[i].lock, NULL);
+    if (s->opt.writers > 1) {
+        s->shared_sets = calloc(s->opt.writers, sizeof(*s->shared_sets));
+        if (!s->shared_sets)
+            return -1;
+        for (uint32_t i = 0; i < s->opt.writers; i++) {
+            s->shared_sets[i].shared = true;
+            pthread_mutex_init(&s->shared_sets[i].lock, NULL);
+        }
+        s->nshared_sets = s->opt.writers;
     }
-    s->nshared_sets = n;
+    s->nsets = store_sets_for(s, s->pool.seg_limit);
     return 0;
 }
 
@@ -105,7 +114,7 @@ int store_create(struct store **out, const struct store_options *opt)
         return -1;
     }
     s->pool.mem_limit = opt->mem_limit;
-    s->pool.open_max = s->pool.seg_limit / 8 ? s->pool.seg_limit / 8 : 1;
+    s->pool.open_max = seg_open_max_for(s->pool.seg_limit);
     s->temp_ttl = opt->temp_lru ? (int64_t)opt->temporary_ttl : -1;
     s->lru_flat = opt->lru_flat;
     s->up.limit = opt->upload_limit
@@ -330,8 +339,10 @@ struct store_ctx *store_ctx_create(struct store *s)
         return NULL;
     }
     pthread_mutex_lock(&s->ctx_lock);
-    c->seg.at = s->nshared_sets ? &s->shared_sets[s->next_set++ % s->nshared_sets] : &c->seg.own;
+    c->set_ix = s->next_set++;
+    c->seg.at = store_set_of(s, c);
     c->seg.at->users++;
+    c->sets_epoch = s->sets_epoch;
     c->next = s->ctxs;
     if (s->ctxs)
         s->ctxs->prev = c;
@@ -910,7 +921,13 @@ void store_set_temporary_ttl(struct store *s, int ttl)
 
 int store_set_mem_limit(struct store *s, size_t bytes)
 {
-    return seg_set_limit(&s->pool, bytes);
+    if (seg_set_limit(&s->pool, bytes) != 0)
+        return -1;
+    pthread_mutex_lock(&s->ctx_lock);
+    s->nsets = store_sets_for(s, __atomic_load_n(&s->pool.seg_limit, __ATOMIC_RELAXED));
+    __atomic_store_n(&s->sets_epoch, s->sets_epoch + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&s->ctx_lock);
+    return 0;
 }
 
 /* ---- walk -------------------------------------------------------------- */

@@ -421,8 +421,12 @@ void store_set_temporary_ttl(struct store *store, int ttl);
  * (store_options.lru_flat is its opposite). */
 void store_set_lru_segmented(struct store *store, bool segmented);
 
-/* cache_memlimit: change -m at run time. Returns 0, or -1 if too small. */
+/* cache_memlimit: change -m at run time. Returns 0, or -1 if too small.
+ * Every ctx seals its open segments and takes the open set the new limit
+ * gives it at its next write or store_ctx_follow_limit, which a worker
+ * calls each turn so that an idle one's open segments are let go too. */
 int store_set_mem_limit(struct store *store, size_t bytes);
+void store_ctx_follow_limit(struct store_ctx *ctx);
 
 /* The store's counters, memcached's names where memcached has them, declared
  * once: STORE_COUNTERS only grow (each store_ctx keeps its own, summed by

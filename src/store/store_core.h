@@ -62,6 +62,8 @@ struct store_ctx {
     void (*flash_relinked)(struct store_ctx *ctx, const struct store_key *k, uint64_t from,
                            uint64_t to);
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
+    uint32_t set_ix;     /* which shared set it takes, when they are in use */
+    uint32_t sets_epoch; /* the store's sets_epoch its seg.at follows */
 };
 
 struct store {
@@ -74,10 +76,15 @@ struct store {
 
     pthread_mutex_t ctx_lock;
     struct store_ctx *ctxs;
-    /* Open sets workers share (store_seg.h "seg_open_set"), or none: each
-     * worker has its own. A new ctx takes the next (under ctx_lock). */
+    /* Open sets workers share (store_seg.h "seg_open_set"): one per
+     * writer, made at start; the running limit puts the first nsets in
+     * use, or none, each ctx appending to its own (store_sets_for; under
+     * ctx_lock). A ctx uses set set_ix % nsets. Each limit change bumps
+     * sets_epoch (atomic), which every ctx follows at its next write or
+     * its worker's next turn (store_ctx_follow_limit). */
     struct seg_open_set *shared_sets;
-    uint32_t nshared_sets, next_set;
+    uint32_t nshared_sets, nsets, next_set;
+    uint32_t sets_epoch;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
     struct store_cls_ctr gone_cls[STORE_CLASSES];
     struct store_house hk;      /* the housekeeper and the crawler (store_crawl.h) */
@@ -96,6 +103,12 @@ struct store {
     struct flash_keep flash_keep;
     bool flash_kept;
 };
+
+/* The set ctx appends to under the running limit's rule (ctx_lock). */
+static inline struct seg_open_set *store_set_of(struct store *s, struct store_ctx *c)
+{
+    return s->nsets ? &s->shared_sets[c->set_ix % s->nsets] : &c->seg.own;
+}
 
 /* memcached's item size check for -I and the key length (inline: every
  * reservation makes it). */

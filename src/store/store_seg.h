@@ -101,7 +101,7 @@ struct seg_pool {
      * (atomic; a hint, seg_take_dead): raised by the unlink that empties
      * one, without the pool lock; lowered under it. */
     uint32_t dead_sealed;
-    uint32_t open_max;          /* budget for them: an eighth of -m */
+    uint32_t open_max;          /* budget for them (seg_open_max_for; atomic) */
     size_t mem_limit;
 
     /* What it reads of the parts below it and reports above it, set by the
@@ -120,12 +120,14 @@ struct seg_pool {
  * segments are never evicted, so when more workers would each hold one
  * than the pool can spare (more writers than half its segments, at a
  * tiny -m or with many threads), workers share sets and append under the
- * set's lock; else each has its own and takes no lock. Decided when the
- * store is made (store_create), so a set never changes between the two. */
+ * set's lock; else each has its own and takes no lock. A set is one kind
+ * for its life: when a limit change moves the rule, workers move to the
+ * other kind of set (store_ctx_follow_limit). */
 struct seg_open_set {
     struct seg *open[STORE_GROUPS];
     bool shared;          /* its writers take lock */
-    uint32_t users;       /* ctxs appending here (shared: under lock) */
+    uint32_t users;       /* ctxs appending here (the store's ctx_lock) */
+    uint32_t epoch;       /* the limit change it was last closed for (its lock) */
     pthread_mutex_t lock; /* shared only */
 };
 
@@ -156,6 +158,14 @@ struct seg_ctx {
     struct seg *self_pin;
     uint32_t reserving; /* its reservations not yet committed or aborted */
 };
+
+/* The open segments' budget at a limit of `segs`: open segments are
+ * partly empty memory that eviction cannot take, so past an eighth of -m
+ * a new TTL group shares a writer's nearest open one (store_reserve_at). */
+static inline uint32_t seg_open_max_for(uint32_t segs)
+{
+    return segs / 8 ? segs / 8 : 1;
+}
 
 static inline struct seg *seg_of(const struct seg_pool *pool, uint32_t id)
 {

@@ -60,7 +60,8 @@ static enum store_status store_reserve_at(struct store_ctx *ctx, struct seg_open
     struct store *s = ctx->store;
     struct seg *seg = at->open[g];
     if (!seg && g != STORE_GROUP_TEMP &&
-        __atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED) >= s->pool.open_max) {
+        __atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED) >=
+            __atomic_load_n(&s->pool.open_max, __ATOMIC_RELAXED)) {
         /* Open segments are partly empty memory: past the budget a new TTL
          * group shares this worker's nearest open one instead (never the
          * temporary group's, whose segments eviction spares). */
@@ -124,6 +125,63 @@ static enum store_status store_reserve_at(struct store_ctx *ctx, struct seg_open
     return STORE_OK;
 }
 
+/* Seal set's open segments, once per limit change (epoch): a lowered
+ * limit's budget of open segments, and the room eviction needs, count
+ * from here, and an idle group's or worker's open segment would hold its
+ * memory for as long as nothing is written there. And whenever its last
+ * writer leaves it (left): a sharer that had not yet followed the change
+ * may have opened one since. */
+static void store_set_close(struct store_ctx *c, struct seg_open_set *set, uint32_t epoch,
+                            bool left)
+{
+    seg_open_set_lock(set);
+    if (left || set->epoch != epoch) {
+        set->epoch = epoch;
+        for (unsigned g = 0; g < STORE_GROUPS; g++)
+            if (set->open[g]) {
+                seg_close(&c->seg, set->open[g]);
+                set->open[g] = NULL;
+            }
+    }
+    seg_open_set_unlock(set);
+}
+
+static void store_ctx_follow_limit_slow(struct store_ctx *c)
+{
+    struct store *s = c->store;
+    pthread_mutex_lock(&s->ctx_lock);
+    uint32_t epoch = s->sets_epoch;
+    struct seg_open_set *from = c->seg.at, *to = store_set_of(s, c);
+    bool left = false;
+    if (to != from) {
+        left = --from->users == 0;
+        to->users++;
+    }
+    c->sets_epoch = epoch;
+    pthread_mutex_unlock(&s->ctx_lock);
+    /* The set it leaves too: a shared set's other writers may not write
+     * again for a while, and its own set has no other writer. */
+    store_set_close(c, from, epoch, left);
+    if (to != from)
+        store_set_close(c, to, epoch, false);
+    c->seg.at = to;
+}
+
+/* The check every reservation makes: whether a limit change since ctx
+ * last followed one may give it another open set. */
+static inline void store_ctx_follow_limit_fast(struct store_ctx *ctx)
+{
+    if (__builtin_expect(ctx->sets_epoch != __atomic_load_n(&ctx->store->sets_epoch,
+                                                            __ATOMIC_ACQUIRE),
+                         0))
+        store_ctx_follow_limit_slow(ctx);
+}
+
+void store_ctx_follow_limit(struct store_ctx *c)
+{
+    store_ctx_follow_limit_fast(c);
+}
+
 enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
                                     size_t nvalue, uint8_t layout, unsigned g, uint64_t cas_hint,
                                     struct store_reservation *res)
@@ -136,6 +194,7 @@ enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size
     if (size > s->pool.seg_size)
         return STORE_TOO_LARGE;
     store_owe(ctx, size);
+    store_ctx_follow_limit_fast(ctx);
     struct seg_open_set *at = ctx->seg.at;
     seg_open_set_lock(at);
     enum store_status st = store_reserve_at(ctx, at, size, key, nkey, nvalue, layout, g, cas_hint, res);

@@ -126,6 +126,38 @@ def test_more_workers_than_segments_store_every_set(start_server):
         srv.stop()
 
 
+def _write_rounds(conns, prefix, rounds, value):
+    """Each connection sets a key a round, in three TTL groups, every
+    connection's set in flight at once; every one must be stored."""
+    for r in range(rounds):
+        for i, c in enumerate(conns):
+            c.send(b"set %s%d:%d 0 %d %d\r\n%s\r\n" % (prefix, i, r, (r % 3) * 600, len(value), value))
+        for c in conns:
+            assert c.readline() == b"STORED\r\n"
+
+
+def test_lowered_limit_stores_every_set(start_server):
+    """cache_memlimit lowering -m 64 to 8 under -t 16: every worker's open
+    segments (three TTL groups each) would hold all the segments the new
+    limit allows, and sixteen workers at -m 8 must share open segments,
+    which a store made for -m 64 did not. memcached stores every set
+    there; so must nodelay, then again once the limit is raised back."""
+    value = b"v" * 2000
+    srv = start_server("-m", "64", "-t", "16")
+    conns = [srv.connect() for _ in range(32)]
+    _write_rounds(conns, b"p", 30, value)
+    assert conns[0].call(b"cache_memlimit 8") == b"OK\r\n"
+    _write_rounds(conns, b"w", 8 * 3 * 2**20 // (len(value) * len(conns)), value)
+    s = stats(conns[0])
+    assert int(s["limit_maxbytes"]) == 8 * 2**20
+    assert int(s["evictions"]) > 0
+    assert conns[0].call(b"cache_memlimit 64") == b"OK\r\n"
+    _write_rounds(conns, b"x", 200, value)
+    for i, c in enumerate(conns):
+        assert c.call(b"mg x%d:199 v" % i, until=b"\r\n") == b"VA 2000\r\n"
+        assert c.readline() == value + b"\r\n"
+
+
 def test_large_sets_at_two_segments_never_stall(start_server):
     """-m 2 holds two segments, and sets of 10-20 KB from 40 connections,
     four requests in flight on each, keep both pinned by reservations whose

@@ -769,6 +769,67 @@ static void test_writers_share_open_segments(void **state)
     store_destroy(&s);
 }
 
+/* cache_memlimit lowering -m 64 to 8 under sixteen writers: their open
+ * segments (one or more each) would hold every segment the new limit
+ * allows, and a limit that then needs them to share sets would be one the
+ * store never made. Each writer follows the change (its next write, or its
+ * worker's next turn: store_ctx_follow_limit): it seals its open segments
+ * and takes a shared set, and every store from sixteen threads succeeds.
+ * Raised again, each takes its own set back. */
+static void test_lowered_limit_makes_writers_share(void **state)
+{
+    (void)state;
+    clock_setup();
+    struct store_options o = {.mem_limit = 64u << 20, .item_size_max = 1u << 20,
+                              .evictions = true, .cas_enabled = true, .writers = SHARE_WRITERS};
+    struct store *s;
+    assert_int_equal(store_create(&s, &o), 0);
+    struct share_writer w[SHARE_WRITERS];
+    pthread_t th[SHARE_WRITERS];
+    char val[2000] = {0};
+    for (int i = 0; i < SHARE_WRITERS; i++) {
+        w[i] = (struct share_writer){.c = store_ctx_create(s), .id = i};
+        assert_ptr_equal(w[i].c->seg.at, &w[i].c->seg.own);
+        for (int g = 0; g < 3; g++) { /* an open segment in three TTL groups */
+            char key[32];
+            int n = snprintf(key, sizeof key, "pre%d:%d", i, g);
+            struct store_set_req r = {.mode = STORE_MODE_SET,
+                                      .exptime = g ? clock_now() + (rel_time_t)g * 600 : 0};
+            assert_int_equal(store_store(w[i].c, key, (size_t)n, val, sizeof val, &r, NULL),
+                             STORE_OK);
+        }
+    }
+    assert_true(__atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED) >= SHARE_WRITERS);
+    assert_int_equal(store_set_mem_limit(s, 8u << 20), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++) /* every worker's next turn */
+        store_ctx_follow_limit(w[i].c);
+    assert_int_equal(__atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED), 0);
+    assert_true(w[0].c->seg.at->shared);
+    assert_ptr_equal(w[0].c->seg.at, w[4].c->seg.at);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, share_write, &w[i]), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(w[i].failed, 0);
+    struct store_stats st;
+    store_stats(s, &st);
+    assert_true(st.evictions > 0);
+
+    assert_int_equal(store_set_mem_limit(s, 64u << 20), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, share_write, &w[i]), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++) {
+        assert_int_equal(w[i].failed, 0);
+        assert_ptr_equal(w[i].c->seg.at, &w[i].c->seg.own); /* followed at its first write */
+    }
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        store_ctx_destroy(&w[i].c);
+    store_destroy(&s);
+}
+
 /* A hit costs an item, whatever its size: unread items far smaller than
  * the mean stay longer than large ones written at the same time
  * (seg_small_stays). -m 8 written over three times with 8000-byte items
@@ -815,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_small_share_follows_the_ghost),
         cmocka_unit_test(test_loop_larger_than_the_cache_keeps_a_part),
         cmocka_unit_test(test_small_unread_items_outlast_large_ones),
+        cmocka_unit_test(test_lowered_limit_makes_writers_share),
         cmocka_unit_test(test_small_target_follows_a_lowered_limit),
         cmocka_unit_test(test_no_evictions_pays_nothing),
         cmocka_unit_test(test_half_walked_victim_after_a_crash),
