@@ -923,6 +923,8 @@ int store_set_mem_limit(struct store *s, size_t bytes)
 {
     if (seg_set_limit(&s->pool, bytes) != 0)
         return -1;
+    if (!s->opt.upload_limit) /* the default is an eighth of -m */
+        store_upload_set_limit(&s->up, store_upload_default_limit(bytes, s->opt.item_size_max));
     pthread_mutex_lock(&s->ctx_lock);
     s->nsets = store_sets_for(s, __atomic_load_n(&s->pool.seg_limit, __ATOMIC_RELAXED));
     __atomic_store_n(&s->sets_epoch, s->sets_epoch + 1, __ATOMIC_RELEASE);
@@ -950,7 +952,7 @@ void store_stats(struct store *s, struct store_stats *out)
     STORE_COUNTERS(STORE_CTX_COPY)
 #undef STORE_CTX_COPY
     out->upload_bytes = __atomic_load_n(&s->up.bytes, __ATOMIC_RELAXED);
-    out->upload_limit = s->up.limit;
+    out->upload_limit = __atomic_load_n(&s->up.limit, __ATOMIC_RELAXED);
     out->limit_maxbytes = __atomic_load_n(&s->pool.mem_limit, __ATOMIC_RELAXED);
     out->hash_power_level = index_level(&s->index);
     out->hash_bytes = index_bytes(&s->index) +

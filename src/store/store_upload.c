@@ -47,6 +47,13 @@ uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max)
     return lim > floor ? lim : floor;
 }
 
+void store_upload_set_limit(struct store_uploads *up, uint64_t limit)
+{
+    pthread_mutex_lock(&up->lock);
+    __atomic_store_n(&up->limit, limit, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&up->lock);
+}
+
 void store_upload_init(struct store_uploads *up)
 {
     pthread_mutex_init(&up->lock, NULL);

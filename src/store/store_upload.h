@@ -17,7 +17,7 @@ struct store_upload;
  * the oldest from. */
 struct store_uploads {
     uint64_t bytes; /* staged by incomplete uploads, atomic */
-    uint64_t limit; /* bound on the large ones */
+    uint64_t limit; /* bound on the large ones (lock; atomic for stats) */
     pthread_mutex_t lock;
     struct store_upload *head, *tail; /* oldest first (lock) */
     uint64_t live;                    /* large ones not cut off (lock) */
@@ -28,6 +28,9 @@ void store_upload_init(struct store_uploads *up);
 void store_upload_release(struct store_uploads *up);
 /* The default bound on large incomplete uploads for this -m and -I. */
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
+/* A new bound (cache_memlimit): uploads past it are cut or refused from
+ * the next one admitted; none already admitted is dropped for it. */
+void store_upload_set_limit(struct store_uploads *up, uint64_t limit);
 /* Free a staged upload's memory. */
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);
 

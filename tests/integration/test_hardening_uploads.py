@@ -315,6 +315,35 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
         c.close()
 
 
+def test_upload_bound_follows_cache_memlimit(start_server, server_bin):
+    """The upload bound is an eighth of -m: cache_memlimit moves it, so a
+    cache lowered from -m 1024 to 8 holds incomplete uploads to what -m 8
+    holds them to from the start (four of the largest values), not to the
+    128 MiB it started with."""
+    if is_memcached(server_bin):
+        pytest.skip("nodelay's upload bound")
+    srv = start_server("-m", "1024")
+    watcher = srv.connect()
+    assert int(stats(watcher, "nodelay")["upload_limit"]) == 128 << 20
+    assert watcher.call(b"cache_memlimit 8") == b"OK\r\n"
+    assert int(stats(watcher, "nodelay")["upload_limit"]) == 4 << 20
+    first = [srv.connect() for _ in range(4)]
+    for i, c in enumerate(first):
+        c.send(b"set up%d 0 0 1000000\r\n" % i + b"u" * 1000)
+    wait_upload_bytes(srv, 4 * (1000000 + 3))
+    fifth = srv.connect()
+    fifth.send(b"set up4 0 0 1000000\r\n")
+    assert fifth.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    fifth.send(b"x" * 1000000 + b"\r\n")
+    for c in first:
+        c.send(b"u" * 999000 + b"\r\n")
+        assert c.readline() == b"STORED\r\n"
+    assert watcher.call(b"cache_memlimit 256") == b"OK\r\n"
+    assert int(stats(watcher, "nodelay")["upload_limit"]) == 32 << 20
+    for c in first + [fifth, watcher]:
+        c.close()
+
+
 def test_upload_being_sent_is_stored_past_a_full_bound(start_server, server_bin):
     """Young half-sent sets fill the bound (none has stalled long enough to be
     cut off), and a client sends whole large sets over text, meta and
