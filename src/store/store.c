@@ -85,6 +85,7 @@ static int store_share_sets(struct store *s)
         s->nshared_sets = s->opt.writers;
     }
     s->nsets = store_sets_for(s, s->pool.seg_limit);
+    s->sets_limit = s->pool.seg_limit;
     return 0;
 }
 
@@ -925,9 +926,16 @@ int store_set_mem_limit(struct store *s, size_t bytes)
         return -1;
     if (!s->opt.upload_limit) /* the default is an eighth of -m */
         store_upload_set_limit(&s->up, store_upload_default_limit(bytes, s->opt.item_size_max));
+    /* Open segments are sealed where the limit falls (they count against
+     * its smaller budget and room) or the sets change, not where it only
+     * rises: a sealed segment's unwritten end is memory no item uses. */
     pthread_mutex_lock(&s->ctx_lock);
-    s->nsets = store_sets_for(s, __atomic_load_n(&s->pool.seg_limit, __ATOMIC_RELAXED));
-    __atomic_store_n(&s->sets_epoch, s->sets_epoch + 1, __ATOMIC_RELEASE);
+    uint32_t segs = __atomic_load_n(&s->pool.seg_limit, __ATOMIC_RELAXED);
+    uint32_t n = store_sets_for(s, segs);
+    if (n != s->nsets || segs < s->sets_limit)
+        __atomic_store_n(&s->sets_epoch, s->sets_epoch + 1, __ATOMIC_RELEASE);
+    s->nsets = n;
+    s->sets_limit = segs;
     pthread_mutex_unlock(&s->ctx_lock);
     return 0;
 }

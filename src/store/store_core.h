@@ -79,12 +79,13 @@ struct store {
     /* Open sets workers share (store_seg.h "seg_open_set"): one per
      * writer, made at start; the running limit puts the first nsets in
      * use, or none, each ctx appending to its own (store_sets_for; under
-     * ctx_lock). A ctx uses set set_ix % nsets. Each limit change bumps
-     * sets_epoch (atomic), which every ctx follows at its next write or
-     * its worker's next turn (store_ctx_follow_limit). */
+     * ctx_lock). A ctx uses set set_ix % nsets. A limit change that
+     * lowers the limit or changes nsets bumps sets_epoch (atomic), which
+     * every ctx follows at its next write or its worker's next turn
+     * (store_ctx_follow_limit). sets_limit: the segment limit they follow. */
     struct seg_open_set *shared_sets;
     uint32_t nshared_sets, nsets, next_set;
-    uint32_t sets_epoch;
+    uint32_t sets_epoch, sets_limit;
     struct store_ctx_counters gone; /* counters of destroyed ctxs */
     struct store_cls_ctr gone_cls[STORE_CLASSES];
     struct store_house hk;      /* the housekeeper and the crawler (store_crawl.h) */

@@ -775,7 +775,8 @@ static void test_writers_share_open_segments(void **state)
  * store never made. Each writer follows the change (its next write, or its
  * worker's next turn: store_ctx_follow_limit): it seals its open segments
  * and takes a shared set, and every store from sixteen threads succeeds.
- * Raised again, each takes its own set back. */
+ * Raised again, each takes its own set back; raised further, with the
+ * same sets, none is sealed. */
 static void test_lowered_limit_makes_writers_share(void **state)
 {
     (void)state;
@@ -825,6 +826,14 @@ static void test_lowered_limit_makes_writers_share(void **state)
         assert_int_equal(w[i].failed, 0);
         assert_ptr_equal(w[i].c->seg.at, &w[i].c->seg.own); /* followed at its first write */
     }
+    /* A limit that only rises, with the same sets, seals nothing: a
+     * sealed segment's unwritten end would be memory no item uses. */
+    uint32_t open = __atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED);
+    assert_true(open > 0);
+    assert_int_equal(store_set_mem_limit(s, 128u << 20), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        store_ctx_follow_limit(w[i].c);
+    assert_int_equal(__atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED), open);
     for (int i = 0; i < SHARE_WRITERS; i++)
         store_ctx_destroy(&w[i].c);
     store_destroy(&s);
