@@ -924,12 +924,16 @@ int store_set_mem_limit(struct store *s, size_t bytes)
 {
     if (seg_set_limit(&s->pool, bytes) != 0)
         return -1;
+    /* What follows the limit reads it again from the pool under ctx_lock,
+     * so two changes at once end on the last one's limit. */
+    pthread_mutex_lock(&s->ctx_lock);
     if (!s->opt.upload_limit) /* the default is an eighth of -m */
-        store_upload_set_limit(&s->up, store_upload_default_limit(bytes, s->opt.item_size_max));
+        store_upload_set_limit(
+            &s->up, store_upload_default_limit(__atomic_load_n(&s->pool.mem_limit, __ATOMIC_RELAXED),
+                                               s->opt.item_size_max));
     /* Open segments are sealed where the limit falls (they count against
      * its smaller budget and room) or the sets change, not where it only
      * rises: a sealed segment's unwritten end is memory no item uses. */
-    pthread_mutex_lock(&s->ctx_lock);
     uint32_t segs = __atomic_load_n(&s->pool.seg_limit, __ATOMIC_RELAXED);
     uint32_t n = store_sets_for(s, segs);
     if (n != s->nsets || segs < s->sets_limit)

@@ -28,8 +28,8 @@ void store_upload_init(struct store_uploads *up);
 void store_upload_release(struct store_uploads *up);
 /* The default bound on large incomplete uploads for this -m and -I. */
 uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
-/* A new bound (cache_memlimit): uploads past it are cut or refused from
- * the next one admitted; none already admitted is dropped for it. */
+/* A new bound (cache_memlimit), applied as uploads are next admitted:
+ * stalled ones past it are cut off then, as at a full bound. */
 void store_upload_set_limit(struct store_uploads *up, uint64_t limit);
 /* Free a staged upload's memory. */
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);

@@ -125,24 +125,25 @@ static enum store_status store_reserve_at(struct store_ctx *ctx, struct seg_open
     return STORE_OK;
 }
 
-/* Seal set's open segments, once per limit change (epoch): a lowered
- * limit's budget of open segments, and the room eviction needs, count
- * from here, and an idle group's or worker's open segment would hold its
- * memory for as long as nothing is written there. And whenever its last
- * writer leaves it (left): a sharer that had not yet followed the change
- * may have opened one since. */
+/* Seal set's open segments, once per limit change (epoch, newer than
+ * the set's: a follower of an older change that comes late leaves it
+ * be): a lowered limit's budget of open segments, and the room eviction
+ * needs, count from here, and an idle group's or worker's open segment
+ * would hold its memory for as long as nothing is written there. And
+ * whenever a writer leaves a set that nothing will write again (left): a
+ * sharer that had not yet followed the change may have opened one since. */
 static void store_set_close(struct store_ctx *c, struct seg_open_set *set, uint32_t epoch,
                             bool left)
 {
     seg_open_set_lock(set);
-    if (left || set->epoch != epoch) {
+    bool newer = (int32_t)(epoch - set->epoch) > 0;
+    if (newer)
         set->epoch = epoch;
-        for (unsigned g = 0; g < STORE_GROUPS; g++)
-            if (set->open[g]) {
-                seg_close(&c->seg, set->open[g]);
-                set->open[g] = NULL;
-            }
-    }
+    for (unsigned g = 0; (left || newer) && g < STORE_GROUPS; g++)
+        if (set->open[g]) {
+            seg_close(&c->seg, set->open[g]);
+            set->open[g] = NULL;
+        }
     seg_open_set_unlock(set);
 }
 
@@ -154,7 +155,10 @@ static void store_ctx_follow_limit_slow(struct store_ctx *c)
     struct seg_open_set *from = c->seg.at, *to = store_set_of(s, c);
     bool left = false;
     if (to != from) {
-        left = --from->users == 0;
+        /* its own set, one no ctx takes now, or one whose last user this
+         * is (the housekeeper's ctx, which never follows, may still count) */
+        left = --from->users == 0 || !from->shared ||
+               (uint32_t)(from - s->shared_sets) >= s->nsets;
         to->users++;
     }
     c->sets_epoch = epoch;

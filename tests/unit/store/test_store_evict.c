@@ -839,6 +839,46 @@ static void test_lowered_limit_makes_writers_share(void **state)
     store_destroy(&s);
 }
 
+/* A limit raised from -m 8 to 64 under sixteen writers ends the sharing.
+ * A sharer that checked for a change just before it and then waited for
+ * its set's lock opens a segment there after another sharer sealed it;
+ * when it follows the change it must seal that one too, though the
+ * housekeeper's ctx, which never writes, still counts as the set's user. */
+static void test_raised_limit_leaves_no_shared_segment_open(void **state)
+{
+    (void)state;
+    clock_setup();
+    struct store_options o = {.mem_limit = 8u << 20, .item_size_max = 1u << 20,
+                              .evictions = true, .cas_enabled = true, .writers = SHARE_WRITERS};
+    struct store *s;
+    assert_int_equal(store_create(&s, &o), 0);
+    struct store_ctx *c[SHARE_WRITERS];
+    char val[100] = {0};
+    for (int i = 0; i < SHARE_WRITERS; i++) {
+        c[i] = store_ctx_create(s);
+        char key[32];
+        int n = snprintf(key, sizeof key, "k%d", i);
+        struct store_set_req r = {.mode = STORE_MODE_SET};
+        assert_int_equal(store_store(c[i], key, (size_t)n, val, sizeof val, &r, NULL), STORE_OK);
+    }
+    struct seg_open_set *first = &s->shared_sets[0]; /* the housekeeper's, and c[3]'s */
+    assert_ptr_equal(c[3]->seg.at, first);
+    assert_ptr_equal(c[7]->seg.at, first);
+    assert_int_equal(store_set_mem_limit(s, 64u << 20), 0);
+    store_ctx_follow_limit(c[3]); /* seals the set it leaves */
+    assert_null(first->open[0]);
+    /* c[7]'s reservation that passed its check before the change */
+    seg_open_set_lock(first);
+    assert_non_null(seg_open(&c[7]->seg, 0));
+    seg_open_set_unlock(first);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        store_ctx_follow_limit(c[i]);
+    assert_int_equal(__atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        store_ctx_destroy(&c[i]);
+    store_destroy(&s);
+}
+
 /* A hit costs an item, whatever its size: unread items far smaller than
  * the mean stay longer than large ones written at the same time
  * (seg_small_stays). -m 8 written over three times with 8000-byte items
@@ -886,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_loop_larger_than_the_cache_keeps_a_part),
         cmocka_unit_test(test_small_unread_items_outlast_large_ones),
         cmocka_unit_test(test_lowered_limit_makes_writers_share),
+        cmocka_unit_test(test_raised_limit_leaves_no_shared_segment_open),
         cmocka_unit_test(test_small_target_follows_a_lowered_limit),
         cmocka_unit_test(test_no_evictions_pays_nothing),
         cmocka_unit_test(test_half_walked_victim_after_a_crash),
