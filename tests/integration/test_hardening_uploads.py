@@ -270,6 +270,20 @@ def test_slow_uploads_store_at_least_what_memcached_stores(start_server, memcach
     assert ours[0] <= ref[0], f"nodelay refused {ours[0]} of {ours[1]}, memcached {ref[0]}"
 
 
+def fill_upload_bound(srv):
+    """Four 1 MB uploads, a thousand bytes of each sent, fill a 4 MiB bound
+    (-m 8's): a fifth is refused at once. Returns the four connections and
+    the fifth, whose value the caller sends or not."""
+    first = [srv.connect() for _ in range(4)]
+    for i, c in enumerate(first):
+        c.send(b"set up%d 0 0 1000000\r\n" % i + b"u" * 1000)
+    wait_upload_bytes(srv, 4 * (1000000 + 3))
+    fifth = srv.connect()
+    fifth.send(b"set up4 0 0 1000000\r\n")
+    assert fifth.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    return first, fifth
+
+
 def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
     """At -m 8 incomplete uploads over 16 KiB may hold 4 MB together (four of
     the largest values): a fifth 1 MB upload is refused at once, its value
@@ -278,13 +292,7 @@ def test_upload_bound_refuses_the_newest_at_once(start_server, server_bin):
     if is_memcached(server_bin):
         pytest.skip("nodelay's upload bound")
     srv = start_server("-m", "8")
-    first = [srv.connect() for _ in range(4)]
-    for i, c in enumerate(first):
-        c.send(b"set up%d 0 0 1000000\r\n" % i + b"u" * 1000)
-    wait_upload_bytes(srv, 4 * (1000000 + 3))
-    fifth = srv.connect()
-    fifth.send(b"set up4 0 0 1000000\r\n")
-    assert fifth.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    first, fifth = fill_upload_bound(srv)
     watcher = srv.connect()
     st = stats(watcher, "nodelay")
     assert int(st["upload_limit"]) == 4 << 20
@@ -327,13 +335,7 @@ def test_upload_bound_follows_cache_memlimit(start_server, server_bin):
     assert int(stats(watcher, "nodelay")["upload_limit"]) == 128 << 20
     assert watcher.call(b"cache_memlimit 8") == b"OK\r\n"
     assert int(stats(watcher, "nodelay")["upload_limit"]) == 4 << 20
-    first = [srv.connect() for _ in range(4)]
-    for i, c in enumerate(first):
-        c.send(b"set up%d 0 0 1000000\r\n" % i + b"u" * 1000)
-    wait_upload_bytes(srv, 4 * (1000000 + 3))
-    fifth = srv.connect()
-    fifth.send(b"set up4 0 0 1000000\r\n")
-    assert fifth.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    first, fifth = fill_upload_bound(srv)
     fifth.send(b"x" * 1000000 + b"\r\n")
     for c in first:
         c.send(b"u" * 999000 + b"\r\n")

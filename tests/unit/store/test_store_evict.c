@@ -717,6 +717,37 @@ static void *share_write(void *arg)
     return NULL;
 }
 
+/* Every writer's share_write at once, none of whose stores may fail. */
+static void share_run(struct share_writer *w)
+{
+    pthread_t th[SHARE_WRITERS];
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, share_write, &w[i]), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < SHARE_WRITERS; i++)
+        assert_int_equal(w[i].failed, 0);
+}
+
+/* A store of mem bytes made for SHARE_WRITERS writers. */
+static struct store *share_store(size_t mem)
+{
+    clock_setup();
+    struct store_options o = {.mem_limit = mem, .item_size_max = 1u << 20, .evictions = true,
+                              .cas_enabled = true, .writers = SHARE_WRITERS};
+    struct store *s;
+    assert_int_equal(store_create(&s, &o), 0);
+    return s;
+}
+
+/* One item of n zero bytes, expiring in `ttl` seconds (0: never). */
+static void share_put(struct store_ctx *c, const char *key, rel_time_t ttl, size_t n)
+{
+    static const char val[2000];
+    struct store_set_req r = {.mode = STORE_MODE_SET, .exptime = ttl ? clock_now() + ttl : 0};
+    assert_int_equal(store_store(c, key, strlen(key), val, n, &r, NULL), STORE_OK);
+}
+
 static void test_writers_share_open_segments(void **state)
 {
     (void)state;
@@ -733,21 +764,14 @@ static void test_writers_share_open_segments(void **state)
     store_ctx_destroy(&b);
     store_destroy(&s);
 
-    o.writers = SHARE_WRITERS;
-    assert_int_equal(store_create(&s, &o), 0);
+    s = share_store(8u << 20);
     struct share_writer w[SHARE_WRITERS];
-    pthread_t th[SHARE_WRITERS];
     for (int i = 0; i < SHARE_WRITERS; i++)
         w[i] = (struct share_writer){.c = store_ctx_create(s), .id = i};
     assert_true(w[0].c->seg.at->shared);
     assert_ptr_equal(w[0].c->seg.at, w[4].c->seg.at);
     assert_ptr_not_equal(w[0].c->seg.at, w[1].c->seg.at);
-    for (int i = 0; i < SHARE_WRITERS; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, share_write, &w[i]), 0);
-    for (int i = 0; i < SHARE_WRITERS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
-    for (int i = 0; i < SHARE_WRITERS; i++)
-        assert_int_equal(w[i].failed, 0);
+    share_run(w);
     struct store_stats st;
     store_stats(s, &st);
     assert_true(st.evictions > 0);
@@ -780,24 +804,15 @@ static void test_writers_share_open_segments(void **state)
 static void test_lowered_limit_makes_writers_share(void **state)
 {
     (void)state;
-    clock_setup();
-    struct store_options o = {.mem_limit = 64u << 20, .item_size_max = 1u << 20,
-                              .evictions = true, .cas_enabled = true, .writers = SHARE_WRITERS};
-    struct store *s;
-    assert_int_equal(store_create(&s, &o), 0);
+    struct store *s = share_store(64u << 20);
     struct share_writer w[SHARE_WRITERS];
-    pthread_t th[SHARE_WRITERS];
-    char val[2000] = {0};
     for (int i = 0; i < SHARE_WRITERS; i++) {
         w[i] = (struct share_writer){.c = store_ctx_create(s), .id = i};
         assert_ptr_equal(w[i].c->seg.at, &w[i].c->seg.own);
         for (int g = 0; g < 3; g++) { /* an open segment in three TTL groups */
             char key[32];
-            int n = snprintf(key, sizeof key, "pre%d:%d", i, g);
-            struct store_set_req r = {.mode = STORE_MODE_SET,
-                                      .exptime = g ? clock_now() + (rel_time_t)g * 600 : 0};
-            assert_int_equal(store_store(w[i].c, key, (size_t)n, val, sizeof val, &r, NULL),
-                             STORE_OK);
+            snprintf(key, sizeof key, "pre%d:%d", i, g);
+            share_put(w[i].c, key, (rel_time_t)g * 600, 2000);
         }
     }
     assert_true(__atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED) >= SHARE_WRITERS);
@@ -807,25 +822,15 @@ static void test_lowered_limit_makes_writers_share(void **state)
     assert_int_equal(__atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED), 0);
     assert_true(w[0].c->seg.at->shared);
     assert_ptr_equal(w[0].c->seg.at, w[4].c->seg.at);
-    for (int i = 0; i < SHARE_WRITERS; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, share_write, &w[i]), 0);
-    for (int i = 0; i < SHARE_WRITERS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
-    for (int i = 0; i < SHARE_WRITERS; i++)
-        assert_int_equal(w[i].failed, 0);
+    share_run(w);
     struct store_stats st;
     store_stats(s, &st);
     assert_true(st.evictions > 0);
 
     assert_int_equal(store_set_mem_limit(s, 64u << 20), 0);
-    for (int i = 0; i < SHARE_WRITERS; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, share_write, &w[i]), 0);
-    for (int i = 0; i < SHARE_WRITERS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
-    for (int i = 0; i < SHARE_WRITERS; i++) {
-        assert_int_equal(w[i].failed, 0);
-        assert_ptr_equal(w[i].c->seg.at, &w[i].c->seg.own); /* followed at its first write */
-    }
+    share_run(w);
+    for (int i = 0; i < SHARE_WRITERS; i++) /* followed at its first write */
+        assert_ptr_equal(w[i].c->seg.at, &w[i].c->seg.own);
     /* A limit that only rises, with the same sets, seals nothing: a
      * sealed segment's unwritten end would be memory no item uses. */
     uint32_t open = __atomic_load_n(&s->pool.open_segs, __ATOMIC_RELAXED);
@@ -847,19 +852,13 @@ static void test_lowered_limit_makes_writers_share(void **state)
 static void test_raised_limit_leaves_no_shared_segment_open(void **state)
 {
     (void)state;
-    clock_setup();
-    struct store_options o = {.mem_limit = 8u << 20, .item_size_max = 1u << 20,
-                              .evictions = true, .cas_enabled = true, .writers = SHARE_WRITERS};
-    struct store *s;
-    assert_int_equal(store_create(&s, &o), 0);
+    struct store *s = share_store(8u << 20);
     struct store_ctx *c[SHARE_WRITERS];
-    char val[100] = {0};
     for (int i = 0; i < SHARE_WRITERS; i++) {
         c[i] = store_ctx_create(s);
         char key[32];
-        int n = snprintf(key, sizeof key, "k%d", i);
-        struct store_set_req r = {.mode = STORE_MODE_SET};
-        assert_int_equal(store_store(c[i], key, (size_t)n, val, sizeof val, &r, NULL), STORE_OK);
+        snprintf(key, sizeof key, "k%d", i);
+        share_put(c[i], key, 0, 100);
     }
     struct seg_open_set *first = &s->shared_sets[0]; /* the housekeeper's, and c[3]'s */
     assert_ptr_equal(c[3]->seg.at, first);
