@@ -85,8 +85,10 @@ for name in "${harnesses[@]}"; do
     dir="$OUT/$name"
     mkdir -p "$dir/corpus"
     rm -f "$dir/verdict.txt"
+    # A harness of code outside src/ names it: "/* fuzz-link: FILE... */".
+    more=$(sed -n 's|^/\* fuzz-link: \(.*\) \*/$|\1|p' "tests/fuzz/$name.c")
     if [ $lib_ok -ne 0 ] || ! $CLANG $(echo $CFLAGS) -c "tests/fuzz/$name.c" -o "$dir/$name.o" \
-        || ! $CLANG -o "$dir/$name" "$dir/$name.o" $objs $LINK; then
+        || ! $CLANG $(echo $CFLAGS) -o "$dir/$name" "$dir/$name.o" $more $objs $LINK; then
         echo "fuzz $name: FAILED (build)" >"$dir/verdict.txt"
         continue
     fi

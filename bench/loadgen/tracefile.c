@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "tracefile.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +130,10 @@ int lg_trace_load(struct lg_trace *t, FILE *f, enum lg_trace_fmt fmt, unsigned m
             }
             if (nb > max_keys)
                 nb = max_keys;
+            if (start > ULLONG_MAX - nb) { /* its blocks would wrap: no key at all */
+                fprintf(stderr, "trace: line %lu: blocks past 2^64\n", lineno);
+                return -1;
+            }
             for (unsigned long long b = start; b < start + nb; b++) {
                 char k[24];
                 int n = snprintf(k, sizeof(k), "%llu", b);
@@ -140,8 +145,9 @@ int lg_trace_load(struct lg_trace *t, FILE *f, enum lg_trace_fmt fmt, unsigned m
             char *end;
             unsigned long sz = sp ? strtoul(sp + 1, &end, 10) : 0;
             size_t kn = sp ? (size_t)(sp - line) : 0;
-            if (!sp || end == sp + 1 || kn == 0 || kn > TRACE_KEY_MAX) {
-                fprintf(stderr, "trace: line %lu is not \"key size\" (key of 1..250 bytes)\n",
+            if (!sp || end == sp + 1 || kn == 0 || kn > TRACE_KEY_MAX || sz > UINT32_MAX) {
+                fprintf(stderr,
+                        "trace: line %lu is not \"key size\" (key of 1..250 bytes, size under 4 GiB)\n",
                         lineno);
                 return -1;
             }

@@ -38,6 +38,13 @@ def test_footprint_refuses_a_malformed_line(loadgen):
     r = run(loadgen, ["--footprint"], "0 4 0 0\nnot a line\n")
     assert r.returncode != 0
     assert "line 2" in r.stderr
+    # blocks past 2^64 (a start that saturates, or a negative one) would
+    # make a request of no key at all: refused, as fuzz_tracefile found
+    for line in ("99999999999999999999 3 0 0", "18446744073709551615 1 0 0"):
+        r = run(loadgen, ["--footprint"], "0 4 0 0\n" + line + "\n")
+        assert r.returncode != 0 and "line 2: blocks past 2^64" in r.stderr, r.stderr
+    r = run(loadgen, ["--footprint", "--format", "kv"], "a 1\nb 99999999999\n")
+    assert r.returncode != 0 and "line 2" in r.stderr, r.stderr
 
 
 def test_replay_sets_misses_and_counts_the_second_half(loadgen, start_server, tmp_path):
