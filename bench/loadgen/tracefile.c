@@ -146,9 +146,10 @@ int lg_trace_load(struct lg_trace *t, FILE *f, enum lg_trace_fmt fmt, unsigned m
             unsigned long sz = sp ? strtoul(sp + 1, &end, 10) : 0;
             size_t kn = sp ? (size_t)(sp - line) : 0;
             if (!sp || end == sp + 1 || kn == 0 || kn > TRACE_KEY_MAX || sz > UINT32_MAX) {
-                fprintf(stderr,
-                        "trace: line %lu is not \"key size\" (key of 1..250 bytes, size under 4 GiB)\n",
-                        lineno);
+                fprintf(
+                    stderr,
+                    "trace: line %lu is not \"key size\" (key of 1..250 bytes, size under 4 GiB)\n",
+                    lineno);
                 return -1;
             }
             for (size_t i = 0; i < kn; i++) {

@@ -204,7 +204,9 @@ static void seg_note_move(struct seg_ctx *ctx, const struct seg_walk *w, unsigne
  * items, and as memcached's size classes let small items outlast large
  * ones). Its age and the victim's are counted in CAS numbers (writes);
  * once older than the victim's age times mean / size (at most
- * SEG_SMALL_STAY), it leaves as any unread item does. */
+ * SEG_SMALL_STAY), it leaves as any unread item does. One kept into main
+ * waits there until main is walked, which may be far longer: bounding
+ * that cost hits (docs/history.md "Eviction"). */
 #ifndef SEG_SMALL_BELOW
 #define SEG_SMALL_BELOW 4 /* "much smaller": under mean / 4 */
 #endif
