@@ -362,14 +362,8 @@ void store_ctx_destroy(struct store_ctx **cp)
     pthread_mutex_lock(&s->ctx_lock);
     bool last = --at->users == 0;
     pthread_mutex_unlock(&s->ctx_lock);
-    /* a shared set's segments stay open for its other writers */
-    seg_open_set_lock(at);
-    for (unsigned g = 0; last && g < STORE_GROUPS; g++)
-        if (at->open[g]) {
-            seg_close(&c->seg, at->open[g]);
-            at->open[g] = NULL;
-        }
-    seg_open_set_unlock(at);
+    if (last) /* a shared set's segments stay open for its other writers */
+        store_set_seal(c, at);
     pthread_mutex_lock(&s->ctx_lock);
 #define STORE_CTX_FOLD(n) s->gone.n += __atomic_load_n(&c->cnt.n, __ATOMIC_RELAXED);
     STORE_COUNTERS(STORE_CTX_FOLD)

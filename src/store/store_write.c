@@ -125,6 +125,22 @@ static enum store_status store_reserve_at(struct store_ctx *ctx, struct seg_open
     return STORE_OK;
 }
 
+static void store_set_seal_locked(struct store_ctx *c, struct seg_open_set *set)
+{
+    for (unsigned g = 0; g < STORE_GROUPS; g++)
+        if (set->open[g]) {
+            seg_close(&c->seg, set->open[g]);
+            set->open[g] = NULL;
+        }
+}
+
+void store_set_seal(struct store_ctx *c, struct seg_open_set *set)
+{
+    seg_open_set_lock(set);
+    store_set_seal_locked(c, set);
+    seg_open_set_unlock(set);
+}
+
 /* Seal set's open segments, once per limit change (epoch, newer than
  * the set's: a follower of an older change that comes late leaves it
  * be): a lowered limit's budget of open segments, and the room eviction
@@ -139,11 +155,8 @@ static void store_set_close(struct store_ctx *c, struct seg_open_set *set, uint3
     bool newer = (int32_t)(epoch - set->epoch) > 0;
     if (newer)
         set->epoch = epoch;
-    for (unsigned g = 0; (left || newer) && g < STORE_GROUPS; g++)
-        if (set->open[g]) {
-            seg_close(&c->seg, set->open[g]);
-            set->open[g] = NULL;
-        }
+    if (left || newer)
+        store_set_seal_locked(c, set);
     seg_open_set_unlock(set);
 }
 

@@ -11,6 +11,8 @@
 #include "store/store.h"
 #include "store/store_lookup.h"
 
+struct seg_open_set;
+
 /* Commit for set/add/replace/cas (not append/prepend). `status` bits are
  * given to the new item, and its access time when not 0 (else now); with expect_slot non-zero the
  * commit happens only if that exact item is still the key's (else STORE_EXISTS): a flash slot (a
@@ -29,6 +31,10 @@ enum store_status store_reserve_with(struct store_ctx *ctx, const char *key, siz
 enum store_status store_reserve_raw(struct store_ctx *ctx, const char *key, size_t nkey,
                                     size_t nvalue, uint8_t layout, unsigned g, uint64_t cas_hint,
                                     struct store_reservation *res);
+
+/* Seal every open segment of set, under its lock: its last writer is
+ * gone (store_ctx_destroy) or a limit change says so. */
+void store_set_seal(struct store_ctx *c, struct seg_open_set *set);
 
 /* Copy a linked item to a new place with at least `layout` fields (so a
  * touch or CAS change fits), keeping everything else; cas_hint is the CAS
