@@ -334,15 +334,17 @@ size_t store_upload_small_bytes(const struct store *s);
  * received nothing for STORE_UPLOAD_STALL seconds. The receiving side calls
  * this whenever bytes arrive (got_bytes: noted as progress) and now and
  * then meanwhile (a connection tick): true while the value is still wanted; false
- * once it was cut off, its memory is then freed at once: write no more into
- * res->value (NULL now), drop the rest of the value, and store_commit
- * answers STORE_NO_MEMORY. Plain reservations are always alive. */
+ * once it was cut off, its value's memory is then freed at once: write no
+ * more into res->value (NULL now), drop the rest of the value, and
+ * store_commit answers STORE_NO_MEMORY (a set deleting the key's old value,
+ * as when an upload cannot be placed). Plain reservations are always
+ * alive. */
 #define STORE_UPLOAD_STALL 2
 bool store_upload_alive(struct store_ctx *ctx, struct store_reservation *res, bool got_bytes);
 
 /* Link a filled reservation under its key by req's rules (an upload that
- * cannot be placed then fails as store_reserve would, and a set deletes
- * the key's old value, as memcached). On STORE_OK,
+ * cannot be placed, or was cut off, then fails as store_reserve would, and
+ * a set deletes the key's old value, as memcached). On STORE_OK,
  * *cas_out (if not NULL) is the item's CAS and *size_out (if not NULL) its
  * final value length (after append/prepend). The reservation is consumed
  * whatever the outcome. */

@@ -18,9 +18,10 @@
  * has received nothing for STORE_UPLOAD_STALL seconds is cut off to make
  * room; when none has stalled, the new one is refused. A cut-off upload's
  * memory belongs to its connection's thread, which may be reading into it:
- * it is only marked here, and freed by that thread at its next look
- * (store_upload_alive: on its next bytes, or its connection's next tick),
- * so until then it still counts, against twice the limit.
+ * it is only marked here, and its value freed by that thread at its next
+ * look (store_upload_alive: on its next bytes, or its connection's next
+ * tick), so until then it still counts, against twice the limit; its key
+ * stays until the commit, which deletes a set's old value.
  * docs/store.md "Uploads" has the reasons.
  */
 #include "store/store_upload.h"
@@ -186,6 +187,39 @@ void store_upload_free(struct store_ctx *ctx, struct store_reservation *res)
     res->value = NULL;
 }
 
+/* A cut-off upload gives back its value's memory but keeps its key, so
+ * that its commit can still delete the key's old value (a set that fails
+ * must not leave it readable, as memcached's rule for a set refused for
+ * memory). Moved in the list under up.lock; when the allocator cannot
+ * shrink it, the whole stage goes and the old value stays. */
+static void upload_keep_key(struct store_ctx *ctx, struct store_reservation *res)
+{
+    struct store *s = ctx->store;
+    struct store_upload *u = res->stage;
+    size_t gone = u->bytes - res->nkey;
+    pthread_mutex_lock(&s->up.lock);
+    struct store_upload *k = realloc(u, sizeof(*u) + res->nkey);
+    if (!k) {
+        pthread_mutex_unlock(&s->up.lock);
+        store_upload_free(ctx, res);
+        return;
+    }
+    if (k->prev)
+        k->prev->next = k;
+    else
+        s->up.head = k;
+    if (k->next)
+        k->next->prev = k;
+    else
+        s->up.tail = k;
+    k->bytes = res->nkey;
+    s->up.held -= gone; /* large: only those are cut */
+    pthread_mutex_unlock(&s->up.lock);
+    __atomic_sub_fetch(&s->up.bytes, gone, __ATOMIC_RELAXED);
+    res->stage = k;
+    res->value = NULL;
+}
+
 bool store_upload_alive(struct store_ctx *ctx, struct store_reservation *res, bool got_bytes)
 {
     struct store_upload *u = res->stage;
@@ -198,8 +232,13 @@ bool store_upload_alive(struct store_ctx *ctx, struct store_reservation *res, bo
             __atomic_store_n(&u->progress, clock_now(), __ATOMIC_RELAXED);
         return true;
     }
-    store_upload_free(ctx, res);
+    upload_keep_key(ctx, res);
     res->cut = true;
     return false;
+}
+
+const char *store_upload_key(const struct store_reservation *res)
+{
+    return res->stage ? ((const struct store_upload *)res->stage)->data : NULL;
 }
 

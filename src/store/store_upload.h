@@ -33,5 +33,8 @@ uint64_t store_upload_default_limit(size_t mem_limit, size_t item_size_max);
 void store_upload_set_limit(struct store_uploads *up, uint64_t limit);
 /* Free a staged upload's memory. */
 void store_upload_free(struct store_ctx *ctx, struct store_reservation *res);
+/* A staged upload's key (one cut off keeps it alone: store_upload_alive);
+ * NULL when res holds no stage. */
+const char *store_upload_key(const struct store_reservation *res);
 
 #endif

@@ -257,11 +257,11 @@ enum store_status store_reserve_with(struct store_ctx *ctx, const char *key, siz
 
 const char *store_reservation_key(const struct store_reservation *res, size_t *nkey)
 {
-    if (res->stage) { /* an upload: its key is staged right before the value */
+    if (res->stage) { /* an upload, or one cut off for others: its key is staged */
         *nkey = res->nkey;
-        return res->value - res->nkey;
+        return store_upload_key(res);
     }
-    if (!res->item) { /* an upload cut off for others: its key went with the stage */
+    if (!res->item) { /* a cut upload whose stage could not keep its key */
         *nkey = 0;
         return "";
     }
@@ -695,7 +695,10 @@ static enum store_status store_commit_res(struct store_ctx *ctx, struct store_re
 {
     res->cas_cls = 0;
     if (res->cut) {
-        res->cut = false;
+        /* cut off for others' room: a set fails as store_upload_place's */
+        if (res->stage && req->mode == STORE_MODE_SET)
+            store_lookup_drop(ctx, store_upload_key(res), res->nkey);
+        store_release(ctx, res);
         return STORE_NO_MEMORY;
     }
     if (res->stage) {

@@ -448,11 +448,16 @@ def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
     """When stalled uploads fill the bound, a new large one cuts off the oldest
     that has received nothing for 2 s, so half-sent sets cannot keep honest
     large uploads out either. The one cut off is answered when its value
-    ends (text: out of memory; binary: not stored); the others still store."""
+    ends (text: out of memory; binary: not stored), and as a set refused for
+    memory it deletes the key's old value, as memcached; the others still
+    store."""
     if is_memcached(server_bin):
         pytest.skip("nodelay's upload bound")
     srv = start_server("-m", "8")
     value = b"v" * 1000000
+    first = srv.connect()
+    assert first.set("bin0", b"old") == b"STORED\r\n"
+    first.close()
     oldest = srv.connect()
     whole = bin_request(0x01, key=b"bin0", value=value, extras=struct.pack(">II", 0, 0))
     oldest.send(whole[:10000])
@@ -480,6 +485,7 @@ def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
     oldest.send(whole[10000:])
     r = bin_read(oldest)
     assert r["status"] == 0x05  # NOT_STORED: its value was dropped
+    assert honest.get("bin0") is None  # and the old one deleted
     for i, c in enumerate(others):
         c.send(value[1000:] + b"\r\n")
         assert c.readline() == b"STORED\r\n"

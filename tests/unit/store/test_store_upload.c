@@ -211,19 +211,25 @@ static void test_upload_cut_off(void **state)
     assert_true(store_upload_alive(t.c, &up[0], false));
     assert_false(store_upload_alive(t.c, &up[1], false));
     assert_null(up[1].value);
-    assert_int_equal(st_of(&t).upload_bytes, 4 * 1000001);
+    assert_int_equal(st_of(&t).upload_bytes, 4 * 1000001 + 1); /* its key stays */
     /* a cut upload still has a class (the protocols count cmd_set in it) */
     assert_int_equal(store_reservation_class(t.c, &up[1], 0),
                      store_reservation_class(t.c, &up[0], 0));
     assert_true(store_reservation_class(t.c, &up[1], 0) > 0);
-    /* and its key, which `watch` names at commit, is empty: it went with the stage */
+    /* and its key, which `watch` names at commit */
     size_t nkey = 99;
-    assert_string_equal(store_reservation_key(&up[1], &nkey), "");
-    assert_int_equal(nkey, 0);
+    assert_memory_equal(store_reservation_key(&up[1], &nkey), "k", 1);
+    assert_int_equal(nkey, 1);
+    /* a set cut off deletes the key's old value, as a set refused for memory */
+    assert_int_equal(tset(&t, "k", "old", STORE_MODE_SET, 5, REL_TIME_NEVER, NULL), STORE_OK);
     struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
     unsigned cls = store_reservation_class(t.c, &up[1], 0);
     assert_int_equal(store_commit(t.c, &up[1], &req, NULL, NULL), STORE_NO_MEMORY);
     assert_int_equal(up[1].cls, cls); /* the commit says the class, even failing */
+    struct store_get_req look = {.want_value = false};
+    struct store_item gone;
+    assert_int_equal(store_get(t.c, "k", 1, &look, &gone), STORE_MISS);
+    assert_int_equal(st_of(&t).upload_bytes, 4 * 1000001); /* the key went at the commit */
     /* again: up[0] still receiving, up[2] now the oldest stalled */
     pass_stall_time();
     assert_true(store_upload_alive(t.c, &up[0], true));
