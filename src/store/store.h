@@ -250,6 +250,12 @@ struct store_set_req {
     bool invalidate;        /* ms I: with cas_compare, an older CAS is accepted and the item is marked stale */
     bool vivify;            /* ms N with append/prepend: create when missing */
     rel_time_t vivify_exptime;
+    /* The key's old value is deleted when this value cannot be stored for
+     * memory (an upload not placed, or cut off), so that a failed write
+     * never leaves an older value readable: memcached's rule, which the
+     * protocols apply when a reservation fails up front too (text `set`,
+     * binary SET, every meta `ms`). */
+    bool fail_deletes;
 };
 
 /* Space for one value, reserved in segment memory and filled by the caller.

@@ -668,9 +668,8 @@ static enum store_status store_concat(struct store_ctx *ctx, struct store_reserv
 
 /* Move a staged upload's value into segment memory (a plain reservation),
  * freeing the stage; on failure the reservation is consumed, and with
- * delete_on_fail the key's old value is deleted (memcached's rule for a
- * `set` that cannot be stored, which the protocols apply when the
- * reservation fails up front). */
+ * delete_on_fail the key's old value is deleted (store_set_req's
+ * fail_deletes). */
 static enum store_status store_upload_place(struct store_ctx *ctx, struct store_reservation *res,
                                      bool delete_on_fail)
 {
@@ -696,13 +695,13 @@ static enum store_status store_commit_res(struct store_ctx *ctx, struct store_re
     res->cas_cls = 0;
     if (res->cut) {
         /* cut off for others' room: a set fails as store_upload_place's */
-        if (res->stage && req->mode == STORE_MODE_SET)
+        if (res->stage && req->fail_deletes)
             store_lookup_drop(ctx, store_upload_key(res), res->nkey);
         store_release(ctx, res);
         return STORE_NO_MEMORY;
     }
     if (res->stage) {
-        enum store_status st = store_upload_place(ctx, res, req->mode == STORE_MODE_SET);
+        enum store_status st = store_upload_place(ctx, res, req->fail_deletes);
         if (st != STORE_OK)
             return st;
     }

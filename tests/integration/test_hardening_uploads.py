@@ -548,3 +548,66 @@ def test_set_cut_off_mid_value_keeps_the_old_value(start_server, tmp_path, case)
         assert cut_off_then_get(ref, CUT_OFF[case]) == got
     finally:
         ref.stop()
+
+
+# A write that cannot be stored for memory: which protocols delete the key's
+# old value (memcached 1.6.45: text `set`, binary SET with or without a CAS,
+# and every meta `ms`; not text `append`). Each opens with part of its value,
+# so nodelay stages it, and fails when the rest arrives, at placing it into a
+# full -M cache; memcached fails at the command line. Same old value after.
+FULL_WRITES = {
+    "set": lambda cas, v: (b"set k 0 0 %d\r\n" % len(v), v + b"\r\n"),
+    "append": lambda cas, v: (b"append k 0 0 %d\r\n" % len(v), v + b"\r\n"),
+    "meta-ms-append": lambda cas, v: (b"ms k %d MA\r\n" % len(v), v + b"\r\n"),
+    "binary-set-cas": lambda cas, v: (lambda r: (r[:24 + 8 + 1 + 100], r[24 + 8 + 1 + 100:]))(
+        bin_request(0x01, key=b"k", value=v, extras=struct.pack(">II", 0, 0), cas=cas)),
+}
+
+
+def full_write_then_get(srv, case):
+    """Store `old` under k, fill -M's memory with 50,000-byte values until
+    one is refused, send case's write of another such value in two parts
+    (its answer is a refusal for memory), then read k."""
+    c = srv.connect()
+    assert c.set("k", "old") == b"STORED\r\n"
+    cas = c.gets("k")[2]
+    value = b"f" * 50000
+    for i in range(200):
+        r = c.set(f"fill{i}", value)
+        if r != b"STORED\r\n":
+            assert r == b"SERVER_ERROR out of memory storing object\r\n", r
+            break
+    else:
+        pytest.fail("-M never refused a set")
+    head, rest = FULL_WRITES[case](cas, b"n" * 50000)
+    w = srv.connect()
+    w.send(head)
+    time.sleep(0.2)  # parsed before the rest comes: nodelay stages it
+    w.send(rest)
+    if case.startswith("binary"):
+        assert bin_read(w)["status"] in (0x82, 0x05)  # ENOMEM, NOT_STORED
+    else:
+        assert w.readline() == b"SERVER_ERROR out of memory storing object\r\n"
+    got = c.get("k")
+    w.close()
+    c.close()
+    return got
+
+
+@pytest.mark.parametrize("case", sorted(FULL_WRITES))
+def test_write_refused_for_memory_deletes_as_memcached(start_server, tmp_path, case):
+    """An upload that cannot be placed deletes the key's old value exactly
+    where memcached deletes it for a write refused for memory (expected
+    here: kept only for `append`), checked against 1.6.45 where present."""
+    srv = start_server("-m", "2", "-M")
+    got = full_write_then_get(srv, case)
+    assert got == (b"old" if case == "append" else None), got
+    if is_memcached(srv.binary):
+        return
+    if not os.access(REF_1645, os.X_OK):
+        pytest.skip(f"memcached 1.6.45 not found at {REF_1645} (../shared/ref) to compare with")
+    ref = helpers.Server(REF_1645, ["-m", "2", "-M"], workdir=str(tmp_path)).start()
+    try:
+        assert full_write_then_get(ref, case) == got
+    finally:
+        ref.stop()

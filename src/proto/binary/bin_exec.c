@@ -153,6 +153,7 @@ static enum proto_status bin_update_start(struct session *s, const struct bin_he
     case BIN_OP_APPEND: req.mode = STORE_MODE_APPEND; break;
     default: req.mode = STORE_MODE_PREPEND; break;
     }
+    req.fail_deletes = op == BIN_OP_SET; /* a CAS given or not */
     if (op == BIN_OP_SET || op == BIN_OP_ADD || op == BIN_OP_REPLACE) {
         req.flags = bin_load32(ext);
         req.exptime = clock_exptime((int64_t)bin_load32(ext + 4));

@@ -143,6 +143,7 @@ void meta_set(struct session *s, const struct meta_req *req)
 
     struct store_set_req *r = &m->req;
     r->mode = meta_set_mode(req->mode);
+    r->fail_deletes = true; /* memcached's ms, whatever its mode */
     r->flags = req->client_flags;
     r->exptime = req->has_ttl ? meta_exptime(req->ttl) : REL_TIME_NEVER;
     r->cas_new = req->has_cas_new ? req->cas_new : 0;

@@ -128,6 +128,7 @@ void text_cmd_storage(struct session *s, const struct text_line *l, enum store_m
     struct store_set_req *req = &text_of(s)->set_req;
     *req = (struct store_set_req){
         .mode = mode,
+        .fail_deletes = mode == STORE_MODE_SET,
         .flags = r.flags,
         .exptime = exp,
         .cas_compare = r.cas,

@@ -222,7 +222,8 @@ static void test_upload_cut_off(void **state)
     assert_int_equal(nkey, 1);
     /* a set cut off deletes the key's old value, as a set refused for memory */
     assert_int_equal(tset(&t, "k", "old", STORE_MODE_SET, 5, REL_TIME_NEVER, NULL), STORE_OK);
-    struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
+    struct store_set_req req = {
+        .mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER, .fail_deletes = true};
     unsigned cls = store_reservation_class(t.c, &up[1], 0);
     assert_int_equal(store_commit(t.c, &up[1], &req, NULL, NULL), STORE_NO_MEMORY);
     assert_int_equal(up[1].cls, cls); /* the commit says the class, even failing */
@@ -308,7 +309,8 @@ static void test_upload_set_fails_like_reserve(void **state)
                                           REL_TIME_NEVER, &r),
                      STORE_OK);
     memset(r.value, 'n', r.nvalue);
-    struct store_set_req req = {.mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER};
+    struct store_set_req req = {
+        .mode = STORE_MODE_SET, .exptime = REL_TIME_NEVER, .fail_deletes = true};
     assert_int_equal(store_commit(t.c, &r, &req, NULL, NULL), STORE_NO_MEMORY);
     char buf[8];
     assert_int_equal(tget(&t, "victim", buf, sizeof buf, NULL), STORE_MISS);
