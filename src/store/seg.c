@@ -435,16 +435,26 @@ static void seg_pace_update(struct seg_pool *pool)
     __atomic_store_n(&pool->evict_pace, (uint8_t)pace, __ATOMIC_RELAXED);
 }
 
+/* The free segments the walk stops at. The second is room for a worker
+ * whose open segment fills while another's does, so that neither waits on a
+ * walk; with one writer no other can, and it would only hold no items: a
+ * segment of -m 8 is an eighth of it (docs/store-eviction.md). */
+static uint32_t seg_pace_free(const struct seg_pool *pool)
+{
+    return pool->opt->writers == 1 ? 1 : SEG_PACE_FREE;
+}
+
 void seg_pay(struct seg_ctx *ctx)
 {
     struct seg_pool *pool = ctx->pool;
     int64_t want = ctx->evict_debt;
     ctx->evict_debt = 0;
+    uint32_t stop = seg_pace_free(pool);
     pthread_mutex_lock(&pool->lock);
     seg_collect_drained(pool);
     /* Room already made (expiry, flush, deletes) is used first: nothing is
      * evicted for it. */
-    if (!pool->opt->evictions || pool->seg_alloc < pool->seg_limit || pool->free.n >= SEG_PACE_FREE) {
+    if (!pool->opt->evictions || pool->seg_alloc < pool->seg_limit || pool->free.n >= stop) {
         pool->walk_ahead = 0;
         goto out;
     }
@@ -460,12 +470,12 @@ void seg_pay(struct seg_ctx *ctx)
         if (!seg_walk_end(ctx, &pool->walk, false))
             break; /* pinned while it must be compacted: retried later */
         seg_collect_drained(pool);
-        if (pool->free.n >= SEG_PACE_FREE)
+        if (pool->free.n >= stop)
             break;
     }
     /* Behind (want > 0) by part of an item, or ahead by at most half a one;
      * a debt that found nothing to walk is kept up to a segment. */
-    pool->walk_ahead = pool->free.n >= SEG_PACE_FREE ? 0 : -want;
+    pool->walk_ahead = pool->free.n >= stop ? 0 : -want;
     if (pool->walk_ahead < -(int64_t)pool->seg_size)
         pool->walk_ahead = -(int64_t)pool->seg_size;
 out:

@@ -50,7 +50,8 @@ struct seg_list {
  * wrote, and the debt walks one victim at a time from its cursor. A worker
  * pays once it owes SEG_PAY_BYTES (one write that large pays at once), so
  * the pool lock stays off the fast path of small writes. Nothing is walked
- * while SEG_PACE_FREE segments are already free. */
+ * while SEG_PACE_FREE segments are already free, or one with a single
+ * writer (seg_pace_free). */
 #define SEG_PAY_BYTES 4096u
 #define SEG_PACE_FREE 2u
 

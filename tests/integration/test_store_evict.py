@@ -10,7 +10,9 @@ import json
 import re
 import subprocess
 
-from helpers import build_loadgen, stats
+import pytest
+
+from helpers import build_loadgen, is_memcached, stats
 
 VALUE = b"B" * 11000
 
@@ -205,3 +207,34 @@ def test_small_unread_items_outlast_large_ones(start_server):
             large += 1
     assert small > 50 and large > 800
     assert int(stats(c)["evictions"]) > 0
+
+
+def items_after_a_mixed_fill(srv):
+    """40,000 sets of 500 bytes (-m 8 written two and a half times over),
+    every fiftieth followed by a get of a recent key; the items held."""
+    c = srv.connect()
+    value = b"v" * 500
+    out = b""
+    for i in range(40000):
+        out += b"set k%d 0 0 500 noreply\r\n%s\r\n" % (i, value)
+        if i % 50 == 0:
+            out += b"mg k%d q\r\n" % (i - 30)
+        if len(out) > 60000:
+            c.send(out)
+            out = b""
+    c.send(out)
+    assert c.call("mn", until=b"MN\r\n").endswith(b"MN\r\n")  # after the hits' HDs
+    return int(stats(c)["curr_items"])
+
+
+def test_one_writer_holds_the_segment_a_second_would_need(start_server):
+    """The paced walk stops at two free segments, so that two workers whose
+    open segments fill at once both find one; with one worker (-t 1) it
+    stops at one, and the segment the second would have held free holds
+    items (docs/store-eviction.md "Eviction at the writers' pace")."""
+    srv = start_server("-m", "8", "-t", "1")
+    if is_memcached(srv.binary):
+        pytest.skip("nodelay's paced walk")
+    one = items_after_a_mixed_fill(srv)
+    four = items_after_a_mixed_fill(start_server("-m", "8", "-t", "4"))
+    assert one > four * 1.02, (one, four)
