@@ -362,11 +362,19 @@ void conn_apply(struct conn *c, unsigned act)
     conn_settle(c);
 }
 
-/* Where the next read lands; CONN_IN_TO_NOWHERE after closing. */
+/* Where the next read lands; CONN_IN_TO_NOWHERE after closing. A read
+ * buffer grows (a request line longer than it) only while all clients
+ * together hold less than half the bound, as a reply may pass its share
+ * (conn_allowance): each worker reads the sum on its own, so the half
+ * left is what racing growths may take. 100 clients each sending an
+ * unending 12 MiB line held 1.6 GB of read buffers at -m 64. */
 enum conn_in_target conn_read_target(struct conn *c, char **at, size_t *room)
 {
     conn_allowance(c);
-    enum conn_in_target t = conn_input_target(&c->in, &c->sess, at, room);
+    struct worker_pool *pool = c->env->pool;
+    size_t half = conn_client_bound(pool) / 2, used = c->env->client_bytes(pool);
+    enum conn_in_target t =
+        conn_input_target(&c->in, &c->sess, half > used ? half - used : 0, at, room);
     if (t == CONN_IN_TO_NOWHERE) {
         log_info("<%d request line too long for the read buffer limits: closing", c->fd);
         conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);

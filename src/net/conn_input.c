@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "net/conn_input.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "proto/proto.h"
@@ -20,8 +21,9 @@ void conn_input_release(struct conn_input *in)
     in->size = in->pos = in->len = 0;
 }
 
-/* Room at the end of the read buffer: reuse, compact, or grow. */
-static int conn_input_room(struct conn_input *in)
+/* Room at the end of the read buffer: reuse, compact, or grow (by its
+ * size, only when grow_room allows that much more). */
+static int conn_input_room(struct conn_input *in, size_t grow_room)
 {
     if (!in->buf) {
         in->buf = rbuf_pool_get(in->pool);
@@ -38,6 +40,8 @@ static int conn_input_room(struct conn_input *in)
         in->pos = 0;
         return 0;
     }
+    if (in->size > grow_room)
+        return -1;
     char *n = rbuf_pool_grow(in->pool, in->buf, in->size, in->len);
     if (!n)
         return -1;
@@ -46,8 +50,8 @@ static int conn_input_room(struct conn_input *in)
     return 0;
 }
 
-enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, char **at,
-                                      size_t *room)
+enum conn_in_target conn_input_target(struct conn_input *in, struct session *s,
+                                      size_t grow_room, char **at, size_t *room)
 {
     /* A large value goes straight into item memory; a small one is read
      * with what follows it (its "\r\n", the next requests) in one call. */
@@ -57,7 +61,7 @@ enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, 
         *room = proto_sink_wait(s);
         return CONN_IN_TO_SINK;
     }
-    if (conn_input_room(in) < 0) {
+    if (conn_input_room(in, grow_room) < 0) {
         /* memcached answers this and closes, too */
         reply_str(proto_reply(s), "SERVER_ERROR out of memory reading request\r\n");
         *at = NULL;
@@ -71,7 +75,7 @@ enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, 
 
 size_t conn_input_tail(struct conn_input *in, const struct session *s, char **at)
 {
-    if (!proto_sink_held(s) || in->len > 0 || conn_input_room(in) < 0)
+    if (!proto_sink_held(s) || in->len > 0 || conn_input_room(in, 0) < 0)
         return 0;
     *at = in->buf + in->pos;
     return in->size - in->pos;
@@ -181,7 +185,7 @@ unsigned conn_input_received(struct conn_input *in, struct session *s,
 int conn_input_keep(struct conn_input *in, const char *data, size_t n)
 {
     while (n > 0) {
-        if (conn_input_room(in) < 0)
+        if (conn_input_room(in, SIZE_MAX) < 0) /* it came: held, or the connection closes */
             return -1;
         size_t room = in->size - in->pos - in->len;
         size_t k = room < n ? room : n;

@@ -65,8 +65,12 @@ void conn_input_release(struct conn_input *in);
  * ACK (conn_input_ack). */
 bool conn_input_incomplete(const struct conn_input *in, const struct session *s);
 
-enum conn_in_target conn_input_target(struct conn_input *in, struct session *s, char **at,
-                                      size_t *room);
+/* grow_room: how many bytes more the read buffer may take to grow (a
+ * request line longer than it); past it, as when out of memory, the
+ * request is answered as memcached answers one it cannot read into
+ * memory, and the connection closes (CONN_IN_TO_NOWHERE). */
+enum conn_in_target conn_input_target(struct conn_input *in, struct session *s,
+                                      size_t grow_room, char **at, size_t *room);
 /* When the sink is a held value (s->sink_held: the rest is queued in the
  * socket), the read buffer's free tail, so that the read that fills the
  * value takes its "\r\n" and what follows in the same call (readv): its

@@ -264,6 +264,52 @@ def test_clients_that_stop_reading_stay_within_the_bound(start_server):
         assert after <= base + 8, f"RSS {base:.0f} -> {peak_rss:.0f} -> {after:.0f} MiB"
 
 
+def test_unending_request_lines_stay_within_the_bound(start_server):
+    """Clients that send a request line and never end it: a read buffer
+    grows past its 16 KiB only while all clients hold less than half of
+    -o client_mem_limit, then the line is answered as memcached answers one
+    it cannot read into memory and the connection closed (with no bound,
+    100 of them held 1.6 GB of read buffers at -m 64). Others are served,
+    and a long honest line still reads once they are gone."""
+    bound = 8
+    srv = start_server("-m", "64", "-o", f"client_mem_limit={bound}")
+    nodelay_only(srv)
+    c = srv.connect()
+    assert c.set("k", "v") == b"STORED\r\n"
+    hoarders = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(10)]
+    for h in hoarders:
+        h.setblocking(False)
+    piece = b"a" * (256 * 1024)
+    for i in range(12):  # 3 MiB each, never a newline
+        for h in hoarders:
+            try:
+                h.send(b"get " + piece if i == 0 else piece)
+            except (BlockingIOError, BrokenPipeError, ConnectionResetError):
+                pass
+        time.sleep(0.02)
+    refused = 0
+    deadline = time.monotonic() + 5 * slow_factor()
+    for h in hoarders:
+        h.setblocking(True)
+        h.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            got = h.recv(4096)
+            refused += got == b"SERVER_ERROR out of memory reading request\r\n"
+        except ConnectionResetError:
+            refused += 1
+        except socket.timeout:
+            pass
+    assert refused >= 5, refused
+    assert int(stats(c)["read_buf_bytes"]) <= bound * MiB
+    assert c.get("k") == b"v"
+    for h in hoarders:
+        h.close()
+    # one honest line of 600 KB (3,000 keys of 200 bytes) reads whole
+    keys = [b"k%0199d" % i for i in range(3000)] + [b"k"]
+    c.send(b"get " + b" ".join(keys) + b"\r\n")
+    assert c.read_values() == {"k": (0, b"v")}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("reads", [True, False], ids=["reader", "non-reader"])
 def test_long_get_line_is_bounded_work(start_server, reads):

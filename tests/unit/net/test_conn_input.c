@@ -14,7 +14,7 @@ static unsigned ci_read(struct tt *t, const char *data, size_t len)
 {
     char *at;
     size_t room;
-    enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+    enum conn_in_target to = conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room);
     assert_int_equal(to, CONN_IN_TO_BUF);
     assert_true(room >= len);
     memcpy(at, data, len);
@@ -211,12 +211,13 @@ static void test_eof_answers_then_closes(void **state)
     tt_free(t);
 }
 
-/* A line no buffer may hold: the error is queued and the caller closes. */
-static void test_read_buffer_limit(void **state)
+/* A line no buffer may hold: the error is queued and the caller closes.
+ * Bounded by -o read_buf_mem_limit's share (grow_max) or by the room the
+ * clients' bound leaves (grow_room), each allowing one growth here. */
+static void read_buffer_limit(size_t grow_max, size_t grow_room)
 {
-    (void)state;
     struct tt *t = tt_new();
-    t->pool.grow_max = 2 * RBUF_SIZE;
+    t->pool.grow_max = grow_max;
     char chunk[4096];
     memcpy(chunk, "get ", 4);
     memset(chunk + 4, 'k', sizeof chunk - 4);
@@ -227,7 +228,7 @@ static void test_read_buffer_limit(void **state)
     for (int i = 0; i < 64 && to != CONN_IN_TO_NOWHERE; i++) {
         char *at;
         size_t room;
-        to = conn_input_target(&t->in, &t->s, &at, &room);
+        to = conn_input_target(&t->in, &t->s, grow_room, &at, &room);
         if (to == CONN_IN_TO_NOWHERE)
             break;
         /* after the first read, the rest of the line: keys without "get " */
@@ -238,12 +239,24 @@ static void test_read_buffer_limit(void **state)
         assert_true(act & CONN_IN_QUICKACK);
     }
     assert_int_equal(to, CONN_IN_TO_NOWHERE);
-    assert_true(t->rbuf_held <= 2 * RBUF_SIZE);
+    assert_int_equal(t->rbuf_held, 2 * RBUF_SIZE);
     size_t n;
     char *out = tt_drain(t, &n);
     assert_string_equal(out, "SERVER_ERROR out of memory reading request\r\n");
     free(out);
     tt_free(t);
+}
+
+static void test_read_buffer_limit(void **state)
+{
+    (void)state;
+    read_buffer_limit(2 * RBUF_SIZE, SIZE_MAX);
+}
+
+static void test_read_buffer_within_the_clients_bound(void **state)
+{
+    (void)state;
+    read_buffer_limit(0, RBUF_SIZE);
 }
 
 /* A large value not yet buffered goes straight to item memory. */
@@ -256,7 +269,7 @@ static void test_direct_read_target(void **state)
     assert_true(act & CONN_IN_QUICKACK);
     char *at;
     size_t room;
-    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_SINK);
+    assert_int_equal(conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room), CONN_IN_TO_SINK);
     assert_int_equal(room, 20000);
     assert_int_equal(t->rbuf_held, 0); /* no buffer held while nothing is buffered */
     memset(at, 'z', room);
@@ -283,7 +296,7 @@ static void test_more_queued_reads_the_rest_into_the_buffer(void **state)
     t->in.more_queued = true;
     char *at;
     size_t room;
-    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_BUF);
+    assert_int_equal(conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room), CONN_IN_TO_BUF);
     assert_true(room >= 6002);
     memset(at, 'm', 6000);
     memcpy(at + 6000, "\r\n", 2);
@@ -297,7 +310,7 @@ static void test_more_queued_reads_the_rest_into_the_buffer(void **state)
     t->in.more_queued = false;
     act = ci_read(t, big, sizeof big - 1);
     t->in.more_queued = true;
-    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_SINK);
+    assert_int_equal(conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room), CONN_IN_TO_SINK);
     assert_int_equal(room, 20000);
     (void)act;
     tt_free(t);
@@ -330,7 +343,7 @@ static void test_value_whole_before_its_crlf(void **state)
     t->in.more_queued = false;
     char *at;
     size_t room;
-    enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+    enum conn_in_target to = conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room);
     assert_int_equal(to, CONN_IN_TO_BUF);
     memcpy(at, "\r\n", 2);
     conn_input_received(&t->in, &t->s, to, 2);
@@ -448,7 +461,7 @@ static void test_held_value_is_read_with_what_follows(void **state)
     assert_int_equal(store_upload_small_bytes(t->store), 0);
     char *at, *tail;
     size_t room;
-    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_SINK);
+    assert_int_equal(conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room), CONN_IN_TO_SINK);
     assert_int_equal(room, VLEN);
     size_t tail_room = conn_input_tail(&t->in, &t->s, &tail);
     assert_true(tail_room >= sizeof next - 1);
@@ -516,7 +529,7 @@ static void test_read_without_reply_is_acknowledged(void **state)
     assert_true(ci_read(t, hdr, sizeof hdr - 1) & CONN_IN_QUICKACK);
     char *at;
     size_t room;
-    assert_int_equal(conn_input_target(&t->in, &t->s, &at, &room), CONN_IN_TO_SINK);
+    assert_int_equal(conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room), CONN_IN_TO_SINK);
     memset(at, 'z', room);
     assert_false(conn_input_received(&t->in, &t->s, CONN_IN_TO_SINK, room) & CONN_IN_QUICKACK);
     assert_true(ci_read(t, "\r\n", 2) & CONN_IN_QUICKACK);
@@ -541,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_dump_paused),
         cmocka_unit_test(test_eof_answers_then_closes),
         cmocka_unit_test(test_read_buffer_limit),
+        cmocka_unit_test(test_read_buffer_within_the_clients_bound),
         cmocka_unit_test(test_direct_read_target),
         cmocka_unit_test(test_more_queued_reads_the_rest_into_the_buffer),
         cmocka_unit_test(test_value_whole_before_its_crlf),

@@ -38,7 +38,7 @@ static void hint_read(struct tt *t, enum hint_mode mode, const char *data, size_
     while (left > 0 && !t->closed) {
         char *at;
         size_t room;
-        enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+        enum conn_in_target to = conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room);
         if (to == CONN_IN_TO_NOWHERE) {
             t->closed = true;
             break;
@@ -313,7 +313,7 @@ static char *hint_paused_run(const char *script, size_t len, enum hint_mode mode
             while (left > 0 && !t->closed) {
                 char *at;
                 size_t room;
-                enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+                enum conn_in_target to = conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room);
                 assert_int_not_equal(to, CONN_IN_TO_NOWHERE);
                 size_t m = left < room ? left : room;
                 memcpy(at, p, m);

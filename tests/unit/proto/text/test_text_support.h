@@ -107,7 +107,7 @@ static inline void tt_read(struct tt *t, const char *data, size_t len)
     while (len > 0 && !t->closed) {
         char *at;
         size_t room;
-        enum conn_in_target to = conn_input_target(&t->in, &t->s, &at, &room);
+        enum conn_in_target to = conn_input_target(&t->in, &t->s, SIZE_MAX, &at, &room);
         if (to == CONN_IN_TO_NOWHERE) {
             t->closed = true;
             return;
