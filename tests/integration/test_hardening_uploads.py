@@ -484,7 +484,7 @@ def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
     assert int(stats(honest, "nodelay")["uploads_cut"]) == 1
     oldest.send(whole[10000:])
     r = bin_read(oldest)
-    assert r["status"] == 0x05  # NOT_STORED: its value was dropped
+    assert r["status"] == 0x82  # out of memory, as refused up front: its value was dropped
     assert honest.get("bin0") is None  # and the old one deleted
     for i, c in enumerate(others):
         c.send(value[1000:] + b"\r\n")
@@ -561,7 +561,12 @@ FULL_WRITES = {
     "meta-ms-append": lambda cas, v: (b"ms k %d MA\r\n" % len(v), v + b"\r\n"),
     "binary-set-cas": lambda cas, v: (lambda r: (r[:24 + 8 + 1 + 100], r[24 + 8 + 1 + 100:]))(
         bin_request(0x01, key=b"k", value=v, extras=struct.pack(">II", 0, 0), cas=cas)),
+    "binary-add": lambda cas, v: (lambda r: (r[:24 + 8 + 1 + 100], r[24 + 8 + 1 + 100:]))(
+        bin_request(0x02, key=b"k", value=v, extras=struct.pack(">II", 0, 0))),
+    "binary-replace": lambda cas, v: (lambda r: (r[:24 + 8 + 1 + 100], r[24 + 8 + 1 + 100:]))(
+        bin_request(0x03, key=b"k", value=v, extras=struct.pack(">II", 0, 0))),
 }
+FULL_WRITES_KEEP = ("append", "binary-add", "binary-replace")
 
 
 def full_write_then_get(srv, case):
@@ -585,7 +590,7 @@ def full_write_then_get(srv, case):
     time.sleep(0.2)  # parsed before the rest comes: nodelay stages it
     w.send(rest)
     if case.startswith("binary"):
-        assert bin_read(w)["status"] in (0x82, 0x05)  # ENOMEM, NOT_STORED
+        assert bin_read(w)["status"] == 0x82  # out of memory
     else:
         assert w.readline() == b"SERVER_ERROR out of memory storing object\r\n"
     got = c.get("k")
@@ -596,12 +601,14 @@ def full_write_then_get(srv, case):
 
 @pytest.mark.parametrize("case", sorted(FULL_WRITES))
 def test_write_refused_for_memory_deletes_as_memcached(start_server, tmp_path, case):
-    """An upload that cannot be placed deletes the key's old value exactly
-    where memcached deletes it for a write refused for memory (expected
-    here: kept only for `append`), checked against 1.6.45 where present."""
+    """An upload that cannot be placed is refused for memory, as memcached
+    refuses the write up front (binary: status 0x82, whatever the opcode),
+    and deletes the key's old value exactly where memcached deletes it
+    (kept for text `append` and binary ADD and REPLACE), checked against
+    1.6.45 where present."""
     srv = start_server("-m", "2", "-M")
     got = full_write_then_get(srv, case)
-    assert got == (b"old" if case == "append" else None), got
+    assert got == (b"old" if case in FULL_WRITES_KEEP else None), got
     if is_memcached(srv.binary):
         return
     if not os.access(REF_1645, os.X_OK):

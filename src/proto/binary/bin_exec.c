@@ -229,6 +229,12 @@ void bin_update_complete(struct session *s)
     case STORE_MISS:
         rc = bin_error(s, h, BIN_STATUS_KEY_ENOENT);
         break;
+    case STORE_NO_MEMORY: /* a staged value not placed, or cut off: as up front */
+        rc = bin_enomem(s, h, "Out of memory allocating item");
+        break;
+    case STORE_TOO_LARGE:
+        rc = bin_error(s, h, BIN_STATUS_E2BIG);
+        break;
     default:
         if (st->set_req.mode == STORE_MODE_ADD)
             rc = bin_error(s, h, BIN_STATUS_KEY_EEXISTS);
