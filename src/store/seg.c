@@ -401,11 +401,21 @@ static bool seg_pace_start(struct seg_ctx *ctx, bool ahead)
     return v && seg_walk_begin(ctx, &pool->walk, v, retain, false);
 }
 
+/* -M compacts instead of evicting, and a compaction frees a segment only
+ * when the main open segment takes all of its victim's items; under -e the
+ * gaps an in-place compaction leaves stay as padding, which counts as dead
+ * and is never reclaimed. So one need compacts at most this many segments
+ * and is then refused (out of memory, as memcached's -M): two segments of
+ * padding were found compacted in turn forever under the pool lock, every
+ * other thread waiting on it. */
+#define SEG_COMPACT_PER_NEED 4u
+
 /* Make room for a worker that needs a segment now (pool lock held): false
  * if impossible. An all-dead segment costs no eviction; else the paced
  * walk's victim is finished from its cursor (usually little is left), or a
- * victim is walked whole. */
-static bool seg_evict_one(struct seg_ctx *ctx)
+ * victim is walked whole; with -M a segment is compacted, at most
+ * SEG_COMPACT_PER_NEED times a need (*compacted counts them). */
+static bool seg_evict_one(struct seg_ctx *ctx, unsigned *compacted)
 {
     struct seg_pool *pool = ctx->pool;
     struct seg *d = seg_find_dead(pool);
@@ -414,8 +424,13 @@ static bool seg_evict_one(struct seg_ctx *ctx)
     if (!pool->opt->evictions) {
         /* -M: never drop a live item, but squeeze out dead bytes: compact
          * the unpinned segment with the most of them (an eighth at least). */
+        if (*compacted >= SEG_COMPACT_PER_NEED)
+            return false;
         struct seg *best = seg_most_dead(pool);
-        return best && seg_evict(ctx, best, true, true);
+        if (!best)
+            return false;
+        (*compacted)++;
+        return seg_evict(ctx, best, true, true);
     }
     if (!pool->walk.v && !seg_pace_start(ctx, false))
         return false;
@@ -491,8 +506,9 @@ out:
  * evict more, so a write under read pressure evicts about what it needs,
  * not the cache. An all-dead segment costs no eviction and is taken
  * first; past the wait's bound victims are taken again until none is
- * left. Each eviction takes a sealed segment from a queue and the wait is
- * bounded, so this ends. */
+ * left. Each eviction takes a sealed segment from a queue, -M's
+ * compactions are counted (SEG_COMPACT_PER_NEED) and the wait is bounded,
+ * so this ends. */
 #define SEG_DRAIN_PER_NEED 2u
 
 static struct seg *seg_make_room(struct seg_ctx *ctx)
@@ -500,11 +516,12 @@ static struct seg *seg_make_room(struct seg_ctx *ctx)
     struct seg_pool *pool = ctx->pool;
     struct seg *seg = NULL;
     uint64_t until = 0;
+    unsigned compacted = 0;
     while (!seg) {
         /* an all-dead one is looked for before the first wait, not each nap */
         bool enough = seg_pins_passing(ctx) >= SEG_DRAIN_PER_NEED * pool->seg_needs &&
                       (until || !seg_find_dead(pool));
-        if (!(enough && seg_wait_pins(ctx, &until)) && !seg_evict_one(ctx) &&
+        if (!(enough && seg_wait_pins(ctx, &until)) && !seg_evict_one(ctx, &compacted) &&
             !seg_wait_pins(ctx, &until))
             return NULL;
         seg = seg_take_free(pool);
