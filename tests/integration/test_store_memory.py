@@ -214,3 +214,36 @@ def test_segmented_lru_set_counts_get_flushed(start_server, debug_binary):
     got = flush_then_set(start_server(binary=debug_binary), expire=False)
     assert got[0] == {"reclaimed": "0", "expired_unfetched": "0", "get_flushed": "1",
                       "get_expired": "0", "curr_items": "1"}
+
+
+def test_touch_with_no_room_for_the_ttl_is_refused_not_a_miss(start_server):
+    """-M, full: an item stored without an expiry needs a copy with room for
+    one to take a TTL, and when none can be made the touch, gat, mg T and
+    binary TOUCH / GAT are refused for memory, as a write is; never answered
+    as a miss of a key that is there (which a client would act on). The
+    item keeps its old expiry (docs/compat-differences.md: memcached, whose
+    items all hold one, touches it)."""
+    srv = start_server("-m", "8", "-M")
+    if helpers.is_memcached(srv.binary):
+        pytest.skip("memcached touches it: nodelay refuses for memory")
+    c = srv.connect()
+    for i in range(5):
+        assert c.set(f"k{i}", "hello") == b"STORED\r\n"
+    big = "x" * 60000
+    for i in range(1000):
+        r = c.set(f"fill{i}", big)
+        if r != b"STORED\r\n":
+            assert r == b"SERVER_ERROR out of memory storing object\r\n", r
+            break
+    else:
+        pytest.fail("-M never refused a set")
+    oom = b"SERVER_ERROR out of memory storing object\r\n"
+    assert c.call("touch k0 1000") == oom
+    assert c.call("gat 1000 k1") == oom
+    assert c.call("mg k2 T1000 v") == oom
+    b = srv.connect()  # a connection speaks the protocol of its first byte
+    for op, key in ((0x1C, b"k3"), (0x1D, b"k4")):  # TOUCH, GAT
+        b.send(helpers.bin_request(op, key=key, extras=b"\x00\x00\x03\xe8"))
+        assert helpers.bin_read(b)["status"] == 0x82
+    for i in range(5):  # all still there, with no expiry
+        assert c.call(f"mg k{i} v t", until=b"hello\r\n") == b"VA 5 t-1\r\nhello\r\n"

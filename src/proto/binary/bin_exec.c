@@ -77,6 +77,8 @@ static enum proto_status bin_get(struct session *s, const struct bin_header *h, 
     }
     struct store_item it;
     enum store_status st = store_get(s->store, key, h->keylen, &req, &it);
+    if (st == STORE_NO_MEMORY) /* the TTL found no room (-M, full): as a write */
+        return bin_enomem(s, h, "Out of memory allocating item");
     bool hit = st == STORE_OK;
     if (watch_active(WATCH_LOOKUPS))
         watch_note_get(s, key, h->keylen, st, &it);

@@ -170,6 +170,10 @@ void meta_get(struct session *s, const struct meta_req *req)
     struct store_item it;
     memset(&it, 0, sizeof it);
     enum store_status st = store_get(s->store, req->key, req->nkey, &g, &it);
+    if (st == STORE_NO_MEMORY) { /* T found no room for the TTL (-M, full): as a write */
+        meta_reply_error(s, "SERVER_ERROR out of memory storing object");
+        return;
+    }
     if (st == STORE_OK && req->value && !it.pin)
         it.value = vc.buf; /* copied: no pin to give back */
     if (watch_active(WATCH_LOOKUPS))

@@ -108,6 +108,15 @@ static void text_get_run(struct session *s, const struct text_line *l)
         req.hv = l->hv;
         struct store_item it;
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
+        if (st == STORE_NO_MEMORY) {
+            /* gat: the TTL found no room to be written (text_touch_line):
+             * the line is refused as a write is, as a too-long key is */
+            if (marked)
+                reply_rollback(&s->reply, &mark);
+            proto_flash_abort(s);
+            TEXT_OUT(s, "SERVER_ERROR out of memory storing object");
+            return;
+        }
         bool hit = st == STORE_OK;
         if (watch_active(WATCH_LOOKUPS))
             watch_note_get(s, key, nkey, st, &it);

@@ -77,9 +77,19 @@ static inline const char *text_delete_line(enum store_status st, size_t *len)
     return st == STORE_OK ? TEXT_ONEKEY_LINE("DELETED") : TEXT_ONEKEY_LINE("NOT_FOUND");
 }
 
+/* STORE_NO_MEMORY: the key is there, but its item had no room for an
+ * expiry and none could be made for a copy that has (-M, full): refused as
+ * a write is, not answered as a miss. */
 static inline const char *text_touch_line(enum store_status st, size_t *len)
 {
-    return st == STORE_OK ? TEXT_ONEKEY_LINE("TOUCHED") : TEXT_ONEKEY_LINE("NOT_FOUND");
+    switch (st) {
+    case STORE_OK:
+        return TEXT_ONEKEY_LINE("TOUCHED");
+    case STORE_NO_MEMORY:
+        return TEXT_ONEKEY_LINE("SERVER_ERROR out of memory storing object");
+    default:
+        return TEXT_ONEKEY_LINE("NOT_FOUND");
+    }
 }
 
 static inline const char *text_arith_line(enum store_status st, size_t *len)
