@@ -480,6 +480,18 @@ def debug_bin(main_bin):
 BIN_HDR = struct.Struct(">BBHBBHIIQ")
 
 
+def fill_until_refused(conn, nbytes, most=1000):
+    """Set fill0, fill1, ... of nbytes each until a set is refused for
+    memory (a full -M cache); fails the test if none is by the `most`th."""
+    value = b"f" * nbytes
+    for i in range(most):
+        r = conn.set(f"fill{i}", value)
+        if r != b"STORED\r\n":
+            assert r == b"SERVER_ERROR out of memory storing object\r\n", r
+            return i
+    raise AssertionError(f"-M never refused a set of {nbytes} bytes")
+
+
 def bin_request(opcode, key=b"", value=b"", extras=b"", opaque=0, cas=0):
     body = extras + key + value
     return BIN_HDR.pack(0x80, opcode, len(key), len(extras), 0, 0, len(body), opaque, cas) + body

@@ -576,14 +576,7 @@ def full_write_then_get(srv, case):
     c = srv.connect()
     assert c.set("k", "old") == b"STORED\r\n"
     cas = c.gets("k")[2]
-    value = b"f" * 50000
-    for i in range(200):
-        r = c.set(f"fill{i}", value)
-        if r != b"STORED\r\n":
-            assert r == b"SERVER_ERROR out of memory storing object\r\n", r
-            break
-    else:
-        pytest.fail("-M never refused a set")
+    helpers.fill_until_refused(c, 50000, most=200)
     head, rest = FULL_WRITES[case](cas, b"n" * 50000)
     w = srv.connect()
     w.send(head)

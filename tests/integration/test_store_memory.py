@@ -229,14 +229,7 @@ def test_touch_with_no_room_for_the_ttl_is_refused_not_a_miss(start_server):
     c = srv.connect()
     for i in range(5):
         assert c.set(f"k{i}", "hello") == b"STORED\r\n"
-    big = "x" * 60000
-    for i in range(1000):
-        r = c.set(f"fill{i}", big)
-        if r != b"STORED\r\n":
-            assert r == b"SERVER_ERROR out of memory storing object\r\n", r
-            break
-    else:
-        pytest.fail("-M never refused a set")
+    helpers.fill_until_refused(c, 60000)
     oom = b"SERVER_ERROR out of memory storing object\r\n"
     assert c.call("touch k0 1000") == oom
     assert c.call("gat 1000 k1") == oom
