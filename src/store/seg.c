@@ -402,13 +402,15 @@ static bool seg_pace_start(struct seg_ctx *ctx, bool ahead)
 }
 
 /* -M compacts instead of evicting, and a compaction frees a segment only
- * when the main open segment takes all of its victim's items; under -e the
- * gaps an in-place compaction leaves stay as padding, which counts as dead
- * and is never reclaimed. So one need compacts at most this many segments
- * and is then refused (out of memory, as memcached's -M): two segments of
- * padding were found compacted in turn forever under the pool lock, every
- * other thread waiting on it. */
-#define SEG_COMPACT_PER_NEED 4u
+ * when the main open segment takes all of its victim's items: with a
+ * fraction d of every segment dead, about 1/d compactions (8 at most, as
+ * the victim has an eighth dead at least) free one. Under -e the gaps an
+ * in-place compaction leaves stay as padding, which counts as dead and is
+ * never reclaimed: two segments of it were found compacted in turn forever
+ * under the pool lock, every other thread waiting on it. So a need stops
+ * at a compaction that reclaimed nothing, and after this many, and is then
+ * refused (out of memory, as memcached's -M). */
+#define SEG_COMPACT_PER_NEED 16u
 
 /* Make room for a worker that needs a segment now (pool lock held): false
  * if impossible. An all-dead segment costs no eviction; else the paced
@@ -430,7 +432,14 @@ static bool seg_evict_one(struct seg_ctx *ctx, unsigned *compacted)
         if (!best)
             return false;
         (*compacted)++;
-        return seg_evict(ctx, best, true, true);
+        uint32_t dead = best->write_off - __atomic_load_n(&best->live_bytes, __ATOMIC_RELAXED);
+        if (!seg_evict(ctx, best, true, true))
+            return false;
+        /* emptied (free, or draining until its pins go), still being
+         * compacted (its readers' pins hold it), or made room */
+        uint8_t st = __atomic_load_n(&best->state, __ATOMIC_ACQUIRE);
+        return st == SEG_FREE || st == SEG_DRAINING || st == SEG_COMPACTING ||
+               best->write_off - __atomic_load_n(&best->live_bytes, __ATOMIC_RELAXED) < dead;
     }
     if (!pool->walk.v && !seg_pace_start(ctx, false))
         return false;
