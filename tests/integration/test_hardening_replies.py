@@ -264,6 +264,34 @@ def test_clients_that_stop_reading_stay_within_the_bound(start_server):
         assert after <= base + 8, f"RSS {base:.0f} -> {peak_rss:.0f} -> {after:.0f} MiB"
 
 
+def test_dumps_to_non_readers_stay_within_the_bound(start_server):
+    """300 connections each send `lru_crawler mgdump all` over 20,000 keys of
+    240 bytes and never read: what they are owed stays within -o
+    client_mem_limit plus 80 KiB a connection. A dump looks at its allowance
+    every 8 buckets; every 64 let each hold a batch of 118 KB past it, 180
+    KiB a connection here (126 MB for 1,000 of them against 32 MiB). Paused
+    mid-dump, a connection holds 51-64 KiB with its read buffer: the
+    README's 48 KiB, plus a partly filled block and the reply's table."""
+    bound = 8
+    srv = start_server("-m", "64", "-o", f"client_mem_limit={bound}")
+    nodelay_only(srv)
+    c = srv.connect()
+    for chunk in range(0, 20000, 500):
+        c.send(b"".join(b"set %s%06d 0 0 1 noreply\r\nx\r\n" % (b"k" * 234, i)
+                        for i in range(chunk, chunk + 500)))
+    assert c.call("mn") == b"MN\r\n"
+    n = 300
+    att = start_attacker(srv, n, 3, r"lru_crawler mgdump all\r\n")
+    peak = 0
+    for _ in range(int(20 * slow_factor())):
+        peak = max(peak, client_bytes(c))
+        time.sleep(0.1)
+    stop_attacker(att)
+    print(f"owed at most {peak / MiB:.1f} MiB")
+    assert peak > bound * MiB / 2, "the dumps did not reach the bound"
+    assert peak <= bound * MiB + (n + 1) * 80 * 1024, f"owed {peak / MiB:.1f} MiB"
+
+
 def test_unending_request_lines_stay_within_the_bound(start_server):
     """Clients that send a request line and never end it: a read buffer
     grows past its 16 KiB only while all clients hold less than half of

@@ -18,9 +18,15 @@
 #include "store/store.h"
 #include "store/store_compat.h"
 
-#define TEXT_DUMP_BATCH 64
+/* Buckets walked between looks at what the connection owes: what one batch
+ * adds past its allowance (about 60 items: 15 KB of 240-byte keys) is what
+ * a non-reader holds beyond its share, besides its blocks' rounding and
+ * the reply's table (51-64 KiB a paused connection with its read buffer).
+ * 64 let 1,000 non-readers of mgdump hold 126 MB against a 32 MiB
+ * client_mem_limit; 8, 56 MB. */
+#define TEXT_DUMP_BATCH 8
 /* Batches walked per call before other clients get their turn. */
-#define TEXT_DUMP_CHUNK 64
+#define TEXT_DUMP_CHUNK 512
 
 struct text_dump {
     struct session *s;
