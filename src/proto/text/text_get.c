@@ -110,10 +110,14 @@ static void text_get_run(struct session *s, const struct text_line *l)
         enum store_status st = store_get(s->store, key, nkey, &req, &it);
         if (st == STORE_NO_MEMORY) {
             /* gat: the TTL found no room to be written (text_touch_line):
-             * the line is refused as a write is, as a too-long key is */
+             * the line is refused as a write is, as a too-long key is.
+             * What earlier turns of a paused line composed is out: its last
+             * value is ended before the error, so the reply stays whole. */
             if (marked)
                 reply_rollback(&s->reply, &mark);
             proto_flash_abort(s);
+            if (c->crlf)
+                text_out_always(s, "\r\n", 2);
             TEXT_OUT(s, "SERVER_ERROR out of memory storing object");
             return;
         }
