@@ -363,18 +363,24 @@ void conn_apply(struct conn *c, unsigned act)
 }
 
 /* Where the next read lands; CONN_IN_TO_NOWHERE after closing. A read
- * buffer grows (a request line longer than it) only while all clients
- * together hold less than half the bound, as a reply may pass its share
- * (conn_allowance): each worker reads the sum on its own, so the half
- * left is what racing growths may take. 100 clients each sending an
- * unending 12 MiB line held 1.6 GB of read buffers at -m 64. */
+ * buffer grows (a request line longer than it) as a reply may be owed
+ * (conn_allowance): up to the connection's share of half the bound
+ * whatever the others hold, so an honest multiget is read while others
+ * hoard, and past it only while all clients together hold less than half
+ * (each worker reads the sum on its own: the other half is what racing
+ * growths may take). 100 clients each sending an unending 12 MiB line
+ * held 1.6 GB of read buffers at -m 64. */
 enum conn_in_target conn_read_target(struct conn *c, char **at, size_t *room)
 {
     conn_allowance(c);
     struct worker_pool *pool = c->env->pool;
     size_t half = conn_client_bound(pool) / 2, used = c->env->client_bytes(pool);
-    enum conn_in_target t =
-        conn_input_target(&c->in, &c->sess, half > used ? half - used : 0, at, room);
+    int conns = __atomic_load_n(&pool->curr_conns, __ATOMIC_RELAXED);
+    size_t share = half / (size_t)(conns > 1 ? conns : 1);
+    size_t first_come = half > used ? half - used : 0;
+    size_t own = share > c->in.size ? share - c->in.size : 0;
+    enum conn_in_target t = conn_input_target(&c->in, &c->sess,
+                                              first_come > own ? first_come : own, at, room);
     if (t == CONN_IN_TO_NOWHERE) {
         log_info("<%d request line too long for the read buffer limits: closing", c->fd);
         conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);

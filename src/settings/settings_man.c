@@ -80,7 +80,8 @@ static const char *const settings_man_differences[] = {
     "classes to rebalance, and eviction works on whole segments with a second chance for "
     "items read since.",
     "Memory owed to clients is bounded: all together by -o client_mem_limit (past half of "
-    "it, those owing most are not read, and a request line longer than 16 KiB is answered "
+    "it, those owing most are not read, and a request line that would take its read buffer "
+    "past 16 KiB and the client's share is answered "
     "SERVER_ERROR out of memory reading request and its connection closed); a client's replies "
     "pause once it owes 4 MiB, and it is cut "
     "off only when it takes no byte for 60 s, or owes more than -o reply_queue_limit while "

@@ -18,7 +18,7 @@ X(FIX,  client_mem_limit,        SIZE, 0,           0,   NULL,                 "
   "MB",          MB,          0,       1L << 30,       NULL,                    NONE,     NULL,              \
   "(nodelay) replies and read buffers owed to all clients\n"                                                 \
   "together; past half of it those owing most are not read\n"                                                \
-  "and request lines over 16 KiB are refused\n"                                                              \
+  "and request lines past a client's share are refused\n"                                                    \
   "(default: 0 = half of -m, at least 32)", NULL)                                                            \
 X(FIX,  ssl_handshake_timeout,   INT,  5,           0,   NULL,                 "ssl_handshake_timeout",      \
   "s",           INT,         1,       3600,           NULL,                    NONE,     NULL,              \

@@ -264,6 +264,31 @@ def test_clients_that_stop_reading_stay_within_the_bound(start_server):
         assert after <= base + 8, f"RSS {base:.0f} -> {peak_rss:.0f} -> {after:.0f} MiB"
 
 
+def test_honest_long_line_is_read_while_others_hoard(start_server):
+    """40 connections that never read fill the first-come half of -o
+    client_mem_limit (to within 128 KiB); a client's 240 KB multiget line
+    still grows its read buffer, within its share of the bound (400 KiB
+    here), and is answered (a rule of half the bound alone refused it and
+    closed the connection)."""
+    srv = start_server("-m", "64")
+    nodelay_only(srv)
+    c = srv.connect()
+    assert c.set("s", "x" * 500) == b"STORED\r\n"
+    assert c.set("k", "v") == b"STORED\r\n"
+    att = start_attacker(srv, 40, 4 * slow_factor(), r"get s s s s s s s s s s\r\n")
+    bound = int(stats(c, "settings").get("client_mem_limit", 0) or 0) or 32 * MiB
+    deadline = time.monotonic() + 10 * slow_factor()
+    full = bound / 2 - 128 * 1024  # the last growth, 128 to 256 KiB, needs more
+    while client_bytes(c) < full and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client_bytes(c) >= full, "the hoarders did not fill half the bound"
+    h = srv.connect()
+    keys = [b"n%098d" % i for i in range(2400)] + [b"k"]
+    h.send(b"get " + b" ".join(keys) + b"\r\n")
+    assert h.read_values() == {"k": (0, b"v")}
+    stop_attacker(att)
+
+
 def test_dumps_to_non_readers_stay_within_the_bound(start_server):
     """300 connections each send `lru_crawler mgdump all` over 20,000 keys of
     240 bytes and never read: what they are owed stays within -o
