@@ -448,7 +448,7 @@ def test_stalled_uploads_cut_off_for_new_ones(start_server, server_bin):
     """When stalled uploads fill the bound, a new large one cuts off the oldest
     that has received nothing for 2 s, so half-sent sets cannot keep honest
     large uploads out either. The one cut off is answered when its value
-    ends (text: out of memory; binary: not stored), and as a set refused for
+    ends (out of memory: binary status 0x82), and as a set refused for
     memory it deletes the key's old value, as memcached; the others still
     store."""
     if is_memcached(server_bin):

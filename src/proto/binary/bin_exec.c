@@ -231,8 +231,13 @@ void bin_update_complete(struct session *s)
     case STORE_MISS:
         rc = bin_error(s, h, BIN_STATUS_KEY_ENOENT);
         break;
-    case STORE_NO_MEMORY: /* a staged value not placed, or cut off: as up front */
-        rc = bin_enomem(s, h, "Out of memory allocating item");
+    case STORE_NO_MEMORY:
+        /* a staged value not placed, or cut off: as refused up front; an
+         * append whose joined item found no room: memcached's NOT_STORED */
+        if (st->set_req.mode == STORE_MODE_APPEND || st->set_req.mode == STORE_MODE_PREPEND)
+            rc = bin_error(s, h, BIN_STATUS_NOT_STORED);
+        else
+            rc = bin_enomem(s, h, "Out of memory allocating item");
         break;
     case STORE_TOO_LARGE:
         rc = bin_error(s, h, BIN_STATUS_E2BIG);

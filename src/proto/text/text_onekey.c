@@ -80,7 +80,8 @@ void text_cmd_touch(struct session *s, const struct text_line *l)
     struct store_get_req req = {.touch = true, .exptime = clock_exptime(r.exptime)};
     struct store_item it;
     enum store_status st = store_get(s->store, r.key.s, r.key.len, &req, &it);
-    stats_count_fetch(s->stats, true, st == STORE_OK, it.class_id, it.lru);
+    if (st != STORE_NO_MEMORY) /* a key that is there, not touched: no miss */
+        stats_count_fetch(s->stats, true, st == STORE_OK, it.class_id, it.lru);
     size_t n;
     const char *line = text_touch_line(st, &n);
     text_out(s, line, n);

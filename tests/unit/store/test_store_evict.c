@@ -634,14 +634,11 @@ static bool value_is(struct tstore *t, int i, size_t vlen)
     return ok;
 }
 
-/* -e: a kill while a victim is half walked (items evicted, carried and
- * kept in place behind the cursor, the rest untouched) brings back exactly
- * what was live: nothing evicted returns, nothing live is lost (docs/restarts.md
- * "Proof obligations", P3 and P4). */
 /* -M, a fifth of every segment dead: freeing one takes about five
  * compactions, each adding room to the main open segment, so new writes
  * into the room deletes made are stored until it is nearly all used (a cap
- * of four compactions a need refused one write in two). */
+ * of four compactions a need refused about one in a hundred, the first
+ * among them). */
 static void test_no_evictions_reclaims_spread_dead_bytes(void **state)
 {
     (void)state;
@@ -722,6 +719,10 @@ static void test_no_evictions_with_padding_ends(void **state)
     unlink(pm_path);
 }
 
+/* -e: a kill while a victim is half walked (items evicted, carried and
+ * kept in place behind the cursor, the rest untouched) brings back exactly
+ * what was live: nothing evicted returns, nothing live is lost (docs/restarts.md
+ * "Proof obligations", P3 and P4). */
 static void test_half_walked_victim_after_a_crash(void **state)
 {
     (void)state;
