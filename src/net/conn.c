@@ -373,14 +373,17 @@ void conn_apply(struct conn *c, unsigned act)
 enum conn_in_target conn_read_target(struct conn *c, char **at, size_t *room)
 {
     conn_allowance(c);
-    struct worker_pool *pool = c->env->pool;
-    size_t half = conn_client_bound(pool) / 2, used = c->env->client_bytes(pool);
-    int conns = __atomic_load_n(&pool->curr_conns, __ATOMIC_RELAXED);
-    size_t share = half / (size_t)(conns > 1 ? conns : 1);
-    size_t first_come = half > used ? half - used : 0;
-    size_t own = share > c->in.size ? share - c->in.size : 0;
-    enum conn_in_target t = conn_input_target(&c->in, &c->sess,
-                                              first_come > own ? first_come : own, at, room);
+    size_t grow_room = SIZE_MAX; /* the sums are read only when it must grow */
+    if (conn_input_full(&c->in)) {
+        struct worker_pool *pool = c->env->pool;
+        size_t half = conn_client_bound(pool) / 2, used = c->env->client_bytes(pool);
+        int conns = __atomic_load_n(&pool->curr_conns, __ATOMIC_RELAXED);
+        size_t share = half / (size_t)(conns > 1 ? conns : 1);
+        size_t first_come = half > used ? half - used : 0;
+        size_t own = share > c->in.size ? share - c->in.size : 0;
+        grow_room = first_come > own ? first_come : own;
+    }
+    enum conn_in_target t = conn_input_target(&c->in, &c->sess, grow_room, at, room);
     if (t == CONN_IN_TO_NOWHERE) {
         log_info("<%d request line too long for the read buffer limits: closing", c->fd);
         conn_apply(c, CONN_IN_CLOSE | CONN_IN_FLUSH);

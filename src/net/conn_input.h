@@ -65,6 +65,12 @@ void conn_input_release(struct conn_input *in);
  * ACK (conn_input_ack). */
 bool conn_input_incomplete(const struct conn_input *in, const struct session *s);
 
+/* Whether the read buffer is full from its start: the next read makes it
+ * grow (conn_input_target). */
+static inline bool conn_input_full(const struct conn_input *in)
+{
+    return in->buf && in->pos == 0 && in->len >= in->size;
+}
 /* grow_room: how many bytes more the read buffer may take to grow (a
  * request line longer than it); past it, as when out of memory, the
  * request is answered as memcached answers one it cannot read into
