@@ -634,6 +634,21 @@ static bool value_is(struct tstore *t, int i, size_t vlen)
     return ok;
 }
 
+/* The -M tests' writes and deletes of keys named prefix + i. */
+static enum store_status set_named(struct tstore *t, const char *prefix, int i, const char *v)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%s%d", prefix, i);
+    return tset(t, key, v, STORE_MODE_SET, 0, 0, NULL);
+}
+
+static void delete_named(struct tstore *t, const char *prefix, int i)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%s%d", prefix, i);
+    assert_int_equal(store_delete(t->c, key, strlen(key), NULL), STORE_OK);
+}
+
 /* -M, a fifth of every segment dead: freeing one takes about five
  * compactions, each adding room to the main open segment, so new writes
  * into the room deletes made are stored until it is nearly all used (a cap
@@ -646,25 +661,15 @@ static void test_no_evictions_reclaims_spread_dead_bytes(void **state)
     tstore_open(&t, 16 * MB, MB, false, true);
     static char v[10001];
     memset(v, 'v', sizeof v - 1);
-    char key[32];
     int n = 0;
-    for (;; n++) {
-        snprintf(key, sizeof key, "k%d", n);
-        if (tset(&t, key, v, STORE_MODE_SET, 0, 0, NULL) != STORE_OK)
-            break;
-    }
+    while (set_named(&t, "k", n, v) == STORE_OK)
+        n++;
     int freed = 0;
-    for (int i = 0; i < n; i += 5, freed++) {
-        snprintf(key, sizeof key, "k%d", i);
-        assert_int_equal(store_delete(t.c, key, strlen(key), NULL), STORE_OK);
-    }
+    for (int i = 0; i < n; i += 5, freed++)
+        delete_named(&t, "k", i);
     int stored = 0;
-    while (stored < freed) {
-        snprintf(key, sizeof key, "n%d", stored);
-        if (tset(&t, key, v, STORE_MODE_SET, 0, 0, NULL) != STORE_OK)
-            break;
+    while (stored < freed && set_named(&t, "n", stored, v) == STORE_OK)
         stored++;
-    }
     assert_true(stored >= freed * 8 / 10);
     tstore_close(&t);
 }
@@ -685,28 +690,19 @@ static void test_no_evictions_with_padding_ends(void **state)
     tstore_open_opts(&t, &o);
     static char v[8000];
     memset(v, 'v', sizeof v - 1);
-    char key[32];
     int n = 0;
     /* pairs of a 2,000-byte item and an 8,000-byte one until -M refuses */
-    for (;; n++) {
-        snprintf(key, sizeof key, "s%d", n);
-        if (tset(&t, key, v + sizeof v - 2001, STORE_MODE_SET, 0, 0, NULL) != STORE_OK)
-            break;
-        snprintf(key, sizeof key, "b%d", n);
-        if (tset(&t, key, v, STORE_MODE_SET, 0, 0, NULL) != STORE_OK)
-            break;
-    }
+    while (set_named(&t, "s", n, v + sizeof v - 2001) == STORE_OK &&
+           set_named(&t, "b", n, v) == STORE_OK)
+        n++;
     assert_true(n > 100);
     /* every small one deleted: a 2,000-byte gap before each large one */
-    for (int i = 0; i < n; i++) {
-        snprintf(key, sizeof key, "s%d", i);
-        assert_int_equal(store_delete(t.c, key, strlen(key), NULL), STORE_OK);
-    }
+    for (int i = 0; i < n; i++)
+        delete_named(&t, "s", i);
     alarm(60); /* a write that never ends fails the test, not the run */
     int stored = 0, refused = 0;
     for (int i = 0; i < 400; i++) {
-        snprintf(key, sizeof key, "n%d", i);
-        enum store_status st = tset(&t, key, v, STORE_MODE_SET, 0, 0, NULL);
+        enum store_status st = set_named(&t, "n", i, v);
         assert_true(st == STORE_OK || st == STORE_NO_MEMORY);
         stored += st == STORE_OK;
         refused += st == STORE_NO_MEMORY;
