@@ -190,20 +190,22 @@ void store_upload_free(struct store_ctx *ctx, struct store_reservation *res)
 /* A cut-off upload gives back its value's memory but keeps its key, so
  * that its commit can still delete the key's old value (a set that fails
  * must not leave it readable, as memcached's rule for a set refused for
- * memory). Moved in the list under up.lock; when the allocator cannot
- * shrink it, the whole stage goes and the old value stays. */
+ * memory). The key is copied to a stage of its own size rather than the
+ * stage shrunk: a large stage is an mmap of glibc's, which realloc only
+ * shrinks to a page. Moved in the list under up.lock; when there is no
+ * memory for the copy, the whole stage goes and the old value stays. */
 static void upload_keep_key(struct store_ctx *ctx, struct store_reservation *res)
 {
     struct store *s = ctx->store;
     struct store_upload *u = res->stage;
     size_t gone = u->bytes - res->nkey;
-    pthread_mutex_lock(&s->up.lock);
-    struct store_upload *k = realloc(u, sizeof(*u) + res->nkey);
+    struct store_upload *k = malloc(sizeof(*u) + res->nkey);
     if (!k) {
-        pthread_mutex_unlock(&s->up.lock);
         store_upload_free(ctx, res);
         return;
     }
+    pthread_mutex_lock(&s->up.lock);
+    memcpy(k, u, sizeof(*u) + res->nkey);
     if (k->prev)
         k->prev->next = k;
     else
@@ -215,6 +217,7 @@ static void upload_keep_key(struct store_ctx *ctx, struct store_reservation *res
     k->bytes = res->nkey;
     s->up.held -= gone; /* large: only those are cut */
     pthread_mutex_unlock(&s->up.lock);
+    free(u);
     __atomic_sub_fetch(&s->up.bytes, gone, __ATOMIC_RELAXED);
     res->stage = k;
     res->value = NULL;

@@ -10,6 +10,7 @@
 #include "store/store_link.h"
 #include "store/store_upload.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -190,6 +191,9 @@ static void pass_stall_time(void)
 static void test_upload_cut_off(void **state)
 {
     (void)state;
+    /* a fixed threshold, so that the 1 MB stages are glibc mmaps whatever
+     * the tests before freed (which raises the dynamic one) */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     struct tstore t;
     tstore_open(&t, 8 * MB, MB, true, true); /* limit 4 MB */
     struct store_reservation up[6];
@@ -212,6 +216,9 @@ static void test_upload_cut_off(void **state)
     assert_false(store_upload_alive(t.c, &up[1], false));
     assert_null(up[1].value);
     assert_int_equal(st_of(&t).upload_bytes, 4 * 1000001 + 1); /* its key stays */
+    /* in memory of about its size: a 1 MB stage is an mmap, which
+     * realloc would only have shrunk to a page */
+    assert_true(malloc_usable_size(up[1].stage) < 256);
     /* a cut upload still has a class (the protocols count cmd_set in it) */
     assert_int_equal(store_reservation_class(t.c, &up[1], 0),
                      store_reservation_class(t.c, &up[0], 0));
