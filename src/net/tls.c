@@ -600,11 +600,15 @@ ssize_t tls_conn_writev(struct tls_conn *t, const struct iovec *iov, int n)
             errno = EAGAIN;
             return -1;
         }
-        if (t->owed > 0) {
-            size_t o = t->owed;
-            t->owed = 0;
-            return (ssize_t)o;
-        }
+    }
+    /* The records of an earlier call have all left, whoever sent their
+     * end: a read sends what is queued too (tls_conn_read), so this call
+     * may find the buffer empty. Their plaintext is what it reports; the
+     * iovecs start with it, and encrypting them again would send it twice. */
+    if (t->owed > 0) {
+        size_t o = t->owed;
+        t->owed = 0;
+        return (ssize_t)o;
     }
     if (!t->ready || t->failed) {
         errno = t->failed ? EPROTO : EAGAIN;

@@ -134,6 +134,38 @@ def test_text_meta_binary_over_tls(tls_server, pki):
     assert c.read_exact(len(big) + 7) == big + b"\r\nEND\r\n"
 
 
+def test_long_reply_is_sent_once_when_input_arrives_meanwhile(start_server, tmp_path):
+    """A reply longer than one call's records (256 KiB) is still leaving
+    when the client's next request comes in: the read sends the queued
+    records too, and the write that follows must report them sent rather
+    than encrypt the same bytes again (the client saw the reply's first
+    256 KiB twice). An RSA key, whose slower records leave the socket full
+    when the request comes; with the EC keys above they rarely did."""
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "rsa.key", "-out",
+            "rsa.pem", "-days", "2", "-subj", "/CN=localhost", cwd=tmp_path)
+    srv = start_server("-Z", "-o", f"ssl_chain_cert={tmp_path / 'rsa.pem'},"
+                       f"ssl_key={tmp_path / 'rsa.key'}")
+    ctx = client_ctx(verify=False)
+    c = tls_connect(srv, ctx, timeout=30)
+    n, size = 300, 1000
+    c.send(b"".join(b"set bm%d 0 0 %d noreply\r\n%s\r\n" % (i, size, b"%c" % (65 + i % 26) * size)
+                    for i in range(n)) + b"mn\r\n")
+    assert c.read_until(b"MN\r\n") == b"MN\r\n"
+    c = tls_connect(srv, ctx, timeout=30)  # its socket buffers not yet grown
+    want = b"".join(b"VALUE bm%d 0 %d\r\n%s\r\n" % (i, size, b"%c" % (65 + i % 26) * size)
+                    for i in range(n)) + b"END\r\n"
+    one = b"VALUE bm1 0 %d\r\n%s\r\nEND\r\n" % (size, b"B" * size)
+    line = b"get " + b" ".join(b"bm%d" % i for i in range(n)) + b"\r\n"
+    for _ in range(3):
+        c.send(line)
+        time.sleep(0.05)  # the reply fills the socket; the next request arrives
+        c.send(b"get bm1\r\n")
+        assert c.read_exact(len(want)) == want
+        assert c.read_exact(len(one)) == one
+    c.send(b"mn\r\n")
+    assert c.readline() == b"MN\r\n"  # and nothing more came before it
+
+
 def test_pymemcache_over_tls(tls_server, pki):
     pymemcache = pytest.importorskip("pymemcache.client.base")
     cl = pymemcache.Client(("127.0.0.1", tls_server.port), tls_context=client_ctx(pki),
