@@ -315,6 +315,11 @@ void proto_flash_abort(struct session *s)
         store_flash_wait_abort(s->flash->w, s->store);
 }
 
+bool proto_flash_held(const struct session *s)
+{
+    return s->flash && s->flash->w && store_flash_wait_held(s->flash->w);
+}
+
 void proto_flash_reset(struct session *s)
 {
     struct proto_flash *f = s->flash;

@@ -63,5 +63,8 @@ void proto_flash_abort(struct session *s);
 
 /* The request that waited is done: drop what was read for it. */
 void proto_flash_reset(struct session *s);
+/* The session's set holds reads, whether or not its probes kept them (the
+ * store reads an item again as a request runs: store_core.h). */
+bool proto_flash_held(const struct session *s);
 
 #endif

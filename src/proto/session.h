@@ -103,10 +103,11 @@ struct session {
     } state;
 };
 
-/* A request is done: if it waited for flash, drop what was read for it. */
+/* A request is done: if it read flash, drop what was read for it (its
+ * probes said so, or the store read an item again as it ran). */
 static inline void session_flash_done(struct session *s)
 {
-    if (s->flash_held)
+    if (s->flash_held || proto_flash_held(s))
         proto_flash_reset(s);
 }
 

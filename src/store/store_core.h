@@ -61,6 +61,14 @@ struct store_ctx {
      * that copy, not a write. NULL: no flash tier. */
     void (*flash_relinked)(struct store_ctx *ctx, const struct store_key *k, uint64_t from,
                            uint64_t to);
+    /* store_flash.c's, for store_widen: the key's item left RAM for flash
+     * while ctx's request was copying it (the copy's reservation evicted
+     * it), after the request's probe had found it in RAM and read nothing.
+     * It reads the item as that probe would have, where no wait is
+     * needed (its bytes still in a writer's buffer, as just after an
+     * eviction): true when the request's lookups will find it. NULL: no
+     * flash tier. */
+    bool (*flash_reread)(struct store_ctx *ctx, const struct store_key *k);
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
     uint32_t set_ix;     /* which shared set it takes, when they are in use */
     uint32_t sets_epoch; /* the store's sets_epoch its seg.at follows */

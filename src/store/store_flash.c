@@ -741,16 +741,15 @@ static char *pend_take(void *arg, uint32_t len)
     return e->buf;
 }
 
-enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wait *w,
-                                   const struct store_key *k)
+/* store_flash_probe's read of a key the set holds nothing for. wait:
+ * a read from the device may be started (STORE_PROBE_WAIT); without, an
+ * item not in a writer's buffer is left unread and WAIT returned with
+ * nothing kept. */
+static enum store_probe probe_read(struct store_ctx *ctx, struct store_flash_wait *w,
+                                   const struct store_key *k, bool wait)
 {
     struct store *s = ctx->store;
     struct flash_tier *ft = s->flash;
-    if (!ft || k->nkey == 0 || k->nkey > STORE_KEY_MAX)
-        return STORE_PROBE_READY;
-    struct flash_pend *had = wait_find(w, k);
-    if (had)
-        return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
     /* The key's buckets: its item in RAM (in either), or its flash
      * candidate (in either: a flash slot under its flash tag in either may
      * be another key's, whose read's key check makes it a miss; one whose
@@ -809,6 +808,12 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
             break;
         e->slot = moved;
     }
+    if (!wait && at == FLASH_AT_DISK) {
+        w->list = e->next; /* e is the first: nothing since */
+        w->pending--;
+        pend_free(e);
+        return STORE_PROBE_WAIT;
+    }
     if (at == FLASH_AT_BUF) {
         /* not on the device yet: its bytes were copied into e's buffer
          * (none out of memory: a miss) */
@@ -834,6 +839,41 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
         return STORE_PROBE_READY;
     }
     return STORE_PROBE_WAIT;
+}
+
+enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wait *w,
+                                   const struct store_key *k)
+{
+    if (!ctx->store->flash || k->nkey == 0 || k->nkey > STORE_KEY_MAX)
+        return STORE_PROBE_READY;
+    struct flash_pend *had = wait_find(w, k);
+    if (had)
+        return had->done ? STORE_PROBE_READY : STORE_PROBE_WAIT;
+    return probe_read(ctx, w, k, true);
+}
+
+/* ctx->flash_reread (store_core.h). What the set holds for the key is of
+ * the item as it was before it went back to flash (a copy lent to the
+ * request, evicted since): it goes, and the key is probed anew. */
+static bool pend_reread(struct store_ctx *ctx, const struct store_key *k)
+{
+    struct store_flash_wait *w = ctx->flash_wait;
+    if (!w)
+        return false;
+    struct flash_pend **pp = &w->list;
+    while (*pp && ((*pp)->nkey != k->nkey || memcmp((*pp)->key, k->key, k->nkey) != 0))
+        pp = &(*pp)->next;
+    struct flash_pend *had = *pp;
+    if (had) {
+        if (!had->done)
+            return false;
+        *pp = had->next;
+        pend_free(had);
+    }
+    if (probe_read(ctx, w, k, false) != STORE_PROBE_READY)
+        return false;
+    struct flash_pend *e = wait_find(w, k);
+    return e && e->ok;
 }
 
 /* --- the tier in the store --- */
@@ -973,6 +1013,7 @@ int store_flash_ctx_init(struct store_ctx *ctx)
     ctx->flash_cq = cq;
     ctx->flash_refill = pend_refill;
     ctx->flash_relinked = pend_relinked;
+    ctx->flash_reread = pend_reread;
     return 0;
 }
 
