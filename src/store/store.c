@@ -891,7 +891,10 @@ void store_flush(struct store *s, rel_time_t when)
     __atomic_store_n(&s->life.oldest_cas, oc, __ATOMIC_RELAXED);
     __atomic_store_n(&s->life.oldest_live, ol, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&s->life.flush_lock);
-    if (ol <= now)
+    /* A time before the server started (flush_all at a unix time already
+     * past) leaves oldest_live 0, which flushes nothing: 1.6.45's
+     * item_is_flushed and life_of_item read 0 as no flush. */
+    if (ol && ol <= now)
         store_flush_recent(s, ol);
     /* memcached's LRU maintainer reclaims flushed items within a fraction
      * of a second (`reclaimed`, `curr_items` drop): an immediate flush
