@@ -35,17 +35,19 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
                 return STORE_NON_NUMERIC;
             if (!req->create)
                 return STORE_MISS;
+            /* created with N's TTL, then T's applied as to a hit (1.6.45) */
+            rel_time_t cexp = req->touch ? req->exptime : req->create_exptime;
             char buf[24];
             int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)req->initial);
             struct store_reservation r;
             enum store_status st =
-                store_reserve_for(ctx, key, nkey, (size_t)len, 0, req->create_exptime, &r);
+                store_reserve_for(ctx, key, nkey, (size_t)len, 0, cexp, &r);
             if (st != STORE_OK)
                 return st == STORE_TOO_LARGE ? STORE_NO_MEMORY : st;
             memcpy(r.value, buf, (size_t)len);
             struct store_set_req sr = {
                 .mode = STORE_MODE_ADD,
-                .exptime = req->create_exptime,
+                .exptime = cexp,
                 .cas_new = req->cas_new,
                 .cas_given = req->cas_given,
             };
@@ -57,7 +59,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
                 return st;
             res->value = req->initial;
             res->cas = cas;
-            res->exptime = req->create_exptime;
+            res->exptime = cexp;
             res->created = true;
             return STORE_OK;
         }
@@ -90,6 +92,13 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
         rel_time_t before = item_get_u32(f.p, f.h.exp_off);
         rel_time_t exp = req->touch ? req->exptime : before;
         uint32_t keep = item_get_status(f.p, &f.h);
+        if (nlen > f.h.nvalue) {
+            /* A longer value is a new item in memcached's do_add_delta:
+             * the old expiry, and none of the old one's marks (not
+             * fetched, not stale, no token); ma's T went to the old item. */
+            exp = before;
+            keep = 0;
+        }
         uint64_t snap = slot_load(f.slot);
         store_found_unlock(&f);
 
