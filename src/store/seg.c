@@ -122,7 +122,10 @@ int seg_pool_init(struct seg_pool *pool)
     uint32_t small = pool->seg_limit / SEG_SMALL_DIV ? pool->seg_limit / SEG_SMALL_DIV : 1;
     pool->small_target = (int64_t)small * (int64_t)pool->seg_size;
     pool->main_credit = 1024;
-    if (seg_grow_cap(pool, pool->seg_limit) != 0) {
+    /* Headers are made as segments are first taken (seg_take_free), so a
+     * vast -m or cache_memlimit costs nothing until it is filled; -e makes
+     * them all, as its restore finds segments anywhere in its file. */
+    if (seg_grow_cap(pool, pool->pm ? pool->seg_limit : 1) != 0) {
         seg_pool_release(pool);
         return -1;
     }
@@ -189,6 +192,9 @@ static struct seg *seg_take_free(struct seg_pool *pool)
         list_remove(&pool->free, f);
         return f;
     }
+    if (pool->seg_alloc < pool->seg_limit && !pool->unused.head &&
+        seg_grow_cap(pool, (uint64_t)pool->seg_cap + 1) != 0)
+        return NULL;
     if (pool->seg_alloc < pool->seg_limit && pool->unused.head) {
         struct seg *u = pool->unused.head;
         bool more = pool->seg_alloc + 1 < pool->seg_limit;
@@ -686,10 +692,6 @@ int seg_set_limit(struct seg_pool *pool, size_t bytes)
     if (pool->pm && n > pool->pm->nsegs)
         return -1; /* -e: the file was sized for the -m it started with */
     pthread_mutex_lock(&pool->lock);
-    if (seg_grow_cap(pool, n) != 0) {
-        pthread_mutex_unlock(&pool->lock);
-        return -1;
-    }
     __atomic_store_n(&pool->seg_limit, (uint32_t)n, __ATOMIC_RELAXED);
     __atomic_store_n(&pool->open_max, seg_open_max_for((uint32_t)n), __ATOMIC_RELAXED);
     __atomic_store_n(&pool->mem_limit, bytes, __ATOMIC_RELAXED);

@@ -252,3 +252,26 @@ def test_touch_with_no_room_for_the_ttl_is_refused_not_a_miss(start_server):
     assert c.call("mn") == b"MN\r\n"
     for i in range(5):  # all still there, with no expiry
         assert c.call(f"mg k{i} v t", until=b"hello\r\n") == b"VA 5 t-1\r\nhello\r\n"
+
+
+def rss_mib(srv):
+    with open(f"/proc/{srv.proc.pid}/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS")) / 1024
+
+
+@pytest.mark.skipif(helpers.is_memcached(helpers.server_bin()), reason="nodelay's segment table")
+def test_vast_cache_memlimit_costs_nothing_until_filled(start_server):
+    """cache_memlimit 2592000 (2.5 TB) is taken at once, as 1.6.45 takes it,
+    with no memory: the segments' headers are made as segments are first
+    used, not for every one the limit allows (1.6 GB of them, made under
+    the pool's lock while every writer waited)."""
+    srv = start_server("-m", "64")
+    c = srv.connect()
+    before = rss_mib(srv)
+    assert c.call(b"cache_memlimit 2592000") == b"OK\r\n"
+    assert c.call(b"set vast 0 0 1\r\nx") == b"STORED\r\n"
+    assert stats(c)["limit_maxbytes"] == str(2592000 << 20)
+    assert rss_mib(srv) - before < 64, (before, rss_mib(srv))
+    # and lowered again, the cache goes on in its segments
+    assert c.call(b"cache_memlimit 8") == b"OK\r\n"
+    assert c.call(b"get vast", until=b"END\r\n") == b"VALUE vast 0 1\r\nx\r\nEND\r\n"
