@@ -40,8 +40,7 @@ enum store_status store_arith(struct store_ctx *ctx, const char *key, size_t nke
             char buf[24];
             int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)req->initial);
             struct store_reservation r;
-            enum store_status st =
-                store_reserve_for(ctx, key, nkey, (size_t)len, 0, cexp, &r);
+            enum store_status st = store_reserve_for(ctx, key, nkey, (size_t)len, 0, cexp, &r);
             if (st != STORE_OK)
                 return st == STORE_TOO_LARGE ? STORE_NO_MEMORY : st;
             memcpy(r.value, buf, (size_t)len);
