@@ -119,8 +119,16 @@ bool num_tok_double(const char *s, size_t n, double *out)
     return true;
 }
 
+/* The longest token 1.6.45's parser reads as a number of each width,
+ * whatever its value (leading zeros count): 32-bit ones, their sign
+ * included, and 64-bit ones. */
+#define NUM_TOK_MAX32 11
+#define NUM_TOK_MAX64 22
+
 bool num_tok_u64(const char *s, size_t n, uint64_t *out)
 {
+    if (n > NUM_TOK_MAX64)
+        return false;
     size_t i = 0;
     uint64_t v;
     bool overflow;
@@ -133,7 +141,7 @@ bool num_tok_u64(const char *s, size_t n, uint64_t *out)
 bool num_tok_u32(const char *s, size_t n, uint32_t *out)
 {
     uint64_t v;
-    if (!num_tok_u64(s, n, &v) || v > UINT32_MAX)
+    if (n > NUM_TOK_MAX32 || !num_tok_u64(s, n, &v) || v > UINT32_MAX)
         return false;
     *out = (uint32_t)v;
     return true;
@@ -143,6 +151,8 @@ bool num_tok_i32(const char *s, size_t n, int32_t *out)
 {
     bool neg = n > 0 && s[0] == '-';
     uint64_t mag;
+    if (n > NUM_TOK_MAX32)
+        return false;
     if (neg && n == 1) { /* 1.6.45 reads a sign without digits as 0 */
         *out = 0;
         return true;

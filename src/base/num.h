@@ -36,7 +36,8 @@ bool num_safe_double(const char *s, size_t n, double *out);
  * 32 bytes, all of it strtod's, and no range error (1e999, 1e-400). */
 bool num_tok_double(const char *s, size_t n, double *out);
 
-/* Strict tokens: [0-9]+ within range. */
+/* Strict tokens: [0-9]+ within range, and at most 11 characters for 32
+ * bits (a sign included), 22 for 64, as 1.6.45's parser reads them. */
 bool num_tok_u64(const char *s, size_t n, uint64_t *out);
 bool num_tok_u32(const char *s, size_t n, uint32_t *out);
 /* -?[0-9]+ within int32 ("-0" is 0), or a lone "-", which memcached
