@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/file_lock.h"
 #include "base/log.h"
 
 static void count(uint64_t *c, uint64_t n)
@@ -105,8 +105,9 @@ static int file_open(struct flash_dev_file *f, const struct flash_dev_file_opt *
     /* One server a file: a second one on it would overwrite the first's
      * segments under its index. flock, not lockf, so the lock stays with
      * the descriptor across -d's fork; it goes when the server exits. */
-    if (flock(f->fd, LOCK_EX | LOCK_NB) < 0) {
-        int err = errno;
+    int locked = file_lock(f->fd);
+    if (locked < 0) {
+        int err = -locked;
         snprintf(why, n, "%s: %s", o->path,
                  err == EWOULDBLOCK ? "in use by another server (locked)" : strerror(err));
         return -err;
@@ -149,10 +150,10 @@ int flash_dev_probe(const char *path)
      * memcached's words (EAGAIN); held until the caller closes fd, it
      * fails a second probe of the same file too (flock locks an open
      * file, not a process), whose two devices would overwrite each other */
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        int err = errno;
+    int locked = file_lock(fd);
+    if (locked < 0) {
         close(fd);
-        return -err;
+        return locked;
     }
     return fd;
 }

@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -23,6 +22,7 @@
 #include <xxhash.h>
 
 #include "base/clock.h"
+#include "base/file_lock.h"
 #include "base/log.h"
 
 #define PM_TMPFS_MAGIC 0x01021994
@@ -194,28 +194,16 @@ static void pm_layout(const struct pm_settings *s, struct persist *pm)
 
 /* One server per file: a second one would restore from (or lay out
  * afresh) the memory the first is writing, and both would serve what the
- * other overwrites. An exclusive lock on the open file, released by the
- * kernel when the holder exits however it exits; a server just killed may
- * take a moment to let go, so the lock is asked for again for up to
- * PM_LOCK_WAIT_MS before the start is refused. */
-#define PM_LOCK_WAIT_MS 2000
+ * other overwrites (file_lock waits a moment for a server just killed). */
 static int pm_lock(int fd, const char *path)
 {
-    for (int waited = 0;; waited += 10) {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-            return 0;
-        if (errno != EWOULDBLOCK && errno != EINTR) {
-            log_error("-e %s: cannot lock the memory file: %s", path, strerror(errno));
-            return -1;
-        }
-        if (waited >= PM_LOCK_WAIT_MS) {
-            log_error("-e %s: in use by another server (the file is locked): refusing to use it",
-                      path);
-            return -1;
-        }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    int rc = file_lock(fd);
+    if (rc == -EWOULDBLOCK)
+        log_error("-e %s: in use by another server (the file is locked): refusing to use it",
+                  path);
+    else if (rc < 0)
+        log_error("-e %s: cannot lock the memory file: %s", path, strerror(-rc));
+    return rc < 0 ? -1 : 0;
 }
 
 int persist_open(const struct pm_settings *s, const char *path, struct persist **out)
