@@ -26,8 +26,10 @@
 #include "store/store_crawl.h"
 #include "store/flash/flash_tier.h"
 
-/* What store_ctx.flash_refill did. */
-enum flash_refill { FLASH_NONE, FLASH_REFILLED, FLASH_LEFT, FLASH_SERVED };
+/* What store_ctx.flash_refill did. FLASH_UNREAD: nothing, but the key's
+ * buckets hold a flash slot under its flash tag that its wait set read
+ * nothing for (the item left RAM after the request's probe). */
+enum flash_refill { FLASH_NONE, FLASH_REFILLED, FLASH_LEFT, FLASH_SERVED, FLASH_UNREAD };
 
 /* Counts on a ctx's counters (store_counters.h). */
 #define CTR_ADD(ctx, f, n) CNT_ADD(&(ctx)->cnt, f, n)
@@ -61,13 +63,13 @@ struct store_ctx {
      * that copy, not a write. NULL: no flash tier. */
     void (*flash_relinked)(struct store_ctx *ctx, const struct store_key *k, uint64_t from,
                            uint64_t to);
-    /* store_flash.c's, for store_widen: the key's item left RAM for flash
-     * while ctx's request was copying it (the copy's reservation evicted
-     * it), after the request's probe had found it in RAM and read nothing.
-     * It reads the item as that probe would have, where no wait is
-     * needed (its bytes still in a writer's buffer, as just after an
-     * eviction): true when the request's lookups will find it. NULL: no
-     * flash tier. */
+    /* store_flash.c's, for store_lookup_write on FLASH_UNREAD: the key's
+     * item left RAM for flash after the request's probe had found it there
+     * and read nothing (eviction, or the reservation of the request's own
+     * copy of it). It reads the item as that probe would have, where no
+     * wait is needed (its bytes still in a writer's buffer, as just after
+     * an eviction): true when the request's lookups will find it. NULL:
+     * no flash tier. */
     bool (*flash_reread)(struct store_ctx *ctx, const struct store_key *k);
     struct store_ctx *prev, *next;      /* store->ctxs, under ctx_lock */
     uint32_t set_ix;     /* which shared set it takes, when they are in use */

@@ -140,7 +140,7 @@ static inline __attribute__((always_inline)) bool store_lookup_at(struct store_c
                                                                   enum store_look how, bool reclaim,
                                                                   struct store_found *f)
 {
-    bool refilled = false;
+    bool refilled = false, reread = false;
     for (;;) {
         f->now = clock_now();
         f->gone = ITEM_LIVE;
@@ -153,6 +153,13 @@ static inline __attribute__((always_inline)) bool store_lookup_at(struct store_c
             if (refilled || !ctx->flash_wait || !ctx->flash_refill)
                 return false;
             enum flash_refill r = ctx->flash_refill(ctx, k, f, how);
+            if (r == FLASH_UNREAD && !reread) {
+                /* gone to flash since the probe: read it back, once */
+                index_unlock_pair(&f->keys);
+                reread = true;
+                (void)ctx->flash_reread(ctx, k);
+                continue;
+            }
             if (r != FLASH_REFILLED) {
                 f->on_flash = r == FLASH_LEFT;
                 return false;

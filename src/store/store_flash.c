@@ -519,6 +519,22 @@ static void pend_tighten(struct flash_pend *e)
     e->len = len;
 }
 
+/* The flash slot under k's flash tag in its locked buckets, or 0: the
+ * key's one flash candidate (store_flash_probe). */
+static uint64_t keys_flash_slot(struct store *s, const struct index_pair *keys,
+                                const struct store_key *k)
+{
+    uint64_t ftag = index_flash_tag(&s->index, k->hv);
+    for (int c = 0; c < 2 && keys->b[c]; c++)
+        for (uint64_t *cur = keys->b[c]; cur; cur = index_next(&s->index, cur))
+            for (unsigned m = index_match(cur, k->tag); m; m &= m - 1, m &= m - 1) {
+                uint64_t sl = slot_load(&cur[__builtin_ctz(m) >> 1]);
+                if (slot_is_flash(sl) && slot_flash_tag(&s->index, sl) == ftag)
+                    return sl;
+            }
+    return 0;
+}
+
 /* Serve e from its read's buffer (pend_refill). */
 static enum flash_refill pend_serve(struct flash_pend *e, struct store_found *f)
 {
@@ -545,7 +561,8 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
     struct store_flash_wait *w = ctx->flash_wait;
     struct flash_pend *e = w ? wait_find(w, k) : NULL;
     if (!e)
-        return FLASH_NONE;
+        return f->gone == ITEM_LIVE && keys_flash_slot(ctx->store, &f->keys, k) ? FLASH_UNREAD
+                                                                                : FLASH_NONE;
     e->looked = true;
     bool fetch = !(how & STORE_LOOK_NO_VALUE);
     if (e->miss && fetch) {

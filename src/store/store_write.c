@@ -741,23 +741,14 @@ enum store_status store_store(struct store_ctx *ctx, const char *key, size_t nke
     return store_commit(ctx, &r, req, cas_out, NULL);
 }
 
-/* Times a widen reads back an item its own reservations pushed out to
- * flash (each read one of the item's size, under eviction pressure). */
-#define STORE_WIDEN_REREADS 4
-
 enum store_status store_widen(struct store_ctx *ctx, const struct store_key *k, uint8_t layout,
                               uint64_t cas_hint)
 {
     struct store *s = ctx->store;
-    for (unsigned round = 0;; round++) {
+    for (;;) {
         struct store_found f;
         if (!store_lookup(ctx, k, STORE_LOOK_PIN, &f)) {
             store_found_unlock(&f);
-            /* Gone since the caller found it: the last round's reservation
-             * may have pushed it out to flash, which is no miss. */
-            if (round > 0 && round <= STORE_WIDEN_REREADS && ctx->flash_reread &&
-                ctx->flash_reread(ctx, k))
-                continue;
             return STORE_MISS;
         }
         uint64_t snap = slot_load(f.slot);
