@@ -66,7 +66,8 @@ def noise(port, seed, stop):
 
 
 def test_touch_under_pressure_finds_the_item(server_bin, tmp_path):
-    srv = helpers.start_flash(server_bin, tmp_path, 16, 256, 4, ext=",ext_item_age=0")
+    srv = helpers.start_flash(server_bin, tmp_path, 16, 256, 4,
+                              ext=",ext_item_age=0,ext_wbuf_size=16")
     stop = threading.Event()
     noisy = [threading.Thread(target=noise, args=(srv.port, i, stop), daemon=True)
              for i in range(3)]
