@@ -46,6 +46,19 @@ struct seg *seg_find_dead(struct seg_pool *pool)
     return NULL;
 }
 
+struct seg *seg_find_sparse(struct seg_pool *pool, unsigned live_div)
+{
+    unsigned scanned = 0;
+    struct seg_list *lists[3] = {&pool->small, &pool->fifo, &pool->temp};
+    for (int l = 0; l < 3; l++)
+        for (struct seg *c = lists[l]->head; c && scanned < SEG_DEAD_SCAN; c = c->next, scanned++)
+            if ((uint64_t)__atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED) * live_div <=
+                    c->write_off &&
+                __atomic_load_n(&c->refcount, __ATOMIC_ACQUIRE) == 0)
+                return c;
+    return NULL;
+}
+
 /* The unpinned segment with the most dead bytes, at least an eighth of
  * one, or NULL (pool lock held): what -M squeezes instead of evicting. */
 struct seg *seg_most_dead(struct seg_pool *pool)

@@ -62,6 +62,10 @@ struct seg_walk {
     uint32_t kept_from;   /* first item kept in place (main open segment full), or UINT32_MAX */
     size_t budget;        /* bytes it may still keep */
     bool retain, keep_all, from_small, any_evicted;
+    /* Its live items are a quarter of its bytes or less: all of them are
+     * kept (carried), as freeing it makes three quarters of a segment of
+     * room at least without evicting anything (SEG_GATHER_LIVE). */
+    bool gather;
 };
 
 /* The segment pool (seg.c): every segment's header, the queues, the
@@ -228,6 +232,9 @@ void seg_steer_small(struct seg_pool *pool, bool grow, uint64_t step);
 bool seg_dead(struct seg_pool *pool, struct seg *seg, rel_time_t now);
 struct seg *seg_find_dead(struct seg_pool *pool);
 struct seg *seg_most_dead(struct seg_pool *pool);
+/* The first sealed, unpinned segment, in queue order, whose live bytes are
+ * at most 1/live_div of those written to it, or NULL (pool lock held). */
+struct seg *seg_find_sparse(struct seg_pool *pool, unsigned live_div);
 void seg_credit_update(struct seg_pool *pool);
 /* seg_walk.c, for seg.c (pool lock held): walk the victim w->v from its
  * cursor until about `bytes` are freed, returning those freed; and, once it

@@ -7,6 +7,7 @@ cache evicts at once, as memcached's set into a full slab class does
 (memcached's t/watcher.t subtest 15 waits for exactly that line).
 """
 import json
+import random
 import re
 import subprocess
 
@@ -238,3 +239,30 @@ def test_one_writer_holds_the_segment_a_second_would_need(start_server):
     one = items_after_a_mixed_fill(srv)
     four = items_after_a_mixed_fill(start_server("-m", "8", "-t", "4"))
     assert one > four * 1.02, (one, four)
+
+
+def test_overwrites_do_not_evict_a_quarter_full_cache(start_server):
+    """Overwrites leave dead bytes in every segment. With live data a
+    quarter of -m, the segments they made mostly dead are gathered (their
+    live items kept) before any other is evicted: the keys written once
+    and never read all stay, as in memcached 1.6.45, which reuses the
+    freed chunks. The old rule evicted every one of them."""
+    srv = start_server("-m", "64", "-t", "4")
+    c = srv.connect()
+    value = b"v" * 1000
+    cold = [b"cold%d" % i for i in range(8000)]
+    for i in range(0, len(cold), 500):
+        c.send(b"".join(b"set %s 0 0 1000 noreply\r\n%s\r\n" % (k, value) for k in cold[i:i + 500]))
+    assert c.call(b"mn") == b"MN\r\n"
+    r = random.Random(1)
+    for i in range(200):  # 100,000 overwrites of 8,000 other keys: 100 MB written
+        c.send(b"".join(b"set hot%d 0 0 1000 noreply\r\n%s\r\n" % (r.randrange(8000), value)
+                        for _ in range(500)))
+        if i % 20 == 0:
+            assert c.call(b"mn") == b"MN\r\n"
+    assert c.call(b"mn") == b"MN\r\n"
+    found = 0
+    for i in range(0, len(cold), 100):
+        found += c.call(b"get " + b" ".join(cold[i:i + 100]), until=b"END\r\n").count(b"VALUE ")
+    assert found == len(cold), f"{len(cold) - found} of {len(cold)} unread keys evicted"
+    assert stats(c)["evictions"] == "0"
