@@ -269,17 +269,18 @@ size_t seg_walk_step(struct seg_ctx *ctx, struct seg_walk *w, size_t bytes)
                 pool->walk_mean16 = pool->walk_mean16
                                         ? pool->walk_mean16 - pool->walk_mean16 / 64 + size / 4
                                         : (uint64_t)size * 16;
-            bool keep = live && (w->keep_all || (w->retain && w->budget >= size &&
-                                                 (w->gather || freq > 0 ||
-                                                  seg_small_stays(pool, v, p, &h, size))));
+            bool keep =
+                live &&
+                (w->keep_all || (w->retain && w->budget >= size &&
+                                 (w->gather || freq > 0 || seg_small_stays(pool, v, p, &h, size))));
             if (live && !w->from_small) {
                 pool->main_walked += size;
                 pool->main_read += freq > 0 ? size : 0;
             }
             if (keep) {
                 uint64_t nfreq = w->keep_all || (w->gather && !freq) ? freq
-                                 : w->from_small || !freq ? SEG_SMALL_NFREQ
-                                                          : freq - 1;
+                                 : w->from_small || !freq            ? SEG_SMALL_NFREQ
+                                                                     : freq - 1;
                 uint64_t moved =
                     w->kept_from == UINT32_MAX
                         ? seg_carry(pool, p, &h, v->tbase, item_get_cas(p, &h, v->cas_base), tag)
