@@ -561,8 +561,10 @@ static enum flash_refill pend_refill(struct store_ctx *ctx, const struct store_k
     struct store_flash_wait *w = ctx->flash_wait;
     struct flash_pend *e = w ? wait_find(w, k) : NULL;
     if (!e)
-        return f->gone == ITEM_LIVE && keys_flash_slot(ctx->store, &f->keys, k) ? FLASH_UNREAD
-                                                                                : FLASH_NONE;
+        return f->gone == ITEM_LIVE && !(how & STORE_LOOK_REPLACES) &&
+                       keys_flash_slot(ctx->store, &f->keys, k)
+                   ? FLASH_UNREAD
+                   : FLASH_NONE;
     e->looked = true;
     bool fetch = !(how & STORE_LOOK_NO_VALUE);
     if (e->miss && fetch) {

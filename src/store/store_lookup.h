@@ -93,6 +93,10 @@ enum store_look {
     /* A flag beside STORE_LOOK_FLASH_BUF: the read wins a stale item's
      * token (mg), a change, so a stale flash item is lent in RAM for it. */
     STORE_LOOK_WINS = 32,
+    /* A flag beside any: the request replaces the item whatever it was (a
+     * plain set's commit): one that left RAM for flash since the request
+     * began is not read back for it (FLASH_UNREAD), only dropped. */
+    STORE_LOOK_REPLACES = 64,
 };
 
 /* The one lookup every operation makes: lock the key's bucket (wherever a

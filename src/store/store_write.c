@@ -451,7 +451,8 @@ static enum store_status store_commit_at(struct store_ctx *ctx, struct store_res
         bool found = store_lookup_write(
             ctx, &k,
             STORE_LOOK_NO_BUMP | STORE_LOOK_NO_VALUE |
-                (mode == STORE_MODE_ADD ? STORE_LOOK_KEEP_FLASH : STORE_LOOK_FIND),
+                (mode == STORE_MODE_ADD ? STORE_LOOK_KEEP_FLASH : STORE_LOOK_FIND) |
+                (mode == STORE_MODE_SET && !expect_slot ? STORE_LOOK_REPLACES : 0),
             reclaim, &f);
         rel_time_t now = f.now;
         if (store_gen_moved(res)) {
