@@ -871,24 +871,13 @@ enum store_probe store_flash_probe(struct store_ctx *ctx, struct store_flash_wai
     return probe_read(ctx, w, k, true);
 }
 
-/* ctx->flash_reread (store_core.h). What the set holds for the key is of
- * the item as it was before it went back to flash (a copy lent to the
- * request, evicted since): it goes, and the key is probed anew. */
+/* ctx->flash_reread (store_core.h), for a key the set holds nothing for
+ * (pend_refill says FLASH_UNREAD only then). */
 static bool pend_reread(struct store_ctx *ctx, const struct store_key *k)
 {
     struct store_flash_wait *w = ctx->flash_wait;
-    if (!w)
+    if (!w || wait_find(w, k))
         return false;
-    struct flash_pend **pp = &w->list;
-    while (*pp && ((*pp)->nkey != k->nkey || memcmp((*pp)->key, k->key, k->nkey) != 0))
-        pp = &(*pp)->next;
-    struct flash_pend *had = *pp;
-    if (had) {
-        if (!had->done)
-            return false;
-        *pp = had->next;
-        pend_free(had);
-    }
     if (probe_read(ctx, w, k, false) != STORE_PROBE_READY)
         return false;
     struct flash_pend *e = wait_find(w, k);
